@@ -1,0 +1,83 @@
+#!/bin/sh
+# clfleet Quick start, on a fresh Debian/Ubuntu machine:
+#   ./build.sh demo   install what is missing, build, run the demo on the default devices
+#   ./build.sh test   install what is missing, build, run `make check` and `make distcheck`
+# Everything is built in _build/ (installed to _build/install); the OpenCL
+# kernel caches live in _build/.cache, nothing is written to $HOME.
+set -eu
+
+mode=${1:-demo}
+case $mode in
+demo | test) ;;
+*)
+    echo "usage: $0 demo|test" >&2
+    exit 2
+    ;;
+esac
+root=$(cd "$(dirname "$0")" && pwd)
+build=$root/_build
+jobs=$(nproc 2>/dev/null || echo 2)
+
+# ---- system packages --------------------------------------------------------
+pkgs="build-essential autoconf automake libtool pkgconf ocl-icd-opencl-dev opencl-headers
+      pocl-opencl-icd check libclblast-dev libpng-dev"
+if command -v dpkg-query >/dev/null 2>&1; then
+    missing=
+    for p in $pkgs; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
+            missing="$missing $p"
+    done
+    if [ -n "$missing" ]; then
+        line="apt-get install -y --no-install-recommends$missing"
+        if [ "$(id -u)" = 0 ]; then
+            sudo=
+        elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+            sudo=sudo
+        else
+            echo "clfleet needs these packages; please run as root:" >&2
+            echo "  apt-get update && $line" >&2
+            exit 1
+        fi
+        echo "==> installing:$missing"
+        $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -q
+        $sudo env DEBIAN_FRONTEND=noninteractive $line -q
+    fi
+else
+    echo "==> not a Debian system: make sure these are installed: $pkgs" >&2
+fi
+
+# ---- configure and build ----------------------------------------------------
+cd "$root"
+if [ ! -x configure ] || [ configure.ac -nt configure ] || [ Makefile.am -nt Makefile.in ]; then
+    echo "==> autoreconf"
+    autoreconf -fi
+fi
+mkdir -p "$build"
+cd "$build"
+flags="--prefix=$build/install"
+[ "$mode" = test ] && flags="$flags --enable-werror"
+if [ ! -f Makefile ] || [ "$(cat .configured 2>/dev/null)" != "$flags" ]; then
+    echo "==> configure $flags"
+    "$root/configure" $flags
+    echo "$flags" > .configured
+fi
+echo "==> make -j$jobs"
+make -j"$jobs"
+
+export POCL_CACHE_DIR="$build/.cache/pocl"
+export CLFLEET_CACHE_DIR="$build/.cache/clfleet"
+
+if [ "$mode" = demo ]; then
+    echo "==> clfleet-info"
+    ./tools/clfleet-info
+    echo "==> demo"
+    exec ./examples/demo
+fi
+
+echo "==> make check"
+if ! make -j"$jobs" check; then
+    cat test-suite.log 2>/dev/null || true
+    exit 1
+fi
+echo "==> make distcheck"
+make -j"$jobs" distcheck

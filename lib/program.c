@@ -1,0 +1,326 @@
+/*
+ * Programs built for every device of a fleet, one cl_program per context,
+ * with a binary cache keyed by source, options, device, driver and platform.
+ */
+#include "internal.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+clf_status clf__read_file(const char *path, char **out, size_t *len)
+{
+    clf_status st = CLF_SUCCESS;
+    char *buf = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return clf__fail(CLF_ERROR_IO, "cannot open '%s': %s", path, strerror(errno));
+    if (fseek(f, 0, SEEK_END) != 0)
+        CLF__TRY(st, clf__fail(CLF_ERROR_IO, "cannot seek '%s': %s", path, strerror(errno)));
+    long n = ftell(f);
+    if (n < 0 || fseek(f, 0, SEEK_SET) != 0)
+        CLF__TRY(st, clf__fail(CLF_ERROR_IO, "cannot size '%s': %s", path, strerror(errno)));
+    buf = malloc((size_t)n + 1);
+    if (!buf)
+        CLF__TRY(st, clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "reading '%s': out of memory", path));
+    if (fread(buf, 1, (size_t)n, f) != (size_t)n)
+        CLF__TRY(st, clf__fail(CLF_ERROR_IO, "cannot read '%s'", path));
+    buf[n] = '\0';
+    *out = buf;
+    if (len)
+        *len = (size_t)n;
+    buf = NULL;
+out:
+    free(buf);
+    fclose(f);
+    return st;
+}
+
+/* The devices of context ci, in fleet order. */
+static size_t context_devices(const clf_fleet *fl, size_t ci, cl_device_id *ids, size_t *idx)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < fl->ndev; i++)
+        if (fl->dev[i].ctx == fl->ctx[ci]) {
+            ids[n] = fl->dev[i].id;
+            idx[n++] = i;
+        }
+    return n;
+}
+
+static void device_key(const struct clf__device *d, const char *src, const char *opts,
+                       unsigned char key[32])
+{
+    char platform[sizeof d->info.platform + sizeof d->info.platform_vendor + 2];
+    snprintf(platform, sizeof platform, "%s\n%s", d->info.platform, d->info.platform_vendor);
+    clf__cache_key_parts parts = {src, opts, d->info.name, d->info.driver_version, platform};
+    clf__cache_key(key, &parts);
+}
+
+/* Append each failing device's build log to the detail message. */
+static void report_build_logs(cl_program prog, const clf_fleet *fl, const size_t *idx, size_t n)
+{
+    for (size_t k = 0; k < n; k++) {
+        const struct clf__device *d = &fl->dev[idx[k]];
+        cl_build_status bs = CL_BUILD_NONE;
+        clGetProgramBuildInfo(prog, d->id, CL_PROGRAM_BUILD_STATUS, sizeof bs, &bs, NULL);
+        if (bs == CL_BUILD_SUCCESS)
+            continue;
+        size_t len = 0;
+        char *log = NULL;
+        if (clGetProgramBuildInfo(prog, d->id, CL_PROGRAM_BUILD_LOG, 0, NULL, &len) ==
+                CL_SUCCESS &&
+            (log = calloc(len + 1, 1)) != NULL)
+            clGetProgramBuildInfo(prog, d->id, CL_PROGRAM_BUILD_LOG, len, log, NULL);
+        clf__append_error("\n--- device %zu '%s' (%s) build log ---\n%s", d->index, d->info.name,
+                          d->info.platform, log && log[0] ? log : "(empty)");
+        free(log);
+    }
+}
+
+/* Store each device's binary; a cache that cannot be written only costs time. */
+static void store_binaries(cl_program prog, const clf_fleet *fl, const size_t *idx, size_t n,
+                           const char *src, const char *opts)
+{
+    cl_uint np = 0;
+    if (clGetProgramInfo(prog, CL_PROGRAM_NUM_DEVICES, sizeof np, &np, NULL) != CL_SUCCESS ||
+        np == 0)
+        return;
+    cl_device_id *pdev = calloc(np, sizeof *pdev);
+    size_t *sizes = calloc(np, sizeof *sizes);
+    unsigned char **bins = calloc(np, sizeof *bins);
+    if (!pdev || !sizes || !bins)
+        goto out;
+    if (clGetProgramInfo(prog, CL_PROGRAM_DEVICES, np * sizeof *pdev, pdev, NULL) != CL_SUCCESS ||
+        clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, np * sizeof *sizes, sizes, NULL) !=
+            CL_SUCCESS)
+        goto out;
+    for (cl_uint j = 0; j < np; j++)
+        if (sizes[j] && !(bins[j] = malloc(sizes[j])))
+            goto out;
+    if (clGetProgramInfo(prog, CL_PROGRAM_BINARIES, np * sizeof *bins, bins, NULL) != CL_SUCCESS)
+        goto out;
+    for (size_t k = 0; k < n; k++) {
+        const struct clf__device *d = &fl->dev[idx[k]];
+        for (cl_uint j = 0; j < np; j++)
+            if (pdev[j] == d->id && sizes[j]) {
+                unsigned char key[32];
+                device_key(d, src, opts, key);
+                clf_status st = clf__cache_store(fl->cache_dir, key, bins[j], sizes[j]);
+                (void)st; /* a failed store is not the build's failure */
+            }
+    }
+out:
+    for (cl_uint j = 0; bins && j < np; j++)
+        free(bins[j]);
+    free(bins);
+    free(sizes);
+    free(pdev);
+}
+
+/* Try to create the context's program from cached binaries; all devices must hit. */
+static cl_program from_cache(const clf_fleet *fl, size_t ci, const cl_device_id *ids,
+                             const size_t *idx, size_t n, const char *src, const char *opts)
+{
+    cl_program prog = NULL;
+    unsigned char **bins = calloc(n, sizeof *bins);
+    size_t *lens = calloc(n, sizeof *lens);
+    cl_int *bst = calloc(n, sizeof *bst);
+    size_t k = 0;
+    if (!bins || !lens || !bst)
+        goto out;
+    for (; k < n; k++) {
+        unsigned char key[32];
+        device_key(&fl->dev[idx[k]], src, opts, key);
+        if (!clf__cache_load(fl->cache_dir, key, &bins[k], &lens[k]))
+            goto out;
+    }
+    cl_int err;
+    prog = clCreateProgramWithBinary(fl->ctx[ci], (cl_uint)n, ids, lens,
+                                     (const unsigned char **)bins, bst, &err);
+    if (err != CL_SUCCESS) {
+        prog = NULL;
+        goto out;
+    }
+    if (clBuildProgram(prog, (cl_uint)n, ids, opts, NULL, NULL) != CL_SUCCESS) {
+        /* A binary the driver no longer accepts: rebuild from source. */
+        clReleaseProgram(prog);
+        prog = NULL;
+    }
+out:
+    for (size_t j = 0; bins && j < n; j++)
+        free(bins[j]);
+    free(bins);
+    free(lens);
+    free(bst);
+    return prog;
+}
+
+static clf_status build_context(clf_program *p, size_t ci, const char *src, const char *opts)
+{
+    clf_fleet *fl = p->fleet;
+    clf_status st = CLF_SUCCESS;
+    cl_program prog = NULL;
+    cl_device_id *ids = calloc(fl->ndev, sizeof *ids);
+    size_t *idx = calloc(fl->ndev, sizeof *idx);
+    if (!ids || !idx)
+        CLF__TRY(st, clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "build: out of memory"));
+    size_t n = context_devices(fl, ci, ids, idx);
+
+    if (fl->cache_dir && (prog = from_cache(fl, ci, ids, idx, n, src, opts)) != NULL) {
+        for (size_t k = 0; k < n; k++)
+            p->from_cache[idx[k]] = 1;
+        goto out;
+    }
+    cl_int err;
+    prog = clCreateProgramWithSource(fl->ctx[ci], 1, &src, NULL, &err);
+    if (err != CL_SUCCESS)
+        CLF__TRY(st, clf__cl_fail(err, "clCreateProgramWithSource", &fl->dev[idx[0]]));
+    err = clBuildProgram(prog, (cl_uint)n, ids, opts, NULL, NULL);
+    if (err == CL_BUILD_PROGRAM_FAILURE || err == CL_INVALID_BUILD_OPTIONS) {
+        /* Appended, not set: every context's failures end up in one message. */
+        clf__append_error("%sclBuildProgram failed in context %zu: %s (%d); options '%s'",
+                          clf_last_error()[0] ? "\n" : "", ci, clf__cl_error_name(err),
+                          (int)err, opts);
+        report_build_logs(prog, fl, idx, n);
+        st = CLF_ERROR_BUILD;
+        goto out;
+    }
+    if (err != CL_SUCCESS)
+        CLF__TRY(st, clf__cl_fail(err, "clBuildProgram", &fl->dev[idx[0]]));
+    if (fl->cache_dir)
+        store_binaries(prog, fl, idx, n, src, opts);
+out:
+    if (st == CLF_SUCCESS)
+        p->prog[ci] = prog;
+    else if (prog)
+        clReleaseProgram(prog);
+    free(ids);
+    free(idx);
+    return st;
+}
+
+clf_status clf_program_build_source(clf_program **out, clf_fleet *fleet, const char *source,
+                                    const char *options)
+{
+    clf_status st = CLF_SUCCESS;
+    if (!out)
+        return clf__fail(CLF_ERROR_NULL_POINTER, "clf_program_build_source: out is NULL");
+    *out = NULL;
+    if (!fleet || !source)
+        return clf__fail(CLF_ERROR_NULL_POINTER, "clf_program_build_source: %s is NULL",
+                         fleet ? "source" : "fleet");
+    if (!source[0])
+        return clf__fail(CLF_ERROR_ZERO_SIZE, "clf_program_build_source: source is empty");
+    clf_program *p = calloc(1, sizeof *p);
+    if (!p)
+        return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "program: out of memory");
+    p->fleet = fleet;
+    p->prog = calloc(fleet->nctx, sizeof *p->prog);
+    p->from_cache = calloc(fleet->ndev, 1);
+    if (!p->prog || !p->from_cache)
+        CLF__TRY(st, clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "program: out of memory"));
+    /* Build in every context even after a failure, so that the detail
+     * message holds the log of every device that failed. */
+    clf_clear_error();
+    for (size_t ci = 0; ci < fleet->nctx; ci++) {
+        clf_status cst = build_context(p, ci, source, options ? options : "");
+        if (cst == CLF_ERROR_BUILD && (st == CLF_SUCCESS || st == CLF_ERROR_BUILD))
+            st = cst;
+        else if (cst != CLF_SUCCESS)
+            CLF__TRY(st, cst);
+    }
+out:
+    if (st != CLF_SUCCESS) {
+        clf_program_destroy(p);
+        return st;
+    }
+    *out = p;
+    return CLF_SUCCESS;
+}
+
+clf_status clf_program_build_file(clf_program **out, clf_fleet *fleet, const char *path,
+                                  const char *options)
+{
+    if (!out)
+        return clf__fail(CLF_ERROR_NULL_POINTER, "clf_program_build_file: out is NULL");
+    *out = NULL;
+    if (!fleet || !path)
+        return clf__fail(CLF_ERROR_NULL_POINTER, "clf_program_build_file: %s is NULL",
+                         fleet ? "path" : "fleet");
+    char *src = NULL;
+    clf_status st = clf__read_file(path, &src, NULL);
+    if (st == CLF_SUCCESS)
+        st = clf_program_build_source(out, fleet, src, options);
+    free(src);
+    return st;
+}
+
+const char *const *clf_shipped_kernels(void)
+{
+    return clf__shipped_names;
+}
+
+const char *clf_shipped_kernel_source(const char *name)
+{
+    if (!name)
+        return NULL;
+    for (size_t i = 0; clf__shipped_kernels[i].name; i++)
+        if (strcmp(clf__shipped_kernels[i].name, name) == 0)
+            return clf__shipped_kernels[i].source;
+    return NULL;
+}
+
+clf_status clf_program_build_shipped(clf_program **out, clf_fleet *fleet, const char *name,
+                                     const char *options)
+{
+    if (!out)
+        return clf__fail(CLF_ERROR_NULL_POINTER, "clf_program_build_shipped: out is NULL");
+    *out = NULL;
+    if (!fleet || !name)
+        return clf__fail(CLF_ERROR_NULL_POINTER, "clf_program_build_shipped: %s is NULL",
+                         fleet ? "name" : "fleet");
+    /* Names become file names: letters, digits, '_' and '-' only. */
+    size_t len = strlen(name);
+    for (size_t i = 0; i < len; i++)
+        if (!isalnum((unsigned char)name[i]) && name[i] != '_' && name[i] != '-')
+            return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "bad kernel name '%s'", name);
+    if (len == 0 || len > 128)
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "bad kernel name length %zu", len);
+
+    const char *dir = getenv("CLFLEET_KERNEL_DIR");
+    if (dir && dir[0]) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s.cl", dir, name);
+        FILE *f = fopen(path, "rb");
+        if (f) {
+            fclose(f);
+            return clf_program_build_file(out, fleet, path, options);
+        }
+    }
+    const char *src = clf_shipped_kernel_source(name);
+    if (!src)
+        return clf__fail(CLF_ERROR_NOT_FOUND, "no shipped kernel '%s'", name);
+    return clf_program_build_source(out, fleet, src, options);
+}
+
+int clf_program_from_cache(const clf_program *p, size_t device)
+{
+    if (!p || device >= p->fleet->ndev)
+        return 0;
+    return p->from_cache[device];
+}
+
+void clf_program_destroy(clf_program *p)
+{
+    if (!p)
+        return;
+    for (size_t i = 0; p->prog && i < p->fleet->nctx; i++)
+        if (p->prog[i])
+            clReleaseProgram(p->prog[i]);
+    free(p->prog);
+    free(p->from_cache);
+    free(p);
+}

@@ -1,0 +1,42 @@
+#!/bin/sh
+# clfleet-info --json lists each PoCL device (POCL_DEVICES), and sub-devices when asked.
+set -u
+b=${top_builddir:-.}
+info=$b/tools/clfleet-info
+lint=$b/tests/jsonlint
+tmp=${TMPDIR:-/tmp}/clf-info.$$
+trap 'rm -f "$tmp".*' EXIT
+required() { [ "${CLFLEET_REQUIRE_DEVICES:-0}" != 0 ]; }
+
+POCL_DEVICES='pthread pthread basic' $info --json --devices 'type=cpu;platform=portable' \
+    > "$tmp.json" 2> "$tmp.err"
+rc=$?
+if [ $rc -ne 0 ]; then
+    cat "$tmp.err"
+    if required; then echo "FAIL: no devices"; exit 99; fi
+    echo "SKIP: no PoCL devices"; exit 77
+fi
+$lint < "$tmp.json" || { echo "FAIL: invalid JSON"; cat "$tmp.json"; exit 1; }
+n=$(grep -c '"index"' "$tmp.json")
+nb=$(grep -c '"name": "basic' "$tmp.json")
+np=$(grep -c '"name": "pthread' "$tmp.json")
+[ "$n" -eq 3 ] && [ "$nb" -eq 1 ] && [ "$np" -eq 2 ] ||
+    { echo "FAIL: expected 3 devices (1 basic, 2 pthread), got $n ($nb, $np)"; exit 1; }
+
+# Split the pthread devices: one sub-device per compute unit.
+$info --json --devices 'type=cpu;platform=portable;name=pthread' --split 1 > "$tmp.split" ||
+    { echo "FAIL: split"; exit 1; }
+$lint < "$tmp.split" || { echo "FAIL: invalid JSON (split)"; exit 1; }
+cus=$(grep -o '"compute_units": [0-9]*' "$tmp.json" | sed -n '2,3p' | awk '{s += $2} END {print s}')
+subs=$(grep -c '"sub_device": true' "$tmp.split")
+[ "$subs" -eq "$cus" ] || { echo "FAIL: $subs sub-devices for $cus compute units"; exit 1; }
+
+# The table form names every device too, and bad input is a clear error.
+$info --devices 'type=cpu;platform=portable' > "$tmp.txt" || { echo "FAIL: table"; exit 1; }
+grep -q 'Platform 0' "$tmp.txt" && [ "$(grep -c 'pthread\|basic' "$tmp.txt")" -ge 3 ] ||
+    { echo "FAIL: table"; cat "$tmp.txt"; exit 1; }
+if $info --devices 'type=banana' > /dev/null 2> "$tmp.err"; then
+    echo "FAIL: bad selection accepted"; exit 1
+fi
+grep -q banana "$tmp.err" || { echo "FAIL: no detail"; cat "$tmp.err"; exit 1; }
+echo "PASS: $n devices, $subs sub-devices, JSON valid"

@@ -1,0 +1,250 @@
+/* Discovery, selection, sub-devices, contexts and device facts on PoCL. */
+#include "common.h"
+
+#include <dirent.h>
+
+#include "clfleet/opencl.h"
+
+static size_t count_open_fds(void)
+{
+    size_t n = 0;
+    DIR *d = opendir("/proc/self/fd");
+    if (!d)
+        return 0;
+    while (readdir(d))
+        n++;
+    closedir(d);
+    return n;
+}
+
+START_TEST(discovers_cpu_devices)
+{
+    clf_fleet *f = test_fleet(TEST_CPUS, 0);
+    size_t n = clf_fleet_device_count(f);
+    ck_assert_uint_ge(n, 3); /* POCL_DEVICES='pthread pthread basic' */
+    ck_assert_uint_eq(clf_fleet_context_count(f), 1);
+    for (size_t i = 0; i < n; i++) {
+        clf_device_info in;
+        ck_assert_ok(clf_device_get_info(f, i, &in));
+        ck_assert_uint_eq(in.type, CLF_DEVICE_CPU);
+        ck_assert_str_eq(clf_device_type_name(in.type), "cpu");
+        ck_assert_msg(in.name[0] && in.vendor[0] && in.platform[0], "names");
+        ck_assert_msg(strstr(in.platform, "Portable") != NULL, "%s", in.platform);
+        ck_assert_uint_ge(in.cl_major, 1);
+        ck_assert_uint_gt(in.global_mem, 0);
+        ck_assert_uint_gt(in.max_alloc, 0);
+        ck_assert_uint_le(in.max_alloc, in.global_mem);
+        ck_assert_uint_ge(in.compute_units, 1);
+        ck_assert_int_eq(in.host_unified, 1);
+        ck_assert_int_eq(in.fp64, clf_device_has_extension(f, i, "cl_khr_fp64"));
+        ck_assert_ptr_nonnull(in.extensions);
+        ck_assert_int_eq(in.is_sub_device, 0);
+        ck_assert_int_eq(in.parent_index, -1);
+        ck_assert_uint_eq(in.context_index, 0);
+        ck_assert_ptr_nonnull(clf_cl_compute_queue(f, i));
+        ck_assert_ptr_nonnull(clf_cl_transfer_queue(f, i));
+        ck_assert_ptr_ne(clf_cl_compute_queue(f, i), clf_cl_transfer_queue(f, i));
+        cl_command_queue_properties qp = 0;
+        clGetCommandQueueInfo(clf_cl_compute_queue(f, i), CL_QUEUE_PROPERTIES, sizeof qp, &qp,
+                              NULL);
+        ck_assert_msg(qp & CL_QUEUE_PROFILING_ENABLE, "profiling on");
+        ck_assert_msg(!(qp & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE), "in order");
+    }
+    ck_assert_int_eq(clf_device_has_extension(f, 0, "cl_khr_no_such_thing"), 0);
+    ck_assert_int_eq(clf_device_has_extension(f, 0, NULL), 0);
+    clf_device_info in;
+    ck_assert_status(clf_device_get_info(f, n, &in), CLF_ERROR_OUT_OF_RANGE);
+    ck_assert_status(clf_device_get_info(f, (size_t)-1, &in), CLF_ERROR_OUT_OF_RANGE);
+    ck_assert_status(clf_device_get_info(f, 0, NULL), CLF_ERROR_NULL_POINTER);
+    ck_assert_ptr_null(clf_cl_device(f, n));
+    ck_assert_ok(clf_fleet_finish(f));
+    clf_fleet_destroy(f);
+}
+END_TEST
+
+START_TEST(filters_select)
+{
+    clf_fleet *f = test_fleet(TEST_CPUS ";index=1", 0);
+    ck_assert_uint_eq(clf_fleet_device_count(f), 1);
+    clf_device_info in;
+    ck_assert_ok(clf_device_get_info(f, 0, &in));
+    ck_assert_msg(strstr(in.name, "pthread") != NULL, "index 1 is a pthread device: %s",
+                  in.name);
+    clf_fleet_destroy(f);
+
+    f = test_fleet(TEST_CPUS ";name=basic", 0);
+    ck_assert_uint_eq(clf_fleet_device_count(f), 1);
+    clf_fleet_destroy(f);
+
+    f = test_fleet(TEST_CPUS ";index=0,2", 0);
+    ck_assert_uint_eq(clf_fleet_device_count(f), 2);
+    clf_fleet_destroy(f);
+
+    f = test_fleet(TEST_CPUS ";require=fp64,unified,cl_khr_byte_addressable_store", 0);
+    ck_assert_uint_ge(clf_fleet_device_count(f), 3);
+    clf_fleet_destroy(f);
+
+    /* The vendor of device 0, as a substring filter. */
+    f = test_fleet(TEST_CPUS, 0);
+    ck_assert_ok(clf_device_get_info(f, 0, &in));
+    clf_fleet_destroy(f);
+    char sel[512];
+    snprintf(sel, sizeof sel, "%s;vendor= %.100s ", TEST_CPUS, in.vendor);
+    f = test_fleet(sel, 0);
+    ck_assert_uint_ge(clf_fleet_device_count(f), 1);
+    clf_fleet_destroy(f);
+
+    clf_fleet_options o = CLF_FLEET_OPTIONS_INIT;
+    o.devices = TEST_CPUS ";min_cu=100000";
+    f = (clf_fleet *)&o;
+    ck_assert_status(clf_fleet_create(&f, &o), CLF_ERROR_NO_DEVICE);
+    ck_assert_ptr_null(f);
+    ck_assert_msg(strstr(clf_last_error(), "matches") != NULL, "%s", clf_last_error());
+    o.devices = TEST_CPUS ";require=cl_khr_no_such_extension";
+    ck_assert_status(clf_fleet_create(&f, &o), CLF_ERROR_NO_DEVICE);
+    o.devices = "platform=No Such Platform";
+    ck_assert_status(clf_fleet_create(&f, &o), CLF_ERROR_NO_DEVICE);
+
+    /* Option fields refine the selection string. */
+    o.devices = "platform=portable";
+    o.device_types = CLF_DEVICE_CPU;
+    o.min_compute_units = 100000;
+    ck_assert_status(clf_fleet_create(&f, &o), CLF_ERROR_NO_DEVICE);
+    o.min_compute_units = 1;
+    o.require = CLF_CAP_HOST_UNIFIED;
+    ck_assert_ok(clf_fleet_create(&f, &o));
+    ck_assert_uint_ge(clf_fleet_device_count(f), 3);
+    clf_fleet_destroy(f);
+}
+END_TEST
+
+START_TEST(environment_selects)
+{
+    setenv("CLFLEET_DEVICES", TEST_CPUS ";index=2", 1);
+    clf_fleet *f = NULL;
+    ck_assert_ok(clf_fleet_create(&f, NULL));
+    ck_assert_uint_eq(clf_fleet_device_count(f), 1);
+    clf_fleet_destroy(f);
+    /* An explicit selection wins over the environment. */
+    clf_fleet_options o = CLF_FLEET_OPTIONS_INIT;
+    o.devices = TEST_CPUS;
+    ck_assert_ok(clf_fleet_create(&f, &o));
+    ck_assert_uint_ge(clf_fleet_device_count(f), 3);
+    clf_fleet_destroy(f);
+    setenv("CLFLEET_DEVICES", "split=0", 1);
+    ck_assert_status(clf_fleet_create(&f, NULL), CLF_ERROR_PARSE);
+    unsetenv("CLFLEET_DEVICES");
+}
+END_TEST
+
+/* Without GPUs or accelerators, the default fleet is the CPU devices. */
+START_TEST(default_falls_back_to_cpus)
+{
+    clf_fleet *all = test_fleet("type=all", 0);
+    size_t gpus = 0, cpus = 0;
+    for (size_t i = 0; i < clf_fleet_device_count(all); i++) {
+        clf_device_info in;
+        ck_assert_ok(clf_device_get_info(all, i, &in));
+        gpus += in.type != CLF_DEVICE_CPU;
+        cpus += in.type == CLF_DEVICE_CPU;
+    }
+    clf_fleet_destroy(all);
+    clf_fleet *f = NULL;
+    ck_assert_ok(clf_fleet_create(&f, NULL));
+    ck_assert_uint_eq(clf_fleet_device_count(f), gpus ? gpus : cpus);
+    clf_fleet_destroy(f);
+}
+END_TEST
+
+START_TEST(sub_devices)
+{
+    clf_fleet *f = test_fleet(TEST_CPUS ";name=pthread;split=1", 0);
+    size_t n = clf_fleet_device_count(f);
+    clf_fleet *roots = test_fleet(TEST_CPUS ";name=pthread", 0);
+    size_t units = 0;
+    for (size_t i = 0; i < clf_fleet_device_count(roots); i++) {
+        clf_device_info in;
+        ck_assert_ok(clf_device_get_info(roots, i, &in));
+        units += in.compute_units;
+    }
+    clf_fleet_destroy(roots);
+    ck_assert_uint_eq(n, units); /* one sub-device per compute unit */
+    for (size_t i = 0; i < n; i++) {
+        clf_device_info in;
+        ck_assert_ok(clf_device_get_info(f, i, &in));
+        ck_assert_int_eq(in.is_sub_device, 1);
+        ck_assert_int_ge(in.parent_index, 1);
+        ck_assert_uint_eq(in.compute_units, 1);
+    }
+    clf_fleet_destroy(f);
+
+    /* By counts, through the options. */
+    clf_fleet_options o = CLF_FLEET_OPTIONS_INIT;
+    unsigned counts[] = {1, 1};
+    o.devices = TEST_CPUS ";index=1";
+    o.split_cpu_counts = counts;
+    o.num_split_cpu_counts = 2;
+    ck_assert_ok(clf_fleet_create(&f, &o));
+    ck_assert_uint_eq(clf_fleet_device_count(f), 2);
+    clf_fleet_destroy(f);
+
+    /* More units than the device has: a clear error naming the device. */
+    o.split_cpu_counts = NULL;
+    o.num_split_cpu_counts = 0;
+    o.split_cpu_units = 1000;
+    ck_assert_status(clf_fleet_create(&f, &o), CLF_ERROR_UNSUPPORTED);
+    ck_assert_msg(strstr(clf_last_error(), "cannot split") != NULL, "%s", clf_last_error());
+    ck_assert_ptr_null(f);
+}
+END_TEST
+
+START_TEST(context_per_device)
+{
+    clf_fleet *f = test_fleet(TEST_CPUS, 1);
+    size_t n = clf_fleet_device_count(f);
+    ck_assert_uint_eq(clf_fleet_context_count(f), n);
+    for (size_t i = 0; i < n; i++) {
+        clf_device_info in;
+        ck_assert_ok(clf_device_get_info(f, i, &in));
+        ck_assert_uint_eq(in.context_index, i);
+        for (size_t j = 0; j < i; j++)
+            ck_assert_ptr_ne(clf_cl_context(f, i), clf_cl_context(f, j));
+    }
+    clf_fleet_destroy(f);
+    f = test_fleet(TEST_CPUS ";context=device", 0);
+    ck_assert_uint_eq(clf_fleet_context_count(f), clf_fleet_device_count(f));
+    clf_fleet_destroy(f);
+}
+END_TEST
+
+/* 100 fleets, with sub-devices and per-device contexts: no file descriptor grows
+ * (memory is checked by the valgrind run of this suite). */
+START_TEST(create_destroy_100)
+{
+    size_t before = 0;
+    for (int i = 0; i < 100; i++) {
+        clf_fleet *f = test_fleet(i % 2 ? TEST_CPUS ";name=pthread;split=1" : TEST_CPUS, i % 3 == 0);
+        ck_assert_uint_ge(clf_fleet_device_count(f), 2);
+        clf_fleet_destroy(f);
+        if (i == 1)
+            before = count_open_fds();
+    }
+    ck_assert_uint_eq(count_open_fds(), before);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("fleet");
+    TCase *tc = tcase_create("fleet");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, discovers_cpu_devices);
+    tcase_add_test(tc, filters_select);
+    tcase_add_test(tc, environment_selects);
+    tcase_add_test(tc, default_falls_back_to_cpus);
+    tcase_add_test(tc, sub_devices);
+    tcase_add_test(tc, context_per_device);
+    tcase_add_test(tc, create_destroy_100);
+    suite_add_tcase(s, tc);
+    return test_run(s, TEST_CPUS, 3);
+}

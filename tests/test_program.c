@@ -1,0 +1,266 @@
+/* Run-time builds on every device: good and bad sources, shipped kernels, the cache. */
+#include "common.h"
+
+#include <dirent.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "clfleet/opencl.h"
+
+static char cache_dir[256];
+
+static void make_cache_dir(void)
+{
+    snprintf(cache_dir, sizeof cache_dir, "%s/clfleet-test-XXXXXX",
+             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    ck_assert_ptr_nonnull(mkdtemp(cache_dir));
+}
+
+static void remove_cache_dir(void)
+{
+    DIR *d = opendir(cache_dir);
+    if (!d)
+        return;
+    struct dirent *e;
+    char path[512];
+    while ((e = readdir(d)))
+        if (e->d_name[0] != '.' || strncmp(e->d_name, ".tmp", 4) == 0) {
+            snprintf(path, sizeof path, "%s/%s", cache_dir, e->d_name);
+            unlink(path);
+        }
+    closedir(d);
+    rmdir(cache_dir);
+}
+
+/* Apply fn to every cache entry; returns how many there are. */
+static size_t for_each_entry(void (*fn)(const char *path, size_t i))
+{
+    DIR *d = opendir(cache_dir);
+    ck_assert_ptr_nonnull(d);
+    size_t n = 0;
+    struct dirent *e;
+    char path[512];
+    while ((e = readdir(d)))
+        if (strstr(e->d_name, ".clfbin")) {
+            snprintf(path, sizeof path, "%s/%s", cache_dir, e->d_name);
+            if (fn)
+                fn(path, n);
+            n++;
+        }
+    closedir(d);
+    return n;
+}
+
+static void check_private(const char *path, size_t i)
+{
+    (void)i;
+    struct stat sb;
+    ck_assert_int_eq(stat(path, &sb), 0);
+    ck_assert_uint_eq(sb.st_mode & 0777, 0600);
+}
+
+/* Truncate one entry, overwrite another with garbage. */
+static void corrupt(const char *path, size_t i)
+{
+    if (i % 2 == 0) {
+        ck_assert_int_eq(truncate(path, 40), 0);
+    } else {
+        FILE *f = fopen(path, "r+b");
+        ck_assert_ptr_nonnull(f);
+        fseek(f, -7, SEEK_END);
+        fputc('#', f);
+        fclose(f);
+    }
+}
+
+/* Identical devices (name and driver) share a cache entry: with a context per
+ * device, a twin built after the first hits the entry the first just stored. */
+static int has_earlier_twin(clf_fleet *f, size_t d, int per_device_contexts)
+{
+    clf_device_info in, earlier;
+    ck_assert_ok(clf_device_get_info(f, d, &in));
+    for (size_t e = 0; e < d && per_device_contexts; e++) {
+        ck_assert_ok(clf_device_get_info(f, e, &earlier));
+        if (!strcmp(in.name, earlier.name) && !strcmp(in.driver_version, earlier.driver_version))
+            return 1;
+    }
+    return 0;
+}
+
+/* Run vadd on one device through the interop handles; compare with C. */
+static void run_vadd(clf_fleet *f, clf_program *p, size_t dev)
+{
+    enum { N = 4099 };
+    static float a[N], b[N], c[N];
+    for (int i = 0; i < N; i++)
+        a[i] = (float)i * 0.5f, b[i] = (float)(N - i);
+    clf_buffer *ba, *bb, *bc;
+    ck_assert_ok(clf_buffer_create(&ba, f, dev, sizeof a, CLF_MEM_READ_ONLY));
+    ck_assert_ok(clf_buffer_create(&bb, f, dev, sizeof b, CLF_MEM_READ_ONLY));
+    ck_assert_ok(clf_buffer_create(&bc, f, dev, sizeof c, CLF_MEM_WRITE_ONLY));
+    ck_assert_ok(clf_buffer_write(ba, 0, sizeof a, a));
+    ck_assert_ok(clf_buffer_write(bb, 0, sizeof b, b));
+    cl_int err;
+    cl_kernel k = clCreateKernel(clf_cl_program(p, dev), "vadd", &err);
+    ck_assert_int_eq(err, CL_SUCCESS);
+    cl_mem ma = clf_cl_mem(ba), mb = clf_cl_mem(bb), mc = clf_cl_mem(bc);
+    clSetKernelArg(k, 0, sizeof ma, &ma);
+    clSetKernelArg(k, 1, sizeof mb, &mb);
+    clSetKernelArg(k, 2, sizeof mc, &mc);
+    size_t global = N;
+    cl_command_queue q = clf_cl_compute_queue(f, dev);
+    ck_assert_int_eq(clEnqueueNDRangeKernel(q, k, 1, NULL, &global, NULL, 0, NULL, NULL), 0);
+    ck_assert_int_eq(clFinish(q), CL_SUCCESS);
+    ck_assert_ok(clf_buffer_read(bc, 0, sizeof c, c));
+    for (int i = 0; i < N; i++)
+        ck_assert_msg(c[i] == a[i] + b[i], "device %zu c[%d] = %g", dev, i, (double)c[i]);
+    clReleaseKernel(k);
+    clf_buffer_destroy(ba);
+    clf_buffer_destroy(bb);
+    clf_buffer_destroy(bc);
+}
+
+START_TEST(shipped_kernel_runs_everywhere)
+{
+    clf_fleet *f = test_fleet(TEST_CPUS, _i);
+    clf_program *p = NULL;
+    ck_assert_ok(clf_program_build_shipped(&p, f, "vector", "-cl-std=CL1.2"));
+    for (size_t d = 0; d < clf_fleet_device_count(f); d++)
+        run_vadd(f, p, d);
+    clf_program_destroy(p);
+    ck_assert_status(clf_program_build_shipped(&p, f, "no_such_kernel", NULL),
+                     CLF_ERROR_NOT_FOUND);
+    ck_assert_status(clf_program_build_shipped(&p, f, "../etc/passwd", NULL),
+                     CLF_ERROR_INVALID_ARGUMENT);
+    ck_assert_status(clf_program_build_shipped(&p, f, "", NULL), CLF_ERROR_INVALID_ARGUMENT);
+    ck_assert_ptr_null(p);
+    clf_fleet_destroy(f);
+}
+END_TEST
+
+START_TEST(bad_build_reports_every_device)
+{
+    clf_fleet *f = test_fleet(TEST_CPUS, _i);
+    clf_program *p = (clf_program *)f;
+    ck_assert_status(clf_program_build_source(&p, f,
+                                              "__kernel void broken(__global int *x) {\n"
+                                              "    x[0] = undeclared_thing;\n}\n",
+                                              NULL),
+                     CLF_ERROR_BUILD);
+    ck_assert_ptr_null(p);
+    const char *msg = clf_last_error();
+    ck_assert_msg(strstr(msg, "undeclared_thing") != NULL, "compiler log in: %s", msg);
+    for (size_t d = 0; d < clf_fleet_device_count(f); d++) {
+        char want[64];
+        snprintf(want, sizeof want, "device %zu '", d);
+        ck_assert_msg(strstr(msg, want) != NULL, "'%s' in: %s", want, msg);
+    }
+    ck_assert_status(clf_program_build_source(&p, f, "__kernel void k(void) {}", "-bogus-opt"),
+                     CLF_ERROR_BUILD);
+    ck_assert_status(clf_program_build_source(&p, f, "", NULL), CLF_ERROR_ZERO_SIZE);
+    ck_assert_status(clf_program_build_source(&p, f, NULL, NULL), CLF_ERROR_NULL_POINTER);
+    ck_assert_status(clf_program_build_file(&p, f, "/no/such/file.cl", NULL), CLF_ERROR_IO);
+    ck_assert_msg(strstr(clf_last_error(), "/no/such/file.cl") != NULL, "%s",
+                  clf_last_error());
+    clf_fleet_destroy(f);
+}
+END_TEST
+
+START_TEST(cache_hit_and_rebuild_after_corruption)
+{
+    make_cache_dir();
+    clf_fleet_options o = CLF_FLEET_OPTIONS_INIT;
+    o.devices = TEST_CPUS;
+    o.cache_dir = cache_dir;
+    o.context_per_device = _i;
+    clf_fleet *f;
+    ck_assert_ok(clf_fleet_create(&f, &o));
+    size_t n = clf_fleet_device_count(f);
+    /* A source no earlier run has built: the first build cannot hit. */
+    char src[256];
+    snprintf(src, sizeof src,
+             "/* %ld %d */ __kernel void twice(__global int *x) { x[get_global_id(0)] *= 2; }\n",
+             (long)time(NULL), (int)getpid());
+    clf_program *p;
+    ck_assert_ok(clf_program_build_source(&p, f, src, "-DX=1"));
+    for (size_t d = 0; d < n; d++)
+        if (!has_earlier_twin(f, d, _i))
+            ck_assert_msg(clf_program_from_cache(p, d) == 0, "device %zu compiled", d);
+    clf_program_destroy(p);
+    size_t entries = for_each_entry(check_private);
+    ck_assert_uint_ge(entries, 1);
+
+    ck_assert_ok(clf_program_build_source(&p, f, src, "-DX=1"));
+    for (size_t d = 0; d < n; d++)
+        ck_assert_msg(clf_program_from_cache(p, d) == 1, "device %zu from cache", d);
+    clf_program_destroy(p);
+
+    /* Other options are another program. */
+    ck_assert_ok(clf_program_build_source(&p, f, src, "-DX=2"));
+    ck_assert_int_eq(clf_program_from_cache(p, 0), 0);
+    clf_program_destroy(p);
+
+    /* Identical devices share an entry: in per-device contexts, a twin built
+     * after the first may hit the entry the first just rebuilt. */
+    for_each_entry(corrupt);
+    ck_assert_ok(clf_program_build_source(&p, f, src, "-DX=1"));
+    for (size_t d = 0; d < n; d++)
+        if (!has_earlier_twin(f, d, _i))
+            ck_assert_msg(clf_program_from_cache(p, d) == 0, "device %zu rebuilt", d);
+    clf_program_destroy(p);
+    ck_assert_ok(clf_program_build_source(&p, f, src, "-DX=1"));
+    for (size_t d = 0; d < n; d++)
+        ck_assert_int_eq(clf_program_from_cache(p, d), 1);
+    /* The program built from cached binaries runs. */
+    cl_int err;
+    cl_kernel k = clCreateKernel(clf_cl_program(p, 0), "twice", &err);
+    ck_assert_int_eq(err, CL_SUCCESS);
+    clReleaseKernel(k);
+    ck_assert_int_eq(clf_program_from_cache(p, n), 0);
+    clf_program_destroy(p);
+    clf_fleet_destroy(f);
+
+    /* Caching off: never from the cache. */
+    o.disable_cache = 1;
+    ck_assert_ok(clf_fleet_create(&f, &o));
+    ck_assert_ok(clf_program_build_source(&p, f, src, "-DX=1"));
+    ck_assert_int_eq(clf_program_from_cache(p, 0), 0);
+    clf_program_destroy(p);
+    clf_fleet_destroy(f);
+    remove_cache_dir();
+}
+END_TEST
+
+START_TEST(build_from_file)
+{
+    clf_fleet *f = test_fleet(TEST_CPUS, 0);
+    char path[256];
+    snprintf(path, sizeof path, "%s/clfleet-test-%d.cl",
+             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
+    FILE *fp = fopen(path, "w");
+    ck_assert_ptr_nonnull(fp);
+    fputs(clf_shipped_kernel_source("vector"), fp);
+    fclose(fp);
+    clf_program *p;
+    ck_assert_ok(clf_program_build_file(&p, f, path, NULL));
+    run_vadd(f, p, 0);
+    clf_program_destroy(p);
+    unlink(path);
+    clf_fleet_destroy(f);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("program");
+    TCase *tc = tcase_create("program");
+    tcase_set_timeout(tc, 300);
+    /* _i = 0: one context per platform; 1: one context per device. */
+    tcase_add_loop_test(tc, shipped_kernel_runs_everywhere, 0, 2);
+    tcase_add_loop_test(tc, bad_build_reports_every_device, 0, 2);
+    tcase_add_loop_test(tc, cache_hit_and_rebuild_after_corruption, 0, 2);
+    tcase_add_test(tc, build_from_file);
+    suite_add_tcase(s, tc);
+    return test_run(s, TEST_CPUS, 3);
+}

@@ -1,0 +1,1074 @@
+/* Unit tests of the parts of libclfleet that need no OpenCL device: SHA-256,
+ * the device selection parser and matcher, and the binary cache. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* mkdtemp, nftw, setenv under -std=c11 */
+#endif
+#include "internal.h"
+
+#include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------------ */
+/* SHA-256                                                             */
+/* ------------------------------------------------------------------ */
+
+static void sha_hex(const void *data, size_t n, char hex[65])
+{
+    unsigned char d[32];
+    clf__sha256 c;
+    clf__sha256_init(&c);
+    clf__sha256_update(&c, data, n);
+    clf__sha256_final(&c, d);
+    clf__sha256_hex(d, hex);
+}
+
+START_TEST(test_sha_nist)
+{
+    static const struct {
+        const char *msg, *hex;
+    } v[] = {
+        {"", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
+        {"abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"},
+        {"abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
+         "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"},
+        {"abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmnoijklmnopjklmnopqklmn"
+         "opqrlmnopqrsmnopqrstnopqrstu",
+         "cf5b16a778af8380036ce59e7b0492370b249b11e8f07a51afac45037afee9d1"},
+    };
+    char hex[65];
+    for (size_t i = 0; i < CLF__ARRAY_LEN(v); i++) {
+        sha_hex(v[i].msg, strlen(v[i].msg), hex);
+        ck_assert_str_eq(hex, v[i].hex);
+    }
+    /* Lengths around the padding boundaries (55/56 bytes fit one block, or not). */
+    static const struct {
+        size_t n;
+        const char *hex;
+    } a[] = {
+        {55, "9f4390f8d30c2dd92ec9f095b65e2b9ae9b0a925a5258e241c9f1e910f734318"},
+        {56, "b35439a4ac6f0948b6d6f9e3c6af0f5f590ce20f1bde7090ef7970686ec6738a"},
+        {57, "f13b2d724659eb3bf47f2dd6af1accc87b81f09f59f2b75e5c0bed6589dfe8c6"},
+        {63, "7d3e74a05d7db15bce4ad9ec0658ea98e3f06eeecf16b4c6fff2da457ddc2f34"},
+        {64, "ffe054fe7ae0cb6dc65c3af9b61d5209f439851db43d0ba5997337df154668eb"},
+        {65, "635361c48bb9eab14198e76ea8ab7f1a41685d6ad62aa9146d301d4f17eb0ae0"},
+        {119, "31eba51c313a5c08226adf18d4a359cfdfd8d2e816b13f4af952f7ea6584dcfb"},
+        {120, "2f3d335432c70b580af0e8e1b3674a7c020d683aa5f73aaaedfdc55af904c21c"},
+        {127, "c57e9278af78fa3cab38667bef4ce29d783787a2f731d4e12200270f0c32320a"},
+        {128, "6836cf13bac400e9105071cd6af47084dfacad4e5e302c94bfed24e013afb73e"},
+    };
+    char buf[128];
+    memset(buf, 'a', sizeof buf);
+    for (size_t i = 0; i < CLF__ARRAY_LEN(a); i++) {
+        sha_hex(buf, a[i].n, hex);
+        ck_assert_str_eq(hex, a[i].hex);
+    }
+}
+END_TEST
+
+START_TEST(test_sha_million)
+{
+    /* One million 'a', fed in uneven pieces. */
+    char chunk[997];
+    unsigned char d[32];
+    char hex[65];
+    size_t left = 1000000;
+    clf__sha256 c;
+    memset(chunk, 'a', sizeof chunk);
+    clf__sha256_init(&c);
+    while (left > 0) {
+        size_t n = left < sizeof chunk ? left : sizeof chunk;
+        clf__sha256_update(&c, chunk, n);
+        left -= n;
+    }
+    clf__sha256_final(&c, d);
+    clf__sha256_hex(d, hex);
+    ck_assert_str_eq(hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+}
+END_TEST
+
+START_TEST(test_sha_incremental)
+{
+    unsigned char msg[200];
+    char want[65], hex[65];
+    unsigned char d[32];
+    for (size_t i = 0; i < sizeof msg; i++)
+        msg[i] = (unsigned char)(i * 131 + 7);
+    sha_hex(msg, sizeof msg, want);
+    ck_assert_str_eq(want, "78bbb470b40e45fffa0526d26567d7d3887d082518e712cc05d0a8f4903e231b");
+    for (size_t k = 0; k <= 130; k++) {
+        clf__sha256 c;
+        clf__sha256_init(&c);
+        clf__sha256_update(&c, msg, k);
+        clf__sha256_update(&c, NULL, 0);
+        clf__sha256_update(&c, msg + k, sizeof msg - k);
+        clf__sha256_final(&c, d);
+        clf__sha256_hex(d, hex);
+        ck_assert_msg(strcmp(hex, want) == 0, "split at %zu", k);
+        /* And three pieces, the middle one short. */
+        size_t m = k + 7 < sizeof msg ? k + 7 : sizeof msg;
+        clf__sha256_init(&c);
+        clf__sha256_update(&c, msg, k);
+        clf__sha256_update(&c, msg + k, m - k);
+        clf__sha256_update(&c, msg + m, sizeof msg - m);
+        clf__sha256_final(&c, d);
+        clf__sha256_hex(d, hex);
+        ck_assert_msg(strcmp(hex, want) == 0, "split at %zu and %zu", k, m);
+    }
+    /* Byte by byte. */
+    clf__sha256 c;
+    clf__sha256_init(&c);
+    for (size_t i = 0; i < sizeof msg; i++)
+        clf__sha256_update(&c, msg + i, 1);
+    clf__sha256_final(&c, d);
+    clf__sha256_hex(d, hex);
+    ck_assert_str_eq(hex, want);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* Device selection                                                    */
+/* ------------------------------------------------------------------ */
+
+/* A canonical one-line description of the non-default fields of f. */
+static void describe(const clf__filter *f, char *out, size_t cap)
+{
+    size_t n = 0;
+#define ADD(...) n += (size_t)snprintf(out + n, n < cap ? cap - n : 0, __VA_ARGS__)
+    out[0] = '\0';
+    if (f->types)
+        ADD(" types=%#x", f->types);
+    if (f->platform[0])
+        ADD(" platform=%s", f->platform);
+    if (f->vendor[0])
+        ADD(" vendor=%s", f->vendor);
+    if (f->name[0])
+        ADD(" name=%s", f->name);
+    if (f->has_index) {
+        const char *sep = "=";
+        ADD(" idx");
+        for (unsigned i = 0; i < CLF__MAX_INDEX; i++) {
+            if (!f->index[i])
+                continue;
+            unsigned j = i;
+            while (j + 1 < CLF__MAX_INDEX && f->index[j + 1])
+                j++;
+            if (j > i)
+                ADD("%s%u-%u", sep, i, j);
+            else
+                ADD("%s%u", sep, i);
+            sep = ",";
+            i = j;
+        }
+    }
+    if (f->min_cu)
+        ADD(" min_cu=%u", f->min_cu);
+    if (f->require)
+        ADD(" req=%#x", f->require);
+    for (size_t i = 0; i < f->nexts; i++)
+        ADD("%s%s", i ? "," : " exts=", f->exts[i]);
+    if (f->split_units)
+        ADD(" split=%u", f->split_units);
+    for (size_t i = 0; i < f->nsplit_counts; i++)
+        ADD("%s%u", i ? "+" : " split=", f->split_counts[i]);
+    if (f->context_per_device)
+        ADD(" ctx=dev");
+#undef ADD
+    ck_assert_uint_lt(n, cap);
+    if (n > 0)
+        memmove(out, out + 1, n); /* drop the leading space */
+}
+
+static char *repeat(char *buf, const char *prefix, const char *unit, size_t times,
+                    const char *sep)
+{
+    strcpy(buf, prefix);
+    for (size_t i = 0; i < times; i++) {
+        if (i)
+            strcat(buf, sep);
+        strcat(buf, unit);
+    }
+    return buf;
+}
+
+START_TEST(test_filter_good)
+{
+    static const struct {
+        const char *in, *want;
+    } t[] = {
+        {"", ""},
+        {"   ", ""},
+        {";;;", ""},
+        {" ; ;", ""},
+        {"type=gpu", "types=0x4"},
+        {"TYPE = GPU", "types=0x4"},
+        {"type=cpu,gpu", "types=0x6"},
+        {" type = accelerator , Custom ; ", "types=0x18"},
+        {"type=all", "types=0x1e"},
+        {"type=gpu,all", "types=0x1e"},
+        {"type=gpu;type=default", ""},
+        {"type=gpu;type=cpu", "types=0x2"},
+        {"platform=Portable", "platform=Portable"},
+        {"Platform = pocl project ", "platform=pocl project"},
+        {"vendor=Intel(R), Corp", "vendor=Intel(R), Corp"},
+        {"name=a=b", "name=a=b"},
+        {"name=x;name=y", "name=y"},
+        {"index=3", "idx=3"},
+        {"index=0,2-4", "idx=0,2-4"},
+        {"index= 1 - 2 , 7", "idx=1-2,7"},
+        {"index=5;index=1", "idx=1"},
+        {"index=255", "idx=255"},
+        {"index=0-255", "idx=0-255"},
+        {"index=2-2,2", "idx=2"},
+        {"index=007", "idx=7"},
+        {"min_cu=4", "min_cu=4"},
+        {"MIN_CU=4294967295", "min_cu=4294967295"},
+        {"min_cu=7;min_cu=0", ""},
+        {"require=fp64", "req=0x1"},
+        {"require=unified, FP64", "req=0x3"},
+        {"require=cl_khr_fp16", "exts=cl_khr_fp16"},
+        {"require=cl_khr_fp16,cl_khr_fp16", "exts=cl_khr_fp16"},
+        {"require=fp64;require=cl_a,cl_B_9", "req=0x1 exts=cl_a,cl_B_9"},
+        {"split=2", "split=2"},
+        {"split=1+2+3", "split=1+2+3"},
+        {"split=2+2;split=4", "split=4"},
+        {"split=4;split=none", ""},
+        {"split=3;split=1+1", "split=1+1"},
+        {"split= 1 + 2 ", "split=1+2"},
+        {"split=4294967295", "split=4294967295"},
+        {"split=NONE", ""},
+        {"context=device", "ctx=dev"},
+        {"context=DEVICE;context=platform", ""},
+        {"type=cpu;min_cu=2;split=1", "types=0x2 min_cu=2 split=1"},
+        {"\ttype=gpu\n;\rname=x\v", "types=0x4 name=x"},
+        {"type=gpu;;;index=1;", "types=0x4 idx=1"},
+    };
+    char got[2048];
+    for (size_t i = 0; i < CLF__ARRAY_LEN(t); i++) {
+        clf__filter f;
+        memset(&f, 0, sizeof f);
+        clf_status st = clf__filter_parse(&f, t[i].in);
+        ck_assert_msg(st == CLF_SUCCESS, "'%s' failed: %s", t[i].in, clf_last_error());
+        describe(&f, got, sizeof got);
+        ck_assert_msg(strcmp(got, t[i].want) == 0, "'%s' gave '%s', want '%s'", t[i].in, got,
+                      t[i].want);
+    }
+}
+END_TEST
+
+START_TEST(test_filter_good_limits)
+{
+    char in[8192], want[8192], got[8192];
+    clf__filter f;
+
+    /* 127 bytes is the longest text that fits. */
+    memset(&f, 0, sizeof f);
+    ck_assert_int_eq(clf__filter_parse(&f, repeat(in, "name=", "x", 127, "")), CLF_SUCCESS);
+    ck_assert_uint_eq(strlen(f.name), 127);
+
+    /* Eight extensions, the longest 63 bytes. */
+    memset(&f, 0, sizeof f);
+    ck_assert_int_eq(clf__filter_parse(&f, "require=cl_1,cl_2,cl_3,cl_4,cl_5,cl_6,cl_7"),
+                     CLF_SUCCESS);
+    repeat(in, "require=cl_", "y", 60, "");
+    ck_assert_int_eq(clf__filter_parse(&f, in), CLF_SUCCESS);
+    ck_assert_uint_eq(f.nexts, 8);
+    ck_assert_uint_eq(strlen(f.exts[7]), 63);
+    /* Repeating one already required does not need a ninth slot. */
+    ck_assert_int_eq(clf__filter_parse(&f, "require=cl_3"), CLF_SUCCESS);
+    ck_assert_uint_eq(f.nexts, 8);
+
+    /* 64 split counts. */
+    memset(&f, 0, sizeof f);
+    ck_assert_int_eq(clf__filter_parse(&f, repeat(in, "split=", "1", 64, "+")), CLF_SUCCESS);
+    describe(&f, got, sizeof got);
+    ck_assert_str_eq(got, repeat(want, "split=", "1", 64, "+"));
+}
+END_TEST
+
+static const struct {
+    const char *in, *why;
+} bad_cases[] = {
+    {"gpu", "expected key=value"},
+    {"type", "expected key=value"},
+    {"type=gpu;bogus", "expected key=value"},
+    {"foo=1", "unknown key"},
+    {"=gpu", "unknown key"},
+    {"min-cu=1", "unknown key"},
+    {"type=", "empty value"},
+    {"type=  ", "empty value"},
+    {"type=gpus", "unknown device type"},
+    {"type=gpu,", "empty list item"},
+    {"type=,gpu", "empty list item"},
+    {"type=gpu cpu", "unknown device type"},
+    {"type=default,gpu", "cannot be combined"},
+    {"tyPe=\x01", "unknown device type"},
+    {"index=", "empty value"},
+    {"index=256", "out of range"},
+    {"index=0-256", "out of range"},
+    {"index=-1", "negative"},
+    {"index=3-1", "above its end"},
+    {"index=1-", "missing number"},
+    {"index=1--3", "negative"},
+    {"index=1-2-3", "not a decimal number"},
+    {"index=3x", "not a decimal number"},
+    {"index=1,,2", "empty list item"},
+    {"index=0-4294967296", "too large"},
+    {"min_cu=3x", "not a decimal number"},
+    {"min_cu=-1", "negative"},
+    {"min_cu=4294967296", "too large"},
+    {"min_cu=99999999999999999999", "too large"},
+    {"min_cu=+3", "not a decimal number"},
+    {"min_cu=1 2", "not a decimal number"},
+    {"min_cu=0x10", "not a decimal number"},
+    {"min_cu=", "empty value"},
+    {"require=fp32", "unknown requirement"},
+    {"require=cl_", "unknown requirement"},
+    {"require=CL_khr_fp16", "unknown requirement"},
+    {"require=cl_a b", "invalid character"},
+    {"require=cl_a-b", "invalid character"},
+    {"require=fp64,", "empty list item"},
+    {"require=cl_1,cl_2,cl_3,cl_4,cl_5,cl_6,cl_7,cl_8,cl_9", "more than 8"},
+    {"split=0", "at least 1"},
+    {"split=1+0", "at least 1"},
+    {"split=+1", "missing number"},
+    {"split=1+", "missing number"},
+    {"split=1++1", "missing number"},
+    {"split=2x", "not a decimal number"},
+    {"split=-2", "negative"},
+    {"split=nonee", "not a decimal number"},
+    {"split=4294967296", "too large"},
+    {"context=both", "expected 'device' or 'platform'"},
+    {"context=", "empty value"},
+    {"type=gpu;;min_cu=x", "not a decimal number"},
+};
+
+/* Whether the message should quote the input verbatim: short, one printable term. */
+static int quotable(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 48 || s[0] == ' ' || s[n - 1] == ' ' || strchr(s, ';'))
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] < 0x20 || (unsigned char)s[i] >= 0x7f)
+            return 0;
+    return 1;
+}
+
+START_TEST(test_filter_bad)
+{
+    char in[512];
+    for (size_t i = 0; i < CLF__ARRAY_LEN(bad_cases); i++) {
+        clf__filter f;
+        memset(&f, 0, sizeof f);
+        clf_clear_error();
+        clf_status st = clf__filter_parse(&f, bad_cases[i].in);
+        const char *msg = clf_last_error();
+        ck_assert_msg(st == CLF_ERROR_PARSE, "'%s' gave %s", bad_cases[i].in,
+                      clf_status_name(st));
+        ck_assert_msg(strstr(msg, bad_cases[i].why) != NULL, "'%s': message '%s' lacks '%s'",
+                      bad_cases[i].in, msg, bad_cases[i].why);
+        ck_assert_msg(strncmp(msg, "device selection term '", 23) == 0, "message '%s'", msg);
+        if (quotable(bad_cases[i].in))
+            ck_assert_msg(strstr(msg, bad_cases[i].in) != NULL, "'%s' not named in '%s'",
+                          bad_cases[i].in, msg);
+    }
+
+    /* Lengths one past the limits. */
+    static const struct {
+        const char *prefix, *unit, *sep;
+        size_t times;
+        const char *why;
+    } lim[] = {
+        {"platform=", "x", "", 128, "longer than 127"},
+        {"vendor=", "x", "", 128, "longer than 127"},
+        {"name=", "x", "", 200, "longer than 127"},
+        {"require=cl_", "y", "", 61, "longer than 63"},
+        {"split=", "1", "+", 65, "more than 64"},
+    };
+    for (size_t i = 0; i < CLF__ARRAY_LEN(lim); i++) {
+        clf__filter f;
+        memset(&f, 0, sizeof f);
+        repeat(in, lim[i].prefix, lim[i].unit, lim[i].times, lim[i].sep);
+        ck_assert_int_eq(clf__filter_parse(&f, in), CLF_ERROR_PARSE);
+        ck_assert_msg(strstr(clf_last_error(), lim[i].why) != NULL, "%s", clf_last_error());
+        /* The quoted term is cut short, so the message stays bounded. */
+        ck_assert_uint_lt(strlen(clf_last_error()), 256);
+    }
+}
+END_TEST
+
+START_TEST(test_filter_unchanged)
+{
+    const char *base = "type=cpu;platform=pocl;vendor=v;name=n;index=1-3;min_cu=2;"
+                       "require=fp64,cl_khr_fp16;split=1+2;context=device";
+    clf__filter ref, f;
+    memset(&ref, 0, sizeof ref);
+    ck_assert_int_eq(clf__filter_parse(&ref, base), CLF_SUCCESS);
+    for (size_t i = 0; i < CLF__ARRAY_LEN(bad_cases); i++) {
+        f = ref;
+        ck_assert_int_eq(clf__filter_parse(&f, bad_cases[i].in), CLF_ERROR_PARSE);
+        ck_assert_msg(memcmp(&f, &ref, sizeof f) == 0, "'%s' changed the filter",
+                      bad_cases[i].in);
+    }
+    /* Valid terms before the bad one must not be applied either. */
+    f = ref;
+    ck_assert_int_eq(clf__filter_parse(&f, "type=gpu;index=9;split=none;require=cl_x;min_cu=x"),
+                     CLF_ERROR_PARSE);
+    ck_assert_int_eq(memcmp(&f, &ref, sizeof f), 0);
+
+    /* NULL or empty strings change nothing; a NULL filter is an error. */
+    f = ref;
+    ck_assert_int_eq(clf__filter_parse(&f, NULL), CLF_SUCCESS);
+    ck_assert_int_eq(clf__filter_parse(&f, ""), CLF_SUCCESS);
+    ck_assert_int_eq(memcmp(&f, &ref, sizeof f), 0);
+    ck_assert_int_eq(clf__filter_parse(NULL, "type=gpu"), CLF_ERROR_NULL_POINTER);
+
+    /* Fields not named keep their values (options first, then the string). */
+    f = ref;
+    ck_assert_int_eq(clf__filter_parse(&f, "min_cu=5"), CLF_SUCCESS);
+    char got[1024];
+    describe(&f, got, sizeof got);
+    ck_assert_str_eq(got, "types=0x2 platform=pocl vendor=v name=n idx=1-3 min_cu=5 req=0x1 "
+                          "exts=cl_khr_fp16 split=1+2 ctx=dev");
+}
+END_TEST
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15u;
+static uint64_t rng(void)
+{
+    /* xorshift64*: reproducible across platforms, unlike rand(). */
+    rng_state ^= rng_state >> 12;
+    rng_state ^= rng_state << 25;
+    rng_state ^= rng_state >> 27;
+    return rng_state * 0x2545f4914f6cdd1du;
+}
+
+static void check_invariants(const clf__filter *f, const char *in)
+{
+    ck_assert_msg(f->nexts <= CLF__MAX_EXTS && f->nsplit_counts <= CLF__MAX_SPLIT, "%s", in);
+    ck_assert(strnlen(f->platform, sizeof f->platform) < sizeof f->platform);
+    ck_assert(strnlen(f->vendor, sizeof f->vendor) < sizeof f->vendor);
+    ck_assert(strnlen(f->name, sizeof f->name) < sizeof f->name);
+    ck_assert((f->types & ~(unsigned)CLF_DEVICE_ALL) == 0);
+    ck_assert(!(f->split_units && f->nsplit_counts));
+    for (size_t i = 0; i < f->nexts; i++)
+        ck_assert(strnlen(f->exts[i], sizeof f->exts[i]) < sizeof f->exts[i]);
+    for (size_t i = 0; i < f->nsplit_counts; i++)
+        ck_assert_uint_ge(f->split_counts[i], 1);
+}
+
+START_TEST(test_filter_fuzz)
+{
+    static const char special[] = ";=,+- \t0123456789abcx";
+    static const char *const words[] = {
+        "type", "platform", "vendor", "name", "index", "min_cu", "require", "split",
+        "context", "=", ";", ",", "+", "-", " ", "gpu", "cpu", "all", "default", "none",
+        "device", "fp64", "unified", "cl_khr_fp16", "cl_", "0", "1", "255", "256",
+        "4294967295", "4294967296", "\xff", "\x01", "x",
+    };
+    char in[200];
+    clf__filter f, before;
+    unsigned ok = 0;
+    memset(&f, 0, sizeof f);
+    for (int iter = 0; iter < 200000; iter++) {
+        size_t n = 0;
+        if (iter % 2 == 0) {
+            /* Raw bytes, weighted towards the syntax characters. */
+            size_t len = (size_t)(rng() % 40);
+            for (; n < len; n++) {
+                uint64_t r = rng();
+                in[n] = (r & 1) ? special[(r >> 1) % (sizeof special - 1)]
+                                : (char)(1 + (r >> 1) % 255);
+            }
+        } else {
+            /* Sequences of grammar words, to get past the first checks. */
+            size_t k = (size_t)(rng() % 12);
+            for (size_t i = 0; i < k; i++) {
+                const char *w = words[rng() % CLF__ARRAY_LEN(words)];
+                size_t wl = strlen(w);
+                if (n + wl >= sizeof in)
+                    break;
+                memcpy(in + n, w, wl);
+                n += wl;
+            }
+        }
+        in[n] = '\0';
+        /* Reset now and then so the filter does not just fill up. */
+        if (iter % 64 == 0)
+            memset(&f, 0, sizeof f);
+        before = f;
+        clf_status st = clf__filter_parse(&f, in);
+        ck_assert_msg(st == CLF_SUCCESS || st == CLF_ERROR_PARSE, "'%s' gave %d", in, st);
+        if (st == CLF_ERROR_PARSE)
+            ck_assert_msg(memcmp(&f, &before, sizeof f) == 0, "'%s' changed the filter", in);
+        else
+            ok++;
+        check_invariants(&f, in);
+    }
+    /* The structured half must reach the success path a fair number of times. */
+    ck_assert_uint_gt(ok, 1000);
+}
+END_TEST
+
+static clf_device_info make_info(int full)
+{
+    clf_device_info d;
+    memset(&d, 0, sizeof d);
+    if (full) {
+        strcpy(d.name, "pthread-Intel(R) Core(TM) i7");
+        strcpy(d.vendor, "GenuineIntel");
+        strcpy(d.platform, "Portable Computing Language");
+        strcpy(d.platform_vendor, "The pocl project");
+        d.type = CLF_DEVICE_CPU;
+        d.compute_units = 8;
+        d.fp64 = 1;
+        d.host_unified = 1;
+        d.extensions = "cl_khr_fp64 cl_khr_int64_base_atomics  cl_khr_fp16";
+    } else {
+        strcpy(d.name, "Some GPU");
+        strcpy(d.vendor, "ACME");
+        strcpy(d.platform, "ACME OpenCL");
+        d.type = CLF_DEVICE_GPU;
+        d.compute_units = 1;
+        d.extensions = NULL;
+    }
+    return d;
+}
+
+START_TEST(test_filter_match)
+{
+    static const struct {
+        const char *sel;
+        int full;
+        unsigned index;
+        int want;
+    } t[] = {
+        {"", 1, 0, 1},
+        {"", 0, 0, 1},
+        {"type=gpu", 1, 0, 1}, /* the type rule is the caller's */
+        {"platform=portable", 1, 0, 1},
+        {"platform=POCL PROJ", 1, 0, 1}, /* the platform vendor */
+        {"platform=nvidia", 1, 0, 0},
+        {"platform=acme", 0, 0, 1},
+        {"vendor=intel", 1, 0, 1},
+        {"vendor=amd", 1, 0, 0},
+        {"vendor=GenuineIntel!", 1, 0, 0},
+        {"name=core(tm) I7", 1, 0, 1},
+        {"name=i9", 1, 0, 0},
+        {"index=0-2", 1, 2, 1},
+        {"index=0-2", 1, 3, 0},
+        {"index=5", 1, 255, 0},
+        {"index=255", 1, 255, 1},
+        {"index=0-255", 1, 256, 0},
+        {"index=0-255", 1, 100000, 0},
+        {"", 1, 100000, 1},
+        {"min_cu=8", 1, 0, 1},
+        {"min_cu=9", 1, 0, 0},
+        {"min_cu=2", 0, 0, 0},
+        {"require=fp64,unified", 1, 0, 1},
+        {"require=fp64", 0, 0, 0},
+        {"require=unified", 0, 0, 0},
+        {"require=cl_khr_fp16", 1, 0, 1},
+        {"require=cl_khr_fp1", 1, 0, 0},
+        {"require=cl_khr_fp64,cl_khr_fp16", 1, 0, 1},
+        {"require=cl_khr_fp16,cl_nope", 1, 0, 0},
+        {"require=cl_khr_fp16", 0, 0, 0},
+        {"name=intel;vendor=intel;platform=pocl;min_cu=8;index=4;require=fp64", 1, 4, 1},
+        {"name=intel;vendor=intel;platform=pocl;min_cu=8;index=4;require=fp64", 1, 5, 0},
+    };
+    for (size_t i = 0; i < CLF__ARRAY_LEN(t); i++) {
+        clf__filter f;
+        clf_device_info d = make_info(t[i].full);
+        memset(&f, 0, sizeof f);
+        ck_assert_int_eq(clf__filter_parse(&f, t[i].sel), CLF_SUCCESS);
+        ck_assert_msg(clf__filter_match(&f, &d, t[i].index) == t[i].want,
+                      "'%s' on info %d index %u: want %d", t[i].sel, t[i].full, t[i].index,
+                      t[i].want);
+    }
+
+    /* Fields without a terminating NUL are read only up to their size. */
+    clf__filter f;
+    clf_device_info d = make_info(0);
+    memset(d.name, 'x', sizeof d.name);
+    memset(&f, 0, sizeof f);
+    ck_assert_int_eq(clf__filter_parse(&f, "name=XXX"), CLF_SUCCESS);
+    ck_assert(clf__filter_match(&f, &d, 0));
+    ck_assert_int_eq(clf__filter_parse(&f, "name=xy"), CLF_SUCCESS);
+    ck_assert(!clf__filter_match(&f, &d, 0));
+
+    ck_assert(!clf__filter_match(NULL, &d, 0));
+    ck_assert(!clf__filter_match(&f, NULL, 0));
+}
+END_TEST
+
+START_TEST(test_ext_listed)
+{
+    static const struct {
+        const char *list, *name;
+        int want;
+    } t[] = {
+        {NULL, "cl_a", 0},
+        {"cl_a", NULL, 0},
+        {"cl_a", "", 0},
+        {"", "cl_a", 0},
+        {"   ", "cl_a", 0},
+        {"cl_a", "cl_a", 1},
+        {"cl_ab", "cl_a", 0},
+        {"cl_a", "cl_ab", 0},
+        {"xcl_a", "cl_a", 0},
+        {" cl_a  cl_b ", "cl_b", 1},
+        {"cl_b cl_a", "cl_a", 1},
+        {"cl_a cl_b", "cl_a cl_b", 0},
+        {"x\tcl_b\n", "cl_b", 1},
+    };
+    for (size_t i = 0; i < CLF__ARRAY_LEN(t); i++)
+        ck_assert_msg(clf__ext_listed(t[i].list, t[i].name) == t[i].want, "case %zu", i);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* Binary cache                                                        */
+/* ------------------------------------------------------------------ */
+
+static char tmpdir[PATH_MAX];
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    remove(path);
+    return 0;
+}
+
+static void tmp_setup(void)
+{
+    const char *base = getenv("TMPDIR");
+    if (!base || !*base)
+        base = "/tmp";
+    snprintf(tmpdir, sizeof tmpdir, "%s/clfleet-test-XXXXXX", base);
+    ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+    umask(022);
+}
+
+static void tmp_teardown(void)
+{
+    if (tmpdir[0]) {
+        /* Restore search permission in case a test removed it. */
+        chmod(tmpdir, 0700);
+        nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    }
+    tmpdir[0] = '\0';
+}
+
+static char *sub(const char *name)
+{
+    static char buf[PATH_MAX + 64];
+    snprintf(buf, sizeof buf, "%s/%s", tmpdir, name);
+    return buf;
+}
+
+static void write_bytes(const char *path, const void *data, size_t n)
+{
+    FILE *fp = fopen(path, "wb");
+    ck_assert_ptr_nonnull(fp);
+    ck_assert_uint_eq(fwrite(data, 1, n, fp), n);
+    ck_assert_int_eq(fclose(fp), 0);
+}
+
+static unsigned char *read_bytes(const char *path, size_t *n)
+{
+    static unsigned char buf[65536];
+    FILE *fp = fopen(path, "rb");
+    ck_assert_ptr_nonnull(fp);
+    *n = fread(buf, 1, sizeof buf, fp);
+    fclose(fp);
+    return buf;
+}
+
+static int exists(const char *path)
+{
+    struct stat st;
+    return lstat(path, &st) == 0;
+}
+
+/* No temporary file may be left behind in dir. */
+static void assert_no_temp(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    ck_assert_ptr_nonnull(d);
+    while ((e = readdir(d)) != NULL)
+        ck_assert_msg(strncmp(e->d_name, ".tmp-", 5) != 0, "left over: %s", e->d_name);
+    closedir(d);
+}
+
+static void make_key(unsigned char key[32], const char *source)
+{
+    clf__cache_key_parts p = {source, "-cl-fast-relaxed-math", "dev", "drv 1.0", "plat"};
+    clf__cache_key(key, &p);
+}
+
+START_TEST(test_cache_key)
+{
+    static const char *const base[5] = {"src", "-O2", "dev", "drv", "plat"};
+    unsigned char k0[32], k[32];
+    char hex[65];
+    const char *v[5];
+#define KEY(out)                                                                \
+    do {                                                                        \
+        clf__cache_key_parts p_ = {v[0], v[1], v[2], v[3], v[4]};               \
+        clf__cache_key(out, &p_);                                               \
+    } while (0)
+
+    memcpy(v, base, sizeof v);
+    KEY(k0);
+    KEY(k);
+    ck_assert_int_eq(memcmp(k0, k, 32), 0); /* deterministic */
+    for (int i = 0; i < 5; i++) {
+        static const char *const alt[] = {"src ", "", NULL, "Src"};
+        for (size_t a = 0; a < CLF__ARRAY_LEN(alt); a++) {
+            memcpy(v, base, sizeof v);
+            v[i] = alt[a];
+            KEY(k);
+            ck_assert_msg(memcmp(k0, k, 32) != 0, "part %d variant %zu", i, a);
+        }
+    }
+    /* Moving the boundary between two neighbouring parts changes the key. */
+    for (int i = 0; i < 4; i++) {
+        unsigned char k1[32];
+        memcpy(v, base, sizeof v);
+        v[i] = "ab";
+        v[i + 1] = "c";
+        KEY(k);
+        v[i] = "a";
+        v[i + 1] = "bc";
+        KEY(k1);
+        ck_assert_msg(memcmp(k1, k, 32) != 0, "parts %d and %d", i, i + 1);
+    }
+    /* NULL is not "". */
+    unsigned char knull[32], kempty[32];
+    for (int i = 0; i < 5; i++)
+        v[i] = NULL;
+    KEY(knull);
+    for (int i = 0; i < 5; i++)
+        v[i] = "";
+    KEY(kempty);
+    ck_assert_int_ne(memcmp(knull, kempty, 32), 0);
+    /* A NULL parts pointer is all parts NULL. */
+    clf__cache_key(k, NULL);
+    ck_assert_int_eq(memcmp(knull, k, 32), 0);
+    /* The exact encoding, computed independently (Python hashlib + struct '<Q'). */
+    v[0] = "a";
+    v[1] = NULL;
+    v[2] = "";
+    v[3] = "dev";
+    v[4] = "plat";
+    KEY(k);
+    clf__sha256_hex(k, hex);
+    ck_assert_str_eq(hex, "464a69ace5dbf06cd2f136007e9d5cbeb5b55f0dcc67344b23cda391bbfafd7f");
+#undef KEY
+}
+END_TEST
+
+START_TEST(test_cache_paths)
+{
+    unsigned char key[32];
+    char hex[65], want[256];
+    for (int i = 0; i < 32; i++)
+        key[i] = (unsigned char)(i * 9);
+    clf__sha256_hex(key, hex);
+    char *p = clf__cache_path("/some/dir", key);
+    snprintf(want, sizeof want, "/some/dir/%s.clfbin", hex);
+    ck_assert_str_eq(p, want);
+    free(p);
+    ck_assert_ptr_null(clf__cache_path(NULL, key));
+
+    /* The default directory, in order of preference. Forked, so setenv is private;
+     * saved and restored anyway for CK_FORK=no. */
+    const char *names[] = {"CLFLEET_CACHE_DIR", "XDG_CACHE_HOME", "HOME"};
+    char *saved[3];
+    for (int i = 0; i < 3; i++) {
+        const char *s = getenv(names[i]);
+        saved[i] = s ? strdup(s) : NULL;
+    }
+    static const struct {
+        const char *env[3]; /* NULL: unset */
+        const char *want;
+    } t[] = {
+        {{"/c", "/x", "/h"}, "/c"},
+        {{"", "/x", "/h"}, "/x/clfleet"},
+        {{NULL, "/x", "/h"}, "/x/clfleet"},
+        {{NULL, "rel", "/h"}, "/h/.cache/clfleet"},
+        {{NULL, "", "/h"}, "/h/.cache/clfleet"},
+        {{NULL, NULL, "/h"}, "/h/.cache/clfleet"},
+        {{NULL, NULL, ""}, NULL},
+        {{NULL, NULL, NULL}, NULL},
+        {{"rel/ok", NULL, NULL}, "rel/ok"},
+    };
+    for (size_t i = 0; i < CLF__ARRAY_LEN(t); i++) {
+        for (int j = 0; j < 3; j++) {
+            if (t[i].env[j])
+                setenv(names[j], t[i].env[j], 1);
+            else
+                unsetenv(names[j]);
+        }
+        char *d = clf__cache_default_dir();
+        if (t[i].want)
+            ck_assert_msg(d && strcmp(d, t[i].want) == 0, "case %zu: %s", i, d ? d : "(null)");
+        else
+            ck_assert_msg(d == NULL, "case %zu: %s", i, d);
+        free(d);
+    }
+    for (int i = 0; i < 3; i++) {
+        if (saved[i])
+            setenv(names[i], saved[i], 1);
+        else
+            unsetenv(names[i]);
+        free(saved[i]);
+    }
+}
+END_TEST
+
+START_TEST(test_cache_roundtrip)
+{
+    unsigned char key[32], key2[32], payload[5000], *bin;
+    size_t len;
+    struct stat st;
+    char dir[PATH_MAX + 64];
+    for (size_t i = 0; i < sizeof payload; i++)
+        payload[i] = (unsigned char)(i * 7 + 1);
+    make_key(key, "kernel void k() {}");
+    make_key(key2, "kernel void k2() {}");
+    snprintf(dir, sizeof dir, "%s/a/b//c/", tmpdir);
+
+    ck_assert_int_eq(clf__cache_load(dir, key, &bin, &len), 0); /* nothing yet */
+    ck_assert_ptr_null(bin);
+    ck_assert_int_eq(clf__cache_store(dir, key, payload, sizeof payload), CLF_SUCCESS);
+    ck_assert_int_eq(clf__cache_load(dir, key, &bin, &len), 1);
+    ck_assert_uint_eq(len, sizeof payload);
+    ck_assert_int_eq(memcmp(bin, payload, len), 0);
+    free(bin);
+    ck_assert_int_eq(clf__cache_load(dir, key2, &bin, &len), 0);
+
+    /* Modes: entry 0600, every created directory 0700. */
+    char *path = clf__cache_path(dir, key);
+    ck_assert_int_eq(stat(path, &st), 0);
+    ck_assert_uint_eq(st.st_mode & 07777, 0600);
+    ck_assert_uint_eq(st.st_size, 84 + sizeof payload);
+    ck_assert_int_eq(stat(sub("a"), &st), 0);
+    ck_assert_uint_eq(st.st_mode & 07777, 0700);
+    ck_assert_int_eq(stat(sub("a/b/c"), &st), 0);
+    ck_assert_uint_eq(st.st_mode & 07777, 0700);
+
+    /* Replacing an entry, and an empty payload. */
+    ck_assert_int_eq(clf__cache_store(dir, key, payload + 1, 10), CLF_SUCCESS);
+    ck_assert_int_eq(clf__cache_load(dir, key, &bin, &len), 1);
+    ck_assert_uint_eq(len, 10);
+    ck_assert_int_eq(memcmp(bin, payload + 1, 10), 0);
+    free(bin);
+    ck_assert_int_eq(clf__cache_store(dir, key2, NULL, 0), CLF_SUCCESS);
+    ck_assert_int_eq(clf__cache_load(dir, key2, &bin, &len), 1);
+    ck_assert_uint_eq(len, 0);
+    ck_assert_ptr_nonnull(bin);
+    free(bin);
+    assert_no_temp(sub("a/b/c"));
+    free(path);
+
+    /* Bad arguments. */
+    ck_assert_int_eq(clf__cache_store(NULL, key, payload, 1), CLF_ERROR_NULL_POINTER);
+    ck_assert_int_eq(clf__cache_store(dir, NULL, payload, 1), CLF_ERROR_NULL_POINTER);
+    ck_assert_int_eq(clf__cache_store(dir, key, NULL, 1), CLF_ERROR_NULL_POINTER);
+    ck_assert_int_eq(clf__cache_store("", key, payload, 1), CLF_ERROR_INVALID_ARGUMENT);
+    ck_assert_int_eq(clf__cache_load(NULL, key, &bin, &len), 0);
+    ck_assert_int_eq(clf__cache_load(dir, NULL, &bin, &len), 0);
+    ck_assert_int_eq(clf__cache_load(dir, key, NULL, &len), 0);
+}
+END_TEST
+
+/* Store a small entry and return its bytes (in a static buffer). */
+static unsigned char *small_entry(const unsigned char key[32], const char *path, size_t *n)
+{
+    static const unsigned char payload[] = "binary of 23 bytes....";
+    ck_assert_int_eq(clf__cache_store(tmpdir, key, payload, sizeof payload), CLF_SUCCESS);
+    unsigned char *b = read_bytes(path, n);
+    ck_assert_uint_eq(*n, 84 + sizeof payload);
+    return b;
+}
+
+static void assert_miss_and_removed(const unsigned char key[32], const char *path,
+                                    const char *what, size_t at)
+{
+    unsigned char *bin = (unsigned char *)1;
+    size_t len = 1;
+    ck_assert_msg(clf__cache_load(tmpdir, key, &bin, &len) == 0, "%s %zu: hit", what, at);
+    ck_assert_msg(bin == NULL && len == 0, "%s %zu: outputs not cleared", what, at);
+    ck_assert_msg(!exists(path), "%s %zu: invalid entry not removed", what, at);
+}
+
+START_TEST(test_cache_corrupt)
+{
+    unsigned char key[32], entry[256], *bin;
+    size_t n, len;
+    make_key(key, "corrupt");
+    char *path = clf__cache_path(tmpdir, key);
+    unsigned char *first = small_entry(key, path, &n);
+    memcpy(entry, first, n);
+
+    for (size_t cut = 0; cut < n; cut++) {
+        write_bytes(path, entry, cut);
+        assert_miss_and_removed(key, path, "truncated to", cut);
+    }
+    for (size_t at = 0; at < n; at++) {
+        for (unsigned mask = 1; mask < 256; mask <<= 7) { /* 0x01 and 0x80 */
+            entry[at] ^= (unsigned char)mask;
+            write_bytes(path, entry, n);
+            entry[at] ^= (unsigned char)mask;
+            assert_miss_and_removed(key, path, "flipped byte", at);
+        }
+    }
+    /* One byte too many. */
+    entry[n] = 0;
+    write_bytes(path, entry, n + 1);
+    assert_miss_and_removed(key, path, "appended", 0);
+
+    /* Garbage of many lengths, including a header announcing a huge payload. */
+    for (size_t g = 1; g < 300; g += 7) {
+        unsigned char junk[300];
+        for (size_t i = 0; i < g; i++)
+            junk[i] = (unsigned char)rng();
+        write_bytes(path, junk, g);
+        assert_miss_and_removed(key, path, "garbage", g);
+    }
+    for (int shift = 30; shift < 64; shift += 3) {
+        for (int i = 0; i < 8; i++)
+            entry[44 + i] = (unsigned char)((((uint64_t)1 << shift) + 1) >> (8 * i));
+        write_bytes(path, entry, n);
+        assert_miss_and_removed(key, path, "huge length", (size_t)shift);
+    }
+
+    /* The pristine entry still loads. */
+    small_entry(key, path, &n);
+    ck_assert_int_eq(clf__cache_load(tmpdir, key, &bin, &len), 1);
+    free(bin);
+    free(path);
+}
+END_TEST
+
+START_TEST(test_cache_wrong_key)
+{
+    unsigned char a[32], b[32], *bin;
+    size_t n, len;
+    make_key(a, "a");
+    make_key(b, "b");
+    char *pa = clf__cache_path(tmpdir, a), *pb = clf__cache_path(tmpdir, b);
+    small_entry(a, pa, &n);
+    ck_assert_int_eq(rename(pa, pb), 0);
+    ck_assert_int_eq(clf__cache_load(tmpdir, a, &bin, &len), 0);
+    assert_miss_and_removed(b, pb, "renamed", 0);
+    free(pa);
+    free(pb);
+}
+END_TEST
+
+START_TEST(test_cache_not_a_file)
+{
+    unsigned char key[32], *bin;
+    size_t len;
+    make_key(key, "dir");
+    char *path = clf__cache_path(tmpdir, key);
+
+    /* A directory at the entry's path: a miss, left alone; storing fails cleanly. */
+    ck_assert_int_eq(mkdir(path, 0700), 0);
+    ck_assert_int_eq(clf__cache_load(tmpdir, key, &bin, &len), 0);
+    ck_assert_ptr_null(bin);
+    ck_assert(exists(path));
+    ck_assert_int_eq(clf__cache_store(tmpdir, key, (const unsigned char *)"x", 1), CLF_ERROR_IO);
+    ck_assert_ptr_nonnull(strstr(clf_last_error(), "cache:"));
+    assert_no_temp(tmpdir);
+    ck_assert_int_eq(rmdir(path), 0);
+
+    /* A FIFO: a miss, without blocking in open(). */
+    ck_assert_int_eq(mkfifo(path, 0600), 0);
+    ck_assert_int_eq(clf__cache_load(tmpdir, key, &bin, &len), 0);
+    ck_assert(exists(path));
+    ck_assert_int_eq(unlink(path), 0);
+    free(path);
+
+    /* A directory that cannot be created (a parent is a regular file), even as root. */
+    write_bytes(sub("file"), "x", 1);
+    ck_assert_int_eq(clf__cache_store(sub("file"), key, (const unsigned char *)"x", 1),
+                     CLF_ERROR_IO);
+    ck_assert_int_eq(clf__cache_store(sub("file/sub/dir"), key, (const unsigned char *)"x", 1),
+                     CLF_ERROR_IO);
+    ck_assert_ptr_nonnull(strstr(clf_last_error(), sub("file")));
+    ck_assert_int_eq(clf__cache_load(sub("file/sub/dir"), key, &bin, &len), 0);
+    ck_assert(exists(sub("file")));
+
+    /* Unwritable directory; root ignores permissions, so only check as a user. */
+    if (geteuid() != 0) {
+        ck_assert_int_eq(mkdir(sub("ro"), 0500), 0);
+        ck_assert_int_eq(clf__cache_store(sub("ro"), key, (const unsigned char *)"x", 1),
+                         CLF_ERROR_IO);
+        ck_assert_int_eq(clf__cache_store(sub("ro/new"), key, (const unsigned char *)"x", 1),
+                         CLF_ERROR_IO);
+        chmod(sub("ro"), 0700);
+    }
+}
+END_TEST
+
+static Suite *pure_suite(void)
+{
+    Suite *s = suite_create("pure");
+    TCase *tc;
+
+    tc = tcase_create("sha256");
+    tcase_add_test(tc, test_sha_nist);
+    tcase_add_test(tc, test_sha_million);
+    tcase_add_test(tc, test_sha_incremental);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("filter");
+    tcase_add_test(tc, test_filter_good);
+    tcase_add_test(tc, test_filter_good_limits);
+    tcase_add_test(tc, test_filter_bad);
+    tcase_add_test(tc, test_filter_unchanged);
+    tcase_add_test(tc, test_filter_match);
+    tcase_add_test(tc, test_ext_listed);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("filter_fuzz");
+    tcase_set_timeout(tc, 600); /* valgrind runs it ~50 times slower */
+    tcase_add_test(tc, test_filter_fuzz);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("cache");
+    tcase_add_checked_fixture(tc, tmp_setup, tmp_teardown);
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_cache_key);
+    tcase_add_test(tc, test_cache_paths);
+    tcase_add_test(tc, test_cache_roundtrip);
+    tcase_add_test(tc, test_cache_corrupt);
+    tcase_add_test(tc, test_cache_wrong_key);
+    tcase_add_test(tc, test_cache_not_a_file);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(pure_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

@@ -1,0 +1,173 @@
+/* clfleet-info: every OpenCL platform and device, with the facts clfleet uses. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clfleet.h"
+
+static void usage(FILE *to)
+{
+    fputs("usage: clfleet-info [--json] [--devices SELECTION] [--split N | --split-counts A+B]\n"
+          "                    [--context-per-device]\n"
+          "Lists every device on every OpenCL platform (SELECTION: see README,\n"
+          "\"Device selection\"; default \"type=all\", or $CLFLEET_DEVICES when set).\n",
+          to);
+}
+
+static void json_string(const char *s)
+{
+    putchar('"');
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            printf("\\%c", c);
+        else if (c < 0x20)
+            printf("\\u%04x", c);
+        else
+            putchar(c);
+    }
+    putchar('"');
+}
+
+static void pci_string(const clf_device_info *in, char *buf, size_t n)
+{
+    if (in->pci_known)
+        snprintf(buf, n, "%04x:%02x:%02x.%x", in->pci_domain, in->pci_bus, in->pci_device,
+                 in->pci_function);
+    else
+        snprintf(buf, n, "-");
+}
+
+/* Direct peer-to-peer capability as far as device facts tell. */
+static const char *p2p_capable(const clf_fleet *f, size_t i, const clf_device_info *in)
+{
+    if (clf_device_has_extension(f, i, "cl_amd_copy_buffer_p2p"))
+        return "amd";
+    if (strstr(in->vendor, "NVIDIA") && in->pci_known)
+        return "cuda?";
+    return "no";
+}
+
+static void print_json(const clf_fleet *f)
+{
+    size_t n = clf_fleet_device_count(f);
+    printf("{\n  \"clfleet_version\": ");
+    json_string(clf_version_string());
+    printf(",\n  \"contexts\": %zu,\n  \"devices\": [", clf_fleet_context_count(f));
+    for (size_t i = 0; i < n; i++) {
+        clf_device_info in;
+        if (clf_device_get_info(f, i, &in) != CLF_SUCCESS)
+            continue;
+        char pci[32];
+        pci_string(&in, pci, sizeof pci);
+        printf("%s\n    {\"index\": %zu, \"name\": ", i ? "," : "", i);
+        json_string(in.name);
+        printf(", \"vendor\": ");
+        json_string(in.vendor);
+        printf(", \"platform\": ");
+        json_string(in.platform);
+        printf(", \"platform_index\": %u, \"type\": \"%s\", \"version\": ", in.platform_index,
+               clf_device_type_name(in.type));
+        json_string(in.version);
+        printf(", \"driver_version\": ");
+        json_string(in.driver_version);
+        printf(",\n     \"global_mem\": %llu, \"max_alloc\": %llu, \"local_mem\": %llu, "
+               "\"compute_units\": %u, \"clock_mhz\": %u,\n     \"host_unified\": %s, "
+               "\"fp64\": %s, \"pci\": ",
+               (unsigned long long)in.global_mem, (unsigned long long)in.max_alloc,
+               (unsigned long long)in.local_mem, in.compute_units, in.clock_mhz,
+               in.host_unified ? "true" : "false", in.fp64 ? "true" : "false");
+        if (in.pci_known)
+            json_string(pci);
+        else
+            printf("null");
+        printf(", \"p2p\": \"%s\", \"context\": %u, \"sub_device\": %s, \"parent\": %d,\n"
+               "     \"extensions\": ",
+               p2p_capable(f, i, &in), in.context_index, in.is_sub_device ? "true" : "false",
+               in.parent_index);
+        json_string(in.extensions);
+        printf("}");
+    }
+    printf("\n  ]\n}\n");
+}
+
+static void print_table(const clf_fleet *f)
+{
+    size_t n = clf_fleet_device_count(f);
+    unsigned last_platform = (unsigned)-1;
+    printf("clfleet %s: %zu device(s) in %zu context(s)\n", clf_version_string(), n,
+           clf_fleet_context_count(f));
+    for (size_t i = 0; i < n; i++) {
+        clf_device_info in;
+        if (clf_device_get_info(f, i, &in) != CLF_SUCCESS)
+            continue;
+        if (in.platform_index != last_platform) {
+            printf("\nPlatform %u: %s (%s)\n", in.platform_index, in.platform,
+                   in.platform_vendor);
+            printf("  %-3s %-5s %-34s %-6s %9s %9s %4s %6s %-4s %-4s %-12s %-5s %s\n", "#",
+                   "type", "name", "OpenCL", "memory", "max alloc", "CUs", "MHz", "uni",
+                   "fp64", "PCI", "P2P", "parent");
+            last_platform = in.platform_index;
+        }
+        char pci[32], parent[16] = "-";
+        pci_string(&in, pci, sizeof pci);
+        if (in.is_sub_device)
+            snprintf(parent, sizeof parent, "%d", in.parent_index);
+        printf("  %-3zu %-5s %-34.34s %u.%-4u %6.1f GiB %5.1f GiB %4u %6u %-4s %-4s %-12s %-5s "
+               "%s\n",
+               i, clf_device_type_name(in.type), in.name, in.cl_major, in.cl_minor,
+               (double)in.global_mem / (1u << 30), (double)in.max_alloc / (1u << 30),
+               in.compute_units, in.clock_mhz, in.host_unified ? "yes" : "no",
+               in.fp64 ? "yes" : "no", pci, p2p_capable(f, i, &in), parent);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    int json = 0;
+    clf_fleet_options o = CLF_FLEET_OPTIONS_INIT;
+    char sel[1024] = "";
+    const char *user_sel = getenv("CLFLEET_DEVICES");
+    const char *split = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--json"))
+            json = 1;
+        else if (!strcmp(a, "--context-per-device"))
+            o.context_per_device = 1;
+        else if ((!strcmp(a, "--devices") || !strcmp(a, "--split") ||
+                  !strcmp(a, "--split-counts")) &&
+                 i + 1 < argc) {
+            if (!strcmp(a, "--devices"))
+                user_sel = argv[++i];
+            else
+                split = argv[++i];
+        } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "--version")) {
+            printf("clfleet-info %s\n", clf_version_string());
+            return 0;
+        } else {
+            fprintf(stderr, "clfleet-info: unknown argument '%s'\n", a);
+            usage(stderr);
+            return 2;
+        }
+    }
+    snprintf(sel, sizeof sel, "%s%s%s%s", user_sel && *user_sel ? user_sel : "type=all",
+             split ? ";split=" : "", split ? split : "", "");
+    o.devices = sel;
+    o.disable_cache = 1;
+    clf_fleet *f = NULL;
+    clf_status st = clf_fleet_create(&f, &o);
+    if (st != CLF_SUCCESS) {
+        fprintf(stderr, "clfleet-info: %s: %s\n", clf_status_string(st), clf_last_error());
+        return 1;
+    }
+    if (json)
+        print_json(f);
+    else
+        print_table(f);
+    clf_fleet_destroy(f);
+    return 0;
+}
