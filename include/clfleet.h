@@ -290,6 +290,189 @@ CLF_API clf_status clf_buffer_read_async(clf_buffer *buf, size_t offset, size_t 
 CLF_API clf_status clf_buffer_fill(clf_buffer *buf, const void *pattern, size_t pattern_size,
                                    size_t offset, size_t size);
 
+
+/* ------------------------------------------------------------------ */
+/* One launch across the fleet                                         */
+/* ------------------------------------------------------------------ */
+
+/** \brief How a launch's range is split over the devices. */
+typedef enum clf_strategy {
+    CLF_STRATEGY_DEFAULT = 0, /**< $CLFLEET_STRATEGY, else CLF_AUTO */
+    CLF_STATIC = 1,           /**< one chunk per device, by weights */
+    CLF_DYNAMIC = 2,          /**< equal chunks pulled by whichever device is free */
+    CLF_GUIDED = 3,           /**< HGuided: shrinking chunks by device throughput */
+    CLF_MEMORY_AWARE = 4,     /**< every chunk fits the device's memory budget; streams */
+    CLF_AUTO = 5              /**< one of the above, named in the report */
+} clf_strategy;
+
+/** \brief "static", "dynamic", "guided", "memory-aware", "auto", "default"; NULL if unknown. */
+CLF_API const char *clf_strategy_name(clf_strategy s);
+/** \brief Parse a strategy name (as clf_strategy_name() writes it; case-insensitive). */
+CLF_API clf_status clf_strategy_parse(const char *name, clf_strategy *out);
+
+/** \brief Where CLF_STATIC and CLF_GUIDED take device weights from. */
+typedef enum clf_weights {
+    CLF_WEIGHTS_LEARNED = 0, /**< measured throughput of this kernel on each device (persisted
+                                  in the cache directory); compute units x clock until known */
+    CLF_WEIGHTS_EQUAL = 1,
+    CLF_WEIGHTS_USER = 2 /**< clf_launch_desc.weights */
+} clf_weights;
+
+/** \brief Kinds of launch arguments. */
+enum {
+    CLF_ARG_KIND_IN = 1,    /**< partitioned host array, read by the kernel */
+    CLF_ARG_KIND_OUT,       /**< partitioned host array, written by the kernel */
+    CLF_ARG_KIND_INOUT,     /**< partitioned host array, read and written */
+    CLF_ARG_KIND_BROADCAST, /**< whole host array on every device (read only, cached) */
+    CLF_ARG_KIND_SCALAR,    /**< a value passed as is */
+    CLF_ARG_KIND_LOCAL,     /**< local memory of the given size */
+    CLF_ARG_KIND_REDUCE     /**< per-device partial results combined on the host */
+};
+
+/** \brief Argument flags. */
+enum {
+    /**
+     * A partitioned argument's device buffer holds only the chunk plus its
+     * halo; unit u of the range is at index u - get_global_offset(d) +
+     * halo_before of the buffer (cl/clfleet.h has helpers). Without it the
+     * buffer spans the whole array and kernels index it with get_global_id().
+     */
+    CLF_ARG_CHUNK_INDEXED = 1u << 0
+};
+
+/** \brief Reduction operations. */
+typedef enum clf_reduce_op { CLF_SUM = 1, CLF_PROD, CLF_MIN, CLF_MAX } clf_reduce_op;
+/** \brief Element types of reductions (and collectives). */
+typedef enum clf_type { CLF_INT32 = 1, CLF_UINT32, CLF_INT64, CLF_FLOAT, CLF_DOUBLE } clf_type;
+/** \brief Bytes of one element of a clf_type (0 if unknown). */
+CLF_API size_t clf_type_size(clf_type t);
+
+/**
+ * \brief One kernel argument of a launch, in kernel parameter order; use the
+ * CLF_IN, CLF_OUT, ... macros.
+ *
+ * A partitioned array relates to the range along its slowest-varying
+ * dimension (the last of desc.dims): \p unit bytes per index of that
+ * dimension (e.g. a row of an image), \p size bytes in all (at least the
+ * range times \p unit), and an optional halo of units read before and after
+ * each chunk (stencils). A reduction's device buffer holds \p size elements of
+ * \p type, set to the identity of \p op on each device; the kernel combines
+ * into it (atomics, or one element per work-group with +=), and the launch
+ * combines the devices' buffers element-wise into \p host.
+ */
+typedef struct clf_arg {
+    unsigned kind;  /**< CLF_ARG_KIND_* */
+    unsigned flags; /**< CLF_ARG_CHUNK_INDEXED */
+    void *host;     /**< array, scalar value or reduction result */
+    size_t size;    /**< bytes (array, scalar, local memory); elements for a reduction */
+    size_t unit;    /**< partitioned: bytes per split unit */
+    size_t halo_before, halo_after; /**< partitioned inputs: units */
+    unsigned op, type;              /**< reduction: clf_reduce_op, clf_type */
+} clf_arg;
+
+#define CLF__ARG(kind, flags, host, size, unit, hb, ha) \
+    {(kind), (flags), (void *)(host), (size), (unit), (hb), (ha), 0, 0}
+/** \brief Partitioned input: \p bytes in all, \p unit bytes per split index. */
+#define CLF_IN(host, bytes, unit) CLF__ARG(CLF_ARG_KIND_IN, 0, host, bytes, unit, 0, 0)
+/** \brief Partitioned input with a halo of \p before / \p after units. */
+#define CLF_IN_HALO(host, bytes, unit, before, after) \
+    CLF__ARG(CLF_ARG_KIND_IN, 0, host, bytes, unit, before, after)
+/** \brief Partitioned output. */
+#define CLF_OUT(host, bytes, unit) CLF__ARG(CLF_ARG_KIND_OUT, 0, host, bytes, unit, 0, 0)
+/** \brief Partitioned input and output. */
+#define CLF_INOUT(host, bytes, unit) CLF__ARG(CLF_ARG_KIND_INOUT, 0, host, bytes, unit, 0, 0)
+/** \brief The whole array on every device, kept between launches while unchanged. */
+#define CLF_BROADCAST(host, bytes) CLF__ARG(CLF_ARG_KIND_BROADCAST, 0, host, bytes, 0, 0, 0)
+/** \brief A scalar: a pointer to the value (the size is taken from it). */
+#define CLF_SCALAR(ptr) CLF__ARG(CLF_ARG_KIND_SCALAR, 0, ptr, sizeof *(ptr), 0, 0, 0)
+/** \brief Local memory of \p bytes. */
+#define CLF_LOCAL(bytes) CLF__ARG(CLF_ARG_KIND_LOCAL, 0, NULL, bytes, 0, 0, 0)
+/** \brief Reduction of \p count elements of \p type with \p op into \p host. */
+#define CLF_REDUCE(host, count, type, op) \
+    {CLF_ARG_KIND_REDUCE, 0, (void *)(host), (count), 0, 0, 0, (op), (type)}
+
+/** \brief What to launch and how; fill with CLF_LAUNCH_DESC_INIT. */
+typedef struct clf_launch_desc {
+    unsigned version;      /**< CLF_LAUNCH_DESC_VERSION */
+    const char *kernel;    /**< kernel function name */
+    unsigned dims;         /**< 1, 2 or 3; split along dimension dims-1 */
+    size_t global[3];      /**< the range */
+    size_t local[3];       /**< work-group size, or all 0 for the driver's choice */
+    size_t granularity;    /**< chunks are multiples of this (and of the local size) */
+    clf_strategy strategy;
+    const size_t *devices; /**< fleet indices to use, or NULL for every device */
+    size_t num_devices;
+    clf_weights weights_mode;
+    const double *weights; /**< CLF_WEIGHTS_USER: one per used device */
+    /** Per used device, a memory limit in bytes for this launch (0: none), or NULL. */
+    const uint64_t *mem_limits;
+    double mem_safety;          /**< usable fraction of reported memory; 0: 0.8 */
+    unsigned chunks_per_device; /**< CLF_DYNAMIC: about this many chunks each; 0: 4 */
+    size_t min_chunk;           /**< CLF_GUIDED: smallest chunk in units; 0: granularity */
+} clf_launch_desc;
+
+#define CLF_LAUNCH_DESC_VERSION 1
+#define CLF_LAUNCH_DESC_INIT                                                            \
+    {                                                                                   \
+        CLF_LAUNCH_DESC_VERSION, NULL, 1, {0, 1, 1}, {0, 0, 0}, 0, CLF_STRATEGY_DEFAULT, \
+            NULL, 0, CLF_WEIGHTS_LEARNED, NULL, NULL, 0.0, 0, 0                          \
+    }
+
+/** \brief Most devices one launch uses (the report's array size). */
+#define CLF_MAX_LAUNCH_DEVICES 64
+
+/** \brief What one device did in a launch. */
+typedef struct clf_device_report {
+    size_t device;            /**< fleet index */
+    uint64_t units;           /**< split indices done */
+    uint64_t items;           /**< work-items done */
+    unsigned chunks;          /**< chunks taken */
+    double share;             /**< units / total */
+    double busy_s;            /**< kernel time, from profiling events */
+    uint64_t bytes_to_device, bytes_from_device;
+    double to_device_s, from_device_s; /**< transfer time, from profiling events */
+    double finish_s;          /**< host time from the launch's start to its last result */
+    uint64_t mem_peak;        /**< most bytes the launch held on the device */
+    uint64_t mem_budget;      /**< the budget it was held to */
+    int failed;               /**< the device failed and its work went to others */
+} clf_device_report;
+
+/** \brief What a launch did. */
+typedef struct clf_launch_report {
+    clf_strategy requested; /**< as asked (after $CLFLEET_STRATEGY) */
+    clf_strategy strategy;  /**< as run (CLF_AUTO resolved) */
+    char reason[256];       /**< why CLF_AUTO chose it, or how weights were found */
+    uint64_t total_units;
+    size_t num_devices;
+    clf_device_report dev[CLF_MAX_LAUNCH_DEVICES];
+    double makespan_s;  /**< latest device finish */
+    double efficiency;  /**< earliest finish / latest finish, over devices that took work */
+    double imbalance;   /**< latest finish / mean finish - 1 */
+} clf_launch_report;
+
+/**
+ * \brief Run one kernel over the range on many devices; blocks until done.
+ *
+ * The range is split along its slowest-varying dimension; each chunk is
+ * launched with a global work offset, and only its part of each partitioned
+ * array (plus halo) moves each way, so a kernel written for one device runs
+ * unchanged. Each device is driven by its own host thread; the next chunk's
+ * input moves on the transfer queue while the current one computes.
+ * \param report receives what each device did, or NULL
+ */
+CLF_API clf_status clf_launch(clf_fleet *fleet, clf_program *prog, const clf_launch_desc *desc,
+                              const clf_arg *args, size_t nargs, clf_launch_report *report);
+/**
+ * \brief As clf_launch(), returning at once; \p out_event completes with the
+ * launch (clf_event_wait() returns its status). Launches run in the order they
+ * were queued. The host arrays and \p report must stay valid until then;
+ * \p desc and \p args are copied.
+ */
+CLF_API clf_status clf_launch_async(clf_fleet *fleet, clf_program *prog,
+                                    const clf_launch_desc *desc, const clf_arg *args,
+                                    size_t nargs, clf_launch_report *report,
+                                    clf_event **out_event);
+
 #ifdef __cplusplus
 }
 #endif

@@ -9,7 +9,7 @@ clf_status clf__event_wrap(cl_event ev, clf_event **out)
         clReleaseEvent(ev);
         return CLF_SUCCESS;
     }
-    clf_event *e = malloc(sizeof *e);
+    clf_event *e = calloc(1, sizeof *e);
     if (!e) {
         /* The command was queued: wait for it so the caller's memory is not in use. */
         clWaitForEvents(1, &ev);
@@ -25,6 +25,8 @@ clf_status clf_event_wait(clf_event *e)
 {
     if (!e)
         return clf__fail(CLF_ERROR_NULL_POINTER, "clf_event_wait: event is NULL");
+    if (e->op)
+        return clf__host_op_wait(e->op);
     cl_int err = clWaitForEvents(1, &e->ev);
     if (err != CL_SUCCESS)
         return clf__cl_fail(err, "clWaitForEvents", NULL);
@@ -41,6 +43,9 @@ void clf_event_release(clf_event *e)
 {
     if (!e)
         return;
-    clReleaseEvent(e->ev);
+    if (e->op)
+        clf__host_op_release(e->op); /* waits for the operation: it uses the caller's data */
+    else
+        clReleaseEvent(e->ev);
     free(e);
 }

@@ -252,12 +252,13 @@ static clf_status options_to_filter(const clf_fleet_options *o, clf__filter *f)
     memset(f, 0, sizeof *f);
     const char *sel = o->devices ? o->devices : getenv("CLFLEET_DEVICES");
     clf_status st = clf__filter_parse(f, sel);
-    if (st != CLF_SUCCESS) {
-        const char *src = o->devices ? "device selection" : "CLFLEET_DEVICES";
+    if (st != CLF_SUCCESS && !o->devices) {
         char msg[512];
         snprintf(msg, sizeof msg, "%s", clf_last_error());
-        return clf__fail(st, "%s: %s", src, msg);
+        return clf__fail(st, "CLFLEET_DEVICES: %s", msg);
     }
+    if (st != CLF_SUCCESS)
+        return st;
     if (o->device_types & ~(unsigned)CLF_DEVICE_ALL)
         return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "device_types 0x%x has unknown bits",
                          o->device_types);
@@ -325,6 +326,8 @@ clf_status clf_fleet_create(clf_fleet **out, const clf_fleet_options *opts)
     fl = calloc(1, sizeof *fl);
     if (!fl)
         CLF__TRY(st, clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "fleet: out of memory"));
+    pthread_mutex_init(&fl->lock, NULL);
+    pthread_cond_init(&fl->turn, NULL);
     size_t cap = d.ndev;
     fl->dev = calloc(cap, sizeof *fl->dev);
     if (!fl->dev)
@@ -359,6 +362,7 @@ void clf_fleet_destroy(clf_fleet *fl)
 {
     if (!fl)
         return;
+    clf__launch_fleet_fini(fl);
     for (size_t i = 0; i < fl->ndev; i++) {
         struct clf__device *d = &fl->dev[i];
         if (d->compute) {
@@ -380,6 +384,8 @@ void clf_fleet_destroy(clf_fleet *fl)
     free(fl->ctx);
     free(fl->dev);
     free(fl->cache_dir);
+    pthread_cond_destroy(&fl->turn);
+    pthread_mutex_destroy(&fl->lock);
     free(fl);
 }
 

@@ -9,6 +9,7 @@
 #endif
 #include <CL/cl.h>
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 
@@ -124,13 +125,34 @@ struct clf__device {
     int owns_id;      /* a sub-device: released with the fleet */
 };
 
+/* A broadcast array kept on the devices between launches while unchanged. */
+struct clf__bcast {
+    const void *host;
+    size_t size;
+    uint64_t hash; /* of the content when it was uploaded */
+    cl_mem *mem;   /* one per fleet device, NULL until uploaded there */
+};
+
+struct clf__perf_model;
+
 struct clf_fleet {
     struct clf__device *dev;
     size_t ndev;
     cl_context *ctx;
     size_t nctx;
     char *cache_dir; /* NULL: cache disabled */
+
+    pthread_mutex_t lock; /* guards what follows */
+    struct clf__perf_model *perf; /* learned throughput (NULL until the first launch) */
+    struct clf__bcast *bcast;
+    size_t nbcast;
+    /* Launches run in the order they were queued: a ticket each. */
+    pthread_cond_t turn;
+    uint64_t next_ticket, serving;
 };
+
+/* Launch state the fleet owns (launch.c). */
+void clf__launch_fleet_fini(clf_fleet *fleet);
 
 /* Query a device's facts (name, memory, PCI address ...). */
 clf_status clf__device_query(cl_device_id id, cl_platform_id platform, clf_device_info *info,
@@ -142,9 +164,14 @@ clf_status clf__check_device(const clf_fleet *fleet, size_t device);
 
 /* ---- events (event.c) ---- */
 
+/* An OpenCL event, or a host-side completion (an asynchronous launch). */
 struct clf_event {
     cl_event ev;
+    struct clf__host_op *op; /* non-NULL for host-side completion */
 };
+/* Wait for and free a host-side operation; returns its status. */
+clf_status clf__host_op_wait(struct clf__host_op *op);
+void clf__host_op_release(struct clf__host_op *op);
 /* Wrap ev (taking the reference) or release it if out is NULL. */
 clf_status clf__event_wrap(cl_event ev, clf_event **out);
 
@@ -152,6 +179,7 @@ clf_status clf__event_wrap(cl_event ev, clf_event **out);
 
 struct clf_program {
     clf_fleet *fleet;
+    char hash[65];           /* SHA-256 of source and options: names it in the perf model */
     cl_program *prog;        /* one per context */
     unsigned char *from_cache; /* one per device */
 };
@@ -162,6 +190,8 @@ typedef struct clf__shipped {
 } clf__shipped;
 extern const clf__shipped clf__shipped_kernels[]; /* NULL-terminated */
 extern const char *const clf__shipped_names[];   /* NULL-terminated */
+/* cl/clfleet.h, prepended to every program source (chunk-indexing helpers). */
+extern const char clf__kernel_prelude[];
 
 /* ---- buffers (buffer.c) ---- */
 

@@ -214,10 +214,27 @@ clf_status clf_program_build_source(clf_program **out, clf_fleet *fleet, const c
                          fleet ? "source" : "fleet");
     if (!source[0])
         return clf__fail(CLF_ERROR_ZERO_SIZE, "clf_program_build_source: source is empty");
+    char *full = NULL;
     clf_program *p = calloc(1, sizeof *p);
     if (!p)
         return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "program: out of memory");
     p->fleet = fleet;
+    /* The prelude (cl/clfleet.h) comes first; #line keeps the user's line numbers. */
+    size_t plen = strlen(clf__kernel_prelude), slen = strlen(source);
+    full = malloc(plen + slen + 16);
+    if (!full)
+        CLF__TRY(st, clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "program: out of memory"));
+    memcpy(full, clf__kernel_prelude, plen);
+    memcpy(full + plen, "#line 1\n", 8);
+    memcpy(full + plen + 8, source, slen + 1);
+    clf__sha256 h;
+    unsigned char digest[32];
+    clf__sha256_init(&h);
+    clf__sha256_update(&h, source, slen);
+    clf__sha256_update(&h, "", 1);
+    clf__sha256_update(&h, options ? options : "", options ? strlen(options) : 0);
+    clf__sha256_final(&h, digest);
+    clf__sha256_hex(digest, p->hash);
     p->prog = calloc(fleet->nctx, sizeof *p->prog);
     p->from_cache = calloc(fleet->ndev, 1);
     if (!p->prog || !p->from_cache)
@@ -226,13 +243,14 @@ clf_status clf_program_build_source(clf_program **out, clf_fleet *fleet, const c
      * message holds the log of every device that failed. */
     clf_clear_error();
     for (size_t ci = 0; ci < fleet->nctx; ci++) {
-        clf_status cst = build_context(p, ci, source, options ? options : "");
+        clf_status cst = build_context(p, ci, full, options ? options : "");
         if (cst == CLF_ERROR_BUILD && (st == CLF_SUCCESS || st == CLF_ERROR_BUILD))
             st = cst;
         else if (cst != CLF_SUCCESS)
             CLF__TRY(st, cst);
     }
 out:
+    free(full);
     if (st != CLF_SUCCESS) {
         clf_program_destroy(p);
         return st;

@@ -1,0 +1,98 @@
+/* State shared by the launch coordinator (launch.c) and the device workers (worker.c). */
+#ifndef CLFLEET_LAUNCH_H
+#define CLFLEET_LAUNCH_H
+
+#include "internal.h"
+#include "partition.h"
+
+#define CLF__MAX_ARGS 64
+
+/* A chunk in flight on one device: its events and where its data went. */
+typedef struct clf__chunk {
+    uint64_t off, len;
+    int slot; /* chunk-indexed buffer slot (double buffering) */
+    cl_event kernel;
+    cl_event ev[2 * CLF__MAX_ARGS]; /* writes, then reads */
+    size_t nwrite, nread;
+    uint64_t bytes_in, bytes_out;
+} clf__chunk;
+
+struct clf__launch;
+
+/* One device's worker: its own host thread, kernel object and buffers. */
+typedef struct clf__worker {
+    struct clf__launch *L;
+    size_t slot_index; /* position among the launch's devices */
+    struct clf__device *d;
+    pthread_t thread;
+    int started;
+    cl_kernel kernel;
+    cl_mem whole[CLF__MAX_ARGS];   /* global-indexed arrays and reductions (owned) */
+    cl_mem slot[CLF__MAX_ARGS][2]; /* chunk-indexed slots (owned) */
+    size_t slot_cap[CLF__MAX_ARGS][2];
+    uint64_t budget, mem_now, mem_peak;
+    uint64_t max_units;
+    double t_start; /* host time of the first enqueue */
+    clf_device_report rep;
+    clf_status st;
+    char err[2048];
+} clf__worker;
+
+typedef struct clf__launch {
+    clf_fleet *fl;
+    clf_program *prog;
+    clf_launch_desc desc;
+    clf_arg args[CLF__MAX_ARGS];
+    size_t nargs;
+    size_t dev[CLF_MAX_LAUNCH_DEVICES]; /* fleet indices */
+    size_t ndev;
+    double weights[CLF_MAX_LAUNCH_DEVICES];
+    uint64_t limits[CLF_MAX_LAUNCH_DEVICES];
+    unsigned split;      /* the split dimension: dims - 1 */
+    uint64_t total;      /* units along it */
+    uint64_t per_unit;   /* work-items per unit (product of the other dimensions) */
+    uint64_t gran;
+    int auto_local; /* clfleet chose desc.local (the user gave none) */
+    clf__part_strategy part_strategy;
+    clf__part *part;
+    struct clf__bcast *bcast[CLF__MAX_ARGS]; /* cache entries of broadcast arguments */
+    unsigned char *red_acc[CLF__MAX_ARGS];   /* reductions combined so far */
+    double t0;
+
+    pthread_mutex_t lock; /* guards what follows and the reductions */
+    pthread_cond_t changed;
+    size_t alive, waiting;
+    int stuck;
+
+    clf__worker w[CLF_MAX_LAUNCH_DEVICES];
+} clf__launch;
+
+/* Host monotonic clock, seconds. */
+double clf__now(void);
+/* Bytes of device memory the launch needs per device: fixed part and per unit. */
+void clf__launch_footprint(const clf__launch *L, uint64_t *fixed, uint64_t *per_unit,
+                           uint64_t *halo_units);
+/* Thread body of a worker. */
+void *clf__worker_main(void *arg);
+/* Release the worker's kernel and buffers. */
+void clf__worker_fini(clf__worker *w);
+/* The identity element of op for type (esize bytes written to out). */
+void clf__reduce_identity(unsigned op, unsigned type, void *out);
+/* acc[i] = op(acc[i], x[i]) for count elements. */
+void clf__reduce_combine(unsigned op, unsigned type, void *acc, const void *x, size_t count);
+
+static inline int clf__arg_partitioned(const clf_arg *a)
+{
+    return a->kind == CLF_ARG_KIND_IN || a->kind == CLF_ARG_KIND_OUT ||
+           a->kind == CLF_ARG_KIND_INOUT;
+}
+static inline int clf__arg_reads(const clf_arg *a)
+{
+    return a->kind == CLF_ARG_KIND_IN || a->kind == CLF_ARG_KIND_INOUT;
+}
+static inline int clf__arg_writes(const clf_arg *a)
+{
+    return a->kind == CLF_ARG_KIND_OUT || a->kind == CLF_ARG_KIND_INOUT;
+}
+
+#endif

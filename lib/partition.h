@@ -1,0 +1,125 @@
+/*
+ * Cutting one launch's range into chunks for the devices of a fleet (partition.c).
+ *
+ * Pure: no OpenCL, only integers, a mutex and some floating point for the
+ * shares. The launch engine creates one partitioner per launch; each device's
+ * host thread then calls clf__part_next() until it returns 0.
+ *
+ * Units: the range is [0, total) along the slowest-varying dimension. Every
+ * chunk is non-empty, starts at a multiple of gran, and its length is a
+ * multiple of gran, except the one chunk that ends exactly at total (it is
+ * shorter when total % gran != 0). Chunks never overlap and, once every
+ * handed-out chunk is either completed or given back with clf__part_requeue(),
+ * cover [0, total) exactly once. A device never receives a chunk longer than
+ * its max_units.
+ *
+ * Every function locks the partitioner's own mutex: threads may call them
+ * concurrently in any interleaving without an external lock.
+ */
+#ifndef CLFLEET_PARTITION_H
+#define CLFLEET_PARTITION_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "clfleet.h"
+
+/* How the range is cut. The launch engine maps the public strategy (and AUTO) onto these. */
+typedef enum clf__part_strategy {
+    /* One share per device, proportional to its weight; a share larger than the device's
+     * max_units is handed out in several chunks (rounds). Shares are never stolen: only
+     * clf__part_retire() and clf__part_requeue() move work between devices. */
+    CLF__PART_STATIC = 0,
+    /* Equal chunks of about total / (k * devices), pulled by whichever device asks. */
+    CLF__PART_DYNAMIC = 1,
+    /* HGuided: chunk = min(R, max(m_i, roundup(R * P_i / K, gran))), then capped by max_units
+     * (rounded down to whole granules). R: units not yet handed out; P_i: device i's weight
+     * over the weights of the devices that can still take work (equal if those are all 0);
+     * K (default 2); m_i a minimum chunk (default gran). After requeues the free units may
+     * be several ranges: the chunk is also clipped to the lowest one. */
+    CLF__PART_GUIDED = 2,
+    /* Shares as STATIC, each chunk capped by max_units (rounds when the data exceeds the
+     * budgets); a device whose share is exhausted (and the pool empty) steals from the back
+     * of the share of the device expected to finish last (remaining / weight) a part in
+     * proportion to the two weights, at least its min_chunk. */
+    CLF__PART_MEMORY_AWARE = 3
+} clf__part_strategy;
+
+#define CLF__PART_STRATEGY_COUNT 4
+
+/* Tuning; a zero field means its default, so `clf__part_params p = {0};` is all defaults. */
+typedef struct clf__part_params {
+    unsigned chunks_per_device; /* DYNAMIC: k, about k chunks per device; 0: 4 */
+    double guided_k;            /* GUIDED: the divisor K, finite and > 0; 0: 2 */
+    /* GUIDED: m_i for every device (rounded up to gran); MEMORY_AWARE: the least a device
+     * steals at once. 0: gran. */
+    uint64_t min_chunk;
+    const uint64_t *min_chunks; /* per-device min_chunk, ndev entries (0: min_chunk); or NULL */
+} clf__part_params;
+
+/* One launch's partitioner (opaque). */
+typedef struct clf__part clf__part;
+
+/*
+ * Create a partitioner.
+ * weights: ndev relative throughputs, each finite and >= 0; NULL or all zero (among the
+ *   devices that can hold a chunk) means equal. DYNAMIC ignores them.
+ * max_units: ndev caps on one chunk's length (from the memory budget); UINT64_MAX means
+ *   unlimited, 0 means the device takes nothing; NULL means unlimited for all. A device with
+ *   max_units < min(gran, total) can hold no chunk and never gets one ("ineligible").
+ * params: NULL for the defaults.
+ * Returns CLF_ERROR_ZERO_SIZE for total == 0; CLF_ERROR_INVALID_ARGUMENT for gran == 0,
+ * ndev == 0, an unknown strategy, a negative/NaN/infinite weight, a bad K, or when no device
+ * can hold one chunk; CLF_ERROR_NULL_POINTER; CLF_ERROR_OUT_OF_HOST_MEMORY.
+ */
+clf_status clf__part_create(clf__part **out, clf__part_strategy strategy, uint64_t total,
+                            uint64_t gran, size_t ndev, const double *weights,
+                            const uint64_t *max_units, const clf__part_params *params);
+/* Free the partitioner; accepts NULL. No other thread may be using it. */
+void clf__part_destroy(clf__part *p);
+
+/*
+ * The next chunk for device dev: 1 and [*off, *off + *len), or 0 when nothing is available
+ * to this device now (its share and the shared pool are empty, nothing can be stolen, it is
+ * retired or ineligible, or dev >= ndev). A 0 is final only when no chunk is outstanding:
+ * a later clf__part_requeue() or clf__part_retire() may make work available again.
+ * The chunk counts as outstanding until clf__part_complete() or clf__part_requeue().
+ */
+int clf__part_next(clf__part *p, size_t dev, uint64_t *off, uint64_t *len);
+
+/*
+ * Give an outstanding chunk (or an aligned piece of one) back to the shared pool, e.g. when
+ * its device failed; any active device's next() may then take it, split to fit its cap.
+ * off must be a multiple of gran, len a multiple of gran or off + len == total, the range
+ * within [0, total), not free already, and len <= the outstanding units.
+ * Returns CLF_ERROR_INVALID_ARGUMENT otherwise (and changes nothing).
+ */
+clf_status clf__part_requeue(clf__part *p, uint64_t off, uint64_t len);
+
+/*
+ * Device dev will ask no more (it failed or its thread stopped): whatever of its share it
+ * has not taken moves to the shared pool, and the remaining devices' GUIDED shares P_i are
+ * computed without it. Its outstanding chunks stay outstanding: requeue them if they were
+ * not completed. Idempotent; ignores dev >= ndev.
+ */
+void clf__part_retire(clf__part *p, size_t dev);
+
+/* Mark len outstanding units as done (for the counts). CLF_ERROR_INVALID_ARGUMENT when len
+ * exceeds the outstanding units. */
+clf_status clf__part_complete(clf__part *p, uint64_t len);
+
+/*
+ * Unit counts, each pointer may be NULL: free (not handed out: shares, pool), outstanding
+ * (handed out, neither completed nor requeued), done (completed). They always sum to total.
+ * The launch is finished when free == 0 and outstanding == 0; when free > 0 but no device
+ * can take it (all retired), the launch has failed.
+ */
+void clf__part_counts(clf__part *p, uint64_t *free_units, uint64_t *outstanding, uint64_t *done);
+
+/* Nonzero when device dev can hold a chunk at all (max_units >= min(gran, total)). */
+int clf__part_eligible(const clf__part *p, size_t dev);
+
+/* "static", "dynamic", "guided", "memory-aware"; NULL for an unknown value. */
+const char *clf__part_strategy_name(clf__part_strategy s);
+
+#endif

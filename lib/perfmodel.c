@@ -1,0 +1,576 @@
+/*
+ * Learned throughput per (kernel, device), see perfmodel.h.
+ *
+ * Why a median of the last 8 samples rather than an EMA: a single outlier (a device shared
+ * with another process for one launch, a page-fault storm) moves a median by at most one
+ * rank, i.e. to a value already in the window, and the estimate follows a real change
+ * within half a window; an EMA, even clipped to +-50% per update, lets every outlier pull
+ * the estimate and needs several samples to recover. Eight doubles per key are nothing.
+ *
+ * File format, one entry per line, fields separated by tabs:
+ *   v1 <kernel> <device> <n> <s1> ... <sn>      (samples oldest first, units per second)
+ * Keys escape backslash, tab, newline and carriage return as \\ \t \n \r. A line that is
+ * not exactly of this form, including a last line without its newline, is skipped.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* newlocale/uselocale, getline, open_memstream, fsync, mkstemp, fchmod */
+#endif
+
+#include "perfmodel.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <locale.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Lives in error.c; declared here so that this file needs no OpenCL header. */
+clf_status clf__fail(clf_status s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* A model file larger than this is not ours (or is damaged): it is ignored, not read. */
+#define PERF_MAX_FILE (16u << 20)
+
+typedef struct perf_entry {
+    char *kernel, *device;
+    uint64_t hash;
+    double s[CLF__PERF_WINDOW]; /* ring: sample i (oldest first) at s[(head + i) % WINDOW] */
+    unsigned n, head;
+    int seen; /* a sample arrived in this process (the cold one, dropped) */
+} perf_entry;
+
+struct clf__perf_model {
+    pthread_mutex_t lock;      /* the table */
+    pthread_mutex_t save_lock; /* serialises saves */
+    char *path;                /* NULL: memory only */
+    perf_entry *e;
+    size_t ne, cap_e;
+    size_t *slot; /* open addressing: index + 1 into e, 0 = empty; size a power of two */
+    size_t nslot;
+};
+
+/* ---- the table ---- */
+
+static uint64_t key_hash(const char *kernel, const char *device)
+{
+    /* FNV-1a over kernel, a NUL (which no key contains), then device. */
+    uint64_t h = 1469598103934665603ull;
+    for (const unsigned char *c = (const unsigned char *)kernel; *c; c++)
+        h = (h ^ *c) * 1099511628211ull;
+    h = (h ^ 0) * 1099511628211ull;
+    for (const unsigned char *c = (const unsigned char *)device; *c; c++)
+        h = (h ^ *c) * 1099511628211ull;
+    return h;
+}
+
+static perf_entry *find(const clf__perf_model *m, const char *kernel, const char *device,
+                        uint64_t h)
+{
+    if (m->nslot == 0)
+        return NULL;
+    for (size_t i = h & (m->nslot - 1);; i = (i + 1) & (m->nslot - 1)) {
+        size_t s = m->slot[i];
+        if (s == 0)
+            return NULL;
+        perf_entry *e = &m->e[s - 1];
+        if (e->hash == h && strcmp(e->kernel, kernel) == 0 && strcmp(e->device, device) == 0)
+            return e;
+    }
+}
+
+static void slot_insert(size_t *slot, size_t nslot, uint64_t h, size_t index)
+{
+    size_t i = h & (nslot - 1);
+    while (slot[i] != 0)
+        i = (i + 1) & (nslot - 1);
+    slot[i] = index + 1;
+}
+
+/* Add an entry taking ownership of kernel and device (freed on failure); NULL: no memory. */
+static perf_entry *add(clf__perf_model *m, char *kernel, char *device, uint64_t h)
+{
+    /* Keep the load factor at most 1/2 so that probes stay short and always end. */
+    if ((m->ne + 1) * 2 > m->nslot) {
+        size_t n = m->nslot ? m->nslot * 2 : 64;
+        size_t *ns = n <= SIZE_MAX / sizeof *ns ? calloc(n, sizeof *ns) : NULL;
+        if (!ns)
+            goto fail;
+        for (size_t i = 0; i < m->ne; i++)
+            slot_insert(ns, n, m->e[i].hash, i);
+        free(m->slot);
+        m->slot = ns;
+        m->nslot = n;
+    }
+    if (m->ne == m->cap_e) {
+        size_t n = m->cap_e ? m->cap_e * 2 : 32;
+        perf_entry *ne = n <= SIZE_MAX / sizeof *ne ? realloc(m->e, n * sizeof *ne) : NULL;
+        if (!ne)
+            goto fail;
+        m->e = ne;
+        m->cap_e = n;
+    }
+    perf_entry *e = &m->e[m->ne];
+    memset(e, 0, sizeof *e);
+    e->kernel = kernel;
+    e->device = device;
+    e->hash = h;
+    slot_insert(m->slot, m->nslot, h, m->ne);
+    m->ne++;
+    return e;
+fail:
+    free(kernel);
+    free(device);
+    return NULL;
+}
+
+static void push(perf_entry *e, double v)
+{
+    if (e->n < CLF__PERF_WINDOW) {
+        e->s[(e->head + e->n) % CLF__PERF_WINDOW] = v;
+        e->n++;
+    } else {
+        e->s[e->head] = v;
+        e->head = (e->head + 1) % CLF__PERF_WINDOW;
+    }
+}
+
+static double median(const perf_entry *e)
+{
+    double v[CLF__PERF_WINDOW];
+    unsigned n = e->n;
+    for (unsigned i = 0; i < n; i++) {
+        double x = e->s[(e->head + i) % CLF__PERF_WINDOW];
+        unsigned j = i;
+        for (; j > 0 && v[j - 1] > x; j--)
+            v[j] = v[j - 1];
+        v[j] = x;
+    }
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static char *dup_str(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d)
+        memcpy(d, s, n);
+    return d;
+}
+
+/* ---- the file ---- */
+
+static void write_escaped(FILE *f, const char *s)
+{
+    for (; *s; s++) {
+        switch (*s) {
+        case '\\': fputs("\\\\", f); break;
+        case '\t': fputs("\\t", f); break;
+        case '\n': fputs("\\n", f); break;
+        case '\r': fputs("\\r", f); break;
+        default: fputc(*s, f);
+        }
+    }
+}
+
+/* Undo write_escaped() in place; -1 for a bad escape or a raw carriage return. */
+static int unescape(char *s)
+{
+    char *w = s;
+    for (char *r = s; *r; r++) {
+        if (*r == '\r')
+            return -1;
+        if (*r != '\\') {
+            *w++ = *r;
+            continue;
+        }
+        switch (*++r) {
+        case '\\': *w++ = '\\'; break;
+        case 't': *w++ = '\t'; break;
+        case 'n': *w++ = '\n'; break;
+        case 'r': *w++ = '\r'; break;
+        default: return -1; /* including a backslash ending the field */
+        }
+    }
+    *w = '\0';
+    return 0;
+}
+
+/*
+ * Parse one line (newline stripped) into its fields; 0 on success. Numbers are parsed in
+ * the C locale by the caller, so a decimal comma in the application's locale cannot
+ * misread them.
+ */
+static int parse_line(char *line, char **kernel, char **device, double *s, unsigned *n)
+{
+    char *f[3 + 1 + CLF__PERF_WINDOW];
+    size_t nf = 0;
+    for (char *c = line;;) {
+        if (nf == sizeof f / sizeof f[0])
+            return -1;
+        f[nf++] = c;
+        c = strchr(c, '\t');
+        if (!c)
+            break;
+        *c++ = '\0';
+    }
+    if (nf < 5 || strcmp(f[0], "v1") != 0)
+        return -1;
+    const char *d = f[3];
+    if (*d < '1' || *d > '9' || d[1] != '\0' || (unsigned)(*d - '0') > CLF__PERF_WINDOW)
+        return -1;
+    unsigned cnt = (unsigned)(*d - '0');
+    if (nf != 4 + cnt)
+        return -1;
+    for (unsigned i = 0; i < cnt; i++) {
+        char *end;
+        errno = 0;
+        double v = strtod(f[4 + i], &end);
+        if (errno != 0 || end == f[4 + i] || *end != '\0' || !isfinite(v) || v <= 0)
+            return -1;
+        s[i] = v;
+    }
+    if (unescape(f[1]) != 0 || unescape(f[2]) != 0)
+        return -1;
+    *kernel = f[1];
+    *device = f[2];
+    *n = cnt;
+    return 0;
+}
+
+/*
+ * Read the file's entries into the model: replacing what is there (on open), or only for
+ * keys the model lacks (merging before a save). Bad lines are skipped. 0, or -1 with errno
+ * when the file exists but cannot be read; a missing file reads as empty.
+ */
+static int load(clf__perf_model *m, int only_missing)
+{
+    FILE *f = fopen(m->path, "r");
+    if (!f)
+        return errno == ENOENT ? 0 : -1;
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > PERF_MAX_FILE) {
+        fclose(f);
+        return 0;
+    }
+    locale_t c = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
+    locale_t old = c ? uselocale(c) : (locale_t)0;
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    while ((len = getline(&line, &cap, f)) > 0) {
+        char *kernel, *device;
+        double s[CLF__PERF_WINDOW];
+        unsigned n;
+        if (line[len - 1] != '\n')
+            break; /* truncated last line */
+        line[len - 1] = '\0';
+        if (strlen(line) != (size_t)len - 1 || parse_line(line, &kernel, &device, s, &n) != 0)
+            continue; /* a NUL byte inside, or malformed */
+        uint64_t h = key_hash(kernel, device);
+        perf_entry *e = find(m, kernel, device, h);
+        if (e && only_missing)
+            continue;
+        if (!e) {
+            char *k = dup_str(kernel), *d = dup_str(device);
+            if (!k || !d) {
+                free(k);
+                free(d);
+                continue;
+            }
+            e = add(m, k, d, h);
+            if (!e)
+                continue;
+        }
+        e->n = e->head = 0;
+        for (unsigned i = 0; i < n; i++)
+            push(e, s[i]);
+    }
+    free(line);
+    if (c) {
+        uselocale(old);
+        freelocale(c);
+    }
+    fclose(f);
+    return 0;
+}
+
+/* Create the directories leading to path (mode 0700); -1 with errno on failure. */
+static int make_parents(const char *path)
+{
+    char *d = dup_str(path);
+    if (!d)
+        return -1;
+    int rc = 0;
+    for (char *c = d + 1; *c; c++) {
+        if (*c != '/')
+            continue;
+        *c = '\0';
+        if (mkdir(d, 0700) != 0 && errno != EEXIST) {
+            rc = -1;
+            break;
+        }
+        *c = '/';
+    }
+    free(d);
+    return rc;
+}
+
+static int write_entries(const clf__perf_model *m, FILE *f)
+{
+    locale_t c = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
+    if (!c)
+        return -1;
+    locale_t old = uselocale(c);
+    for (size_t i = 0; i < m->ne; i++) {
+        const perf_entry *e = &m->e[i];
+        if (e->n == 0)
+            continue;
+        fputs("v1\t", f);
+        write_escaped(f, e->kernel);
+        fputc('\t', f);
+        write_escaped(f, e->device);
+        fprintf(f, "\t%u", e->n);
+        for (unsigned j = 0; j < e->n; j++)
+            fprintf(f, "\t%.17g", e->s[(e->head + j) % CLF__PERF_WINDOW]);
+        fputc('\n', f);
+    }
+    uselocale(old);
+    freelocale(c);
+    return ferror(f) ? -1 : 0;
+}
+
+/* ---- API ---- */
+
+clf_status clf__perf_open(clf__perf_model **out, const char *path)
+{
+    if (!out)
+        return clf__fail(CLF_ERROR_NULL_POINTER, "perfmodel: out is NULL");
+    *out = NULL;
+    clf__perf_model *m = calloc(1, sizeof *m);
+    if (!m)
+        return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "perfmodel: out of memory");
+    if (pthread_mutex_init(&m->lock, NULL) != 0) {
+        free(m);
+        return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "perfmodel: cannot create a mutex");
+    }
+    if (pthread_mutex_init(&m->save_lock, NULL) != 0) {
+        pthread_mutex_destroy(&m->lock);
+        free(m);
+        return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "perfmodel: cannot create a mutex");
+    }
+    if (path) {
+        m->path = dup_str(path);
+        if (!m->path) {
+            clf__perf_close(m);
+            return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "perfmodel: out of memory");
+        }
+        if (load(m, 0) != 0) {
+            int err = errno;
+            clf__perf_close(m);
+            return clf__fail(CLF_ERROR_IO, "perfmodel: cannot read '%s': %s", path, strerror(err));
+        }
+    }
+    *out = m;
+    return CLF_SUCCESS;
+}
+
+void clf__perf_close(clf__perf_model *m)
+{
+    if (!m)
+        return;
+    for (size_t i = 0; i < m->ne; i++) {
+        free(m->e[i].kernel);
+        free(m->e[i].device);
+    }
+    free(m->e);
+    free(m->slot);
+    free(m->path);
+    pthread_mutex_destroy(&m->save_lock);
+    pthread_mutex_destroy(&m->lock);
+    free(m);
+}
+
+clf_status clf__perf_record(clf__perf_model *m, const char *kernel, const char *device,
+                            uint64_t units, double seconds)
+{
+    clf_status st = CLF_SUCCESS;
+    if (!m || !kernel || !device)
+        return clf__fail(CLF_ERROR_NULL_POINTER, "perfmodel: NULL model or key");
+    if (units == 0 || !isfinite(seconds) || seconds <= 0 || !isfinite((double)units / seconds))
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "perfmodel: bad sample of %llu units in %g s",
+                         (unsigned long long)units, seconds);
+    uint64_t h = key_hash(kernel, device);
+    pthread_mutex_lock(&m->lock);
+    perf_entry *e = find(m, kernel, device, h);
+    if (!e) {
+        char *k = dup_str(kernel), *d = dup_str(device);
+        if (k && d) {
+            e = add(m, k, d, h); /* frees k and d on failure */
+        } else {
+            free(k);
+            free(d);
+        }
+        if (!e) {
+            st = clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "perfmodel: out of memory");
+            goto out;
+        }
+    }
+    if (!e->seen)
+        e->seen = 1; /* the cold sample: builds, first touch, cold caches */
+    else
+        push(e, (double)units / seconds);
+out:
+    pthread_mutex_unlock(&m->lock);
+    return st;
+}
+
+int clf__perf_weight(clf__perf_model *m, const char *kernel, const char *device,
+                     double *units_per_s)
+{
+    int known = 0;
+    if (!m || !kernel || !device)
+        return 0;
+    pthread_mutex_lock(&m->lock);
+    const perf_entry *e = find(m, kernel, device, key_hash(kernel, device));
+    if (e && e->n > 0) {
+        known = 1;
+        if (units_per_s)
+            *units_per_s = median(e);
+    }
+    pthread_mutex_unlock(&m->lock);
+    return known;
+}
+
+size_t clf__perf_weights(clf__perf_model *m, const char *kernel, size_t ndev,
+                         const char *const *devices, double *out)
+{
+    size_t known = 0;
+    if (!m || !kernel || !devices || !out)
+        return 0;
+    pthread_mutex_lock(&m->lock);
+    for (size_t i = 0; i < ndev; i++) {
+        const perf_entry *e =
+            devices[i] ? find(m, kernel, devices[i], key_hash(kernel, devices[i])) : NULL;
+        out[i] = e && e->n > 0 ? median(e) : 0;
+        known += out[i] > 0;
+    }
+    pthread_mutex_unlock(&m->lock);
+    return known;
+}
+
+/* Replace the file at path with buf: temporary file, fsync, rename, fsync of the directory. */
+static clf_status write_atomically(const char *path, const char *buf, size_t len)
+{
+    clf_status st = CLF_SUCCESS;
+    size_t n = strlen(path);
+    char *tmp = NULL;
+    int fd = -1;
+    if (make_parents(path) != 0) {
+        st = clf__fail(CLF_ERROR_IO, "perfmodel: cannot create the directory of '%s': %s", path,
+                       strerror(errno));
+        goto out;
+    }
+    tmp = malloc(n + 8);
+    if (!tmp) {
+        st = clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "perfmodel: out of memory");
+        goto out;
+    }
+    memcpy(tmp, path, n);
+    memcpy(tmp + n, ".XXXXXX", 8);
+    /* mkstemp creates the file 0600 in the target's directory, so rename() is atomic. */
+    fd = mkstemp(tmp);
+    if (fd < 0) {
+        st = clf__fail(CLF_ERROR_IO, "perfmodel: cannot create '%s': %s", tmp, strerror(errno));
+        free(tmp);
+        tmp = NULL;
+        goto out;
+    }
+    /* The exact mode whatever the umask, as for the binary cache. */
+    if (fchmod(fd, 0600) != 0) {
+        st = clf__fail(CLF_ERROR_IO, "perfmodel: cannot chmod '%s': %s", tmp, strerror(errno));
+        goto out;
+    }
+    for (size_t done = 0; done < len;) {
+        ssize_t w = write(fd, buf + done, len - done);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            st = clf__fail(CLF_ERROR_IO, "perfmodel: cannot write '%s': %s", tmp,
+                           strerror(w < 0 ? errno : EIO));
+            goto out;
+        }
+        done += (size_t)w;
+    }
+    if (fsync(fd) != 0) {
+        st = clf__fail(CLF_ERROR_IO, "perfmodel: cannot sync '%s': %s", tmp, strerror(errno));
+        goto out;
+    }
+    int rc = close(fd);
+    fd = -1;
+    if (rc != 0 || rename(tmp, path) != 0) {
+        st = clf__fail(CLF_ERROR_IO, "perfmodel: cannot replace '%s': %s", path, strerror(errno));
+        goto out;
+    }
+    free(tmp);
+    tmp = NULL;
+    /* Make the rename itself durable; best effort, as some filesystems refuse it. */
+    char *dir = dup_str(path);
+    if (dir) {
+        char *slash = strrchr(dir, '/');
+        const char *name = ".";
+        if (slash == dir) {
+            name = "/";
+        } else if (slash) {
+            *slash = '\0';
+            name = dir;
+        }
+        int dfd = open(name, O_RDONLY | O_DIRECTORY);
+        if (dfd >= 0) {
+            (void)fsync(dfd);
+            close(dfd);
+        }
+        free(dir);
+    }
+out:
+    if (fd >= 0)
+        close(fd);
+    if (tmp) {
+        unlink(tmp);
+        free(tmp);
+    }
+    return st;
+}
+
+clf_status clf__perf_save(clf__perf_model *m)
+{
+    clf_status st = CLF_SUCCESS;
+    char *buf = NULL;
+    size_t len = 0;
+    if (!m)
+        return clf__fail(CLF_ERROR_NULL_POINTER, "perfmodel: NULL model");
+    if (!m->path)
+        return CLF_SUCCESS;
+    /* One save at a time, so that an older snapshot never replaces a newer one. */
+    pthread_mutex_lock(&m->save_lock);
+    pthread_mutex_lock(&m->lock);
+    /* Keep what other processes saved under keys we never saw; ours win for the rest. */
+    (void)load(m, 1);
+    /* Only the snapshot is taken under the lock: recording threads never wait on a disk. */
+    FILE *mem = open_memstream(&buf, &len);
+    int bad = !mem || write_entries(m, mem) != 0;
+    if (mem && fclose(mem) != 0)
+        bad = 1;
+    pthread_mutex_unlock(&m->lock);
+    if (bad)
+        st = clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "perfmodel: out of memory");
+    else
+        st = write_atomically(m->path, buf, len);
+    free(buf);
+    pthread_mutex_unlock(&m->save_lock);
+    return st;
+}

@@ -1,0 +1,65 @@
+/*
+ * Learned throughput of each kernel on each device (perfmodel.c).
+ *
+ * The launch engine records, after each launch (or chunk), how many units a device did in
+ * how many seconds; the model answers with a robust estimate of units per second that the
+ * partitioner uses as weights. The estimate is the median of the last CLF__PERF_WINDOW
+ * samples, and the first sample of each (kernel, device) in a process is dropped because it
+ * pays for program builds, first-touch allocation and cold caches. The model persists to a
+ * line-based text file so that a new process starts balanced.
+ *
+ * Keys are NUL-terminated strings of any other bytes (tabs and newlines are escaped in the
+ * file). Every function is thread-safe: device threads record concurrently.
+ */
+#ifndef CLFLEET_PERFMODEL_H
+#define CLFLEET_PERFMODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "clfleet.h"
+
+/* How many recent samples the median is taken over. */
+#define CLF__PERF_WINDOW 8
+
+typedef struct clf__perf_model clf__perf_model;
+
+/*
+ * Open a model backed by the file at path, or a memory-only one for path == NULL. A missing
+ * file is an empty model; malformed or truncated lines are skipped one by one, and a file
+ * over 16 MiB (not ours, or damaged) is ignored as a whole and replaced at the next save.
+ * Returns CLF_ERROR_IO when the file exists but cannot be read (the caller may then go on
+ * with a memory-only model), CLF_ERROR_OUT_OF_HOST_MEMORY, CLF_ERROR_NULL_POINTER.
+ */
+clf_status clf__perf_open(clf__perf_model **out, const char *path);
+/* Free the model without saving; accepts NULL. */
+void clf__perf_close(clf__perf_model *m);
+
+/*
+ * Record that device did units of kernel in seconds. The first record of each key in this
+ * process is dropped (cold). CLF_ERROR_INVALID_ARGUMENT for units == 0 or seconds not finite
+ * and > 0; CLF_ERROR_NULL_POINTER; CLF_ERROR_OUT_OF_HOST_MEMORY.
+ */
+clf_status clf__perf_record(clf__perf_model *m, const char *kernel, const char *device,
+                            uint64_t units, double seconds);
+
+/* 1 and the estimated units per second in *units_per_s when a warm sample is known, else 0. */
+int clf__perf_weight(clf__perf_model *m, const char *kernel, const char *device,
+                     double *units_per_s);
+
+/*
+ * Estimates for ndev devices at once (one lock): out[i] is the estimate, or 0 when device i
+ * has none. Returns how many are known; use them as weights only when all are.
+ */
+size_t clf__perf_weights(clf__perf_model *m, const char *kernel, size_t ndev,
+                         const char *const *devices, double *out);
+
+/*
+ * Write the model to its file atomically (temporary file in the same directory, fsync,
+ * rename), mode 0600, creating missing directories (0700). Entries another process saved
+ * meanwhile under keys this model does not hold are kept. A memory-only model: no-op.
+ * Returns CLF_ERROR_IO with the path and errno text on failure.
+ */
+clf_status clf__perf_save(clf__perf_model *m);
+
+#endif

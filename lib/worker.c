@@ -1,0 +1,533 @@
+/*
+ * One device's share of a launch, driven by its own host thread (some
+ * drivers, such as PoCL's basic device, run each command inside clEnqueue*).
+ *
+ * The pipeline keeps one chunk of look-ahead: while chunk k computes on the
+ * compute queue, chunk k+1's input moves on the transfer queue, followed by
+ * chunk k's output. A device therefore asks the partitioner for work only
+ * when it is about to need it, which is what dynamic and guided balancing
+ * depend on.
+ */
+#include "launch.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Record the worker's failure (the detail stays in the worker for the caller). */
+static clf_status worker_fail(clf__worker *w, clf_status st)
+{
+    if (w->st == CLF_SUCCESS) {
+        w->st = st;
+        snprintf(w->err, sizeof w->err, "%s", clf_last_error());
+    }
+    return st;
+}
+
+static clf_status device_alloc(clf__worker *w, size_t bytes, cl_mem_flags flags, cl_mem *out)
+{
+    if (w->mem_now + bytes > w->budget)
+        return clf__fail(CLF_ERROR_OUT_OF_RANGE,
+                         "device %zu '%s': %zu more bytes would exceed its budget of %llu "
+                         "(holding %llu)",
+                         w->d->index, w->d->info.name, bytes, (unsigned long long)w->budget,
+                         (unsigned long long)w->mem_now);
+    cl_int err;
+    *out = clCreateBuffer(w->d->ctx, flags, bytes, NULL, &err);
+    if (err != CL_SUCCESS)
+        return clf__cl_fail(err, "clCreateBuffer", w->d);
+    w->mem_now += bytes;
+    if (w->mem_now > w->mem_peak)
+        w->mem_peak = w->mem_now;
+    return CLF_SUCCESS;
+}
+
+static clf_status set_arg(clf__worker *w, size_t i, size_t size, const void *value)
+{
+    cl_int err = clSetKernelArg(w->kernel, (cl_uint)i, size, value);
+    if (err != CL_SUCCESS)
+        return clf__fail(CLF_ERROR_OPENCL, "kernel '%s' argument %zu: clSetKernelArg: %s (%d)",
+                         w->L->desc.kernel, i, clf__cl_error_name(err), (int)err);
+    return CLF_SUCCESS;
+}
+
+/* Upload a broadcast array once per device; later launches reuse it while unchanged. */
+static clf_status broadcast(clf__worker *w, size_t i)
+{
+    clf__launch *L = w->L;
+    struct clf__bcast *b = L->bcast[i];
+    size_t di = w->d->index;
+    clf_status st = CLF_SUCCESS;
+    if (!b->mem[di]) {
+        cl_mem m;
+        st = device_alloc(w, b->size, CL_MEM_READ_ONLY, &m);
+        if (st != CLF_SUCCESS)
+            return st;
+        cl_int err = clEnqueueWriteBuffer(w->d->transfer, m, CL_TRUE, 0, b->size, b->host, 0,
+                                          NULL, NULL);
+        if (err != CL_SUCCESS) {
+            clReleaseMemObject(m);
+            w->mem_now -= b->size;
+            return clf__cl_fail(err, "clEnqueueWriteBuffer (broadcast)", w->d);
+        }
+        w->rep.bytes_to_device += b->size;
+        b->mem[di] = m;
+    } else {
+        /* Cached from an earlier launch: it still occupies the budget. */
+        w->mem_now += b->size;
+        if (w->mem_now > w->mem_peak)
+            w->mem_peak = w->mem_now;
+    }
+    return set_arg(w, i, sizeof(cl_mem), &b->mem[di]);
+}
+
+/* Kernel object, whole-array buffers, broadcasts, reductions and fixed arguments. */
+static clf_status setup(clf__worker *w)
+{
+    clf__launch *L = w->L;
+    cl_int err;
+    cl_program prog = L->prog->prog[w->d->info.context_index];
+    w->kernel = clCreateKernel(prog, L->desc.kernel, &err);
+    if (err != CL_SUCCESS)
+        return clf__cl_fail(err, "clCreateKernel", w->d);
+    for (size_t i = 0; i < L->nargs; i++) {
+        const clf_arg *a = &L->args[i];
+        clf_status st = CLF_SUCCESS;
+        if (clf__arg_partitioned(a) && !(a->flags & CLF_ARG_CHUNK_INDEXED)) {
+            cl_mem_flags f = a->kind == CLF_ARG_KIND_IN    ? CL_MEM_READ_ONLY
+                             : a->kind == CLF_ARG_KIND_OUT ? CL_MEM_WRITE_ONLY
+                                                           : CL_MEM_READ_WRITE;
+            st = device_alloc(w, L->total * a->unit, f, &w->whole[i]);
+            if (st == CLF_SUCCESS)
+                st = set_arg(w, i, sizeof(cl_mem), &w->whole[i]);
+        } else if (a->kind == CLF_ARG_KIND_BROADCAST) {
+            st = broadcast(w, i);
+        } else if (a->kind == CLF_ARG_KIND_SCALAR) {
+            st = set_arg(w, i, a->size, a->host);
+        } else if (a->kind == CLF_ARG_KIND_LOCAL) {
+            st = set_arg(w, i, a->size, NULL);
+        } else if (a->kind == CLF_ARG_KIND_REDUCE) {
+            size_t es = clf_type_size((clf_type)a->type);
+            unsigned char ident[8];
+            clf__reduce_identity(a->op, a->type, ident);
+            st = device_alloc(w, a->size * es, CL_MEM_READ_WRITE, &w->whole[i]);
+            if (st == CLF_SUCCESS) {
+                err = clEnqueueFillBuffer(w->d->transfer, w->whole[i], ident, es, 0,
+                                          a->size * es, 0, NULL, NULL);
+                if (err == CL_SUCCESS)
+                    err = clFinish(w->d->transfer);
+                if (err != CL_SUCCESS)
+                    st = clf__cl_fail(err, "clEnqueueFillBuffer (reduction)", w->d);
+            }
+            if (st == CLF_SUCCESS)
+                st = set_arg(w, i, sizeof(cl_mem), &w->whole[i]);
+        }
+        if (st != CLF_SUCCESS)
+            return st;
+    }
+    return CLF_SUCCESS;
+}
+
+/* A chunk-indexed slot large enough for units; grown only when a chunk needs more. */
+static clf_status ensure_slot(clf__worker *w, size_t i, int s, uint64_t units)
+{
+    const clf_arg *a = &w->L->args[i];
+    size_t need = (size_t)units * a->unit;
+    if (w->slot[i][s] && w->slot_cap[i][s] >= need)
+        return CLF_SUCCESS;
+    if (w->slot[i][s]) {
+        /* The chunk that used this slot has completed (see run_chunks). */
+        clReleaseMemObject(w->slot[i][s]);
+        w->mem_now -= w->slot_cap[i][s];
+        w->slot[i][s] = NULL;
+    }
+    clf_status st = device_alloc(w, need, CL_MEM_READ_WRITE, &w->slot[i][s]);
+    if (st == CLF_SUCCESS)
+        w->slot_cap[i][s] = need;
+    return st;
+}
+
+/* Enqueue the chunk's inputs on the transfer queue (and size its slots). */
+static clf_status write_inputs(clf__worker *w, clf__chunk *c)
+{
+    clf__launch *L = w->L;
+    for (size_t i = 0; i < L->nargs; i++) {
+        const clf_arg *a = &L->args[i];
+        if (!clf__arg_partitioned(a))
+            continue;
+        int chunked = (a->flags & CLF_ARG_CHUNK_INDEXED) != 0;
+        uint64_t lo = c->off - (c->off < a->halo_before ? c->off : a->halo_before);
+        uint64_t hi = c->off + c->len + a->halo_after;
+        if (hi > L->total || hi < c->off) /* clamp, and guard the sum */
+            hi = L->total;
+        if (chunked) {
+            clf_status st = ensure_slot(w, i, c->slot, c->len + a->halo_before + a->halo_after);
+            if (st != CLF_SUCCESS)
+                return st;
+        }
+        if (!clf__arg_reads(a))
+            continue;
+        cl_mem m = chunked ? w->slot[i][c->slot] : w->whole[i];
+        size_t dst = chunked ? (size_t)(lo - c->off + a->halo_before) * a->unit
+                             : (size_t)lo * a->unit;
+        size_t bytes = (size_t)(hi - lo) * a->unit;
+        cl_int err = clEnqueueWriteBuffer(w->d->transfer, m, CL_FALSE, dst, bytes,
+                                          (const char *)a->host + lo * a->unit, 0, NULL,
+                                          &c->ev[c->nwrite]);
+        if (err != CL_SUCCESS)
+            return clf__cl_fail(err, "clEnqueueWriteBuffer", w->d);
+        c->nwrite++;
+        c->bytes_in += bytes;
+    }
+    clFlush(w->d->transfer);
+    return CLF_SUCCESS;
+}
+
+static clf_status enqueue_kernel(clf__worker *w, clf__chunk *c)
+{
+    clf__launch *L = w->L;
+    for (size_t i = 0; i < L->nargs; i++)
+        if (clf__arg_partitioned(&L->args[i]) && (L->args[i].flags & CLF_ARG_CHUNK_INDEXED)) {
+            clf_status st = set_arg(w, i, sizeof(cl_mem), &w->slot[i][c->slot]);
+            if (st != CLF_SUCCESS)
+                return st;
+        }
+    size_t offset[3] = {0, 0, 0}, global[3], local[3];
+    memcpy(global, L->desc.global, sizeof global);
+    memcpy(local, L->desc.local, sizeof local);
+    offset[L->split] = (size_t)c->off;
+    global[L->split] = (size_t)c->len;
+    /* A final chunk that is not a multiple of the work-group size: the driver chooses
+     * (the user's local size), or groups of 1 along the split (clfleet's choice). */
+    int use_local = c->len % local[L->split] == 0;
+    if (!use_local && L->auto_local) {
+        local[L->split] = 1;
+        use_local = 1;
+    }
+    cl_int err = clEnqueueNDRangeKernel(w->d->compute, w->kernel, L->desc.dims, offset, global,
+                                        use_local ? local : NULL, (cl_uint)c->nwrite,
+                                        c->nwrite ? c->ev : NULL, &c->kernel);
+    if (err != CL_SUCCESS)
+        return clf__cl_fail(err, "clEnqueueNDRangeKernel", w->d);
+    clFlush(w->d->compute);
+    return CLF_SUCCESS;
+}
+
+static clf_status read_outputs(clf__worker *w, clf__chunk *c)
+{
+    clf__launch *L = w->L;
+    for (size_t i = 0; i < L->nargs; i++) {
+        const clf_arg *a = &L->args[i];
+        if (!clf__arg_writes(a))
+            continue;
+        int chunked = (a->flags & CLF_ARG_CHUNK_INDEXED) != 0;
+        cl_mem m = chunked ? w->slot[i][c->slot] : w->whole[i];
+        size_t src = chunked ? a->halo_before * a->unit : (size_t)c->off * a->unit;
+        size_t bytes = (size_t)c->len * a->unit;
+        cl_int err = clEnqueueReadBuffer(w->d->transfer, m, CL_FALSE, src, bytes,
+                                         (char *)a->host + c->off * a->unit, 1, &c->kernel,
+                                         &c->ev[c->nwrite + c->nread]);
+        if (err != CL_SUCCESS)
+            return clf__cl_fail(err, "clEnqueueReadBuffer", w->d);
+        c->nread++;
+        c->bytes_out += bytes;
+    }
+    clFlush(w->d->transfer);
+    return CLF_SUCCESS;
+}
+
+static double event_seconds(cl_event e)
+{
+    cl_ulong a = 0, b = 0;
+    if (clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_START, sizeof a, &a, NULL) !=
+            CL_SUCCESS ||
+        clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_END, sizeof b, &b, NULL) != CL_SUCCESS ||
+        b < a)
+        return 0.0;
+    return (double)(b - a) * 1e-9;
+}
+
+static void release_chunk(clf__chunk *c)
+{
+    for (size_t j = 0; j < c->nwrite + c->nread; j++)
+        clReleaseEvent(c->ev[j]);
+    if (c->kernel)
+        clReleaseEvent(c->kernel);
+    c->nwrite = c->nread = 0;
+    c->kernel = NULL;
+}
+
+/* Wait for a chunk, account for it, and tell the partitioner it is done. */
+static clf_status finish_chunk(clf__worker *w, clf__chunk *c)
+{
+    clf__launch *L = w->L;
+    cl_event all[2 * CLF__MAX_ARGS + 1];
+    size_t n = 0;
+    for (size_t j = 0; j < c->nwrite + c->nread; j++)
+        all[n++] = c->ev[j];
+    all[n++] = c->kernel;
+    cl_int err = clWaitForEvents((cl_uint)n, all);
+    for (size_t j = 0; j < n; j++) {
+        cl_int s = CL_COMPLETE;
+        clGetEventInfo(all[j], CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof s, &s, NULL);
+        if (s < 0)
+            err = s;
+    }
+    if (err != CL_SUCCESS)
+        return clf__cl_fail(err, "chunk execution", w->d);
+    w->rep.busy_s += event_seconds(c->kernel);
+    for (size_t j = 0; j < c->nwrite; j++)
+        w->rep.to_device_s += event_seconds(c->ev[j]);
+    for (size_t j = c->nwrite; j < c->nwrite + c->nread; j++)
+        w->rep.from_device_s += event_seconds(c->ev[j]);
+    w->rep.bytes_to_device += c->bytes_in;
+    w->rep.bytes_from_device += c->bytes_out;
+    w->rep.units += c->len;
+    w->rep.items += c->len * L->per_unit;
+    w->rep.chunks++;
+    w->rep.finish_s = clf__now() - L->t0;
+    release_chunk(c);
+    pthread_mutex_lock(&L->lock);
+    clf__part_complete(L->part, c->len);
+    pthread_cond_broadcast(&L->changed);
+    pthread_mutex_unlock(&L->lock);
+    return CLF_SUCCESS;
+}
+
+/*
+ * Take the next chunk. With wait set (the device holds no chunk), wait while
+ * other devices hold chunks that could still come back (a failed device's
+ * work is requeued). Returns 0 when there is nothing (more) for this device.
+ */
+static int next_chunk(clf__worker *w, clf__chunk *c, int wait)
+{
+    clf__launch *L = w->L;
+    for (;;) {
+        if (clf__part_next(L->part, w->slot_index, &c->off, &c->len))
+            return 1;
+        if (!wait)
+            return 0;
+        uint64_t free_units, outstanding;
+        pthread_mutex_lock(&L->lock);
+        clf__part_counts(L->part, &free_units, &outstanding, NULL);
+        if ((free_units == 0 && outstanding == 0) || L->stuck) {
+            pthread_mutex_unlock(&L->lock);
+            return 0;
+        }
+        if (clf__part_next(L->part, w->slot_index, &c->off, &c->len)) {
+            pthread_mutex_unlock(&L->lock);
+            return 1;
+        }
+        if (outstanding == 0 && L->waiting + 1 == L->alive) {
+            /* Everyone alive is waiting and nothing is in flight: the rest fits no one. */
+            L->stuck = 1;
+            pthread_cond_broadcast(&L->changed);
+            pthread_mutex_unlock(&L->lock);
+            return 0;
+        }
+        L->waiting++;
+        pthread_cond_wait(&L->changed, &L->lock);
+        L->waiting--;
+        pthread_mutex_unlock(&L->lock);
+    }
+}
+
+/* Give the chunks this device still holds back to the others, and stop asking. */
+static void give_back(clf__worker *w, clf__chunk *c, size_t n)
+{
+    clf__launch *L = w->L;
+    pthread_mutex_lock(&L->lock);
+    clf__part_retire(L->part, w->slot_index);
+    for (size_t j = 0; j < n; j++)
+        if (c[j].len)
+            clf__part_requeue(L->part, c[j].off, c[j].len);
+    pthread_cond_broadcast(&L->changed);
+    pthread_mutex_unlock(&L->lock);
+    w->rep.failed = 1;
+}
+
+static clf_status read_reductions(clf__worker *w)
+{
+    clf__launch *L = w->L;
+    for (size_t i = 0; i < L->nargs; i++) {
+        const clf_arg *a = &L->args[i];
+        if (a->kind != CLF_ARG_KIND_REDUCE || !w->rep.chunks)
+            continue;
+        size_t bytes = a->size * clf_type_size((clf_type)a->type);
+        unsigned char *tmp = malloc(bytes);
+        if (!tmp)
+            return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "reduction: out of memory");
+        cl_int err =
+            clEnqueueReadBuffer(w->d->transfer, w->whole[i], CL_TRUE, 0, bytes, tmp, 0, NULL, NULL);
+        if (err == CL_SUCCESS) {
+            pthread_mutex_lock(&L->lock);
+            clf__reduce_combine(a->op, a->type, L->red_acc[i], tmp, a->size);
+            pthread_mutex_unlock(&L->lock);
+            w->rep.bytes_from_device += bytes;
+        }
+        free(tmp);
+        if (err != CL_SUCCESS)
+            return clf__cl_fail(err, "clEnqueueReadBuffer (reduction)", w->d);
+    }
+    return CLF_SUCCESS;
+}
+
+static clf_status run_chunks(clf__worker *w)
+{
+    clf__chunk c[2];
+    memset(c, 0, sizeof c);
+    int cur = 0, have = next_chunk(w, &c[0], 1);
+    clf_status st = CLF_SUCCESS;
+    if (have) {
+        w->t_start = clf__now() - w->L->t0;
+        c[0].slot = 0;
+        st = write_inputs(w, &c[0]);
+    }
+    while (have && st == CLF_SUCCESS) {
+        clf__chunk *now = &c[cur], *nxt = &c[cur ^ 1];
+        st = enqueue_kernel(w, now);
+        if (st != CLF_SUCCESS)
+            break;
+        /* Look ahead: the next chunk's input moves while this one computes. Its slot is
+         * the one the previous chunk used, which has completed by then. */
+        int more = next_chunk(w, nxt, 0);
+        nxt->slot = now->slot ^ 1;
+        if (more)
+            st = write_inputs(w, nxt);
+        if (st == CLF_SUCCESS)
+            st = read_outputs(w, now);
+        if (st == CLF_SUCCESS)
+            st = finish_chunk(w, now);
+        if (st != CLF_SUCCESS)
+            break;
+        memset(now, 0, sizeof *now);
+        /* Nothing to look ahead to: now that this device holds no chunk, wait for one
+         * (work of a failed device may still come back). */
+        if (!more && (more = next_chunk(w, nxt, 1)) != 0)
+            st = write_inputs(w, nxt);
+        have = more;
+        cur ^= 1;
+    }
+    if (st != CLF_SUCCESS) {
+        worker_fail(w, st);
+        clFinish(w->d->compute);
+        clFinish(w->d->transfer);
+        release_chunk(&c[0]);
+        release_chunk(&c[1]);
+        give_back(w, c, 2);
+        return st;
+    }
+    return read_reductions(w);
+}
+
+void *clf__worker_main(void *arg)
+{
+    clf__worker *w = arg;
+    clf_status st = setup(w);
+    if (st == CLF_SUCCESS)
+        st = run_chunks(w);
+    else
+        give_back(w, NULL, 0);
+    if (st != CLF_SUCCESS)
+        worker_fail(w, st);
+    pthread_mutex_lock(&w->L->lock);
+    w->L->alive--;
+    pthread_cond_broadcast(&w->L->changed);
+    pthread_mutex_unlock(&w->L->lock);
+    return NULL;
+}
+
+void clf__worker_fini(clf__worker *w)
+{
+    for (size_t i = 0; i < CLF__MAX_ARGS; i++) {
+        if (w->whole[i])
+            clReleaseMemObject(w->whole[i]);
+        for (int s = 0; s < 2; s++)
+            if (w->slot[i][s])
+                clReleaseMemObject(w->slot[i][s]);
+    }
+    if (w->kernel)
+        clReleaseKernel(w->kernel);
+}
+
+void clf__reduce_identity(unsigned op, unsigned type, void *out)
+{
+    switch (type) {
+    case CLF_INT32: {
+        int32_t v = op == CLF_SUM ? 0 : op == CLF_PROD ? 1 : op == CLF_MIN ? INT32_MAX : INT32_MIN;
+        memcpy(out, &v, sizeof v);
+        break;
+    }
+    case CLF_UINT32: {
+        uint32_t v = op == CLF_SUM ? 0u : op == CLF_PROD ? 1u : op == CLF_MIN ? UINT32_MAX : 0u;
+        memcpy(out, &v, sizeof v);
+        break;
+    }
+    case CLF_INT64: {
+        int64_t v = op == CLF_SUM ? 0 : op == CLF_PROD ? 1 : op == CLF_MIN ? INT64_MAX : INT64_MIN;
+        memcpy(out, &v, sizeof v);
+        break;
+    }
+    case CLF_FLOAT: {
+        float v = op == CLF_SUM ? 0.0f : op == CLF_PROD ? 1.0f : op == CLF_MIN ? INFINITY : -INFINITY;
+        memcpy(out, &v, sizeof v);
+        break;
+    }
+    case CLF_DOUBLE: {
+        double v = op == CLF_SUM ? 0.0 : op == CLF_PROD ? 1.0 : op == CLF_MIN ? INFINITY : -INFINITY;
+        memcpy(out, &v, sizeof v);
+        break;
+    }
+    }
+}
+
+#define CLF__COMBINE(T)                                                                   \
+    for (size_t k = 0; k < count; k++) {                                                  \
+        T a, b;                                                                           \
+        memcpy(&a, (char *)acc + k * sizeof(T), sizeof(T));                               \
+        memcpy(&b, (const char *)x + k * sizeof(T), sizeof(T));                           \
+        a = op == CLF_SUM ? (T)(a + b) : op == CLF_PROD ? (T)(a * b) : op == CLF_MIN ? (b < a ? b : a) \
+                                                                                 : (b > a ? b : a); \
+        memcpy((char *)acc + k * sizeof(T), &a, sizeof(T));                               \
+    }
+
+void clf__reduce_combine(unsigned op, unsigned type, void *acc, const void *x, size_t count)
+{
+    switch (type) {
+    case CLF_INT32: {
+        /* Unsigned arithmetic: wrap-around, not undefined behaviour, on overflow. */
+        for (size_t k = 0; k < count; k++) {
+            int32_t a, b;
+            memcpy(&a, (char *)acc + 4 * k, 4);
+            memcpy(&b, (const char *)x + 4 * k, 4);
+            a = op == CLF_SUM    ? (int32_t)((uint32_t)a + (uint32_t)b)
+                : op == CLF_PROD ? (int32_t)((uint32_t)a * (uint32_t)b)
+                : op == CLF_MIN  ? (b < a ? b : a)
+                                 : (b > a ? b : a);
+            memcpy((char *)acc + 4 * k, &a, 4);
+        }
+        break;
+    }
+    case CLF_UINT32:
+        CLF__COMBINE(uint32_t);
+        break;
+    case CLF_INT64:
+        for (size_t k = 0; k < count; k++) {
+            int64_t a, b;
+            memcpy(&a, (char *)acc + 8 * k, 8);
+            memcpy(&b, (const char *)x + 8 * k, 8);
+            a = op == CLF_SUM    ? (int64_t)((uint64_t)a + (uint64_t)b)
+                : op == CLF_PROD ? (int64_t)((uint64_t)a * (uint64_t)b)
+                : op == CLF_MIN  ? (b < a ? b : a)
+                                 : (b > a ? b : a);
+            memcpy((char *)acc + 8 * k, &a, 8);
+        }
+        break;
+    case CLF_FLOAT:
+        CLF__COMBINE(float);
+        break;
+    case CLF_DOUBLE:
+        CLF__COMBINE(double);
+        break;
+    }
+}

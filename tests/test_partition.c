@@ -1,0 +1,1264 @@
+/*
+ * The partitioner (lib/partition.c) and the learned throughput model (lib/perfmodel.c):
+ * pure logic, no OpenCL. Thousands of generated cases: every total 1..300 with several
+ * granularities, device counts, weights (zeros, skew, extremes) and memory caps (0, tiny,
+ * unlimited), random orders of next() calls, requeues and retired devices, and ranges near
+ * 2^63 and 2^64. Every case checks exact coverage against an independent reference.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "partition.h"
+#include "perfmodel.h"
+
+/* Checks inside hot loops: Check's ck_assert_* records a mark point (a write) even when the
+ * assertion holds, which would dominate the run time of a million chunks. */
+#define REQUIRE(cond, ...)             \
+    do {                               \
+        if (!(cond))                   \
+            ck_abort_msg(__VA_ARGS__); \
+    } while (0)
+
+typedef unsigned long long ull;
+
+/* ------------------------------------------------------------------ */
+/* Helpers                                                             */
+/* ------------------------------------------------------------------ */
+
+static uint64_t rng_state;
+
+static uint64_t rng(void)
+{
+    /* splitmix64: tiny, full period, and the same sequence everywhere. */
+    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static uint64_t rng_below(uint64_t n)
+{
+    return n ? rng() % n : 0;
+}
+
+typedef struct chunk {
+    uint64_t off, len;
+    size_t dev;
+} chunk;
+
+typedef struct chunk_list {
+    chunk *c;
+    size_t n, cap;
+} chunk_list;
+
+static void list_push(chunk_list *l, uint64_t off, uint64_t len, size_t dev)
+{
+    if (l->n == l->cap) {
+        l->cap = l->cap ? l->cap * 2 : 256;
+        l->c = realloc(l->c, l->cap * sizeof *l->c);
+        ck_assert_ptr_nonnull(l->c);
+    }
+    l->c[l->n].off = off;
+    l->c[l->n].len = len;
+    l->c[l->n].dev = dev;
+    l->n++;
+}
+
+static int chunk_cmp(const void *a, const void *b)
+{
+    const chunk *x = a, *y = b;
+    return x->off < y->off ? -1 : x->off > y->off;
+}
+
+/* The description of the case under test, for failure messages. */
+static char what[512];
+
+/* A partitioning problem. */
+typedef struct pcase {
+    clf__part_strategy s;
+    uint64_t total, gran;
+    size_t ndev;
+    const double *w;     /* NULL: equal */
+    const uint64_t *cap; /* NULL: unlimited */
+    clf__part_params prm;
+} pcase;
+
+static uint64_t cap_of(const pcase *c, size_t d)
+{
+    return c->cap ? c->cap[d] : UINT64_MAX;
+}
+
+static int ref_eligible(const pcase *c, size_t d)
+{
+    uint64_t need = c->total < c->gran ? c->total : c->gran;
+    return cap_of(c, d) >= need;
+}
+
+/* Weights as the definition normalises them: ineligible devices 0, all-zero means equal. */
+static void ref_weights(const pcase *c, double *wn)
+{
+    double wmax = 0;
+    for (size_t d = 0; d < c->ndev; d++)
+        if (ref_eligible(c, d) && c->w && c->w[d] > wmax)
+            wmax = c->w[d];
+    for (size_t d = 0; d < c->ndev; d++) {
+        if (!ref_eligible(c, d))
+            wn[d] = 0;
+        else if (!c->w)
+            wn[d] = 1.0;
+        else
+            wn[d] = wmax > 0 ? c->w[d] / wmax : 1.0;
+    }
+}
+
+/* min(rem, roundup(want, gran)), then capped to whole granules: 128-bit, so no overflow. */
+static uint64_t ref_len(uint64_t gran, uint64_t rem, uint64_t want, uint64_t cap)
+{
+    unsigned __int128 r = ((unsigned __int128)(want ? want : 1) + gran - 1) / gran * gran;
+    uint64_t len = r >= rem ? rem : (uint64_t)r;
+    if (len > cap)
+        len = cap / gran * gran;
+    return len;
+}
+
+/*
+ * The HGuided chunk for a device asking when R units remain in one contiguous range, from
+ * the raw weights: min(R, max(m, roundup(R * P / K, gran))), capped. Weights are doubles,
+ * so R * P / K is known only to about 1e-12 relative: *lo and *hi bound the chunk over that
+ * uncertainty (equal unless R * P / K is within it of an integer).
+ */
+static void ref_guided(const pcase *c, size_t d, uint64_t r, uint64_t *lo, uint64_t *hi)
+{
+    long double wsum = 0, wd = c->w ? c->w[d] : 1.0;
+    for (size_t i = 0; i < c->ndev; i++)
+        if (ref_eligible(c, i))
+            wsum += c->w ? c->w[i] : 1.0;
+    if (wsum == 0) { /* all zero: equal */
+        size_t n = 0;
+        for (size_t i = 0; i < c->ndev; i++)
+            n += ref_eligible(c, i);
+        wsum = (long double)n;
+        wd = 1;
+    }
+    long double k = c->prm.guided_k ? (long double)c->prm.guided_k : 2.0L;
+    long double x = (long double)r * (wd / wsum) / k;
+    uint64_t m =
+        c->prm.min_chunks && c->prm.min_chunks[d] ? c->prm.min_chunks[d] : c->prm.min_chunk;
+    if (m == 0)
+        m = c->gran;
+    for (int side = 0; side < 2; side++) {
+        long double xs = x * (side ? 1 + 1e-12L : 1 - 1e-12L);
+        uint64_t want = xs < (long double)r ? (uint64_t)ceill(xs) : r;
+        if (want < m)
+            want = m;
+        *(side ? hi : lo) = ref_len(c->gran, r, want, cap_of(c, d));
+    }
+}
+
+static uint64_t ref_dynamic(const pcase *c, size_t d, uint64_t r)
+{
+    uint64_t n = 0;
+    for (size_t i = 0; i < c->ndev; i++)
+        n += ref_eligible(c, i);
+    uint64_t k = c->prm.chunks_per_device ? c->prm.chunks_per_device : 4;
+    uint64_t want = c->total / (k * n) + (c->total % (k * n) != 0);
+    return ref_len(c->gran, r, want, cap_of(c, d));
+}
+
+/*
+ * The chunks (those not given back) must cover [0, total) exactly once, be non-empty,
+ * start at multiples of gran, have lengths that are multiples of gran except the one
+ * ending at total, respect the cap of the device that took them, and never go to an
+ * ineligible device. Sorts the list.
+ */
+static void check_cover(const pcase *c, chunk_list *l)
+{
+    qsort(l->c, l->n, sizeof *l->c, chunk_cmp);
+    uint64_t at = 0;
+    for (size_t i = 0; i < l->n; i++) {
+        const chunk *k = &l->c[i];
+        REQUIRE(k->off == at, "%s: gap or overlap at %llu (chunk at %llu)", what, (ull)at,
+                (ull)k->off);
+        REQUIRE(k->len > 0, "%s: empty chunk at %llu", what, (ull)k->off);
+        REQUIRE(k->len <= c->total - k->off, "%s: chunk past the end", what);
+        REQUIRE(k->off % c->gran == 0, "%s: chunk at %llu not aligned", what, (ull)k->off);
+        REQUIRE(k->len % c->gran == 0 || k->off + k->len == c->total,
+                "%s: chunk [%llu,+%llu) not a multiple of %llu", what, (ull)k->off, (ull)k->len,
+                (ull)c->gran);
+        REQUIRE(k->dev < c->ndev, "%s: bad device", what);
+        REQUIRE(k->len <= cap_of(c, k->dev), "%s: chunk of %llu > cap %llu of device %zu", what,
+                (ull)k->len, (ull)cap_of(c, k->dev), k->dev);
+        REQUIRE(ref_eligible(c, k->dev), "%s: ineligible device %zu got work", what, k->dev);
+        at += k->len;
+    }
+    REQUIRE(at == c->total, "%s: covered %llu of %llu", what, (ull)at, (ull)c->total);
+}
+
+/* STATIC: each device's units within one granule of total * w / sum, plus float noise on
+ * huge totals: 2^-50 relative, as long double may have only double's 53 bits (valgrind
+ * emulates it so, and it is so on some ABIs). */
+static void check_static_shares(const pcase *c, const chunk_list *l)
+{
+    double wn[16];
+    ref_weights(c, wn);
+    long double sum = 0;
+    for (size_t d = 0; d < c->ndev; d++)
+        sum += wn[d];
+    for (size_t d = 0; d < c->ndev; d++) {
+        uint64_t got = 0;
+        for (size_t i = 0; i < l->n; i++)
+            if (l->c[i].dev == d)
+                got += l->c[i].len;
+        long double ideal = (long double)c->total * (wn[d] / sum);
+        long double err = fabsl((long double)got - ideal);
+        long double tol = (long double)c->gran + (long double)c->total * 0x1p-50L;
+        REQUIRE(err <= tol, "%s: device %zu got %llu units, ideal %.3Lf", what, d, (ull)got, ideal);
+        if (wn[d] == 0)
+            REQUIRE(got == 0, "%s: weight-0 device %zu got %llu units", what, d, (ull)got);
+    }
+}
+
+enum { ORDER_ROUND_ROBIN, ORDER_RANDOM, ORDER_SEQUENTIAL, ORDER_REVERSE, ORDER_COUNT };
+
+/*
+ * Run a case to the end with the given order of asking devices, checking each chunk as it
+ * comes (DYNAMIC and GUIDED against their formulas), then the whole cover. Returns the
+ * create status (the cover is checked only on success).
+ */
+static clf_status run_case(const pcase *c, int order)
+{
+    clf__part *p;
+    clf_status st = clf__part_create(&p, c->s, c->total, c->gran, c->ndev, c->w, c->cap, &c->prm);
+    if (st != CLF_SUCCESS)
+        return st;
+    chunk_list l = {0};
+    int done[16] = {0};
+    size_t ndone = 0, turn = 0;
+    uint64_t handed = 0;
+    while (ndone < c->ndev) {
+        size_t d;
+        switch (order) {
+        case ORDER_RANDOM:
+            do
+                d = (size_t)rng_below(c->ndev);
+            while (done[d]);
+            break;
+        case ORDER_SEQUENTIAL:
+            for (d = 0; done[d]; d++)
+                ;
+            break;
+        case ORDER_REVERSE:
+            for (d = c->ndev - 1; done[d]; d--)
+                ;
+            break;
+        default:
+            do
+                d = turn++ % c->ndev;
+            while (done[d]);
+        }
+        uint64_t off = 0, len = 0;
+        if (!clf__part_next(p, d, &off, &len)) {
+            done[d] = 1;
+            ndone++;
+            continue;
+        }
+        if (c->s == CLF__PART_DYNAMIC || c->s == CLF__PART_GUIDED) {
+            /* One shared range taken from the front: the formulas apply with R exact. */
+            uint64_t r = c->total - handed, lo, hi;
+            if (c->s == CLF__PART_GUIDED)
+                ref_guided(c, d, r, &lo, &hi);
+            else
+                lo = hi = ref_dynamic(c, d, r);
+            REQUIRE(off == handed, "%s: chunk at %llu, expected %llu", what, (ull)off, (ull)handed);
+            REQUIRE(len >= lo && len <= hi,
+                    "%s: device %zu got %llu units with R = %llu, expected %llu..%llu", what, d,
+                    (ull)len, (ull)r, (ull)lo, (ull)hi);
+        }
+        REQUIRE(len <= c->total - handed, "%s: more handed out than the range", what);
+        handed += len;
+        list_push(&l, off, len, d);
+    }
+    uint64_t fr, out, dn;
+    clf__part_counts(p, &fr, &out, &dn);
+    REQUIRE(fr == 0 && out == c->total && dn == 0, "%s: counts %llu/%llu/%llu", what, (ull)fr,
+            (ull)out, (ull)dn);
+    /* Once everything is handed out, nobody gets anything. */
+    for (size_t d = 0; d < c->ndev; d++) {
+        uint64_t off, len;
+        REQUIRE(!clf__part_next(p, d, &off, &len), "%s: a chunk after the end", what);
+    }
+    check_cover(c, &l);
+    if (c->s == CLF__PART_STATIC)
+        check_static_shares(c, &l);
+    free(l.c);
+    clf__part_destroy(p);
+    return CLF_SUCCESS;
+}
+
+static const uint64_t grans[] = {1, 2, 3, 7, 16, 64};
+
+#define NWKIND 6
+#define NCKIND 6
+
+static void make_weights(int kind, size_t ndev, double *w)
+{
+    static const double skew[4] = {1, 10, 0.5, 3};
+    static const double zeros[4] = {0, 2, 0, 1};
+    static const double extreme[4] = {1e300, 1, 1e-300, 0};
+    for (size_t d = 0; d < ndev; d++) {
+        switch (kind) {
+        case 1: w[d] = 0; break;
+        case 2: w[d] = skew[d]; break;
+        case 3: w[d] = zeros[d]; break;
+        case 4: w[d] = extreme[d]; break;
+        default: w[d] = rng_below(4) == 0 ? 0 : (double)(1 + rng_below(1000)) / 100; break;
+        }
+    }
+}
+
+static void make_caps(int kind, size_t ndev, uint64_t total, uint64_t gran, uint64_t *cap)
+{
+    for (size_t d = 0; d < ndev; d++) {
+        switch (kind) {
+        case 1: cap[d] = UINT64_MAX; break;
+        case 2: cap[d] = rng_below(2 * gran + 4); break; /* small, sometimes 0 */
+        case 3: cap[d] = d == 0 ? 0 : UINT64_MAX; break;
+        case 4: cap[d] = d % 2 ? gran : total / 3 + 1; break;
+        default: {
+            const uint64_t v[4] = {gran - 1, gran, 2 * gran + 1, UINT64_MAX};
+            cap[d] = v[d];
+        }
+        }
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Partition tests                                                     */
+/* ------------------------------------------------------------------ */
+
+START_TEST(test_bad_arguments)
+{
+    static char sentinel;
+    clf__part *p = (clf__part *)(void *)&sentinel; /* create must reset it on failure */
+    double w[2] = {1, 1};
+    uint64_t cap[2] = {UINT64_MAX, UINT64_MAX};
+    ck_assert_int_eq(clf__part_create(&p, CLF__PART_STATIC, 0, 1, 2, w, cap, NULL),
+                     CLF_ERROR_ZERO_SIZE);
+    ck_assert_ptr_null(p);
+    ck_assert_int_eq(clf__part_create(&p, CLF__PART_STATIC, 10, 0, 2, w, cap, NULL),
+                     CLF_ERROR_INVALID_ARGUMENT);
+    ck_assert_int_eq(clf__part_create(&p, CLF__PART_STATIC, 10, 1, 0, w, cap, NULL),
+                     CLF_ERROR_INVALID_ARGUMENT);
+    ck_assert_int_eq(clf__part_create(&p, (clf__part_strategy)4, 10, 1, 2, w, cap, NULL),
+                     CLF_ERROR_INVALID_ARGUMENT);
+    ck_assert_int_eq(clf__part_create(&p, (clf__part_strategy)-1, 10, 1, 2, w, cap, NULL),
+                     CLF_ERROR_INVALID_ARGUMENT);
+    ck_assert_int_eq(clf__part_create(NULL, CLF__PART_STATIC, 10, 1, 2, w, cap, NULL),
+                     CLF_ERROR_NULL_POINTER);
+    const double bad[] = {-1.0, NAN, INFINITY, -INFINITY, -0x1p-1074};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        double wb[2] = {1, bad[i]};
+        for (int s = 0; s < CLF__PART_STRATEGY_COUNT; s++)
+            ck_assert_int_eq(clf__part_create(&p, (clf__part_strategy)s, 10, 1, 2, wb, cap, NULL),
+                             CLF_ERROR_INVALID_ARGUMENT);
+    }
+    const double badk[] = {-1.0, NAN, INFINITY};
+    for (size_t i = 0; i < sizeof badk / sizeof badk[0]; i++) {
+        clf__part_params prm = {.guided_k = badk[i]};
+        ck_assert_int_eq(clf__part_create(&p, CLF__PART_GUIDED, 10, 1, 2, w, cap, &prm),
+                         CLF_ERROR_INVALID_ARGUMENT);
+    }
+    /* No device can hold one chunk: caps below min(gran, total). */
+    uint64_t small[2] = {15, 0};
+    ck_assert_int_eq(clf__part_create(&p, CLF__PART_MEMORY_AWARE, 100, 16, 2, w, small, NULL),
+                     CLF_ERROR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(clf_last_error(), "no device can hold one chunk"));
+    /* ... but when total < gran, a cap of total is enough. */
+    uint64_t fits[2] = {5, 4};
+    ck_assert_int_eq(clf__part_create(&p, CLF__PART_MEMORY_AWARE, 5, 16, 2, w, fits, NULL),
+                     CLF_SUCCESS);
+    ck_assert(clf__part_eligible(p, 0));
+    ck_assert(!clf__part_eligible(p, 1));
+    ck_assert(!clf__part_eligible(p, 2));
+    uint64_t off, len;
+    ck_assert(!clf__part_next(p, 1, &off, &len));
+    ck_assert(!clf__part_next(p, 2, &off, &len));
+    ck_assert(!clf__part_next(p, 0, NULL, &len));
+    ck_assert(clf__part_next(p, 0, &off, &len));
+    ck_assert(off == 0 && len == 5);
+    clf__part_destroy(p);
+    clf__part_destroy(NULL);
+    ck_assert_str_eq(clf__part_strategy_name(CLF__PART_GUIDED), "guided");
+    ck_assert_str_eq(clf__part_strategy_name(CLF__PART_MEMORY_AWARE), "memory-aware");
+    ck_assert_ptr_null(clf__part_strategy_name((clf__part_strategy)9));
+}
+END_TEST
+
+/* Every total 1..300 x granularity x 1..4 devices x strategy x weight kind, with caps,
+ * parameters and the order of asking varied along. */
+START_TEST(test_exhaustive_small)
+{
+    rng_state = 42;
+    size_t runs = 0, errors = 0;
+    for (uint64_t total = 1; total <= 300; total++) {
+        for (size_t gi = 0; gi < sizeof grans / sizeof grans[0]; gi++) {
+            uint64_t gran = grans[gi];
+            for (size_t ndev = 1; ndev <= 4; ndev++) {
+                for (int s = 0; s < CLF__PART_STRATEGY_COUNT; s++) {
+                    for (int wk = 0; wk < NWKIND; wk++) {
+                        double w[4];
+                        uint64_t cap[4];
+                        int ck = (int)((wk + total + gi + ndev) % NCKIND);
+                        make_weights(wk, ndev, w);
+                        make_caps(ck, ndev, total, gran, cap);
+                        pcase c = {(clf__part_strategy)s, total, gran, ndev, wk == 0 ? NULL : w,
+                                   ck == 0 ? NULL : cap,  {0}};
+                        int variant = (int)((total + wk) % 3);
+                        if (variant == 1) {
+                            c.prm.chunks_per_device = 1;
+                            c.prm.guided_k = 1;
+                            c.prm.min_chunk = 5;
+                        } else if (variant == 2) {
+                            c.prm.chunks_per_device = 3;
+                            c.prm.guided_k = 3.5;
+                            c.prm.min_chunk = 2 * gran + 1;
+                        }
+                        int order = (int)rng_below(ORDER_COUNT);
+                        snprintf(what, sizeof what,
+                                 "%s total=%llu gran=%llu ndev=%zu wkind=%d ckind=%d var=%d "
+                                 "order=%d",
+                                 clf__part_strategy_name(c.s), (ull)total, (ull)gran, ndev, wk, ck,
+                                 variant, order);
+                        int any = 0;
+                        for (size_t d = 0; d < ndev; d++)
+                            any |= ref_eligible(&c, d);
+                        clf_status st = run_case(&c, order);
+                        REQUIRE(st == (any ? CLF_SUCCESS : CLF_ERROR_INVALID_ARGUMENT),
+                                "%s: create returned %d", what, (int)st);
+                        errors += st != CLF_SUCCESS;
+                        runs++;
+                    }
+                }
+            }
+        }
+    }
+    /* total == 0 is rejected whatever the rest. */
+    clf__part *p;
+    for (int s = 0; s < CLF__PART_STRATEGY_COUNT; s++)
+        ck_assert_int_eq(clf__part_create(&p, (clf__part_strategy)s, 0, 3, 2, NULL, NULL, NULL),
+                         CLF_ERROR_ZERO_SIZE);
+    ck_assert_uint_eq(runs, 300 * 6 * 4 * CLF__PART_STRATEGY_COUNT * NWKIND);
+    ck_assert(errors > 0 && errors < runs / 4);
+}
+END_TEST
+
+/* Ranges near 2^63 and 2^64: no overflow in the shares, the guided formula or the cuts. */
+START_TEST(test_huge)
+{
+    static const uint64_t totals[] = {INT64_MAX,      (uint64_t)INT64_MAX + 1, UINT64_MAX,
+                                      UINT64_MAX - 1, (1ull << 62) + 1,        1ull << 63};
+    static const uint64_t hgrans[] = {1, 3, 64, 1000003, 1ull << 40, (1ull << 62) + 3};
+    rng_state = 7;
+    for (size_t ti = 0; ti < sizeof totals / sizeof totals[0]; ti++) {
+        for (size_t gi = 0; gi < sizeof hgrans / sizeof hgrans[0]; gi++) {
+            for (size_t ndev = 1; ndev <= 4; ndev++) {
+                for (int s = 0; s < CLF__PART_STRATEGY_COUNT; s++) {
+                    for (int ck = 0; ck < 3; ck++) {
+                        static const double w[4] = {1, 3.5, 0, 1e-9};
+                        uint64_t cap[4] = {UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX};
+                        if (ck == 1) {
+                            cap[0] = (1ull << 61) + 7;
+                            cap[1] = 1ull << 60;
+                            cap[2] = 1ull << 62;
+                            cap[3] = UINT64_MAX / 3;
+                        } else if (ck == 2) {
+                            cap[0] = totals[ti] - 1;
+                        }
+                        pcase c = {(clf__part_strategy)s, totals[ti], hgrans[gi], ndev,
+                                   ti % 2 ? w : NULL,     cap,        {0}};
+                        /* Not REVERSE: a device of weight 1e-9 draining GUIDED alone takes
+                         * 1e-9 of the rest per chunk, by design, i.e. forever near 2^64. */
+                        int order = (int)rng_below(ORDER_REVERSE);
+                        snprintf(what, sizeof what,
+                                 "huge %s total=%llu gran=%llu ndev=%zu ck=%d order=%d",
+                                 clf__part_strategy_name(c.s), (ull)c.total, (ull)c.gran, ndev, ck,
+                                 order);
+                        int any = 0;
+                        for (size_t d = 0; d < ndev; d++)
+                            any |= ref_eligible(&c, d);
+                        REQUIRE(run_case(&c, order) ==
+                                    (any ? CLF_SUCCESS : CLF_ERROR_INVALID_ARGUMENT),
+                                "%s: wrong create status", what);
+                    }
+                }
+            }
+        }
+    }
+}
+END_TEST
+
+/* The first GUIDED chunk, for every first asker, against the definition written out. */
+START_TEST(test_guided_first_chunk)
+{
+    const double w[3] = {1, 3, 0};
+    uint64_t cap[3] = {UINT64_MAX, 1000, UINT64_MAX};
+    for (uint64_t total = 1; total <= 5000; total += 7) {
+        for (size_t d = 0; d < 3; d++) {
+            clf__part *p;
+            ck_assert_int_eq(clf__part_create(&p, CLF__PART_GUIDED, total, 4, 3, w, cap, NULL),
+                             CLF_SUCCESS);
+            uint64_t off, len;
+            ck_assert(clf__part_next(p, d, &off, &len));
+            /* P = w / 4, K = 2, m = gran = 4: roundup(total * w / 8, 4), at least 4. */
+            uint64_t x = (uint64_t)ceil((double)total * w[d] / 8.0);
+            uint64_t want = (x + 3) / 4 * 4;
+            if (want < 4)
+                want = 4;
+            if (want > total)
+                want = total;
+            if (want > cap[d])
+                want = cap[d] / 4 * 4;
+            ck_assert_uint_eq(off, 0);
+            ck_assert_uint_eq(len, want);
+            clf__part_destroy(p);
+        }
+    }
+    /* 2^63 - 1 with gran 3, two equal devices: roundup(ceil(R / 4), 3). */
+    clf__part *p;
+    uint64_t total = (uint64_t)INT64_MAX, off, len;
+    ck_assert_int_eq(clf__part_create(&p, CLF__PART_GUIDED, total, 3, 2, NULL, NULL, NULL),
+                     CLF_SUCCESS);
+    ck_assert(clf__part_next(p, 1, &off, &len));
+    uint64_t q = total / 4 + 1; /* 2^63 - 1 is not a multiple of 4 */
+    ck_assert_uint_eq(len, (q + 2) / 3 * 3);
+    clf__part_destroy(p);
+}
+END_TEST
+
+/* STATIC and MEMORY_AWARE on a few cases worked out by hand. */
+START_TEST(test_known_cases)
+{
+    clf__part *p;
+    uint64_t off, len;
+    /* 100 units, gran 10, weights 1:3 -> 25 / 75 ideal -> boundary 25 rounds to 20 (tie
+     * goes down), so shares 20 and 80; device 1 capped at 30 streams 30, 30, 20. */
+    const double w[2] = {1, 3};
+    uint64_t cap[2] = {UINT64_MAX, 35};
+    ck_assert_int_eq(clf__part_create(&p, CLF__PART_STATIC, 100, 10, 2, w, cap, NULL), CLF_SUCCESS);
+    ck_assert(clf__part_next(p, 1, &off, &len));
+    ck_assert(off == 20 && len == 30);
+    ck_assert(clf__part_next(p, 1, &off, &len));
+    ck_assert(off == 50 && len == 30);
+    ck_assert(clf__part_next(p, 1, &off, &len));
+    ck_assert(off == 80 && len == 20);
+    ck_assert(!clf__part_next(p, 1, &off, &len));
+    ck_assert(clf__part_next(p, 0, &off, &len));
+    ck_assert(off == 0 && len == 20);
+    ck_assert(!clf__part_next(p, 0, &off, &len));
+    clf__part_destroy(p);
+
+    /* MEMORY_AWARE, same shares; device 0 finishes first and steals from the back of
+     * device 1's share, in proportion 1:3 of what is left. */
+    ck_assert_int_eq(clf__part_create(&p, CLF__PART_MEMORY_AWARE, 100, 10, 2, w, cap, NULL),
+                     CLF_SUCCESS);
+    ck_assert(clf__part_next(p, 0, &off, &len));
+    ck_assert(off == 0 && len == 20);
+    ck_assert(clf__part_next(p, 1, &off, &len));
+    ck_assert(off == 20 && len == 30);
+    /* Device 1 has [50, 100) = 5 granules left; device 0 steals floor(5 / 4) = 1. */
+    ck_assert(clf__part_next(p, 0, &off, &len));
+    ck_assert(off == 90 && len == 10);
+    ck_assert(clf__part_next(p, 1, &off, &len));
+    ck_assert(off == 50 && len == 30);
+    ck_assert(clf__part_next(p, 1, &off, &len));
+    ck_assert(off == 80 && len == 10);
+    ck_assert(!clf__part_next(p, 1, &off, &len));
+    ck_assert(!clf__part_next(p, 0, &off, &len));
+    clf__part_destroy(p);
+
+    /* GUIDED shares P_i count only devices still taking work: with device 1 retired,
+     * device 0 of equal weight gets R / K, not R / (2 K). */
+    ck_assert_int_eq(clf__part_create(&p, CLF__PART_GUIDED, 1000, 1, 2, NULL, NULL, NULL),
+                     CLF_SUCCESS);
+    ck_assert(clf__part_next(p, 0, &off, &len));
+    ck_assert(off == 0 && len == 250);
+    clf__part_retire(p, 1);
+    ck_assert(!clf__part_next(p, 1, &off, &len));
+    ck_assert(clf__part_next(p, 0, &off, &len));
+    ck_assert(off == 250 && len == 375);
+    clf__part_destroy(p);
+
+    /* STATIC: a retired device's share goes to the survivors, split among them. */
+    ck_assert_int_eq(clf__part_create(&p, CLF__PART_STATIC, 90, 1, 3, NULL, NULL, NULL),
+                     CLF_SUCCESS);
+    clf__part_retire(p, 2);
+    ck_assert(clf__part_next(p, 0, &off, &len));
+    ck_assert(off == 0 && len == 30);
+    ck_assert(clf__part_next(p, 0, &off, &len));
+    ck_assert(off == 60 && len == 15);
+    ck_assert(clf__part_next(p, 1, &off, &len));
+    ck_assert(off == 30 && len == 30);
+    ck_assert(clf__part_next(p, 1, &off, &len));
+    ck_assert(off == 75 && len == 8);
+    clf__part_destroy(p);
+
+    /* Total not a multiple of gran: only the chunk ending at total is short. */
+    ck_assert_int_eq(clf__part_create(&p, CLF__PART_DYNAMIC, 10, 4, 1, NULL, NULL, NULL),
+                     CLF_SUCCESS);
+    ck_assert(clf__part_next(p, 0, &off, &len));
+    ck_assert(off == 0 && len == 4); /* ceil(10 / 4) = 3, rounded up to 4 */
+    ck_assert(clf__part_next(p, 0, &off, &len));
+    ck_assert(off == 4 && len == 4);
+    ck_assert(clf__part_next(p, 0, &off, &len));
+    ck_assert(off == 8 && len == 2);
+    ck_assert(!clf__part_next(p, 0, &off, &len));
+    clf__part_destroy(p);
+
+    /* Fewer units than devices: one each to the first asker, nothing empty. */
+    ck_assert_int_eq(clf__part_create(&p, CLF__PART_STATIC, 2, 1, 4, NULL, NULL, NULL),
+                     CLF_SUCCESS);
+    uint64_t sum = 0;
+    for (size_t d = 0; d < 4; d++)
+        while (clf__part_next(p, d, &off, &len)) {
+            ck_assert_uint_eq(len, 1);
+            sum += len;
+        }
+    ck_assert_uint_eq(sum, 2);
+    clf__part_destroy(p);
+}
+END_TEST
+
+START_TEST(test_requeue_validation)
+{
+    clf__part *p;
+    uint64_t off, len, fr, out, dn;
+    ck_assert_int_eq(clf__part_create(&p, CLF__PART_DYNAMIC, 100, 8, 2, NULL, NULL, NULL),
+                     CLF_SUCCESS);
+    ck_assert(clf__part_next(p, 0, &off, &len)); /* [0, 16) */
+    ck_assert(off == 0 && len == 16);
+    ck_assert_int_eq(clf__part_requeue(p, 16, 8), CLF_ERROR_INVALID_ARGUMENT); /* free */
+    ck_assert_int_eq(clf__part_requeue(p, 4, 8), CLF_ERROR_INVALID_ARGUMENT);  /* unaligned */
+    ck_assert_int_eq(clf__part_requeue(p, 0, 12), CLF_ERROR_INVALID_ARGUMENT); /* length */
+    ck_assert_int_eq(clf__part_requeue(p, 0, 0), CLF_ERROR_INVALID_ARGUMENT);
+    ck_assert_int_eq(clf__part_requeue(p, 100, 8), CLF_ERROR_INVALID_ARGUMENT);
+    ck_assert_int_eq(clf__part_requeue(p, 96, UINT64_MAX), CLF_ERROR_INVALID_ARGUMENT);
+    ck_assert_int_eq(clf__part_requeue(NULL, 0, 8), CLF_ERROR_NULL_POINTER);
+    ck_assert_int_eq(clf__part_complete(p, 17), CLF_ERROR_INVALID_ARGUMENT);
+    /* Give back the second half, complete the first. */
+    ck_assert_int_eq(clf__part_requeue(p, 8, 8), CLF_SUCCESS);
+    ck_assert_int_eq(clf__part_requeue(p, 8, 8), CLF_ERROR_INVALID_ARGUMENT); /* twice */
+    ck_assert_int_eq(clf__part_complete(p, 8), CLF_SUCCESS);
+    clf__part_counts(p, &fr, &out, &dn);
+    ck_assert(fr == 92 && out == 0 && dn == 8);
+    ck_assert_int_eq(clf__part_requeue(p, 0, 8), CLF_ERROR_INVALID_ARGUMENT); /* > outstanding */
+    /* The requeued piece merged with the rest of the pool: the next chunk starts there. */
+    ck_assert(clf__part_next(p, 1, &off, &len));
+    ck_assert_uint_eq(off, 8);
+    clf__part_destroy(p);
+
+    /* The short last chunk can be requeued (its length is not a multiple of gran). */
+    ck_assert_int_eq(clf__part_create(&p, CLF__PART_STATIC, 10, 4, 1, NULL, NULL, NULL),
+                     CLF_SUCCESS);
+    ck_assert(clf__part_next(p, 0, &off, &len));
+    ck_assert(off == 0 && len == 10);
+    ck_assert_int_eq(clf__part_requeue(p, 8, 2), CLF_SUCCESS);
+    ck_assert_int_eq(clf__part_requeue(p, 0, 6), CLF_ERROR_INVALID_ARGUMENT);
+    ck_assert_int_eq(clf__part_requeue(p, 4, 4), CLF_SUCCESS);
+    ck_assert(clf__part_next(p, 0, &off, &len));
+    ck_assert(off == 4 && len == 6);
+    clf__part_destroy(p);
+}
+END_TEST
+
+/*
+ * A fleet where devices fail, give chunks back and fall silent at random moments; whatever
+ * the order, the completed chunks cover the range exactly once.
+ */
+static void stress_one(const pcase *c, int silent)
+{
+    clf__part *p;
+    ck_assert_int_eq(clf__part_create(&p, c->s, c->total, c->gran, c->ndev, c->w, c->cap, &c->prm),
+                     CLF_SUCCESS);
+    chunk_list done = {0};
+    chunk_list held[8] = {{0}};
+    int alive[8], nalive = 0;
+    for (size_t d = 0; d < c->ndev; d++) {
+        alive[d] = ref_eligible(c, d);
+        nalive += alive[d];
+    }
+    /* One eligible device never asks: STATIC needs it retired to free its share; the other
+     * strategies must cope without being told. */
+    if (silent >= 0 && alive[silent] && nalive > 1) {
+        if (c->s == CLF__PART_STATIC || rng_below(2))
+            clf__part_retire(p, (size_t)silent);
+        alive[silent] = 0;
+        nalive--;
+    }
+    size_t steps = 0;
+    for (;;) {
+        uint64_t fr, out, dn;
+        clf__part_counts(p, &fr, &out, &dn);
+        REQUIRE(fr + out + dn == c->total, "%s: counts do not sum", what);
+        if (fr == 0 && out == 0)
+            break;
+        REQUIRE(++steps < 10000000, "%s: no progress", what);
+        size_t d = (size_t)rng_below(c->ndev);
+        if (!alive[d])
+            continue;
+        uint64_t a = rng_below(100);
+        if (a < 50 || held[d].n == 0) {
+            uint64_t off, len;
+            if (clf__part_next(p, d, &off, &len)) {
+                REQUIRE(len > 0 && len <= cap_of(c, d), "%s: bad chunk", what);
+                list_push(&held[d], off, len, d);
+            } else {
+                /* Only STATIC (fixed shares) may refuse a live device while work is free:
+                 * the pool and stealing reach everything else. */
+                REQUIRE(c->s == CLF__PART_STATIC || fr == 0,
+                        "%s: device %zu refused while %llu units are free", what, d, (ull)fr);
+            }
+            continue;
+        }
+        chunk k = held[d].c[--held[d].n];
+        if (a < 85) {
+            ck_assert_int_eq(clf__part_complete(p, k.len), CLF_SUCCESS);
+            list_push(&done, k.off, k.len, d);
+        } else if (a < 95) {
+            /* Give back an aligned tail (a partial failure), complete the head. */
+            uint64_t blocks = (k.len + c->gran - 1) / c->gran;
+            uint64_t keep = rng_below(blocks) * c->gran;
+            if (keep > 0) {
+                ck_assert_int_eq(clf__part_complete(p, keep), CLF_SUCCESS);
+                list_push(&done, k.off, keep, d);
+            }
+            REQUIRE(clf__part_requeue(p, k.off + keep, k.len - keep) == CLF_SUCCESS,
+                    "%s: requeue failed: %s", what, clf_last_error());
+        } else if (nalive > 1) {
+            /* The device dies: its chunk in flight and all it holds go back. */
+            REQUIRE(clf__part_requeue(p, k.off, k.len) == CLF_SUCCESS, "%s: requeue", what);
+            while (held[d].n > 0) {
+                chunk h = held[d].c[--held[d].n];
+                REQUIRE(clf__part_requeue(p, h.off, h.len) == CLF_SUCCESS, "%s: requeue", what);
+            }
+            clf__part_retire(p, d);
+            clf__part_retire(p, d); /* idempotent */
+            alive[d] = 0;
+            nalive--;
+        } else {
+            ck_assert_int_eq(clf__part_complete(p, k.len), CLF_SUCCESS);
+            list_push(&done, k.off, k.len, d);
+        }
+    }
+    check_cover(c, &done);
+    free(done.c);
+    for (size_t d = 0; d < 8; d++)
+        free(held[d].c);
+    clf__part_destroy(p);
+}
+
+START_TEST(test_stress_requeue_retire)
+{
+    rng_state = 2024;
+    for (int iter = 0; iter < 3000; iter++) {
+        pcase c = {0};
+        double w[8];
+        uint64_t cap[8];
+        c.s = (clf__part_strategy)(iter % CLF__PART_STRATEGY_COUNT);
+        c.ndev = 1 + (size_t)rng_below(8);
+        c.gran = rng_below(3) ? 1 + rng_below(20) : 1 + rng_below(5000);
+        c.total = rng_below(4) ? 1 + rng_below(5000) : 1 + rng_below(100000);
+        if (iter % 50 == 0)
+            c.total = UINT64_MAX - rng_below(1000);
+        int big = c.total > 100000;
+        for (size_t d = 0; d < c.ndev; d++) {
+            /* Weights of 0 only on small ranges: a weight-0 thief of a silent device steals
+             * one minimum chunk at a time, by design, which takes forever near 2^64. */
+            w[d] = !big && rng_below(5) == 0 ? 0 : (double)(1 + rng_below(1000)) / 7;
+            uint64_t r = rng_below(6);
+            if (big)
+                cap[d] = r == 0 ? 0 : UINT64_MAX >> rng_below(8);
+            else
+                cap[d] = r == 0   ? 0
+                         : r == 1 ? UINT64_MAX
+                                  : c.gran * (1 + rng_below(c.total / c.gran / 3 + 2));
+        }
+        c.w = rng_below(4) ? w : NULL;
+        c.cap = cap;
+        int any = 0;
+        for (size_t d = 0; d < c.ndev; d++)
+            any |= ref_eligible(&c, d);
+        if (!any)
+            cap[0] = UINT64_MAX;
+        int silent = rng_below(3) == 0 ? (int)rng_below(c.ndev) : -1;
+        snprintf(what, sizeof what, "stress %d %s total=%llu gran=%llu ndev=%zu silent=%d", iter,
+                 clf__part_strategy_name(c.s), (ull)c.total, (ull)c.gran, c.ndev, silent);
+        stress_one(&c, silent);
+    }
+}
+END_TEST
+
+/* Several host threads pulling at once, as the launch engine does. */
+typedef struct puller {
+    clf__part *p;
+    size_t dev;
+    chunk_list got;
+} puller;
+
+static void *pull_all(void *arg)
+{
+    puller *t = arg;
+    uint64_t off, len;
+    while (clf__part_next(t->p, t->dev, &off, &len)) {
+        list_push(&t->got, off, len, t->dev);
+        clf__part_complete(t->p, len);
+    }
+    return NULL;
+}
+
+START_TEST(test_threads)
+{
+    for (int s = 0; s < CLF__PART_STRATEGY_COUNT; s++) {
+        const double w[4] = {1, 2, 0.5, 4};
+        uint64_t cap[4] = {1000, UINT64_MAX, 77, 5000};
+        pcase c = {(clf__part_strategy)s, 1000003, 7, 4, w, cap, {0}};
+        snprintf(what, sizeof what, "threads %s", clf__part_strategy_name(c.s));
+        clf__part *p;
+        ck_assert_int_eq(clf__part_create(&p, c.s, c.total, c.gran, 4, w, cap, NULL), CLF_SUCCESS);
+        puller t[4];
+        pthread_t th[4];
+        for (size_t d = 0; d < 4; d++) {
+            t[d] = (puller){p, d, {0}};
+            ck_assert_int_eq(pthread_create(&th[d], NULL, pull_all, &t[d]), 0);
+        }
+        chunk_list all = {0};
+        for (size_t d = 0; d < 4; d++) {
+            pthread_join(th[d], NULL);
+            for (size_t i = 0; i < t[d].got.n; i++)
+                list_push(&all, t[d].got.c[i].off, t[d].got.c[i].len, d);
+            free(t[d].got.c);
+        }
+        uint64_t fr, out, dn;
+        clf__part_counts(p, &fr, &out, &dn);
+        ck_assert(fr == 0 && out == 0 && dn == c.total);
+        check_cover(&c, &all);
+        free(all.c);
+        clf__part_destroy(p);
+    }
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* Perf model tests                                                    */
+/* ------------------------------------------------------------------ */
+
+/* tmproot lives for the test case (made and removed by the parent process, so a failing
+ * test cannot leave files behind); each test works in its own tmpdir below it. */
+static char tmproot[256], tmpdir[300];
+
+static void make_tmpdir(void)
+{
+    snprintf(tmpdir, sizeof tmpdir, "%s/t-XXXXXX", tmproot);
+    ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+}
+
+/* Remove the directory tree made by a test (two levels are all the tests create). */
+static void remove_tree(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct dirent *e;
+    char p[1024];
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        struct stat st;
+        if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode))
+            remove_tree(p);
+        else
+            unlink(p);
+    }
+    closedir(d);
+    rmdir(dir);
+}
+
+static void perf_setup(void)
+{
+    const char *base = getenv("TMPDIR");
+    snprintf(tmproot, sizeof tmproot, "%s/clfleet-perf-XXXXXX", base && *base ? base : "/tmp");
+    if (!mkdtemp(tmproot)) {
+        perror(tmproot);
+        abort();
+    }
+}
+
+static void perf_teardown(void)
+{
+    remove_tree(tmproot);
+}
+
+static size_t count_entries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    ck_assert_ptr_nonnull(d);
+    size_t n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
+static void write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+START_TEST(test_perf_cold_and_median)
+{
+    clf__perf_model *m;
+    double v = 0;
+    ck_assert_int_eq(clf__perf_open(&m, NULL), CLF_SUCCESS);
+    ck_assert(!clf__perf_weight(m, "k", "d", &v));
+    /* The cold run is ignored, however slow. */
+    ck_assert_int_eq(clf__perf_record(m, "k", "d", 1000, 10.0), CLF_SUCCESS);
+    ck_assert(!clf__perf_weight(m, "k", "d", &v));
+    ck_assert_int_eq(clf__perf_record(m, "k", "d", 1000, 1.0), CLF_SUCCESS);
+    ck_assert(clf__perf_weight(m, "k", "d", &v));
+    ck_assert(v == 1000.0);
+    /* Median of 1000, 2000, 3000 -> 2000; of four -> the mean of the middle two. */
+    clf__perf_record(m, "k", "d", 3000, 1.0);
+    clf__perf_record(m, "k", "d", 2000, 1.0);
+    ck_assert(clf__perf_weight(m, "k", "d", &v) && v == 2000.0);
+    clf__perf_record(m, "k", "d", 4000, 1.0);
+    ck_assert(clf__perf_weight(m, "k", "d", &v) && v == 2500.0);
+    /* Only the last 8 count: eight samples of 50 push the old ones out. */
+    for (int i = 0; i < 8; i++)
+        clf__perf_record(m, "k", "d", 50, 1.0);
+    ck_assert(clf__perf_weight(m, "k", "d", &v) && v == 50.0);
+    /* Keys are separate, including ones that differ only across the separator. */
+    ck_assert(!clf__perf_weight(m, "kd", "", &v));
+    ck_assert(!clf__perf_weight(m, "k", "D", &v));
+    /* Bad samples. */
+    ck_assert_int_eq(clf__perf_record(m, "k", "d", 0, 1.0), CLF_ERROR_INVALID_ARGUMENT);
+    ck_assert_int_eq(clf__perf_record(m, "k", "d", 1, 0.0), CLF_ERROR_INVALID_ARGUMENT);
+    ck_assert_int_eq(clf__perf_record(m, "k", "d", 1, -1.0), CLF_ERROR_INVALID_ARGUMENT);
+    ck_assert_int_eq(clf__perf_record(m, "k", "d", 1, NAN), CLF_ERROR_INVALID_ARGUMENT);
+    ck_assert_int_eq(clf__perf_record(m, "k", "d", 1, INFINITY), CLF_ERROR_INVALID_ARGUMENT);
+    ck_assert_int_eq(clf__perf_record(m, "k", "d", UINT64_MAX, 0x1p-1074),
+                     CLF_ERROR_INVALID_ARGUMENT);
+    ck_assert_int_eq(clf__perf_record(m, NULL, "d", 1, 1.0), CLF_ERROR_NULL_POINTER);
+    ck_assert(clf__perf_weight(m, "k", "d", &v) && v == 50.0);
+    ck_assert_int_eq(clf__perf_save(m), CLF_SUCCESS); /* memory only: nothing to do */
+    clf__perf_close(m);
+    clf__perf_close(NULL);
+    ck_assert_int_eq(clf__perf_open(NULL, NULL), CLF_ERROR_NULL_POINTER);
+}
+END_TEST
+
+START_TEST(test_perf_outliers)
+{
+    clf__perf_model *m;
+    ck_assert_int_eq(clf__perf_open(&m, NULL), CLF_SUCCESS);
+    rng_state = 99;
+    clf__perf_record(m, "k", "d", 1, 1.0); /* cold */
+    double lo = INFINITY, hi = 0, v;
+    for (int i = 0; i < 8; i++) {
+        double x = 1000 + (double)rng_below(100);
+        lo = fmin(lo, x);
+        hi = fmax(hi, x);
+        clf__perf_record(m, "k", "d", (uint64_t)x, 1.0);
+    }
+    /* One outlier either way moves the median to a value already in the window at most. */
+    ck_assert_int_eq(clf__perf_record(m, "k", "d", 1000000000, 1.0), CLF_SUCCESS);
+    ck_assert(clf__perf_weight(m, "k", "d", &v));
+    ck_assert(v >= lo && v <= hi);
+    ck_assert_int_eq(clf__perf_record(m, "k", "d", 1, 1e6), CLF_SUCCESS);
+    ck_assert(clf__perf_weight(m, "k", "d", &v));
+    ck_assert(v >= lo && v <= hi);
+    /* Three outliers in eight still leave the median among the normal samples. */
+    clf__perf_record(m, "k", "d", 1000000000, 1.0);
+    ck_assert(clf__perf_weight(m, "k", "d", &v));
+    ck_assert(v >= lo && v <= hi);
+    clf__perf_close(m);
+}
+END_TEST
+
+START_TEST(test_perf_round_trip)
+{
+    make_tmpdir();
+    char path[512];
+    snprintf(path, sizeof path, "%s/a/b/perf.tsv", tmpdir);
+    static const char *const keys[] = {
+        "vadd", "k\twith\ttabs",   "new\nline\r\n", "back\\slash\\", "\\t not a tab",
+        "",     "ünïcödé \xff\x01"};
+    const size_t nk = sizeof keys / sizeof keys[0];
+    clf__perf_model *m;
+    ck_assert_int_eq(clf__perf_open(&m, path), CLF_SUCCESS); /* missing file: empty */
+    for (size_t i = 0; i < nk; i++) {
+        for (size_t j = 0; j < nk; j++) {
+            clf__perf_record(m, keys[i], keys[j], 1, 1.0); /* cold */
+            for (size_t s = 0; s <= i + j; s++)
+                clf__perf_record(m, keys[i], keys[j], 1000 * (i + 1) + j, 0.1 + 0.01 * (double)s);
+        }
+    }
+    ck_assert_int_eq(clf__perf_save(m), CLF_SUCCESS);
+    double want[7][7];
+    for (size_t i = 0; i < nk; i++)
+        for (size_t j = 0; j < nk; j++)
+            ck_assert(clf__perf_weight(m, keys[i], keys[j], &want[i][j]));
+    clf__perf_close(m);
+
+    struct stat st;
+    ck_assert_int_eq(stat(path, &st), 0);
+    ck_assert_int_eq(st.st_mode & 0777, 0600);
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/a/b", tmpdir);
+    ck_assert_uint_eq(count_entries(dir), 1); /* no temporary file left behind */
+
+    ck_assert_int_eq(clf__perf_open(&m, path), CLF_SUCCESS);
+    for (size_t i = 0; i < nk; i++) {
+        for (size_t j = 0; j < nk; j++) {
+            double v;
+            ck_assert(clf__perf_weight(m, keys[i], keys[j], &v));
+            ck_assert(v == want[i][j]); /* %.17g is exact */
+        }
+    }
+    /* In a new process the first sample is cold again: it does not move the estimate. */
+    clf__perf_record(m, keys[0], keys[0], 1, 1000.0);
+    double v;
+    ck_assert(clf__perf_weight(m, keys[0], keys[0], &v) && v == want[0][0]);
+    const char *devs[3] = {keys[1], "unknown", keys[2]};
+    double ws[3];
+    ck_assert_uint_eq(clf__perf_weights(m, keys[3], 3, devs, ws), 2);
+    ck_assert(ws[0] == want[3][1] && ws[1] == 0 && ws[2] == want[3][2]);
+    clf__perf_close(m);
+    remove_tree(tmpdir);
+}
+END_TEST
+
+START_TEST(test_perf_corrupt_file)
+{
+    make_tmpdir();
+    char path[512];
+    snprintf(path, sizeof path, "%s/perf.tsv", tmpdir);
+    write_text(path, "v1\tgood\tdev\t2\t100\t300\n"
+                     "garbage line\n"
+                     "\n"
+                     "v2\tk\td\t1\t5\n"                         /* unknown version */
+                     "v1\tk\td\t0\n"                            /* no samples */
+                     "v1\tk\td\t2\t5\n"                         /* fewer than announced */
+                     "v1\tk\td\t1\t5\t6\n"                      /* more than announced */
+                     "v1\tk\td\t9\t1\t1\t1\t1\t1\t1\t1\t1\t1\n" /* beyond the window */
+                     "v1\tk\td\t1\tabc\n"                       /* not a number */
+                     "v1\tk\td\t1\t5x\n"                        /* trailing junk */
+                     "v1\tk\td\t1\t-5\n"                        /* not positive */
+                     "v1\tk\td\t1\tnan\n"
+                     "v1\tk\td\t1\tinf\n"
+                     "v1\tk\td\t1\t1e999\n" /* overflows */
+                     "v1\tbad\\qescape\td\t1\t5\n"
+                     "v1\ttrailing\\\td\t1\t5\n"
+                     "v1\tk\td\t01\t5\n" /* count not canonical */
+                     "v1\tk\td\t+1\t5\n"
+                     "v1\tk\td\t\t5\n"
+                     "v1\tk\td\n"
+                     "v1\tk\n"
+                     "\x01\x02\xff\xfe binary \x7f\n"
+                     "v1\tsecond\tdev\t1\t42\n"
+                     "v1\ttruncated\tdev\t1\t12"); /* no newline: the write was cut short */
+    /* A NUL byte inside a line must not cut it into a valid-looking one. */
+    static const char nul_line[] = "v1\tnul\tdev\t1\t5\0junk\n";
+    FILE *fa = fopen(path, "r+");
+    ck_assert_ptr_nonnull(fa);
+    char head[4096];
+    size_t nh = fread(head, 1, sizeof head, fa);
+    rewind(fa);
+    fwrite(nul_line, 1, sizeof nul_line - 1, fa);
+    fwrite(head, 1, nh, fa);
+    fclose(fa);
+    clf__perf_model *m;
+    ck_assert_int_eq(clf__perf_open(&m, path), CLF_SUCCESS);
+    double v;
+    ck_assert(!clf__perf_weight(m, "nul", "dev", &v));
+    ck_assert(clf__perf_weight(m, "good", "dev", &v) && v == 200.0);
+    ck_assert(clf__perf_weight(m, "second", "dev", &v) && v == 42.0);
+    ck_assert(!clf__perf_weight(m, "k", "d", &v));
+    ck_assert(!clf__perf_weight(m, "bad\\qescape", "d", &v));
+    ck_assert(!clf__perf_weight(m, "truncated", "dev", &v));
+    /* Saving rewrites only the valid entries. */
+    ck_assert_int_eq(clf__perf_save(m), CLF_SUCCESS);
+    clf__perf_close(m);
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    char buf[4096];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    ck_assert_str_eq(buf, "v1\tgood\tdev\t2\t100\t300\nv1\tsecond\tdev\t1\t42\n");
+
+    /* An empty file, and a directory where the file should be. */
+    write_text(path, "");
+    ck_assert_int_eq(clf__perf_open(&m, path), CLF_SUCCESS);
+    clf__perf_close(m);
+    unlink(path);
+    ck_assert_int_eq(mkdir(path, 0700), 0);
+    ck_assert_int_eq(clf__perf_open(&m, path), CLF_SUCCESS);
+    clf__perf_record(m, "k", "d", 1, 1.0);
+    clf__perf_record(m, "k", "d", 1, 1.0);
+    ck_assert_int_eq(clf__perf_save(m), CLF_ERROR_IO);
+    ck_assert_ptr_nonnull(strstr(clf_last_error(), "perf.tsv"));
+    clf__perf_close(m);
+    ck_assert_uint_eq(count_entries(tmpdir), 1); /* the temporary file was removed */
+    remove_tree(tmpdir);
+}
+END_TEST
+
+/* Two processes (models) saving the same file keep each other's keys. */
+START_TEST(test_perf_merge)
+{
+    make_tmpdir();
+    char path[512];
+    snprintf(path, sizeof path, "%s/perf.tsv", tmpdir);
+    clf__perf_model *a, *b;
+    ck_assert_int_eq(clf__perf_open(&a, path), CLF_SUCCESS);
+    ck_assert_int_eq(clf__perf_open(&b, path), CLF_SUCCESS);
+    clf__perf_record(a, "ka", "d", 1, 1.0);
+    clf__perf_record(a, "ka", "d", 10, 1.0);
+    clf__perf_record(b, "kb", "d", 1, 1.0);
+    clf__perf_record(b, "kb", "d", 20, 1.0);
+    ck_assert_int_eq(clf__perf_save(a), CLF_SUCCESS);
+    ck_assert_int_eq(clf__perf_save(b), CLF_SUCCESS);
+    clf__perf_model *c;
+    double v;
+    ck_assert_int_eq(clf__perf_open(&c, path), CLF_SUCCESS);
+    ck_assert(clf__perf_weight(c, "ka", "d", &v) && v == 10.0);
+    ck_assert(clf__perf_weight(c, "kb", "d", &v) && v == 20.0);
+    clf__perf_close(c);
+    /* a now measures kb itself: its own samples win over what b saved. */
+    clf__perf_record(a, "kb", "d", 1, 1.0);
+    clf__perf_record(a, "kb", "d", 30, 1.0);
+    ck_assert_int_eq(clf__perf_save(a), CLF_SUCCESS);
+    clf__perf_close(a);
+    clf__perf_close(b);
+    ck_assert_int_eq(clf__perf_open(&a, path), CLF_SUCCESS);
+    ck_assert(clf__perf_weight(a, "ka", "d", &v) && v == 10.0);
+    ck_assert(clf__perf_weight(a, "kb", "d", &v) && v == 30.0);
+    clf__perf_close(a);
+    remove_tree(tmpdir);
+}
+END_TEST
+
+typedef struct recorder {
+    clf__perf_model *m;
+    int id;
+} recorder;
+
+static void *record_many(void *arg)
+{
+    recorder *r = arg;
+    char dev[32];
+    snprintf(dev, sizeof dev, "dev%d", r->id);
+    for (int i = 0; i < 2000; i++) {
+        /* A shared key, an own key, and many keys to make the table grow meanwhile. */
+        clf__perf_record(r->m, "shared", "d", 500, 1.0);
+        clf__perf_record(r->m, "own", dev, 100 * (uint64_t)(r->id + 1), 1.0);
+        char k[32];
+        snprintf(k, sizeof k, "k%d-%d", r->id, i % 300);
+        clf__perf_record(r->m, k, dev, 1, 1.0);
+        double v;
+        if (clf__perf_weight(r->m, "shared", "d", &v) && v != 500.0)
+            return (void *)1;
+        if (r->id == 0 && i % 500 == 0 && clf__perf_save(r->m) != CLF_SUCCESS)
+            return (void *)1;
+    }
+    return NULL;
+}
+
+START_TEST(test_perf_threads)
+{
+    make_tmpdir();
+    char path[512];
+    snprintf(path, sizeof path, "%s/perf.tsv", tmpdir);
+    clf__perf_model *m;
+    ck_assert_int_eq(clf__perf_open(&m, path), CLF_SUCCESS);
+    pthread_t th[4];
+    recorder r[4];
+    for (int i = 0; i < 4; i++) {
+        r[i] = (recorder){m, i};
+        ck_assert_int_eq(pthread_create(&th[i], NULL, record_many, &r[i]), 0);
+    }
+    for (int i = 0; i < 4; i++) {
+        void *rc;
+        pthread_join(th[i], &rc);
+        ck_assert_ptr_null(rc);
+    }
+    double v;
+    ck_assert(clf__perf_weight(m, "shared", "d", &v) && v == 500.0);
+    for (int i = 0; i < 4; i++) {
+        char dev[32];
+        snprintf(dev, sizeof dev, "dev%d", i);
+        ck_assert(clf__perf_weight(m, "own", dev, &v) && v == 100.0 * (i + 1));
+        ck_assert(clf__perf_weight(m, "k0-0", "dev0", &v) || i != 0);
+    }
+    ck_assert_int_eq(clf__perf_save(m), CLF_SUCCESS);
+    clf__perf_close(m);
+    ck_assert_int_eq(clf__perf_open(&m, path), CLF_SUCCESS);
+    ck_assert(clf__perf_weight(m, "own", "dev3", &v) && v == 400.0);
+    ck_assert(clf__perf_weight(m, "k3-299", "dev3", &v) && v == 1.0);
+    clf__perf_close(m);
+    remove_tree(tmpdir);
+}
+END_TEST
+
+static Suite *partition_suite(void)
+{
+    Suite *s = suite_create("partition");
+    TCase *tc = tcase_create("partition");
+    /* Generous: the generated cases take seconds natively, far more under valgrind. */
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, test_bad_arguments);
+    tcase_add_test(tc, test_exhaustive_small);
+    tcase_add_test(tc, test_huge);
+    tcase_add_test(tc, test_guided_first_chunk);
+    tcase_add_test(tc, test_known_cases);
+    tcase_add_test(tc, test_requeue_validation);
+    tcase_add_test(tc, test_stress_requeue_retire);
+    tcase_add_test(tc, test_threads);
+    suite_add_tcase(s, tc);
+    TCase *pm = tcase_create("perfmodel");
+    tcase_set_timeout(pm, 600);
+    tcase_add_unchecked_fixture(pm, perf_setup, perf_teardown);
+    tcase_add_test(pm, test_perf_cold_and_median);
+    tcase_add_test(pm, test_perf_outliers);
+    tcase_add_test(pm, test_perf_round_trip);
+    tcase_add_test(pm, test_perf_corrupt_file);
+    tcase_add_test(pm, test_perf_merge);
+    tcase_add_test(pm, test_perf_threads);
+    suite_add_tcase(s, pm);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(partition_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
