@@ -1,36 +1,20 @@
 /*
- * The clfleet demo: the fleet on this machine's default devices, then one
- * kernel spread over all of them by hand (global work offsets), checked
- * against a plain C loop.
+ * The clfleet demo: the default devices, then a Mandelbrot image (irregular
+ * work) computed across all of them with every load-balancing strategy, each
+ * checked against a single-device run, with per-device shares, efficiency and
+ * speedup. Writes mandelbrot.pgm (or $CLFLEET_DEMO_IMAGE).
  *
- * With no GPU, PoCL's CPU device is split into sub-devices so that the
- * fleet has devices that really run at once.
+ * With no GPU, PoCL's CPU device is split into sub-devices so that the fleet
+ * has devices that really run at once.
  */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "clfleet.h"
-#include "clfleet/opencl.h"
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static uint32_t hash32(uint32_t x)
-{
-    x ^= x >> 16;
-    x *= 0x7feb352dU;
-    x ^= x >> 15;
-    x *= 0x846ca68bU;
-    x ^= x >> 16;
-    return x;
-}
+enum { WIDTH = 1536, HEIGHT = 1024, MAX_ITER = 512 };
 
 static int fail(const char *what, clf_status st)
 {
@@ -38,7 +22,7 @@ static int fail(const char *what, clf_status st)
     return 1;
 }
 
-/* Default devices; CPUs only (no GPU): split them in two so they run at once. */
+/* Default devices; CPUs only (no GPU): split each in two so they run at once. */
 static clf_status make_fleet(clf_fleet **out)
 {
     clf_status st = clf_fleet_create(out, NULL);
@@ -54,16 +38,12 @@ static clf_status make_fleet(clf_fleet **out)
     return clf_fleet_create(out, &o);
 }
 
-int main(void)
+static void print_devices(clf_fleet *f)
 {
-    clf_fleet *f;
-    clf_status st = make_fleet(&f);
-    if (st != CLF_SUCCESS)
-        return fail("creating the fleet", st);
     size_t n = clf_fleet_device_count(f);
     printf("clfleet %s demo: %zu device(s), %zu context(s)\n\n", clf_version_string(), n,
            clf_fleet_context_count(f));
-    printf("  %-3s %-5s %-40s %-26s %5s %9s %s\n", "#", "type", "name", "platform", "CUs",
+    printf("  %-3s %-5s %-36s %-28s %4s %9s %s\n", "#", "type", "name", "platform", "CUs",
            "memory", "sub-device of");
     for (size_t i = 0; i < n; i++) {
         clf_device_info in;
@@ -71,68 +51,117 @@ int main(void)
         char parent[16] = "-";
         if (in.is_sub_device)
             snprintf(parent, sizeof parent, "%d", in.parent_index);
-        printf("  %-3zu %-5s %-40.40s %-26.26s %5u %5.1f GiB %s\n", i,
+        printf("  %-3zu %-5s %-36.36s %-28.28s %4u %5.1f GiB %s\n", i,
                clf_device_type_name(in.type), in.name, in.platform, in.compute_units,
                (double)in.global_mem / (1u << 30), parent);
     }
+    printf("\n");
+}
 
+typedef struct image {
+    uint32_t *px;
+    size_t bytes;
+} image;
+
+static clf_status mandelbrot(clf_fleet *f, clf_program *p, clf_strategy s, const size_t *devs,
+                             size_t ndev, image *img, clf_launch_report *rep)
+{
+    int w = WIDTH, h = HEIGHT, iters = MAX_ITER;
+    float x0 = -2.2f, y0 = -1.2f, dx = 3.2f / WIDTH, dy = 2.4f / HEIGHT;
+    clf_arg args[] = {CLF_OUT(img->px, img->bytes, WIDTH * sizeof(uint32_t)),
+                      CLF_SCALAR(&w),
+                      CLF_SCALAR(&h),
+                      CLF_SCALAR(&x0),
+                      CLF_SCALAR(&y0),
+                      CLF_SCALAR(&dx),
+                      CLF_SCALAR(&dy),
+                      CLF_SCALAR(&iters)};
+    clf_launch_desc d = CLF_LAUNCH_DESC_INIT;
+    d.kernel = "mandelbrot";
+    d.dims = 2;
+    d.global[0] = WIDTH;
+    d.global[1] = HEIGHT;
+    d.strategy = s;
+    d.devices = devs;
+    d.num_devices = ndev;
+    return clf_launch(f, p, &d, args, sizeof args / sizeof args[0], rep);
+}
+
+static int write_pgm(const char *path, const image *img)
+{
+    FILE *fp = fopen(path, "wb");
+    if (!fp)
+        return -1;
+    fprintf(fp, "P5\n%d %d\n255\n", WIDTH, HEIGHT);
+    for (size_t i = 0; i < (size_t)WIDTH * HEIGHT; i++) {
+        uint32_t it = img->px[i];
+        fputc(it >= MAX_ITER ? 0 : (int)(255 - (it * 255u / MAX_ITER)), fp);
+    }
+    return fclose(fp);
+}
+
+int main(void)
+{
+    clf_fleet *f;
     clf_program *p;
-    double t0 = now();
-    st = clf_program_build_shipped(&p, f, "vector", NULL);
+    clf_status st = make_fleet(&f);
     if (st != CLF_SUCCESS)
-        return fail("building cl/vector.cl", st);
-    printf("\nbuilt cl/vector.cl for every device in %.3f s (%s)\n", now() - t0,
-           clf_program_from_cache(p, 0) ? "binary cache" : "compiled");
+        return fail("creating the fleet", st);
+    print_devices(f);
+    if ((st = clf_program_build_shipped(&p, f, "mandelbrot", NULL)) != CLF_SUCCESS)
+        return fail("building cl/mandelbrot.cl", st);
 
-    /* hash32 over N items: device d computes its contiguous slice. */
-    const size_t N = (size_t)1 << 24;
-    uint32_t *out = malloc(N * sizeof *out);
-    clf_buffer **buf = calloc(n, sizeof *buf);
-    cl_kernel *k = calloc(n, sizeof *k);
-    if (!out || !buf || !k)
+    size_t n = clf_fleet_device_count(f);
+    image ref = {calloc((size_t)WIDTH * HEIGHT, 4), (size_t)WIDTH * HEIGHT * 4};
+    image img = {calloc((size_t)WIDTH * HEIGHT, 4), ref.bytes};
+    if (!ref.px || !img.px)
         return fail("allocating", CLF_ERROR_OUT_OF_HOST_MEMORY);
-    int rc = 0;
-    cl_uint seed = 12345;
-    t0 = now();
-    for (size_t d = 0; d < n && rc == 0; d++) {
-        size_t lo = N * d / n, hi = N * (d + 1) / n, global = hi - lo;
-        cl_int err;
-        if ((st = clf_buffer_create(&buf[d], f, d, N * sizeof *out, CLF_MEM_WRITE_ONLY)))
-            rc = fail("creating a buffer", st);
-        else if (!(k[d] = clCreateKernel(clf_cl_program(p, d), "hash32", &err)))
-            rc = fail("clCreateKernel", CLF_ERROR_OPENCL);
-        else {
-            cl_mem m = clf_cl_mem(buf[d]);
-            clSetKernelArg(k[d], 0, sizeof m, &m);
-            clSetKernelArg(k[d], 1, sizeof seed, &seed);
-            err = clEnqueueNDRangeKernel(clf_cl_compute_queue(f, d), k[d], 1, &lo, &global,
-                                         NULL, 0, NULL, NULL);
-            clFlush(clf_cl_compute_queue(f, d));
-            if (err != CL_SUCCESS)
-                rc = fail("clEnqueueNDRangeKernel", CLF_ERROR_OPENCL);
+    clf_launch_report rep;
+
+    /* The reference, and the best single device: each device alone (twice: the first
+     * run builds the kernel variant). */
+    double best = 0;
+    for (size_t d = 0; d < n; d++)
+        for (int rep_i = 0; rep_i < 2; rep_i++) {
+            if ((st = mandelbrot(f, p, CLF_STATIC, &d, 1, &ref, &rep)) != CLF_SUCCESS)
+                return fail("single-device run", st);
+            if (rep_i == 1 && (best == 0 || rep.makespan_s < best))
+                best = rep.makespan_s;
         }
+    printf("Mandelbrot %dx%d, %d iterations: best single device %.3f s\n\n", WIDTH, HEIGHT,
+           MAX_ITER, best);
+    printf("  %-13s %8s %7s %8s %8s  %s\n", "strategy", "time", "eff.", "speedup", "equal",
+           "per-device share of rows (chunks)");
+
+    static const clf_strategy all[] = {CLF_STATIC, CLF_DYNAMIC, CLF_GUIDED, CLF_MEMORY_AWARE,
+                                       CLF_AUTO};
+    int rc = 0;
+    for (size_t k = 0; k < sizeof all / sizeof all[0] && rc == 0; k++) {
+        memset(img.px, 0xff, img.bytes);
+        if ((st = mandelbrot(f, p, all[k], NULL, 0, &img, &rep)) != CLF_SUCCESS)
+            return fail(clf_strategy_name(all[k]), st);
+        int same = memcmp(img.px, ref.px, img.bytes) == 0;
+        printf("  %-13s %7.3fs %7.2f %7.2fx %8s  ", clf_strategy_name(rep.strategy),
+               rep.makespan_s, rep.efficiency, best / rep.makespan_s, same ? "yes" : "NO");
+        for (size_t i = 0; i < rep.num_devices; i++)
+            printf("%s%zu: %4.1f%% (%u)", i ? ", " : "", rep.dev[i].device,
+                   100.0 * rep.dev[i].share, rep.dev[i].chunks);
+        printf("\n");
+        if (all[k] == CLF_AUTO)
+            printf("  (%s)\n", rep.reason);
+        rc |= !same;
     }
-    for (size_t d = 0; d < n && rc == 0; d++) {
-        size_t lo = N * d / n, hi = N * (d + 1) / n;
-        clFinish(clf_cl_compute_queue(f, d));
-        if ((st = clf_buffer_read(buf[d], lo * sizeof *out, (hi - lo) * sizeof *out, out + lo)))
-            rc = fail("reading back", st);
+
+    const char *path = getenv("CLFLEET_DEMO_IMAGE") ? getenv("CLFLEET_DEMO_IMAGE")
+                                                    : "mandelbrot.pgm";
+    if (write_pgm(path, &img) != 0) {
+        fprintf(stderr, "demo: cannot write %s\n", path);
+        rc = 1;
+    } else {
+        printf("\nwrote the image to %s\n", path);
     }
-    double t = now() - t0;
-    size_t bad = 0;
-    for (size_t i = 0; i < N && rc == 0; i++)
-        bad += out[i] != hash32((uint32_t)i ^ seed);
-    if (rc == 0) {
-        printf("hash32 over %zu items on %zu device(s): %.3f s, %zu mismatches against C\n", N,
-               n, t, bad);
-        rc = bad != 0;
-    }
-    for (size_t d = 0; d < n; d++) {
-        if (k[d])
-            clReleaseKernel(k[d]);
-        clf_buffer_destroy(buf[d]);
-    }
-    free(k), free(buf), free(out);
+    free(ref.px);
+    free(img.px);
     clf_program_destroy(p);
     clf_fleet_destroy(f);
     printf(rc ? "demo FAILED\n" : "demo OK\n");

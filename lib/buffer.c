@@ -150,7 +150,7 @@ clf_status clf_buffer_fill(clf_buffer *b, const void *pattern, size_t pattern_si
                                      0, NULL, &ev);
     if (err != CL_SUCCESS)
         return clf__cl_fail(err, "clEnqueueFillBuffer", d);
-    clf_event e = {ev, NULL};
+    clf_event e = {.ev = ev};
     st = clf_event_wait(&e);
     clReleaseEvent(ev);
     return st;

@@ -105,9 +105,14 @@ static clf_status check_arg(const clf__launch *L, size_t i, const clf_arg *a)
             return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
                              "'%s' argument %zu: an output has no halo (only inputs read one)",
                              k, i);
-        if (a->halo_before > L->total || a->halo_after > L->total)
-            return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
-                             "'%s' argument %zu: halo larger than the range", k, i);
+        /* A halo may exceed the range (a 5x5 blur of a one-row image): it is clamped,
+         * but a chunk's slot (chunk + halos) must still be countable. */
+        size_t units;
+        if (clf__add_overflow(a->halo_before, a->halo_after, &units) ||
+            clf__add_overflow(units, (size_t)L->total, &units) ||
+            clf__mul_overflow(units, a->unit, &units))
+            return clf__fail(CLF_ERROR_SIZE_OVERFLOW, "'%s' argument %zu: halo overflows", k,
+                             i);
         return CLF_SUCCESS;
     }
     case CLF_ARG_KIND_BROADCAST:
@@ -188,9 +193,12 @@ static clf_status check_desc(clf__launch *L, const clf_launch_desc *d)
 /*
  * Without a local size, pick one: drivers such as PoCL compile a kernel
  * variant for every work-group size they are handed, and chunks of many
- * lengths would each bring their own. Along the split dimension up to 64 when
- * the range is large enough to give every device several chunks, else 1; a
- * divisor of the range (up to 64) across dimension 0 otherwise.
+ * lengths would each bring their own (and groups of one run slowly). Along
+ * the split dimension: with no granularity either, up to 64 when the range
+ * gives every device several chunks, and chunks become multiples of it; with
+ * a granularity, the largest power of two up to 64 that divides it, so chunk
+ * boundaries stay where the user asked. Across dimension 0 of a 2D or 3D
+ * range: a divisor of its size up to 64.
  */
 static void auto_local(clf__launch *L)
 {
@@ -202,9 +210,14 @@ static void auto_local(clf__launch *L)
         d->local[k] = 1;
     if (L->split == 0) {
         uint64_t l = 64;
-        while (l > 1 && L->total < l * 8 * L->ndev)
-            l /= 2;
+        if (d->granularity)
+            while (d->granularity % l)
+                l /= 2;
+        else
+            while (l > 1 && L->total < l * 8 * L->ndev)
+                l /= 2;
         d->local[0] = (size_t)l;
+        L->gran = L->gran / gcd64(L->gran, l) * l;
     } else {
         for (size_t l = 64; l > 1; l--)
             if (d->global[0] % l == 0) {
@@ -212,8 +225,6 @@ static void auto_local(clf__launch *L)
                 break;
             }
     }
-    uint64_t l = d->local[L->split];
-    L->gran = L->gran / gcd64(L->gran, l) * l;
 }
 
 static clf_status choose_devices(clf__launch *L)

@@ -197,11 +197,13 @@ static clf_status enqueue_kernel(clf__worker *w, clf__chunk *c)
     memcpy(local, L->desc.local, sizeof local);
     offset[L->split] = (size_t)c->off;
     global[L->split] = (size_t)c->len;
-    /* A final chunk that is not a multiple of the work-group size: the driver chooses
-     * (the user's local size), or groups of 1 along the split (clfleet's choice). */
+    /* One enqueue per chunk, always: get_global_offset() is the chunk's start. A final
+     * chunk that is not a multiple of the local size runs with the driver's choice (the
+     * user's local size), or with the largest power of two dividing it (clfleet's). */
     int use_local = c->len % local[L->split] == 0;
     if (!use_local && L->auto_local) {
-        local[L->split] = 1;
+        while (c->len % local[L->split])
+            local[L->split] /= 2;
         use_local = 1;
     }
     cl_int err = clEnqueueNDRangeKernel(w->d->compute, w->kernel, L->desc.dims, offset, global,
@@ -297,16 +299,24 @@ static clf_status finish_chunk(clf__worker *w, clf__chunk *c)
 /*
  * Take the next chunk. With wait set (the device holds no chunk), wait while
  * other devices hold chunks that could still come back (a failed device's
- * work is requeued). Returns 0 when there is nothing (more) for this device.
+ * work is requeued). Without it (look-ahead; the device holds a chunk of held
+ * units), only try. Returns 0 when there is nothing (more) for this device.
  */
-static int next_chunk(clf__worker *w, clf__chunk *c, int wait)
+static int next_chunk(clf__worker *w, clf__chunk *c, int wait, uint64_t held)
 {
     clf__launch *L = w->L;
     for (;;) {
+        if (!wait) {
+            /* Look ahead only while plenty is left: near the end, a chunk held here
+             * while this device is busy could have run on an idle one. */
+            uint64_t free_units;
+            clf__part_counts(L->part, &free_units, NULL, NULL);
+            if (free_units <= (uint64_t)L->ndev * held)
+                return 0;
+            return clf__part_next(L->part, w->slot_index, &c->off, &c->len);
+        }
         if (clf__part_next(L->part, w->slot_index, &c->off, &c->len))
             return 1;
-        if (!wait)
-            return 0;
         uint64_t free_units, outstanding;
         pthread_mutex_lock(&L->lock);
         clf__part_counts(L->part, &free_units, &outstanding, NULL);
@@ -376,7 +386,7 @@ static clf_status run_chunks(clf__worker *w)
 {
     clf__chunk c[2];
     memset(c, 0, sizeof c);
-    int cur = 0, have = next_chunk(w, &c[0], 1);
+    int cur = 0, have = next_chunk(w, &c[0], 1, 0);
     clf_status st = CLF_SUCCESS;
     if (have) {
         w->t_start = clf__now() - w->L->t0;
@@ -390,7 +400,7 @@ static clf_status run_chunks(clf__worker *w)
             break;
         /* Look ahead: the next chunk's input moves while this one computes. Its slot is
          * the one the previous chunk used, which has completed by then. */
-        int more = next_chunk(w, nxt, 0);
+        int more = next_chunk(w, nxt, 0, now->len);
         nxt->slot = now->slot ^ 1;
         if (more)
             st = write_inputs(w, nxt);
@@ -403,7 +413,7 @@ static clf_status run_chunks(clf__worker *w)
         memset(now, 0, sizeof *now);
         /* Nothing to look ahead to: now that this device holds no chunk, wait for one
          * (work of a failed device may still come back). */
-        if (!more && (more = next_chunk(w, nxt, 1)) != 0)
+        if (!more && (more = next_chunk(w, nxt, 1, 0)) != 0)
             st = write_inputs(w, nxt);
         have = more;
         cur ^= 1;

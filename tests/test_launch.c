@@ -1,0 +1,1445 @@
+/*
+ * One kernel launch across the fleet: every strategy, awkward sizes, halos, reductions,
+ * memory limits, asynchronous launches and every bad-input case, compared exactly with a
+ * plain C reference (integer data, or float data whose results are exactly representable,
+ * so no rounding or contraction can hide a wrong chunk).
+ */
+#include "common.h"
+
+#include <dirent.h>
+#include <float.h>
+#include <limits.h>
+#include <math.h>
+#include <stdint.h>
+#include <unistd.h>
+
+/* Two sub-devices of one compute unit each, of one root device: they really run at once. */
+#define FLEET2 TEST_CPUS ";name=pthread;index=1;split=1"
+/* Every pthread device split into single units (4 on the test machine); we use 3 of them. */
+#define FLEET4 TEST_CPUS ";name=pthread;split=1"
+
+/* A subset in an order that is not the fleet's, so report indices are checked too. */
+static const size_t DEV3[] = {2, 0, 3};
+
+typedef struct fleet_cfg {
+    const char *selection;
+    int context_per_device;
+    const size_t *devices; /* desc.devices, or NULL for the whole fleet */
+    size_t ndev;           /* devices the launch uses */
+    const char *label;
+} fleet_cfg;
+
+/* The loop index _i of the device tests picks one of these. */
+static const fleet_cfg CFGS[] = {
+    {FLEET2, 0, NULL, 2, "2 devices, shared context"},
+    {FLEET2, 1, NULL, 2, "2 devices, context per device"},
+    {FLEET4, 0, DEV3, 3, "3 of 4 devices, shared context"},
+    {FLEET4, 1, DEV3, 3, "3 of 4 devices, context per device"},
+};
+#define NCFGS ((int)(sizeof CFGS / sizeof CFGS[0]))
+
+static const clf_strategy STRATEGIES[] = {CLF_STATIC, CLF_DYNAMIC, CLF_GUIDED, CLF_MEMORY_AWARE,
+                                          CLF_AUTO};
+#define NSTRATEGIES (sizeof STRATEGIES / sizeof STRATEGIES[0])
+
+/* 1, primes, fewer items than devices, not a multiple of any local size. */
+static const size_t SIZES[] = {1, 2, 3, 7, 13, 101, 1000, 4099, 65537};
+#define NSIZES (sizeof SIZES / sizeof SIZES[0])
+
+/*
+ * Kernels. Chunk-indexed ones use explicit arithmetic (get_global_offset and the halo passed
+ * as a scalar) rather than the cl/clfleet.h helpers, so the test states the layout itself.
+ */
+static const char SRC[] =
+    "uint lowbias32(uint x)\n"
+    "{\n"
+    "    x ^= x >> 16; x *= 0x7feb352dU; x ^= x >> 15; x *= 0x846ca68bU; x ^= x >> 16;\n"
+    "    return x;\n"
+    "}\n"
+    "__kernel void vadd(__global const float *a, __global const float *b, __global float *c)\n"
+    "{\n"
+    "    size_t i = get_global_id(0);\n"
+    "    c[i] = a[i] + b[i];\n"
+    "}\n"
+    "__kernel void saxpy(float alpha, __global const float *x, __global float *y)\n"
+    "{\n"
+    "    size_t i = get_global_id(0);\n"
+    "    y[i] = alpha * x[i] + y[i];\n"
+    "}\n"
+    "__kernel void hash32(__global uint *out, uint seed)\n"
+    "{\n"
+    "    out[get_global_id(0)] = lowbias32((uint)get_global_id(0) ^ seed);\n"
+    "}\n"
+    "__kernel void hash3d(__global uint *out, uint seed, uint w, uint h)\n"
+    "{\n"
+    "    size_t i = (get_global_id(2) * h + get_global_id(1)) * w + get_global_id(0);\n"
+    "    out[i] = lowbias32((uint)i ^ seed);\n"
+    "}\n"
+    "__kernel void affine(__global uint *y, uint m, uint c)\n"
+    "{\n"
+    "    size_t i = get_global_id(0);\n"
+    "    y[i] = y[i] * m + c;\n"
+    "}\n"
+    /* A 5x5 integer Gaussian (1 4 6 4 1 squared, / 256), clamp-to-edge. */
+    "__constant uint GW[5] = {1, 4, 6, 4, 1};\n"
+    "__kernel void blur(__global const uint *in, __global uint *out, int w, int h)\n"
+    "{\n"
+    "    int x = get_global_id(0), y = get_global_id(1);\n"
+    "    uint s = 0;\n"
+    "    for (int dy = -2; dy <= 2; dy++) {\n"
+    "        int yy = clamp(y + dy, 0, h - 1);\n"
+    "        for (int dx = -2; dx <= 2; dx++)\n"
+    "            s += GW[dy + 2] * GW[dx + 2] * in[yy * w + clamp(x + dx, 0, w - 1)];\n"
+    "    }\n"
+    "    out[y * w + x] = s >> 8;\n"
+    "}\n"
+    /* The same with chunk-indexed buffers: row r of the image is row r - y0 + hb of in. */
+    "__kernel void blur_chunk(__global const uint *in, __global uint *out, int w, int h,\n"
+    "                         int hb)\n"
+    "{\n"
+    "    int x = get_global_id(0), y = get_global_id(1), y0 = get_global_offset(1);\n"
+    "    uint s = 0;\n"
+    "    for (int dy = -2; dy <= 2; dy++) {\n"
+    "        int yy = clamp(y + dy, 0, h - 1) - y0 + hb;\n"
+    "        for (int dx = -2; dx <= 2; dx++)\n"
+    "            s += GW[dy + 2] * GW[dx + 2] * in[yy * w + clamp(x + dx, 0, w - 1)];\n"
+    "    }\n"
+    "    out[(y - y0) * w + x] = s >> 8;\n"
+    "}\n"
+    "__kernel void addmul_chunk(__global const uint *a, __global const uint *b,\n"
+    "                           __global uint *s, __global uint *p)\n"
+    "{\n"
+    "    size_t i = get_global_id(0) - get_global_offset(0);\n"
+    "    s[i] = a[i] + b[i];\n"
+    "    p[i] = a[i] * b[i];\n"
+    "}\n"
+    "__kernel void sum_min(__global const int *x, __global uint *sum, __global int *mn)\n"
+    "{\n"
+    "    int v = x[get_global_id(0)];\n"
+    "    atomic_add(sum, (uint)v);\n"
+    "    atomic_min(mn, v);\n"
+    "}\n"
+    /* Per work-group partials: group ids restart in every chunk, hence += and max=. */
+    "__kernel void group_sum_max(__global const int *x, __local long *ls, __local float *lm,\n"
+    "                            __global long *sum, __global float *mx)\n"
+    "{\n"
+    "    size_t l = get_local_id(0), g = get_group_id(0);\n"
+    "    int v = x[get_global_id(0)];\n"
+    "    ls[l] = v;\n"
+    "    lm[l] = (float)v;\n"
+    "    barrier(CLK_LOCAL_MEM_FENCE);\n"
+    "    for (size_t s = get_local_size(0) / 2; s > 0; s >>= 1) {\n"
+    "        if (l < s) {\n"
+    "            ls[l] += ls[l + s];\n"
+    "            lm[l] = fmax(lm[l], lm[l + s]);\n"
+    "        }\n"
+    "        barrier(CLK_LOCAL_MEM_FENCE);\n"
+    "    }\n"
+    "    if (l == 0) {\n"
+    "        sum[g] += ls[0];\n"
+    "        mx[g] = fmax(mx[g], lm[0]);\n"
+    "    }\n"
+    "}\n"
+    "__kernel void lookup(__global const uint *table, __global const uint *in,\n"
+    "                     __global uint *out)\n"
+    "{\n"
+    "    size_t i = get_global_id(0);\n"
+    "    out[i] = table[in[i] & 255] + (uint)i;\n"
+    "}\n"
+    /* Where each item ran: its chunk's offset and the local size it was launched with. */
+    "__kernel void whereami(__global uint *off, __global uint *lsz)\n"
+    "{\n"
+    "    size_t i = get_global_id(0);\n"
+    "    off[i] = (uint)get_global_offset(0);\n"
+    "    lsz[i] = (uint)get_local_size(0);\n"
+    "}\n"
+    "__kernel void scalars(__global ulong *out, ulong a, uint b, float c)\n"
+    "{\n"
+    "    size_t i = get_global_id(0);\n"
+    "    out[i] = a + b * (ulong)i + (ulong)c;\n"
+    "}\n";
+
+/* ---- helpers --------------------------------------------------------------------------- */
+
+static uint32_t lowbias32(uint32_t x)
+{
+    x ^= x >> 16;
+    x *= 0x7feb352dU;
+    x ^= x >> 15;
+    x *= 0x846ca68bU;
+    x ^= x >> 16;
+    return x;
+}
+
+typedef struct env {
+    const fleet_cfg *cfg;
+    clf_fleet *f;
+    clf_program *p;
+} env;
+
+static void env_open(env *e, int i)
+{
+    e->cfg = &CFGS[i];
+    e->f = test_fleet(e->cfg->selection, e->cfg->context_per_device);
+    size_t n = clf_fleet_device_count(e->f);
+    if (e->cfg->devices)
+        ck_assert_uint_ge(n, 4);
+    else
+        ck_assert_uint_eq(n, e->cfg->ndev);
+    ck_assert_ok(clf_program_build_source(&e->p, e->f, SRC, NULL));
+}
+
+static void env_close(env *e)
+{
+    clf_program_destroy(e->p);
+    clf_fleet_destroy(e->f);
+}
+
+static clf_launch_desc make_desc(const env *e, const char *kernel, clf_strategy s,
+                                 unsigned dims, size_t g0, size_t g1, size_t g2)
+{
+    clf_launch_desc d = CLF_LAUNCH_DESC_INIT;
+    d.kernel = kernel;
+    d.strategy = s;
+    d.dims = dims;
+    d.global[0] = g0;
+    d.global[1] = g1;
+    d.global[2] = g2;
+    d.devices = e->cfg->devices;
+    d.num_devices = e->cfg->devices ? e->cfg->ndev : 0;
+    return d;
+}
+
+/* A chunk-indexed partitioned argument (there is no macro for the flag). */
+static clf_arg chunked(clf_arg a)
+{
+    a.flags |= CLF_ARG_CHUNK_INDEXED;
+    return a;
+}
+
+/* One line per device, for failure messages: what the runtime did. */
+static const char *describe(const clf_launch_report *r)
+{
+    static char buf[1024];
+    int n = snprintf(buf, sizeof buf, "[%s->%s '%s'", clf_strategy_name(r->requested),
+                     clf_strategy_name(r->strategy), r->reason);
+    for (size_t i = 0; i < r->num_devices && i < CLF_MAX_LAUNCH_DEVICES && n > 0 &&
+                       (size_t)n < sizeof buf;
+         i++)
+        n += snprintf(buf + n, sizeof buf - (size_t)n,
+                      " dev%zu:units=%llu,chunks=%u,peak=%llu,budget=%llu", r->dev[i].device,
+                      (unsigned long long)r->dev[i].units, r->dev[i].chunks,
+                      (unsigned long long)r->dev[i].mem_peak,
+                      (unsigned long long)r->dev[i].mem_budget);
+    if (n > 0 && (size_t)n < sizeof buf)
+        snprintf(buf + n, sizeof buf - (size_t)n, "]");
+    return buf;
+}
+
+/* What a case is, for failure messages. */
+static char what[512];
+
+static void set_what(const env *e, const clf_launch_desc *d, const char *extra)
+{
+    snprintf(what, sizeof what, "%s: %s %uD %zux%zux%zu local %zu/%zu/%zu %s%s%s", e->cfg->label,
+             d->kernel, d->dims, d->global[0], d->global[1], d->global[2], d->local[0],
+             d->local[1], d->local[2], clf_strategy_name(d->strategy), extra ? " " : "",
+             extra ? extra : "");
+}
+
+static void launch_ok(const env *e, const clf_launch_desc *d, const clf_arg *args, size_t nargs,
+                      clf_launch_report *rep, const char *extra)
+{
+    set_what(e, d, extra);
+    memset(rep, 0xa5, sizeof *rep); /* stale fields would show */
+    clf_status st = clf_launch(e->f, e->p, d, args, nargs, rep);
+    ck_assert_msg(st == CLF_SUCCESS, "%s: %s: %s", what, clf_status_name(st), clf_last_error());
+}
+
+/* The invariants every report must satisfy. */
+static void check_report(const clf_launch_desc *d, const clf_launch_report *r)
+{
+    size_t split = d->dims - 1;
+    uint64_t range = d->global[split], other = 1;
+    for (size_t k = 0; k < split; k++)
+        other *= d->global[k];
+    size_t ndev = d->devices ? d->num_devices : r->num_devices;
+    ck_assert_msg(r->num_devices == ndev, "%s: %zu devices in the report %s", what,
+                  r->num_devices, describe(r));
+    ck_assert_msg(r->total_units == range, "%s: total_units %llu %s", what,
+                  (unsigned long long)r->total_units, describe(r));
+    clf_strategy want = d->strategy;
+    ck_assert_msg(r->requested == want, "%s: requested %d %s", what, (int)r->requested,
+                  describe(r));
+    if (want == CLF_AUTO)
+        ck_assert_msg(r->strategy >= CLF_STATIC && r->strategy <= CLF_MEMORY_AWARE,
+                      "%s: AUTO resolved to %d %s", what, (int)r->strategy, describe(r));
+    else
+        ck_assert_msg(r->strategy == want, "%s: ran as %d %s", what, (int)r->strategy,
+                      describe(r));
+    uint64_t units = 0;
+    unsigned chunks = 0, workers = 0;
+    double first = INFINITY, last = 0, share = 0;
+    for (size_t i = 0; i < r->num_devices; i++) {
+        const clf_device_report *v = &r->dev[i];
+        if (d->devices)
+            ck_assert_msg(v->device == d->devices[i], "%s: dev[%zu].device %zu %s", what, i,
+                          v->device, describe(r));
+        else
+            ck_assert_msg(v->device == i, "%s: dev[%zu].device %zu", what, i, v->device);
+        ck_assert_msg(!v->failed, "%s: device %zu failed %s", what, i, describe(r));
+        ck_assert_msg(v->items == v->units * other, "%s: dev %zu items %llu units %llu %s",
+                      what, i, (unsigned long long)v->items, (unsigned long long)v->units,
+                      describe(r));
+        ck_assert_msg((v->units == 0) == (v->chunks == 0), "%s: dev %zu units %llu chunks %u %s",
+                      what, i, (unsigned long long)v->units, v->chunks, describe(r));
+        if (v->mem_budget)
+            ck_assert_msg(v->mem_peak <= v->mem_budget, "%s: dev %zu peak over budget %s", what,
+                          i, describe(r));
+        ck_assert_msg(v->busy_s >= 0 && v->finish_s >= 0, "%s: negative times", what);
+        units += v->units;
+        chunks += v->chunks;
+        share += v->share;
+        if (v->units) {
+            workers++;
+            first = fmin(first, v->finish_s);
+            last = fmax(last, v->finish_s);
+            ck_assert_msg(v->finish_s <= r->makespan_s * (1 + 1e-9) + 1e-9,
+                          "%s: finish after makespan", what);
+        }
+        /* Static: one chunk per device unless a memory budget forces rounds. */
+        if (r->strategy == CLF_STATIC && !d->mem_limits)
+            ck_assert_msg(v->chunks <= 1, "%s: static gave dev %zu %u chunks %s", what, i,
+                          v->chunks, describe(r));
+    }
+    ck_assert_msg(units == range, "%s: units sum to %llu, range %llu %s", what,
+                  (unsigned long long)units, (unsigned long long)range, describe(r));
+    ck_assert_msg(chunks >= workers && workers >= 1, "%s: %u chunks, %u workers", what, chunks,
+                  workers);
+    ck_assert_msg(fabs(share - 1.0) < 1e-6, "%s: shares sum to %g", what, share);
+    ck_assert_msg(r->efficiency > 0 && r->efficiency <= 1, "%s: efficiency %g", what,
+                  r->efficiency);
+    ck_assert_msg(fabs(r->efficiency - first / last) < 1e-6 || last == 0,
+                  "%s: efficiency %g, finishes say %g", what, r->efficiency, first / last);
+    ck_assert_msg(fabs(r->makespan_s - last) <= 1e-6 * last + 1e-9, "%s: makespan %g, last %g",
+                  what, r->makespan_s, last);
+    ck_assert_msg(r->imbalance >= -1e-9, "%s: imbalance %g", what, r->imbalance);
+    ck_assert_msg(memchr(r->reason, 0, sizeof r->reason) != NULL, "%s: reason unterminated",
+                  what);
+}
+
+/* ---- element-wise kernels ---------------------------------------------------------------- */
+
+START_TEST(vadd_every_strategy_and_size)
+{
+    env e;
+    env_open(&e, _i);
+    size_t nmax = SIZES[NSIZES - 1];
+    float *a = malloc(nmax * sizeof *a), *b = malloc(nmax * sizeof *b);
+    float *c = malloc(nmax * sizeof *c);
+    for (size_t i = 0; i < nmax; i++)
+        a[i] = (float)(i % 1000) * 0.5f, b[i] = (float)(i % 777);
+    for (size_t s = 0; s < NSTRATEGIES; s++)
+        for (size_t k = 0; k < NSIZES; k++) {
+            size_t n = SIZES[k];
+            for (size_t i = 0; i < nmax; i++)
+                c[i] = -1.0f;
+            clf_arg args[] = {CLF_IN(a, n * sizeof *a, sizeof *a),
+                              CLF_IN(b, n * sizeof *b, sizeof *b),
+                              CLF_OUT(c, n * sizeof *c, sizeof *c)};
+            clf_launch_desc d = make_desc(&e, "vadd", STRATEGIES[s], 1, n, 1, 1);
+            clf_launch_report r;
+            launch_ok(&e, &d, args, 3, &r, NULL);
+            check_report(&d, &r);
+            for (size_t i = 0; i < n; i++)
+                ck_assert_msg(c[i] == a[i] + b[i], "%s: c[%zu] = %g, want %g %s", what, i,
+                              (double)c[i], (double)(a[i] + b[i]), describe(&r));
+            /* Nothing past the range is touched. */
+            for (size_t i = n; i < nmax; i++)
+                ck_assert_msg(c[i] == -1.0f, "%s: c[%zu] written past the range", what, i);
+        }
+    free(a);
+    free(b);
+    free(c);
+    env_close(&e);
+}
+END_TEST
+
+/* Local sizes that do not divide the range: the last chunk goes without one. */
+START_TEST(vadd_local_sizes)
+{
+    env e;
+    env_open(&e, _i);
+    static const size_t locals[] = {8, 16, 64};
+    static const size_t sizes[] = {1, 13, 100, 1000, 4099, 65537, 64 * 50};
+    enum { NMAX = 65537 };
+    float *a = malloc(NMAX * sizeof *a), *b = malloc(NMAX * sizeof *b);
+    float *c = malloc(NMAX * sizeof *c);
+    for (size_t i = 0; i < NMAX; i++)
+        a[i] = (float)(i % 4096), b[i] = -(float)(i % 333) * 0.25f;
+    for (size_t s = 0; s < NSTRATEGIES; s++)
+        for (size_t l = 0; l < 3; l++)
+            for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+                size_t n = sizes[k];
+                memset(c, 0, NMAX * sizeof *c);
+                clf_arg args[] = {CLF_IN(a, n * sizeof *a, sizeof *a),
+                                  CLF_IN(b, n * sizeof *b, sizeof *b),
+                                  CLF_OUT(c, n * sizeof *c, sizeof *c)};
+                clf_launch_desc d = make_desc(&e, "vadd", STRATEGIES[s], 1, n, 1, 1);
+                d.local[0] = locals[l];
+                clf_launch_report r;
+                launch_ok(&e, &d, args, 3, &r, NULL);
+                check_report(&d, &r);
+                for (size_t i = 0; i < n; i++)
+                    ck_assert_msg(c[i] == a[i] + b[i], "%s: c[%zu] = %g %s", what, i,
+                                  (double)c[i], describe(&r));
+            }
+    free(a);
+    free(b);
+    free(c);
+    env_close(&e);
+}
+END_TEST
+
+START_TEST(saxpy_every_strategy_and_size)
+{
+    env e;
+    env_open(&e, _i);
+    size_t nmax = SIZES[NSIZES - 1];
+    float *x = malloc(nmax * sizeof *x), *y = malloc(nmax * sizeof *y);
+    /* Small integers: alpha * x + y is exact with or without a fused multiply-add. */
+    const float alpha = 3.0f;
+    for (size_t s = 0; s < NSTRATEGIES; s++)
+        for (size_t k = 0; k < NSIZES; k++) {
+            size_t n = SIZES[k];
+            for (size_t i = 0; i < nmax; i++)
+                x[i] = (float)(i % 1001), y[i] = (float)(i % 513) - 256.0f;
+            clf_arg args[] = {CLF_SCALAR(&alpha), CLF_IN(x, n * sizeof *x, sizeof *x),
+                              CLF_INOUT(y, n * sizeof *y, sizeof *y)};
+            clf_launch_desc d = make_desc(&e, "saxpy", STRATEGIES[s], 1, n, 1, 1);
+            clf_launch_report r;
+            launch_ok(&e, &d, args, 3, &r, NULL);
+            check_report(&d, &r);
+            for (size_t i = 0; i < nmax; i++) {
+                float want = (float)(i % 513) - 256.0f;
+                if (i < n)
+                    want += alpha * (float)(i % 1001);
+                ck_assert_msg(y[i] == want, "%s: y[%zu] = %g, want %g %s", what, i,
+                              (double)y[i], (double)want, describe(&r));
+            }
+        }
+    free(x);
+    free(y);
+    env_close(&e);
+}
+END_TEST
+
+START_TEST(hash_every_strategy_and_size)
+{
+    env e;
+    env_open(&e, _i);
+    size_t nmax = SIZES[NSIZES - 1];
+    uint32_t *out = malloc(nmax * sizeof *out);
+    const uint32_t seed = 0x1234abcdu;
+    for (size_t s = 0; s < NSTRATEGIES; s++)
+        for (size_t k = 0; k < NSIZES; k++) {
+            size_t n = SIZES[k];
+            memset(out, 0, nmax * sizeof *out);
+            clf_arg args[] = {CLF_OUT(out, n * sizeof *out, sizeof *out), CLF_SCALAR(&seed)};
+            clf_launch_desc d = make_desc(&e, "hash32", STRATEGIES[s], 1, n, 1, 1);
+            clf_launch_report r;
+            launch_ok(&e, &d, args, 2, &r, NULL);
+            check_report(&d, &r);
+            for (size_t i = 0; i < n; i++)
+                ck_assert_msg(out[i] == lowbias32((uint32_t)i ^ seed), "%s: out[%zu] %s", what,
+                              i, describe(&r));
+        }
+    free(out);
+    env_close(&e);
+}
+END_TEST
+
+/* 3D: split along dimension 2; a unit is a whole w x h plane. */
+START_TEST(hash_3d)
+{
+    env e;
+    env_open(&e, _i);
+    const uint32_t w = 5, h = 3, seed = 77;
+    static const size_t depths[] = {1, 2, 7, 101, 1000};
+    uint32_t *out = malloc(1000 * w * h * sizeof *out);
+    for (size_t s = 0; s < NSTRATEGIES; s++)
+        for (size_t k = 0; k < sizeof depths / sizeof depths[0]; k++) {
+            size_t n = depths[k], plane = w * h * sizeof *out;
+            memset(out, 0, 1000 * plane);
+            clf_arg args[] = {CLF_OUT(out, n * plane, plane), CLF_SCALAR(&seed), CLF_SCALAR(&w),
+                              CLF_SCALAR(&h)};
+            clf_launch_desc d = make_desc(&e, "hash3d", STRATEGIES[s], 3, w, h, n);
+            clf_launch_report r;
+            launch_ok(&e, &d, args, 4, &r, NULL);
+            check_report(&d, &r);
+            for (size_t i = 0; i < n * w * h; i++)
+                ck_assert_msg(out[i] == lowbias32((uint32_t)i ^ seed), "%s: out[%zu] %s", what,
+                              i, describe(&r));
+        }
+    free(out);
+    env_close(&e);
+}
+END_TEST
+
+/* Scalars of several sizes reach every device unchanged. */
+START_TEST(scalars_of_every_size)
+{
+    env e;
+    env_open(&e, _i);
+    enum { N = 4099 };
+    uint64_t *out = malloc(N * sizeof *out);
+    const uint64_t a = 0x100000000ull + 5;
+    const uint32_t b = 3;
+    const float c = 1000.0f;
+    for (size_t s = 0; s < NSTRATEGIES; s++) {
+        clf_arg args[] = {CLF_OUT(out, N * sizeof *out, sizeof *out), CLF_SCALAR(&a),
+                          CLF_SCALAR(&b), CLF_SCALAR(&c)};
+        clf_launch_desc d = make_desc(&e, "scalars", STRATEGIES[s], 1, N, 1, 1);
+        clf_launch_report r;
+        launch_ok(&e, &d, args, 4, &r, NULL);
+        check_report(&d, &r);
+        for (size_t i = 0; i < N; i++)
+            ck_assert_msg(out[i] == a + b * i + 1000, "%s: out[%zu] %s", what, i, describe(&r));
+    }
+    free(out);
+    env_close(&e);
+}
+END_TEST
+
+/* ---- chunk boundaries -------------------------------------------------------------------- */
+
+/*
+ * Reconstruct the chunks from each item's global offset: every chunk starts at a multiple of
+ * the granularity and the local size, is non-empty, the chunks tile the range, their number
+ * is the report's, and every chunk but the last uses the requested local size.
+ */
+static void check_chunks(const clf_launch_desc *d, const clf_launch_report *r,
+                         const uint32_t *off, const uint32_t *lsz, size_t align)
+{
+    size_t n = d->global[0], runs = 0;
+    for (size_t i = 0; i < n;) {
+        size_t start = i;
+        ck_assert_msg(off[i] == start, "%s: item %zu ran with offset %u %s", what, i, off[i],
+                      describe(r));
+        while (i < n && off[i] == start)
+            i++;
+        runs++;
+        size_t len = i - start;
+        ck_assert_msg(start % align == 0, "%s: chunk at %zu not aligned to %zu %s", what,
+                      start, align, describe(r));
+        ck_assert_msg(len % align == 0 || i == n, "%s: chunk [%zu, +%zu) not a multiple of %zu",
+                      what, start, len, align);
+        if (d->local[0] && (len % d->local[0] == 0))
+            for (size_t j = start; j < i; j++)
+                ck_assert_msg(lsz[j] == d->local[0], "%s: chunk at %zu ran with local %u",
+                              what, start, lsz[j]);
+    }
+    unsigned chunks = 0;
+    for (size_t k = 0; k < r->num_devices; k++)
+        chunks += r->dev[k].chunks;
+    ck_assert_msg(runs == chunks, "%s: %zu chunks ran, the report says %u %s", what, runs,
+                  chunks, describe(r));
+}
+
+START_TEST(chunks_tile_the_range)
+{
+    env e;
+    env_open(&e, _i);
+    enum { NMAX = 20011 };
+    uint32_t *off = malloc(NMAX * sizeof *off), *lsz = malloc(NMAX * sizeof *lsz);
+    /* {local, granularity, alignment the chunks must have} */
+    static const size_t cases[][3] = {{0, 0, 1}, {0, 7, 7}, {16, 0, 16}, {16, 32, 32},
+                                      {64, 0, 64}};
+    static const size_t sizes[] = {1, 3, 7, 100, 1000, 20011};
+    for (size_t s = 0; s < NSTRATEGIES; s++)
+        for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+            for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+                size_t n = sizes[k];
+                memset(off, 0xff, NMAX * sizeof *off);
+                clf_arg args[] = {CLF_OUT(off, n * sizeof *off, sizeof *off),
+                                  CLF_OUT(lsz, n * sizeof *lsz, sizeof *lsz)};
+                clf_launch_desc d = make_desc(&e, "whereami", STRATEGIES[s], 1, n, 1, 1);
+                d.local[0] = cases[c][0];
+                d.granularity = cases[c][1];
+                d.chunks_per_device = 8;
+                char extra[64];
+                snprintf(extra, sizeof extra, "granularity %zu", d.granularity);
+                clf_launch_report r;
+                launch_ok(&e, &d, args, 2, &r, extra);
+                check_report(&d, &r);
+                check_chunks(&d, &r, off, lsz, cases[c][2]);
+            }
+    free(off);
+    free(lsz);
+    env_close(&e);
+}
+END_TEST
+
+/* ---- 2D blur with halos ------------------------------------------------------------------ */
+
+static void blur_ref(const uint32_t *in, uint32_t *out, int w, int h)
+{
+    static const uint32_t gw[5] = {1, 4, 6, 4, 1};
+    for (int y = 0; y < h; y++)
+        for (int x = 0; x < w; x++) {
+            uint32_t s = 0;
+            for (int dy = -2; dy <= 2; dy++) {
+                int yy = y + dy < 0 ? 0 : y + dy >= h ? h - 1 : y + dy;
+                for (int dx = -2; dx <= 2; dx++) {
+                    int xx = x + dx < 0 ? 0 : x + dx >= w ? w - 1 : x + dx;
+                    s += gw[dy + 2] * gw[dx + 2] * in[yy * w + xx];
+                }
+            }
+            out[y * w + x] = s >> 8;
+        }
+}
+
+static uint32_t *test_image(size_t w, size_t h)
+{
+    uint32_t *img = malloc(w * h * sizeof *img);
+    ck_assert_ptr_nonnull(img);
+    for (size_t i = 0; i < w * h; i++)
+        img[i] = lowbias32((uint32_t)i) & 0xffff;
+    return img;
+}
+
+/*
+ * _i: the fleet; chunk: chunk-indexed buffers (blur_chunk) or global-indexed (blur);
+ * local: {lx, ly} or {0, 0}.
+ */
+static void blur_cases(int i, int chunk, size_t w, size_t lx, size_t ly)
+{
+    env e;
+    env_open(&e, i);
+    static const size_t heights[] = {1, 2, 3, 7, 13, 101, 1000, 4099};
+    const size_t hmax = 4099, row = w * sizeof(uint32_t);
+    uint32_t *in = test_image(w, hmax), *out = malloc(hmax * row), *want = malloc(hmax * row);
+    for (size_t s = 0; s < NSTRATEGIES; s++)
+        for (size_t k = 0; k < sizeof heights / sizeof heights[0]; k++) {
+            size_t h = heights[k];
+            int iw = (int)w, ih = (int)h, hb = 2;
+            memset(out, 0, hmax * row);
+            clf_arg args[5] = {CLF_IN_HALO(in, h * row, row, 2, 2), CLF_OUT(out, h * row, row),
+                               CLF_SCALAR(&iw), CLF_SCALAR(&ih), CLF_SCALAR(&hb)};
+            if (chunk) {
+                args[0] = chunked(args[0]);
+                args[1] = chunked(args[1]);
+            }
+            clf_launch_desc d =
+                make_desc(&e, chunk ? "blur_chunk" : "blur", STRATEGIES[s], 2, w, h, 1);
+            d.local[0] = lx;
+            d.local[1] = ly;
+            clf_launch_report r;
+            launch_ok(&e, &d, args, chunk ? 5 : 4, &r, NULL);
+            check_report(&d, &r);
+            blur_ref(in, want, iw, ih);
+            for (size_t p = 0; p < w * h; p++)
+                ck_assert_msg(out[p] == want[p], "%s: pixel (%zu, %zu) = %u, want %u %s", what,
+                              p % w, p / w, out[p], want[p], describe(&r));
+        }
+    free(in);
+    free(out);
+    free(want);
+    env_close(&e);
+}
+
+START_TEST(blur_global_indexed)
+{
+    blur_cases(_i, 0, 37, 0, 0);
+}
+END_TEST
+
+START_TEST(blur_chunk_indexed)
+{
+    blur_cases(_i, 1, 37, 0, 0);
+}
+END_TEST
+
+START_TEST(blur_with_local_size)
+{
+    blur_cases(_i, 0, 40, 8, 2);
+    blur_cases(_i, 1, 32, 16, 4);
+}
+END_TEST
+
+/* ---- reductions -------------------------------------------------------------------------- */
+
+static int32_t *signed_data(size_t n)
+{
+    int32_t *x = malloc(n * sizeof *x);
+    ck_assert_ptr_nonnull(x);
+    /* |x| < 2^24, so (float)x is exact. */
+    for (size_t i = 0; i < n; i++)
+        x[i] = (int32_t)(lowbias32((uint32_t)i + 99) % 16000001u) - 8000000;
+    return x;
+}
+
+START_TEST(reduce_with_atomics)
+{
+    env e;
+    env_open(&e, _i);
+    size_t nmax = SIZES[NSIZES - 1];
+    int32_t *x = signed_data(nmax);
+    for (size_t s = 0; s < NSTRATEGIES; s++)
+        for (size_t k = 0; k < NSIZES; k++) {
+            size_t n = SIZES[k];
+            uint32_t sum = 12345, want_sum = 0;
+            int32_t mn = 12345, want_mn = INT32_MAX;
+            for (size_t i = 0; i < n; i++) {
+                want_sum += (uint32_t)x[i];
+                want_mn = x[i] < want_mn ? x[i] : want_mn;
+            }
+            clf_arg args[] = {CLF_IN(x, n * sizeof *x, sizeof *x),
+                              CLF_REDUCE(&sum, 1, CLF_UINT32, CLF_SUM),
+                              CLF_REDUCE(&mn, 1, CLF_INT32, CLF_MIN)};
+            clf_launch_desc d = make_desc(&e, "sum_min", STRATEGIES[s], 1, n, 1, 1);
+            clf_launch_report r;
+            launch_ok(&e, &d, args, 3, &r, NULL);
+            check_report(&d, &r);
+            ck_assert_msg(sum == want_sum, "%s: sum %u, want %u %s", what, sum, want_sum,
+                          describe(&r));
+            ck_assert_msg(mn == want_mn, "%s: min %d, want %d %s", what, mn, want_mn,
+                          describe(&r));
+        }
+    free(x);
+    env_close(&e);
+}
+END_TEST
+
+/* Per-group partials with local memory: int64 sum and float max, element-wise over devices. */
+START_TEST(reduce_per_group)
+{
+    env e;
+    env_open(&e, _i);
+    static const size_t locals[] = {16, 64};
+    static const size_t groups[] = {1, 2, 3, 13, 101, 1024};
+    int32_t *x = signed_data(64 * 1024);
+    for (size_t s = 0; s < NSTRATEGIES; s++)
+        for (size_t l = 0; l < 2; l++)
+            for (size_t k = 0; k < sizeof groups / sizeof groups[0]; k++) {
+                size_t lo = locals[l], ng = groups[k], n = lo * ng;
+                int64_t *sum = malloc(ng * sizeof *sum), want_sum = 0, got_sum = 0;
+                float *mx = malloc(ng * sizeof *mx), want_mx = -INFINITY, got_mx = -INFINITY;
+                for (size_t i = 0; i < n; i++) {
+                    want_sum += x[i];
+                    want_mx = fmaxf(want_mx, (float)x[i]);
+                }
+                clf_arg args[] = {CLF_IN(x, n * sizeof *x, sizeof *x),
+                                  CLF_LOCAL(lo * sizeof(int64_t)), CLF_LOCAL(lo * sizeof(float)),
+                                  CLF_REDUCE(sum, ng, CLF_INT64, CLF_SUM),
+                                  CLF_REDUCE(mx, ng, CLF_FLOAT, CLF_MAX)};
+                clf_launch_desc d = make_desc(&e, "group_sum_max", STRATEGIES[s], 1, n, 1, 1);
+                d.local[0] = lo;
+                clf_launch_report r;
+                launch_ok(&e, &d, args, 5, &r, NULL);
+                check_report(&d, &r);
+                for (size_t g = 0; g < ng; g++) {
+                    got_sum += sum[g];
+                    got_mx = fmaxf(got_mx, mx[g]);
+                }
+                ck_assert_msg(got_sum == want_sum, "%s: sum %lld, want %lld %s", what,
+                              (long long)got_sum, (long long)want_sum, describe(&r));
+                ck_assert_msg(got_mx == want_mx, "%s: max %g, want %g %s", what, (double)got_mx,
+                              (double)want_mx, describe(&r));
+                /* Group 0 ran on every device that took work: never the identity. */
+                ck_assert_msg(mx[0] > -FLT_MAX, "%s: mx[0] = %g", what, (double)mx[0]);
+                free(sum);
+                free(mx);
+            }
+    free(x);
+    env_close(&e);
+}
+END_TEST
+
+/* ---- broadcast --------------------------------------------------------------------------- */
+
+/* A broadcast input is cached between launches, but a change to it must be seen. */
+START_TEST(broadcast_sees_changes)
+{
+    env e;
+    env_open(&e, _i);
+    enum { N = 10007 };
+    uint32_t table[256], *in = malloc(N * sizeof *in), *out = malloc(N * sizeof *out);
+    for (size_t i = 0; i < N; i++)
+        in[i] = lowbias32((uint32_t)i);
+    for (int round = 0; round < 3; round++)
+        for (size_t s = 0; s < NSTRATEGIES; s++) {
+            for (int t = 0; t < 256; t++)
+                table[t] = (uint32_t)(t * 1000 + round * 7 + (int)s);
+            clf_arg args[] = {CLF_BROADCAST(table, sizeof table),
+                              CLF_IN(in, N * sizeof *in, sizeof *in),
+                              CLF_OUT(out, N * sizeof *out, sizeof *out)};
+            clf_launch_desc d = make_desc(&e, "lookup", STRATEGIES[s], 1, N, 1, 1);
+            char extra[32];
+            snprintf(extra, sizeof extra, "round %d", round);
+            clf_launch_report r;
+            launch_ok(&e, &d, args, 3, &r, extra);
+            check_report(&d, &r);
+            for (size_t i = 0; i < N; i++)
+                ck_assert_msg(out[i] == table[in[i] & 255] + (uint32_t)i,
+                              "%s: out[%zu] = %u, want %u (stale broadcast?) %s", what, i,
+                              out[i], table[in[i] & 255] + (uint32_t)i, describe(&r));
+        }
+    free(in);
+    free(out);
+    env_close(&e);
+}
+END_TEST
+
+/* ---- memory limits ----------------------------------------------------------------------- */
+
+static void check_limits(const clf_launch_report *r, const uint64_t *limits)
+{
+    for (size_t i = 0; i < r->num_devices; i++) {
+        ck_assert_msg(r->dev[i].mem_budget > 0 && r->dev[i].mem_budget <= limits[i],
+                      "%s: dev %zu budget %llu, limit %llu %s", what, i,
+                      (unsigned long long)r->dev[i].mem_budget, (unsigned long long)limits[i],
+                      describe(r));
+        ck_assert_msg(r->dev[i].mem_peak <= limits[i], "%s: dev %zu held %llu, limit %llu %s",
+                      what, i, (unsigned long long)r->dev[i].mem_peak,
+                      (unsigned long long)limits[i], describe(r));
+        if (r->dev[i].units)
+            ck_assert_msg(r->dev[i].mem_peak > 0, "%s: dev %zu held nothing", what, i);
+    }
+}
+
+/* 4 MiB of inputs and outputs through 64 KiB per device: chunk-indexed streaming. */
+START_TEST(memory_limits_stream)
+{
+    env e;
+    env_open(&e, _i);
+    enum { N = 1 << 18 };
+    uint32_t *a = malloc(N * 4), *b = malloc(N * 4), *sum = malloc(N * 4), *prod = malloc(N * 4);
+    for (size_t i = 0; i < N; i++)
+        a[i] = lowbias32((uint32_t)i), b[i] = (uint32_t)i * 2654435761u;
+    uint64_t limits[3] = {64 << 10, 64 << 10, 96 << 10};
+    for (size_t s = 0; s < NSTRATEGIES; s++) {
+        memset(sum, 0, N * 4);
+        memset(prod, 0, N * 4);
+        clf_arg args[] = {chunked((clf_arg)CLF_IN(a, N * 4, 4)),
+                          chunked((clf_arg)CLF_IN(b, N * 4, 4)),
+                          chunked((clf_arg)CLF_OUT(sum, N * 4, 4)),
+                          chunked((clf_arg)CLF_OUT(prod, N * 4, 4))};
+        clf_launch_desc d = make_desc(&e, "addmul_chunk", STRATEGIES[s], 1, N, 1, 1);
+        d.mem_limits = limits;
+        clf_launch_report r;
+        launch_ok(&e, &d, args, 4, &r, "64 KiB limits");
+        check_report(&d, &r);
+        check_limits(&r, limits);
+        unsigned chunks = 0;
+        for (size_t i = 0; i < r.num_devices; i++)
+            chunks += r.dev[i].chunks;
+        /* 16 bytes a unit, 64 KiB: at least 4096 units a chunk is impossible. */
+        ck_assert_msg(chunks >= N / 4096, "%s: %u chunks cannot fit %s", what, chunks,
+                      describe(&r));
+        for (size_t i = 0; i < N; i++)
+            ck_assert_msg(sum[i] == a[i] + b[i] && prod[i] == a[i] * b[i], "%s: item %zu %s",
+                          what, i, describe(&r));
+    }
+    /* A halo counts too: blur 1 MiB in and out through 48 KiB. */
+    const size_t w = 64, h = 4096, row = w * 4;
+    uint32_t *img = test_image(w, h), *out = malloc(h * row), *want = malloc(h * row);
+    blur_ref(img, want, (int)w, (int)h);
+    uint64_t small[3] = {48 << 10, 48 << 10, 48 << 10};
+    for (size_t s = 0; s < NSTRATEGIES; s++) {
+        int iw = (int)w, ih = (int)h, hb = 2;
+        memset(out, 0, h * row);
+        clf_arg args[] = {chunked((clf_arg)CLF_IN_HALO(img, h * row, row, 2, 2)),
+                          chunked((clf_arg)CLF_OUT(out, h * row, row)), CLF_SCALAR(&iw),
+                          CLF_SCALAR(&ih), CLF_SCALAR(&hb)};
+        clf_launch_desc d = make_desc(&e, "blur_chunk", STRATEGIES[s], 2, w, h, 1);
+        d.mem_limits = small;
+        clf_launch_report r;
+        launch_ok(&e, &d, args, 5, &r, "48 KiB limits");
+        check_report(&d, &r);
+        check_limits(&r, small);
+        for (size_t p = 0; p < w * h; p++)
+            ck_assert_msg(out[p] == want[p], "%s: pixel %zu %s", what, p, describe(&r));
+    }
+    free(a);
+    free(b);
+    free(sum);
+    free(prod);
+    free(img);
+    free(out);
+    free(want);
+    env_close(&e);
+}
+END_TEST
+
+/*
+ * Limits the data cannot meet: a global-indexed buffer spans the whole array, so 1 MiB through
+ * 64 KiB cannot work; and one unit larger than the limit cannot either. The runtime must
+ * refuse (never exceed a limit) or, where it can, succeed within the limit.
+ */
+START_TEST(memory_limits_impossible)
+{
+    env e;
+    env_open(&e, _i);
+    enum { N = 1 << 18 };
+    uint32_t *out = malloc(N * 4);
+    const uint32_t seed = 5;
+    uint64_t limits[3] = {64 << 10, 64 << 10, 64 << 10};
+    for (size_t s = 0; s < NSTRATEGIES; s++) {
+        clf_arg args[] = {CLF_OUT(out, N * 4, 4), CLF_SCALAR(&seed)};
+        clf_launch_desc d = make_desc(&e, "hash32", STRATEGIES[s], 1, N, 1, 1);
+        d.mem_limits = limits;
+        set_what(&e, &d, "global-indexed over the limit");
+        clf_launch_report r;
+        clf_status st = clf_launch(e.f, e.p, &d, args, 2, &r);
+        if (st == CLF_SUCCESS) {
+            check_report(&d, &r);
+            check_limits(&r, limits);
+            for (size_t i = 0; i < N; i++)
+                ck_assert_msg(out[i] == lowbias32((uint32_t)i ^ seed), "%s: out[%zu]", what, i);
+        } else {
+            ck_assert_msg(clf_last_error()[0] != 0, "%s: %s without detail", what,
+                          clf_status_name(st));
+        }
+    }
+    /* One 1 KiB row per unit, 512 bytes allowed. */
+    uint64_t tiny[3] = {512, 512, 512};
+    for (size_t s = 0; s < NSTRATEGIES; s++) {
+        clf_arg args[] = {chunked((clf_arg)CLF_OUT(out, N * 4, 1024)), CLF_SCALAR(&seed)};
+        clf_launch_desc d = make_desc(&e, "hash32", STRATEGIES[s], 1, N / 256, 1, 1);
+        d.mem_limits = tiny;
+        set_what(&e, &d, "a unit over the limit");
+        clf_status st = clf_launch(e.f, e.p, &d, args, 2, NULL);
+        ck_assert_msg(st != CLF_SUCCESS, "%s: succeeded", what);
+        ck_assert_msg(clf_last_error()[0] != 0, "%s: %s without detail", what,
+                      clf_status_name(st));
+    }
+    free(out);
+    env_close(&e);
+}
+END_TEST
+
+/* ---- weights ----------------------------------------------------------------------------- */
+
+START_TEST(static_user_and_equal_weights)
+{
+    env e;
+    env_open(&e, 0);
+    enum { N = 4000 };
+    uint32_t *out = malloc(N * 4);
+    const uint32_t seed = 9;
+    clf_arg args[] = {CLF_OUT(out, N * 4, 4), CLF_SCALAR(&seed)};
+    clf_launch_report r;
+
+    clf_launch_desc d = make_desc(&e, "hash32", CLF_STATIC, 1, N, 1, 1);
+    /* Exact shares need chunks of any length: without a granularity or a local size,
+     * clfleet would choose a work-group size and round the shares to it. */
+    d.granularity = 1;
+    d.weights_mode = CLF_WEIGHTS_USER;
+    double w31[2] = {3, 1};
+    d.weights = w31;
+    launch_ok(&e, &d, args, 2, &r, "weights 3:1");
+    check_report(&d, &r);
+    ck_assert_msg(r.dev[0].units == 3000 && r.dev[1].units == 1000, "%s: %s", what,
+                  describe(&r));
+
+    double w10[2] = {1, 0};
+    d.weights = w10;
+    launch_ok(&e, &d, args, 2, &r, "weights 1:0");
+    check_report(&d, &r);
+    ck_assert_msg(r.dev[0].units == N && r.dev[1].units == 0, "%s: %s", what, describe(&r));
+
+    /* Guided follows user weights too: the heavier device does more. */
+    d.strategy = CLF_GUIDED;
+    d.weights = w31;
+    launch_ok(&e, &d, args, 2, &r, "guided 3:1");
+    check_report(&d, &r);
+
+    d.strategy = CLF_STATIC;
+    d.weights_mode = CLF_WEIGHTS_EQUAL;
+    d.weights = NULL;
+    launch_ok(&e, &d, args, 2, &r, "equal weights");
+    check_report(&d, &r);
+    ck_assert_msg(r.dev[0].units == N / 2 && r.dev[1].units == N / 2, "%s: %s", what,
+                  describe(&r));
+    for (size_t i = 0; i < N; i++)
+        ck_assert_uint_eq(out[i], lowbias32((uint32_t)i ^ seed));
+
+    /* Dynamic: about chunks_per_device chunks each. */
+    d.strategy = CLF_DYNAMIC;
+    d.chunks_per_device = 8;
+    launch_ok(&e, &d, args, 2, &r, "dynamic, 8 a device");
+    check_report(&d, &r);
+    unsigned chunks = r.dev[0].chunks + r.dev[1].chunks;
+    ck_assert_msg(chunks >= 8 && chunks <= 32, "%s: %u chunks %s", what, chunks, describe(&r));
+    free(out);
+    env_close(&e);
+}
+END_TEST
+
+static char learn_dir[256];
+
+static void remove_dir(const char *dir)
+{
+    DIR *dd = opendir(dir);
+    if (!dd)
+        return;
+    struct dirent *ent;
+    char path[512];
+    while ((ent = readdir(dd)))
+        if (strcmp(ent->d_name, ".") && strcmp(ent->d_name, "..")) {
+            snprintf(path, sizeof path, "%s/%s", dir, ent->d_name);
+            unlink(path);
+        }
+    closedir(dd);
+    rmdir(dir);
+}
+
+static int mentions_learned(const char *reason)
+{
+    char low[sizeof ((clf_launch_report *)0)->reason];
+    size_t i = 0;
+    for (; reason[i] && i + 1 < sizeof low; i++)
+        low[i] = (char)(reason[i] >= 'A' && reason[i] <= 'Z' ? reason[i] + 32 : reason[i]);
+    low[i] = 0;
+    return strstr(low, "learn") != NULL;
+}
+
+/* Learned weights: after a warm-up the static split says it used them, and a new fleet on
+ * the same cache directory starts with them. */
+START_TEST(learned_weights)
+{
+    snprintf(learn_dir, sizeof learn_dir, "%s/clfleet-learn-XXXXXX",
+             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    ck_assert_ptr_nonnull(mkdtemp(learn_dir));
+    enum { N = 1 << 20 };
+    uint32_t *out = malloc(N * 4);
+    const uint32_t seed = 11;
+    clf_arg args[] = {CLF_OUT(out, N * 4, 4), CLF_SCALAR(&seed)};
+    for (int process = 0; process < 2; process++) {
+        clf_fleet_options o = CLF_FLEET_OPTIONS_INIT;
+        o.devices = FLEET2;
+        o.cache_dir = learn_dir;
+        env e = {&CFGS[0], NULL, NULL};
+        ck_assert_ok(clf_fleet_create(&e.f, &o));
+        ck_assert_ok(clf_program_build_source(&e.p, e.f, SRC, NULL));
+        for (int run = 0; run < (process ? 1 : 4); run++) {
+            clf_launch_desc d = make_desc(&e, "hash32", CLF_STATIC, 1, N, 1, 1);
+            d.weights_mode = CLF_WEIGHTS_LEARNED;
+            char extra[48];
+            snprintf(extra, sizeof extra, "learned, fleet %d, run %d", process, run);
+            clf_launch_report r;
+            launch_ok(&e, &d, args, 2, &r, extra);
+            check_report(&d, &r);
+            if (process == 1 || run == 3)
+                ck_assert_msg(mentions_learned(r.reason), "%s: reason '%s' %s", what, r.reason,
+                              describe(&r));
+            if (run == 3)
+                fprintf(stderr, "learned weights: shares %.3f %.3f (%s)\n", r.dev[0].share,
+                        r.dev[1].share, r.reason);
+        }
+        for (size_t i = 0; i < N; i += 997)
+            ck_assert_uint_eq(out[i], lowbias32((uint32_t)i ^ seed));
+        env_close(&e);
+    }
+    free(out);
+}
+END_TEST
+
+static void learned_teardown(void)
+{
+    if (learn_dir[0])
+        remove_dir(learn_dir);
+    learn_dir[0] = 0;
+}
+
+/* ---- asynchronous launches ------------------------------------------------------------- */
+
+START_TEST(async_in_order)
+{
+    env e;
+    env_open(&e, _i);
+    enum { N = 100003 };
+    float *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y);
+    uint32_t *v = malloc(N * sizeof *v);
+    for (size_t i = 0; i < N; i++)
+        x[i] = (float)(i % 1000), y[i] = (float)(i % 77), v[i] = (uint32_t)i;
+    const float alpha = 2.0f;
+    const uint32_t mc[3][2] = {{3, 1}, {5, 7}, {2, 11}};
+    clf_launch_report rep[6];
+    clf_event *ev[6];
+    for (int k = 0; k < 3; k++) {
+        /* Non-commuting updates of v: y*m+c in another order gives other numbers. */
+        clf_arg aff[] = {CLF_INOUT(v, N * sizeof *v, sizeof *v), CLF_SCALAR(&mc[k][0]),
+                         CLF_SCALAR(&mc[k][1])};
+        clf_launch_desc d = make_desc(&e, "affine", STRATEGIES[k + 1], 1, N, 1, 1);
+        set_what(&e, &d, "async");
+        ck_assert_ok(clf_launch_async(e.f, e.p, &d, aff, 3, &rep[2 * k], &ev[2 * k]));
+        clf_arg sax[] = {CLF_SCALAR(&alpha), CLF_IN(x, N * sizeof *x, sizeof *x),
+                         CLF_INOUT(y, N * sizeof *y, sizeof *y)};
+        clf_launch_desc d2 = make_desc(&e, "saxpy", STRATEGIES[k], 1, N, 1, 1);
+        ck_assert_ok(clf_launch_async(e.f, e.p, &d2, sax, 3, &rep[2 * k + 1], &ev[2 * k + 1]));
+        /* desc and args were copied: clobbering them changes nothing. */
+        memset(&d, 0, sizeof d);
+        memset(&d2, 0, sizeof d2);
+        memset(aff, 0, sizeof aff);
+        memset(sax, 0, sizeof sax);
+    }
+    /* Wait in reverse: the last one completing means all are done, in order. */
+    for (int k = 5; k >= 0; k--) {
+        ck_assert_ok(clf_event_wait(ev[k]));
+        clf_event_release(ev[k]);
+    }
+    for (int k = 0; k < 6; k++)
+        ck_assert_msg(rep[k].total_units == N, "launch %d: total_units %llu", k,
+                      (unsigned long long)rep[k].total_units);
+    for (size_t i = 0; i < N; i++) {
+        uint32_t want = (uint32_t)i;
+        for (int k = 0; k < 3; k++)
+            want = want * mc[k][0] + mc[k][1];
+        ck_assert_msg(v[i] == want, "%s: v[%zu] = %u, want %u", e.cfg->label, i, v[i], want);
+        float fy = (float)(i % 77) + 3 * alpha * (float)(i % 1000);
+        ck_assert_msg(y[i] == fy, "%s: y[%zu] = %g, want %g", e.cfg->label, i, (double)y[i],
+                      (double)fy);
+    }
+    free(x);
+    free(y);
+    free(v);
+    env_close(&e);
+}
+END_TEST
+
+/* A launch that fails at run time (a kernel argument missing) between two good ones. */
+START_TEST(async_failure_does_not_block)
+{
+    env e;
+    env_open(&e, 0);
+    enum { N = 4099 };
+    uint32_t *v = malloc(N * sizeof *v);
+    for (size_t i = 0; i < N; i++)
+        v[i] = (uint32_t)i;
+    const uint32_t m = 3, c = 1;
+    clf_arg aff[] = {CLF_INOUT(v, N * sizeof *v, sizeof *v), CLF_SCALAR(&m), CLF_SCALAR(&c)};
+    clf_launch_desc d = make_desc(&e, "affine", CLF_DYNAMIC, 1, N, 1, 1);
+    clf_event *e1 = NULL, *e2 = NULL, *e3 = NULL;
+    clf_launch_report r1, r2, r3;
+    ck_assert_ok(clf_launch_async(e.f, e.p, &d, aff, 3, &r1, &e1));
+    clf_status st2 = clf_launch_async(e.f, e.p, &d, aff, 2, &r2, &e2);
+    ck_assert_ok(clf_launch_async(e.f, e.p, &d, aff, 3, &r3, &e3));
+    ck_assert_ok(clf_event_wait(e1));
+    if (st2 == CLF_SUCCESS) {
+        clf_status w = clf_event_wait(e2);
+        ck_assert_msg(w != CLF_SUCCESS, "a launch with a missing argument succeeded");
+        clf_event_release(e2);
+    } else {
+        ck_assert_ptr_null(e2);
+    }
+    ck_assert_ok(clf_event_wait(e3));
+    clf_event_release(e1);
+    clf_event_release(e3);
+    /* Whether the failed launch touched v is not defined; the two good ones ran. */
+    if (st2 != CLF_SUCCESS)
+        for (size_t i = 0; i < N; i++)
+            ck_assert_uint_eq(v[i], ((uint32_t)i * 3 + 1) * 3 + 1);
+    free(v);
+    env_close(&e);
+}
+END_TEST
+
+/* ---- $CLFLEET_STRATEGY ------------------------------------------------------------------- */
+
+static void unset_strategy(void)
+{
+    unsetenv("CLFLEET_STRATEGY");
+}
+
+START_TEST(strategy_from_environment)
+{
+    env e;
+    env_open(&e, 0);
+    enum { N = 1000 };
+    uint32_t out[N];
+    const uint32_t seed = 3;
+    clf_arg args[] = {CLF_OUT(out, sizeof out, 4), CLF_SCALAR(&seed)};
+    clf_launch_report r;
+    clf_launch_desc d = make_desc(&e, "hash32", CLF_STRATEGY_DEFAULT, 1, N, 1, 1);
+
+    unsetenv("CLFLEET_STRATEGY");
+    ck_assert_ok(clf_launch(e.f, e.p, &d, args, 2, &r));
+    ck_assert_int_eq(r.requested, CLF_AUTO);
+    ck_assert_msg(r.strategy >= CLF_STATIC && r.strategy <= CLF_MEMORY_AWARE, "%d",
+                  (int)r.strategy);
+    ck_assert_msg(r.reason[0] != 0, "AUTO says why");
+
+    static const struct {
+        const char *value;
+        clf_strategy want;
+    } names[] = {{"dynamic", CLF_DYNAMIC},
+                 {"STATIC", CLF_STATIC},
+                 {"guided", CLF_GUIDED},
+                 {"memory-aware", CLF_MEMORY_AWARE}};
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
+        setenv("CLFLEET_STRATEGY", names[k].value, 1);
+        ck_assert_ok(clf_launch(e.f, e.p, &d, args, 2, &r));
+        ck_assert_msg(r.strategy == names[k].want && r.requested == names[k].want,
+                      "CLFLEET_STRATEGY=%s ran %d (asked %d)", names[k].value, (int)r.strategy,
+                      (int)r.requested);
+    }
+    /* An explicit strategy wins over the environment. */
+    setenv("CLFLEET_STRATEGY", "dynamic", 1);
+    d.strategy = CLF_GUIDED;
+    ck_assert_ok(clf_launch(e.f, e.p, &d, args, 2, &r));
+    ck_assert_int_eq(r.strategy, CLF_GUIDED);
+    d.strategy = CLF_STRATEGY_DEFAULT;
+
+    setenv("CLFLEET_STRATEGY", "banana", 1);
+    ck_assert_status(clf_launch(e.f, e.p, &d, args, 2, &r), CLF_ERROR_PARSE);
+    ck_assert_msg(strstr(clf_last_error(), "banana") != NULL, "detail: %s", clf_last_error());
+    unsetenv("CLFLEET_STRATEGY");
+    for (size_t i = 0; i < N; i++)
+        ck_assert_uint_eq(out[i], lowbias32((uint32_t)i ^ seed));
+    env_close(&e);
+}
+END_TEST
+
+START_TEST(strategy_names)
+{
+    static const clf_strategy all[] = {CLF_STRATEGY_DEFAULT, CLF_STATIC,       CLF_DYNAMIC,
+                                       CLF_GUIDED,           CLF_MEMORY_AWARE, CLF_AUTO};
+    for (size_t k = 0; k < sizeof all / sizeof all[0]; k++) {
+        const char *name = clf_strategy_name(all[k]);
+        ck_assert_ptr_nonnull(name);
+        clf_strategy back = (clf_strategy)-1;
+        ck_assert_ok(clf_strategy_parse(name, &back));
+        ck_assert_int_eq(back, all[k]);
+    }
+    ck_assert_ptr_null(clf_strategy_name((clf_strategy)42));
+    clf_strategy s;
+    ck_assert_int_ne(clf_strategy_parse("nope", &s), CLF_SUCCESS);
+    ck_assert_int_ne(clf_strategy_parse(NULL, &s), CLF_SUCCESS);
+    ck_assert_int_ne(clf_strategy_parse("static", NULL), CLF_SUCCESS);
+    ck_assert_uint_eq(clf_type_size(CLF_INT32), 4);
+    ck_assert_uint_eq(clf_type_size(CLF_UINT32), 4);
+    ck_assert_uint_eq(clf_type_size(CLF_INT64), 8);
+    ck_assert_uint_eq(clf_type_size(CLF_FLOAT), 4);
+    ck_assert_uint_eq(clf_type_size(CLF_DOUBLE), 8);
+    ck_assert_uint_eq(clf_type_size((clf_type)0), 0);
+    ck_assert_uint_eq(clf_type_size((clf_type)99), 0);
+}
+END_TEST
+
+/* ---- bad input --------------------------------------------------------------------------- */
+
+/* The call fails with one of the statuses and says why. */
+#define expect_fail(call, want1, want2)                                                    \
+    do {                                                                                   \
+        clf_clear_error();                                                                 \
+        clf_status st_ = (call);                                                           \
+        ck_assert_msg(st_ == (want1) || st_ == (want2), "%s returned %s, expected %s",     \
+                      #call, clf_status_name(st_), clf_status_name(want1));                \
+        ck_assert_msg(clf_last_error()[0] != 0, "%s: %s without detail", #call,            \
+                      clf_status_name(st_));                                               \
+    } while (0)
+
+START_TEST(bad_input)
+{
+    env e;
+    env_open(&e, 0);
+    enum { N = 64 };
+    uint32_t out[N], in[N] = {0};
+    float fout[N];
+    const uint32_t seed = 1;
+    clf_arg args[] = {CLF_OUT(out, sizeof out, 4), CLF_SCALAR(&seed)};
+    clf_launch_desc good = make_desc(&e, "hash32", CLF_DYNAMIC, 1, N, 1, 1);
+    clf_launch_desc d;
+    clf_launch_report r;
+    clf_fleet *f = e.f;
+    clf_program *p = e.p;
+    const int EINV = CLF_ERROR_INVALID_ARGUMENT, ENULL = CLF_ERROR_NULL_POINTER;
+
+    ck_assert_ok(clf_launch(f, p, &good, args, 2, NULL)); /* the report is optional */
+
+    expect_fail(clf_launch(NULL, p, &good, args, 2, &r), ENULL, ENULL);
+    expect_fail(clf_launch(f, NULL, &good, args, 2, &r), ENULL, ENULL);
+    expect_fail(clf_launch(f, p, NULL, args, 2, &r), ENULL, ENULL);
+    expect_fail(clf_launch(f, p, &good, NULL, 2, &r), ENULL, ENULL);
+    clf_event *ev = (clf_event *)f;
+    expect_fail(clf_launch_async(NULL, p, &good, args, 2, &r, &ev), ENULL, ENULL);
+    ck_assert_ptr_null(ev);
+
+    d = good, d.kernel = NULL;
+    expect_fail(clf_launch(f, p, &d, args, 2, &r), ENULL, EINV);
+    d = good, d.dims = 0;
+    expect_fail(clf_launch(f, p, &d, args, 2, &r), EINV, EINV);
+    d = good, d.dims = 4;
+    expect_fail(clf_launch(f, p, &d, args, 2, &r), EINV, EINV);
+    d = good, d.global[0] = 0;
+    expect_fail(clf_launch(f, p, &d, args, 2, &r), CLF_ERROR_ZERO_SIZE, CLF_ERROR_ZERO_SIZE);
+    d = good, d.dims = 2, d.global[0] = N, d.global[1] = 0;
+    expect_fail(clf_launch(f, p, &d, args, 2, &r), CLF_ERROR_ZERO_SIZE, CLF_ERROR_ZERO_SIZE);
+    d = good, d.dims = 2, d.global[0] = 0, d.global[1] = 1;
+    expect_fail(clf_launch(f, p, &d, args, 2, &r), CLF_ERROR_ZERO_SIZE, CLF_ERROR_ZERO_SIZE);
+    d = good, d.kernel = "no_such_kernel";
+    expect_fail(clf_launch(f, p, &d, args, 2, &r), CLF_ERROR_NOT_FOUND, CLF_ERROR_OPENCL);
+    ck_assert_msg(strstr(clf_last_error(), "no_such_kernel") != NULL, "detail: %s",
+                  clf_last_error());
+    d = good, d.strategy = (clf_strategy)42;
+    expect_fail(clf_launch(f, p, &d, args, 2, &r), EINV, EINV);
+    d = good, d.strategy = (clf_strategy)-1;
+    expect_fail(clf_launch(f, p, &d, args, 2, &r), EINV, EINV);
+    d = good, d.version = 999;
+    expect_fail(clf_launch(f, p, &d, args, 2, &r), EINV, CLF_ERROR_UNSUPPORTED);
+    d = good, d.version = 0;
+    expect_fail(clf_launch(f, p, &d, args, 2, &r), EINV, CLF_ERROR_UNSUPPORTED);
+
+    /* Devices. */
+    size_t bad_dev[] = {0, 7};
+    d = good, d.devices = bad_dev, d.num_devices = 2;
+    expect_fail(clf_launch(f, p, &d, args, 2, &r), CLF_ERROR_OUT_OF_RANGE, EINV);
+    d = good, d.devices = bad_dev, d.num_devices = 0;
+    expect_fail(clf_launch(f, p, &d, args, 2, &r), EINV, CLF_ERROR_ZERO_SIZE);
+    size_t many[CLF_MAX_LAUNCH_DEVICES + 1] = {0};
+    d = good, d.devices = many, d.num_devices = CLF_MAX_LAUNCH_DEVICES + 1;
+    expect_fail(clf_launch(f, p, &d, args, 2, &r), EINV, CLF_ERROR_OUT_OF_RANGE);
+
+    /* Weights. */
+    d = good, d.strategy = CLF_STATIC, d.weights_mode = CLF_WEIGHTS_USER, d.weights = NULL;
+    expect_fail(clf_launch(f, p, &d, args, 2, &r), ENULL, EINV);
+    double neg[2] = {1, -1}, nan2[2] = {1, NAN}, zero[2] = {0, 0};
+    d.weights = neg;
+    expect_fail(clf_launch(f, p, &d, args, 2, &r), EINV, EINV);
+    d.weights = nan2;
+    expect_fail(clf_launch(f, p, &d, args, 2, &r), EINV, EINV);
+    d.weights = zero;
+    clf_status stz = clf_launch(f, p, &d, args, 2, &r); /* all zero: equal, or refused */
+    ck_assert_msg(stz == CLF_SUCCESS || stz == CLF_ERROR_INVALID_ARGUMENT, "zero weights: %s",
+                  clf_status_name(stz));
+    d = good, d.weights_mode = (clf_weights)9;
+    expect_fail(clf_launch(f, p, &d, args, 2, &r), EINV, EINV);
+    d = good, d.mem_safety = -0.5;
+    expect_fail(clf_launch(f, p, &d, args, 2, &r), EINV, EINV);
+    d = good, d.mem_safety = 1.5;
+    expect_fail(clf_launch(f, p, &d, args, 2, &r), EINV, EINV);
+
+    /* Local sizes: a non-split dimension must be a multiple. */
+    clf_arg args2[] = {CLF_OUT(out, sizeof out, 4 * 8), CLF_SCALAR(&seed)};
+    d = good, d.dims = 2, d.global[0] = 8, d.global[1] = 8, d.local[0] = 3, d.local[1] = 1;
+    expect_fail(clf_launch(f, p, &d, args2, 2, &r), EINV, EINV);
+    d.local[0] = 0, d.local[1] = 2; /* some but not all local sizes given */
+    expect_fail(clf_launch(f, p, &d, args2, 2, &r), EINV, EINV);
+
+    /* Partitioned arrays. */
+    clf_arg shortarr[] = {CLF_OUT(out, sizeof out - 4, 4), CLF_SCALAR(&seed)};
+    expect_fail(clf_launch(f, p, &good, shortarr, 2, &r), EINV, CLF_ERROR_OUT_OF_RANGE);
+    clf_arg nullarr[] = {CLF_OUT(NULL, sizeof out, 4), CLF_SCALAR(&seed)};
+    expect_fail(clf_launch(f, p, &good, nullarr, 2, &r), ENULL, EINV);
+    clf_arg zerounit[] = {CLF_OUT(out, sizeof out, 0), CLF_SCALAR(&seed)};
+    expect_fail(clf_launch(f, p, &good, zerounit, 2, &r), EINV, CLF_ERROR_ZERO_SIZE);
+    clf_arg overflow[] = {CLF_OUT(out, sizeof out, SIZE_MAX / 2), CLF_SCALAR(&seed)};
+    expect_fail(clf_launch(f, p, &good, overflow, 2, &r), CLF_ERROR_SIZE_OVERFLOW, EINV);
+    clf_arg halo_out[] = {CLF_OUT(out, sizeof out, 4), CLF_SCALAR(&seed)};
+    halo_out[0].halo_before = 1;
+    expect_fail(clf_launch(f, p, &good, halo_out, 2, &r), EINV, EINV);
+    clf_arg badkind[] = {CLF_OUT(out, sizeof out, 4), CLF_SCALAR(&seed)};
+    badkind[1].kind = 99;
+    expect_fail(clf_launch(f, p, &good, badkind, 2, &r), EINV, EINV);
+    clf_arg badflag[] = {CLF_OUT(out, sizeof out, 4), CLF_SCALAR(&seed)};
+    badflag[0].flags = 0x80;
+    expect_fail(clf_launch(f, p, &good, badflag, 2, &r), EINV, EINV);
+    clf_arg nullscalar[] = {CLF_OUT(out, sizeof out, 4), CLF_SCALAR(&seed)};
+    nullscalar[1].host = NULL;
+    expect_fail(clf_launch(f, p, &good, nullscalar, 2, &r), ENULL, EINV);
+
+    /* Reductions. */
+    int32_t x[N] = {0};
+    uint32_t sum = 0;
+    int32_t mn = 0;
+    clf_launch_desc dr = make_desc(&e, "sum_min", CLF_DYNAMIC, 1, N, 1, 1);
+    clf_arg red[] = {CLF_IN(x, sizeof x, 4), CLF_REDUCE(&sum, 1, CLF_UINT32, CLF_SUM),
+                     CLF_REDUCE(&mn, 1, CLF_INT32, CLF_MIN)};
+    ck_assert_ok(clf_launch(f, p, &dr, red, 3, &r));
+    red[1].type = 99;
+    expect_fail(clf_launch(f, p, &dr, red, 3, &r), EINV, EINV);
+    red[1].type = CLF_UINT32, red[1].op = 0;
+    expect_fail(clf_launch(f, p, &dr, red, 3, &r), EINV, EINV);
+    red[1].op = 77;
+    expect_fail(clf_launch(f, p, &dr, red, 3, &r), EINV, EINV);
+    red[1].op = CLF_SUM, red[1].host = NULL;
+    expect_fail(clf_launch(f, p, &dr, red, 3, &r), ENULL, EINV);
+    red[1].host = &sum, red[1].size = 0;
+    expect_fail(clf_launch(f, p, &dr, red, 3, &r), CLF_ERROR_ZERO_SIZE, EINV);
+    red[1].size = 1;
+
+    /* A kernel whose arguments do not match: fails, with detail, and nothing hangs. */
+    clf_arg missing[] = {CLF_OUT(out, sizeof out, 4)};
+    clf_status stm = clf_launch(f, p, &good, missing, 1, &r);
+    ck_assert_msg(stm != CLF_SUCCESS && clf_last_error()[0], "missing argument: %s",
+                  clf_status_name(stm));
+    clf_arg wrongtype[] = {CLF_OUT(fout, sizeof fout, 4), CLF_OUT(in, sizeof in, 4)};
+    stm = clf_launch(f, p, &good, wrongtype, 2, &r); /* a buffer where a uint goes */
+    ck_assert_msg(stm != CLF_SUCCESS && clf_last_error()[0], "buffer for a scalar: %s",
+                  clf_status_name(stm));
+
+    /* A program from another fleet. */
+    env other;
+    env_open(&other, 0);
+    expect_fail(clf_launch(f, other.p, &good, args, 2, &r), EINV, EINV);
+    env_close(&other);
+
+    /* After all that, a good launch still works. */
+    memset(out, 0, sizeof out);
+    ck_assert_ok(clf_launch(f, p, &good, args, 2, &r));
+    for (size_t i = 0; i < N; i++)
+        ck_assert_uint_eq(out[i], lowbias32((uint32_t)i ^ seed));
+    env_close(&e);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("launch");
+    TCase *tc = tcase_create("launch");
+    tcase_set_timeout(tc, 300);
+    /* _i: the fleet, see CFGS (2 or 3 devices, shared or per-device contexts). */
+    tcase_add_loop_test(tc, vadd_every_strategy_and_size, 0, NCFGS);
+    tcase_add_loop_test(tc, vadd_local_sizes, 0, NCFGS);
+    tcase_add_loop_test(tc, saxpy_every_strategy_and_size, 0, NCFGS);
+    tcase_add_loop_test(tc, hash_every_strategy_and_size, 0, NCFGS);
+    tcase_add_loop_test(tc, hash_3d, 0, NCFGS);
+    tcase_add_loop_test(tc, scalars_of_every_size, 0, NCFGS);
+    tcase_add_loop_test(tc, chunks_tile_the_range, 0, NCFGS);
+    tcase_add_loop_test(tc, blur_global_indexed, 0, NCFGS);
+    tcase_add_loop_test(tc, blur_chunk_indexed, 0, NCFGS);
+    tcase_add_loop_test(tc, blur_with_local_size, 0, NCFGS);
+    tcase_add_loop_test(tc, reduce_with_atomics, 0, NCFGS);
+    tcase_add_loop_test(tc, reduce_per_group, 0, NCFGS);
+    tcase_add_loop_test(tc, broadcast_sees_changes, 0, NCFGS);
+    tcase_add_loop_test(tc, memory_limits_stream, 0, NCFGS);
+    tcase_add_loop_test(tc, memory_limits_impossible, 0, NCFGS);
+    tcase_add_test(tc, static_user_and_equal_weights);
+    tcase_add_loop_test(tc, async_in_order, 0, NCFGS);
+    tcase_add_test(tc, async_failure_does_not_block);
+    tcase_add_test(tc, strategy_names);
+    tcase_add_test(tc, bad_input);
+    suite_add_tcase(s, tc);
+
+    /* Tests that change the environment or a cache directory undo it even when they fail. */
+    TCase *te = tcase_create("environment");
+    tcase_set_timeout(te, 120);
+    tcase_add_checked_fixture(te, NULL, unset_strategy);
+    tcase_add_test(te, strategy_from_environment);
+    suite_add_tcase(s, te);
+    TCase *tl = tcase_create("learned");
+    tcase_set_timeout(tl, 120);
+    tcase_add_checked_fixture(tl, NULL, learned_teardown);
+    tcase_add_test(tl, learned_weights);
+    suite_add_tcase(s, tl);
+
+    /* Both fleets must exist (FLEET2 needs a second pthread device). */
+    int rc = test_probe_devices(FLEET4, 4);
+    if (rc < 0)
+        rc = test_probe_devices(FLEET2, 2);
+    if (rc >= 0)
+        return rc;
+    return test_run(s, NULL, 0);
+}
