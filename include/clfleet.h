@@ -16,6 +16,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -134,13 +135,26 @@ typedef struct clf_fleet_options {
     int context_per_device; /**< nonzero: one context per device, not per platform */
     const char *cache_dir;  /**< NULL: $CLFLEET_CACHE_DIR, else $XDG_CACHE_HOME/clfleet */
     int disable_cache;      /**< nonzero: never read or write program binaries */
+    /**
+     * Transfer paths to leave out, e.g. "staged" (force host staging),
+     * "no-cuda,no-amd" (see README, "Transfers"). NULL: $CLFLEET_TRANSFER.
+     */
+    const char *transfer;
+    /**
+     * Record a timeline of every kernel, copy and wait, written to this path as
+     * Chrome trace-event JSON (open it in Perfetto) when the fleet is destroyed
+     * and by clf_trace_flush(). "%p" in the path becomes the process id, "%n"
+     * the fleet's number in the process (0, 1, ...). NULL: $CLFLEET_TRACE; "": off.
+     * A file that cannot be written at destroy is reported on standard error.
+     */
+    const char *trace;
 } clf_fleet_options;
 
 #define CLF_FLEET_OPTIONS_VERSION 1
 #define CLF_FLEET_OPTIONS_INIT                                   \
     {                                                            \
         CLF_FLEET_OPTIONS_VERSION, NULL, 0, 0, 0, 0, NULL, 0, 0, \
-            NULL, 0                                              \
+            NULL, 0, NULL, NULL                                  \
     }
 
 /**
@@ -292,6 +306,50 @@ CLF_API clf_status clf_buffer_fill(clf_buffer *buf, const void *pattern, size_t 
 
 
 /* ------------------------------------------------------------------ */
+/* Device-to-device transfers                                          */
+/* ------------------------------------------------------------------ */
+
+/** \brief How bytes move from one device to another (first that applies wins). */
+typedef enum clf_path {
+    CLF_PATH_SAME_DEVICE = 0, /**< a copy on the device */
+    CLF_PATH_UNIFIED = 1,     /**< host-unified memory in one context: copy in the context */
+    CLF_PATH_AMD_P2P = 2,     /**< clEnqueueCopyBufferP2PAMD */
+    CLF_PATH_CUDA_P2P = 3,    /**< CUDA peer copy through memory shared with OpenCL */
+    CLF_PATH_STAGED = 4       /**< pipelined through pinned host buffers */
+} clf_path;
+
+/** \brief "same-device", "unified", "amd-p2p", "cuda-p2p", "staged"; NULL if unknown. */
+CLF_API const char *clf_path_name(clf_path path);
+/**
+ * \brief The path a copy from device \p src to device \p dst takes.
+ * \param direct set to 1 when the pair can copy without the host at all
+ *        (whatever paths are disabled), or NULL
+ */
+CLF_API clf_status clf_transfer_path(const clf_fleet *fleet, size_t src, size_t dst,
+                                     clf_path *path, int *direct);
+/**
+ * \brief Why the CUDA peer-to-peer path is on or off (the driver found, the
+ * self-test's result, or the reason it was not tried). Never NULL.
+ */
+CLF_API const char *clf_transfer_cuda_status(const clf_fleet *fleet);
+
+/**
+ * \brief Copy \p size bytes between two buffers on any devices, contexts or
+ * platforms, by the fastest path; returns at once.
+ *
+ * The copy starts after every event of \p wait (from any device or
+ * context). Regions must lie in their buffers and must not overlap when both
+ * are the same buffer.
+ * \param out_event completes with the copy (release it), or NULL
+ */
+CLF_API clf_status clf_copy_async(clf_buffer *dst, size_t dst_offset, clf_buffer *src,
+                                  size_t src_offset, size_t size, clf_event *const *wait,
+                                  size_t num_wait, clf_event **out_event);
+/** \brief As clf_copy_async(), and wait for it. */
+CLF_API clf_status clf_copy(clf_buffer *dst, size_t dst_offset, clf_buffer *src,
+                            size_t src_offset, size_t size);
+
+/* ------------------------------------------------------------------ */
 /* One launch across the fleet                                         */
 /* ------------------------------------------------------------------ */
 
@@ -407,7 +465,7 @@ typedef struct clf_launch_desc {
     /** Per used device, a memory limit in bytes for this launch (0: none), or NULL. */
     const uint64_t *mem_limits;
     double mem_safety;          /**< usable fraction of reported memory; 0: 0.8 */
-    unsigned chunks_per_device; /**< CLF_DYNAMIC: about this many chunks each; 0: 4 */
+    unsigned chunks_per_device; /**< CLF_DYNAMIC: about this many chunks each; 0: 16 */
     size_t min_chunk;           /**< CLF_GUIDED: smallest chunk in units; 0: granularity */
 } clf_launch_desc;
 
@@ -427,6 +485,7 @@ typedef struct clf_device_report {
     uint64_t units;           /**< split indices done */
     uint64_t items;           /**< work-items done */
     unsigned chunks;          /**< chunks taken */
+    unsigned stolen;          /**< of which taken from another device's look-ahead */
     double share;             /**< units / total */
     double busy_s;            /**< kernel time, from profiling events */
     uint64_t bytes_to_device, bytes_from_device;
@@ -472,6 +531,169 @@ CLF_API clf_status clf_launch_async(clf_fleet *fleet, clf_program *prog,
                                     const clf_launch_desc *desc, const clf_arg *args,
                                     size_t nargs, clf_launch_report *report,
                                     clf_event **out_event);
+
+/* ------------------------------------------------------------------ */
+/* Metrics and tracing                                                 */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Every fleet counts, per device, the kernels it ran and their time on the
+ * device (from OpenCL profiling events, not host clocks), the bytes moved
+ * each way and by which path, and the memory allocated through clfleet.
+ * Counting costs a few additions per command and no OpenCL call beyond those
+ * a launch already makes. With tracing on (clf_fleet_options.trace or
+ * $CLFLEET_TRACE), every kernel, copy and wait is also written as a Chrome
+ * trace-event file that Perfetto (https://ui.perfetto.dev) opens: one track
+ * per device and queue.
+ *
+ * The functions below return CLF_ERROR_NULL_POINTER for a NULL fleet or
+ * output, CLF_ERROR_OUT_OF_RANGE for a device index beyond the fleet, and
+ * CLF_ERROR_UNSUPPORTED when the fleet counts nothing (CLFLEET_METRICS=0).
+ */
+
+/** \brief Which way bytes moved. */
+typedef enum clf_direction {
+    CLF_TO_DEVICE = 0,   /**< host to device: buffer writes, launch inputs, broadcasts */
+    CLF_FROM_DEVICE = 1, /**< device to host: buffer reads, launch outputs, reductions */
+    CLF_PEER = 2         /**< device to device, counted on the receiving device */
+} clf_direction;
+
+/** \brief Number of clf_direction values (the size of the dir[] arrays). */
+#define CLF_NUM_DIRECTIONS 3
+/** \brief Number of clf_path values (the size of the path[] arrays). */
+#define CLF_NUM_PATHS 5
+
+/** \brief "to-device", "from-device", "peer"; NULL if unknown. */
+CLF_API const char *clf_direction_name(clf_direction dir);
+
+/** \brief Bytes moved by a kind of transfer, and how fast. */
+typedef struct clf_transfer_stats {
+    uint64_t bytes;
+    uint64_t count;   /**< transfer commands (a launch moves each argument of a chunk in one) */
+    double seconds;   /**< their time on the device, from profiling events (host time for
+                           paths without OpenCL events) */
+    double bandwidth; /**< achieved: bytes / seconds, in bytes per second (0 without time) */
+} clf_transfer_stats;
+
+/**
+ * \brief What one device did since the fleet was created or the metrics
+ * last reset (clf_metrics_reset()).
+ */
+typedef struct clf_device_metrics {
+    size_t device;      /**< fleet index */
+    uint64_t kernels;   /**< kernel commands run (a launch runs one or two per chunk) */
+    double busy_s;      /**< their time on the device, from profiling events */
+    double wall_s;      /**< host time of the window: since creation or the last reset */
+    double utilization; /**< busy_s / wall_s */
+    clf_transfer_stats dir[CLF_NUM_DIRECTIONS]; /**< by clf_direction */
+    /** Copies this device received from devices (itself included), by clf_path. */
+    clf_transfer_stats path[CLF_NUM_PATHS];
+    clf_transfer_stats peer_sent; /**< copies from this device to other devices */
+    uint64_t transfers;           /**< sum of dir[].count */
+    double transfer_s;            /**< sum of dir[].seconds */
+    double bandwidth;             /**< sum of dir[].bytes / transfer_s (bytes per second) */
+    /** Bytes allocated on the device through clfleet now: buffers, launch buffers, and the
+     *  copies of broadcast arguments a fleet keeps between launches. */
+    uint64_t mem_current;
+    uint64_t mem_peak;    /**< most bytes allocated at once in the window */
+    uint64_t allocations; /**< allocations in the window */
+    /** Host time clfleet calls spent blocked waiting for this device (clf_fleet_finish()). */
+    double wait_s;
+    /** Time this device sat idle at the end of launches, waiting for the slowest device. */
+    double idle_s;
+    int in_last_launch;   /**< nonzero when the last launch used this device */
+    double last_busy_s;   /**< kernel time in the last launch */
+    double last_share;    /**< share of the last launch's range */
+    double last_finish_s; /**< when it finished its part, from the last launch's start */
+} clf_device_metrics;
+
+/** \brief The fleet's totals over the same window. */
+typedef struct clf_fleet_metrics {
+    size_t num_devices;
+    double wall_s;      /**< host time since creation or the last reset */
+    uint64_t launches;  /**< clf_launch() and clf_launch_async() runs */
+    uint64_t kernels;   /**< over every device */
+    double busy_s;      /**< kernel time summed over devices */
+    double utilization; /**< busy_s / (wall_s x num_devices) */
+    clf_transfer_stats dir[CLF_NUM_DIRECTIONS];
+    clf_transfer_stats path[CLF_NUM_PATHS];
+    uint64_t mem_current; /**< over every device */
+    uint64_t mem_peak;    /**< most bytes allocated at once over every device, in the window */
+    double wait_s, idle_s;
+    /* The last launch in the window (zero before one). */
+    char last_kernel[64];
+    clf_strategy last_strategy; /**< as run */
+    size_t last_num_devices;
+    double last_makespan_s;
+    double last_imbalance;  /**< latest finish / mean finish - 1 (as clf_launch_report) */
+    double last_efficiency; /**< earliest finish / latest finish */
+} clf_fleet_metrics;
+
+/** \brief One device's counters (see clf_device_metrics). */
+CLF_API clf_status clf_metrics_device(const clf_fleet *fleet, size_t device,
+                                      clf_device_metrics *out);
+/** \brief The fleet's totals and its last launch (see clf_fleet_metrics). */
+CLF_API clf_status clf_metrics_fleet(const clf_fleet *fleet, clf_fleet_metrics *out);
+/** \brief Copies from device \p src to device \p dst in the window, every path together. */
+CLF_API clf_status clf_metrics_peer(const clf_fleet *fleet, size_t src, size_t dst,
+                                    clf_transfer_stats *out);
+/**
+ * \brief Start a new window: counters to zero, memory peaks to the memory
+ * held now, the last launch forgotten. Profile regions and the trace are not
+ * affected.
+ */
+CLF_API clf_status clf_metrics_reset(clf_fleet *fleet);
+/**
+ * \brief Every counter of the fleet and of each device, as one JSON object.
+ * \param out receives a NUL-terminated string; free it with clf_free()
+ */
+CLF_API clf_status clf_metrics_json(const clf_fleet *fleet, char **out);
+/** \brief Write clf_metrics_json()'s object (and a newline) to \p fp. */
+CLF_API clf_status clf_metrics_write_json(const clf_fleet *fleet, FILE *fp);
+/**
+ * \brief Print a table to \p fp: one row per device (kernels, busy time,
+ * utilization, megabytes each way, transfers and bandwidth, memory and its
+ * peak, wait and idle time), the totals, and the last launch's balance.
+ */
+CLF_API clf_status clf_metrics_print(const clf_fleet *fleet, FILE *fp);
+/** \brief Free memory clfleet allocated for the caller (clf_metrics_json()); accepts NULL. */
+CLF_API void clf_free(void *p);
+
+/**
+ * \brief Where the time of a region of work went: clf_profile_begin() starts
+ * it, clf_profile_end() fills the results. Sums are over every device, so
+ * compute_s may exceed wall_s when devices run at once.
+ */
+typedef struct clf_profile {
+    double wall_s;     /**< host time from begin to end */
+    double compute_s;  /**< kernel time on the devices (profiling events) */
+    double transfer_s; /**< transfer time on the devices (profiling events) */
+    double sync_s;     /**< wait_s + idle_s */
+    double wait_s;     /**< host time blocked waiting for devices (clf_fleet_finish()) */
+    double idle_s;     /**< device time idle at launch ends, waiting for the slowest device */
+    uint64_t launches, kernels, transfers;
+    uint64_t bytes[CLF_NUM_DIRECTIONS]; /**< by clf_direction */
+    /* Private: the fleet and its counters at clf_profile_begin(). */
+    const clf_fleet *fleet_;
+    double start_[12];
+} clf_profile;
+
+/** \brief Start a region: note the fleet's counters and the time. */
+CLF_API clf_status clf_profile_begin(clf_fleet *fleet, clf_profile *region);
+/**
+ * \brief End a region begun on the same fleet and fill its results. A region
+ * may be ended more than once (each time from its beginning).
+ */
+CLF_API clf_status clf_profile_end(clf_fleet *fleet, clf_profile *region);
+
+/**
+ * \brief Write the timeline recorded so far to the trace file now (it is
+ * also written when the fleet is destroyed). Does nothing when tracing is off.
+ * \return CLF_SUCCESS, CLF_ERROR_IO when the file cannot be written
+ */
+CLF_API clf_status clf_trace_flush(clf_fleet *fleet);
+/** \brief The trace file's path, or NULL when tracing is off (or \p fleet is NULL). */
+CLF_API const char *clf_trace_path(const clf_fleet *fleet);
 
 #ifdef __cplusplus
 }

@@ -39,6 +39,7 @@ clf_status clf_buffer_create(clf_buffer **out, clf_fleet *fleet, size_t device, 
     b->fleet = fleet;
     b->device = device;
     b->size = size;
+    clf__metrics_alloc(fleet, device, size);
     *out = b;
     return CLF_SUCCESS;
 }
@@ -49,6 +50,7 @@ void clf_buffer_destroy(clf_buffer *b)
         return;
     /* OpenCL keeps the memory alive until the commands that use it finish. */
     clReleaseMemObject(b->mem);
+    clf__metrics_free(b->fleet, b->device, b->size);
     free(b);
 }
 
@@ -96,15 +98,23 @@ static clf_status transfer(clf_buffer *b, int write, size_t offset, size_t size,
     struct clf__device *d = &b->fleet->dev[b->device];
     cl_bool blk = blocking ? CL_TRUE : CL_FALSE;
     cl_event ev = NULL;
+    /* Always with an event: its profiling times feed the fleet's metrics. */
     cl_int err = write ? clEnqueueWriteBuffer(d->transfer, b->mem, blk, offset, size, host, 0,
-                                              NULL, out_event ? &ev : NULL)
+                                              NULL, &ev)
                        : clEnqueueReadBuffer(d->transfer, b->mem, blk, offset, size, host, 0,
-                                             NULL, out_event ? &ev : NULL);
+                                             NULL, &ev);
     if (err != CL_SUCCESS)
         return clf__cl_fail(err, write ? "clEnqueueWriteBuffer" : "clEnqueueReadBuffer", d);
     if (!blocking)
         clFlush(d->transfer); /* start it now, not at the next blocking call */
-    return out_event ? clf__event_wrap(ev, out_event) : CLF_SUCCESS;
+    clf__rec r = {0};
+    r.kind = write ? CLF__REC_TO_DEVICE : CLF__REC_FROM_DEVICE;
+    r.bytes = size;
+    if (blocking && clf__event_profile(ev, &r.t0, &r.t1))
+        clf__metrics_record(b->fleet, b->device, &r, 1);
+    else
+        clf__metrics_event(b->fleet, b->device, &r, ev); /* the time when it completes */
+    return clf__event_wrap(ev, out_event);
 }
 
 clf_status clf_buffer_write(clf_buffer *b, size_t offset, size_t size, const void *src)
@@ -152,6 +162,14 @@ clf_status clf_buffer_fill(clf_buffer *b, const void *pattern, size_t pattern_si
         return clf__cl_fail(err, "clEnqueueFillBuffer", d);
     clf_event e = {.ev = ev};
     st = clf_event_wait(&e);
+    if (st == CLF_SUCCESS && clf__trace_on(b->fleet)) {
+        clf__rec r = {0};
+        r.kind = CLF__REC_FILL;
+        r.flags = CLF__REC_TRACE_ONLY;
+        r.bytes = size;
+        if (clf__event_profile(ev, &r.t0, &r.t1))
+            clf__metrics_record(b->fleet, b->device, &r, 1);
+    }
     clReleaseEvent(ev);
     return st;
 }

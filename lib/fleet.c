@@ -342,6 +342,8 @@ clf_status clf_fleet_create(clf_fleet **out, const clf_fleet_options *opts)
             CLF__TRY(st, add_device(fl, d.dev[i].id, &d.dev[i], i, 0));
     }
     CLF__TRY(st, create_contexts(fl, f.context_per_device));
+    CLF__TRY(st, clf__xfer_init(fl, opts->transfer));
+    CLF__TRY(st, clf__metrics_init(fl, opts->trace));
 
     if (!opts->disable_cache) {
         fl->cache_dir = opts->cache_dir ? strdup(opts->cache_dir) : clf__cache_default_dir();
@@ -363,6 +365,7 @@ void clf_fleet_destroy(clf_fleet *fl)
     if (!fl)
         return;
     clf__launch_fleet_fini(fl);
+    clf__xfer_fini(fl); /* copies in flight use the queues */
     for (size_t i = 0; i < fl->ndev; i++) {
         struct clf__device *d = &fl->dev[i];
         if (d->compute) {
@@ -374,6 +377,7 @@ void clf_fleet_destroy(clf_fleet *fl)
             clReleaseCommandQueue(d->transfer);
         }
     }
+    clf__metrics_fini(fl); /* writes the trace, once every command has completed */
     for (size_t i = 0; i < fl->nctx; i++)
         clReleaseContext(fl->ctx[i]);
     for (size_t i = 0; i < fl->ndev; i++) {
@@ -403,10 +407,13 @@ clf_status clf_fleet_finish(clf_fleet *fl)
 {
     if (!fl)
         return clf__fail(CLF_ERROR_NULL_POINTER, "fleet is NULL");
+    clf__xfer_drain(fl); /* copies on transfer threads enqueue as they go */
     for (size_t i = 0; i < fl->ndev; i++) {
+        uint64_t t0 = clf__mono_ns();
         cl_int err = clFinish(fl->dev[i].compute);
         if (err == CL_SUCCESS)
             err = clFinish(fl->dev[i].transfer);
+        clf__metrics_wait(fl, i, t0, clf__mono_ns(), "clf_fleet_finish");
         if (err != CL_SUCCESS)
             return clf__cl_fail(err, "clFinish", &fl->dev[i]);
     }

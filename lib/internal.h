@@ -134,6 +134,7 @@ struct clf__bcast {
 };
 
 struct clf__perf_model;
+struct clf__xfer;
 
 struct clf_fleet {
     struct clf__device *dev;
@@ -146,9 +147,21 @@ struct clf_fleet {
     struct clf__perf_model *perf; /* learned throughput (NULL until the first launch) */
     struct clf__bcast *bcast;
     size_t nbcast;
+    /* The efficiency of each kernel's last static launch (CLF_AUTO avoids static
+     * for kernels it balanced badly), a small ring of the latest kernels. */
+    struct {
+        char key[96];
+        double efficiency;
+    } static_eff[16];
+    size_t nstatic_eff;
     /* Launches run in the order they were queued: a ticket each. */
     pthread_cond_t turn;
     uint64_t next_ticket, serving;
+
+    struct clf__xfer *xfer; /* transfer paths, staging buffers, copy threads (transfer.c) */
+
+    struct clf__metrics *metrics; /* counters and timeline (metrics.c); NULL: off */
+
 };
 
 /* Launch state the fleet owns (launch.c). */
@@ -164,16 +177,61 @@ clf_status clf__check_device(const clf_fleet *fleet, size_t device);
 
 /* ---- events (event.c) ---- */
 
-/* An OpenCL event, or a host-side completion (an asynchronous launch). */
+/*
+ * An OpenCL event, or a host-side completion: an asynchronous launch (op) or a copy run by
+ * a transfer thread (task). Allocated zeroed; the fields after task belong to event.c.
+ */
 struct clf_event {
     cl_event ev;
     struct clf__host_op *op; /* non-NULL for host-side completion */
+    struct clf__task *task;  /* non-NULL for a copy on a transfer thread (bridge.c) */
+    unsigned holds;          /* references taken by clf__event_hold(), beyond the caller's */
+    int op_state;            /* op: 0 not joined, 1 being joined, 2 joined */
+    clf_status op_status;    /* op: its result once joined */
+    char *op_err;            /* op: its detail message once joined */
 };
 /* Wait for and free a host-side operation; returns its status. */
 clf_status clf__host_op_wait(struct clf__host_op *op);
 void clf__host_op_release(struct clf__host_op *op);
 /* Wrap ev (taking the reference) or release it if out is NULL. */
 clf_status clf__event_wrap(cl_event ev, clf_event **out);
+/* Take a reference: the event stays valid until a matching clf_event_release(), whoever
+ * else releases it. Thread-safe, as is waiting for an event from several threads. */
+void clf__event_hold(clf_event *e);
+
+/* A host-side completion several parties wait for (bridge.c): created with one reference;
+ * completing it wakes the waiters and sets the OpenCL user events subscribed to it. */
+struct clf__task;
+struct clf__task *clf__task_create(void);
+void clf__task_ref(struct clf__task *t);
+void clf__task_unref(struct clf__task *t);
+/* Record the result (err: the detail message, or NULL) and wake everyone; once only. */
+void clf__task_complete(struct clf__task *t, clf_status st, const char *err);
+/* Block until completed; its status, with its detail message on failure. */
+clf_status clf__task_wait(struct clf__task *t);
+/* Set user event uev (retained until then) when the task completes: CL_COMPLETE, or
+ * CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST on failure. */
+clf_status clf__task_subscribe(struct clf__task *t, cl_event uev);
+/* A new clf_event for the task (takes the caller's reference). */
+clf_status clf__event_wrap_task(struct clf__task *t, clf_event **out);
+
+/* An OpenCL event in device's context that completes with e (bridged through a user event
+ * when e belongs to another context or to the host); release it with clReleaseEvent(). */
+clf_status clf__event_cl_for(clf_event *e, clf_fleet *fleet, size_t device, cl_event *out);
+/* Wait on the host for e; safe from any thread, and while others wait for it too. */
+clf_status clf__event_wait_host(clf_event *e);
+/* Set a user event from the result of the event it stands for; releases it. */
+void clf__user_event_finish(cl_event uev, cl_int status);
+
+/* ---- transfers (transfer.c, staging.c, peer.c) ---- */
+
+/* Gather every device pair's path (transfer: the option, or NULL for $CLFLEET_TRANSFER).
+ * CLF_ERROR_PARSE names the option or the variable. */
+clf_status clf__xfer_init(clf_fleet *fleet, const char *transfer);
+/* Wait for copies in flight, stop the transfer threads, free the staging buffers. */
+void clf__xfer_fini(clf_fleet *fleet);
+/* Wait until no copy is queued for or running on a transfer thread. */
+void clf__xfer_drain(clf_fleet *fleet);
 
 /* ---- programs (program.c, kernels.c generated) ---- */
 
@@ -204,5 +262,86 @@ struct clf_buffer {
 
 /* Read a whole file (NUL-terminated); CLF_ERROR_IO with the path on failure. */
 clf_status clf__read_file(const char *path, char **out, size_t *len);
+
+/* ---- metrics and tracing (metrics.c, trace.c) ---- */
+
+/*
+ * Every part of the library that runs a command, moves bytes, allocates
+ * device memory or blocks reports it here. Counting takes one per-device lock
+ * and a few additions; a timeline event is kept only while tracing is on.
+ * A fleet without metrics (CLFLEET_METRICS=0) ignores every hook.
+ */
+
+/* What a record describes. */
+enum {
+    CLF__REC_KERNEL = 0,  /* a kernel command */
+    CLF__REC_TO_DEVICE,   /* host -> device */
+    CLF__REC_FROM_DEVICE, /* device -> host */
+    CLF__REC_PEER,        /* device src -> device dst by path */
+    CLF__REC_FILL,        /* a fill (timeline only) */
+    CLF__REC_WAIT,        /* the host blocked, waiting */
+    CLF__REC_IDLE,        /* a device idle at a launch's end, waiting for the slowest */
+    CLF__REC_LAUNCH       /* a whole launch (the fleet's track) */
+};
+/* Timeline tracks of a device (Chrome trace "threads"). */
+enum {
+    CLF__TRACK_COMPUTE = 1,  /* the compute queue */
+    CLF__TRACK_TRANSFER = 2, /* the transfer queue */
+    CLF__TRACK_SYNC = 3,     /* host waits and launch-end idling */
+    CLF__TRACK_PEER = 4      /* copies timed on the host (no OpenCL event, e.g. CUDA) */
+};
+/* Record flags. */
+#define CLF__REC_HOST_TIME 1u /* t0/t1 are host ns (clf__mono_ns()), not device profiling ns */
+#define CLF__REC_NO_QTY 2u    /* add no bytes, transfers or kernels (counted already) */
+#define CLF__REC_NO_TIME 4u   /* add no seconds */
+#define CLF__REC_NO_TRACE 8u  /* keep no timeline event */
+#define CLF__REC_TRACE_ONLY (CLF__REC_NO_QTY | CLF__REC_NO_TIME)
+
+/* One completed command or host interval. */
+typedef struct clf__rec {
+    unsigned kind;   /* CLF__REC_* */
+    unsigned flags;  /* CLF__REC_HOST_TIME ... */
+    unsigned track;  /* CLF__TRACK_*; 0: from the kind */
+    const char *name; /* timeline name (a kernel's); NULL: from the kind and path (copied) */
+    uint64_t bytes;
+    uint64_t t0, t1; /* START and END, device ns (or host ns); t1 <= t0: time unknown */
+    size_t src, dst; /* CLF__REC_PEER: the devices */
+    clf_path path;   /* CLF__REC_PEER */
+    int64_t a0, a1;  /* kernels: the chunk's offset and units (timeline arguments) */
+} clf__rec;
+
+struct clf__metrics;
+
+/* Create the fleet's metrics; trace: the option (NULL: $CLFLEET_TRACE; "": off). */
+clf_status clf__metrics_init(clf_fleet *fl, const char *trace);
+/* Wait for pending completion callbacks, write the trace, free. */
+void clf__metrics_fini(clf_fleet *fl);
+/* Host monotonic clock in ns (the same clock as clf__now()). */
+uint64_t clf__mono_ns(void);
+/* Nonzero while the fleet records a timeline. */
+int clf__trace_on(const clf_fleet *fl);
+/* START and END of a completed command (device ns); 0 and zeros when unavailable. */
+int clf__event_profile(cl_event ev, uint64_t *t0, uint64_t *t1);
+/*
+ * Completed work that ran on device dev's queues (dev < ndev), or on the host
+ * (dev == SIZE_MAX). One lock for the n records. A CLF__REC_PEER record counts
+ * on r->dst (received, by path) and r->src (sent, pair matrix); dev is whose
+ * track the timeline event goes on.
+ */
+void clf__metrics_record(clf_fleet *fl, size_t dev, const clf__rec *r, size_t n);
+/*
+ * A command that may not have completed: its bytes and count now, its time
+ * and timeline event when it completes (an event callback; ev is retained
+ * until then). r->t0/t1 and CLF__REC_HOST_TIME are ignored.
+ */
+void clf__metrics_event(clf_fleet *fl, size_t dev, const clf__rec *r, cl_event ev);
+/* Bytes allocated on / released from device dev through clfleet. */
+void clf__metrics_alloc(clf_fleet *fl, size_t dev, uint64_t bytes);
+void clf__metrics_free(clf_fleet *fl, size_t dev, uint64_t bytes);
+/* The host blocked from t0 to t1 (clf__mono_ns()) waiting for device dev (SIZE_MAX: several). */
+void clf__metrics_wait(clf_fleet *fl, size_t dev, uint64_t t0, uint64_t t1, const char *what);
+/* A launch ran from t0 (host seconds, clf__now()) with this report. */
+void clf__metrics_launch(clf_fleet *fl, const char *kernel, const clf_launch_report *rep,
+                         double t0);
 
 #endif

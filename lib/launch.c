@@ -401,6 +401,31 @@ static int choose_weights(clf__launch *L, char *reason, size_t n)
     return 0;
 }
 
+/* The efficiency of the kernel's last static launch on this fleet, or -1. */
+static double static_efficiency(clf__launch *L, int set, double value)
+{
+    char key[96];
+    kernel_key(L, key, sizeof key);
+    clf_fleet *fl = L->fl;
+    double e = -1;
+    pthread_mutex_lock(&fl->lock);
+    size_t n = fl->nstatic_eff < CLF__ARRAY_LEN(fl->static_eff) ? fl->nstatic_eff
+                                                               : CLF__ARRAY_LEN(fl->static_eff);
+    size_t i = 0;
+    while (i < n && strcmp(fl->static_eff[i].key, key) != 0)
+        i++;
+    if (set) {
+        if (i == n) /* a new kernel takes the oldest place */
+            i = fl->nstatic_eff++ % CLF__ARRAY_LEN(fl->static_eff);
+        snprintf(fl->static_eff[i].key, sizeof fl->static_eff[i].key, "%s", key);
+        fl->static_eff[i].efficiency = value;
+    } else if (i < n) {
+        e = fl->static_eff[i].efficiency;
+    }
+    pthread_mutex_unlock(&fl->lock);
+    return e;
+}
+
 static clf_status choose_strategy(clf__launch *L, const uint64_t *max_units,
                                   clf_launch_report *rep)
 {
@@ -423,7 +448,7 @@ static clf_status choose_strategy(clf__launch *L, const uint64_t *max_units,
     char wreason[100];
     int learned = choose_weights(L, wreason, sizeof wreason);
     if (s == CLF_AUTO) {
-        double wsum = 0;
+        double wsum = 0, last;
         int tight = 0;
         for (size_t i = 0; i < L->ndev; i++)
             wsum += L->weights[i];
@@ -433,6 +458,13 @@ static clf_status choose_strategy(clf__launch *L, const uint64_t *max_units,
             s = CLF_MEMORY_AWARE;
             snprintf(rep->reason, sizeof rep->reason,
                      "auto: memory-aware (a device's share exceeds its memory budget); %s",
+                     wreason);
+        } else if (learned && (last = static_efficiency(L, 0, 0)) >= 0 && last < 0.9) {
+            /* Throughput per unit is not uniform over the range (irregular work):
+             * shares by speed cannot balance it, chunks pulled on demand can. */
+            s = CLF_DYNAMIC;
+            snprintf(rep->reason, sizeof rep->reason,
+                     "auto: dynamic (static balanced this kernel to efficiency %.2f); %s", last,
                      wreason);
         } else if (learned) {
             s = CLF_STATIC;
@@ -478,6 +510,7 @@ static void bcast_release(clf_fleet *fl, struct clf__bcast *b)
     for (size_t d = 0; d < fl->ndev; d++)
         if (b->mem[d]) {
             clReleaseMemObject(b->mem[d]);
+            clf__metrics_free(fl, d, b->size);
             b->mem[d] = NULL;
         }
 }
@@ -646,7 +679,8 @@ static clf_status run(clf__launch *L, clf_launch_report *rep)
     CLF__TRY(st, budgets(L, max_units));
     CLF__TRY(st, choose_strategy(L, max_units, rep));
     clf__part_params pp = {0};
-    pp.chunks_per_device = L->desc.chunks_per_device;
+    /* Fine enough for irregular work; a chunk costs tens of microseconds. */
+    pp.chunks_per_device = L->desc.chunks_per_device ? L->desc.chunks_per_device : 16;
     pp.min_chunk = L->desc.min_chunk;
     CLF__TRY(st, clf__part_create(&L->part, L->part_strategy, L->total, L->gran, L->ndev,
                                   L->weights, max_units, &pp));
@@ -694,6 +728,7 @@ static clf_status run(clf__launch *L, clf_launch_report *rep)
     uint64_t free_units, outstanding, done;
     clf__part_counts(L->part, &free_units, &outstanding, &done);
     fill_report(L, rep);
+    clf__metrics_launch(L->fl, L->desc.kernel, rep, L->t0);
     if (done != L->total) {
         /* The detail of the first device that failed, else why the rest could not run. */
         st = CLF_ERROR_OPENCL;
@@ -714,6 +749,8 @@ static clf_status run(clf__launch *L, clf_launch_report *rep)
             memcpy(L->args[i].host, L->red_acc[i],
                    L->args[i].size * clf_type_size((clf_type)L->args[i].type));
     learn(L);
+    if (L->part_strategy == CLF__PART_STATIC && L->ndev > 1)
+        static_efficiency(L, 1, rep->efficiency);
 out:
     for (size_t i = 0; i < L->ndev; i++) {
         clf__worker_fini(&L->w[i]);

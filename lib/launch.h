@@ -13,6 +13,7 @@ typedef struct clf__chunk {
     int slot; /* chunk-indexed buffer slot (double buffering) */
     cl_event kernel;
     cl_event ev[2 * CLF__MAX_ARGS]; /* writes, then reads */
+    uint64_t ev_bytes[2 * CLF__MAX_ARGS]; /* bytes each of them moves (metrics) */
     size_t nwrite, nread;
     uint64_t bytes_in, bytes_out;
 } clf__chunk;
@@ -33,6 +34,10 @@ typedef struct clf__worker {
     uint64_t budget, mem_now, mem_peak;
     uint64_t max_units;
     double t_start; /* host time of the first enqueue */
+    /* The look-ahead chunk, while its kernel has not started (guarded by L->lock): an
+     * idle device may steal it. State 0: none, 1: waiting here, 2: stolen. */
+    uint64_t la_off, la_len;
+    int la_state;
     clf_device_report rep;
     clf_status st;
     char err[2048];

@@ -24,6 +24,32 @@ static clf_status worker_fail(clf__worker *w, clf_status st)
     return st;
 }
 
+/* A completed command's profiling times as a metrics record; returns its seconds. The
+ * report and the fleet's metrics share these reads: counting costs no OpenCL call. */
+static double event_rec(clf__rec *r, unsigned kind, cl_event e, const clf__chunk *c,
+                        uint64_t bytes)
+{
+    memset(r, 0, sizeof *r);
+    r->kind = kind;
+    r->bytes = bytes;
+    if (c) {
+        r->a0 = (int64_t)c->off;
+        r->a1 = (int64_t)c->len;
+    }
+    clf__event_profile(e, &r->t0, &r->t1);
+    return r->t1 > r->t0 ? (double)(r->t1 - r->t0) * 1e-9 : 0.0;
+}
+
+/* Account for a blocking transfer outside the chunks (broadcasts, reductions); releases ev. */
+static double blocking_done(clf__worker *w, cl_event ev, unsigned kind, uint64_t bytes)
+{
+    clf__rec r;
+    double s = event_rec(&r, kind, ev, NULL, bytes);
+    clReleaseEvent(ev);
+    clf__metrics_record(w->L->fl, w->d->index, &r, 1);
+    return s;
+}
+
 static clf_status device_alloc(clf__worker *w, size_t bytes, cl_mem_flags flags, cl_mem *out)
 {
     if (w->mem_now + bytes > w->budget)
@@ -39,6 +65,7 @@ static clf_status device_alloc(clf__worker *w, size_t bytes, cl_mem_flags flags,
     w->mem_now += bytes;
     if (w->mem_now > w->mem_peak)
         w->mem_peak = w->mem_now;
+    clf__metrics_alloc(w->L->fl, w->d->index, bytes);
     return CLF_SUCCESS;
 }
 
@@ -63,13 +90,16 @@ static clf_status broadcast(clf__worker *w, size_t i)
         st = device_alloc(w, b->size, CL_MEM_READ_ONLY, &m);
         if (st != CLF_SUCCESS)
             return st;
+        cl_event ev = NULL;
         cl_int err = clEnqueueWriteBuffer(w->d->transfer, m, CL_TRUE, 0, b->size, b->host, 0,
-                                          NULL, NULL);
+                                          NULL, &ev);
         if (err != CL_SUCCESS) {
             clReleaseMemObject(m);
             w->mem_now -= b->size;
+            clf__metrics_free(L->fl, di, b->size);
             return clf__cl_fail(err, "clEnqueueWriteBuffer (broadcast)", w->d);
         }
+        w->rep.to_device_s += blocking_done(w, ev, CLF__REC_TO_DEVICE, b->size);
         w->rep.bytes_to_device += b->size;
         b->mem[di] = m;
     } else {
@@ -139,6 +169,7 @@ static clf_status ensure_slot(clf__worker *w, size_t i, int s, uint64_t units)
         /* The chunk that used this slot has completed (see run_chunks). */
         clReleaseMemObject(w->slot[i][s]);
         w->mem_now -= w->slot_cap[i][s];
+        clf__metrics_free(w->L->fl, w->d->index, w->slot_cap[i][s]);
         w->slot[i][s] = NULL;
     }
     clf_status st = device_alloc(w, need, CL_MEM_READ_WRITE, &w->slot[i][s]);
@@ -147,13 +178,26 @@ static clf_status ensure_slot(clf__worker *w, size_t i, int s, uint64_t units)
     return st;
 }
 
+/*
+ * A global-indexed in-out argument with a halo: the halo copied from the host
+ * for one chunk covers units of the chunk before it, whose results this
+ * device may not have read back yet. Its write must come after that read.
+ */
+static int late_write(const clf_arg *a)
+{
+    return a->kind == CLF_ARG_KIND_INOUT && !(a->flags & CLF_ARG_CHUNK_INDEXED) &&
+           (a->halo_before || a->halo_after);
+}
+
+enum { WRITE_EARLY = 1, WRITE_LATE = 2, WRITE_ALL = 3 };
+
 /* Enqueue the chunk's inputs on the transfer queue (and size its slots). */
-static clf_status write_inputs(clf__worker *w, clf__chunk *c)
+static clf_status write_inputs(clf__worker *w, clf__chunk *c, int which)
 {
     clf__launch *L = w->L;
     for (size_t i = 0; i < L->nargs; i++) {
         const clf_arg *a = &L->args[i];
-        if (!clf__arg_partitioned(a))
+        if (!clf__arg_partitioned(a) || !(which & (late_write(a) ? WRITE_LATE : WRITE_EARLY)))
             continue;
         int chunked = (a->flags & CLF_ARG_CHUNK_INDEXED) != 0;
         uint64_t lo = c->off - (c->off < a->halo_before ? c->off : a->halo_before);
@@ -176,6 +220,7 @@ static clf_status write_inputs(clf__worker *w, clf__chunk *c)
                                           &c->ev[c->nwrite]);
         if (err != CL_SUCCESS)
             return clf__cl_fail(err, "clEnqueueWriteBuffer", w->d);
+        c->ev_bytes[c->nwrite] = bytes;
         c->nwrite++;
         c->bytes_in += bytes;
     }
@@ -231,22 +276,12 @@ static clf_status read_outputs(clf__worker *w, clf__chunk *c)
                                          &c->ev[c->nwrite + c->nread]);
         if (err != CL_SUCCESS)
             return clf__cl_fail(err, "clEnqueueReadBuffer", w->d);
+        c->ev_bytes[c->nwrite + c->nread] = bytes;
         c->nread++;
         c->bytes_out += bytes;
     }
     clFlush(w->d->transfer);
     return CLF_SUCCESS;
-}
-
-static double event_seconds(cl_event e)
-{
-    cl_ulong a = 0, b = 0;
-    if (clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_START, sizeof a, &a, NULL) !=
-            CL_SUCCESS ||
-        clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_END, sizeof b, &b, NULL) != CL_SUCCESS ||
-        b < a)
-        return 0.0;
-    return (double)(b - a) * 1e-9;
 }
 
 static void release_chunk(clf__chunk *c)
@@ -277,11 +312,16 @@ static clf_status finish_chunk(clf__worker *w, clf__chunk *c)
     }
     if (err != CL_SUCCESS)
         return clf__cl_fail(err, "chunk execution", w->d);
-    w->rep.busy_s += event_seconds(c->kernel);
+    clf__rec rec[2 * CLF__MAX_ARGS + 1];
+    w->rep.busy_s += event_rec(&rec[0], CLF__REC_KERNEL, c->kernel, c, 0);
+    rec[0].name = L->desc.kernel;
     for (size_t j = 0; j < c->nwrite; j++)
-        w->rep.to_device_s += event_seconds(c->ev[j]);
+        w->rep.to_device_s +=
+            event_rec(&rec[1 + j], CLF__REC_TO_DEVICE, c->ev[j], c, c->ev_bytes[j]);
     for (size_t j = c->nwrite; j < c->nwrite + c->nread; j++)
-        w->rep.from_device_s += event_seconds(c->ev[j]);
+        w->rep.from_device_s +=
+            event_rec(&rec[1 + j], CLF__REC_FROM_DEVICE, c->ev[j], c, c->ev_bytes[j]);
+    clf__metrics_record(L->fl, w->d->index, rec, 1 + c->nwrite + c->nread);
     w->rep.bytes_to_device += c->bytes_in;
     w->rep.bytes_from_device += c->bytes_out;
     w->rep.units += c->len;
@@ -302,6 +342,57 @@ static clf_status finish_chunk(clf__worker *w, clf__chunk *c)
  * work is requeued). Without it (look-ahead; the device holds a chunk of held
  * units), only try. Returns 0 when there is nothing (more) for this device.
  */
+/*
+ * Work stealing, with L->lock held: this device is idle and nothing is free,
+ * so take the largest look-ahead chunk another device holds but has not
+ * started (it is queued behind that device's current chunk). The partitioner
+ * counts units, not owners, so the thief completes it as its own. A static
+ * launch keeps its plan.
+ */
+static int steal(clf__worker *w, clf__chunk *c)
+{
+    clf__launch *L = w->L;
+    clf__worker *victim = NULL;
+    if (L->part_strategy == CLF__PART_STATIC)
+        return 0;
+    for (size_t j = 0; j < L->ndev; j++) {
+        clf__worker *v = &L->w[j];
+        if (v != w && v->la_state == 1 && v->la_len <= w->max_units &&
+            (!victim || v->la_len > victim->la_len))
+            victim = v;
+    }
+    if (!victim)
+        return 0;
+    victim->la_state = 2;
+    c->off = victim->la_off;
+    c->len = victim->la_len;
+    w->rep.stolen++;
+    return 1;
+}
+
+/* Offer the look-ahead chunk for stealing (until claim_lookahead()). */
+static void offer_lookahead(clf__worker *w, const clf__chunk *c)
+{
+    clf__launch *L = w->L;
+    pthread_mutex_lock(&L->lock);
+    w->la_off = c->off;
+    w->la_len = c->len;
+    w->la_state = 1;
+    pthread_cond_broadcast(&L->changed); /* an idle device may take it */
+    pthread_mutex_unlock(&L->lock);
+}
+
+/* About to start the look-ahead chunk: 1 if it is still ours, 0 if it was stolen. */
+static int claim_lookahead(clf__worker *w)
+{
+    clf__launch *L = w->L;
+    pthread_mutex_lock(&L->lock);
+    int stolen = w->la_state == 2;
+    w->la_state = 0;
+    pthread_mutex_unlock(&L->lock);
+    return !stolen;
+}
+
 static int next_chunk(clf__worker *w, clf__chunk *c, int wait, uint64_t held)
 {
     clf__launch *L = w->L;
@@ -324,7 +415,7 @@ static int next_chunk(clf__worker *w, clf__chunk *c, int wait, uint64_t held)
             pthread_mutex_unlock(&L->lock);
             return 0;
         }
-        if (clf__part_next(L->part, w->slot_index, &c->off, &c->len)) {
+        if (clf__part_next(L->part, w->slot_index, &c->off, &c->len) || steal(w, c)) {
             pthread_mutex_unlock(&L->lock);
             return 1;
         }
@@ -367,12 +458,14 @@ static clf_status read_reductions(clf__worker *w)
         unsigned char *tmp = malloc(bytes);
         if (!tmp)
             return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "reduction: out of memory");
+        cl_event ev = NULL;
         cl_int err =
-            clEnqueueReadBuffer(w->d->transfer, w->whole[i], CL_TRUE, 0, bytes, tmp, 0, NULL, NULL);
+            clEnqueueReadBuffer(w->d->transfer, w->whole[i], CL_TRUE, 0, bytes, tmp, 0, NULL, &ev);
         if (err == CL_SUCCESS) {
             pthread_mutex_lock(&L->lock);
             clf__reduce_combine(a->op, a->type, L->red_acc[i], tmp, a->size);
             pthread_mutex_unlock(&L->lock);
+            w->rep.from_device_s += blocking_done(w, ev, CLF__REC_FROM_DEVICE, bytes);
             w->rep.bytes_from_device += bytes;
         }
         free(tmp);
@@ -391,10 +484,22 @@ static clf_status run_chunks(clf__worker *w)
     if (have) {
         w->t_start = clf__now() - w->L->t0;
         c[0].slot = 0;
-        st = write_inputs(w, &c[0]);
+        st = write_inputs(w, &c[0], WRITE_ALL);
     }
+    int ahead = 0; /* `now` was taken as a look-ahead chunk */
     while (have && st == CLF_SUCCESS) {
         clf__chunk *now = &c[cur], *nxt = &c[cur ^ 1];
+        if (ahead && !claim_lookahead(w)) {
+            /* Stolen by an idle device: its input writes were wasted, nothing else. */
+            int slot = now->slot;
+            release_chunk(now);
+            memset(now, 0, sizeof *now);
+            now->slot = slot;
+            ahead = 0;
+            if ((have = next_chunk(w, now, 1, 0)) != 0)
+                st = write_inputs(w, now, WRITE_ALL);
+            continue;
+        }
         st = enqueue_kernel(w, now);
         if (st != CLF_SUCCESS)
             break;
@@ -402,10 +507,16 @@ static clf_status run_chunks(clf__worker *w)
          * the one the previous chunk used, which has completed by then. */
         int more = next_chunk(w, nxt, 0, now->len);
         nxt->slot = now->slot ^ 1;
+        ahead = more;
         if (more)
-            st = write_inputs(w, nxt);
+            offer_lookahead(w, nxt);
+        if (more)
+            st = write_inputs(w, nxt, WRITE_EARLY);
         if (st == CLF_SUCCESS)
             st = read_outputs(w, now);
+        /* After this chunk's read on the in-order transfer queue (see late_write). */
+        if (st == CLF_SUCCESS && more)
+            st = write_inputs(w, nxt, WRITE_LATE);
         if (st == CLF_SUCCESS)
             st = finish_chunk(w, now);
         if (st != CLF_SUCCESS)
@@ -414,7 +525,7 @@ static clf_status run_chunks(clf__worker *w)
         /* Nothing to look ahead to: now that this device holds no chunk, wait for one
          * (work of a failed device may still come back). */
         if (!more && (more = next_chunk(w, nxt, 1, 0)) != 0)
-            st = write_inputs(w, nxt);
+            st = write_inputs(w, nxt, WRITE_ALL); /* taken now, not ahead: not offered */
         have = more;
         cur ^= 1;
     }
@@ -424,6 +535,10 @@ static clf_status run_chunks(clf__worker *w)
         clFinish(w->d->transfer);
         release_chunk(&c[0]);
         release_chunk(&c[1]);
+        if (!claim_lookahead(w)) /* a thief runs it: not ours to give back */
+            for (int j = 0; j < 2; j++)
+                if (c[j].off == w->la_off && c[j].len == w->la_len)
+                    c[j].len = 0;
         give_back(w, c, 2);
         return st;
     }
@@ -447,14 +562,27 @@ void *clf__worker_main(void *arg)
     return NULL;
 }
 
+/* The size of whole-array buffer i, as setup() allocated it. */
+static uint64_t whole_bytes(const clf__worker *w, size_t i)
+{
+    const clf_arg *a = &w->L->args[i];
+    if (a->kind == CLF_ARG_KIND_REDUCE)
+        return (uint64_t)a->size * clf_type_size((clf_type)a->type);
+    return w->L->total * a->unit;
+}
+
 void clf__worker_fini(clf__worker *w)
 {
     for (size_t i = 0; i < CLF__MAX_ARGS; i++) {
-        if (w->whole[i])
+        if (w->whole[i]) {
             clReleaseMemObject(w->whole[i]);
+            clf__metrics_free(w->L->fl, w->d->index, whole_bytes(w, i));
+        }
         for (int s = 0; s < 2; s++)
-            if (w->slot[i][s])
+            if (w->slot[i][s]) {
                 clReleaseMemObject(w->slot[i][s]);
+                clf__metrics_free(w->L->fl, w->d->index, w->slot_cap[i][s]);
+            }
     }
     if (w->kernel)
         clReleaseKernel(w->kernel);

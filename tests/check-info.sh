@@ -39,4 +39,37 @@ if $info --devices 'type=banana' > /dev/null 2> "$tmp.err"; then
     echo "FAIL: bad selection accepted"; exit 1
 fi
 grep -q banana "$tmp.err" || { echo "FAIL: no detail"; cat "$tmp.err"; exit 1; }
-echo "PASS: $n devices, $subs sub-devices, JSON valid"
+# The transfer path matrix: n x n names and direct flags; PoCL devices in one context share
+# memory with the host ("unified", direct), in a context each they stage.
+paths() { tr -d ' \n' < "$1" | sed -n 's/.*"paths":\[\(.*\)\],"direct".*/\1/p'; }
+direct() { tr -d ' \n' < "$1" | sed -n 's/.*"direct":\[\(.*\)\],"cuda".*/\1/p'; }
+want='["same-device","unified","unified"],["unified","same-device","unified"],["unified","unified","same-device"]'
+[ "$(paths "$tmp.json")" = "$want" ] ||
+    { echo "FAIL: paths (shared context): $(paths "$tmp.json")"; exit 1; }
+[ "$(direct "$tmp.json")" = '[true,true,true],[true,true,true],[true,true,true]' ] ||
+    { echo "FAIL: direct (shared context): $(direct "$tmp.json")"; exit 1; }
+grep -q '"cuda": "off: no NVIDIA device"' "$tmp.json" ||
+    { echo "FAIL: CUDA status"; grep '"cuda"' "$tmp.json"; exit 1; }
+$info --json --context-per-device --devices 'type=cpu;platform=portable' > "$tmp.ctx" ||
+    { echo "FAIL: context per device"; exit 1; }
+$lint < "$tmp.ctx" || { echo "FAIL: invalid JSON (context per device)"; exit 1; }
+want='["same-device","staged","staged"],["staged","same-device","staged"],["staged","staged","same-device"]'
+[ "$(paths "$tmp.ctx")" = "$want" ] ||
+    { echo "FAIL: paths (context per device): $(paths "$tmp.ctx")"; exit 1; }
+[ "$(direct "$tmp.ctx")" = '[true,false,false],[false,true,false],[false,false,true]' ] ||
+    { echo "FAIL: direct (context per device): $(direct "$tmp.ctx")"; exit 1; }
+CLFLEET_TRANSFER=staged $info --json --devices 'type=cpu;platform=portable' > "$tmp.stg" ||
+    { echo "FAIL: CLFLEET_TRANSFER=staged"; exit 1; }
+[ "$(paths "$tmp.stg" | grep -o '"[a-z-]*"' | sort -u)" = '"staged"' ] ||
+    { echo "FAIL: forced staging: $(paths "$tmp.stg")"; exit 1; }
+[ "$(direct "$tmp.stg")" = "$(direct "$tmp.json")" ] ||
+    { echo "FAIL: direct must not depend on disabled paths"; exit 1; }
+grep -q 'Transfer paths' "$tmp.txt" && grep -q 'same-device\*' "$tmp.txt" ||
+    { echo "FAIL: no path matrix in the table"; cat "$tmp.txt"; exit 1; }
+if CLFLEET_TRANSFER=sideways $info --devices 'type=cpu;platform=portable' > /dev/null \
+    2> "$tmp.err"; then
+    echo "FAIL: bad CLFLEET_TRANSFER accepted"; exit 1
+fi
+grep -q 'CLFLEET_TRANSFER' "$tmp.err" && grep -q sideways "$tmp.err" ||
+    { echo "FAIL: no detail for CLFLEET_TRANSFER"; cat "$tmp.err"; exit 1; }
+echo "PASS: $n devices, $subs sub-devices, JSON valid, path matrix"

@@ -223,7 +223,8 @@ START_TEST(create_destroy_100)
 {
     size_t before = 0;
     for (int i = 0; i < 100; i++) {
-        clf_fleet *f = test_fleet(i % 2 ? TEST_CPUS ";name=pthread;split=1" : TEST_CPUS, i % 3 == 0);
+        const char *sel = i % 2 ? TEST_CPUS ";name=pthread;split=1" : TEST_CPUS;
+        clf_fleet *f = test_fleet(sel, i % 3 == 0);
         ck_assert_uint_ge(clf_fleet_device_count(f), 2);
         clf_fleet_destroy(f);
         if (i == 1)

@@ -10,8 +10,20 @@
 #include <float.h>
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <unistd.h>
+
+/*
+ * Check records the location of every passing ck_assert in its message channel (a system
+ * call each): millions of element comparisons would take longer than the launches. This
+ * only calls into Check when the condition fails.
+ */
+#define expect(cond, ...)                                                                          \
+    do {                                                                                           \
+        if (!(cond))                                                                               \
+            ck_abort_msg(__VA_ARGS__);                                                             \
+    } while (0)
 
 /* Two sub-devices of one compute unit each, of one root device: they really run at once. */
 #define FLEET2 TEST_CPUS ";name=pthread;index=1;split=1"
@@ -51,6 +63,7 @@ static const size_t SIZES[] = {1, 2, 3, 7, 13, 101, 1000, 4099, 65537};
  * as a scalar) rather than the cl/clfleet.h helpers, so the test states the layout itself.
  */
 static const char SRC[] =
+    "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
     "uint lowbias32(uint x)\n"
     "{\n"
     "    x ^= x >> 16; x *= 0x7feb352dU; x ^= x >> 15; x *= 0x846ca68bU; x ^= x >> 16;\n"
@@ -153,6 +166,23 @@ static const char SRC[] =
     "    off[i] = (uint)get_global_offset(0);\n"
     "    lsz[i] = (uint)get_local_size(0);\n"
     "}\n"
+    /* One reduction element per work-item: the host must get exactly the value written,
+     * whatever the type and operation, since every other device holds the identity there. */
+    "__kernel void red_i32(__global int *r) { uint i = get_global_id(0); r[i] = (int)lowbias32(i); "
+    "}\n"
+    "__kernel void red_u32(__global uint *r) { uint i = get_global_id(0); r[i] = lowbias32(i); }\n"
+    "__kernel void red_i64(__global long *r)\n"
+    "{ uint i = get_global_id(0); r[i] = (long)lowbias32(i) * 3 - 8589934592L; }\n"
+    "__kernel void red_f32(__global float *r)\n"
+    "{ uint i = get_global_id(0); r[i] = (float)(int)(lowbias32(i) >> 8) - 8388608.0f; }\n"
+    "__kernel void red_f64(__global double *r)\n"
+    "{ uint i = get_global_id(0); r[i] = (double)lowbias32(i) * 0.5; }\n"
+    /* In place with a halo: unit i is {in, out}; out reads the neighbours' in. */
+    "__kernel void pairs(__global uint *p, uint n)\n"
+    "{\n"
+    "    uint i = get_global_id(0), l = i ? i - 1 : 0, r = i + 1 < n ? i + 1 : n - 1;\n"
+    "    p[2 * i + 1] = p[2 * l] + 2 * p[2 * i] + p[2 * r];\n"
+    "}\n"
     "__kernel void scalars(__global ulong *out, ulong a, uint b, float c)\n"
     "{\n"
     "    size_t i = get_global_id(0);\n"
@@ -195,8 +225,8 @@ static void env_close(env *e)
     clf_fleet_destroy(e->f);
 }
 
-static clf_launch_desc make_desc(const env *e, const char *kernel, clf_strategy s,
-                                 unsigned dims, size_t g0, size_t g1, size_t g2)
+static clf_launch_desc make_desc(const env *e, const char *kernel, clf_strategy s, unsigned dims,
+                                 size_t g0, size_t g1, size_t g2)
 {
     clf_launch_desc d = CLF_LAUNCH_DESC_INIT;
     d.kernel = kernel;
@@ -223,14 +253,12 @@ static const char *describe(const clf_launch_report *r)
     static char buf[1024];
     int n = snprintf(buf, sizeof buf, "[%s->%s '%s'", clf_strategy_name(r->requested),
                      clf_strategy_name(r->strategy), r->reason);
-    for (size_t i = 0; i < r->num_devices && i < CLF_MAX_LAUNCH_DEVICES && n > 0 &&
-                       (size_t)n < sizeof buf;
-         i++)
-        n += snprintf(buf + n, sizeof buf - (size_t)n,
-                      " dev%zu:units=%llu,chunks=%u,peak=%llu,budget=%llu", r->dev[i].device,
-                      (unsigned long long)r->dev[i].units, r->dev[i].chunks,
-                      (unsigned long long)r->dev[i].mem_peak,
-                      (unsigned long long)r->dev[i].mem_budget);
+    for (size_t i = 0;
+         i < r->num_devices && i < CLF_MAX_LAUNCH_DEVICES && n > 0 && (size_t)n < sizeof buf; i++)
+        n += snprintf(
+            buf + n, sizeof buf - (size_t)n, " dev%zu:units=%llu,chunks=%u,peak=%llu,budget=%llu",
+            r->dev[i].device, (unsigned long long)r->dev[i].units, r->dev[i].chunks,
+            (unsigned long long)r->dev[i].mem_peak, (unsigned long long)r->dev[i].mem_budget);
     if (n > 0 && (size_t)n < sizeof buf)
         snprintf(buf + n, sizeof buf - (size_t)n, "]");
     return buf;
@@ -242,9 +270,8 @@ static char what[512];
 static void set_what(const env *e, const clf_launch_desc *d, const char *extra)
 {
     snprintf(what, sizeof what, "%s: %s %uD %zux%zux%zu local %zu/%zu/%zu %s%s%s", e->cfg->label,
-             d->kernel, d->dims, d->global[0], d->global[1], d->global[2], d->local[0],
-             d->local[1], d->local[2], clf_strategy_name(d->strategy), extra ? " " : "",
-             extra ? extra : "");
+             d->kernel, d->dims, d->global[0], d->global[1], d->global[2], d->local[0], d->local[1],
+             d->local[2], clf_strategy_name(d->strategy), extra ? " " : "", extra ? extra : "");
 }
 
 static void launch_ok(const env *e, const clf_launch_desc *d, const clf_arg *args, size_t nargs,
@@ -253,7 +280,7 @@ static void launch_ok(const env *e, const clf_launch_desc *d, const clf_arg *arg
     set_what(e, d, extra);
     memset(rep, 0xa5, sizeof *rep); /* stale fields would show */
     clf_status st = clf_launch(e->f, e->p, d, args, nargs, rep);
-    ck_assert_msg(st == CLF_SUCCESS, "%s: %s: %s", what, clf_status_name(st), clf_last_error());
+    expect(st == CLF_SUCCESS, "%s: %s: %s", what, clf_status_name(st), clf_last_error());
 }
 
 /* The invariants every report must satisfy. */
@@ -264,39 +291,36 @@ static void check_report(const clf_launch_desc *d, const clf_launch_report *r)
     for (size_t k = 0; k < split; k++)
         other *= d->global[k];
     size_t ndev = d->devices ? d->num_devices : r->num_devices;
-    ck_assert_msg(r->num_devices == ndev, "%s: %zu devices in the report %s", what,
-                  r->num_devices, describe(r));
-    ck_assert_msg(r->total_units == range, "%s: total_units %llu %s", what,
-                  (unsigned long long)r->total_units, describe(r));
+    expect(r->num_devices == ndev, "%s: %zu devices in the report %s", what, r->num_devices,
+           describe(r));
+    expect(r->total_units == range, "%s: total_units %llu %s", what,
+           (unsigned long long)r->total_units, describe(r));
     clf_strategy want = d->strategy;
-    ck_assert_msg(r->requested == want, "%s: requested %d %s", what, (int)r->requested,
-                  describe(r));
+    expect(r->requested == want, "%s: requested %d %s", what, (int)r->requested, describe(r));
     if (want == CLF_AUTO)
-        ck_assert_msg(r->strategy >= CLF_STATIC && r->strategy <= CLF_MEMORY_AWARE,
-                      "%s: AUTO resolved to %d %s", what, (int)r->strategy, describe(r));
+        expect(r->strategy >= CLF_STATIC && r->strategy <= CLF_MEMORY_AWARE,
+               "%s: AUTO resolved to %d %s", what, (int)r->strategy, describe(r));
     else
-        ck_assert_msg(r->strategy == want, "%s: ran as %d %s", what, (int)r->strategy,
-                      describe(r));
+        expect(r->strategy == want, "%s: ran as %d %s", what, (int)r->strategy, describe(r));
     uint64_t units = 0;
     unsigned chunks = 0, workers = 0;
     double first = INFINITY, last = 0, share = 0;
     for (size_t i = 0; i < r->num_devices; i++) {
         const clf_device_report *v = &r->dev[i];
         if (d->devices)
-            ck_assert_msg(v->device == d->devices[i], "%s: dev[%zu].device %zu %s", what, i,
-                          v->device, describe(r));
+            expect(v->device == d->devices[i], "%s: dev[%zu].device %zu %s", what, i, v->device,
+                   describe(r));
         else
-            ck_assert_msg(v->device == i, "%s: dev[%zu].device %zu", what, i, v->device);
-        ck_assert_msg(!v->failed, "%s: device %zu failed %s", what, i, describe(r));
-        ck_assert_msg(v->items == v->units * other, "%s: dev %zu items %llu units %llu %s",
-                      what, i, (unsigned long long)v->items, (unsigned long long)v->units,
-                      describe(r));
-        ck_assert_msg((v->units == 0) == (v->chunks == 0), "%s: dev %zu units %llu chunks %u %s",
-                      what, i, (unsigned long long)v->units, v->chunks, describe(r));
+            expect(v->device == i, "%s: dev[%zu].device %zu", what, i, v->device);
+        expect(!v->failed, "%s: device %zu failed %s", what, i, describe(r));
+        expect(v->items == v->units * other, "%s: dev %zu items %llu units %llu %s", what, i,
+               (unsigned long long)v->items, (unsigned long long)v->units, describe(r));
+        expect((v->units == 0) == (v->chunks == 0), "%s: dev %zu units %llu chunks %u %s", what, i,
+               (unsigned long long)v->units, v->chunks, describe(r));
         if (v->mem_budget)
-            ck_assert_msg(v->mem_peak <= v->mem_budget, "%s: dev %zu peak over budget %s", what,
-                          i, describe(r));
-        ck_assert_msg(v->busy_s >= 0 && v->finish_s >= 0, "%s: negative times", what);
+            expect(v->mem_peak <= v->mem_budget, "%s: dev %zu peak over budget %s", what, i,
+                   describe(r));
+        expect(v->busy_s >= 0 && v->finish_s >= 0, "%s: negative times", what);
         units += v->units;
         chunks += v->chunks;
         share += v->share;
@@ -304,28 +328,25 @@ static void check_report(const clf_launch_desc *d, const clf_launch_report *r)
             workers++;
             first = fmin(first, v->finish_s);
             last = fmax(last, v->finish_s);
-            ck_assert_msg(v->finish_s <= r->makespan_s * (1 + 1e-9) + 1e-9,
-                          "%s: finish after makespan", what);
+            expect(v->finish_s <= r->makespan_s * (1 + 1e-9) + 1e-9, "%s: finish after makespan",
+                   what);
         }
         /* Static: one chunk per device unless a memory budget forces rounds. */
         if (r->strategy == CLF_STATIC && !d->mem_limits)
-            ck_assert_msg(v->chunks <= 1, "%s: static gave dev %zu %u chunks %s", what, i,
-                          v->chunks, describe(r));
+            expect(v->chunks <= 1, "%s: static gave dev %zu %u chunks %s", what, i, v->chunks,
+                   describe(r));
     }
-    ck_assert_msg(units == range, "%s: units sum to %llu, range %llu %s", what,
-                  (unsigned long long)units, (unsigned long long)range, describe(r));
-    ck_assert_msg(chunks >= workers && workers >= 1, "%s: %u chunks, %u workers", what, chunks,
-                  workers);
-    ck_assert_msg(fabs(share - 1.0) < 1e-6, "%s: shares sum to %g", what, share);
-    ck_assert_msg(r->efficiency > 0 && r->efficiency <= 1, "%s: efficiency %g", what,
-                  r->efficiency);
-    ck_assert_msg(fabs(r->efficiency - first / last) < 1e-6 || last == 0,
-                  "%s: efficiency %g, finishes say %g", what, r->efficiency, first / last);
-    ck_assert_msg(fabs(r->makespan_s - last) <= 1e-6 * last + 1e-9, "%s: makespan %g, last %g",
-                  what, r->makespan_s, last);
-    ck_assert_msg(r->imbalance >= -1e-9, "%s: imbalance %g", what, r->imbalance);
-    ck_assert_msg(memchr(r->reason, 0, sizeof r->reason) != NULL, "%s: reason unterminated",
-                  what);
+    expect(units == range, "%s: units sum to %llu, range %llu %s", what, (unsigned long long)units,
+           (unsigned long long)range, describe(r));
+    expect(chunks >= workers && workers >= 1, "%s: %u chunks, %u workers", what, chunks, workers);
+    expect(fabs(share - 1.0) < 1e-6, "%s: shares sum to %g", what, share);
+    expect(r->efficiency > 0 && r->efficiency <= 1, "%s: efficiency %g", what, r->efficiency);
+    expect(fabs(r->efficiency - first / last) < 1e-6 || last == 0,
+           "%s: efficiency %g, finishes say %g", what, r->efficiency, first / last);
+    expect(fabs(r->makespan_s - last) <= 1e-6 * last + 1e-9, "%s: makespan %g, last %g", what,
+           r->makespan_s, last);
+    expect(r->imbalance >= -1e-9, "%s: imbalance %g", what, r->imbalance);
+    expect(memchr(r->reason, 0, sizeof r->reason) != NULL, "%s: reason unterminated", what);
 }
 
 /* ---- element-wise kernels ---------------------------------------------------------------- */
@@ -352,11 +373,11 @@ START_TEST(vadd_every_strategy_and_size)
             launch_ok(&e, &d, args, 3, &r, NULL);
             check_report(&d, &r);
             for (size_t i = 0; i < n; i++)
-                ck_assert_msg(c[i] == a[i] + b[i], "%s: c[%zu] = %g, want %g %s", what, i,
-                              (double)c[i], (double)(a[i] + b[i]), describe(&r));
+                expect(c[i] == a[i] + b[i], "%s: c[%zu] = %g, want %g %s", what, i, (double)c[i],
+                       (double)(a[i] + b[i]), describe(&r));
             /* Nothing past the range is touched. */
             for (size_t i = n; i < nmax; i++)
-                ck_assert_msg(c[i] == -1.0f, "%s: c[%zu] written past the range", what, i);
+                expect(c[i] == -1.0f, "%s: c[%zu] written past the range", what, i);
         }
     free(a);
     free(b);
@@ -391,8 +412,8 @@ START_TEST(vadd_local_sizes)
                 launch_ok(&e, &d, args, 3, &r, NULL);
                 check_report(&d, &r);
                 for (size_t i = 0; i < n; i++)
-                    ck_assert_msg(c[i] == a[i] + b[i], "%s: c[%zu] = %g %s", what, i,
-                                  (double)c[i], describe(&r));
+                    expect(c[i] == a[i] + b[i], "%s: c[%zu] = %g %s", what, i, (double)c[i],
+                           describe(&r));
             }
     free(a);
     free(b);
@@ -424,8 +445,8 @@ START_TEST(saxpy_every_strategy_and_size)
                 float want = (float)(i % 513) - 256.0f;
                 if (i < n)
                     want += alpha * (float)(i % 1001);
-                ck_assert_msg(y[i] == want, "%s: y[%zu] = %g, want %g %s", what, i,
-                              (double)y[i], (double)want, describe(&r));
+                expect(y[i] == want, "%s: y[%zu] = %g, want %g %s", what, i, (double)y[i],
+                       (double)want, describe(&r));
             }
         }
     free(x);
@@ -451,8 +472,8 @@ START_TEST(hash_every_strategy_and_size)
             launch_ok(&e, &d, args, 2, &r, NULL);
             check_report(&d, &r);
             for (size_t i = 0; i < n; i++)
-                ck_assert_msg(out[i] == lowbias32((uint32_t)i ^ seed), "%s: out[%zu] %s", what,
-                              i, describe(&r));
+                expect(out[i] == lowbias32((uint32_t)i ^ seed), "%s: out[%zu] %s", what, i,
+                       describe(&r));
         }
     free(out);
     env_close(&e);
@@ -467,19 +488,24 @@ START_TEST(hash_3d)
     const uint32_t w = 5, h = 3, seed = 77;
     static const size_t depths[] = {1, 2, 7, 101, 1000};
     uint32_t *out = malloc(1000 * w * h * sizeof *out);
-    for (size_t s = 0; s < NSTRATEGIES; s++)
+    for (size_t s = 0; s < 2 * NSTRATEGIES; s++)
         for (size_t k = 0; k < sizeof depths / sizeof depths[0]; k++) {
             size_t n = depths[k], plane = w * h * sizeof *out;
             memset(out, 0, 1000 * plane);
             clf_arg args[] = {CLF_OUT(out, n * plane, plane), CLF_SCALAR(&seed), CLF_SCALAR(&w),
                               CLF_SCALAR(&h)};
-            clf_launch_desc d = make_desc(&e, "hash3d", STRATEGIES[s], 3, w, h, n);
+            clf_launch_desc d = make_desc(&e, "hash3d", STRATEGIES[s % NSTRATEGIES], 3, w, h, n);
+            if (s >= NSTRATEGIES) { /* whole work-groups in every dimension */
+                d.local[0] = 5;
+                d.local[1] = 3;
+                d.local[2] = 2;
+            }
             clf_launch_report r;
             launch_ok(&e, &d, args, 4, &r, NULL);
             check_report(&d, &r);
             for (size_t i = 0; i < n * w * h; i++)
-                ck_assert_msg(out[i] == lowbias32((uint32_t)i ^ seed), "%s: out[%zu] %s", what,
-                              i, describe(&r));
+                expect(out[i] == lowbias32((uint32_t)i ^ seed), "%s: out[%zu] %s", what, i,
+                       describe(&r));
         }
     free(out);
     env_close(&e);
@@ -504,7 +530,7 @@ START_TEST(scalars_of_every_size)
         launch_ok(&e, &d, args, 4, &r, NULL);
         check_report(&d, &r);
         for (size_t i = 0; i < N; i++)
-            ck_assert_msg(out[i] == a + b * i + 1000, "%s: out[%zu] %s", what, i, describe(&r));
+            expect(out[i] == a + b * i + 1000, "%s: out[%zu] %s", what, i, describe(&r));
     }
     free(out);
     env_close(&e);
@@ -518,32 +544,31 @@ END_TEST
  * the granularity and the local size, is non-empty, the chunks tile the range, their number
  * is the report's, and every chunk but the last uses the requested local size.
  */
-static void check_chunks(const clf_launch_desc *d, const clf_launch_report *r,
-                         const uint32_t *off, const uint32_t *lsz, size_t align)
+static void check_chunks(const clf_launch_desc *d, const clf_launch_report *r, const uint32_t *off,
+                         const uint32_t *lsz, size_t align)
 {
     size_t n = d->global[0], runs = 0;
     for (size_t i = 0; i < n;) {
         size_t start = i;
-        ck_assert_msg(off[i] == start, "%s: item %zu ran with offset %u %s", what, i, off[i],
-                      describe(r));
+        expect(off[i] == start, "%s: item %zu ran with offset %u %s", what, i, off[i], describe(r));
         while (i < n && off[i] == start)
             i++;
         runs++;
         size_t len = i - start;
-        ck_assert_msg(start % align == 0, "%s: chunk at %zu not aligned to %zu %s", what,
-                      start, align, describe(r));
-        ck_assert_msg(len % align == 0 || i == n, "%s: chunk [%zu, +%zu) not a multiple of %zu",
-                      what, start, len, align);
+        expect(start % align == 0, "%s: chunk at %zu not aligned to %zu %s", what, start, align,
+               describe(r));
+        expect(len % align == 0 || i == n, "%s: chunk [%zu, +%zu) not a multiple of %zu", what,
+               start, len, align);
         if (d->local[0] && (len % d->local[0] == 0))
             for (size_t j = start; j < i; j++)
-                ck_assert_msg(lsz[j] == d->local[0], "%s: chunk at %zu ran with local %u",
-                              what, start, lsz[j]);
+                expect(lsz[j] == d->local[0], "%s: chunk at %zu ran with local %u", what, start,
+                       lsz[j]);
     }
     unsigned chunks = 0;
     for (size_t k = 0; k < r->num_devices; k++)
         chunks += r->dev[k].chunks;
-    ck_assert_msg(runs == chunks, "%s: %zu chunks ran, the report says %u %s", what, runs,
-                  chunks, describe(r));
+    expect(runs == chunks, "%s: %zu chunks ran, the report says %u %s", what, runs, chunks,
+           describe(r));
 }
 
 START_TEST(chunks_tile_the_range)
@@ -553,8 +578,8 @@ START_TEST(chunks_tile_the_range)
     enum { NMAX = 20011 };
     uint32_t *off = malloc(NMAX * sizeof *off), *lsz = malloc(NMAX * sizeof *lsz);
     /* {local, granularity, alignment the chunks must have} */
-    static const size_t cases[][3] = {{0, 0, 1}, {0, 7, 7}, {16, 0, 16}, {16, 32, 32},
-                                      {64, 0, 64}};
+    static const size_t cases[][3] = {{0, 0, 1},    {0, 7, 7},   {16, 0, 16},
+                                      {16, 32, 32}, {8, 12, 24}, {64, 0, 64}};
     static const size_t sizes[] = {1, 3, 7, 100, 1000, 20011};
     for (size_t s = 0; s < NSTRATEGIES; s++)
         for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
@@ -639,8 +664,8 @@ static void blur_cases(int i, int chunk, size_t w, size_t lx, size_t ly)
             check_report(&d, &r);
             blur_ref(in, want, iw, ih);
             for (size_t p = 0; p < w * h; p++)
-                ck_assert_msg(out[p] == want[p], "%s: pixel (%zu, %zu) = %u, want %u %s", what,
-                              p % w, p / w, out[p], want[p], describe(&r));
+                expect(out[p] == want[p], "%s: pixel (%zu, %zu) = %u, want %u %s", what, p % w,
+                       p / w, out[p], want[p], describe(&r));
         }
     free(in);
     free(out);
@@ -701,10 +726,8 @@ START_TEST(reduce_with_atomics)
             clf_launch_report r;
             launch_ok(&e, &d, args, 3, &r, NULL);
             check_report(&d, &r);
-            ck_assert_msg(sum == want_sum, "%s: sum %u, want %u %s", what, sum, want_sum,
-                          describe(&r));
-            ck_assert_msg(mn == want_mn, "%s: min %d, want %d %s", what, mn, want_mn,
-                          describe(&r));
+            expect(sum == want_sum, "%s: sum %u, want %u %s", what, sum, want_sum, describe(&r));
+            expect(mn == want_mn, "%s: min %d, want %d %s", what, mn, want_mn, describe(&r));
         }
     free(x);
     env_close(&e);
@@ -742,12 +765,12 @@ START_TEST(reduce_per_group)
                     got_sum += sum[g];
                     got_mx = fmaxf(got_mx, mx[g]);
                 }
-                ck_assert_msg(got_sum == want_sum, "%s: sum %lld, want %lld %s", what,
-                              (long long)got_sum, (long long)want_sum, describe(&r));
-                ck_assert_msg(got_mx == want_mx, "%s: max %g, want %g %s", what, (double)got_mx,
-                              (double)want_mx, describe(&r));
+                expect(got_sum == want_sum, "%s: sum %lld, want %lld %s", what, (long long)got_sum,
+                       (long long)want_sum, describe(&r));
+                expect(got_mx == want_mx, "%s: max %g, want %g %s", what, (double)got_mx,
+                       (double)want_mx, describe(&r));
                 /* Group 0 ran on every device that took work: never the identity. */
-                ck_assert_msg(mx[0] > -FLT_MAX, "%s: mx[0] = %g", what, (double)mx[0]);
+                expect(mx[0] > -FLT_MAX, "%s: mx[0] = %g", what, (double)mx[0]);
                 free(sum);
                 free(mx);
             }
@@ -781,9 +804,9 @@ START_TEST(broadcast_sees_changes)
             launch_ok(&e, &d, args, 3, &r, extra);
             check_report(&d, &r);
             for (size_t i = 0; i < N; i++)
-                ck_assert_msg(out[i] == table[in[i] & 255] + (uint32_t)i,
-                              "%s: out[%zu] = %u, want %u (stale broadcast?) %s", what, i,
-                              out[i], table[in[i] & 255] + (uint32_t)i, describe(&r));
+                expect(out[i] == table[in[i] & 255] + (uint32_t)i,
+                       "%s: out[%zu] = %u, want %u (stale broadcast?) %s", what, i, out[i],
+                       table[in[i] & 255] + (uint32_t)i, describe(&r));
         }
     free(in);
     free(out);
@@ -796,15 +819,14 @@ END_TEST
 static void check_limits(const clf_launch_report *r, const uint64_t *limits)
 {
     for (size_t i = 0; i < r->num_devices; i++) {
-        ck_assert_msg(r->dev[i].mem_budget > 0 && r->dev[i].mem_budget <= limits[i],
-                      "%s: dev %zu budget %llu, limit %llu %s", what, i,
-                      (unsigned long long)r->dev[i].mem_budget, (unsigned long long)limits[i],
-                      describe(r));
-        ck_assert_msg(r->dev[i].mem_peak <= limits[i], "%s: dev %zu held %llu, limit %llu %s",
-                      what, i, (unsigned long long)r->dev[i].mem_peak,
-                      (unsigned long long)limits[i], describe(r));
+        expect(r->dev[i].mem_budget > 0 && r->dev[i].mem_budget <= limits[i],
+               "%s: dev %zu budget %llu, limit %llu %s", what, i,
+               (unsigned long long)r->dev[i].mem_budget, (unsigned long long)limits[i],
+               describe(r));
+        expect(r->dev[i].mem_peak <= limits[i], "%s: dev %zu held %llu, limit %llu %s", what, i,
+               (unsigned long long)r->dev[i].mem_peak, (unsigned long long)limits[i], describe(r));
         if (r->dev[i].units)
-            ck_assert_msg(r->dev[i].mem_peak > 0, "%s: dev %zu held nothing", what, i);
+            expect(r->dev[i].mem_peak > 0, "%s: dev %zu held nothing", what, i);
     }
 }
 
@@ -821,10 +843,9 @@ START_TEST(memory_limits_stream)
     for (size_t s = 0; s < NSTRATEGIES; s++) {
         memset(sum, 0, N * 4);
         memset(prod, 0, N * 4);
-        clf_arg args[] = {chunked((clf_arg)CLF_IN(a, N * 4, 4)),
-                          chunked((clf_arg)CLF_IN(b, N * 4, 4)),
-                          chunked((clf_arg)CLF_OUT(sum, N * 4, 4)),
-                          chunked((clf_arg)CLF_OUT(prod, N * 4, 4))};
+        clf_arg args[] = {
+            chunked((clf_arg)CLF_IN(a, N * 4, 4)), chunked((clf_arg)CLF_IN(b, N * 4, 4)),
+            chunked((clf_arg)CLF_OUT(sum, N * 4, 4)), chunked((clf_arg)CLF_OUT(prod, N * 4, 4))};
         clf_launch_desc d = make_desc(&e, "addmul_chunk", STRATEGIES[s], 1, N, 1, 1);
         d.mem_limits = limits;
         clf_launch_report r;
@@ -835,11 +856,10 @@ START_TEST(memory_limits_stream)
         for (size_t i = 0; i < r.num_devices; i++)
             chunks += r.dev[i].chunks;
         /* 16 bytes a unit, 64 KiB: at least 4096 units a chunk is impossible. */
-        ck_assert_msg(chunks >= N / 4096, "%s: %u chunks cannot fit %s", what, chunks,
-                      describe(&r));
+        expect(chunks >= N / 4096, "%s: %u chunks cannot fit %s", what, chunks, describe(&r));
         for (size_t i = 0; i < N; i++)
-            ck_assert_msg(sum[i] == a[i] + b[i] && prod[i] == a[i] * b[i], "%s: item %zu %s",
-                          what, i, describe(&r));
+            expect(sum[i] == a[i] + b[i] && prod[i] == a[i] * b[i], "%s: item %zu %s", what, i,
+                   describe(&r));
     }
     /* A halo counts too: blur 1 MiB in and out through 48 KiB. */
     const size_t w = 64, h = 4096, row = w * 4;
@@ -859,7 +879,7 @@ START_TEST(memory_limits_stream)
         check_report(&d, &r);
         check_limits(&r, small);
         for (size_t p = 0; p < w * h; p++)
-            ck_assert_msg(out[p] == want[p], "%s: pixel %zu %s", what, p, describe(&r));
+            expect(out[p] == want[p], "%s: pixel %zu %s", what, p, describe(&r));
     }
     free(a);
     free(b);
@@ -896,10 +916,9 @@ START_TEST(memory_limits_impossible)
             check_report(&d, &r);
             check_limits(&r, limits);
             for (size_t i = 0; i < N; i++)
-                ck_assert_msg(out[i] == lowbias32((uint32_t)i ^ seed), "%s: out[%zu]", what, i);
+                expect(out[i] == lowbias32((uint32_t)i ^ seed), "%s: out[%zu]", what, i);
         } else {
-            ck_assert_msg(clf_last_error()[0] != 0, "%s: %s without detail", what,
-                          clf_status_name(st));
+            expect(clf_last_error()[0] != 0, "%s: %s without detail", what, clf_status_name(st));
         }
     }
     /* One 1 KiB row per unit, 512 bytes allowed. */
@@ -910,9 +929,8 @@ START_TEST(memory_limits_impossible)
         d.mem_limits = tiny;
         set_what(&e, &d, "a unit over the limit");
         clf_status st = clf_launch(e.f, e.p, &d, args, 2, NULL);
-        ck_assert_msg(st != CLF_SUCCESS, "%s: succeeded", what);
-        ck_assert_msg(clf_last_error()[0] != 0, "%s: %s without detail", what,
-                      clf_status_name(st));
+        expect(st != CLF_SUCCESS, "%s: succeeded", what);
+        expect(clf_last_error()[0] != 0, "%s: %s without detail", what, clf_status_name(st));
     }
     free(out);
     env_close(&e);
@@ -940,14 +958,15 @@ START_TEST(static_user_and_equal_weights)
     d.weights = w31;
     launch_ok(&e, &d, args, 2, &r, "weights 3:1");
     check_report(&d, &r);
-    ck_assert_msg(r.dev[0].units == 3000 && r.dev[1].units == 1000, "%s: %s", what,
-                  describe(&r));
+    /* Without a local size the runtime may pick one (up to 64) and align chunks to it. */
+    expect(r.dev[0].units >= 3000 - 64 && r.dev[0].units <= 3000 + 64, "%s: %s", what,
+           describe(&r));
 
     double w10[2] = {1, 0};
     d.weights = w10;
     launch_ok(&e, &d, args, 2, &r, "weights 1:0");
     check_report(&d, &r);
-    ck_assert_msg(r.dev[0].units == N && r.dev[1].units == 0, "%s: %s", what, describe(&r));
+    expect(r.dev[0].units == N && r.dev[1].units == 0, "%s: %s", what, describe(&r));
 
     /* Guided follows user weights too: the heavier device does more. */
     d.strategy = CLF_GUIDED;
@@ -960,10 +979,10 @@ START_TEST(static_user_and_equal_weights)
     d.weights = NULL;
     launch_ok(&e, &d, args, 2, &r, "equal weights");
     check_report(&d, &r);
-    ck_assert_msg(r.dev[0].units == N / 2 && r.dev[1].units == N / 2, "%s: %s", what,
-                  describe(&r));
+    expect(r.dev[0].units >= N / 2 - 64 && r.dev[0].units <= N / 2 + 64, "%s: %s", what,
+           describe(&r));
     for (size_t i = 0; i < N; i++)
-        ck_assert_uint_eq(out[i], lowbias32((uint32_t)i ^ seed));
+        expect(out[i] == lowbias32((uint32_t)i ^ seed), "out[%zu] = %u", i, out[i]);
 
     /* Dynamic: about chunks_per_device chunks each. */
     d.strategy = CLF_DYNAMIC;
@@ -971,7 +990,7 @@ START_TEST(static_user_and_equal_weights)
     launch_ok(&e, &d, args, 2, &r, "dynamic, 8 a device");
     check_report(&d, &r);
     unsigned chunks = r.dev[0].chunks + r.dev[1].chunks;
-    ck_assert_msg(chunks >= 8 && chunks <= 32, "%s: %u chunks %s", what, chunks, describe(&r));
+    expect(chunks >= 8 && chunks <= 32, "%s: %u chunks %s", what, chunks, describe(&r));
     free(out);
     env_close(&e);
 }
@@ -997,7 +1016,7 @@ static void remove_dir(const char *dir)
 
 static int mentions_learned(const char *reason)
 {
-    char low[sizeof ((clf_launch_report *)0)->reason];
+    char low[sizeof((clf_launch_report *)0)->reason];
     size_t i = 0;
     for (; reason[i] && i + 1 < sizeof low; i++)
         low[i] = (char)(reason[i] >= 'A' && reason[i] <= 'Z' ? reason[i] + 32 : reason[i]);
@@ -1032,14 +1051,14 @@ START_TEST(learned_weights)
             launch_ok(&e, &d, args, 2, &r, extra);
             check_report(&d, &r);
             if (process == 1 || run == 3)
-                ck_assert_msg(mentions_learned(r.reason), "%s: reason '%s' %s", what, r.reason,
-                              describe(&r));
+                expect(mentions_learned(r.reason), "%s: reason '%s' %s", what, r.reason,
+                       describe(&r));
             if (run == 3)
                 fprintf(stderr, "learned weights: shares %.3f %.3f (%s)\n", r.dev[0].share,
                         r.dev[1].share, r.reason);
         }
         for (size_t i = 0; i < N; i += 997)
-            ck_assert_uint_eq(out[i], lowbias32((uint32_t)i ^ seed));
+            expect(out[i] == lowbias32((uint32_t)i ^ seed), "out[%zu] = %u", i, out[i]);
         env_close(&e);
     }
     free(out);
@@ -1091,16 +1110,15 @@ START_TEST(async_in_order)
         clf_event_release(ev[k]);
     }
     for (int k = 0; k < 6; k++)
-        ck_assert_msg(rep[k].total_units == N, "launch %d: total_units %llu", k,
-                      (unsigned long long)rep[k].total_units);
+        expect(rep[k].total_units == N, "launch %d: total_units %llu", k,
+               (unsigned long long)rep[k].total_units);
     for (size_t i = 0; i < N; i++) {
         uint32_t want = (uint32_t)i;
         for (int k = 0; k < 3; k++)
             want = want * mc[k][0] + mc[k][1];
-        ck_assert_msg(v[i] == want, "%s: v[%zu] = %u, want %u", e.cfg->label, i, v[i], want);
+        expect(v[i] == want, "%s: v[%zu] = %u, want %u", e.cfg->label, i, v[i], want);
         float fy = (float)(i % 77) + 3 * alpha * (float)(i % 1000);
-        ck_assert_msg(y[i] == fy, "%s: y[%zu] = %g, want %g", e.cfg->label, i, (double)y[i],
-                      (double)fy);
+        expect(y[i] == fy, "%s: y[%zu] = %g, want %g", e.cfg->label, i, (double)y[i], (double)fy);
     }
     free(x);
     free(y);
@@ -1129,7 +1147,7 @@ START_TEST(async_failure_does_not_block)
     ck_assert_ok(clf_event_wait(e1));
     if (st2 == CLF_SUCCESS) {
         clf_status w = clf_event_wait(e2);
-        ck_assert_msg(w != CLF_SUCCESS, "a launch with a missing argument succeeded");
+        expect(w != CLF_SUCCESS, "a launch with a missing argument succeeded");
         clf_event_release(e2);
     } else {
         ck_assert_ptr_null(e2);
@@ -1140,7 +1158,293 @@ START_TEST(async_failure_does_not_block)
     /* Whether the failed launch touched v is not defined; the two good ones ran. */
     if (st2 != CLF_SUCCESS)
         for (size_t i = 0; i < N; i++)
-            ck_assert_uint_eq(v[i], ((uint32_t)i * 3 + 1) * 3 + 1);
+            expect(v[i] == ((uint32_t)i * 3 + 1) * 3 + 1, "v[%zu] = %u", i, v[i]);
+    free(v);
+    env_close(&e);
+}
+END_TEST
+
+/* ---- more reductions, in-place halos, per-device limits, concurrency --------------------- */
+
+/* Every type with every operation: a host value differing from the one written means a wrong
+ * identity or a wrong combination. Elements past the range hold the combined identity. */
+static int equal_or_both_nan(double got, double want)
+{
+    return got == want || (isnan(got) && isnan(want));
+}
+
+START_TEST(reduce_every_type_and_op)
+{
+    env e;
+    env_open(&e, _i);
+    static const struct {
+        const char *kernel;
+        clf_type type;
+    } types[] = {{"red_i32", CLF_INT32},
+                 {"red_u32", CLF_UINT32},
+                 {"red_i64", CLF_INT64},
+                 {"red_f32", CLF_FLOAT},
+                 {"red_f64", CLF_DOUBLE}};
+    static const clf_reduce_op ops[] = {CLF_SUM, CLF_PROD, CLF_MIN, CLF_MAX};
+    enum { N = 1000, EXTRA = 3 };
+    void *host = malloc((N + EXTRA) * 8);
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
+        for (size_t o = 0; o < 4; o++) {
+            clf_strategy st = STRATEGIES[(t * 4 + o) % NSTRATEGIES];
+            memset(host, 0x5a, (N + EXTRA) * 8);
+            clf_arg args[] = {CLF_REDUCE(host, N + EXTRA, types[t].type, ops[o])};
+            clf_launch_desc d = make_desc(&e, types[t].kernel, st, 1, N, 1, 1);
+            char extra[32];
+            snprintf(extra, sizeof extra, "op %d", (int)ops[o]);
+            clf_launch_report r;
+            launch_ok(&e, &d, args, 1, &r, extra);
+            check_report(&d, &r);
+            for (size_t i = 0; i < N + EXTRA; i++) {
+                uint32_t x = lowbias32((uint32_t)i);
+                double got, want;
+                int in = i < N;
+                clf_reduce_op op = ops[o];
+                switch (types[t].type) {
+                case CLF_INT32:
+                    got = ((int32_t *)host)[i];
+                    want = in               ? (int32_t)x
+                           : op == CLF_SUM  ? 0
+                           : op == CLF_PROD ? 1
+                           : op == CLF_MIN  ? INT32_MAX
+                                            : INT32_MIN;
+                    break;
+                case CLF_UINT32:
+                    got = ((uint32_t *)host)[i];
+                    want = in               ? x
+                           : op == CLF_SUM  ? 0
+                           : op == CLF_PROD ? 1
+                           : op == CLF_MIN  ? UINT32_MAX
+                                            : 0;
+                    break;
+                case CLF_INT64: {
+                    int64_t g = ((int64_t *)host)[i];
+                    int64_t w = in               ? (int64_t)x * 3 - 8589934592LL
+                                : op == CLF_SUM  ? 0
+                                : op == CLF_PROD ? 1
+                                : op == CLF_MIN  ? INT64_MAX
+                                                 : INT64_MIN;
+                    expect(g == w, "%s: %s op %d [%zu] = %lld, want %lld %s", what, types[t].kernel,
+                           (int)op, i, (long long)g, (long long)w, describe(&r));
+                    continue;
+                }
+                case CLF_FLOAT:
+                    got = ((float *)host)[i];
+                    want = in               ? (float)(int32_t)(x >> 8) - 8388608.0f
+                           : op == CLF_SUM  ? 0
+                           : op == CLF_PROD ? 1
+                           : op == CLF_MIN  ? INFINITY
+                                            : -INFINITY;
+                    /* FLT_MAX is an acceptable identity for min/max too. */
+                    if (!in && op == CLF_MIN && got == FLT_MAX)
+                        got = INFINITY;
+                    if (!in && op == CLF_MAX && got == -FLT_MAX)
+                        got = -INFINITY;
+                    break;
+                default:
+                    got = ((double *)host)[i];
+                    want = in               ? (double)x * 0.5
+                           : op == CLF_SUM  ? 0
+                           : op == CLF_PROD ? 1
+                           : op == CLF_MIN  ? INFINITY
+                                            : -INFINITY;
+                    if (!in && op == CLF_MIN && got == DBL_MAX)
+                        got = INFINITY;
+                    if (!in && op == CLF_MAX && got == -DBL_MAX)
+                        got = -INFINITY;
+                    break;
+                }
+                expect(equal_or_both_nan(got, want), "%s: %s op %d [%zu] = %.17g, want %.17g %s",
+                       what, types[t].kernel, (int)op, i, got, want, describe(&r));
+            }
+        }
+    free(host);
+    env_close(&e);
+}
+END_TEST
+
+/*
+ * An in-place argument with a halo: each device writes back only its chunk, never the halo
+ * it read (a stale halo written back would undo a neighbour's results).
+ */
+START_TEST(inout_halo_writes_only_the_chunk)
+{
+    env e;
+    env_open(&e, _i);
+    static const size_t sizes[] = {1, 2, 3, 101, 4099, 65537};
+    enum { NMAX = 65537 };
+    uint32_t *p = malloc(NMAX * 8);
+    for (size_t rep = 0; rep < 2; rep++)
+        for (size_t s = 0; s < NSTRATEGIES; s++)
+            for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+                uint32_t n = (uint32_t)sizes[k];
+                for (uint32_t i = 0; i < n; i++)
+                    p[2 * i] = lowbias32(i) & 0xffffff, p[2 * i + 1] = 0;
+                clf_arg args[] = {CLF_INOUT(p, (size_t)n * 8, 8), CLF_SCALAR(&n)};
+                args[0].halo_before = args[0].halo_after = 1;
+                clf_launch_desc d = make_desc(&e, "pairs", STRATEGIES[s], 1, n, 1, 1);
+                d.chunks_per_device = 16; /* many boundaries */
+                clf_launch_report r;
+                launch_ok(&e, &d, args, 2, &r, "inout with halo");
+                check_report(&d, &r);
+                for (uint32_t i = 0; i < n; i++) {
+                    uint32_t l = i ? i - 1 : 0, rr = i + 1 < n ? i + 1 : n - 1;
+                    uint32_t in = lowbias32(i) & 0xffffff;
+                    uint32_t want = (lowbias32(l) & 0xffffff) + 2 * in + (lowbias32(rr) & 0xffffff);
+                    expect(p[2 * i] == in && p[2 * i + 1] == want,
+                           "%s: unit %u = {%u, %u}, want {%u, %u} %s", what, i, p[2 * i],
+                           p[2 * i + 1], in, want, describe(&r));
+                }
+            }
+    free(p);
+    env_close(&e);
+}
+END_TEST
+
+/* Limits for some devices only (0: none), and a device too small for one unit: the others
+ * do its work. */
+START_TEST(memory_limits_per_device)
+{
+    env e;
+    env_open(&e, 0);
+    enum { N = 1 << 16 };
+    uint32_t *a = malloc(N * 4), *b = malloc(N * 4), *sum = malloc(N * 4), *prod = malloc(N * 4);
+    for (size_t i = 0; i < N; i++)
+        a[i] = lowbias32((uint32_t)i), b[i] = (uint32_t)i;
+    uint64_t one[2] = {0, 64 << 10};
+    for (size_t s = 0; s < NSTRATEGIES; s++) {
+        memset(sum, 0, N * 4);
+        clf_arg args[] = {
+            chunked((clf_arg)CLF_IN(a, N * 4, 4)), chunked((clf_arg)CLF_IN(b, N * 4, 4)),
+            chunked((clf_arg)CLF_OUT(sum, N * 4, 4)), chunked((clf_arg)CLF_OUT(prod, N * 4, 4))};
+        clf_launch_desc d = make_desc(&e, "addmul_chunk", STRATEGIES[s], 1, N, 1, 1);
+        d.mem_limits = one;
+        clf_launch_report r;
+        launch_ok(&e, &d, args, 4, &r, "limit on device 1 only");
+        check_report(&d, &r);
+        expect(r.dev[1].mem_peak <= one[1] && r.dev[1].mem_budget <= one[1], "%s: %s", what,
+               describe(&r));
+        for (size_t i = 0; i < N; i++)
+            expect(sum[i] == a[i] + b[i] && prod[i] == a[i] * b[i], "%s: item %zu %s", what, i,
+                   describe(&r));
+    }
+    /* Rows of 1 KiB with a halo of 2 + 2 rows: 512 bytes holds no chunk on device 0. */
+    const size_t w = 256, h = 300, row = w * 4;
+    uint32_t *img = test_image(w, h), *out = malloc(h * row), *want = malloc(h * row);
+    blur_ref(img, want, (int)w, (int)h);
+    uint64_t small0[2] = {512, 0};
+    for (size_t s = 0; s < NSTRATEGIES; s++) {
+        int iw = (int)w, ih = (int)h, hb = 2;
+        memset(out, 0, h * row);
+        clf_arg args[] = {chunked((clf_arg)CLF_IN_HALO(img, h * row, row, 2, 2)),
+                          chunked((clf_arg)CLF_OUT(out, h * row, row)), CLF_SCALAR(&iw),
+                          CLF_SCALAR(&ih), CLF_SCALAR(&hb)};
+        clf_launch_desc d = make_desc(&e, "blur_chunk", STRATEGIES[s], 2, w, h, 1);
+        d.mem_limits = small0;
+        clf_launch_report r;
+        launch_ok(&e, &d, args, 5, &r, "device 0 too small");
+        check_report(&d, &r);
+        expect(r.dev[0].units == 0 && r.dev[0].mem_peak <= 512, "%s: %s", what, describe(&r));
+        for (size_t p = 0; p < w * h; p++)
+            expect(out[p] == want[p], "%s: pixel %zu %s", what, p, describe(&r));
+    }
+    free(a);
+    free(b);
+    free(sum);
+    free(prod);
+    free(img);
+    free(out);
+    free(want);
+    env_close(&e);
+}
+END_TEST
+
+/* Two host threads launching on one fleet at once, each with its own arrays. */
+typedef struct racer {
+    env *e;
+    uint32_t seed;
+    clf_strategy strategy;
+    int bad; /* failed launches or wrong elements; asserted by the main thread */
+    char msg[256];
+} racer;
+
+static void *race(void *arg)
+{
+    racer *rc = arg;
+    enum { N = 50021 };
+    uint32_t *out = malloc(N * 4);
+    for (int it = 0; it < 20 && !rc->bad; it++) {
+        uint32_t seed = rc->seed + (uint32_t)it;
+        clf_arg args[] = {CLF_OUT(out, N * 4, 4), CLF_SCALAR(&seed)};
+        clf_launch_desc d = make_desc(rc->e, "hash32", rc->strategy, 1, N, 1, 1);
+        clf_status st = clf_launch(rc->e->f, rc->e->p, &d, args, 2, NULL);
+        if (st != CLF_SUCCESS) {
+            rc->bad = 1;
+            snprintf(rc->msg, sizeof rc->msg, "launch %d: %s: %s", it, clf_status_name(st),
+                     clf_last_error());
+        }
+        for (size_t i = 0; i < N && !rc->bad; i++)
+            if (out[i] != lowbias32((uint32_t)i ^ seed)) {
+                rc->bad = 1;
+                snprintf(rc->msg, sizeof rc->msg, "launch %d: out[%zu] = %u, want %u", it, i,
+                         out[i], lowbias32((uint32_t)i ^ seed));
+            }
+    }
+    free(out);
+    return NULL;
+}
+
+START_TEST(concurrent_launches)
+{
+    env e;
+    env_open(&e, _i);
+    racer rc[2] = {{&e, 1000, CLF_DYNAMIC, 0, ""}, {&e, 5000, CLF_GUIDED, 0, ""}};
+    pthread_t t[2];
+    for (int k = 0; k < 2; k++)
+        ck_assert_int_eq(pthread_create(&t[k], NULL, race, &rc[k]), 0);
+    for (int k = 0; k < 2; k++)
+        pthread_join(t[k], NULL);
+    for (int k = 0; k < 2; k++)
+        expect(!rc[k].bad, "%s: thread %d: %s", e.cfg->label, k, rc[k].msg);
+    env_close(&e);
+}
+END_TEST
+
+/* A blocking launch queued behind asynchronous ones on the same array runs after them. */
+START_TEST(sync_after_async)
+{
+    env e;
+    env_open(&e, _i);
+    enum { N = 100003 };
+    uint32_t *v = malloc(N * sizeof *v);
+    for (size_t i = 0; i < N; i++)
+        v[i] = (uint32_t)i;
+    const uint32_t mc[3][2] = {{3, 1}, {5, 7}, {7, 3}};
+    clf_event *ev[2];
+    clf_launch_report rep[3];
+    for (int k = 0; k < 3; k++) {
+        clf_arg aff[] = {CLF_INOUT(v, N * sizeof *v, sizeof *v), CLF_SCALAR(&mc[k][0]),
+                         CLF_SCALAR(&mc[k][1])};
+        clf_launch_desc d = make_desc(&e, "affine", STRATEGIES[k], 1, N, 1, 1);
+        if (k < 2)
+            ck_assert_ok(clf_launch_async(e.f, e.p, &d, aff, 3, &rep[k], &ev[k]));
+        else
+            launch_ok(&e, &d, aff, 3, &rep[k], "blocking, after two async");
+    }
+    for (int k = 0; k < 2; k++) {
+        ck_assert_ok(clf_event_wait(ev[k]));
+        clf_event_release(ev[k]);
+    }
+    for (size_t i = 0; i < N; i++) {
+        uint32_t want = (uint32_t)i;
+        for (int k = 0; k < 3; k++)
+            want = want * mc[k][0] + mc[k][1];
+        expect(v[i] == want, "%s: v[%zu] = %u, want %u", e.cfg->label, i, v[i], want);
+    }
     free(v);
     env_close(&e);
 }
@@ -1167,9 +1471,8 @@ START_TEST(strategy_from_environment)
     unsetenv("CLFLEET_STRATEGY");
     ck_assert_ok(clf_launch(e.f, e.p, &d, args, 2, &r));
     ck_assert_int_eq(r.requested, CLF_AUTO);
-    ck_assert_msg(r.strategy >= CLF_STATIC && r.strategy <= CLF_MEMORY_AWARE, "%d",
-                  (int)r.strategy);
-    ck_assert_msg(r.reason[0] != 0, "AUTO says why");
+    expect(r.strategy >= CLF_STATIC && r.strategy <= CLF_MEMORY_AWARE, "%d", (int)r.strategy);
+    expect(r.reason[0] != 0, "AUTO says why");
 
     static const struct {
         const char *value;
@@ -1181,9 +1484,9 @@ START_TEST(strategy_from_environment)
     for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
         setenv("CLFLEET_STRATEGY", names[k].value, 1);
         ck_assert_ok(clf_launch(e.f, e.p, &d, args, 2, &r));
-        ck_assert_msg(r.strategy == names[k].want && r.requested == names[k].want,
-                      "CLFLEET_STRATEGY=%s ran %d (asked %d)", names[k].value, (int)r.strategy,
-                      (int)r.requested);
+        expect(r.strategy == names[k].want && r.requested == names[k].want,
+               "CLFLEET_STRATEGY=%s ran %d (asked %d)", names[k].value, (int)r.strategy,
+               (int)r.requested);
     }
     /* An explicit strategy wins over the environment. */
     setenv("CLFLEET_STRATEGY", "dynamic", 1);
@@ -1194,10 +1497,10 @@ START_TEST(strategy_from_environment)
 
     setenv("CLFLEET_STRATEGY", "banana", 1);
     ck_assert_status(clf_launch(e.f, e.p, &d, args, 2, &r), CLF_ERROR_PARSE);
-    ck_assert_msg(strstr(clf_last_error(), "banana") != NULL, "detail: %s", clf_last_error());
+    expect(strstr(clf_last_error(), "banana") != NULL, "detail: %s", clf_last_error());
     unsetenv("CLFLEET_STRATEGY");
     for (size_t i = 0; i < N; i++)
-        ck_assert_uint_eq(out[i], lowbias32((uint32_t)i ^ seed));
+        expect(out[i] == lowbias32((uint32_t)i ^ seed), "out[%zu] = %u", i, out[i]);
     env_close(&e);
 }
 END_TEST
@@ -1231,14 +1534,13 @@ END_TEST
 /* ---- bad input --------------------------------------------------------------------------- */
 
 /* The call fails with one of the statuses and says why. */
-#define expect_fail(call, want1, want2)                                                    \
-    do {                                                                                   \
-        clf_clear_error();                                                                 \
-        clf_status st_ = (call);                                                           \
-        ck_assert_msg(st_ == (want1) || st_ == (want2), "%s returned %s, expected %s",     \
-                      #call, clf_status_name(st_), clf_status_name(want1));                \
-        ck_assert_msg(clf_last_error()[0] != 0, "%s: %s without detail", #call,            \
-                      clf_status_name(st_));                                               \
+#define expect_fail(call, want1, want2)                                                            \
+    do {                                                                                           \
+        clf_clear_error();                                                                         \
+        clf_status st_ = (call);                                                                   \
+        expect(st_ == (want1) || st_ == (want2), "%s returned %s, expected %s", #call,             \
+               clf_status_name(st_), clf_status_name(want1));                                      \
+        expect(clf_last_error()[0] != 0, "%s: %s without detail", #call, clf_status_name(st_));    \
     } while (0)
 
 START_TEST(bad_input)
@@ -1281,8 +1583,7 @@ START_TEST(bad_input)
     expect_fail(clf_launch(f, p, &d, args, 2, &r), CLF_ERROR_ZERO_SIZE, CLF_ERROR_ZERO_SIZE);
     d = good, d.kernel = "no_such_kernel";
     expect_fail(clf_launch(f, p, &d, args, 2, &r), CLF_ERROR_NOT_FOUND, CLF_ERROR_OPENCL);
-    ck_assert_msg(strstr(clf_last_error(), "no_such_kernel") != NULL, "detail: %s",
-                  clf_last_error());
+    expect(strstr(clf_last_error(), "no_such_kernel") != NULL, "detail: %s", clf_last_error());
     d = good, d.strategy = (clf_strategy)42;
     expect_fail(clf_launch(f, p, &d, args, 2, &r), EINV, EINV);
     d = good, d.strategy = (clf_strategy)-1;
@@ -1296,6 +1597,9 @@ START_TEST(bad_input)
     size_t bad_dev[] = {0, 7};
     d = good, d.devices = bad_dev, d.num_devices = 2;
     expect_fail(clf_launch(f, p, &d, args, 2, &r), CLF_ERROR_OUT_OF_RANGE, EINV);
+    size_t twice[] = {1, 1};
+    d = good, d.devices = twice, d.num_devices = 2;
+    expect_fail(clf_launch(f, p, &d, args, 2, &r), EINV, EINV);
     d = good, d.devices = bad_dev, d.num_devices = 0;
     expect_fail(clf_launch(f, p, &d, args, 2, &r), EINV, CLF_ERROR_ZERO_SIZE);
     size_t many[CLF_MAX_LAUNCH_DEVICES + 1] = {0};
@@ -1312,8 +1616,8 @@ START_TEST(bad_input)
     expect_fail(clf_launch(f, p, &d, args, 2, &r), EINV, EINV);
     d.weights = zero;
     clf_status stz = clf_launch(f, p, &d, args, 2, &r); /* all zero: equal, or refused */
-    ck_assert_msg(stz == CLF_SUCCESS || stz == CLF_ERROR_INVALID_ARGUMENT, "zero weights: %s",
-                  clf_status_name(stz));
+    expect(stz == CLF_SUCCESS || stz == CLF_ERROR_INVALID_ARGUMENT, "zero weights: %s",
+           clf_status_name(stz));
     d = good, d.weights_mode = (clf_weights)9;
     expect_fail(clf_launch(f, p, &d, args, 2, &r), EINV, EINV);
     d = good, d.mem_safety = -0.5;
@@ -1373,12 +1677,11 @@ START_TEST(bad_input)
     /* A kernel whose arguments do not match: fails, with detail, and nothing hangs. */
     clf_arg missing[] = {CLF_OUT(out, sizeof out, 4)};
     clf_status stm = clf_launch(f, p, &good, missing, 1, &r);
-    ck_assert_msg(stm != CLF_SUCCESS && clf_last_error()[0], "missing argument: %s",
-                  clf_status_name(stm));
+    expect(stm != CLF_SUCCESS && clf_last_error()[0], "missing argument: %s", clf_status_name(stm));
     clf_arg wrongtype[] = {CLF_OUT(fout, sizeof fout, 4), CLF_OUT(in, sizeof in, 4)};
     stm = clf_launch(f, p, &good, wrongtype, 2, &r); /* a buffer where a uint goes */
-    ck_assert_msg(stm != CLF_SUCCESS && clf_last_error()[0], "buffer for a scalar: %s",
-                  clf_status_name(stm));
+    expect(stm != CLF_SUCCESS && clf_last_error()[0], "buffer for a scalar: %s",
+           clf_status_name(stm));
 
     /* A program from another fleet. */
     env other;
@@ -1390,7 +1693,7 @@ START_TEST(bad_input)
     memset(out, 0, sizeof out);
     ck_assert_ok(clf_launch(f, p, &good, args, 2, &r));
     for (size_t i = 0; i < N; i++)
-        ck_assert_uint_eq(out[i], lowbias32((uint32_t)i ^ seed));
+        expect(out[i] == lowbias32((uint32_t)i ^ seed), "out[%zu] = %u", i, out[i]);
     env_close(&e);
 }
 END_TEST
@@ -1419,6 +1722,11 @@ int main(void)
     tcase_add_test(tc, static_user_and_equal_weights);
     tcase_add_loop_test(tc, async_in_order, 0, NCFGS);
     tcase_add_test(tc, async_failure_does_not_block);
+    tcase_add_loop_test(tc, reduce_every_type_and_op, 0, NCFGS);
+    tcase_add_loop_test(tc, inout_halo_writes_only_the_chunk, 0, NCFGS);
+    tcase_add_test(tc, memory_limits_per_device);
+    tcase_add_loop_test(tc, concurrent_launches, 0, NCFGS);
+    tcase_add_loop_test(tc, sync_after_async, 0, NCFGS);
     tcase_add_test(tc, strategy_names);
     tcase_add_test(tc, bad_input);
     suite_add_tcase(s, tc);

@@ -10,7 +10,8 @@ static void usage(FILE *to)
     fputs("usage: clfleet-info [--json] [--devices SELECTION] [--split N | --split-counts A+B]\n"
           "                    [--context-per-device]\n"
           "Lists every device on every OpenCL platform (SELECTION: see README,\n"
-          "\"Device selection\"; default \"type=all\", or $CLFLEET_DEVICES when set).\n",
+          "\"Device selection\"; default \"type=all\", or $CLFLEET_DEVICES when set),\n"
+          "then the transfer path of every ordered device pair ($CLFLEET_TRANSFER applies).\n",
           to);
 }
 
@@ -46,6 +47,31 @@ static const char *p2p_capable(const clf_fleet *f, size_t i, const clf_device_in
     if (strstr(in->vendor, "NVIDIA") && in->pci_known)
         return "cuda?";
     return "no";
+}
+
+/* The transfer path of every ordered device pair, and whether it is direct. */
+static void json_paths(const clf_fleet *f)
+{
+    size_t n = clf_fleet_device_count(f);
+    for (int pass = 0; pass < 2; pass++) {
+        printf(",\n  \"%s\": [", pass ? "direct" : "paths");
+        for (size_t s = 0; s < n; s++) {
+            printf("%s\n    [", s ? "," : "");
+            for (size_t d = 0; d < n; d++) {
+                clf_path p = CLF_PATH_STAGED;
+                int direct = 0;
+                clf_transfer_path(f, s, d, &p, &direct);
+                if (pass)
+                    printf("%s%s", d ? ", " : "", direct ? "true" : "false");
+                else
+                    printf("%s\"%s\"", d ? ", " : "", clf_path_name(p));
+            }
+            printf("]");
+        }
+        printf("\n  ]");
+    }
+    printf(",\n  \"cuda\": ");
+    json_string(clf_transfer_cuda_status(f));
 }
 
 static void print_json(const clf_fleet *f)
@@ -88,7 +114,32 @@ static void print_json(const clf_fleet *f)
         json_string(in.extensions);
         printf("}");
     }
-    printf("\n  ]\n}\n");
+    printf("\n  ]");
+    json_paths(f);
+    printf("\n}\n");
+}
+
+/* The matrix of transfer paths: rows are sources, columns destinations. */
+static void table_paths(const clf_fleet *f)
+{
+    size_t n = clf_fleet_device_count(f);
+    printf("\nTransfer paths (row: from, column: to; * = direct, no host copy)\n     ");
+    for (size_t d = 0; d < n; d++)
+        printf(d + 1 < n ? " %-13zu" : " %zu", d);
+    printf("\n");
+    for (size_t s = 0; s < n; s++) {
+        printf("  %-3zu", s);
+        for (size_t d = 0; d < n; d++) {
+            clf_path p = CLF_PATH_STAGED;
+            int direct = 0;
+            char cell[32];
+            clf_transfer_path(f, s, d, &p, &direct);
+            snprintf(cell, sizeof cell, "%s%s", clf_path_name(p), direct ? "*" : "");
+            printf(d + 1 < n ? " %-13s" : " %s", cell);
+        }
+        printf("\n");
+    }
+    printf("CUDA peer-to-peer: %s\n", clf_transfer_cuda_status(f));
 }
 
 static void print_table(const clf_fleet *f)
@@ -120,6 +171,7 @@ static void print_table(const clf_fleet *f)
                in.compute_units, in.clock_mhz, in.host_unified ? "yes" : "no",
                in.fp64 ? "yes" : "no", pci, p2p_capable(f, i, &in), parent);
     }
+    table_paths(f);
 }
 
 int main(int argc, char **argv)

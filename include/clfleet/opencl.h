@@ -30,8 +30,17 @@ CLF_API cl_command_queue clf_cl_transfer_queue(const clf_fleet *fleet, size_t de
 CLF_API cl_program clf_cl_program(const clf_program *prog, size_t device);
 /** \brief The buffer's memory object. */
 CLF_API cl_mem clf_cl_mem(const clf_buffer *buf);
-/** \brief The event's OpenCL event. */
+/** \brief The event's OpenCL event (NULL for a host-side event, e.g. a launch). */
 CLF_API cl_event clf_cl_event(const clf_event *ev);
+/** \brief Wrap an OpenCL event (retained) so clfleet calls can wait for it. */
+CLF_API clf_status clf_event_from_cl(cl_event ev, clf_event **out);
+/**
+ * \brief An OpenCL event in device \p device's context that completes with
+ * \p ev (a user event set from a callback when \p ev belongs to another
+ * context, or to the host). Release it with clReleaseEvent().
+ */
+CLF_API clf_status clf_event_cl_for(clf_event *ev, clf_fleet *fleet, size_t device,
+                                    cl_event *out);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,50 @@
+#!/bin/sh
+# clfleet-bench balance and scale run (--quick) on PoCL sub-devices and write valid JSON
+# with every strategy; the table form and bad usage work too.
+set -u
+b=${top_builddir:-.}
+bench=$b/tools/clfleet-bench
+lint=$b/tests/jsonlint
+tmp=${TMPDIR:-/tmp}/clf-bench.$$
+trap 'rm -f "$tmp".*' EXIT
+required() { [ "${CLFLEET_REQUIRE_DEVICES:-0}" != 0 ]; }
+
+for cmd in balance scale; do
+    $bench $cmd --quick --json > "$tmp.$cmd" 2> "$tmp.err"
+    rc=$?
+    if [ $rc -eq 77 ]; then
+        cat "$tmp.err"
+        if required; then echo "FAIL: $cmd: no devices"; exit 99; fi
+        echo "SKIP: $cmd: no PoCL device to split into sub-devices"; exit 77
+    fi
+    [ $rc -eq 0 ] || { cat "$tmp.err"; echo "FAIL: $cmd exited with $rc"; exit 1; }
+    $lint < "$tmp.$cmd" || { echo "FAIL: $cmd: invalid JSON"; cat "$tmp.$cmd"; exit 1; }
+done
+
+# balance: two configurations, each with two workloads of five strategies, and a chunk cost.
+n=$(grep -c '"strategy": "' "$tmp.balance")
+nc=$(grep -c '"per_chunk_overhead_us": [0-9.e+-]' "$tmp.balance")
+for s in static dynamic guided memory-aware auto; do
+    grep -q "\"strategy\": \"$s\"" "$tmp.balance" || { echo "FAIL: balance: no $s"; exit 1; }
+done
+if grep -q '"error"' "$tmp.balance" || [ "$n" -ne 20 ] || [ "$nc" -ne 2 ]; then
+    echo "FAIL: balance: $n strategy rows (want 20), $nc chunk costs (want 2)"
+    cat "$tmp.balance"
+    exit 1
+fi
+grep -q '"speedup": [0-9]' "$tmp.balance" && grep -q '"overhead_ratio": [0-9]' "$tmp.balance" ||
+    { echo "FAIL: balance: speedup or overhead missing"; cat "$tmp.balance"; exit 1; }
+# scale: runs on 1 device and more.
+grep -q '"devices": 1,' "$tmp.scale" && grep -q '"parallel_efficiency": ' "$tmp.scale" ||
+    { echo "FAIL: scale: no runs"; cat "$tmp.scale"; exit 1; }
+
+# The table names every strategy; bad usage is an error with a message.
+$bench balance --quick --config homogeneous > "$tmp.txt" 2> "$tmp.err" ||
+    { cat "$tmp.err"; echo "FAIL: table"; exit 1; }
+grep -q 'per-chunk overhead' "$tmp.txt" && [ "$(grep -c '^  memory-aware ' "$tmp.txt")" -eq 2 ] ||
+    { echo "FAIL: table"; cat "$tmp.txt"; exit 1; }
+for bad in "nonsense" "balance --size 3" "balance --reps x" "balance --config nowhere"; do
+    if $bench $bad > /dev/null 2> "$tmp.err"; then echo "FAIL: '$bad' accepted"; exit 1; fi
+    [ -s "$tmp.err" ] || { echo "FAIL: '$bad' without a message"; exit 1; }
+done
+echo "PASS: balance ($n strategy rows) and scale, JSON valid"

@@ -1,0 +1,463 @@
+/*
+ * clfleet-bench p2p: device-to-device copies, every ordered pair of devices, 4 KiB to
+ * 256 MiB in steps of 4x. For each size it times
+ *
+ *   chosen  clf_copy() on the path the fleet chose for the pair,
+ *   staged  clf_copy() with every direct path disabled (CLFLEET_TRANSFER=staged),
+ *   pinned  the same through the pinned-slot pipeline only (two copies, overlapped),
+ *   naive   a blocking read of the whole region into host memory, then a blocking write,
+ *   memcpy  plain memcpy() between two host buffers, in the same run,
+ *
+ * reporting the median of a few repetitions as GB/s (10^9 bytes/s) and latency, and checks
+ * each method's result once. By default the devices are PoCL's pthread devices, one context
+ * each, so that the bytes really cross between contexts. Built with -DCLF_BENCH_P2P_MAIN it
+ * is a program of its own.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bench.h"
+#include "clfleet.h"
+
+#define SKIP 77
+#define DEFAULT_SELECTION "type=cpu;platform=portable;name=pthread"
+#define MAX_REPS 64
+#define TARGET_BYTES ((size_t)256 << 20)
+
+enum { CHOSEN, STAGED, PINNED, NAIVE, NMETHODS };
+static const char *const METHOD[NMETHODS] = {"chosen", "staged", "pinned", "naive"};
+
+typedef struct result {
+    size_t src, dst, bytes;
+    clf_path path;
+    int direct;
+    double s[NMETHODS]; /* seconds per copy (median) */
+    int ok[NMETHODS];   /* the copy's bytes checked */
+    double memcpy_s;
+} result;
+
+typedef struct bench {
+    int json, quick, shared;
+    unsigned reps;
+    const char *devices;
+    clf_fleet *fl[3]; /* chosen, staged, pinned */
+    size_t ndev, max_bytes;
+    clf_buffer **buf[3]; /* [fleet][device], max_bytes each */
+    unsigned char *pattern, *host, *check, *h1, *h2;
+} bench;
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, size_t n)
+{
+    qsort(v, n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static void json_string(const char *s)
+{
+    putchar('"');
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            printf("\\%c", c);
+        else if (c < 0x20)
+            printf("\\u%04x", c);
+        else
+            putchar(c);
+    }
+    putchar('"');
+}
+
+static double gbps(size_t bytes, double s)
+{
+    return s > 0 ? (double)bytes / s / 1e9 : NAN;
+}
+
+static void json_num(double v)
+{
+    if (isfinite(v))
+        printf("%.6g", v);
+    else
+        printf("null");
+}
+
+static int fail(const char *what, clf_status st)
+{
+    fprintf(stderr, "clfleet-bench p2p: %s: %s: %s\n", what, clf_status_name(st),
+            clf_last_error());
+    return EXIT_FAILURE;
+}
+
+/* Copies per timed repetition: enough bytes that the clock resolves them. */
+static unsigned inner_count(size_t bytes)
+{
+    size_t n = ((size_t)32 << 20) / bytes;
+    return n < 1 ? 1 : n > 64 ? 64 : (unsigned)n;
+}
+
+/* One copy by a method; the buffers hold max_bytes each. */
+static clf_status one_copy(bench *b, int m, size_t s, size_t d, size_t bytes)
+{
+    if (m == NAIVE) {
+        clf_status st = clf_buffer_read(b->buf[0][s], 0, bytes, b->host);
+        return st != CLF_SUCCESS ? st : clf_buffer_write(b->buf[0][d], 0, bytes, b->host);
+    }
+    int f = m == CHOSEN ? 0 : m == STAGED ? 1 : 2;
+    return clf_copy(b->buf[f][d], 0, b->buf[f][s], 0, bytes);
+}
+
+static double time_memcpy(bench *b, size_t bytes, unsigned inner)
+{
+    double t0 = now();
+    for (unsigned i = 0; i < inner; i++) {
+        memcpy(b->h2, b->h1, bytes);
+        /* Keep the compiler from merging or dropping the copies. */
+        __asm__ __volatile__("" : : "r"(b->h2) : "memory");
+    }
+    return (now() - t0) / inner;
+}
+
+/*
+ * Each repetition times every method once, then memcpy, so that whatever else the machine
+ * does at the time weighs on all of them alike; the first repetition is a warm-up. Then
+ * each method's result is checked once, from a destination set to other bytes.
+ */
+static clf_status measure(bench *b, result *r)
+{
+    double t[NMETHODS + 1][MAX_REPS];
+    unsigned inner = inner_count(r->bytes);
+    clf_status st = CLF_SUCCESS;
+    for (unsigned k = 0; k < 1 + b->reps; k++) {
+        for (int m = 0; m < NMETHODS; m++) {
+            double t0 = now();
+            for (unsigned i = 0; st == CLF_SUCCESS && i < inner; i++)
+                st = one_copy(b, m, r->src, r->dst, r->bytes);
+            if (st != CLF_SUCCESS)
+                return st;
+            if (k > 0)
+                t[m][k - 1] = (now() - t0) / inner;
+        }
+        double tm = time_memcpy(b, r->bytes, inner);
+        if (k > 0)
+            t[NMETHODS][k - 1] = tm;
+    }
+    for (int m = 0; m < NMETHODS; m++) {
+        r->s[m] = median(t[m], b->reps);
+        int f = m == NAIVE || m == CHOSEN ? 0 : m == STAGED ? 1 : 2;
+        st = clf_buffer_write(b->buf[f][r->dst], 0, r->bytes, b->check);
+        if (st == CLF_SUCCESS)
+            st = one_copy(b, m, r->src, r->dst, r->bytes);
+        if (st == CLF_SUCCESS)
+            st = clf_buffer_read(b->buf[f][r->dst], 0, r->bytes, b->check);
+        if (st != CLF_SUCCESS)
+            return st;
+        r->ok[m] = memcmp(b->check, b->pattern, r->bytes) == 0;
+        memset(b->check, 0xa5, r->bytes);
+    }
+    r->memcpy_s = median(t[NMETHODS], b->reps);
+    return CLF_SUCCESS;
+}
+
+static void usage(FILE *to)
+{
+    fputs("usage: clfleet-bench p2p [--json] [--quick] [--reps N] [--devices SELECTION]\n"
+          "                         [--shared-context] [--max-size BYTES]\n"
+          "Copies between every ordered pair of devices, 4 KiB to 256 MiB: GB/s and latency\n"
+          "of the chosen path, forced staging, the pinned pipeline and the naive baseline\n"
+          "(blocking read, then write), and memcpy() in the same run.\n"
+          "  --json            one JSON document on standard output\n"
+          "  --quick           three sizes, two repetitions (a smoke test)\n"
+          "  --reps N          timed repetitions, medians reported (5)\n"
+          "  --devices S       devices (default \"" DEFAULT_SELECTION "\")\n"
+          "  --shared-context  one context per platform (default: one per device)\n"
+          "  --max-size B      largest size in bytes (default 256 MiB)\n",
+          to);
+}
+
+static void print_table(const bench *b, const result *res, size_t nres)
+{
+    printf("clfleet-bench p2p: %zu device(s), %s, median of %u; GB/s = 1e9 bytes/s\n", b->ndev,
+           b->shared ? "one context per platform" : "one context per device", b->reps);
+    for (size_t i = 0; i < b->ndev; i++) {
+        clf_device_info in;
+        if (clf_device_get_info(b->fl[0], i, &in) == CLF_SUCCESS)
+            printf("  device %zu: %s (%s)\n", i, in.name, in.platform);
+    }
+    printf("  CUDA: %s\n\n", clf_transfer_cuda_status(b->fl[0]));
+    printf("%-7s %-12s %9s  %14s %8s %8s %8s %8s  %7s %7s\n", "pair", "path", "size",
+           "chosen GB/s/us", "staged", "pinned", "naive", "memcpy", "x memcp", "x naive");
+    for (size_t i = 0; i < nres; i++) {
+        const result *r = &res[i];
+        char pair[48], size[32], ch[64];
+        snprintf(pair, sizeof pair, "%zu->%zu", r->src, r->dst);
+        if (r->bytes >= (1u << 20))
+            snprintf(size, sizeof size, "%zu MiB", r->bytes >> 20);
+        else
+            snprintf(size, sizeof size, "%zu KiB", r->bytes >> 10);
+        snprintf(ch, sizeof ch, "%.2f/%.0f", gbps(r->bytes, r->s[CHOSEN]), r->s[CHOSEN] * 1e6);
+        int bad = !r->ok[CHOSEN] || !r->ok[STAGED] || !r->ok[PINNED] || !r->ok[NAIVE];
+        printf("%-7s %-12s %9s  %14s %8.2f %8.2f %8.2f %8.2f  %7.2f %7.2f%s\n", pair,
+               clf_path_name(r->path), size, ch, gbps(r->bytes, r->s[STAGED]),
+               gbps(r->bytes, r->s[PINNED]), gbps(r->bytes, r->s[NAIVE]),
+               gbps(r->bytes, r->memcpy_s), r->memcpy_s / r->s[CHOSEN],
+               r->s[NAIVE] / r->s[CHOSEN], bad ? "  WRONG RESULT" : "");
+    }
+}
+
+static void print_json(const bench *b, const result *res, size_t nres)
+{
+    printf("{\n  \"benchmark\": \"p2p\",\n  \"context_per_device\": %s,\n  \"reps\": %u,\n"
+           "  \"gb\": 1e9,\n  \"devices\": [",
+           b->shared ? "false" : "true", b->reps);
+    for (size_t i = 0; i < b->ndev; i++) {
+        clf_device_info in;
+        clf_device_get_info(b->fl[0], i, &in);
+        printf("%s", i ? ", " : "");
+        json_string(in.name);
+    }
+    printf("],\n  \"cuda\": ");
+    json_string(clf_transfer_cuda_status(b->fl[0]));
+    printf(",\n  \"results\": [");
+    for (size_t i = 0; i < nres; i++) {
+        const result *r = &res[i];
+        printf("%s\n    {\"src\": %zu, \"dst\": %zu, \"bytes\": %zu, \"path\": \"%s\", "
+               "\"direct\": %s",
+               i ? "," : "", r->src, r->dst, r->bytes, clf_path_name(r->path),
+               r->direct ? "true" : "false");
+        for (int m = 0; m < NMETHODS; m++) {
+            printf(",\n     \"%s\": {\"gbps\": ", METHOD[m]);
+            json_num(gbps(r->bytes, r->s[m]));
+            printf(", \"latency_us\": ");
+            json_num(r->s[m] * 1e6);
+            printf(", \"correct\": %s}", r->ok[m] ? "true" : "false");
+        }
+        printf(",\n     \"memcpy_gbps\": ");
+        json_num(gbps(r->bytes, r->memcpy_s));
+        printf(", \"chosen_vs_memcpy\": ");
+        json_num(r->memcpy_s / r->s[CHOSEN]);
+        printf(", \"chosen_vs_naive\": ");
+        json_num(r->s[NAIVE] / r->s[CHOSEN]);
+        printf("}");
+    }
+    printf("\n  ],\n  \"target\": ");
+    int any = 0, met = 1;
+    for (size_t i = 0; i < nres; i++)
+        if (res[i].bytes == TARGET_BYTES) {
+            any = 1;
+            met &= res[i].memcpy_s / res[i].s[CHOSEN] >= 0.9 &&
+                   res[i].s[NAIVE] / res[i].s[CHOSEN] >= 1.6;
+        }
+    if (any)
+        printf("{\"bytes\": %zu, \"vs_memcpy\": 0.9, \"vs_naive\": 1.6, \"met\": %s}", TARGET_BYTES,
+               met ? "true" : "false");
+    else
+        printf("null");
+    printf("\n}\n");
+}
+
+static void print_target(const result *res, size_t nres)
+{
+    for (size_t i = 0; i < nres; i++) {
+        const result *r = &res[i];
+        if (r->bytes != TARGET_BYTES)
+            continue;
+        double vm = r->memcpy_s / r->s[CHOSEN], vn = r->s[NAIVE] / r->s[CHOSEN];
+        printf("target %zu->%zu at 256 MiB: %.2fx memcpy (>= 0.9), %.2fx naive (>= 1.6): %s\n",
+               r->src, r->dst, vm, vn, vm >= 0.9 && vn >= 1.6 ? "met" : "MISSED");
+    }
+}
+
+static clf_status setup(bench *b)
+{
+    static const char *const transfer[3] = {NULL, "staged", "staged"};
+    for (int f = 0; f < 3; f++) {
+        clf_fleet_options o = CLF_FLEET_OPTIONS_INIT;
+        o.devices = b->devices;
+        o.context_per_device = !b->shared;
+        o.transfer = transfer[f] ? transfer[f] : "auto";
+        /* The pinned pipeline is the staging path without its mapped shortcut. */
+        if (f == 2)
+            setenv("CLFLEET_TRANSFER_STAGING", "pipeline", 1);
+        clf_status st = clf_fleet_create(&b->fl[f], &o);
+        if (f == 2)
+            unsetenv("CLFLEET_TRANSFER_STAGING");
+        if (st != CLF_SUCCESS)
+            return st;
+    }
+    b->ndev = clf_fleet_device_count(b->fl[0]);
+    for (size_t i = 0; i < b->ndev; i++) {
+        clf_device_info in;
+        clf_device_get_info(b->fl[0], i, &in);
+        if (b->max_bytes > in.max_alloc)
+            b->max_bytes = (size_t)in.max_alloc;
+    }
+    size_t n = b->max_bytes;
+    b->pattern = malloc(n);
+    b->host = malloc(n);
+    b->check = malloc(n);
+    b->h1 = malloc(n);
+    b->h2 = malloc(n);
+    if (!b->pattern || !b->host || !b->check || !b->h1 || !b->h2)
+        return CLF_ERROR_OUT_OF_HOST_MEMORY;
+    uint32_t x = 2463534242u;
+    for (size_t i = 0; i < n; i++) {
+        x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+        b->pattern[i] = (unsigned char)x;
+    }
+    /* Every page touched once before any timing. */
+    memset(b->host, 0, n);
+    memset(b->check, 0xa5, n);
+    memcpy(b->h1, b->pattern, n);
+    memset(b->h2, 0, n);
+    for (int f = 0; f < 3; f++) {
+        b->buf[f] = calloc(b->ndev, sizeof *b->buf[f]);
+        if (!b->buf[f])
+            return CLF_ERROR_OUT_OF_HOST_MEMORY;
+        for (size_t i = 0; i < b->ndev; i++) {
+            clf_status st = clf_buffer_create(&b->buf[f][i], b->fl[f], i, n, 0);
+            if (st == CLF_SUCCESS)
+                st = clf_buffer_write(b->buf[f][i], 0, n, b->pattern);
+            if (st != CLF_SUCCESS)
+                return st;
+        }
+    }
+    return CLF_SUCCESS;
+}
+
+static void teardown(bench *b)
+{
+    for (int f = 0; f < 3; f++) {
+        for (size_t i = 0; b->buf[f] && i < b->ndev; i++)
+            clf_buffer_destroy(b->buf[f][i]);
+        free(b->buf[f]);
+        clf_fleet_destroy(b->fl[f]);
+    }
+    free(b->pattern);
+    free(b->host);
+    free(b->check);
+    free(b->h1);
+    free(b->h2);
+}
+
+int clf_bench_p2p(int argc, char **argv)
+{
+    bench b;
+    memset(&b, 0, sizeof b);
+    b.reps = 5;
+    b.devices = DEFAULT_SELECTION;
+    b.max_bytes = TARGET_BYTES;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        char *end = NULL;
+        if (!strcmp(a, "--json"))
+            b.json = 1;
+        else if (!strcmp(a, "--quick"))
+            b.quick = 1;
+        else if (!strcmp(a, "--shared-context"))
+            b.shared = 1;
+        else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "--devices") && i + 1 < argc)
+            b.devices = argv[++i];
+        else if (!strcmp(a, "--reps") && i + 1 < argc &&
+                 (b.reps = (unsigned)strtoul(argv[i + 1], &end, 10), *end == '\0') &&
+                 b.reps >= 1 && b.reps <= MAX_REPS)
+            i++;
+        else if (!strcmp(a, "--max-size") && i + 1 < argc &&
+                 (b.max_bytes = (size_t)strtoull(argv[i + 1], &end, 0), *end == '\0') &&
+                 b.max_bytes >= 4096)
+            i++;
+        else {
+            fprintf(stderr, "clfleet-bench p2p: bad argument '%s'\n", a);
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (b.quick) {
+        b.reps = b.reps < 2 ? b.reps : 2;
+        if (b.max_bytes > ((size_t)16 << 20))
+            b.max_bytes = (size_t)16 << 20;
+    }
+    clf_status st = setup(&b);
+    if (st != CLF_SUCCESS) {
+        int no_dev = st == CLF_ERROR_NO_DEVICE || st == CLF_ERROR_NO_PLATFORM;
+        fail("setup", st);
+        teardown(&b);
+        return no_dev ? SKIP : EXIT_FAILURE;
+    }
+    if (b.ndev < 2) {
+        fprintf(stderr, "clfleet-bench p2p: need two devices, '%s' gives %zu\n", b.devices,
+                b.ndev);
+        teardown(&b);
+        return SKIP;
+    }
+    size_t sizes[16], nsizes = 0;
+    for (size_t s = 4096; s <= b.max_bytes && nsizes < 16; s *= 4)
+        if (!b.quick || s == 4096 || s == ((size_t)256 << 10) || s == ((size_t)16 << 20))
+            sizes[nsizes++] = s;
+    size_t npairs = b.ndev * (b.ndev - 1);
+    result *res = calloc(npairs * nsizes, sizeof *res);
+    size_t nres = 0;
+    if (!res) {
+        teardown(&b);
+        return fail("results", CLF_ERROR_OUT_OF_HOST_MEMORY);
+    }
+    int rc = 0;
+    for (size_t s = 0; s < b.ndev && !rc; s++)
+        for (size_t d = 0; d < b.ndev && !rc; d++) {
+            if (s == d)
+                continue;
+            for (size_t k = 0; k < nsizes && !rc; k++) {
+                result *r = &res[nres];
+                r->src = s, r->dst = d, r->bytes = sizes[k];
+                clf_transfer_path(b.fl[0], s, d, &r->path, &r->direct);
+                st = measure(&b, r);
+                if (st != CLF_SUCCESS)
+                    rc = fail("copy", st);
+                else
+                    nres++;
+            }
+        }
+    if (!rc) {
+        if (b.json) {
+            print_json(&b, res, nres);
+        } else {
+            print_table(&b, res, nres);
+            print_target(res, nres);
+        }
+        for (size_t i = 0; i < nres; i++)
+            for (int m = 0; m < NMETHODS; m++)
+                if (!res[i].ok[m]) {
+                    fprintf(stderr, "clfleet-bench p2p: %s copy %zu->%zu of %zu bytes: wrong "
+                            "result\n",
+                            METHOD[m], res[i].src, res[i].dst, res[i].bytes);
+                    rc = EXIT_FAILURE;
+                }
+    }
+    free(res);
+    teardown(&b);
+    return rc;
+}
+
+#ifdef CLF_BENCH_P2P_MAIN
+int main(int argc, char **argv)
+{
+    return clf_bench_p2p(argc, argv);
+}
+#endif

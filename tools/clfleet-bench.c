@@ -1,0 +1,964 @@
+/*
+ * clfleet-bench: benchmarks of the fleet, as a table or JSON.
+ *
+ *   balance  every load-balancing strategy on an irregular kernel (Mandelbrot) and a regular
+ *            compute-bound one (busy), on homogeneous and heterogeneous PoCL sub-devices:
+ *            makespan, shares, efficiency, speedup over the best single device, overhead
+ *            against raw OpenCL, and the cost of one chunk.
+ *   scale    the same kernels on 1, 2, 4, ... sub-devices of one compute unit.
+ *
+ * Mandelbrot uses an off-axis view on purpose: the costly rows bunch up in the upper part of
+ * the image, so halves of the rows are very unequal work (the usual symmetric view would let a
+ * two-way static split look balanced). The heterogeneous configuration runs 4 PoCL threads:
+ * on a host with fewer than 4 CPUs they share cores, and the pair cannot beat its fast device.
+ *
+ * PoCL reads its environment (POCL_MAX_PTHREAD_COUNT) once, when OpenCL starts, so each
+ * configuration of `balance` runs in a child process (this program again, with --config and
+ * the environment it needs); the parent only collects their output.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "clfleet.h"
+#include "bench.h"
+#include "clfleet/opencl.h"
+
+#define EXIT_SKIP 77 /* no suitable devices (automake's "skipped") */
+#define MAX_DEV 64
+#define NSTRAT 5
+
+static const clf_strategy STRATEGIES[NSTRAT] = {CLF_STATIC, CLF_DYNAMIC, CLF_GUIDED,
+                                                CLF_MEMORY_AWARE, CLF_AUTO};
+
+/* The devices this benchmark is about, unless --devices says otherwise. */
+#define DEFAULT_SELECTION "type=cpu;platform=portable;name=pthread"
+
+typedef struct opts {
+    int json, quick;
+    size_t size;         /* image side (Mandelbrot); busy runs size * size items; 0: default */
+    unsigned reps;       /* timed repetitions, the median is reported; 0: default */
+    const char *devices; /* base selection */
+    const char *config;  /* balance: run this configuration only, in this process */
+    const char *self;    /* how to run this program again */
+} opts;
+
+/* ---- small utilities ------------------------------------------------------------------- */
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The index of the median of v[0..n) (the lower one for even n). */
+static size_t median_index(const double *v, size_t n)
+{
+    double sorted[64];
+    if (n > 64)
+        n = 64;
+    memcpy(sorted, v, n * sizeof *v);
+    qsort(sorted, n, sizeof *sorted, cmp_double);
+    double m = sorted[(n - 1) / 2];
+    for (size_t i = 0; i < n; i++)
+        if (v[i] == m)
+            return i;
+    return 0;
+}
+
+static void json_string(FILE *to, const char *s)
+{
+    fputc('"', to);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(to, "\\%c", c);
+        else if (c < 0x20)
+            fprintf(to, "\\u%04x", c);
+        else
+            fputc(c, to);
+    }
+    fputc('"', to);
+}
+
+/* JSON has no NaN or infinity. */
+static void json_num(FILE *to, double v)
+{
+    if (isfinite(v))
+        fprintf(to, "%.6g", v);
+    else
+        fputs("null", to);
+}
+
+static int fail(const char *what, clf_status st)
+{
+    fprintf(stderr, "clfleet-bench: %s: %s: %s\n", what, clf_status_name(st), clf_last_error());
+    return EXIT_FAILURE;
+}
+
+/* ---- workloads ----------------------------------------------------------------------------- */
+
+typedef struct workload {
+    const char *name; /* kernel and shipped file */
+    char params[128]; /* for people */
+    unsigned dims;
+    size_t global[2];
+    clf_arg args[8];
+    size_t nargs;
+    void *out;
+    size_t out_bytes;
+    /* scalar storage the args point to */
+    int width, height, max_iter, iters;
+    float x0, y0, dx, dy;
+} workload;
+
+static void mandelbrot_init(workload *w, size_t side, int max_iter)
+{
+    memset(w, 0, sizeof *w);
+    w->name = "mandelbrot";
+    w->dims = 2;
+    w->global[0] = w->global[1] = side;
+    w->width = w->height = (int)side;
+    w->max_iter = max_iter;
+    /* Off the real axis on purpose: the rows are unequal work, and halves differ. */
+    w->x0 = -2.2f;
+    w->y0 = -0.6f;
+    w->dx = 3.0f / (float)side;
+    w->dy = 2.0f / (float)side;
+    w->out_bytes = side * side * sizeof(uint32_t);
+    w->out = calloc(1, w->out_bytes);
+    snprintf(w->params, sizeof w->params, "%zux%zu, max_iter %d", side, side, max_iter);
+    clf_arg a[] = {CLF_OUT(w->out, w->out_bytes, side * sizeof(uint32_t)),
+                   CLF_SCALAR(&w->width),
+                   CLF_SCALAR(&w->height),
+                   CLF_SCALAR(&w->x0),
+                   CLF_SCALAR(&w->y0),
+                   CLF_SCALAR(&w->dx),
+                   CLF_SCALAR(&w->dy),
+                   CLF_SCALAR(&w->max_iter)};
+    memcpy(w->args, a, sizeof a);
+    w->nargs = 8;
+}
+
+static void busy_init(workload *w, size_t items, int iters)
+{
+    memset(w, 0, sizeof *w);
+    w->name = "busy";
+    w->dims = 1;
+    w->global[0] = items;
+    w->global[1] = 1;
+    w->iters = iters;
+    w->out_bytes = items * sizeof(float);
+    w->out = calloc(1, w->out_bytes);
+    snprintf(w->params, sizeof w->params, "%zu items, %d iterations", items, iters);
+    clf_arg a[] = {CLF_OUT(w->out, w->out_bytes, sizeof(float)), CLF_SCALAR(&w->iters)};
+    memcpy(w->args, a, sizeof a);
+    w->nargs = 2;
+}
+
+static void busy_set_iters(workload *w, int iters)
+{
+    w->iters = iters;
+    snprintf(w->params, sizeof w->params, "%zu items, %d iterations", w->global[0], iters);
+}
+
+static clf_launch_desc desc_for(const workload *w, clf_strategy s, const size_t *devs, size_t ndev)
+{
+    clf_launch_desc d = CLF_LAUNCH_DESC_INIT;
+    d.kernel = w->name;
+    d.dims = w->dims;
+    d.global[0] = w->global[0];
+    d.global[1] = w->global[1];
+    d.strategy = s;
+    d.devices = devs;
+    d.num_devices = ndev;
+    return d;
+}
+
+/*
+ * The same work with plain OpenCL on one device: one NDRange over the whole range and a
+ * blocking read of the output, on the device's compute queue. Buffers and the kernel are made
+ * before the clock starts; returns the median wall time, or a negative value on error.
+ */
+static double raw_opencl(clf_fleet *f, clf_program *p, size_t dev, const workload *w, unsigned reps)
+{
+    cl_int err;
+    cl_kernel k = clCreateKernel(clf_cl_program(p, dev), w->name, &err);
+    if (err != CL_SUCCESS) {
+        fprintf(stderr, "clfleet-bench: clCreateKernel(%s): %d\n", w->name, err);
+        return -1;
+    }
+    cl_mem out =
+        clCreateBuffer(clf_cl_context(f, dev), CL_MEM_WRITE_ONLY, w->out_bytes, NULL, &err);
+    if (err != CL_SUCCESS) {
+        clReleaseKernel(k);
+        return -1;
+    }
+    clSetKernelArg(k, 0, sizeof out, &out);
+    for (size_t i = 1; i < w->nargs; i++)
+        clSetKernelArg(k, (cl_uint)i, w->args[i].size, w->args[i].host);
+    cl_command_queue q = clf_cl_compute_queue(f, dev);
+    double t[64];
+    reps = reps > 64 ? 64 : reps;
+    for (unsigned r = 0; r <= reps && err == CL_SUCCESS; r++) { /* r = 0: warm-up */
+        double t0 = now();
+        err = clEnqueueNDRangeKernel(q, k, w->dims, NULL, w->global, NULL, 0, NULL, NULL);
+        if (err == CL_SUCCESS)
+            err = clEnqueueReadBuffer(q, out, CL_TRUE, 0, w->out_bytes, w->out, 0, NULL, NULL);
+        if (r > 0)
+            t[r - 1] = now() - t0;
+    }
+    clReleaseMemObject(out);
+    clReleaseKernel(k);
+    if (err != CL_SUCCESS) {
+        fprintf(stderr, "clfleet-bench: raw OpenCL run of %s: %d\n", w->name, err);
+        return -1;
+    }
+    return t[median_index(t, reps)];
+}
+
+/* One timed strategy: the median run by wall time, with its report. */
+typedef struct run_result {
+    double wall;
+    clf_launch_report rep;
+} run_result;
+
+static clf_status timed_launch(clf_fleet *f, clf_program *p, const clf_launch_desc *d,
+                               const workload *w, unsigned warmup, unsigned reps, run_result *out)
+{
+    static clf_launch_report reps_rep[64];
+    double t[64];
+    reps = reps > 64 ? 64 : reps;
+    for (unsigned r = 0; r < warmup + reps; r++) {
+        clf_launch_report *rep = &reps_rep[r < warmup ? 0 : r - warmup];
+        double t0 = now();
+        clf_status st = clf_launch(f, p, d, w->args, w->nargs, rep);
+        if (st != CLF_SUCCESS)
+            return st;
+        if (r >= warmup)
+            t[r - warmup] = now() - t0;
+    }
+    size_t m = median_index(t, reps);
+    out->wall = t[m];
+    out->rep = reps_rep[m];
+    return CLF_SUCCESS;
+}
+
+/* ---- balance ----------------------------------------------------------------------------- */
+
+typedef struct workload_result {
+    char name[32], params[128];
+    double single[2]; /* each device alone, through clfleet (static, one chunk) */
+    size_t best;      /* the faster of them */
+    double raw;       /* raw OpenCL on the best device */
+    double clf_one;   /* clfleet on the best device, alternating with the raw runs */
+    double overhead;  /* median of (clfleet / raw) over the alternating pairs, - 1 */
+    run_result s[NSTRAT];
+} workload_result;
+
+typedef struct config_result {
+    const char *name, *description;
+    size_t dev[2];
+    clf_device_info info[2];
+    workload_result w[2];
+    double chunk_us; /* per-chunk overhead */
+    unsigned chunk_count;
+    double chunk_raw, chunk_wall;
+} config_result;
+
+static const char *sub_env(const char *config)
+{
+    return !strcmp(config, "heterogeneous") ? "4" : NULL;
+}
+
+/* The two sub-devices of the first root device that was split. */
+static int pick_pair(clf_fleet *f, size_t dev[2], clf_device_info info[2])
+{
+    size_t n = clf_fleet_device_count(f);
+    for (size_t i = 0; i < n; i++) {
+        if (clf_device_get_info(f, i, &info[0]) != CLF_SUCCESS || !info[0].is_sub_device)
+            continue;
+        for (size_t j = i + 1; j < n; j++)
+            if (clf_device_get_info(f, j, &info[1]) == CLF_SUCCESS && info[1].is_sub_device &&
+                info[1].parent_index == info[0].parent_index) {
+                dev[0] = i;
+                dev[1] = j;
+                return 1;
+            }
+    }
+    return 0;
+}
+
+static int run_workload(clf_fleet *f, clf_program *p, const config_result *c, workload *w,
+                        const opts *o, workload_result *r)
+{
+    unsigned reps = o->reps ? o->reps : o->quick ? 1 : 5, warmup = o->quick ? 1 : 2;
+    clf_status st;
+    snprintf(r->name, sizeof r->name, "%s", w->name);
+    snprintf(r->params, sizeof r->params, "%s", w->params);
+    for (size_t k = 0; k < 2; k++) {
+        clf_launch_desc d = desc_for(w, CLF_STATIC, &c->dev[k], 1);
+        run_result one;
+        if ((st = timed_launch(f, p, &d, w, 1, reps, &one)) != CLF_SUCCESS)
+            return fail("single-device launch", st);
+        r->single[k] = one.wall;
+    }
+    r->best = r->single[1] < r->single[0];
+    /* Raw and clfleet runs alternate, so a drift in the machine's load hits both alike. */
+    double traw[64], tclf[64], ratio[64];
+    for (unsigned k = 0; k < reps && k < 64; k++) {
+        clf_launch_desc d = desc_for(w, CLF_STATIC, &c->dev[r->best], 1);
+        run_result one;
+        traw[k] = raw_opencl(f, p, c->dev[r->best], w, 1);
+        if (traw[k] < 0)
+            return EXIT_FAILURE;
+        if ((st = timed_launch(f, p, &d, w, 0, 1, &one)) != CLF_SUCCESS)
+            return fail("single-device launch", st);
+        tclf[k] = one.wall;
+        ratio[k] = tclf[k] / traw[k];
+    }
+    r->raw = traw[median_index(traw, reps)];
+    r->clf_one = tclf[median_index(tclf, reps)];
+    r->overhead = ratio[median_index(ratio, reps)] - 1;
+    for (size_t s = 0; s < NSTRAT; s++) {
+        clf_launch_desc d = desc_for(w, STRATEGIES[s], c->dev, 2);
+        if ((st = timed_launch(f, p, &d, w, warmup, reps, &r->s[s])) != CLF_SUCCESS)
+            return fail(clf_strategy_name(STRATEGIES[s]), st);
+    }
+    return EXIT_SUCCESS;
+}
+
+/* The cost of one chunk: a trivial kernel cut into many chunks on one device. */
+static int chunk_overhead(clf_fleet *f, clf_program *p, config_result *c, const opts *o)
+{
+    workload w;
+    busy_init(&w, o->quick ? (1u << 16) : (1u << 20), 0);
+    unsigned reps = o->reps ? o->reps : o->quick ? 1 : 5;
+    double raw = raw_opencl(f, p, c->dev[0], &w, reps);
+    clf_launch_desc d = desc_for(&w, CLF_DYNAMIC, c->dev, 1);
+    d.chunks_per_device = o->quick ? 64 : 1024;
+    run_result many;
+    clf_status st = timed_launch(f, p, &d, &w, 1, reps, &many);
+    free(w.out);
+    if (raw < 0)
+        return EXIT_FAILURE;
+    if (st != CLF_SUCCESS)
+        return fail("many-chunk launch", st);
+    c->chunk_count = many.rep.dev[0].chunks;
+    c->chunk_raw = raw;
+    c->chunk_wall = many.wall;
+    c->chunk_us = c->chunk_count ? (many.wall - raw) / c->chunk_count * 1e6 : NAN;
+    return EXIT_SUCCESS;
+}
+
+/*
+ * The issue's targets, from this configuration's figures: the least efficiency of dynamic and
+ * guided over both workloads, the speedup of the best strategy on the regular kernel, and the
+ * overhead against raw OpenCL of a kernel that runs at least 100 ms (the larger of the two
+ * workloads' overheads where both do).
+ */
+typedef struct targets {
+    double min_efficiency;  /* >= 0.95 */
+    double regular_speedup; /* >= 1.85 with two single-unit sub-devices */
+    double overhead;        /* <= 0.02, kernels of 100 ms or more; NAN when none ran that long */
+} targets;
+
+static targets config_targets(const config_result *c)
+{
+    targets t = {INFINITY, 0, NAN};
+    for (size_t i = 0; i < 2; i++) {
+        const workload_result *r = &c->w[i];
+        t.min_efficiency = fmin(t.min_efficiency, r->s[1].rep.efficiency);
+        t.min_efficiency = fmin(t.min_efficiency, r->s[2].rep.efficiency);
+        if (r->raw >= 0.1)
+            t.overhead = isnan(t.overhead) ? r->overhead : fmax(t.overhead, r->overhead);
+    }
+    for (size_t s = 0; s < NSTRAT; s++)
+        t.regular_speedup =
+            fmax(t.regular_speedup, c->w[1].single[c->w[1].best] / c->w[1].s[s].wall);
+    return t;
+}
+
+static void print_config_table(const config_result *c)
+{
+    printf("== %s: %s (host: %ld CPUs online)\n", c->name, c->description,
+           sysconf(_SC_NPROCESSORS_ONLN));
+    for (size_t k = 0; k < 2; k++)
+        printf("   device %zu: %s, %u compute unit(s)\n", c->dev[k], c->info[k].name,
+               c->info[k].compute_units);
+    for (size_t i = 0; i < 2; i++) {
+        const workload_result *r = &c->w[i];
+        printf("\n%s (%s)\n", r->name, r->params);
+        printf("  alone: device %zu %.4f s, device %zu %.4f s; raw OpenCL on device %zu "
+               "%.4f s; clfleet on it %.4f s (overhead %+.2f%%)\n",
+               c->dev[0], r->single[0], c->dev[1], r->single[1], c->dev[r->best], r->raw,
+               r->clf_one, r->overhead * 100);
+        printf("  %-13s %-13s %9s %10s %8s %6s %6s  %-13s %s\n", "strategy", "ran as", "wall s",
+               "makespan s", "speedup", "effic", "imbal", "shares", "chunks");
+        for (size_t s = 0; s < NSTRAT; s++) {
+            const run_result *x = &r->s[s];
+            char shares[32], chunks[32];
+            snprintf(shares, sizeof shares, "%.3f/%.3f", x->rep.dev[0].share, x->rep.dev[1].share);
+            snprintf(chunks, sizeof chunks, "%u/%u", x->rep.dev[0].chunks, x->rep.dev[1].chunks);
+            printf("  %-13s %-13s %9.4f %10.4f %8.2f %6.3f %6.3f  %-13s %s\n",
+                   clf_strategy_name(STRATEGIES[s]), clf_strategy_name(x->rep.strategy), x->wall,
+                   x->rep.makespan_s, r->single[r->best] / x->wall, x->rep.efficiency,
+                   x->rep.imbalance, shares, chunks);
+        }
+        for (size_t s = 0; s < NSTRAT; s++)
+            if (r->s[s].rep.reason[0])
+                printf("    %s: %s\n", clf_strategy_name(STRATEGIES[s]), r->s[s].rep.reason);
+    }
+    printf("\nper-chunk overhead: %.1f us (dynamic, %u chunks of a trivial kernel on device %zu: "
+           "%.4f s vs raw %.4f s)\n",
+           c->chunk_us, c->chunk_count, c->dev[0], c->chunk_wall, c->chunk_raw);
+    targets t = config_targets(c);
+    char ovh[32];
+    snprintf(ovh, sizeof ovh, isnan(t.overhead) ? "n/a" : "%+.2f%%", t.overhead * 100);
+    printf("targets: dynamic/guided efficiency %.3f (>= 0.95: %s); busy speedup %.2fx (>= 1.85: "
+           "%s); overhead of a >= 100 ms kernel %s (<= 2%%: %s)\n\n",
+           t.min_efficiency, t.min_efficiency >= 0.95 ? "yes" : "no", t.regular_speedup,
+           t.regular_speedup >= 1.85 ? "yes" : "no", ovh,
+           isnan(t.overhead)    ? "not measured"
+           : t.overhead <= 0.02 ? "yes"
+                                : "no");
+}
+
+static void print_config_json(const config_result *c)
+{
+    printf("{\"name\": ");
+    json_string(stdout, c->name);
+    printf(", \"description\": ");
+    json_string(stdout, c->description);
+    printf(",\n   \"devices\": [");
+    for (size_t k = 0; k < 2; k++) {
+        printf("%s{\"index\": %zu, \"name\": ", k ? ", " : "", c->dev[k]);
+        json_string(stdout, c->info[k].name);
+        printf(", \"compute_units\": %u}", c->info[k].compute_units);
+    }
+    printf("],\n   \"workloads\": [");
+    for (size_t i = 0; i < 2; i++) {
+        const workload_result *r = &c->w[i];
+        printf("%s\n    {\"kernel\": ", i ? "," : "");
+        json_string(stdout, r->name);
+        printf(", \"params\": ");
+        json_string(stdout, r->params);
+        printf(", \"single_device_s\": [");
+        json_num(stdout, r->single[0]);
+        printf(", ");
+        json_num(stdout, r->single[1]);
+        printf("], \"best_single_device\": %zu, \"raw_opencl_s\": ", c->dev[r->best]);
+        json_num(stdout, r->raw);
+        printf(", \"clfleet_one_device_s\": ");
+        json_num(stdout, r->clf_one);
+        printf(", \"overhead_ratio\": ");
+        json_num(stdout, r->overhead + 1);
+        printf(",\n     \"strategies\": [");
+        for (size_t s = 0; s < NSTRAT; s++) {
+            const run_result *x = &r->s[s];
+            printf("%s\n      {\"strategy\": \"%s\", \"ran_as\": \"%s\", \"reason\": ",
+                   s ? "," : "", clf_strategy_name(STRATEGIES[s]),
+                   clf_strategy_name(x->rep.strategy) ? clf_strategy_name(x->rep.strategy) : "?");
+            json_string(stdout, x->rep.reason);
+            printf(", \"wall_s\": ");
+            json_num(stdout, x->wall);
+            printf(", \"makespan_s\": ");
+            json_num(stdout, x->rep.makespan_s);
+            printf(", \"speedup\": ");
+            json_num(stdout, r->single[r->best] / x->wall);
+            printf(", \"efficiency\": ");
+            json_num(stdout, x->rep.efficiency);
+            printf(", \"imbalance\": ");
+            json_num(stdout, x->rep.imbalance);
+            printf(",\n       \"share\": [");
+            for (size_t k = 0; k < 2; k++) {
+                printf("%s", k ? ", " : "");
+                json_num(stdout, x->rep.dev[k].share);
+            }
+            printf("], \"items\": [%llu, %llu], \"chunks\": [%u, %u], \"busy_s\": [",
+                   (unsigned long long)x->rep.dev[0].items, (unsigned long long)x->rep.dev[1].items,
+                   x->rep.dev[0].chunks, x->rep.dev[1].chunks);
+            json_num(stdout, x->rep.dev[0].busy_s);
+            printf(", ");
+            json_num(stdout, x->rep.dev[1].busy_s);
+            printf("]}");
+        }
+        printf("]}");
+    }
+    printf("],\n   \"per_chunk_overhead_us\": ");
+    json_num(stdout, c->chunk_us);
+    printf(", \"overhead_chunks\": %u, \"overhead_wall_s\": ", c->chunk_count);
+    json_num(stdout, c->chunk_wall);
+    printf(", \"overhead_raw_s\": ");
+    json_num(stdout, c->chunk_raw);
+    targets t = config_targets(c);
+    printf(",\n   \"targets\": {\"min_dynamic_guided_efficiency\": ");
+    json_num(stdout, t.min_efficiency);
+    printf(", \"regular_speedup\": ");
+    json_num(stdout, t.regular_speedup);
+    printf(", \"overhead_100ms\": ");
+    json_num(stdout, t.overhead);
+    printf(",\n     \"efficiency_met\": %s, \"speedup_met\": %s, \"overhead_met\": %s}}\n",
+           t.min_efficiency >= 0.95 ? "true" : "false",
+           t.regular_speedup >= 1.85 ? "true" : "false",
+           isnan(t.overhead)    ? "null"
+           : t.overhead <= 0.02 ? "true"
+                                : "false");
+}
+
+/* Build both shipped kernels; CLFLEET_KERNEL_DIR may point at a source tree's cl/. */
+static int build(clf_fleet *f, clf_program **mandel, clf_program **busy)
+{
+    clf_status st = clf_program_build_shipped(mandel, f, "mandelbrot", NULL);
+    if (st != CLF_SUCCESS)
+        return fail("building mandelbrot", st);
+    st = clf_program_build_shipped(busy, f, "busy", NULL);
+    if (st != CLF_SUCCESS)
+        return fail("building busy", st);
+    return EXIT_SUCCESS;
+}
+
+/*
+ * Pick busy's iteration count so that it runs about `seconds` on one device: a short probe
+ * with raw OpenCL, then scale. Returns the count (at least 1), or -1.
+ */
+static int calibrate_busy(clf_fleet *f, clf_program *p, size_t dev, workload *w, double seconds)
+{
+    int iters = 64;
+    for (int tries = 0; tries < 4; tries++) {
+        busy_set_iters(w, iters);
+        double t = raw_opencl(f, p, dev, w, 1);
+        if (t < 0)
+            return -1;
+        if (t > seconds * 0.5 || iters >= 1 << 24) {
+            double scaled = iters * seconds / t;
+            return scaled < 1 ? 1 : scaled > 1 << 24 ? 1 << 24 : (int)scaled;
+        }
+        iters *= 8;
+    }
+    return iters;
+}
+
+/* One configuration, in this process (PoCL's environment already set). */
+static int balance_config(const opts *o)
+{
+    config_result c;
+    memset(&c, 0, sizeof c);
+    c.name = o->config;
+    unsigned counts[2] = {3, 1};
+    clf_fleet_options fo = CLF_FLEET_OPTIONS_INIT;
+    fo.devices = o->devices;
+    if (!strcmp(o->config, "homogeneous")) {
+        c.description = "two sub-devices of one compute unit each";
+        fo.split_cpu_units = 1;
+    } else if (!strcmp(o->config, "heterogeneous")) {
+        c.description = "POCL_MAX_PTHREAD_COUNT=4, sub-devices of 3 and 1 compute units";
+        fo.split_cpu_counts = counts;
+        fo.num_split_cpu_counts = 2;
+    } else {
+        fprintf(stderr,
+                "clfleet-bench: unknown configuration '%s' (homogeneous, "
+                "heterogeneous)\n",
+                o->config);
+        return EXIT_FAILURE;
+    }
+    clf_fleet *f;
+    clf_status st = clf_fleet_create(&f, &fo);
+    if (st != CLF_SUCCESS) {
+        fprintf(stderr, "clfleet-bench: %s: no devices: %s: %s\n", c.name, clf_status_name(st),
+                clf_last_error());
+        return EXIT_SKIP;
+    }
+    if (!pick_pair(f, c.dev, c.info)) {
+        fprintf(stderr, "clfleet-bench: %s: no device could be split in two\n", c.name);
+        clf_fleet_destroy(f);
+        return EXIT_SKIP;
+    }
+    clf_program *pm = NULL, *pb = NULL;
+    int rc = build(f, &pm, &pb);
+    size_t side = o->size ? o->size : o->quick ? 128 : 1024;
+    workload mw, bw;
+    mandelbrot_init(&mw, side, o->quick ? 64 : 512);
+    busy_init(&bw, side * side, 1);
+    if (rc == EXIT_SUCCESS) {
+        /* A >= 100 ms kernel on one device for the overhead figure, unless --quick. */
+        int iters = calibrate_busy(f, pb, c.dev[0], &bw, o->quick ? 0.01 : 0.2);
+        if (iters < 0)
+            rc = EXIT_FAILURE;
+        else
+            busy_set_iters(&bw, iters);
+    }
+    if (rc == EXIT_SUCCESS)
+        rc = run_workload(f, pm, &c, &mw, o, &c.w[0]);
+    if (rc == EXIT_SUCCESS)
+        rc = run_workload(f, pb, &c, &bw, o, &c.w[1]);
+    if (rc == EXIT_SUCCESS)
+        rc = chunk_overhead(f, pb, &c, o);
+    if (rc == EXIT_SUCCESS) {
+        if (o->json)
+            print_config_json(&c);
+        else
+            print_config_table(&c);
+    }
+    free(mw.out);
+    free(bw.out);
+    clf_program_destroy(pm);
+    clf_program_destroy(pb);
+    clf_fleet_destroy(f);
+    return rc;
+}
+
+/* Run this program again as `balance --config NAME ...`; its standard output into *buf. */
+static int run_child(const opts *o, const char *config, char **buf, size_t *len)
+{
+    int fd[2];
+    if (pipe(fd) != 0)
+        return -1;
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        close(fd[0]);
+        dup2(fd[1], STDOUT_FILENO);
+        close(fd[1]);
+        char size[32], reps[32];
+        snprintf(size, sizeof size, "%zu", o->size);
+        snprintf(reps, sizeof reps, "%u", o->reps);
+        const char *argv[16];
+        int n = 0;
+        argv[n++] = o->self;
+        argv[n++] = "balance";
+        argv[n++] = "--config";
+        argv[n++] = config;
+        argv[n++] = "--devices";
+        argv[n++] = o->devices;
+        argv[n++] = "--size";
+        argv[n++] = size;
+        argv[n++] = "--reps";
+        argv[n++] = reps;
+        if (o->json)
+            argv[n++] = "--json";
+        if (o->quick)
+            argv[n++] = "--quick";
+        argv[n] = NULL;
+        const char *pthreads = sub_env(config);
+        if (pthreads)
+            setenv("POCL_MAX_PTHREAD_COUNT", pthreads, 1);
+        execv(o->self, (char *const *)argv);
+        fprintf(stderr, "clfleet-bench: cannot run %s: %s\n", o->self, strerror(errno));
+        _exit(127);
+    }
+    close(fd[1]);
+    size_t cap = 4096;
+    *buf = malloc(cap);
+    *len = 0;
+    for (;;) {
+        if (*len + 1024 > cap)
+            *buf = realloc(*buf, cap *= 2);
+        ssize_t got = read(fd[0], *buf + *len, cap - *len - 1);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0)
+            break;
+        *len += (size_t)got;
+    }
+    (*buf)[*len] = 0;
+    close(fd[0]);
+    int status;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR)
+            return -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static int cmd_balance(const opts *o)
+{
+    if (o->config) {
+        /* Asked for one configuration directly: make sure PoCL will see its environment. */
+        const char *want = sub_env(o->config), *have = getenv("POCL_MAX_PTHREAD_COUNT");
+        if (want && (!have || strcmp(have, want))) {
+            char *buf;
+            size_t len;
+            int rc = run_child(o, o->config, &buf, &len);
+            fwrite(buf, 1, len, stdout);
+            free(buf);
+            return rc < 0 ? EXIT_FAILURE : rc;
+        }
+        return balance_config(o);
+    }
+    static const char *const configs[] = {"homogeneous", "heterogeneous"};
+    int rc[2], skipped = 0, failed = 0;
+    char *out[2];
+    size_t len[2];
+    for (int i = 0; i < 2; i++) {
+        rc[i] = run_child(o, configs[i], &out[i], &len[i]);
+        skipped += rc[i] == EXIT_SKIP;
+        failed += rc[i] != 0 && rc[i] != EXIT_SKIP;
+    }
+    if (o->json) {
+        printf("{\"benchmark\": \"balance\", \"clfleet_version\": ");
+        json_string(stdout, clf_version_string());
+        printf(", \"quick\": %s, \"host_cpus\": %ld,\n \"configurations\": [",
+               o->quick ? "true" : "false", sysconf(_SC_NPROCESSORS_ONLN));
+        int first = 1;
+        for (int i = 0; i < 2; i++) {
+            printf("%s\n  ", first ? "" : ",");
+            first = 0;
+            if (rc[i] == 0 && len[i]) {
+                fwrite(out[i], 1, len[i], stdout);
+            } else {
+                printf("{\"name\": \"%s\", \"%s\": %d}\n", configs[i],
+                       rc[i] == EXIT_SKIP ? "skipped" : "error", rc[i]);
+            }
+        }
+        printf("]}\n");
+    } else {
+        for (int i = 0; i < 2; i++) {
+            fwrite(out[i], 1, len[i], stdout);
+            if (rc[i])
+                printf("== %s: %s (exit %d)\n", configs[i],
+                       rc[i] == EXIT_SKIP ? "skipped" : "failed", rc[i]);
+        }
+    }
+    free(out[0]);
+    free(out[1]);
+    return failed ? EXIT_FAILURE : skipped == 2 ? EXIT_SKIP : EXIT_SUCCESS;
+}
+
+/* ---- scale ------------------------------------------------------------------------------- */
+
+static int cmd_scale(const opts *o)
+{
+    clf_fleet_options fo = CLF_FLEET_OPTIONS_INIT;
+    fo.devices = o->devices;
+    fo.split_cpu_units = 1;
+    clf_fleet *f;
+    clf_status st = clf_fleet_create(&f, &fo);
+    if (st != CLF_SUCCESS) {
+        fprintf(stderr, "clfleet-bench: no devices: %s: %s\n", clf_status_name(st),
+                clf_last_error());
+        return EXIT_SKIP;
+    }
+    /* The single-unit sub-devices of the first root device. */
+    size_t devs[MAX_DEV], ndev = 0;
+    clf_device_info first, in;
+    for (size_t i = 0; i < clf_fleet_device_count(f) && ndev < MAX_DEV; i++)
+        if (clf_device_get_info(f, i, &in) == CLF_SUCCESS && in.is_sub_device) {
+            if (ndev == 0)
+                first = in;
+            if (in.parent_index == first.parent_index)
+                devs[ndev++] = i;
+        }
+    if (ndev < 1) {
+        fprintf(stderr, "clfleet-bench: no CPU device could be split\n");
+        clf_fleet_destroy(f);
+        return EXIT_SKIP;
+    }
+    size_t counts[16], ncounts = 0;
+    for (size_t k = 1; k < ndev && ncounts < 15; k *= 2)
+        counts[ncounts++] = k;
+    counts[ncounts++] = ndev;
+
+    clf_program *pm = NULL, *pb = NULL;
+    int rc = build(f, &pm, &pb);
+    unsigned reps = o->reps ? o->reps : o->quick ? 1 : 3, warmup = 1;
+    size_t side = o->size ? o->size : o->quick ? 128 : 1024;
+    workload w[2];
+    mandelbrot_init(&w[0], side, o->quick ? 64 : 512);
+    busy_init(&w[1], side * side, 1);
+    if (rc == EXIT_SUCCESS) {
+        int iters = calibrate_busy(f, pb, devs[0], &w[1], o->quick ? 0.01 : 0.2);
+        if (iters < 0)
+            rc = EXIT_FAILURE;
+        else
+            busy_set_iters(&w[1], iters);
+    }
+    static run_result res[2][16][NSTRAT];
+    double base[2] = {INFINITY, INFINITY}; /* the best one-device time, whatever the strategy */
+    for (size_t i = 0; i < 2 && rc == EXIT_SUCCESS; i++)
+        for (size_t c = 0; c < ncounts && rc == EXIT_SUCCESS; c++)
+            for (size_t s = 0; s < NSTRAT && rc == EXIT_SUCCESS; s++) {
+                clf_launch_desc d = desc_for(&w[i], STRATEGIES[s], devs, counts[c]);
+                st = timed_launch(f, i ? pb : pm, &d, &w[i], warmup, reps, &res[i][c][s]);
+                if (st != CLF_SUCCESS)
+                    rc = fail(clf_strategy_name(STRATEGIES[s]), st);
+                else if (c == 0)
+                    base[i] = fmin(base[i], res[i][c][s].wall);
+            }
+    if (rc == EXIT_SUCCESS && o->json) {
+        printf("{\"benchmark\": \"scale\", \"clfleet_version\": ");
+        json_string(stdout, clf_version_string());
+        printf(", \"quick\": %s, \"host_cpus\": %ld, \"device\": ", o->quick ? "true" : "false",
+               sysconf(_SC_NPROCESSORS_ONLN));
+        json_string(stdout, first.name);
+        printf(", \"sub_devices\": %zu,\n \"workloads\": [", ndev);
+        for (size_t i = 0; i < 2; i++) {
+            printf("%s\n  {\"kernel\": \"%s\", \"params\": ", i ? "," : "", w[i].name);
+            json_string(stdout, w[i].params);
+            printf(", \"best_one_device_s\": ");
+            json_num(stdout, base[i]);
+            printf(", \"runs\": [");
+            for (size_t c = 0; c < ncounts; c++)
+                for (size_t s = 0; s < NSTRAT; s++) {
+                    const run_result *x = &res[i][c][s];
+                    printf("%s\n    {\"devices\": %zu, \"strategy\": \"%s\", \"wall_s\": ",
+                           c || s ? "," : "", counts[c], clf_strategy_name(STRATEGIES[s]));
+                    json_num(stdout, x->wall);
+                    printf(", \"makespan_s\": ");
+                    json_num(stdout, x->rep.makespan_s);
+                    printf(", \"speedup\": ");
+                    json_num(stdout, base[i] / x->wall);
+                    printf(", \"parallel_efficiency\": ");
+                    json_num(stdout, base[i] / x->wall / (double)counts[c]);
+                    printf(", \"efficiency\": ");
+                    json_num(stdout, x->rep.efficiency);
+                    printf("}");
+                }
+            printf("]}");
+        }
+        printf("]}\n");
+    } else if (rc == EXIT_SUCCESS) {
+        printf("scale: %zu sub-devices of one compute unit (%s; host: %ld CPUs online)\n", ndev,
+               first.name, sysconf(_SC_NPROCESSORS_ONLN));
+        for (size_t i = 0; i < 2; i++) {
+            printf("\n%s (%s): wall time, speedup over the best one-device time (%.4f s), "
+                   "efficiency\n",
+                   w[i].name, w[i].params, base[i]);
+            printf("  %-8s", "devices");
+            for (size_t s = 0; s < NSTRAT; s++)
+                printf(" %21s", clf_strategy_name(STRATEGIES[s]));
+            printf("\n");
+            for (size_t c = 0; c < ncounts; c++) {
+                printf("  %-8zu", counts[c]);
+                for (size_t s = 0; s < NSTRAT; s++) {
+                    const run_result *x = &res[i][c][s];
+                    printf("   %7.4f s %5.2fx e%.2f", x->wall, base[i] / x->wall,
+                           x->rep.efficiency);
+                }
+                printf("\n");
+            }
+        }
+    }
+    free(w[0].out);
+    free(w[1].out);
+    clf_program_destroy(pm);
+    clf_program_destroy(pb);
+    clf_fleet_destroy(f);
+    return rc;
+}
+
+/* ---- main -------------------------------------------------------------------------------- */
+
+typedef struct subcommand {
+    const char *name;
+    int (*run)(const opts *); /* options parsed by main() */
+    /* Or a command that parses its own options (argv[0] is the command's name), such as one
+     * in a file of its own: {"p2p", NULL, clf_bench_p2p, "..."}. */
+    int (*run_argv)(int argc, char **argv);
+    const char *help;
+} subcommand;
+
+/* Later benchmarks (p2p, allreduce, pipeline) add a row here. */
+static const subcommand COMMANDS[] = {
+    {"balance", cmd_balance, NULL,
+     "every strategy on Mandelbrot and a compute-bound kernel, homogeneous and\n"
+     "            heterogeneous sub-devices: makespan, shares, efficiency, speedup,\n"
+     "            overhead against raw OpenCL, per-chunk overhead"},
+    {"scale", cmd_scale, NULL, "the same kernels on 1, 2, 4, ... sub-devices of one compute unit"},
+    {"p2p", NULL, clf_bench_p2p,
+     "device-to-device copies of every ordered pair, 4 KiB to 256 MiB: chosen\n"
+     "            path, forced staging and the naive read-then-write, against memcpy"},
+};
+#define NCOMMANDS (sizeof COMMANDS / sizeof COMMANDS[0])
+
+static void usage(FILE *to)
+{
+    fputs("usage: clfleet-bench COMMAND [--json] [--quick] [--size N] [--reps N]\n"
+          "                     [--devices SELECTION] [--config NAME]\n"
+          "commands:\n",
+          to);
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        fprintf(to, "  %-9s %s\n", COMMANDS[i].name, COMMANDS[i].help);
+    fputs("options:\n"
+          "  --json       one JSON document on standard output\n"
+          "  --quick      small sizes, one repetition (a smoke test)\n"
+          "  --size N     Mandelbrot image side; the busy kernel runs N*N items (1024)\n"
+          "  --reps N     timed repetitions; medians are reported (5)\n"
+          "  --devices S  the devices to split (default \"" DEFAULT_SELECTION "\")\n"
+          "  --config C   balance: only 'homogeneous' or 'heterogeneous'\n"
+          "Exit status 77 when no suitable device exists.\n",
+          to);
+}
+
+static int parse_count(const char *s, size_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s || *end || s[0] == '-')
+        return 0;
+    *out = (size_t)v;
+    return 1;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? EXIT_FAILURE : EXIT_SUCCESS;
+    }
+    const subcommand *cmd = NULL;
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        if (!strcmp(argv[1], COMMANDS[i].name))
+            cmd = &COMMANDS[i];
+    if (!cmd) {
+        fprintf(stderr, "clfleet-bench: unknown command '%s'\n", argv[1]);
+        usage(stderr);
+        return EXIT_FAILURE;
+    }
+    if (cmd->run_argv)
+        return cmd->run_argv(argc - 1, argv + 1);
+    opts o = {0};
+    o.devices = DEFAULT_SELECTION;
+    /* /proc/self/exe survives a relative argv[0] and a changed directory. */
+    o.self = access("/proc/self/exe", X_OK) == 0 ? "/proc/self/exe" : argv[0];
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i];
+        size_t v;
+        if (!strcmp(a, "--json"))
+            o.json = 1;
+        else if (!strcmp(a, "--quick"))
+            o.quick = 1;
+        else if (!strcmp(a, "--size") && i + 1 < argc && parse_count(argv[i + 1], &v) &&
+                 (v == 0 || (v >= 16 && v <= 65536)))
+            o.size = v, i++;
+        else if (!strcmp(a, "--reps") && i + 1 < argc && parse_count(argv[i + 1], &v) && v <= 64)
+            o.reps = (unsigned)v, i++;
+        else if (!strcmp(a, "--devices") && i + 1 < argc)
+            o.devices = argv[++i];
+        else if (!strcmp(a, "--config") && i + 1 < argc)
+            o.config = argv[++i];
+        else {
+            fprintf(stderr, "clfleet-bench: bad option '%s'%s\n", a,
+                    !strcmp(a, "--size")   ? " (16 to 65536)"
+                    : !strcmp(a, "--reps") ? " (1 to 64)"
+                                           : "");
+            usage(stderr);
+            return EXIT_FAILURE;
+        }
+    }
+    return cmd->run(&o);
+}
