@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* A root device found during discovery. */
 typedef struct found {
@@ -380,6 +381,14 @@ void clf_fleet_destroy(clf_fleet *fl)
     clf__metrics_fini(fl); /* writes the trace, once every command has completed */
     for (size_t i = 0; i < fl->nctx; i++)
         clReleaseContext(fl->ctx[i]);
+    /* PoCL 3.1's worker threads can still touch a sub-device's last events just after
+     * clFinish() returns; releasing the sub-device then crashes them (reproduced with
+     * plain OpenCL in a few percent of releases). A short pause lets them settle. */
+    int subs = 0;
+    for (size_t i = 0; i < fl->ndev; i++)
+        subs |= fl->dev[i].owns_id;
+    if (subs)
+        nanosleep(&(struct timespec){0, 20 * 1000 * 1000}, NULL);
     for (size_t i = 0; i < fl->ndev; i++) {
         if (fl->dev[i].owns_id)
             clReleaseDevice(fl->dev[i].id);

@@ -234,23 +234,41 @@ static void exec_lock(clf__copy *c, int take)
 /* ---- the paths ----------------------------------------------------------------------- */
 
 /* Same device, or one context whose devices share memory with the host: the runtime copies
- * within the context, on the destination's transfer queue. */
+ * within the context, on the source's transfer queue, where the data was produced (PoCL 3's
+ * basic device does not bring a buffer last written by another device up to date before a
+ * copy on its own queue, and reads stale bytes). */
 static clf_status enqueue_copy(clf__copy *c, const cl_event *wait, cl_uint nwait, cl_event *ev)
 {
-    struct clf__device *d = clf__xdevice(c, !getenv("XSRC"));
+    struct clf__device *d = clf__xdevice(c, 0);
     cl_int err = clEnqueueCopyBuffer(d->transfer, c->src, c->dst, c->soff, c->doff, c->size,
                                      nwait, wait, ev);
     return err == CL_SUCCESS ? CLF_SUCCESS : clf__cl_fail(err, "clEnqueueCopyBuffer", d);
 }
 
-const clf__path_ops clf__path_same_device = {"same-device", 0, enqueue_copy, NULL};
-const clf__path_ops clf__path_unified = {"unified", 0, enqueue_copy, NULL};
+const clf__path_ops clf__path_same_device = {"same-device", 1, enqueue_copy, NULL};
+const clf__path_ops clf__path_unified = {"unified", 1, enqueue_copy, NULL};
 
 /* In clf__path order. */
 static const clf__path_ops *const PATHS[CLF__PATH_COUNT] = {
     &clf__path_same_device, &clf__path_unified, &clf__path_amd_p2p, &clf__path_cuda_p2p,
     &clf__path_staged,
 };
+
+/* A path the runtime does, its wait list already waited for on the host: enqueue, wait. */
+static clf_status enqueue_wait(clf__copy *c)
+{
+    const clf__path_ops *ops = PATHS[c->path];
+    struct clf__device *d = clf__xdevice(c, !ops->queue_on_src);
+    cl_event ev = NULL;
+    clf_status st = ops->enqueue(c, NULL, 0, &ev);
+    if (st != CLF_SUCCESS)
+        return st;
+    clFlush(d->transfer);
+    clf_event e = {.ev = ev};
+    st = clf__event_wait_host(&e);
+    clReleaseEvent(ev);
+    return st;
+}
 
 /* Run a copy the host drives, on the calling thread. */
 static clf_status run_host(clf__copy *c)
@@ -260,7 +278,7 @@ static clf_status run_host(clf__copy *c)
     r.path = (clf_path)c->path;
     exec_lock(c, 1);
     r.t0 = clf__mono_ns();
-    st = PATHS[c->path]->run(c);
+    st = PATHS[c->path]->run ? PATHS[c->path]->run(c) : enqueue_wait(c);
     /* A path that cannot run here (no memory for CUDA's bounce buffers): staging always
      * works. */
     if (st == CLF_ERROR_UNSUPPORTED && c->path != CLF__PATH_STAGED) {
@@ -451,7 +469,13 @@ static clf_status copy(clf_buffer *dst, size_t doff, clf_buffer *src, size_t sof
     c->size = size;
     c->path = (clf__path)x->path[c->sdev * fl->ndev + c->ddev];
 
-    if (PATHS[c->path]->enqueue) {
+    /* A device that runs commands inside clEnqueue* (PoCL's basic) must not get a command
+     * that waits for an event of another queue: it would run inside that queue's completion
+     * and can deadlock there (PoCL 3). Such a copy waits on a transfer thread instead. */
+    const clf__path_ops *ops = PATHS[c->path];
+    int on_host = !ops->enqueue ||
+                  (nwait && x->dev[ops->queue_on_src ? c->sdev : c->ddev].sync_exec);
+    if (!on_host) {
         st = enqueue_direct(c, wait, nwait, out_event);
         copy_free(c);
         return st;

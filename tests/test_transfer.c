@@ -3,7 +3,8 @@
  * one context per device, on sub-devices and on PoCL's root devices (two pthread, one
  * basic); random offsets and sizes checked against a host model of every buffer; forced
  * staging by option and by environment, the pinned pipeline on its own; path queries; bad
- * input; and event ordering across contexts (producer kernel, copy, consumer kernel).
+ * input; event ordering across contexts (producer kernel, copy, consumer kernel); bridges
+ * from user events, copies and launches; and the CUDA path end to end on a stand-in driver.
  */
 #include "common.h"
 
@@ -513,7 +514,10 @@ static uint32_t produced(uint32_t i, uint32_t iter, uint32_t spin)
     return x;
 }
 
-static void ordering(const cfg *c, const char *transfer, size_t A, size_t Bdev)
+/* host_wait: the consumer is enqueued once the copy is done (PoCL's basic device runs a
+ * command whose dependencies complete on another thread with stale data). */
+static void ordering(const cfg *c, const char *transfer, size_t A, size_t Bdev, int host_wait,
+                     unsigned iterations)
 {
     clf_fleet *f = make_fleet(c->selection, c->context_per_device, transfer);
     clf_program *prog;
@@ -532,7 +536,7 @@ static void ordering(const cfg *c, const char *transfer, size_t A, size_t Bdev)
     cl_mem ma = clf_cl_mem(a), mb = clf_cl_mem(b), mo = clf_cl_mem(out);
     uint32_t *host = malloc(n * 4);
     ck_assert_ptr_nonnull(host);
-    for (cl_uint iter = 1; iter <= 100; iter++) {
+    for (cl_uint iter = 1; iter <= iterations; iter++) {
         /* Producer on A's compute queue. */
         ck_assert_int_eq(clSetKernelArg(kp, 0, sizeof ma, &ma), CL_SUCCESS);
         ck_assert_int_eq(clSetKernelArg(kp, 1, sizeof iter, &iter), CL_SUCCESS);
@@ -548,6 +552,8 @@ static void ordering(const cfg *c, const char *transfer, size_t A, size_t Bdev)
         clf_event_release(produced_ev);
         /* Consumer on B's compute queue, after the copy, through an event of B's context. */
         cl_event ready, ce;
+        if (host_wait)
+            ck_assert_ok(clf_event_wait(copied));
         ck_assert_ok(clf_event_cl_for(copied, f, Bdev, &ready));
         cl_context ctx = NULL;
         clGetEventInfo(ready, CL_EVENT_CONTEXT, sizeof ctx, &ctx, NULL);
@@ -585,7 +591,16 @@ START_TEST(event_ordering)
 {
     /* Sub-devices run at once, so a missing dependency shows; auto and forced staging. */
     const cfg *c = &CFGS[_i / 2];
-    ordering(c, _i % 2 ? "staged" : NULL, 0, 2);
+    ordering(c, _i % 2 ? "staged" : NULL, 0, 2, 0, 100);
+}
+END_TEST
+
+/* Root devices: from a pthread device into the basic one (the unified path's queue choice,
+ * and a wait list on a device that runs commands inside clEnqueue*). */
+START_TEST(event_ordering_to_basic)
+{
+    const cfg *c = &CFGS[2 + _i / 2];
+    ordering(c, _i % 2 ? "staged" : NULL, 1, 0, 1, 20);
 }
 END_TEST
 
@@ -778,6 +793,7 @@ int main(void)
     tcase_add_test(tc, bridges);
     tcase_add_test(tc, cuda_emulated);
     tcase_add_loop_test(tc, event_ordering, 0, 2 * NCFGS);
+    tcase_add_loop_test(tc, event_ordering_to_basic, 0, 4);
     suite_add_tcase(s, tc);
     return test_run(s, FLEET_SUB, NDEV);
 }
