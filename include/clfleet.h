@@ -695,6 +695,320 @@ CLF_API clf_status clf_trace_flush(clf_fleet *fleet);
 /** \brief The trace file's path, or NULL when tracing is off (or \p fleet is NULL). */
 CLF_API const char *clf_trace_path(const clf_fleet *fleet);
 
+/* ------------------------------------------------------------------ */
+/* Collectives                                                         */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Collectives work on per-device buffers, one buffer per participating
+ * device (as NCCL does): bufs[i] is the buffer of "position" i. They are
+ * blocking: they start after the work already queued on those devices and
+ * return once the result is in place. Every byte that moves between devices
+ * goes through clf_copy_async() (so the transfer path selector applies); the
+ * arithmetic runs on the devices (kernels of cl/reduce.cl, built once per
+ * fleet). Counts that do not divide by the number of buffers, counts smaller
+ * than it, and a single buffer all work.
+ */
+
+/** \brief How clf_scatter() and clf_gather() cut a host array over the buffers. */
+typedef enum clf_distribution {
+    /** Contiguous blocks: position i gets count / n elements, the first count % n one more. */
+    CLF_DIST_BLOCK = 0,
+    /** Block-cyclic: blocks of \p block elements dealt to the positions in turn. */
+    CLF_DIST_CYCLIC = 1
+} clf_distribution;
+
+/** \brief Options of the collectives; fill with CLF_COLLECTIVE_OPTIONS_INIT. */
+typedef struct clf_collective_options {
+    unsigned version; /**< CLF_COLLECTIVE_OPTIONS_VERSION */
+    /**
+     * Pipelining unit in bytes of the ring and chain algorithms: transfers of
+     * one chunk overlap the reduction of the previous one. 0: a quarter of a
+     * segment, between 64 KiB and 4 MiB.
+     */
+    size_t chunk_bytes;
+} clf_collective_options;
+
+#define CLF_COLLECTIVE_OPTIONS_VERSION 1
+#define CLF_COLLECTIVE_OPTIONS_INIT {CLF_COLLECTIVE_OPTIONS_VERSION, 0}
+
+/**
+ * \brief Which elements of a \p count element array position \p part of
+ * \p nparts holds under a distribution.
+ * \param block CLF_DIST_CYCLIC: elements per block (0: 1)
+ * \param first receives the global index of the part's first element (\p count
+ *        when it holds none)
+ * \param len receives how many elements it holds
+ */
+CLF_API clf_status clf_distribution_part(size_t count, size_t nparts, size_t part,
+                                         clf_distribution dist, size_t block, size_t *first,
+                                         size_t *len);
+
+/**
+ * \brief Ring all-reduce: afterwards every buffer holds the element-wise
+ * reduction of the first \p count elements of all of them.
+ *
+ * Reduce-scatter then all-gather around the ring of positions, chunked so that
+ * transfers overlap the reduction kernels; each device sends and receives
+ * 2(n-1)/n of the data. Needs two scratch buffers of count/n elements per device.
+ * \param bufs one buffer per device, at least \p count elements each
+ * \param opts options, or NULL for the defaults
+ * \return CLF_SUCCESS; CLF_ERROR_NULL_POINTER, CLF_ERROR_ZERO_SIZE,
+ *         CLF_ERROR_SIZE_OVERFLOW, CLF_ERROR_OUT_OF_RANGE (a buffer too small),
+ *         CLF_ERROR_INVALID_ARGUMENT (two buffers on one device, buffers of
+ *         different fleets, unknown type or operation), CLF_ERROR_UNSUPPORTED
+ *         (doubles on a device without fp64), CLF_ERROR_OPENCL
+ */
+CLF_API clf_status clf_allreduce(clf_buffer *const *bufs, size_t nbufs, size_t count,
+                                 clf_type type, clf_reduce_op op,
+                                 const clf_collective_options *opts);
+/**
+ * \brief Reduce into the buffer of position \p root; the other buffers are
+ * unchanged. A pipelined chain ending at the root (scratch: \p count elements
+ * on every device but the first of the chain). Statuses as clf_allreduce().
+ */
+CLF_API clf_status clf_reduce(clf_buffer *const *bufs, size_t nbufs, size_t count, clf_type type,
+                              clf_reduce_op op, size_t root, const clf_collective_options *opts);
+/** \brief Reduce into the host array \p result (\p count elements); no buffer changes. */
+CLF_API clf_status clf_reduce_to_host(void *result, clf_buffer *const *bufs, size_t nbufs,
+                                      size_t count, clf_type type, clf_reduce_op op,
+                                      const clf_collective_options *opts);
+/** \brief Copy the first \p size bytes of the root's buffer into every other buffer,
+ * pipelined along a chain from the root. */
+CLF_API clf_status clf_broadcast(clf_buffer *const *bufs, size_t nbufs, size_t size, size_t root,
+                                 const clf_collective_options *opts);
+/**
+ * \brief All-gather in place: position i holds block i of a \p count element
+ * array (CLF_DIST_BLOCK) at its place in its buffer; afterwards every buffer
+ * holds the whole array. A ring, chunked.
+ */
+CLF_API clf_status clf_allgather(clf_buffer *const *bufs, size_t nbufs, size_t count,
+                                 size_t elem_size, const clf_collective_options *opts);
+/**
+ * \brief Cut the host array \p host of \p count elements over the buffers:
+ * position i receives its part (clf_distribution_part()), packed from offset 0.
+ * \param block CLF_DIST_CYCLIC: elements per block (0: 1)
+ */
+CLF_API clf_status clf_scatter(clf_buffer *const *bufs, size_t nbufs, const void *host,
+                               size_t count, size_t elem_size, clf_distribution dist,
+                               size_t block);
+/** \brief The inverse of clf_scatter(): every part back to its place in \p host. */
+CLF_API clf_status clf_gather(void *host, clf_buffer *const *bufs, size_t nbufs, size_t count,
+                              size_t elem_size, clf_distribution dist, size_t block);
+
+/* ------------------------------------------------------------------ */
+/* Synchronisation across devices                                      */
+/* ------------------------------------------------------------------ */
+
+/**
+ * \brief An event that completes once all the work queued so far on \p device
+ * (both of its queues) has completed. Does not block. A copy that the host
+ * drives (staging) enters the queues only when it runs: pass on its own event.
+ */
+CLF_API clf_status clf_event_record(clf_event **out, clf_fleet *fleet, size_t device);
+/**
+ * \brief Work queued on \p device from now on starts after every event of
+ * \p events: events of any device, context or platform (bridged with user
+ * events when needed), or of the host (an asynchronous launch, a copy). Does not
+ * block.
+ *
+ * The wait orders the device's compute queue: kernels, launches, collectives,
+ * pipelines and task queues. Transfers on its transfer queue
+ * (clf_buffer_read_async(), clf_buffer_write_async()) are not held back, since
+ * copies driven by the host use that queue; give clf_copy_async() its own wait
+ * list, or wait on the host, for those.
+ */
+CLF_API clf_status clf_device_wait_events(clf_fleet *fleet, size_t device,
+                                          clf_event *const *events, size_t num_events);
+/**
+ * \brief A barrier across devices: work queued on any of them from now on starts
+ * only after all the work queued so far on all of them (both queues). Does not
+ * block. What waits is as for clf_device_wait_events().
+ * \param devices fleet indices, or NULL for every device
+ * \param out_event completes when every device has reached the barrier, or NULL
+ */
+CLF_API clf_status clf_barrier(clf_fleet *fleet, const size_t *devices, size_t num_devices,
+                               clf_event **out_event);
+/** \brief Block until everything queued on \p device has completed (clf_fleet_finish() for all). */
+CLF_API clf_status clf_device_finish(clf_fleet *fleet, size_t device);
+/** \brief Wait for every event (all of them, even after a failure); the first failure. */
+CLF_API clf_status clf_events_wait(clf_event *const *events, size_t num_events);
+
+/* ------------------------------------------------------------------ */
+/* Pipelines                                                           */
+/* ------------------------------------------------------------------ */
+
+/** \brief Stages, each a kernel on its device, that batches flow through. */
+typedef struct clf_pipeline clf_pipeline;
+
+/** \brief Most stages in a pipeline. */
+#define CLF_MAX_PIPELINE_STAGES 16
+
+/** \brief One stage; fill with CLF_STAGE_DESC_INIT. */
+typedef struct clf_stage_desc {
+    unsigned version;     /**< CLF_STAGE_DESC_VERSION */
+    size_t device;        /**< fleet index of the device that runs the stage */
+    clf_program *program; /**< built for the fleet */
+    /** Kernel name; its parameters: (__global in, __global out, then the extra arguments). */
+    const char *kernel;
+    size_t in_bytes;  /**< input of one batch: the previous stage's out_bytes */
+    size_t out_bytes; /**< output of one batch */
+    unsigned dims;    /**< 1, 2 or 3 */
+    size_t global[3]; /**< work-items per batch */
+    size_t local[3];  /**< work-group size, or all 0 for the driver's choice */
+    /** Extra arguments: CLF_SCALAR (value copied), CLF_LOCAL, CLF_BROADCAST (uploaded
+     * once, at creation). */
+    const clf_arg *args;
+    size_t nargs;
+} clf_stage_desc;
+
+#define CLF_STAGE_DESC_VERSION 1
+#define CLF_STAGE_DESC_INIT \
+    {CLF_STAGE_DESC_VERSION, 0, NULL, NULL, 0, 0, 1, {0, 1, 1}, {0, 0, 0}, NULL, 0}
+
+/** \brief Called in batch order as each batch's output reaches the host. */
+typedef void (*clf_pipeline_result_fn)(void *user, size_t batch, const void *out, size_t bytes);
+
+/** \brief Options of a pipeline; fill with CLF_PIPELINE_OPTIONS_INIT. */
+typedef struct clf_pipeline_options {
+    unsigned version; /**< CLF_PIPELINE_OPTIONS_VERSION */
+    /** Nonzero: one batch at a time through all the stages, no overlap (a baseline). */
+    int serial;
+    clf_pipeline_result_fn on_result; /**< or NULL; runs on a clfleet thread */
+    void *user;                       /**< passed to on_result */
+} clf_pipeline_options;
+
+#define CLF_PIPELINE_OPTIONS_VERSION 1
+#define CLF_PIPELINE_OPTIONS_INIT {CLF_PIPELINE_OPTIONS_VERSION, 0, NULL, NULL}
+
+/** \brief What one stage did in a run. */
+typedef struct clf_stage_report {
+    size_t device;          /**< fleet index */
+    uint64_t batches;       /**< batches it processed */
+    double busy_s;          /**< kernel time, from profiling events */
+    double batches_per_s;   /**< batches / busy_s: what the stage sustains alone */
+    double items_per_s;     /**< work-items / busy_s */
+    double utilization;     /**< busy_s / the run's wall time */
+    uint64_t bytes_in;      /**< bytes it received (from the host or the previous stage) */
+} clf_stage_report;
+
+/** \brief What a pipeline run did. */
+typedef struct clf_pipeline_report {
+    size_t num_stages;
+    clf_stage_report stage[CLF_MAX_PIPELINE_STAGES];
+    uint64_t batches;
+    double wall_s;        /**< the run, host time */
+    double batches_per_s; /**< batches / wall_s */
+    size_t bottleneck;    /**< the stage with the most busy time */
+    /** batches_per_s over the bottleneck's batches_per_s (1: as fast as the slowest
+     * stage alone). */
+    double efficiency;
+} clf_pipeline_report;
+
+/**
+ * \brief Create a pipeline: two input and two output buffers per stage on its
+ * device (double buffering), kernels, broadcast arguments uploaded.
+ * \param opts options, or NULL for the defaults
+ */
+CLF_API clf_status clf_pipeline_create(clf_pipeline **out, clf_fleet *fleet,
+                                       const clf_stage_desc *stages, size_t nstages,
+                                       const clf_pipeline_options *opts);
+/**
+ * \brief Push \p nbatches batches through the stages; blocks until the last
+ * result is on the host.
+ *
+ * One host thread per stage; batch b of stage s runs while stage s+1 works on
+ * batch b-1, the transfers between stages (clf_copy_async) overlapping both.
+ * \param in nbatches x the first stage's in_bytes
+ * \param out nbatches x the last stage's out_bytes, in batch order
+ * \param report receives per-stage throughput, or NULL
+ */
+CLF_API clf_status clf_pipeline_run(clf_pipeline *pl, const void *in, void *out,
+                                    size_t nbatches, clf_pipeline_report *report);
+/** \brief Release the pipeline; accepts NULL. */
+CLF_API void clf_pipeline_destroy(clf_pipeline *pl);
+
+/* ------------------------------------------------------------------ */
+/* Task queues (work stealing)                                         */
+/* ------------------------------------------------------------------ */
+
+/** \brief Independent kernel launches that devices pull as they free up. */
+typedef struct clf_taskq clf_taskq;
+
+/** \brief clf_task_desc.affinity: no preferred device. */
+#define CLF_TASK_ANY_DEVICE ((size_t)-1)
+
+/** \brief One task: a kernel launch on one device; fill with CLF_TASK_DESC_INIT. */
+typedef struct clf_task_desc {
+    unsigned version;   /**< CLF_TASK_DESC_VERSION */
+    const char *kernel; /**< kernel name in the queue's program */
+    unsigned dims;      /**< 1, 2 or 3 */
+    size_t global[3];
+    size_t local[3]; /**< all 0: the driver's choice */
+    /** Position in the queue's devices whose deque holds the task first (others may
+     * steal it), or CLF_TASK_ANY_DEVICE (dealt round robin). */
+    size_t affinity;
+} clf_task_desc;
+
+#define CLF_TASK_DESC_VERSION 1
+#define CLF_TASK_DESC_INIT \
+    {CLF_TASK_DESC_VERSION, NULL, 1, {0, 1, 1}, {0, 0, 0}, CLF_TASK_ANY_DEVICE}
+
+/** \brief What happened to one task. */
+typedef struct clf_task_info {
+    size_t device;     /**< fleet index of the device that ran it */
+    int stolen;        /**< taken from another device's deque */
+    unsigned runs;     /**< times it ran: 1 once its queue has run */
+    clf_status status; /**< its result */
+    double start_s, end_s; /**< host time from the start of the run */
+    double kernel_s;   /**< kernel time, from profiling */
+} clf_task_info;
+
+/** \brief What one device did in a run of a task queue. */
+typedef struct clf_taskq_device_report {
+    size_t device;   /**< fleet index */
+    uint64_t tasks;  /**< tasks it ran */
+    uint64_t stolen; /**< of which it took from other devices' deques */
+    double busy_s;   /**< kernel time */
+    double finish_s; /**< host time when it found no task left */
+} clf_taskq_device_report;
+
+/** \brief What a run of a task queue did. */
+typedef struct clf_taskq_report {
+    uint64_t tasks, failed;
+    size_t num_devices;
+    clf_taskq_device_report dev[CLF_MAX_LAUNCH_DEVICES];
+    double makespan_s; /**< latest finish */
+    double efficiency; /**< earliest finish / latest finish */
+} clf_taskq_report;
+
+/**
+ * \brief A task queue over some devices of the fleet.
+ * \param devices fleet indices, or NULL for every device (at most CLF_MAX_LAUNCH_DEVICES)
+ */
+CLF_API clf_status clf_taskq_create(clf_taskq **out, clf_fleet *fleet, clf_program *prog,
+                                    const size_t *devices, size_t num_devices);
+/**
+ * \brief Add a task. Arguments in kernel parameter order: CLF_IN, CLF_OUT,
+ * CLF_INOUT (whole host arrays, copied to the device before and back after the
+ * kernel; they must stay valid until clf_taskq_run() returns), CLF_BROADCAST
+ * (as CLF_IN), CLF_SCALAR (the value is copied now), CLF_LOCAL.
+ * \param id receives the task's number (0, 1, ... in submission order), or NULL
+ */
+CLF_API clf_status clf_taskq_submit(clf_taskq *q, const clf_task_desc *task, const clf_arg *args,
+                                    size_t nargs, size_t *id);
+/**
+ * \brief Run every task submitted since the last run; blocks. One host thread per
+ * device takes tasks from the head of its own deque and, when that is empty,
+ * steals from the tail of the fullest other one.
+ * \return CLF_SUCCESS, or the first failed task's status (the others still ran)
+ */
+CLF_API clf_status clf_taskq_run(clf_taskq *q, clf_taskq_report *report);
+/** \brief What happened to task \p id. */
+CLF_API clf_status clf_taskq_task_info(const clf_taskq *q, size_t id, clf_task_info *out);
+/** \brief Release the queue; accepts NULL. */
+CLF_API void clf_taskq_destroy(clf_taskq *q);
+
 #ifdef __cplusplus
 }
 #endif

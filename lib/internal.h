@@ -162,10 +162,15 @@ struct clf_fleet {
 
     struct clf__metrics *metrics; /* counters and timeline (metrics.c); NULL: off */
 
+    struct clf_program *reduce_prog; /* cl/reduce.cl for the collectives (under lock; built
+                                        on first use, collective.c) */
+    struct clf__scratch *scratch;    /* the collectives' idle scratch buffers (under lock) */
 };
 
 /* Launch state the fleet owns (launch.c). */
 void clf__launch_fleet_fini(clf_fleet *fleet);
+/* The collectives' program (collective.c). */
+void clf__collective_fleet_fini(clf_fleet *fleet);
 
 /* Query a device's facts (name, memory, PCI address ...). */
 clf_status clf__device_query(cl_device_id id, cl_platform_id platform, clf_device_info *info,
@@ -232,6 +237,13 @@ clf_status clf__xfer_init(clf_fleet *fleet, const char *transfer);
 void clf__xfer_fini(clf_fleet *fleet);
 /* Wait until no copy is queued for or running on a transfer thread. */
 void clf__xfer_drain(clf_fleet *fleet);
+
+/* ---- synchronisation (sync.c) ---- */
+
+/* A marker after all the work queued so far on both of device's queues. */
+clf_status clf__device_marker(clf_fleet *fleet, size_t device, cl_event *out);
+/* Work queued later on device's compute queue waits for wait[] (device's context). */
+clf_status clf__device_barrier(clf_fleet *fleet, size_t device, const cl_event *wait, size_t n);
 
 /* ---- programs (program.c, kernels.c generated) ---- */
 

@@ -11,4 +11,19 @@
  */
 int clf_bench_p2p(int argc, char **argv);
 
+/*
+ * `clfleet-bench allreduce`: clf_allreduce() (ring, float sum) against the naive way
+ * (gather to the host, add, write back) on 2 and 3 devices, 4 KiB to 256 MiB: time,
+ * algorithm bandwidth and bus bandwidth (NCCL's busbw = size / time x 2(n-1)/n). Same
+ * conventions as clf_bench_p2p().
+ */
+int clf_bench_allreduce(int argc, char **argv);
+
+/*
+ * `clfleet-bench pipeline`: a 3-stage clf_pipeline on 3 devices against the stages run one
+ * after another and against the slowest stage alone (the ideal): throughputs, speedup and
+ * the ratio to the ideal, with the pipeline's per-stage report. Same conventions.
+ */
+int clf_bench_pipeline(int argc, char **argv);
+
 #endif

@@ -881,6 +881,11 @@ static const subcommand COMMANDS[] = {
     {"p2p", NULL, clf_bench_p2p,
      "device-to-device copies of every ordered pair, 4 KiB to 256 MiB: chosen\n"
      "            path, forced staging and the naive read-then-write, against memcpy"},
+    {"allreduce", NULL, clf_bench_allreduce,
+     "ring all-reduce against gather-add-broadcast on 2 and 3 devices, 4 KiB to\n"
+     "            256 MiB: algorithm and bus bandwidth"},
+    {"pipeline", NULL, clf_bench_pipeline,
+     "a 3-stage pipeline against the stages one after another and the ideal"},
 };
 #define NCOMMANDS (sizeof COMMANDS / sizeof COMMANDS[0])
 

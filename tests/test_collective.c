@@ -1,0 +1,624 @@
+/*
+ * Collectives against plain C references: every reduction (all-reduce, reduce to a device,
+ * reduce to the host) for every operation and type on 1, 2 and 3 devices, in one shared
+ * context and with one context per device (the staged path), for counts 1, 7, 1000 and
+ * 2^20 + 3; broadcast, all-gather, scatter and gather (block and block-cyclic) likewise;
+ * the distributions as pure functions; every bad input.
+ *
+ * Integer results wrap around and are exact in any order; float inputs are small integers
+ * (sums and products) or multiples of 1/8 (min, max), so every order of combination gives
+ * the same bits and the comparison is exact.
+ */
+#include "common.h"
+
+#include <pthread.h>
+#include <stdint.h>
+
+/* Assert without Check's per-call bookkeeping: millions of elements are compared. */
+#define expect(cond, ...)                                                                          \
+    do {                                                                                           \
+        if (!(cond))                                                                               \
+            ck_abort_msg(__VA_ARGS__);                                                             \
+    } while (0)
+
+/* Every pthread device split into single units (4 on a two-core machine); 3 are used. */
+#define FLEET4 TEST_CPUS ";name=pthread;split=1"
+/* The root devices as PoCL lists them: pthread, pthread and basic (commands run inside
+ * clEnqueue*), in no particular order. */
+#define ROOTS TEST_CPUS
+
+/* Devices of the fleet for 1, 2 and 3 positions: not in fleet order, so positions and
+ * device indices differ. */
+static const size_t DEVS[4][3] = {{0}, {3}, {1, 2}, {2, 0, 3}};
+
+static const size_t SIZES[] = {1, 7, 1000, (1u << 20) + 3};
+#define NSIZES (sizeof SIZES / sizeof SIZES[0])
+#define BIG ((1u << 20) + 3)
+
+static const clf_type TYPES[] = {CLF_INT32, CLF_UINT32, CLF_INT64, CLF_FLOAT, CLF_DOUBLE};
+static const clf_reduce_op OPS[] = {CLF_SUM, CLF_PROD, CLF_MIN, CLF_MAX};
+static const char *const TYPE_NAMES[] = {"", "int32", "uint32", "int64", "float", "double"};
+static const char *const OP_NAMES[] = {"", "sum", "prod", "min", "max"};
+
+/* The fleets, created once: [0] one shared context, [1] a context per device. */
+static clf_fleet *fleets[2];
+
+static void fleets_up(void)
+{
+    for (int i = 0; i < 2; i++)
+        fleets[i] = test_fleet(FLEET4, i);
+}
+
+static void fleets_down(void)
+{
+    for (int i = 0; i < 2; i++) {
+        clf_fleet_destroy(fleets[i]);
+        fleets[i] = NULL;
+    }
+}
+
+/* ---- reference --------------------------------------------------------------------- */
+
+static uint64_t rng(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+/* Inputs whose combination is exact in any order (see the top of the file). */
+static void gen(clf_type t, clf_reduce_op op, size_t n, uint64_t seed, void *out)
+{
+    uint64_t s = seed * 0x9e3779b97f4a7c15ull + 1;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t r = rng(&s);
+        double small = op == CLF_SUM    ? (double)((int)(r % 101) - 50)
+                       : op == CLF_PROD ? (double)((int)(r % 7) - 3)
+                                        : (double)((int)(r % 20001) - 10000) / 8.0;
+        switch (t) {
+        case CLF_INT32:
+        case CLF_UINT32:
+            ((uint32_t *)out)[i] = (uint32_t)r;
+            break;
+        case CLF_INT64:
+            ((uint64_t *)out)[i] = r;
+            break;
+        case CLF_FLOAT:
+            ((float *)out)[i] = (float)small;
+            break;
+        case CLF_DOUBLE:
+            ((double *)out)[i] = small;
+            break;
+        }
+    }
+}
+
+#define REF_LOOP(T, SUM, PROD)                                                          \
+    for (size_t i = 0; i < n; i++) {                                                    \
+        T a = ((T *)acc)[i], b = ((const T *)x)[i];                                     \
+        ((T *)acc)[i] = op == CLF_SUM    ? SUM                                          \
+                        : op == CLF_PROD ? PROD                                         \
+                        : op == CLF_MIN  ? (b < a ? b : a)                              \
+                                         : (b > a ? b : a);                             \
+    }
+
+static void ref_combine(clf_type t, clf_reduce_op op, void *acc, const void *x, size_t n)
+{
+    switch (t) {
+    case CLF_INT32:
+        REF_LOOP(int32_t, (int32_t)((uint32_t)a + (uint32_t)b),
+                 (int32_t)((uint32_t)a * (uint32_t)b));
+        break;
+    case CLF_UINT32:
+        REF_LOOP(uint32_t, a + b, a * b);
+        break;
+    case CLF_INT64:
+        REF_LOOP(int64_t, (int64_t)((uint64_t)a + (uint64_t)b),
+                 (int64_t)((uint64_t)a * (uint64_t)b));
+        break;
+    case CLF_FLOAT:
+        REF_LOOP(float, a + b, a * b);
+        break;
+    case CLF_DOUBLE:
+        REF_LOOP(double, a + b, a * b);
+        break;
+    }
+}
+
+/* The first element where a and b differ (as values of t), or n. */
+static size_t first_diff(clf_type t, const void *a, const void *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        int same;
+        switch (t) {
+        case CLF_FLOAT:
+            same = ((const float *)a)[i] == ((const float *)b)[i];
+            break;
+        case CLF_DOUBLE:
+            same = ((const double *)a)[i] == ((const double *)b)[i];
+            break;
+        case CLF_INT64:
+            same = ((const uint64_t *)a)[i] == ((const uint64_t *)b)[i];
+            break;
+        default:
+            same = ((const uint32_t *)a)[i] == ((const uint32_t *)b)[i];
+        }
+        if (!same)
+            return i;
+    }
+    return n;
+}
+
+/* ---- reductions ------------------------------------------------------------------------ */
+
+typedef struct red_case {
+    clf_fleet *f;
+    size_t nd, n;
+    clf_type t;
+    clf_reduce_op op;
+    const char *ctx;
+} red_case;
+
+#define CASE_FMT "%s, %zu device(s), %zu x %s, %s"
+#define CASE_ARGS(c) (c)->ctx, (c)->nd, (c)->n, TYPE_NAMES[(c)->t], OP_NAMES[(c)->op]
+
+static void check_buffer(const red_case *c, clf_buffer *b, const void *want, void *tmp,
+                         const char *what)
+{
+    size_t es = clf_type_size(c->t);
+    ck_assert_ok(clf_buffer_read(b, 0, c->n * es, tmp));
+    size_t at = first_diff(c->t, tmp, want, c->n);
+    expect(at == c->n, CASE_FMT ": %s: element %zu differs", CASE_ARGS(c), what, at);
+}
+
+/* All-reduce, reduce to a device and reduce to the host of one case. */
+static void run_reductions(const red_case *c, clf_buffer **b, void **in, void *ref, void *tmp,
+                           const clf_collective_options *opts)
+{
+    size_t es = clf_type_size(c->t), bytes = c->n * es;
+    for (size_t d = 0; d < c->nd; d++) {
+        gen(c->t, c->op, c->n, (uint64_t)(d + 1) * 1000 + (uint64_t)c->t * 10 + c->op, in[d]);
+        ck_assert_ok(clf_buffer_write(b[d], 0, bytes, in[d]));
+    }
+    memcpy(ref, in[0], bytes);
+    for (size_t d = 1; d < c->nd; d++)
+        ref_combine(c->t, c->op, ref, in[d], c->n);
+
+    ck_assert_ok(clf_allreduce(b, c->nd, c->n, c->t, c->op, opts));
+    for (size_t d = 0; d < c->nd; d++)
+        check_buffer(c, b[d], ref, tmp, "all-reduce");
+
+    /* Reduce to a root that moves with the case; the other buffers keep their input. */
+    size_t root = (c->n + (size_t)c->op) % c->nd;
+    for (size_t d = 0; d < c->nd; d++)
+        ck_assert_ok(clf_buffer_write(b[d], 0, bytes, in[d]));
+    ck_assert_ok(clf_reduce(b, c->nd, c->n, c->t, c->op, root, opts));
+    check_buffer(c, b[root], ref, tmp, "reduce (root)");
+    for (size_t d = 0; d < c->nd; d++)
+        if (d != root)
+            check_buffer(c, b[d], in[d], tmp, "reduce (another buffer kept its input)");
+
+    ck_assert_ok(clf_buffer_write(b[root], 0, bytes, in[root]));
+    memset(tmp, 0xa5, bytes);
+    ck_assert_ok(clf_reduce_to_host(tmp, b, c->nd, c->n, c->t, c->op, opts));
+    size_t at = first_diff(c->t, tmp, ref, c->n);
+    expect(at == c->n, CASE_FMT ": reduce to host: element %zu differs", CASE_ARGS(c), at);
+    for (size_t d = 0; d < c->nd; d++)
+        check_buffer(c, b[d], in[d], tmp, "reduce to host (buffers kept their input)");
+}
+
+/* Loop index: context mode (bit 0) and count (the rest). */
+START_TEST(reductions_every_op_type_and_size)
+{
+    int per_device = _i & 1;
+    size_t n = SIZES[_i >> 1];
+    red_case c = {fleets[per_device], 0, n, 0, 0,
+                  per_device ? "context per device" : "shared context"};
+    for (size_t nd = 1; nd <= 3; nd++) {
+        c.nd = nd;
+        for (size_t ti = 0; ti < sizeof TYPES / sizeof TYPES[0]; ti++) {
+            c.t = TYPES[ti];
+            size_t bytes = n * clf_type_size(c.t);
+            clf_buffer *b[3];
+            void *in[3], *ref = malloc(bytes), *tmp = malloc(bytes);
+            ck_assert_ptr_nonnull(ref);
+            ck_assert_ptr_nonnull(tmp);
+            for (size_t d = 0; d < nd; d++) {
+                ck_assert_ok(clf_buffer_create(&b[d], c.f, DEVS[nd][d], bytes, 0));
+                ck_assert_ptr_nonnull(in[d] = malloc(bytes));
+            }
+            for (size_t oi = 0; oi < sizeof OPS / sizeof OPS[0]; oi++) {
+                c.op = OPS[oi];
+                run_reductions(&c, b, in, ref, tmp, NULL);
+            }
+            for (size_t d = 0; d < nd; d++) {
+                clf_buffer_destroy(b[d]);
+                free(in[d]);
+            }
+            free(ref);
+            free(tmp);
+        }
+    }
+}
+END_TEST
+
+/* Chunk sizes: tiny (bounded: at most 64 chunks a segment), odd, larger than the data. */
+START_TEST(reductions_chunk_sizes)
+{
+    static const size_t CHUNKS[] = {1, 4, 1000, 65536 + 12, 64u << 20};
+    red_case c = {fleets[_i], 3, 100003, CLF_FLOAT, CLF_SUM,
+                  _i ? "context per device" : "shared context"};
+    clf_buffer *b[3];
+    void *in[3], *ref = malloc(c.n * 4), *tmp = malloc(c.n * 4);
+    for (size_t d = 0; d < 3; d++) {
+        ck_assert_ok(clf_buffer_create(&b[d], c.f, DEVS[3][d], c.n * 4, 0));
+        in[d] = malloc(c.n * 4);
+    }
+    for (size_t k = 0; k < sizeof CHUNKS / sizeof CHUNKS[0]; k++) {
+        clf_collective_options o = CLF_COLLECTIVE_OPTIONS_INIT;
+        o.chunk_bytes = CHUNKS[k];
+        run_reductions(&c, b, in, ref, tmp, &o);
+    }
+    for (size_t d = 0; d < 3; d++) {
+        clf_buffer_destroy(b[d]);
+        free(in[d]);
+    }
+    free(ref);
+    free(tmp);
+}
+END_TEST
+
+/* The root devices, a basic one among them (it runs commands inside clEnqueue*). */
+START_TEST(reductions_with_a_basic_device)
+{
+    clf_fleet *f = test_fleet(ROOTS, _i);
+    ck_assert_uint_ge(clf_fleet_device_count(f), 3);
+    red_case c = {f, 3, BIG, CLF_DOUBLE, CLF_MAX, _i ? "roots, per device" : "roots, shared"};
+    clf_buffer *b[3];
+    void *in[3], *ref = malloc(c.n * 8), *tmp = malloc(c.n * 8);
+    for (size_t d = 0; d < 3; d++) {
+        ck_assert_ok(clf_buffer_create(&b[d], f, 2 - d, c.n * 8, 0));
+        in[d] = malloc(c.n * 8);
+    }
+    run_reductions(&c, b, in, ref, tmp, NULL);
+    c.n = 7;
+    c.op = CLF_SUM;
+    run_reductions(&c, b, in, ref, tmp, NULL);
+    for (size_t d = 0; d < 3; d++) {
+        clf_buffer_destroy(b[d]);
+        free(in[d]);
+    }
+    free(ref);
+    free(tmp);
+    clf_fleet_destroy(f);
+}
+END_TEST
+
+/* Two threads all-reduce different buffers on the same devices at once. */
+typedef struct conc_arg {
+    clf_fleet *f;
+    int which;
+    int ok;
+} conc_arg;
+
+static void *concurrent_main(void *p)
+{
+    conc_arg *a = p;
+    const size_t n = 300007;
+    clf_buffer *b[3];
+    int32_t *h = malloc(n * 4), *back = malloc(n * 4);
+    a->ok = h && back;
+    for (size_t d = 0; d < 3 && a->ok; d++) {
+        for (size_t i = 0; i < n; i++)
+            h[i] = (int32_t)(i * (d + 1) + (size_t)a->which);
+        a->ok = clf_buffer_create(&b[d], a->f, DEVS[3][d], n * 4, 0) == CLF_SUCCESS &&
+                clf_buffer_write(b[d], 0, n * 4, h) == CLF_SUCCESS;
+    }
+    for (int rep = 0; rep < 5 && a->ok; rep++) {
+        a->ok = clf_allreduce(b, 3, n, CLF_INT32, CLF_SUM, NULL) == CLF_SUCCESS;
+        /* After rep + 1 rounds every element is 3^rep x (6i + 3 which). */
+        int64_t mul = 1;
+        for (int k = 0; k < rep; k++)
+            mul *= 3;
+        for (size_t d = 0; d < 3 && a->ok; d++) {
+            a->ok = clf_buffer_read(b[d], 0, n * 4, back) == CLF_SUCCESS;
+            for (size_t i = 0; i < n && a->ok; i++)
+                a->ok = back[i] == (int32_t)(uint32_t)(uint64_t)(mul * (int64_t)(6 * i + 3 *
+                                                                            (size_t)a->which));
+        }
+    }
+    for (size_t d = 0; d < 3; d++)
+        clf_buffer_destroy(b[d]);
+    free(h);
+    free(back);
+    return NULL;
+}
+
+START_TEST(concurrent_allreduces)
+{
+    pthread_t t[2];
+    conc_arg a[2] = {{fleets[_i], 0, 0}, {fleets[_i], 1, 0}};
+    for (int i = 0; i < 2; i++)
+        ck_assert_int_eq(pthread_create(&t[i], NULL, concurrent_main, &a[i]), 0);
+    for (int i = 0; i < 2; i++)
+        pthread_join(t[i], NULL);
+    ck_assert_msg(a[0].ok && a[1].ok, "concurrent all-reduce: %s", clf_last_error());
+}
+END_TEST
+
+/* ---- data movement --------------------------------------------------------------------- */
+
+static void fill_pattern(unsigned char *p, size_t n, unsigned seed)
+{
+    uint64_t s = seed * 0x2545f4914f6cdd1dull + 7;
+    for (size_t i = 0; i < n; i++)
+        p[i] = (unsigned char)rng(&s);
+}
+
+/* Broadcast and all-gather; the bytes after the data are never touched. */
+START_TEST(broadcast_and_allgather)
+{
+    int per_device = _i & 1;
+    size_t n = SIZES[_i >> 1];
+    clf_fleet *f = fleets[per_device];
+    static const size_t ES[] = {1, 3, 8};
+    for (size_t nd = 1; nd <= 3; nd++)
+        for (size_t e = 0; e < 3; e++) {
+            size_t es = ES[e], bytes = n * es, pad = 16;
+            clf_buffer *b[3];
+            unsigned char *init[3], *back = malloc(bytes + pad), *whole = malloc(bytes);
+            fill_pattern(whole, bytes, 99);
+            for (size_t d = 0; d < nd; d++) {
+                ck_assert_ok(clf_buffer_create(&b[d], f, DEVS[nd][d], bytes + pad, 0));
+                init[d] = malloc(bytes + pad);
+                fill_pattern(init[d], bytes + pad, (unsigned)d + 1);
+                ck_assert_ok(clf_buffer_write(b[d], 0, bytes + pad, init[d]));
+            }
+            size_t root = n % nd;
+            ck_assert_ok(clf_broadcast(b, nd, bytes, root, NULL));
+            for (size_t d = 0; d < nd; d++) {
+                ck_assert_ok(clf_buffer_read(b[d], 0, bytes + pad, back));
+                expect(!memcmp(back, init[root], bytes), "broadcast %zu x %zu to device %zu of %zu",
+                       n, es, d, nd);
+                expect(!memcmp(back + bytes, init[d] + bytes, pad), "broadcast wrote past the end");
+            }
+            /* All-gather: position d holds block d of the whole array, noise elsewhere. */
+            for (size_t d = 0; d < nd; d++) {
+                size_t first, len;
+                ck_assert_ok(clf_distribution_part(n, nd, d, CLF_DIST_BLOCK, 0, &first, &len));
+                memcpy(init[d] + first * es, whole + first * es, len * es);
+                ck_assert_ok(clf_buffer_write(b[d], 0, bytes + pad, init[d]));
+            }
+            ck_assert_ok(clf_allgather(b, nd, n, es, NULL));
+            for (size_t d = 0; d < nd; d++) {
+                ck_assert_ok(clf_buffer_read(b[d], 0, bytes + pad, back));
+                expect(!memcmp(back, whole, bytes), "all-gather %zu x %zu on device %zu of %zu",
+                       n, es, d, nd);
+                expect(!memcmp(back + bytes, init[d] + bytes, pad),
+                       "all-gather wrote past the end");
+            }
+            for (size_t d = 0; d < nd; d++) {
+                clf_buffer_destroy(b[d]);
+                free(init[d]);
+            }
+            free(back);
+            free(whole);
+        }
+}
+END_TEST
+
+/* Scatter then gather, block and block-cyclic; each part is checked against a reference. */
+START_TEST(scatter_and_gather)
+{
+    int per_device = _i & 1;
+    size_t n = SIZES[_i >> 1];
+    clf_fleet *f = fleets[per_device];
+    static const struct {
+        clf_distribution dist;
+        size_t block;
+    } DISTS[] = {{CLF_DIST_BLOCK, 0},    {CLF_DIST_CYCLIC, 0},       {CLF_DIST_CYCLIC, 3},
+                 {CLF_DIST_CYCLIC, 1000}, {CLF_DIST_CYCLIC, SIZE_MAX}};
+    const size_t es = 4;
+    unsigned char *whole = malloc(n * es), *back = malloc(n * es), *part = malloc(n * es);
+    fill_pattern(whole, n * es, 5);
+    for (size_t nd = 1; nd <= 3; nd++)
+        for (size_t k = 0; k < sizeof DISTS / sizeof DISTS[0]; k++) {
+            clf_buffer *b[3];
+            for (size_t d = 0; d < nd; d++)
+                ck_assert_ok(clf_buffer_create(&b[d], f, DEVS[nd][d], n * es, 0));
+            ck_assert_ok(clf_scatter(b, nd, whole, n, es, DISTS[k].dist, DISTS[k].block));
+            for (size_t d = 0; d < nd; d++) {
+                size_t first, len, at = 0, blk = DISTS[k].block ? DISTS[k].block : 1;
+                ck_assert_ok(clf_distribution_part(n, nd, d, DISTS[k].dist, DISTS[k].block,
+                                                   &first, &len));
+                if (!len)
+                    continue;
+                ck_assert_ok(clf_buffer_read(b[d], 0, len * es, part));
+                /* The part's elements in order: one block, or every nd-th block. */
+                for (size_t i = 0; i < n; i++) {
+                    int mine = DISTS[k].dist == CLF_DIST_BLOCK ? i >= first && i < first + len
+                                                               : (i / blk) % nd == d;
+                    if (!mine)
+                        continue;
+                    expect(!memcmp(part + at * es, whole + i * es, es),
+                           "scatter: element %zu on position %zu of %zu (dist %d/%zu)", i, d, nd,
+                           (int)DISTS[k].dist, DISTS[k].block);
+                    at++;
+                }
+                expect(at == len, "scatter: part %zu has %zu elements, counted %zu", d, len, at);
+            }
+            memset(back, 0, n * es);
+            ck_assert_ok(clf_gather(back, b, nd, n, es, DISTS[k].dist, DISTS[k].block));
+            expect(!memcmp(back, whole, n * es), "gather %zu elements from %zu (dist %d/%zu)", n,
+                   nd, (int)DISTS[k].dist, DISTS[k].block);
+            for (size_t d = 0; d < nd; d++)
+                clf_buffer_destroy(b[d]);
+        }
+    free(whole);
+    free(back);
+    free(part);
+}
+END_TEST
+
+/* ---- pure logic ------------------------------------------------------------------------ */
+
+/* Every element in exactly one part, parts in the documented place and order. */
+START_TEST(distribution_parts)
+{
+    for (size_t n = 0; n <= 200; n++)
+        for (size_t np = 1; np <= 7; np++)
+            for (size_t blk = 0; blk <= 5; blk++)
+                for (int dist = 0; dist < 2; dist++) {
+                    size_t total = 0, b = blk ? blk : 1;
+                    for (size_t p = 0; p < np; p++) {
+                        size_t first, len, count = 0, lowest = n;
+                        ck_assert_ok(clf_distribution_part(n, np, p, (clf_distribution)dist, blk,
+                                                           &first, &len));
+                        for (size_t i = 0; i < n; i++) {
+                            int mine = dist == CLF_DIST_BLOCK ? 0 : (i / b) % np == p;
+                            if (dist == CLF_DIST_BLOCK) {
+                                /* Balanced: sizes differ by one at most, earlier parts larger. */
+                                size_t q = n / np, r = n % np, f0 = p * q + (p < r ? p : r);
+                                mine = i >= f0 && i < f0 + q + (p < r);
+                            }
+                            if (mine) {
+                                count++;
+                                lowest = i < lowest ? i : lowest;
+                            }
+                        }
+                        expect(len == count, "n %zu parts %zu part %zu dist %d block %zu: len %zu, "
+                               "want %zu", n, np, p, dist, blk, len, count);
+                        expect(first == lowest, "n %zu parts %zu part %zu dist %d: first %zu, "
+                               "want %zu", n, np, p, dist, first, lowest);
+                        total += len;
+                    }
+                    expect(total == n, "parts cover %zu of %zu", total, n);
+                }
+    size_t first, len;
+    ck_assert_status(clf_distribution_part(10, 0, 0, CLF_DIST_BLOCK, 0, &first, &len),
+                     CLF_ERROR_OUT_OF_RANGE);
+    ck_assert_status(clf_distribution_part(10, 2, 2, CLF_DIST_BLOCK, 0, &first, &len),
+                     CLF_ERROR_OUT_OF_RANGE);
+    ck_assert_status(clf_distribution_part(10, 2, 0, (clf_distribution)7, 0, &first, &len),
+                     CLF_ERROR_INVALID_ARGUMENT);
+    ck_assert_status(clf_distribution_part(10, 2, 0, CLF_DIST_BLOCK, 0, NULL, &len),
+                     CLF_ERROR_NULL_POINTER);
+    /* Huge counts: no overflow in the arithmetic. */
+    ck_assert_ok(clf_distribution_part(SIZE_MAX, 3, 2, CLF_DIST_CYCLIC, 7, &first, &len));
+    ck_assert_uint_eq(first, 14);
+    ck_assert_ok(clf_distribution_part(SIZE_MAX, 3, 2, CLF_DIST_BLOCK, 0, &first, &len));
+    ck_assert_uint_eq(first + len, SIZE_MAX);
+}
+END_TEST
+
+/* ---- bad input ------------------------------------------------------------------------- */
+
+START_TEST(bad_input)
+{
+    clf_fleet *f = fleets[0], *g = fleets[1];
+    clf_buffer *b[3], *small, *other, *same;
+    for (size_t d = 0; d < 3; d++)
+        ck_assert_ok(clf_buffer_create(&b[d], f, DEVS[3][d], 4096, 0));
+    ck_assert_ok(clf_buffer_create(&small, f, 1, 8, 0));
+    ck_assert_ok(clf_buffer_create(&other, g, 1, 4096, 0));
+    ck_assert_ok(clf_buffer_create(&same, f, DEVS[3][0], 4096, 0));
+    char host[4096];
+    memset(host, 0, sizeof host);
+
+    ck_assert_status(clf_allreduce(NULL, 3, 10, CLF_FLOAT, CLF_SUM, NULL), CLF_ERROR_NULL_POINTER);
+    ck_assert_status(clf_allreduce(b, 0, 10, CLF_FLOAT, CLF_SUM, NULL),
+                     CLF_ERROR_INVALID_ARGUMENT);
+    ck_assert_status(clf_allreduce(b, 3, 0, CLF_FLOAT, CLF_SUM, NULL), CLF_ERROR_ZERO_SIZE);
+    ck_assert_status(clf_allreduce(b, 3, SIZE_MAX / 2, CLF_FLOAT, CLF_SUM, NULL),
+                     CLF_ERROR_SIZE_OVERFLOW);
+    ck_assert_status(clf_allreduce(b, 3, 2000, CLF_DOUBLE, CLF_SUM, NULL), CLF_ERROR_OUT_OF_RANGE);
+    ck_assert_status(clf_allreduce(b, 3, 10, (clf_type)0, CLF_SUM, NULL),
+                     CLF_ERROR_INVALID_ARGUMENT);
+    ck_assert_status(clf_allreduce(b, 3, 10, (clf_type)6, CLF_SUM, NULL),
+                     CLF_ERROR_INVALID_ARGUMENT);
+    ck_assert_status(clf_allreduce(b, 3, 10, CLF_FLOAT, (clf_reduce_op)0, NULL),
+                     CLF_ERROR_INVALID_ARGUMENT);
+    ck_assert_status(clf_allreduce(b, 3, 10, CLF_FLOAT, (clf_reduce_op)5, NULL),
+                     CLF_ERROR_INVALID_ARGUMENT);
+    clf_buffer *with_null[3] = {b[0], NULL, b[2]};
+    ck_assert_status(clf_allreduce(with_null, 3, 10, CLF_FLOAT, CLF_SUM, NULL),
+                     CLF_ERROR_NULL_POINTER);
+    clf_buffer *dup[3] = {b[0], b[1], same};
+    ck_assert_status(clf_allreduce(dup, 3, 10, CLF_FLOAT, CLF_SUM, NULL),
+                     CLF_ERROR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(clf_last_error(), "one buffer per device"), "%s", clf_last_error());
+    clf_buffer *twice[2] = {b[0], b[0]};
+    ck_assert_status(clf_allreduce(twice, 2, 10, CLF_FLOAT, CLF_SUM, NULL),
+                     CLF_ERROR_INVALID_ARGUMENT);
+    clf_buffer *mixed[2] = {b[0], other};
+    ck_assert_status(clf_allreduce(mixed, 2, 10, CLF_FLOAT, CLF_SUM, NULL),
+                     CLF_ERROR_INVALID_ARGUMENT);
+    clf_buffer *tiny[2] = {b[0], small};
+    ck_assert_status(clf_allreduce(tiny, 2, 10, CLF_FLOAT, CLF_SUM, NULL),
+                     CLF_ERROR_OUT_OF_RANGE);
+    clf_collective_options o = CLF_COLLECTIVE_OPTIONS_INIT;
+    o.version = 99;
+    ck_assert_status(clf_allreduce(b, 3, 10, CLF_FLOAT, CLF_SUM, &o), CLF_ERROR_INVALID_ARGUMENT);
+    clf_buffer *many[CLF_MAX_LAUNCH_DEVICES + 1];
+    for (size_t i = 0; i <= CLF_MAX_LAUNCH_DEVICES; i++)
+        many[i] = b[0];
+    ck_assert_status(clf_allreduce(many, CLF_MAX_LAUNCH_DEVICES + 1, 10, CLF_FLOAT, CLF_SUM, NULL),
+                     CLF_ERROR_INVALID_ARGUMENT);
+
+    ck_assert_status(clf_reduce(b, 3, 10, CLF_INT32, CLF_MAX, 3, NULL), CLF_ERROR_OUT_OF_RANGE);
+    ck_assert_status(clf_reduce(dup, 3, 10, CLF_INT32, CLF_MAX, 0, NULL),
+                     CLF_ERROR_INVALID_ARGUMENT);
+    ck_assert_status(clf_reduce(b, 3, 0, CLF_INT32, CLF_MAX, 0, NULL), CLF_ERROR_ZERO_SIZE);
+    ck_assert_status(clf_reduce_to_host(NULL, b, 3, 10, CLF_INT32, CLF_MAX, NULL),
+                     CLF_ERROR_NULL_POINTER);
+    ck_assert_status(clf_reduce_to_host(host, tiny, 2, 10, CLF_INT32, CLF_MAX, NULL),
+                     CLF_ERROR_OUT_OF_RANGE);
+    ck_assert_status(clf_broadcast(b, 3, 4097, 0, NULL), CLF_ERROR_OUT_OF_RANGE);
+    ck_assert_status(clf_broadcast(b, 3, 16, 3, NULL), CLF_ERROR_OUT_OF_RANGE);
+    ck_assert_status(clf_broadcast(b, 3, 0, 0, NULL), CLF_ERROR_ZERO_SIZE);
+    ck_assert_status(clf_broadcast(NULL, 3, 16, 0, NULL), CLF_ERROR_NULL_POINTER);
+    ck_assert_status(clf_allgather(b, 3, 10, 0, NULL), CLF_ERROR_ZERO_SIZE);
+    ck_assert_status(clf_allgather(b, 3, SIZE_MAX, 2, NULL), CLF_ERROR_SIZE_OVERFLOW);
+    ck_assert_status(clf_allgather(tiny, 2, 10, 4, NULL), CLF_ERROR_OUT_OF_RANGE);
+    ck_assert_status(clf_scatter(b, 3, NULL, 10, 4, CLF_DIST_BLOCK, 0), CLF_ERROR_NULL_POINTER);
+    ck_assert_status(clf_scatter(b, 3, host, 10, 4, (clf_distribution)9, 0),
+                     CLF_ERROR_INVALID_ARGUMENT);
+    ck_assert_status(clf_scatter(b, 3, host, 0, 4, CLF_DIST_BLOCK, 0), CLF_ERROR_ZERO_SIZE);
+    /* 3 x 1024 elements of 4 bytes: each part is 4096 bytes and fits; one more does not. */
+    ck_assert_ok(clf_scatter(b, 3, host, 3072, 1, CLF_DIST_CYCLIC, 5));
+    ck_assert_status(clf_scatter(b, 3, host, 3 * 1024 + 1, 4, CLF_DIST_BLOCK, 0),
+                     CLF_ERROR_OUT_OF_RANGE);
+    ck_assert_status(clf_gather(NULL, b, 3, 10, 4, CLF_DIST_BLOCK, 0), CLF_ERROR_NULL_POINTER);
+    ck_assert_status(clf_gather(host, dup, 3, 10, 4, CLF_DIST_BLOCK, 0),
+                     CLF_ERROR_INVALID_ARGUMENT);
+    for (size_t d = 0; d < 3; d++)
+        clf_buffer_destroy(b[d]);
+    clf_buffer_destroy(small);
+    clf_buffer_destroy(other);
+    clf_buffer_destroy(same);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("collective");
+    TCase *tc = tcase_create("collective");
+    tcase_set_timeout(tc, 600);
+    tcase_add_unchecked_fixture(tc, fleets_up, fleets_down);
+    tcase_add_loop_test(tc, reductions_every_op_type_and_size, 0, 2 * (int)NSIZES);
+    tcase_add_loop_test(tc, reductions_chunk_sizes, 0, 2);
+    tcase_add_loop_test(tc, concurrent_allreduces, 0, 2);
+    tcase_add_loop_test(tc, broadcast_and_allgather, 0, 2 * (int)NSIZES);
+    tcase_add_loop_test(tc, scatter_and_gather, 0, 2 * (int)NSIZES);
+    tcase_add_test(tc, bad_input);
+    suite_add_tcase(s, tc);
+    TCase *tb = tcase_create("basic device");
+    tcase_set_timeout(tb, 300);
+    tcase_add_loop_test(tb, reductions_with_a_basic_device, 0, 2);
+    suite_add_tcase(s, tb);
+    TCase *tp = tcase_create("pure");
+    tcase_add_test(tp, distribution_parts);
+    suite_add_tcase(s, tp);
+    return test_run(s, FLEET4, 3);
+}

@@ -1,0 +1,417 @@
+/*
+ * Synchronisation across devices: an event recorded on one device that another waits for,
+ * in one shared context and with one context per device (user-event bridge); a
+ * producer/consumer chain across three contexts repeated 100 times; a barrier where a
+ * late device must be waited for; waiting for a host-side event (an asynchronous launch);
+ * every bad input.
+ *
+ * Ordering is checked by state, not by timing alone: when a device's marker completes, the
+ * slow kernel it was told to wait for must have completed too, whereas without the wait
+ * the marker completes while that kernel still runs.
+ */
+#include "common.h"
+
+#include <stdint.h>
+#include <time.h>
+
+#include "clfleet/opencl.h"
+
+#define FLEET4 TEST_CPUS ";name=pthread;split=1"
+
+static const char SRC[] =
+    "uint lowbias32(uint x)\n"
+    "{\n"
+    "    x ^= x >> 16; x *= 0x7feb352dU; x ^= x >> 15; x *= 0x846ca68bU; x ^= x >> 16;\n"
+    "    return x;\n"
+    "}\n"
+    /* Busy work converging to 1 (exactly, after some 25 steps): the output does not
+     * depend on iters, and the start value keeps the compiler from folding the loop. */
+    "float spin_for(int iters, float a)\n"
+    "{\n"
+    "    for (int k = 0; k < iters; k++) a = a * 0.5f + 0.5f;\n"
+    "    return a;\n"
+    "}\n"
+    "__kernel void spin(__global float *out, int iters)\n"
+    "{\n"
+    "    out[get_global_id(0)] = spin_for(iters, (float)get_global_id(0));\n"
+    "}\n"
+    "__kernel void produce(__global uint *out, uint seed, int iters)\n"
+    "{\n"
+    "    size_t i = get_global_id(0);\n"
+    "    float one = spin_for(iters, 1.0f + (float)(i & 1));\n"
+    "    out[i] = lowbias32((uint)i ^ seed) + (uint)(one - 1.0f);\n"
+    "}\n"
+    "__kernel void consume(__global const uint *in, __global uint *out, uint add)\n"
+    "{\n"
+    "    size_t i = get_global_id(0);\n"
+    "    out[i] = in[i] * 3u + add;\n"
+    "}\n";
+
+static uint32_t lowbias32(uint32_t x)
+{
+    x ^= x >> 16;
+    x *= 0x7feb352dU;
+    x ^= x >> 15;
+    x *= 0x846ca68bU;
+    x ^= x >> 16;
+    return x;
+}
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+typedef struct rig {
+    clf_fleet *f;
+    clf_program *p;
+    cl_kernel spin[4];
+    clf_buffer *scratch[4];
+    int iters; /* spin iterations for about 300 ms on one device */
+} rig;
+
+static void rig_up(rig *r, const char *sel, int per_device)
+{
+    memset(r, 0, sizeof *r);
+    r->f = test_fleet(sel, per_device);
+    ck_assert_uint_ge(clf_fleet_device_count(r->f), 3);
+    ck_assert_ok(clf_program_build_source(&r->p, r->f, SRC, NULL));
+    for (size_t d = 0; d < 3; d++) {
+        cl_int err;
+        r->spin[d] = clCreateKernel(clf_cl_program(r->p, d), "spin", &err);
+        ck_assert_int_eq(err, CL_SUCCESS);
+        ck_assert_ok(clf_buffer_create(&r->scratch[d], r->f, d, 64 * sizeof(float), 0));
+    }
+    r->iters = 1000;
+}
+
+static void rig_down(rig *r)
+{
+    for (size_t d = 0; d < 3; d++) {
+        clReleaseKernel(r->spin[d]);
+        clf_buffer_destroy(r->scratch[d]);
+    }
+    clf_program_destroy(r->p);
+    clf_fleet_destroy(r->f);
+}
+
+/* Enqueue the slow kernel on device d's compute queue; returns its event. */
+static cl_event spin(rig *r, size_t d, int iters)
+{
+    cl_mem m = clf_cl_mem(r->scratch[d]);
+    size_t g = 64;
+    cl_event ev;
+    ck_assert_int_eq(clSetKernelArg(r->spin[d], 0, sizeof m, &m), CL_SUCCESS);
+    ck_assert_int_eq(clSetKernelArg(r->spin[d], 1, sizeof iters, &iters), CL_SUCCESS);
+    ck_assert_int_eq(clEnqueueNDRangeKernel(clf_cl_compute_queue(r->f, d), r->spin[d], 1, NULL,
+                                            &g, NULL, 0, NULL, &ev),
+                     CL_SUCCESS);
+    clFlush(clf_cl_compute_queue(r->f, d));
+    return ev;
+}
+
+static int complete(cl_event ev)
+{
+    cl_int st = CL_QUEUED;
+    ck_assert_int_eq(
+        clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL), CL_SUCCESS);
+    ck_assert_int_ge(st, CL_COMPLETE); /* no failure */
+    return st == CL_COMPLETE;
+}
+
+/* Scale the slow kernel to about 300 ms on device 0. */
+static void calibrate(rig *r)
+{
+    for (;;) {
+        double t = now();
+        cl_event ev = spin(r, 0, r->iters);
+        clWaitForEvents(1, &ev);
+        clReleaseEvent(ev);
+        t = now() - t;
+        if (t > 0.05) {
+            r->iters = (int)(r->iters * (0.3 / t));
+            return;
+        }
+        r->iters *= 8;
+    }
+}
+
+static void wait_release(clf_event *e)
+{
+    ck_assert_ok(clf_event_wait(e));
+    clf_event_release(e);
+}
+
+/* ---- record and wait --------------------------------------------------------------------- */
+
+START_TEST(record_and_wait)
+{
+    /* Devices 0 and 1 are sub-devices of one root device: PoCL runs them at once (sub-devices
+     * of different roots share one worker pool). */
+    rig r;
+    rig_up(&r, FLEET4, _i);
+    calibrate(&r);
+    /* Without a wait, device 1's marker completes while device 0 still runs (on a loaded
+     * host it may not: then with a longer kernel). */
+    cl_event k;
+    clf_event *e;
+    int before = 0;
+    for (int tries = 0; tries < 3 && !before; tries++) {
+        k = spin(&r, 0, r.iters << (2 * tries));
+        ck_assert_ok(clf_event_record(&e, r.f, 1));
+        wait_release(e);
+        before = !complete(k);
+        clWaitForEvents(1, &k);
+        clReleaseEvent(k);
+    }
+    ck_assert_msg(before, "the slow kernel always ended before an unrelated marker");
+
+    /* With it, device 1 goes on only after device 0's recorded work. */
+    k = spin(&r, 0, r.iters);
+    clf_event *rec;
+    ck_assert_ok(clf_event_record(&rec, r.f, 0));
+    ck_assert_ok(clf_device_wait_events(r.f, 1, &rec, 1));
+    clf_event_release(rec); /* the wait holds what it needs */
+    ck_assert_ok(clf_event_record(&e, r.f, 1));
+    wait_release(e);
+    ck_assert_msg(complete(k), "device 1 went on before device 0's recorded work ended");
+    clReleaseEvent(k);
+
+    /* A launch on device 1 queued after the wait runs after device 0's work. */
+    k = spin(&r, 0, r.iters);
+    ck_assert_ok(clf_event_record(&rec, r.f, 0));
+    ck_assert_ok(clf_device_wait_events(r.f, 1, &rec, 1));
+    float out[64];
+    const int one = 1;
+    clf_arg args[] = {CLF_OUT(out, sizeof out, sizeof out[0]), CLF_SCALAR(&one)};
+    clf_launch_desc d = CLF_LAUNCH_DESC_INIT;
+    const size_t dev1 = 1;
+    d.kernel = "spin";
+    d.global[0] = 64;
+    d.devices = &dev1;
+    d.num_devices = 1;
+    ck_assert_ok(clf_launch(r.f, r.p, &d, args, 2, NULL));
+    ck_assert_msg(complete(k), "a launch on device 1 went on before device 0's work ended");
+    clReleaseEvent(k);
+    wait_release(rec);
+
+    /* The other way round, to a device of the other root. */
+    k = spin(&r, 2, r.iters);
+    ck_assert_ok(clf_event_record(&rec, r.f, 2));
+    ck_assert_ok(clf_device_wait_events(r.f, 0, &rec, 1));
+    clf_event_release(rec);
+    ck_assert_ok(clf_event_record(&e, r.f, 0));
+    wait_release(e);
+    ck_assert_msg(complete(k), "device 0 went on before device 2's recorded work ended");
+    clReleaseEvent(k);
+
+    ck_assert_ok(clf_device_finish(r.f, 2));
+    ck_assert_ok(clf_fleet_finish(r.f));
+    rig_down(&r);
+}
+END_TEST
+
+/* ---- barrier ----------------------------------------------------------------------------- */
+
+START_TEST(barrier_waits_for_the_late_device)
+{
+    rig r;
+    rig_up(&r, FLEET4, _i);
+    calibrate(&r);
+    const size_t devs[3] = {2, 0, 1};
+    for (size_t late = 0; late < 3; late++) {
+        cl_event slow = spin(&r, devs[late], r.iters);
+        cl_event quick[3];
+        for (size_t i = 0; i < 3; i++)
+            quick[i] = spin(&r, devs[i], 1);
+        clf_event *all;
+        ck_assert_ok(clf_barrier(r.f, devs, 3, &all));
+        clf_event *after[3];
+        for (size_t i = 0; i < 3; i++)
+            ck_assert_ok(clf_event_record(&after[i], r.f, devs[i]));
+        for (size_t i = 0; i < 3; i++) {
+            wait_release(after[i]);
+            ck_assert_msg(complete(slow), "device %zu passed the barrier before late device %zu",
+                          devs[i], devs[late]);
+        }
+        wait_release(all);
+        for (size_t i = 0; i < 3; i++) {
+            ck_assert(complete(quick[i]));
+            clReleaseEvent(quick[i]);
+        }
+        clReleaseEvent(slow);
+    }
+    /* Every device of the fleet (devices NULL), no event. */
+    cl_event slow = spin(&r, 1, r.iters);
+    ck_assert_ok(clf_barrier(r.f, NULL, 0, NULL));
+    clf_event *e;
+    ck_assert_ok(clf_event_record(&e, r.f, 3));
+    wait_release(e);
+    ck_assert(complete(slow));
+    clReleaseEvent(slow);
+    rig_down(&r);
+}
+END_TEST
+
+/* ---- producer / consumer ------------------------------------------------------------------ */
+
+/* Kernel k on device d: (bufs..., scalars...) as given; returns nothing, ordered by waits. */
+static void run_kernel(rig *r, size_t d, const char *name, clf_buffer *a, clf_buffer *b,
+                       uint32_t u, int iters, size_t n)
+{
+    cl_int err;
+    cl_kernel k = clCreateKernel(clf_cl_program(r->p, d), name, &err);
+    ck_assert_int_eq(err, CL_SUCCESS);
+    cl_mem ma = clf_cl_mem(a);
+    clSetKernelArg(k, 0, sizeof ma, &ma);
+    if (b) {
+        cl_mem mb = clf_cl_mem(b);
+        clSetKernelArg(k, 1, sizeof mb, &mb);
+        clSetKernelArg(k, 2, sizeof u, &u);
+    } else {
+        clSetKernelArg(k, 1, sizeof u, &u);
+        clSetKernelArg(k, 2, sizeof iters, &iters);
+    }
+    ck_assert_int_eq(clEnqueueNDRangeKernel(clf_cl_compute_queue(r->f, d), k, 1, NULL, &n, NULL,
+                                            0, NULL, NULL),
+                     CL_SUCCESS);
+    clFlush(clf_cl_compute_queue(r->f, d));
+    clReleaseKernel(k);
+}
+
+/*
+ * Device 0 produces, device 1 transforms, device 2 transforms again; every hop is an event
+ * recorded on one device, a copy that waits for it, and a device that waits for the copy.
+ * No host wait inside an iteration: a missing wait shows as last iteration's data.
+ */
+START_TEST(producer_consumer_chain)
+{
+    rig r;
+    rig_up(&r, FLEET4, _i);
+    const size_t n = 4099;
+    clf_buffer *prod, *in1, *out1, *in2, *out2;
+    ck_assert_ok(clf_buffer_create(&prod, r.f, 0, n * 4, 0));
+    ck_assert_ok(clf_buffer_create(&in1, r.f, 1, n * 4, 0));
+    ck_assert_ok(clf_buffer_create(&out1, r.f, 1, n * 4, 0));
+    ck_assert_ok(clf_buffer_create(&in2, r.f, 2, n * 4, 0));
+    ck_assert_ok(clf_buffer_create(&out2, r.f, 2, n * 4, 0));
+    uint32_t *back = malloc(n * 4);
+    for (uint32_t it = 0; it < 100; it++) {
+        run_kernel(&r, 0, "produce", prod, NULL, it * 7919u, 2000, n);
+        clf_event *e0, *c1, *e1, *c2, *e2;
+        ck_assert_ok(clf_event_record(&e0, r.f, 0));
+        ck_assert_ok(clf_copy_async(in1, 0, prod, 0, n * 4, &e0, 1, &c1));
+        ck_assert_ok(clf_device_wait_events(r.f, 1, &c1, 1));
+        run_kernel(&r, 1, "consume", in1, out1, it, 0, n);
+        ck_assert_ok(clf_event_record(&e1, r.f, 1));
+        ck_assert_ok(clf_copy_async(in2, 0, out1, 0, n * 4, &e1, 1, &c2));
+        ck_assert_ok(clf_device_wait_events(r.f, 2, &c2, 1));
+        run_kernel(&r, 2, "consume", in2, out2, 5, 0, n);
+        ck_assert_ok(clf_event_record(&e2, r.f, 2));
+        wait_release(e2);
+        ck_assert_ok(clf_buffer_read(out2, 0, n * 4, back));
+        for (size_t i = 0; i < n; i++) {
+            uint32_t want = (lowbias32((uint32_t)i ^ (it * 7919u)) * 3u + it) * 3u + 5u;
+            if (back[i] != want)
+                ck_abort_msg("iteration %u element %zu: %u, expected %u", it, i, back[i], want);
+        }
+        clf_event *done[5] = {e0, c1, e1, c2, NULL};
+        ck_assert_ok(clf_events_wait(done, 4));
+        for (int k = 0; k < 4; k++)
+            clf_event_release(done[k]);
+    }
+    free(back);
+    clf_buffer_destroy(prod);
+    clf_buffer_destroy(in1);
+    clf_buffer_destroy(out1);
+    clf_buffer_destroy(in2);
+    clf_buffer_destroy(out2);
+    rig_down(&r);
+}
+END_TEST
+
+/* A device waits for a host-side event: an asynchronous launch on another device. */
+START_TEST(wait_for_a_launch)
+{
+    rig r;
+    rig_up(&r, FLEET4, _i);
+    const size_t n = 1 << 16;
+    uint32_t *out = calloc(n, 4);
+    const uint32_t seed = 77;
+    const int iters = 3000;
+    clf_arg args[] = {CLF_OUT(out, n * 4, 4), CLF_SCALAR(&seed), CLF_SCALAR(&iters)};
+    clf_launch_desc d = CLF_LAUNCH_DESC_INIT;
+    const size_t dev0 = 0;
+    d.kernel = "produce";
+    d.global[0] = n;
+    d.devices = &dev0;
+    d.num_devices = 1;
+    clf_event *launch;
+    ck_assert_ok(clf_launch_async(r.f, r.p, &d, args, 3, NULL, &launch));
+    ck_assert_ok(clf_device_wait_events(r.f, 2, &launch, 1));
+    clf_event *e;
+    ck_assert_ok(clf_event_record(&e, r.f, 2));
+    wait_release(e);
+    /* The launch is complete, results on the host, once device 2 went on. */
+    for (size_t i = 0; i < n; i++)
+        if (out[i] != lowbias32((uint32_t)i ^ seed))
+            ck_abort_msg("element %zu not written when device 2 went on", i);
+    wait_release(launch);
+    free(out);
+    rig_down(&r);
+}
+END_TEST
+
+/* ---- bad input --------------------------------------------------------------------------- */
+
+START_TEST(bad_input)
+{
+    clf_fleet *f = test_fleet(FLEET4, 0);
+    size_t n = clf_fleet_device_count(f);
+    clf_event *e = (clf_event *)f;
+    ck_assert_status(clf_event_record(NULL, f, 0), CLF_ERROR_NULL_POINTER);
+    ck_assert_status(clf_event_record(&e, NULL, 0), CLF_ERROR_NULL_POINTER);
+    ck_assert_ptr_null(e);
+    ck_assert_status(clf_event_record(&e, f, n), CLF_ERROR_OUT_OF_RANGE);
+    ck_assert_ok(clf_event_record(&e, f, 0));
+    ck_assert_status(clf_device_wait_events(NULL, 0, &e, 1), CLF_ERROR_NULL_POINTER);
+    ck_assert_status(clf_device_wait_events(f, n, &e, 1), CLF_ERROR_OUT_OF_RANGE);
+    ck_assert_status(clf_device_wait_events(f, 0, NULL, 1), CLF_ERROR_NULL_POINTER);
+    clf_event *with_null[2] = {e, NULL};
+    ck_assert_status(clf_device_wait_events(f, 1, with_null, 2), CLF_ERROR_NULL_POINTER);
+    ck_assert_ok(clf_device_wait_events(f, 1, NULL, 0)); /* nothing to wait for */
+    ck_assert_ok(clf_device_wait_events(f, 1, &e, 1));
+    const size_t twice[2] = {1, 1}, out_of_range[2] = {0, 99};
+    clf_event *b = (clf_event *)f;
+    ck_assert_status(clf_barrier(NULL, NULL, 0, &b), CLF_ERROR_NULL_POINTER);
+    ck_assert_ptr_null(b);
+    ck_assert_status(clf_barrier(f, twice, 2, NULL), CLF_ERROR_INVALID_ARGUMENT);
+    ck_assert_status(clf_barrier(f, out_of_range, 2, NULL), CLF_ERROR_OUT_OF_RANGE);
+    ck_assert_status(clf_barrier(f, twice, 0, NULL), CLF_ERROR_INVALID_ARGUMENT);
+    ck_assert_ok(clf_barrier(f, twice, 1, NULL)); /* one device: a barrier with itself */
+    ck_assert_status(clf_device_finish(NULL, 0), CLF_ERROR_NULL_POINTER);
+    ck_assert_status(clf_device_finish(f, n), CLF_ERROR_OUT_OF_RANGE);
+    ck_assert_status(clf_events_wait(NULL, 1), CLF_ERROR_NULL_POINTER);
+    ck_assert_status(clf_events_wait(with_null, 2), CLF_ERROR_NULL_POINTER);
+    ck_assert_ok(clf_events_wait(NULL, 0));
+    ck_assert_ok(clf_events_wait(&e, 1));
+    clf_event_release(e);
+    clf_fleet_destroy(f);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("sync");
+    TCase *tc = tcase_create("sync");
+    tcase_set_timeout(tc, 300);
+    tcase_add_loop_test(tc, record_and_wait, 0, 2);
+    tcase_add_loop_test(tc, barrier_waits_for_the_late_device, 0, 2);
+    tcase_add_loop_test(tc, producer_consumer_chain, 0, 2);
+    tcase_add_loop_test(tc, wait_for_a_launch, 0, 2);
+    tcase_add_test(tc, bad_input);
+    suite_add_tcase(s, tc);
+    return test_run(s, FLEET4, 4);
+}

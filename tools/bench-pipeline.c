@@ -1,0 +1,450 @@
+/*
+ * clfleet-bench pipeline: a 3-stage pipeline (clf_pipeline) on 3 devices that run at once,
+ * against running the stages one after another, and against the ideal: the slowest stage
+ * running alone.
+ *
+ * Each stage is a compute-bound kernel (a fixed loop of multiply-adds per item, the count
+ * per stage set by --costs) over batches of --items floats. Three runs of --batches
+ * batches, each the median of a few repetitions:
+ *
+ *   pipelined   clf_pipeline_run(): stage s works on batch b while stage s+1 works on b-1
+ *   serial      the same stages, one batch at a time through all of them (no overlap)
+ *   alone       each stage as a pipeline of its own on its device; the slowest sets the
+ *               ideal throughput of the pipeline
+ *
+ * and reports batches/s of each, the pipelined/serial speedup (3 for three equal stages
+ * at best) and the ratio of the pipelined throughput to the ideal (target: 0.9 or more).
+ * The devices are PoCL sub-devices of one compute unit by default: they only run at once
+ * when the host has a core for each. Built with -DCLF_BENCH_PIPELINE_MAIN it is a program
+ * of its own.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bench.h"
+#include "clfleet.h"
+
+#define SKIP 77
+#define DEFAULT_SELECTION "type=cpu;platform=portable;name=pthread;split=1"
+#define MAX_REPS 64
+#define NSTAGE 3
+
+static const char SRC[] =
+    "__kernel void stage(__global const float *in, __global float *out, int iters)\n"
+    "{\n"
+    "    size_t i = get_global_id(0);\n"
+    "    float a = in[i], b = a * 0.5f + 0.25f, c = a * 0.25f + 0.5f, d = 1.0f - a * 0.125f;\n"
+    "    for (int k = 0; k < iters; k++) {\n"
+    "        a = a * 0.999f + 0.001f;\n"
+    "        b = b * 0.998f + 0.002f;\n"
+    "        c = c * 0.997f + 0.003f;\n"
+    "        d = d * 0.996f + 0.004f;\n"
+    "    }\n"
+    "    out[i] = 0.25f * (a + b + c + d);\n"
+    "}\n";
+
+typedef struct bench {
+    int json, quick;
+    unsigned reps;
+    size_t items, batches;
+    double costs[NSTAGE];
+    int iters[NSTAGE];
+    size_t dev[NSTAGE];
+    const char *devices;
+    double target_ms; /* the cost-1 stage's time per batch */
+    clf_fleet *fl;
+    clf_program *prog;
+    float *in, *out;
+} bench;
+
+typedef struct figures {
+    double pipe_s, serial_s, alone_s[NSTAGE];
+    clf_pipeline_report rep; /* of the median pipelined run */
+} figures;
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, size_t n)
+{
+    qsort(v, n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static void json_num(double v)
+{
+    if (isfinite(v))
+        printf("%.6g", v);
+    else
+        printf("null");
+}
+
+static int fail(const char *what, clf_status st)
+{
+    fprintf(stderr, "clfleet-bench pipeline: %s: %s: %s\n", what, clf_status_name(st),
+            clf_last_error());
+    return EXIT_FAILURE;
+}
+
+/* A pipeline of stages first..first+n-1 (n = 1: one stage alone). */
+static clf_status make(bench *b, size_t first, size_t n, int serial, clf_pipeline **out)
+{
+    clf_stage_desc st[NSTAGE];
+    clf_arg args[NSTAGE][1];
+    for (size_t i = 0; i < n; i++) {
+        size_t s = first + i;
+        clf_stage_desc d = CLF_STAGE_DESC_INIT;
+        clf_arg a = CLF_SCALAR(&b->iters[s]);
+        args[i][0] = a;
+        d.device = b->dev[s];
+        d.program = b->prog;
+        d.kernel = "stage";
+        d.in_bytes = d.out_bytes = b->items * sizeof(float);
+        d.global[0] = b->items;
+        d.local[0] = 64;
+        d.args = args[i];
+        d.nargs = 1;
+        st[i] = d;
+    }
+    clf_pipeline_options o = CLF_PIPELINE_OPTIONS_INIT;
+    o.serial = serial;
+    return clf_pipeline_create(out, b->fl, st, n, &o);
+}
+
+/* Median wall time of runs of the pipeline; its report from the median run. */
+static clf_status timed(bench *b, clf_pipeline *pl, size_t batches, double *secs,
+                        clf_pipeline_report *rep)
+{
+    double t[MAX_REPS];
+    clf_pipeline_report reps[MAX_REPS];
+    clf_status st = clf_pipeline_run(pl, b->in, b->out, batches < 4 ? batches : 4, NULL);
+    for (unsigned k = 0; k < b->reps && st == CLF_SUCCESS; k++) {
+        double t0 = now();
+        st = clf_pipeline_run(pl, b->in, b->out, batches, &reps[k]);
+        t[k] = now() - t0;
+    }
+    if (st != CLF_SUCCESS)
+        return st;
+    double sorted[MAX_REPS];
+    memcpy(sorted, t, b->reps * sizeof *t);
+    *secs = median(sorted, b->reps);
+    if (rep) {
+        size_t best = 0;
+        for (unsigned k = 1; k < b->reps; k++)
+            if (fabs(t[k] - *secs) < fabs(t[best] - *secs))
+                best = k;
+        *rep = reps[best];
+    }
+    return CLF_SUCCESS;
+}
+
+/* Iterations for target_ms per batch on the first stage's device, alone. */
+static clf_status calibrate(bench *b)
+{
+    int base = 64;
+    for (int round = 0; round < 12; round++) {
+        for (int s = 0; s < NSTAGE; s++)
+            b->iters[s] = base;
+        clf_pipeline *pl;
+        clf_status st = make(b, 0, 1, 0, &pl);
+        if (st != CLF_SUCCESS)
+            return st;
+        clf_pipeline_report r;
+        st = clf_pipeline_run(pl, b->in, b->out, 4, &r);
+        clf_pipeline_destroy(pl);
+        if (st != CLF_SUCCESS)
+            return st;
+        double per = r.stage[0].busy_s / 4 * 1e3;
+        if (per > b->target_ms / 4 || round == 11) {
+            base = (int)(base * (b->target_ms / per));
+            break;
+        }
+        base *= 4;
+    }
+    for (int s = 0; s < NSTAGE; s++)
+        b->iters[s] = (int)(base * b->costs[s]) > 0 ? (int)(base * b->costs[s]) : 1;
+    return CLF_SUCCESS;
+}
+
+/* The result of the stages one after another on the host, for a check of the pipeline. */
+static int check(const bench *b)
+{
+    for (size_t bt = 0; bt < b->batches; bt += b->batches - 1) {
+        for (size_t i = 0; i < b->items; i += 97) {
+            float x = b->in[bt * b->items + i];
+            for (int s = 0; s < NSTAGE; s++) {
+                float a = x, p = a * 0.5f + 0.25f, c = a * 0.25f + 0.5f, d = 1.0f - a * 0.125f;
+                for (int k = 0; k < b->iters[s]; k++) {
+                    a = a * 0.999f + 0.001f;
+                    p = p * 0.998f + 0.002f;
+                    c = c * 0.997f + 0.003f;
+                    d = d * 0.996f + 0.004f;
+                }
+                x = 0.25f * (a + p + c + d);
+            }
+            if (fabsf(x - b->out[bt * b->items + i]) > 1e-3f * (1.0f + fabsf(x)))
+                return 0;
+        }
+        if (b->batches == 1)
+            break;
+    }
+    return 1;
+}
+
+static void usage(FILE *to)
+{
+    fputs("usage: clfleet-bench pipeline [--json] [--quick] [--reps N] [--devices SELECTION]\n"
+          "                              [--stage-devices A,B,C] [--costs X,Y,Z]\n"
+          "                              [--batches N] [--items N] [--ms T]\n"
+          "A 3-stage pipeline on 3 devices at once, against the stages one after another and\n"
+          "against the slowest stage alone (the ideal).\n"
+          "  --json              one JSON document on standard output\n"
+          "  --quick             16 batches, two repetitions (a smoke test)\n"
+          "  --reps N            timed repetitions, medians reported (3)\n"
+          "  --devices S         devices (default \"" DEFAULT_SELECTION "\")\n"
+          "  --stage-devices L   fleet indices of the three stages (default 0,1,2)\n"
+          "  --costs L           relative work of the three stages (default 1,1,1)\n"
+          "  --batches N         batches per run (default 64)\n"
+          "  --items N           floats per batch (default 65536)\n"
+          "  --ms T              time per batch of a stage of cost 1 (default 5)\n",
+          to);
+}
+
+static int parse_list(const char *s, double *v, int integers)
+{
+    char *end;
+    for (int i = 0; i < NSTAGE; i++) {
+        v[i] = strtod(s, &end);
+        if (end == s || !(v[i] >= 0) || (integers && v[i] != floor(v[i])) ||
+            (!integers && v[i] <= 0))
+            return 0;
+        s = end;
+        if (i + 1 < NSTAGE && *s++ != ',')
+            return 0;
+    }
+    return *s == '\0';
+}
+
+static void print_table(const bench *b, const figures *f)
+{
+    double nb = (double)b->batches;
+    double worst = 0;
+    for (int s = 0; s < NSTAGE; s++)
+        worst = f->alone_s[s] > worst ? f->alone_s[s] : worst;
+    printf("clfleet-bench pipeline: 3 stages, %zu batches of %zu floats, costs %g,%g,%g, "
+           "median of %u\n",
+           b->batches, b->items, b->costs[0], b->costs[1], b->costs[2], b->reps);
+    for (int s = 0; s < NSTAGE; s++) {
+        clf_device_info in;
+        if (clf_device_get_info(b->fl, b->dev[s], &in) == CLF_SUCCESS)
+            printf("  stage %d: device %zu (%s, %u compute unit(s)), %d iterations\n", s, b->dev[s],
+                   in.name, in.compute_units, b->iters[s]);
+    }
+    printf("\n%-22s %10s %12s\n", "run", "batches/s", "ms/batch");
+    printf("%-22s %10.1f %12.3f\n", "serial (one by one)", nb / f->serial_s,
+           f->serial_s / nb * 1e3);
+    for (int s = 0; s < NSTAGE; s++) {
+        char name[32];
+        snprintf(name, sizeof name, "stage %d alone", s);
+        printf("%-22s %10.1f %12.3f\n", name, nb / f->alone_s[s], f->alone_s[s] / nb * 1e3);
+    }
+    printf("%-22s %10.1f %12.3f\n", "pipelined", nb / f->pipe_s, f->pipe_s / nb * 1e3);
+    printf("\nspeedup over serial: %.2fx; throughput / ideal (slowest stage alone): %.2f "
+           "(target 0.9)\n",
+           f->serial_s / f->pipe_s, worst / f->pipe_s);
+    printf("\nper stage, pipelined: %-8s %10s %12s %12s\n", "busy s", "batches/s", "items/s",
+           "utilization");
+    for (size_t s = 0; s < f->rep.num_stages; s++) {
+        const clf_stage_report *r = &f->rep.stage[s];
+        printf("  stage %zu%s            %8.3f %10.1f %12.3g %12.2f\n", s,
+               s == f->rep.bottleneck ? "*" : " ", r->busy_s, r->batches_per_s, r->items_per_s,
+               r->utilization);
+    }
+    printf("  (* bottleneck; pipeline efficiency from the report: %.2f)\n", f->rep.efficiency);
+}
+
+static void print_json(const bench *b, const figures *f)
+{
+    double nb = (double)b->batches, worst = 0;
+    for (int s = 0; s < NSTAGE; s++)
+        worst = f->alone_s[s] > worst ? f->alone_s[s] : worst;
+    printf("{\n  \"benchmark\": \"pipeline\",\n  \"stages\": 3,\n  \"batches\": %zu,\n"
+           "  \"items\": %zu,\n  \"repetitions\": %u,\n  \"costs\": [%g, %g, %g],\n",
+           b->batches, b->items, b->reps, b->costs[0], b->costs[1], b->costs[2]);
+    printf("  \"serial_batches_per_s\": ");
+    json_num(nb / f->serial_s);
+    printf(",\n  \"pipelined_batches_per_s\": ");
+    json_num(nb / f->pipe_s);
+    printf(",\n  \"alone_batches_per_s\": [");
+    for (int s = 0; s < NSTAGE; s++) {
+        printf("%s", s ? ", " : "");
+        json_num(nb / f->alone_s[s]);
+    }
+    printf("],\n  \"speedup_over_serial\": ");
+    json_num(f->serial_s / f->pipe_s);
+    printf(",\n  \"ratio_to_ideal\": ");
+    json_num(worst / f->pipe_s);
+    printf(",\n  \"report_efficiency\": ");
+    json_num(f->rep.efficiency);
+    printf(",\n  \"stage_reports\": [");
+    for (size_t s = 0; s < f->rep.num_stages; s++) {
+        const clf_stage_report *r = &f->rep.stage[s];
+        printf("%s\n    {\"device\": %zu, \"iterations\": %d, \"busy_s\": ", s ? "," : "",
+               r->device, b->iters[s]);
+        json_num(r->busy_s);
+        printf(", \"batches_per_s\": ");
+        json_num(r->batches_per_s);
+        printf(", \"items_per_s\": ");
+        json_num(r->items_per_s);
+        printf(", \"utilization\": ");
+        json_num(r->utilization);
+        printf("}");
+    }
+    printf("\n  ]\n}\n");
+}
+
+int clf_bench_pipeline(int argc, char **argv)
+{
+    bench b;
+    memset(&b, 0, sizeof b);
+    b.reps = 3;
+    b.devices = DEFAULT_SELECTION;
+    b.items = 65536;
+    b.batches = 64;
+    b.target_ms = 5;
+    for (int s = 0; s < NSTAGE; s++) {
+        b.costs[s] = 1;
+        b.dev[s] = (size_t)s;
+    }
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        char *end = NULL;
+        double v[NSTAGE];
+        if (!strcmp(a, "--json"))
+            b.json = 1;
+        else if (!strcmp(a, "--quick"))
+            b.quick = 1;
+        else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "--devices") && i + 1 < argc)
+            b.devices = argv[++i];
+        else if (!strcmp(a, "--reps") && i + 1 < argc &&
+                 (b.reps = (unsigned)strtoul(argv[i + 1], &end, 10), *end == '\0') && b.reps >= 1 &&
+                 b.reps <= MAX_REPS)
+            i++;
+        else if (!strcmp(a, "--batches") && i + 1 < argc &&
+                 (b.batches = (size_t)strtoull(argv[i + 1], &end, 10), *end == '\0') &&
+                 b.batches >= 2 && b.batches <= 100000)
+            i++;
+        else if (!strcmp(a, "--items") && i + 1 < argc &&
+                 (b.items = (size_t)strtoull(argv[i + 1], &end, 10), *end == '\0') &&
+                 b.items >= 64 && b.items % 64 == 0 && b.items <= ((size_t)1 << 26))
+            i++;
+        else if (!strcmp(a, "--ms") && i + 1 < argc &&
+                 (b.target_ms = strtod(argv[i + 1], &end), *end == '\0') && b.target_ms > 0 &&
+                 b.target_ms <= 1000)
+            i++;
+        else if (!strcmp(a, "--costs") && i + 1 < argc && parse_list(argv[i + 1], v, 0)) {
+            memcpy(b.costs, v, sizeof v);
+            i++;
+        } else if (!strcmp(a, "--stage-devices") && i + 1 < argc && parse_list(argv[i + 1], v, 1)) {
+            for (int s = 0; s < NSTAGE; s++)
+                b.dev[s] = (size_t)v[s];
+            i++;
+        } else {
+            fprintf(stderr, "clfleet-bench pipeline: bad argument '%s'\n", a);
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (b.quick) {
+        b.reps = b.reps < 2 ? b.reps : 2;
+        b.batches = b.batches < 16 ? b.batches : 16;
+        b.target_ms = b.target_ms < 1 ? b.target_ms : 1;
+    }
+    int rc = 0;
+    clf_fleet_options o = CLF_FLEET_OPTIONS_INIT;
+    o.devices = b.devices;
+    clf_status st = clf_fleet_create(&b.fl, &o);
+    if (st != CLF_SUCCESS) {
+        fail("fleet", st);
+        return st == CLF_ERROR_NO_DEVICE || st == CLF_ERROR_NO_PLATFORM ? SKIP : EXIT_FAILURE;
+    }
+    size_t n = clf_fleet_device_count(b.fl);
+    for (int s = 0; s < NSTAGE; s++)
+        if (b.dev[s] >= n) {
+            fprintf(stderr, "clfleet-bench pipeline: stage device %zu, but '%s' gives %zu\n",
+                    b.dev[s], b.devices, n);
+            clf_fleet_destroy(b.fl);
+            return SKIP;
+        }
+    b.in = malloc(b.batches * b.items * sizeof(float));
+    b.out = malloc(b.batches * b.items * sizeof(float));
+    figures f;
+    memset(&f, 0, sizeof f);
+    clf_pipeline *pl = NULL;
+    if (!b.in || !b.out) {
+        rc = fail("memory", CLF_ERROR_OUT_OF_HOST_MEMORY);
+        goto out;
+    }
+    for (size_t i = 0; i < b.batches * b.items; i++)
+        b.in[i] = (float)(i % 1000) * 0.001f;
+    if ((st = clf_program_build_source(&b.prog, b.fl, SRC, NULL)) != CLF_SUCCESS ||
+        (st = calibrate(&b)) != CLF_SUCCESS) {
+        rc = fail("setup", st);
+        goto out;
+    }
+    for (int s = 0; s < NSTAGE && !rc; s++) {
+        if ((st = make(&b, (size_t)s, 1, 0, &pl)) != CLF_SUCCESS ||
+            (st = timed(&b, pl, b.batches, &f.alone_s[s], NULL)) != CLF_SUCCESS)
+            rc = fail("stage alone", st);
+        clf_pipeline_destroy(pl);
+        pl = NULL;
+    }
+    if (!rc && ((st = make(&b, 0, NSTAGE, 1, &pl)) != CLF_SUCCESS ||
+                (st = timed(&b, pl, b.batches, &f.serial_s, NULL)) != CLF_SUCCESS))
+        rc = fail("serial", st);
+    clf_pipeline_destroy(pl);
+    pl = NULL;
+    if (!rc && ((st = make(&b, 0, NSTAGE, 0, &pl)) != CLF_SUCCESS ||
+                (st = timed(&b, pl, b.batches, &f.pipe_s, &f.rep)) != CLF_SUCCESS))
+        rc = fail("pipelined", st);
+    if (!rc && !check(&b)) {
+        fprintf(stderr, "clfleet-bench pipeline: wrong result\n");
+        rc = EXIT_FAILURE;
+    }
+    if (!rc) {
+        if (b.json)
+            print_json(&b, &f);
+        else
+            print_table(&b, &f);
+    }
+out:
+    clf_pipeline_destroy(pl);
+    clf_program_destroy(b.prog);
+    clf_fleet_destroy(b.fl);
+    free(b.in);
+    free(b.out);
+    return rc;
+}
+
+#ifdef CLF_BENCH_PIPELINE_MAIN
+int main(int argc, char **argv)
+{
+    return clf_bench_pipeline(argc, argv);
+}
+#endif
