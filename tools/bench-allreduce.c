@@ -45,25 +45,6 @@ typedef struct bench {
     double memcpy_gbps;
 } bench;
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, size_t n)
-{
-    qsort(v, n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 static double gbps(size_t bytes, double s)
 {
     return s > 0 ? (double)bytes / s / 1e9 : NAN;
@@ -179,21 +160,21 @@ static clf_status measure(bench *b, size_t n, size_t bytes, run *r)
     for (unsigned k = 0; k < b->reps; k++) {
         if ((st = upload(b, n, bytes)) != CLF_SUCCESS)
             return st;
-        double t = now();
+        double t = clf_bench_now();
         for (unsigned j = 0; j < inner && st == CLF_SUCCESS; j++)
             st = clf_allreduce(b->buf, n, count, CLF_FLOAT, CLF_SUM, &o);
-        ring[k] = (now() - t) / inner;
+        ring[k] = (clf_bench_now() - t) / inner;
         if (st != CLF_SUCCESS || (st = upload(b, n, bytes)) != CLF_SUCCESS)
             return st;
-        t = now();
+        t = clf_bench_now();
         for (unsigned j = 0; j < inner && st == CLF_SUCCESS; j++)
             st = naive(b, n, count);
-        nv[k] = (now() - t) / inner;
+        nv[k] = (clf_bench_now() - t) / inner;
         if (st != CLF_SUCCESS)
             return st;
     }
-    r->ring_s = median(ring, b->reps);
-    r->naive_s = median(nv, b->reps);
+    r->ring_s = clf_bench_median(ring, b->reps);
+    r->naive_s = clf_bench_median(nv, b->reps);
     return CLF_SUCCESS;
 }
 
@@ -203,9 +184,9 @@ static double memcpy_rate(bench *b, size_t bytes)
     double best = 0;
     memcpy(b->host[1], b->host[0], bytes);
     for (int k = 0; k < 3; k++) {
-        double t = now();
+        double t = clf_bench_now();
         memcpy(b->host[1], b->host[0], bytes);
-        t = now() - t;
+        t = clf_bench_now() - t;
         best = gbps(bytes, t) > best ? gbps(bytes, t) : best;
     }
     return best;

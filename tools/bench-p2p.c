@@ -53,25 +53,6 @@ typedef struct bench {
     unsigned char *pattern, *host, *check, *h1, *h2;
 } bench;
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, size_t n)
-{
-    qsort(v, n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 static void json_string(const char *s)
 {
     putchar('"');
@@ -127,13 +108,13 @@ static clf_status one_copy(bench *b, int m, size_t s, size_t d, size_t bytes)
 
 static double time_memcpy(bench *b, size_t bytes, unsigned inner)
 {
-    double t0 = now();
+    double t0 = clf_bench_now();
     for (unsigned i = 0; i < inner; i++) {
         memcpy(b->h2, b->h1, bytes);
         /* Keep the compiler from merging or dropping the copies. */
         __asm__ __volatile__("" : : "r"(b->h2) : "memory");
     }
-    return (now() - t0) / inner;
+    return (clf_bench_now() - t0) / inner;
 }
 
 /*
@@ -148,13 +129,13 @@ static clf_status measure(bench *b, result *r)
     clf_status st = CLF_SUCCESS;
     for (unsigned k = 0; k < 1 + b->reps; k++) {
         for (int m = 0; m < NMETHODS; m++) {
-            double t0 = now();
+            double t0 = clf_bench_now();
             for (unsigned i = 0; st == CLF_SUCCESS && i < inner; i++)
                 st = one_copy(b, m, r->src, r->dst, r->bytes);
             if (st != CLF_SUCCESS)
                 return st;
             if (k > 0)
-                t[m][k - 1] = (now() - t0) / inner;
+                t[m][k - 1] = (clf_bench_now() - t0) / inner;
         }
         double tm = time_memcpy(b, r->bytes, inner);
         if (k > 0)
@@ -165,10 +146,10 @@ static clf_status measure(bench *b, result *r)
         rm[k] = t[NMETHODS][k] / t[CHOSEN][k];
         rn[k] = t[NAIVE][k] / t[CHOSEN][k];
     }
-    r->vs_memcpy = median(rm, b->reps);
-    r->vs_naive = median(rn, b->reps);
+    r->vs_memcpy = clf_bench_median(rm, b->reps);
+    r->vs_naive = clf_bench_median(rn, b->reps);
     for (int m = 0; m < NMETHODS; m++) {
-        r->s[m] = median(t[m], b->reps);
+        r->s[m] = clf_bench_median(t[m], b->reps);
         int f = m == NAIVE || m == CHOSEN ? 0 : m == STAGED ? 1 : 2;
         st = clf_buffer_write(b->buf[f][r->dst], 0, r->bytes, b->check);
         if (st == CLF_SUCCESS)
@@ -180,7 +161,7 @@ static clf_status measure(bench *b, result *r)
         r->ok[m] = memcmp(b->check, b->pattern, r->bytes) == 0;
         memset(b->check, 0xa5, r->bytes);
     }
-    r->memcpy_s = median(t[NMETHODS], b->reps);
+    r->memcpy_s = clf_bench_median(t[NMETHODS], b->reps);
     return CLF_SUCCESS;
 }
 

@@ -65,25 +65,6 @@ typedef struct figures {
     clf_pipeline_report rep; /* of the median pipelined run */
 } figures;
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, size_t n)
-{
-    qsort(v, n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 static void json_num(double v)
 {
     if (isfinite(v))
@@ -132,15 +113,15 @@ static clf_status timed(bench *b, clf_pipeline *pl, size_t batches, double *secs
     clf_pipeline_report reps[MAX_REPS];
     clf_status st = clf_pipeline_run(pl, b->in, b->out, batches < 4 ? batches : 4, NULL);
     for (unsigned k = 0; k < b->reps && st == CLF_SUCCESS; k++) {
-        double t0 = now();
+        double t0 = clf_bench_now();
         st = clf_pipeline_run(pl, b->in, b->out, batches, &reps[k]);
-        t[k] = now() - t0;
+        t[k] = clf_bench_now() - t0;
     }
     if (st != CLF_SUCCESS)
         return st;
     double sorted[MAX_REPS];
     memcpy(sorted, t, b->reps * sizeof *t);
-    *secs = median(sorted, b->reps);
+    *secs = clf_bench_median(sorted, b->reps);
     if (rep) {
         size_t best = 0;
         for (unsigned k = 1; k < b->reps; k++)

@@ -2,6 +2,8 @@
 #ifndef CLFLEET_TOOLS_BENCH_H
 #define CLFLEET_TOOLS_BENCH_H
 
+#include <stddef.h>
+
 /*
  * `clfleet-bench p2p`: device-to-device copies of every ordered device pair at sizes from
  * 4 KiB to 256 MiB, by the chosen path, by forced staging, by the pinned-slot pipeline and
@@ -25,5 +27,10 @@ int clf_bench_allreduce(int argc, char **argv);
  * the ratio to the ideal, with the pipeline's per-stage report. Same conventions.
  */
 int clf_bench_pipeline(int argc, char **argv);
+
+/* Helpers shared by the benchmarks (bench.c). */
+double clf_bench_now(void);                             /* monotonic seconds */
+int clf_bench_cmp_double(const void *a, const void *b); /* for qsort */
+double clf_bench_median(double *v, size_t n);           /* sorts v */
 
 #endif

@@ -50,19 +50,6 @@ typedef struct opts {
 
 /* ---- small utilities ------------------------------------------------------------------- */
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* The index of the median of v[0..n) (the lower one for even n). */
 static size_t median_index(const double *v, size_t n)
 {
@@ -70,7 +57,7 @@ static size_t median_index(const double *v, size_t n)
     if (n > 64)
         n = 64;
     memcpy(sorted, v, n * sizeof *v);
-    qsort(sorted, n, sizeof *sorted, cmp_double);
+    qsort(sorted, n, sizeof *sorted, clf_bench_cmp_double);
     double m = sorted[(n - 1) / 2];
     for (size_t i = 0; i < n; i++)
         if (v[i] == m)
@@ -213,12 +200,12 @@ static double raw_opencl(clf_fleet *f, clf_program *p, size_t dev, const workloa
     double t[64];
     reps = reps > 64 ? 64 : reps;
     for (unsigned r = 0; r <= reps && err == CL_SUCCESS; r++) { /* r = 0: warm-up */
-        double t0 = now();
+        double t0 = clf_bench_now();
         err = clEnqueueNDRangeKernel(q, k, w->dims, NULL, w->global, NULL, 0, NULL, NULL);
         if (err == CL_SUCCESS)
             err = clEnqueueReadBuffer(q, out, CL_TRUE, 0, w->out_bytes, w->out, 0, NULL, NULL);
         if (r > 0)
-            t[r - 1] = now() - t0;
+            t[r - 1] = clf_bench_now() - t0;
     }
     clReleaseMemObject(out);
     clReleaseKernel(k);
@@ -243,12 +230,12 @@ static clf_status timed_launch(clf_fleet *f, clf_program *p, const clf_launch_de
     reps = reps > 64 ? 64 : reps;
     for (unsigned r = 0; r < warmup + reps; r++) {
         clf_launch_report *rep = &reps_rep[r < warmup ? 0 : r - warmup];
-        double t0 = now();
+        double t0 = clf_bench_now();
         clf_status st = clf_launch(f, p, d, w->args, w->nargs, rep);
         if (st != CLF_SUCCESS)
             return st;
         if (r >= warmup)
-            t[r - warmup] = now() - t0;
+            t[r - warmup] = clf_bench_now() - t0;
     }
     size_t m = median_index(t, reps);
     out->wall = t[m];
