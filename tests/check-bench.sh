@@ -38,12 +38,31 @@ grep -q '"speedup": [0-9]' "$tmp.balance" && grep -q '"overhead_ratio": [0-9]' "
 grep -q '"devices": 1,' "$tmp.scale" && grep -q '"parallel_efficiency": ' "$tmp.scale" ||
     { echo "FAIL: scale: no runs"; cat "$tmp.scale"; exit 1; }
 
+# The metrics: an on/off ratio and the fleet's counters for each configuration.
+nm=$(grep -c '"metrics_on_off_ratio": [0-9]' "$tmp.balance")
+nk=$(grep -c '"metrics": {' "$tmp.balance")
+[ "$nm" -eq 2 ] && [ "$nk" -eq 2 ] ||
+    { echo "FAIL: balance: $nm metrics ratios, $nk metrics objects (want 2 each)"; exit 1; }
+
+# --trace: one valid timeline per configuration, with kernel events on both devices.
+$bench balance --quick --json --trace "$tmp.trace.json" > /dev/null 2> "$tmp.err" ||
+    { cat "$tmp.err"; echo "FAIL: balance --trace"; exit 1; }
+for c in homogeneous heterogeneous; do
+    t=$tmp.trace-$c-0.json
+    [ -s "$t" ] || { cat "$tmp.err"; echo "FAIL: --trace wrote no $t"; exit 1; }
+    $lint < "$t" || { echo "FAIL: $t: invalid JSON"; exit 1; }
+    grep -q '"name": *"mandelbrot' "$t" || { echo "FAIL: $t: no mandelbrot kernel"; exit 1; }
+done
+grep -q 'timelines written to' "$tmp.err" || { echo "FAIL: --trace: not told where"; exit 1; }
+
 # The table names every strategy; bad usage is an error with a message.
 $bench balance --quick --config homogeneous > "$tmp.txt" 2> "$tmp.err" ||
     { cat "$tmp.err"; echo "FAIL: table"; exit 1; }
-grep -q 'per-chunk overhead' "$tmp.txt" && [ "$(grep -c '^  memory-aware ' "$tmp.txt")" -eq 2 ] ||
+grep -q 'per-chunk overhead' "$tmp.txt" && grep -q '^metrics on/off: [0-9]' "$tmp.txt" &&
+    grep -q '^clfleet metrics: ' "$tmp.txt" && [ "$(grep -c '^  memory-aware ' "$tmp.txt")" -eq 2 ] ||
     { echo "FAIL: table"; cat "$tmp.txt"; exit 1; }
-for bad in "nonsense" "balance --size 3" "balance --reps x" "balance --config nowhere"; do
+for bad in "nonsense" "balance --size 3" "balance --reps x" "balance --config nowhere" \
+    "balance --trace"; do
     if $bench $bad > /dev/null 2> "$tmp.err"; then echo "FAIL: '$bad' accepted"; exit 1; fi
     [ -s "$tmp.err" ] || { echo "FAIL: '$bad' without a message"; exit 1; }
 done

@@ -46,6 +46,7 @@ typedef struct opts {
     const char *devices; /* base selection */
     const char *config;  /* balance: run this configuration only, in this process */
     const char *self;    /* how to run this program again */
+    const char *trace;   /* --trace PATH: a Perfetto timeline per fleet; NULL: none */
 } opts;
 
 /* ---- small utilities ------------------------------------------------------------------- */
@@ -93,6 +94,22 @@ static int fail(const char *what, clf_status st)
 {
     fprintf(stderr, "clfleet-bench: %s: %s: %s\n", what, clf_status_name(st), clf_last_error());
     return EXIT_FAILURE;
+}
+
+/*
+ * PATH with "-TAG" put before its extension: ("t.json", "0") gives "t-0.json", ("t", "%n")
+ * "t-%n". clfleet replaces "%n" by the fleet's number in the process, so every fleet of a
+ * benchmark writes a file of its own. Returns a malloc'ed string, or NULL.
+ */
+static char *trace_name(const char *path, const char *tag)
+{
+    const char *slash = strrchr(path, '/'), *dot = strrchr(path, '.');
+    size_t stem = dot && dot > (slash ? slash : path) ? (size_t)(dot - path) : strlen(path);
+    size_t len = strlen(path) + strlen(tag) + 2;
+    char *s = malloc(len);
+    if (s)
+        snprintf(s, len, "%.*s-%s%s", (int)stem, path, tag, path + stem);
+    return s;
 }
 
 /* ---- workloads ----------------------------------------------------------------------------- */
@@ -263,6 +280,10 @@ typedef struct config_result {
     double chunk_us; /* per-chunk overhead */
     unsigned chunk_count;
     double chunk_raw, chunk_wall;
+    /* Metrics on/off: the same launches on a second fleet built with CLFLEET_METRICS=0. */
+    double metrics_ratio;        /* median of (metrics on / off) over alternating pairs */
+    double metrics_on, metrics_off; /* their median wall times */
+    char *metrics_json;          /* the fleet's counters after the runs (clf_metrics_json) */
 } config_result;
 
 static const char *sub_env(const char *config)
@@ -351,6 +372,57 @@ static int chunk_overhead(clf_fleet *f, clf_program *p, config_result *c, const 
 }
 
 /*
+ * What counting costs: the Mandelbrot launch under dynamic balancing (the most chunks, so the
+ * most counted events) alternately on this fleet and on its twin `off`, made with metrics off
+ * (CLFLEET_METRICS=0, no trace); the median of the pairs' ratios on / off.
+ */
+static int metrics_overhead(clf_fleet *f, clf_program *p, clf_fleet *off, clf_program *poff,
+                            config_result *c, const workload *w, const opts *o)
+{
+    unsigned pairs = o->reps ? o->reps : o->quick ? 1 : 9;
+    double ton[64], toff[64], ratio[64];
+    pairs = pairs > 64 ? 64 : pairs;
+    clf_launch_desc d = desc_for(w, CLF_DYNAMIC, c->dev, 2);
+    run_result r;
+    clf_status st;
+    /* One warm-up each: the first launch of a kernel builds and uploads. */
+    if ((st = timed_launch(f, p, &d, w, 1, 1, &r)) != CLF_SUCCESS ||
+        (st = timed_launch(off, poff, &d, w, 1, 1, &r)) != CLF_SUCCESS)
+        return fail("metrics on/off warm-up", st);
+    for (unsigned k = 0; k < pairs; k++) {
+        /* Alternate which goes first, so neither always runs on a warmer machine. */
+        for (int j = 0; j < 2; j++) {
+            int on = (j == 0) == (k % 2 == 0);
+            if ((st = timed_launch(on ? f : off, on ? p : poff, &d, w, 0, 1, &r)) != CLF_SUCCESS)
+                return fail("metrics on/off", st);
+            (on ? ton : toff)[k] = r.wall;
+        }
+        ratio[k] = ton[k] / toff[k];
+    }
+    c->metrics_ratio = ratio[median_index(ratio, pairs)];
+    c->metrics_on = ton[median_index(ton, pairs)];
+    c->metrics_off = toff[median_index(toff, pairs)];
+    return EXIT_SUCCESS;
+}
+
+/* The twin of a fleet with metrics off: CLFLEET_METRICS=0 is read when a fleet is made. */
+static clf_status create_metrics_off(clf_fleet **out, const clf_fleet_options *fo)
+{
+    clf_fleet_options off = *fo;
+    off.trace = ""; /* a trace turns the counters on */
+    const char *was = getenv("CLFLEET_METRICS");
+    char *saved = was ? strdup(was) : NULL;
+    setenv("CLFLEET_METRICS", "0", 1);
+    clf_status st = clf_fleet_create(out, &off);
+    if (saved)
+        setenv("CLFLEET_METRICS", saved, 1);
+    else
+        unsetenv("CLFLEET_METRICS");
+    free(saved);
+    return st;
+}
+
+/*
  * The issue's targets, from this configuration's figures: the least efficiency of dynamic and
  * guided over both workloads, the speedup of the best strategy on the regular kernel, and the
  * overhead against raw OpenCL of a kernel that runs at least 100 ms (the larger of the two
@@ -411,6 +483,9 @@ static void print_config_table(const config_result *c)
     printf("\nper-chunk overhead: %.1f us (dynamic, %u chunks of a trivial kernel on device %zu: "
            "%.4f s vs raw %.4f s)\n",
            c->chunk_us, c->chunk_count, c->dev[0], c->chunk_wall, c->chunk_raw);
+    printf("metrics on/off: %.4f (dynamic Mandelbrot, median of pairs: %.4f s with counters, "
+           "%.4f s without)\n",
+           c->metrics_ratio, c->metrics_on, c->metrics_off);
     targets t = config_targets(c);
     char ovh[32];
     snprintf(ovh, sizeof ovh, isnan(t.overhead) ? "n/a" : "%+.2f%%", t.overhead * 100);
@@ -490,6 +565,13 @@ static void print_config_json(const config_result *c)
     json_num(stdout, c->chunk_wall);
     printf(", \"overhead_raw_s\": ");
     json_num(stdout, c->chunk_raw);
+    printf(",\n   \"metrics_on_off_ratio\": ");
+    json_num(stdout, c->metrics_ratio);
+    printf(", \"metrics_on_s\": ");
+    json_num(stdout, c->metrics_on);
+    printf(", \"metrics_off_s\": ");
+    json_num(stdout, c->metrics_off);
+    printf(",\n   \"metrics\": %s", c->metrics_json ? c->metrics_json : "null");
     targets t = config_targets(c);
     printf(",\n   \"targets\": {\"min_dynamic_guided_efficiency\": ");
     json_num(stdout, t.min_efficiency);
@@ -593,14 +675,32 @@ static int balance_config(const opts *o)
         rc = run_workload(f, pb, &c, &bw, o, &c.w[1]);
     if (rc == EXIT_SUCCESS)
         rc = chunk_overhead(f, pb, &c, o);
+    clf_fleet *off = NULL;
+    clf_program *poff = NULL;
     if (rc == EXIT_SUCCESS) {
-        if (o->json)
-            print_config_json(&c);
+        if ((st = create_metrics_off(&off, &fo)) != CLF_SUCCESS ||
+            (st = clf_program_build_shipped(&poff, off, "mandelbrot", NULL)) != CLF_SUCCESS)
+            rc = fail("the fleet without metrics", st);
         else
-            print_config_table(&c);
+            rc = metrics_overhead(f, pm, off, poff, &c, &mw, o);
     }
+    if (rc == EXIT_SUCCESS && (st = clf_metrics_json(f, &c.metrics_json)) != CLF_SUCCESS)
+        rc = fail("metrics", st);
+    if (rc == EXIT_SUCCESS) {
+        if (o->json) {
+            print_config_json(&c);
+        } else {
+            print_config_table(&c);
+            printf("per-device metrics over this configuration's runs:\n");
+            clf_metrics_print(f, stdout);
+            printf("\n");
+        }
+    }
+    clf_free(c.metrics_json);
     free(mw.out);
     free(bw.out);
+    clf_program_destroy(poff);
+    clf_fleet_destroy(off);
     clf_program_destroy(pm);
     clf_program_destroy(pb);
     clf_fleet_destroy(f);
@@ -644,6 +744,14 @@ static int run_child(const opts *o, const char *config, char **buf, size_t *len)
         const char *pthreads = sub_env(config);
         if (pthreads)
             setenv("POCL_MAX_PTHREAD_COUNT", pthreads, 1);
+        if (o->trace) { /* a timeline per configuration and fleet */
+            char tag[64];
+            snprintf(tag, sizeof tag, "%s-%%n", config);
+            char *path = trace_name(o->trace, tag);
+            if (path)
+                setenv("CLFLEET_TRACE", path, 1);
+            free(path);
+        }
         execv(o->self, (char *const *)argv);
         fprintf(stderr, "clfleet-bench: cannot run %s: %s\n", o->self, strerror(errno));
         _exit(127);
@@ -879,7 +987,7 @@ static const subcommand COMMANDS[] = {
 static void usage(FILE *to)
 {
     fputs("usage: clfleet-bench COMMAND [--json] [--quick] [--size N] [--reps N]\n"
-          "                     [--devices SELECTION] [--config NAME]\n"
+          "                     [--devices SELECTION] [--config NAME] [--trace PATH]\n"
           "commands:\n",
           to);
     for (size_t i = 0; i < NCOMMANDS; i++)
@@ -891,6 +999,8 @@ static void usage(FILE *to)
           "  --reps N     timed repetitions; medians are reported (5)\n"
           "  --devices S  the devices to split (default \"" DEFAULT_SELECTION "\")\n"
           "  --config C   balance: only 'homogeneous' or 'heterogeneous'\n"
+          "  --trace PATH every command: a Perfetto timeline per fleet, PATH-N.json\n"
+          "               (balance: PATH-CONFIG-N.json)\n"
           "Exit status 77 when no suitable device exists.\n",
           to);
 }
@@ -905,6 +1015,8 @@ static int parse_count(const char *s, size_t *out)
     *out = (size_t)v;
     return 1;
 }
+
+static int run_opts(const subcommand *cmd, int argc, char **argv, const char *trace);
 
 int main(int argc, char **argv)
 {
@@ -921,9 +1033,52 @@ int main(int argc, char **argv)
         usage(stderr);
         return EXIT_FAILURE;
     }
-    if (cmd->run_argv)
-        return cmd->run_argv(argc - 1, argv + 1);
+    /* --trace PATH, for every command: each fleet the benchmark makes writes its timeline to
+     * PATH with "-N" (the fleet's number) before the extension; balance adds the
+     * configuration's name. Taken out of argv before the command parses its own options. */
+    const char *trace = NULL;
+    int kept = 2;
+    for (int i = 2; i < argc; i++) {
+        if (!strcmp(argv[i], "--trace")) {
+            if (i + 1 >= argc || !argv[i + 1][0]) {
+                fprintf(stderr, "clfleet-bench: --trace needs a path\n");
+                return EXIT_FAILURE;
+            }
+            trace = argv[++i];
+        } else {
+            argv[kept++] = argv[i];
+        }
+    }
+    argc = kept;
+    argv[argc] = NULL;
+    if (trace) {
+        char *path = trace_name(trace, "%n");
+        if (!path || setenv("CLFLEET_TRACE", path, 1) != 0) {
+            fprintf(stderr, "clfleet-bench: --trace: out of memory\n");
+            return EXIT_FAILURE;
+        }
+        free(path);
+    }
+    int rc;
+    if (cmd->run_argv) {
+        rc = cmd->run_argv(argc - 1, argv + 1);
+    } else {
+        rc = run_opts(cmd, argc, argv, trace);
+    }
+    if (trace && rc != EXIT_FAILURE) {
+        char *where = trace_name(trace, "*");
+        fprintf(stderr, "clfleet-bench: timelines written to %s, one per fleet (open them in "
+                        "https://ui.perfetto.dev)\n", where ? where : trace);
+        free(where);
+    }
+    return rc;
+}
+
+/* The commands whose options main() parses. */
+static int run_opts(const subcommand *cmd, int argc, char **argv, const char *trace)
+{
     opts o = {0};
+    o.trace = trace;
     o.devices = DEFAULT_SELECTION;
     /* /proc/self/exe survives a relative argv[0] and a changed directory. */
     o.self = access("/proc/self/exe", X_OK) == 0 ? "/proc/self/exe" : argv[0];
