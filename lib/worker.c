@@ -475,8 +475,24 @@ static clf_status read_reductions(clf__worker *w)
     return CLF_SUCCESS;
 }
 
+/*
+ * Whether looking ahead pays: a chunk taken early lets its input move while the current chunk
+ * computes. Without partitioned input there is nothing to move early, and the chunk would only
+ * be held here while an idle device could run it; guided balancing suffers most, since the
+ * early chunk is cut from a larger remainder (on two devices of speeds 3:1, a simulation of
+ * the off-axis Mandelbrot drops from efficiency 1.00 to 0.78 with look-ahead).
+ */
+static int lookahead_pays(const clf__launch *L)
+{
+    for (size_t i = 0; i < L->nargs; i++)
+        if (clf__arg_partitioned(&L->args[i]) && clf__arg_reads(&L->args[i]))
+            return 1;
+    return 0;
+}
+
 static clf_status run_chunks(clf__worker *w)
 {
+    const int lookahead = lookahead_pays(w->L);
     clf__chunk c[2];
     memset(c, 0, sizeof c);
     int cur = 0, have = next_chunk(w, &c[0], 1, 0);
@@ -505,7 +521,7 @@ static clf_status run_chunks(clf__worker *w)
             break;
         /* Look ahead: the next chunk's input moves while this one computes. Its slot is
          * the one the previous chunk used, which has completed by then. */
-        int more = next_chunk(w, nxt, 0, now->len);
+        int more = lookahead && next_chunk(w, nxt, 0, now->len);
         nxt->slot = now->slot ^ 1;
         ahead = more;
         if (more)
