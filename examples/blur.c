@@ -300,76 +300,91 @@ static void output_name(const char *in, char *out, size_t size)
     snprintf(out, size, "%.*s-blurred%s", (int)(ext - base), base, ext);
 }
 
+/* Says what failed. The exit status: 77 (make check's "skipped") when there is no
+ * device and CLFLEET_REQUIRE_DEVICES is not set, else 1. */
+static int fail(const char *what, clf_status st)
+{
+    fprintf(stderr, "blur: %s: %s\n%s\n", what, clf_status_string(st), clf_last_error());
+    int none = st == CLF_ERROR_NO_DEVICE || st == CLF_ERROR_NO_PLATFORM;
+    return none && !getenv("CLFLEET_REQUIRE_DEVICES") ? 77 : 1;
+}
+
+/* Blur image i's result against the C loop, write it, and say how it went. */
+static int check_and_write(const image *in, const image *out, const clf_launch_report *rep)
+{
+    uint8_t *want = malloc(image_bytes(in));
+    char name[300];
+    output_name(in->name, name, sizeof name);
+    if (want)
+        blur_reference(in, want);
+    int same = want && memcmp(want, out->px, image_bytes(in)) == 0;
+    int written = write_image(out, name) == 0;
+    printf("  %-22s %4d x %-4d x %d  %7.1f ms  %s -> %s\n    rows:", in->name, in->w, in->h, in->c,
+           rep->makespan_s * 1e3, same ? "exact" : "DIFFERS", name);
+    for (size_t k = 0; k < rep->num_devices; k++)
+        printf(" device %zu %llu,", rep->dev[k].device, (unsigned long long)rep->dev[k].units);
+    printf(" (%s)\n", clf_strategy_name(rep->strategy));
+    free(want);
+    return same && written;
+}
+
 int main(int argc, char **argv)
 {
-    size_t n = argc > 1 ? (size_t)argc - 1 : NSAMPLES, loaded = 0, wrong = 0;
+    size_t n = argc > 1 ? (size_t)argc - 1 : NSAMPLES, loaded = 0, queued = 0, good = 0;
     image *in = calloc(n, sizeof *in), *out = calloc(n, sizeof *out);
     clf_launch_report *rep = calloc(n, sizeof *rep);
     clf_event **done = calloc(n, sizeof *done);
     clf_fleet *f = NULL;
     clf_program *p = NULL;
-    clf_status st = CLF_ERROR_OUT_OF_HOST_MEMORY;
+    clf_status st;
+    int rc = 1;
     if (!in || !out || !rep || !done)
         goto out;
     for (; loaded < n; loaded++) {
-        int rc = argc > 1 ? read_image(&in[loaded], argv[loaded + 1])
-                          : make_sample(&in[loaded], (unsigned)loaded);
-        if (rc != 0) {
+        int bad = argc > 1 ? read_image(&in[loaded], argv[loaded + 1])
+                           : make_sample(&in[loaded], (unsigned)loaded);
+        out[loaded] = in[loaded];
+        if (bad || !(out[loaded].px = malloc(image_bytes(&in[loaded])))) {
             free(in[loaded].px);
-            st = CLF_ERROR_IO;
             goto out;
         }
-        out[loaded] = in[loaded];
-        if (!(out[loaded].px = malloc(image_bytes(&in[loaded]))))
-            goto out;
     }
     if ((st = clf_fleet_create(&f, NULL)) != CLF_SUCCESS) {
-        fprintf(stderr, "blur: %s\n%s\n", clf_status_string(st), clf_last_error());
-        /* 77 tells `make check` "skipped": no device, and none required. */
-        st = (st == CLF_ERROR_NO_DEVICE || st == CLF_ERROR_NO_PLATFORM) &&
-                     !getenv("CLFLEET_REQUIRE_DEVICES")
-                 ? (clf_status)77
-                 : st;
+        rc = fail("creating the fleet", st);
         goto out;
     }
-    if ((st = clf_program_build_source(&p, f, SOURCE, NULL)) != CLF_SUCCESS)
+    if ((st = clf_program_build_source(&p, f, SOURCE, NULL)) != CLF_SUCCESS) {
+        fail("building the kernel", st);
         goto out;
+    }
 
     /* Queue every image's launch, then wait for each. */
-    for (size_t i = 0; i < n && st == CLF_SUCCESS; i++) {
-        const size_t row = (size_t)in[i].w * (size_t)in[i].c, bytes = row * (size_t)in[i].h;
-        clf_arg args[] = {CLF_IN_HALO(in[i].px, bytes, row, 2, 2), CLF_OUT(out[i].px, bytes, row),
-                          CLF_SCALAR(&in[i].w), CLF_SCALAR(&in[i].h), CLF_SCALAR(&in[i].c)};
+    for (; queued < n; queued++) {
+        image *im = &in[queued];
+        const size_t row = (size_t)im->w * (size_t)im->c, bytes = row * (size_t)im->h;
+        clf_arg args[] = {CLF_IN_HALO(im->px, bytes, row, 2, 2),
+                          CLF_OUT(out[queued].px, bytes, row), CLF_SCALAR(&im->w),
+                          CLF_SCALAR(&im->h), CLF_SCALAR(&im->c)};
         clf_launch_desc d = CLF_LAUNCH_DESC_INIT;
         d.kernel = "gauss5";
         d.dims = 2;
-        d.global[0] = (size_t)in[i].w;
-        d.global[1] = (size_t)in[i].h;
-        st = clf_launch_async(f, p, &d, args, 5, &rep[i], &done[i]);
+        d.global[0] = (size_t)im->w;
+        d.global[1] = (size_t)im->h;
+        if ((st = clf_launch_async(f, p, &d, args, 5, &rep[queued], &done[queued])) !=
+            CLF_SUCCESS) {
+            fail("clf_launch_async", st);
+            break;
+        }
     }
     printf("%zu image(s), 5x5 Gaussian on %zu device(s)\n", n, clf_fleet_device_count(f));
-    for (size_t i = 0; i < n; i++) {
-        clf_status s = done[i] ? clf_event_wait(done[i]) : CLF_SUCCESS;
-        st = st == CLF_SUCCESS ? s : st;
-        if (!done[i] || s != CLF_SUCCESS)
-            continue;
-        uint8_t *want = malloc(image_bytes(&in[i]));
-        char name[300];
-        output_name(in[i].name, name, sizeof name);
-        int same = want && (blur_reference(&in[i], want), 1) &&
-                   memcmp(want, out[i].px, image_bytes(&in[i])) == 0;
-        wrong += !same || write_image(&out[i], name) != 0;
-        printf("  %-22s %4d x %-4d x %d  %7.1f ms  %s -> %s\n    rows:", in[i].name, in[i].w,
-               in[i].h, in[i].c, rep[i].makespan_s * 1e3, same ? "exact" : "DIFFERS", name);
-        for (size_t k = 0; k < rep[i].num_devices; k++)
-            printf(" device %zu %llu,", rep[i].dev[k].device,
-                   (unsigned long long)rep[i].dev[k].units);
-        printf(" (%s)\n", clf_strategy_name(rep[i].strategy));
-        free(want);
+    for (size_t i = 0; i < queued; i++) {
+        if ((st = clf_event_wait(done[i])) != CLF_SUCCESS)
+            fail(in[i].name, st);
+        else
+            good += check_and_write(&in[i], &out[i], &rep[i]);
     }
+    rc = good == n ? 0 : 1;
 out:
-    if (st != CLF_SUCCESS && st != (clf_status)77 && st != CLF_ERROR_IO)
-        fprintf(stderr, "blur: %s\n%s\n", clf_status_string(st), clf_last_error());
     for (size_t i = 0; i < n && done; i++)
         clf_event_release(done[i]);
     clf_program_destroy(p);
@@ -382,7 +397,9 @@ out:
     free(out);
     free(rep);
     free(done);
-    if (st == CLF_SUCCESS && wrong == 0)
+    if (rc == 0)
         printf("every image equals the C loop's, written to the current directory\n");
-    return st == (clf_status)77 ? 77 : st == CLF_SUCCESS && wrong == 0 ? 0 : 1;
+    else if (rc == 1)
+        fprintf(stderr, "blur FAILED\n");
+    return rc;
 }

@@ -94,20 +94,23 @@ static void print_paths(const clf_fleet *f)
     printf("\nCUDA peer-to-peer: %s\n", clf_transfer_cuda_status(f));
 }
 
+/* Says what failed. The exit status: 77 (make check's "skipped") when there is no
+ * device and CLFLEET_REQUIRE_DEVICES is not set, else 1. */
+static int fail(const char *what, clf_status st)
+{
+    fprintf(stderr, "list-devices: %s: %s\n%s\n", what, clf_status_string(st), clf_last_error());
+    int none = st == CLF_ERROR_NO_DEVICE || st == CLF_ERROR_NO_PLATFORM;
+    return none && !getenv("CLFLEET_REQUIRE_DEVICES") ? 77 : 1;
+}
+
 int main(int argc, char **argv)
 {
     clf_fleet_options opts = CLF_FLEET_OPTIONS_INIT;
     opts.devices = argc > 1 ? argv[1] : NULL;
     clf_fleet *f;
     clf_status st = clf_fleet_create(&f, &opts);
-    if (st != CLF_SUCCESS) {
-        fprintf(stderr, "list-devices: %s\n%s\n", clf_status_string(st), clf_last_error());
-        /* 77 tells `make check` "skipped": no device, and none required. */
-        return (st == CLF_ERROR_NO_DEVICE || st == CLF_ERROR_NO_PLATFORM) &&
-                       !getenv("CLFLEET_REQUIRE_DEVICES")
-                   ? 77
-                   : 1;
-    }
+    if (st != CLF_SUCCESS)
+        return fail("creating the fleet", st);
 
     size_t n = clf_fleet_device_count(f), listed = 0;
     printf("Found %zu device(s) in %zu context(s), clfleet %s\n\n", n, clf_fleet_context_count(f),

@@ -119,6 +119,15 @@ static int write_ppm(const char *path, const uint32_t *img)
     return fclose(fp);
 }
 
+/* Says what failed. The exit status: 77 (make check's "skipped") when there is no
+ * device and CLFLEET_REQUIRE_DEVICES is not set, else 1. */
+static int fail(const char *what, clf_status st)
+{
+    fprintf(stderr, "mandelbrot: %s: %s\n%s\n", what, clf_status_string(st), clf_last_error());
+    int none = st == CLF_ERROR_NO_DEVICE || st == CLF_ERROR_NO_PLATFORM;
+    return none && !getenv("CLFLEET_REQUIRE_DEVICES") ? 77 : 1;
+}
+
 int main(int argc, char **argv)
 {
     const char *path = argc > 1 ? argv[1] : "mandelbrot.ppm";
@@ -127,14 +136,8 @@ int main(int argc, char **argv)
     clf_program *p = NULL;
     clf_launch_report rep;
     clf_status st = clf_fleet_create(&f, NULL);
-    if (st != CLF_SUCCESS) {
-        fprintf(stderr, "mandelbrot: %s\n%s\n", clf_status_string(st), clf_last_error());
-        /* 77 tells `make check` "skipped": no device, and none required. */
-        return (st == CLF_ERROR_NO_DEVICE || st == CLF_ERROR_NO_PLATFORM) &&
-                       !getenv("CLFLEET_REQUIRE_DEVICES")
-                   ? 77
-                   : 1;
-    }
+    if (st != CLF_SUCCESS)
+        return fail("creating the fleet", st);
     uint32_t *want = malloc(pixels * sizeof *want), *img = malloc(pixels * sizeof *img);
     size_t ndev = clf_fleet_device_count(f), wrong = 0;
     double best = 0;
@@ -178,7 +181,7 @@ int main(int argc, char **argv)
     }
 out:
     if (st != CLF_SUCCESS)
-        fprintf(stderr, "mandelbrot: %s\n%s\n", clf_status_string(st), clf_last_error());
+        fail("rendering", st);
     else if (wrong == 0)
         printf("every image equals the C loop's\n");
     free(want);

@@ -70,6 +70,15 @@ static clf_status measure(clf_buffer *dst, clf_buffer *src, size_t bytes, unsign
     return CLF_SUCCESS;
 }
 
+/* Says what failed. The exit status: 77 (make check's "skipped") when there is no
+ * device and CLFLEET_REQUIRE_DEVICES is not set, else 1. */
+static int fail(const char *what, clf_status st)
+{
+    fprintf(stderr, "p2p-bench: %s: %s\n%s\n", what, clf_status_string(st), clf_last_error());
+    int none = st == CLF_ERROR_NO_DEVICE || st == CLF_ERROR_NO_PLATFORM;
+    return none && !getenv("CLFLEET_REQUIRE_DEVICES") ? 77 : 1;
+}
+
 int main(int argc, char **argv)
 {
     long mib = argc > 1 ? strtol(argv[1], NULL, 10) : 16;
@@ -80,14 +89,8 @@ int main(int argc, char **argv)
     const size_t bytes = (size_t)mib << 20;
     clf_fleet *f;
     clf_status st = clf_fleet_create(&f, NULL);
-    if (st != CLF_SUCCESS) {
-        fprintf(stderr, "p2p-bench: %s\n%s\n", clf_status_string(st), clf_last_error());
-        /* 77 tells `make check` "skipped": no device, and none required. */
-        return (st == CLF_ERROR_NO_DEVICE || st == CLF_ERROR_NO_PLATFORM) &&
-                       !getenv("CLFLEET_REQUIRE_DEVICES")
-                   ? 77
-                   : 1;
-    }
+    if (st != CLF_SUCCESS)
+        return fail("creating the fleet", st);
     size_t n = clf_fleet_device_count(f), bad = 0;
     clf_buffer **src = calloc(n, sizeof *src), **dst = calloc(n, sizeof *dst);
     unsigned char *want = malloc(bytes), *host = malloc(bytes);
@@ -123,7 +126,7 @@ int main(int argc, char **argv)
     printf("(* = no copy through host memory)\n");
 out:
     if (st != CLF_SUCCESS)
-        fprintf(stderr, "p2p-bench: %s\n%s\n", clf_status_string(st), clf_last_error());
+        fail("measuring", st);
     for (size_t d = 0; d < n && src && dst; d++) {
         clf_buffer_destroy(src[d]);
         clf_buffer_destroy(dst[d]);
