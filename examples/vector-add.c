@@ -69,8 +69,6 @@ static clf_status add_parts(clf_fleet *f, clf_program *p, clf_buffer *const *buf
             continue;
         cl_int err;
         cl_kernel k = clCreateKernel(clf_cl_program(p, d), "vadd", &err);
-        if (err != CL_SUCCESS)
-            return CLF_ERROR_OPENCL;
         for (cl_uint arg = 0; arg < 3 && err == CL_SUCCESS; arg++) {
             cl_mem m = clf_cl_mem(bufs[arg * ndev + d]);
             err = clSetKernelArg(k, arg, sizeof m, &m);
@@ -78,9 +76,13 @@ static clf_status add_parts(clf_fleet *f, clf_program *p, clf_buffer *const *buf
         if (err == CL_SUCCESS)
             err = clEnqueueNDRangeKernel(clf_cl_compute_queue(f, d), k, 1, NULL, &len[d], NULL, 0,
                                          NULL, NULL);
-        clReleaseKernel(k); /* the queued command keeps it alive */
-        if (err != CL_SUCCESS)
+        if (k)
+            clReleaseKernel(k); /* the queued command keeps it alive */
+        if (err != CL_SUCCESS) {
+            fprintf(stderr, "vector-add: OpenCL error %d on device %zu\n", (int)err, d);
+            clf_fleet_finish(f);
             return CLF_ERROR_OPENCL;
+        }
     }
     return clf_fleet_finish(f);
 }
