@@ -10,8 +10,9 @@ for f in "$@"; do
     case $f in *.h) continue ;; esac
     id=$(basename "$f" | sed 's/[^A-Za-z0-9]/_/g')
     echo "static const char src_$id[] ="
-    # Escape backslashes, quotes and '?' (no trigraphs); keep every line.
-    awk '{ gsub(/\\/, "\\\\"); gsub(/"/, "\\\""); gsub(/\?/, "\\?"); print "    \"" $0 "\\n\"" }' \
+    # Escape backslashes ("&&": the match twice; a "\\\\" replacement means one
+    # backslash to awk), quotes and '?' (no trigraphs); keep every line.
+    awk '{ gsub(/\\/, "&&"); gsub(/"/, "\\\""); gsub(/\?/, "\\?"); print "    \"" $0 "\\n\"" }' \
         "$srcdir/$f"
     echo '    "";'
 done
@@ -30,6 +31,6 @@ done
 echo '    NULL};'
 # The header cl/clfleet.h is the prelude of every program.
 echo 'const char clf__kernel_prelude[] ='
-awk '{ gsub(/\\/, "\\\\"); gsub(/"/, "\\\""); gsub(/\?/, "\\?"); print "    \"" $0 "\\n\"" }' \
+awk '{ gsub(/\\/, "&&"); gsub(/"/, "\\\""); gsub(/\?/, "\\?"); print "    \"" $0 "\\n\"" }' \
     "$srcdir/cl/clfleet.h"
 echo '    "";'

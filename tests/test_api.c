@@ -98,6 +98,28 @@ START_TEST(shipped_kernels_listed)
 }
 END_TEST
 
+/* Each embedded source is its file, byte for byte: the device tests read cl/ through
+ * CLFLEET_KERNEL_DIR, so only this sees what installed programs get (a backslash
+ * lost at embedding once broke the macros of cl/reduce.cl there). */
+START_TEST(shipped_kernels_are_the_files)
+{
+    const char *top = getenv("top_srcdir");
+    const char *const *names = clf_shipped_kernels();
+    static char file[1 << 16];
+    for (size_t i = 0; names[i]; i++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/cl/%s.cl", top ? top : ".", names[i]);
+        FILE *fp = fopen(path, "rb");
+        ck_assert_msg(fp != NULL, "cannot open %s", path);
+        size_t len = fread(file, 1, sizeof file - 1, fp);
+        fclose(fp);
+        file[len] = '\0';
+        ck_assert_msg(strcmp(clf_shipped_kernel_source(names[i]), file) == 0,
+                      "the embedded %s differs from %s", names[i], path);
+    }
+}
+END_TEST
+
 /* Options with a wrong version or bad values are rejected before any discovery. */
 START_TEST(bad_options)
 {
@@ -136,6 +158,7 @@ int main(void)
     tcase_add_test(tc, status_names_and_messages);
     tcase_add_test(tc, null_handles);
     tcase_add_test(tc, shipped_kernels_listed);
+    tcase_add_test(tc, shipped_kernels_are_the_files);
     tcase_add_test(tc, bad_options);
     suite_add_tcase(s, tc);
     return test_run(s, NULL, 0);
