@@ -256,6 +256,9 @@ static clf_status get_kernel(tq_worker *w, const char *name, cl_kernel *out)
     if (!v)
         return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "task queue: out of memory");
     w->kernels = v;
+    clf_status bst = clf__program_check_device(w->q->prog, w->d->index);
+    if (bst != CLF_SUCCESS)
+        return bst;
     cl_int err;
     cl_kernel k = clCreateKernel(w->q->prog->prog[w->d->info.context_index], name, &err);
     if (err == CL_INVALID_KERNEL_NAME)
