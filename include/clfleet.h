@@ -527,8 +527,8 @@ typedef struct clf_device_report {
     /** Why it failed (CLF_SUCCESS if it did not), or why it was left out. */
     clf_status status;
     int cl_error;             /**< the OpenCL error of the failed call or command, or 0 */
-    /** Units it held when it failed (running, queued ahead, or finished but lost with a
-     *  reduction's partial result), handed to the other devices. */
+    /** Units it held when it failed (running, queued ahead, the rest of its share, or
+     *  finished but lost with a reduction's partial result), handed to the other devices. */
     uint64_t requeued_units;
     /** Left out of the launch: failed earlier (clf_device_is_failed()) or the program did
      *  not build for it; it took no work. */
@@ -562,7 +562,16 @@ typedef struct clf_launch_report {
  * array (plus halo) moves each way, so a kernel written for one device runs
  * unchanged. Each device is driven by its own host thread; the next chunk's
  * input moves on the transfer queue while the current one computes.
+ *
+ * A device that fails (an enqueue, a chunk, a transfer or an allocation
+ * fails with a device error) stops; its unfinished chunks run on the others,
+ * the result is still complete, the report names it, and later launches leave
+ * it out until clf_device_readmit(). Devices the program did not build for are
+ * left out too. See README, "Reliability".
  * \param report receives what each device did, or NULL
+ * \return CLF_SUCCESS; CLF_ERROR_DEVICE_FAILED when every device failed (or
+ *         is left out): each output element is then untouched or correct, as
+ *         many as the report's units say
  */
 CLF_API clf_status clf_launch(clf_fleet *fleet, clf_program *prog, const clf_launch_desc *desc,
                               const clf_arg *args, size_t nargs, clf_launch_report *report);

@@ -5,7 +5,8 @@
  * $CLFLEET_FAULT_INJECT holds rules separated by ';', each a list of
  * key=value items separated by ',':
  *   device=N|*   the fleet index (or every device, each counting its own calls)
- *   call=K[|K]   enqueue, exec, write, read, transfer (write|read), alloc, build, any
+ *   call=K[|K]   enqueue, exec, write, read, transfer (write|read), alloc, build, or any
+ *                (every call of a launch: all but build)
  *   after=N      the first N matching calls on the device succeed (default 0)
  *   count=N|all  how many calls fail after them (default 1)
  *   status=S     a CL_* name or a negative number (default per call)
@@ -47,7 +48,8 @@ static const struct {
     {"transfer", (1u << CLF__FAULT_WRITE) | (1u << CLF__FAULT_READ)},
     {"alloc", 1u << CLF__FAULT_ALLOC},
     {"build", 1u << CLF__FAULT_BUILD},
-    {"any", (1u << CLF__FAULT_NCALLS) - 1},
+    /* Every call of a launch; a lost device fails its builds too. */
+    {"any", ((1u << CLF__FAULT_NCALLS) - 1) & ~(1u << CLF__FAULT_BUILD)},
 };
 
 /* An unsigned decimal number filling [s, s + n). */
@@ -117,6 +119,10 @@ static clf_status parse_rule(const char *s, size_t n, size_t rule, clf__fault_ru
         size_t klen = eq ? (size_t)(eq - item) : len;
         const char *val = eq ? eq + 1 : item + len;
         size_t vlen = eq ? len - klen - 1 : 0;
+        while (klen && isspace((unsigned char)item[klen - 1]))
+            klen--;
+        while (vlen && isspace((unsigned char)*val))
+            val++, vlen--;
         unsigned bit;
         int bad = 0;
         if (len == 0)
@@ -258,11 +264,12 @@ clf_status clf__fault_init(clf_fleet *fl)
         return CLF_SUCCESS;
     for (size_t i = 0; i < n; i++)
         if (!r[i].any_device && r[i].device >= fl->ndev) {
+            st = clf__fail(CLF_ERROR_PARSE,
+                           "CLFLEET_FAULT_INJECT='%.200s': rule %zu names device %zu, the "
+                           "fleet has %zu",
+                           env, i + 1, r[i].device, fl->ndev);
             free(r);
-            return clf__fail(CLF_ERROR_PARSE,
-                             "CLFLEET_FAULT_INJECT='%.200s': rule %zu names device %zu, the "
-                             "fleet has %zu",
-                             env, i + 1, r[i].device, fl->ndev);
+            return st;
         }
     struct clf__fault *f = calloc(1, sizeof *f);
     if (f) {

@@ -815,16 +815,19 @@ static clf_status run(clf__launch *L, clf_launch_report *rep)
     pthread_mutex_init(&L->lock, NULL);
     pthread_cond_init(&L->changed, NULL);
     L->t0 = clf__now();
+    /* Every worker counts as alive before any starts: one that runs out of work waits for
+     * the others (their chunks may come back) only while it knows of them. */
     for (size_t i = 0; i < L->ndev; i++) {
         clf__worker *w = &L->w[i];
         w->L = L;
         w->slot_index = i;
         w->d = &L->fl->dev[L->dev[i]];
+        L->alive += !L->excluded[i];
+    }
+    for (size_t i = 0; i < L->ndev; i++) {
+        clf__worker *w = &L->w[i];
         if (L->excluded[i])
             continue;
-        pthread_mutex_lock(&L->lock);
-        L->alive++;
-        pthread_mutex_unlock(&L->lock);
         if (pthread_create(&w->thread, NULL, clf__worker_main, w) != 0) {
             pthread_mutex_lock(&L->lock);
             L->alive--;
@@ -832,6 +835,9 @@ static clf_status run(clf__launch *L, clf_launch_report *rep)
             pthread_cond_broadcast(&L->changed);
             pthread_mutex_unlock(&L->lock);
             w->rep.failed = 1;
+            w->st = clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "device %zu: cannot start a thread",
+                              L->dev[i]);
+            snprintf(w->err, sizeof w->err, "%s", clf_last_error());
             continue;
         }
         w->started = 1;

@@ -19,6 +19,7 @@ typedef struct clf__chunk {
     uint64_t bytes_in, bytes_out;
     cl_event fault_ev; /* injected execution fault: a failed user event the kernel waits for */
     cl_int fault;      /* its status */
+    int fault_fired;   /* the user event has failed */
 } clf__chunk;
 
 struct clf__launch;

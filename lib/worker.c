@@ -308,6 +308,18 @@ static clf_status exec_fault(clf__worker *w, clf__chunk *c, cl_int status, cl_ev
     return CLF_SUCCESS;
 }
 
+/*
+ * Fail the injected user event, once the commands that depend on the kernel are queued:
+ * PoCL 3.1 never completes a command queued after an event it waits for has failed.
+ */
+static void fire_fault(clf__chunk *c)
+{
+    if (c->fault_ev && !c->fault_fired) {
+        clSetUserEventStatus(c->fault_ev, c->fault);
+        c->fault_fired = 1;
+    }
+}
+
 static clf_status enqueue_kernel(clf__worker *w, clf__chunk *c)
 {
     clf__launch *L = w->L;
@@ -358,8 +370,6 @@ static clf_status enqueue_kernel(clf__worker *w, clf__chunk *c)
         c->kernel = NULL;
         CLF__TRY(st, cl_fail(w, err, "clEnqueueNDRangeKernel", injected));
     }
-    if (c->fault_ev)
-        clSetUserEventStatus(c->fault_ev, c->fault);
     clFlush(w->d->compute);
 out:
     for (cl_uint j = first_fill; j < end_fill; j++)
@@ -409,6 +419,7 @@ static void release_chunk(clf__chunk *c)
         clReleaseEvent(c->fault_ev);
     c->nwrite = c->nread = 0;
     c->kernel = c->fault_ev = NULL;
+    c->fault_fired = 0;
 }
 
 static cl_int event_status(cl_event e)
@@ -697,7 +708,7 @@ static void give_back(clf__worker *w, clf__chunk *c, size_t n)
         snprintf(w->err, sizeof w->err, "%s", clf_last_error());
     }
     pthread_mutex_lock(&L->lock);
-    clf__part_retire(L->part, w->slot_index);
+    back += clf__part_retire(L->part, w->slot_index); /* the rest of its static share */
     for (size_t j = 0; j < n; j++)
         if (c[j].len && clf__part_requeue(L->part, c[j].off, c[j].len) == CLF_SUCCESS)
             back += c[j].len;
@@ -766,6 +777,7 @@ static clf_status run_chunks(clf__worker *w)
         /* After this chunk's read on the in-order transfer queue (see late_write). */
         if (st == CLF_SUCCESS && more)
             st = write_inputs(w, nxt, WRITE_LATE);
+        fire_fault(now);
         if (st == CLF_SUCCESS)
             st = finish_chunk(w, now);
         if (st == CLF_SUCCESS) {
@@ -789,6 +801,8 @@ static clf_status run_chunks(clf__worker *w)
     if (st == CLF_SUCCESS)
         return st;
     worker_fail(w, st);
+    fire_fault(&c[0]);
+    fire_fault(&c[1]);
     clFinish(w->d->compute);
     clFinish(w->d->transfer);
     int stolen = !claim_lookahead(w), dirty = 0;
