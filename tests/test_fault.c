@@ -69,6 +69,12 @@ static const char SRC[] =
     "    y[i] = v * 3u + 1u;\n"
     "    atomic_add(sum, v);\n"
     "}\n"
+    /* In place with a halo: unit i is {in, out}; out reads the neighbours' in. */
+    "__kernel void pairs(__global uint *p, uint n)\n"
+    "{\n"
+    "    uint i = get_global_id(0), l = i ? i - 1 : 0, r = i + 1 < n ? i + 1 : n - 1;\n"
+    "    p[2 * i + 1] = p[2 * l] + 2 * p[2 * i] + p[2 * r] + p[2 * i + 1];\n"
+    "}\n"
     "__kernel void affine(__global uint *y, uint m, uint c)\n"
     "{\n"
     "    size_t i = get_global_id(0);\n"
@@ -576,6 +582,52 @@ START_TEST(inout_updated_once)
 }
 END_TEST
 
+/* A global-indexed in-out array with a halo (its chunk's input written after the previous
+ * chunk's results were read): every unit's output is updated exactly once. */
+START_TEST(inout_halo_updated_once)
+{
+    static const char *const rules[] = {
+        "device=1,call=enqueue,after=3", "device=1,call=read,after=2",
+        "device=1,call=write,after=3",   "device=1,call=exec,after=1",
+        "device=1,call=any,after=11,lost",
+    };
+    static const clf_strategy strat[] = {CLF_STATIC, CLF_DYNAMIC, CLF_GUIDED};
+    const fcfg *cfg = &CFGS[0];
+    uint32_t *pr = malloc(2 * N * sizeof *pr);
+    const uint32_t n = N;
+    for (size_t k = 0; k < sizeof rules / sizeof rules[0]; k++)
+        for (size_t s = 0; s < 3; s++) {
+            snprintf(what, sizeof what, "pairs, %s, '%s'", clf_strategy_name(strat[s]),
+                     rules[k]);
+            clf_fleet *f = fault_fleet(cfg->selection, rules[k]);
+            clf_program *p;
+            ck_assert_ok(clf_program_build_source(&p, f, SRC, NULL));
+            for (size_t i = 0; i < N; i++)
+                pr[2 * i] = lowbias32((uint32_t)i) & 0xffff, pr[2 * i + 1] = 1;
+            clf_arg args[] = {CLF_INOUT(pr, 2 * N * sizeof *pr, 2 * sizeof *pr), CLF_SCALAR(&n)};
+            args[0].halo_before = args[0].halo_after = 1;
+            clf_launch_desc d = CLF_LAUNCH_DESC_INIT;
+            d.kernel = "pairs";
+            d.global[0] = N;
+            d.strategy = strat[s];
+            d.weights_mode = CLF_WEIGHTS_EQUAL;
+            d.chunks_per_device = 8;
+            clf_launch_report r;
+            clf_status st = clf_launch(f, p, &d, args, 2, &r);
+            expect(st == CLF_SUCCESS, "%s: %s: %s", what, clf_status_name(st), clf_last_error());
+            for (size_t i = 0; i < N; i++) {
+                size_t l = i ? i - 1 : 0, rr = i + 1 < N ? i + 1 : N - 1;
+                uint32_t want = pr[2 * l] + 2 * pr[2 * i] + pr[2 * rr] + 1;
+                expect(pr[2 * i + 1] == want, "%s: unit %zu = %u, want %u %s", what, i,
+                       pr[2 * i + 1], want, describe(&r));
+            }
+            clf_program_destroy(p);
+            clf_fleet_destroy(f);
+        }
+    free(pr);
+}
+END_TEST
+
 /* Two in-out arrays, and the second one's read fails after the first one's landed: the chunk
  * cannot run again (it would read its own results), so the launch stops with a clear error
  * rather than a wrong result; every element is either as it was or updated once. */
@@ -972,6 +1024,7 @@ int main(void)
     tcase_add_loop_test(tc, every_device_fails, 0, 2);
     tcase_add_test(tc, inout_updated_once);
     tcase_add_test(tc, inout_half_landed_stops);
+    tcase_add_test(tc, inout_halo_updated_once);
     tcase_add_test(tc, reduction_survives);
     tcase_add_test(tc, inout_with_reduction);
     suite_add_tcase(s, tc);
