@@ -30,8 +30,8 @@ struct clf__fault {
     clf__fault_rule *rule;
     size_t nrule;
     size_t ndev;
-    uint64_t *seen;       /* nrule x ndev: matching calls so far */
-    unsigned char *lost;  /* per device: lost until readmitted */
+    uint64_t *seen;      /* nrule x ndev: matching calls so far */
+    unsigned char *lost; /* per device: lost until readmitted */
     cl_int *lost_status;
 };
 
@@ -61,7 +61,8 @@ static int parse_u64(const char *s, size_t n, uint64_t *out)
     for (size_t i = 0; i < n; i++) {
         if (!isdigit((unsigned char)s[i]))
             return -1;
-        if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, (uint64_t)(s[i] - '0'), &v))
+        if (__builtin_mul_overflow(v, 10, &v) ||
+            __builtin_add_overflow(v, (uint64_t)(s[i] - '0'), &v))
             return -1;
     }
     *out = v;
@@ -126,8 +127,10 @@ static clf_status parse_rule(const char *s, size_t n, size_t rule, clf__fault_ru
         unsigned bit;
         int bad = 0;
         if (len == 0)
-            return clf__fail(CLF_ERROR_PARSE, "rule %zu: empty item (rules are key=value items "
-                             "separated by ',', rules separated by ';')", rule);
+            return clf__fail(CLF_ERROR_PARSE,
+                             "rule %zu: empty item (rules are key=value items "
+                             "separated by ',', rules separated by ';')",
+                             rule);
         if (key_is(item, klen, "device")) {
             bit = 1;
             uint64_t v;
@@ -147,7 +150,8 @@ static clf_status parse_rule(const char *s, size_t n, size_t rule, clf__fault_ru
                 while (b < vlen && val[b] != '|')
                     b++;
                 size_t k = 0;
-                while (k < CLF__ARRAY_LEN(call_names) && !key_is(val + a, b - a, call_names[k].name))
+                while (k < CLF__ARRAY_LEN(call_names) &&
+                       !key_is(val + a, b - a, call_names[k].name))
                     k++;
                 if (k == CLF__ARRAY_LEN(call_names))
                     bad = 1;
@@ -180,12 +184,12 @@ static clf_status parse_rule(const char *s, size_t n, size_t rule, clf__fault_ru
             return clf__fail(
                 CLF_ERROR_PARSE, "rule %zu: bad value '%.*s' for '%.*s' (%s)", rule,
                 (int)(vlen < 64 ? vlen : 64), val, (int)klen, item,
-                bit == 1    ? "a fleet device index or *"
-                : bit == 2  ? "enqueue, exec, write, read, transfer, alloc, build or any, joined "
-                              "by |"
-                : bit == 4  ? "a number of calls"
-                : bit == 8  ? "a number of calls, at least 1, or all"
-                            : "a CL_* error name or a negative number");
+                bit == 1   ? "a fleet device index or *"
+                : bit == 2 ? "enqueue, exec, write, read, transfer, alloc, build or any, joined "
+                             "by |"
+                : bit == 4 ? "a number of calls"
+                : bit == 8 ? "a number of calls, at least 1, or all"
+                           : "a CL_* error name or a negative number");
         if (seen & bit)
             return clf__fail(CLF_ERROR_PARSE, "rule %zu: '%.*s' given twice", rule, (int)klen,
                              item);

@@ -24,13 +24,13 @@ enum {
 
 /* Parsed rules, pure (no OpenCL calls): exposed for the tests of the grammar. */
 typedef struct clf__fault_rule {
-    unsigned calls;    /* mask of 1u << CLF__FAULT_* */
-    int any_device;    /* device=* */
+    unsigned calls; /* mask of 1u << CLF__FAULT_* */
+    int any_device; /* device=* */
     size_t device;
-    uint64_t after;    /* matching calls that succeed first */
-    uint64_t count;    /* failures injected after them; UINT64_MAX: every later call */
-    cl_int status;     /* 0: the default for the call */
-    int lost;          /* the failing call loses the device (until readmitted) */
+    uint64_t after; /* matching calls that succeed first */
+    uint64_t count; /* failures injected after them; UINT64_MAX: every later call */
+    cl_int status;  /* 0: the default for the call */
+    int lost;       /* the failing call loses the device (until readmitted) */
 } clf__fault_rule;
 
 /*
@@ -46,9 +46,9 @@ extern int clf__fault_enabled;
 /* The injected error for this call on fleet device dev, or CL_SUCCESS. */
 cl_int clf__fault_hit(clf_fleet *fl, size_t dev, unsigned call);
 
-#define CLF__FAULT(fl, dev, call)                                                  \
-    (__builtin_expect(__atomic_load_n(&clf__fault_enabled, __ATOMIC_RELAXED), 0)   \
-         ? clf__fault_hit((fl), (dev), (call))                                     \
+#define CLF__FAULT(fl, dev, call)                                                                  \
+    (__builtin_expect(__atomic_load_n(&clf__fault_enabled, __ATOMIC_RELAXED), 0)                   \
+         ? clf__fault_hit((fl), (dev), (call))                                                     \
          : CL_SUCCESS)
 
 /* Read $CLFLEET_FAULT_INJECT for a new fleet (its devices known); CLF_ERROR_PARSE. */

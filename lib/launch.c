@@ -701,8 +701,8 @@ static clf_status exclude(clf__launch *L)
         char why[256];
         if (clf__device_failed(L->fl, d, why, sizeof why)) {
             w->rep.status = CLF_ERROR_DEVICE_FAILED;
-            snprintf(w->rep.error, sizeof w->rep.error, "failed earlier (clf_device_readmit()): %.110s",
-                     why);
+            snprintf(w->rep.error, sizeof w->rep.error,
+                     "failed earlier (clf_device_readmit()): %.110s", why);
         } else if (!L->prog->built[d]) {
             w->rep.status = CLF_ERROR_BUILD;
             snprintf(w->rep.error, sizeof w->rep.error, "the program did not build for it");

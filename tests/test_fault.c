@@ -12,10 +12,10 @@
 
 #include <stdint.h>
 
-#define expect(cond, ...)                \
-    do {                                 \
-        if (!(cond))                     \
-            ck_abort_msg(__VA_ARGS__);   \
+#define expect(cond, ...)                                                                          \
+    do {                                                                                           \
+        if (!(cond))                                                                               \
+            ck_abort_msg(__VA_ARGS__);                                                             \
     } while (0)
 
 /* Two sub-devices of one compute unit each (as test_launch): they run at once. */
@@ -142,8 +142,8 @@ static clf_fleet *fault_fleet(const char *selection, const char *rules)
         unsetenv("CLFLEET_FAULT_INJECT");
     clf_status st = clf_fleet_create(&f, &o);
     unsetenv("CLFLEET_FAULT_INJECT");
-    ck_assert_msg(st == CLF_SUCCESS, "fleet '%s' with '%s': %s: %s", selection,
-                  rules ? rules : "", clf_status_name(st), clf_last_error());
+    ck_assert_msg(st == CLF_SUCCESS, "fleet '%s' with '%s': %s: %s", selection, rules ? rules : "",
+                  clf_status_name(st), clf_last_error());
     return f;
 }
 
@@ -229,10 +229,10 @@ static const char *describe(const clf_launch_report *r)
                      r->failed_devices, (unsigned long long)r->requeued_units);
     for (size_t i = 0; i < r->num_devices && n > 0 && (size_t)n < sizeof buf; i++)
         n += snprintf(buf + n, sizeof buf - (size_t)n,
-                      " dev%zu:units=%llu,chunks=%u,failed=%d,excl=%d,req=%llu,%s", r->dev[i].device,
-                      (unsigned long long)r->dev[i].units, r->dev[i].chunks, r->dev[i].failed,
-                      r->dev[i].excluded, (unsigned long long)r->dev[i].requeued_units,
-                      r->dev[i].error);
+                      " dev%zu:units=%llu,chunks=%u,failed=%d,excl=%d,req=%llu,%s",
+                      r->dev[i].device, (unsigned long long)r->dev[i].units, r->dev[i].chunks,
+                      r->dev[i].failed, r->dev[i].excluded,
+                      (unsigned long long)r->dev[i].requeued_units, r->dev[i].error);
     if (n > 0 && (size_t)n < sizeof buf)
         snprintf(buf + n, sizeof buf - (size_t)n, "]");
     return buf;
@@ -247,8 +247,8 @@ static void fill(uint32_t *c)
 static void expect_exact(const data *d, const clf_launch_report *r)
 {
     for (size_t i = 0; i < N; i++)
-        expect(d->c[i] == d->want[i], "%s: c[%zu] = %u, want %u %s", what, i, d->c[i],
-               d->want[i], describe(r));
+        expect(d->c[i] == d->want[i], "%s: c[%zu] = %u, want %u %s", what, i, d->c[i], d->want[i],
+               describe(r));
 }
 
 /* Sum of the devices' units, checked against done_units. */
@@ -266,7 +266,10 @@ static uint64_t units_done(const clf_launch_report *r)
 
 enum kind { K_ENQUEUE, K_EXEC, K_WRITE, K_READ, K_ALLOC, K_LOST, K_COUNT };
 static const char *const KIND_CALL[] = {"enqueue", "exec", "write", "read", "alloc", "any"};
-static const int KIND_ERR[] = {-5 /* CL_OUT_OF_RESOURCES */, -5, -5, -5,
+static const int KIND_ERR[] = {-5 /* CL_OUT_OF_RESOURCES */,
+                               -5,
+                               -5,
+                               -5,
                                -4 /* CL_MEM_OBJECT_ALLOCATION_FAILURE */,
                                -2 /* CL_DEVICE_NOT_AVAILABLE */};
 enum pos { P_FIRST, P_MID, P_LAST, P_COUNT };
@@ -295,8 +298,7 @@ static uint64_t after_for(enum kind k, enum pos p, unsigned c, int chunked)
     }
 }
 
-static unsigned calibrate(const fcfg *cfg, clf_program **pp, data *d, const job *j,
-                          clf_fleet **fp)
+static unsigned calibrate(const fcfg *cfg, clf_program **pp, data *d, const job *j, clf_fleet **fp)
 {
     clf_launch_report r;
     *fp = fault_fleet(cfg->selection, NULL);
@@ -359,8 +361,7 @@ static int one_case(const fcfg *cfg, enum kind k, clf_strategy s, enum pos p, da
     expect(strstr(vr->error, "injected") != NULL, "%s: error '%s'", what, vr->error);
     if (k == K_ENQUEUE || k == K_EXEC || k == K_READ) {
         /* It failed on its chunk number `after` (from 0): the ones before completed. */
-        expect(vr->chunks == after && (vr->units > 0) == (after > 0), "%s: %s", what,
-               describe(&r));
+        expect(vr->chunks == after && (vr->units > 0) == (after > 0), "%s: %s", what, describe(&r));
         expect(vr->requeued_units > 0, "%s: nothing requeued %s", what, describe(&r));
     }
     expect(r.requeued_units == vr->requeued_units, "%s: %s", what, describe(&r));
@@ -390,8 +391,8 @@ static int one_case(const fcfg *cfg, enum kind k, clf_strategy s, enum pos p, da
     expect(st == CLF_SUCCESS, "%s: after readmit: %s: %s", what, clf_status_name(st),
            clf_last_error());
     expect_exact(d, &r);
-    expect(r.dev[v].units > 0 && !r.dev[v].failed && !r.dev[v].excluded,
-           "%s: after readmit %s", what, describe(&r));
+    expect(r.dev[v].units > 0 && !r.dev[v].failed && !r.dev[v].excluded, "%s: after readmit %s",
+           what, describe(&r));
     clf_program_destroy(prog);
     clf_fleet_destroy(f);
     return 1;
@@ -455,8 +456,8 @@ static void expect_accounted(const data *d, const clf_launch_report *r)
 {
     uint64_t right = 0;
     for (size_t i = 0; i < N; i++) {
-        expect(d->c[i] == SENTINEL || d->c[i] == d->want[i], "%s: c[%zu] = %u, want %u %s", what,
-               i, d->c[i], d->want[i], describe(r));
+        expect(d->c[i] == SENTINEL || d->c[i] == d->want[i], "%s: c[%zu] = %u, want %u %s", what, i,
+               d->c[i], d->want[i], describe(r));
         right += d->c[i] == d->want[i];
     }
     expect(right == units_done(r), "%s: %llu elements written, the report says %llu %s", what,
@@ -490,8 +491,7 @@ START_TEST(every_device_fails)
                    clf_last_error());
             expect(strstr(clf_last_error(), "every device") && strstr(clf_last_error(), "injected"),
                    "%s: detail '%s'", what, clf_last_error());
-            expect(r.failed_devices == cfg->ndev && r.done_units < N, "%s: %s", what,
-                   describe(&r));
+            expect(r.failed_devices == cfg->ndev && r.done_units < N, "%s: %s", what, describe(&r));
             expect_accounted(d, &r);
             for (size_t i = 0; i < cfg->ndev; i++)
                 expect(r.dev[i].failed && clf_device_is_failed(f, r.dev[i].device), "%s: %s", what,
@@ -528,8 +528,8 @@ END_TEST
 START_TEST(inout_updated_once)
 {
     static const char *const rules[] = {
-        "device=1,call=enqueue,after=3", "device=1,call=read,after=2",
-        "device=1,call=exec,after=1",    "device=1,call=write,after=4",
+        "device=1,call=enqueue,after=3",  "device=1,call=read,after=2",
+        "device=1,call=exec,after=1",     "device=1,call=write,after=4",
         "device=1,call=any,after=7,lost",
     };
     static const clf_strategy strat[] = {CLF_STATIC, CLF_DYNAMIC, CLF_GUIDED, CLF_MEMORY_AWARE};
@@ -542,8 +542,7 @@ START_TEST(inout_updated_once)
             /* Static and memory-aware stream a chunk-indexed array in rounds of 2048 units. */
             int chunked = strat[s] == CLF_STATIC || strat[s] == CLF_MEMORY_AWARE;
             uint64_t limits[2] = {2 * 4 * 2048, 2 * 4 * 2048};
-            snprintf(what, sizeof what, "affine, %s, '%s'", clf_strategy_name(strat[s]),
-                     rules[k]);
+            snprintf(what, sizeof what, "affine, %s, '%s'", clf_strategy_name(strat[s]), rules[k]);
             clf_fleet *f = fault_fleet(cfg->selection, rules[k]);
             clf_program *p;
             ck_assert_ok(clf_program_build_source(&p, f, SRC, NULL));
@@ -587,8 +586,8 @@ END_TEST
 START_TEST(inout_halo_updated_once)
 {
     static const char *const rules[] = {
-        "device=1,call=enqueue,after=3", "device=1,call=read,after=2",
-        "device=1,call=write,after=3",   "device=1,call=exec,after=1",
+        "device=1,call=enqueue,after=3",   "device=1,call=read,after=2",
+        "device=1,call=write,after=3",     "device=1,call=exec,after=1",
         "device=1,call=any,after=11,lost",
     };
     static const clf_strategy strat[] = {CLF_STATIC, CLF_DYNAMIC, CLF_GUIDED};
@@ -597,8 +596,7 @@ START_TEST(inout_halo_updated_once)
     const uint32_t n = N;
     for (size_t k = 0; k < sizeof rules / sizeof rules[0]; k++)
         for (size_t s = 0; s < 3; s++) {
-            snprintf(what, sizeof what, "pairs, %s, '%s'", clf_strategy_name(strat[s]),
-                     rules[k]);
+            snprintf(what, sizeof what, "pairs, %s, '%s'", clf_strategy_name(strat[s]), rules[k]);
             clf_fleet *f = fault_fleet(cfg->selection, rules[k]);
             clf_program *p;
             ck_assert_ok(clf_program_build_source(&p, f, SRC, NULL));
@@ -668,8 +666,8 @@ END_TEST
 START_TEST(reduction_survives)
 {
     static const char *const rules[] = {
-        "device=1,call=enqueue,after=4", "device=1,call=exec,after=2",
-        "device=1,call=read,after=3",    "device=1,call=any,after=12,lost",
+        "device=1,call=enqueue,after=4",        "device=1,call=exec,after=2",
+        "device=1,call=read,after=3",           "device=1,call=any,after=12,lost",
         "device=1,call=read,after=0,count=all", "device=1,call=alloc",
     };
     static const clf_strategy strat[] = {CLF_STATIC, CLF_DYNAMIC, CLF_GUIDED, CLF_MEMORY_AWARE};
@@ -693,10 +691,9 @@ START_TEST(reduction_survives)
             int32_t mn = 7;
             for (size_t i = 0; i < N; i++)
                 y[i] = INT32_MIN;
-            clf_arg args[] = {CLF_IN(x, N * sizeof *x, sizeof *x),
-                              CLF_OUT(y, N * sizeof *y, sizeof *y),
-                              CLF_REDUCE(&sum, 1, CLF_UINT32, CLF_SUM),
-                              CLF_REDUCE(&mn, 1, CLF_INT32, CLF_MIN)};
+            clf_arg args[] = {
+                CLF_IN(x, N * sizeof *x, sizeof *x), CLF_OUT(y, N * sizeof *y, sizeof *y),
+                CLF_REDUCE(&sum, 1, CLF_UINT32, CLF_SUM), CLF_REDUCE(&mn, 1, CLF_INT32, CLF_MIN)};
             /* Static and memory-aware stream chunk-indexed arrays in rounds of 2048 units. */
             int chunked = strat[s] == CLF_STATIC || strat[s] == CLF_MEMORY_AWARE;
             uint64_t limits[2] = {2 * 8 * 2048 + 8, 2 * 8 * 2048 + 8};
@@ -713,14 +710,13 @@ START_TEST(reduction_survives)
             clf_launch_report r;
             clf_status st = clf_launch(f, p, &d, args, 4, &r);
             expect(st == CLF_SUCCESS, "%s: %s: %s", what, clf_status_name(st), clf_last_error());
-            expect(sum == want_sum && mn == want_min, "%s: sum %u min %d, want %u %d %s", what,
-                   sum, mn, want_sum, want_min, describe(&r));
+            expect(sum == want_sum && mn == want_min, "%s: sum %u min %d, want %u %d %s", what, sum,
+                   mn, want_sum, want_min, describe(&r));
             for (size_t i = 0; i < N; i++)
                 expect(y[i] == 2 * x[i], "%s: y[%zu] %s", what, i, describe(&r));
             /* Other strategies may give device 1 no chunk before the others are done. */
             int sure = strat[s] == CLF_STATIC || strstr(rules[k], "alloc");
-            expect((r.dev[1].failed || !sure) && units_done(&r) == N, "%s: %s", what,
-                   describe(&r));
+            expect((r.dev[1].failed || !sure) && units_done(&r) == N, "%s: %s", what, describe(&r));
             clf_program_destroy(p);
             clf_fleet_destroy(f);
         }
@@ -734,8 +730,7 @@ END_TEST
 START_TEST(inout_with_reduction)
 {
     static const char *const rules[] = {"device=1,call=enqueue,after=3",
-                                        "device=1,call=exec,after=2",
-                                        "device=1,call=read,after=5"};
+                                        "device=1,call=exec,after=2", "device=1,call=read,after=5"};
     const fcfg *cfg = &CFGS[0];
     uint32_t *y = malloc(N * sizeof *y), want_sum = 0;
     for (size_t i = 0; i < N; i++)
@@ -788,8 +783,8 @@ START_TEST(build_fails_on_one_device)
     ck_assert_ok(clf_program_build_source(&p, f, SRC, NULL));
     char want[64];
     snprintf(want, sizeof want, "device %zu '", bad);
-    expect(strstr(clf_last_error(), want) && strstr(clf_last_error(), "injected"),
-           "detail: %s", clf_last_error());
+    expect(strstr(clf_last_error(), want) && strstr(clf_last_error(), "injected"), "detail: %s",
+           clf_last_error());
     for (size_t i = 0; i < clf_fleet_device_count(f); i++) {
         expect(clf_program_device_ok(p, i) == (i != bad), "device %zu ok %d", i,
                clf_program_device_ok(p, i));
@@ -876,7 +871,8 @@ START_TEST(build_fails_everywhere)
     for (size_t i = 0; i < 2; i++) {
         char want[64];
         snprintf(want, sizeof want, "device %zu '", i);
-        expect(strstr(clf_last_error(), want) && strstr(clf_last_error(), "CL_COMPILER_NOT_AVAILABLE"),
+        expect(strstr(clf_last_error(), want) &&
+                   strstr(clf_last_error(), "CL_COMPILER_NOT_AVAILABLE"),
                "detail: %s", clf_last_error());
     }
     clf_fleet_destroy(f);
@@ -926,8 +922,7 @@ START_TEST(malformed_rules)
         setenv("CLFLEET_FAULT_INJECT", bad[i].rules, 1);
         clf_status st = clf_fleet_create(&f, &o);
         unsetenv("CLFLEET_FAULT_INJECT");
-        expect(st == CLF_ERROR_PARSE && f == NULL, "'%s': %s", bad[i].rules,
-               clf_status_name(st));
+        expect(st == CLF_ERROR_PARSE && f == NULL, "'%s': %s", bad[i].rules, clf_status_name(st));
         expect(strstr(clf_last_error(), "CLFLEET_FAULT_INJECT") &&
                    strstr(clf_last_error(), bad[i].detail),
                "'%s': detail '%s', want '%s'", bad[i].rules, clf_last_error(), bad[i].detail);
