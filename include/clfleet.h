@@ -70,7 +70,8 @@ CLF_API const char *clf_version_string(void);
     X(ERROR_PARSE, -12, "malformed selection, option or environment value")            \
     X(ERROR_NOT_FOUND, -13, "no such kernel, program or entry")                        \
     X(ERROR_UNSUPPORTED, -14, "operation not supported by this device or build")       \
-    X(ERROR_BUSY, -15, "object still in use")
+    X(ERROR_BUSY, -15, "object still in use")                                          \
+    X(ERROR_DEVICE_FAILED, -16, "a device failed (left out until clf_device_readmit())")
 
 /** \brief Status returned by every fallible function. */
 typedef enum clf_status {
@@ -210,6 +211,25 @@ CLF_API int clf_device_has_extension(const clf_fleet *fleet, size_t device, cons
 /** \brief The name of a CLF_DEVICE_* type bit ("cpu", "gpu", ...). */
 CLF_API const char *clf_device_type_name(unsigned type);
 
+/**
+ * \brief Nonzero when \p device failed in a launch (a kernel, transfer or
+ * allocation failed with a device error such as CL_OUT_OF_RESOURCES); launches
+ * leave it out until clf_device_readmit(). 0 for a bad fleet or index.
+ */
+CLF_API int clf_device_is_failed(const clf_fleet *fleet, size_t device);
+/**
+ * \brief Why \p device failed: the failed call, its OpenCL error and the
+ * launch, copied to \p buf (\p size bytes, truncated); "" when it has not.
+ */
+CLF_API clf_status clf_device_failure(const clf_fleet *fleet, size_t device, char *buf,
+                                      size_t size);
+/**
+ * \brief Let a failed device take work again (once its cause was dealt with);
+ * nothing happens for a device that has not failed. A device that an injected
+ * "lost" fault took away comes back too (see README, "Reliability").
+ */
+CLF_API clf_status clf_device_readmit(clf_fleet *fleet, size_t device);
+
 /* ------------------------------------------------------------------ */
 /* Programs                                                            */
 /* ------------------------------------------------------------------ */
@@ -240,6 +260,16 @@ CLF_API clf_status clf_program_build_shipped(clf_program **out, clf_fleet *fleet
                                              const char *name, const char *options);
 /** \brief Nonzero when the binary for \p device came from the cache. */
 CLF_API int clf_program_from_cache(const clf_program *prog, size_t device);
+/**
+ * \brief Nonzero when the program was built for \p device.
+ *
+ * A program that fails to build on some devices but builds on others is
+ * created for those (the build call succeeds, clf_last_error() names the
+ * devices left out); launches with it leave the others out.
+ */
+CLF_API int clf_program_device_ok(const clf_program *prog, size_t device);
+/** \brief Why the build failed on \p device (its compiler log), or NULL where it built. */
+CLF_API const char *clf_program_build_log(const clf_program *prog, size_t device);
 /** \brief Release the program; accepts NULL. */
 CLF_API void clf_program_destroy(clf_program *prog);
 /** \brief The names of the shipped kernel files, NULL-terminated. */
@@ -494,6 +524,16 @@ typedef struct clf_device_report {
     uint64_t mem_peak;        /**< most bytes the launch held on the device */
     uint64_t mem_budget;      /**< the budget it was held to */
     int failed;               /**< the device failed and its work went to others */
+    /** Why it failed (CLF_SUCCESS if it did not), or why it was left out. */
+    clf_status status;
+    int cl_error;             /**< the OpenCL error of the failed call or command, or 0 */
+    /** Units it held when it failed (running, queued ahead, the rest of its share, or
+     *  finished but lost with a reduction's partial result), handed to the other devices. */
+    uint64_t requeued_units;
+    /** Left out of the launch: failed earlier (clf_device_is_failed()) or the program did
+     *  not build for it; it took no work. */
+    int excluded;
+    char error[160];          /**< the detail of status, or "" */
 } clf_device_report;
 
 /** \brief What a launch did. */
@@ -507,6 +547,11 @@ typedef struct clf_launch_report {
     double makespan_s;  /**< latest device finish */
     double efficiency;  /**< earliest finish / latest finish, over devices that took work */
     double imbalance;   /**< latest finish / mean finish - 1 */
+    /** Units whose results are in the host arrays (total_units unless the launch failed);
+     *  the sum of dev[].units. */
+    uint64_t done_units;
+    size_t failed_devices;   /**< devices that failed during this launch */
+    uint64_t requeued_units; /**< units re-run on other devices after a failure */
 } clf_launch_report;
 
 /**
@@ -517,7 +562,16 @@ typedef struct clf_launch_report {
  * array (plus halo) moves each way, so a kernel written for one device runs
  * unchanged. Each device is driven by its own host thread; the next chunk's
  * input moves on the transfer queue while the current one computes.
+ *
+ * A device that fails (an enqueue, a chunk, a transfer or an allocation
+ * fails with a device error) stops; its unfinished chunks run on the others,
+ * the result is still complete, the report names it, and later launches leave
+ * it out until clf_device_readmit(). Devices the program did not build for are
+ * left out too. See README, "Reliability".
  * \param report receives what each device did, or NULL
+ * \return CLF_SUCCESS; CLF_ERROR_DEVICE_FAILED when every device failed (or
+ *         is left out): each output element is then untouched or correct, as
+ *         many as the report's units say
  */
 CLF_API clf_status clf_launch(clf_fleet *fleet, clf_program *prog, const clf_launch_desc *desc,
                               const clf_arg *args, size_t nargs, clf_launch_report *report);

@@ -294,6 +294,8 @@ clf_status clf__coll_kernels(clf__coll *c, clf_type type, clf_reduce_op op)
     snprintf(name, sizeof name, "clf_reduce_%s_%s", op_names[op], type_names[type]);
     for (size_t i = 0; i < c->n; i++) {
         const struct clf__device *d = &c->fl->dev[c->buf[i]->device];
+        if ((st = clf__program_check_device(p, d->index)) != CLF_SUCCESS)
+            return st;
         cl_int err;
         c->k[i] = clCreateKernel(p->prog[d->info.context_index], name, &err);
         if (err == CL_INVALID_KERNEL_NAME)

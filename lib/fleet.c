@@ -4,6 +4,7 @@
  * profiling queues per device (compute and transfer).
  */
 #include "internal.h"
+#include "fault.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -343,6 +344,7 @@ clf_status clf_fleet_create(clf_fleet **out, const clf_fleet_options *opts)
             CLF__TRY(st, add_device(fl, d.dev[i].id, &d.dev[i], i, 0));
     }
     CLF__TRY(st, create_contexts(fl, f.context_per_device));
+    CLF__TRY(st, clf__fault_init(fl));
     CLF__TRY(st, clf__xfer_init(fl, opts->transfer));
     CLF__TRY(st, clf__metrics_init(fl, opts->trace));
 
@@ -398,6 +400,7 @@ void clf_fleet_destroy(clf_fleet *fl)
     free(fl->ctx);
     free(fl->dev);
     free(fl->cache_dir);
+    clf__fault_fini(fl);
     pthread_cond_destroy(&fl->turn);
     pthread_mutex_destroy(&fl->lock);
     free(fl);

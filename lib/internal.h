@@ -123,6 +123,12 @@ struct clf__device {
     char *extensions;
     size_t index;     /* position in the fleet */
     int owns_id;      /* a sub-device: released with the fleet */
+    /* A device fault in a launch (fault.c; under the fleet's lock): launches leave the
+     * device out until clf_device_readmit(). */
+    int failed;
+    clf_status fail_status;
+    cl_int fail_cl;
+    char fail_why[256];
 };
 
 /* A broadcast array kept on the devices between launches while unchanged. */
@@ -165,6 +171,8 @@ struct clf_fleet {
     struct clf_program *reduce_prog; /* cl/reduce.cl for the collectives (under lock; built
                                         on first use, collective.c) */
     struct clf__scratch *scratch;    /* the collectives' idle scratch buffers (under lock) */
+
+    struct clf__fault *fault; /* $CLFLEET_FAULT_INJECT rules (fault.c); NULL: none */
 };
 
 /* Launch state the fleet owns (launch.c). */
@@ -252,7 +260,12 @@ struct clf_program {
     char hash[65];           /* SHA-256 of source and options: names it in the perf model */
     cl_program *prog;        /* one per context */
     unsigned char *from_cache; /* one per device */
+    unsigned char *built;      /* one per device: the build succeeded there */
+    char **log;                /* one per device: why it did not (NULL where it did) */
 };
+
+/* CLF_SUCCESS when prog was built for fleet device dev, else CLF_ERROR_BUILD with a detail. */
+clf_status clf__program_check_device(const struct clf_program *prog, size_t dev);
 
 typedef struct clf__shipped {
     const char *name;

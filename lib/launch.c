@@ -12,6 +12,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "fault.h"
 #include "perfmodel.h"
 
 #define CLF__BCAST_CACHE 16
@@ -298,6 +299,11 @@ static clf_status budgets(clf__launch *L, uint64_t *max_units)
     int any = 0;
     for (size_t i = 0; i < L->ndev; i++) {
         const clf_device_info *in = &L->fl->dev[L->dev[i]].info;
+        if (L->excluded[i]) { /* takes no work */
+            L->w[i].budget = 0;
+            max_units[i] = L->w[i].max_units = 0;
+            continue;
+        }
         uint64_t b = (uint64_t)((double)in->global_mem * safety);
         if (L->desc.mem_limits && L->desc.mem_limits[i] && L->desc.mem_limits[i] < b)
             b = L->desc.mem_limits[i];
@@ -447,6 +453,9 @@ static clf_status choose_strategy(clf__launch *L, const uint64_t *max_units,
     rep->requested = s;
     char wreason[100];
     int learned = choose_weights(L, wreason, sizeof wreason);
+    for (size_t i = 0; i < L->ndev; i++)
+        if (L->excluded[i])
+            L->weights[i] = 0;
     if (s == CLF_AUTO) {
         double wsum = 0, last;
         int tight = 0;
@@ -591,6 +600,9 @@ static void fill_report(clf__launch *L, clf_launch_report *rep)
         r->share = (double)r->units / (double)L->total;
         r->mem_peak = L->w[i].mem_peak;
         r->mem_budget = L->w[i].budget;
+        rep->done_units += r->units;
+        rep->requeued_units += r->requeued_units;
+        rep->failed_devices += r->failed != 0;
         if (r->units) {
             lo = r->finish_s < lo ? r->finish_s : lo;
             hi = r->finish_s > hi ? r->finish_s : hi;
@@ -623,7 +635,10 @@ static void learn(clf__launch *L)
 /* Check the kernel exists and takes as many arguments as given, before any thread starts. */
 static clf_status check_kernel(clf__launch *L)
 {
-    struct clf__device *d = &L->fl->dev[L->dev[0]];
+    size_t first = 0;
+    while (L->excluded[first]) /* exclude() leaves at least one */
+        first++;
+    struct clf__device *d = &L->fl->dev[L->dev[first]];
     cl_int err;
     cl_kernel k = clCreateKernel(L->prog->prog[d->info.context_index], L->desc.kernel, &err);
     if (err == CL_INVALID_KERNEL_NAME)
@@ -666,7 +681,103 @@ static clf_status prepare(clf__launch *L, clf_fleet *fl, clf_program *prog,
         st = choose_devices(L);
     if (st == CLF_SUCCESS)
         auto_local(L);
+    for (size_t i = 0; i < nargs; i++) {
+        L->has_reduce |= args[i].kind == CLF_ARG_KIND_REDUCE;
+        L->has_inout |= args[i].kind == CLF_ARG_KIND_INOUT;
+    }
     return st;
+}
+
+/*
+ * Leave out the devices that failed in an earlier launch and those the program did not build
+ * for: they take no work, and the report says why. Fails when none is left.
+ */
+static clf_status exclude(clf__launch *L)
+{
+    size_t left = 0;
+    for (size_t i = 0; i < L->ndev; i++) {
+        size_t d = L->dev[i];
+        clf__worker *w = &L->w[i];
+        char why[256];
+        if (clf__device_failed(L->fl, d, why, sizeof why)) {
+            w->rep.status = CLF_ERROR_DEVICE_FAILED;
+            snprintf(w->rep.error, sizeof w->rep.error,
+                     "failed earlier (clf_device_readmit()): %.110s", why);
+        } else if (!L->prog->built[d]) {
+            w->rep.status = CLF_ERROR_BUILD;
+            snprintf(w->rep.error, sizeof w->rep.error, "the program did not build for it");
+        } else {
+            left++;
+            continue;
+        }
+        L->excluded[i] = 1;
+        w->rep.excluded = 1;
+    }
+    if (left)
+        return CLF_SUCCESS;
+    clf__fail(CLF_ERROR_DEVICE_FAILED, "'%s': every device of the launch is left out:",
+              L->desc.kernel);
+    for (size_t i = 0; i < L->ndev; i++)
+        clf__append_error("\n  device %zu '%s': %s", L->dev[i], L->fl->dev[L->dev[i]].info.name,
+                          L->w[i].rep.error);
+    for (size_t i = 0; i < L->ndev; i++)
+        if (L->w[i].rep.status != CLF_ERROR_BUILD)
+            return CLF_ERROR_DEVICE_FAILED;
+    return CLF_ERROR_BUILD; /* no device has the program */
+}
+
+/* Devices that failed here with a device error are left out of later launches; the report
+ * says what happened to each. */
+static void record_failures(clf__launch *L)
+{
+    for (size_t i = 0; i < L->ndev; i++) {
+        clf__worker *w = &L->w[i];
+        if (L->excluded[i] || w->st == CLF_SUCCESS)
+            continue;
+        w->rep.status = w->st;
+        w->rep.cl_error = w->cl_err;
+        snprintf(w->rep.error, sizeof w->rep.error, "%.159s", w->err);
+        if (w->exec_fault || clf__cl_device_fault(w->cl_err)) {
+            char why[512];
+            snprintf(why, sizeof why, "launch of '%.64s': %.400s", L->desc.kernel, w->err);
+            clf__device_mark_failed(L->fl, L->dev[i], w->st, w->cl_err, why);
+        }
+    }
+}
+
+/* Why a launch is incomplete: a failure that re-running cannot repair, else the first one
+ * that is not the device's fault (the launch's own), else every device failed. */
+static clf_status incomplete(clf__launch *L, uint64_t done, uint64_t free_units)
+{
+    const clf__worker *first = NULL;
+    for (size_t i = 0; i < L->ndev && !first; i++)
+        if (L->w[i].fatal)
+            first = &L->w[i];
+    for (size_t i = 0; i < L->ndev && !first; i++) {
+        const clf__worker *w = &L->w[i];
+        if (!L->excluded[i] && w->st != CLF_SUCCESS && !w->exec_fault &&
+            !clf__cl_device_fault(w->cl_err))
+            first = w;
+    }
+    if (first)
+        return clf__fail(first->st, "launch of '%s' incomplete (%llu of %llu units): %s",
+                         L->desc.kernel, (unsigned long long)done,
+                         (unsigned long long)L->total, first->err);
+    size_t failed = 0;
+    for (size_t i = 0; i < L->ndev; i++)
+        failed += L->w[i].st != CLF_SUCCESS;
+    if (!failed)
+        return clf__fail(CLF_ERROR_OUT_OF_RANGE,
+                         "launch of '%s' incomplete: %llu units fit no remaining device",
+                         L->desc.kernel, (unsigned long long)free_units);
+    clf__fail(CLF_ERROR_DEVICE_FAILED,
+              "launch of '%s' incomplete (%llu of %llu units; the report says which device did "
+              "what): every device that could take work failed:",
+              L->desc.kernel, (unsigned long long)done, (unsigned long long)L->total);
+    for (size_t i = 0; i < L->ndev; i++)
+        if (L->w[i].st != CLF_SUCCESS)
+            clf__append_error("\n  %s", L->w[i].err);
+    return CLF_ERROR_DEVICE_FAILED;
 }
 
 /* Run a prepared launch; the caller holds the fleet's turn. */
@@ -675,6 +786,10 @@ static clf_status run(clf__launch *L, clf_launch_report *rep)
     clf_status st;
     uint64_t max_units[CLF_MAX_LAUNCH_DEVICES];
     memset(rep, 0, sizeof *rep);
+    if ((st = exclude(L)) != CLF_SUCCESS) {
+        fill_report(L, rep); /* which device is left out, and why */
+        goto out;
+    }
     CLF__TRY(st, check_kernel(L));
     CLF__TRY(st, budgets(L, max_units));
     CLF__TRY(st, choose_strategy(L, max_units, rep));
@@ -700,14 +815,19 @@ static clf_status run(clf__launch *L, clf_launch_report *rep)
     pthread_mutex_init(&L->lock, NULL);
     pthread_cond_init(&L->changed, NULL);
     L->t0 = clf__now();
+    /* Every worker counts as alive before any starts: one that runs out of work waits for
+     * the others (their chunks may come back) only while it knows of them. */
     for (size_t i = 0; i < L->ndev; i++) {
         clf__worker *w = &L->w[i];
         w->L = L;
         w->slot_index = i;
         w->d = &L->fl->dev[L->dev[i]];
-        pthread_mutex_lock(&L->lock);
-        L->alive++;
-        pthread_mutex_unlock(&L->lock);
+        L->alive += !L->excluded[i];
+    }
+    for (size_t i = 0; i < L->ndev; i++) {
+        clf__worker *w = &L->w[i];
+        if (L->excluded[i])
+            continue;
         if (pthread_create(&w->thread, NULL, clf__worker_main, w) != 0) {
             pthread_mutex_lock(&L->lock);
             L->alive--;
@@ -715,6 +835,9 @@ static clf_status run(clf__launch *L, clf_launch_report *rep)
             pthread_cond_broadcast(&L->changed);
             pthread_mutex_unlock(&L->lock);
             w->rep.failed = 1;
+            w->st = clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "device %zu: cannot start a thread",
+                              L->dev[i]);
+            snprintf(w->err, sizeof w->err, "%s", clf_last_error());
             continue;
         }
         w->started = 1;
@@ -727,21 +850,11 @@ static clf_status run(clf__launch *L, clf_launch_report *rep)
 
     uint64_t free_units, outstanding, done;
     clf__part_counts(L->part, &free_units, &outstanding, &done);
+    record_failures(L);
     fill_report(L, rep);
     clf__metrics_launch(L->fl, L->desc.kernel, rep, L->t0);
     if (done != L->total) {
-        /* The detail of the first device that failed, else why the rest could not run. */
-        st = CLF_ERROR_OPENCL;
-        for (size_t i = 0; i < L->ndev; i++)
-            if (L->w[i].st != CLF_SUCCESS) {
-                st = clf__fail(L->w[i].st, "launch of '%s' incomplete (%llu of %llu units): %s",
-                               L->desc.kernel, (unsigned long long)done,
-                               (unsigned long long)L->total, L->w[i].err);
-                goto out;
-            }
-        st = clf__fail(CLF_ERROR_OUT_OF_RANGE,
-                       "launch of '%s' incomplete: %llu units fit no remaining device",
-                       L->desc.kernel, (unsigned long long)free_units);
+        st = incomplete(L, done, free_units);
         goto out;
     }
     for (size_t i = 0; i < L->nargs; i++)
@@ -749,13 +862,14 @@ static clf_status run(clf__launch *L, clf_launch_report *rep)
             memcpy(L->args[i].host, L->red_acc[i],
                    L->args[i].size * clf_type_size((clf_type)L->args[i].type));
     learn(L);
-    if (L->part_strategy == CLF__PART_STATIC && L->ndev > 1)
+    /* A launch that lost or left out a device says nothing about the kernel's balance. */
+    if (L->part_strategy == CLF__PART_STATIC && L->ndev > 1 && !rep->failed_devices &&
+        !memchr(L->excluded, 1, L->ndev))
         static_efficiency(L, 1, rep->efficiency);
 out:
-    for (size_t i = 0; i < L->ndev; i++) {
-        clf__worker_fini(&L->w[i]);
-        /* A device that failed here is left out of later launches' learning only. */
-    }
+    for (size_t i = 0; i < L->ndev; i++)
+        if (L->w[i].L)
+            clf__worker_fini(&L->w[i]);
     for (size_t i = 0; i < L->nargs; i++)
         free(L->red_acc[i]);
     clf__part_destroy(L->part);

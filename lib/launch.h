@@ -14,8 +14,12 @@ typedef struct clf__chunk {
     cl_event kernel;
     cl_event ev[2 * CLF__MAX_ARGS]; /* writes, then reads */
     uint64_t ev_bytes[2 * CLF__MAX_ARGS]; /* bytes each of them moves (metrics) */
+    unsigned char ev_arg[2 * CLF__MAX_ARGS]; /* the argument each of them moves */
     size_t nwrite, nread;
     uint64_t bytes_in, bytes_out;
+    cl_event fault_ev; /* injected execution fault: a failed user event the kernel waits for */
+    cl_int fault;      /* its status */
+    int fault_fired;   /* the user event has failed */
 } clf__chunk;
 
 struct clf__launch;
@@ -38,8 +42,17 @@ typedef struct clf__worker {
      * idle device may steal it. State 0: none, 1: waiting here, 2: stolen. */
     uint64_t la_off, la_len;
     int la_state;
+    /* Reductions: chunks finished since the partial on the device was last combined on the
+     * host. They count as outstanding in the partitioner until then, so that a device that
+     * fails can give them back with the partial it loses. */
+    uint64_t (*pend)[2]; /* {off, len} */
+    size_t npend, cap_pend;
+    int red_stale; /* the device's reduction buffers must be reset before the next kernel */
     clf_device_report rep;
     clf_status st;
+    cl_int cl_err;  /* the OpenCL error behind st, or 0 */
+    int exec_fault; /* a command failed while it ran */
+    int fatal;      /* its failure cannot be repaired by re-running chunks */
     char err[2048];
 } clf__worker;
 
@@ -64,10 +77,13 @@ typedef struct clf__launch {
     unsigned char *red_acc[CLF__MAX_ARGS];   /* reductions combined so far */
     double t0;
 
+    int has_reduce, has_inout;
+    unsigned char excluded[CLF_MAX_LAUNCH_DEVICES]; /* failed earlier, or no program there */
+
     pthread_mutex_t lock; /* guards what follows and the reductions */
     pthread_cond_t changed;
     size_t alive, waiting;
-    int stuck;
+    int stuck; /* stop taking chunks (atomic loads outside the lock) */
 
     clf__worker w[CLF_MAX_LAUNCH_DEVICES];
 } clf__launch;

@@ -463,7 +463,7 @@ void clf__metrics_launch(clf_fleet *fl, const char *kernel, const clf_launch_rep
     }
     for (size_t i = 0; i < rep->num_devices && i < CLF_MAX_LAUNCH_DEVICES; i++) {
         const clf_device_report *dr = &rep->dev[i];
-        if (dr->device >= m->ndev)
+        if (dr->device >= m->ndev || dr->excluded) /* left out: took no part */
             continue;
         clf__devm *d = &m->dm[dr->device];
         pthread_mutex_lock(&d->lock);
@@ -972,5 +972,11 @@ clf_status clf_metrics_print(const clf_fleet *fl, FILE *fp)
                 f.last_makespan_s, 100.0 * f.last_imbalance, 100.0 * f.last_efficiency);
     if (m->trace_path)
         fprintf(fp, "trace: %s\n", m->trace_path);
+    for (size_t i = 0; i < m->ndev; i++) {
+        char why[256];
+        if (clf_device_failure(fl, i, why, sizeof why) == CLF_SUCCESS && why[0])
+            fprintf(fp, "device %zu failed, left out of launches until clf_device_readmit(): %s\n",
+                    i, why);
+    }
     return ferror(fp) ? clf__fail(CLF_ERROR_IO, "clf_metrics_print: write failed") : CLF_SUCCESS;
 }

@@ -532,13 +532,15 @@ out:
     return st;
 }
 
-void clf__part_retire(clf__part *p, size_t dev)
+uint64_t clf__part_retire(clf__part *p, size_t dev)
 {
+    uint64_t moved = 0;
     if (!p || dev >= p->ndev)
-        return;
+        return 0;
     pthread_mutex_lock(&p->lock);
     part_dev *d = &p->dev[dev];
     if (!d->retired) {
+        moved = d->own.hi - d->own.lo;
         /* Moving the share into the pool may need one more pool slot; if that allocation
          * fails the share stays where it is, and next() takes from it directly. */
         if (d->own.lo == d->own.hi || pool_add(p, d->own.lo, d->own.hi) == 0)
@@ -547,6 +549,7 @@ void clf__part_retire(clf__part *p, size_t dev)
         recompute_active(p);
     }
     pthread_mutex_unlock(&p->lock);
+    return moved;
 }
 
 clf_status clf__part_complete(clf__part *p, uint64_t len)

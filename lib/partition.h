@@ -100,9 +100,10 @@ clf_status clf__part_requeue(clf__part *p, uint64_t off, uint64_t len);
  * Device dev will ask no more (it failed or its thread stopped): whatever of its share it
  * has not taken moves to the shared pool, and the remaining devices' GUIDED shares P_i are
  * computed without it. Its outstanding chunks stay outstanding: requeue them if they were
- * not completed. Idempotent; ignores dev >= ndev.
+ * not completed. Idempotent; ignores dev >= ndev. Returns the units of its share it had not
+ * taken (now free for the others; 0 when already retired).
  */
-void clf__part_retire(clf__part *p, size_t dev);
+uint64_t clf__part_retire(clf__part *p, size_t dev);
 
 /* Mark len outstanding units as done (for the counts). CLF_ERROR_INVALID_ARGUMENT when len
  * exceeds the outstanding units. */

@@ -145,6 +145,9 @@ static clf_status stage_setup(clf_pipeline *pl, stage *s, const clf_stage_desc *
     s->items = 1;
     for (unsigned k = 0; k < d->dims; k++)
         s->items *= d->global[k];
+    clf_status bst = clf__program_check_device(d->program, s->dev->index);
+    if (bst != CLF_SUCCESS)
+        return bst;
     cl_int err;
     s->k = clCreateKernel(d->program->prog[s->dev->info.context_index], d->kernel, &err);
     if (err == CL_INVALID_KERNEL_NAME)

@@ -3,6 +3,7 @@
  * with a binary cache keyed by source, options, device, driver and platform.
  */
 #include "internal.h"
+#include "fault.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -59,25 +60,29 @@ static void device_key(const struct clf__device *d, const char *src, const char 
     clf__cache_key(key, &parts);
 }
 
-/* Append each failing device's build log to the detail message. */
-static void report_build_logs(cl_program prog, const clf_fleet *fl, const size_t *idx, size_t n)
+/* Note why the build failed on fleet device dev: the call's error and the compiler's log. */
+static clf_status set_log(clf_program *p, size_t dev, const char *what, const char *log)
 {
-    for (size_t k = 0; k < n; k++) {
-        const struct clf__device *d = &fl->dev[idx[k]];
-        cl_build_status bs = CL_BUILD_NONE;
-        clGetProgramBuildInfo(prog, d->id, CL_PROGRAM_BUILD_STATUS, sizeof bs, &bs, NULL);
-        if (bs == CL_BUILD_SUCCESS)
-            continue;
-        size_t len = 0;
-        char *log = NULL;
-        if (clGetProgramBuildInfo(prog, d->id, CL_PROGRAM_BUILD_LOG, 0, NULL, &len) ==
-                CL_SUCCESS &&
-            (log = calloc(len + 1, 1)) != NULL)
-            clGetProgramBuildInfo(prog, d->id, CL_PROGRAM_BUILD_LOG, len, log, NULL);
-        clf__append_error("\n--- device %zu '%s' (%s) build log ---\n%s", d->index, d->info.name,
-                          d->info.platform, log && log[0] ? log : "(empty)");
-        free(log);
-    }
+    size_t n = strlen(what) + (log ? strlen(log) : 0) + 2;
+    char *s = malloc(n);
+    if (!s)
+        return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "build: out of memory");
+    snprintf(s, n, "%s%s%s", what, log && log[0] ? "\n" : "", log ? log : "");
+    free(p->log[dev]);
+    p->log[dev] = s;
+    return CLF_SUCCESS;
+}
+
+/* The driver's build log of one device (malloc'd; NULL when there is none). */
+static char *build_log(cl_program prog, cl_device_id id)
+{
+    size_t len = 0;
+    char *log = NULL;
+    if (clGetProgramBuildInfo(prog, id, CL_PROGRAM_BUILD_LOG, 0, NULL, &len) == CL_SUCCESS &&
+        (log = calloc(len + 1, 1)) != NULL &&
+        clGetProgramBuildInfo(prog, id, CL_PROGRAM_BUILD_LOG, len, log, NULL) != CL_SUCCESS)
+        log[0] = '\0';
+    return log;
 }
 
 /* Store each device's binary; a cache that cannot be written only costs time. */
@@ -158,6 +163,12 @@ out:
     return prog;
 }
 
+/*
+ * Build context ci's program for the devices it can be built for: a device whose build
+ * fails (or an injected fault) is noted with its log and left out, and the program is built
+ * again for the others, so that it holds exactly the devices it runs on. Only an error
+ * that is not the build's (out of memory, say) fails the call.
+ */
 static clf_status build_context(clf_program *p, size_t ci, const char *src, const char *opts)
 {
     clf_fleet *fl = p->fleet;
@@ -167,31 +178,63 @@ static clf_status build_context(clf_program *p, size_t ci, const char *src, cons
     size_t *idx = calloc(fl->ndev, sizeof *idx);
     if (!ids || !idx)
         CLF__TRY(st, clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "build: out of memory"));
-    size_t n = context_devices(fl, ci, ids, idx);
-
-    if (fl->cache_dir && (prog = from_cache(fl, ci, ids, idx, n, src, opts)) != NULL) {
-        for (size_t k = 0; k < n; k++)
-            p->from_cache[idx[k]] = 1;
-        goto out;
+    size_t n = context_devices(fl, ci, ids, idx), m = 0;
+    for (size_t k = 0; k < n; k++) {
+        cl_int err = CLF__FAULT(fl, idx[k], CLF__FAULT_BUILD);
+        if (err == CL_SUCCESS) {
+            ids[m] = ids[k];
+            idx[m++] = idx[k];
+            continue;
+        }
+        char what[160];
+        snprintf(what, sizeof what, "clBuildProgram: %s (%d) (injected by CLFLEET_FAULT_INJECT)",
+                 clf__cl_error_name(err), (int)err);
+        CLF__TRY(st, set_log(p, idx[k], what, NULL));
     }
-    cl_int err;
-    prog = clCreateProgramWithSource(fl->ctx[ci], 1, &src, NULL, &err);
-    if (err != CL_SUCCESS)
-        CLF__TRY(st, clf__cl_fail(err, "clCreateProgramWithSource", &fl->dev[idx[0]]));
-    err = clBuildProgram(prog, (cl_uint)n, ids, opts, NULL, NULL);
-    if (err == CL_BUILD_PROGRAM_FAILURE || err == CL_INVALID_BUILD_OPTIONS) {
-        /* Appended, not set: every context's failures end up in one message. */
-        clf__append_error("%sclBuildProgram failed in context %zu: %s (%d); options '%s'",
-                          clf_last_error()[0] ? "\n" : "", ci, clf__cl_error_name(err),
-                          (int)err, opts);
-        report_build_logs(prog, fl, idx, n);
-        st = CLF_ERROR_BUILD;
-        goto out;
+    while (m > 0) {
+        if (fl->cache_dir && (prog = from_cache(fl, ci, ids, idx, m, src, opts)) != NULL) {
+            for (size_t k = 0; k < m; k++)
+                p->from_cache[idx[k]] = 1;
+            break;
+        }
+        cl_int err;
+        prog = clCreateProgramWithSource(fl->ctx[ci], 1, &src, NULL, &err);
+        if (err != CL_SUCCESS) {
+            prog = NULL;
+            CLF__TRY(st, clf__cl_fail(err, "clCreateProgramWithSource", &fl->dev[idx[0]]));
+        }
+        err = clBuildProgram(prog, (cl_uint)m, ids, opts, NULL, NULL);
+        if (err == CL_SUCCESS) {
+            if (fl->cache_dir)
+                store_binaries(prog, fl, idx, m, src, opts);
+            break;
+        }
+        if (err != CL_BUILD_PROGRAM_FAILURE && err != CL_INVALID_BUILD_OPTIONS)
+            CLF__TRY(st, clf__cl_fail(err, "clBuildProgram", &fl->dev[idx[0]]));
+        /* Keep the devices it built for (every one that reports success), and try again. */
+        size_t keep = 0;
+        for (size_t k = 0; k < m; k++) {
+            cl_build_status bs = CL_BUILD_NONE;
+            clGetProgramBuildInfo(prog, ids[k], CL_PROGRAM_BUILD_STATUS, sizeof bs, &bs, NULL);
+            if (bs == CL_BUILD_SUCCESS && err == CL_BUILD_PROGRAM_FAILURE) {
+                ids[keep] = ids[k];
+                idx[keep++] = idx[k];
+                continue;
+            }
+            char what[600], *log = build_log(prog, ids[k]);
+            snprintf(what, sizeof what, "clBuildProgram: %s (%d); options '%.500s'",
+                     clf__cl_error_name(err), (int)err, opts);
+            st = set_log(p, idx[k], what, log);
+            free(log);
+            if (st != CLF_SUCCESS)
+                goto out;
+        }
+        clReleaseProgram(prog);
+        prog = NULL;
+        m = keep;
     }
-    if (err != CL_SUCCESS)
-        CLF__TRY(st, clf__cl_fail(err, "clBuildProgram", &fl->dev[idx[0]]));
-    if (fl->cache_dir)
-        store_binaries(prog, fl, idx, n, src, opts);
+    for (size_t k = 0; k < m; k++)
+        p->built[idx[k]] = 1;
 out:
     if (st == CLF_SUCCESS)
         p->prog[ci] = prog;
@@ -200,6 +243,17 @@ out:
     free(ids);
     free(idx);
     return st;
+}
+
+/* Every left-out device's name and log, appended to the detail message. */
+static void append_logs(const clf_program *p)
+{
+    const clf_fleet *fl = p->fleet;
+    for (size_t d = 0; d < fl->ndev; d++)
+        if (!p->built[d])
+            clf__append_error("\n--- device %zu '%s' (%s) build log ---\n%s", d,
+                              fl->dev[d].info.name, fl->dev[d].info.platform,
+                              p->log[d] ? p->log[d] : "(empty)");
 }
 
 clf_status clf_program_build_source(clf_program **out, clf_fleet *fleet, const char *source,
@@ -237,17 +291,30 @@ clf_status clf_program_build_source(clf_program **out, clf_fleet *fleet, const c
     clf__sha256_hex(digest, p->hash);
     p->prog = calloc(fleet->nctx, sizeof *p->prog);
     p->from_cache = calloc(fleet->ndev, 1);
-    if (!p->prog || !p->from_cache)
+    p->built = calloc(fleet->ndev, 1);
+    p->log = calloc(fleet->ndev, sizeof *p->log);
+    if (!p->prog || !p->from_cache || !p->built || !p->log)
         CLF__TRY(st, clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "program: out of memory"));
-    /* Build in every context even after a failure, so that the detail
-     * message holds the log of every device that failed. */
+    /* Build in every context: the program is for every device it builds on. */
+    for (size_t ci = 0; ci < fleet->nctx; ci++)
+        CLF__TRY(st, build_context(p, ci, full, options ? options : ""));
+    size_t built = 0;
+    for (size_t d = 0; d < fleet->ndev; d++)
+        built += p->built[d];
+    if (built == 0) {
+        clf__fail(CLF_ERROR_BUILD, "the program built for none of the %zu device(s):",
+                  fleet->ndev);
+        append_logs(p);
+        st = CLF_ERROR_BUILD;
+        goto out;
+    }
     clf_clear_error();
-    for (size_t ci = 0; ci < fleet->nctx; ci++) {
-        clf_status cst = build_context(p, ci, full, options ? options : "");
-        if (cst == CLF_ERROR_BUILD && (st == CLF_SUCCESS || st == CLF_ERROR_BUILD))
-            st = cst;
-        else if (cst != CLF_SUCCESS)
-            CLF__TRY(st, cst);
+    if (built < fleet->ndev) {
+        /* Not a failure: the detail says which devices launches will leave out. */
+        clf__fail(CLF_SUCCESS, "the program built for %zu of %zu devices; launches with it "
+                               "leave out the others:",
+                  built, fleet->ndev);
+        append_logs(p);
     }
 out:
     free(full);
@@ -331,6 +398,31 @@ int clf_program_from_cache(const clf_program *p, size_t device)
     return p->from_cache[device];
 }
 
+int clf_program_device_ok(const clf_program *p, size_t device)
+{
+    if (!p || device >= p->fleet->ndev)
+        return 0;
+    return p->built[device];
+}
+
+const char *clf_program_build_log(const clf_program *p, size_t device)
+{
+    if (!p || device >= p->fleet->ndev || p->built[device])
+        return NULL;
+    return p->log[device] ? p->log[device] : "";
+}
+
+clf_status clf__program_check_device(const clf_program *p, size_t device)
+{
+    if (p->built[device])
+        return CLF_SUCCESS;
+    return clf__fail(CLF_ERROR_BUILD,
+                     "the program did not build for device %zu '%s' (clf_program_build_log()): "
+                     "%.300s",
+                     device, p->fleet->dev[device].info.name,
+                     p->log[device] ? p->log[device] : "");
+}
+
 void clf_program_destroy(clf_program *p)
 {
     if (!p)
@@ -340,5 +432,9 @@ void clf_program_destroy(clf_program *p)
             clReleaseProgram(p->prog[i]);
     free(p->prog);
     free(p->from_cache);
+    free(p->built);
+    for (size_t d = 0; p->log && d < p->fleet->ndev; d++)
+        free(p->log[d]);
+    free(p->log);
     free(p);
 }

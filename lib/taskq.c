@@ -16,6 +16,7 @@
  * queue, and the thread waits for the last of them before it takes another task.
  */
 #include "internal.h"
+#include "fault.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -256,6 +257,9 @@ static clf_status get_kernel(tq_worker *w, const char *name, cl_kernel *out)
     if (!v)
         return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "task queue: out of memory");
     w->kernels = v;
+    clf_status bst = clf__program_check_device(w->q->prog, w->d->index);
+    if (bst != CLF_SUCCESS)
+        return bst;
     cl_int err;
     cl_kernel k = clCreateKernel(w->q->prog->prog[w->d->info.context_index], name, &err);
     if (err == CL_INVALID_KERNEL_NAME)
@@ -449,12 +453,26 @@ clf_status clf_taskq_run(clf_taskq *q, clf_taskq_report *report)
     }
     q->first = CLF_SUCCESS;
     q->t0 = clf__mono_ns();
+    /* A device that failed in a launch (until clf_device_readmit()), or that the program
+     * did not build for, takes no task: the others steal its deque. */
+    size_t usable = 0, first_usable = 0;
+    for (size_t i = q->ndev; i-- > 0;) {
+        size_t d = q->w[i].d->index;
+        if (!clf__device_failed(q->fl, d, NULL, 0) && q->prog->built[d])
+            usable |= (size_t)1 << i, first_usable = i;
+    }
+    if (!usable) /* the tasks stay queued for a later run */
+        CLF__TRY(st, clf__fail(CLF_ERROR_DEVICE_FAILED,
+                               "clf_taskq_run: every device of the queue failed "
+                               "(clf_device_readmit()) or lacks the program "
+                               "(clf_program_device_ok())"));
     for (size_t i = 0; i < q->ndev; i++)
-        if (pthread_create(&q->w[i].thread, NULL, worker_main, &q->w[i]) == 0)
+        if ((usable & (size_t)1 << i) &&
+            pthread_create(&q->w[i].thread, NULL, worker_main, &q->w[i]) == 0)
             started |= (size_t)1 << i;
     /* A device whose thread did not start leaves its deque to the thieves. */
     if (!started)
-        worker_main(&q->w[0]);
+        worker_main(&q->w[first_usable]);
     for (size_t i = 0; i < q->ndev; i++)
         if (started & (size_t)1 << i)
             pthread_join(q->w[i].thread, NULL);

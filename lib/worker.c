@@ -7,12 +7,24 @@
  * chunk k's output. A device therefore asks the partitioner for work only
  * when it is about to need it, which is what dynamic and guided balancing
  * depend on.
+ *
+ * When a call or a command fails, the device stops: the chunks it holds go
+ * back to the partitioner for the other devices (give_back()). A chunk's
+ * outputs reach the host array only through reads that wait for its kernel,
+ * so a chunk given back has written nothing there, or (when the failure came
+ * after some of its reads) correct values that its re-run writes again. An
+ * in-out array is the exception: its re-run would read its own results, so a
+ * chunk whose in-out results landed counts as done when all its results did,
+ * and stops the launch when only some did (reads of in-out arrays come last).
  */
 #include "launch.h"
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "fault.h"
 
 /* Record the worker's failure (the detail stays in the worker for the caller). */
 static clf_status worker_fail(clf__worker *w, clf_status st)
@@ -22,6 +34,27 @@ static clf_status worker_fail(clf__worker *w, clf_status st)
         snprintf(w->err, sizeof w->err, "%s", clf_last_error());
     }
     return st;
+}
+
+/* A failed OpenCL call: its error decides whether the device is at fault (fault.c). */
+static clf_status cl_fail(clf__worker *w, cl_int err, const char *call, int injected)
+{
+    if (w->cl_err == CL_SUCCESS)
+        w->cl_err = err;
+    clf__cl_fail(err, call, w->d);
+    if (injected)
+        clf__append_error(" (injected by CLFLEET_FAULT_INJECT)");
+    return CLF_ERROR_OPENCL;
+}
+
+static void set_stuck(clf__launch *L)
+{
+    __atomic_store_n(&L->stuck, 1, __ATOMIC_RELAXED);
+}
+
+static int is_stuck(clf__launch *L)
+{
+    return __atomic_load_n(&L->stuck, __ATOMIC_RELAXED);
 }
 
 /* A completed command's profiling times as a metrics record; returns its seconds. The
@@ -58,10 +91,13 @@ static clf_status device_alloc(clf__worker *w, size_t bytes, cl_mem_flags flags,
                          "(holding %llu)",
                          w->d->index, w->d->info.name, bytes, (unsigned long long)w->budget,
                          (unsigned long long)w->mem_now);
-    cl_int err;
-    *out = clCreateBuffer(w->d->ctx, flags, bytes, NULL, &err);
-    if (err != CL_SUCCESS)
-        return clf__cl_fail(err, "clCreateBuffer", w->d);
+    cl_int err = CLF__FAULT(w->L->fl, w->d->index, CLF__FAULT_ALLOC);
+    int injected = err != CL_SUCCESS;
+    *out = injected ? NULL : clCreateBuffer(w->d->ctx, flags, bytes, NULL, &err);
+    if (err != CL_SUCCESS) {
+        *out = NULL;
+        return cl_fail(w, err, "clCreateBuffer", injected);
+    }
     w->mem_now += bytes;
     if (w->mem_now > w->mem_peak)
         w->mem_peak = w->mem_now;
@@ -91,13 +127,16 @@ static clf_status broadcast(clf__worker *w, size_t i)
         if (st != CLF_SUCCESS)
             return st;
         cl_event ev = NULL;
-        cl_int err = clEnqueueWriteBuffer(w->d->transfer, m, CL_TRUE, 0, b->size, b->host, 0,
-                                          NULL, &ev);
+        cl_int err = CLF__FAULT(L->fl, di, CLF__FAULT_WRITE);
+        int injected = err != CL_SUCCESS;
+        if (!injected)
+            err = clEnqueueWriteBuffer(w->d->transfer, m, CL_TRUE, 0, b->size, b->host, 0, NULL,
+                                       &ev);
         if (err != CL_SUCCESS) {
             clReleaseMemObject(m);
             w->mem_now -= b->size;
             clf__metrics_free(L->fl, di, b->size);
-            return clf__cl_fail(err, "clEnqueueWriteBuffer (broadcast)", w->d);
+            return cl_fail(w, err, "clEnqueueWriteBuffer (broadcast)", injected);
         }
         w->rep.to_device_s += blocking_done(w, ev, CLF__REC_TO_DEVICE, b->size);
         w->rep.bytes_to_device += b->size;
@@ -111,6 +150,35 @@ static clf_status broadcast(clf__worker *w, size_t i)
     return set_arg(w, i, sizeof(cl_mem), &b->mem[di]);
 }
 
+/* Set the device's reduction buffers to the identity on queue q: waited for when evs is
+ * NULL, else each fill's event is appended to evs (the kernel then waits for them all). */
+static clf_status reset_reductions(clf__worker *w, cl_command_queue q, cl_event *evs,
+                                   cl_uint *nev)
+{
+    clf__launch *L = w->L;
+    for (size_t i = 0; i < L->nargs; i++) {
+        const clf_arg *a = &L->args[i];
+        if (a->kind != CLF_ARG_KIND_REDUCE)
+            continue;
+        size_t es = clf_type_size((clf_type)a->type);
+        unsigned char ident[8];
+        clf__reduce_identity(a->op, a->type, ident);
+        cl_int err = CLF__FAULT(L->fl, w->d->index, CLF__FAULT_WRITE);
+        int injected = err != CL_SUCCESS;
+        if (!injected)
+            err = clEnqueueFillBuffer(q, w->whole[i], ident, es, 0, a->size * es, 0, NULL,
+                                      evs ? &evs[*nev] : NULL);
+        if (err == CL_SUCCESS && evs)
+            (*nev)++;
+        if (err == CL_SUCCESS && !evs)
+            err = clFinish(q);
+        if (err != CL_SUCCESS)
+            return cl_fail(w, err, "clEnqueueFillBuffer (reduction)", injected);
+    }
+    w->red_stale = 0;
+    return CLF_SUCCESS;
+}
+
 /* Kernel object, whole-array buffers, broadcasts, reductions and fixed arguments. */
 static clf_status setup(clf__worker *w)
 {
@@ -119,7 +187,7 @@ static clf_status setup(clf__worker *w)
     cl_program prog = L->prog->prog[w->d->info.context_index];
     w->kernel = clCreateKernel(prog, L->desc.kernel, &err);
     if (err != CL_SUCCESS)
-        return clf__cl_fail(err, "clCreateKernel", w->d);
+        return cl_fail(w, err, "clCreateKernel", 0);
     for (size_t i = 0; i < L->nargs; i++) {
         const clf_arg *a = &L->args[i];
         clf_status st = CLF_SUCCESS;
@@ -138,24 +206,14 @@ static clf_status setup(clf__worker *w)
             st = set_arg(w, i, a->size, NULL);
         } else if (a->kind == CLF_ARG_KIND_REDUCE) {
             size_t es = clf_type_size((clf_type)a->type);
-            unsigned char ident[8];
-            clf__reduce_identity(a->op, a->type, ident);
             st = device_alloc(w, a->size * es, CL_MEM_READ_WRITE, &w->whole[i]);
-            if (st == CLF_SUCCESS) {
-                err = clEnqueueFillBuffer(w->d->transfer, w->whole[i], ident, es, 0,
-                                          a->size * es, 0, NULL, NULL);
-                if (err == CL_SUCCESS)
-                    err = clFinish(w->d->transfer);
-                if (err != CL_SUCCESS)
-                    st = clf__cl_fail(err, "clEnqueueFillBuffer (reduction)", w->d);
-            }
             if (st == CLF_SUCCESS)
                 st = set_arg(w, i, sizeof(cl_mem), &w->whole[i]);
         }
         if (st != CLF_SUCCESS)
             return st;
     }
-    return CLF_SUCCESS;
+    return L->has_reduce ? reset_reductions(w, w->d->transfer, NULL, NULL) : CLF_SUCCESS;
 }
 
 /* A chunk-indexed slot large enough for units; grown only when a chunk needs more. */
@@ -215,17 +273,51 @@ static clf_status write_inputs(clf__worker *w, clf__chunk *c, int which)
         size_t dst = chunked ? (size_t)(lo - c->off + a->halo_before) * a->unit
                              : (size_t)lo * a->unit;
         size_t bytes = (size_t)(hi - lo) * a->unit;
-        cl_int err = clEnqueueWriteBuffer(w->d->transfer, m, CL_FALSE, dst, bytes,
-                                          (const char *)a->host + lo * a->unit, 0, NULL,
-                                          &c->ev[c->nwrite]);
+        cl_int err = CLF__FAULT(L->fl, w->d->index, CLF__FAULT_WRITE);
+        int injected = err != CL_SUCCESS;
+        if (!injected)
+            err = clEnqueueWriteBuffer(w->d->transfer, m, CL_FALSE, dst, bytes,
+                                       (const char *)a->host + lo * a->unit, 0, NULL,
+                                       &c->ev[c->nwrite]);
         if (err != CL_SUCCESS)
-            return clf__cl_fail(err, "clEnqueueWriteBuffer", w->d);
+            return cl_fail(w, err, "clEnqueueWriteBuffer", injected);
         c->ev_bytes[c->nwrite] = bytes;
+        c->ev_arg[c->nwrite] = (unsigned char)i;
         c->nwrite++;
         c->bytes_in += bytes;
     }
     clFlush(w->d->transfer);
     return CLF_SUCCESS;
+}
+
+/*
+ * An injected execution fault: the kernel waits for a user event that then fails, so the
+ * enqueue succeeds and the kernel (and every command after it) fails while the chunk runs.
+ */
+static clf_status exec_fault(clf__worker *w, clf__chunk *c, cl_int status, cl_event *wait,
+                             cl_uint *nwait)
+{
+    cl_int err;
+    c->fault_ev = clCreateUserEvent(w->d->ctx, &err);
+    if (err != CL_SUCCESS) {
+        c->fault_ev = NULL;
+        return cl_fail(w, err, "clCreateUserEvent (fault injection)", 0);
+    }
+    c->fault = status;
+    wait[(*nwait)++] = c->fault_ev;
+    return CLF_SUCCESS;
+}
+
+/*
+ * Fail the injected user event, once the commands that depend on the kernel are queued:
+ * PoCL 3.1 never completes a command queued after an event it waits for has failed.
+ */
+static void fire_fault(clf__chunk *c)
+{
+    if (c->fault_ev && !c->fault_fired) {
+        clSetUserEventStatus(c->fault_ev, c->fault);
+        c->fault_fired = 1;
+    }
 }
 
 static clf_status enqueue_kernel(clf__worker *w, clf__chunk *c)
@@ -251,35 +343,68 @@ static clf_status enqueue_kernel(clf__worker *w, clf__chunk *c)
             local[L->split] /= 2;
         use_local = 1;
     }
-    cl_int err = clEnqueueNDRangeKernel(w->d->compute, w->kernel, L->desc.dims, offset, global,
-                                        use_local ? local : NULL, (cl_uint)c->nwrite,
-                                        c->nwrite ? c->ev : NULL, &c->kernel);
-    if (err != CL_SUCCESS)
-        return clf__cl_fail(err, "clEnqueueNDRangeKernel", w->d);
+    /* The kernel waits for its inputs, the reset of the reductions after a partial went to
+     * the host (a failed reset fails the kernel), and an injected execution fault. */
+    cl_event wait[2 * CLF__MAX_ARGS + 1];
+    cl_uint nwait = (cl_uint)c->nwrite, first_fill = nwait;
+    memcpy(wait, c->ev, c->nwrite * sizeof *wait);
+    clf_status st = CLF_SUCCESS;
+    cl_int err = CL_SUCCESS;
+    cl_uint end_fill = nwait;
+    if (w->red_stale) {
+        st = reset_reductions(w, w->d->compute, wait, &nwait);
+        end_fill = nwait;
+        if (st != CLF_SUCCESS)
+            goto out;
+    }
+    cl_int exec = CLF__FAULT(L->fl, w->d->index, CLF__FAULT_EXEC);
+    if (exec != CL_SUCCESS)
+        CLF__TRY(st, exec_fault(w, c, exec, wait, &nwait));
+    err = CLF__FAULT(L->fl, w->d->index, CLF__FAULT_ENQUEUE);
+    int injected = err != CL_SUCCESS;
+    if (!injected)
+        err = clEnqueueNDRangeKernel(w->d->compute, w->kernel, L->desc.dims, offset, global,
+                                     use_local ? local : NULL, nwait, nwait ? wait : NULL,
+                                     &c->kernel);
+    if (err != CL_SUCCESS) {
+        c->kernel = NULL;
+        CLF__TRY(st, cl_fail(w, err, "clEnqueueNDRangeKernel", injected));
+    }
     clFlush(w->d->compute);
-    return CLF_SUCCESS;
+out:
+    for (cl_uint j = first_fill; j < end_fill; j++)
+        clReleaseEvent(wait[j]);
+    return st;
 }
 
+/* The chunk's outputs to the host arrays: plain outputs first, in-out arrays last (a re-run
+ * of a chunk whose in-out results landed would read them as its input). */
 static clf_status read_outputs(clf__worker *w, clf__chunk *c)
 {
     clf__launch *L = w->L;
-    for (size_t i = 0; i < L->nargs; i++) {
-        const clf_arg *a = &L->args[i];
-        if (!clf__arg_writes(a))
-            continue;
-        int chunked = (a->flags & CLF_ARG_CHUNK_INDEXED) != 0;
-        cl_mem m = chunked ? w->slot[i][c->slot] : w->whole[i];
-        size_t src = chunked ? a->halo_before * a->unit : (size_t)c->off * a->unit;
-        size_t bytes = (size_t)c->len * a->unit;
-        cl_int err = clEnqueueReadBuffer(w->d->transfer, m, CL_FALSE, src, bytes,
-                                         (char *)a->host + c->off * a->unit, 1, &c->kernel,
-                                         &c->ev[c->nwrite + c->nread]);
-        if (err != CL_SUCCESS)
-            return clf__cl_fail(err, "clEnqueueReadBuffer", w->d);
-        c->ev_bytes[c->nwrite + c->nread] = bytes;
-        c->nread++;
-        c->bytes_out += bytes;
-    }
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t i = 0; i < L->nargs; i++) {
+            const clf_arg *a = &L->args[i];
+            if (!clf__arg_writes(a) || (a->kind == CLF_ARG_KIND_INOUT) != pass)
+                continue;
+            int chunked = (a->flags & CLF_ARG_CHUNK_INDEXED) != 0;
+            cl_mem m = chunked ? w->slot[i][c->slot] : w->whole[i];
+            size_t src = chunked ? a->halo_before * a->unit : (size_t)c->off * a->unit;
+            size_t bytes = (size_t)c->len * a->unit;
+            size_t k = c->nwrite + c->nread;
+            cl_int err = CLF__FAULT(L->fl, w->d->index, CLF__FAULT_READ);
+            int injected = err != CL_SUCCESS;
+            if (!injected)
+                err = clEnqueueReadBuffer(w->d->transfer, m, CL_FALSE, src, bytes,
+                                          (char *)a->host + c->off * a->unit, 1, &c->kernel,
+                                          &c->ev[k]);
+            if (err != CL_SUCCESS)
+                return cl_fail(w, err, "clEnqueueReadBuffer", injected);
+            c->ev_bytes[k] = bytes;
+            c->ev_arg[k] = (unsigned char)i;
+            c->nread++;
+            c->bytes_out += bytes;
+        }
     clFlush(w->d->transfer);
     return CLF_SUCCESS;
 }
@@ -290,29 +415,53 @@ static void release_chunk(clf__chunk *c)
         clReleaseEvent(c->ev[j]);
     if (c->kernel)
         clReleaseEvent(c->kernel);
+    if (c->fault_ev)
+        clReleaseEvent(c->fault_ev);
     c->nwrite = c->nread = 0;
-    c->kernel = NULL;
+    c->kernel = c->fault_ev = NULL;
+    c->fault_fired = 0;
 }
 
-/* Wait for a chunk, account for it, and tell the partitioner it is done. */
-static clf_status finish_chunk(clf__worker *w, clf__chunk *c)
+static cl_int event_status(cl_event e)
+{
+    cl_int s = CL_COMPLETE;
+    if (clGetEventInfo(e, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof s, &s, NULL) != CL_SUCCESS)
+        s = CL_INVALID_EVENT;
+    return s;
+}
+
+/* Remember a finished chunk whose reduction partial is still on the device. */
+static clf_status add_pending(clf__worker *w, uint64_t off, uint64_t len)
+{
+    if (w->npend && w->pend[w->npend - 1][0] + w->pend[w->npend - 1][1] == off) {
+        w->pend[w->npend - 1][1] += len;
+        return CLF_SUCCESS;
+    }
+    if (w->npend == w->cap_pend) {
+        size_t cap = w->cap_pend ? 2 * w->cap_pend : 16;
+        uint64_t(*p)[2] = realloc(w->pend, cap * sizeof *p);
+        if (!p)
+            return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "reduction: out of memory");
+        w->pend = p;
+        w->cap_pend = cap;
+    }
+    w->pend[w->npend][0] = off;
+    w->pend[w->npend][1] = len;
+    w->npend++;
+    return CLF_SUCCESS;
+}
+
+/* A chunk whose every command completed: account for it and tell the partitioner (or, in a
+ * launch with reductions, keep it until the device's partial reaches the host). */
+static clf_status account_chunk(clf__worker *w, clf__chunk *c)
 {
     clf__launch *L = w->L;
-    cl_event all[2 * CLF__MAX_ARGS + 1];
-    size_t n = 0;
-    for (size_t j = 0; j < c->nwrite + c->nread; j++)
-        all[n++] = c->ev[j];
-    all[n++] = c->kernel;
-    cl_int err = clWaitForEvents((cl_uint)n, all);
-    for (size_t j = 0; j < n; j++) {
-        cl_int s = CL_COMPLETE;
-        clGetEventInfo(all[j], CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof s, &s, NULL);
-        if (s < 0)
-            err = s;
-    }
-    if (err != CL_SUCCESS)
-        return clf__cl_fail(err, "chunk execution", w->d);
     clf__rec rec[2 * CLF__MAX_ARGS + 1];
+    if (L->has_reduce) {
+        clf_status st = add_pending(w, c->off, c->len);
+        if (st != CLF_SUCCESS)
+            return st;
+    }
     w->rep.busy_s += event_rec(&rec[0], CLF__REC_KERNEL, c->kernel, c, 0);
     rec[0].name = L->desc.kernel;
     for (size_t j = 0; j < c->nwrite; j++)
@@ -329,6 +478,8 @@ static clf_status finish_chunk(clf__worker *w, clf__chunk *c)
     w->rep.chunks++;
     w->rep.finish_s = clf__now() - L->t0;
     release_chunk(c);
+    if (L->has_reduce)
+        return CLF_SUCCESS; /* add_pending() did it first */
     pthread_mutex_lock(&L->lock);
     clf__part_complete(L->part, c->len);
     pthread_cond_broadcast(&L->changed);
@@ -336,12 +487,100 @@ static clf_status finish_chunk(clf__worker *w, clf__chunk *c)
     return CLF_SUCCESS;
 }
 
+/* Wait for a chunk, account for it, and tell the partitioner it is done. */
+static clf_status finish_chunk(clf__worker *w, clf__chunk *c)
+{
+    cl_event all[2 * CLF__MAX_ARGS + 1];
+    size_t n = 0;
+    for (size_t j = 0; j < c->nwrite + c->nread; j++)
+        all[n++] = c->ev[j];
+    all[n++] = c->kernel;
+    cl_int err = clWaitForEvents((cl_uint)n, all);
+    cl_int exec = CL_COMPLETE;
+    for (size_t j = 0; j < n && exec == CL_COMPLETE; j++) {
+        cl_int s = event_status(all[j]);
+        if (s < 0)
+            exec = s;
+    }
+    if (exec != CL_COMPLETE || err != CL_SUCCESS) {
+        /* A command failed while it ran (the device is at fault), or the wait itself. */
+        w->exec_fault = exec != CL_COMPLETE;
+        cl_int e = c->fault ? c->fault : exec != CL_COMPLETE ? exec : err;
+        return cl_fail(w, e, exec != CL_COMPLETE ? "chunk execution" : "clWaitForEvents",
+                       c->fault != CL_SUCCESS);
+    }
+    return account_chunk(w, c);
+}
+
+/* After a failure (both queues finished): 1 when every command of the chunk completed, so
+ * its results are all in the host arrays; -1 when only some in-out results are. */
+static int chunk_landed(const clf__worker *w, const clf__chunk *c)
+{
+    const clf__launch *L = w->L;
+    size_t outputs = 0, landed = 0, inout = 0;
+    for (size_t i = 0; i < L->nargs; i++)
+        outputs += clf__arg_writes(&L->args[i]);
+    if (!c->kernel || event_status(c->kernel) != CL_COMPLETE)
+        return 0;
+    for (size_t j = c->nwrite; j < c->nwrite + c->nread; j++)
+        if (event_status(c->ev[j]) == CL_COMPLETE) {
+            landed++;
+            inout += L->args[c->ev_arg[j]].kind == CLF_ARG_KIND_INOUT;
+        }
+    if (landed == outputs)
+        return 1;
+    return inout ? -1 : 0;
+}
+
 /*
- * Take the next chunk. With wait set (the device holds no chunk), wait while
- * other devices hold chunks that could still come back (a failed device's
- * work is requeued). Without it (look-ahead; the device holds a chunk of held
- * units), only try. Returns 0 when there is nothing (more) for this device.
+ * The device's reduction partials to the host: read every one, then combine them all and
+ * complete the chunks they hold (a partial read fails as a whole: nothing is combined).
+ * The buffers are reset before the device's next kernel.
  */
+static clf_status commit_reductions(clf__worker *w)
+{
+    clf__launch *L = w->L;
+    unsigned char *tmp[CLF__MAX_ARGS] = {0};
+    clf_status st = CLF_SUCCESS;
+    if (w->npend == 0)
+        return CLF_SUCCESS;
+    for (size_t i = 0; i < L->nargs; i++) {
+        const clf_arg *a = &L->args[i];
+        if (a->kind != CLF_ARG_KIND_REDUCE)
+            continue;
+        size_t bytes = a->size * clf_type_size((clf_type)a->type);
+        if (!(tmp[i] = malloc(bytes)))
+            CLF__TRY(st, clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "reduction: out of memory"));
+        cl_event ev = NULL;
+        cl_int err = CLF__FAULT(L->fl, w->d->index, CLF__FAULT_READ);
+        int injected = err != CL_SUCCESS;
+        if (!injected)
+            err = clEnqueueReadBuffer(w->d->transfer, w->whole[i], CL_TRUE, 0, bytes, tmp[i], 0,
+                                      NULL, &ev);
+        if (err != CL_SUCCESS)
+            CLF__TRY(st, cl_fail(w, err, "clEnqueueReadBuffer (reduction)", injected));
+        w->rep.from_device_s += blocking_done(w, ev, CLF__REC_FROM_DEVICE, bytes);
+        w->rep.bytes_from_device += bytes;
+    }
+    uint64_t units = 0;
+    for (size_t k = 0; k < w->npend; k++)
+        units += w->pend[k][1];
+    pthread_mutex_lock(&L->lock);
+    for (size_t i = 0; i < L->nargs; i++)
+        if (tmp[i])
+            clf__reduce_combine(L->args[i].op, L->args[i].type, L->red_acc[i], tmp[i],
+                                L->args[i].size);
+    clf__part_complete(L->part, units);
+    pthread_cond_broadcast(&L->changed);
+    pthread_mutex_unlock(&L->lock);
+    w->npend = 0;
+    w->red_stale = 1;
+out:
+    for (size_t i = 0; i < L->nargs; i++)
+        free(tmp[i]);
+    return st;
+}
+
 /*
  * Work stealing, with L->lock held: this device is idle and nothing is free,
  * so take the largest look-ahead chunk another device holds but has not
@@ -393,10 +632,20 @@ static int claim_lookahead(clf__worker *w)
     return !stolen;
 }
 
+/*
+ * Take the next chunk. With wait set (the device holds no chunk), wait while
+ * other devices hold chunks that could still come back (a failed device's
+ * work is requeued); before waiting, combine this device's reduction partials
+ * (its chunks count as outstanding until then). Without it (look-ahead; the
+ * device holds a chunk of held units), only try. Returns 1 with a chunk, 0
+ * when there is nothing (more) for this device, -1 when combining failed.
+ */
 static int next_chunk(clf__worker *w, clf__chunk *c, int wait, uint64_t held)
 {
     clf__launch *L = w->L;
     for (;;) {
+        if (is_stuck(L))
+            return 0;
         if (!wait) {
             /* Look ahead only while plenty is left: near the end, a chunk held here
              * while this device is busy could have run on an idle one. */
@@ -408,10 +657,15 @@ static int next_chunk(clf__worker *w, clf__chunk *c, int wait, uint64_t held)
         }
         if (clf__part_next(L->part, w->slot_index, &c->off, &c->len))
             return 1;
+        if (w->npend) {
+            if (commit_reductions(w) != CLF_SUCCESS)
+                return -1;
+            continue;
+        }
         uint64_t free_units, outstanding;
         pthread_mutex_lock(&L->lock);
         clf__part_counts(L->part, &free_units, &outstanding, NULL);
-        if ((free_units == 0 && outstanding == 0) || L->stuck) {
+        if ((free_units == 0 && outstanding == 0) || is_stuck(L)) {
             pthread_mutex_unlock(&L->lock);
             return 0;
         }
@@ -421,7 +675,7 @@ static int next_chunk(clf__worker *w, clf__chunk *c, int wait, uint64_t held)
         }
         if (outstanding == 0 && L->waiting + 1 == L->alive) {
             /* Everyone alive is waiting and nothing is in flight: the rest fits no one. */
-            L->stuck = 1;
+            set_stuck(L);
             pthread_cond_broadcast(&L->changed);
             pthread_mutex_unlock(&L->lock);
             return 0;
@@ -433,46 +687,45 @@ static int next_chunk(clf__worker *w, clf__chunk *c, int wait, uint64_t held)
     }
 }
 
-/* Give the chunks this device still holds back to the others, and stop asking. */
+/*
+ * Give the chunks this device still holds back to the others, and stop asking. In a launch
+ * with reductions, the chunks it finished go back too: their partial was lost with it.
+ * Chunks whose in-out results already landed cannot run again: the launch stops.
+ */
 static void give_back(clf__worker *w, clf__chunk *c, size_t n)
 {
     clf__launch *L = w->L;
+    uint64_t back = 0, pending = 0;
+    for (size_t k = 0; k < w->npend; k++)
+        pending += w->pend[k][1];
+    if (pending && L->has_inout) {
+        clf__fail(CLF_ERROR_DEVICE_FAILED,
+                  "device %zu '%s' failed after %llu units had updated in-out arrays, but "
+                  "before its reduction partial reached the host: they cannot run again (%s)",
+                  w->d->index, w->d->info.name, (unsigned long long)pending, w->err);
+        w->fatal = 1;
+        w->st = CLF_ERROR_DEVICE_FAILED;
+        snprintf(w->err, sizeof w->err, "%s", clf_last_error());
+    }
     pthread_mutex_lock(&L->lock);
-    clf__part_retire(L->part, w->slot_index);
+    back += clf__part_retire(L->part, w->slot_index); /* the rest of its static share */
     for (size_t j = 0; j < n; j++)
-        if (c[j].len)
-            clf__part_requeue(L->part, c[j].off, c[j].len);
+        if (c[j].len && clf__part_requeue(L->part, c[j].off, c[j].len) == CLF_SUCCESS)
+            back += c[j].len;
+    for (size_t k = 0; k < w->npend && !w->fatal; k++)
+        if (clf__part_requeue(L->part, w->pend[k][0], w->pend[k][1]) == CLF_SUCCESS) {
+            back += w->pend[k][1];
+            w->rep.units -= w->pend[k][1];
+            w->rep.items -= w->pend[k][1] * L->per_unit;
+        }
+    if (!w->fatal)
+        w->npend = 0;
+    if (w->fatal)
+        set_stuck(L);
     pthread_cond_broadcast(&L->changed);
     pthread_mutex_unlock(&L->lock);
+    w->rep.requeued_units += back;
     w->rep.failed = 1;
-}
-
-static clf_status read_reductions(clf__worker *w)
-{
-    clf__launch *L = w->L;
-    for (size_t i = 0; i < L->nargs; i++) {
-        const clf_arg *a = &L->args[i];
-        if (a->kind != CLF_ARG_KIND_REDUCE || !w->rep.chunks)
-            continue;
-        size_t bytes = a->size * clf_type_size((clf_type)a->type);
-        unsigned char *tmp = malloc(bytes);
-        if (!tmp)
-            return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "reduction: out of memory");
-        cl_event ev = NULL;
-        cl_int err =
-            clEnqueueReadBuffer(w->d->transfer, w->whole[i], CL_TRUE, 0, bytes, tmp, 0, NULL, &ev);
-        if (err == CL_SUCCESS) {
-            pthread_mutex_lock(&L->lock);
-            clf__reduce_combine(a->op, a->type, L->red_acc[i], tmp, a->size);
-            pthread_mutex_unlock(&L->lock);
-            w->rep.from_device_s += blocking_done(w, ev, CLF__REC_FROM_DEVICE, bytes);
-            w->rep.bytes_from_device += bytes;
-        }
-        free(tmp);
-        if (err != CL_SUCCESS)
-            return clf__cl_fail(err, "clEnqueueReadBuffer (reduction)", w->d);
-    }
-    return CLF_SUCCESS;
 }
 
 /*
@@ -492,18 +745,22 @@ static int lookahead_pays(const clf__launch *L)
 
 static clf_status run_chunks(clf__worker *w)
 {
-    const int lookahead = lookahead_pays(w->L);
+    clf__launch *L = w->L;
+    const int lookahead = lookahead_pays(L);
     clf__chunk c[2];
     memset(c, 0, sizeof c);
     int cur = 0, have = next_chunk(w, &c[0], 1, 0);
-    clf_status st = CLF_SUCCESS;
-    if (have) {
-        w->t_start = clf__now() - w->L->t0;
+    clf_status st = have < 0 ? CLF_ERROR_OPENCL : CLF_SUCCESS;
+    /* Launches with both in-out arrays and reductions combine after every chunk: a chunk
+     * whose in-out results landed could not run again if the partial were lost. */
+    int commit_each = L->has_reduce && L->has_inout;
+    if (have > 0) {
+        w->t_start = clf__now() - L->t0;
         c[0].slot = 0;
         st = write_inputs(w, &c[0], WRITE_ALL);
     }
     int ahead = 0; /* `now` was taken as a look-ahead chunk */
-    while (have && st == CLF_SUCCESS) {
+    while (have > 0 && st == CLF_SUCCESS) {
         clf__chunk *now = &c[cur], *nxt = &c[cur ^ 1];
         if (ahead && !claim_lookahead(w)) {
             /* Stolen by an idle device: its input writes were wasted, nothing else. */
@@ -512,7 +769,10 @@ static clf_status run_chunks(clf__worker *w)
             memset(now, 0, sizeof *now);
             now->slot = slot;
             ahead = 0;
-            if ((have = next_chunk(w, now, 1, 0)) != 0)
+            have = next_chunk(w, now, 1, 0);
+            if (have < 0)
+                st = CLF_ERROR_OPENCL;
+            else if (have)
                 st = write_inputs(w, now, WRITE_ALL);
             continue;
         }
@@ -533,32 +793,70 @@ static clf_status run_chunks(clf__worker *w)
         /* After this chunk's read on the in-order transfer queue (see late_write). */
         if (st == CLF_SUCCESS && more)
             st = write_inputs(w, nxt, WRITE_LATE);
+        fire_fault(now);
         if (st == CLF_SUCCESS)
             st = finish_chunk(w, now);
+        if (st == CLF_SUCCESS) {
+            memset(now, 0, sizeof *now); /* done: nothing of it to give back */
+            if (commit_each)
+                st = commit_reductions(w);
+        }
         if (st != CLF_SUCCESS)
             break;
-        memset(now, 0, sizeof *now);
         /* Nothing to look ahead to: now that this device holds no chunk, wait for one
          * (work of a failed device may still come back). */
-        if (!more && (more = next_chunk(w, nxt, 1, 0)) != 0)
+        if (!more && (more = next_chunk(w, nxt, 1, 0)) > 0)
             st = write_inputs(w, nxt, WRITE_ALL); /* taken now, not ahead: not offered */
+        if (more < 0)
+            st = CLF_ERROR_OPENCL;
         have = more;
         cur ^= 1;
     }
-    if (st != CLF_SUCCESS) {
-        worker_fail(w, st);
-        clFinish(w->d->compute);
-        clFinish(w->d->transfer);
-        release_chunk(&c[0]);
-        release_chunk(&c[1]);
-        if (!claim_lookahead(w)) /* a thief runs it: not ours to give back */
-            for (int j = 0; j < 2; j++)
-                if (c[j].off == w->la_off && c[j].len == w->la_len)
-                    c[j].len = 0;
-        give_back(w, c, 2);
+    if (st == CLF_SUCCESS)
+        st = commit_reductions(w);
+    if (st == CLF_SUCCESS)
         return st;
+    worker_fail(w, st);
+    fire_fault(&c[0]);
+    fire_fault(&c[1]);
+    clFinish(w->d->compute);
+    clFinish(w->d->transfer);
+    int stolen = !claim_lookahead(w), dirty = 0;
+    for (int j = 0; j < 2; j++) {
+        clf__chunk *k = &c[j];
+        int landed = k->len ? chunk_landed(w, k) : 0;
+        if (k->len && stolen && k->off == w->la_off && k->len == w->la_len) {
+            k->len = 0; /* a thief runs it: not ours to give back */
+        } else if (landed == 0 && k->len) {
+            dirty |= k->kernel != NULL; /* its kernel may have added to the partials */
+        } else if (landed > 0) {
+            /* Its results are all in place (the failure came after): it is done. */
+            if (account_chunk(w, k) == CLF_SUCCESS)
+                k->len = 0;
+        } else if (landed < 0) {
+            clf__fail(CLF_ERROR_DEVICE_FAILED,
+                      "device %zu '%s' failed after some of the in-out results of units "
+                      "[%llu, %llu) had reached the host: they cannot run again (%s)",
+                      w->d->index, w->d->info.name, (unsigned long long)k->off,
+                      (unsigned long long)(k->off + k->len), w->err);
+            w->fatal = 1;
+            w->st = CLF_ERROR_DEVICE_FAILED;
+            snprintf(w->err, sizeof w->err, "%s", clf_last_error());
+            k->len = 0; /* stays outstanding: the launch is incomplete */
+            set_stuck(L);
+        }
+        release_chunk(k);
     }
-    return read_reductions(w);
+    /* The device may still answer (a failed enqueue): when no kernel of a chunk given back
+     * ran, its partials hold exactly the finished chunks, which then need not run again. */
+    if (w->npend && !dirty && !w->fatal) {
+        char keep[sizeof w->err];
+        memcpy(keep, w->err, sizeof keep);
+        if (commit_reductions(w) != CLF_SUCCESS)
+            clf__fail(w->st, "%s", keep);
+    }
+    give_back(w, c, 2);
+    return w->st;
 }
 
 void *clf__worker_main(void *arg)
@@ -567,8 +865,10 @@ void *clf__worker_main(void *arg)
     clf_status st = setup(w);
     if (st == CLF_SUCCESS)
         st = run_chunks(w);
-    else
+    else {
+        worker_fail(w, st);
         give_back(w, NULL, 0);
+    }
     if (st != CLF_SUCCESS)
         worker_fail(w, st);
     pthread_mutex_lock(&w->L->lock);
@@ -602,6 +902,7 @@ void clf__worker_fini(clf__worker *w)
     }
     if (w->kernel)
         clReleaseKernel(w->kernel);
+    free(w->pend);
 }
 
 void clf__reduce_identity(unsigned op, unsigned type, void *out)

@@ -1,0 +1,1032 @@
+/*
+ * Device faults, injected with CLFLEET_FAULT_INJECT (read when a fleet is created): every
+ * failure kind (kernel enqueue, kernel execution, input write, output read, buffer
+ * allocation, a lost device, a program build) on one device, with every strategy, at the
+ * device's first, middle and last chunk. The result must equal a plain C reference exactly,
+ * the report must name the failed device, the next launch must leave it out, and after
+ * clf_device_readmit() it must take work again. When every device fails, the launch fails
+ * and each output element is either untouched or correct, exactly as many as the report
+ * says were done.
+ */
+#include "common.h"
+
+#include <stdint.h>
+
+#define expect(cond, ...)                                                                          \
+    do {                                                                                           \
+        if (!(cond))                                                                               \
+            ck_abort_msg(__VA_ARGS__);                                                             \
+    } while (0)
+
+/* Two sub-devices of one compute unit each (as test_launch): they run at once. */
+#define FLEET2 TEST_CPUS ";name=pthread;index=1;split=1"
+/* Every pthread device split into single units; launches use three of them. */
+#define FLEET4 TEST_CPUS ";name=pthread;split=1"
+static const size_t DEV3[] = {2, 0, 3};
+
+static const char SRC[] =
+    "uint lowbias32(uint x)\n"
+    "{\n"
+    "    x ^= x >> 16; x *= 0x7feb352dU; x ^= x >> 15; x *= 0x846ca68bU; x ^= x >> 16;\n"
+    "    return x;\n"
+    "}\n"
+    "uint mix(uint a, uint b, uint reps)\n"
+    "{\n"
+    "    uint x = a ^ (b << 7);\n"
+    "    for (uint r = 0; r < reps; r++) x = lowbias32(x + r);\n"
+    "    return x >> 1;\n"
+    "}\n"
+    "__kernel void mixk(__global const uint *a, __global const uint *b, __global uint *c,\n"
+    "                   uint reps)\n"
+    "{\n"
+    "    size_t i = get_global_id(0);\n"
+    "    c[i] = mix(a[i], b[i], reps);\n"
+    "}\n"
+    "__kernel void mixk_chunk(__global const uint *a, __global const uint *b,\n"
+    "                         __global uint *c, uint reps)\n"
+    "{\n"
+    "    size_t i = get_global_id(0) - get_global_offset(0);\n"
+    "    c[i] = mix(a[i], b[i], reps);\n"
+    "}\n"
+    "__kernel void sum_copy_chunk(__global const int *x, __global int *y, __global uint *sum,\n"
+    "                             __global int *mn)\n"
+    "{\n"
+    "    size_t i = get_global_id(0) - get_global_offset(0);\n"
+    "    int v = x[i];\n"
+    "    y[i] = 2 * v;\n"
+    "    atomic_add(sum, (uint)v);\n"
+    "    atomic_min(mn, v);\n"
+    "}\n"
+    "__kernel void affine_chunk(__global uint *y, uint m, uint c)\n"
+    "{\n"
+    "    size_t i = get_global_id(0) - get_global_offset(0);\n"
+    "    y[i] = y[i] * m + c;\n"
+    "}\n"
+    "__kernel void affine_sum_chunk(__global uint *y, __global uint *sum)\n"
+    "{\n"
+    "    size_t i = get_global_id(0) - get_global_offset(0);\n"
+    "    uint v = y[i];\n"
+    "    y[i] = v * 3u + 1u;\n"
+    "    atomic_add(sum, v);\n"
+    "}\n"
+    /* In place with a halo: unit i is {in, out}; out reads the neighbours' in. */
+    "__kernel void pairs(__global uint *p, uint n)\n"
+    "{\n"
+    "    uint i = get_global_id(0), l = i ? i - 1 : 0, r = i + 1 < n ? i + 1 : n - 1;\n"
+    "    p[2 * i + 1] = p[2 * l] + 2 * p[2 * i] + p[2 * r] + p[2 * i + 1];\n"
+    "}\n"
+    "__kernel void affine(__global uint *y, uint m, uint c)\n"
+    "{\n"
+    "    size_t i = get_global_id(0);\n"
+    "    y[i] = y[i] * m + c;\n"
+    "}\n"
+    "__kernel void affine2(__global uint *y, __global uint *z)\n"
+    "{\n"
+    "    size_t i = get_global_id(0);\n"
+    "    y[i] = y[i] * 3u + 1u;\n"
+    "    z[i] = z[i] + 5u;\n"
+    "}\n"
+    "__kernel void sum_copy(__global const int *x, __global int *y, __global uint *sum,\n"
+    "                       __global int *mn)\n"
+    "{\n"
+    "    int v = x[get_global_id(0)];\n"
+    "    y[get_global_id(0)] = 2 * v;\n"
+    "    atomic_add(sum, (uint)v);\n"
+    "    atomic_min(mn, v);\n"
+    "}\n"
+    "__kernel void affine_sum(__global uint *y, __global uint *sum)\n"
+    "{\n"
+    "    size_t i = get_global_id(0);\n"
+    "    uint v = y[i];\n"
+    "    y[i] = v * 3u + 1u;\n"
+    "    atomic_add(sum, v);\n"
+    "}\n";
+
+static uint32_t lowbias32(uint32_t x)
+{
+    x ^= x >> 16;
+    x *= 0x7feb352dU;
+    x ^= x >> 15;
+    x *= 0x846ca68bU;
+    x ^= x >> 16;
+    return x;
+}
+
+static uint32_t mix(uint32_t a, uint32_t b, uint32_t reps)
+{
+    uint32_t x = a ^ (b << 7);
+    for (uint32_t r = 0; r < reps; r++)
+        x = lowbias32(x + r);
+    return x >> 1;
+}
+
+#define SENTINEL 0xffffffffu /* never a result of mix() (its top bit is clear) */
+enum { N = 1 << 16, REPS = 24 };
+
+/* ---- fleets with injected faults ------------------------------------------------------- */
+
+static void unset_inject(void)
+{
+    unsetenv("CLFLEET_FAULT_INJECT");
+}
+
+/* A fleet created while CLFLEET_FAULT_INJECT holds rules (NULL: none). */
+static clf_fleet *fault_fleet(const char *selection, const char *rules)
+{
+    clf_fleet_options o = CLF_FLEET_OPTIONS_INIT;
+    clf_fleet *f = NULL;
+    o.devices = selection;
+    if (rules)
+        setenv("CLFLEET_FAULT_INJECT", rules, 1);
+    else
+        unsetenv("CLFLEET_FAULT_INJECT");
+    clf_status st = clf_fleet_create(&f, &o);
+    unsetenv("CLFLEET_FAULT_INJECT");
+    ck_assert_msg(st == CLF_SUCCESS, "fleet '%s' with '%s': %s: %s", selection, rules ? rules : "",
+                  clf_status_name(st), clf_last_error());
+    return f;
+}
+
+typedef struct fcfg {
+    const char *selection;
+    const size_t *devices; /* desc.devices, or NULL */
+    size_t ndev;
+    size_t victim; /* fleet index of the device that fails */
+    const char *label;
+} fcfg;
+
+static const fcfg CFGS[] = {
+    {FLEET2, NULL, 2, 1, "2 devices"},
+    {FLEET4, DEV3, 3, 0, "3 of 4 devices"},
+};
+
+typedef struct data {
+    uint32_t a[N], b[N], c[N], want[N];
+} data;
+
+static data *data_new(void)
+{
+    data *d = malloc(sizeof *d);
+    ck_assert_ptr_nonnull(d);
+    for (size_t i = 0; i < N; i++) {
+        d->a[i] = lowbias32((uint32_t)i * 2654435761u);
+        d->b[i] = (uint32_t)i;
+        d->want[i] = mix(d->a[i], d->b[i], REPS);
+    }
+    return d;
+}
+
+/* A launch of mixk over N: global-indexed arrays, or chunk-indexed ones under small memory
+ * limits (static and memory-aware then stream in rounds). */
+typedef struct job {
+    clf_launch_desc desc;
+    clf_arg args[4];
+    uint64_t limits[CLF_MAX_LAUNCH_DEVICES];
+    uint32_t reps;
+} job;
+
+static void job_init(job *j, const fcfg *cfg, data *d, clf_strategy s, int chunked)
+{
+    memset(j, 0, sizeof *j);
+    clf_launch_desc init = CLF_LAUNCH_DESC_INIT;
+    j->desc = init;
+    j->desc.kernel = chunked ? "mixk_chunk" : "mixk";
+    j->desc.strategy = s;
+    j->desc.global[0] = N;
+    j->desc.devices = cfg->devices;
+    j->desc.num_devices = cfg->devices ? cfg->ndev : 0;
+    j->desc.weights_mode = CLF_WEIGHTS_EQUAL;
+    j->reps = REPS;
+    clf_arg args[] = {CLF_IN(d->a, sizeof d->a, 4), CLF_IN(d->b, sizeof d->b, 4),
+                      CLF_OUT(d->c, sizeof d->c, 4), CLF_SCALAR(&j->reps)};
+    memcpy(j->args, args, sizeof args);
+    if (chunked) {
+        for (int k = 0; k < 3; k++)
+            j->args[k].flags |= CLF_ARG_CHUNK_INDEXED;
+        /* Two slots of three arrays: chunks of at most 2048 units. */
+        for (size_t k = 0; k < cfg->ndev; k++)
+            j->limits[k] = 2 * 3 * 4 * 2048;
+        j->desc.mem_limits = j->limits;
+    }
+}
+
+/* The launch position of fleet device dev. */
+static size_t pos_of(const fcfg *cfg, size_t dev)
+{
+    for (size_t i = 0; cfg->devices && i < cfg->ndev; i++)
+        if (cfg->devices[i] == dev)
+            return i;
+    return dev;
+}
+
+static char what[512];
+
+static const char *describe(const clf_launch_report *r)
+{
+    static char buf[2048];
+    int n = snprintf(buf, sizeof buf, "[%s done=%llu failed=%zu requeued=%llu",
+                     clf_strategy_name(r->strategy), (unsigned long long)r->done_units,
+                     r->failed_devices, (unsigned long long)r->requeued_units);
+    for (size_t i = 0; i < r->num_devices && n > 0 && (size_t)n < sizeof buf; i++)
+        n += snprintf(buf + n, sizeof buf - (size_t)n,
+                      " dev%zu:units=%llu,chunks=%u,failed=%d,excl=%d,req=%llu,%s",
+                      r->dev[i].device, (unsigned long long)r->dev[i].units, r->dev[i].chunks,
+                      r->dev[i].failed, r->dev[i].excluded,
+                      (unsigned long long)r->dev[i].requeued_units, r->dev[i].error);
+    if (n > 0 && (size_t)n < sizeof buf)
+        snprintf(buf + n, sizeof buf - (size_t)n, "]");
+    return buf;
+}
+
+static void fill(uint32_t *c)
+{
+    for (size_t i = 0; i < N; i++)
+        c[i] = SENTINEL;
+}
+
+static void expect_exact(const data *d, const clf_launch_report *r)
+{
+    for (size_t i = 0; i < N; i++)
+        expect(d->c[i] == d->want[i], "%s: c[%zu] = %u, want %u %s", what, i, d->c[i], d->want[i],
+               describe(r));
+}
+
+/* Sum of the devices' units, checked against done_units. */
+static uint64_t units_done(const clf_launch_report *r)
+{
+    uint64_t u = 0;
+    for (size_t i = 0; i < r->num_devices; i++)
+        u += r->dev[i].units;
+    expect(u == r->done_units, "%s: units sum to %llu, done_units %llu %s", what,
+           (unsigned long long)u, (unsigned long long)r->done_units, describe(r));
+    return u;
+}
+
+/* ---- one device fails ------------------------------------------------------------------ */
+
+enum kind { K_ENQUEUE, K_EXEC, K_WRITE, K_READ, K_ALLOC, K_LOST, K_COUNT };
+static const char *const KIND_CALL[] = {"enqueue", "exec", "write", "read", "alloc", "any"};
+static const int KIND_ERR[] = {-5 /* CL_OUT_OF_RESOURCES */,
+                               -5,
+                               -5,
+                               -5,
+                               -4 /* CL_MEM_OBJECT_ALLOCATION_FAILURE */,
+                               -2 /* CL_DEVICE_NOT_AVAILABLE */};
+enum pos { P_FIRST, P_MID, P_LAST, P_COUNT };
+static const char *const POS_NAME[] = {"first", "middle", "last"};
+
+/* Matching calls on the victim before the one that fails, from its chunk count c in a launch
+ * without faults. Per chunk: two input writes, one execution and one enqueue, one read;
+ * allocations: three arrays (at setup, or per slot: chunk-indexed arrays take two slots). */
+static uint64_t after_for(enum kind k, enum pos p, unsigned c, int chunked)
+{
+    unsigned at = p == P_FIRST ? 0 : p == P_MID ? c / 2 : c - 1;
+    switch (k) {
+    case K_ENQUEUE:
+    case K_EXEC:
+    case K_READ:
+        return at;
+    case K_WRITE:
+        return 2 * at + (p == P_MID); /* the middle one: the chunk's second array */
+    case K_ALLOC:
+        return chunked ? (p == P_FIRST ? 0 : p == P_MID ? 3 : 5) : (uint64_t)p;
+    case K_LOST:
+        /* Any call: allocations (3), then 5 per chunk. */
+        return p == P_FIRST ? 0 : 3 + 5 * (uint64_t)at + (p == P_MID ? 2 : 0);
+    default:
+        return 0;
+    }
+}
+
+static unsigned calibrate(const fcfg *cfg, clf_program **pp, data *d, const job *j, clf_fleet **fp)
+{
+    clf_launch_report r;
+    *fp = fault_fleet(cfg->selection, NULL);
+    ck_assert_ok(clf_program_build_source(pp, *fp, SRC, NULL));
+    ck_assert_ok(clf_launch(*fp, *pp, &j->desc, j->args, 4, &r));
+    expect_exact(d, &r);
+    unsigned c = r.dev[pos_of(cfg, cfg->victim)].chunks;
+    clf_program_destroy(*pp);
+    clf_fleet_destroy(*fp);
+    return c;
+}
+
+/* One case; returns 1 when the fault fired (and everything checked out), 0 when the victim
+ * made fewer calls than the rule waits for (a dynamic launch gave it less work). */
+static int one_case(const fcfg *cfg, enum kind k, clf_strategy s, enum pos p, data *d)
+{
+    int chunked = s == CLF_STATIC || s == CLF_MEMORY_AWARE;
+    job j;
+    job_init(&j, cfg, d, s, chunked);
+    clf_fleet *f;
+    clf_program *prog;
+    unsigned c = calibrate(cfg, &prog, d, &j, &f);
+    if (c == 0)
+        return 0;
+    char rule[160];
+    uint64_t after = after_for(k, p, c, chunked);
+    snprintf(rule, sizeof rule, "device=%zu,call=%s,after=%llu%s", cfg->victim, KIND_CALL[k],
+             (unsigned long long)after, k == K_LOST ? ",lost" : "");
+    snprintf(what, sizeof what, "%s, %s, %s chunk (%u), rule '%s'", cfg->label,
+             clf_strategy_name(s), POS_NAME[p], c, rule);
+    f = fault_fleet(cfg->selection, rule);
+    ck_assert_ok(clf_program_build_source(&prog, f, SRC, NULL));
+    size_t v = pos_of(cfg, cfg->victim);
+    clf_launch_report r;
+
+    /* The launch with the fault: complete and exact all the same. */
+    fill(d->c);
+    clf_status st = clf_launch(f, prog, &j.desc, j.args, 4, &r);
+    expect(st == CLF_SUCCESS, "%s: %s: %s", what, clf_status_name(st), clf_last_error());
+    expect_exact(d, &r);
+    expect(units_done(&r) == N, "%s: %s", what, describe(&r));
+    int fired = r.dev[v].failed;
+    for (size_t i = 0; i < r.num_devices; i++)
+        if (i != v)
+            expect(!r.dev[i].failed && r.dev[i].status == CLF_SUCCESS, "%s: device %zu %s", what,
+                   r.dev[i].device, describe(&r));
+    if (!fired) {
+        expect(r.failed_devices == 0 && !clf_device_is_failed(f, cfg->victim), "%s: %s", what,
+               describe(&r));
+        clf_program_destroy(prog);
+        clf_fleet_destroy(f);
+        return 0;
+    }
+    const clf_device_report *vr = &r.dev[v];
+    expect(r.failed_devices == 1, "%s: %s", what, describe(&r));
+    expect(vr->device == cfg->victim, "%s: %s", what, describe(&r));
+    expect(vr->status == CLF_ERROR_OPENCL && vr->cl_error == KIND_ERR[k],
+           "%s: status %s, OpenCL error %d %s", what, clf_status_name(vr->status), vr->cl_error,
+           describe(&r));
+    expect(strstr(vr->error, "injected") != NULL, "%s: error '%s'", what, vr->error);
+    if (k == K_ENQUEUE || k == K_EXEC || k == K_READ) {
+        /* It failed on its chunk number `after` (from 0): the ones before completed. */
+        expect(vr->chunks == after && (vr->units > 0) == (after > 0), "%s: %s", what, describe(&r));
+        expect(vr->requeued_units > 0, "%s: nothing requeued %s", what, describe(&r));
+    }
+    expect(r.requeued_units == vr->requeued_units, "%s: %s", what, describe(&r));
+    expect(clf_device_is_failed(f, cfg->victim), "%s: not marked failed", what);
+    char why[256];
+    ck_assert_ok(clf_device_failure(f, cfg->victim, why, sizeof why));
+    expect(strstr(why, "injected") && strstr(why, "mixk"), "%s: failure '%s'", what, why);
+
+    /* The next launch leaves it out. */
+    fill(d->c);
+    st = clf_launch(f, prog, &j.desc, j.args, 4, &r);
+    expect(st == CLF_SUCCESS, "%s: second launch: %s: %s", what, clf_status_name(st),
+           clf_last_error());
+    expect_exact(d, &r);
+    expect(r.dev[v].excluded && r.dev[v].units == 0 && !r.dev[v].failed &&
+               r.dev[v].status == CLF_ERROR_DEVICE_FAILED && r.failed_devices == 0,
+           "%s: second launch %s", what, describe(&r));
+    expect(units_done(&r) == N, "%s", what);
+
+    /* Readmitted, it takes work again (a static launch gives it a share). */
+    ck_assert_ok(clf_device_readmit(f, cfg->victim));
+    expect(!clf_device_is_failed(f, cfg->victim), "%s: still failed", what);
+    job js;
+    job_init(&js, cfg, d, CLF_STATIC, 0);
+    fill(d->c);
+    st = clf_launch(f, prog, &js.desc, js.args, 4, &r);
+    expect(st == CLF_SUCCESS, "%s: after readmit: %s: %s", what, clf_status_name(st),
+           clf_last_error());
+    expect_exact(d, &r);
+    expect(r.dev[v].units > 0 && !r.dev[v].failed && !r.dev[v].excluded, "%s: after readmit %s",
+           what, describe(&r));
+    clf_program_destroy(prog);
+    clf_fleet_destroy(f);
+    return 1;
+}
+
+static const clf_strategy STRATEGIES[] = {CLF_STATIC, CLF_DYNAMIC, CLF_GUIDED, CLF_MEMORY_AWARE};
+#define NSTRAT (sizeof STRATEGIES / sizeof STRATEGIES[0])
+
+/* _i: kind * 2 + configuration; every strategy and position. A dynamic launch may give the
+ * victim less work than its calibration run: try again (a few times) until the fault fires. */
+START_TEST(one_device_fails)
+{
+    enum kind k = (enum kind)(_i / 2);
+    const fcfg *cfg = &CFGS[_i % 2];
+    data *d = data_new();
+    for (size_t s = 0; s < NSTRAT; s++)
+        for (int p = 0; p < P_COUNT; p++) {
+            /* Static without limits runs one chunk per device: only its first is there. */
+            int fired = 0;
+            for (int attempt = 0; attempt < 12 && !fired; attempt++)
+                fired = one_case(cfg, k, STRATEGIES[s], (enum pos)p, d);
+            expect(fired, "%s: the fault never fired", what);
+        }
+    free(d);
+}
+END_TEST
+
+/* A status that is not a device fault (the caller's, say): the work still completes on the
+ * others, but the device is not left out of later launches. */
+START_TEST(not_a_device_fault)
+{
+    const fcfg *cfg = &CFGS[0];
+    data *d = data_new();
+    clf_fleet *f = fault_fleet(cfg->selection, "device=1,call=enqueue,status=CL_INVALID_VALUE");
+    clf_program *p;
+    ck_assert_ok(clf_program_build_source(&p, f, SRC, NULL));
+    job j;
+    job_init(&j, cfg, d, CLF_STATIC, 0);
+    snprintf(what, sizeof what, "CL_INVALID_VALUE");
+    clf_launch_report r;
+    fill(d->c);
+    ck_assert_ok(clf_launch(f, p, &j.desc, j.args, 4, &r));
+    expect_exact(d, &r);
+    expect(r.dev[1].failed && r.dev[1].cl_error == -30 && r.failed_devices == 1, "%s",
+           describe(&r));
+    expect(!clf_device_is_failed(f, 1), "CL_INVALID_VALUE left the device out");
+    fill(d->c);
+    ck_assert_ok(clf_launch(f, p, &j.desc, j.args, 4, &r));
+    expect_exact(d, &r);
+    expect(r.dev[1].units > 0 && !r.dev[1].excluded, "%s", describe(&r));
+    clf_program_destroy(p);
+    clf_fleet_destroy(f);
+    free(d);
+}
+END_TEST
+
+/* ---- every device fails ---------------------------------------------------------------- */
+
+/* Every element untouched or correct, as many correct as the report says were done. */
+static void expect_accounted(const data *d, const clf_launch_report *r)
+{
+    uint64_t right = 0;
+    for (size_t i = 0; i < N; i++) {
+        expect(d->c[i] == SENTINEL || d->c[i] == d->want[i], "%s: c[%zu] = %u, want %u %s", what, i,
+               d->c[i], d->want[i], describe(r));
+        right += d->c[i] == d->want[i];
+    }
+    expect(right == units_done(r), "%s: %llu elements written, the report says %llu %s", what,
+           (unsigned long long)right, (unsigned long long)r->done_units, describe(r));
+}
+
+START_TEST(every_device_fails)
+{
+    static const char *const rules[] = {
+        "device=*,call=enqueue,after=2", "device=*,call=enqueue",
+        "device=*,call=exec,after=1",    "device=*,call=read,after=3",
+        "device=*,call=write,after=5",   "device=*,call=any,after=9,lost",
+    };
+    static const clf_strategy strat[] = {CLF_DYNAMIC, CLF_STATIC, CLF_GUIDED, CLF_MEMORY_AWARE};
+    const fcfg *cfg = &CFGS[_i % 2];
+    data *d = data_new();
+    for (size_t k = 0; k < sizeof rules / sizeof rules[0]; k++)
+        for (size_t s = 0; s < sizeof strat / sizeof strat[0]; s++) {
+            int chunked = strat[s] == CLF_STATIC || strat[s] == CLF_MEMORY_AWARE;
+            snprintf(what, sizeof what, "%s, %s, '%s'", cfg->label, clf_strategy_name(strat[s]),
+                     rules[k]);
+            clf_fleet *f = fault_fleet(cfg->selection, rules[k]);
+            clf_program *p;
+            ck_assert_ok(clf_program_build_source(&p, f, SRC, NULL));
+            job j;
+            job_init(&j, cfg, d, strat[s], chunked);
+            clf_launch_report r;
+            fill(d->c);
+            clf_status st = clf_launch(f, p, &j.desc, j.args, 4, &r);
+            expect(st == CLF_ERROR_DEVICE_FAILED, "%s: %s: %s", what, clf_status_name(st),
+                   clf_last_error());
+            expect(strstr(clf_last_error(), "every device") && strstr(clf_last_error(), "injected"),
+                   "%s: detail '%s'", what, clf_last_error());
+            expect(r.failed_devices == cfg->ndev && r.done_units < N, "%s: %s", what, describe(&r));
+            expect_accounted(d, &r);
+            for (size_t i = 0; i < cfg->ndev; i++)
+                expect(r.dev[i].failed && clf_device_is_failed(f, r.dev[i].device), "%s: %s", what,
+                       describe(&r));
+            /* Nothing is left to run on: the next launch fails at once, touching nothing. */
+            fill(d->c);
+            st = clf_launch(f, p, &j.desc, j.args, 4, &r);
+            expect(st == CLF_ERROR_DEVICE_FAILED, "%s: second launch %s", what,
+                   clf_status_name(st));
+            for (size_t i = 0; i < cfg->ndev; i++)
+                expect(r.dev[i].excluded && r.dev[i].status == CLF_ERROR_DEVICE_FAILED,
+                       "%s: second launch %s", what, describe(&r));
+            for (size_t i = 0; i < N; i++)
+                expect(d->c[i] == SENTINEL, "%s: second launch wrote c[%zu]", what, i);
+            /* Readmitted (each rule fired once per device), they all work again. */
+            for (size_t i = 0; i < clf_fleet_device_count(f); i++)
+                ck_assert_ok(clf_device_readmit(f, i));
+            fill(d->c);
+            st = clf_launch(f, p, &j.desc, j.args, 4, &r);
+            expect(st == CLF_SUCCESS, "%s: after readmit: %s: %s", what, clf_status_name(st),
+                   clf_last_error());
+            expect_exact(d, &r);
+            clf_program_destroy(p);
+            clf_fleet_destroy(f);
+        }
+    free(d);
+}
+END_TEST
+
+/* ---- in-place arrays and reductions ---------------------------------------------------- */
+
+/* An in-out array is updated exactly once, whatever fails: a chunk given back had not
+ * written it, and one whose result landed is not run again. */
+START_TEST(inout_updated_once)
+{
+    static const char *const rules[] = {
+        "device=1,call=enqueue,after=3",  "device=1,call=read,after=2",
+        "device=1,call=exec,after=1",     "device=1,call=write,after=4",
+        "device=1,call=any,after=7,lost",
+    };
+    static const clf_strategy strat[] = {CLF_STATIC, CLF_DYNAMIC, CLF_GUIDED, CLF_MEMORY_AWARE};
+    const fcfg *cfg = &CFGS[0];
+    uint32_t *y = malloc(N * sizeof *y);
+    const uint32_t m = 3, c = 7;
+    for (size_t k = 0; k < sizeof rules / sizeof rules[0]; k++) {
+        int fired = 0;
+        for (size_t s = 0; s < 4; s++) {
+            /* Static and memory-aware stream a chunk-indexed array in rounds of 2048 units. */
+            int chunked = strat[s] == CLF_STATIC || strat[s] == CLF_MEMORY_AWARE;
+            uint64_t limits[2] = {2 * 4 * 2048, 2 * 4 * 2048};
+            snprintf(what, sizeof what, "affine, %s, '%s'", clf_strategy_name(strat[s]), rules[k]);
+            clf_fleet *f = fault_fleet(cfg->selection, rules[k]);
+            clf_program *p;
+            ck_assert_ok(clf_program_build_source(&p, f, SRC, NULL));
+            for (size_t i = 0; i < N; i++)
+                y[i] = (uint32_t)i;
+            clf_arg args[] = {CLF_INOUT(y, N * sizeof *y, sizeof *y), CLF_SCALAR(&m),
+                              CLF_SCALAR(&c)};
+            clf_launch_desc d = CLF_LAUNCH_DESC_INIT;
+            d.kernel = chunked ? "affine_chunk" : "affine";
+            d.global[0] = N;
+            d.strategy = strat[s];
+            d.weights_mode = CLF_WEIGHTS_EQUAL;
+            d.chunks_per_device = 8;
+            if (chunked) {
+                args[0].flags = CLF_ARG_CHUNK_INDEXED;
+                d.mem_limits = limits;
+            }
+            clf_launch_report r;
+            clf_status st = clf_launch(f, p, &d, args, 3, &r);
+            expect(st == CLF_SUCCESS, "%s: %s: %s", what, clf_status_name(st), clf_last_error());
+            for (size_t i = 0; i < N; i++)
+                expect(y[i] == (uint32_t)i * m + c, "%s: y[%zu] = %u %s", what, i, y[i],
+                       describe(&r));
+            expect(units_done(&r) == N, "%s", what);
+            /* Static gives device 1 its share (memory-aware may steal it all): the fault
+             * must fire. */
+            expect(r.dev[1].failed || strat[s] != CLF_STATIC, "%s: no fault %s", what,
+                   describe(&r));
+            fired += r.dev[1].failed;
+            clf_program_destroy(p);
+            clf_fleet_destroy(f);
+        }
+        expect(fired >= 1, "%s: fired %d times", what, fired);
+    }
+    free(y);
+}
+END_TEST
+
+/* A global-indexed in-out array with a halo (its chunk's input written after the previous
+ * chunk's results were read): every unit's output is updated exactly once. */
+START_TEST(inout_halo_updated_once)
+{
+    static const char *const rules[] = {
+        "device=1,call=enqueue,after=3",   "device=1,call=read,after=2",
+        "device=1,call=write,after=3",     "device=1,call=exec,after=1",
+        "device=1,call=any,after=11,lost",
+    };
+    static const clf_strategy strat[] = {CLF_STATIC, CLF_DYNAMIC, CLF_GUIDED};
+    const fcfg *cfg = &CFGS[0];
+    uint32_t *pr = malloc(2 * N * sizeof *pr);
+    const uint32_t n = N;
+    for (size_t k = 0; k < sizeof rules / sizeof rules[0]; k++)
+        for (size_t s = 0; s < 3; s++) {
+            snprintf(what, sizeof what, "pairs, %s, '%s'", clf_strategy_name(strat[s]), rules[k]);
+            clf_fleet *f = fault_fleet(cfg->selection, rules[k]);
+            clf_program *p;
+            ck_assert_ok(clf_program_build_source(&p, f, SRC, NULL));
+            for (size_t i = 0; i < N; i++)
+                pr[2 * i] = lowbias32((uint32_t)i) & 0xffff, pr[2 * i + 1] = 1;
+            clf_arg args[] = {CLF_INOUT(pr, 2 * N * sizeof *pr, 2 * sizeof *pr), CLF_SCALAR(&n)};
+            args[0].halo_before = args[0].halo_after = 1;
+            clf_launch_desc d = CLF_LAUNCH_DESC_INIT;
+            d.kernel = "pairs";
+            d.global[0] = N;
+            d.strategy = strat[s];
+            d.weights_mode = CLF_WEIGHTS_EQUAL;
+            d.chunks_per_device = 8;
+            clf_launch_report r;
+            clf_status st = clf_launch(f, p, &d, args, 2, &r);
+            expect(st == CLF_SUCCESS, "%s: %s: %s", what, clf_status_name(st), clf_last_error());
+            for (size_t i = 0; i < N; i++) {
+                size_t l = i ? i - 1 : 0, rr = i + 1 < N ? i + 1 : N - 1;
+                uint32_t want = pr[2 * l] + 2 * pr[2 * i] + pr[2 * rr] + 1;
+                expect(pr[2 * i + 1] == want, "%s: unit %zu = %u, want %u %s", what, i,
+                       pr[2 * i + 1], want, describe(&r));
+            }
+            clf_program_destroy(p);
+            clf_fleet_destroy(f);
+        }
+    free(pr);
+}
+END_TEST
+
+/* Two in-out arrays, and the second one's read fails after the first one's landed: the chunk
+ * cannot run again (it would read its own results), so the launch stops with a clear error
+ * rather than a wrong result; every element is either as it was or updated once. */
+START_TEST(inout_half_landed_stops)
+{
+    const fcfg *cfg = &CFGS[0];
+    uint32_t *y = malloc(N * sizeof *y), *z = malloc(N * sizeof *z);
+    clf_fleet *f = fault_fleet(cfg->selection, "device=1,call=read,after=1");
+    clf_program *p;
+    ck_assert_ok(clf_program_build_source(&p, f, SRC, NULL));
+    for (size_t i = 0; i < N; i++)
+        y[i] = z[i] = (uint32_t)i;
+    clf_arg args[] = {CLF_INOUT(y, N * sizeof *y, sizeof *y),
+                      CLF_INOUT(z, N * sizeof *z, sizeof *z)};
+    clf_launch_desc d = CLF_LAUNCH_DESC_INIT;
+    d.kernel = "affine2";
+    d.global[0] = N;
+    d.strategy = CLF_STATIC;
+    clf_launch_report r;
+    snprintf(what, sizeof what, "affine2");
+    clf_status st = clf_launch(f, p, &d, args, 2, &r);
+    expect(st == CLF_ERROR_DEVICE_FAILED, "%s: %s", clf_status_name(st), clf_last_error());
+    expect(strstr(clf_last_error(), "cannot run again") != NULL, "detail: %s", clf_last_error());
+    for (size_t i = 0; i < N; i++) {
+        expect(y[i] == (uint32_t)i || y[i] == (uint32_t)i * 3 + 1, "y[%zu] = %u", i, y[i]);
+        expect(z[i] == (uint32_t)i || z[i] == (uint32_t)i + 5, "z[%zu] = %u", i, z[i]);
+    }
+    clf_program_destroy(p);
+    clf_fleet_destroy(f);
+    free(y);
+    free(z);
+}
+END_TEST
+
+/* Reductions: a device's partial is combined on the host when it runs out of work; when it
+ * fails first, the chunks behind its partial run again on the others (or, when its partial
+ * can still be read, are kept). Sum and minimum must come out exact. */
+START_TEST(reduction_survives)
+{
+    static const char *const rules[] = {
+        "device=1,call=enqueue,after=4",        "device=1,call=exec,after=2",
+        "device=1,call=read,after=3",           "device=1,call=any,after=12,lost",
+        "device=1,call=read,after=0,count=all", "device=1,call=alloc",
+    };
+    static const clf_strategy strat[] = {CLF_STATIC, CLF_DYNAMIC, CLF_GUIDED, CLF_MEMORY_AWARE};
+    const fcfg *cfg = &CFGS[0];
+    int32_t *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y);
+    uint32_t want_sum = 0;
+    int32_t want_min = INT32_MAX;
+    for (size_t i = 0; i < N; i++) {
+        x[i] = (int32_t)(lowbias32((uint32_t)i) % 200001) - 100000;
+        want_sum += (uint32_t)x[i];
+        want_min = x[i] < want_min ? x[i] : want_min;
+    }
+    for (size_t k = 0; k < sizeof rules / sizeof rules[0]; k++)
+        for (size_t s = 0; s < 4; s++) {
+            snprintf(what, sizeof what, "sum_copy, %s, '%s'", clf_strategy_name(strat[s]),
+                     rules[k]);
+            clf_fleet *f = fault_fleet(cfg->selection, rules[k]);
+            clf_program *p;
+            ck_assert_ok(clf_program_build_source(&p, f, SRC, NULL));
+            uint32_t sum = 12345;
+            int32_t mn = 7;
+            for (size_t i = 0; i < N; i++)
+                y[i] = INT32_MIN;
+            clf_arg args[] = {
+                CLF_IN(x, N * sizeof *x, sizeof *x), CLF_OUT(y, N * sizeof *y, sizeof *y),
+                CLF_REDUCE(&sum, 1, CLF_UINT32, CLF_SUM), CLF_REDUCE(&mn, 1, CLF_INT32, CLF_MIN)};
+            /* Static and memory-aware stream chunk-indexed arrays in rounds of 2048 units. */
+            int chunked = strat[s] == CLF_STATIC || strat[s] == CLF_MEMORY_AWARE;
+            uint64_t limits[2] = {2 * 8 * 2048 + 8, 2 * 8 * 2048 + 8};
+            clf_launch_desc d = CLF_LAUNCH_DESC_INIT;
+            d.kernel = chunked ? "sum_copy_chunk" : "sum_copy";
+            d.global[0] = N;
+            d.strategy = strat[s];
+            d.weights_mode = CLF_WEIGHTS_EQUAL;
+            d.chunks_per_device = 8;
+            if (chunked) {
+                d.mem_limits = limits;
+                args[0].flags = args[1].flags = CLF_ARG_CHUNK_INDEXED;
+            }
+            clf_launch_report r;
+            clf_status st = clf_launch(f, p, &d, args, 4, &r);
+            expect(st == CLF_SUCCESS, "%s: %s: %s", what, clf_status_name(st), clf_last_error());
+            expect(sum == want_sum && mn == want_min, "%s: sum %u min %d, want %u %d %s", what, sum,
+                   mn, want_sum, want_min, describe(&r));
+            for (size_t i = 0; i < N; i++)
+                expect(y[i] == 2 * x[i], "%s: y[%zu] %s", what, i, describe(&r));
+            /* Other strategies may give device 1 no chunk before the others are done. */
+            int sure = strat[s] == CLF_STATIC || strstr(rules[k], "alloc");
+            expect((r.dev[1].failed || !sure) && units_done(&r) == N, "%s: %s", what, describe(&r));
+            clf_program_destroy(p);
+            clf_fleet_destroy(f);
+        }
+    free(x);
+    free(y);
+}
+END_TEST
+
+/* In-out arrays with a reduction combine after every chunk, so a failure re-runs only the
+ * chunk that had not landed. */
+START_TEST(inout_with_reduction)
+{
+    static const char *const rules[] = {"device=1,call=enqueue,after=3",
+                                        "device=1,call=exec,after=2", "device=1,call=read,after=5"};
+    const fcfg *cfg = &CFGS[0];
+    uint32_t *y = malloc(N * sizeof *y), want_sum = 0;
+    for (size_t i = 0; i < N; i++)
+        want_sum += (uint32_t)i;
+    for (size_t k = 0; k < 3; k++)
+        for (int s = 0; s < 2; s++) {
+            snprintf(what, sizeof what, "affine_sum, '%s', %s", rules[k], s ? "dynamic" : "static");
+            uint64_t limits[2] = {2 * 4 * 2048 + 4, 2 * 4 * 2048 + 4};
+            clf_fleet *f = fault_fleet(cfg->selection, rules[k]);
+            clf_program *p;
+            ck_assert_ok(clf_program_build_source(&p, f, SRC, NULL));
+            for (size_t i = 0; i < N; i++)
+                y[i] = (uint32_t)i;
+            uint32_t sum = 0;
+            clf_arg args[] = {CLF_INOUT(y, N * sizeof *y, sizeof *y),
+                              CLF_REDUCE(&sum, 1, CLF_UINT32, CLF_SUM)};
+            clf_launch_desc d = CLF_LAUNCH_DESC_INIT;
+            d.kernel = s ? "affine_sum" : "affine_sum_chunk";
+            d.global[0] = N;
+            d.strategy = s ? CLF_DYNAMIC : CLF_STATIC;
+            d.chunks_per_device = 8;
+            if (!s) { /* static: a chunk-indexed array in rounds of 2048 units */
+                args[0].flags = CLF_ARG_CHUNK_INDEXED;
+                d.mem_limits = limits;
+            }
+            clf_launch_report r;
+            clf_status st = clf_launch(f, p, &d, args, 2, &r);
+            expect(st == CLF_SUCCESS, "%s: %s: %s", what, clf_status_name(st), clf_last_error());
+            expect(sum == want_sum, "%s: sum %u, want %u %s", what, sum, want_sum, describe(&r));
+            expect(r.dev[1].failed || s, "%s: no fault %s", what, describe(&r));
+            for (size_t i = 0; i < N; i++)
+                expect(y[i] == (uint32_t)i * 3 + 1, "%s: y[%zu] = %u", what, i, y[i]);
+            clf_program_destroy(p);
+            clf_fleet_destroy(f);
+        }
+    free(y);
+}
+END_TEST
+
+/* ---- programs ---------------------------------------------------------------------------- */
+
+START_TEST(build_fails_on_one_device)
+{
+    const fcfg *cfg = &CFGS[_i];
+    size_t bad = cfg->victim, v = pos_of(cfg, bad);
+    char rule[64];
+    snprintf(rule, sizeof rule, "device=%zu,call=build", bad);
+    clf_fleet *f = fault_fleet(cfg->selection, rule);
+    clf_program *p = NULL;
+    ck_assert_ok(clf_program_build_source(&p, f, SRC, NULL));
+    char want[64];
+    snprintf(want, sizeof want, "device %zu '", bad);
+    expect(strstr(clf_last_error(), want) && strstr(clf_last_error(), "injected"), "detail: %s",
+           clf_last_error());
+    for (size_t i = 0; i < clf_fleet_device_count(f); i++) {
+        expect(clf_program_device_ok(p, i) == (i != bad), "device %zu ok %d", i,
+               clf_program_device_ok(p, i));
+        expect((clf_program_build_log(p, i) != NULL) == (i == bad), "log of %zu", i);
+    }
+    expect(strstr(clf_program_build_log(p, bad), "CL_BUILD_PROGRAM_FAILURE") != NULL, "log: %s",
+           clf_program_build_log(p, bad));
+    /* Launches leave the device out (it is not failed: other programs run there). */
+    data *d = data_new();
+    for (size_t s = 0; s < NSTRAT; s++) {
+        job j;
+        job_init(&j, cfg, d, STRATEGIES[s], STRATEGIES[s] == CLF_MEMORY_AWARE);
+        snprintf(what, sizeof what, "%s, build failed on %zu, %s", cfg->label, bad,
+                 clf_strategy_name(STRATEGIES[s]));
+        clf_launch_report r;
+        fill(d->c);
+        ck_assert_ok(clf_launch(f, p, &j.desc, j.args, 4, &r));
+        expect_exact(d, &r);
+        expect(r.dev[v].excluded && r.dev[v].units == 0 && r.dev[v].status == CLF_ERROR_BUILD &&
+                   !clf_device_is_failed(f, bad),
+               "%s: %s", what, describe(&r));
+    }
+    /* A launch on that device alone has nothing to run on. */
+    clf_launch_desc one = CLF_LAUNCH_DESC_INIT;
+    uint32_t reps = 1;
+    one.kernel = "mixk";
+    one.global[0] = N;
+    one.devices = &bad;
+    one.num_devices = 1;
+    clf_arg args[] = {CLF_IN(d->a, sizeof d->a, 4), CLF_IN(d->b, sizeof d->b, 4),
+                      CLF_OUT(d->c, sizeof d->c, 4), CLF_SCALAR(&reps)};
+    ck_assert_status(clf_launch(f, p, &one, args, 4, NULL), CLF_ERROR_BUILD);
+    expect(strstr(clf_last_error(), "did not build") != NULL, "detail: %s", clf_last_error());
+    /* A task queue leaves it out (and has nothing to run on when it is the only one); a
+     * pipeline stage on it cannot be created. */
+    clf_taskq *q0 = NULL;
+    ck_assert_ok(clf_taskq_create(&q0, f, p, &bad, 1));
+    clf_task_desc t = CLF_TASK_DESC_INIT;
+    t.kernel = "mixk";
+    t.global[0] = 64;
+    ck_assert_ok(clf_taskq_submit(q0, &t, args, 4, NULL));
+    ck_assert_status(clf_taskq_run(q0, NULL), CLF_ERROR_DEVICE_FAILED);
+    clf_taskq_destroy(q0);
+    ck_assert_ok(clf_taskq_create(&q0, f, p, NULL, 0));
+    for (int k = 0; k < 8; k++)
+        ck_assert_ok(clf_taskq_submit(q0, &t, args, 4, NULL));
+    clf_taskq_report tr;
+    ck_assert_ok(clf_taskq_run(q0, &tr));
+    uint64_t ran = 0;
+    for (size_t i = 0; i < tr.num_devices; i++) {
+        expect(tr.dev[i].device != bad || tr.dev[i].tasks == 0, "task queue device %zu: %llu",
+               tr.dev[i].device, (unsigned long long)tr.dev[i].tasks);
+        ran += tr.dev[i].tasks;
+    }
+    expect(ran == 8 && tr.failed == 0, "task queue ran %llu", (unsigned long long)ran);
+    clf_taskq_destroy(q0);
+    clf_stage_desc sd = CLF_STAGE_DESC_INIT;
+    sd.device = bad;
+    sd.program = p;
+    sd.kernel = "affine2";
+    sd.in_bytes = sd.out_bytes = 256;
+    sd.global[0] = 64;
+    clf_pipeline *pl = NULL;
+    ck_assert_status(clf_pipeline_create(&pl, f, &sd, 1, NULL), CLF_ERROR_BUILD);
+    ck_assert_ptr_null(pl);
+    /* The fault fired once: the next build covers every device, from the cache or not. */
+    clf_program *q = NULL;
+    ck_assert_ok(clf_program_build_source(&q, f, SRC, NULL));
+    for (size_t i = 0; i < clf_fleet_device_count(f); i++)
+        expect(clf_program_device_ok(q, i) && !clf_program_build_log(q, i), "device %zu", i);
+    clf_program_destroy(q);
+    clf_program_destroy(p);
+    clf_fleet_destroy(f);
+    free(d);
+}
+END_TEST
+
+START_TEST(build_fails_everywhere)
+{
+    clf_fleet *f = fault_fleet(FLEET2, "device=*,call=build,status=CL_COMPILER_NOT_AVAILABLE");
+    clf_program *p = (clf_program *)f;
+    ck_assert_status(clf_program_build_source(&p, f, SRC, NULL), CLF_ERROR_BUILD);
+    ck_assert_ptr_null(p);
+    for (size_t i = 0; i < 2; i++) {
+        char want[64];
+        snprintf(want, sizeof want, "device %zu '", i);
+        expect(strstr(clf_last_error(), want) &&
+                   strstr(clf_last_error(), "CL_COMPILER_NOT_AVAILABLE"),
+               "detail: %s", clf_last_error());
+    }
+    clf_fleet_destroy(f);
+    /* A real compile error on every device still fails with every log. */
+    f = fault_fleet(FLEET2, NULL);
+    ck_assert_status(clf_program_build_source(&p, f, "__kernel void k(void) { nope(); }", NULL),
+                     CLF_ERROR_BUILD);
+    expect(strstr(clf_last_error(), "device 0 '") && strstr(clf_last_error(), "device 1 '") &&
+               strstr(clf_last_error(), "nope"),
+           "detail: %s", clf_last_error());
+    clf_fleet_destroy(f);
+}
+END_TEST
+
+/* ---- the grammar ------------------------------------------------------------------------ */
+
+START_TEST(malformed_rules)
+{
+    static const struct {
+        const char *rules, *detail;
+    } bad[] = {
+        {"device=1", "no call="},
+        {"call=enqueue", "no device="},
+        {"device=1,call=enqeue", "bad value 'enqeue' for 'call'"},
+        {"device=x,call=read", "bad value 'x' for 'device'"},
+        {"device=-1,call=read", "bad value '-1' for 'device'"},
+        {"device=9,call=read", "names device 9, the fleet has 2"},
+        {"device=0,call=read,after=", "bad value '' for 'after'"},
+        {"device=0,call=read,after=3x", "bad value '3x' for 'after'"},
+        {"device=0,call=read,after=99999999999999999999999", "bad value"},
+        {"device=0,call=read,count=0", "bad value '0' for 'count'"},
+        {"device=0,call=read,status=CL_NO_SUCH", "bad value 'CL_NO_SUCH' for 'status'"},
+        {"device=0,call=read,status=5", "bad value '5' for 'status'"},
+        {"device=0,call=read,when=now", "unknown item 'when=now'"},
+        {"device=0,call=read,lost=1", "unknown item 'lost=1'"},
+        {"device=0,call=read,device=1", "'device' given twice"},
+        {"device=0,call=read,,after=1", "empty item"},
+        {"device=0,call=read;;device=1,call=write", "rule 2 is empty"},
+        {";", "rule 1 is empty"},
+        {"device=0,call=read|", "bad value 'read|' for 'call'"},
+        {"device=0,call=read;device=1,call=bogus", "rule 2: bad value 'bogus'"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        clf_fleet_options o = CLF_FLEET_OPTIONS_INIT;
+        clf_fleet *f = (clf_fleet *)&o;
+        o.devices = FLEET2;
+        setenv("CLFLEET_FAULT_INJECT", bad[i].rules, 1);
+        clf_status st = clf_fleet_create(&f, &o);
+        unsetenv("CLFLEET_FAULT_INJECT");
+        expect(st == CLF_ERROR_PARSE && f == NULL, "'%s': %s", bad[i].rules, clf_status_name(st));
+        expect(strstr(clf_last_error(), "CLFLEET_FAULT_INJECT") &&
+                   strstr(clf_last_error(), bad[i].detail),
+               "'%s': detail '%s', want '%s'", bad[i].rules, clf_last_error(), bad[i].detail);
+    }
+    static const char *const good[] = {
+        "",
+        "  ",
+        "device=0,call=read",
+        " device = 1 , call = enqueue|exec , after = 3 , count = all ;",
+        "device=*,call=transfer,status=-5;device=all,call=any,lost,status=CL_OUT_OF_RESOURCES",
+        "DEVICE=1,CALL=BUILD,status=cl_build_program_failure",
+    };
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        clf_fleet *f = fault_fleet(FLEET2, good[i]);
+        clf_fleet_destroy(f);
+    }
+}
+END_TEST
+
+/* count=N fails N calls in a row, on each device a rule names; a fault on a device that is
+ * not in the launch never fires. */
+START_TEST(count_and_devices)
+{
+    data *d = data_new();
+    const fcfg *cfg = &CFGS[1]; /* fleet devices 2, 0, 3 in the launch; 1 is not */
+    clf_fleet *f = fault_fleet(cfg->selection, "device=1,call=enqueue,lost;device=0,call=alloc,"
+                                               "count=2;device=3,call=read|write,after=1");
+    clf_program *p;
+    ck_assert_ok(clf_program_build_source(&p, f, SRC, NULL));
+    job j;
+    job_init(&j, cfg, d, CLF_STATIC, 0);
+    snprintf(what, sizeof what, "count_and_devices");
+    clf_launch_report r;
+    fill(d->c);
+    ck_assert_ok(clf_launch(f, p, &j.desc, j.args, 4, &r));
+    expect_exact(d, &r);
+    /* Device 0 (position 1) failed its first allocation; device 3 (position 2) its second
+     * transfer; device 2 (position 0) did the rest. */
+    expect(!r.dev[0].failed && r.dev[1].failed && r.dev[2].failed && r.failed_devices == 2 &&
+               r.dev[1].cl_error == -4 && r.dev[2].cl_error == -5 && r.dev[0].units == N,
+           "%s", describe(&r));
+    /* The metrics table lists the failed devices. */
+    char *table = NULL;
+    size_t tlen = 0;
+    FILE *mem = open_memstream(&table, &tlen);
+    ck_assert_ptr_nonnull(mem);
+    ck_assert_ok(clf_metrics_print(f, mem));
+    fclose(mem);
+    expect(strstr(table, "device 0 failed") && strstr(table, "device 3 failed") &&
+               !strstr(table, "device 2 failed"),
+           "table: %s", table);
+    free(table);
+    ck_assert_ok(clf_device_readmit(f, 0));
+    ck_assert_ok(clf_device_readmit(f, 3));
+    /* Device 0's second allocation fails too (count=2); device 3 is fine now. */
+    fill(d->c);
+    ck_assert_ok(clf_launch(f, p, &j.desc, j.args, 4, &r));
+    expect_exact(d, &r);
+    expect(r.dev[1].failed && r.dev[1].cl_error == -4 && !r.dev[2].failed && r.failed_devices == 1,
+           "%s", describe(&r));
+    ck_assert_ok(clf_device_readmit(f, 0));
+    fill(d->c);
+    ck_assert_ok(clf_launch(f, p, &j.desc, j.args, 4, &r));
+    expect_exact(d, &r);
+    expect(r.failed_devices == 0, "%s", describe(&r));
+    /* The device outside the launch never made a call: it is not failed. */
+    expect(!clf_device_is_failed(f, 1), "device 1 failed");
+    ck_assert_status(clf_device_readmit(f, 99), CLF_ERROR_OUT_OF_RANGE);
+    ck_assert_status(clf_device_readmit(NULL, 0), CLF_ERROR_NULL_POINTER);
+    expect(!clf_device_is_failed(NULL, 0) && !clf_device_is_failed(f, 99), "bad handles");
+    char buf[8];
+    ck_assert_status(clf_device_failure(f, 0, NULL, 8), CLF_ERROR_NULL_POINTER);
+    ck_assert_status(clf_device_failure(f, 99, buf, 8), CLF_ERROR_OUT_OF_RANGE);
+    ck_assert_ok(clf_device_failure(f, 0, buf, sizeof buf));
+    ck_assert_str_eq(buf, "");
+    clf_program_destroy(p);
+    clf_fleet_destroy(f);
+    free(d);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("fault");
+    TCase *tc = tcase_create("fault");
+    tcase_set_timeout(tc, 600);
+    tcase_add_checked_fixture(tc, NULL, unset_inject);
+    tcase_add_test(tc, malformed_rules);
+    tcase_add_loop_test(tc, build_fails_on_one_device, 0, 2);
+    tcase_add_test(tc, build_fails_everywhere);
+    tcase_add_test(tc, not_a_device_fault);
+    tcase_add_test(tc, count_and_devices);
+    tcase_add_loop_test(tc, one_device_fails, 0, 2 * K_COUNT);
+    tcase_add_loop_test(tc, every_device_fails, 0, 2);
+    tcase_add_test(tc, inout_updated_once);
+    tcase_add_test(tc, inout_half_landed_stops);
+    tcase_add_test(tc, inout_halo_updated_once);
+    tcase_add_test(tc, reduction_survives);
+    tcase_add_test(tc, inout_with_reduction);
+    suite_add_tcase(s, tc);
+    int rc = test_probe_devices(FLEET4, 4);
+    if (rc < 0)
+        rc = test_probe_devices(FLEET2, 2);
+    if (rc >= 0)
+        return rc;
+    return test_run(s, NULL, 0);
+}
