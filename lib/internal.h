@@ -78,6 +78,15 @@ clf_status clf__filter_parse(clf__filter *f, const char *s);
  * every criterion but the type (the type rule needs the whole list). */
 int clf__filter_match(const clf__filter *f, const clf_device_info *info, unsigned index);
 
+/* ---- tuning variables (env.c, pure): CLF_ERROR_PARSE naming the variable ---- */
+
+/* $CLFLEET_METRICS: unset, "", 1/on/yes/true: counting; 0/off/no/false: *off = 1. */
+clf_status clf__env_metrics(const char *v, int *off);
+/* $CLFLEET_TRANSFER_CHUNK: a power of two in [64K, 64M], digits with an optional K/M. */
+clf_status clf__env_transfer_chunk(const char *v, size_t dflt, size_t *out);
+/* $CLFLEET_TRANSFER_STAGING: unset, "", auto: *pipeline = 0; pipeline: 1. */
+clf_status clf__env_staging(const char *v, int *pipeline);
+
 /* ---- SHA-256 (sha256.c, pure) ---- */
 
 typedef struct clf__sha256 {
