@@ -246,6 +246,12 @@ clf_status clf__xfer_init(clf_fleet *fleet, const char *transfer);
 void clf__xfer_fini(clf_fleet *fleet);
 /* Wait until no copy is queued for or running on a transfer thread. */
 void clf__xfer_drain(clf_fleet *fleet);
+/* A device that runs commands inside clEnqueue* (PoCL's "basic"): two host threads
+ * enqueueing to it at once can deadlock inside PoCL 3, so every host thread that enqueues to
+ * it (copies, buffer reads, writes and fills, a launch's worker) holds its lock meanwhile.
+ * No-ops for other devices. */
+void clf__dev_exec_enter(clf_fleet *fleet, size_t device);
+void clf__dev_exec_leave(clf_fleet *fleet, size_t device);
 
 /* ---- synchronisation (sync.c) ---- */
 

@@ -198,6 +198,18 @@ clf_status clf__copy_wait_deps(clf__copy *c)
     return CLF_SUCCESS;
 }
 
+void clf__dev_exec_enter(clf_fleet *fl, size_t dev)
+{
+    if (fl && fl->xfer && dev < fl->ndev && fl->xfer->dev[dev].sync_exec)
+        pthread_mutex_lock(&fl->xfer->dev[dev].exec_lock);
+}
+
+void clf__dev_exec_leave(clf_fleet *fl, size_t dev)
+{
+    if (fl && fl->xfer && dev < fl->ndev && fl->xfer->dev[dev].sync_exec)
+        pthread_mutex_unlock(&fl->xfer->dev[dev].exec_lock);
+}
+
 /* Take (or give back) the execution locks of the copy's synchronous devices, in index
  * order. */
 static void exec_lock(clf__copy *c, int take)

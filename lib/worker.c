@@ -548,11 +548,13 @@ static clf_status run_chunks(clf__worker *w)
 void *clf__worker_main(void *arg)
 {
     clf__worker *w = arg;
+    clf__dev_exec_enter(w->L->fl, w->d->index); /* PoCL's basic device: one thread at a time */
     clf_status st = setup(w);
     if (st == CLF_SUCCESS)
         st = run_chunks(w);
     else
         give_back(w, NULL, 0);
+    clf__dev_exec_leave(w->L->fl, w->d->index);
     if (st != CLF_SUCCESS)
         worker_fail(w, st);
     pthread_mutex_lock(&w->L->lock);
