@@ -114,6 +114,10 @@ char *clf__cache_default_dir(void);
 /* 1 and a malloc'd binary on a valid hit; 0 on a miss or an invalid entry. */
 int clf__cache_load(const char *dir, const unsigned char key[32], unsigned char **bin,
                     size_t *len);
+/* As clf__cache_load(); *rejected (when not NULL) is set to 1 when an entry was there but
+ * invalid (torn, corrupt, foreign), 0 otherwise (a hit, nothing there, or unreadable). */
+int clf__cache_load_ex(const char *dir, const unsigned char key[32], unsigned char **bin,
+                       size_t *len, int *rejected);
 /* Write atomically (temp file, fsync, rename), mode 0600, dir 0700. */
 clf_status clf__cache_store(const char *dir, const unsigned char key[32],
                             const unsigned char *bin, size_t len);
