@@ -431,6 +431,8 @@ static clf_status copy(clf_buffer *dst, size_t doff, clf_buffer *src, size_t sof
     if (nwait && !wait)
         return clf__fail(CLF_ERROR_NULL_POINTER, "%s: %zu events but the wait list is NULL",
                          fn, nwait);
+    if (nwait > SIZE_MAX / sizeof(cl_event))
+        return clf__fail(CLF_ERROR_SIZE_OVERFLOW, "%s: %zu events in the wait list", fn, nwait);
     for (size_t i = 0; i < nwait; i++)
         if (!wait[i])
             return clf__fail(CLF_ERROR_NULL_POINTER, "%s: wait-list event %zu is NULL", fn, i);
