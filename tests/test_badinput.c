@@ -256,6 +256,24 @@ static void r_fleet_create(void)
     NEUTRAL(f == NULL);
 }
 
+/* Set an environment variable for one call, and put back what was there. */
+static char *env_saved;
+static void env_set(const char *var, const char *value)
+{
+    const char *old = getenv(var);
+    env_saved = old ? strdup(old) : NULL;
+    setenv(var, value, 1);
+}
+static void env_restore(const char *var)
+{
+    if (env_saved)
+        setenv(var, env_saved, 1);
+    else
+        unsetenv(var);
+    free(env_saved);
+    env_saved = NULL;
+}
+
 /* Malformed environment values: a status naming the variable, never a crash. */
 static void r_fleet_create_env(void)
 {
@@ -283,23 +301,55 @@ static void r_fleet_create_env(void)
         {"CLFLEET_TRANSFER_STAGING", "banana", CLF_ERROR_PARSE},
     };
     for (size_t i = 0; i < sizeof env / sizeof env[0]; i++) {
-        setenv(env[i].var, env[i].value, 1);
+        env_set(env[i].var, env[i].value);
         o.devices = strcmp(env[i].var, "CLFLEET_DEVICES") ? TEST_CPUS : NULL;
         clf_clear_error();
         clf_status st = clf_fleet_create(&f, &o);
-        unsetenv(env[i].var);
+        env_restore(env[i].var);
         clf_fleet_destroy(f);
         f = NULL;
         expect_fail(st, env[i].want, env[i].var, __LINE__);
         ck_assert_msg(strstr(clf_last_error(), env[i].var) != NULL, "%s=%s: '%s' names it",
                       env[i].var, env[i].value, clf_last_error());
     }
+    /* Variables whose bad values only cost time or a path: the fleet works without them. */
+    static char longdir[5000];
+    memset(longdir, 'd', sizeof longdir - 1);
+    longdir[0] = '/';
+    static const struct {
+        const char *var, *value;
+    } benign[] = {
+        {"CLFLEET_CACHE_DIR", "/dev/null/not-a-directory"}, /* the cache is skipped */
+        {"CLFLEET_CACHE_DIR", longdir},
+        {"CLFLEET_KERNEL_DIR", "/no/such/dir"}, /* the embedded kernels are used */
+        {"CLFLEET_KERNEL_DIR", longdir},
+        {"CLFLEET_CUDA_LIBRARY", "/no/such/libcuda.so"}, /* the CUDA path is off */
+        {"CLFLEET_CUDA_LIBRARY", longdir},
+        {"CLFLEET_STRATEGY", "banana"}, /* read by launches that ask for the default */
+    };
+    for (size_t i = 0; i < sizeof benign / sizeof benign[0]; i++) {
+        env_set(benign[i].var, benign[i].value);
+        o.devices = TEST_CPUS ";index=0";
+        o.cache_dir = NULL;
+        clf_program *p = NULL;
+        clf_status st = clf_fleet_create(&f, &o);
+        if (st == CLF_SUCCESS)
+            st = clf_program_build_shipped(&p, f, "vector", NULL);
+        env_restore(benign[i].var);
+        ck_assert_msg(st == CLF_SUCCESS, "%s=%.40s: %s: %s", benign[i].var, benign[i].value,
+                      clf_status_name(st), clf_last_error());
+        ck_assert_ptr_nonnull(clf_transfer_cuda_status(f));
+        clf_program_destroy(p);
+        clf_fleet_destroy(f);
+        f = NULL;
+        cases++;
+    }
     /* The option wins over the variable: a good option with a bad variable works. */
-    setenv("CLFLEET_TRANSFER", "banana", 1);
+    env_set("CLFLEET_TRANSFER", "banana");
     o.devices = TEST_CPUS;
     o.transfer = "auto";
     clf_status st = clf_fleet_create(&f, &o);
-    unsetenv("CLFLEET_TRANSFER");
+    env_restore("CLFLEET_TRANSFER");
     ck_assert_msg(st == CLF_SUCCESS, "%s", clf_last_error());
     clf_fleet_destroy(f);
     cases++;
@@ -756,11 +806,12 @@ static clf_launch_desc vadd_desc(void)
         BAD(run(P, &d, a, 3), CLF_ERROR_NULL_POINTER);                                     \
         /* Environment: the strategy variable for launches that ask for the default. */   \
         d = vadd_desc(), d.strategy = CLF_STRATEGY_DEFAULT;                                \
-        setenv("CLFLEET_STRATEGY", "banana", 1);                                           \
+        env_set("CLFLEET_STRATEGY", "banana");                                             \
         BAD(run(P, &d, ok, 3), CLF_ERROR_PARSE);                                           \
-        setenv("CLFLEET_STRATEGY", "static;dynamic", 1);                                   \
+        env_restore("CLFLEET_STRATEGY");                                                   \
+        env_set("CLFLEET_STRATEGY", "static;dynamic");                                     \
         BAD(run(P, &d, ok, 3), CLF_ERROR_PARSE);                                           \
-        unsetenv("CLFLEET_STRATEGY");                                                      \
+        env_restore("CLFLEET_STRATEGY");                                                   \
     } while (0)
 
 static clf_status run_sync(clf_program *p, const clf_launch_desc *d, const clf_arg *a, size_t n)
@@ -898,10 +949,10 @@ static void r_trace_flush(void)
     ck_assert_ok(clf_fleet_create(&f, &o));
     BAD(clf_trace_flush(f), CLF_ERROR_IO);
     clf_fleet_destroy(f); /* reports the failure on stderr, does not crash */
-    setenv("CLFLEET_TRACE", "/no/such/directory/%p-%n-%q-%.json", 1);
+    env_set("CLFLEET_TRACE", "/no/such/directory/%p-%n-%q-%.json");
     o.trace = NULL;
     clf_status st = clf_fleet_create(&f, &o);
-    unsetenv("CLFLEET_TRACE");
+    env_restore("CLFLEET_TRACE");
     ck_assert_msg(st == CLF_SUCCESS, "%s", clf_last_error());
     BAD(clf_trace_flush(f), CLF_ERROR_IO);
     clf_fleet_destroy(f);
