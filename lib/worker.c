@@ -303,7 +303,11 @@ static clf_status finish_chunk(clf__worker *w, clf__chunk *c)
     for (size_t j = 0; j < c->nwrite + c->nread; j++)
         all[n++] = c->ev[j];
     all[n++] = c->kernel;
+    /* Not holding the device's exec lock (PoCL's basic device) while blocked: the chunk may
+     * wait (clf_device_wait_events) for a copy that a transfer thread runs under that lock. */
+    clf__dev_exec_leave(L->fl, w->d->index);
     cl_int err = clWaitForEvents((cl_uint)n, all);
+    clf__dev_exec_enter(L->fl, w->d->index);
     for (size_t j = 0; j < n; j++) {
         cl_int s = CL_COMPLETE;
         clGetEventInfo(all[j], CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof s, &s, NULL);
