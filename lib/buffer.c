@@ -99,14 +99,16 @@ static clf_status transfer(clf_buffer *b, int write, size_t offset, size_t size,
     cl_bool blk = blocking ? CL_TRUE : CL_FALSE;
     cl_event ev = NULL;
     /* Always with an event: its profiling times feed the fleet's metrics. */
+    clf__dev_exec_enter(b->fleet, b->device);
     cl_int err = write ? clEnqueueWriteBuffer(d->transfer, b->mem, blk, offset, size, host, 0,
                                               NULL, &ev)
                        : clEnqueueReadBuffer(d->transfer, b->mem, blk, offset, size, host, 0,
                                              NULL, &ev);
+    if (err == CL_SUCCESS && !blocking)
+        clFlush(d->transfer); /* start it now, not at the next blocking call */
+    clf__dev_exec_leave(b->fleet, b->device);
     if (err != CL_SUCCESS)
         return clf__cl_fail(err, write ? "clEnqueueWriteBuffer" : "clEnqueueReadBuffer", d);
-    if (!blocking)
-        clFlush(d->transfer); /* start it now, not at the next blocking call */
     clf__rec r = {0};
     r.kind = write ? CLF__REC_TO_DEVICE : CLF__REC_FROM_DEVICE;
     r.bytes = size;
@@ -156,8 +158,12 @@ clf_status clf_buffer_fill(clf_buffer *b, const void *pattern, size_t pattern_si
                          offset, size, pattern_size);
     struct clf__device *d = &b->fleet->dev[b->device];
     cl_event ev;
+    clf__dev_exec_enter(b->fleet, b->device);
     cl_int err = clEnqueueFillBuffer(d->transfer, b->mem, pattern, pattern_size, offset, size,
                                      0, NULL, &ev);
+    if (err == CL_SUCCESS)
+        clFlush(d->transfer);
+    clf__dev_exec_leave(b->fleet, b->device);
     if (err != CL_SUCCESS)
         return clf__cl_fail(err, "clEnqueueFillBuffer", d);
     clf_event e = {.ev = ev};

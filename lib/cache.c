@@ -148,6 +148,12 @@ static int write_full(int fd, const void *buf, size_t n)
 int clf__cache_load(const char *dir, const unsigned char key[32], unsigned char **bin,
                     size_t *len)
 {
+    return clf__cache_load_ex(dir, key, bin, len, NULL);
+}
+
+int clf__cache_load_ex(const char *dir, const unsigned char key[32], unsigned char **bin,
+                       size_t *len, int *rejected)
+{
     int hit = 0, invalid = 0, fd = -1;
     unsigned char hdr[CACHE_HEADER], digest[32], extra;
     unsigned char *buf = NULL;
@@ -155,6 +161,8 @@ int clf__cache_load(const char *dir, const unsigned char key[32], unsigned char 
     char *path = NULL;
     clf__sha256 c;
 
+    if (rejected)
+        *rejected = 0;
     if (!bin || !len)
         return 0;
     *bin = NULL;
@@ -195,6 +203,8 @@ int clf__cache_load(const char *dir, const unsigned char key[32], unsigned char 
     hit = 1;
     invalid = 0;
 out:
+    if (rejected)
+        *rejected = invalid;
     /* Remove a bad entry so it is rebuilt, unless a writer has meanwhile renamed
      * a fresh one into place (then the path names another file). */
     if (invalid && stat(path, &now) == 0 && now.st_dev == st.st_dev && now.st_ino == st.st_ino)

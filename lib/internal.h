@@ -78,6 +78,15 @@ clf_status clf__filter_parse(clf__filter *f, const char *s);
  * every criterion but the type (the type rule needs the whole list). */
 int clf__filter_match(const clf__filter *f, const clf_device_info *info, unsigned index);
 
+/* ---- tuning variables (env.c, pure): CLF_ERROR_PARSE naming the variable ---- */
+
+/* $CLFLEET_METRICS: unset, "", 1/on/yes/true: counting; 0/off/no/false: *off = 1. */
+clf_status clf__env_metrics(const char *v, int *off);
+/* $CLFLEET_TRANSFER_CHUNK: a power of two in [64K, 64M], digits with an optional K/M. */
+clf_status clf__env_transfer_chunk(const char *v, size_t dflt, size_t *out);
+/* $CLFLEET_TRANSFER_STAGING: unset, "", auto: *pipeline = 0; pipeline: 1. */
+clf_status clf__env_staging(const char *v, int *pipeline);
+
 /* ---- SHA-256 (sha256.c, pure) ---- */
 
 typedef struct clf__sha256 {
@@ -105,6 +114,10 @@ char *clf__cache_default_dir(void);
 /* 1 and a malloc'd binary on a valid hit; 0 on a miss or an invalid entry. */
 int clf__cache_load(const char *dir, const unsigned char key[32], unsigned char **bin,
                     size_t *len);
+/* As clf__cache_load(); *rejected (when not NULL) is set to 1 when an entry was there but
+ * invalid (torn, corrupt, foreign), 0 otherwise (a hit, nothing there, or unreadable). */
+int clf__cache_load_ex(const char *dir, const unsigned char key[32], unsigned char **bin,
+                       size_t *len, int *rejected);
 /* Write atomically (temp file, fsync, rename), mode 0600, dir 0700. */
 clf_status clf__cache_store(const char *dir, const unsigned char key[32],
                             const unsigned char *bin, size_t len);
@@ -245,6 +258,12 @@ clf_status clf__xfer_init(clf_fleet *fleet, const char *transfer);
 void clf__xfer_fini(clf_fleet *fleet);
 /* Wait until no copy is queued for or running on a transfer thread. */
 void clf__xfer_drain(clf_fleet *fleet);
+/* A device that runs commands inside clEnqueue* (PoCL's "basic"): two host threads
+ * enqueueing to it at once can deadlock inside PoCL 3, so every host thread that enqueues to
+ * it (copies, buffer reads, writes and fills, a launch's worker) holds its lock meanwhile.
+ * No-ops for other devices. */
+void clf__dev_exec_enter(clf_fleet *fleet, size_t device);
+void clf__dev_exec_leave(clf_fleet *fleet, size_t device);
 
 /* ---- synchronisation (sync.c) ---- */
 

@@ -149,13 +149,16 @@ static void devm_free(clf__devm *d)
 
 clf_status clf__metrics_init(clf_fleet *fl, const char *trace)
 {
-    const char *off = getenv("CLFLEET_METRICS");
+    int off = 0;
+    clf_status st = clf__env_metrics(getenv("CLFLEET_METRICS"), &off);
+    if (st != CLF_SUCCESS)
+        return st;
     if (!trace)
         trace = getenv("CLFLEET_TRACE");
     if (trace && !trace[0])
         trace = NULL;
     /* Only to measure what counting costs: without a trace, no metrics at all. */
-    if (!trace && off && (!strcmp(off, "0") || !strcmp(off, "off")))
+    if (!trace && off)
         return CLF_SUCCESS;
     struct clf__metrics *m = calloc(1, sizeof *m);
     if (!m)

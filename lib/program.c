@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 clf_status clf__read_file(const char *path, char **out, size_t *len)
 {
@@ -18,6 +19,10 @@ clf_status clf__read_file(const char *path, char **out, size_t *len)
     FILE *f = fopen(path, "rb");
     if (!f)
         return clf__fail(CLF_ERROR_IO, "cannot open '%s': %s", path, strerror(errno));
+    /* A directory opens on Linux and sizes as LONG_MAX; a FIFO has no size at all. */
+    struct stat sb;
+    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode))
+        CLF__TRY(st, clf__fail(CLF_ERROR_IO, "cannot read '%s': not a regular file", path));
     if (fseek(f, 0, SEEK_END) != 0)
         CLF__TRY(st, clf__fail(CLF_ERROR_IO, "cannot seek '%s': %s", path, strerror(errno)));
     long n = ftell(f);

@@ -100,6 +100,9 @@ clf_status clf_device_wait_events(clf_fleet *fleet, size_t device, clf_event *co
         return CLF_SUCCESS;
     if (!events)
         return clf__fail(CLF_ERROR_NULL_POINTER, "clf_device_wait_events: events is NULL");
+    if (num_events > SIZE_MAX / sizeof(cl_event))
+        return clf__fail(CLF_ERROR_SIZE_OVERFLOW, "clf_device_wait_events: %zu events",
+                         num_events);
     cl_event *cl = calloc(num_events, sizeof *cl);
     if (!cl)
         return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "clf_device_wait_events: out of memory");
@@ -123,6 +126,10 @@ clf_status clf_barrier(clf_fleet *fleet, const size_t *devices, size_t num_devic
     if (devices && num_devices == 0)
         return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "clf_barrier: no devices");
     size_t n = devices ? num_devices : fleet->ndev;
+    if (n > fleet->ndev) /* then some device is listed twice; do not allocate for it */
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                         "clf_barrier: %zu devices, the fleet has %zu (each at most once)", n,
+                         fleet->ndev);
     clf_status st = CLF_SUCCESS;
     size_t *dev = calloc(n, sizeof *dev);
     clf_event **marks = calloc(n, sizeof *marks);

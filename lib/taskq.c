@@ -146,6 +146,11 @@ static clf_status check_task(const clf_taskq *q, const clf_task_desc *t, const c
                              "divide the global size",
                              t->kernel);
     }
+    size_t items = 1;
+    for (unsigned k = 0; k < t->dims; k++)
+        if (clf__mul_overflow(items, t->global[k], &items))
+            return clf__fail(CLF_ERROR_SIZE_OVERFLOW, "task '%s': the range overflows",
+                             t->kernel);
     if (t->affinity != CLF_TASK_ANY_DEVICE && t->affinity >= q->ndev)
         return clf__fail(CLF_ERROR_OUT_OF_RANGE,
                          "task '%s': affinity %zu, the queue has %zu "
@@ -158,6 +163,10 @@ static clf_status check_task(const clf_taskq *q, const clf_task_desc *t, const c
         return clf__fail(CLF_ERROR_NULL_POINTER, "task '%s': args is NULL", t->kernel);
     for (size_t i = 0; i < nargs; i++) {
         const clf_arg *a = &args[i];
+        if (a->flags & ~(unsigned)CLF_ARG_CHUNK_INDEXED)
+            return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                             "task '%s' argument %zu: unknown flags 0x%x", t->kernel, i,
+                             a->flags);
         switch (a->kind) {
         case CLF_ARG_KIND_IN:
         case CLF_ARG_KIND_OUT:

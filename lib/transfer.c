@@ -18,23 +18,6 @@
 
 /* ---- fleet state ---------------------------------------------------------------------- */
 
-/* $CLFLEET_TRANSFER_CHUNK, when it is a power of two in [64 KiB, 64 MiB]. */
-static size_t chunk_size(void)
-{
-    const char *e = getenv("CLFLEET_TRANSFER_CHUNK");
-    if (!e || !*e)
-        return CLF__XFER_CHUNK;
-    char *end;
-    unsigned long long v = strtoull(e, &end, 0);
-    if (*end == 'k' || *end == 'K')
-        v <<= 10, end++;
-    else if (*end == 'm' || *end == 'M')
-        v <<= 20, end++;
-    if (*end || v < (64u << 10) || v > (64u << 20) || (v & (v - 1)))
-        return CLF__XFER_CHUNK; /* a tuning knob: a bad value is ignored, not fatal */
-    return (size_t)v;
-}
-
 static int contains_nocase(const char *hay, const char *needle)
 {
     size_t n = strlen(needle);
@@ -72,10 +55,12 @@ clf_status clf__xfer_init(clf_fleet *fl, const char *opt)
     fl->xfer = x;
     x->fleet = fl;
     x->disabled = disabled;
-    x->chunk = chunk_size();
-    const char *sm = getenv("CLFLEET_TRANSFER_STAGING");
-    x->staging = sm && strcasecmp(sm, "pipeline") == 0 ? CLF__STAGING_PIPELINE
-                                                        : CLF__STAGING_AUTO;
+    int pipeline = 0;
+    if ((st = clf__env_transfer_chunk(getenv("CLFLEET_TRANSFER_CHUNK"), CLF__XFER_CHUNK,
+                                      &x->chunk)) != CLF_SUCCESS ||
+        (st = clf__env_staging(getenv("CLFLEET_TRANSFER_STAGING"), &pipeline)) != CLF_SUCCESS)
+        return st;
+    x->staging = pipeline ? CLF__STAGING_PIPELINE : CLF__STAGING_AUTO;
     x->dev = calloc(n, sizeof *x->dev);
     x->path = calloc(nn, 1);
     x->direct = calloc(nn, 1);
@@ -211,6 +196,18 @@ clf_status clf__copy_wait_deps(clf__copy *c)
         }
     }
     return CLF_SUCCESS;
+}
+
+void clf__dev_exec_enter(clf_fleet *fl, size_t dev)
+{
+    if (fl && fl->xfer && dev < fl->ndev && fl->xfer->dev[dev].sync_exec)
+        pthread_mutex_lock(&fl->xfer->dev[dev].exec_lock);
+}
+
+void clf__dev_exec_leave(clf_fleet *fl, size_t dev)
+{
+    if (fl && fl->xfer && dev < fl->ndev && fl->xfer->dev[dev].sync_exec)
+        pthread_mutex_unlock(&fl->xfer->dev[dev].exec_lock);
 }
 
 /* Take (or give back) the execution locks of the copy's synchronous devices, in index
@@ -434,6 +431,8 @@ static clf_status copy(clf_buffer *dst, size_t doff, clf_buffer *src, size_t sof
     if (nwait && !wait)
         return clf__fail(CLF_ERROR_NULL_POINTER, "%s: %zu events but the wait list is NULL",
                          fn, nwait);
+    if (nwait > SIZE_MAX / sizeof(cl_event))
+        return clf__fail(CLF_ERROR_SIZE_OVERFLOW, "%s: %zu events in the wait list", fn, nwait);
     for (size_t i = 0; i < nwait; i++)
         if (!wait[i])
             return clf__fail(CLF_ERROR_NULL_POINTER, "%s: wait-list event %zu is NULL", fn, i);

@@ -495,7 +495,11 @@ static clf_status finish_chunk(clf__worker *w, clf__chunk *c)
     for (size_t j = 0; j < c->nwrite + c->nread; j++)
         all[n++] = c->ev[j];
     all[n++] = c->kernel;
+    /* Not holding the device's exec lock (PoCL's basic device) while blocked: the chunk may
+     * wait (clf_device_wait_events) for a copy that a transfer thread runs under that lock. */
+    clf__dev_exec_leave(w->L->fl, w->d->index);
     cl_int err = clWaitForEvents((cl_uint)n, all);
+    clf__dev_exec_enter(w->L->fl, w->d->index);
     cl_int exec = CL_COMPLETE;
     for (size_t j = 0; j < n && exec == CL_COMPLETE; j++) {
         cl_int s = event_status(all[j]);
@@ -862,6 +866,7 @@ static clf_status run_chunks(clf__worker *w)
 void *clf__worker_main(void *arg)
 {
     clf__worker *w = arg;
+    clf__dev_exec_enter(w->L->fl, w->d->index); /* PoCL's basic device: one thread at a time */
     clf_status st = setup(w);
     if (st == CLF_SUCCESS)
         st = run_chunks(w);
@@ -869,6 +874,7 @@ void *clf__worker_main(void *arg)
         worker_fail(w, st);
         give_back(w, NULL, 0);
     }
+    clf__dev_exec_leave(w->L->fl, w->d->index);
     if (st != CLF_SUCCESS)
         worker_fail(w, st);
     pthread_mutex_lock(&w->L->lock);

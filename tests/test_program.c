@@ -2,7 +2,9 @@
 #include "common.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -251,8 +253,233 @@ START_TEST(build_from_file)
 }
 END_TEST
 
-int main(void)
+/* A source no earlier run has built, holding vadd (so run_vadd() can check it). */
+static void unique_vadd_source(char *buf, size_t cap, const char *tag)
 {
+    snprintf(buf, cap, "/* %s %ld %d */\n%s", tag, (long)time(NULL), (int)getpid(),
+             clf_shipped_kernel_source("vector"));
+}
+
+static char entry_bytes[1 << 20];
+static size_t entry_len;
+
+/* Remember one entry's bytes (the program of "another device" to plant elsewhere). */
+static void keep_entry(const char *path, size_t i)
+{
+    if (i)
+        return;
+    FILE *fp = fopen(path, "rb");
+    ck_assert_ptr_nonnull(fp);
+    entry_len = fread(entry_bytes, 1, sizeof entry_bytes, fp);
+    fclose(fp);
+}
+
+static int bad_kind; /* 0 garbage, 1 another key's entry, 2 unreadable (a directory) */
+
+static void spoil(const char *path, size_t i)
+{
+    ck_assert_int_eq(unlink(path), 0);
+    if (bad_kind == 2) {
+        /* The tests run as root, who reads a chmod 000 file: a directory in the entry's
+         * place is what root cannot read as an entry. */
+        ck_assert_int_eq(mkdir(path, 0700), 0);
+        return;
+    }
+    FILE *fp = fopen(path, "wb");
+    ck_assert_ptr_nonnull(fp);
+    if (bad_kind == 1) {
+        ck_assert_uint_eq(fwrite(entry_bytes, 1, entry_len, fp), entry_len);
+    } else {
+        unsigned x = 12345u + (unsigned)i;
+        for (int k = 0; k < 3000; k++) {
+            x = x * 1103515245u + 12345u;
+            fputc((int)(x >> 16), fp);
+        }
+    }
+    fclose(fp);
+}
+
+static void unspoil(const char *path, size_t i)
+{
+    (void)i;
+    struct stat sb;
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
+        ck_assert_int_eq(rmdir(path), 0);
+}
+
+/* Garbage, an entry of another device's (another key's) program, and an unreadable entry:
+ * each is ignored, the program is rebuilt from source and runs, and the cache heals. */
+START_TEST(cache_bad_entries_rebuilt)
+{
+    bad_kind = _i;
+    make_cache_dir();
+    clf_fleet_options o = CLF_FLEET_OPTIONS_INIT;
+    o.devices = TEST_CPUS;
+    o.cache_dir = cache_dir;
+    clf_fleet *f;
+    ck_assert_ok(clf_fleet_create(&f, &o));
+    size_t n = clf_fleet_device_count(f);
+    char src[8192], other[8192];
+    unique_vadd_source(other, sizeof other, "other");
+    clf_program *p;
+    ck_assert_ok(clf_program_build_source(&p, f, other, NULL));
+    clf_program_destroy(p);
+    for_each_entry(keep_entry);
+    ck_assert_uint_gt(entry_len, 84);
+    remove_cache_dir();
+    make_cache_dir();
+    o.cache_dir = cache_dir;
+    clf_fleet_destroy(f);
+    ck_assert_ok(clf_fleet_create(&f, &o));
+
+    unique_vadd_source(src, sizeof src, "spoiled");
+    ck_assert_ok(clf_program_build_source(&p, f, src, NULL));
+    clf_program_destroy(p);
+    size_t entries = for_each_entry(spoil);
+    ck_assert_uint_ge(entries, 1);
+    for (int round = 0; round < 2; round++) {
+        /* The spoiled entries are ignored; with a directory in the way the rebuilt binary
+         * cannot be stored, so the next build compiles again. */
+        ck_assert_ok(clf_program_build_source(&p, f, src, NULL));
+        for (size_t d = 0; d < n; d++) {
+            ck_assert_msg(clf_program_from_cache(p, d) == (bad_kind != 2 && round == 1),
+                          "kind %d round %d device %zu: from cache %d", bad_kind, round, d,
+                          clf_program_from_cache(p, d));
+            run_vadd(f, p, d);
+        }
+        clf_program_destroy(p);
+    }
+    /* Out of the way, the entry is written again and then hits. */
+    for_each_entry(unspoil);
+    ck_assert_ok(clf_program_build_source(&p, f, src, NULL));
+    clf_program_destroy(p);
+    ck_assert_ok(clf_program_build_source(&p, f, src, NULL));
+    for (size_t d = 0; d < n; d++) {
+        ck_assert_int_eq(clf_program_from_cache(p, d), 1);
+        run_vadd(f, p, d);
+    }
+    clf_program_destroy(p);
+    clf_fleet_destroy(f);
+    remove_cache_dir();
+}
+END_TEST
+
+/* ---- processes filling one cache at once ---------------------------------------------- */
+
+enum { WORKER_ITERS = 6 };
+
+/* One process of cache_concurrent_processes (this program run again with --cache-worker):
+ * builds two programs every process builds and one of its own, each time running vadd
+ * from it and checking the result; every third iteration it clears the directory so that
+ * entries are written again while the other processes read them. */
+static int cache_worker(const char *dir, int id)
+{
+    clf_fleet_options o = CLF_FLEET_OPTIONS_INIT;
+    o.devices = TEST_CPUS;
+    o.cache_dir = dir;
+    clf_fleet *f = NULL;
+    if (clf_fleet_create(&f, &o) != CLF_SUCCESS) {
+        fprintf(stderr, "worker %d: fleet: %s\n", id, clf_last_error());
+        return 20;
+    }
+    size_t n = clf_fleet_device_count(f);
+    const char *vec = clf_shipped_kernel_source("vector");
+    static char src[3][8192];
+    snprintf(src[0], sizeof src[0], "/* shared A */\n%s", vec);
+    snprintf(src[1], sizeof src[1], "/* shared B */\n%s", vec);
+    snprintf(src[2], sizeof src[2], "/* own %d */\n%s", id, vec);
+    enum { N = 3001 };
+    static float a[N], b[N], c[N];
+    unsigned hits = 0, builds = 0;
+    for (int it = 0; it < WORKER_ITERS; it++) {
+        for (int k = 0; k < 3; k++) {
+            clf_program *p = NULL;
+            if (clf_program_build_source(&p, f, src[(k + id) % 3], NULL) != CLF_SUCCESS) {
+                fprintf(stderr, "worker %d: build: %s\n", id, clf_last_error());
+                return 21;
+            }
+            builds++;
+            hits += (unsigned)clf_program_from_cache(p, 0);
+            for (int i = 0; i < N; i++)
+                a[i] = (float)(i + it), b[i] = (float)(k * i), c[i] = -1;
+            clf_arg args[] = {CLF_IN(a, sizeof a, 4), CLF_IN(b, sizeof b, 4),
+                              CLF_OUT(c, sizeof c, 4)};
+            clf_launch_desc d = CLF_LAUNCH_DESC_INIT;
+            d.kernel = "vadd";
+            d.global[0] = N;
+            size_t dev = (size_t)(it + k) % n;
+            d.devices = &dev;
+            d.num_devices = 1;
+            if (clf_launch(f, p, &d, args, 3, NULL) != CLF_SUCCESS) {
+                fprintf(stderr, "worker %d: launch: %s\n", id, clf_last_error());
+                return 22;
+            }
+            for (int i = 0; i < N; i++)
+                if (c[i] != a[i] + b[i]) {
+                    fprintf(stderr, "worker %d: c[%d] = %g\n", id, i, (double)c[i]);
+                    return 23;
+                }
+            clf_program_destroy(p);
+        }
+        if (it % 3 == 2) {
+            DIR *dd = opendir(dir);
+            struct dirent *e;
+            char path[1024];
+            while (dd && (e = readdir(dd)))
+                if (strstr(e->d_name, ".clfbin")) {
+                    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+                    if (unlink(path) != 0 && errno != ENOENT)
+                        return 24;
+                }
+            if (dd)
+                closedir(dd);
+        }
+    }
+    clf_fleet_destroy(f);
+    fprintf(stderr, "cache worker %d: %u builds, %u from the cache\n", id, builds, hits);
+    return 0;
+}
+
+START_TEST(cache_concurrent_processes)
+{
+    enum { PROCS = 4 };
+    make_cache_dir();
+    char self[4096];
+    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+    ck_assert_int_gt(len, 0);
+    self[len] = '\0';
+    pid_t pid[PROCS];
+    for (int i = 0; i < PROCS; i++) {
+        char id[16];
+        snprintf(id, sizeof id, "%d", i);
+        pid[i] = fork();
+        ck_assert_int_ge(pid[i], 0);
+        if (pid[i] == 0) {
+            execl(self, self, "--cache-worker", cache_dir, id, (char *)NULL);
+            _exit(127);
+        }
+    }
+    for (int i = 0; i < PROCS; i++) {
+        int status = 0;
+        ck_assert_int_eq(waitpid(pid[i], &status, 0), pid[i]);
+        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                      "cache worker %d: status 0x%x", i, status);
+    }
+    /* No temporary file left, every remaining entry private. */
+    DIR *d = opendir(cache_dir);
+    struct dirent *e;
+    while ((e = readdir(d)))
+        ck_assert_msg(strncmp(e->d_name, ".tmp-", 5) != 0, "left over: %s", e->d_name);
+    closedir(d);
+    for_each_entry(check_private);
+    remove_cache_dir();
+}
+END_TEST
+
+int main(int argc, char **argv)
+{
+    if (argc == 4 && !strcmp(argv[1], "--cache-worker"))
+        return cache_worker(argv[2], atoi(argv[3]));
     Suite *s = suite_create("program");
     TCase *tc = tcase_create("program");
     tcase_set_timeout(tc, 300);
@@ -261,6 +488,8 @@ int main(void)
     tcase_add_loop_test(tc, bad_build_reports_every_device, 0, 2);
     tcase_add_loop_test(tc, cache_hit_and_rebuild_after_corruption, 0, 2);
     tcase_add_test(tc, build_from_file);
+    tcase_add_loop_test(tc, cache_bad_entries_rebuilt, 0, 3);
+    tcase_add_test(tc, cache_concurrent_processes);
     suite_add_tcase(s, tc);
     return test_run(s, TEST_CPUS, 3);
 }

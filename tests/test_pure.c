@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* ------------------------------------------------------------------ */
@@ -1026,6 +1027,168 @@ START_TEST(test_cache_not_a_file)
 }
 END_TEST
 
+/* What the loader says of each kind of bad entry: rejected (and removed) for a torn,
+ * garbage or foreign one; a plain miss, left alone, for nothing there or an entry it cannot
+ * read. Unreadable is tested with a directory in the entry's place, since the tests run as
+ * root, who reads a chmod 000 file; a chmod 000 file is tested too when not root. */
+START_TEST(test_cache_rejected)
+{
+    unsigned char key[32], other[32], *bin = NULL, junk[200];
+    size_t n, len;
+    int rejected = -1;
+    make_key(key, "rejected");
+    make_key(other, "another device's program");
+    char *path = clf__cache_path(tmpdir, key), *opath = clf__cache_path(tmpdir, other);
+
+    ck_assert_int_eq(clf__cache_load_ex(tmpdir, key, &bin, &len, &rejected), 0);
+    ck_assert_int_eq(rejected, 0); /* missing */
+
+    unsigned char *e = small_entry(key, path, &n);
+    unsigned char whole[256];
+    memcpy(whole, e, n);
+    ck_assert_int_eq(clf__cache_load_ex(tmpdir, key, &bin, &len, &rejected), 1);
+    ck_assert_int_eq(rejected, 0);
+    free(bin);
+
+    write_bytes(path, whole, n / 2); /* truncated */
+    ck_assert_int_eq(clf__cache_load_ex(tmpdir, key, &bin, &len, &rejected), 0);
+    ck_assert_int_eq(rejected, 1);
+    ck_assert(!exists(path));
+
+    for (size_t i = 0; i < sizeof junk; i++)
+        junk[i] = (unsigned char)rng();
+    write_bytes(path, junk, sizeof junk); /* garbage */
+    ck_assert_int_eq(clf__cache_load_ex(tmpdir, key, &bin, &len, &rejected), 0);
+    ck_assert_int_eq(rejected, 1);
+    ck_assert(!exists(path));
+
+    /* The entry of another key (another device) at this key's path. */
+    small_entry(other, opath, &n);
+    ck_assert_int_eq(rename(opath, path), 0);
+    ck_assert_int_eq(clf__cache_load_ex(tmpdir, key, &bin, &len, &rejected), 0);
+    ck_assert_int_eq(rejected, 1);
+    ck_assert(!exists(path));
+
+    /* Unreadable: a directory in its place is a miss, left alone. */
+    ck_assert_int_eq(mkdir(path, 0700), 0);
+    ck_assert_int_eq(clf__cache_load_ex(tmpdir, key, &bin, &len, &rejected), 0);
+    ck_assert_int_eq(rejected, 0);
+    ck_assert(exists(path));
+    ck_assert_int_eq(rmdir(path), 0);
+    if (geteuid() != 0) {
+        small_entry(key, path, &n);
+        ck_assert_int_eq(chmod(path, 0), 0);
+        ck_assert_int_eq(clf__cache_load_ex(tmpdir, key, &bin, &len, &rejected), 0);
+        ck_assert_int_eq(rejected, 0);
+        ck_assert(exists(path));
+        ck_assert_int_eq(unlink(path), 0);
+    }
+    /* Rebuilt: a new store loads again. */
+    small_entry(key, path, &n);
+    ck_assert_int_eq(clf__cache_load_ex(tmpdir, key, &bin, &len, &rejected), 1);
+    ck_assert_int_eq(len, n - 84);
+    free(bin);
+    free(path);
+    free(opath);
+}
+END_TEST
+
+/* Several processes filling one cache directory at once, with the same and different
+ * keys, entries of up to 384 KiB (many pages, so a torn read would show), and now and
+ * then one removed (as a user clearing the cache): no load may ever find a rejected
+ * (half-written) entry, and every hit must hold exactly its key's payload. */
+enum { CACHE_PROCS = 4, CACHE_ITERS = 400, CACHE_SHARED = 4, CACHE_OWN = 2 };
+
+static size_t proc_payload(const char *name, unsigned char *buf, size_t cap)
+{
+    uint32_t h = 2166136261u;
+    for (const char *c = name; *c; c++)
+        h = (h ^ (unsigned char)*c) * 16777619u;
+    size_t n = 1 + h % cap;
+    for (size_t i = 0; i < n; i++) {
+        h ^= h << 13, h ^= h >> 17, h ^= h << 5;
+        buf[i] = (unsigned char)h;
+    }
+    return n;
+}
+
+static int cache_child(int id)
+{
+    enum { CAP = 384 << 10 };
+    unsigned char *want = malloc(CAP), *bin;
+    uint32_t seed = 0x9e3779b9u * (uint32_t)(id + 1);
+    unsigned hits = 0, misses = 0, stores = 0;
+    if (!want)
+        return 10;
+    for (int it = 0; it < CACHE_ITERS; it++) {
+        char name[2][32];
+        for (int k = 0; k < 2; k++) {
+            seed ^= seed << 13, seed ^= seed >> 17, seed ^= seed << 5;
+            unsigned pick = seed % (CACHE_SHARED + CACHE_OWN);
+            if (pick < CACHE_SHARED)
+                snprintf(name[k], sizeof name[k], "shared-%u", pick);
+            else
+                snprintf(name[k], sizeof name[k], "own-%d-%u", id, pick);
+        }
+        unsigned char key[32];
+        make_key(key, name[0]);
+        size_t n = proc_payload(name[0], want, CAP);
+        if (clf__cache_store(tmpdir, key, want, n) != CLF_SUCCESS) {
+            fprintf(stderr, "process %d: store %s: %s\n", id, name[0], clf_last_error());
+            return 11;
+        }
+        stores++;
+        make_key(key, name[1]);
+        n = proc_payload(name[1], want, CAP);
+        size_t len = 0;
+        int rejected = 0;
+        int hit = clf__cache_load_ex(tmpdir, key, &bin, &len, &rejected);
+        if (rejected) {
+            fprintf(stderr, "process %d iteration %d: entry %s rejected (half-written?)\n", id,
+                    it, name[1]);
+            return 12;
+        }
+        if (hit && (len != n || memcmp(bin, want, n) != 0)) {
+            fprintf(stderr, "process %d iteration %d: entry %s has the wrong payload\n", id, it,
+                    name[1]);
+            return 13;
+        }
+        hits += (unsigned)hit;
+        misses += (unsigned)!hit;
+        free(bin);
+        if (it % 37 == 36) { /* clear one shared entry: the others see "missing" */
+            char *p;
+            make_key(key, "shared-0");
+            if ((p = clf__cache_path(tmpdir, key)))
+                unlink(p);
+            free(p);
+        }
+    }
+    free(want);
+    fprintf(stderr, "cache process %d: %u stores, %u hits, %u misses\n", id, stores, hits,
+            misses);
+    return hits > 0 ? 0 : 14;
+}
+
+START_TEST(test_cache_processes)
+{
+    pid_t pid[CACHE_PROCS];
+    for (int i = 0; i < CACHE_PROCS; i++) {
+        pid[i] = fork();
+        ck_assert_int_ge(pid[i], 0);
+        if (pid[i] == 0)
+            _exit(cache_child(i));
+    }
+    for (int i = 0; i < CACHE_PROCS; i++) {
+        int status = 0;
+        ck_assert_int_eq(waitpid(pid[i], &status, 0), pid[i]);
+        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                      "cache process %d: status 0x%x", i, status);
+    }
+    assert_no_temp(tmpdir);
+}
+END_TEST
+
 static Suite *pure_suite(void)
 {
     Suite *s = suite_create("pure");
@@ -1060,6 +1223,8 @@ static Suite *pure_suite(void)
     tcase_add_test(tc, test_cache_corrupt);
     tcase_add_test(tc, test_cache_wrong_key);
     tcase_add_test(tc, test_cache_not_a_file);
+    tcase_add_test(tc, test_cache_rejected);
+    tcase_add_test(tc, test_cache_processes);
     suite_add_tcase(s, tc);
     return s;
 }

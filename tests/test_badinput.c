@@ -1,0 +1,1494 @@
+/*
+ * Bad input to every public function: NULL handles and pointers, zero and
+ * overflowing sizes, out-of-range devices, mismatched argument descriptors,
+ * unknown enums and strategies, malformed environment values. Each call must
+ * return a failure status with a detail message (clf_last_error()), never
+ * crash; functions without a status return their documented neutral value;
+ * destroy/release functions accept NULL.
+ *
+ * The table has one row per public function. The test reads the public
+ * headers ($top_srcdir/include) and fails when a declared function has no
+ * row, so a new function cannot be added without its bad-input cases.
+ */
+#include "common.h"
+
+#include <clfleet/opencl.h>
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+/* ---- the checks ---------------------------------------------------------------- */
+
+static unsigned cases; /* cases run by the current row */
+
+static void expect_fail(clf_status st, clf_status want, const char *what, int line)
+{
+    cases++;
+    ck_assert_msg(st < 0, "line %d case %u: %s returned %s, expected a failure", line, cases,
+                  what, clf_status_name(st));
+    if (want != CLF_SUCCESS)
+        ck_assert_msg(st == want, "line %d case %u: %s returned %s, expected %s (%s)", line,
+                      cases, what, clf_status_name(st), clf_status_name(want), clf_last_error());
+    ck_assert_msg(clf_last_error()[0] != '\0', "line %d case %u: %s returned %s without a detail",
+                  line, cases, what, clf_status_name(st));
+}
+
+/* A failure with exactly this status and a detail message. */
+#define BAD(expr, want)                                  \
+    do {                                                 \
+        clf_clear_error();                               \
+        expect_fail((expr), (want), #expr, __LINE__);    \
+    } while (0)
+/* A failure of any kind (the exact status depends on the driver), with a detail. */
+#define BAD_ANY(expr) BAD(expr, CLF_SUCCESS)
+/* A function without a status: its neutral value for bad input. */
+#define NEUTRAL(cond)                                                          \
+    do {                                                                       \
+        cases++;                                                               \
+        ck_assert_msg((cond), "line %d: %s does not hold", __LINE__, #cond);   \
+    } while (0)
+/* A destroy or release function given NULL (or a value it must ignore). */
+#define ACCEPTS(stmt)      \
+    do {                   \
+        cases++;           \
+        stmt;              \
+    } while (0)
+
+/* ---- shared objects ------------------------------------------------------------- */
+
+static clf_fleet *F;      /* three PoCL devices */
+static clf_fleet *G;      /* another fleet (one device) */
+static clf_program *P;    /* cl/vector.cl on F */
+static clf_program *PG;   /* cl/vector.cl on G */
+static clf_buffer *B[3];  /* 4096 bytes on F's devices 0, 1, 2 */
+static clf_buffer *BG;    /* 4096 bytes on G's device */
+static size_t NDEV;
+static char host[4096];
+#define BIG ((size_t)4096)
+
+static void setup(void)
+{
+    F = test_fleet(TEST_CPUS, 0);
+    NDEV = clf_fleet_device_count(F);
+    ck_assert_uint_ge(NDEV, 3);
+    G = test_fleet(TEST_CPUS ";index=0", 0);
+    ck_assert_ok(clf_program_build_shipped(&P, F, "vector", NULL));
+    ck_assert_ok(clf_program_build_shipped(&PG, G, "vector", NULL));
+    for (size_t i = 0; i < 3; i++)
+        ck_assert_ok(clf_buffer_create(&B[i], F, i, BIG, CLF_MEM_READ_WRITE));
+    ck_assert_ok(clf_buffer_create(&BG, G, 0, BIG, CLF_MEM_READ_WRITE));
+}
+
+static void teardown(void)
+{
+    for (size_t i = 0; i < 3; i++)
+        clf_buffer_destroy(B[i]);
+    clf_buffer_destroy(BG);
+    clf_program_destroy(P);
+    clf_program_destroy(PG);
+    clf_fleet_destroy(G);
+    clf_fleet_destroy(F);
+}
+
+/* A user event completed by the host: a valid clf_event to pass around. */
+static clf_event *valid_event(void)
+{
+    clf_event *e = NULL;
+    ck_assert_ok(clf_event_record(&e, F, 0));
+    return e;
+}
+
+/* ---- versions, statuses, names ---------------------------------------------------- */
+
+static void r_version(void)
+{
+    NEUTRAL(clf_version() == CLF_VERSION_HEX);
+}
+static void r_version_string(void)
+{
+    NEUTRAL(clf_version_string() && clf_version_string()[0]);
+}
+static void r_status_name(void)
+{
+    NEUTRAL(!strcmp(clf_status_name((clf_status)-9999), "CLF_UNKNOWN_STATUS"));
+    NEUTRAL(!strcmp(clf_status_name((clf_status)1), "CLF_UNKNOWN_STATUS"));
+    NEUTRAL(!strcmp(clf_status_name((clf_status)INT32_MIN), "CLF_UNKNOWN_STATUS"));
+}
+static void r_status_string(void)
+{
+    NEUTRAL(clf_status_string((clf_status)12345)[0] != '\0');
+    NEUTRAL(clf_status_string((clf_status)INT32_MIN)[0] != '\0');
+}
+static void r_last_error(void)
+{
+    clf_clear_error();
+    NEUTRAL(clf_last_error() != NULL && clf_last_error()[0] == '\0');
+}
+static void r_clear_error(void)
+{
+    BAD(clf_fleet_finish(NULL), CLF_ERROR_NULL_POINTER);
+    ACCEPTS(clf_clear_error());
+    NEUTRAL(clf_last_error()[0] == '\0');
+}
+static void r_device_type_name(void)
+{
+    NEUTRAL(!strcmp(clf_device_type_name(12345), "unknown"));
+    NEUTRAL(!strcmp(clf_device_type_name(0), "unknown"));
+    NEUTRAL(!strcmp(clf_device_type_name(~0u), "unknown"));
+}
+static void r_path_name(void)
+{
+    NEUTRAL(clf_path_name((clf_path)5) == NULL);
+    NEUTRAL(clf_path_name((clf_path)-1) == NULL);
+    NEUTRAL(clf_path_name((clf_path)INT32_MAX) == NULL);
+}
+static void r_strategy_name(void)
+{
+    NEUTRAL(clf_strategy_name((clf_strategy)6) == NULL);
+    NEUTRAL(clf_strategy_name((clf_strategy)-1) == NULL);
+}
+static void r_strategy_parse(void)
+{
+    clf_strategy s = CLF_STATIC;
+    BAD(clf_strategy_parse(NULL, &s), CLF_ERROR_NULL_POINTER);
+    BAD(clf_strategy_parse("static", NULL), CLF_ERROR_NULL_POINTER);
+    BAD(clf_strategy_parse("", &s), CLF_ERROR_PARSE);
+    BAD(clf_strategy_parse("banana", &s), CLF_ERROR_PARSE);
+    BAD(clf_strategy_parse("static ", &s), CLF_ERROR_PARSE);
+    BAD(clf_strategy_parse("stat", &s), CLF_ERROR_PARSE);
+    BAD(clf_strategy_parse("static,dynamic", &s), CLF_ERROR_PARSE);
+    BAD(clf_strategy_parse("\xff\xfe", &s), CLF_ERROR_PARSE);
+    char longname[5000];
+    memset(longname, 'x', sizeof longname - 1);
+    longname[sizeof longname - 1] = '\0';
+    BAD(clf_strategy_parse(longname, &s), CLF_ERROR_PARSE);
+    NEUTRAL(s == CLF_STATIC); /* untouched on failure */
+}
+static void r_direction_name(void)
+{
+    NEUTRAL(clf_direction_name((clf_direction)3) == NULL);
+    NEUTRAL(clf_direction_name((clf_direction)-1) == NULL);
+}
+static void r_type_size(void)
+{
+    NEUTRAL(clf_type_size((clf_type)0) == 0);
+    NEUTRAL(clf_type_size((clf_type)6) == 0);
+    NEUTRAL(clf_type_size((clf_type)-1) == 0);
+}
+static void r_shipped_kernels(void)
+{
+    const char *const *n = clf_shipped_kernels();
+    NEUTRAL(n != NULL && n[0] != NULL);
+}
+static void r_shipped_kernel_source(void)
+{
+    NEUTRAL(clf_shipped_kernel_source(NULL) == NULL);
+    NEUTRAL(clf_shipped_kernel_source("") == NULL);
+    NEUTRAL(clf_shipped_kernel_source("../vector") == NULL);
+    NEUTRAL(clf_shipped_kernel_source("no-such") == NULL);
+}
+static void r_free(void)
+{
+    ACCEPTS(clf_free(NULL));
+}
+
+/* ---- fleets and devices ------------------------------------------------------------- */
+
+static void r_fleet_create(void)
+{
+    clf_fleet *f = (clf_fleet *)&cases;
+    clf_fleet_options o = CLF_FLEET_OPTIONS_INIT;
+    BAD(clf_fleet_create(NULL, NULL), CLF_ERROR_NULL_POINTER);
+    o.version = 0;
+    BAD(clf_fleet_create(&f, &o), CLF_ERROR_INVALID_ARGUMENT);
+    NEUTRAL(f == NULL); /* cleared on failure */
+    o.version = 2;
+    BAD(clf_fleet_create(&f, &o), CLF_ERROR_INVALID_ARGUMENT);
+    static const char *const bad_sel[] = {
+        "type=banana", "type=", "=cpu", "type", "index=3-1", "index=256", "index=-1",
+        "index=1,,2", "min_cu=99999999999999999999", "min_cu=-2", "min_cu=1x", "split=0",
+        "split=1+0", "split=+", "split=1+", "context=both", "require=fp32", "require=cl_",
+        "require=cl_a b", "nosuchkey=1", "platform=",
+        "type=default,cpu", ";;;=;;;", "index=0-300", "split=none+1",
+        "name=xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+        "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+        "require=cl_a,cl_b,cl_c,cl_d,cl_e,cl_f,cl_g,cl_h,cl_i"};
+    o = (clf_fleet_options)CLF_FLEET_OPTIONS_INIT;
+    for (size_t i = 0; i < sizeof bad_sel / sizeof bad_sel[0]; i++) {
+        o.devices = bad_sel[i];
+        BAD(clf_fleet_create(&f, &o), CLF_ERROR_PARSE);
+    }
+    o.devices = "type=cpu;platform=no-such-platform-anywhere";
+    BAD(clf_fleet_create(&f, &o), CLF_ERROR_NO_DEVICE);
+    o.devices = TEST_CPUS ";min_cu=4000000000";
+    BAD(clf_fleet_create(&f, &o), CLF_ERROR_NO_DEVICE);
+    o.devices = TEST_CPUS;
+    o.device_types = 0x1000;
+    BAD(clf_fleet_create(&f, &o), CLF_ERROR_INVALID_ARGUMENT);
+    o.device_types = 0;
+    o.require = 0x80;
+    BAD(clf_fleet_create(&f, &o), CLF_ERROR_INVALID_ARGUMENT);
+    o.require = 0;
+    o.num_split_cpu_counts = 3;
+    BAD(clf_fleet_create(&f, &o), CLF_ERROR_NULL_POINTER);
+    unsigned counts[65];
+    for (size_t i = 0; i < 65; i++)
+        counts[i] = 1;
+    o.split_cpu_counts = counts;
+    o.num_split_cpu_counts = 65;
+    BAD(clf_fleet_create(&f, &o), CLF_ERROR_INVALID_ARGUMENT);
+    o.num_split_cpu_counts = SIZE_MAX;
+    BAD(clf_fleet_create(&f, &o), CLF_ERROR_INVALID_ARGUMENT);
+    counts[1] = 0;
+    o.num_split_cpu_counts = 2;
+    BAD(clf_fleet_create(&f, &o), CLF_ERROR_INVALID_ARGUMENT);
+    o.num_split_cpu_counts = 0;
+    o.split_cpu_counts = NULL;
+    static const char *const bad_xfer[] = {"banana", "staged,", ",", "no-cuda,,no-amd",
+                                           "no cuda", "STAGED;no-amd"};
+    for (size_t i = 0; i < sizeof bad_xfer / sizeof bad_xfer[0]; i++) {
+        o.transfer = bad_xfer[i];
+        BAD(clf_fleet_create(&f, &o), CLF_ERROR_PARSE);
+        ck_assert_msg(strstr(clf_last_error(), "transfer") != NULL, "%s", clf_last_error());
+    }
+    o.transfer = NULL;
+    NEUTRAL(f == NULL);
+}
+
+/* Set an environment variable for one call, and put back what was there. */
+static char *env_saved;
+static void env_set(const char *var, const char *value)
+{
+    const char *old = getenv(var);
+    env_saved = old ? strdup(old) : NULL;
+    setenv(var, value, 1);
+}
+static void env_restore(const char *var)
+{
+    if (env_saved)
+        setenv(var, env_saved, 1);
+    else
+        unsetenv(var);
+    free(env_saved);
+    env_saved = NULL;
+}
+
+/* Malformed environment values: a status naming the variable, never a crash. */
+static void r_fleet_create_env(void)
+{
+    clf_fleet *f = NULL;
+    clf_fleet_options o = CLF_FLEET_OPTIONS_INIT;
+    static const struct {
+        const char *var, *value;
+        clf_status want;
+    } env[] = {
+        {"CLFLEET_DEVICES", "type=banana", CLF_ERROR_PARSE},
+        {"CLFLEET_DEVICES", "index=0-", CLF_ERROR_PARSE},
+        {"CLFLEET_DEVICES", "split=4294967296", CLF_ERROR_PARSE},
+        {"CLFLEET_DEVICES", "\x01\x02;\x7f", CLF_ERROR_PARSE},
+        {"CLFLEET_TRANSFER", "no-cuda,banana", CLF_ERROR_PARSE},
+        {"CLFLEET_TRANSFER", ",", CLF_ERROR_PARSE},
+        {"CLFLEET_METRICS", "banana", CLF_ERROR_PARSE},
+        {"CLFLEET_METRICS", "00", CLF_ERROR_PARSE},
+        {"CLFLEET_TRANSFER_CHUNK", "banana", CLF_ERROR_PARSE},
+        {"CLFLEET_TRANSFER_CHUNK", "100000", CLF_ERROR_PARSE},   /* not a power of two */
+        {"CLFLEET_TRANSFER_CHUNK", "1k", CLF_ERROR_PARSE},       /* too small */
+        {"CLFLEET_TRANSFER_CHUNK", "1G", CLF_ERROR_PARSE},       /* unknown suffix */
+        {"CLFLEET_TRANSFER_CHUNK", "-4M", CLF_ERROR_PARSE},
+        {"CLFLEET_TRANSFER_CHUNK", "99999999999999999999999", CLF_ERROR_PARSE},
+        {"CLFLEET_TRANSFER_CHUNK", "18014398509481984M", CLF_ERROR_PARSE}, /* wraps */
+        {"CLFLEET_TRANSFER_STAGING", "banana", CLF_ERROR_PARSE},
+    };
+    for (size_t i = 0; i < sizeof env / sizeof env[0]; i++) {
+        env_set(env[i].var, env[i].value);
+        o.devices = strcmp(env[i].var, "CLFLEET_DEVICES") ? TEST_CPUS : NULL;
+        clf_clear_error();
+        clf_status st = clf_fleet_create(&f, &o);
+        env_restore(env[i].var);
+        clf_fleet_destroy(f);
+        f = NULL;
+        expect_fail(st, env[i].want, env[i].var, __LINE__);
+        ck_assert_msg(strstr(clf_last_error(), env[i].var) != NULL, "%s=%s: '%s' names it",
+                      env[i].var, env[i].value, clf_last_error());
+    }
+    /* Variables whose bad values only cost time or a path: the fleet works without them. */
+    static char longdir[5000];
+    memset(longdir, 'd', sizeof longdir - 1);
+    longdir[0] = '/';
+    static const struct {
+        const char *var, *value;
+    } benign[] = {
+        {"CLFLEET_CACHE_DIR", "/dev/null/not-a-directory"}, /* the cache is skipped */
+        {"CLFLEET_CACHE_DIR", longdir},
+        {"CLFLEET_KERNEL_DIR", "/no/such/dir"}, /* the embedded kernels are used */
+        {"CLFLEET_KERNEL_DIR", longdir},
+        {"CLFLEET_CUDA_LIBRARY", "/no/such/libcuda.so"}, /* the CUDA path is off */
+        {"CLFLEET_CUDA_LIBRARY", longdir},
+        {"CLFLEET_STRATEGY", "banana"}, /* read by launches that ask for the default */
+    };
+    for (size_t i = 0; i < sizeof benign / sizeof benign[0]; i++) {
+        env_set(benign[i].var, benign[i].value);
+        o.devices = TEST_CPUS ";index=0";
+        o.cache_dir = NULL;
+        clf_program *p = NULL;
+        clf_status st = clf_fleet_create(&f, &o);
+        if (st == CLF_SUCCESS)
+            st = clf_program_build_shipped(&p, f, "vector", NULL);
+        env_restore(benign[i].var);
+        ck_assert_msg(st == CLF_SUCCESS, "%s=%.40s: %s: %s", benign[i].var, benign[i].value,
+                      clf_status_name(st), clf_last_error());
+        ck_assert_ptr_nonnull(clf_transfer_cuda_status(f));
+        clf_program_destroy(p);
+        clf_fleet_destroy(f);
+        f = NULL;
+        cases++;
+    }
+    /* The option wins over the variable: a good option with a bad variable works. */
+    env_set("CLFLEET_TRANSFER", "banana");
+    o.devices = TEST_CPUS;
+    o.transfer = "auto";
+    clf_status st = clf_fleet_create(&f, &o);
+    env_restore("CLFLEET_TRANSFER");
+    ck_assert_msg(st == CLF_SUCCESS, "%s", clf_last_error());
+    clf_fleet_destroy(f);
+    cases++;
+}
+
+static void r_fleet_destroy(void)
+{
+    ACCEPTS(clf_fleet_destroy(NULL));
+}
+static void r_fleet_device_count(void)
+{
+    NEUTRAL(clf_fleet_device_count(NULL) == 0);
+}
+static void r_fleet_context_count(void)
+{
+    NEUTRAL(clf_fleet_context_count(NULL) == 0);
+}
+static void r_fleet_finish(void)
+{
+    BAD(clf_fleet_finish(NULL), CLF_ERROR_NULL_POINTER);
+}
+static void r_device_get_info(void)
+{
+    clf_device_info in;
+    BAD(clf_device_get_info(NULL, 0, &in), CLF_ERROR_NULL_POINTER);
+    BAD(clf_device_get_info(F, 0, NULL), CLF_ERROR_NULL_POINTER);
+    BAD(clf_device_get_info(F, NDEV, &in), CLF_ERROR_OUT_OF_RANGE);
+    BAD(clf_device_get_info(F, SIZE_MAX, &in), CLF_ERROR_OUT_OF_RANGE);
+}
+static void r_device_has_extension(void)
+{
+    NEUTRAL(clf_device_has_extension(NULL, 0, "cl_khr_fp64") == 0);
+    NEUTRAL(clf_device_has_extension(F, 0, NULL) == 0);
+    NEUTRAL(clf_device_has_extension(F, NDEV, "cl_khr_fp64") == 0);
+    NEUTRAL(clf_device_has_extension(F, SIZE_MAX, "cl_khr_fp64") == 0);
+    NEUTRAL(clf_device_has_extension(F, 0, "") == 0);
+    NEUTRAL(clf_device_has_extension(F, 0, "cl_khr") == 0); /* a prefix is not a name */
+}
+
+/* ---- programs -------------------------------------------------------------------- */
+
+static void r_program_build_source(void)
+{
+    clf_program *p = (clf_program *)&cases;
+    BAD(clf_program_build_source(NULL, F, "x", NULL), CLF_ERROR_NULL_POINTER);
+    BAD(clf_program_build_source(&p, NULL, "x", NULL), CLF_ERROR_NULL_POINTER);
+    NEUTRAL(p == NULL);
+    BAD(clf_program_build_source(&p, F, NULL, NULL), CLF_ERROR_NULL_POINTER);
+    BAD(clf_program_build_source(&p, F, "", NULL), CLF_ERROR_ZERO_SIZE);
+    BAD(clf_program_build_source(&p, F, "__kernel void k(void) { syntax error }", NULL),
+        CLF_ERROR_BUILD);
+    BAD(clf_program_build_source(&p, F, "__kernel void k(void) {}", "-no-such-option"),
+        CLF_ERROR_BUILD);
+    NEUTRAL(p == NULL);
+}
+static void r_program_build_file(void)
+{
+    clf_program *p = NULL;
+    BAD(clf_program_build_file(NULL, F, "x.cl", NULL), CLF_ERROR_NULL_POINTER);
+    BAD(clf_program_build_file(&p, NULL, "x.cl", NULL), CLF_ERROR_NULL_POINTER);
+    BAD(clf_program_build_file(&p, F, NULL, NULL), CLF_ERROR_NULL_POINTER);
+    BAD(clf_program_build_file(&p, F, "", NULL), CLF_ERROR_IO);
+    BAD(clf_program_build_file(&p, F, "/no/such/file.cl", NULL), CLF_ERROR_IO);
+    BAD(clf_program_build_file(&p, F, "/", NULL), CLF_ERROR_IO); /* a directory */
+    BAD(clf_program_build_file(&p, F, "/dev/null", NULL), CLF_ERROR_IO); /* not a file */
+    char empty[] = "/tmp/clfleet-badinput-XXXXXX";
+    int fd = mkstemp(empty);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    BAD(clf_program_build_file(&p, F, empty, NULL), CLF_ERROR_ZERO_SIZE);
+    unlink(empty);
+    NEUTRAL(p == NULL);
+}
+static void r_program_build_shipped(void)
+{
+    clf_program *p = NULL;
+    BAD(clf_program_build_shipped(NULL, F, "vector", NULL), CLF_ERROR_NULL_POINTER);
+    BAD(clf_program_build_shipped(&p, NULL, "vector", NULL), CLF_ERROR_NULL_POINTER);
+    BAD(clf_program_build_shipped(&p, F, NULL, NULL), CLF_ERROR_NULL_POINTER);
+    BAD(clf_program_build_shipped(&p, F, "", NULL), CLF_ERROR_INVALID_ARGUMENT);
+    BAD(clf_program_build_shipped(&p, F, "../../etc/passwd", NULL), CLF_ERROR_INVALID_ARGUMENT);
+    BAD(clf_program_build_shipped(&p, F, "vector.cl", NULL), CLF_ERROR_INVALID_ARGUMENT);
+    BAD(clf_program_build_shipped(&p, F, "no-such-kernel", NULL), CLF_ERROR_NOT_FOUND);
+    char name[300];
+    memset(name, 'a', sizeof name - 1);
+    name[sizeof name - 1] = '\0';
+    BAD(clf_program_build_shipped(&p, F, name, NULL), CLF_ERROR_INVALID_ARGUMENT);
+    BAD(clf_program_build_shipped(&p, F, "vector", "-no-such-option"), CLF_ERROR_BUILD);
+    NEUTRAL(p == NULL);
+}
+static void r_program_from_cache(void)
+{
+    NEUTRAL(clf_program_from_cache(NULL, 0) == 0);
+    NEUTRAL(clf_program_from_cache(P, NDEV) == 0);
+    NEUTRAL(clf_program_from_cache(P, SIZE_MAX) == 0);
+}
+static void r_program_destroy(void)
+{
+    ACCEPTS(clf_program_destroy(NULL));
+}
+
+/* ---- events ---------------------------------------------------------------------- */
+
+static void r_event_wait(void)
+{
+    BAD(clf_event_wait(NULL), CLF_ERROR_NULL_POINTER);
+}
+static void r_event_release(void)
+{
+    ACCEPTS(clf_event_release(NULL));
+}
+static void r_events_wait(void)
+{
+    clf_event *e = valid_event();
+    clf_event *list[2] = {e, NULL};
+    BAD(clf_events_wait(NULL, 1), CLF_ERROR_NULL_POINTER);
+    BAD(clf_events_wait(list, 2), CLF_ERROR_NULL_POINTER);
+    clf_event_release(e);
+}
+static void r_event_record(void)
+{
+    clf_event *e = (clf_event *)&cases;
+    BAD(clf_event_record(NULL, F, 0), CLF_ERROR_NULL_POINTER);
+    BAD(clf_event_record(&e, NULL, 0), CLF_ERROR_NULL_POINTER);
+    NEUTRAL(e == NULL);
+    BAD(clf_event_record(&e, F, NDEV), CLF_ERROR_OUT_OF_RANGE);
+    BAD(clf_event_record(&e, F, SIZE_MAX), CLF_ERROR_OUT_OF_RANGE);
+}
+static void r_device_wait_events(void)
+{
+    clf_event *e = valid_event();
+    clf_event *list[2] = {e, NULL};
+    BAD(clf_device_wait_events(NULL, 0, list, 1), CLF_ERROR_NULL_POINTER);
+    BAD(clf_device_wait_events(F, NDEV, list, 1), CLF_ERROR_OUT_OF_RANGE);
+    BAD(clf_device_wait_events(F, SIZE_MAX, list, 1), CLF_ERROR_OUT_OF_RANGE);
+    BAD(clf_device_wait_events(F, 0, NULL, 1), CLF_ERROR_NULL_POINTER);
+    BAD(clf_device_wait_events(F, 0, list, 2), CLF_ERROR_NULL_POINTER);
+    BAD(clf_device_wait_events(F, 0, list, SIZE_MAX), CLF_SUCCESS);
+    clf_event_release(e);
+}
+static void r_barrier(void)
+{
+    size_t devs[3] = {0, 1, 1}, out_of_range[2] = {0, 99};
+    clf_event *e = (clf_event *)&cases;
+    BAD(clf_barrier(NULL, NULL, 0, &e), CLF_ERROR_NULL_POINTER);
+    BAD(clf_barrier(F, out_of_range, 2, &e), CLF_ERROR_OUT_OF_RANGE);
+    BAD(clf_barrier(F, devs, 3, &e), CLF_ERROR_INVALID_ARGUMENT); /* twice */
+    BAD(clf_barrier(F, devs, 0, &e), CLF_SUCCESS);
+    BAD(clf_barrier(F, devs, SIZE_MAX, &e), CLF_SUCCESS);
+    NEUTRAL(e == NULL || e == (clf_event *)&cases);
+}
+static void r_device_finish(void)
+{
+    BAD(clf_device_finish(NULL, 0), CLF_ERROR_NULL_POINTER);
+    BAD(clf_device_finish(F, NDEV), CLF_ERROR_OUT_OF_RANGE);
+    BAD(clf_device_finish(F, SIZE_MAX), CLF_ERROR_OUT_OF_RANGE);
+}
+
+/* ---- buffers ---------------------------------------------------------------------- */
+
+static void r_buffer_create(void)
+{
+    clf_buffer *b = (clf_buffer *)&cases;
+    BAD(clf_buffer_create(NULL, F, 0, 8, 0), CLF_ERROR_NULL_POINTER);
+    BAD(clf_buffer_create(&b, NULL, 0, 8, 0), CLF_ERROR_NULL_POINTER);
+    NEUTRAL(b == NULL);
+    BAD(clf_buffer_create(&b, F, NDEV, 8, 0), CLF_ERROR_OUT_OF_RANGE);
+    BAD(clf_buffer_create(&b, F, SIZE_MAX, 8, 0), CLF_ERROR_OUT_OF_RANGE);
+    BAD(clf_buffer_create(&b, F, 0, 0, 0), CLF_ERROR_ZERO_SIZE);
+    BAD(clf_buffer_create(&b, F, 0, SIZE_MAX, 0), CLF_SUCCESS);
+    BAD(clf_buffer_create(&b, F, 0, SIZE_MAX / 2 + 1, 0), CLF_SUCCESS);
+    BAD(clf_buffer_create(&b, F, 0, 8, 0x100), CLF_ERROR_INVALID_ARGUMENT);
+    BAD(clf_buffer_create(&b, F, 0, 8, CLF_MEM_READ_ONLY | CLF_MEM_WRITE_ONLY),
+        CLF_ERROR_INVALID_ARGUMENT);
+    NEUTRAL(b == NULL);
+}
+static void r_buffer_destroy(void)
+{
+    ACCEPTS(clf_buffer_destroy(NULL));
+}
+static void r_buffer_size(void)
+{
+    NEUTRAL(clf_buffer_size(NULL) == 0);
+}
+static void r_buffer_device(void)
+{
+    NEUTRAL(clf_buffer_device(NULL) == 0 || clf_buffer_device(NULL) == SIZE_MAX);
+}
+
+/* The region checks every buffer transfer shares. */
+#define REGION_CASES(call_off_size)                                          \
+    do {                                                                     \
+        size_t off_, size_;                                                  \
+        off_ = 0, size_ = 0;                                                 \
+        BAD(call_off_size, CLF_ERROR_ZERO_SIZE);                             \
+        off_ = 0, size_ = BIG + 1;                                           \
+        BAD(call_off_size, CLF_ERROR_OUT_OF_RANGE);                          \
+        off_ = BIG, size_ = 1;                                               \
+        BAD(call_off_size, CLF_ERROR_OUT_OF_RANGE);                          \
+        off_ = 8, size_ = SIZE_MAX;                                          \
+        BAD(call_off_size, CLF_SUCCESS);                                     \
+        off_ = SIZE_MAX, size_ = 8;                                          \
+        BAD(call_off_size, CLF_SUCCESS);                                     \
+        off_ = SIZE_MAX - 3, size_ = 8;                                      \
+        BAD(call_off_size, CLF_SUCCESS);                                     \
+        off_ = SIZE_MAX, size_ = SIZE_MAX;                                   \
+        BAD(call_off_size, CLF_SUCCESS);                                     \
+    } while (0)
+
+static void r_buffer_write(void)
+{
+    BAD(clf_buffer_write(NULL, 0, 8, host), CLF_ERROR_NULL_POINTER);
+    BAD(clf_buffer_write(B[0], 0, 8, NULL), CLF_ERROR_NULL_POINTER);
+    REGION_CASES(clf_buffer_write(B[0], off_, size_, host));
+}
+static void r_buffer_read(void)
+{
+    BAD(clf_buffer_read(NULL, 0, 8, host), CLF_ERROR_NULL_POINTER);
+    BAD(clf_buffer_read(B[0], 0, 8, NULL), CLF_ERROR_NULL_POINTER);
+    REGION_CASES(clf_buffer_read(B[0], off_, size_, host));
+}
+static void r_buffer_write_async(void)
+{
+    clf_event *e = (clf_event *)&cases;
+    BAD(clf_buffer_write_async(NULL, 0, 8, host, &e), CLF_ERROR_NULL_POINTER);
+    BAD(clf_buffer_write_async(B[0], 0, 8, NULL, &e), CLF_ERROR_NULL_POINTER);
+    REGION_CASES(clf_buffer_write_async(B[0], off_, size_, host, &e));
+    NEUTRAL(e == NULL || e == (clf_event *)&cases);
+}
+static void r_buffer_read_async(void)
+{
+    clf_event *e = (clf_event *)&cases;
+    BAD(clf_buffer_read_async(NULL, 0, 8, host, &e), CLF_ERROR_NULL_POINTER);
+    BAD(clf_buffer_read_async(B[0], 0, 8, NULL, &e), CLF_ERROR_NULL_POINTER);
+    REGION_CASES(clf_buffer_read_async(B[0], off_, size_, host, &e));
+    NEUTRAL(e == NULL || e == (clf_event *)&cases);
+}
+static void r_buffer_fill(void)
+{
+    int pat = 7;
+    char big_pat[256] = {0};
+    BAD(clf_buffer_fill(NULL, &pat, 4, 0, 8), CLF_ERROR_NULL_POINTER);
+    BAD(clf_buffer_fill(B[0], NULL, 4, 0, 8), CLF_ERROR_NULL_POINTER);
+    BAD(clf_buffer_fill(B[0], &pat, 0, 0, 8), CLF_SUCCESS);
+    BAD(clf_buffer_fill(B[0], &pat, 3, 0, 9), CLF_ERROR_INVALID_ARGUMENT); /* not a power */
+    BAD(clf_buffer_fill(B[0], big_pat, 256, 0, 256), CLF_ERROR_INVALID_ARGUMENT);
+    BAD(clf_buffer_fill(B[0], &pat, 4, 2, 8), CLF_ERROR_INVALID_ARGUMENT);  /* misaligned */
+    BAD(clf_buffer_fill(B[0], &pat, 4, 0, 10), CLF_ERROR_INVALID_ARGUMENT); /* misaligned */
+    BAD(clf_buffer_fill(B[0], &pat, SIZE_MAX, 0, 8), CLF_SUCCESS);
+    REGION_CASES(clf_buffer_fill(B[0], &pat, 1, off_, size_));
+}
+
+/* ---- transfers ---------------------------------------------------------------------- */
+
+static void r_transfer_path(void)
+{
+    clf_path p;
+    int direct;
+    BAD(clf_transfer_path(NULL, 0, 1, &p, &direct), CLF_ERROR_NULL_POINTER);
+    BAD(clf_transfer_path(F, 0, 1, NULL, &direct), CLF_ERROR_NULL_POINTER);
+    BAD(clf_transfer_path(F, NDEV, 1, &p, &direct), CLF_ERROR_OUT_OF_RANGE);
+    BAD(clf_transfer_path(F, 0, NDEV, &p, &direct), CLF_ERROR_OUT_OF_RANGE);
+    BAD(clf_transfer_path(F, SIZE_MAX, SIZE_MAX, &p, &direct), CLF_ERROR_OUT_OF_RANGE);
+}
+static void r_transfer_cuda_status(void)
+{
+    NEUTRAL(clf_transfer_cuda_status(NULL) != NULL);
+}
+
+#define COPY_CASES(copy, ...)                                                              \
+    do {                                                                                   \
+        BAD(copy(NULL, 0, B[1], 0, 8 __VA_ARGS__), CLF_ERROR_NULL_POINTER);                \
+        BAD(copy(B[0], 0, NULL, 0, 8 __VA_ARGS__), CLF_ERROR_NULL_POINTER);                \
+        BAD(copy(B[0], 0, B[1], 0, 0 __VA_ARGS__), CLF_ERROR_ZERO_SIZE);                   \
+        BAD(copy(B[0], 0, B[1], 0, BIG + 1 __VA_ARGS__), CLF_ERROR_OUT_OF_RANGE);          \
+        BAD(copy(B[0], BIG, B[1], 0, 1 __VA_ARGS__), CLF_ERROR_OUT_OF_RANGE);              \
+        BAD(copy(B[0], 0, B[1], BIG, 1 __VA_ARGS__), CLF_ERROR_OUT_OF_RANGE);              \
+        BAD(copy(B[0], SIZE_MAX - 3, B[1], 0, 8 __VA_ARGS__), CLF_SUCCESS);                \
+        BAD(copy(B[0], 0, B[1], SIZE_MAX - 3, 8 __VA_ARGS__), CLF_SUCCESS);                \
+        BAD(copy(B[0], 8, B[1], 8, SIZE_MAX __VA_ARGS__), CLF_SUCCESS);                    \
+        BAD(copy(B[0], 0, B[0], 8, 16 __VA_ARGS__), CLF_ERROR_INVALID_ARGUMENT); /* overlap */ \
+        BAD(copy(B[0], 0, BG, 0, 8 __VA_ARGS__), CLF_ERROR_INVALID_ARGUMENT); /* 2 fleets */ \
+    } while (0)
+
+static void r_copy(void)
+{
+    COPY_CASES(clf_copy);
+}
+static void r_copy_async(void)
+{
+    clf_event *e = valid_event(), *out = NULL;
+    clf_event *list[2] = {e, NULL};
+    COPY_CASES(clf_copy_async, , NULL, 0, &out);
+    BAD(clf_copy_async(B[0], 0, B[1], 0, 8, NULL, 1, &out), CLF_ERROR_NULL_POINTER);
+    BAD(clf_copy_async(B[0], 0, B[1], 0, 8, list, 2, &out), CLF_ERROR_NULL_POINTER);
+    BAD(clf_copy_async(B[0], 0, B[1], 0, 8, list, SIZE_MAX, &out), CLF_SUCCESS);
+    NEUTRAL(out == NULL);
+    clf_event_release(e);
+}
+
+/* ---- launches ---------------------------------------------------------------------- */
+
+enum { LN = 1000 };
+static float la[LN], lb[LN], lc[LN];
+
+static clf_launch_desc vadd_desc(void)
+{
+    clf_launch_desc d = CLF_LAUNCH_DESC_INIT;
+    d.kernel = "vadd";
+    d.global[0] = LN;
+    d.strategy = CLF_STATIC;
+    d.weights_mode = CLF_WEIGHTS_EQUAL;
+    return d;
+}
+
+/* Every way a launch can be described wrongly; run(d, args, n) is the call. */
+#define LAUNCH_CASES(run)                                                                  \
+    do {                                                                                   \
+        clf_launch_desc d;                                                                 \
+        clf_arg ok[3] = {CLF_IN(la, sizeof la, 4), CLF_IN(lb, sizeof lb, 4),               \
+                         CLF_OUT(lc, sizeof lc, 4)};                                       \
+        clf_arg a[3];                                                                      \
+        size_t devs[4] = {0, 1, 2, 2};                                                     \
+        double w[3] = {1, 1, 1};                                                           \
+        /* The descriptor. */                                                              \
+        d = vadd_desc(), d.version = 0;                                                    \
+        BAD(run(P, &d, ok, 3), CLF_ERROR_INVALID_ARGUMENT);                                \
+        d = vadd_desc(), d.kernel = NULL;                                                  \
+        BAD(run(P, &d, ok, 3), CLF_ERROR_NULL_POINTER);                                    \
+        d = vadd_desc(), d.kernel = "no_such_kernel";                                      \
+        BAD(run(P, &d, ok, 3), CLF_ERROR_NOT_FOUND);                                       \
+        d = vadd_desc(), d.kernel = "";                                                    \
+        BAD(run(P, &d, ok, 3), CLF_ERROR_NOT_FOUND);                                       \
+        d = vadd_desc(), d.dims = 0;                                                       \
+        BAD(run(P, &d, ok, 3), CLF_ERROR_INVALID_ARGUMENT);                                \
+        d = vadd_desc(), d.dims = 4;                                                       \
+        BAD(run(P, &d, ok, 3), CLF_ERROR_INVALID_ARGUMENT);                                \
+        d = vadd_desc(), d.global[0] = 0;                                                  \
+        BAD(run(P, &d, ok, 3), CLF_ERROR_ZERO_SIZE);                                       \
+        d = vadd_desc(), d.dims = 2, d.global[1] = 0;                                      \
+        BAD(run(P, &d, ok, 3), CLF_ERROR_ZERO_SIZE);                                       \
+        d = vadd_desc(), d.dims = 3, d.global[0] = SIZE_MAX, d.global[1] = SIZE_MAX,       \
+        d.global[2] = 2;                                                                   \
+        BAD(run(P, &d, ok, 3), CLF_ERROR_SIZE_OVERFLOW);                                   \
+        d = vadd_desc(), d.global[0] = SIZE_MAX;                                           \
+        BAD(run(P, &d, ok, 3), CLF_ERROR_SIZE_OVERFLOW);                                   \
+        d = vadd_desc(), d.local[0] = 3;                                                   \
+        d.dims = 2, d.global[1] = 1, d.local[1] = 1;                                       \
+        BAD(run(P, &d, ok, 3), CLF_ERROR_INVALID_ARGUMENT); /* 1000 % 3 */                 \
+        d = vadd_desc(), d.dims = 2, d.global[1] = 1, d.local[0] = 8;                      \
+        BAD(run(P, &d, ok, 3), CLF_ERROR_INVALID_ARGUMENT); /* local for some dims */      \
+        d = vadd_desc(), d.granularity = SIZE_MAX, d.local[0] = 2;                         \
+        BAD(run(P, &d, ok, 3), CLF_ERROR_SIZE_OVERFLOW);                                   \
+        d = vadd_desc(), d.strategy = (clf_strategy)6;                                     \
+        BAD(run(P, &d, ok, 3), CLF_ERROR_INVALID_ARGUMENT);                                \
+        d = vadd_desc(), d.strategy = (clf_strategy)-1;                                    \
+        BAD(run(P, &d, ok, 3), CLF_ERROR_INVALID_ARGUMENT);                                \
+        d = vadd_desc(), d.weights_mode = (clf_weights)3;                                  \
+        BAD(run(P, &d, ok, 3), CLF_ERROR_INVALID_ARGUMENT);                                \
+        d = vadd_desc(), d.weights_mode = CLF_WEIGHTS_USER;                                \
+        BAD(run(P, &d, ok, 3), CLF_ERROR_NULL_POINTER);                                    \
+        d = vadd_desc(), d.weights_mode = CLF_WEIGHTS_USER, d.weights = w, w[1] = -1;      \
+        BAD(run(P, &d, ok, 3), CLF_ERROR_INVALID_ARGUMENT);                                \
+        w[0] = w[1] = w[2] = 0;                                                            \
+        BAD(run(P, &d, ok, 3), CLF_ERROR_INVALID_ARGUMENT);                                \
+        w[0] = 0.0 / 0.0, w[1] = w[2] = 1;                                                 \
+        BAD(run(P, &d, ok, 3), CLF_ERROR_INVALID_ARGUMENT);                                \
+        w[0] = 1;                                                                          \
+        d = vadd_desc(), d.mem_safety = 1.5;                                               \
+        BAD(run(P, &d, ok, 3), CLF_ERROR_INVALID_ARGUMENT);                                \
+        d = vadd_desc(), d.mem_safety = -0.1;                                              \
+        BAD(run(P, &d, ok, 3), CLF_ERROR_INVALID_ARGUMENT);                                \
+        d = vadd_desc(), d.mem_safety = 0.0 / 0.0;                                         \
+        BAD(run(P, &d, ok, 3), CLF_ERROR_INVALID_ARGUMENT);                                \
+        /* Devices. */                                                                     \
+        d = vadd_desc(), d.devices = devs, d.num_devices = 0;                              \
+        BAD(run(P, &d, ok, 3), CLF_ERROR_INVALID_ARGUMENT);                                \
+        d = vadd_desc(), d.devices = devs, d.num_devices = 4;                              \
+        BAD(run(P, &d, ok, 3), CLF_ERROR_INVALID_ARGUMENT); /* twice */                    \
+        d = vadd_desc(), d.devices = devs, d.num_devices = SIZE_MAX;                       \
+        BAD(run(P, &d, ok, 3), CLF_ERROR_INVALID_ARGUMENT);                                \
+        devs[3] = 99;                                                                      \
+        BAD(run(P, &d, ok, 3), CLF_ERROR_INVALID_ARGUMENT);                                \
+        d = vadd_desc(), d.devices = devs + 3, d.num_devices = 1;                          \
+        BAD(run(P, &d, ok, 3), CLF_ERROR_OUT_OF_RANGE);                                    \
+        devs[3] = SIZE_MAX;                                                                \
+        BAD(run(P, &d, ok, 3), CLF_ERROR_OUT_OF_RANGE);                                    \
+        /* Arguments. */                                                                   \
+        d = vadd_desc();                                                                   \
+        BAD(run(P, &d, NULL, 3), CLF_ERROR_NULL_POINTER);                                  \
+        BAD(run(P, &d, ok, 2), CLF_ERROR_INVALID_ARGUMENT);  /* vadd takes 3 */            \
+        BAD(run(P, &d, ok, 0), CLF_ERROR_INVALID_ARGUMENT);                                \
+        BAD(run(P, &d, ok, SIZE_MAX), CLF_ERROR_INVALID_ARGUMENT);                         \
+        BAD(run(PG, &d, ok, 3), CLF_ERROR_INVALID_ARGUMENT); /* another fleet's program */ \
+        memcpy(a, ok, sizeof a), a[2].size = sizeof lc - 4;  /* shorter than the range */  \
+        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                 \
+        memcpy(a, ok, sizeof a), a[0].size = 0;                                            \
+        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                 \
+        memcpy(a, ok, sizeof a), a[1].unit = 0;                                            \
+        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                 \
+        memcpy(a, ok, sizeof a), a[1].unit = 8; /* wrong unit: needs twice the bytes */    \
+        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                 \
+        memcpy(a, ok, sizeof a), a[1].unit = SIZE_MAX;                                     \
+        BAD(run(P, &d, a, 3), CLF_ERROR_SIZE_OVERFLOW);                                    \
+        memcpy(a, ok, sizeof a), a[1].unit = SIZE_MAX / LN + 1;                            \
+        BAD(run(P, &d, a, 3), CLF_ERROR_SIZE_OVERFLOW);                                    \
+        memcpy(a, ok, sizeof a), a[0].host = NULL;                                         \
+        BAD(run(P, &d, a, 3), CLF_ERROR_NULL_POINTER);                                     \
+        memcpy(a, ok, sizeof a), a[0].kind = 0;                                            \
+        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                 \
+        memcpy(a, ok, sizeof a), a[0].kind = 99;                                           \
+        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                 \
+        memcpy(a, ok, sizeof a), a[0].flags = 0x80;                                        \
+        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                 \
+        memcpy(a, ok, sizeof a), a[2].halo_before = 1; /* an output with a halo */         \
+        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                 \
+        memcpy(a, ok, sizeof a), a[0].halo_before = SIZE_MAX;                              \
+        BAD(run(P, &d, a, 3), CLF_ERROR_SIZE_OVERFLOW);                                    \
+        memcpy(a, ok, sizeof a), a[0].halo_before = a[0].halo_after = SIZE_MAX / 2;        \
+        BAD(run(P, &d, a, 3), CLF_ERROR_SIZE_OVERFLOW);                                    \
+        /* A halo larger than the array is clamped (documented): the launch works. */     \
+        memcpy(a, ok, sizeof a), a[0].halo_before = a[0].halo_after = SIZE_MAX / 16;       \
+        for (int i_ = 0; i_ < LN; i_++)                                                    \
+            la[i_] = (float)i_, lb[i_] = 1.0f, lc[i_] = -1;                                \
+        ck_assert_ok(run(P, &d, a, 3));                                                    \
+        for (int i_ = 0; i_ < LN; i_++)                                                    \
+            ck_assert_msg(lc[i_] == (float)i_ + 1.0f, "huge halo: c[%d] = %g", i_,         \
+                          (double)lc[i_]);                                                 \
+        cases++;                                                                           \
+        memcpy(a, ok, sizeof a);                                                           \
+        a[0] = (clf_arg)CLF_BROADCAST(NULL, sizeof la);                                    \
+        BAD(run(P, &d, a, 3), CLF_ERROR_NULL_POINTER);                                     \
+        a[0] = (clf_arg)CLF_BROADCAST(la, 0);                                              \
+        BAD(run(P, &d, a, 3), CLF_ERROR_ZERO_SIZE);                                        \
+        a[0] = (clf_arg)CLF_LOCAL(0);                                                      \
+        BAD(run(P, &d, a, 3), CLF_ERROR_ZERO_SIZE);                                        \
+        a[0] = (clf_arg)CLF_LOCAL(SIZE_MAX);                                               \
+        BAD_ANY(run(P, &d, a, 3));                                                         \
+        int scalar = 1;                                                                    \
+        a[0] = (clf_arg)CLF_SCALAR(&scalar), a[0].size = 0;                                \
+        BAD(run(P, &d, a, 3), CLF_ERROR_ZERO_SIZE);                                        \
+        a[0] = (clf_arg)CLF_SCALAR(&scalar), a[0].host = NULL;                             \
+        BAD(run(P, &d, a, 3), CLF_ERROR_NULL_POINTER);                                     \
+        float red[4];                                                                      \
+        a[0] = (clf_arg)CLF_REDUCE(red, 4, CLF_FLOAT, 99);                                 \
+        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                 \
+        a[0] = (clf_arg)CLF_REDUCE(red, 4, 99, CLF_SUM);                                   \
+        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                 \
+        a[0] = (clf_arg)CLF_REDUCE(red, 0, CLF_FLOAT, CLF_SUM);                            \
+        BAD(run(P, &d, a, 3), CLF_ERROR_ZERO_SIZE);                                        \
+        a[0] = (clf_arg)CLF_REDUCE(red, SIZE_MAX, CLF_FLOAT, CLF_SUM);                     \
+        BAD(run(P, &d, a, 3), CLF_ERROR_SIZE_OVERFLOW);                                    \
+        a[0] = (clf_arg)CLF_REDUCE(NULL, 4, CLF_FLOAT, CLF_SUM);                           \
+        BAD(run(P, &d, a, 3), CLF_ERROR_NULL_POINTER);                                     \
+        /* Environment: the strategy variable for launches that ask for the default. */   \
+        d = vadd_desc(), d.strategy = CLF_STRATEGY_DEFAULT;                                \
+        env_set("CLFLEET_STRATEGY", "banana");                                             \
+        BAD(run(P, &d, ok, 3), CLF_ERROR_PARSE);                                           \
+        env_restore("CLFLEET_STRATEGY");                                                   \
+        env_set("CLFLEET_STRATEGY", "static;dynamic");                                     \
+        BAD(run(P, &d, ok, 3), CLF_ERROR_PARSE);                                           \
+        env_restore("CLFLEET_STRATEGY");                                                   \
+    } while (0)
+
+static clf_status run_sync(clf_program *p, const clf_launch_desc *d, const clf_arg *a, size_t n)
+{
+    clf_launch_report rep;
+    return clf_launch(F, p, d, a, n, &rep);
+}
+
+static clf_status run_async(clf_program *p, const clf_launch_desc *d, const clf_arg *a,
+                            size_t n)
+{
+    clf_event *e = (clf_event *)&cases;
+    clf_status st = clf_launch_async(F, p, d, a, n, NULL, &e);
+    if (st == CLF_SUCCESS) {
+        /* Validation may happen when it runs: the event then carries the failure. */
+        st = clf_event_wait(e);
+        clf_event_release(e);
+    } else {
+        ck_assert_msg(e == NULL || e == (clf_event *)&cases, "no event on failure");
+    }
+    return st;
+}
+
+static void r_launch(void)
+{
+    clf_launch_desc d0 = vadd_desc();
+    clf_arg ok0[3] = {CLF_IN(la, sizeof la, 4), CLF_IN(lb, sizeof lb, 4),
+                     CLF_OUT(lc, sizeof lc, 4)};
+    BAD(clf_launch(NULL, P, &d0, ok0, 3, NULL), CLF_ERROR_NULL_POINTER);
+    BAD(clf_launch(F, NULL, &d0, ok0, 3, NULL), CLF_ERROR_NULL_POINTER);
+    BAD(clf_launch(F, P, NULL, ok0, 3, NULL), CLF_ERROR_NULL_POINTER);
+    LAUNCH_CASES(run_sync);
+    /* Every bad launch left the output alone, and a good one still works. */
+    for (int i = 0; i < LN; i++)
+        la[i] = (float)i, lb[i] = 2.0f * (float)i, lc[i] = -1;
+    ck_assert_ok(clf_launch(F, P, &d0, ok0, 3, NULL));
+    for (int i = 0; i < LN; i++)
+        ck_assert_msg(lc[i] == 3.0f * (float)i, "c[%d] = %g", i, (double)lc[i]);
+}
+static void r_launch_async(void)
+{
+    clf_launch_desc d0 = vadd_desc();
+    clf_arg ok0[3] = {CLF_IN(la, sizeof la, 4), CLF_IN(lb, sizeof lb, 4),
+                     CLF_OUT(lc, sizeof lc, 4)};
+    clf_event *e = NULL;
+    BAD(clf_launch_async(NULL, P, &d0, ok0, 3, NULL, &e), CLF_ERROR_NULL_POINTER);
+    BAD(clf_launch_async(F, NULL, &d0, ok0, 3, NULL, &e), CLF_ERROR_NULL_POINTER);
+    BAD(clf_launch_async(F, P, NULL, ok0, 3, NULL, &e), CLF_ERROR_NULL_POINTER);
+    BAD(clf_launch_async(F, P, &d0, ok0, 3, NULL, NULL), CLF_ERROR_NULL_POINTER);
+    char longname[300];
+    memset(longname, 'k', sizeof longname - 1);
+    longname[sizeof longname - 1] = '\0';
+    d0.kernel = longname;
+    BAD(run_async(P, &d0, ok0, 3), CLF_SUCCESS);
+    LAUNCH_CASES(run_async);
+}
+
+/* ---- metrics and tracing ------------------------------------------------------------ */
+
+static void r_metrics_device(void)
+{
+    clf_device_metrics m;
+    BAD(clf_metrics_device(NULL, 0, &m), CLF_ERROR_NULL_POINTER);
+    BAD(clf_metrics_device(F, 0, NULL), CLF_ERROR_NULL_POINTER);
+    BAD(clf_metrics_device(F, NDEV, &m), CLF_ERROR_OUT_OF_RANGE);
+    BAD(clf_metrics_device(F, SIZE_MAX, &m), CLF_ERROR_OUT_OF_RANGE);
+}
+static void r_metrics_fleet(void)
+{
+    clf_fleet_metrics m;
+    BAD(clf_metrics_fleet(NULL, &m), CLF_ERROR_NULL_POINTER);
+    BAD(clf_metrics_fleet(F, NULL), CLF_ERROR_NULL_POINTER);
+}
+static void r_metrics_peer(void)
+{
+    clf_transfer_stats s;
+    BAD(clf_metrics_peer(NULL, 0, 1, &s), CLF_ERROR_NULL_POINTER);
+    BAD(clf_metrics_peer(F, 0, 1, NULL), CLF_ERROR_NULL_POINTER);
+    BAD(clf_metrics_peer(F, NDEV, 1, &s), CLF_ERROR_OUT_OF_RANGE);
+    BAD(clf_metrics_peer(F, 0, NDEV, &s), CLF_ERROR_OUT_OF_RANGE);
+    BAD(clf_metrics_peer(F, SIZE_MAX, SIZE_MAX, &s), CLF_ERROR_OUT_OF_RANGE);
+}
+static void r_metrics_reset(void)
+{
+    BAD(clf_metrics_reset(NULL), CLF_ERROR_NULL_POINTER);
+}
+static void r_metrics_json(void)
+{
+    char *s = (char *)&cases;
+    BAD(clf_metrics_json(NULL, &s), CLF_ERROR_NULL_POINTER);
+    BAD(clf_metrics_json(F, NULL), CLF_ERROR_NULL_POINTER);
+}
+static void r_metrics_write_json(void)
+{
+    BAD(clf_metrics_write_json(NULL, stderr), CLF_ERROR_NULL_POINTER);
+    BAD(clf_metrics_write_json(F, NULL), CLF_ERROR_NULL_POINTER);
+    FILE *ro = fopen("/dev/null", "r"); /* writes fail */
+    ck_assert_ptr_nonnull(ro);
+    BAD(clf_metrics_write_json(F, ro), CLF_ERROR_IO);
+    fclose(ro);
+}
+static void r_metrics_print(void)
+{
+    BAD(clf_metrics_print(NULL, stderr), CLF_ERROR_NULL_POINTER);
+    BAD(clf_metrics_print(F, NULL), CLF_ERROR_NULL_POINTER);
+    FILE *ro = fopen("/dev/null", "r");
+    ck_assert_ptr_nonnull(ro);
+    BAD(clf_metrics_print(F, ro), CLF_ERROR_IO);
+    fclose(ro);
+}
+static void r_profile_begin(void)
+{
+    clf_profile r;
+    BAD(clf_profile_begin(NULL, &r), CLF_ERROR_NULL_POINTER);
+    BAD(clf_profile_begin(F, NULL), CLF_ERROR_NULL_POINTER);
+}
+static void r_profile_end(void)
+{
+    clf_profile r, never;
+    memset(&never, 0, sizeof never);
+    BAD(clf_profile_end(NULL, &r), CLF_ERROR_NULL_POINTER);
+    BAD(clf_profile_end(F, NULL), CLF_ERROR_NULL_POINTER);
+    BAD(clf_profile_end(F, &never), CLF_ERROR_INVALID_ARGUMENT); /* never begun */
+    ck_assert_ok(clf_profile_begin(G, &r));
+    BAD(clf_profile_end(F, &r), CLF_ERROR_INVALID_ARGUMENT); /* begun on another fleet */
+}
+static void r_trace_flush(void)
+{
+    BAD(clf_trace_flush(NULL), CLF_ERROR_NULL_POINTER);
+    /* A trace file that cannot be written: the flush says so. */
+    clf_fleet_options o = CLF_FLEET_OPTIONS_INIT;
+    o.devices = TEST_CPUS ";index=0";
+    o.trace = "/no/such/directory/trace.json";
+    clf_fleet *f = NULL;
+    ck_assert_ok(clf_fleet_create(&f, &o));
+    BAD(clf_trace_flush(f), CLF_ERROR_IO);
+    clf_fleet_destroy(f); /* reports the failure on stderr, does not crash */
+    env_set("CLFLEET_TRACE", "/no/such/directory/%p-%n-%q-%.json");
+    o.trace = NULL;
+    clf_status st = clf_fleet_create(&f, &o);
+    env_restore("CLFLEET_TRACE");
+    ck_assert_msg(st == CLF_SUCCESS, "%s", clf_last_error());
+    BAD(clf_trace_flush(f), CLF_ERROR_IO);
+    clf_fleet_destroy(f);
+}
+static void r_trace_path(void)
+{
+    NEUTRAL(clf_trace_path(NULL) == NULL);
+}
+
+/* ---- collectives ------------------------------------------------------------------- */
+
+static void r_distribution_part(void)
+{
+    size_t first, len;
+    BAD(clf_distribution_part(10, 3, 0, CLF_DIST_BLOCK, 0, NULL, &len), CLF_ERROR_NULL_POINTER);
+    BAD(clf_distribution_part(10, 3, 0, CLF_DIST_BLOCK, 0, &first, NULL),
+        CLF_ERROR_NULL_POINTER);
+    BAD(clf_distribution_part(10, 0, 0, CLF_DIST_BLOCK, 0, &first, &len),
+        CLF_ERROR_OUT_OF_RANGE);
+    BAD(clf_distribution_part(10, 3, 3, CLF_DIST_BLOCK, 0, &first, &len),
+        CLF_ERROR_OUT_OF_RANGE);
+    BAD(clf_distribution_part(10, 3, SIZE_MAX, CLF_DIST_CYCLIC, 2, &first, &len),
+        CLF_ERROR_OUT_OF_RANGE);
+    BAD(clf_distribution_part(10, 3, 0, (clf_distribution)2, 0, &first, &len),
+        CLF_ERROR_INVALID_ARGUMENT);
+    BAD(clf_distribution_part(10, 3, 0, (clf_distribution)-1, 0, &first, &len),
+        CLF_ERROR_INVALID_ARGUMENT);
+    /* A block larger than the array is one block, not an overflow. */
+    ck_assert_ok(clf_distribution_part(16, 3, 0, CLF_DIST_CYCLIC, SIZE_MAX, &first, &len));
+    NEUTRAL(first == 0 && len == 16);
+    ck_assert_ok(clf_distribution_part(16, 3, 2, CLF_DIST_CYCLIC, SIZE_MAX, &first, &len));
+    NEUTRAL(first == 16 && len == 0);
+    ck_assert_ok(clf_distribution_part(SIZE_MAX, 3, 2, CLF_DIST_CYCLIC, SIZE_MAX / 2, &first,
+                                       &len));
+    NEUTRAL(first == SIZE_MAX - 1 && len == 1);
+    ck_assert_ok(clf_distribution_part(SIZE_MAX, 3, 1, CLF_DIST_CYCLIC, SIZE_MAX / 2, &first,
+                                       &len));
+    NEUTRAL(first == SIZE_MAX / 2 && len == SIZE_MAX / 2);
+}
+
+/* The buffer-list checks the collectives share: run(bufs, n, count). */
+#define BUFS_CASES(run)                                                                    \
+    do {                                                                                   \
+        clf_buffer *two_on_one[2] = {B[0], B[0]}, *mixed[2] = {B[0], BG},                  \
+                   *with_null[2] = {B[0], NULL};                                           \
+        BAD(run(NULL, 2, 16), CLF_ERROR_NULL_POINTER);                                     \
+        BAD(run(B, 0, 16), CLF_ERROR_INVALID_ARGUMENT);                                        \
+        BAD(run(with_null, 2, 16), CLF_ERROR_NULL_POINTER);                                \
+        BAD(run(two_on_one, 2, 16), CLF_ERROR_INVALID_ARGUMENT);                           \
+        BAD(run(mixed, 2, 16), CLF_ERROR_INVALID_ARGUMENT);                                \
+        BAD(run(B, 3, 0), CLF_ERROR_ZERO_SIZE);                                            \
+        BAD(run(B, 3, BIG), CLF_ERROR_OUT_OF_RANGE); /* 4 * BIG bytes > BIG */            \
+        BAD(run(B, 3, SIZE_MAX), CLF_SUCCESS);                                             \
+        BAD(run(B, 3, SIZE_MAX / 4 + 1), CLF_SUCCESS);                                     \
+        BAD(run(B, SIZE_MAX, 16), CLF_SUCCESS);                                            \
+        BAD(run(B, 65, 16), CLF_SUCCESS);                                                  \
+    } while (0)
+
+static clf_status allreduce3(clf_buffer *const *b, size_t n, size_t count)
+{
+    return clf_allreduce(b, n, count, CLF_FLOAT, CLF_SUM, NULL);
+}
+static clf_status reduce3(clf_buffer *const *b, size_t n, size_t count)
+{
+    return clf_reduce(b, n, count, CLF_FLOAT, CLF_SUM, 0, NULL);
+}
+static float red_host[BIG];
+static clf_status reduce_host3(clf_buffer *const *b, size_t n, size_t count)
+{
+    return clf_reduce_to_host(red_host, b, n, count, CLF_FLOAT, CLF_SUM, NULL);
+}
+static clf_status broadcast3(clf_buffer *const *b, size_t n, size_t count)
+{
+    /* bytes: four per element, as the other collectives' float elements */
+    size_t bytes = count > SIZE_MAX / 4 ? count : count * 4;
+    return clf_broadcast(b, n, bytes, 0, NULL);
+}
+static clf_status allgather3(clf_buffer *const *b, size_t n, size_t count)
+{
+    return clf_allgather(b, n, count, 4, NULL);
+}
+static char sg_host[4 * BIG * 4];
+static clf_status scatter3(clf_buffer *const *b, size_t n, size_t count)
+{
+    /* count elements of 4 bytes over n buffers: each gets count / n, so 4x BIG overflows */
+    return clf_scatter(b, n, sg_host, count == BIG ? 4 * count : count, 4, CLF_DIST_BLOCK, 0);
+}
+static clf_status gather3(clf_buffer *const *b, size_t n, size_t count)
+{
+    return clf_gather(sg_host, b, n, count == BIG ? 4 * count : count, 4, CLF_DIST_BLOCK, 0);
+}
+
+static void reduction_enum_cases(int which)
+{
+    clf_collective_options o = CLF_COLLECTIVE_OPTIONS_INIT;
+#define RED(t, op, opts)                                                              \
+    (which == 0   ? clf_allreduce(B, 3, 16, (t), (op), (opts))                        \
+     : which == 1 ? clf_reduce(B, 3, 16, (t), (op), 0, (opts))                        \
+                  : clf_reduce_to_host(red_host, B, 3, 16, (t), (op), (opts)))
+    BAD(RED((clf_type)0, CLF_SUM, NULL), CLF_ERROR_INVALID_ARGUMENT);
+    BAD(RED((clf_type)99, CLF_SUM, NULL), CLF_ERROR_INVALID_ARGUMENT);
+    BAD(RED(CLF_FLOAT, (clf_reduce_op)0, NULL), CLF_ERROR_INVALID_ARGUMENT);
+    BAD(RED(CLF_FLOAT, (clf_reduce_op)99, NULL), CLF_ERROR_INVALID_ARGUMENT);
+    o.version = 0;
+    BAD(RED(CLF_FLOAT, CLF_SUM, &o), CLF_ERROR_INVALID_ARGUMENT);
+#undef RED
+}
+
+static void r_allreduce(void)
+{
+    BUFS_CASES(allreduce3);
+    reduction_enum_cases(0);
+}
+static void r_reduce(void)
+{
+    BUFS_CASES(reduce3);
+    reduction_enum_cases(1);
+    BAD(clf_reduce(B, 3, 16, CLF_FLOAT, CLF_SUM, 3, NULL), CLF_ERROR_OUT_OF_RANGE);
+    BAD(clf_reduce(B, 3, 16, CLF_FLOAT, CLF_SUM, SIZE_MAX, NULL), CLF_ERROR_OUT_OF_RANGE);
+}
+static void r_reduce_to_host(void)
+{
+    BUFS_CASES(reduce_host3);
+    reduction_enum_cases(2);
+    BAD(clf_reduce_to_host(NULL, B, 3, 16, CLF_FLOAT, CLF_SUM, NULL), CLF_ERROR_NULL_POINTER);
+}
+static void r_broadcast(void)
+{
+    clf_collective_options o = CLF_COLLECTIVE_OPTIONS_INIT;
+    BUFS_CASES(broadcast3);
+    BAD(clf_broadcast(B, 3, 16, 3, NULL), CLF_ERROR_OUT_OF_RANGE);
+    BAD(clf_broadcast(B, 3, 16, SIZE_MAX, NULL), CLF_ERROR_OUT_OF_RANGE);
+    o.version = 99;
+    BAD(clf_broadcast(B, 3, 16, 0, &o), CLF_ERROR_INVALID_ARGUMENT);
+}
+static void r_allgather(void)
+{
+    BUFS_CASES(allgather3);
+    BAD(clf_allgather(B, 3, 16, 0, NULL), CLF_ERROR_ZERO_SIZE);
+    BAD(clf_allgather(B, 3, 16, SIZE_MAX, NULL), CLF_ERROR_SIZE_OVERFLOW);
+}
+static void r_scatter(void)
+{
+    BUFS_CASES(scatter3);
+    BAD(clf_scatter(B, 3, NULL, 16, 4, CLF_DIST_BLOCK, 0), CLF_ERROR_NULL_POINTER);
+    BAD(clf_scatter(B, 3, sg_host, 16, 0, CLF_DIST_BLOCK, 0), CLF_ERROR_ZERO_SIZE);
+    BAD(clf_scatter(B, 3, sg_host, 16, SIZE_MAX, CLF_DIST_BLOCK, 0), CLF_ERROR_SIZE_OVERFLOW);
+    BAD(clf_scatter(B, 3, sg_host, 16, 4, (clf_distribution)7, 0), CLF_ERROR_INVALID_ARGUMENT);
+}
+static void r_gather(void)
+{
+    BUFS_CASES(gather3);
+    BAD(clf_gather(NULL, B, 3, 16, 4, CLF_DIST_BLOCK, 0), CLF_ERROR_NULL_POINTER);
+    BAD(clf_gather(sg_host, B, 3, 16, 0, CLF_DIST_BLOCK, 0), CLF_ERROR_ZERO_SIZE);
+    BAD(clf_gather(sg_host, B, 3, 16, SIZE_MAX, CLF_DIST_BLOCK, 0), CLF_ERROR_SIZE_OVERFLOW);
+    BAD(clf_gather(sg_host, B, 3, 16, 4, (clf_distribution)7, 0), CLF_ERROR_INVALID_ARGUMENT);
+}
+
+/* ---- pipelines ------------------------------------------------------------------- */
+
+static clf_stage_desc stage(size_t dev)
+{
+    clf_stage_desc s = CLF_STAGE_DESC_INIT;
+    s.device = dev;
+    s.program = P;
+    s.kernel = "vadd"; /* (in, out, extra) shape: vadd(a, b, c) with b as the output */
+    s.in_bytes = s.out_bytes = 64 * 4;
+    s.global[0] = 64;
+    return s;
+}
+
+static void r_pipeline_create(void)
+{
+    clf_pipeline *pl = (clf_pipeline *)&cases;
+    clf_stage_desc st[CLF_MAX_PIPELINE_STAGES + 1];
+    for (size_t i = 0; i <= CLF_MAX_PIPELINE_STAGES; i++)
+        st[i] = stage(i % 3);
+    clf_arg extra = CLF_OUT(lc, 64 * 4, 4);
+    clf_pipeline_options po = CLF_PIPELINE_OPTIONS_INIT;
+    BAD(clf_pipeline_create(NULL, F, st, 1, NULL), CLF_ERROR_NULL_POINTER);
+    BAD(clf_pipeline_create(&pl, NULL, st, 1, NULL), CLF_ERROR_NULL_POINTER);
+    NEUTRAL(pl == NULL);
+    BAD(clf_pipeline_create(&pl, F, NULL, 1, NULL), CLF_ERROR_NULL_POINTER);
+    BAD(clf_pipeline_create(&pl, F, st, 0, NULL), CLF_ERROR_INVALID_ARGUMENT);
+    BAD(clf_pipeline_create(&pl, F, st, CLF_MAX_PIPELINE_STAGES + 1, NULL),
+        CLF_ERROR_INVALID_ARGUMENT);
+    BAD(clf_pipeline_create(&pl, F, st, SIZE_MAX, NULL), CLF_ERROR_INVALID_ARGUMENT);
+    po.version = 0;
+    BAD(clf_pipeline_create(&pl, F, st, 1, &po), CLF_ERROR_INVALID_ARGUMENT);
+#define STAGE_BAD(field_stmt, want)                 \
+    do {                                            \
+        clf_stage_desc s2[2] = {stage(0), stage(1)}; \
+        field_stmt;                                 \
+        BAD(clf_pipeline_create(&pl, F, s2, 2, NULL), want); \
+    } while (0)
+    STAGE_BAD(s2[0].version = 0, CLF_ERROR_INVALID_ARGUMENT);
+    STAGE_BAD(s2[1].device = NDEV, CLF_ERROR_OUT_OF_RANGE);
+    STAGE_BAD(s2[1].device = SIZE_MAX, CLF_ERROR_OUT_OF_RANGE);
+    STAGE_BAD(s2[0].program = NULL, CLF_ERROR_NULL_POINTER);
+    STAGE_BAD(s2[0].program = PG, CLF_ERROR_INVALID_ARGUMENT);
+    STAGE_BAD(s2[0].kernel = NULL, CLF_ERROR_NULL_POINTER);
+    STAGE_BAD(s2[0].kernel = "no_such_kernel", CLF_ERROR_NOT_FOUND);
+    STAGE_BAD(s2[0].in_bytes = 0, CLF_ERROR_ZERO_SIZE);
+    STAGE_BAD(s2[0].out_bytes = 0, CLF_ERROR_ZERO_SIZE);
+    STAGE_BAD(s2[1].in_bytes = 128, CLF_ERROR_INVALID_ARGUMENT); /* != previous out_bytes */
+    STAGE_BAD((s2[0].in_bytes = SIZE_MAX, s2[0].out_bytes = SIZE_MAX, s2[1].in_bytes = SIZE_MAX),
+              CLF_SUCCESS);
+    STAGE_BAD(s2[0].dims = 0, CLF_ERROR_INVALID_ARGUMENT);
+    STAGE_BAD(s2[0].dims = 4, CLF_ERROR_INVALID_ARGUMENT);
+    STAGE_BAD(s2[0].global[0] = 0, CLF_ERROR_ZERO_SIZE);
+    STAGE_BAD(s2[0].local[0] = 7, CLF_ERROR_INVALID_ARGUMENT); /* 64 % 7 */
+    STAGE_BAD((s2[0].args = NULL, s2[0].nargs = 1), CLF_ERROR_NULL_POINTER);
+    STAGE_BAD((s2[0].args = &extra, s2[0].nargs = 1), CLF_ERROR_INVALID_ARGUMENT);
+    STAGE_BAD((s2[0].args = &extra, s2[0].nargs = SIZE_MAX), CLF_SUCCESS);
+    STAGE_BAD(s2[0].nargs = 1, CLF_ERROR_NULL_POINTER);
+#undef STAGE_BAD
+    NEUTRAL(pl == NULL);
+}
+static void r_pipeline_run(void)
+{
+    /* A working pipeline for the run's own checks: vadd(in, out, extra) with one stage. */
+    static float extra[64];
+    clf_arg ex = CLF_BROADCAST(extra, sizeof extra);
+    clf_stage_desc s = stage(0);
+    s.args = &ex;
+    s.nargs = 1;
+    clf_pipeline *pl = NULL;
+    ck_assert_ok(clf_pipeline_create(&pl, F, &s, 1, NULL));
+    clf_pipeline_report rep;
+    BAD(clf_pipeline_run(NULL, la, lc, 1, &rep), CLF_ERROR_NULL_POINTER);
+    BAD(clf_pipeline_run(pl, NULL, lc, 1, &rep), CLF_ERROR_NULL_POINTER);
+    BAD(clf_pipeline_run(pl, la, NULL, 1, &rep), CLF_ERROR_NULL_POINTER);
+    BAD(clf_pipeline_run(pl, la, lc, 0, &rep), CLF_ERROR_ZERO_SIZE);
+    BAD(clf_pipeline_run(pl, la, lc, SIZE_MAX, &rep), CLF_ERROR_SIZE_OVERFLOW);
+    clf_pipeline_destroy(pl);
+}
+static void r_pipeline_destroy(void)
+{
+    ACCEPTS(clf_pipeline_destroy(NULL));
+}
+
+/* ---- task queues ----------------------------------------------------------------- */
+
+static void r_taskq_create(void)
+{
+    clf_taskq *q = (clf_taskq *)&cases;
+    size_t devs[3] = {0, 1, 1}, far[1] = {99};
+    BAD(clf_taskq_create(NULL, F, P, NULL, 0), CLF_ERROR_NULL_POINTER);
+    BAD(clf_taskq_create(&q, NULL, P, NULL, 0), CLF_ERROR_NULL_POINTER);
+    NEUTRAL(q == NULL);
+    BAD(clf_taskq_create(&q, F, NULL, NULL, 0), CLF_ERROR_NULL_POINTER);
+    BAD(clf_taskq_create(&q, F, PG, NULL, 0), CLF_ERROR_INVALID_ARGUMENT);
+    BAD(clf_taskq_create(&q, F, P, devs, 3), CLF_ERROR_INVALID_ARGUMENT);
+    BAD(clf_taskq_create(&q, F, P, far, 1), CLF_ERROR_OUT_OF_RANGE);
+    BAD(clf_taskq_create(&q, F, P, devs, 0), CLF_SUCCESS);
+    BAD(clf_taskq_create(&q, F, P, devs, SIZE_MAX), CLF_SUCCESS);
+    NEUTRAL(q == NULL);
+}
+static void r_taskq_submit(void)
+{
+    clf_taskq *q = NULL;
+    ck_assert_ok(clf_taskq_create(&q, F, P, NULL, 0));
+    clf_task_desc t = CLF_TASK_DESC_INIT;
+    t.kernel = "vadd";
+    t.global[0] = 64;
+    clf_arg ok[3] = {CLF_IN(la, 256, 4), CLF_IN(lb, 256, 4), CLF_OUT(lc, 256, 4)};
+    clf_arg a[3];
+    size_t id;
+    BAD(clf_taskq_submit(NULL, &t, ok, 3, &id), CLF_ERROR_NULL_POINTER);
+    BAD(clf_taskq_submit(q, NULL, ok, 3, &id), CLF_ERROR_NULL_POINTER);
+    BAD(clf_taskq_submit(q, &t, NULL, 3, &id), CLF_ERROR_NULL_POINTER);
+    BAD(clf_taskq_submit(q, &t, ok, SIZE_MAX, &id), CLF_ERROR_INVALID_ARGUMENT);
+#define TASK_BAD(stmt, want)                                   \
+    do {                                                       \
+        clf_task_desc t2 = t;                                  \
+        memcpy(a, ok, sizeof a);                               \
+        stmt;                                                  \
+        BAD(clf_taskq_submit(q, &t2, a, 3, &id), want);        \
+    } while (0)
+    TASK_BAD(t2.version = 0, CLF_ERROR_INVALID_ARGUMENT);
+    TASK_BAD(t2.kernel = NULL, CLF_ERROR_NULL_POINTER);
+    TASK_BAD(t2.dims = 0, CLF_ERROR_INVALID_ARGUMENT);
+    TASK_BAD(t2.dims = 4, CLF_ERROR_INVALID_ARGUMENT);
+    TASK_BAD(t2.global[0] = 0, CLF_ERROR_ZERO_SIZE);
+    TASK_BAD((t2.dims = 3, t2.global[0] = t2.global[1] = SIZE_MAX, t2.global[2] = 2),
+             CLF_ERROR_SIZE_OVERFLOW);
+    TASK_BAD(t2.local[0] = 7, CLF_ERROR_INVALID_ARGUMENT);
+    TASK_BAD(t2.affinity = 3, CLF_ERROR_OUT_OF_RANGE);
+    TASK_BAD(a[0].host = NULL, CLF_ERROR_NULL_POINTER);
+    TASK_BAD(a[0].size = 0, CLF_ERROR_ZERO_SIZE);
+    TASK_BAD(a[0].kind = 99, CLF_ERROR_INVALID_ARGUMENT);
+    TASK_BAD(a[0].kind = CLF_ARG_KIND_REDUCE, CLF_ERROR_UNSUPPORTED);
+    TASK_BAD(a[0].flags = 0x40, CLF_ERROR_INVALID_ARGUMENT);
+    TASK_BAD(a[0] = (clf_arg)CLF_LOCAL(0), CLF_ERROR_ZERO_SIZE);
+#undef TASK_BAD
+    clf_taskq_destroy(q);
+}
+static void r_taskq_run(void)
+{
+    clf_taskq *q = NULL;
+    ck_assert_ok(clf_taskq_create(&q, F, P, NULL, 0));
+    clf_taskq_report rep;
+    BAD(clf_taskq_run(NULL, &rep), CLF_ERROR_NULL_POINTER);
+    /* A task that fails when it runs (too much local memory) fails the run. */
+    clf_task_desc t = CLF_TASK_DESC_INIT;
+    t.kernel = "vadd";
+    t.global[0] = 64;
+    clf_arg a[3] = {CLF_IN(la, 256, 4), CLF_LOCAL((size_t)1 << 40), CLF_OUT(lc, 256, 4)};
+    size_t id;
+    ck_assert_ok(clf_taskq_submit(q, &t, a, 3, &id));
+    BAD_ANY(clf_taskq_run(q, &rep));
+    clf_task_info info;
+    ck_assert_ok(clf_taskq_task_info(q, id, &info));
+    ck_assert_int_ne(info.status, CLF_SUCCESS);
+    /* The kernel and its parameter count are checked when the task runs (by design: a
+     * failed task is reported in its info and the run's status, the others still run). */
+    clf_arg good[3] = {CLF_IN(la, 256, 4), CLF_IN(lb, 256, 4), CLF_OUT(lc, 256, 4)};
+    size_t id_short, id_name, id_ok;
+    ck_assert_ok(clf_taskq_submit(q, &t, good, 2, &id_short));
+    t.kernel = "no_such_kernel";
+    ck_assert_ok(clf_taskq_submit(q, &t, good, 3, &id_name));
+    t.kernel = "vadd";
+    ck_assert_ok(clf_taskq_submit(q, &t, good, 3, &id_ok));
+    BAD_ANY(clf_taskq_run(q, &rep));
+    ck_assert_ok(clf_taskq_task_info(q, id_short, &info));
+    ck_assert_int_eq(info.status, CLF_ERROR_INVALID_ARGUMENT);
+    ck_assert_ok(clf_taskq_task_info(q, id_name, &info));
+    ck_assert_int_eq(info.status, CLF_ERROR_NOT_FOUND);
+    ck_assert_ok(clf_taskq_task_info(q, id_ok, &info));
+    ck_assert_int_eq(info.status, CLF_SUCCESS);
+    clf_taskq_destroy(q);
+}
+static void r_taskq_task_info(void)
+{
+    clf_taskq *q = NULL;
+    ck_assert_ok(clf_taskq_create(&q, F, P, NULL, 0));
+    clf_task_info info;
+    BAD(clf_taskq_task_info(NULL, 0, &info), CLF_ERROR_NULL_POINTER);
+    BAD(clf_taskq_task_info(q, 0, NULL), CLF_ERROR_NULL_POINTER);
+    BAD(clf_taskq_task_info(q, 0, &info), CLF_ERROR_OUT_OF_RANGE);
+    BAD(clf_taskq_task_info(q, SIZE_MAX, &info), CLF_ERROR_OUT_OF_RANGE);
+    clf_taskq_destroy(q);
+}
+static void r_taskq_destroy(void)
+{
+    ACCEPTS(clf_taskq_destroy(NULL));
+}
+
+/* ---- interoperability (clfleet/opencl.h) -------------------------------------------- */
+
+static void r_cl_device(void)
+{
+    NEUTRAL(clf_cl_device(NULL, 0) == NULL);
+    NEUTRAL(clf_cl_device(F, NDEV) == NULL);
+    NEUTRAL(clf_cl_device(F, SIZE_MAX) == NULL);
+}
+static void r_cl_context(void)
+{
+    NEUTRAL(clf_cl_context(NULL, 0) == NULL);
+    NEUTRAL(clf_cl_context(F, NDEV) == NULL);
+}
+static void r_cl_compute_queue(void)
+{
+    NEUTRAL(clf_cl_compute_queue(NULL, 0) == NULL);
+    NEUTRAL(clf_cl_compute_queue(F, NDEV) == NULL);
+}
+static void r_cl_transfer_queue(void)
+{
+    NEUTRAL(clf_cl_transfer_queue(NULL, 0) == NULL);
+    NEUTRAL(clf_cl_transfer_queue(F, SIZE_MAX) == NULL);
+}
+static void r_cl_program(void)
+{
+    NEUTRAL(clf_cl_program(NULL, 0) == NULL);
+    NEUTRAL(clf_cl_program(P, NDEV) == NULL);
+    NEUTRAL(clf_cl_program(P, SIZE_MAX) == NULL);
+}
+static void r_cl_mem(void)
+{
+    NEUTRAL(clf_cl_mem(NULL) == NULL);
+}
+static void r_cl_event(void)
+{
+    NEUTRAL(clf_cl_event(NULL) == NULL);
+}
+static void r_event_from_cl(void)
+{
+    clf_event *e = (clf_event *)&cases;
+    cl_event ce = clf_cl_event(NULL);
+    BAD(clf_event_from_cl(NULL, &e), CLF_ERROR_NULL_POINTER);
+    NEUTRAL(e == NULL || e == (clf_event *)&cases);
+    clf_event *rec = valid_event();
+    ce = clf_cl_event(rec);
+    ck_assert_ptr_nonnull(ce);
+    BAD(clf_event_from_cl(ce, NULL), CLF_ERROR_NULL_POINTER);
+    clf_event_release(rec);
+}
+static void r_event_cl_for(void)
+{
+    cl_event out = (cl_event)&cases;
+    clf_event *e = valid_event();
+    BAD(clf_event_cl_for(NULL, F, 0, &out), CLF_ERROR_NULL_POINTER);
+    BAD(clf_event_cl_for(e, NULL, 0, &out), CLF_ERROR_NULL_POINTER);
+    BAD(clf_event_cl_for(e, F, 0, NULL), CLF_ERROR_NULL_POINTER);
+    BAD(clf_event_cl_for(e, F, NDEV, &out), CLF_ERROR_OUT_OF_RANGE);
+    BAD(clf_event_cl_for(e, F, SIZE_MAX, &out), CLF_ERROR_OUT_OF_RANGE);
+    clf_event_release(e);
+}
+
+/* ---- the table ------------------------------------------------------------------- */
+
+typedef struct row {
+    const char *name;
+    void (*run)(void);
+} row;
+
+#define ROW(f) {"clf_" #f, r_##f}
+static const row rows[] = {
+    ROW(version), ROW(version_string), ROW(status_name), ROW(status_string), ROW(last_error),
+    ROW(clear_error), ROW(fleet_create), ROW(fleet_destroy), ROW(fleet_device_count),
+    ROW(fleet_context_count), ROW(fleet_finish), ROW(device_get_info),
+    ROW(device_has_extension), ROW(device_type_name), ROW(program_build_source),
+    ROW(program_build_file), ROW(program_build_shipped), ROW(program_from_cache),
+    ROW(program_destroy), ROW(shipped_kernels), ROW(shipped_kernel_source), ROW(event_wait),
+    ROW(event_release), ROW(buffer_create), ROW(buffer_destroy), ROW(buffer_size),
+    ROW(buffer_device), ROW(buffer_write), ROW(buffer_read), ROW(buffer_write_async),
+    ROW(buffer_read_async), ROW(buffer_fill), ROW(path_name), ROW(transfer_path),
+    ROW(transfer_cuda_status), ROW(copy_async), ROW(copy), ROW(strategy_name),
+    ROW(strategy_parse), ROW(type_size), ROW(launch), ROW(launch_async), ROW(direction_name),
+    ROW(metrics_device), ROW(metrics_fleet), ROW(metrics_peer), ROW(metrics_reset),
+    ROW(metrics_json), ROW(metrics_write_json), ROW(metrics_print), ROW(free),
+    ROW(profile_begin), ROW(profile_end), ROW(trace_flush), ROW(trace_path),
+    ROW(distribution_part), ROW(allreduce), ROW(reduce), ROW(reduce_to_host), ROW(broadcast),
+    ROW(allgather), ROW(scatter), ROW(gather), ROW(event_record), ROW(device_wait_events),
+    ROW(barrier), ROW(device_finish), ROW(events_wait), ROW(pipeline_create),
+    ROW(pipeline_run), ROW(pipeline_destroy), ROW(taskq_create), ROW(taskq_submit),
+    ROW(taskq_run), ROW(taskq_task_info), ROW(taskq_destroy), ROW(cl_device), ROW(cl_context),
+    ROW(cl_compute_queue), ROW(cl_transfer_queue), ROW(cl_program), ROW(cl_mem), ROW(cl_event),
+    ROW(event_from_cl), ROW(event_cl_for),
+    /* Not public functions: environment rows. */
+    {"env:fleet_create", r_fleet_create_env},
+};
+#define NROWS (sizeof rows / sizeof rows[0])
+
+/* Each row on its own: a failing row names itself. */
+START_TEST(every_row)
+{
+    const row *r = &rows[_i];
+    cases = 0;
+    r->run();
+    ck_assert_msg(cases > 0, "%s: no case ran", r->name);
+    fprintf(stderr, "badinput: %-28s %3u cases\n", r->name, cases);
+}
+END_TEST
+
+/* The declarations in the public headers, as tests/check-exports.sh reads them. */
+static size_t header_functions(char names[][64], size_t max)
+{
+    const char *src = getenv("top_srcdir");
+    static const char *const hdrs[] = {"include/clfleet.h", "include/clfleet/opencl.h"};
+    size_t n = 0;
+    for (size_t h = 0; h < 2; h++) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", src && *src ? src : ".", hdrs[h]);
+        FILE *fp = fopen(path, "r");
+        ck_assert_msg(fp != NULL, "cannot open %s (set top_srcdir)", path);
+        static char text[1 << 20];
+        size_t len = fread(text, 1, sizeof text - 1, fp);
+        fclose(fp);
+        text[len] = '\0';
+        /* After each "CLF_API" (not in a #define), the identifier before the first '('. */
+        for (char *p = text; (p = strstr(p, "CLF_API")) != NULL; p += 7) {
+            char *line = p;
+            while (line > text && line[-1] != '\n')
+                line--;
+            if (*line == '#')
+                continue;
+            char *paren = strchr(p, '(');
+            if (!paren)
+                break;
+            char *e = paren;
+            while (e > p && e[-1] == ' ')
+                e--;
+            char *b = e;
+            while (b > p && (b[-1] == '_' || (b[-1] >= 'a' && b[-1] <= 'z') ||
+                             (b[-1] >= 'A' && b[-1] <= 'Z') || (b[-1] >= '0' && b[-1] <= '9')))
+                b--;
+            if (e - b < 5 || strncmp(b, "clf_", 4) != 0 || (size_t)(e - b) >= 64)
+                continue;
+            ck_assert_uint_lt(n, max);
+            memcpy(names[n], b, (size_t)(e - b));
+            names[n][e - b] = '\0';
+            n++;
+        }
+    }
+    return n;
+}
+
+START_TEST(table_covers_the_headers)
+{
+    static char names[512][64];
+    size_t n = header_functions(names, 512);
+    ck_assert_uint_ge(n, 80);
+    size_t missing = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t k = 0;
+        while (k < NROWS && strcmp(rows[k].name, names[i]) != 0)
+            k++;
+        if (k == NROWS) {
+            fprintf(stderr, "FAIL: public function %s has no row in tests/test_badinput.c\n",
+                    names[i]);
+            missing++;
+        }
+    }
+    /* And no row for a function that is gone. */
+    for (size_t k = 0; k < NROWS; k++) {
+        if (strncmp(rows[k].name, "clf_", 4) != 0)
+            continue;
+        size_t i = 0;
+        while (i < n && strcmp(rows[k].name, names[i]) != 0)
+            i++;
+        ck_assert_msg(i < n, "row %s: no such public function", rows[k].name);
+    }
+    ck_assert_msg(missing == 0, "%zu public function(s) without a bad-input row", missing);
+    fprintf(stderr, "badinput: %zu public functions, %zu rows\n", n, NROWS);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("badinput");
+    TCase *tc = tcase_create("badinput");
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, table_covers_the_headers);
+    tcase_add_unchecked_fixture(tc, setup, teardown);
+    tcase_add_loop_test(tc, every_row, 0, (int)NROWS);
+    suite_add_tcase(s, tc);
+    return test_run(s, TEST_CPUS, 3);
+}
