@@ -165,12 +165,16 @@ struct clf_fleet {
     struct clf_program *reduce_prog; /* cl/reduce.cl for the collectives (under lock; built
                                         on first use, collective.c) */
     struct clf__scratch *scratch;    /* the collectives' idle scratch buffers (under lock) */
+    int gemm_used;                   /* a GEMM ran: clBLAST caches programs of its contexts
+                                        (under lock; gemm.c) */
 };
 
 /* Launch state the fleet owns (launch.c). */
 void clf__launch_fleet_fini(clf_fleet *fleet);
 /* The collectives' program (collective.c). */
 void clf__collective_fleet_fini(clf_fleet *fleet);
+/* clBLAST's caches, once no live fleet has run a GEMM (gemm.c). */
+void clf__gemm_fleet_fini(clf_fleet *fleet);
 
 /* Query a device's facts (name, memory, PCI address ...). */
 clf_status clf__device_query(cl_device_id id, cl_platform_id platform, clf_device_info *info,
