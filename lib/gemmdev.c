@@ -369,13 +369,20 @@ static clf_status chunk_finish(clf__gemm_worker *w, gemm_chunk *c)
     clf__rec rec[5];
     size_t nr = 0;
     /* clBLAST may run several kernels (padding, transposition) and returns the last one's
-     * event: its time on the device runs from the barrier's end to that event's end. */
-    uint64_t b0, b1, g0, g1;
+     * event: its time on the device runs from the barrier's end, or from when that kernel
+     * was queued if later (a first call builds its kernels on the host meanwhile; its
+     * other kernels were queued just before it), to that kernel's end. */
+    uint64_t b0, b1;
+    cl_ulong queued = 0;
     clf__rec *k = &rec[nr++];
     rec_of(k, CLF__REC_KERNEL, c->gemm, c, 0);
     k->name = G->g.dbl ? "dgemm" : "sgemm";
-    if (clf__event_profile(c->bar, &b0, &b1) && clf__event_profile(c->gemm, &g0, &g1) && b1 <= g0)
+    if (clf__event_profile(c->bar, &b0, &b1) && b1 <= k->t0)
         k->t0 = b1;
+    if (clGetEventProfilingInfo(c->gemm, CL_PROFILING_COMMAND_QUEUED, sizeof queued, &queued,
+                                NULL) == CL_SUCCESS &&
+        queued > k->t0 && queued <= k->t1)
+        k->t0 = queued;
     w->rep.busy_s += k->t1 > k->t0 ? (double)(k->t1 - k->t0) * 1e-9 : 0.0;
     for (size_t i = 0; i < c->nw; i++)
         w->rep.to_device_s += rec_of(&rec[nr++], CLF__REC_TO_DEVICE, c->w[i], c, c->wbytes[i]);
