@@ -369,6 +369,7 @@ void clf_fleet_destroy(clf_fleet *fl)
         return;
     clf__launch_fleet_fini(fl);
     clf__collective_fleet_fini(fl);
+    clf__gemm_fleet_fini(fl);
     clf__xfer_fini(fl); /* copies in flight use the queues */
     for (size_t i = 0; i < fl->ndev; i++) {
         struct clf__device *d = &fl->dev[i];

@@ -186,12 +186,16 @@ struct clf_fleet {
     struct clf__scratch *scratch;    /* the collectives' idle scratch buffers (under lock) */
 
     struct clf__fault *fault; /* $CLFLEET_FAULT_INJECT rules (fault.c); NULL: none */
+    int gemm_used;                   /* a GEMM ran: clBLAST caches programs of its contexts
+                                        (under lock; gemm.c) */
 };
 
 /* Launch state the fleet owns (launch.c). */
 void clf__launch_fleet_fini(clf_fleet *fleet);
 /* The collectives' program (collective.c). */
 void clf__collective_fleet_fini(clf_fleet *fleet);
+/* clBLAST's caches, once no live fleet has run a GEMM (gemm.c). */
+void clf__gemm_fleet_fini(clf_fleet *fleet);
 
 /* Query a device's facts (name, memory, PCI address ...). */
 clf_status clf__device_query(cl_device_id id, cl_platform_id platform, clf_device_info *info,

@@ -341,7 +341,7 @@ static clf_status budgets(clf__launch *L, uint64_t *max_units)
 
 /* ---- weights and strategy ------------------------------------------------------------- */
 
-static void device_key(const struct clf__device *d, char *buf, size_t n)
+void clf__perf_device_key(const struct clf__device *d, char *buf, size_t n)
 {
     snprintf(buf, n, "%s|%s|cu=%u", d->info.name, d->info.driver_version, d->info.compute_units);
 }
@@ -351,7 +351,7 @@ static void kernel_key(const clf__launch *L, char *buf, size_t n)
     snprintf(buf, n, "%s@%.16s", L->desc.kernel, L->prog->hash);
 }
 
-static clf__perf_model *fleet_perf(clf_fleet *fl)
+clf__perf_model *clf__fleet_perf(clf_fleet *fl)
 {
     pthread_mutex_lock(&fl->lock);
     if (!fl->perf) {
@@ -387,10 +387,10 @@ static int choose_weights(clf__launch *L, char *reason, size_t n)
     double learned[CLF_MAX_LAUNCH_DEVICES];
     kernel_key(L, kkey, sizeof kkey);
     for (size_t i = 0; i < L->ndev; i++) {
-        device_key(&L->fl->dev[L->dev[i]], dkeys[i], sizeof dkeys[i]);
+        clf__perf_device_key(&L->fl->dev[L->dev[i]], dkeys[i], sizeof dkeys[i]);
         dk[i] = dkeys[i];
     }
-    clf__perf_model *m = fleet_perf(L->fl);
+    clf__perf_model *m = clf__fleet_perf(L->fl);
     if (m && clf__perf_weights(m, kkey, L->ndev, dk, learned) == L->ndev) {
         memcpy(L->weights, learned, L->ndev * sizeof *learned);
         snprintf(reason, n, "learned weights");
@@ -626,7 +626,7 @@ static void learn(clf__launch *L)
         const clf__worker *w = &L->w[i];
         double t = w->rep.finish_s - w->t_start;
         if (w->rep.units && !w->rep.failed && t > 0) {
-            device_key(w->d, dkey, sizeof dkey);
+            clf__perf_device_key(w->d, dkey, sizeof dkey);
             clf__perf_record(m, kkey, dkey, w->rep.units, t);
         }
     }
@@ -899,6 +899,16 @@ static uint64_t new_ticket(clf_fleet *fl)
     uint64_t t = fl->next_ticket++;
     pthread_mutex_unlock(&fl->lock);
     return t;
+}
+
+void clf__turn_begin(clf_fleet *fl)
+{
+    take_turn(fl, new_ticket(fl));
+}
+
+void clf__turn_end(clf_fleet *fl)
+{
+    end_turn(fl);
 }
 
 clf_status clf_launch(clf_fleet *fl, clf_program *prog, const clf_launch_desc *desc,

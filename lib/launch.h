@@ -90,6 +90,14 @@ typedef struct clf__launch {
 
 /* Host monotonic clock, seconds. */
 double clf__now(void);
+/* Wait for the fleet's turn (launches run one at a time, in the order they were queued),
+ * and give it back; for other multi-device operations (gemm.c). */
+void clf__turn_begin(clf_fleet *fl);
+void clf__turn_end(clf_fleet *fl);
+/* The fleet's learned throughput model, opened on first use (under the fleet's lock). */
+struct clf__perf_model *clf__fleet_perf(clf_fleet *fl);
+/* A device's key in the throughput model: name, driver version and compute units. */
+void clf__perf_device_key(const struct clf__device *d, char *buf, size_t n);
 /* Bytes of device memory the launch needs per device: fixed part and per unit. */
 void clf__launch_footprint(const clf__launch *L, uint64_t *fixed, uint64_t *per_unit,
                            uint64_t *halo_units);

@@ -66,4 +66,21 @@ for bad in "nonsense" "balance --size 3" "balance --reps x" "balance --config no
     if $bench $bad > /dev/null 2> "$tmp.err"; then echo "FAIL: '$bad' accepted"; exit 1; fi
     [ -s "$tmp.err" ] || { echo "FAIL: '$bad' without a message"; exit 1; }
 done
-echo "PASS: balance ($n strategy rows) and scale, JSON valid"
+
+# gemm: one device and five strategies on the fleet, a checked result (skipped without clBLAST).
+gemm=skipped
+$bench gemm --quick --json > "$tmp.gemm" 2> "$tmp.err"
+rc=$?
+if [ $rc -eq 77 ] && grep -q 'without clBLAST' "$tmp.err"; then
+    gemm="skipped (no clBLAST)"
+elif [ $rc -eq 77 ] && ! required; then
+    gemm="skipped (no devices)"
+else
+    [ $rc -eq 0 ] || { cat "$tmp.err"; echo "FAIL: gemm exited with $rc"; exit 1; }
+    $lint < "$tmp.gemm" || { echo "FAIL: gemm: invalid JSON"; cat "$tmp.gemm"; exit 1; }
+    [ "$(grep -c '"median_gflops": [0-9]' "$tmp.gemm")" -eq 6 ] &&
+        grep -q '"max_relative_error": [0-9]' "$tmp.gemm" ||
+        { echo "FAIL: gemm: want 6 runs and an error figure"; cat "$tmp.gemm"; exit 1; }
+    gemm="6 runs"
+fi
+echo "PASS: balance ($n strategy rows) and scale, JSON valid; gemm: $gemm"

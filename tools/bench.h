@@ -28,6 +28,13 @@ int clf_bench_allreduce(int argc, char **argv);
  */
 int clf_bench_pipeline(int argc, char **argv);
 
+/*
+ * `clfleet-bench gemm`: clf_sgemm() (--double: clf_dgemm()) on one device against the fleet
+ * with each strategy, in interleaved rounds: median and best times, GFLOP/s, and the median
+ * of per-round speedups. Same conventions (77 also when built without clBLAST).
+ */
+int clf_bench_gemm(int argc, char **argv);
+
 /* Helpers shared by the benchmarks (bench.c). */
 double clf_bench_now(void);                             /* monotonic seconds */
 int clf_bench_cmp_double(const void *a, const void *b); /* for qsort */

@@ -998,6 +998,9 @@ static const subcommand COMMANDS[] = {
      "            256 MiB: algorithm and bus bandwidth"},
     {"pipeline", NULL, clf_bench_pipeline,
      "a 3-stage pipeline against the stages one after another and the ideal"},
+    {"gemm", NULL, clf_bench_gemm,
+     "multi-device GEMM through clBLAST: one device against the fleet with each\n"
+     "            strategy, GFLOP/s in interleaved rounds"},
 };
 #define NCOMMANDS (sizeof COMMANDS / sizeof COMMANDS[0])
 

@@ -1,0 +1,323 @@
+/*
+ * clfleet-bench gemm: clf_sgemm() (or clf_dgemm()) on one device against the fleet with
+ * each strategy, in GFLOP/s.
+ *
+ * The runs are interleaved: each round runs one device, then the fleet with every strategy,
+ * so that load from other jobs falls on all of them alike; the speedup of a strategy is the
+ * median over rounds of (one device's time / its time in the same round). Times are host
+ * wall-clock times of whole calls (planning, transfers, clBLAST, reading C back). After a
+ * warm-up call per configuration (clBLAST builds its kernels on first use), --reps rounds
+ * are timed. One result is checked against a C reference on a sample of elements.
+ *
+ * The devices are PoCL sub-devices of one compute unit by default, those of the first split
+ * device (sub-devices of one PoCL device run at once; separate root devices share one
+ * thread pool); with --devices, every device of the selection.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+#include "clfleet.h"
+#include "clfleet/blas.h"
+
+#define SKIP 77
+#define DEFAULT_SELECTION "type=cpu;platform=portable;name=pthread;split=1"
+#define MAX_REPS 64
+#define MAX_DEV 64
+#define NRUNS 6 /* one device, then the fleet with each strategy */
+#define SAMPLES 512
+
+static const clf_strategy STRATEGIES[NRUNS - 1] = {CLF_STATIC, CLF_DYNAMIC, CLF_GUIDED,
+                                                   CLF_MEMORY_AWARE, CLF_AUTO};
+
+typedef struct bench {
+    int json, quick, dbl, custom_devices;
+    unsigned reps;
+    size_t n;
+    const char *devices;
+    clf_fleet *fl;
+    size_t dev[MAX_DEV], ndev;
+    void *a, *b, *c;
+} bench;
+
+typedef struct figures {
+    double t[NRUNS][MAX_REPS]; /* seconds, per round */
+    double median[NRUNS], best[NRUNS], speedup[NRUNS];
+    clf_launch_report rep[NRUNS]; /* of the last round */
+    double max_err;
+} figures;
+
+static int fail(const char *what, clf_status st)
+{
+    fprintf(stderr, "clfleet-bench gemm: %s: %s: %s\n", what, clf_status_name(st),
+            clf_last_error());
+    return EXIT_FAILURE;
+}
+
+static void json_num(double v)
+{
+    if (isfinite(v))
+        printf("%.6g", v);
+    else
+        printf("null");
+}
+
+static clf_status call(bench *b, int run, clf_launch_report *rep)
+{
+    clf_gemm_options o = CLF_GEMM_OPTIONS_INIT;
+    o.devices = b->dev;
+    o.num_devices = run == 0 ? 1 : b->ndev;
+    o.strategy = run == 0 ? CLF_STATIC : STRATEGIES[run - 1];
+    size_t n = b->n;
+    if (b->dbl)
+        return clf_dgemm(b->fl, CLF_ROW_MAJOR, CLF_NO_TRANS, CLF_NO_TRANS, n, n, n, 1.0, b->a, n,
+                         b->b, n, 0.0, b->c, n, &o, rep);
+    return clf_sgemm(b->fl, CLF_ROW_MAJOR, CLF_NO_TRANS, CLF_NO_TRANS, n, n, n, 1.0f, b->a, n, b->b,
+                     n, 0.0f, b->c, n, &o, rep);
+}
+
+static double elem(const bench *b, const void *x, size_t i)
+{
+    return b->dbl ? ((const double *)x)[i] : (double)((const float *)x)[i];
+}
+
+/* The largest relative error of sampled elements of C against dot products in double. */
+static double check(const bench *b)
+{
+    unsigned long long x = 0x2545f4914f6cdd1dull;
+    double worst = 0;
+    size_t n = b->n;
+    for (int s = 0; s < SAMPLES; s++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        size_t i = (size_t)(x % n), j = (size_t)((x >> 32) % n);
+        double sum = 0, mag = 0;
+        for (size_t k = 0; k < n; k++) {
+            double t = elem(b, b->a, i * n + k) * elem(b, b->b, k * n + j);
+            sum += t;
+            mag += fabs(t);
+        }
+        double err = fabs(elem(b, b->c, i * n + j) - sum) / (mag > 0 ? mag : 1);
+        if (!(err <= worst))
+            worst = isnan(err) ? INFINITY : err;
+    }
+    return worst;
+}
+
+/* The devices: those of --devices, or the sub-devices of the first split device. */
+static void choose_devices(bench *b)
+{
+    size_t n = clf_fleet_device_count(b->fl);
+    clf_device_info first, in;
+    clf_device_get_info(b->fl, 0, &first);
+    b->ndev = 0;
+    for (size_t i = 0; i < n && b->ndev < MAX_DEV; i++) {
+        clf_device_get_info(b->fl, i, &in);
+        if (b->custom_devices || !first.is_sub_device ||
+            (in.is_sub_device && in.parent_index == first.parent_index))
+            b->dev[b->ndev++] = i;
+    }
+}
+
+static clf_status measure(bench *b, figures *f)
+{
+    clf_status st;
+    for (int r = 0; r < NRUNS; r++) /* warm-up: clBLAST's kernels, learned weights */
+        if ((st = call(b, r, &f->rep[r])) != CLF_SUCCESS)
+            return st;
+    for (unsigned k = 0; k < b->reps; k++)
+        for (int r = 0; r < NRUNS; r++) {
+            double t0 = clf_bench_now();
+            if ((st = call(b, r, &f->rep[r])) != CLF_SUCCESS)
+                return st;
+            f->t[r][k] = clf_bench_now() - t0;
+        }
+    f->max_err = check(b);
+    for (int r = 0; r < NRUNS; r++) {
+        double v[MAX_REPS], ratio[MAX_REPS];
+        memcpy(v, f->t[r], b->reps * sizeof *v);
+        for (unsigned k = 0; k < b->reps; k++)
+            ratio[k] = f->t[0][k] / f->t[r][k];
+        f->median[r] = clf_bench_median(v, b->reps);
+        f->best[r] = v[0]; /* sorted by clf_bench_median() */
+        f->speedup[r] = clf_bench_median(ratio, b->reps);
+    }
+    return CLF_SUCCESS;
+}
+
+static const char *run_name(const figures *f, int r, char *buf, size_t len)
+{
+    if (r == 0)
+        snprintf(buf, len, "1 device");
+    else if (STRATEGIES[r - 1] == CLF_AUTO)
+        snprintf(buf, len, "auto (%s)", clf_strategy_name(f->rep[r].strategy));
+    else
+        snprintf(buf, len, "%s", clf_strategy_name(STRATEGIES[r - 1]));
+    return buf;
+}
+
+static void print_table(const bench *b, const figures *f)
+{
+    double gflop = 2.0 * (double)b->n * (double)b->n * (double)b->n * 1e-9;
+    printf("clfleet-bench gemm: %s %zu x %zu x %zu, %u interleaved rounds, %zu device(s):\n",
+           b->dbl ? "dgemm" : "sgemm", b->n, b->n, b->n, b->reps, b->ndev);
+    for (size_t i = 0; i < b->ndev; i++) {
+        clf_device_info in;
+        if (clf_device_get_info(b->fl, b->dev[i], &in) == CLF_SUCCESS)
+            printf("  %zu: %s (%u compute unit(s))\n", b->dev[i], in.name, in.compute_units);
+    }
+    printf("\n%-22s %10s %9s %10s %9s %9s %7s\n", "run", "median s", "GFLOP/s", "best s", "GFLOP/s",
+           "speedup", "eff.");
+    for (int r = 0; r < NRUNS; r++) {
+        char name[64];
+        printf("%-22s %10.4f %9.2f %10.4f %9.2f %8.2fx %7.2f\n", run_name(f, r, name, sizeof name),
+               f->median[r], gflop / f->median[r], f->best[r], gflop / f->best[r], f->speedup[r],
+               f->rep[r].efficiency);
+    }
+    printf("\nspeedup: median over rounds of one device's time / the run's time in the same "
+           "round\nlargest relative error of %d sampled elements: %.2g\n",
+           SAMPLES, f->max_err);
+}
+
+static void print_json(const bench *b, const figures *f)
+{
+    double gflop = 2.0 * (double)b->n * (double)b->n * (double)b->n * 1e-9;
+    printf("{\n  \"benchmark\": \"gemm\",\n  \"precision\": \"%s\",\n  \"size\": %zu,\n"
+           "  \"rounds\": %u,\n  \"devices\": %zu,\n  \"max_relative_error\": ",
+           b->dbl ? "double" : "single", b->n, b->reps, b->ndev);
+    json_num(f->max_err);
+    printf(",\n  \"runs\": [");
+    for (int r = 0; r < NRUNS; r++) {
+        printf("%s\n    {\"devices\": %zu, \"strategy\": \"%s\", \"ran_as\": \"%s\", "
+               "\"median_s\": ",
+               r ? "," : "", r == 0 ? (size_t)1 : b->ndev,
+               clf_strategy_name(r == 0 ? CLF_STATIC : STRATEGIES[r - 1]),
+               clf_strategy_name(f->rep[r].strategy));
+        json_num(f->median[r]);
+        printf(", \"median_gflops\": ");
+        json_num(gflop / f->median[r]);
+        printf(", \"best_s\": ");
+        json_num(f->best[r]);
+        printf(", \"best_gflops\": ");
+        json_num(gflop / f->best[r]);
+        printf(", \"speedup\": ");
+        json_num(f->speedup[r]);
+        printf(", \"efficiency\": ");
+        json_num(f->rep[r].efficiency);
+        printf("}");
+    }
+    printf("\n  ]\n}\n");
+}
+
+static void usage(FILE *to)
+{
+    fputs("usage: clfleet-bench gemm [--json] [--quick] [--double] [--size N] [--reps N]\n"
+          "                          [--devices SELECTION]\n"
+          "GEMM (C = A B, N x N) on one device against the fleet with each strategy, in\n"
+          "interleaved rounds.\n"
+          "  --json       one JSON document on standard output\n"
+          "  --quick      N = 192, three rounds (a smoke test)\n"
+          "  --double     clf_dgemm() instead of clf_sgemm()\n"
+          "  --size N     matrix side (768)\n"
+          "  --reps N     timed rounds, medians reported (15)\n"
+          "  --devices S  every device of S (default: the sub-devices of the first device of\n"
+          "               \"" DEFAULT_SELECTION "\")\n"
+          "Exit status 77 when no suitable device exists or clfleet has no clBLAST.\n",
+          to);
+}
+
+int clf_bench_gemm(int argc, char **argv)
+{
+    bench b;
+    memset(&b, 0, sizeof b);
+    b.reps = 15;
+    b.n = 768;
+    b.devices = DEFAULT_SELECTION;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        char *end = NULL;
+        if (!strcmp(a, "--json"))
+            b.json = 1;
+        else if (!strcmp(a, "--quick"))
+            b.quick = 1;
+        else if (!strcmp(a, "--double"))
+            b.dbl = 1;
+        else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "--devices") && i + 1 < argc) {
+            b.devices = argv[++i];
+            b.custom_devices = 1;
+        } else if (!strcmp(a, "--reps") && i + 1 < argc &&
+                   (b.reps = (unsigned)strtoul(argv[i + 1], &end, 10), *end == '\0') &&
+                   b.reps >= 1 && b.reps <= MAX_REPS)
+            i++;
+        else if (!strcmp(a, "--size") && i + 1 < argc &&
+                 (b.n = (size_t)strtoull(argv[i + 1], &end, 10), *end == '\0') && b.n >= 1 &&
+                 b.n <= 16384)
+            i++;
+        else {
+            fprintf(stderr, "clfleet-bench gemm: bad argument '%s'\n", a);
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (b.quick) {
+        b.n = b.n < 192 ? b.n : 192;
+        b.reps = b.reps < 3 ? b.reps : 3;
+    }
+    if (!clf_blas_available()) {
+        fprintf(stderr, "clfleet-bench gemm: clfleet was built without clBLAST\n");
+        return SKIP;
+    }
+    clf_fleet_options o = CLF_FLEET_OPTIONS_INIT;
+    o.devices = b.devices;
+    clf_status st = clf_fleet_create(&b.fl, &o);
+    if (st != CLF_SUCCESS) {
+        fail("fleet", st);
+        return st == CLF_ERROR_NO_DEVICE || st == CLF_ERROR_NO_PLATFORM ? SKIP : EXIT_FAILURE;
+    }
+    choose_devices(&b);
+    size_t es = b.dbl ? sizeof(double) : sizeof(float);
+    int rc = 0;
+    figures *f = calloc(1, sizeof *f);
+    b.a = malloc(b.n * b.n * es);
+    b.b = malloc(b.n * b.n * es);
+    b.c = malloc(b.n * b.n * es);
+    if (!f || !b.a || !b.b || !b.c) {
+        rc = fail("memory", CLF_ERROR_OUT_OF_HOST_MEMORY);
+        goto out;
+    }
+    for (size_t i = 0; i < b.n * b.n; i++) {
+        double x = (double)((i * 7919) % 1009) / 1009.0 - 0.5;
+        double y = (double)((i * 104729) % 997) / 997.0 - 0.5;
+        if (b.dbl) {
+            ((double *)b.a)[i] = x;
+            ((double *)b.b)[i] = y;
+        } else {
+            ((float *)b.a)[i] = (float)x;
+            ((float *)b.b)[i] = (float)y;
+        }
+    }
+    if ((st = measure(&b, f)) != CLF_SUCCESS) {
+        rc = fail("gemm", st);
+        goto out;
+    }
+    if (!(f->max_err <= (b.dbl ? 1e-10 : 1e-4))) {
+        fprintf(stderr, "clfleet-bench gemm: wrong result (relative error %g)\n", f->max_err);
+        rc = EXIT_FAILURE;
+        goto out;
+    }
+    if (b.json)
+        print_json(&b, f);
+    else
+        print_table(&b, f);
+out:
+    free(f);
+    free(b.a);
+    free(b.b);
+    free(b.c);
+    clf_fleet_destroy(b.fl);
+    return rc;
+}
