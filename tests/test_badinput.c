@@ -388,6 +388,27 @@ static void r_device_has_extension(void)
     NEUTRAL(clf_device_has_extension(F, 0, "") == 0);
     NEUTRAL(clf_device_has_extension(F, 0, "cl_khr") == 0); /* a prefix is not a name */
 }
+static void r_device_is_failed(void)
+{
+    NEUTRAL(clf_device_is_failed(NULL, 0) == 0);
+    NEUTRAL(clf_device_is_failed(F, NDEV) == 0);
+    NEUTRAL(clf_device_is_failed(F, SIZE_MAX) == 0);
+}
+static void r_device_failure(void)
+{
+    char buf[64];
+    BAD(clf_device_failure(NULL, 0, buf, sizeof buf), CLF_ERROR_NULL_POINTER);
+    BAD(clf_device_failure(F, NDEV, buf, sizeof buf), CLF_ERROR_OUT_OF_RANGE);
+    BAD(clf_device_failure(F, SIZE_MAX, buf, sizeof buf), CLF_ERROR_OUT_OF_RANGE);
+    BAD(clf_device_failure(F, 0, NULL, sizeof buf), CLF_ERROR_NULL_POINTER);
+    BAD(clf_device_failure(F, 0, buf, 0), CLF_ERROR_NULL_POINTER);
+}
+static void r_device_readmit(void)
+{
+    BAD(clf_device_readmit(NULL, 0), CLF_ERROR_NULL_POINTER);
+    BAD(clf_device_readmit(F, NDEV), CLF_ERROR_OUT_OF_RANGE);
+    BAD(clf_device_readmit(F, SIZE_MAX), CLF_ERROR_OUT_OF_RANGE);
+}
 
 /* ---- programs -------------------------------------------------------------------- */
 
@@ -445,6 +466,19 @@ static void r_program_from_cache(void)
     NEUTRAL(clf_program_from_cache(NULL, 0) == 0);
     NEUTRAL(clf_program_from_cache(P, NDEV) == 0);
     NEUTRAL(clf_program_from_cache(P, SIZE_MAX) == 0);
+}
+static void r_program_device_ok(void)
+{
+    NEUTRAL(clf_program_device_ok(NULL, 0) == 0);
+    NEUTRAL(clf_program_device_ok(P, NDEV) == 0);
+    NEUTRAL(clf_program_device_ok(P, SIZE_MAX) == 0);
+}
+static void r_program_build_log(void)
+{
+    NEUTRAL(clf_program_build_log(NULL, 0) == NULL);
+    NEUTRAL(clf_program_build_log(P, NDEV) == NULL);
+    NEUTRAL(clf_program_build_log(P, SIZE_MAX) == NULL);
+    NEUTRAL(clf_program_build_log(P, 0) == NULL); /* it built there */
 }
 static void r_program_destroy(void)
 {
@@ -1374,9 +1408,10 @@ static const row rows[] = {
     ROW(version), ROW(version_string), ROW(status_name), ROW(status_string), ROW(last_error),
     ROW(clear_error), ROW(fleet_create), ROW(fleet_destroy), ROW(fleet_device_count),
     ROW(fleet_context_count), ROW(fleet_finish), ROW(device_get_info),
-    ROW(device_has_extension), ROW(device_type_name), ROW(program_build_source),
+    ROW(device_has_extension), ROW(device_type_name), ROW(device_is_failed),
+    ROW(device_failure), ROW(device_readmit), ROW(program_build_source),
     ROW(program_build_file), ROW(program_build_shipped), ROW(program_from_cache),
-    ROW(program_destroy), ROW(shipped_kernels), ROW(shipped_kernel_source), ROW(event_wait),
+    ROW(program_device_ok), ROW(program_build_log), ROW(program_destroy), ROW(shipped_kernels), ROW(shipped_kernel_source), ROW(event_wait),
     ROW(event_release), ROW(buffer_create), ROW(buffer_destroy), ROW(buffer_size),
     ROW(buffer_device), ROW(buffer_write), ROW(buffer_read), ROW(buffer_write_async),
     ROW(buffer_read_async), ROW(buffer_fill), ROW(path_name), ROW(transfer_path),
