@@ -340,8 +340,6 @@ static void fill_report(clf__gemm_run *G, clf_launch_report *rep)
 {
     rep->total_units = G->total;
     rep->num_devices = G->ndev;
-    double lo = INFINITY, hi = 0, sum = 0;
-    size_t busy = 0;
     for (size_t i = 0; i < G->ndev; i++) {
         clf_device_report *r = &rep->dev[i];
         *r = G->w[i].rep;
@@ -349,16 +347,8 @@ static void fill_report(clf__gemm_run *G, clf_launch_report *rep)
         r->share = (double)r->units / (double)G->total;
         r->mem_peak = G->w[i].mem_peak;
         r->mem_budget = G->w[i].budget;
-        if (r->units) {
-            lo = r->finish_s < lo ? r->finish_s : lo;
-            hi = r->finish_s > hi ? r->finish_s : hi;
-            sum += r->finish_s;
-            busy++;
-        }
     }
-    rep->makespan_s = hi;
-    rep->efficiency = busy && hi > 0 ? lo / hi : 1.0;
-    rep->imbalance = busy && sum > 0 ? hi / (sum / (double)busy) - 1.0 : 0.0;
+    clf__report_balance(rep);
 }
 
 /* Each device's GEMM throughput (MFLOP per second of its host time) for later weights. */

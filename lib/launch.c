@@ -587,22 +587,12 @@ void clf__launch_fleet_fini(clf_fleet *fl)
 
 /* ---- the launch ------------------------------------------------------------------------ */
 
-static void fill_report(clf__launch *L, clf_launch_report *rep)
+void clf__report_balance(clf_launch_report *rep)
 {
-    rep->total_units = L->total;
-    rep->num_devices = L->ndev;
     double lo = INFINITY, hi = 0, sum = 0;
     size_t busy = 0;
-    for (size_t i = 0; i < L->ndev; i++) {
-        clf_device_report *r = &rep->dev[i];
-        *r = L->w[i].rep;
-        r->device = L->dev[i];
-        r->share = (double)r->units / (double)L->total;
-        r->mem_peak = L->w[i].mem_peak;
-        r->mem_budget = L->w[i].budget;
-        rep->done_units += r->units;
-        rep->requeued_units += r->requeued_units;
-        rep->failed_devices += r->failed != 0;
+    for (size_t i = 0; i < rep->num_devices; i++) {
+        const clf_device_report *r = &rep->dev[i];
         if (r->units) {
             lo = r->finish_s < lo ? r->finish_s : lo;
             hi = r->finish_s > hi ? r->finish_s : hi;
@@ -613,6 +603,24 @@ static void fill_report(clf__launch *L, clf_launch_report *rep)
     rep->makespan_s = hi;
     rep->efficiency = busy && hi > 0 ? lo / hi : 1.0;
     rep->imbalance = busy && sum > 0 ? hi / (sum / (double)busy) - 1.0 : 0.0;
+}
+
+static void fill_report(clf__launch *L, clf_launch_report *rep)
+{
+    rep->total_units = L->total;
+    rep->num_devices = L->ndev;
+    for (size_t i = 0; i < L->ndev; i++) {
+        clf_device_report *r = &rep->dev[i];
+        *r = L->w[i].rep;
+        r->device = L->dev[i];
+        r->share = (double)r->units / (double)L->total;
+        r->mem_peak = L->w[i].mem_peak;
+        r->mem_budget = L->w[i].budget;
+        rep->done_units += r->units;
+        rep->requeued_units += r->requeued_units;
+        rep->failed_devices += r->failed != 0;
+    }
+    clf__report_balance(rep);
 }
 
 static void learn(clf__launch *L)

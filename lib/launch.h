@@ -90,6 +90,9 @@ typedef struct clf__launch {
 
 /* Host monotonic clock, seconds. */
 double clf__now(void);
+/* A report's makespan, efficiency (earliest finish / latest finish) and imbalance (latest
+ * finish / mean finish - 1) from the finish times of its devices that did work. */
+void clf__report_balance(clf_launch_report *rep);
 /* Wait for the fleet's turn (launches run one at a time, in the order they were queued),
  * and give it back; for other multi-device operations (gemm.c). */
 void clf__turn_begin(clf_fleet *fl);
