@@ -160,8 +160,8 @@ typedef struct clf_fleet_options {
 
 /**
  * \brief Discover the devices on every OpenCL platform, select some, and
- * create contexts and two in-order profiling queues per device (compute and
- * transfer).
+ * create contexts and in-order profiling queues per device (compute, transfer,
+ * and one for the copies the host drives).
  * \param out receives the fleet
  * \param opts options, or NULL for the defaults
  * \return CLF_SUCCESS, CLF_ERROR_NO_PLATFORM, CLF_ERROR_NO_DEVICE,
@@ -867,10 +867,9 @@ CLF_API clf_status clf_event_record(clf_event **out, clf_fleet *fleet, size_t de
  * block.
  *
  * The wait orders the device's compute queue: kernels, launches, collectives,
- * pipelines and task queues. Transfers on its transfer queue
- * (clf_buffer_read_async(), clf_buffer_write_async()) are not held back, since
- * copies driven by the host use that queue; give clf_copy_async() its own wait
- * list, or wait on the host, for those.
+ * pipelines and task queues. Buffer reads and writes (clf_buffer_read_async(),
+ * clf_buffer_write_async()) and copies are not held back: give clf_copy_async()
+ * its own wait list, and wait on the host before a buffer read or write.
  */
 CLF_API clf_status clf_device_wait_events(clf_fleet *fleet, size_t device,
                                           clf_event *const *events, size_t num_events);

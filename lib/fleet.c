@@ -1,7 +1,7 @@
 /*
  * The fleet: discovery across every OpenCL platform, selection, optional CPU
- * sub-devices, one context per platform (or per device), and two in-order
- * profiling queues per device (compute and transfer).
+ * sub-devices, one context per platform (or per device), and three in-order
+ * profiling queues per device (compute, transfer, and the copies the host drives).
  */
 #include "internal.h"
 #include "fault.h"
@@ -203,11 +203,15 @@ static clf_status create_queues(struct clf__device *d)
         d->compute = clCreateCommandQueueWithProperties(d->ctx, d->id, props, &err);
         if (err == CL_SUCCESS)
             d->transfer = clCreateCommandQueueWithProperties(d->ctx, d->id, props, &err);
+        if (err == CL_SUCCESS)
+            d->copyq = clCreateCommandQueueWithProperties(d->ctx, d->id, props, &err);
     } else {
         call = "clCreateCommandQueue";
         d->compute = clCreateCommandQueue(d->ctx, d->id, CL_QUEUE_PROFILING_ENABLE, &err);
         if (err == CL_SUCCESS)
             d->transfer = clCreateCommandQueue(d->ctx, d->id, CL_QUEUE_PROFILING_ENABLE, &err);
+        if (err == CL_SUCCESS)
+            d->copyq = clCreateCommandQueue(d->ctx, d->id, CL_QUEUE_PROFILING_ENABLE, &err);
     }
     return err == CL_SUCCESS ? CLF_SUCCESS : clf__cl_fail(err, call, d);
 }
@@ -381,6 +385,10 @@ void clf_fleet_destroy(clf_fleet *fl)
             clFinish(d->transfer);
             clReleaseCommandQueue(d->transfer);
         }
+        if (d->copyq) {
+            clFinish(d->copyq);
+            clReleaseCommandQueue(d->copyq);
+        }
     }
     clf__metrics_fini(fl); /* writes the trace, once every command has completed */
     for (size_t i = 0; i < fl->nctx; i++)
@@ -427,6 +435,8 @@ clf_status clf_fleet_finish(clf_fleet *fl)
         cl_int err = clFinish(fl->dev[i].compute);
         if (err == CL_SUCCESS)
             err = clFinish(fl->dev[i].transfer);
+        if (err == CL_SUCCESS)
+            err = clFinish(fl->dev[i].copyq);
         clf__metrics_wait(fl, i, t0, clf__mono_ns(), "clf_fleet_finish");
         if (err != CL_SUCCESS)
             return clf__cl_fail(err, "clFinish", &fl->dev[i]);

@@ -132,6 +132,9 @@ struct clf__device {
     cl_context ctx; /* borrowed from the fleet */
     cl_command_queue compute;
     cl_command_queue transfer;
+    /* Copies the host drives (staging, CUDA bounces) enqueue here as they run, so that they
+     * never queue behind commands that wait for them (transfer.c). */
+    cl_command_queue copyq;
     clf_device_info info;
     char *extensions;
     size_t index;     /* position in the fleet */

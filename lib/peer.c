@@ -55,18 +55,19 @@ static void amd_init(clf_fleet *fl, size_t i)
 static clf_status amd_enqueue(clf__copy *c, const cl_event *wait, cl_uint nwait, cl_event *ev)
 {
     struct clf__device *A = clf__xdevice(c, 0), *B = clf__xdevice(c, 1);
+    cl_command_queue q = clf__copy_queue(c, 0);
     cl_int err;
     const char *call;
     if (A->ctx == B->ctx) {
         /* The extension copies between contexts; in one context the runtime's own copy
          * between devices takes the peer path itself. */
         call = "clEnqueueCopyBuffer";
-        err = clEnqueueCopyBuffer(A->transfer, c->src, c->dst, c->soff, c->doff, c->size, nwait,
-                                  wait, ev);
+        err = clEnqueueCopyBuffer(q, c->src, c->dst, c->soff, c->doff, c->size, nwait, wait,
+                                  ev);
     } else {
         call = "clEnqueueCopyBufferP2PAMD";
-        err = c->fleet->xfer->dev[c->sdev].amd_copy(A->transfer, c->src, c->dst, c->soff,
-                                                    c->doff, c->size, nwait, wait, ev);
+        err = c->fleet->xfer->dev[c->sdev].amd_copy(q, c->src, c->dst, c->soff, c->doff,
+                                                    c->size, nwait, wait, ev);
     }
     return err == CL_SUCCESS ? CLF_SUCCESS : clf__cl_fail(err, call, A);
 }
@@ -165,7 +166,7 @@ static clf_status ext_mem(clf_fleet *fl, size_t i, int acquire, cl_mem m)
     clf__ext_mem_fn fn = acquire ? xd->acquire : xd->release;
     if (!fn)
         return CLF_SUCCESS;
-    cl_int err = fn(fl->dev[i].transfer, 1, &m, 0, NULL, NULL);
+    cl_int err = fn(fl->dev[i].copyq, 1, &m, 0, NULL, NULL);
     if (err != CL_SUCCESS)
         return clf__cl_fail(err,
                             acquire ? "clEnqueueAcquireExternalMemObjectsKHR"
@@ -189,14 +190,14 @@ static clf_status selftest_write(void *user, int fd, size_t size, const void *da
     if (st != CLF_SUCCESS)
         return st;
     CLF__TRY(st, ext_mem(a->fl, a->device, 1, m));
-    cl_int err = clEnqueueWriteBuffer(d->transfer, m, CL_TRUE, 0, len, data, 0, NULL, NULL);
+    cl_int err = clEnqueueWriteBuffer(d->copyq, m, CL_TRUE, 0, len, data, 0, NULL, NULL);
     if (err != CL_SUCCESS)
         st = clf__cl_fail(err, "clEnqueueWriteBuffer (CUDA self-test)", d);
     clf_status rst = ext_mem(a->fl, a->device, 0, m);
     if (st == CLF_SUCCESS)
         st = rst;
 out:
-    clFinish(d->transfer);
+    clFinish(d->copyq);
     clReleaseMemObject(m);
     return st;
 }
@@ -345,7 +346,7 @@ clf_status clf__peer_init(clf_fleet *fl)
 
 static void bounce_free(clf_fleet *fl, clf__bounce *b)
 {
-    clFinish(fl->dev[b->device].transfer); /* OpenCL is done with them before CUDA frees */
+    clFinish(fl->dev[b->device].copyq); /* OpenCL is done with them before CUDA frees */
     for (size_t i = 0; i < CLF__XFER_SLOTS; i++) {
         if (b->mem[i])
             clReleaseMemObject(b->mem[i]);
@@ -444,16 +445,16 @@ static clf_status leg(clf_fleet *fl, size_t dev, cl_mem bounce, cl_mem from, siz
     clf_status st = ext_mem(fl, dev, 1, bounce);
     if (st != CLF_SUCCESS)
         return st;
-    cl_int err = clEnqueueCopyBuffer(d->transfer, from, to, from_off, to_off, len, 0, NULL,
+    cl_int err = clEnqueueCopyBuffer(d->copyq, from, to, from_off, to_off, len, 0, NULL,
                                      fl->xfer->dev[dev].release ? NULL : ev);
     if (err != CL_SUCCESS)
         return clf__cl_fail(err, "clEnqueueCopyBuffer (CUDA bounce)", d);
     if (fl->xfer->dev[dev].release) {
-        err = fl->xfer->dev[dev].release(d->transfer, 1, &bounce, 0, NULL, ev);
+        err = fl->xfer->dev[dev].release(d->copyq, 1, &bounce, 0, NULL, ev);
         if (err != CL_SUCCESS)
             return clf__cl_fail(err, "clEnqueueReleaseExternalMemObjectsKHR", d);
     }
-    clFlush(d->transfer);
+    clFlush(d->copyq);
     return CLF_SUCCESS;
 }
 
@@ -514,8 +515,8 @@ static clf_status cuda_run(clf__copy *c)
             st = a != CLF_SUCCESS ? a : b;
     }
     if (st != CLF_SUCCESS) { /* an acquire may have been queued without its leg */
-        clFinish(fl->dev[c->sdev].transfer);
-        clFinish(fl->dev[c->ddev].transfer);
+        clFinish(fl->dev[c->sdev].copyq);
+        clFinish(fl->dev[c->ddev].copyq);
     }
     bounce_put(fl, ba);
     bounce_put(fl, bb);

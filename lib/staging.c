@@ -8,7 +8,7 @@
  *
  * Otherwise the bytes go through pinned host slots (CL_MEM_ALLOC_HOST_PTR buffers of the
  * source's context, mapped once and kept for later copies) in chunks: the read of chunk
- * k + 1 on the source's transfer queue overlaps the write of chunk k on the destination's.
+ * k + 1 on the source's copy queue overlaps the write of chunk k on the destination's.
  * Completions come back through event callbacks that only set a flag and signal; the
  * thread that runs the copy does all the enqueueing, so the two queues are kept fed without
  * any call into OpenCL from a callback.
@@ -27,7 +27,7 @@ static void stager_free(clf_fleet *fl, clf__stager *s)
     struct clf__device *d = &fl->dev[s->device];
     for (size_t i = 0; i < CLF__XFER_SLOTS; i++) {
         if (s->ptr[i])
-            clEnqueueUnmapMemObject(d->transfer, s->mem[i], s->ptr[i], 0, NULL, NULL);
+            clEnqueueUnmapMemObject(d->copyq, s->mem[i], s->ptr[i], 0, NULL, NULL);
         if (s->mem[i])
             clReleaseMemObject(s->mem[i]); /* freed once the unmap has run */
     }
@@ -52,7 +52,7 @@ static clf_status stager_new(clf_fleet *fl, size_t dev, clf__stager **out)
         s->mem[i] = clCreateBuffer(d->ctx, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, s->chunk,
                                    NULL, &err);
         if (err == CL_SUCCESS)
-            s->ptr[i] = clEnqueueMapBuffer(d->transfer, s->mem[i], CL_TRUE,
+            s->ptr[i] = clEnqueueMapBuffer(d->copyq, s->mem[i], CL_TRUE,
                                            CL_MAP_READ | CL_MAP_WRITE, 0, s->chunk, 0, NULL,
                                            NULL, &err);
         if (err != CL_SUCCESS) {
@@ -106,7 +106,7 @@ void clf__staging_fini(clf_fleet *fl)
     struct clf__xfer *x = fl->xfer;
     if (x->quarantine) {
         for (size_t i = 0; i < fl->ndev; i++)
-            clFinish(fl->dev[i].transfer);
+            clFinish(fl->dev[i].copyq);
         while (x->quarantine) {
             clf__stager *s = x->quarantine;
             x->quarantine = s->next;
@@ -138,22 +138,22 @@ static clf_status via_map(clf__copy *c, int from_src)
     cl_mem mapped = from_src ? c->src : c->dst, other = from_src ? c->dst : c->src;
     size_t moff = from_src ? c->soff : c->doff, ooff = from_src ? c->doff : c->soff;
     cl_int err;
-    void *p = clEnqueueMapBuffer(m->transfer, mapped, CL_TRUE,
+    void *p = clEnqueueMapBuffer(m->copyq, mapped, CL_TRUE,
                                  from_src ? CL_MAP_READ : CL_MAP_WRITE_INVALIDATE_REGION, moff,
                                  c->size, 0, NULL, NULL, &err);
     if (err != CL_SUCCESS)
         return clf__cl_fail(err, "clEnqueueMapBuffer (copy)", m);
     clf_status st = CLF_SUCCESS;
-    err = from_src ? clEnqueueWriteBuffer(o->transfer, other, CL_TRUE, ooff, c->size, p, 0, NULL,
+    err = from_src ? clEnqueueWriteBuffer(o->copyq, other, CL_TRUE, ooff, c->size, p, 0, NULL,
                                           NULL)
-                   : clEnqueueReadBuffer(o->transfer, other, CL_TRUE, ooff, c->size, p, 0, NULL,
+                   : clEnqueueReadBuffer(o->copyq, other, CL_TRUE, ooff, c->size, p, 0, NULL,
                                          NULL);
     if (err != CL_SUCCESS)
         st = clf__cl_fail(err, from_src ? "clEnqueueWriteBuffer (copy)"
                                         : "clEnqueueReadBuffer (copy)",
                           o);
     cl_event unmap = NULL;
-    err = clEnqueueUnmapMemObject(m->transfer, mapped, p, 0, NULL, &unmap);
+    err = clEnqueueUnmapMemObject(m->copyq, mapped, p, 0, NULL, &unmap);
     if (err == CL_SUCCESS) {
         clf_event e = {.ev = unmap};
         clf_status ust = clf__event_wait_host(&e);
@@ -276,12 +276,12 @@ static clf_status pipeline(clf__copy *c)
             clReleaseEvent(*prev), *prev = NULL;
         if (*ev)
             clReleaseEvent(*ev), *ev = NULL;
-        cl_int err = write ? clEnqueueWriteBuffer(B->transfer, c->dst, CL_FALSE, c->doff + off,
+        cl_int err = write ? clEnqueueWriteBuffer(B->copyq, c->dst, CL_FALSE, c->doff + off,
                                                   len, s->ptr[slot], 0, NULL, ev)
-                           : clEnqueueReadBuffer(A->transfer, c->src, CL_FALSE, c->soff + off,
+                           : clEnqueueReadBuffer(A->copyq, c->src, CL_FALSE, c->soff + off,
                                                  len, s->ptr[slot], 0, NULL, ev);
         if (err == CL_SUCCESS) {
-            clFlush(write ? B->transfer : A->transfer);
+            clFlush(write ? B->copyq : A->copyq);
             watch(*ev, f);
         }
         pthread_mutex_lock(&s->lock);
@@ -332,11 +332,11 @@ static clf_status one_slot(clf__copy *c)
     clf_status st = stager_get(c->fleet, c->sdev, &s);
     if (st != CLF_SUCCESS)
         return st;
-    cl_int err = clEnqueueReadBuffer(A->transfer, c->src, CL_TRUE, c->soff, c->size, s->ptr[0],
+    cl_int err = clEnqueueReadBuffer(A->copyq, c->src, CL_TRUE, c->soff, c->size, s->ptr[0],
                                      0, NULL, NULL);
     if (err != CL_SUCCESS)
         st = clf__cl_fail(err, "clEnqueueReadBuffer (staging)", A);
-    else if ((err = clEnqueueWriteBuffer(B->transfer, c->dst, CL_TRUE, c->doff, c->size,
+    else if ((err = clEnqueueWriteBuffer(B->copyq, c->dst, CL_TRUE, c->doff, c->size,
                                          s->ptr[0], 0, NULL, NULL)) != CL_SUCCESS)
         st = clf__cl_fail(err, "clEnqueueWriteBuffer (staging)", B);
     stager_put(c->fleet, s);

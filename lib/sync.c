@@ -4,14 +4,13 @@
  * through the event bridge of clf_event_cl_for()), barriers across a set of
  * devices, and waiting for one device.
  *
- * Every device has two in-order queues, compute and transfer. A recorded
- * event covers both: a marker on the compute queue that also waits for a
- * marker on the transfer queue. A wait is a barrier on the compute queue, which
- * orders kernels, launches, collectives, pipelines and task queues (they queue
- * every command that depends on others there). The transfer queue is left
- * free: copies the host drives (staging) enqueue on transfer queues when they
- * run, so a barrier there that waits for such a copy, or for anything after
- * one, would wait for itself.
+ * Every device has a compute and a transfer queue (and a third for the copies
+ * the host drives, transfer.c). A recorded event covers the first two: a
+ * marker on the compute queue that also waits for a marker on the transfer
+ * queue. A wait is a barrier on the compute queue, which orders kernels,
+ * launches, collectives, pipelines and task queues (they queue every command
+ * that depends on others there). Buffer transfers and copies follow their own
+ * wait lists.
  */
 #include "internal.h"
 
@@ -24,9 +23,7 @@ clf_status clf__device_marker(clf_fleet *fl, size_t device, cl_event *out)
 {
     struct clf__device *d = &fl->dev[device];
     cl_event mt = NULL;
-    /* The waiting marker goes on the compute queue: copies the host drives (staging)
-     * enqueue on transfer queues when they run, and must not queue up behind a command
-     * that waits for something. */
+    /* The waiting marker goes on the compute queue, where commands wait for others. */
     cl_int err = clEnqueueMarkerWithWaitList(d->transfer, 0, NULL, &mt);
     if (err != CL_SUCCESS)
         return clf__cl_fail(err, "clEnqueueMarkerWithWaitList (transfer queue)", d);
@@ -185,6 +182,8 @@ clf_status clf_device_finish(clf_fleet *fleet, size_t device)
     cl_int err = clFinish(d->compute);
     if (err == CL_SUCCESS)
         err = clFinish(d->transfer);
+    if (err == CL_SUCCESS)
+        err = clFinish(d->copyq);
     return err == CL_SUCCESS ? CLF_SUCCESS : clf__cl_fail(err, "clFinish", d);
 }
 

@@ -7,7 +7,8 @@
  * peer-to-peer) is one enqueued command whose wait list is bridged into the queue's
  * context. A copy that the host must drive (pipelined staging, CUDA peer copies) runs on a
  * transfer thread of the fleet and completes a task; clf_copy() runs it on the calling
- * thread instead, which saves a hand-over for small copies.
+ * thread instead, which saves a hand-over for small copies. Such a copy enqueues on the
+ * devices' copy queues as it goes, never behind commands that may wait for it.
  */
 #include "transfer.h"
 
@@ -192,7 +193,10 @@ clf_status clf__copy_wait_deps(clf__copy *c)
         if (st != CLF_SUCCESS) {
             char msg[1024];
             snprintf(msg, sizeof msg, "%s", clf_last_error());
-            return clf__fail(st, "copy not done: wait-list event %zu failed: %s", i, msg);
+            if (i < c->nlisted)
+                return clf__fail(st, "copy not done: wait-list event %zu failed: %s", i, msg);
+            return clf__fail(st, "copy not done: work queued before it on a transfer queue "
+                                 "failed: %s", msg);
         }
     }
     return CLF_SUCCESS;
@@ -231,14 +235,14 @@ static void exec_lock(clf__copy *c, int take)
 /* ---- the paths ----------------------------------------------------------------------- */
 
 /* Same device, or one context whose devices share memory with the host: the runtime copies
- * within the context, on the source's transfer queue, where the data was produced (PoCL 3's
+ * within the context, on a queue of the source, where the data was produced (PoCL 3's
  * basic device does not bring a buffer last written by another device up to date before a
  * copy on its own queue, and reads stale bytes). */
 static clf_status enqueue_copy(clf__copy *c, const cl_event *wait, cl_uint nwait, cl_event *ev)
 {
     struct clf__device *d = clf__xdevice(c, 0);
-    cl_int err = clEnqueueCopyBuffer(d->transfer, c->src, c->dst, c->soff, c->doff, c->size,
-                                     nwait, wait, ev);
+    cl_int err = clEnqueueCopyBuffer(clf__copy_queue(c, 0), c->src, c->dst, c->soff, c->doff,
+                                     c->size, nwait, wait, ev);
     return err == CL_SUCCESS ? CLF_SUCCESS : clf__cl_fail(err, "clEnqueueCopyBuffer", d);
 }
 
@@ -255,12 +259,11 @@ static const clf__path_ops *const PATHS[CLF__PATH_COUNT] = {
 static clf_status enqueue_wait(clf__copy *c)
 {
     const clf__path_ops *ops = PATHS[c->path];
-    struct clf__device *d = clf__xdevice(c, !ops->queue_on_src);
     cl_event ev = NULL;
     clf_status st = ops->enqueue(c, NULL, 0, &ev);
     if (st != CLF_SUCCESS)
         return st;
-    clFlush(d->transfer);
+    clFlush(clf__copy_queue(c, !ops->queue_on_src));
     clf_event e = {.ev = ev};
     st = clf__event_wait_host(&e);
     clReleaseEvent(ev);
@@ -405,6 +408,34 @@ out:
     return st;
 }
 
+/*
+ * A copy the host drives enqueues on the copy queues as it runs, never behind commands that
+ * wait for it. It still comes after what was queued before it on its devices' transfer
+ * queues (a write of its source, say), as it would on those queues: a marker on each, which
+ * the copy waits for on the host before it starts.
+ */
+static clf_status after_transfer_queues(clf__copy *c)
+{
+    clf_fleet *fl = c->fleet;
+    for (int k = 0; k < (c->sdev == c->ddev ? 1 : 2); k++) {
+        size_t dev = k ? c->ddev : c->sdev;
+        struct clf__device *d = &fl->dev[dev];
+        cl_event m = NULL;
+        clf__dev_exec_enter(fl, dev);
+        cl_int err = clEnqueueMarkerWithWaitList(d->transfer, 0, NULL, &m);
+        if (err == CL_SUCCESS)
+            clFlush(d->transfer);
+        clf__dev_exec_leave(fl, dev);
+        if (err != CL_SUCCESS)
+            return clf__cl_fail(err, "clEnqueueMarkerWithWaitList (copy)", d);
+        clf_status st = clf__event_wrap(m, &c->deps[c->ndeps]);
+        if (st != CLF_SUCCESS)
+            return st;
+        c->ndeps++;
+    }
+    return CLF_SUCCESS;
+}
+
 static clf_status check_region(const clf_buffer *b, size_t off, size_t size, const char *what)
 {
     size_t end;
@@ -472,31 +503,35 @@ static clf_status copy(clf_buffer *dst, size_t doff, clf_buffer *src, size_t sof
      * that waits for an event of another queue: it would run inside that queue's completion
      * and can deadlock there (PoCL 3). Such a copy waits on a transfer thread instead. */
     const clf__path_ops *ops = PATHS[c->path];
-    int on_host = !ops->enqueue ||
-                  (nwait && x->dev[ops->queue_on_src ? c->sdev : c->ddev].sync_exec);
-    if (!on_host) {
+    c->on_host = !ops->enqueue ||
+                 (nwait && x->dev[ops->queue_on_src ? c->sdev : c->ddev].sync_exec);
+    if (!c->on_host) {
         st = enqueue_direct(c, wait, nwait, out_event);
         copy_free(c);
         return st;
     }
-    if (blocking) { /* no wait list: on this thread, without a hand-over */
-        st = run_host(c);
-        copy_free(c);
-        return st;
-    }
-    /* On a transfer thread: hold the wait list, and flush the queues of its OpenCL events
-     * so that their commands start while the thread waits for them. */
-    if (nwait && !(c->deps = calloc(nwait, sizeof *c->deps)))
+    if (!(c->deps = calloc(nwait + 2, sizeof *c->deps)))
         CLF__TRY(st, clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "copy: out of memory"));
-    for (; c->ndeps < nwait; c->ndeps++) {
-        clf_event *e = wait[c->ndeps];
+    /* Hold the wait list, and flush the queues of its OpenCL events so that their commands
+     * start while a transfer thread waits for them. */
+    for (size_t i = 0; i < nwait; i++) {
+        clf_event *e = wait[i];
         clf__event_hold(e);
-        c->deps[c->ndeps] = e;
+        c->deps[c->ndeps++] = e;
         cl_command_queue q = NULL;
         if (e->ev && clGetEventInfo(e->ev, CL_EVENT_COMMAND_QUEUE, sizeof q, &q, NULL) ==
                          CL_SUCCESS &&
             q)
             clFlush(q);
+    }
+    c->nlisted = nwait;
+    CLF__TRY(st, after_transfer_queues(c));
+    if (blocking) { /* no wait list: on this thread, without a hand-over */
+        st = clf__copy_wait_deps(c);
+        if (st == CLF_SUCCESS)
+            st = run_host(c);
+        copy_free(c);
+        return st;
     }
     c->task = clf__task_create();
     if (!c->task)

@@ -92,8 +92,10 @@ typedef struct clf__copy {
     size_t ddev, sdev; /* fleet devices */
     size_t doff, soff, size;
     clf__path path;
-    clf_event **deps; /* held events to wait for on the host first */
+    int on_host;      /* the host drives it: its commands go on the copy queues */
+    clf_event **deps; /* held events to wait for on the host first: */
     size_t ndeps;
+    size_t nlisted;   /* the wait list, then markers on the transfer queues */
     struct clf__task *task; /* completed when the copy is done (asynchronous copies) */
     struct clf__copy *next;
 } clf__copy;
@@ -122,15 +124,16 @@ struct clf__xfer {
 };
 
 /*
- * One transfer path: either the OpenCL runtime does the copy (enqueue: one command on a
- * queue of fleet device sdev or ddev, after wait[], events of that device's context), or
+ * One transfer path: either the OpenCL runtime does the copy (enqueue: one command on the
+ * clf__copy_queue() of fleet device sdev or ddev, after wait[], events of that device's
+ * context), or
  * the host drives it (run: synchronously, on a transfer thread or the caller's; a return of
  * CLF_ERROR_UNSUPPORTED means "cannot here", and the copy is staged instead). Each path is
  * defined in its file and listed in transfer.c's table, in clf__path order.
  */
 typedef struct clf__path_ops {
     const char *name;
-    int queue_on_src; /* enqueue on the source's transfer queue, else the destination's */
+    int queue_on_src; /* enqueue on the source's queue, else the destination's */
     clf_status (*enqueue)(clf__copy *c, const cl_event *wait, cl_uint nwait, cl_event *ev);
     clf_status (*run)(clf__copy *c);
 } clf__path_ops;
@@ -146,6 +149,13 @@ extern const clf__path_ops clf__path_staged;      /* staging.c */
 static inline struct clf__device *clf__xdevice(const clf__copy *c, int dst)
 {
     return &c->fleet->dev[dst ? c->ddev : c->sdev];
+}
+/* The queue of c's source (dst = 0) or destination for its commands: the device's copy
+ * queue when the host drives the copy, else its transfer queue. */
+static inline cl_command_queue clf__copy_queue(const clf__copy *c, int dst)
+{
+    struct clf__device *d = clf__xdevice(c, dst);
+    return c->on_host ? d->copyq : d->transfer;
 }
 /* Wait for every dependency of c on the host. */
 clf_status clf__copy_wait_deps(clf__copy *c);

@@ -12,7 +12,9 @@
 #include "common.h"
 
 #include <stdint.h>
+#include <signal.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "clfleet/opencl.h"
 
@@ -364,6 +366,91 @@ START_TEST(wait_for_a_launch)
 }
 END_TEST
 
+/* ---- a host-driven copy that a device waits for ------------------------------------------ */
+
+static void deadlock(int sig)
+{
+    (void)sig;
+    static const char msg[] = "FAIL: copy_then_launch: no progress in 120 s (deadlock)\n";
+    ssize_t w = write(2, msg, sizeof msg - 1);
+    (void)w;
+    _exit(1);
+}
+
+/*
+ * A staged copy into device 1 whose wait list has not completed (a slow launch on device
+ * 2), device 1 told to wait for the copy, then a launch on device 1: the launch's result
+ * reads queue behind its kernel, which waits for the copy. The copy's commands must not
+ * queue behind those reads (they did: nothing moved). Loop: shared context, then one
+ * context per device; with both the staged copy's slot pipeline and a single slot.
+ */
+START_TEST(copy_then_launch)
+{
+    const int per_device = _i & 1, big = _i >> 1;
+    clf_fleet_options o = CLF_FLEET_OPTIONS_INIT;
+    o.devices = FLEET4;
+    o.context_per_device = per_device;
+    o.transfer = "staged";
+    clf_fleet *f = NULL;
+    ck_assert_ok(clf_fleet_create(&f, &o));
+    clf_path path;
+    ck_assert_ok(clf_transfer_path(f, 0, 1, &path, NULL));
+    ck_assert_int_eq(path, CLF_PATH_STAGED);
+    clf_program *p = NULL;
+    ck_assert_ok(clf_program_build_source(&p, f, SRC, NULL));
+    const size_t count = big ? (size_t)3 << 20 : 1000; /* 12 MiB: three staging chunks */
+    uint32_t *src = malloc(count * 4), *back = calloc(count, 4);
+    ck_assert_ptr_nonnull(src);
+    ck_assert_ptr_nonnull(back);
+    for (size_t i = 0; i < count; i++)
+        src[i] = lowbias32((uint32_t)i ^ 5u);
+    clf_buffer *a = NULL, *b = NULL;
+    ck_assert_ok(clf_buffer_create(&a, f, 0, count * 4, 0));
+    ck_assert_ok(clf_buffer_create(&b, f, 1, count * 4, 0));
+    ck_assert_ok(clf_buffer_write(a, 0, count * 4, src));
+
+    signal(SIGALRM, deadlock);
+    alarm(120);
+    const size_t n = 1 << 14, dev1 = 1, dev2 = 2;
+    uint32_t *slow_out = calloc(n, 4), *out = calloc(n, 4);
+    const uint32_t seed = 9;
+    const int slow_iters = 200000, iters = 10;
+    clf_arg slow_args[] = {CLF_OUT(slow_out, n * 4, 4), CLF_SCALAR(&seed),
+                           CLF_SCALAR(&slow_iters)};
+    clf_arg args[] = {CLF_OUT(out, n * 4, 4), CLF_SCALAR(&seed), CLF_SCALAR(&iters)};
+    clf_launch_desc d = CLF_LAUNCH_DESC_INIT;
+    d.kernel = "produce";
+    d.global[0] = n;
+    d.devices = &dev2;
+    d.num_devices = 1;
+    clf_event *slow = NULL, *copied = NULL;
+    ck_assert_ok(clf_launch_async(f, p, &d, slow_args, 3, NULL, &slow));
+    ck_assert_ok(clf_copy_async(b, 0, a, 0, count * 4, &slow, 1, &copied));
+    ck_assert_ok(clf_device_wait_events(f, 1, &copied, 1));
+    d.devices = &dev1;
+    ck_assert_ok(clf_launch(f, p, &d, args, 3, NULL));
+    ck_assert_ok(clf_buffer_read(b, 0, count * 4, back));
+    alarm(0);
+
+    /* The slow launch (the copy's wait list) was done, its results on the host, before
+     * device 1 ran: the copy waited for it, and device 1 for the copy. */
+    for (size_t i = 0; i < n; i++)
+        if (slow_out[i] != lowbias32((uint32_t)i ^ seed) || out[i] != slow_out[i])
+            ck_abort_msg("element %zu: slow launch not done, or wrong", i);
+    ck_assert_mem_eq(back, src, count * 4);
+    wait_release(copied);
+    wait_release(slow);
+    free(slow_out);
+    free(out);
+    free(src);
+    free(back);
+    clf_buffer_destroy(a);
+    clf_buffer_destroy(b);
+    clf_program_destroy(p);
+    clf_fleet_destroy(f);
+}
+END_TEST
+
 /* ---- bad input --------------------------------------------------------------------------- */
 
 START_TEST(bad_input)
@@ -411,6 +498,7 @@ int main(void)
     tcase_add_loop_test(tc, barrier_waits_for_the_late_device, 0, 2);
     tcase_add_loop_test(tc, producer_consumer_chain, 0, 2);
     tcase_add_loop_test(tc, wait_for_a_launch, 0, 2);
+    tcase_add_loop_test(tc, copy_then_launch, 0, 4);
     tcase_add_test(tc, bad_input);
     suite_add_tcase(s, tc);
     return test_run(s, FLEET4, 4);
