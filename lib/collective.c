@@ -61,29 +61,6 @@ static int inline_driver(const clf__coll *c)
     return 0;
 }
 
-/*
- * Copies the host drives (staging, CUDA) enqueue on transfer queues when they run, and a
- * copy the runtime does is queued there ahead of time, waiting for its events: with both
- * kinds among the buffers' devices, a queued copy could wait for work that waits for a
- * host-driven copy stuck behind it. Such a collective is also ordered on the host.
- */
-static int mixed_paths(const clf__coll *c)
-{
-    int host = 0, direct = 0;
-    for (size_t i = 0; i < c->n; i++)
-        for (size_t j = 0; j < c->n; j++) {
-            clf_path p;
-            if (i == j || clf_transfer_path(c->fl, c->buf[i]->device, c->buf[j]->device, &p,
-                                            NULL) != CLF_SUCCESS)
-                continue;
-            if (p == CLF_PATH_STAGED || p == CLF_PATH_CUDA_P2P)
-                host = 1;
-            else
-                direct = 1;
-        }
-    return host && direct;
-}
-
 /* The buffers: non-NULL, one fleet, distinct devices. */
 static clf_status begin(clf__coll *c, const char *fn, clf_buffer *const *bufs, size_t n)
 {
@@ -111,7 +88,7 @@ static clf_status begin(clf__coll *c, const char *fn, clf_buffer *const *bufs, s
     }
     c->fl = bufs[0]->fleet;
     c->n = n;
-    c->host_order = inline_driver(c) || mixed_paths(c);
+    c->host_order = inline_driver(c);
     return CLF_SUCCESS;
 }
 
@@ -483,8 +460,7 @@ clf_status clf__coll_host_io(clf__coll *c, clf_buffer *b, int write, size_t off,
     clf_status st = wait_list(c, d->index, w, cw, &nw);
     if (st != CLF_SUCCESS)
         return st;
-    /* On the compute queue: a command that waits goes there, never on the transfer queue,
-     * where copies driven by the host (staging) enqueue when they run. */
+    /* On the compute queue, where the collective's commands that wait go. */
     cl_int err = write ? clEnqueueWriteBuffer(d->compute, b->mem, CL_FALSE, off, bytes, host, nw,
                                               nw ? cw : NULL, &ev)
                        : clEnqueueReadBuffer(d->compute, b->mem, CL_FALSE, off, bytes, host, nw,
