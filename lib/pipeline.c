@@ -6,21 +6,18 @@
  * them (clf_copy_async(), by the path selector) may still be draining the
  * other slot.
  *
- * One host thread per stage enqueues that stage's commands. A kernel waits for
- * its input through events. A batch is handed on by the thread once its kernel
- * is done, waited for on the host with the next batch's kernel already queued
- * (so the device does not idle), because a copy queued to wait on a transfer
- * queue could hold up a copy the host drives behind it. A thread also waits
- * for its own kernel of two batches ago, which bounds the commands in flight
- * to what the two slots allow, and learns the events other stages made from
- * tables published under the pipeline's lock.
+ * One host thread per stage enqueues that stage's commands; every command
+ * waits for what it needs through events, so the host is not in the way of a
+ * batch. A thread waits for its own kernel of two batches ago, which bounds
+ * the commands in flight to what the two slots allow, and learns the events
+ * other stages made from tables published under the pipeline's lock.
  *
  *   stage 0:     write in[b%2] <- host        (after kernel b-2 read that slot)
  *   stage s:     kernel b: in[b%2] -> out[b%2] (after its input arrived and the
  *                copy of batch b-2 left out[b%2])
  *   stage s<n-1: copy next.in[b%2] <- out[b%2] (after kernel b, and after the
- *                next stage's kernel b-2 read next.in[b%2]; the stage's thread
- *                waits for those two on the host, with kernel b+1 already queued)
+ *                next stage's kernel b-2 read next.in[b%2]; queued once kernel
+ *                b+1 is)
  *   last stage:  read out[b%2] -> host, then results are delivered in order.
  */
 #include "internal.h"
@@ -301,8 +298,7 @@ static clf_status enqueue(clf_pipeline *pl, stage *s, int what, size_t b, clf_ev
                 clEnqueueNDRangeKernel(s->dev->compute, s->k, s->d.dims, NULL, s->d.global,
                                        s->d.local[0] ? s->d.local : NULL, nw, nw ? cw : NULL, &ev);
     } else if (st == CLF_SUCCESS) {
-        /* The last stage's result to the host. On the compute queue, as every command that
-         * waits: copies the host drives enqueue on transfer queues when they run. */
+        /* The last stage's result to the host, on the compute queue behind its kernel. */
         call = "clEnqueueReadBuffer (pipeline result)";
         err = clEnqueueReadBuffer(s->dev->compute, s->out[slot]->mem, CL_FALSE, 0, s->d.out_bytes,
                                   pl->out + b * s->d.out_bytes, nw, nw ? cw : NULL, &ev);
@@ -340,23 +336,19 @@ static clf_status deliver(clf_pipeline *pl, size_t b)
 }
 
 /*
- * Batch b leaves stage si for the next stage: once kernel b is done and the next stage's
- * kernel b-2 has read the slot, waited for here on the host. The copy then carries no
- * wait list: a copy enqueued on a transfer queue to wait there could hold up a copy the
- * host drives (staging) that enqueues on the same queue later, and that the wait depends on.
+ * Batch b leaves stage si for the next stage: a copy after kernel b and after the next
+ * stage's kernel b-2, which read the slot it fills.
  */
 static clf_status forward(clf_pipeline *pl, size_t si, size_t b)
 {
     stage *s = &pl->s[si], *n = &pl->s[si + 1];
     size_t nb = pl->nb;
-    clf_status st = clf_event_wait(pl->kev[si * nb + b]);
-    if (st == CLF_SUCCESS && b >= 2) {
-        clf_event *read = await(pl, &pl->kev[(si + 1) * nb + b - 2]);
-        st = read ? clf_event_wait(read) : CLF_ERROR_OPENCL; /* another stage failed */
-    }
+    clf_event *wait[2] = {pl->kev[si * nb + b], NULL};
+    if (b >= 2 && !(wait[1] = await(pl, &pl->kev[(si + 1) * nb + b - 2])))
+        return CLF_ERROR_OPENCL; /* another stage failed */
     clf_event *e = NULL;
-    if (st == CLF_SUCCESS)
-        st = clf_copy_async(n->in[b & 1], 0, s->out[b & 1], 0, s->d.out_bytes, NULL, 0, &e);
+    clf_status st = clf_copy_async(n->in[b & 1], 0, s->out[b & 1], 0, s->d.out_bytes, wait,
+                                   b >= 2 ? 2 : 1, &e);
     if (st == CLF_SUCCESS)
         publish(pl, &pl->inev[(si + 1) * nb + b], e);
     return st;
