@@ -1,6 +1,7 @@
 #!/bin/sh
 # clfleet-bench balance and scale run (--quick) on PoCL sub-devices and write valid JSON
-# with every strategy; the table form and bad usage work too.
+# with every strategy; the table form and bad usage work too; so do p2p, allreduce,
+# pipeline and gemm.
 set -u
 b=${top_builddir:-.}
 bench=$b/tools/clfleet-bench
@@ -83,4 +84,21 @@ else
         { echo "FAIL: gemm: want 6 runs and an error figure"; cat "$tmp.gemm"; exit 1; }
     gemm="6 runs"
 fi
-echo "PASS: balance ($n strategy rows) and scale, JSON valid; gemm: $gemm"
+# p2p, allreduce and pipeline: valid JSON, every result checked correct, the figures there.
+for cmd in p2p allreduce pipeline; do
+    $bench $cmd --quick --json > "$tmp.$cmd" 2> "$tmp.err" ||
+        { cat "$tmp.err"; echo "FAIL: $cmd exited with $?"; exit 1; }
+    $lint < "$tmp.$cmd" || { echo "FAIL: $cmd: invalid JSON"; cat "$tmp.$cmd"; exit 1; }
+    if grep -q '"correct": false' "$tmp.$cmd"; then
+        echo "FAIL: $cmd: a wrong result"; cat "$tmp.$cmd"; exit 1
+    fi
+done
+np=$(grep -c '"chosen_vs_naive": [0-9]' "$tmp.p2p")
+na=$(grep -c '"busbw_gbps": [0-9]' "$tmp.allreduce")
+[ "$np" -ge 3 ] && [ "$na" -ge 4 ] &&
+    grep -q '"ratio_to_ideal": [0-9]' "$tmp.pipeline" &&
+    grep -q '"host_bound": [0-9]' "$tmp.pipeline" ||
+    { echo "FAIL: p2p ($np ratios), allreduce ($na bus bandwidths) or pipeline figures missing"
+      cat "$tmp.p2p" "$tmp.allreduce" "$tmp.pipeline"; exit 1; }
+
+echo "PASS: balance ($n strategy rows), scale, p2p, allreduce and pipeline, JSON valid; gemm: $gemm"

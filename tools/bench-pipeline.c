@@ -15,7 +15,8 @@
  * and reports batches/s of each, the pipelined/serial speedup (3 for three equal stages
  * at best) and the ratio of the pipelined throughput to the ideal (target: 0.9 or more).
  * The devices are PoCL sub-devices of one compute unit by default: they only run at once
- * when the host has a core for each. Built with -DCLF_BENCH_PIPELINE_MAIN it is a program
+ * when the host has a core for each. On CPU devices the bench also prints the host bound,
+ * the best ratio to ideal that the host's cores allow (see host_bound()). Built with -DCLF_BENCH_PIPELINE_MAIN it is a program
  * of its own.
  */
 #include <math.h>
@@ -23,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "bench.h"
 #include "clfleet.h"
@@ -63,7 +65,38 @@ typedef struct bench {
 typedef struct figures {
     double pipe_s, serial_s, alone_s[NSTAGE];
     clf_pipeline_report rep; /* of the median pipelined run */
+    long cores;              /* online host cores */
+    double host_bound;       /* the best ratio to ideal the host's cores allow; 0: no bound */
 } figures;
+
+/*
+ * When every stage runs on a CPU device, the stages share the host's cores: a stage alone
+ * for t seconds a batch on a device of u compute units keeps min(u, cores) cores busy, so
+ * the pipeline needs sum(t * min(u, cores)) core-seconds a batch and cannot beat cores
+ * over that, whatever the runtime does. The best ratio to the ideal is then
+ * min(1, cores * max(t) / sum(t * min(u, cores))): 2/3 for three equal one-core stages on
+ * two cores.
+ */
+static void host_bound(const bench *b, figures *f)
+{
+    double work = 0, worst = 0;
+    f->cores = sysconf(_SC_NPROCESSORS_ONLN);
+    f->host_bound = 0;
+    if (f->cores < 1)
+        return;
+    for (int s = 0; s < NSTAGE; s++) {
+        clf_device_info in;
+        if (clf_device_get_info(b->fl, b->dev[s], &in) != CLF_SUCCESS ||
+            !(in.type & CLF_DEVICE_CPU))
+            return;
+        double u = in.compute_units < (unsigned long)f->cores ? in.compute_units
+                                                               : (double)f->cores;
+        work += f->alone_s[s] * u;
+        worst = f->alone_s[s] > worst ? f->alone_s[s] : worst;
+    }
+    double bound = work > 0 ? (double)f->cores * worst / work : 0;
+    f->host_bound = bound < 1 ? bound : 1;
+}
 
 static void json_num(double v)
 {
@@ -246,6 +279,10 @@ static void print_table(const bench *b, const figures *f)
     printf("\nspeedup over serial: %.2fx; throughput / ideal (slowest stage alone): %.2f "
            "(target 0.9)\n",
            f->serial_s / f->pipe_s, worst / f->pipe_s);
+    if (f->host_bound > 0)
+        printf("host bound: %.2f (the CPU devices share %ld cores); throughput / ideal / host "
+               "bound: %.2f\n",
+               f->host_bound, f->cores, worst / f->pipe_s / f->host_bound);
     printf("\nper stage, pipelined: %-8s %10s %12s %12s\n", "busy s", "batches/s", "items/s",
            "utilization");
     for (size_t s = 0; s < f->rep.num_stages; s++) {
@@ -278,6 +315,11 @@ static void print_json(const bench *b, const figures *f)
     json_num(f->serial_s / f->pipe_s);
     printf(",\n  \"ratio_to_ideal\": ");
     json_num(worst / f->pipe_s);
+    printf(",\n  \"host_cores\": %ld,\n  \"host_bound\": ", f->cores);
+    if (f->host_bound > 0)
+        json_num(f->host_bound);
+    else
+        printf("null");
     printf(",\n  \"report_efficiency\": ");
     json_num(f->rep.efficiency);
     printf(",\n  \"stage_reports\": [");
@@ -409,6 +451,7 @@ int clf_bench_pipeline(int argc, char **argv)
         rc = EXIT_FAILURE;
     }
     if (!rc) {
+        host_bound(&b, &f);
         if (b.json)
             print_json(&b, &f);
         else
