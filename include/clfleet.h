@@ -368,8 +368,10 @@ CLF_API const char *clf_transfer_cuda_status(const clf_fleet *fleet);
  * platforms, by the fastest path; returns at once.
  *
  * The copy starts after every event of \p wait (from any device or
- * context). Regions must lie in their buffers and must not overlap when both
- * are the same buffer.
+ * context), and is ordered after nothing else: pass the events of earlier
+ * work on either buffer (clf_buffer_write_async() of the source, a kernel
+ * that writes it), or wait for them before clf_copy(). Regions must lie in
+ * their buffers and must not overlap when both are the same buffer.
  * \param out_event completes with the copy (release it), or NULL
  */
 CLF_API clf_status clf_copy_async(clf_buffer *dst, size_t dst_offset, clf_buffer *src,

@@ -193,10 +193,7 @@ clf_status clf__copy_wait_deps(clf__copy *c)
         if (st != CLF_SUCCESS) {
             char msg[1024];
             snprintf(msg, sizeof msg, "%s", clf_last_error());
-            if (i < c->nlisted)
-                return clf__fail(st, "copy not done: wait-list event %zu failed: %s", i, msg);
-            return clf__fail(st, "copy not done: work queued before it on a transfer queue "
-                                 "failed: %s", msg);
+            return clf__fail(st, "copy not done: wait-list event %zu failed: %s", i, msg);
         }
     }
     return CLF_SUCCESS;
@@ -408,34 +405,6 @@ out:
     return st;
 }
 
-/*
- * A copy the host drives enqueues on the copy queues as it runs, never behind commands that
- * wait for it. It still comes after what was queued before it on its devices' transfer
- * queues (a write of its source, say), as it would on those queues: a marker on each, which
- * the copy waits for on the host before it starts.
- */
-static clf_status after_transfer_queues(clf__copy *c)
-{
-    clf_fleet *fl = c->fleet;
-    for (int k = 0; k < (c->sdev == c->ddev ? 1 : 2); k++) {
-        size_t dev = k ? c->ddev : c->sdev;
-        struct clf__device *d = &fl->dev[dev];
-        cl_event m = NULL;
-        clf__dev_exec_enter(fl, dev);
-        cl_int err = clEnqueueMarkerWithWaitList(d->transfer, 0, NULL, &m);
-        if (err == CL_SUCCESS)
-            clFlush(d->transfer);
-        clf__dev_exec_leave(fl, dev);
-        if (err != CL_SUCCESS)
-            return clf__cl_fail(err, "clEnqueueMarkerWithWaitList (copy)", d);
-        clf_status st = clf__event_wrap(m, &c->deps[c->ndeps]);
-        if (st != CLF_SUCCESS)
-            return st;
-        c->ndeps++;
-    }
-    return CLF_SUCCESS;
-}
-
 static clf_status check_region(const clf_buffer *b, size_t off, size_t size, const char *what)
 {
     size_t end;
@@ -510,10 +479,15 @@ static clf_status copy(clf_buffer *dst, size_t doff, clf_buffer *src, size_t sof
         copy_free(c);
         return st;
     }
-    if (!(c->deps = calloc(nwait + 2, sizeof *c->deps)))
+    if (blocking) { /* no wait list: on this thread, without a hand-over */
+        st = run_host(c);
+        copy_free(c);
+        return st;
+    }
+    /* On a transfer thread: hold the wait list, and flush the queues of its OpenCL events
+     * so that their commands start while the thread waits for them. */
+    if (nwait && !(c->deps = calloc(nwait, sizeof *c->deps)))
         CLF__TRY(st, clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "copy: out of memory"));
-    /* Hold the wait list, and flush the queues of its OpenCL events so that their commands
-     * start while a transfer thread waits for them. */
     for (size_t i = 0; i < nwait; i++) {
         clf_event *e = wait[i];
         clf__event_hold(e);
@@ -523,15 +497,6 @@ static clf_status copy(clf_buffer *dst, size_t doff, clf_buffer *src, size_t sof
                          CL_SUCCESS &&
             q)
             clFlush(q);
-    }
-    c->nlisted = nwait;
-    CLF__TRY(st, after_transfer_queues(c));
-    if (blocking) { /* no wait list: on this thread, without a hand-over */
-        st = clf__copy_wait_deps(c);
-        if (st == CLF_SUCCESS)
-            st = run_host(c);
-        copy_free(c);
-        return st;
     }
     c->task = clf__task_create();
     if (!c->task)

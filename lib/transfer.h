@@ -93,9 +93,8 @@ typedef struct clf__copy {
     size_t doff, soff, size;
     clf__path path;
     int on_host;      /* the host drives it: its commands go on the copy queues */
-    clf_event **deps; /* held events to wait for on the host first: */
+    clf_event **deps; /* held events to wait for on the host first */
     size_t ndeps;
-    size_t nlisted;   /* the wait list, then markers on the transfer queues */
     struct clf__task *task; /* completed when the copy is done (asynchronous copies) */
     struct clf__copy *next;
 } clf__copy;
