@@ -53,11 +53,9 @@ static clf_status check_opts(const clf__coll *c, const clf_collective_options *o
  */
 static int inline_driver(const clf__coll *c)
 {
-    for (size_t i = 0; i < c->n; i++) {
-        const clf_device_info *in = &c->fl->dev[c->buf[i]->device].info;
-        if (strstr(in->platform, "Portable Computing Language") && !strncmp(in->name, "basic", 5))
+    for (size_t i = 0; i < c->n; i++)
+        if (clf__dev_sync_exec(c->fl, c->buf[i]->device))
             return 1;
-    }
     return 0;
 }
 

@@ -271,6 +271,11 @@ void clf__xfer_drain(clf_fleet *fleet);
  * No-ops for other devices. */
 void clf__dev_exec_enter(clf_fleet *fleet, size_t device);
 void clf__dev_exec_leave(clf_fleet *fleet, size_t device);
+/* Nonzero for such a device. It also runs a command inside whichever thread makes it ready
+ * (a user event's status, another queue's completion), where PoCL 3 can deadlock on its
+ * own locks: code that can should wait on the host rather than have its commands wait for
+ * events of other queues. */
+int clf__dev_sync_exec(const clf_fleet *fleet, size_t device);
 
 /* ---- synchronisation (sync.c) ---- */
 

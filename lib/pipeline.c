@@ -283,8 +283,13 @@ static clf_status enqueue(clf_pipeline *pl, stage *s, int what, size_t b, clf_ev
     cl_uint nw = 0;
     clf_event *w[2] = {w0, w1};
     clf_status st = CLF_SUCCESS;
+    /* A device that runs commands in whichever thread makes them ready (PoCL's basic) would
+     * run this one inside the completion it waits for, and can deadlock there: wait here. */
+    int on_host = clf__dev_sync_exec(pl->fl, s->d.device);
     for (int i = 0; i < 2 && st == CLF_SUCCESS; i++)
-        if (w[i] && (st = clf_event_cl_for(w[i], pl->fl, s->d.device, &cw[nw])) == CLF_SUCCESS)
+        if (w[i] && on_host)
+            st = clf_event_wait(w[i]);
+        else if (w[i] && (st = clf_event_cl_for(w[i], pl->fl, s->d.device, &cw[nw])) == CLF_SUCCESS)
             nw++;
     int slot = (int)(b & 1);
     cl_int err = CL_SUCCESS;

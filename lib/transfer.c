@@ -199,6 +199,11 @@ clf_status clf__copy_wait_deps(clf__copy *c)
     return CLF_SUCCESS;
 }
 
+int clf__dev_sync_exec(const clf_fleet *fl, size_t dev)
+{
+    return fl && fl->xfer && dev < fl->ndev && fl->xfer->dev[dev].sync_exec;
+}
+
 void clf__dev_exec_enter(clf_fleet *fl, size_t dev)
 {
     if (fl && fl->xfer && dev < fl->ndev && fl->xfer->dev[dev].sync_exec)
