@@ -14,16 +14,8 @@
 #include <pthread.h>
 #include <stdint.h>
 
-/* Assert without Check's per-call bookkeeping: millions of elements are compared. */
-#define expect(cond, ...)                                                                          \
-    do {                                                                                           \
-        if (!(cond))                                                                               \
-            ck_abort_msg(__VA_ARGS__);                                                             \
-    } while (0)
-
-/* Every pthread device split into single units (4 on a two-core machine); 3 are used. */
-#define FLEET4 TEST_CPUS ";name=pthread;split=1"
-/* The root devices as PoCL lists them: pthread, pthread and basic (commands run inside
+/* FLEET4 (common.h) splits every pthread device into single units; 3 are used. ROOTS are the
+ * root devices as PoCL lists them: pthread, pthread and basic (commands run inside
  * clEnqueue*), in no particular order. */
 #define ROOTS TEST_CPUS
 

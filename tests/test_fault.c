@@ -12,24 +12,8 @@
 
 #include <stdint.h>
 
-#define expect(cond, ...)                                                                          \
-    do {                                                                                           \
-        if (!(cond))                                                                               \
-            ck_abort_msg(__VA_ARGS__);                                                             \
-    } while (0)
-
-/* Two sub-devices of one compute unit each (as test_launch): they run at once. */
-#define FLEET2 TEST_CPUS ";name=pthread;index=1;split=1"
-/* Every pthread device split into single units; launches use three of them. */
-#define FLEET4 TEST_CPUS ";name=pthread;split=1"
-static const size_t DEV3[] = {2, 0, 3};
-
 static const char SRC[] =
-    "uint lowbias32(uint x)\n"
-    "{\n"
-    "    x ^= x >> 16; x *= 0x7feb352dU; x ^= x >> 15; x *= 0x846ca68bU; x ^= x >> 16;\n"
-    "    return x;\n"
-    "}\n"
+    TEST_CL_LOWBIAS32
     "uint mix(uint a, uint b, uint reps)\n"
     "{\n"
     "    uint x = a ^ (b << 7);\n"
@@ -102,16 +86,6 @@ static const char SRC[] =
     "    atomic_add(sum, v);\n"
     "}\n";
 
-static uint32_t lowbias32(uint32_t x)
-{
-    x ^= x >> 16;
-    x *= 0x7feb352dU;
-    x ^= x >> 15;
-    x *= 0x846ca68bU;
-    x ^= x >> 16;
-    return x;
-}
-
 static uint32_t mix(uint32_t a, uint32_t b, uint32_t reps)
 {
     uint32_t x = a ^ (b << 7);
@@ -155,6 +129,7 @@ typedef struct fcfg {
     const char *label;
 } fcfg;
 
+/* Two sub-devices that run at once, or three of four (FLEET2, FLEET4, DEV3: common.h). */
 static const fcfg CFGS[] = {
     {FLEET2, NULL, 2, 1, "2 devices"},
     {FLEET4, DEV3, 3, 0, "3 of 4 devices"},

@@ -16,31 +16,9 @@
 #include <math.h>
 #include <stdint.h>
 
-/* Only calls into Check on failure (Check records every passing assertion). */
-#define expect(cond, ...)                                                                          \
-    do {                                                                                           \
-        if (!(cond))                                                                               \
-            ck_abort_msg(__VA_ARGS__);                                                             \
-    } while (0)
-
 #ifdef CLF_TEST_CLBLAST
 
-/* Two sub-devices of one compute unit each, of one root device: they really run at once. */
-#define FLEET2 TEST_CPUS ";name=pthread;index=1;split=1"
-/* Every pthread device split into single units (4 on the test machine); we use 3 of them. */
-#define FLEET4 TEST_CPUS ";name=pthread;split=1"
-
-/* A subset in an order that is not the fleet's, so report indices are checked too. */
-static const size_t DEV3[] = {2, 0, 3};
-
-typedef struct fleet_cfg {
-    const char *selection;
-    int context_per_device;
-    const size_t *devices; /* options.devices, or NULL for the whole fleet */
-    size_t ndev;           /* devices the GEMM uses */
-    const char *label;
-} fleet_cfg;
-
+/* The loop index of the device tests picks one of these (FLEET2, FLEET4, DEV3: common.h). */
 static const fleet_cfg CFGS[] = {
     {FLEET2, 0, NULL, 2, "2 devices, shared context"},
     {FLEET4, 1, DEV3, 3, "3 of 4 devices, context per device"},

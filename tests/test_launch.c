@@ -14,34 +14,7 @@
 #include <stdint.h>
 #include <unistd.h>
 
-/*
- * Check records the location of every passing ck_assert in its message channel (a system
- * call each): millions of element comparisons would take longer than the launches. This
- * only calls into Check when the condition fails.
- */
-#define expect(cond, ...)                                                                          \
-    do {                                                                                           \
-        if (!(cond))                                                                               \
-            ck_abort_msg(__VA_ARGS__);                                                             \
-    } while (0)
-
-/* Two sub-devices of one compute unit each, of one root device: they really run at once. */
-#define FLEET2 TEST_CPUS ";name=pthread;index=1;split=1"
-/* Every pthread device split into single units (4 on the test machine); we use 3 of them. */
-#define FLEET4 TEST_CPUS ";name=pthread;split=1"
-
-/* A subset in an order that is not the fleet's, so report indices are checked too. */
-static const size_t DEV3[] = {2, 0, 3};
-
-typedef struct fleet_cfg {
-    const char *selection;
-    int context_per_device;
-    const size_t *devices; /* desc.devices, or NULL for the whole fleet */
-    size_t ndev;           /* devices the launch uses */
-    const char *label;
-} fleet_cfg;
-
-/* The loop index _i of the device tests picks one of these. */
+/* The loop index _i of the device tests picks one of these (FLEET2, FLEET4, DEV3: common.h). */
 static const fleet_cfg CFGS[] = {
     {FLEET2, 0, NULL, 2, "2 devices, shared context"},
     {FLEET2, 1, NULL, 2, "2 devices, context per device"},
@@ -64,11 +37,7 @@ static const size_t SIZES[] = {1, 2, 3, 7, 13, 101, 1000, 4099, 65537};
  */
 static const char SRC[] =
     "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
-    "uint lowbias32(uint x)\n"
-    "{\n"
-    "    x ^= x >> 16; x *= 0x7feb352dU; x ^= x >> 15; x *= 0x846ca68bU; x ^= x >> 16;\n"
-    "    return x;\n"
-    "}\n"
+    TEST_CL_LOWBIAS32
     "__kernel void vadd(__global const float *a, __global const float *b, __global float *c)\n"
     "{\n"
     "    size_t i = get_global_id(0);\n"
@@ -190,16 +159,6 @@ static const char SRC[] =
     "}\n";
 
 /* ---- helpers --------------------------------------------------------------------------- */
-
-static uint32_t lowbias32(uint32_t x)
-{
-    x ^= x >> 16;
-    x *= 0x7feb352dU;
-    x ^= x >> 15;
-    x *= 0x846ca68bU;
-    x ^= x >> 16;
-    return x;
-}
 
 typedef struct env {
     const fleet_cfg *cfg;

@@ -14,14 +14,8 @@
 
 #include <stdint.h>
 
-#define FLEET4 TEST_CPUS ";name=pthread;split=1"
-
 static const char SRC[] =
-    "uint lowbias32(uint x)\n"
-    "{\n"
-    "    x ^= x >> 16; x *= 0x7feb352dU; x ^= x >> 15; x *= 0x846ca68bU; x ^= x >> 16;\n"
-    "    return x;\n"
-    "}\n"
+    TEST_CL_LOWBIAS32
     /* Busy work the compiler cannot fold: iters steps of a linear congruential generator. */
     "uint lcg(uint s, int iters)\n"
     "{\n"
@@ -65,16 +59,6 @@ static const char SRC[] =
     "    tmp[get_local_id(0)] = in[i];\n"
     "    io[i] += tmp[get_local_id(0)] * k;\n"
     "}\n";
-
-static uint32_t lowbias32(uint32_t x)
-{
-    x ^= x >> 16;
-    x *= 0x7feb352dU;
-    x ^= x >> 15;
-    x *= 0x846ca68bU;
-    x ^= x >> 16;
-    return x;
-}
 
 static uint32_t lcg(uint32_t s, int iters)
 {
