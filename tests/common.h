@@ -132,4 +132,15 @@ static inline int test_run(Suite *s, const char *selection, size_t min_devices)
     return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }
 
+/* Run a suite whose tests use both FLEET4 and FLEET2: both must have their devices. */
+static inline int test_run_fleet4_fleet2(Suite *s)
+{
+    int rc = test_probe_devices(FLEET4, 4);
+    if (rc < 0)
+        rc = test_probe_devices(FLEET2, 2);
+    if (rc >= 0)
+        return rc;
+    return test_run(s, NULL, 0);
+}
+
 #endif

@@ -998,10 +998,5 @@ int main(void)
     tcase_add_test(tc, reduction_survives);
     tcase_add_test(tc, inout_with_reduction);
     suite_add_tcase(s, tc);
-    int rc = test_probe_devices(FLEET4, 4);
-    if (rc < 0)
-        rc = test_probe_devices(FLEET2, 2);
-    if (rc >= 0)
-        return rc;
-    return test_run(s, NULL, 0);
+    return test_run_fleet4_fleet2(s);
 }

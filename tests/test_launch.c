@@ -1703,10 +1703,5 @@ int main(void)
     suite_add_tcase(s, tl);
 
     /* Both fleets must exist (FLEET2 needs a second pthread device). */
-    int rc = test_probe_devices(FLEET4, 4);
-    if (rc < 0)
-        rc = test_probe_devices(FLEET2, 2);
-    if (rc >= 0)
-        return rc;
-    return test_run(s, NULL, 0);
+    return test_run_fleet4_fleet2(s);
 }
