@@ -320,15 +320,20 @@ static clf_gemm_options cfg_options(int cfg)
     return o;
 }
 
+/* Run t on configuration cfg: its fleet and its device subset. */
+static void run_cfg_case(int cfg, const gcase *t)
+{
+    clf_gemm_options o = cfg_options(cfg);
+    clf_launch_report rep;
+    run_case(fleet_of(cfg), t, &o, CFGS[cfg].ndev, &rep);
+}
+
 /* ---- correctness ---------------------------------------------------------------------------- */
 
 /* _i: configuration x precision. Every layout, transpose pair, strategy and split. */
 START_TEST(every_layout_transpose_strategy_split)
 {
     int cfg = _i / 2, dbl = _i % 2;
-    clf_fleet *f = fleet_of(cfg);
-    clf_gemm_options o = cfg_options(cfg);
-    clf_launch_report rep;
     for (size_t l = 0; l < 2; l++)
         for (size_t tr = 0; tr < 4; tr++)
             for (size_t s = 0; s < NSTRATEGIES; s++)
@@ -340,7 +345,7 @@ START_TEST(every_layout_transpose_strategy_split)
                     t.pad_a = 3 * (s % 2);
                     t.pad_b = sp;
                     t.pad_c = 2 * (tr % 2);
-                    run_case(f, &t, &o, CFGS[cfg].ndev, &rep);
+                    run_cfg_case(cfg, &t);
                 }
 }
 END_TEST
@@ -358,9 +363,6 @@ START_TEST(awkward_sizes)
         {17, 19, 1, 0, -0.5, 0.3}, {5, 7, 3, 101, 1.0, 1.0}, {2, 2, 2, 0, 1.0, -1.0},
     };
     int cfg = _i / 2, dbl = _i % 2;
-    clf_fleet *f = fleet_of(cfg);
-    clf_gemm_options o = cfg_options(cfg);
-    clf_launch_report rep;
     for (size_t z = 0; z < sizeof S / sizeof S[0]; z++)
         for (size_t l = 0; l < 2; l++)
             for (size_t s = 0; s < NSTRATEGIES; s++) {
@@ -370,7 +372,7 @@ START_TEST(awkward_sizes)
                              S[z].alpha, S[z].beta, STRATEGIES[s], SPLITS[sp]);
                 t.pad_a = t.pad_c = S[z].pad;
                 t.pad_b = S[z].pad ? S[z].pad + 1 : 0;
-                run_case(f, &t, &o, CFGS[cfg].ndev, &rep);
+                run_cfg_case(cfg, &t);
             }
 }
 END_TEST
@@ -379,9 +381,6 @@ END_TEST
 START_TEST(beta_zero_ignores_c)
 {
     int cfg = _i / 2, dbl = _i % 2;
-    clf_fleet *f = fleet_of(cfg);
-    clf_gemm_options o = cfg_options(cfg);
-    clf_launch_report rep;
     for (size_t l = 0; l < 2; l++)
         for (size_t sp = 1; sp < NSPLITS; sp++) {
             gcase t = mk(dbl, LAYOUTS[l], CLF_TRANS, CLF_NO_TRANS, 23, 31, 11, -1.25, 0.0,
@@ -389,7 +388,7 @@ START_TEST(beta_zero_ignores_c)
             t.pad_a = 1;
             t.pad_c = 3;
             t.nan_c = 1;
-            run_case(f, &t, &o, CFGS[cfg].ndev, &rep);
+            run_cfg_case(cfg, &t);
         }
 }
 END_TEST
