@@ -54,6 +54,15 @@ static inline uint32_t lowbias32(uint32_t x)
     return x;
 }
 
+/* Marsaglia's xorshift64 (13, 7, 17): advances *s, which must not be 0, and returns it. */
+static inline uint64_t xorshift64(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
 /* The same in OpenCL C, to start a kernel source string with. */
 #define TEST_CL_LOWBIAS32                                                                          \
     "uint lowbias32(uint x)\n"                                                                     \

@@ -80,10 +80,7 @@ static uint64_t rng_state;
 
 static double rnd(void)
 {
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return (double)(rng_state >> 11) / (double)(1ull << 53) * 2.0 - 1.0;
+    return (double)(xorshift64(&rng_state) >> 11) / (double)(1ull << 53) * 2.0 - 1.0;
 }
 
 static double get(const void *x, int dbl, size_t i)

@@ -285,14 +285,6 @@ END_TEST
 
 /* ---- task queues --------------------------------------------------------------------------- */
 
-static uint64_t rng(uint64_t *s)
-{
-    *s ^= *s << 13;
-    *s ^= *s >> 7;
-    *s ^= *s << 17;
-    return *s;
-}
-
 static uint32_t task_value(size_t i, uint32_t id, int iters)
 {
     return lowbias32((uint32_t)i * 2654435761u ^ lcg(id, iters));
@@ -311,8 +303,8 @@ START_TEST(taskq_random_lengths)
     uint64_t s = 12345;
     for (size_t t = 0; t < ntask; t++) {
         /* Lengths from nothing to about 10^7 generator steps. */
-        len[t] = 1 + rng(&s) % 2000;
-        int iters = its[t] = (int)(rng(&s) % 5000);
+        len[t] = 1 + xorshift64(&s) % 2000;
+        int iters = its[t] = (int)(xorshift64(&s) % 5000);
         uint32_t id = (uint32_t)t * 31u + 1;
         out[t] = malloc(len[t] * 4);
         memset(out[t], 0xee, len[t] * 4);
