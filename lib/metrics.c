@@ -783,6 +783,25 @@ static void json_transfers(clf__sb *b, const clf_transfer_stats *dir, const clf_
     clf__sb_printf(b, "}}");
 }
 
+/* ,"key":[[...],...]: copies between each pair of devices, row = source, column =
+ * destination; their count when count is set, else their bytes. */
+static void json_peer_matrix(const clf_fleet *fl, clf__sb *b, const char *key, int count)
+{
+    size_t n = fl->metrics->ndev;
+    clf__sb_printf(b, ",\"%s\":[", key);
+    for (size_t s = 0; s < n; s++) {
+        clf__sb_printf(b, "%s[", s ? "," : "");
+        for (size_t t = 0; t < n; t++) {
+            clf_transfer_stats x;
+            clf_metrics_peer(fl, s, t, &x);
+            clf__sb_printf(b, "%s%llu", t ? "," : "",
+                           (unsigned long long)(count ? x.count : x.bytes));
+        }
+        clf__sb_printf(b, "]");
+    }
+    clf__sb_printf(b, "]");
+}
+
 static void build_json(const clf_fleet *fl, clf__sb *b)
 {
     struct clf__metrics *m = fl->metrics;
@@ -845,28 +864,10 @@ static void build_json(const clf_fleet *fl, clf__sb *b)
             clf__sb_printf(b, "null");
         clf__sb_printf(b, "}");
     }
-    /* Copies between each pair of devices: row = source, column = destination. */
-    clf__sb_printf(b, "],\"peer_bytes\":[");
-    for (size_t s = 0; s < m->ndev; s++) {
-        clf__sb_printf(b, "%s[", s ? "," : "");
-        for (size_t t = 0; t < m->ndev; t++) {
-            clf_transfer_stats x;
-            clf_metrics_peer(fl, s, t, &x);
-            clf__sb_printf(b, "%s%llu", t ? "," : "", (unsigned long long)x.bytes);
-        }
-        clf__sb_printf(b, "]");
-    }
-    clf__sb_printf(b, "],\"peer_count\":[");
-    for (size_t s = 0; s < m->ndev; s++) {
-        clf__sb_printf(b, "%s[", s ? "," : "");
-        for (size_t t = 0; t < m->ndev; t++) {
-            clf_transfer_stats x;
-            clf_metrics_peer(fl, s, t, &x);
-            clf__sb_printf(b, "%s%llu", t ? "," : "", (unsigned long long)x.count);
-        }
-        clf__sb_printf(b, "]");
-    }
-    clf__sb_printf(b, "]}");
+    clf__sb_printf(b, "]");
+    json_peer_matrix(fl, b, "peer_bytes", 0);
+    json_peer_matrix(fl, b, "peer_count", 1);
+    clf__sb_printf(b, "}");
 }
 
 clf_status clf_metrics_json(const clf_fleet *fl, char **out)

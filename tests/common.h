@@ -3,6 +3,7 @@
 #define CLF_TESTS_COMMON_H
 
 #include <check.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,64 @@
 
 /* The PoCL devices the tests use, whatever else the machine has. */
 #define TEST_CPUS "type=cpu;platform=portable"
+
+/* Two sub-devices of one compute unit each, of one root device: they really run at once. */
+#define FLEET2 TEST_CPUS ";name=pthread;index=1;split=1"
+/* Every pthread device split into single units (4 on the test machine); suites use 3 of them
+ * or all. */
+#define FLEET4 TEST_CPUS ";name=pthread;split=1"
+
+/* Three devices of FLEET4 in an order that is not the fleet's, so report indices are checked
+ * too. */
+static const size_t DEV3[] = {2, 0, 3};
+
+/* A fleet configuration a device test loops over. */
+typedef struct fleet_cfg {
+    const char *selection;
+    int context_per_device;
+    const size_t *devices; /* the devices a call uses (launch or GEMM), or NULL for the fleet */
+    size_t ndev;           /* how many devices the call uses */
+    const char *label;
+} fleet_cfg;
+
+/*
+ * Check records the location of every passing ck_assert in its message channel (a system
+ * call each): millions of element comparisons would take longer than the work tested. This
+ * only calls into Check when the condition fails.
+ */
+#define expect(cond, ...)                                                                          \
+    do {                                                                                           \
+        if (!(cond))                                                                               \
+            ck_abort_msg(__VA_ARGS__);                                                             \
+    } while (0)
+
+/* A cheap integer hash (lowbias32): test data, and the reference of kernels that use it. */
+static inline uint32_t lowbias32(uint32_t x)
+{
+    x ^= x >> 16;
+    x *= 0x7feb352dU;
+    x ^= x >> 15;
+    x *= 0x846ca68bU;
+    x ^= x >> 16;
+    return x;
+}
+
+/* Marsaglia's xorshift64 (13, 7, 17): advances *s, which must not be 0, and returns it. */
+static inline uint64_t xorshift64(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+/* The same in OpenCL C, to start a kernel source string with. */
+#define TEST_CL_LOWBIAS32                                                                          \
+    "uint lowbias32(uint x)\n"                                                                     \
+    "{\n"                                                                                          \
+    "    x ^= x >> 16; x *= 0x7feb352dU; x ^= x >> 15; x *= 0x846ca68bU; x ^= x >> 16;\n"          \
+    "    return x;\n"                                                                              \
+    "}\n"
 
 /* Automake's test driver: 77 = skipped, 99 = hard error. */
 #define TEST_SKIP 77
@@ -80,6 +139,17 @@ static inline int test_run(Suite *s, const char *selection, size_t min_devices)
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);
     return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
+
+/* Run a suite whose tests use both FLEET4 and FLEET2: both must have their devices. */
+static inline int test_run_fleet4_fleet2(Suite *s)
+{
+    int rc = test_probe_devices(FLEET4, 4);
+    if (rc < 0)
+        rc = test_probe_devices(FLEET2, 2);
+    if (rc >= 0)
+        return rc;
+    return test_run(s, NULL, 0);
 }
 
 #endif

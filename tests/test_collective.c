@@ -14,16 +14,8 @@
 #include <pthread.h>
 #include <stdint.h>
 
-/* Assert without Check's per-call bookkeeping: millions of elements are compared. */
-#define expect(cond, ...)                                                                          \
-    do {                                                                                           \
-        if (!(cond))                                                                               \
-            ck_abort_msg(__VA_ARGS__);                                                             \
-    } while (0)
-
-/* Every pthread device split into single units (4 on a two-core machine); 3 are used. */
-#define FLEET4 TEST_CPUS ";name=pthread;split=1"
-/* The root devices as PoCL lists them: pthread, pthread and basic (commands run inside
+/* FLEET4 (common.h) splits every pthread device into single units; 3 are used. ROOTS are the
+ * root devices as PoCL lists them: pthread, pthread and basic (commands run inside
  * clEnqueue*), in no particular order. */
 #define ROOTS TEST_CPUS
 
@@ -59,20 +51,12 @@ static void fleets_down(void)
 
 /* ---- reference --------------------------------------------------------------------- */
 
-static uint64_t rng(uint64_t *s)
-{
-    *s ^= *s << 13;
-    *s ^= *s >> 7;
-    *s ^= *s << 17;
-    return *s;
-}
-
 /* Inputs whose combination is exact in any order (see the top of the file). */
 static void gen(clf_type t, clf_reduce_op op, size_t n, uint64_t seed, void *out)
 {
     uint64_t s = seed * 0x9e3779b97f4a7c15ull + 1;
     for (size_t i = 0; i < n; i++) {
-        uint64_t r = rng(&s);
+        uint64_t r = xorshift64(&s);
         double small = op == CLF_SUM    ? (double)((int)(r % 101) - 50)
                        : op == CLF_PROD ? (double)((int)(r % 7) - 3)
                                         : (double)((int)(r % 20001) - 10000) / 8.0;
@@ -353,7 +337,7 @@ static void fill_pattern(unsigned char *p, size_t n, unsigned seed)
 {
     uint64_t s = seed * 0x2545f4914f6cdd1dull + 7;
     for (size_t i = 0; i < n; i++)
-        p[i] = (unsigned char)rng(&s);
+        p[i] = (unsigned char)xorshift64(&s);
 }
 
 /* Broadcast and all-gather; the bytes after the data are never touched. */

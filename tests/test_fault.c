@@ -12,24 +12,8 @@
 
 #include <stdint.h>
 
-#define expect(cond, ...)                                                                          \
-    do {                                                                                           \
-        if (!(cond))                                                                               \
-            ck_abort_msg(__VA_ARGS__);                                                             \
-    } while (0)
-
-/* Two sub-devices of one compute unit each (as test_launch): they run at once. */
-#define FLEET2 TEST_CPUS ";name=pthread;index=1;split=1"
-/* Every pthread device split into single units; launches use three of them. */
-#define FLEET4 TEST_CPUS ";name=pthread;split=1"
-static const size_t DEV3[] = {2, 0, 3};
-
 static const char SRC[] =
-    "uint lowbias32(uint x)\n"
-    "{\n"
-    "    x ^= x >> 16; x *= 0x7feb352dU; x ^= x >> 15; x *= 0x846ca68bU; x ^= x >> 16;\n"
-    "    return x;\n"
-    "}\n"
+    TEST_CL_LOWBIAS32
     "uint mix(uint a, uint b, uint reps)\n"
     "{\n"
     "    uint x = a ^ (b << 7);\n"
@@ -102,16 +86,6 @@ static const char SRC[] =
     "    atomic_add(sum, v);\n"
     "}\n";
 
-static uint32_t lowbias32(uint32_t x)
-{
-    x ^= x >> 16;
-    x *= 0x7feb352dU;
-    x ^= x >> 15;
-    x *= 0x846ca68bU;
-    x ^= x >> 16;
-    return x;
-}
-
 static uint32_t mix(uint32_t a, uint32_t b, uint32_t reps)
 {
     uint32_t x = a ^ (b << 7);
@@ -155,6 +129,7 @@ typedef struct fcfg {
     const char *label;
 } fcfg;
 
+/* Two sub-devices that run at once, or three of four (FLEET2, FLEET4, DEV3: common.h). */
 static const fcfg CFGS[] = {
     {FLEET2, NULL, 2, 1, "2 devices"},
     {FLEET4, DEV3, 3, 0, "3 of 4 devices"},
@@ -251,6 +226,17 @@ static void expect_exact(const data *d, const clf_launch_report *r)
                describe(r));
 }
 
+/* Job j into a refilled output: the launch must succeed and the output be exact. when says
+ * which launch of a case it is (": second launch"), or is "". */
+static void launch_exact(clf_fleet *f, clf_program *p, const job *j, data *d,
+                         clf_launch_report *r, const char *when)
+{
+    fill(d->c);
+    clf_status st = clf_launch(f, p, &j->desc, j->args, 4, r);
+    expect(st == CLF_SUCCESS, "%s%s: %s: %s", what, when, clf_status_name(st), clf_last_error());
+    expect_exact(d, r);
+}
+
 /* Sum of the devices' units, checked against done_units. */
 static uint64_t units_done(const clf_launch_report *r)
 {
@@ -335,10 +321,7 @@ static int one_case(const fcfg *cfg, enum kind k, clf_strategy s, enum pos p, da
     clf_launch_report r;
 
     /* The launch with the fault: complete and exact all the same. */
-    fill(d->c);
-    clf_status st = clf_launch(f, prog, &j.desc, j.args, 4, &r);
-    expect(st == CLF_SUCCESS, "%s: %s: %s", what, clf_status_name(st), clf_last_error());
-    expect_exact(d, &r);
+    launch_exact(f, prog, &j, d, &r, "");
     expect(units_done(&r) == N, "%s: %s", what, describe(&r));
     int fired = r.dev[v].failed;
     for (size_t i = 0; i < r.num_devices; i++)
@@ -371,11 +354,7 @@ static int one_case(const fcfg *cfg, enum kind k, clf_strategy s, enum pos p, da
     expect(strstr(why, "injected") && strstr(why, "mixk"), "%s: failure '%s'", what, why);
 
     /* The next launch leaves it out. */
-    fill(d->c);
-    st = clf_launch(f, prog, &j.desc, j.args, 4, &r);
-    expect(st == CLF_SUCCESS, "%s: second launch: %s: %s", what, clf_status_name(st),
-           clf_last_error());
-    expect_exact(d, &r);
+    launch_exact(f, prog, &j, d, &r, ": second launch");
     expect(r.dev[v].excluded && r.dev[v].units == 0 && !r.dev[v].failed &&
                r.dev[v].status == CLF_ERROR_DEVICE_FAILED && r.failed_devices == 0,
            "%s: second launch %s", what, describe(&r));
@@ -386,11 +365,7 @@ static int one_case(const fcfg *cfg, enum kind k, clf_strategy s, enum pos p, da
     expect(!clf_device_is_failed(f, cfg->victim), "%s: still failed", what);
     job js;
     job_init(&js, cfg, d, CLF_STATIC, 0);
-    fill(d->c);
-    st = clf_launch(f, prog, &js.desc, js.args, 4, &r);
-    expect(st == CLF_SUCCESS, "%s: after readmit: %s: %s", what, clf_status_name(st),
-           clf_last_error());
-    expect_exact(d, &r);
+    launch_exact(f, prog, &js, d, &r, ": after readmit");
     expect(r.dev[v].units > 0 && !r.dev[v].failed && !r.dev[v].excluded, "%s: after readmit %s",
            what, describe(&r));
     clf_program_destroy(prog);
@@ -433,15 +408,11 @@ START_TEST(not_a_device_fault)
     job_init(&j, cfg, d, CLF_STATIC, 0);
     snprintf(what, sizeof what, "CL_INVALID_VALUE");
     clf_launch_report r;
-    fill(d->c);
-    ck_assert_ok(clf_launch(f, p, &j.desc, j.args, 4, &r));
-    expect_exact(d, &r);
+    launch_exact(f, p, &j, d, &r, "");
     expect(r.dev[1].failed && r.dev[1].cl_error == -30 && r.failed_devices == 1, "%s",
            describe(&r));
     expect(!clf_device_is_failed(f, 1), "CL_INVALID_VALUE left the device out");
-    fill(d->c);
-    ck_assert_ok(clf_launch(f, p, &j.desc, j.args, 4, &r));
-    expect_exact(d, &r);
+    launch_exact(f, p, &j, d, &r, "");
     expect(r.dev[1].units > 0 && !r.dev[1].excluded, "%s", describe(&r));
     clf_program_destroy(p);
     clf_fleet_destroy(f);
@@ -509,11 +480,7 @@ START_TEST(every_device_fails)
             /* Readmitted (each rule fired once per device), they all work again. */
             for (size_t i = 0; i < clf_fleet_device_count(f); i++)
                 ck_assert_ok(clf_device_readmit(f, i));
-            fill(d->c);
-            st = clf_launch(f, p, &j.desc, j.args, 4, &r);
-            expect(st == CLF_SUCCESS, "%s: after readmit: %s: %s", what, clf_status_name(st),
-                   clf_last_error());
-            expect_exact(d, &r);
+            launch_exact(f, p, &j, d, &r, ": after readmit");
             clf_program_destroy(p);
             clf_fleet_destroy(f);
         }
@@ -800,9 +767,7 @@ START_TEST(build_fails_on_one_device)
         snprintf(what, sizeof what, "%s, build failed on %zu, %s", cfg->label, bad,
                  clf_strategy_name(STRATEGIES[s]));
         clf_launch_report r;
-        fill(d->c);
-        ck_assert_ok(clf_launch(f, p, &j.desc, j.args, 4, &r));
-        expect_exact(d, &r);
+        launch_exact(f, p, &j, d, &r, "");
         expect(r.dev[v].excluded && r.dev[v].units == 0 && r.dev[v].status == CLF_ERROR_BUILD &&
                    !clf_device_is_failed(f, bad),
                "%s: %s", what, describe(&r));
@@ -956,9 +921,7 @@ START_TEST(count_and_devices)
     job_init(&j, cfg, d, CLF_STATIC, 0);
     snprintf(what, sizeof what, "count_and_devices");
     clf_launch_report r;
-    fill(d->c);
-    ck_assert_ok(clf_launch(f, p, &j.desc, j.args, 4, &r));
-    expect_exact(d, &r);
+    launch_exact(f, p, &j, d, &r, "");
     /* Device 0 (position 1) failed its first allocation; device 3 (position 2) its second
      * transfer; device 2 (position 0) did the rest. */
     expect(!r.dev[0].failed && r.dev[1].failed && r.dev[2].failed && r.failed_devices == 2 &&
@@ -978,15 +941,11 @@ START_TEST(count_and_devices)
     ck_assert_ok(clf_device_readmit(f, 0));
     ck_assert_ok(clf_device_readmit(f, 3));
     /* Device 0's second allocation fails too (count=2); device 3 is fine now. */
-    fill(d->c);
-    ck_assert_ok(clf_launch(f, p, &j.desc, j.args, 4, &r));
-    expect_exact(d, &r);
+    launch_exact(f, p, &j, d, &r, "");
     expect(r.dev[1].failed && r.dev[1].cl_error == -4 && !r.dev[2].failed && r.failed_devices == 1,
            "%s", describe(&r));
     ck_assert_ok(clf_device_readmit(f, 0));
-    fill(d->c);
-    ck_assert_ok(clf_launch(f, p, &j.desc, j.args, 4, &r));
-    expect_exact(d, &r);
+    launch_exact(f, p, &j, d, &r, "");
     expect(r.failed_devices == 0, "%s", describe(&r));
     /* The device outside the launch never made a call: it is not failed. */
     expect(!clf_device_is_failed(f, 1), "device 1 failed");
@@ -1023,10 +982,5 @@ int main(void)
     tcase_add_test(tc, reduction_survives);
     tcase_add_test(tc, inout_with_reduction);
     suite_add_tcase(s, tc);
-    int rc = test_probe_devices(FLEET4, 4);
-    if (rc < 0)
-        rc = test_probe_devices(FLEET2, 2);
-    if (rc >= 0)
-        return rc;
-    return test_run(s, NULL, 0);
+    return test_run_fleet4_fleet2(s);
 }

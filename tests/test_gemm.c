@@ -16,31 +16,9 @@
 #include <math.h>
 #include <stdint.h>
 
-/* Only calls into Check on failure (Check records every passing assertion). */
-#define expect(cond, ...)                                                                          \
-    do {                                                                                           \
-        if (!(cond))                                                                               \
-            ck_abort_msg(__VA_ARGS__);                                                             \
-    } while (0)
-
 #ifdef CLF_TEST_CLBLAST
 
-/* Two sub-devices of one compute unit each, of one root device: they really run at once. */
-#define FLEET2 TEST_CPUS ";name=pthread;index=1;split=1"
-/* Every pthread device split into single units (4 on the test machine); we use 3 of them. */
-#define FLEET4 TEST_CPUS ";name=pthread;split=1"
-
-/* A subset in an order that is not the fleet's, so report indices are checked too. */
-static const size_t DEV3[] = {2, 0, 3};
-
-typedef struct fleet_cfg {
-    const char *selection;
-    int context_per_device;
-    const size_t *devices; /* options.devices, or NULL for the whole fleet */
-    size_t ndev;           /* devices the GEMM uses */
-    const char *label;
-} fleet_cfg;
-
+/* The loop index of the device tests picks one of these (FLEET2, FLEET4, DEV3: common.h). */
 static const fleet_cfg CFGS[] = {
     {FLEET2, 0, NULL, 2, "2 devices, shared context"},
     {FLEET4, 1, DEV3, 3, "3 of 4 devices, context per device"},
@@ -102,10 +80,7 @@ static uint64_t rng_state;
 
 static double rnd(void)
 {
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return (double)(rng_state >> 11) / (double)(1ull << 53) * 2.0 - 1.0;
+    return (double)(xorshift64(&rng_state) >> 11) / (double)(1ull << 53) * 2.0 - 1.0;
 }
 
 static double get(const void *x, int dbl, size_t i)
@@ -342,15 +317,20 @@ static clf_gemm_options cfg_options(int cfg)
     return o;
 }
 
+/* Run t on configuration cfg: its fleet and its device subset. */
+static void run_cfg_case(int cfg, const gcase *t)
+{
+    clf_gemm_options o = cfg_options(cfg);
+    clf_launch_report rep;
+    run_case(fleet_of(cfg), t, &o, CFGS[cfg].ndev, &rep);
+}
+
 /* ---- correctness ---------------------------------------------------------------------------- */
 
 /* _i: configuration x precision. Every layout, transpose pair, strategy and split. */
 START_TEST(every_layout_transpose_strategy_split)
 {
     int cfg = _i / 2, dbl = _i % 2;
-    clf_fleet *f = fleet_of(cfg);
-    clf_gemm_options o = cfg_options(cfg);
-    clf_launch_report rep;
     for (size_t l = 0; l < 2; l++)
         for (size_t tr = 0; tr < 4; tr++)
             for (size_t s = 0; s < NSTRATEGIES; s++)
@@ -362,7 +342,7 @@ START_TEST(every_layout_transpose_strategy_split)
                     t.pad_a = 3 * (s % 2);
                     t.pad_b = sp;
                     t.pad_c = 2 * (tr % 2);
-                    run_case(f, &t, &o, CFGS[cfg].ndev, &rep);
+                    run_cfg_case(cfg, &t);
                 }
 }
 END_TEST
@@ -380,9 +360,6 @@ START_TEST(awkward_sizes)
         {17, 19, 1, 0, -0.5, 0.3}, {5, 7, 3, 101, 1.0, 1.0}, {2, 2, 2, 0, 1.0, -1.0},
     };
     int cfg = _i / 2, dbl = _i % 2;
-    clf_fleet *f = fleet_of(cfg);
-    clf_gemm_options o = cfg_options(cfg);
-    clf_launch_report rep;
     for (size_t z = 0; z < sizeof S / sizeof S[0]; z++)
         for (size_t l = 0; l < 2; l++)
             for (size_t s = 0; s < NSTRATEGIES; s++) {
@@ -392,7 +369,7 @@ START_TEST(awkward_sizes)
                              S[z].alpha, S[z].beta, STRATEGIES[s], SPLITS[sp]);
                 t.pad_a = t.pad_c = S[z].pad;
                 t.pad_b = S[z].pad ? S[z].pad + 1 : 0;
-                run_case(f, &t, &o, CFGS[cfg].ndev, &rep);
+                run_cfg_case(cfg, &t);
             }
 }
 END_TEST
@@ -401,9 +378,6 @@ END_TEST
 START_TEST(beta_zero_ignores_c)
 {
     int cfg = _i / 2, dbl = _i % 2;
-    clf_fleet *f = fleet_of(cfg);
-    clf_gemm_options o = cfg_options(cfg);
-    clf_launch_report rep;
     for (size_t l = 0; l < 2; l++)
         for (size_t sp = 1; sp < NSPLITS; sp++) {
             gcase t = mk(dbl, LAYOUTS[l], CLF_TRANS, CLF_NO_TRANS, 23, 31, 11, -1.25, 0.0,
@@ -411,7 +385,7 @@ START_TEST(beta_zero_ignores_c)
             t.pad_a = 1;
             t.pad_c = 3;
             t.nan_c = 1;
-            run_case(f, &t, &o, CFGS[cfg].ndev, &rep);
+            run_cfg_case(cfg, &t);
         }
 }
 END_TEST

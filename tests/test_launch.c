@@ -14,34 +14,7 @@
 #include <stdint.h>
 #include <unistd.h>
 
-/*
- * Check records the location of every passing ck_assert in its message channel (a system
- * call each): millions of element comparisons would take longer than the launches. This
- * only calls into Check when the condition fails.
- */
-#define expect(cond, ...)                                                                          \
-    do {                                                                                           \
-        if (!(cond))                                                                               \
-            ck_abort_msg(__VA_ARGS__);                                                             \
-    } while (0)
-
-/* Two sub-devices of one compute unit each, of one root device: they really run at once. */
-#define FLEET2 TEST_CPUS ";name=pthread;index=1;split=1"
-/* Every pthread device split into single units (4 on the test machine); we use 3 of them. */
-#define FLEET4 TEST_CPUS ";name=pthread;split=1"
-
-/* A subset in an order that is not the fleet's, so report indices are checked too. */
-static const size_t DEV3[] = {2, 0, 3};
-
-typedef struct fleet_cfg {
-    const char *selection;
-    int context_per_device;
-    const size_t *devices; /* desc.devices, or NULL for the whole fleet */
-    size_t ndev;           /* devices the launch uses */
-    const char *label;
-} fleet_cfg;
-
-/* The loop index _i of the device tests picks one of these. */
+/* The loop index _i of the device tests picks one of these (FLEET2, FLEET4, DEV3: common.h). */
 static const fleet_cfg CFGS[] = {
     {FLEET2, 0, NULL, 2, "2 devices, shared context"},
     {FLEET2, 1, NULL, 2, "2 devices, context per device"},
@@ -64,11 +37,7 @@ static const size_t SIZES[] = {1, 2, 3, 7, 13, 101, 1000, 4099, 65537};
  */
 static const char SRC[] =
     "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
-    "uint lowbias32(uint x)\n"
-    "{\n"
-    "    x ^= x >> 16; x *= 0x7feb352dU; x ^= x >> 15; x *= 0x846ca68bU; x ^= x >> 16;\n"
-    "    return x;\n"
-    "}\n"
+    TEST_CL_LOWBIAS32
     "__kernel void vadd(__global const float *a, __global const float *b, __global float *c)\n"
     "{\n"
     "    size_t i = get_global_id(0);\n"
@@ -190,16 +159,6 @@ static const char SRC[] =
     "}\n";
 
 /* ---- helpers --------------------------------------------------------------------------- */
-
-static uint32_t lowbias32(uint32_t x)
-{
-    x ^= x >> 16;
-    x *= 0x7feb352dU;
-    x ^= x >> 15;
-    x *= 0x846ca68bU;
-    x ^= x >> 16;
-    return x;
-}
 
 typedef struct env {
     const fleet_cfg *cfg;
@@ -830,64 +789,113 @@ static void check_limits(const clf_launch_report *r, const uint64_t *limits)
     }
 }
 
+/*
+ * The data of the memory-limit tests: addmul_chunk over n units (a and b in, sum and prod
+ * out, 16 bytes a unit) and blur_chunk over a w x h image (rows with a halo of 2 + 2), all
+ * chunk-indexed so that they can stream through small limits.
+ */
+typedef struct limited {
+    size_t n, w, h;
+    uint32_t *a, *b, *sum, *prod;
+    uint32_t *img, *out, *want;
+} limited;
+
+/* b[i] = i * bmul. */
+static void limited_new(limited *l, size_t n, uint32_t bmul, size_t w, size_t h)
+{
+    l->n = n;
+    l->w = w;
+    l->h = h;
+    l->a = malloc(n * 4);
+    l->b = malloc(n * 4);
+    l->sum = malloc(n * 4);
+    l->prod = malloc(n * 4);
+    ck_assert(l->a && l->b && l->sum && l->prod);
+    for (size_t i = 0; i < n; i++)
+        l->a[i] = lowbias32((uint32_t)i), l->b[i] = (uint32_t)i * bmul;
+    l->img = test_image(w, h);
+    l->out = malloc(h * w * 4);
+    l->want = malloc(h * w * 4);
+    ck_assert(l->img && l->out && l->want);
+    blur_ref(l->img, l->want, (int)w, (int)h);
+}
+
+static void limited_free(limited *l)
+{
+    free(l->a);
+    free(l->b);
+    free(l->sum);
+    free(l->prod);
+    free(l->img);
+    free(l->out);
+    free(l->want);
+}
+
+/* addmul_chunk under limits with strategy s: the report is checked and every item compared. */
+static void limited_addmul(const env *e, limited *l, clf_strategy s, const uint64_t *limits,
+                           clf_launch_report *r, const char *extra)
+{
+    size_t n = l->n;
+    memset(l->sum, 0, n * 4);
+    memset(l->prod, 0, n * 4);
+    clf_arg args[] = {chunked((clf_arg)CLF_IN(l->a, n * 4, 4)),
+                      chunked((clf_arg)CLF_IN(l->b, n * 4, 4)),
+                      chunked((clf_arg)CLF_OUT(l->sum, n * 4, 4)),
+                      chunked((clf_arg)CLF_OUT(l->prod, n * 4, 4))};
+    clf_launch_desc d = make_desc(e, "addmul_chunk", s, 1, n, 1, 1);
+    d.mem_limits = limits;
+    launch_ok(e, &d, args, 4, r, extra);
+    check_report(&d, r);
+    for (size_t i = 0; i < n; i++)
+        expect(l->sum[i] == l->a[i] + l->b[i] && l->prod[i] == l->a[i] * l->b[i],
+               "%s: item %zu %s", what, i, describe(r));
+}
+
+/* blur_chunk under limits with strategy s: the report is checked and every pixel compared. */
+static void limited_blur(const env *e, limited *l, clf_strategy s, const uint64_t *limits,
+                         clf_launch_report *r, const char *extra)
+{
+    size_t w = l->w, h = l->h, row = w * 4;
+    int iw = (int)w, ih = (int)h, hb = 2;
+    memset(l->out, 0, h * row);
+    clf_arg args[] = {chunked((clf_arg)CLF_IN_HALO(l->img, h * row, row, 2, 2)),
+                      chunked((clf_arg)CLF_OUT(l->out, h * row, row)), CLF_SCALAR(&iw),
+                      CLF_SCALAR(&ih), CLF_SCALAR(&hb)};
+    clf_launch_desc d = make_desc(e, "blur_chunk", s, 2, w, h, 1);
+    d.mem_limits = limits;
+    launch_ok(e, &d, args, 5, r, extra);
+    check_report(&d, r);
+    for (size_t p = 0; p < w * h; p++)
+        expect(l->out[p] == l->want[p], "%s: pixel %zu %s", what, p, describe(r));
+}
+
 /* 4 MiB of inputs and outputs through 64 KiB per device: chunk-indexed streaming. */
 START_TEST(memory_limits_stream)
 {
     env e;
     env_open(&e, _i);
-    enum { N = 1 << 18 };
-    uint32_t *a = malloc(N * 4), *b = malloc(N * 4), *sum = malloc(N * 4), *prod = malloc(N * 4);
-    for (size_t i = 0; i < N; i++)
-        a[i] = lowbias32((uint32_t)i), b[i] = (uint32_t)i * 2654435761u;
+    limited l;
+    /* A 1 MiB image (64 x 4096) for the second part. */
+    limited_new(&l, 1 << 18, 2654435761u, 64, 4096);
     uint64_t limits[3] = {64 << 10, 64 << 10, 96 << 10};
     for (size_t s = 0; s < NSTRATEGIES; s++) {
-        memset(sum, 0, N * 4);
-        memset(prod, 0, N * 4);
-        clf_arg args[] = {
-            chunked((clf_arg)CLF_IN(a, N * 4, 4)), chunked((clf_arg)CLF_IN(b, N * 4, 4)),
-            chunked((clf_arg)CLF_OUT(sum, N * 4, 4)), chunked((clf_arg)CLF_OUT(prod, N * 4, 4))};
-        clf_launch_desc d = make_desc(&e, "addmul_chunk", STRATEGIES[s], 1, N, 1, 1);
-        d.mem_limits = limits;
         clf_launch_report r;
-        launch_ok(&e, &d, args, 4, &r, "64 KiB limits");
-        check_report(&d, &r);
+        limited_addmul(&e, &l, STRATEGIES[s], limits, &r, "64 KiB limits");
         check_limits(&r, limits);
         unsigned chunks = 0;
         for (size_t i = 0; i < r.num_devices; i++)
             chunks += r.dev[i].chunks;
         /* 16 bytes a unit, 64 KiB: at least 4096 units a chunk is impossible. */
-        expect(chunks >= N / 4096, "%s: %u chunks cannot fit %s", what, chunks, describe(&r));
-        for (size_t i = 0; i < N; i++)
-            expect(sum[i] == a[i] + b[i] && prod[i] == a[i] * b[i], "%s: item %zu %s", what, i,
-                   describe(&r));
+        expect(chunks >= l.n / 4096, "%s: %u chunks cannot fit %s", what, chunks, describe(&r));
     }
     /* A halo counts too: blur 1 MiB in and out through 48 KiB. */
-    const size_t w = 64, h = 4096, row = w * 4;
-    uint32_t *img = test_image(w, h), *out = malloc(h * row), *want = malloc(h * row);
-    blur_ref(img, want, (int)w, (int)h);
     uint64_t small[3] = {48 << 10, 48 << 10, 48 << 10};
     for (size_t s = 0; s < NSTRATEGIES; s++) {
-        int iw = (int)w, ih = (int)h, hb = 2;
-        memset(out, 0, h * row);
-        clf_arg args[] = {chunked((clf_arg)CLF_IN_HALO(img, h * row, row, 2, 2)),
-                          chunked((clf_arg)CLF_OUT(out, h * row, row)), CLF_SCALAR(&iw),
-                          CLF_SCALAR(&ih), CLF_SCALAR(&hb)};
-        clf_launch_desc d = make_desc(&e, "blur_chunk", STRATEGIES[s], 2, w, h, 1);
-        d.mem_limits = small;
         clf_launch_report r;
-        launch_ok(&e, &d, args, 5, &r, "48 KiB limits");
-        check_report(&d, &r);
+        limited_blur(&e, &l, STRATEGIES[s], small, &r, "48 KiB limits");
         check_limits(&r, small);
-        for (size_t p = 0; p < w * h; p++)
-            expect(out[p] == want[p], "%s: pixel %zu %s", what, p, describe(&r));
     }
-    free(a);
-    free(b);
-    free(sum);
-    free(prod);
-    free(img);
-    free(out);
-    free(want);
+    limited_free(&l);
     env_close(&e);
 }
 END_TEST
@@ -1311,54 +1319,23 @@ START_TEST(memory_limits_per_device)
 {
     env e;
     env_open(&e, 0);
-    enum { N = 1 << 16 };
-    uint32_t *a = malloc(N * 4), *b = malloc(N * 4), *sum = malloc(N * 4), *prod = malloc(N * 4);
-    for (size_t i = 0; i < N; i++)
-        a[i] = lowbias32((uint32_t)i), b[i] = (uint32_t)i;
+    limited l;
+    /* Rows of 1 KiB with a halo of 2 + 2 rows: 512 bytes holds no chunk on device 0. */
+    limited_new(&l, 1 << 16, 1, 256, 300);
     uint64_t one[2] = {0, 64 << 10};
     for (size_t s = 0; s < NSTRATEGIES; s++) {
-        memset(sum, 0, N * 4);
-        clf_arg args[] = {
-            chunked((clf_arg)CLF_IN(a, N * 4, 4)), chunked((clf_arg)CLF_IN(b, N * 4, 4)),
-            chunked((clf_arg)CLF_OUT(sum, N * 4, 4)), chunked((clf_arg)CLF_OUT(prod, N * 4, 4))};
-        clf_launch_desc d = make_desc(&e, "addmul_chunk", STRATEGIES[s], 1, N, 1, 1);
-        d.mem_limits = one;
         clf_launch_report r;
-        launch_ok(&e, &d, args, 4, &r, "limit on device 1 only");
-        check_report(&d, &r);
+        limited_addmul(&e, &l, STRATEGIES[s], one, &r, "limit on device 1 only");
         expect(r.dev[1].mem_peak <= one[1] && r.dev[1].mem_budget <= one[1], "%s: %s", what,
                describe(&r));
-        for (size_t i = 0; i < N; i++)
-            expect(sum[i] == a[i] + b[i] && prod[i] == a[i] * b[i], "%s: item %zu %s", what, i,
-                   describe(&r));
     }
-    /* Rows of 1 KiB with a halo of 2 + 2 rows: 512 bytes holds no chunk on device 0. */
-    const size_t w = 256, h = 300, row = w * 4;
-    uint32_t *img = test_image(w, h), *out = malloc(h * row), *want = malloc(h * row);
-    blur_ref(img, want, (int)w, (int)h);
     uint64_t small0[2] = {512, 0};
     for (size_t s = 0; s < NSTRATEGIES; s++) {
-        int iw = (int)w, ih = (int)h, hb = 2;
-        memset(out, 0, h * row);
-        clf_arg args[] = {chunked((clf_arg)CLF_IN_HALO(img, h * row, row, 2, 2)),
-                          chunked((clf_arg)CLF_OUT(out, h * row, row)), CLF_SCALAR(&iw),
-                          CLF_SCALAR(&ih), CLF_SCALAR(&hb)};
-        clf_launch_desc d = make_desc(&e, "blur_chunk", STRATEGIES[s], 2, w, h, 1);
-        d.mem_limits = small0;
         clf_launch_report r;
-        launch_ok(&e, &d, args, 5, &r, "device 0 too small");
-        check_report(&d, &r);
+        limited_blur(&e, &l, STRATEGIES[s], small0, &r, "device 0 too small");
         expect(r.dev[0].units == 0 && r.dev[0].mem_peak <= 512, "%s: %s", what, describe(&r));
-        for (size_t p = 0; p < w * h; p++)
-            expect(out[p] == want[p], "%s: pixel %zu %s", what, p, describe(&r));
     }
-    free(a);
-    free(b);
-    free(sum);
-    free(prod);
-    free(img);
-    free(out);
-    free(want);
+    limited_free(&l);
     env_close(&e);
 }
 END_TEST
@@ -1744,10 +1721,5 @@ int main(void)
     suite_add_tcase(s, tl);
 
     /* Both fleets must exist (FLEET2 needs a second pthread device). */
-    int rc = test_probe_devices(FLEET4, 4);
-    if (rc < 0)
-        rc = test_probe_devices(FLEET2, 2);
-    if (rc >= 0)
-        return rc;
-    return test_run(s, NULL, 0);
+    return test_run_fleet4_fleet2(s);
 }

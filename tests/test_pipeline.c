@@ -14,14 +14,8 @@
 
 #include <stdint.h>
 
-#define FLEET4 TEST_CPUS ";name=pthread;split=1"
-
 static const char SRC[] =
-    "uint lowbias32(uint x)\n"
-    "{\n"
-    "    x ^= x >> 16; x *= 0x7feb352dU; x ^= x >> 15; x *= 0x846ca68bU; x ^= x >> 16;\n"
-    "    return x;\n"
-    "}\n"
+    TEST_CL_LOWBIAS32
     /* Busy work the compiler cannot fold: iters steps of a linear congruential generator. */
     "uint lcg(uint s, int iters)\n"
     "{\n"
@@ -65,16 +59,6 @@ static const char SRC[] =
     "    tmp[get_local_id(0)] = in[i];\n"
     "    io[i] += tmp[get_local_id(0)] * k;\n"
     "}\n";
-
-static uint32_t lowbias32(uint32_t x)
-{
-    x ^= x >> 16;
-    x *= 0x7feb352dU;
-    x ^= x >> 15;
-    x *= 0x846ca68bU;
-    x ^= x >> 16;
-    return x;
-}
 
 static uint32_t lcg(uint32_t s, int iters)
 {
@@ -301,14 +285,6 @@ END_TEST
 
 /* ---- task queues --------------------------------------------------------------------------- */
 
-static uint64_t rng(uint64_t *s)
-{
-    *s ^= *s << 13;
-    *s ^= *s >> 7;
-    *s ^= *s << 17;
-    return *s;
-}
-
 static uint32_t task_value(size_t i, uint32_t id, int iters)
 {
     return lowbias32((uint32_t)i * 2654435761u ^ lcg(id, iters));
@@ -327,8 +303,8 @@ START_TEST(taskq_random_lengths)
     uint64_t s = 12345;
     for (size_t t = 0; t < ntask; t++) {
         /* Lengths from nothing to about 10^7 generator steps. */
-        len[t] = 1 + rng(&s) % 2000;
-        int iters = its[t] = (int)(rng(&s) % 5000);
+        len[t] = 1 + xorshift64(&s) % 2000;
+        int iters = its[t] = (int)(xorshift64(&s) % 5000);
         uint32_t id = (uint32_t)t * 31u + 1;
         out[t] = malloc(len[t] * 4);
         memset(out[t], 0xee, len[t] * 4);

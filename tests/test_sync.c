@@ -18,14 +18,8 @@
 
 #include "clfleet/opencl.h"
 
-#define FLEET4 TEST_CPUS ";name=pthread;split=1"
-
 static const char SRC[] =
-    "uint lowbias32(uint x)\n"
-    "{\n"
-    "    x ^= x >> 16; x *= 0x7feb352dU; x ^= x >> 15; x *= 0x846ca68bU; x ^= x >> 16;\n"
-    "    return x;\n"
-    "}\n"
+    TEST_CL_LOWBIAS32
     /* Busy work converging to 1 (exactly, after some 25 steps): the output does not
      * depend on iters, and the start value keeps the compiler from folding the loop. */
     "float spin_for(int iters, float a)\n"
@@ -48,16 +42,6 @@ static const char SRC[] =
     "    size_t i = get_global_id(0);\n"
     "    out[i] = in[i] * 3u + add;\n"
     "}\n";
-
-static uint32_t lowbias32(uint32_t x)
-{
-    x ^= x >> 16;
-    x *= 0x7feb352dU;
-    x ^= x >> 15;
-    x *= 0x846ca68bU;
-    x ^= x >> 16;
-    return x;
-}
 
 static double now(void)
 {

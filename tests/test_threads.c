@@ -56,15 +56,13 @@ static uint32_t rnd(uint32_t *s)
     return *s;
 }
 
-static uint32_t hash32(uint32_t i, uint32_t seed)
+/* Waits for an asynchronous call's event and releases it: the call's outcome. */
+static clf_status wait_release(clf_event **ev)
 {
-    uint32_t x = i ^ seed;
-    x ^= x >> 16;
-    x *= 0x7feb352dU;
-    x ^= x >> 15;
-    x *= 0x846ca68bU;
-    x ^= x >> 16;
-    return x;
+    clf_status st = clf_event_wait(*ev);
+    clf_event_release(*ev);
+    *ev = NULL;
+    return st;
 }
 
 static const clf_strategy strategies[NTHREADS] = {CLF_STATIC, CLF_DYNAMIC, CLF_GUIDED,
@@ -136,11 +134,9 @@ static int one_launch(worker *w, clf_program *own, int it, uint32_t *seed)
         clf_event *ev = NULL;
         d.kernel = "hash32";
         CALL(w, clf_launch_async(w->f, own, &d, args, 2, &rep, &ev));
-        clf_status st = clf_event_wait(ev);
-        clf_event_release(ev);
-        CALL(w, st);
+        CALL(w, wait_release(&ev));
         for (size_t i = 0; i < n; i++)
-            if (h[i] != hash32((uint32_t)i, s)) {
+            if (h[i] != lowbias32((uint32_t)i ^ s)) {
                 failf(w, "iteration %d: hash32 out[%zu] = %u", it, i, h[i]);
                 goto out;
             }
@@ -191,10 +187,7 @@ static int copies(worker *w, int it, uint32_t *seed)
         CALL(w, clf_buffer_write(bs, 0, size, in));
     } else {
         CALL(w, clf_buffer_write_async(bs, 0, size, in, &ev));
-        clf_status st = clf_event_wait(ev);
-        clf_event_release(ev);
-        ev = NULL;
-        CALL(w, st);
+        CALL(w, wait_release(&ev));
     }
     w->ios++;
     CALL(w, clf_copy(bd, doff, bs, soff, len));
@@ -203,10 +196,7 @@ static int copies(worker *w, int it, uint32_t *seed)
         CALL(w, clf_buffer_read(bd, 0, size, back));
     } else {
         CALL(w, clf_buffer_read_async(bd, 0, size, back, &ev));
-        clf_status st = clf_event_wait(ev);
-        clf_event_release(ev);
-        ev = NULL;
-        CALL(w, st);
+        CALL(w, wait_release(&ev));
     }
     w->ios++;
     for (size_t i = 0; i < size; i++) {
@@ -238,14 +228,14 @@ static void *run(void *arg)
     uint32_t seed = 0x9e3779b9u * (uint32_t)(w->id + 1);
     /* Built concurrently with the other threads' programs (threads 2 and 3 share a source,
      * so they also race on the same cache entry). */
-    const char *src = w->id >= 2 ? "__kernel void affine2(__global const float *x, "
+    const char *src = w->id >= 2 ? TEST_CL_LOWBIAS32
+                                   "__kernel void affine2(__global const float *x, "
                                    "__global float *y, int k)\n"
                                    "{ size_t i = get_global_id(0); y[i] = 2.0f * x[i] + k + "
                                    "2.0f; }\n"
                                    "__kernel void hash32(__global uint *out, uint seed)\n"
-                                   "{ uint x = (uint)get_global_id(0) ^ seed; x ^= x >> 16; "
-                                   "x *= 0x7feb352dU; x ^= x >> 15; x *= 0x846ca68bU; "
-                                   "x ^= x >> 16; out[get_global_id(0)] = x; }\n"
+                                   "{ out[get_global_id(0)] = "
+                                   "lowbias32((uint)get_global_id(0) ^ seed); }\n"
                                  : "__kernel void unused(__global int *x) { x[0] = 1; }\n";
     CALL(w, clf_program_build_source(&own, w->f, src, w->id == 1 ? "-DONE" : NULL));
     for (int it = 0; it < w->iters && !w->err[0]; it++) {

@@ -37,9 +37,7 @@ static const cfg CFGS[] = {
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 static uint64_t rnd(void)
 {
-    uint64_t x = rng_state;
-    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-    return rng_state = x;
+    return xorshift64(&rng_state);
 }
 
 static void fill_pattern(unsigned char *p, size_t n, unsigned seed)
