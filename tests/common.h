@@ -3,10 +3,12 @@
 #define CLF_TESTS_COMMON_H
 
 #include <check.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "clfleet.h"
 
@@ -124,6 +126,23 @@ static inline clf_fleet *test_fleet(const char *selection, int context_per_devic
     } while (0)
 
 #define ck_assert_ok(expr) ck_assert_status(expr, CLF_SUCCESS)
+
+/* Suites run without fork(), so Check's timeouts do not apply: a test that could hang arms
+ * this watchdog, which ends the process with a failure after `seconds`; 0 disarms it. */
+static inline void test_watchdog_fired(int sig)
+{
+    (void)sig;
+    static const char msg[] = "FAIL: no progress before the watchdog fired (a deadlock?)\n";
+    ssize_t w = write(2, msg, sizeof msg - 1);
+    (void)w;
+    _exit(1);
+}
+
+static inline void test_watchdog(unsigned seconds)
+{
+    signal(SIGALRM, test_watchdog_fired);
+    alarm(seconds);
+}
 
 /* Run a suite without fork(): some drivers do not survive it after initialisation. */
 static inline int test_run(Suite *s, const char *selection, size_t min_devices)

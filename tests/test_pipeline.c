@@ -3,7 +3,8 @@
  *
  * Pipelines: three stages on three devices over 50 batches give what the stages give one
  * after another on the host, in one shared context and with one context per device;
- * results arrive in order; stages that change the batch size, stages sharing a device,
+ * results arrive in order; stages on PoCL's basic device (first, middle, last); stages that
+ * change the batch size, stages sharing a device,
  * broadcast and local arguments, the serial baseline, the report, bad input.
  *
  * Task queues: 200 tasks of random lengths each run exactly once with the right result;
@@ -67,13 +68,15 @@ static uint32_t lcg(uint32_t s, int iters)
     return s;
 }
 
-static clf_fleet *fleets[2];
-static clf_program *progs[2];
+/* FLEET4 in one context and with one per device; then every PoCL device (with the basic
+ * device, which runs commands inside whichever thread makes them ready), likewise. */
+static clf_fleet *fleets[4];
+static clf_program *progs[4];
 
 static void setup(void)
 {
-    for (int i = 0; i < 2; i++) {
-        fleets[i] = test_fleet(FLEET4, i);
+    for (int i = 0; i < 4; i++) {
+        fleets[i] = test_fleet(i < 2 ? FLEET4 : TEST_CPUS, i & 1);
         ck_assert_uint_ge(clf_fleet_device_count(fleets[i]), 3);
         ck_assert_ok(clf_program_build_source(&progs[i], fleets[i], SRC, NULL));
     }
@@ -81,7 +84,7 @@ static void setup(void)
 
 static void teardown(void)
 {
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < 4; i++) {
         clf_program_destroy(progs[i]);
         clf_fleet_destroy(fleets[i]);
     }
@@ -172,6 +175,39 @@ START_TEST(three_stages_fifty_batches)
 {
     static const size_t devs[3] = {2, 0, 3};
     three_stages(_i, devs, 0);
+}
+END_TEST
+
+/* PoCL's basic device as the first, middle and last stage (it hung as a middle stage). */
+START_TEST(stages_on_the_basic_device)
+{
+    int ctx = 2 + _i;
+    size_t n = clf_fleet_device_count(fleets[ctx]), basic = n, other[2], no = 0;
+    for (size_t d = 0; d < n; d++) {
+        clf_device_info in;
+        ck_assert_ok(clf_device_get_info(fleets[ctx], d, &in));
+        if (!strncmp(in.name, "basic", 5) && basic == n)
+            basic = d;
+        else if (no < 2)
+            other[no++] = d;
+    }
+    if (basic == n || no < 2) {
+        ck_assert_msg(!test_devices_required(),
+                      "'%s' has no PoCL basic device and two others (POCL_DEVICES='pthread "
+                      "pthread basic')",
+                      TEST_CPUS);
+        fprintf(stderr, "stages_on_the_basic_device: no PoCL basic device, not run\n");
+        return;
+    }
+    const size_t orders[3][3] = {{basic, other[0], other[1]},
+                                 {other[0], basic, other[1]},
+                                 {other[0], other[1], basic}};
+    test_watchdog(600);
+    for (int k = 0; k < 3; k++) {
+        three_stages(ctx, orders[k], 0);
+        three_stages(ctx, orders[k], 1);
+    }
+    test_watchdog(0);
 }
 END_TEST
 
@@ -499,6 +535,7 @@ int main(void)
     tcase_add_unchecked_fixture(tc, setup, teardown);
     tcase_add_loop_test(tc, three_stages_fifty_batches, 0, 2);
     tcase_add_loop_test(tc, serial_baseline_and_shared_device, 0, 2);
+    tcase_add_loop_test(tc, stages_on_the_basic_device, 0, 2);
     tcase_add_loop_test(tc, changing_sizes_and_arguments, 0, 2);
     tcase_add_test(tc, pipeline_bad_input);
     tcase_add_loop_test(tc, taskq_random_lengths, 0, 2);

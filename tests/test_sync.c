@@ -12,9 +12,7 @@
 #include "common.h"
 
 #include <stdint.h>
-#include <signal.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "clfleet/opencl.h"
 
@@ -352,15 +350,6 @@ END_TEST
 
 /* ---- a host-driven copy that a device waits for ------------------------------------------ */
 
-static void deadlock(int sig)
-{
-    (void)sig;
-    static const char msg[] = "FAIL: copy_then_launch: no progress in 120 s (deadlock)\n";
-    ssize_t w = write(2, msg, sizeof msg - 1);
-    (void)w;
-    _exit(1);
-}
-
 /*
  * A staged copy into device 1 whose wait list has not completed (a slow launch on device
  * 2), device 1 told to wait for the copy, then a launch on device 1: the launch's result
@@ -393,8 +382,7 @@ START_TEST(copy_then_launch)
     ck_assert_ok(clf_buffer_create(&b, f, 1, count * 4, 0));
     ck_assert_ok(clf_buffer_write(a, 0, count * 4, src));
 
-    signal(SIGALRM, deadlock);
-    alarm(120);
+    test_watchdog(600);
     const size_t n = 1 << 14, dev1 = 1, dev2 = 2;
     uint32_t *slow_out = calloc(n, 4), *out = calloc(n, 4);
     const uint32_t seed = 9;
@@ -414,7 +402,7 @@ START_TEST(copy_then_launch)
     d.devices = &dev1;
     ck_assert_ok(clf_launch(f, p, &d, args, 3, NULL));
     ck_assert_ok(clf_buffer_read(b, 0, count * 4, back));
-    alarm(0);
+    test_watchdog(0);
 
     /* The slow launch (the copy's wait list) was done, its results on the host, before
      * device 1 ran: the copy waited for it, and device 1 for the copy. */
