@@ -872,13 +872,19 @@ CLF_API clf_status clf_event_record(clf_event **out, clf_fleet *fleet, size_t de
  * pipelines and task queues. Buffer reads and writes (clf_buffer_read_async(),
  * clf_buffer_write_async()) and copies are not held back: give clf_copy_async()
  * its own wait list, and wait on the host before a buffer read or write.
+ *
+ * A device that runs commands inside whichever thread makes them ready (PoCL's
+ * "basic") cannot safely have its queue wait for other queues' events (PoCL 3
+ * deadlocks or reads stale data): for such a device this waits on the host,
+ * and returns once the events have completed.
  */
 CLF_API clf_status clf_device_wait_events(clf_fleet *fleet, size_t device,
                                           clf_event *const *events, size_t num_events);
 /**
  * \brief A barrier across devices: work queued on any of them from now on starts
  * only after all the work queued so far on all of them (both queues). Does not
- * block. What waits is as for clf_device_wait_events().
+ * block, unless one of them is a device on which clf_device_wait_events()
+ * waits on the host. What waits is as for clf_device_wait_events().
  * \param devices fleet indices, or NULL for every device
  * \param out_event completes when every device has reached the barrier, or NULL
  */

@@ -10,7 +10,8 @@
  * queue. A wait is a barrier on the compute queue, which orders kernels,
  * launches, collectives, pipelines and task queues (they queue every command
  * that depends on others there). Buffer transfers and copies follow their own
- * wait lists.
+ * wait lists. On PoCL's basic device the waits happen on the host instead
+ * (clf__dev_sync_exec()).
  */
 #include "internal.h"
 
@@ -100,6 +101,8 @@ clf_status clf_device_wait_events(clf_fleet *fleet, size_t device, clf_event *co
     if (num_events > SIZE_MAX / sizeof(cl_event))
         return clf__fail(CLF_ERROR_SIZE_OVERFLOW, "clf_device_wait_events: %zu events",
                          num_events);
+    if (clf__dev_sync_exec(fleet, device)) /* see clf__dev_sync_exec() */
+        return clf_events_wait(events, num_events);
     cl_event *cl = calloc(num_events, sizeof *cl);
     if (!cl)
         return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "clf_device_wait_events: out of memory");
@@ -151,6 +154,10 @@ clf_status clf_barrier(clf_fleet *fleet, const size_t *devices, size_t num_devic
      * that orders its compute queue after its transfer queue and back). */
     for (size_t i = 0; i < n; i++) {
         size_t k = 0;
+        if (clf__dev_sync_exec(fleet, dev[i])) { /* see clf__dev_sync_exec() */
+            CLF__TRY(st, clf_events_wait(marks, n));
+            continue;
+        }
         CLF__TRY(st, events_for(fleet, dev[i], marks, n, cl, &k));
         st = clf__device_barrier(fleet, dev[i], cl, k);
         for (size_t j = 0; j < k; j++)

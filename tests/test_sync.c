@@ -355,20 +355,47 @@ END_TEST
  * 2), device 1 told to wait for the copy, then a launch on device 1: the launch's result
  * reads queue behind its kernel, which waits for the copy. The copy's commands must not
  * queue behind those reads (they did: nothing moved). Loop: shared context, then one
- * context per device; with both the staged copy's slot pipeline and a single slot.
+ * context per device; with both the staged copy's slot pipeline and a single slot; then
+ * the same with PoCL's basic device as device 1 and every path allowed (it hung there, and
+ * read stale data), followed by a barrier across all devices.
  */
 START_TEST(copy_then_launch)
 {
-    const int per_device = _i & 1, big = _i >> 1;
+    const int per_device = _i & 1, big = (_i >> 1) & 1, basic = _i >> 2;
     clf_fleet_options o = CLF_FLEET_OPTIONS_INIT;
-    o.devices = FLEET4;
+    o.devices = basic ? TEST_CPUS : FLEET4;
     o.context_per_device = per_device;
-    o.transfer = "staged";
+    o.transfer = basic ? "auto" : "staged";
     clf_fleet *f = NULL;
     ck_assert_ok(clf_fleet_create(&f, &o));
-    clf_path path;
-    ck_assert_ok(clf_transfer_path(f, 0, 1, &path, NULL));
-    ck_assert_int_eq(path, CLF_PATH_STAGED);
+    /* Devices 0 (source), 1 (destination, waits) and 2 (the slow launch). */
+    size_t dev0 = 0, dev1 = 1, dev2 = 2, nd = clf_fleet_device_count(f);
+    ck_assert_uint_ge(nd, 3);
+    if (basic) {
+        size_t k = 0, others[2] = {0, 0};
+        dev1 = nd;
+        for (size_t d = 0; d < nd; d++) {
+            clf_device_info in;
+            ck_assert_ok(clf_device_get_info(f, d, &in));
+            if (!strncmp(in.name, "basic", 5) && dev1 == nd)
+                dev1 = d;
+            else if (k < 2)
+                others[k++] = d;
+        }
+        if (dev1 == nd || k < 2) {
+            ck_assert_msg(!test_devices_required(), "'%s': no PoCL basic device and two others",
+                          TEST_CPUS);
+            fprintf(stderr, "copy_then_launch: no PoCL basic device, not run\n");
+            clf_fleet_destroy(f);
+            return;
+        }
+        dev0 = others[0];
+        dev2 = others[1];
+    } else {
+        clf_path path;
+        ck_assert_ok(clf_transfer_path(f, 0, 1, &path, NULL));
+        ck_assert_int_eq(path, CLF_PATH_STAGED);
+    }
     clf_program *p = NULL;
     ck_assert_ok(clf_program_build_source(&p, f, SRC, NULL));
     const size_t count = big ? (size_t)3 << 20 : 1000; /* 12 MiB: three staging chunks */
@@ -378,12 +405,12 @@ START_TEST(copy_then_launch)
     for (size_t i = 0; i < count; i++)
         src[i] = lowbias32((uint32_t)i ^ 5u);
     clf_buffer *a = NULL, *b = NULL;
-    ck_assert_ok(clf_buffer_create(&a, f, 0, count * 4, 0));
-    ck_assert_ok(clf_buffer_create(&b, f, 1, count * 4, 0));
+    ck_assert_ok(clf_buffer_create(&a, f, dev0, count * 4, 0));
+    ck_assert_ok(clf_buffer_create(&b, f, dev1, count * 4, 0));
     ck_assert_ok(clf_buffer_write(a, 0, count * 4, src));
 
     test_watchdog(600);
-    const size_t n = 1 << 14, dev1 = 1, dev2 = 2;
+    const size_t n = 1 << 14;
     uint32_t *slow_out = calloc(n, 4), *out = calloc(n, 4);
     const uint32_t seed = 9;
     const int slow_iters = 200000, iters = 10;
@@ -398,10 +425,15 @@ START_TEST(copy_then_launch)
     clf_event *slow = NULL, *copied = NULL;
     ck_assert_ok(clf_launch_async(f, p, &d, slow_args, 3, NULL, &slow));
     ck_assert_ok(clf_copy_async(b, 0, a, 0, count * 4, &slow, 1, &copied));
-    ck_assert_ok(clf_device_wait_events(f, 1, &copied, 1));
+    ck_assert_ok(clf_device_wait_events(f, dev1, &copied, 1));
     d.devices = &dev1;
     ck_assert_ok(clf_launch(f, p, &d, args, 3, NULL));
     ck_assert_ok(clf_buffer_read(b, 0, count * 4, back));
+    if (basic) {
+        clf_event *all = NULL;
+        ck_assert_ok(clf_barrier(f, NULL, 0, &all));
+        wait_release(all);
+    }
     test_watchdog(0);
 
     /* The slow launch (the copy's wait list) was done, its results on the host, before
@@ -470,7 +502,7 @@ int main(void)
     tcase_add_loop_test(tc, barrier_waits_for_the_late_device, 0, 2);
     tcase_add_loop_test(tc, producer_consumer_chain, 0, 2);
     tcase_add_loop_test(tc, wait_for_a_launch, 0, 2);
-    tcase_add_loop_test(tc, copy_then_launch, 0, 4);
+    tcase_add_loop_test(tc, copy_then_launch, 0, 8);
     tcase_add_test(tc, bad_input);
     suite_add_tcase(s, tc);
     return test_run(s, FLEET4, 4);
