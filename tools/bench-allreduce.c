@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "bench.h"
+#include "json.h"
 #include "clfleet.h"
 
 #define SKIP 77
@@ -53,14 +54,6 @@ static double gbps(size_t bytes, double s)
 static double busbw(size_t bytes, double s, size_t n)
 {
     return gbps(bytes, s) * 2.0 * (double)(n - 1) / (double)n;
-}
-
-static void json_num(double v)
-{
-    if (isfinite(v))
-        printf("%.6g", v);
-    else
-        printf("null");
 }
 
 static int fail(const char *what, clf_status st)
@@ -243,24 +236,24 @@ static void print_json(const bench *b, const run *r, size_t nr)
     printf("{\n  \"benchmark\": \"allreduce\",\n  \"type\": \"float\",\n  \"op\": \"sum\",\n");
     printf("  \"context\": \"%s\",\n  \"repetitions\": %u,\n  \"memcpy_gbps\": ",
            b->per_device ? "per-device" : "per-platform", b->reps);
-    json_num(b->memcpy_gbps);
+    clf_tool_json_num(b->memcpy_gbps);
     printf(",\n  \"results\": [");
     for (size_t i = 0; i < nr; i++) {
         printf("%s\n    {\"devices\": %zu, \"bytes\": %zu, \"ring\": {\"time_s\": ", i ? "," : "",
                r[i].ndev, r[i].bytes);
-        json_num(r[i].ring_s);
+        clf_tool_json_num(r[i].ring_s);
         printf(", \"algbw_gbps\": ");
-        json_num(gbps(r[i].bytes, r[i].ring_s));
+        clf_tool_json_num(gbps(r[i].bytes, r[i].ring_s));
         printf(", \"busbw_gbps\": ");
-        json_num(busbw(r[i].bytes, r[i].ring_s, r[i].ndev));
+        clf_tool_json_num(busbw(r[i].bytes, r[i].ring_s, r[i].ndev));
         printf(", \"correct\": %s}, \"naive\": {\"time_s\": ", r[i].ring_ok ? "true" : "false");
-        json_num(r[i].naive_s);
+        clf_tool_json_num(r[i].naive_s);
         printf(", \"algbw_gbps\": ");
-        json_num(gbps(r[i].bytes, r[i].naive_s));
+        clf_tool_json_num(gbps(r[i].bytes, r[i].naive_s));
         printf(", \"busbw_gbps\": ");
-        json_num(busbw(r[i].bytes, r[i].naive_s, r[i].ndev));
+        clf_tool_json_num(busbw(r[i].bytes, r[i].naive_s, r[i].ndev));
         printf(", \"correct\": %s}, \"speedup\": ", r[i].naive_ok ? "true" : "false");
-        json_num(r[i].naive_s / r[i].ring_s);
+        clf_tool_json_num(r[i].naive_s / r[i].ring_s);
         printf("}");
     }
     printf("\n  ]\n}\n");

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "bench.h"
+#include "json.h"
 #include "clfleet.h"
 #include "clfleet/blas.h"
 
@@ -54,14 +55,6 @@ static int fail(const char *what, clf_status st)
     fprintf(stderr, "clfleet-bench gemm: %s: %s: %s\n", what, clf_status_name(st),
             clf_last_error());
     return EXIT_FAILURE;
-}
-
-static void json_num(double v)
-{
-    if (isfinite(v))
-        printf("%.6g", v);
-    else
-        printf("null");
 }
 
 static clf_status call(bench *b, int run, clf_launch_report *rep)
@@ -186,7 +179,7 @@ static void print_json(const bench *b, const figures *f)
     printf("{\n  \"benchmark\": \"gemm\",\n  \"precision\": \"%s\",\n  \"size\": %zu,\n"
            "  \"rounds\": %u,\n  \"devices\": %zu,\n  \"max_relative_error\": ",
            b->dbl ? "double" : "single", b->n, b->reps, b->ndev);
-    json_num(f->max_err);
+    clf_tool_json_num(f->max_err);
     printf(",\n  \"runs\": [");
     for (int r = 0; r < NRUNS; r++) {
         printf("%s\n    {\"devices\": %zu, \"strategy\": \"%s\", \"ran_as\": \"%s\", "
@@ -194,17 +187,17 @@ static void print_json(const bench *b, const figures *f)
                r ? "," : "", r == 0 ? (size_t)1 : b->ndev,
                clf_strategy_name(r == 0 ? CLF_STATIC : STRATEGIES[r - 1]),
                clf_strategy_name(f->rep[r].strategy));
-        json_num(f->median[r]);
+        clf_tool_json_num(f->median[r]);
         printf(", \"median_gflops\": ");
-        json_num(gflop / f->median[r]);
+        clf_tool_json_num(gflop / f->median[r]);
         printf(", \"best_s\": ");
-        json_num(f->best[r]);
+        clf_tool_json_num(f->best[r]);
         printf(", \"best_gflops\": ");
-        json_num(gflop / f->best[r]);
+        clf_tool_json_num(gflop / f->best[r]);
         printf(", \"speedup\": ");
-        json_num(f->speedup[r]);
+        clf_tool_json_num(f->speedup[r]);
         printf(", \"efficiency\": ");
-        json_num(f->rep[r].efficiency);
+        clf_tool_json_num(f->rep[r].efficiency);
         printf("}");
     }
     printf("\n  ]\n}\n");

@@ -21,6 +21,7 @@
 #include <time.h>
 
 #include "bench.h"
+#include "json.h"
 #include "clfleet.h"
 
 #define SKIP 77
@@ -53,32 +54,9 @@ typedef struct bench {
     unsigned char *pattern, *host, *check, *h1, *h2;
 } bench;
 
-static void json_string(const char *s)
-{
-    putchar('"');
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            printf("\\%c", c);
-        else if (c < 0x20)
-            printf("\\u%04x", c);
-        else
-            putchar(c);
-    }
-    putchar('"');
-}
-
 static double gbps(size_t bytes, double s)
 {
     return s > 0 ? (double)bytes / s / 1e9 : NAN;
-}
-
-static void json_num(double v)
-{
-    if (isfinite(v))
-        printf("%.6g", v);
-    else
-        printf("null");
 }
 
 static int fail(const char *what, clf_status st)
@@ -220,10 +198,10 @@ static void print_json(const bench *b, const result *res, size_t nres)
         clf_device_info in;
         clf_device_get_info(b->fl[0], i, &in);
         printf("%s", i ? ", " : "");
-        json_string(in.name);
+        clf_tool_json_string(in.name);
     }
     printf("],\n  \"cuda\": ");
-    json_string(clf_transfer_cuda_status(b->fl[0]));
+    clf_tool_json_string(clf_transfer_cuda_status(b->fl[0]));
     printf(",\n  \"results\": [");
     for (size_t i = 0; i < nres; i++) {
         const result *r = &res[i];
@@ -233,17 +211,17 @@ static void print_json(const bench *b, const result *res, size_t nres)
                r->direct ? "true" : "false");
         for (int m = 0; m < NMETHODS; m++) {
             printf(",\n     \"%s\": {\"gbps\": ", METHOD[m]);
-            json_num(gbps(r->bytes, r->s[m]));
+            clf_tool_json_num(gbps(r->bytes, r->s[m]));
             printf(", \"latency_us\": ");
-            json_num(r->s[m] * 1e6);
+            clf_tool_json_num(r->s[m] * 1e6);
             printf(", \"correct\": %s}", r->ok[m] ? "true" : "false");
         }
         printf(",\n     \"memcpy_gbps\": ");
-        json_num(gbps(r->bytes, r->memcpy_s));
+        clf_tool_json_num(gbps(r->bytes, r->memcpy_s));
         printf(", \"chosen_vs_memcpy\": ");
-        json_num(r->vs_memcpy);
+        clf_tool_json_num(r->vs_memcpy);
         printf(", \"chosen_vs_naive\": ");
-        json_num(r->vs_naive);
+        clf_tool_json_num(r->vs_naive);
         printf("}");
     }
     printf("\n  ],\n  \"target\": ");

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "json.h"
 #include "clfleet.h"
 
 #define SKIP 77
@@ -96,14 +97,6 @@ static void host_bound(const bench *b, figures *f)
     }
     double bound = work > 0 ? (double)f->cores * worst / work : 0;
     f->host_bound = bound < 1 ? bound : 1;
-}
-
-static void json_num(double v)
-{
-    if (isfinite(v))
-        printf("%.6g", v);
-    else
-        printf("null");
 }
 
 static int fail(const char *what, clf_status st)
@@ -303,37 +296,37 @@ static void print_json(const bench *b, const figures *f)
            "  \"items\": %zu,\n  \"repetitions\": %u,\n  \"costs\": [%g, %g, %g],\n",
            b->batches, b->items, b->reps, b->costs[0], b->costs[1], b->costs[2]);
     printf("  \"serial_batches_per_s\": ");
-    json_num(nb / f->serial_s);
+    clf_tool_json_num(nb / f->serial_s);
     printf(",\n  \"pipelined_batches_per_s\": ");
-    json_num(nb / f->pipe_s);
+    clf_tool_json_num(nb / f->pipe_s);
     printf(",\n  \"alone_batches_per_s\": [");
     for (int s = 0; s < NSTAGE; s++) {
         printf("%s", s ? ", " : "");
-        json_num(nb / f->alone_s[s]);
+        clf_tool_json_num(nb / f->alone_s[s]);
     }
     printf("],\n  \"speedup_over_serial\": ");
-    json_num(f->serial_s / f->pipe_s);
+    clf_tool_json_num(f->serial_s / f->pipe_s);
     printf(",\n  \"ratio_to_ideal\": ");
-    json_num(worst / f->pipe_s);
+    clf_tool_json_num(worst / f->pipe_s);
     printf(",\n  \"host_cores\": %ld,\n  \"host_bound\": ", f->cores);
     if (f->host_bound > 0)
-        json_num(f->host_bound);
+        clf_tool_json_num(f->host_bound);
     else
         printf("null");
     printf(",\n  \"report_efficiency\": ");
-    json_num(f->rep.efficiency);
+    clf_tool_json_num(f->rep.efficiency);
     printf(",\n  \"stage_reports\": [");
     for (size_t s = 0; s < f->rep.num_stages; s++) {
         const clf_stage_report *r = &f->rep.stage[s];
         printf("%s\n    {\"device\": %zu, \"iterations\": %d, \"busy_s\": ", s ? "," : "",
                r->device, b->iters[s]);
-        json_num(r->busy_s);
+        clf_tool_json_num(r->busy_s);
         printf(", \"batches_per_s\": ");
-        json_num(r->batches_per_s);
+        clf_tool_json_num(r->batches_per_s);
         printf(", \"items_per_s\": ");
-        json_num(r->items_per_s);
+        clf_tool_json_num(r->items_per_s);
         printf(", \"utilization\": ");
-        json_num(r->utilization);
+        clf_tool_json_num(r->utilization);
         printf("}");
     }
     printf("\n  ]\n}\n");

@@ -32,6 +32,7 @@
 
 #include "clfleet.h"
 #include "bench.h"
+#include "json.h"
 #include "clfleet/opencl.h"
 
 #define EXIT_SKIP 77 /* no suitable devices (automake's "skipped") */
@@ -70,30 +71,6 @@ static size_t median_index(const double *v, size_t n)
         if (v[i] == m)
             return i;
     return 0;
-}
-
-static void json_string(FILE *to, const char *s)
-{
-    fputc('"', to);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            fprintf(to, "\\%c", c);
-        else if (c < 0x20)
-            fprintf(to, "\\u%04x", c);
-        else
-            fputc(c, to);
-    }
-    fputc('"', to);
-}
-
-/* JSON has no NaN or infinity. */
-static void json_num(FILE *to, double v)
-{
-    if (isfinite(v))
-        fprintf(to, "%.6g", v);
-    else
-        fputs("null", to);
 }
 
 static int fail(const char *what, clf_status st)
@@ -514,84 +491,84 @@ static void print_config_table(const config_result *c)
 static void print_config_json(const config_result *c)
 {
     printf("{\"name\": ");
-    json_string(stdout, c->name);
+    clf_tool_json_string(c->name);
     printf(", \"description\": ");
-    json_string(stdout, c->description);
+    clf_tool_json_string(c->description);
     printf(",\n   \"devices\": [");
     for (size_t k = 0; k < 2; k++) {
         printf("%s{\"index\": %zu, \"name\": ", k ? ", " : "", c->dev[k]);
-        json_string(stdout, c->info[k].name);
+        clf_tool_json_string(c->info[k].name);
         printf(", \"compute_units\": %u}", c->info[k].compute_units);
     }
     printf("],\n   \"workloads\": [");
     for (size_t i = 0; i < 2; i++) {
         const workload_result *r = &c->w[i];
         printf("%s\n    {\"kernel\": ", i ? "," : "");
-        json_string(stdout, r->name);
+        clf_tool_json_string(r->name);
         printf(", \"params\": ");
-        json_string(stdout, r->params);
+        clf_tool_json_string(r->params);
         printf(", \"single_device_s\": [");
-        json_num(stdout, r->single[0]);
+        clf_tool_json_num(r->single[0]);
         printf(", ");
-        json_num(stdout, r->single[1]);
+        clf_tool_json_num(r->single[1]);
         printf("], \"best_single_device\": %zu, \"raw_opencl_s\": ", c->dev[r->best]);
-        json_num(stdout, r->raw);
+        clf_tool_json_num(r->raw);
         printf(", \"clfleet_one_device_s\": ");
-        json_num(stdout, r->clf_one);
+        clf_tool_json_num(r->clf_one);
         printf(", \"overhead_ratio\": ");
-        json_num(stdout, r->overhead + 1);
+        clf_tool_json_num(r->overhead + 1);
         printf(",\n     \"strategies\": [");
         for (size_t s = 0; s < NSTRAT; s++) {
             const run_result *x = &r->s[s];
             printf("%s\n      {\"strategy\": \"%s\", \"ran_as\": \"%s\", \"reason\": ",
                    s ? "," : "", clf_strategy_name(STRATEGIES[s]),
                    clf_strategy_name(x->rep.strategy) ? clf_strategy_name(x->rep.strategy) : "?");
-            json_string(stdout, x->rep.reason);
+            clf_tool_json_string(x->rep.reason);
             printf(", \"wall_s\": ");
-            json_num(stdout, x->wall);
+            clf_tool_json_num(x->wall);
             printf(", \"makespan_s\": ");
-            json_num(stdout, x->rep.makespan_s);
+            clf_tool_json_num(x->rep.makespan_s);
             printf(", \"speedup\": ");
-            json_num(stdout, r->single[r->best] / x->wall);
+            clf_tool_json_num(r->single[r->best] / x->wall);
             printf(", \"efficiency\": ");
-            json_num(stdout, x->rep.efficiency);
+            clf_tool_json_num(x->rep.efficiency);
             printf(", \"imbalance\": ");
-            json_num(stdout, x->rep.imbalance);
+            clf_tool_json_num(x->rep.imbalance);
             printf(",\n       \"share\": [");
             for (size_t k = 0; k < 2; k++) {
                 printf("%s", k ? ", " : "");
-                json_num(stdout, x->rep.dev[k].share);
+                clf_tool_json_num(x->rep.dev[k].share);
             }
             printf("], \"items\": [%llu, %llu], \"chunks\": [%u, %u], \"busy_s\": [",
                    (unsigned long long)x->rep.dev[0].items, (unsigned long long)x->rep.dev[1].items,
                    x->rep.dev[0].chunks, x->rep.dev[1].chunks);
-            json_num(stdout, x->rep.dev[0].busy_s);
+            clf_tool_json_num(x->rep.dev[0].busy_s);
             printf(", ");
-            json_num(stdout, x->rep.dev[1].busy_s);
+            clf_tool_json_num(x->rep.dev[1].busy_s);
             printf("]}");
         }
         printf("]}");
     }
     printf("],\n   \"per_chunk_overhead_us\": ");
-    json_num(stdout, c->chunk_us);
+    clf_tool_json_num(c->chunk_us);
     printf(", \"overhead_chunks\": %u, \"overhead_wall_s\": ", c->chunk_count);
-    json_num(stdout, c->chunk_wall);
+    clf_tool_json_num(c->chunk_wall);
     printf(", \"overhead_raw_s\": ");
-    json_num(stdout, c->chunk_raw);
+    clf_tool_json_num(c->chunk_raw);
     printf(",\n   \"metrics_on_off_ratio\": ");
-    json_num(stdout, c->metrics_ratio);
+    clf_tool_json_num(c->metrics_ratio);
     printf(", \"metrics_on_s\": ");
-    json_num(stdout, c->metrics_on);
+    clf_tool_json_num(c->metrics_on);
     printf(", \"metrics_off_s\": ");
-    json_num(stdout, c->metrics_off);
+    clf_tool_json_num(c->metrics_off);
     printf(",\n   \"metrics\": %s", c->metrics_json ? c->metrics_json : "null");
     targets t = config_targets(c);
     printf(",\n   \"targets\": {\"min_dynamic_guided_efficiency\": ");
-    json_num(stdout, t.min_efficiency);
+    clf_tool_json_num(t.min_efficiency);
     printf(", \"regular_speedup\": ");
-    json_num(stdout, t.regular_speedup);
+    clf_tool_json_num(t.regular_speedup);
     printf(", \"overhead_100ms\": ");
-    json_num(stdout, t.overhead);
+    clf_tool_json_num(t.overhead);
     printf(",\n     \"efficiency_met\": %s, \"speedup_met\": %s, \"overhead_met\": %s}}\n",
            t.min_efficiency >= 0.95 ? "true" : "false",
            t.regular_speedup >= 1.85 ? "true" : "false",
@@ -822,7 +799,7 @@ static int cmd_balance(const opts *o)
     }
     if (o->json) {
         printf("{\"benchmark\": \"balance\", \"clfleet_version\": ");
-        json_string(stdout, clf_version_string());
+        clf_tool_json_string(clf_version_string());
         printf(", \"quick\": %s, \"host_cpus\": %ld,\n \"configurations\": [",
                o->quick ? "true" : "false", sysconf(_SC_NPROCESSORS_ONLN));
         int first = 1;
@@ -912,31 +889,31 @@ static int cmd_scale(const opts *o)
             }
     if (rc == EXIT_SUCCESS && o->json) {
         printf("{\"benchmark\": \"scale\", \"clfleet_version\": ");
-        json_string(stdout, clf_version_string());
+        clf_tool_json_string(clf_version_string());
         printf(", \"quick\": %s, \"host_cpus\": %ld, \"device\": ", o->quick ? "true" : "false",
                sysconf(_SC_NPROCESSORS_ONLN));
-        json_string(stdout, first.name);
+        clf_tool_json_string(first.name);
         printf(", \"sub_devices\": %zu,\n \"workloads\": [", ndev);
         for (size_t i = 0; i < 2; i++) {
             printf("%s\n  {\"kernel\": \"%s\", \"params\": ", i ? "," : "", w[i].name);
-            json_string(stdout, w[i].params);
+            clf_tool_json_string(w[i].params);
             printf(", \"best_one_device_s\": ");
-            json_num(stdout, base[i]);
+            clf_tool_json_num(base[i]);
             printf(", \"runs\": [");
             for (size_t c = 0; c < ncounts; c++)
                 for (size_t s = 0; s < NSTRAT; s++) {
                     const run_result *x = &res[i][c][s];
                     printf("%s\n    {\"devices\": %zu, \"strategy\": \"%s\", \"wall_s\": ",
                            c || s ? "," : "", counts[c], clf_strategy_name(STRATEGIES[s]));
-                    json_num(stdout, x->wall);
+                    clf_tool_json_num(x->wall);
                     printf(", \"makespan_s\": ");
-                    json_num(stdout, x->rep.makespan_s);
+                    clf_tool_json_num(x->rep.makespan_s);
                     printf(", \"speedup\": ");
-                    json_num(stdout, base[i] / x->wall);
+                    clf_tool_json_num(base[i] / x->wall);
                     printf(", \"parallel_efficiency\": ");
-                    json_num(stdout, base[i] / x->wall / (double)counts[c]);
+                    clf_tool_json_num(base[i] / x->wall / (double)counts[c]);
                     printf(", \"efficiency\": ");
-                    json_num(stdout, x->rep.efficiency);
+                    clf_tool_json_num(x->rep.efficiency);
                     printf("}");
                 }
             printf("]}");
