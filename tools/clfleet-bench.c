@@ -35,7 +35,7 @@
 #include "json.h"
 #include "clfleet/opencl.h"
 
-#define EXIT_SKIP 77 /* no suitable devices (automake's "skipped") */
+#define EXIT_SKIP CLF_BENCH_SKIP /* no suitable devices (automake's "skipped") */
 #define MAX_DEV 64
 #define NSTRAT 5
 
@@ -71,12 +71,6 @@ static size_t median_index(const double *v, size_t n)
         if (v[i] == m)
             return i;
     return 0;
-}
-
-static int fail(const char *what, clf_status st)
-{
-    fprintf(stderr, "clfleet-bench: %s: %s: %s\n", what, clf_status_name(st), clf_last_error());
-    return EXIT_FAILURE;
 }
 
 /*
@@ -310,7 +304,7 @@ static int run_workload(clf_fleet *f, clf_program *p, const config_result *c, wo
         clf_launch_desc d = desc_for(w, CLF_STATIC, &c->dev[k], 1);
         run_result one;
         if ((st = timed_launch(f, p, &d, w, 1, reps, &one)) != CLF_SUCCESS)
-            return fail("single-device launch", st);
+            return clf_bench_fail(NULL, "single-device launch", st);
         r->single[k] = one.wall;
     }
     r->best = r->single[1] < r->single[0];
@@ -323,7 +317,7 @@ static int run_workload(clf_fleet *f, clf_program *p, const config_result *c, wo
         if (traw[k] < 0)
             return EXIT_FAILURE;
         if ((st = timed_launch(f, p, &d, w, 0, 1, &one)) != CLF_SUCCESS)
-            return fail("single-device launch", st);
+            return clf_bench_fail(NULL, "single-device launch", st);
         tclf[k] = one.wall;
         ratio[k] = tclf[k] / traw[k];
     }
@@ -333,7 +327,7 @@ static int run_workload(clf_fleet *f, clf_program *p, const config_result *c, wo
     for (size_t s = 0; s < NSTRAT; s++) {
         clf_launch_desc d = desc_for(w, STRATEGIES[s], c->dev, 2);
         if ((st = timed_launch(f, p, &d, w, warmup, reps, &r->s[s])) != CLF_SUCCESS)
-            return fail(clf_strategy_name(STRATEGIES[s]), st);
+            return clf_bench_fail(NULL, clf_strategy_name(STRATEGIES[s]), st);
     }
     return EXIT_SUCCESS;
 }
@@ -353,7 +347,7 @@ static int chunk_overhead(clf_fleet *f, clf_program *p, config_result *c, const 
     if (raw < 0)
         return EXIT_FAILURE;
     if (st != CLF_SUCCESS)
-        return fail("many-chunk launch", st);
+        return clf_bench_fail(NULL, "many-chunk launch", st);
     c->chunk_count = many.rep.dev[0].chunks;
     c->chunk_raw = raw;
     c->chunk_wall = many.wall;
@@ -378,13 +372,13 @@ static int metrics_overhead(clf_fleet *f, clf_program *p, clf_fleet *off, clf_pr
     /* One warm-up each: the first launch of a kernel builds and uploads. */
     if ((st = timed_launch(f, p, &d, w, 1, 1, &r)) != CLF_SUCCESS ||
         (st = timed_launch(off, poff, &d, w, 1, 1, &r)) != CLF_SUCCESS)
-        return fail("metrics on/off warm-up", st);
+        return clf_bench_fail(NULL, "metrics on/off warm-up", st);
     for (unsigned k = 0; k < pairs; k++) {
         /* Alternate which goes first, so neither always runs on a warmer machine. */
         for (int j = 0; j < 2; j++) {
             int on = (j == 0) == (k % 2 == 0);
             if ((st = timed_launch(on ? f : off, on ? p : poff, &d, w, 0, 1, &r)) != CLF_SUCCESS)
-                return fail("metrics on/off", st);
+                return clf_bench_fail(NULL, "metrics on/off", st);
             (on ? ton : toff)[k] = r.wall;
         }
         ratio[k] = ton[k] / toff[k];
@@ -582,10 +576,10 @@ static int build(clf_fleet *f, clf_program **mandel, clf_program **busy)
 {
     clf_status st = clf_program_build_shipped(mandel, f, "mandelbrot", NULL);
     if (st != CLF_SUCCESS)
-        return fail("building mandelbrot", st);
+        return clf_bench_fail(NULL, "building mandelbrot", st);
     st = clf_program_build_shipped(busy, f, "busy", NULL);
     if (st != CLF_SUCCESS)
-        return fail("building busy", st);
+        return clf_bench_fail(NULL, "building busy", st);
     return EXIT_SUCCESS;
 }
 
@@ -670,12 +664,12 @@ static int balance_config(const opts *o)
     if (rc == EXIT_SUCCESS) {
         if ((st = create_metrics_off(&off, &fo)) != CLF_SUCCESS ||
             (st = clf_program_build_shipped(&poff, off, "mandelbrot", NULL)) != CLF_SUCCESS)
-            rc = fail("the fleet without metrics", st);
+            rc = clf_bench_fail(NULL, "the fleet without metrics", st);
         else
             rc = metrics_overhead(f, pm, off, poff, &c, &mw, o);
     }
     if (rc == EXIT_SUCCESS && (st = clf_metrics_json(f, &c.metrics_json)) != CLF_SUCCESS)
-        rc = fail("metrics", st);
+        rc = clf_bench_fail(NULL, "metrics", st);
     if (rc == EXIT_SUCCESS) {
         if (o->json) {
             print_config_json(&c);
@@ -883,7 +877,7 @@ static int cmd_scale(const opts *o)
                 clf_launch_desc d = desc_for(&w[i], STRATEGIES[s], devs, counts[c]);
                 st = timed_launch(f, i ? pb : pm, &d, &w[i], warmup, reps, &res[i][c][s]);
                 if (st != CLF_SUCCESS)
-                    rc = fail(clf_strategy_name(STRATEGIES[s]), st);
+                    rc = clf_bench_fail(NULL, clf_strategy_name(STRATEGIES[s]), st);
                 else if (c == 0)
                     base[i] = fmin(base[i], res[i][c][s].wall);
             }
