@@ -227,6 +227,18 @@ static void print_table(const bench *b, const run *r, size_t nr)
     }
 }
 
+/* One method's figures: {"time_s": ..., "algbw_gbps": ..., "busbw_gbps": ..., "correct": ...}. */
+static void json_method(const run *r, double s, int ok)
+{
+    printf("{\"time_s\": ");
+    clf_tool_json_num(s);
+    printf(", \"algbw_gbps\": ");
+    clf_tool_json_num(clf_bench_gbps(r->bytes, s));
+    printf(", \"busbw_gbps\": ");
+    clf_tool_json_num(busbw(r->bytes, s, r->ndev));
+    printf(", \"correct\": %s}", ok ? "true" : "false");
+}
+
 static void print_json(const bench *b, const run *r, size_t nr)
 {
     printf("{\n  \"benchmark\": \"allreduce\",\n  \"type\": \"float\",\n  \"op\": \"sum\",\n");
@@ -235,20 +247,12 @@ static void print_json(const bench *b, const run *r, size_t nr)
     clf_tool_json_num(b->memcpy_gbps);
     printf(",\n  \"results\": [");
     for (size_t i = 0; i < nr; i++) {
-        printf("%s\n    {\"devices\": %zu, \"bytes\": %zu, \"ring\": {\"time_s\": ", i ? "," : "",
-               r[i].ndev, r[i].bytes);
-        clf_tool_json_num(r[i].ring_s);
-        printf(", \"algbw_gbps\": ");
-        clf_tool_json_num(clf_bench_gbps(r[i].bytes, r[i].ring_s));
-        printf(", \"busbw_gbps\": ");
-        clf_tool_json_num(busbw(r[i].bytes, r[i].ring_s, r[i].ndev));
-        printf(", \"correct\": %s}, \"naive\": {\"time_s\": ", r[i].ring_ok ? "true" : "false");
-        clf_tool_json_num(r[i].naive_s);
-        printf(", \"algbw_gbps\": ");
-        clf_tool_json_num(clf_bench_gbps(r[i].bytes, r[i].naive_s));
-        printf(", \"busbw_gbps\": ");
-        clf_tool_json_num(busbw(r[i].bytes, r[i].naive_s, r[i].ndev));
-        printf(", \"correct\": %s}, \"speedup\": ", r[i].naive_ok ? "true" : "false");
+        printf("%s\n    {\"devices\": %zu, \"bytes\": %zu, \"ring\": ", i ? "," : "", r[i].ndev,
+               r[i].bytes);
+        json_method(&r[i], r[i].ring_s, r[i].ring_ok);
+        printf(", \"naive\": ");
+        json_method(&r[i], r[i].naive_s, r[i].naive_ok);
+        printf(", \"speedup\": ");
         clf_tool_json_num(r[i].naive_s / r[i].ring_s);
         printf("}");
     }
