@@ -194,11 +194,8 @@ static void usage(FILE *to)
 static int own_option(void *bench_, int argc, char **argv, int *i)
 {
     bench *b = bench_;
-    if (!strcmp(argv[*i], "--context-per-device")) {
-        b->per_device = 1;
-        return 1;
-    }
-    return clf_bench_size_option(argc, argv, i, "--max-size", 0, 4096, (size_t)1 << 32,
+    return clf_bench_flag_option(argv[*i], "--context-per-device", &b->per_device) ||
+           clf_bench_size_option(argc, argv, i, "--max-size", 0, 4096, (size_t)1 << 32,
                                  &b->max_bytes) ||
            clf_bench_size_option(argc, argv, i, "--chunk", 0, 4, SIZE_MAX, &b->chunk);
 }
@@ -300,11 +297,8 @@ int clf_bench_allreduce(int argc, char **argv)
 {
     bench b;
     memset(&b, 0, sizeof b);
-    b.opt.name = "allreduce";
-    b.opt.usage = usage;
-    b.opt.reps = 5;
-    b.opt.quick_reps = 2;
-    b.opt.devices = DEFAULT_SELECTION;
+    b.opt = (clf_bench_common){.name = "allreduce", .usage = usage, .reps = 5, .quick_reps = 2,
+                               .devices = DEFAULT_SELECTION};
     b.max_bytes = (size_t)256 << 20;
     int rc = clf_bench_parse(&b.opt, argc, argv, own_option, &b);
     if (rc >= 0)

@@ -215,22 +215,16 @@ static void usage(FILE *to)
 static int own_option(void *bench_, int argc, char **argv, int *i)
 {
     bench *b = bench_;
-    if (!strcmp(argv[*i], "--double")) {
-        b->dbl = 1;
-        return 1;
-    }
-    return clf_bench_size_option(argc, argv, i, "--size", 10, 1, 16384, &b->n);
+    return clf_bench_flag_option(argv[*i], "--double", &b->dbl) ||
+           clf_bench_size_option(argc, argv, i, "--size", 10, 1, 16384, &b->n);
 }
 
 int clf_bench_gemm(int argc, char **argv)
 {
     bench b;
     memset(&b, 0, sizeof b);
-    b.opt.name = "gemm";
-    b.opt.usage = usage;
-    b.opt.reps = 15;
-    b.opt.quick_reps = 3;
-    b.opt.devices = DEFAULT_SELECTION;
+    b.opt = (clf_bench_common){
+        .name = "gemm", .usage = usage, .reps = 15, .quick_reps = 3, .devices = DEFAULT_SELECTION};
     b.n = 768;
     int rc = clf_bench_parse(&b.opt, argc, argv, own_option, &b);
     if (rc >= 0)

@@ -149,11 +149,8 @@ static void usage(FILE *to)
 static int own_option(void *bench_, int argc, char **argv, int *i)
 {
     bench *b = bench_;
-    if (!strcmp(argv[*i], "--shared-context")) {
-        b->shared = 1;
-        return 1;
-    }
-    return clf_bench_size_option(argc, argv, i, "--max-size", 0, 4096, SIZE_MAX, &b->max_bytes);
+    return clf_bench_flag_option(argv[*i], "--shared-context", &b->shared) ||
+           clf_bench_size_option(argc, argv, i, "--max-size", 0, 4096, SIZE_MAX, &b->max_bytes);
 }
 
 static void print_table(const bench *b, const result *res, size_t nres)
@@ -322,11 +319,8 @@ int clf_bench_p2p(int argc, char **argv)
 {
     bench b;
     memset(&b, 0, sizeof b);
-    b.opt.name = "p2p";
-    b.opt.usage = usage;
-    b.opt.reps = 5;
-    b.opt.quick_reps = 2;
-    b.opt.devices = DEFAULT_SELECTION;
+    b.opt = (clf_bench_common){
+        .name = "p2p", .usage = usage, .reps = 5, .quick_reps = 2, .devices = DEFAULT_SELECTION};
     b.max_bytes = TARGET_BYTES;
     int rc = clf_bench_parse(&b.opt, argc, argv, own_option, &b);
     if (rc >= 0)

@@ -357,11 +357,8 @@ int clf_bench_pipeline(int argc, char **argv)
 {
     bench b;
     memset(&b, 0, sizeof b);
-    b.opt.name = "pipeline";
-    b.opt.usage = usage;
-    b.opt.reps = 3;
-    b.opt.quick_reps = 2;
-    b.opt.devices = DEFAULT_SELECTION;
+    b.opt = (clf_bench_common){.name = "pipeline", .usage = usage, .reps = 3, .quick_reps = 2,
+                               .devices = DEFAULT_SELECTION};
     b.items = 65536;
     b.batches = 64;
     b.target_ms = 5;

@@ -25,6 +25,14 @@ double clf_bench_median(double *v, size_t n)
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+int clf_bench_flag_option(const char *arg, const char *name, int *flag)
+{
+    if (strcmp(arg, name))
+        return 0;
+    *flag = 1;
+    return 1;
+}
+
 int clf_bench_size_option(int argc, char **argv, int *i, const char *name, int base, size_t min,
                           size_t max, size_t *out)
 {

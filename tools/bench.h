@@ -88,6 +88,9 @@ typedef int (*clf_bench_own_option)(void *bench, int argc, char **argv, int *i);
 int clf_bench_parse(clf_bench_common *c, int argc, char **argv, clf_bench_own_option own,
                     void *bench);
 
+/* arg is the flag `name`: sets *flag to 1 and returns 1; otherwise 0. */
+int clf_bench_flag_option(const char *arg, const char *name, int *flag);
+
 /*
  * argv[*i] is `name` and argv[*i + 1] a whole number in [min, max] (strtoull() in base
  * `base`, nothing after it): stores it in *out, moves *i on to it and returns 1; otherwise 0.
