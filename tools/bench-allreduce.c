@@ -20,11 +20,11 @@
 #include <time.h>
 
 #include "bench.h"
+#include "json.h"
 #include "clfleet.h"
 
-#define SKIP 77
 #define DEFAULT_SELECTION "type=cpu;platform=portable;name=pthread;split=1"
-#define MAX_REPS 64
+#define MAX_REPS CLF_BENCH_MAX_REPS
 #define MAX_DEV 3
 
 typedef struct run {
@@ -34,10 +34,9 @@ typedef struct run {
 } run;
 
 typedef struct bench {
-    int json, quick, per_device;
-    unsigned reps;
+    clf_bench_common opt;
+    int per_device;
     size_t max_bytes, chunk;
-    const char *devices;
     clf_fleet *fl;
     size_t nfleet;
     clf_buffer *buf[MAX_DEV];
@@ -45,29 +44,9 @@ typedef struct bench {
     double memcpy_gbps;
 } bench;
 
-static double gbps(size_t bytes, double s)
-{
-    return s > 0 ? (double)bytes / s / 1e9 : NAN;
-}
-
 static double busbw(size_t bytes, double s, size_t n)
 {
-    return gbps(bytes, s) * 2.0 * (double)(n - 1) / (double)n;
-}
-
-static void json_num(double v)
-{
-    if (isfinite(v))
-        printf("%.6g", v);
-    else
-        printf("null");
-}
-
-static int fail(const char *what, clf_status st)
-{
-    fprintf(stderr, "clfleet-bench allreduce: %s: %s: %s\n", what, clf_status_name(st),
-            clf_last_error());
-    return EXIT_FAILURE;
+    return clf_bench_gbps(bytes, s) * 2.0 * (double)(n - 1) / (double)n;
 }
 
 /* Small integers, different on every device: every sum is exact. */
@@ -157,7 +136,7 @@ static clf_status measure(bench *b, size_t n, size_t bytes, run *r)
     unsigned inner = bytes >= ((size_t)4 << 20) ? 1 : (unsigned)(((size_t)4 << 20) / bytes);
     if (inner > 32)
         inner = 32;
-    for (unsigned k = 0; k < b->reps; k++) {
+    for (unsigned k = 0; k < b->opt.reps; k++) {
         if ((st = upload(b, n, bytes)) != CLF_SUCCESS)
             return st;
         double t = clf_bench_now();
@@ -173,8 +152,8 @@ static clf_status measure(bench *b, size_t n, size_t bytes, run *r)
         if (st != CLF_SUCCESS)
             return st;
     }
-    r->ring_s = clf_bench_median(ring, b->reps);
-    r->naive_s = clf_bench_median(nv, b->reps);
+    r->ring_s = clf_bench_median(ring, b->opt.reps);
+    r->naive_s = clf_bench_median(nv, b->opt.reps);
     return CLF_SUCCESS;
 }
 
@@ -187,7 +166,7 @@ static double memcpy_rate(bench *b, size_t bytes)
         double t = clf_bench_now();
         memcpy(b->host[1], b->host[0], bytes);
         t = clf_bench_now() - t;
-        best = gbps(bytes, t) > best ? gbps(bytes, t) : best;
+        best = clf_bench_gbps(bytes, t) > best ? clf_bench_gbps(bytes, t) : best;
     }
     return best;
 }
@@ -211,11 +190,21 @@ static void usage(FILE *to)
           to);
 }
 
+/* --context-per-device, --max-size B and --chunk B. */
+static int own_option(void *bench_, int argc, char **argv, int *i)
+{
+    bench *b = bench_;
+    return clf_bench_flag_option(argv[*i], "--context-per-device", &b->per_device) ||
+           clf_bench_size_option(argc, argv, i, "--max-size", 0, 4096, (size_t)1 << 32,
+                                 &b->max_bytes) ||
+           clf_bench_size_option(argc, argv, i, "--chunk", 0, 4, SIZE_MAX, &b->chunk);
+}
+
 static void print_table(const bench *b, const run *r, size_t nr)
 {
     printf("clfleet-bench allreduce: float sum, %s, median of %u; GB/s = 1e9 bytes/s\n",
            b->per_device ? "one context per device (staged copies)" : "one context per platform",
-           b->reps);
+           b->opt.reps);
     for (size_t d = 0; d < b->nfleet && d < MAX_DEV; d++) {
         clf_device_info in;
         if (clf_device_get_info(b->fl, d, &in) == CLF_SUCCESS)
@@ -226,41 +215,42 @@ static void print_table(const bench *b, const run *r, size_t nr)
            "busbw", "naive us", "algbw", "busbw", "speedup");
     for (size_t i = 0; i < nr; i++) {
         char size[32];
-        if (r[i].bytes >= (1u << 20))
-            snprintf(size, sizeof size, "%zu MiB", r[i].bytes >> 20);
-        else
-            snprintf(size, sizeof size, "%zu KiB", r[i].bytes >> 10);
+        clf_bench_size_label(size, sizeof size, r[i].bytes);
         printf("%-4zu %9s  %10.1f %8.2f %8.2f  %10.1f %8.2f %8.2f  %7.2f%s\n", r[i].ndev, size,
-               r[i].ring_s * 1e6, gbps(r[i].bytes, r[i].ring_s),
+               r[i].ring_s * 1e6, clf_bench_gbps(r[i].bytes, r[i].ring_s),
                busbw(r[i].bytes, r[i].ring_s, r[i].ndev), r[i].naive_s * 1e6,
-               gbps(r[i].bytes, r[i].naive_s), busbw(r[i].bytes, r[i].naive_s, r[i].ndev),
+               clf_bench_gbps(r[i].bytes, r[i].naive_s), busbw(r[i].bytes, r[i].naive_s, r[i].ndev),
                r[i].naive_s / r[i].ring_s, r[i].ring_ok && r[i].naive_ok ? "" : "  WRONG RESULT");
     }
+}
+
+/* One method's figures: {"time_s": ..., "algbw_gbps": ..., "busbw_gbps": ..., "correct": ...}. */
+static void json_method(const run *r, double s, int ok)
+{
+    printf("{\"time_s\": ");
+    clf_tool_json_num(s);
+    printf(", \"algbw_gbps\": ");
+    clf_tool_json_num(clf_bench_gbps(r->bytes, s));
+    printf(", \"busbw_gbps\": ");
+    clf_tool_json_num(busbw(r->bytes, s, r->ndev));
+    printf(", \"correct\": %s}", ok ? "true" : "false");
 }
 
 static void print_json(const bench *b, const run *r, size_t nr)
 {
     printf("{\n  \"benchmark\": \"allreduce\",\n  \"type\": \"float\",\n  \"op\": \"sum\",\n");
     printf("  \"context\": \"%s\",\n  \"repetitions\": %u,\n  \"memcpy_gbps\": ",
-           b->per_device ? "per-device" : "per-platform", b->reps);
-    json_num(b->memcpy_gbps);
+           b->per_device ? "per-device" : "per-platform", b->opt.reps);
+    clf_tool_json_num(b->memcpy_gbps);
     printf(",\n  \"results\": [");
     for (size_t i = 0; i < nr; i++) {
-        printf("%s\n    {\"devices\": %zu, \"bytes\": %zu, \"ring\": {\"time_s\": ", i ? "," : "",
-               r[i].ndev, r[i].bytes);
-        json_num(r[i].ring_s);
-        printf(", \"algbw_gbps\": ");
-        json_num(gbps(r[i].bytes, r[i].ring_s));
-        printf(", \"busbw_gbps\": ");
-        json_num(busbw(r[i].bytes, r[i].ring_s, r[i].ndev));
-        printf(", \"correct\": %s}, \"naive\": {\"time_s\": ", r[i].ring_ok ? "true" : "false");
-        json_num(r[i].naive_s);
-        printf(", \"algbw_gbps\": ");
-        json_num(gbps(r[i].bytes, r[i].naive_s));
-        printf(", \"busbw_gbps\": ");
-        json_num(busbw(r[i].bytes, r[i].naive_s, r[i].ndev));
-        printf(", \"correct\": %s}, \"speedup\": ", r[i].naive_ok ? "true" : "false");
-        json_num(r[i].naive_s / r[i].ring_s);
+        printf("%s\n    {\"devices\": %zu, \"bytes\": %zu, \"ring\": ", i ? "," : "", r[i].ndev,
+               r[i].bytes);
+        json_method(&r[i], r[i].ring_s, r[i].ring_ok);
+        printf(", \"naive\": ");
+        json_method(&r[i], r[i].naive_s, r[i].naive_ok);
+        printf(", \"speedup\": ");
+        clf_tool_json_num(r[i].naive_s / r[i].ring_s);
         printf("}");
     }
     printf("\n  ]\n}\n");
@@ -280,7 +270,7 @@ static void teardown(bench *b)
 static clf_status setup(bench *b)
 {
     clf_fleet_options o = CLF_FLEET_OPTIONS_INIT;
-    o.devices = b->devices;
+    o.devices = b->opt.devices;
     o.context_per_device = b->per_device;
     clf_status st = clf_fleet_create(&b->fl, &o);
     if (st != CLF_SUCCESS)
@@ -307,69 +297,39 @@ int clf_bench_allreduce(int argc, char **argv)
 {
     bench b;
     memset(&b, 0, sizeof b);
-    b.reps = 5;
-    b.devices = DEFAULT_SELECTION;
+    b.opt = (clf_bench_common){.name = "allreduce", .usage = usage, .reps = 5, .quick_reps = 2,
+                               .devices = DEFAULT_SELECTION};
     b.max_bytes = (size_t)256 << 20;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        char *end = NULL;
-        if (!strcmp(a, "--json"))
-            b.json = 1;
-        else if (!strcmp(a, "--quick"))
-            b.quick = 1;
-        else if (!strcmp(a, "--context-per-device"))
-            b.per_device = 1;
-        else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(a, "--devices") && i + 1 < argc)
-            b.devices = argv[++i];
-        else if (!strcmp(a, "--reps") && i + 1 < argc &&
-                 (b.reps = (unsigned)strtoul(argv[i + 1], &end, 10), *end == '\0') && b.reps >= 1 &&
-                 b.reps <= MAX_REPS)
-            i++;
-        else if (!strcmp(a, "--max-size") && i + 1 < argc &&
-                 (b.max_bytes = (size_t)strtoull(argv[i + 1], &end, 0), *end == '\0') &&
-                 b.max_bytes >= 4096 && b.max_bytes <= ((size_t)1 << 32))
-            i++;
-        else if (!strcmp(a, "--chunk") && i + 1 < argc &&
-                 (b.chunk = (size_t)strtoull(argv[i + 1], &end, 0), *end == '\0') && b.chunk >= 4)
-            i++;
-        else {
-            fprintf(stderr, "clfleet-bench allreduce: bad argument '%s'\n", a);
-            usage(stderr);
-            return 2;
-        }
-    }
-    if (b.quick) {
-        b.reps = b.reps < 2 ? b.reps : 2;
-        if (b.max_bytes > ((size_t)1 << 20))
-            b.max_bytes = (size_t)1 << 20;
-    }
+    int rc = clf_bench_parse(&b.opt, argc, argv, own_option, &b);
+    if (rc >= 0)
+        return rc;
+    if (b.opt.quick && b.max_bytes > ((size_t)1 << 20))
+        b.max_bytes = (size_t)1 << 20;
     clf_status st = setup(&b);
-    if (st != CLF_SUCCESS) {
-        int skip = st == CLF_ERROR_NO_DEVICE || st == CLF_ERROR_NO_PLATFORM;
-        if (skip && b.fl)
-            fprintf(stderr, "clfleet-bench allreduce: need two devices, '%s' gives %zu\n",
-                    b.devices, b.nfleet);
-        else
-            fail("setup", st);
+    if (b.fl && (st == CLF_ERROR_NO_DEVICE || st == CLF_ERROR_NO_PLATFORM)) {
+        fprintf(stderr, "clfleet-bench allreduce: need two devices, '%s' gives %zu\n",
+                b.opt.devices, b.nfleet);
         teardown(&b);
-        return skip ? SKIP : EXIT_FAILURE;
+        return CLF_BENCH_SKIP;
+    }
+    if (st != CLF_SUCCESS) {
+        rc = clf_bench_setup_failed("allreduce", "setup", st);
+        teardown(&b);
+        return rc;
     }
     b.memcpy_gbps = memcpy_rate(&b, b.max_bytes);
     run res[2 * 16];
     size_t nr = 0;
-    int rc = 0;
+    rc = 0;
     for (size_t n = 2; n <= MAX_DEV && n <= b.nfleet && !rc; n++)
         for (size_t bytes = 4096; bytes <= b.max_bytes && !rc; bytes *= 4) {
             if ((st = measure(&b, n, bytes, &res[nr])) != CLF_SUCCESS)
-                rc = fail("measure", st);
+                rc = clf_bench_fail("allreduce", "measure", st);
             else
                 nr++;
         }
     if (!rc) {
-        if (b.json)
+        if (b.opt.json)
             print_json(&b, res, nr);
         else
             print_table(&b, res, nr);

@@ -19,12 +19,12 @@
 #include <string.h>
 
 #include "bench.h"
+#include "json.h"
 #include "clfleet.h"
 #include "clfleet/blas.h"
 
-#define SKIP 77
 #define DEFAULT_SELECTION "type=cpu;platform=portable;name=pthread;split=1"
-#define MAX_REPS 64
+#define MAX_REPS CLF_BENCH_MAX_REPS
 #define MAX_DEV 64
 #define NRUNS 6 /* one device, then the fleet with each strategy */
 #define SAMPLES 512
@@ -33,10 +33,9 @@ static const clf_strategy STRATEGIES[NRUNS - 1] = {CLF_STATIC, CLF_DYNAMIC, CLF_
                                                    CLF_MEMORY_AWARE, CLF_AUTO};
 
 typedef struct bench {
-    int json, quick, dbl, custom_devices;
-    unsigned reps;
+    clf_bench_common opt;
+    int dbl;
     size_t n;
-    const char *devices;
     clf_fleet *fl;
     size_t dev[MAX_DEV], ndev;
     void *a, *b, *c;
@@ -48,21 +47,6 @@ typedef struct figures {
     clf_launch_report rep[NRUNS]; /* of the last round */
     double max_err;
 } figures;
-
-static int fail(const char *what, clf_status st)
-{
-    fprintf(stderr, "clfleet-bench gemm: %s: %s: %s\n", what, clf_status_name(st),
-            clf_last_error());
-    return EXIT_FAILURE;
-}
-
-static void json_num(double v)
-{
-    if (isfinite(v))
-        printf("%.6g", v);
-    else
-        printf("null");
-}
 
 static clf_status call(bench *b, int run, clf_launch_report *rep)
 {
@@ -114,7 +98,7 @@ static void choose_devices(bench *b)
     b->ndev = 0;
     for (size_t i = 0; i < n && b->ndev < MAX_DEV; i++) {
         clf_device_get_info(b->fl, i, &in);
-        if (b->custom_devices || !first.is_sub_device ||
+        if (b->opt.devices_given || !first.is_sub_device ||
             (in.is_sub_device && in.parent_index == first.parent_index))
             b->dev[b->ndev++] = i;
     }
@@ -126,7 +110,7 @@ static clf_status measure(bench *b, figures *f)
     for (int r = 0; r < NRUNS; r++) /* warm-up: clBLAST's kernels, learned weights */
         if ((st = call(b, r, &f->rep[r])) != CLF_SUCCESS)
             return st;
-    for (unsigned k = 0; k < b->reps; k++)
+    for (unsigned k = 0; k < b->opt.reps; k++)
         for (int r = 0; r < NRUNS; r++) {
             double t0 = clf_bench_now();
             if ((st = call(b, r, &f->rep[r])) != CLF_SUCCESS)
@@ -136,12 +120,12 @@ static clf_status measure(bench *b, figures *f)
     f->max_err = check(b);
     for (int r = 0; r < NRUNS; r++) {
         double v[MAX_REPS], ratio[MAX_REPS];
-        memcpy(v, f->t[r], b->reps * sizeof *v);
-        for (unsigned k = 0; k < b->reps; k++)
+        memcpy(v, f->t[r], b->opt.reps * sizeof *v);
+        for (unsigned k = 0; k < b->opt.reps; k++)
             ratio[k] = f->t[0][k] / f->t[r][k];
-        f->median[r] = clf_bench_median(v, b->reps);
+        f->median[r] = clf_bench_median(v, b->opt.reps);
         f->best[r] = v[0]; /* sorted by clf_bench_median() */
-        f->speedup[r] = clf_bench_median(ratio, b->reps);
+        f->speedup[r] = clf_bench_median(ratio, b->opt.reps);
     }
     return CLF_SUCCESS;
 }
@@ -161,7 +145,7 @@ static void print_table(const bench *b, const figures *f)
 {
     double gflop = 2.0 * (double)b->n * (double)b->n * (double)b->n * 1e-9;
     printf("clfleet-bench gemm: %s %zu x %zu x %zu, %u interleaved rounds, %zu device(s):\n",
-           b->dbl ? "dgemm" : "sgemm", b->n, b->n, b->n, b->reps, b->ndev);
+           b->dbl ? "dgemm" : "sgemm", b->n, b->n, b->n, b->opt.reps, b->ndev);
     for (size_t i = 0; i < b->ndev; i++) {
         clf_device_info in;
         if (clf_device_get_info(b->fl, b->dev[i], &in) == CLF_SUCCESS)
@@ -185,8 +169,8 @@ static void print_json(const bench *b, const figures *f)
     double gflop = 2.0 * (double)b->n * (double)b->n * (double)b->n * 1e-9;
     printf("{\n  \"benchmark\": \"gemm\",\n  \"precision\": \"%s\",\n  \"size\": %zu,\n"
            "  \"rounds\": %u,\n  \"devices\": %zu,\n  \"max_relative_error\": ",
-           b->dbl ? "double" : "single", b->n, b->reps, b->ndev);
-    json_num(f->max_err);
+           b->dbl ? "double" : "single", b->n, b->opt.reps, b->ndev);
+    clf_tool_json_num(f->max_err);
     printf(",\n  \"runs\": [");
     for (int r = 0; r < NRUNS; r++) {
         printf("%s\n    {\"devices\": %zu, \"strategy\": \"%s\", \"ran_as\": \"%s\", "
@@ -194,17 +178,17 @@ static void print_json(const bench *b, const figures *f)
                r ? "," : "", r == 0 ? (size_t)1 : b->ndev,
                clf_strategy_name(r == 0 ? CLF_STATIC : STRATEGIES[r - 1]),
                clf_strategy_name(f->rep[r].strategy));
-        json_num(f->median[r]);
+        clf_tool_json_num(f->median[r]);
         printf(", \"median_gflops\": ");
-        json_num(gflop / f->median[r]);
+        clf_tool_json_num(gflop / f->median[r]);
         printf(", \"best_s\": ");
-        json_num(f->best[r]);
+        clf_tool_json_num(f->best[r]);
         printf(", \"best_gflops\": ");
-        json_num(gflop / f->best[r]);
+        clf_tool_json_num(gflop / f->best[r]);
         printf(", \"speedup\": ");
-        json_num(f->speedup[r]);
+        clf_tool_json_num(f->speedup[r]);
         printf(", \"efficiency\": ");
-        json_num(f->rep[r].efficiency);
+        clf_tool_json_num(f->rep[r].efficiency);
         printf("}");
     }
     printf("\n  ]\n}\n");
@@ -227,66 +211,44 @@ static void usage(FILE *to)
           to);
 }
 
+/* --double and --size N. */
+static int own_option(void *bench_, int argc, char **argv, int *i)
+{
+    bench *b = bench_;
+    return clf_bench_flag_option(argv[*i], "--double", &b->dbl) ||
+           clf_bench_size_option(argc, argv, i, "--size", 10, 1, 16384, &b->n);
+}
+
 int clf_bench_gemm(int argc, char **argv)
 {
     bench b;
     memset(&b, 0, sizeof b);
-    b.reps = 15;
+    b.opt = (clf_bench_common){
+        .name = "gemm", .usage = usage, .reps = 15, .quick_reps = 3, .devices = DEFAULT_SELECTION};
     b.n = 768;
-    b.devices = DEFAULT_SELECTION;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        char *end = NULL;
-        if (!strcmp(a, "--json"))
-            b.json = 1;
-        else if (!strcmp(a, "--quick"))
-            b.quick = 1;
-        else if (!strcmp(a, "--double"))
-            b.dbl = 1;
-        else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(a, "--devices") && i + 1 < argc) {
-            b.devices = argv[++i];
-            b.custom_devices = 1;
-        } else if (!strcmp(a, "--reps") && i + 1 < argc &&
-                   (b.reps = (unsigned)strtoul(argv[i + 1], &end, 10), *end == '\0') &&
-                   b.reps >= 1 && b.reps <= MAX_REPS)
-            i++;
-        else if (!strcmp(a, "--size") && i + 1 < argc &&
-                 (b.n = (size_t)strtoull(argv[i + 1], &end, 10), *end == '\0') && b.n >= 1 &&
-                 b.n <= 16384)
-            i++;
-        else {
-            fprintf(stderr, "clfleet-bench gemm: bad argument '%s'\n", a);
-            usage(stderr);
-            return 2;
-        }
-    }
-    if (b.quick) {
+    int rc = clf_bench_parse(&b.opt, argc, argv, own_option, &b);
+    if (rc >= 0)
+        return rc;
+    if (b.opt.quick)
         b.n = b.n < 192 ? b.n : 192;
-        b.reps = b.reps < 3 ? b.reps : 3;
-    }
     if (!clf_blas_available()) {
         fprintf(stderr, "clfleet-bench gemm: clfleet was built without clBLAST\n");
-        return SKIP;
+        return CLF_BENCH_SKIP;
     }
     clf_fleet_options o = CLF_FLEET_OPTIONS_INIT;
-    o.devices = b.devices;
+    o.devices = b.opt.devices;
     clf_status st = clf_fleet_create(&b.fl, &o);
-    if (st != CLF_SUCCESS) {
-        fail("fleet", st);
-        return st == CLF_ERROR_NO_DEVICE || st == CLF_ERROR_NO_PLATFORM ? SKIP : EXIT_FAILURE;
-    }
+    if (st != CLF_SUCCESS)
+        return clf_bench_setup_failed("gemm", "fleet", st);
     choose_devices(&b);
     size_t es = b.dbl ? sizeof(double) : sizeof(float);
-    int rc = 0;
+    rc = 0;
     figures *f = calloc(1, sizeof *f);
     b.a = malloc(b.n * b.n * es);
     b.b = malloc(b.n * b.n * es);
     b.c = malloc(b.n * b.n * es);
     if (!f || !b.a || !b.b || !b.c) {
-        rc = fail("memory", CLF_ERROR_OUT_OF_HOST_MEMORY);
+        rc = clf_bench_fail("gemm", "memory", CLF_ERROR_OUT_OF_HOST_MEMORY);
         goto out;
     }
     for (size_t i = 0; i < b.n * b.n; i++) {
@@ -301,7 +263,7 @@ int clf_bench_gemm(int argc, char **argv)
         }
     }
     if ((st = measure(&b, f)) != CLF_SUCCESS) {
-        rc = fail("gemm", st);
+        rc = clf_bench_fail("gemm", "gemm", st);
         goto out;
     }
     if (!(f->max_err <= (b.dbl ? 1e-10 : 1e-4))) {
@@ -309,7 +271,7 @@ int clf_bench_gemm(int argc, char **argv)
         rc = EXIT_FAILURE;
         goto out;
     }
-    if (b.json)
+    if (b.opt.json)
         print_json(&b, f);
     else
         print_table(&b, f);

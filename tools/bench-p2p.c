@@ -21,11 +21,11 @@
 #include <time.h>
 
 #include "bench.h"
+#include "json.h"
 #include "clfleet.h"
 
-#define SKIP 77
 #define DEFAULT_SELECTION "type=cpu;platform=portable;name=pthread"
-#define MAX_REPS 64
+#define MAX_REPS CLF_BENCH_MAX_REPS
 #define TARGET_BYTES ((size_t)256 << 20)
 
 enum { CHOSEN, STAGED, PINNED, NAIVE, NMETHODS };
@@ -44,49 +44,13 @@ typedef struct result {
 } result;
 
 typedef struct bench {
-    int json, quick, shared;
-    unsigned reps;
-    const char *devices;
+    clf_bench_common opt;
+    int shared;
     clf_fleet *fl[3]; /* chosen, staged, pinned */
     size_t ndev, max_bytes;
     clf_buffer **buf[3]; /* [fleet][device], max_bytes each */
     unsigned char *pattern, *host, *check, *h1, *h2;
 } bench;
-
-static void json_string(const char *s)
-{
-    putchar('"');
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            printf("\\%c", c);
-        else if (c < 0x20)
-            printf("\\u%04x", c);
-        else
-            putchar(c);
-    }
-    putchar('"');
-}
-
-static double gbps(size_t bytes, double s)
-{
-    return s > 0 ? (double)bytes / s / 1e9 : NAN;
-}
-
-static void json_num(double v)
-{
-    if (isfinite(v))
-        printf("%.6g", v);
-    else
-        printf("null");
-}
-
-static int fail(const char *what, clf_status st)
-{
-    fprintf(stderr, "clfleet-bench p2p: %s: %s: %s\n", what, clf_status_name(st),
-            clf_last_error());
-    return EXIT_FAILURE;
-}
 
 /* Copies per timed repetition: enough bytes that the clock resolves them. */
 static unsigned inner_count(size_t bytes)
@@ -127,7 +91,7 @@ static clf_status measure(bench *b, result *r)
     double t[NMETHODS + 1][MAX_REPS];
     unsigned inner = inner_count(r->bytes);
     clf_status st = CLF_SUCCESS;
-    for (unsigned k = 0; k < 1 + b->reps; k++) {
+    for (unsigned k = 0; k < 1 + b->opt.reps; k++) {
         for (int m = 0; m < NMETHODS; m++) {
             double t0 = clf_bench_now();
             for (unsigned i = 0; st == CLF_SUCCESS && i < inner; i++)
@@ -142,14 +106,14 @@ static clf_status measure(bench *b, result *r)
             t[NMETHODS][k - 1] = tm;
     }
     double rm[MAX_REPS], rn[MAX_REPS];
-    for (unsigned k = 0; k < b->reps; k++) {
+    for (unsigned k = 0; k < b->opt.reps; k++) {
         rm[k] = t[NMETHODS][k] / t[CHOSEN][k];
         rn[k] = t[NAIVE][k] / t[CHOSEN][k];
     }
-    r->vs_memcpy = clf_bench_median(rm, b->reps);
-    r->vs_naive = clf_bench_median(rn, b->reps);
+    r->vs_memcpy = clf_bench_median(rm, b->opt.reps);
+    r->vs_naive = clf_bench_median(rn, b->opt.reps);
     for (int m = 0; m < NMETHODS; m++) {
-        r->s[m] = clf_bench_median(t[m], b->reps);
+        r->s[m] = clf_bench_median(t[m], b->opt.reps);
         int f = m == NAIVE || m == CHOSEN ? 0 : m == STAGED ? 1 : 2;
         st = clf_buffer_write(b->buf[f][r->dst], 0, r->bytes, b->check);
         if (st == CLF_SUCCESS)
@@ -161,7 +125,7 @@ static clf_status measure(bench *b, result *r)
         r->ok[m] = memcmp(b->check, b->pattern, r->bytes) == 0;
         memset(b->check, 0xa5, r->bytes);
     }
-    r->memcpy_s = clf_bench_median(t[NMETHODS], b->reps);
+    r->memcpy_s = clf_bench_median(t[NMETHODS], b->opt.reps);
     return CLF_SUCCESS;
 }
 
@@ -181,10 +145,18 @@ static void usage(FILE *to)
           to);
 }
 
+/* --shared-context and --max-size B. */
+static int own_option(void *bench_, int argc, char **argv, int *i)
+{
+    bench *b = bench_;
+    return clf_bench_flag_option(argv[*i], "--shared-context", &b->shared) ||
+           clf_bench_size_option(argc, argv, i, "--max-size", 0, 4096, SIZE_MAX, &b->max_bytes);
+}
+
 static void print_table(const bench *b, const result *res, size_t nres)
 {
     printf("clfleet-bench p2p: %zu device(s), %s, median of %u; GB/s = 1e9 bytes/s\n", b->ndev,
-           b->shared ? "one context per platform" : "one context per device", b->reps);
+           b->shared ? "one context per platform" : "one context per device", b->opt.reps);
     for (size_t i = 0; i < b->ndev; i++) {
         clf_device_info in;
         if (clf_device_get_info(b->fl[0], i, &in) == CLF_SUCCESS)
@@ -197,16 +169,14 @@ static void print_table(const bench *b, const result *res, size_t nres)
         const result *r = &res[i];
         char pair[48], size[32], ch[64];
         snprintf(pair, sizeof pair, "%zu->%zu", r->src, r->dst);
-        if (r->bytes >= (1u << 20))
-            snprintf(size, sizeof size, "%zu MiB", r->bytes >> 20);
-        else
-            snprintf(size, sizeof size, "%zu KiB", r->bytes >> 10);
-        snprintf(ch, sizeof ch, "%.2f/%.0f", gbps(r->bytes, r->s[CHOSEN]), r->s[CHOSEN] * 1e6);
+        clf_bench_size_label(size, sizeof size, r->bytes);
+        snprintf(ch, sizeof ch, "%.2f/%.0f", clf_bench_gbps(r->bytes, r->s[CHOSEN]),
+                 r->s[CHOSEN] * 1e6);
         int bad = !r->ok[CHOSEN] || !r->ok[STAGED] || !r->ok[PINNED] || !r->ok[NAIVE];
         printf("%-7s %-12s %9s  %14s %8.2f %8.2f %8.2f %8.2f  %7.2f %7.2f%s\n", pair,
-               clf_path_name(r->path), size, ch, gbps(r->bytes, r->s[STAGED]),
-               gbps(r->bytes, r->s[PINNED]), gbps(r->bytes, r->s[NAIVE]),
-               gbps(r->bytes, r->memcpy_s), r->vs_memcpy, r->vs_naive,
+               clf_path_name(r->path), size, ch, clf_bench_gbps(r->bytes, r->s[STAGED]),
+               clf_bench_gbps(r->bytes, r->s[PINNED]), clf_bench_gbps(r->bytes, r->s[NAIVE]),
+               clf_bench_gbps(r->bytes, r->memcpy_s), r->vs_memcpy, r->vs_naive,
                bad ? "  WRONG RESULT" : "");
     }
 }
@@ -215,15 +185,15 @@ static void print_json(const bench *b, const result *res, size_t nres)
 {
     printf("{\n  \"benchmark\": \"p2p\",\n  \"context_per_device\": %s,\n  \"reps\": %u,\n"
            "  \"gb\": 1e9,\n  \"devices\": [",
-           b->shared ? "false" : "true", b->reps);
+           b->shared ? "false" : "true", b->opt.reps);
     for (size_t i = 0; i < b->ndev; i++) {
         clf_device_info in;
         clf_device_get_info(b->fl[0], i, &in);
         printf("%s", i ? ", " : "");
-        json_string(in.name);
+        clf_tool_json_string(in.name);
     }
     printf("],\n  \"cuda\": ");
-    json_string(clf_transfer_cuda_status(b->fl[0]));
+    clf_tool_json_string(clf_transfer_cuda_status(b->fl[0]));
     printf(",\n  \"results\": [");
     for (size_t i = 0; i < nres; i++) {
         const result *r = &res[i];
@@ -233,17 +203,17 @@ static void print_json(const bench *b, const result *res, size_t nres)
                r->direct ? "true" : "false");
         for (int m = 0; m < NMETHODS; m++) {
             printf(",\n     \"%s\": {\"gbps\": ", METHOD[m]);
-            json_num(gbps(r->bytes, r->s[m]));
+            clf_tool_json_num(clf_bench_gbps(r->bytes, r->s[m]));
             printf(", \"latency_us\": ");
-            json_num(r->s[m] * 1e6);
+            clf_tool_json_num(r->s[m] * 1e6);
             printf(", \"correct\": %s}", r->ok[m] ? "true" : "false");
         }
         printf(",\n     \"memcpy_gbps\": ");
-        json_num(gbps(r->bytes, r->memcpy_s));
+        clf_tool_json_num(clf_bench_gbps(r->bytes, r->memcpy_s));
         printf(", \"chosen_vs_memcpy\": ");
-        json_num(r->vs_memcpy);
+        clf_tool_json_num(r->vs_memcpy);
         printf(", \"chosen_vs_naive\": ");
-        json_num(r->vs_naive);
+        clf_tool_json_num(r->vs_naive);
         printf("}");
     }
     printf("\n  ],\n  \"target\": ");
@@ -278,7 +248,7 @@ static clf_status setup(bench *b)
     static const char *const transfer[3] = {NULL, "staged", "staged"};
     for (int f = 0; f < 3; f++) {
         clf_fleet_options o = CLF_FLEET_OPTIONS_INIT;
-        o.devices = b->devices;
+        o.devices = b->opt.devices;
         o.context_per_device = !b->shared;
         o.transfer = transfer[f] ? transfer[f] : "auto";
         /* The pinned pipeline is the staging path without its mapped shortcut. */
@@ -349,67 +319,38 @@ int clf_bench_p2p(int argc, char **argv)
 {
     bench b;
     memset(&b, 0, sizeof b);
-    b.reps = 5;
-    b.devices = DEFAULT_SELECTION;
+    b.opt = (clf_bench_common){
+        .name = "p2p", .usage = usage, .reps = 5, .quick_reps = 2, .devices = DEFAULT_SELECTION};
     b.max_bytes = TARGET_BYTES;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        char *end = NULL;
-        if (!strcmp(a, "--json"))
-            b.json = 1;
-        else if (!strcmp(a, "--quick"))
-            b.quick = 1;
-        else if (!strcmp(a, "--shared-context"))
-            b.shared = 1;
-        else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(a, "--devices") && i + 1 < argc)
-            b.devices = argv[++i];
-        else if (!strcmp(a, "--reps") && i + 1 < argc &&
-                 (b.reps = (unsigned)strtoul(argv[i + 1], &end, 10), *end == '\0') &&
-                 b.reps >= 1 && b.reps <= MAX_REPS)
-            i++;
-        else if (!strcmp(a, "--max-size") && i + 1 < argc &&
-                 (b.max_bytes = (size_t)strtoull(argv[i + 1], &end, 0), *end == '\0') &&
-                 b.max_bytes >= 4096)
-            i++;
-        else {
-            fprintf(stderr, "clfleet-bench p2p: bad argument '%s'\n", a);
-            usage(stderr);
-            return 2;
-        }
-    }
-    if (b.quick) {
-        b.reps = b.reps < 2 ? b.reps : 2;
-        if (b.max_bytes > ((size_t)16 << 20))
-            b.max_bytes = (size_t)16 << 20;
-    }
+    int rc = clf_bench_parse(&b.opt, argc, argv, own_option, &b);
+    if (rc >= 0)
+        return rc;
+    if (b.opt.quick && b.max_bytes > ((size_t)16 << 20))
+        b.max_bytes = (size_t)16 << 20;
     clf_status st = setup(&b);
     if (st != CLF_SUCCESS) {
-        int no_dev = st == CLF_ERROR_NO_DEVICE || st == CLF_ERROR_NO_PLATFORM;
-        fail("setup", st);
+        rc = clf_bench_setup_failed("p2p", "setup", st);
         teardown(&b);
-        return no_dev ? SKIP : EXIT_FAILURE;
+        return rc;
     }
     if (b.ndev < 2) {
-        fprintf(stderr, "clfleet-bench p2p: need two devices, '%s' gives %zu\n", b.devices,
+        fprintf(stderr, "clfleet-bench p2p: need two devices, '%s' gives %zu\n", b.opt.devices,
                 b.ndev);
         teardown(&b);
-        return SKIP;
+        return CLF_BENCH_SKIP;
     }
     size_t sizes[16], nsizes = 0;
     for (size_t s = 4096; s <= b.max_bytes && nsizes < 16; s *= 4)
-        if (!b.quick || s == 4096 || s == ((size_t)256 << 10) || s == ((size_t)16 << 20))
+        if (!b.opt.quick || s == 4096 || s == ((size_t)256 << 10) || s == ((size_t)16 << 20))
             sizes[nsizes++] = s;
     size_t npairs = b.ndev * (b.ndev - 1);
     result *res = calloc(npairs * nsizes, sizeof *res);
     size_t nres = 0;
     if (!res) {
         teardown(&b);
-        return fail("results", CLF_ERROR_OUT_OF_HOST_MEMORY);
+        return clf_bench_fail("p2p", "results", CLF_ERROR_OUT_OF_HOST_MEMORY);
     }
-    int rc = 0;
+    rc = 0;
     for (size_t s = 0; s < b.ndev && !rc; s++)
         for (size_t d = 0; d < b.ndev && !rc; d++) {
             if (s == d)
@@ -420,13 +361,13 @@ int clf_bench_p2p(int argc, char **argv)
                 clf_transfer_path(b.fl[0], s, d, &r->path, &r->direct);
                 st = measure(&b, r);
                 if (st != CLF_SUCCESS)
-                    rc = fail("copy", st);
+                    rc = clf_bench_fail("p2p", "copy", st);
                 else
                     nres++;
             }
         }
     if (!rc) {
-        if (b.json) {
+        if (b.opt.json) {
             print_json(&b, res, nres);
         } else {
             print_table(&b, res, nres);

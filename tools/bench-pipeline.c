@@ -27,11 +27,11 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "json.h"
 #include "clfleet.h"
 
-#define SKIP 77
 #define DEFAULT_SELECTION "type=cpu;platform=portable;name=pthread;split=1"
-#define MAX_REPS 64
+#define MAX_REPS CLF_BENCH_MAX_REPS
 #define NSTAGE 3
 
 static const char SRC[] =
@@ -49,13 +49,11 @@ static const char SRC[] =
     "}\n";
 
 typedef struct bench {
-    int json, quick;
-    unsigned reps;
+    clf_bench_common opt;
     size_t items, batches;
     double costs[NSTAGE];
     int iters[NSTAGE];
     size_t dev[NSTAGE];
-    const char *devices;
     double target_ms; /* the cost-1 stage's time per batch */
     clf_fleet *fl;
     clf_program *prog;
@@ -98,21 +96,6 @@ static void host_bound(const bench *b, figures *f)
     f->host_bound = bound < 1 ? bound : 1;
 }
 
-static void json_num(double v)
-{
-    if (isfinite(v))
-        printf("%.6g", v);
-    else
-        printf("null");
-}
-
-static int fail(const char *what, clf_status st)
-{
-    fprintf(stderr, "clfleet-bench pipeline: %s: %s: %s\n", what, clf_status_name(st),
-            clf_last_error());
-    return EXIT_FAILURE;
-}
-
 /* A pipeline of stages first..first+n-1 (n = 1: one stage alone). */
 static clf_status make(bench *b, size_t first, size_t n, int serial, clf_pipeline **out)
 {
@@ -145,7 +128,7 @@ static clf_status timed(bench *b, clf_pipeline *pl, size_t batches, double *secs
     double t[MAX_REPS];
     clf_pipeline_report reps[MAX_REPS];
     clf_status st = clf_pipeline_run(pl, b->in, b->out, batches < 4 ? batches : 4, NULL);
-    for (unsigned k = 0; k < b->reps && st == CLF_SUCCESS; k++) {
+    for (unsigned k = 0; k < b->opt.reps && st == CLF_SUCCESS; k++) {
         double t0 = clf_bench_now();
         st = clf_pipeline_run(pl, b->in, b->out, batches, &reps[k]);
         t[k] = clf_bench_now() - t0;
@@ -153,11 +136,11 @@ static clf_status timed(bench *b, clf_pipeline *pl, size_t batches, double *secs
     if (st != CLF_SUCCESS)
         return st;
     double sorted[MAX_REPS];
-    memcpy(sorted, t, b->reps * sizeof *t);
-    *secs = clf_bench_median(sorted, b->reps);
+    memcpy(sorted, t, b->opt.reps * sizeof *t);
+    *secs = clf_bench_median(sorted, b->opt.reps);
     if (rep) {
         size_t best = 0;
-        for (unsigned k = 1; k < b->reps; k++)
+        for (unsigned k = 1; k < b->opt.reps; k++)
             if (fabs(t[k] - *secs) < fabs(t[best] - *secs))
                 best = k;
         *rep = reps[best];
@@ -252,6 +235,37 @@ static int parse_list(const char *s, double *v, int integers)
     return *s == '\0';
 }
 
+/* --batches N, --items N, --ms T, --costs L and --stage-devices L. */
+static int own_option(void *bench_, int argc, char **argv, int *i)
+{
+    bench *b = bench_;
+    const char *a = argv[*i];
+    if (!strcmp(a, "--batches"))
+        return clf_bench_size_option(argc, argv, i, a, 10, 2, 100000, &b->batches);
+    if (!strcmp(a, "--items"))
+        return clf_bench_size_option(argc, argv, i, a, 10, 64, (size_t)1 << 26, &b->items) &&
+               b->items % 64 == 0;
+    if (*i + 1 >= argc)
+        return 0;
+    const char *value = argv[*i + 1];
+    char *end = NULL;
+    double v[NSTAGE];
+    if (!strcmp(a, "--ms")) {
+        b->target_ms = strtod(value, &end);
+        if (*end != '\0' || !(b->target_ms > 0 && b->target_ms <= 1000))
+            return 0;
+    } else if (!strcmp(a, "--costs") && parse_list(value, v, 0)) {
+        memcpy(b->costs, v, sizeof v);
+    } else if (!strcmp(a, "--stage-devices") && parse_list(value, v, 1)) {
+        for (int s = 0; s < NSTAGE; s++)
+            b->dev[s] = (size_t)v[s];
+    } else {
+        return 0;
+    }
+    ++*i;
+    return 1;
+}
+
 static void print_table(const bench *b, const figures *f)
 {
     double nb = (double)b->batches;
@@ -260,7 +274,7 @@ static void print_table(const bench *b, const figures *f)
         worst = f->alone_s[s] > worst ? f->alone_s[s] : worst;
     printf("clfleet-bench pipeline: 3 stages, %zu batches of %zu floats, costs %g,%g,%g, "
            "median of %u\n",
-           b->batches, b->items, b->costs[0], b->costs[1], b->costs[2], b->reps);
+           b->batches, b->items, b->costs[0], b->costs[1], b->costs[2], b->opt.reps);
     for (int s = 0; s < NSTAGE; s++) {
         clf_device_info in;
         if (clf_device_get_info(b->fl, b->dev[s], &in) == CLF_SUCCESS)
@@ -301,39 +315,39 @@ static void print_json(const bench *b, const figures *f)
         worst = f->alone_s[s] > worst ? f->alone_s[s] : worst;
     printf("{\n  \"benchmark\": \"pipeline\",\n  \"stages\": 3,\n  \"batches\": %zu,\n"
            "  \"items\": %zu,\n  \"repetitions\": %u,\n  \"costs\": [%g, %g, %g],\n",
-           b->batches, b->items, b->reps, b->costs[0], b->costs[1], b->costs[2]);
+           b->batches, b->items, b->opt.reps, b->costs[0], b->costs[1], b->costs[2]);
     printf("  \"serial_batches_per_s\": ");
-    json_num(nb / f->serial_s);
+    clf_tool_json_num(nb / f->serial_s);
     printf(",\n  \"pipelined_batches_per_s\": ");
-    json_num(nb / f->pipe_s);
+    clf_tool_json_num(nb / f->pipe_s);
     printf(",\n  \"alone_batches_per_s\": [");
     for (int s = 0; s < NSTAGE; s++) {
         printf("%s", s ? ", " : "");
-        json_num(nb / f->alone_s[s]);
+        clf_tool_json_num(nb / f->alone_s[s]);
     }
     printf("],\n  \"speedup_over_serial\": ");
-    json_num(f->serial_s / f->pipe_s);
+    clf_tool_json_num(f->serial_s / f->pipe_s);
     printf(",\n  \"ratio_to_ideal\": ");
-    json_num(worst / f->pipe_s);
+    clf_tool_json_num(worst / f->pipe_s);
     printf(",\n  \"host_cores\": %ld,\n  \"host_bound\": ", f->cores);
     if (f->host_bound > 0)
-        json_num(f->host_bound);
+        clf_tool_json_num(f->host_bound);
     else
         printf("null");
     printf(",\n  \"report_efficiency\": ");
-    json_num(f->rep.efficiency);
+    clf_tool_json_num(f->rep.efficiency);
     printf(",\n  \"stage_reports\": [");
     for (size_t s = 0; s < f->rep.num_stages; s++) {
         const clf_stage_report *r = &f->rep.stage[s];
         printf("%s\n    {\"device\": %zu, \"iterations\": %d, \"busy_s\": ", s ? "," : "",
                r->device, b->iters[s]);
-        json_num(r->busy_s);
+        clf_tool_json_num(r->busy_s);
         printf(", \"batches_per_s\": ");
-        json_num(r->batches_per_s);
+        clf_tool_json_num(r->batches_per_s);
         printf(", \"items_per_s\": ");
-        json_num(r->items_per_s);
+        clf_tool_json_num(r->items_per_s);
         printf(", \"utilization\": ");
-        json_num(r->utilization);
+        clf_tool_json_num(r->utilization);
         printf("}");
     }
     printf("\n  ]\n}\n");
@@ -343,8 +357,8 @@ int clf_bench_pipeline(int argc, char **argv)
 {
     bench b;
     memset(&b, 0, sizeof b);
-    b.reps = 3;
-    b.devices = DEFAULT_SELECTION;
+    b.opt = (clf_bench_common){.name = "pipeline", .usage = usage, .reps = 3, .quick_reps = 2,
+                               .devices = DEFAULT_SELECTION};
     b.items = 65536;
     b.batches = 64;
     b.target_ms = 5;
@@ -352,68 +366,26 @@ int clf_bench_pipeline(int argc, char **argv)
         b.costs[s] = 1;
         b.dev[s] = (size_t)s;
     }
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        char *end = NULL;
-        double v[NSTAGE];
-        if (!strcmp(a, "--json"))
-            b.json = 1;
-        else if (!strcmp(a, "--quick"))
-            b.quick = 1;
-        else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(a, "--devices") && i + 1 < argc)
-            b.devices = argv[++i];
-        else if (!strcmp(a, "--reps") && i + 1 < argc &&
-                 (b.reps = (unsigned)strtoul(argv[i + 1], &end, 10), *end == '\0') && b.reps >= 1 &&
-                 b.reps <= MAX_REPS)
-            i++;
-        else if (!strcmp(a, "--batches") && i + 1 < argc &&
-                 (b.batches = (size_t)strtoull(argv[i + 1], &end, 10), *end == '\0') &&
-                 b.batches >= 2 && b.batches <= 100000)
-            i++;
-        else if (!strcmp(a, "--items") && i + 1 < argc &&
-                 (b.items = (size_t)strtoull(argv[i + 1], &end, 10), *end == '\0') &&
-                 b.items >= 64 && b.items % 64 == 0 && b.items <= ((size_t)1 << 26))
-            i++;
-        else if (!strcmp(a, "--ms") && i + 1 < argc &&
-                 (b.target_ms = strtod(argv[i + 1], &end), *end == '\0') && b.target_ms > 0 &&
-                 b.target_ms <= 1000)
-            i++;
-        else if (!strcmp(a, "--costs") && i + 1 < argc && parse_list(argv[i + 1], v, 0)) {
-            memcpy(b.costs, v, sizeof v);
-            i++;
-        } else if (!strcmp(a, "--stage-devices") && i + 1 < argc && parse_list(argv[i + 1], v, 1)) {
-            for (int s = 0; s < NSTAGE; s++)
-                b.dev[s] = (size_t)v[s];
-            i++;
-        } else {
-            fprintf(stderr, "clfleet-bench pipeline: bad argument '%s'\n", a);
-            usage(stderr);
-            return 2;
-        }
-    }
-    if (b.quick) {
-        b.reps = b.reps < 2 ? b.reps : 2;
+    int rc = clf_bench_parse(&b.opt, argc, argv, own_option, &b);
+    if (rc >= 0)
+        return rc;
+    if (b.opt.quick) {
         b.batches = b.batches < 16 ? b.batches : 16;
         b.target_ms = b.target_ms < 1 ? b.target_ms : 1;
     }
-    int rc = 0;
+    rc = 0;
     clf_fleet_options o = CLF_FLEET_OPTIONS_INIT;
-    o.devices = b.devices;
+    o.devices = b.opt.devices;
     clf_status st = clf_fleet_create(&b.fl, &o);
-    if (st != CLF_SUCCESS) {
-        fail("fleet", st);
-        return st == CLF_ERROR_NO_DEVICE || st == CLF_ERROR_NO_PLATFORM ? SKIP : EXIT_FAILURE;
-    }
+    if (st != CLF_SUCCESS)
+        return clf_bench_setup_failed("pipeline", "fleet", st);
     size_t n = clf_fleet_device_count(b.fl);
     for (int s = 0; s < NSTAGE; s++)
         if (b.dev[s] >= n) {
             fprintf(stderr, "clfleet-bench pipeline: stage device %zu, but '%s' gives %zu\n",
-                    b.dev[s], b.devices, n);
+                    b.dev[s], b.opt.devices, n);
             clf_fleet_destroy(b.fl);
-            return SKIP;
+            return CLF_BENCH_SKIP;
         }
     b.in = malloc(b.batches * b.items * sizeof(float));
     b.out = malloc(b.batches * b.items * sizeof(float));
@@ -421,38 +393,38 @@ int clf_bench_pipeline(int argc, char **argv)
     memset(&f, 0, sizeof f);
     clf_pipeline *pl = NULL;
     if (!b.in || !b.out) {
-        rc = fail("memory", CLF_ERROR_OUT_OF_HOST_MEMORY);
+        rc = clf_bench_fail("pipeline", "memory", CLF_ERROR_OUT_OF_HOST_MEMORY);
         goto out;
     }
     for (size_t i = 0; i < b.batches * b.items; i++)
         b.in[i] = (float)(i % 1000) * 0.001f;
     if ((st = clf_program_build_source(&b.prog, b.fl, SRC, NULL)) != CLF_SUCCESS ||
         (st = calibrate(&b)) != CLF_SUCCESS) {
-        rc = fail("setup", st);
+        rc = clf_bench_fail("pipeline", "setup", st);
         goto out;
     }
     for (int s = 0; s < NSTAGE && !rc; s++) {
         if ((st = make(&b, (size_t)s, 1, 0, &pl)) != CLF_SUCCESS ||
             (st = timed(&b, pl, b.batches, &f.alone_s[s], NULL)) != CLF_SUCCESS)
-            rc = fail("stage alone", st);
+            rc = clf_bench_fail("pipeline", "stage alone", st);
         clf_pipeline_destroy(pl);
         pl = NULL;
     }
     if (!rc && ((st = make(&b, 0, NSTAGE, 1, &pl)) != CLF_SUCCESS ||
                 (st = timed(&b, pl, b.batches, &f.serial_s, NULL)) != CLF_SUCCESS))
-        rc = fail("serial", st);
+        rc = clf_bench_fail("pipeline", "serial", st);
     clf_pipeline_destroy(pl);
     pl = NULL;
     if (!rc && ((st = make(&b, 0, NSTAGE, 0, &pl)) != CLF_SUCCESS ||
                 (st = timed(&b, pl, b.batches, &f.pipe_s, &f.rep)) != CLF_SUCCESS))
-        rc = fail("pipelined", st);
+        rc = clf_bench_fail("pipeline", "pipelined", st);
     if (!rc && !check(&b)) {
         fprintf(stderr, "clfleet-bench pipeline: wrong result\n");
         rc = EXIT_FAILURE;
     }
     if (!rc) {
         host_bound(&b, &f);
-        if (b.json)
+        if (b.opt.json)
             print_json(&b, &f);
         else
             print_table(&b, &f);

@@ -32,9 +32,10 @@
 
 #include "clfleet.h"
 #include "bench.h"
+#include "json.h"
 #include "clfleet/opencl.h"
 
-#define EXIT_SKIP 77 /* no suitable devices (automake's "skipped") */
+#define EXIT_SKIP CLF_BENCH_SKIP /* no suitable devices (automake's "skipped") */
 #define MAX_DEV 64
 #define NSTRAT 5
 
@@ -70,36 +71,6 @@ static size_t median_index(const double *v, size_t n)
         if (v[i] == m)
             return i;
     return 0;
-}
-
-static void json_string(FILE *to, const char *s)
-{
-    fputc('"', to);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            fprintf(to, "\\%c", c);
-        else if (c < 0x20)
-            fprintf(to, "\\u%04x", c);
-        else
-            fputc(c, to);
-    }
-    fputc('"', to);
-}
-
-/* JSON has no NaN or infinity. */
-static void json_num(FILE *to, double v)
-{
-    if (isfinite(v))
-        fprintf(to, "%.6g", v);
-    else
-        fputs("null", to);
-}
-
-static int fail(const char *what, clf_status st)
-{
-    fprintf(stderr, "clfleet-bench: %s: %s: %s\n", what, clf_status_name(st), clf_last_error());
-    return EXIT_FAILURE;
 }
 
 /*
@@ -333,7 +304,7 @@ static int run_workload(clf_fleet *f, clf_program *p, const config_result *c, wo
         clf_launch_desc d = desc_for(w, CLF_STATIC, &c->dev[k], 1);
         run_result one;
         if ((st = timed_launch(f, p, &d, w, 1, reps, &one)) != CLF_SUCCESS)
-            return fail("single-device launch", st);
+            return clf_bench_fail(NULL, "single-device launch", st);
         r->single[k] = one.wall;
     }
     r->best = r->single[1] < r->single[0];
@@ -346,7 +317,7 @@ static int run_workload(clf_fleet *f, clf_program *p, const config_result *c, wo
         if (traw[k] < 0)
             return EXIT_FAILURE;
         if ((st = timed_launch(f, p, &d, w, 0, 1, &one)) != CLF_SUCCESS)
-            return fail("single-device launch", st);
+            return clf_bench_fail(NULL, "single-device launch", st);
         tclf[k] = one.wall;
         ratio[k] = tclf[k] / traw[k];
     }
@@ -356,7 +327,7 @@ static int run_workload(clf_fleet *f, clf_program *p, const config_result *c, wo
     for (size_t s = 0; s < NSTRAT; s++) {
         clf_launch_desc d = desc_for(w, STRATEGIES[s], c->dev, 2);
         if ((st = timed_launch(f, p, &d, w, warmup, reps, &r->s[s])) != CLF_SUCCESS)
-            return fail(clf_strategy_name(STRATEGIES[s]), st);
+            return clf_bench_fail(NULL, clf_strategy_name(STRATEGIES[s]), st);
     }
     return EXIT_SUCCESS;
 }
@@ -376,7 +347,7 @@ static int chunk_overhead(clf_fleet *f, clf_program *p, config_result *c, const 
     if (raw < 0)
         return EXIT_FAILURE;
     if (st != CLF_SUCCESS)
-        return fail("many-chunk launch", st);
+        return clf_bench_fail(NULL, "many-chunk launch", st);
     c->chunk_count = many.rep.dev[0].chunks;
     c->chunk_raw = raw;
     c->chunk_wall = many.wall;
@@ -401,13 +372,13 @@ static int metrics_overhead(clf_fleet *f, clf_program *p, clf_fleet *off, clf_pr
     /* One warm-up each: the first launch of a kernel builds and uploads. */
     if ((st = timed_launch(f, p, &d, w, 1, 1, &r)) != CLF_SUCCESS ||
         (st = timed_launch(off, poff, &d, w, 1, 1, &r)) != CLF_SUCCESS)
-        return fail("metrics on/off warm-up", st);
+        return clf_bench_fail(NULL, "metrics on/off warm-up", st);
     for (unsigned k = 0; k < pairs; k++) {
         /* Alternate which goes first, so neither always runs on a warmer machine. */
         for (int j = 0; j < 2; j++) {
             int on = (j == 0) == (k % 2 == 0);
             if ((st = timed_launch(on ? f : off, on ? p : poff, &d, w, 0, 1, &r)) != CLF_SUCCESS)
-                return fail("metrics on/off", st);
+                return clf_bench_fail(NULL, "metrics on/off", st);
             (on ? ton : toff)[k] = r.wall;
         }
         ratio[k] = ton[k] / toff[k];
@@ -514,84 +485,84 @@ static void print_config_table(const config_result *c)
 static void print_config_json(const config_result *c)
 {
     printf("{\"name\": ");
-    json_string(stdout, c->name);
+    clf_tool_json_string(c->name);
     printf(", \"description\": ");
-    json_string(stdout, c->description);
+    clf_tool_json_string(c->description);
     printf(",\n   \"devices\": [");
     for (size_t k = 0; k < 2; k++) {
         printf("%s{\"index\": %zu, \"name\": ", k ? ", " : "", c->dev[k]);
-        json_string(stdout, c->info[k].name);
+        clf_tool_json_string(c->info[k].name);
         printf(", \"compute_units\": %u}", c->info[k].compute_units);
     }
     printf("],\n   \"workloads\": [");
     for (size_t i = 0; i < 2; i++) {
         const workload_result *r = &c->w[i];
         printf("%s\n    {\"kernel\": ", i ? "," : "");
-        json_string(stdout, r->name);
+        clf_tool_json_string(r->name);
         printf(", \"params\": ");
-        json_string(stdout, r->params);
+        clf_tool_json_string(r->params);
         printf(", \"single_device_s\": [");
-        json_num(stdout, r->single[0]);
+        clf_tool_json_num(r->single[0]);
         printf(", ");
-        json_num(stdout, r->single[1]);
+        clf_tool_json_num(r->single[1]);
         printf("], \"best_single_device\": %zu, \"raw_opencl_s\": ", c->dev[r->best]);
-        json_num(stdout, r->raw);
+        clf_tool_json_num(r->raw);
         printf(", \"clfleet_one_device_s\": ");
-        json_num(stdout, r->clf_one);
+        clf_tool_json_num(r->clf_one);
         printf(", \"overhead_ratio\": ");
-        json_num(stdout, r->overhead + 1);
+        clf_tool_json_num(r->overhead + 1);
         printf(",\n     \"strategies\": [");
         for (size_t s = 0; s < NSTRAT; s++) {
             const run_result *x = &r->s[s];
             printf("%s\n      {\"strategy\": \"%s\", \"ran_as\": \"%s\", \"reason\": ",
                    s ? "," : "", clf_strategy_name(STRATEGIES[s]),
                    clf_strategy_name(x->rep.strategy) ? clf_strategy_name(x->rep.strategy) : "?");
-            json_string(stdout, x->rep.reason);
+            clf_tool_json_string(x->rep.reason);
             printf(", \"wall_s\": ");
-            json_num(stdout, x->wall);
+            clf_tool_json_num(x->wall);
             printf(", \"makespan_s\": ");
-            json_num(stdout, x->rep.makespan_s);
+            clf_tool_json_num(x->rep.makespan_s);
             printf(", \"speedup\": ");
-            json_num(stdout, r->single[r->best] / x->wall);
+            clf_tool_json_num(r->single[r->best] / x->wall);
             printf(", \"efficiency\": ");
-            json_num(stdout, x->rep.efficiency);
+            clf_tool_json_num(x->rep.efficiency);
             printf(", \"imbalance\": ");
-            json_num(stdout, x->rep.imbalance);
+            clf_tool_json_num(x->rep.imbalance);
             printf(",\n       \"share\": [");
             for (size_t k = 0; k < 2; k++) {
                 printf("%s", k ? ", " : "");
-                json_num(stdout, x->rep.dev[k].share);
+                clf_tool_json_num(x->rep.dev[k].share);
             }
             printf("], \"items\": [%llu, %llu], \"chunks\": [%u, %u], \"busy_s\": [",
                    (unsigned long long)x->rep.dev[0].items, (unsigned long long)x->rep.dev[1].items,
                    x->rep.dev[0].chunks, x->rep.dev[1].chunks);
-            json_num(stdout, x->rep.dev[0].busy_s);
+            clf_tool_json_num(x->rep.dev[0].busy_s);
             printf(", ");
-            json_num(stdout, x->rep.dev[1].busy_s);
+            clf_tool_json_num(x->rep.dev[1].busy_s);
             printf("]}");
         }
         printf("]}");
     }
     printf("],\n   \"per_chunk_overhead_us\": ");
-    json_num(stdout, c->chunk_us);
+    clf_tool_json_num(c->chunk_us);
     printf(", \"overhead_chunks\": %u, \"overhead_wall_s\": ", c->chunk_count);
-    json_num(stdout, c->chunk_wall);
+    clf_tool_json_num(c->chunk_wall);
     printf(", \"overhead_raw_s\": ");
-    json_num(stdout, c->chunk_raw);
+    clf_tool_json_num(c->chunk_raw);
     printf(",\n   \"metrics_on_off_ratio\": ");
-    json_num(stdout, c->metrics_ratio);
+    clf_tool_json_num(c->metrics_ratio);
     printf(", \"metrics_on_s\": ");
-    json_num(stdout, c->metrics_on);
+    clf_tool_json_num(c->metrics_on);
     printf(", \"metrics_off_s\": ");
-    json_num(stdout, c->metrics_off);
+    clf_tool_json_num(c->metrics_off);
     printf(",\n   \"metrics\": %s", c->metrics_json ? c->metrics_json : "null");
     targets t = config_targets(c);
     printf(",\n   \"targets\": {\"min_dynamic_guided_efficiency\": ");
-    json_num(stdout, t.min_efficiency);
+    clf_tool_json_num(t.min_efficiency);
     printf(", \"regular_speedup\": ");
-    json_num(stdout, t.regular_speedup);
+    clf_tool_json_num(t.regular_speedup);
     printf(", \"overhead_100ms\": ");
-    json_num(stdout, t.overhead);
+    clf_tool_json_num(t.overhead);
     printf(",\n     \"efficiency_met\": %s, \"speedup_met\": %s, \"overhead_met\": %s}}\n",
            t.min_efficiency >= 0.95 ? "true" : "false",
            t.regular_speedup >= 1.85 ? "true" : "false",
@@ -605,10 +576,10 @@ static int build(clf_fleet *f, clf_program **mandel, clf_program **busy)
 {
     clf_status st = clf_program_build_shipped(mandel, f, "mandelbrot", NULL);
     if (st != CLF_SUCCESS)
-        return fail("building mandelbrot", st);
+        return clf_bench_fail(NULL, "building mandelbrot", st);
     st = clf_program_build_shipped(busy, f, "busy", NULL);
     if (st != CLF_SUCCESS)
-        return fail("building busy", st);
+        return clf_bench_fail(NULL, "building busy", st);
     return EXIT_SUCCESS;
 }
 
@@ -693,12 +664,12 @@ static int balance_config(const opts *o)
     if (rc == EXIT_SUCCESS) {
         if ((st = create_metrics_off(&off, &fo)) != CLF_SUCCESS ||
             (st = clf_program_build_shipped(&poff, off, "mandelbrot", NULL)) != CLF_SUCCESS)
-            rc = fail("the fleet without metrics", st);
+            rc = clf_bench_fail(NULL, "the fleet without metrics", st);
         else
             rc = metrics_overhead(f, pm, off, poff, &c, &mw, o);
     }
     if (rc == EXIT_SUCCESS && (st = clf_metrics_json(f, &c.metrics_json)) != CLF_SUCCESS)
-        rc = fail("metrics", st);
+        rc = clf_bench_fail(NULL, "metrics", st);
     if (rc == EXIT_SUCCESS) {
         if (o->json) {
             print_config_json(&c);
@@ -822,7 +793,7 @@ static int cmd_balance(const opts *o)
     }
     if (o->json) {
         printf("{\"benchmark\": \"balance\", \"clfleet_version\": ");
-        json_string(stdout, clf_version_string());
+        clf_tool_json_string(clf_version_string());
         printf(", \"quick\": %s, \"host_cpus\": %ld,\n \"configurations\": [",
                o->quick ? "true" : "false", sysconf(_SC_NPROCESSORS_ONLN));
         int first = 1;
@@ -906,37 +877,37 @@ static int cmd_scale(const opts *o)
                 clf_launch_desc d = desc_for(&w[i], STRATEGIES[s], devs, counts[c]);
                 st = timed_launch(f, i ? pb : pm, &d, &w[i], warmup, reps, &res[i][c][s]);
                 if (st != CLF_SUCCESS)
-                    rc = fail(clf_strategy_name(STRATEGIES[s]), st);
+                    rc = clf_bench_fail(NULL, clf_strategy_name(STRATEGIES[s]), st);
                 else if (c == 0)
                     base[i] = fmin(base[i], res[i][c][s].wall);
             }
     if (rc == EXIT_SUCCESS && o->json) {
         printf("{\"benchmark\": \"scale\", \"clfleet_version\": ");
-        json_string(stdout, clf_version_string());
+        clf_tool_json_string(clf_version_string());
         printf(", \"quick\": %s, \"host_cpus\": %ld, \"device\": ", o->quick ? "true" : "false",
                sysconf(_SC_NPROCESSORS_ONLN));
-        json_string(stdout, first.name);
+        clf_tool_json_string(first.name);
         printf(", \"sub_devices\": %zu,\n \"workloads\": [", ndev);
         for (size_t i = 0; i < 2; i++) {
             printf("%s\n  {\"kernel\": \"%s\", \"params\": ", i ? "," : "", w[i].name);
-            json_string(stdout, w[i].params);
+            clf_tool_json_string(w[i].params);
             printf(", \"best_one_device_s\": ");
-            json_num(stdout, base[i]);
+            clf_tool_json_num(base[i]);
             printf(", \"runs\": [");
             for (size_t c = 0; c < ncounts; c++)
                 for (size_t s = 0; s < NSTRAT; s++) {
                     const run_result *x = &res[i][c][s];
                     printf("%s\n    {\"devices\": %zu, \"strategy\": \"%s\", \"wall_s\": ",
                            c || s ? "," : "", counts[c], clf_strategy_name(STRATEGIES[s]));
-                    json_num(stdout, x->wall);
+                    clf_tool_json_num(x->wall);
                     printf(", \"makespan_s\": ");
-                    json_num(stdout, x->rep.makespan_s);
+                    clf_tool_json_num(x->rep.makespan_s);
                     printf(", \"speedup\": ");
-                    json_num(stdout, base[i] / x->wall);
+                    clf_tool_json_num(base[i] / x->wall);
                     printf(", \"parallel_efficiency\": ");
-                    json_num(stdout, base[i] / x->wall / (double)counts[c]);
+                    clf_tool_json_num(base[i] / x->wall / (double)counts[c]);
                     printf(", \"efficiency\": ");
-                    json_num(stdout, x->rep.efficiency);
+                    clf_tool_json_num(x->rep.efficiency);
                     printf("}");
                 }
             printf("]}");

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "clfleet.h"
+#include "json.h"
 
 static void usage(FILE *to)
 {
@@ -13,21 +14,6 @@ static void usage(FILE *to)
           "\"Device selection\"; default \"type=all\", or $CLFLEET_DEVICES when set),\n"
           "then the transfer path of every ordered device pair ($CLFLEET_TRANSFER applies).\n",
           to);
-}
-
-static void json_string(const char *s)
-{
-    putchar('"');
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            printf("\\%c", c);
-        else if (c < 0x20)
-            printf("\\u%04x", c);
-        else
-            putchar(c);
-    }
-    putchar('"');
 }
 
 static void pci_string(const clf_device_info *in, char *buf, size_t n)
@@ -71,14 +57,14 @@ static void json_paths(const clf_fleet *f)
         printf("\n  ]");
     }
     printf(",\n  \"cuda\": ");
-    json_string(clf_transfer_cuda_status(f));
+    clf_tool_json_string(clf_transfer_cuda_status(f));
 }
 
 static void print_json(const clf_fleet *f)
 {
     size_t n = clf_fleet_device_count(f);
     printf("{\n  \"clfleet_version\": ");
-    json_string(clf_version_string());
+    clf_tool_json_string(clf_version_string());
     printf(",\n  \"contexts\": %zu,\n  \"devices\": [", clf_fleet_context_count(f));
     for (size_t i = 0; i < n; i++) {
         clf_device_info in;
@@ -87,16 +73,16 @@ static void print_json(const clf_fleet *f)
         char pci[32];
         pci_string(&in, pci, sizeof pci);
         printf("%s\n    {\"index\": %zu, \"name\": ", i ? "," : "", i);
-        json_string(in.name);
+        clf_tool_json_string(in.name);
         printf(", \"vendor\": ");
-        json_string(in.vendor);
+        clf_tool_json_string(in.vendor);
         printf(", \"platform\": ");
-        json_string(in.platform);
+        clf_tool_json_string(in.platform);
         printf(", \"platform_index\": %u, \"type\": \"%s\", \"version\": ", in.platform_index,
                clf_device_type_name(in.type));
-        json_string(in.version);
+        clf_tool_json_string(in.version);
         printf(", \"driver_version\": ");
-        json_string(in.driver_version);
+        clf_tool_json_string(in.driver_version);
         printf(",\n     \"global_mem\": %llu, \"max_alloc\": %llu, \"local_mem\": %llu, "
                "\"compute_units\": %u, \"clock_mhz\": %u,\n     \"host_unified\": %s, "
                "\"fp64\": %s, \"pci\": ",
@@ -104,14 +90,14 @@ static void print_json(const clf_fleet *f)
                (unsigned long long)in.local_mem, in.compute_units, in.clock_mhz,
                in.host_unified ? "true" : "false", in.fp64 ? "true" : "false");
         if (in.pci_known)
-            json_string(pci);
+            clf_tool_json_string(pci);
         else
             printf("null");
         printf(", \"p2p\": \"%s\", \"context\": %u, \"sub_device\": %s, \"parent\": %d,\n"
                "     \"extensions\": ",
                p2p_capable(f, i, &in), in.context_index, in.is_sub_device ? "true" : "false",
                in.parent_index);
-        json_string(in.extensions);
+        clf_tool_json_string(in.extensions);
         printf("}");
     }
     printf("\n  ]");
