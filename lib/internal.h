@@ -281,8 +281,6 @@ int clf__dev_sync_exec(const clf_fleet *fleet, size_t device);
 
 /* A marker after all the work queued so far on both of device's queues. */
 clf_status clf__device_marker(clf_fleet *fleet, size_t device, cl_event *out);
-/* Work queued later on device's compute queue waits for wait[] (device's context). */
-clf_status clf__device_barrier(clf_fleet *fleet, size_t device, const cl_event *wait, size_t n);
 
 /* ---- programs (program.c, kernels.c generated) ---- */
 

@@ -39,16 +39,6 @@ clf_status clf__device_marker(clf_fleet *fl, size_t device, cl_event *out)
     return CLF_SUCCESS;
 }
 
-clf_status clf__device_barrier(clf_fleet *fl, size_t device, const cl_event *wait, size_t n)
-{
-    struct clf__device *d = &fl->dev[device];
-    cl_int err = clEnqueueBarrierWithWaitList(d->compute, (cl_uint)n, n ? wait : NULL, NULL);
-    if (err != CL_SUCCESS)
-        return clf__cl_fail(err, "clEnqueueBarrierWithWaitList", d);
-    clFlush(d->compute);
-    return CLF_SUCCESS;
-}
-
 clf_status clf_event_record(clf_event **out, clf_fleet *fleet, size_t device)
 {
     if (!out)
@@ -88,6 +78,31 @@ static clf_status events_for(clf_fleet *fl, size_t device, clf_event *const *eve
     return CLF_SUCCESS;
 }
 
+/* Work queued on device from now on starts after events: a barrier on its compute queue,
+ * or on the host for a device that must not wait for other queues (clf__dev_sync_exec()). */
+static clf_status device_wait(clf_fleet *fl, size_t device, clf_event *const *events, size_t n)
+{
+    if (clf__dev_sync_exec(fl, device))
+        return clf_events_wait(events, n);
+    cl_event *cl = calloc(n, sizeof *cl);
+    if (!cl)
+        return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "device wait: out of memory");
+    struct clf__device *d = &fl->dev[device];
+    size_t k = 0;
+    clf_status st = events_for(fl, device, events, n, cl, &k);
+    if (st == CLF_SUCCESS) {
+        cl_int err = clEnqueueBarrierWithWaitList(d->compute, (cl_uint)k, k ? cl : NULL, NULL);
+        if (err != CL_SUCCESS)
+            st = clf__cl_fail(err, "clEnqueueBarrierWithWaitList", d);
+        else
+            clFlush(d->compute);
+    }
+    for (size_t i = 0; i < k; i++)
+        clReleaseEvent(cl[i]);
+    free(cl);
+    return st;
+}
+
 clf_status clf_device_wait_events(clf_fleet *fleet, size_t device, clf_event *const *events,
                                   size_t num_events)
 {
@@ -101,19 +116,7 @@ clf_status clf_device_wait_events(clf_fleet *fleet, size_t device, clf_event *co
     if (num_events > SIZE_MAX / sizeof(cl_event))
         return clf__fail(CLF_ERROR_SIZE_OVERFLOW, "clf_device_wait_events: %zu events",
                          num_events);
-    if (clf__dev_sync_exec(fleet, device)) /* see clf__dev_sync_exec() */
-        return clf_events_wait(events, num_events);
-    cl_event *cl = calloc(num_events, sizeof *cl);
-    if (!cl)
-        return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "clf_device_wait_events: out of memory");
-    size_t n = 0;
-    st = events_for(fleet, device, events, num_events, cl, &n);
-    if (st == CLF_SUCCESS)
-        st = clf__device_barrier(fleet, device, cl, n);
-    for (size_t i = 0; i < n; i++)
-        clReleaseEvent(cl[i]);
-    free(cl);
-    return st;
+    return device_wait(fleet, device, events, num_events);
 }
 
 clf_status clf_barrier(clf_fleet *fleet, const size_t *devices, size_t num_devices,
@@ -133,8 +136,7 @@ clf_status clf_barrier(clf_fleet *fleet, const size_t *devices, size_t num_devic
     clf_status st = CLF_SUCCESS;
     size_t *dev = calloc(n, sizeof *dev);
     clf_event **marks = calloc(n, sizeof *marks);
-    cl_event *cl = calloc(n, sizeof *cl);
-    if (!dev || !marks || !cl)
+    if (!dev || !marks)
         CLF__TRY(st, clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "clf_barrier: out of memory"));
     for (size_t i = 0; i < n; i++) {
         dev[i] = devices ? devices[i] : i;
@@ -152,19 +154,8 @@ clf_status clf_barrier(clf_fleet *fleet, const size_t *devices, size_t num_devic
     }
     /* Then no device goes on before every device has reached it (its own marker too:
      * that orders its compute queue after its transfer queue and back). */
-    for (size_t i = 0; i < n; i++) {
-        size_t k = 0;
-        if (clf__dev_sync_exec(fleet, dev[i])) { /* see clf__dev_sync_exec() */
-            CLF__TRY(st, clf_events_wait(marks, n));
-            continue;
-        }
-        CLF__TRY(st, events_for(fleet, dev[i], marks, n, cl, &k));
-        st = clf__device_barrier(fleet, dev[i], cl, k);
-        for (size_t j = 0; j < k; j++)
-            clReleaseEvent(cl[j]);
-        if (st != CLF_SUCCESS)
-            goto out;
-    }
+    for (size_t i = 0; i < n; i++)
+        CLF__TRY(st, device_wait(fleet, dev[i], marks, n));
     if (out_event) {
         /* Past the barrier on the first device means every device reached it. */
         cl_event m;
@@ -175,7 +166,6 @@ out:
     for (size_t i = 0; marks && i < n; i++)
         clf_event_release(marks[i]);
     free(marks);
-    free(cl);
     free(dev);
     return st;
 }
