@@ -31,8 +31,7 @@ struct clf__fault {
     size_t nrule;
     size_t ndev;
     uint64_t *seen;      /* nrule x ndev: matching calls so far */
-    unsigned char *lost; /* per device: lost until readmitted */
-    cl_int *lost_status;
+    cl_int *lost_status; /* per device: lost until readmitted when not CL_SUCCESS */
 };
 
 /* ---- the grammar (pure) ---------------------------------------------------------------- */
@@ -278,13 +277,11 @@ clf_status clf__fault_init(clf_fleet *fl)
     struct clf__fault *f = calloc(1, sizeof *f);
     if (f) {
         f->seen = calloc(n * fl->ndev, sizeof *f->seen);
-        f->lost = calloc(fl->ndev, 1);
         f->lost_status = calloc(fl->ndev, sizeof *f->lost_status);
     }
-    if (!f || !f->seen || !f->lost || !f->lost_status) {
+    if (!f || !f->seen || !f->lost_status) {
         if (f) {
             free(f->seen);
-            free(f->lost);
             free(f->lost_status);
         }
         free(f);
@@ -308,7 +305,6 @@ void clf__fault_fini(clf_fleet *fl)
     pthread_mutex_destroy(&f->lock);
     free(f->rule);
     free(f->seen);
-    free(f->lost);
     free(f->lost_status);
     free(f);
     fl->fault = NULL;
@@ -331,10 +327,8 @@ cl_int clf__fault_hit(clf_fleet *fl, size_t dev, unsigned call)
     struct clf__fault *f = fl ? fl->fault : NULL;
     if (!f || dev >= f->ndev || call >= CLF__FAULT_NCALLS)
         return CL_SUCCESS;
-    cl_int err = CL_SUCCESS;
     pthread_mutex_lock(&f->lock);
-    if (f->lost[dev])
-        err = f->lost_status[dev];
+    cl_int err = f->lost_status[dev];
     /* Every matching rule counts the call, even when an earlier one fails it. */
     for (size_t i = 0; i < f->nrule; i++) {
         const clf__fault_rule *r = &f->rule[i];
@@ -347,10 +341,8 @@ cl_int clf__fault_hit(clf_fleet *fl, size_t dev, unsigned call)
         if (!fire || err != CL_SUCCESS)
             continue;
         err = r->status ? r->status : r->lost ? CL_DEVICE_NOT_AVAILABLE : default_status(call);
-        if (r->lost) {
-            f->lost[dev] = 1;
-            f->lost_status[dev] = r->status ? r->status : CL_DEVICE_NOT_AVAILABLE;
-        }
+        if (r->lost)
+            f->lost_status[dev] = err;
     }
     pthread_mutex_unlock(&f->lock);
     return err;
@@ -372,14 +364,11 @@ int clf__cl_device_fault(cl_int err)
     }
 }
 
-void clf__device_mark_failed(clf_fleet *fl, size_t dev, clf_status st, cl_int cl_err,
-                             const char *why)
+void clf__device_mark_failed(clf_fleet *fl, size_t dev, const char *why)
 {
     pthread_mutex_lock(&fl->lock);
     struct clf__device *d = &fl->dev[dev];
     d->failed = 1;
-    d->fail_status = st;
-    d->fail_cl = cl_err;
     snprintf(d->fail_why, sizeof d->fail_why, "%s", why ? why : "");
     pthread_mutex_unlock(&fl->lock);
 }
@@ -420,15 +409,13 @@ clf_status clf_device_readmit(clf_fleet *fleet, size_t device)
     pthread_mutex_lock(&fleet->lock);
     struct clf__device *d = &fleet->dev[device];
     d->failed = 0;
-    d->fail_status = CLF_SUCCESS;
-    d->fail_cl = CL_SUCCESS;
     d->fail_why[0] = '\0';
     pthread_mutex_unlock(&fleet->lock);
     /* A device lost by injection comes back as if it had been reset. */
     struct clf__fault *f = fleet->fault;
     if (f) {
         pthread_mutex_lock(&f->lock);
-        f->lost[device] = 0;
+        f->lost_status[device] = CL_SUCCESS;
         pthread_mutex_unlock(&f->lock);
     }
     return CLF_SUCCESS;

@@ -59,8 +59,7 @@ void clf__fault_fini(clf_fleet *fl);
  * resources or device memory, not available, a failed command, a vendor's fault code. */
 int clf__cl_device_fault(cl_int err);
 /* Record that device dev failed (launches leave it out until clf_device_readmit()). */
-void clf__device_mark_failed(clf_fleet *fl, size_t dev, clf_status st, cl_int cl_err,
-                             const char *why);
+void clf__device_mark_failed(clf_fleet *fl, size_t dev, const char *why);
 /* Nonzero when dev is marked failed; its detail copied to why (n bytes) if non-NULL. */
 int clf__device_failed(clf_fleet *fl, size_t dev, char *why, size_t n);
 

@@ -195,25 +195,17 @@ static clf_status split_device(clf_fleet *fl, const found *root, size_t root_ind
 
 static clf_status create_queues(struct clf__device *d)
 {
-    cl_int err;
-    const char *call;
-    if (d->info.cl_major >= 2) {
-        cl_queue_properties props[] = {CL_QUEUE_PROPERTIES, CL_QUEUE_PROFILING_ENABLE, 0};
-        call = "clCreateCommandQueueWithProperties";
-        d->compute = clCreateCommandQueueWithProperties(d->ctx, d->id, props, &err);
-        if (err == CL_SUCCESS)
-            d->transfer = clCreateCommandQueueWithProperties(d->ctx, d->id, props, &err);
-        if (err == CL_SUCCESS)
-            d->copyq = clCreateCommandQueueWithProperties(d->ctx, d->id, props, &err);
-    } else {
-        call = "clCreateCommandQueue";
-        d->compute = clCreateCommandQueue(d->ctx, d->id, CL_QUEUE_PROFILING_ENABLE, &err);
-        if (err == CL_SUCCESS)
-            d->transfer = clCreateCommandQueue(d->ctx, d->id, CL_QUEUE_PROFILING_ENABLE, &err);
-        if (err == CL_SUCCESS)
-            d->copyq = clCreateCommandQueue(d->ctx, d->id, CL_QUEUE_PROFILING_ENABLE, &err);
-    }
-    return err == CL_SUCCESS ? CLF_SUCCESS : clf__cl_fail(err, call, d);
+    cl_command_queue *q[] = {&d->compute, &d->transfer, &d->copyq};
+    cl_queue_properties props[] = {CL_QUEUE_PROPERTIES, CL_QUEUE_PROFILING_ENABLE, 0};
+    int v2 = d->info.cl_major >= 2;
+    cl_int err = CL_SUCCESS;
+    for (size_t k = 0; k < sizeof q / sizeof *q && err == CL_SUCCESS; k++)
+        *q[k] = v2 ? clCreateCommandQueueWithProperties(d->ctx, d->id, props, &err)
+                   : clCreateCommandQueue(d->ctx, d->id, CL_QUEUE_PROFILING_ENABLE, &err);
+    return err == CL_SUCCESS ? CLF_SUCCESS
+                             : clf__cl_fail(err, v2 ? "clCreateCommandQueueWithProperties"
+                                                    : "clCreateCommandQueue",
+                                            d);
 }
 
 /* One context per platform (or per device); devices keep fleet order. */
@@ -377,18 +369,12 @@ void clf_fleet_destroy(clf_fleet *fl)
     clf__xfer_fini(fl); /* copies in flight use the queues */
     for (size_t i = 0; i < fl->ndev; i++) {
         struct clf__device *d = &fl->dev[i];
-        if (d->compute) {
-            clFinish(d->compute);
-            clReleaseCommandQueue(d->compute);
-        }
-        if (d->transfer) {
-            clFinish(d->transfer);
-            clReleaseCommandQueue(d->transfer);
-        }
-        if (d->copyq) {
-            clFinish(d->copyq);
-            clReleaseCommandQueue(d->copyq);
-        }
+        cl_command_queue q[] = {d->compute, d->transfer, d->copyq};
+        for (size_t k = 0; k < sizeof q / sizeof *q; k++)
+            if (q[k]) {
+                clFinish(q[k]);
+                clReleaseCommandQueue(q[k]);
+            }
     }
     clf__metrics_fini(fl); /* writes the trace, once every command has completed */
     for (size_t i = 0; i < fl->nctx; i++)
@@ -432,11 +418,7 @@ clf_status clf_fleet_finish(clf_fleet *fl)
     clf__xfer_drain(fl); /* copies on transfer threads enqueue as they go */
     for (size_t i = 0; i < fl->ndev; i++) {
         uint64_t t0 = clf__mono_ns();
-        cl_int err = clFinish(fl->dev[i].compute);
-        if (err == CL_SUCCESS)
-            err = clFinish(fl->dev[i].transfer);
-        if (err == CL_SUCCESS)
-            err = clFinish(fl->dev[i].copyq);
+        cl_int err = clf__device_finish_queues(&fl->dev[i]);
         clf__metrics_wait(fl, i, t0, clf__mono_ns(), "clf_fleet_finish");
         if (err != CL_SUCCESS)
             return clf__cl_fail(err, "clFinish", &fl->dev[i]);

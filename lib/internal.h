@@ -142,8 +142,6 @@ struct clf__device {
     /* A device fault in a launch (fault.c; under the fleet's lock): launches leave the
      * device out until clf_device_readmit(). */
     int failed;
-    clf_status fail_status;
-    cl_int fail_cl;
     char fail_why[256];
 };
 
@@ -265,6 +263,16 @@ clf_status clf__xfer_init(clf_fleet *fleet, const char *transfer);
 void clf__xfer_fini(clf_fleet *fleet);
 /* Wait until no copy is queued for or running on a transfer thread. */
 void clf__xfer_drain(clf_fleet *fleet);
+/* clFinish() on each of the device's queues; the first error. */
+static inline cl_int clf__device_finish_queues(struct clf__device *d)
+{
+    cl_int err = clFinish(d->compute);
+    if (err == CL_SUCCESS)
+        err = clFinish(d->transfer);
+    if (err == CL_SUCCESS)
+        err = clFinish(d->copyq);
+    return err;
+}
 /* A device that runs commands inside clEnqueue* (PoCL's "basic"): two host threads
  * enqueueing to it at once can deadlock inside PoCL 3, so every host thread that enqueues to
  * it (copies, buffer reads, writes and fills, a launch's worker) holds its lock meanwhile.
@@ -279,7 +287,7 @@ int clf__dev_sync_exec(const clf_fleet *fleet, size_t device);
 
 /* ---- synchronisation (sync.c) ---- */
 
-/* A marker after all the work queued so far on both of device's queues. */
+/* A marker after all the work queued so far on device's compute and transfer queues. */
 clf_status clf__device_marker(clf_fleet *fleet, size_t device, cl_event *out);
 
 /* ---- programs (program.c, kernels.c generated) ---- */

@@ -748,7 +748,7 @@ static void record_failures(clf__launch *L)
         if (w->exec_fault || clf__cl_device_fault(w->cl_err)) {
             char why[512];
             snprintf(why, sizeof why, "launch of '%.64s': %.400s", L->desc.kernel, w->err);
-            clf__device_mark_failed(L->fl, L->dev[i], w->st, w->cl_err, why);
+            clf__device_mark_failed(L->fl, L->dev[i], why);
         }
     }
 }

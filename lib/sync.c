@@ -86,7 +86,7 @@ static clf_status device_wait(clf_fleet *fl, size_t device, clf_event *const *ev
         return clf_events_wait(events, n);
     cl_event *cl = calloc(n, sizeof *cl);
     if (!cl)
-        return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "device wait: out of memory");
+        return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "device %zu: wait: out of memory", device);
     struct clf__device *d = &fl->dev[device];
     size_t k = 0;
     clf_status st = events_for(fl, device, events, n, cl, &k);
@@ -176,11 +176,7 @@ clf_status clf_device_finish(clf_fleet *fleet, size_t device)
     if (st != CLF_SUCCESS)
         return st;
     struct clf__device *d = &fleet->dev[device];
-    cl_int err = clFinish(d->compute);
-    if (err == CL_SUCCESS)
-        err = clFinish(d->transfer);
-    if (err == CL_SUCCESS)
-        err = clFinish(d->copyq);
+    cl_int err = clf__device_finish_queues(d);
     return err == CL_SUCCESS ? CLF_SUCCESS : clf__cl_fail(err, "clFinish", d);
 }
 

@@ -206,13 +206,13 @@ int clf__dev_sync_exec(const clf_fleet *fl, size_t dev)
 
 void clf__dev_exec_enter(clf_fleet *fl, size_t dev)
 {
-    if (fl && fl->xfer && dev < fl->ndev && fl->xfer->dev[dev].sync_exec)
+    if (clf__dev_sync_exec(fl, dev))
         pthread_mutex_lock(&fl->xfer->dev[dev].exec_lock);
 }
 
 void clf__dev_exec_leave(clf_fleet *fl, size_t dev)
 {
-    if (fl && fl->xfer && dev < fl->ndev && fl->xfer->dev[dev].sync_exec)
+    if (clf__dev_sync_exec(fl, dev))
         pthread_mutex_unlock(&fl->xfer->dev[dev].exec_lock);
 }
 
