@@ -16,20 +16,28 @@ static int one_of(const char *v, const char *const *words)
     return 0;
 }
 
-clf_status clf__env_metrics(const char *v, int *off)
+/* *set = 0 for an unset or empty value or one of dflt, 1 for one of other; else a parse
+ * error naming the variable and what it takes. */
+static clf_status choice(const char *v, const char *const *dflt, const char *const *other,
+                         int *set, const char *fn, const char *var, const char *takes)
 {
-    static const char *const no[] = {"0", "off", "no", "false", NULL};
-    static const char *const yes[] = {"1", "on", "yes", "true", NULL};
-    if (!off)
-        return clf__fail(CLF_ERROR_NULL_POINTER, "clf__env_metrics: off is NULL");
-    *off = 0;
-    if (!v || !*v || one_of(v, yes))
+    if (!set)
+        return clf__fail(CLF_ERROR_NULL_POINTER, "%s: output is NULL", fn);
+    *set = 0;
+    if (!v || !*v || one_of(v, dflt))
         return CLF_SUCCESS;
-    if (one_of(v, no)) {
-        *off = 1;
+    if (one_of(v, other)) {
+        *set = 1;
         return CLF_SUCCESS;
     }
-    return clf__fail(CLF_ERROR_PARSE, "CLFLEET_METRICS: '%.64s' is not 0, 1, off or on", v);
+    return clf__fail(CLF_ERROR_PARSE, "%s: '%.64s' is not %s", var, v, takes);
+}
+
+clf_status clf__env_metrics(const char *v, int *off)
+{
+    static const char *const yes[] = {"1", "on", "yes", "true", NULL};
+    static const char *const no[] = {"0", "off", "no", "false", NULL};
+    return choice(v, yes, no, off, "clf__env_metrics", "CLFLEET_METRICS", "0, 1, off or on");
 }
 
 clf_status clf__env_transfer_chunk(const char *v, size_t dflt, size_t *out)
@@ -70,17 +78,8 @@ bad:
 
 clf_status clf__env_staging(const char *v, int *pipeline)
 {
-    static const char *const yes[] = {"pipeline", NULL};
-    static const char *const no[] = {"auto", NULL};
-    if (!pipeline)
-        return clf__fail(CLF_ERROR_NULL_POINTER, "clf__env_staging: pipeline is NULL");
-    *pipeline = 0;
-    if (!v || !*v || one_of(v, no))
-        return CLF_SUCCESS;
-    if (one_of(v, yes)) {
-        *pipeline = 1;
-        return CLF_SUCCESS;
-    }
-    return clf__fail(CLF_ERROR_PARSE, "CLFLEET_TRANSFER_STAGING: '%.64s' is not pipeline or auto",
-                     v);
+    static const char *const autos[] = {"auto", NULL};
+    static const char *const pipelines[] = {"pipeline", NULL};
+    return choice(v, autos, pipelines, pipeline, "clf__env_staging", "CLFLEET_TRANSFER_STAGING",
+                  "pipeline or auto");
 }
