@@ -858,8 +858,8 @@ CLF_API clf_status clf_gather(void *host, clf_buffer *const *bufs, size_t nbufs,
 
 /**
  * \brief An event that completes once all the work queued so far on \p device
- * (both of its queues) has completed. Does not block. A copy that the host
- * drives (staging) enters the queues only when it runs: pass on its own event.
+ * (its compute and transfer queues) has completed. Does not block. A copy that
+ * the host drives (staging, CUDA) runs on a queue of its own: pass on its event.
  */
 CLF_API clf_status clf_event_record(clf_event **out, clf_fleet *fleet, size_t device);
 /**
@@ -882,7 +882,8 @@ CLF_API clf_status clf_device_wait_events(clf_fleet *fleet, size_t device,
                                           clf_event *const *events, size_t num_events);
 /**
  * \brief A barrier across devices: work queued on any of them from now on starts
- * only after all the work queued so far on all of them (both queues). Does not
+ * only after all the work queued so far on all of them (compute and transfer
+ * queues). Does not
  * block, unless one of them is a device on which clf_device_wait_events()
  * waits on the host. What waits is as for clf_device_wait_events().
  * \param devices fleet indices, or NULL for every device

@@ -45,20 +45,6 @@ static clf_status check_opts(const clf__coll *c, const clf_collective_options *o
     return CLF_SUCCESS;
 }
 
-/*
- * PoCL's basic device runs a command inside whichever thread makes it ready, and with
- * commands of other devices waiting on each other PoCL 3 then deadlocks on its own
- * locks. With such a device among the buffers', a collective waits on the host for each
- * command before it queues the next, so that no command waits for another device's.
- */
-static int inline_driver(const clf__coll *c)
-{
-    for (size_t i = 0; i < c->n; i++)
-        if (clf__dev_sync_exec(c->fl, c->buf[i]->device))
-            return 1;
-    return 0;
-}
-
 /* The buffers: non-NULL, one fleet, distinct devices. */
 static clf_status begin(clf__coll *c, const char *fn, clf_buffer *const *bufs, size_t n)
 {
@@ -86,7 +72,12 @@ static clf_status begin(clf__coll *c, const char *fn, clf_buffer *const *bufs, s
     }
     c->fl = bufs[0]->fleet;
     c->n = n;
-    c->host_order = inline_driver(c);
+    /* PoCL's basic device runs a command inside whichever thread makes it ready, and with
+     * commands of other devices waiting on each other PoCL 3 then deadlocks on its own
+     * locks. With such a device among the buffers', a collective waits on the host for each
+     * command before it queues the next, so that no command waits for another device's. */
+    for (size_t i = 0; i < n; i++)
+        c->host_order |= clf__dev_sync_exec(c->fl, bufs[i]->device);
     return CLF_SUCCESS;
 }
 

@@ -8,9 +8,10 @@
  *
  * One host thread per stage enqueues that stage's commands; every command
  * waits for what it needs through events, so the host is not in the way of a
- * batch. A thread waits for its own kernel of two batches ago, which bounds
- * the commands in flight to what the two slots allow, and learns the events
- * other stages made from tables published under the pipeline's lock.
+ * batch (except on PoCL's basic device, where enqueue() waits on the host). A
+ * thread waits for its own kernel of two batches ago, which bounds the
+ * commands in flight to what the two slots allow, and learns the events other
+ * stages made from tables published under the pipeline's lock.
  *
  *   stage 0:     write in[b%2] <- host        (after kernel b-2 read that slot)
  *   stage s:     kernel b: in[b%2] -> out[b%2] (after its input arrived and the
@@ -286,11 +287,14 @@ static clf_status enqueue(clf_pipeline *pl, stage *s, int what, size_t b, clf_ev
     /* A device that runs commands in whichever thread makes them ready (PoCL's basic) would
      * run this one inside the completion it waits for, and can deadlock there: wait here. */
     int on_host = clf__dev_sync_exec(pl->fl, s->d.device);
-    for (int i = 0; i < 2 && st == CLF_SUCCESS; i++)
-        if (w[i] && on_host)
+    for (int i = 0; i < 2 && st == CLF_SUCCESS; i++) {
+        if (!w[i])
+            continue;
+        if (on_host)
             st = clf_event_wait(w[i]);
-        else if (w[i] && (st = clf_event_cl_for(w[i], pl->fl, s->d.device, &cw[nw])) == CLF_SUCCESS)
+        else if ((st = clf_event_cl_for(w[i], pl->fl, s->d.device, &cw[nw])) == CLF_SUCCESS)
             nw++;
+    }
     int slot = (int)(b & 1);
     cl_int err = CL_SUCCESS;
     const char *call = "clEnqueueNDRangeKernel (pipeline stage)";

@@ -125,10 +125,10 @@ struct clf__xfer {
 /*
  * One transfer path: either the OpenCL runtime does the copy (enqueue: one command on the
  * clf__copy_queue() of fleet device sdev or ddev, after wait[], events of that device's
- * context), or
- * the host drives it (run: synchronously, on a transfer thread or the caller's; a return of
- * CLF_ERROR_UNSUPPORTED means "cannot here", and the copy is staged instead). Each path is
- * defined in its file and listed in transfer.c's table, in clf__path order.
+ * context), or the host drives it (run: synchronously, on a transfer thread or the
+ * caller's; a return of CLF_ERROR_UNSUPPORTED means "cannot here", and the copy is staged
+ * instead). Each path is defined in its file and listed in transfer.c's table, in
+ * clf__path order.
  */
 typedef struct clf__path_ops {
     const char *name;
