@@ -144,6 +144,36 @@ static inline void test_watchdog(unsigned seconds)
     alarm(seconds);
 }
 
+/* Disarm it: a checked teardown, so that a test that fails while armed leaves no alarm
+ * behind to end a later test. */
+static inline void test_watchdog_off(void)
+{
+    alarm(0);
+}
+
+/* In fleet f, PoCL's basic device and two others. Without them: a failure when devices are
+ * required, else a note on standard error for test; returns 0 (the caller returns). */
+static inline int test_find_basic(clf_fleet *f, size_t *basic, size_t other[2], const char *test)
+{
+    size_t n = clf_fleet_device_count(f), k = 0;
+    *basic = n;
+    for (size_t d = 0; d < n; d++) {
+        clf_device_info in;
+        ck_assert_ok(clf_device_get_info(f, d, &in));
+        if (!strncmp(in.name, "basic", 5) && *basic == n)
+            *basic = d;
+        else if (k < 2)
+            other[k++] = d;
+    }
+    if (*basic < n && k == 2)
+        return 1;
+    ck_assert_msg(!test_devices_required(),
+                  "%s: no PoCL basic device and two others (POCL_DEVICES='pthread pthread basic')",
+                  test);
+    fprintf(stderr, "%s: no PoCL basic device, not run\n", test);
+    return 0;
+}
+
 /* Run a suite without fork(): some drivers do not survive it after initialisation. */
 static inline int test_run(Suite *s, const char *selection, size_t min_devices)
 {

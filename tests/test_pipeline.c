@@ -182,23 +182,9 @@ END_TEST
 START_TEST(stages_on_the_basic_device)
 {
     int ctx = 2 + _i;
-    size_t n = clf_fleet_device_count(fleets[ctx]), basic = n, other[2], no = 0;
-    for (size_t d = 0; d < n; d++) {
-        clf_device_info in;
-        ck_assert_ok(clf_device_get_info(fleets[ctx], d, &in));
-        if (!strncmp(in.name, "basic", 5) && basic == n)
-            basic = d;
-        else if (no < 2)
-            other[no++] = d;
-    }
-    if (basic == n || no < 2) {
-        ck_assert_msg(!test_devices_required(),
-                      "'%s' has no PoCL basic device and two others (POCL_DEVICES='pthread "
-                      "pthread basic')",
-                      TEST_CPUS);
-        fprintf(stderr, "stages_on_the_basic_device: no PoCL basic device, not run\n");
+    size_t basic, other[2];
+    if (!test_find_basic(fleets[ctx], &basic, other, "stages_on_the_basic_device"))
         return;
-    }
     const size_t orders[3][3] = {{basic, other[0], other[1]},
                                  {other[0], basic, other[1]},
                                  {other[0], other[1], basic}};
@@ -207,7 +193,6 @@ START_TEST(stages_on_the_basic_device)
         three_stages(ctx, orders[k], 0);
         three_stages(ctx, orders[k], 1);
     }
-    test_watchdog(0);
 }
 END_TEST
 
@@ -533,6 +518,7 @@ int main(void)
     TCase *tc = tcase_create("pipeline");
     tcase_set_timeout(tc, 300);
     tcase_add_unchecked_fixture(tc, setup, teardown);
+    tcase_add_checked_fixture(tc, NULL, test_watchdog_off);
     tcase_add_loop_test(tc, three_stages_fifty_batches, 0, 2);
     tcase_add_loop_test(tc, serial_baseline_and_shared_device, 0, 2);
     tcase_add_loop_test(tc, stages_on_the_basic_device, 0, 2);

@@ -372,20 +372,8 @@ START_TEST(copy_then_launch)
     size_t dev0 = 0, dev1 = 1, dev2 = 2, nd = clf_fleet_device_count(f);
     ck_assert_uint_ge(nd, 3);
     if (basic) {
-        size_t k = 0, others[2] = {0, 0};
-        dev1 = nd;
-        for (size_t d = 0; d < nd; d++) {
-            clf_device_info in;
-            ck_assert_ok(clf_device_get_info(f, d, &in));
-            if (!strncmp(in.name, "basic", 5) && dev1 == nd)
-                dev1 = d;
-            else if (k < 2)
-                others[k++] = d;
-        }
-        if (dev1 == nd || k < 2) {
-            ck_assert_msg(!test_devices_required(), "'%s': no PoCL basic device and two others",
-                          TEST_CPUS);
-            fprintf(stderr, "copy_then_launch: no PoCL basic device, not run\n");
+        size_t others[2];
+        if (!test_find_basic(f, &dev1, others, "copy_then_launch")) {
             clf_fleet_destroy(f);
             return;
         }
@@ -434,7 +422,6 @@ START_TEST(copy_then_launch)
         ck_assert_ok(clf_barrier(f, NULL, 0, &all));
         wait_release(all);
     }
-    test_watchdog(0);
 
     /* The slow launch (the copy's wait list) was done, its results on the host, before
      * device 1 ran: the copy waited for it, and device 1 for the copy. */
@@ -498,6 +485,7 @@ int main(void)
     Suite *s = suite_create("sync");
     TCase *tc = tcase_create("sync");
     tcase_set_timeout(tc, 300);
+    tcase_add_checked_fixture(tc, NULL, test_watchdog_off);
     tcase_add_loop_test(tc, record_and_wait, 0, 2);
     tcase_add_loop_test(tc, barrier_waits_for_the_late_device, 0, 2);
     tcase_add_loop_test(tc, producer_consumer_chain, 0, 2);

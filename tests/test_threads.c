@@ -266,6 +266,7 @@ static void run_threads(const char *selection, int per_device)
     worker w[NTHREADS];
     pthread_t t[NTHREADS];
     memset(w, 0, sizeof w);
+    test_watchdog(1800); /* four threads on one fleet could deadlock: fail, not hang */
     for (int i = 0; i < NTHREADS; i++) {
         w[i].id = i;
         w[i].f = f;
@@ -275,6 +276,7 @@ static void run_threads(const char *selection, int per_device)
     }
     for (int i = 0; i < NTHREADS; i++)
         pthread_join(t[i], NULL);
+    test_watchdog(0);
     for (int i = 0; i < NTHREADS; i++) {
         ck_assert_msg(w[i].err[0] == '\0', "%s", w[i].err);
         ck_assert_uint_eq(w[i].launches, (unsigned)w[i].iters);
