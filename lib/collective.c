@@ -263,7 +263,7 @@ clf_status clf__coll_kernels(clf__coll *c, clf_type type, clf_reduce_op op)
         if ((st = clf__program_check_device(p, d->index)) != CLF_SUCCESS)
             return st;
         cl_int err;
-        c->k[i] = clCreateKernel(p->prog[d->info.context_index], name, &err);
+        c->k[i] = clCreateKernel(p->prog[d->index], name, &err);
         if (err == CL_INVALID_KERNEL_NAME)
             return clf__fail(CLF_ERROR_UNSUPPORTED, "%s: no kernel %s for device %zu '%s'", c->fn,
                              name, d->index, d->info.name);

@@ -290,6 +290,38 @@ static clf_status options_to_filter(const clf_fleet_options *o, clf__filter *f)
     return CLF_SUCCESS;
 }
 
+/*
+ * Live fleets' slots: a fleet takes the lowest free one. Programs tag their builds with it
+ * (program.c, device_options()), so two fleets alive at once never share a PoCL kernel
+ * binary, and a process that makes one fleet at a time always gets slot 0 (and hits the
+ * binary cache). Past 64 live fleets the slots count on, unique still.
+ */
+static pthread_mutex_t slot_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t slots_used;
+static unsigned slot_next = 64;
+
+static unsigned slot_take(void)
+{
+    pthread_mutex_lock(&slot_lock);
+    unsigned s = 0;
+    while (s < 64 && (slots_used >> s & 1))
+        s++;
+    if (s < 64)
+        slots_used |= UINT64_C(1) << s;
+    else
+        s = slot_next++;
+    pthread_mutex_unlock(&slot_lock);
+    return s;
+}
+
+static void slot_give(unsigned s)
+{
+    pthread_mutex_lock(&slot_lock);
+    if (s < 64)
+        slots_used &= ~(UINT64_C(1) << s);
+    pthread_mutex_unlock(&slot_lock);
+}
+
 clf_status clf_fleet_create(clf_fleet **out, const clf_fleet_options *opts)
 {
     static const clf_fleet_options defaults = CLF_FLEET_OPTIONS_INIT;
@@ -326,6 +358,7 @@ clf_status clf_fleet_create(clf_fleet **out, const clf_fleet_options *opts)
         CLF__TRY(st, clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "fleet: out of memory"));
     pthread_mutex_init(&fl->lock, NULL);
     pthread_cond_init(&fl->turn, NULL);
+    fl->slot = slot_take();
     size_t cap = d.ndev;
     fl->dev = calloc(cap, sizeof *fl->dev);
     if (!fl->dev)
@@ -396,6 +429,7 @@ void clf_fleet_destroy(clf_fleet *fl)
     free(fl->dev);
     free(fl->cache_dir);
     clf__fault_fini(fl);
+    slot_give(fl->slot);
     pthread_cond_destroy(&fl->turn);
     pthread_mutex_destroy(&fl->lock);
     free(fl);

@@ -157,6 +157,7 @@ struct clf__perf_model;
 struct clf__xfer;
 
 struct clf_fleet {
+    unsigned slot; /* the lowest number no other live fleet has (fleet.c) */
     struct clf__device *dev;
     size_t ndev;
     cl_context *ctx;
@@ -295,7 +296,7 @@ clf_status clf__device_marker(clf_fleet *fleet, size_t device, cl_event *out);
 struct clf_program {
     clf_fleet *fleet;
     char hash[65];           /* SHA-256 of source and options: names it in the perf model */
-    cl_program *prog;        /* one per context */
+    cl_program *prog;        /* one per fleet device (program.c says why) */
     unsigned char *from_cache; /* one per device */
     unsigned char *built;      /* one per device: the build succeeded there */
     char **log;                /* one per device: why it did not (NULL where it did) */

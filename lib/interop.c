@@ -32,7 +32,7 @@ cl_program clf_cl_program(const clf_program *p, size_t i)
 {
     if (!p || !dev(p->fleet, i))
         return NULL;
-    return p->prog[p->fleet->dev[i].info.context_index];
+    return p->prog[i];
 }
 
 cl_mem clf_cl_mem(const clf_buffer *b)

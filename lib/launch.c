@@ -648,7 +648,7 @@ static clf_status check_kernel(clf__launch *L)
         first++;
     struct clf__device *d = &L->fl->dev[L->dev[first]];
     cl_int err;
-    cl_kernel k = clCreateKernel(L->prog->prog[d->info.context_index], L->desc.kernel, &err);
+    cl_kernel k = clCreateKernel(L->prog->prog[d->index], L->desc.kernel, &err);
     if (err == CL_INVALID_KERNEL_NAME)
         return clf__fail(CLF_ERROR_NOT_FOUND, "no kernel '%.128s' in the program",
                          L->desc.kernel);

@@ -147,7 +147,7 @@ static clf_status stage_setup(clf_pipeline *pl, stage *s, const clf_stage_desc *
     if (bst != CLF_SUCCESS)
         return bst;
     cl_int err;
-    s->k = clCreateKernel(d->program->prog[s->dev->info.context_index], d->kernel, &err);
+    s->k = clCreateKernel(d->program->prog[s->dev->index], d->kernel, &err);
     if (err == CL_INVALID_KERNEL_NAME)
         return clf__fail(CLF_ERROR_NOT_FOUND, "no kernel '%.128s' in the stage's program",
                          d->kernel);

@@ -1,6 +1,7 @@
 /*
- * Programs built for every device of a fleet, one cl_program per context,
- * with a binary cache keyed by source, options, device, driver and platform.
+ * Programs built for every device of a fleet, one cl_program per device (see
+ * device_options() for why not one per context), with a binary cache keyed by source,
+ * options, device, driver and platform.
  */
 #include "internal.h"
 #include "fault.h"
@@ -44,18 +45,6 @@ out:
     return st;
 }
 
-/* The devices of context ci, in fleet order. */
-static size_t context_devices(const clf_fleet *fl, size_t ci, cl_device_id *ids, size_t *idx)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < fl->ndev; i++)
-        if (fl->dev[i].ctx == fl->ctx[ci]) {
-            ids[n] = fl->dev[i].id;
-            idx[n++] = i;
-        }
-    return n;
-}
-
 static void device_key(const struct clf__device *d, const char *src, const char *opts,
                        unsigned char key[32])
 {
@@ -90,9 +79,13 @@ static char *build_log(cl_program prog, cl_device_id id)
     return log;
 }
 
-/* Store each device's binary; a cache that cannot be written only costs time. */
-static void store_binaries(cl_program prog, const clf_fleet *fl, const size_t *idx, size_t n,
-                           const char *src, const char *opts)
+/*
+ * Store the device's binary; a cache that cannot be written only costs time. The program
+ * was built for this one device, so its binary is the one that is not empty: a driver may
+ * list it under another id (PoCL lists a sub-device's binary under its root device).
+ */
+static void store_binary(cl_program prog, const clf_fleet *fl, const struct clf__device *d,
+                         const char *src, const char *opts)
 {
     cl_uint np = 0;
     if (clGetProgramInfo(prog, CL_PROGRAM_NUM_DEVICES, sizeof np, &np, NULL) != CL_SUCCESS ||
@@ -107,21 +100,22 @@ static void store_binaries(cl_program prog, const clf_fleet *fl, const size_t *i
         clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, np * sizeof *sizes, sizes, NULL) !=
             CL_SUCCESS)
         goto out;
-    for (cl_uint j = 0; j < np; j++)
+    cl_uint mine = np, nonempty = 0;
+    for (cl_uint j = 0; j < np; j++) {
         if (sizes[j] && !(bins[j] = malloc(sizes[j])))
             goto out;
+        if (sizes[j] && (nonempty++ == 0 || pdev[j] == d->id))
+            mine = j;
+    }
+    /* Several binaries: only the one listed under the device itself is surely its own. */
+    if (mine == np || (nonempty > 1 && pdev[mine] != d->id))
+        goto out;
     if (clGetProgramInfo(prog, CL_PROGRAM_BINARIES, np * sizeof *bins, bins, NULL) != CL_SUCCESS)
         goto out;
-    for (size_t k = 0; k < n; k++) {
-        const struct clf__device *d = &fl->dev[idx[k]];
-        for (cl_uint j = 0; j < np; j++)
-            if (pdev[j] == d->id && sizes[j]) {
-                unsigned char key[32];
-                device_key(d, src, opts, key);
-                clf_status st = clf__cache_store(fl->cache_dir, key, bins[j], sizes[j]);
-                (void)st; /* a failed store is not the build's failure */
-            }
-    }
+    unsigned char key[32];
+    device_key(d, src, opts, key);
+    clf_status st = clf__cache_store(fl->cache_dir, key, bins[mine], sizes[mine]);
+    (void)st; /* a failed store is not the build's failure */
 out:
     for (cl_uint j = 0; bins && j < np; j++)
         free(bins[j]);
@@ -130,123 +124,112 @@ out:
     free(pdev);
 }
 
-/* Try to create the context's program from cached binaries; all devices must hit. */
-static cl_program from_cache(const clf_fleet *fl, size_t ci, const cl_device_id *ids,
-                             const size_t *idx, size_t n, const char *src, const char *opts)
+/* The device's program from its cached binary, or NULL. */
+static cl_program from_cache(const clf_fleet *fl, const struct clf__device *d, const char *src,
+                             const char *opts)
 {
-    cl_program prog = NULL;
-    unsigned char **bins = calloc(n, sizeof *bins);
-    size_t *lens = calloc(n, sizeof *lens);
-    cl_int *bst = calloc(n, sizeof *bst);
-    size_t k = 0;
-    if (!bins || !lens || !bst)
-        goto out;
-    for (; k < n; k++) {
-        unsigned char key[32];
-        device_key(&fl->dev[idx[k]], src, opts, key);
-        if (!clf__cache_load(fl->cache_dir, key, &bins[k], &lens[k]))
-            goto out;
-    }
-    cl_int err;
-    prog = clCreateProgramWithBinary(fl->ctx[ci], (cl_uint)n, ids, lens,
-                                     (const unsigned char **)bins, bst, &err);
-    if (err != CL_SUCCESS) {
-        prog = NULL;
-        goto out;
-    }
-    if (clBuildProgram(prog, (cl_uint)n, ids, opts, NULL, NULL) != CL_SUCCESS) {
+    unsigned char key[32], *bin = NULL;
+    size_t len = 0;
+    device_key(d, src, opts, key);
+    if (!clf__cache_load(fl->cache_dir, key, &bin, &len))
+        return NULL;
+    cl_int err, bst = CL_SUCCESS;
+    cl_program prog = clCreateProgramWithBinary(d->ctx, 1, &d->id, &len,
+                                                (const unsigned char **)&bin, &bst, &err);
+    free(bin);
+    if (err != CL_SUCCESS)
+        return NULL;
+    if (clBuildProgram(prog, 1, &d->id, opts, NULL, NULL) != CL_SUCCESS) {
         /* A binary the driver no longer accepts: rebuild from source. */
         clReleaseProgram(prog);
-        prog = NULL;
+        return NULL;
     }
-out:
-    for (size_t j = 0; bins && j < n; j++)
-        free(bins[j]);
-    free(bins);
-    free(lens);
-    free(bst);
     return prog;
 }
 
 /*
- * Build context ci's program for the devices it can be built for: a device whose build
- * fails (or an injected fault) is noted with its log and left out, and the program is built
- * again for the others, so that it holds exactly the devices it runs on. Only an error
- * that is not the build's (out of memory, say) fails the call.
+ * The options the device's program is built with: the user's, plus on PoCL a definition
+ * that no source uses and that is unique to this (fleet, device) among the live fleets.
+ *
+ * Why: PoCL 3.1 keeps one process-wide cache of loaded kernel binaries, keyed by the
+ * kernel's build hash, its local size and specialisation (zero global offset or not, grid
+ * width), and pocl_release_dlhandle_cache() returns a command's reference to the first
+ * entry of that hash and local size, not to the one the command took. Two devices that run
+ * the same kernel at once with different offsets (chunks of one launch do) or different
+ * widths then return each other's references, and PoCL aborts on its assertion
+ * `found->ref_count > 0` (lib/CL/devices/common.c). The build hash covers the options, so
+ * a per-device definition gives every device entries of its own; one device runs its
+ * kernels one after another (an in-order queue; on the basic device, under its exec lock
+ * and only once ready, see clf__dev_sync_exec()), so its own entries are never confused.
+ * The tag is the fleet's slot and the device's index: the same in the next process, so
+ * the binary cache keeps working.
  */
-static clf_status build_context(clf_program *p, size_t ci, const char *src, const char *opts)
+static char *device_options(const clf_fleet *fl, const struct clf__device *d, const char *opts)
+{
+    char tag[64] = "";
+    if (strstr(d->info.platform, "Portable Computing Language"))
+        snprintf(tag, sizeof tag, "%s-D__CLFLEET_POCL_TAG_%u_%zu", opts[0] ? " " : "",
+                 fl->slot, d->index);
+    size_t n = strlen(opts) + strlen(tag) + 1;
+    char *s = malloc(n);
+    if (s)
+        snprintf(s, n, "%s%s", opts, tag);
+    return s;
+}
+
+/*
+ * Build the program of fleet device dev: from the binary cache when it has it, else from
+ * source. A device whose build fails (or an injected fault) is noted with its log and left
+ * out. Only an error that is not the build's (out of memory, say) fails the call.
+ */
+static clf_status build_device(clf_program *p, size_t dev, const char *src, const char *opts)
 {
     clf_fleet *fl = p->fleet;
+    const struct clf__device *d = &fl->dev[dev];
     clf_status st = CLF_SUCCESS;
     cl_program prog = NULL;
-    cl_device_id *ids = calloc(fl->ndev, sizeof *ids);
-    size_t *idx = calloc(fl->ndev, sizeof *idx);
-    if (!ids || !idx)
-        CLF__TRY(st, clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "build: out of memory"));
-    size_t n = context_devices(fl, ci, ids, idx), m = 0;
-    for (size_t k = 0; k < n; k++) {
-        cl_int err = CLF__FAULT(fl, idx[k], CLF__FAULT_BUILD);
-        if (err == CL_SUCCESS) {
-            ids[m] = ids[k];
-            idx[m++] = idx[k];
-            continue;
-        }
+    char *dopts = device_options(fl, d, opts);
+    if (!dopts)
+        return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "build: out of memory");
+    cl_int err = CLF__FAULT(fl, dev, CLF__FAULT_BUILD);
+    if (err != CL_SUCCESS) {
         char what[160];
         snprintf(what, sizeof what, "clBuildProgram: %s (%d) (injected by CLFLEET_FAULT_INJECT)",
                  clf__cl_error_name(err), (int)err);
-        CLF__TRY(st, set_log(p, idx[k], what, NULL));
+        CLF__TRY(st, set_log(p, dev, what, NULL));
+        goto out;
     }
-    while (m > 0) {
-        if (fl->cache_dir && (prog = from_cache(fl, ci, ids, idx, m, src, opts)) != NULL) {
-            for (size_t k = 0; k < m; k++)
-                p->from_cache[idx[k]] = 1;
-            break;
-        }
-        cl_int err;
-        prog = clCreateProgramWithSource(fl->ctx[ci], 1, &src, NULL, &err);
-        if (err != CL_SUCCESS) {
-            prog = NULL;
-            CLF__TRY(st, clf__cl_fail(err, "clCreateProgramWithSource", &fl->dev[idx[0]]));
-        }
-        err = clBuildProgram(prog, (cl_uint)m, ids, opts, NULL, NULL);
-        if (err == CL_SUCCESS) {
-            if (fl->cache_dir)
-                store_binaries(prog, fl, idx, m, src, opts);
-            break;
-        }
-        if (err != CL_BUILD_PROGRAM_FAILURE && err != CL_INVALID_BUILD_OPTIONS)
-            CLF__TRY(st, clf__cl_fail(err, "clBuildProgram", &fl->dev[idx[0]]));
-        /* Keep the devices it built for (every one that reports success), and try again. */
-        size_t keep = 0;
-        for (size_t k = 0; k < m; k++) {
-            cl_build_status bs = CL_BUILD_NONE;
-            clGetProgramBuildInfo(prog, ids[k], CL_PROGRAM_BUILD_STATUS, sizeof bs, &bs, NULL);
-            if (bs == CL_BUILD_SUCCESS && err == CL_BUILD_PROGRAM_FAILURE) {
-                ids[keep] = ids[k];
-                idx[keep++] = idx[k];
-                continue;
-            }
-            char what[600], *log = build_log(prog, ids[k]);
-            snprintf(what, sizeof what, "clBuildProgram: %s (%d); options '%.500s'",
-                     clf__cl_error_name(err), (int)err, opts);
-            st = set_log(p, idx[k], what, log);
-            free(log);
-            if (st != CLF_SUCCESS)
-                goto out;
-        }
-        clReleaseProgram(prog);
+    if (fl->cache_dir && (prog = from_cache(fl, d, src, dopts)) != NULL) {
+        p->from_cache[dev] = 1;
+        goto built;
+    }
+    prog = clCreateProgramWithSource(d->ctx, 1, &src, NULL, &err);
+    if (err != CL_SUCCESS) {
         prog = NULL;
-        m = keep;
+        CLF__TRY(st, clf__cl_fail(err, "clCreateProgramWithSource", d));
     }
-    for (size_t k = 0; k < m; k++)
-        p->built[idx[k]] = 1;
+    err = clBuildProgram(prog, 1, &d->id, dopts, NULL, NULL);
+    if (err == CL_SUCCESS) {
+        if (fl->cache_dir)
+            store_binary(prog, fl, d, src, dopts);
+        goto built;
+    }
+    if (err != CL_BUILD_PROGRAM_FAILURE && err != CL_INVALID_BUILD_OPTIONS)
+        CLF__TRY(st, clf__cl_fail(err, "clBuildProgram", d));
+    char what[600], *log = build_log(prog, d->id);
+    snprintf(what, sizeof what, "clBuildProgram: %s (%d); options '%.500s'",
+             clf__cl_error_name(err), (int)err, opts);
+    st = set_log(p, dev, what, log);
+    free(log);
+    goto out;
+built:
+    p->built[dev] = 1;
+    p->prog[dev] = prog;
+    prog = NULL;
 out:
-    if (st == CLF_SUCCESS)
-        p->prog[ci] = prog;
-    else if (prog)
+    if (prog)
         clReleaseProgram(prog);
-    free(ids);
-    free(idx);
+    free(dopts);
     return st;
 }
 
@@ -294,15 +277,15 @@ clf_status clf_program_build_source(clf_program **out, clf_fleet *fleet, const c
     clf__sha256_update(&h, options ? options : "", options ? strlen(options) : 0);
     clf__sha256_final(&h, digest);
     clf__sha256_hex(digest, p->hash);
-    p->prog = calloc(fleet->nctx, sizeof *p->prog);
+    p->prog = calloc(fleet->ndev, sizeof *p->prog);
     p->from_cache = calloc(fleet->ndev, 1);
     p->built = calloc(fleet->ndev, 1);
     p->log = calloc(fleet->ndev, sizeof *p->log);
     if (!p->prog || !p->from_cache || !p->built || !p->log)
         CLF__TRY(st, clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "program: out of memory"));
-    /* Build in every context: the program is for every device it builds on. */
-    for (size_t ci = 0; ci < fleet->nctx; ci++)
-        CLF__TRY(st, build_context(p, ci, full, options ? options : ""));
+    /* Build for every device: the program is for every device it builds on. */
+    for (size_t d = 0; d < fleet->ndev; d++)
+        CLF__TRY(st, build_device(p, d, full, options ? options : ""));
     size_t built = 0;
     for (size_t d = 0; d < fleet->ndev; d++)
         built += p->built[d];
@@ -432,7 +415,7 @@ void clf_program_destroy(clf_program *p)
 {
     if (!p)
         return;
-    for (size_t i = 0; p->prog && i < p->fleet->nctx; i++)
+    for (size_t i = 0; p->prog && i < p->fleet->ndev; i++)
         if (p->prog[i])
             clReleaseProgram(p->prog[i]);
     free(p->prog);

@@ -270,7 +270,7 @@ static clf_status get_kernel(tq_worker *w, const char *name, cl_kernel *out)
     if (bst != CLF_SUCCESS)
         return bst;
     cl_int err;
-    cl_kernel k = clCreateKernel(w->q->prog->prog[w->d->info.context_index], name, &err);
+    cl_kernel k = clCreateKernel(w->q->prog->prog[w->d->index], name, &err);
     if (err == CL_INVALID_KERNEL_NAME)
         return clf__fail(CLF_ERROR_NOT_FOUND, "no kernel '%.128s' in the program", name);
     if (err != CL_SUCCESS)

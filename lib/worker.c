@@ -184,7 +184,7 @@ static clf_status setup(clf__worker *w)
 {
     clf__launch *L = w->L;
     cl_int err;
-    cl_program prog = L->prog->prog[w->d->info.context_index];
+    cl_program prog = L->prog->prog[w->d->index];
     w->kernel = clCreateKernel(prog, L->desc.kernel, &err);
     if (err != CL_SUCCESS)
         return cl_fail(w, err, "clCreateKernel", 0);

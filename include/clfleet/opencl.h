@@ -26,7 +26,8 @@ CLF_API cl_context clf_cl_context(const clf_fleet *fleet, size_t device);
 CLF_API cl_command_queue clf_cl_compute_queue(const clf_fleet *fleet, size_t device);
 /** \brief The device's in-order transfer queue (profiling enabled). */
 CLF_API cl_command_queue clf_cl_transfer_queue(const clf_fleet *fleet, size_t device);
-/** \brief The program object built for the device's context. */
+/** \brief The program object built for the device (one per device, each built for that
+ *  device only). */
 CLF_API cl_program clf_cl_program(const clf_program *prog, size_t device);
 /** \brief The buffer's memory object. */
 CLF_API cl_mem clf_cl_mem(const clf_buffer *buf);
