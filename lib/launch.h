@@ -17,9 +17,7 @@ typedef struct clf__chunk {
     unsigned char ev_arg[2 * CLF__MAX_ARGS]; /* the argument each of them moves */
     size_t nwrite, nread;
     uint64_t bytes_in, bytes_out;
-    cl_event fault_ev; /* injected execution fault: a failed user event the kernel waits for */
-    cl_int fault;      /* its status */
-    int fault_fired;   /* the user event has failed */
+    cl_int fault; /* an injected execution fault's status: the kernel was not run (worker.c) */
 } clf__chunk;
 
 struct clf__launch;

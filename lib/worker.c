@@ -290,36 +290,6 @@ static clf_status write_inputs(clf__worker *w, clf__chunk *c, int which)
     return CLF_SUCCESS;
 }
 
-/*
- * An injected execution fault: the kernel waits for a user event that then fails, so the
- * enqueue succeeds and the kernel (and every command after it) fails while the chunk runs.
- */
-static clf_status exec_fault(clf__worker *w, clf__chunk *c, cl_int status, cl_event *wait,
-                             cl_uint *nwait)
-{
-    cl_int err;
-    c->fault_ev = clCreateUserEvent(w->d->ctx, &err);
-    if (err != CL_SUCCESS) {
-        c->fault_ev = NULL;
-        return cl_fail(w, err, "clCreateUserEvent (fault injection)", 0);
-    }
-    c->fault = status;
-    wait[(*nwait)++] = c->fault_ev;
-    return CLF_SUCCESS;
-}
-
-/*
- * Fail the injected user event, once the commands that depend on the kernel are queued:
- * PoCL 3.1 never completes a command queued after an event it waits for has failed.
- */
-static void fire_fault(clf__chunk *c)
-{
-    if (c->fault_ev && !c->fault_fired) {
-        clSetUserEventStatus(c->fault_ev, c->fault);
-        c->fault_fired = 1;
-    }
-}
-
 static clf_status enqueue_kernel(clf__worker *w, clf__chunk *c)
 {
     clf__launch *L = w->L;
@@ -343,8 +313,8 @@ static clf_status enqueue_kernel(clf__worker *w, clf__chunk *c)
             local[L->split] /= 2;
         use_local = 1;
     }
-    /* The kernel waits for its inputs, the reset of the reductions after a partial went to
-     * the host (a failed reset fails the kernel), and an injected execution fault. */
+    /* The kernel waits for its inputs, and the reset of the reductions after a partial went
+     * to the host (a failed reset fails the kernel). */
     cl_event wait[2 * CLF__MAX_ARGS + 1];
     cl_uint nwait = (cl_uint)c->nwrite, first_fill = nwait;
     memcpy(wait, c->ev, c->nwrite * sizeof *wait);
@@ -357,9 +327,17 @@ static clf_status enqueue_kernel(clf__worker *w, clf__chunk *c)
         if (st != CLF_SUCCESS)
             goto out;
     }
-    cl_int exec = CLF__FAULT(L->fl, w->d->index, CLF__FAULT_EXEC);
-    if (exec != CL_SUCCESS)
-        CLF__TRY(st, exec_fault(w, c, exec, wait, &nwait));
+    /*
+     * An injected execution fault: the kernel (and so its results) never runs, and the chunk
+     * fails with the injected status when it finishes (finish_chunk), as a kernel that
+     * failed on the device would. It is not made with a user event that fails: PoCL 3.1
+     * races there, failing the commands that wait for the event while its pthread device
+     * starts running one of them (it aborts on `event->status == CL_SUBMITTED` in
+     * pocl_update_event_running, or runs a command whose memory the failure path freed).
+     */
+    c->fault = CLF__FAULT(L->fl, w->d->index, CLF__FAULT_EXEC);
+    if (c->fault != CL_SUCCESS)
+        goto out;
     err = CLF__FAULT(L->fl, w->d->index, CLF__FAULT_ENQUEUE);
     int injected = err != CL_SUCCESS;
     if (!injected)
@@ -382,6 +360,8 @@ out:
 static clf_status read_outputs(clf__worker *w, clf__chunk *c)
 {
     clf__launch *L = w->L;
+    if (c->fault != CL_SUCCESS)
+        return CLF_SUCCESS; /* the kernel did not run: nothing to read */
     for (int pass = 0; pass < 2; pass++)
         for (size_t i = 0; i < L->nargs; i++) {
             const clf_arg *a = &L->args[i];
@@ -415,11 +395,9 @@ static void release_chunk(clf__chunk *c)
         clReleaseEvent(c->ev[j]);
     if (c->kernel)
         clReleaseEvent(c->kernel);
-    if (c->fault_ev)
-        clReleaseEvent(c->fault_ev);
     c->nwrite = c->nread = 0;
-    c->kernel = c->fault_ev = NULL;
-    c->fault_fired = 0;
+    c->kernel = NULL;
+    c->fault = CL_SUCCESS;
 }
 
 static cl_int event_status(cl_event e)
@@ -494,13 +472,14 @@ static clf_status finish_chunk(clf__worker *w, clf__chunk *c)
     size_t n = 0;
     for (size_t j = 0; j < c->nwrite + c->nread; j++)
         all[n++] = c->ev[j];
-    all[n++] = c->kernel;
+    if (c->kernel)
+        all[n++] = c->kernel;
     /* Not holding the device's exec lock (PoCL's basic device) while blocked: the chunk may
      * wait (clf_device_wait_events) for a copy that a transfer thread runs under that lock. */
     clf__dev_exec_leave(w->L->fl, w->d->index);
-    cl_int err = clWaitForEvents((cl_uint)n, all);
+    cl_int err = n ? clWaitForEvents((cl_uint)n, all) : CL_SUCCESS;
     clf__dev_exec_enter(w->L->fl, w->d->index);
-    cl_int exec = CL_COMPLETE;
+    cl_int exec = c->fault ? c->fault : CL_COMPLETE;
     for (size_t j = 0; j < n && exec == CL_COMPLETE; j++) {
         cl_int s = event_status(all[j]);
         if (s < 0)
@@ -797,7 +776,6 @@ static clf_status run_chunks(clf__worker *w)
         /* After this chunk's read on the in-order transfer queue (see late_write). */
         if (st == CLF_SUCCESS && more)
             st = write_inputs(w, nxt, WRITE_LATE);
-        fire_fault(now);
         if (st == CLF_SUCCESS)
             st = finish_chunk(w, now);
         if (st == CLF_SUCCESS) {
@@ -821,8 +799,6 @@ static clf_status run_chunks(clf__worker *w)
     if (st == CLF_SUCCESS)
         return st;
     worker_fail(w, st);
-    fire_fault(&c[0]);
-    fire_fault(&c[1]);
     clFinish(w->d->compute);
     clFinish(w->d->transfer);
     int stolen = !claim_lookahead(w), dirty = 0;
