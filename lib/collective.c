@@ -256,8 +256,8 @@ clf_status clf__coll_kernels(clf__coll *c, clf_type type, clf_reduce_op op)
     clf_status st = reduce_program(c->fl, &p);
     if (st != CLF_SUCCESS)
         return st;
-    char name[64];
-    snprintf(name, sizeof name, "clf_reduce_%s_%s", op_names[op], type_names[type]);
+    char *name = c->kname;
+    snprintf(name, sizeof c->kname, "clf_reduce_%s_%s", op_names[op], type_names[type]);
     for (size_t i = 0; i < c->n; i++) {
         const struct clf__device *d = &c->fl->dev[c->buf[i]->device];
         if ((st = clf__program_check_device(p, d->index)) != CLF_SUCCESS)
@@ -422,13 +422,15 @@ clf_status clf__coll_combine(clf__coll *c, size_t i, clf_buffer *acc, size_t acc
     if (err == CL_SUCCESS)
         err = clSetKernelArg(k, 4, sizeof nn, &nn);
     size_t wg = c->wg[i], global = (len + wg - 1) / wg * wg;
-    if (err == CL_SUCCESS)
-        err = clEnqueueNDRangeKernel(d->compute, k, 1, NULL, &global, &wg, nw, nw ? cw : NULL, &ev);
+    if (err != CL_SUCCESS)
+        st = clf__cl_fail(err, "clSetKernelArg (collective combine)", d);
+    else
+        st = clf__cmd_kernel(c->fl, d->index, d->compute, k, c->kname, 1, NULL, &global, &wg, nw,
+                             cw, &ev);
     for (cl_uint j = 0; j < nw; j++)
         clReleaseEvent(cw[j]);
-    if (err != CL_SUCCESS)
-        return clf__cl_fail(err, "clEnqueueNDRangeKernel (collective combine)", d);
-    clFlush(d->compute);
+    if (st != CLF_SUCCESS)
+        return st;
     clf_event *e;
     st = clf__event_wrap(ev, &e);
     if (st == CLF_SUCCESS)
@@ -450,15 +452,14 @@ clf_status clf__coll_host_io(clf__coll *c, clf_buffer *b, int write, size_t off,
     if (st != CLF_SUCCESS)
         return st;
     /* On the compute queue, where the collective's commands that wait go. */
-    cl_int err = write ? clEnqueueWriteBuffer(d->compute, b->mem, CL_FALSE, off, bytes, host, nw,
-                                              nw ? cw : NULL, &ev)
-                       : clEnqueueReadBuffer(d->compute, b->mem, CL_FALSE, off, bytes, host, nw,
-                                             nw ? cw : NULL, &ev);
+    st = write ? clf__cmd_write(c->fl, d->index, d->compute, b->mem, off, bytes, host, c->fn, nw,
+                                cw, &ev)
+               : clf__cmd_read(c->fl, d->index, d->compute, b->mem, off, bytes, host, c->fn, nw,
+                               cw, &ev);
     for (cl_uint j = 0; j < nw; j++)
         clReleaseEvent(cw[j]);
-    if (err != CL_SUCCESS)
-        return clf__cl_fail(err, write ? "clEnqueueWriteBuffer" : "clEnqueueReadBuffer", d);
-    clFlush(d->compute);
+    if (st != CLF_SUCCESS)
+        return st;
     clf_event *e;
     st = clf__event_wrap(ev, &e);
     return st == CLF_SUCCESS ? track(c, e) : st;

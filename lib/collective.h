@@ -19,6 +19,7 @@ typedef struct clf__coll {
     clf_buffer *buf[CLF__COLL_MAXN];
     size_t es; /* bytes per element */
     cl_kernel k[CLF__COLL_MAXN];
+    char kname[48]; /* the combine kernel's name (metrics and trace) */
     size_t wg[CLF__COLL_MAXN];
     clf_buffer *scratch[CLF__COLL_MAXN][2];
     clf_event *entry[CLF__COLL_MAXN]; /* the device's work queued before the collective */

@@ -286,6 +286,34 @@ void clf__dev_exec_leave(clf_fleet *fleet, size_t device);
  * events of other queues. */
 int clf__dev_sync_exec(const clf_fleet *fleet, size_t device);
 
+/* ---- the command path (cmd.c) ---- */
+
+/*
+ * Commands that task queues, pipelines, collectives and markers enqueue on fleet device dev's
+ * queue q (one of its queues). Each: on a sync-exec device (clf__dev_sync_exec()) waits for
+ * the wait list on the host and enqueues with none, so that the command runs inside its
+ * enqueue; holds the device's exec lock while enqueueing; flushes q; records a failure with
+ * the device (CLF_ERROR_OPENCL); counts the command in the metrics and the trace on q's
+ * track. *ev (optional) receives the command's event, as in OpenCL. Never blocking: host
+ * memory must stay valid until the command completes, as for clEnqueue*(..., CL_FALSE).
+ * The caller must not hold the device's exec lock.
+ */
+/* A kernel; the timeline names it name, with the first dimension's offset and size. */
+clf_status clf__cmd_kernel(clf_fleet *fl, size_t dev, cl_command_queue q, cl_kernel k,
+                           const char *name, cl_uint dims, const size_t *off, const size_t *gsz,
+                           const size_t *lsz, cl_uint nwait, const cl_event *wait, cl_event *ev);
+/* size bytes from host to buf at off, counted as to-device; what names it in an error. */
+clf_status clf__cmd_write(clf_fleet *fl, size_t dev, cl_command_queue q, cl_mem buf, size_t off,
+                          size_t size, const void *host, const char *what, cl_uint nwait,
+                          const cl_event *wait, cl_event *ev);
+/* size bytes from buf at off to host, counted as from-device. */
+clf_status clf__cmd_read(clf_fleet *fl, size_t dev, cl_command_queue q, cl_mem buf, size_t off,
+                         size_t size, void *host, const char *what, cl_uint nwait,
+                         const cl_event *wait, cl_event *ev);
+/* A marker (not counted: it does no work). */
+clf_status clf__cmd_marker(clf_fleet *fl, size_t dev, cl_command_queue q, const char *what,
+                           cl_uint nwait, const cl_event *wait, cl_event *ev);
+
 /* ---- synchronisation (sync.c) ---- */
 
 /* A marker after all the work queued so far on device's compute and transfer queues. */

@@ -284,41 +284,39 @@ static clf_status enqueue(clf_pipeline *pl, stage *s, int what, size_t b, clf_ev
     cl_uint nw = 0;
     clf_event *w[2] = {w0, w1};
     clf_status st = CLF_SUCCESS;
+    size_t dev = s->d.device;
     /* A device that runs commands in whichever thread makes them ready (PoCL's basic) would
-     * run this one inside the completion it waits for, and can deadlock there: wait here. */
-    int on_host = clf__dev_sync_exec(pl->fl, s->d.device);
+     * run this one inside the completion it waits for, and can deadlock there: wait here
+     * (the command path would too, but these events need no OpenCL bridge for that). */
+    int on_host = clf__dev_sync_exec(pl->fl, dev);
     for (int i = 0; i < 2 && st == CLF_SUCCESS; i++) {
         if (!w[i])
             continue;
         if (on_host)
             st = clf_event_wait(w[i]);
-        else if ((st = clf_event_cl_for(w[i], pl->fl, s->d.device, &cw[nw])) == CLF_SUCCESS)
+        else if ((st = clf_event_cl_for(w[i], pl->fl, dev, &cw[nw])) == CLF_SUCCESS)
             nw++;
     }
     int slot = (int)(b & 1);
-    cl_int err = CL_SUCCESS;
-    const char *call = "clEnqueueNDRangeKernel (pipeline stage)";
     if (st == CLF_SUCCESS && what == 0) {
-        err = clSetKernelArg(s->k, 0, sizeof(cl_mem), &s->in[slot]->mem);
+        cl_int err = clSetKernelArg(s->k, 0, sizeof(cl_mem), &s->in[slot]->mem);
         if (err == CL_SUCCESS)
             err = clSetKernelArg(s->k, 1, sizeof(cl_mem), &s->out[slot]->mem);
-        if (err == CL_SUCCESS)
-            err =
-                clEnqueueNDRangeKernel(s->dev->compute, s->k, s->d.dims, NULL, s->d.global,
-                                       s->d.local[0] ? s->d.local : NULL, nw, nw ? cw : NULL, &ev);
+        if (err != CL_SUCCESS)
+            st = clf__cl_fail(err, "clSetKernelArg (pipeline stage)", s->dev);
+        else
+            st = clf__cmd_kernel(pl->fl, dev, s->dev->compute, s->k, s->kernel_name, s->d.dims,
+                                 NULL, s->d.global, s->d.local[0] ? s->d.local : NULL, nw, cw,
+                                 &ev);
     } else if (st == CLF_SUCCESS) {
         /* The last stage's result to the host, on the compute queue behind its kernel. */
-        call = "clEnqueueReadBuffer (pipeline result)";
-        err = clEnqueueReadBuffer(s->dev->compute, s->out[slot]->mem, CL_FALSE, 0, s->d.out_bytes,
-                                  pl->out + b * s->d.out_bytes, nw, nw ? cw : NULL, &ev);
+        st = clf__cmd_read(pl->fl, dev, s->dev->compute, s->out[slot]->mem, 0, s->d.out_bytes,
+                           pl->out + b * s->d.out_bytes, "pipeline result", nw, cw, &ev);
     }
     for (cl_uint i = 0; i < nw; i++)
         clReleaseEvent(cw[i]);
     if (st != CLF_SUCCESS)
         return st;
-    if (err != CL_SUCCESS)
-        return clf__cl_fail(err, call, s->dev);
-    clFlush(s->dev->compute);
     return clf__event_wrap(ev, out);
 }
 
@@ -326,12 +324,10 @@ static clf_status enqueue(clf_pipeline *pl, stage *s, int what, size_t b, clf_ev
 static clf_status upload(clf_pipeline *pl, stage *s, size_t b, clf_event **out)
 {
     cl_event ev;
-    cl_int err = clEnqueueWriteBuffer(s->dev->transfer, s->in[b & 1]->mem, CL_FALSE, 0,
-                                      s->d.in_bytes, pl->in + b * s->d.in_bytes, 0, NULL, &ev);
-    if (err != CL_SUCCESS)
-        return clf__cl_fail(err, "clEnqueueWriteBuffer (pipeline input)", s->dev);
-    clFlush(s->dev->transfer);
-    return clf__event_wrap(ev, out);
+    clf_status st = clf__cmd_write(pl->fl, s->d.device, s->dev->transfer, s->in[b & 1]->mem, 0,
+                                   s->d.in_bytes, pl->in + b * s->d.in_bytes, "pipeline input", 0,
+                                   NULL, &ev);
+    return st == CLF_SUCCESS ? clf__event_wrap(ev, out) : st;
 }
 
 static clf_status deliver(clf_pipeline *pl, size_t b)

@@ -24,19 +24,16 @@ clf_status clf__device_marker(clf_fleet *fl, size_t device, cl_event *out)
 {
     struct clf__device *d = &fl->dev[device];
     cl_event mt = NULL;
-    /* The waiting marker goes on the compute queue, where commands wait for others. */
-    cl_int err = clEnqueueMarkerWithWaitList(d->transfer, 0, NULL, &mt);
-    if (err != CL_SUCCESS)
-        return clf__cl_fail(err, "clEnqueueMarkerWithWaitList (transfer queue)", d);
-    /* Flush: a queue of another device may wait for this marker, and some drivers
-     * submit nothing until a flush. */
-    clFlush(d->transfer);
-    err = clEnqueueMarkerWithWaitList(d->compute, 1, &mt, out);
+    /* The waiting marker goes on the compute queue, where commands wait for others. The
+     * command path flushes each: a queue of another device may wait for these markers, and
+     * some drivers submit nothing until a flush. On a sync-exec device it waits for the
+     * transfer queue's marker on the host instead. */
+    clf_status st = clf__cmd_marker(fl, device, d->transfer, "transfer queue", 0, NULL, &mt);
+    if (st != CLF_SUCCESS)
+        return st;
+    st = clf__cmd_marker(fl, device, d->compute, "compute queue", 1, &mt, out);
     clReleaseEvent(mt);
-    if (err != CL_SUCCESS)
-        return clf__cl_fail(err, "clEnqueueMarkerWithWaitList (compute queue)", d);
-    clFlush(d->compute);
-    return CLF_SUCCESS;
+    return st;
 }
 
 clf_status clf_event_record(clf_event **out, clf_fleet *fleet, size_t device)

@@ -308,6 +308,7 @@ static clf_status arg_buffer(tq_worker *w, size_t i, size_t size)
 static clf_status run_task(tq_worker *w, task *t, double *kernel_s)
 {
     struct clf__device *d = w->d;
+    clf_fleet *fl = w->q->fl;
     cl_command_queue cq = d->compute;
     cl_kernel k = NULL;
     cl_event kev = NULL, last = NULL;
@@ -328,31 +329,39 @@ static clf_status run_task(tq_worker *w, task *t, double *kernel_s)
         } else {
             if ((st = arg_buffer(w, i, a->size)) != CLF_SUCCESS)
                 return st;
-            if (a->kind != CLF_ARG_KIND_OUT)
-                err = clEnqueueWriteBuffer(cq, w->mem[i], CL_FALSE, 0, a->size, a->host, 0, NULL,
-                                           NULL);
-            if (err == CL_SUCCESS)
-                err = clSetKernelArg(k, (cl_uint)i, sizeof(cl_mem), &w->mem[i]);
+            /* The commands so far are queued in order before it: the task waits for them
+             * below whatever happens. */
+            if (a->kind != CLF_ARG_KIND_OUT &&
+                (st = clf__cmd_write(fl, d->index, cq, w->mem[i], 0, a->size, a->host,
+                                     "task input", 0, NULL, NULL)) != CLF_SUCCESS)
+                break;
+            err = clSetKernelArg(k, (cl_uint)i, sizeof(cl_mem), &w->mem[i]);
         }
     }
-    if (err != CL_SUCCESS)
-        return clf__cl_fail(err, "task arguments (clSetKernelArg, clEnqueueWriteBuffer)", d);
-    err = clEnqueueNDRangeKernel(cq, k, t->dims, NULL, t->global, t->local[0] ? t->local : NULL, 0,
-                                 NULL, &kev);
-    if (err != CL_SUCCESS)
-        return clf__cl_fail(err, "clEnqueueNDRangeKernel (task)", d);
-    for (size_t i = 0; i < t->nargs && err == CL_SUCCESS; i++) {
+    if (st == CLF_SUCCESS && err != CL_SUCCESS)
+        st = clf__cl_fail(err, "clSetKernelArg (task)", d);
+    if (st == CLF_SUCCESS)
+        st = clf__cmd_kernel(fl, d->index, cq, k, t->kernel, t->dims, NULL, t->global,
+                             t->local[0] ? t->local : NULL, 0, NULL, &kev);
+    for (size_t i = 0; i < t->nargs && st == CLF_SUCCESS; i++) {
         const clf_arg *a = &t->args[i];
         if (a->kind != CLF_ARG_KIND_OUT && a->kind != CLF_ARG_KIND_INOUT)
             continue;
-        if (last)
-            clReleaseEvent(last);
-        last = NULL;
-        err = clEnqueueReadBuffer(cq, w->mem[i], CL_FALSE, 0, a->size, a->host, 0, NULL, &last);
+        cl_event rev = NULL;
+        st = clf__cmd_read(fl, d->index, cq, w->mem[i], 0, a->size, a->host, "task output", 0,
+                           NULL, &rev);
+        if (rev) {
+            if (last)
+                clReleaseEvent(last);
+            last = rev;
+        }
     }
-    if (err != CL_SUCCESS)
-        st = clf__cl_fail(err, "clEnqueueReadBuffer (task)", d);
-    /* In order: the last command done means the task is done. */
+    /* In order: the last command done means the task is done (and after a failure, every
+     * command queued before it has finished with the buffers and the host arrays). */
+    if (!kev && !last) {
+        clFinish(cq);
+        return st;
+    }
     clf_event e = {.ev = last ? last : kev};
     clf_status wst = clf_event_wait(&e);
     if (st == CLF_SUCCESS)

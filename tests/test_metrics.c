@@ -3,9 +3,13 @@
  * transfers of known sizes, launches compared with their reports), resets,
  * memory accounting, the JSON export and the Chrome trace file (parsed here:
  * valid JSON, a track per device used, no overlap on an in-order queue, host
- * order preserved across queues), and an idle device's utilization.
+ * order preserved across queues), and an idle device's utilization. Task
+ * queues, pipelines, collectives and GEMM count each kernel they run, and the
+ * bytes they move, and name their kernels on the timeline.
  */
 #include "common.h"
+
+#include <clfleet/blas.h>
 
 #include <ctype.h>
 #include <math.h>
@@ -894,6 +898,289 @@ START_TEST(trace_from_environment)
 }
 END_TEST
 
+/* ---- task queues, pipelines, collectives, GEMM ---------------------------------------------- */
+
+/* Kernels of the subsystems other than clf_launch: each must be counted once, with its bytes,
+ * and appear on its device's compute track under its own name. */
+static const char CMD_SRC[] =
+    "__kernel void tq_scale(__global const float *in, __global float *out, float k)\n"
+    "{\n"
+    "    size_t i = get_global_id(0);\n"
+    "    out[i] = in[i] * k;\n"
+    "}\n"
+    "__kernel void p_inc(__global const uint *in, __global uint *out)\n"
+    "{\n"
+    "    size_t i = get_global_id(0);\n"
+    "    out[i] = in[i] + 1;\n"
+    "}\n";
+
+/* A fleet of selection that traces to a fresh path. */
+static clf_fleet *traced_fleet(const char *selection, char *path, size_t len)
+{
+    temp_path(path, len, "cmd");
+    clf_fleet_options o = CLF_FLEET_OPTIONS_INIT;
+    o.devices = selection;
+    o.trace = path;
+    clf_fleet *f = NULL;
+    ck_assert_ok(clf_fleet_create(&f, &o));
+    return f;
+}
+
+/* The kernels the fleet counted on each device, from its metrics. */
+static void kernels_per_device(clf_fleet *f, uint64_t *k)
+{
+    for (size_t d = 0; d < clf_fleet_device_count(f); d++)
+        k[d] = dev_metrics(f, d).kernels;
+}
+
+/* After everything completed: the trace holds want[d] events named name on device d's
+ * compute track, for every device. */
+static void check_traced(clf_fleet *f, const char *path, const char *name, const uint64_t *want)
+{
+    ck_assert_ok(clf_fleet_finish(f));
+    ck_assert_ok(clf_trace_flush(f));
+    trace_view t;
+    trace_load(&t, path);
+    check_no_overlap(&t);
+    for (size_t d = 0; d < clf_fleet_device_count(f); d++)
+        ck_assert_msg(count_events(&t, (int)d + 1, 1, name) == want[d],
+                      "device %zu: %zu '%s' on the trace's compute track, %llu expected", d,
+                      count_events(&t, (int)d + 1, 1, name), name, (unsigned long long)want[d]);
+    trace_free(&t);
+}
+
+START_TEST(taskq_counted)
+{
+    char path[512];
+    clf_fleet *f = traced_fleet(TEST_CPUS, path, sizeof path);
+    size_t n = clf_fleet_device_count(f);
+    clf_program *p = NULL;
+    ck_assert_ok(clf_program_build_source(&p, f, CMD_SRC, NULL));
+    enum { TASKS = 4, ELEMS = 8192 }; /* 32 KiB in and out per task */
+    float *in = malloc(TASKS * ELEMS * 4), *out = calloc(TASKS * ELEMS, 4);
+    for (size_t i = 0; i < TASKS * ELEMS; i++)
+        in[i] = (float)(i % 1000);
+    clf_taskq *q;
+    ck_assert_ok(clf_taskq_create(&q, f, p, NULL, 0));
+    const float k = 3.0f;
+    for (size_t t = 0; t < TASKS; t++) {
+        clf_arg a[] = {CLF_IN(in + t * ELEMS, ELEMS * 4, 4), CLF_OUT(out + t * ELEMS, ELEMS * 4, 4),
+                       CLF_SCALAR(&k)};
+        clf_task_desc d = CLF_TASK_DESC_INIT;
+        d.kernel = "tq_scale";
+        d.global[0] = ELEMS;
+        d.affinity = t % n; /* every device, the basic one too */
+        ck_assert_ok(clf_taskq_submit(q, &d, a, 3, NULL));
+    }
+    ck_assert_ok(clf_metrics_reset(f));
+    clf_taskq_report rep;
+    ck_assert_ok(clf_taskq_run(q, &rep));
+    ck_assert_uint_eq(rep.failed, 0);
+    for (size_t i = 0; i < TASKS * ELEMS; i++)
+        expect(out[i] == in[i] * k, "element %zu: %g, expected %g", i, out[i], in[i] * k);
+    clf_fleet_metrics fm = fleet_metrics(f);
+    ck_assert_uint_eq(fm.kernels, TASKS);
+    ck_assert_uint_eq(fm.dir[CLF_TO_DEVICE].bytes, TASKS * ELEMS * 4);
+    ck_assert_uint_eq(fm.dir[CLF_FROM_DEVICE].bytes, TASKS * ELEMS * 4);
+    ck_assert_uint_eq(fm.dir[CLF_TO_DEVICE].count, TASKS);
+    ck_assert_uint_eq(fm.dir[CLF_FROM_DEVICE].count, TASKS);
+    uint64_t want[CLF_MAX_LAUNCH_DEVICES] = {0};
+    for (size_t i = 0; i < rep.num_devices; i++) {
+        clf_device_metrics m = dev_metrics(f, rep.dev[i].device);
+        ck_assert_uint_eq(m.kernels, rep.dev[i].tasks);
+        ck_assert_uint_eq(m.dir[CLF_TO_DEVICE].bytes, rep.dev[i].tasks * ELEMS * 4);
+        want[rep.dev[i].device] = rep.dev[i].tasks;
+    }
+    check_traced(f, path, "tq_scale", want);
+    ck_assert_msg(fleet_metrics(f).busy_s > 0, "no kernel time");
+    clf_taskq_destroy(q);
+    clf_program_destroy(p);
+    clf_fleet_destroy(f);
+    free(in);
+    free(out);
+    remove(path);
+}
+END_TEST
+
+START_TEST(pipeline_counted)
+{
+    char path[512];
+    clf_fleet *f = traced_fleet(TEST_CPUS, path, sizeof path);
+    size_t ndev = clf_fleet_device_count(f);
+    ck_assert_uint_ge(ndev, 3);
+    clf_program *p = NULL;
+    ck_assert_ok(clf_program_build_source(&p, f, CMD_SRC, NULL));
+    enum { STAGES = 3, NB = 6, ELEMS = 4096 };
+    clf_stage_desc st[STAGES];
+    for (size_t s = 0; s < STAGES; s++) {
+        st[s] = (clf_stage_desc)CLF_STAGE_DESC_INIT;
+        st[s].device = ndev - 1 - s; /* PoCL's basic device, when there is one, goes first */
+        st[s].program = p;
+        st[s].kernel = "p_inc";
+        st[s].in_bytes = st[s].out_bytes = ELEMS * 4;
+        st[s].global[0] = ELEMS;
+    }
+    uint32_t *in = malloc(NB * ELEMS * 4), *out = calloc(NB * ELEMS, 4);
+    for (size_t i = 0; i < NB * ELEMS; i++)
+        in[i] = (uint32_t)i * 7u;
+    clf_pipeline *pl;
+    ck_assert_ok(clf_pipeline_create(&pl, f, st, STAGES, NULL));
+    ck_assert_ok(clf_metrics_reset(f));
+    ck_assert_ok(clf_pipeline_run(pl, in, out, NB, NULL));
+    for (size_t i = 0; i < NB * ELEMS; i++)
+        expect(out[i] == in[i] + STAGES, "element %zu: %u, expected %u", i, out[i], in[i] + 3);
+    clf_fleet_metrics fm = fleet_metrics(f);
+    ck_assert_uint_eq(fm.kernels, STAGES * NB);
+    /* Batches in at the first stage, out at the last; copies between stages are peer. */
+    ck_assert_uint_eq(fm.dir[CLF_TO_DEVICE].bytes, NB * ELEMS * 4);
+    ck_assert_uint_eq(fm.dir[CLF_FROM_DEVICE].bytes, NB * ELEMS * 4);
+    ck_assert_uint_eq(fm.dir[CLF_PEER].bytes, (STAGES - 1) * NB * ELEMS * 4);
+    uint64_t k[CLF_MAX_LAUNCH_DEVICES] = {0}, want[CLF_MAX_LAUNCH_DEVICES] = {0};
+    kernels_per_device(f, k);
+    for (size_t s = 0; s < STAGES; s++) {
+        ck_assert_uint_eq(k[st[s].device], NB);
+        want[st[s].device] = NB;
+    }
+    ck_assert_uint_eq(dev_metrics(f, st[0].device).dir[CLF_TO_DEVICE].bytes, NB * ELEMS * 4);
+    ck_assert_uint_eq(dev_metrics(f, st[STAGES - 1].device).dir[CLF_FROM_DEVICE].bytes,
+                      NB * ELEMS * 4);
+    check_traced(f, path, "p_inc", want);
+    clf_pipeline_destroy(pl);
+    clf_program_destroy(p);
+    clf_fleet_destroy(f);
+    free(in);
+    free(out);
+    remove(path);
+}
+END_TEST
+
+START_TEST(collectives_counted)
+{
+    char path[512];
+    clf_fleet *f = traced_fleet(TEST_CPUS, path, sizeof path);
+    size_t n = clf_fleet_device_count(f);
+    ck_assert_uint_ge(n, 3);
+    n = 3;
+    /* Small enough for one chunk per ring segment and per chain. */
+    enum { COUNT = 3000 };
+    const uint64_t bytes = COUNT * 4;
+    float *host = malloc(bytes), *res = malloc(bytes);
+    clf_buffer *b[3];
+    for (size_t d = 0; d < n; d++)
+        ck_assert_ok(clf_buffer_create(&b[d], f, d, bytes, 0));
+    for (size_t i = 0; i < COUNT; i++)
+        host[i] = (float)(i % 100);
+
+    /* Scatter: the host's array to the devices, no kernel. */
+    ck_assert_ok(clf_metrics_reset(f));
+    ck_assert_ok(clf_scatter(b, n, host, COUNT, 4, CLF_DIST_BLOCK, 0));
+    clf_fleet_metrics fm = fleet_metrics(f);
+    ck_assert_uint_eq(fm.kernels, 0);
+    ck_assert_uint_eq(fm.dir[CLF_TO_DEVICE].bytes, bytes);
+    ck_assert_uint_eq(fm.dir[CLF_TO_DEVICE].count, n);
+
+    /* All-reduce over whole buffers: a ring of n (n - 1) combines, one per device and step. */
+    for (size_t d = 0; d < n; d++)
+        ck_assert_ok(clf_buffer_write(b[d], 0, bytes, host));
+    ck_assert_ok(clf_metrics_reset(f));
+    ck_assert_ok(clf_allreduce(b, n, COUNT, CLF_FLOAT, CLF_SUM, NULL));
+    fm = fleet_metrics(f);
+    ck_assert_uint_eq(fm.kernels, n * (n - 1));
+    ck_assert_uint_eq(fm.dir[CLF_TO_DEVICE].bytes, 0);
+    ck_assert_uint_eq(fm.dir[CLF_FROM_DEVICE].bytes, 0);
+    uint64_t k[CLF_MAX_LAUNCH_DEVICES] = {0}, want[CLF_MAX_LAUNCH_DEVICES] = {0};
+    kernels_per_device(f, k);
+    for (size_t d = 0; d < n; d++) {
+        ck_assert_uint_eq(k[d], n - 1);
+        want[d] = n - 1;
+    }
+    ck_assert_ok(clf_buffer_read(b[1], 0, bytes, res));
+    for (size_t i = 0; i < COUNT; i++)
+        expect(res[i] == 3 * host[i], "all-reduce element %zu: %g", i, res[i]);
+
+    /* Reduce to the host: a chain of n - 1 combines, the result read from its end. */
+    ck_assert_ok(clf_metrics_reset(f));
+    ck_assert_ok(clf_reduce_to_host(res, b, n, COUNT, CLF_FLOAT, CLF_SUM, NULL));
+    for (size_t i = 0; i < COUNT; i++)
+        expect(res[i] == 9 * host[i], "reduce element %zu: %g", i, res[i]);
+    fm = fleet_metrics(f);
+    ck_assert_uint_eq(fm.kernels, n - 1);
+    ck_assert_uint_eq(fm.dir[CLF_FROM_DEVICE].bytes, bytes);
+    ck_assert_uint_eq(dev_metrics(f, n - 1).dir[CLF_FROM_DEVICE].bytes, bytes);
+    for (size_t d = 1; d < n; d++)
+        want[d]++;
+
+    /* Broadcast: copies only. */
+    ck_assert_ok(clf_metrics_reset(f));
+    ck_assert_ok(clf_broadcast(b, n, bytes, 0, NULL));
+    fm = fleet_metrics(f);
+    ck_assert_uint_eq(fm.kernels, 0);
+    ck_assert_uint_eq(fm.dir[CLF_PEER].bytes, (n - 1) * bytes);
+
+    check_traced(f, path, "clf_reduce_sum_f32", want);
+    for (size_t d = 0; d < n; d++)
+        clf_buffer_destroy(b[d]);
+    clf_fleet_destroy(f);
+    free(host);
+    free(res);
+    remove(path);
+}
+END_TEST
+
+START_TEST(gemm_counted)
+{
+    if (!clf_blas_available()) {
+        fprintf(stderr, "gemm_counted: built without clBLAST, not run\n");
+        return;
+    }
+    char path[512];
+    clf_fleet *f = traced_fleet(FLEET2, path, sizeof path);
+    enum { M = 64, N = 24, K = 16 };
+    float *a = malloc(M * K * 4), *b = malloc(K * N * 4), *c = calloc(M * N, 4);
+    for (size_t i = 0; i < M * K; i++)
+        a[i] = (float)(i % 7);
+    for (size_t i = 0; i < K * N; i++)
+        b[i] = (float)(i % 5);
+    clf_gemm_options o = CLF_GEMM_OPTIONS_INIT;
+    o.strategy = CLF_DYNAMIC;
+    o.chunks_per_device = 3;
+    o.granularity = 1;
+    o.split = CLF_GEMM_SPLIT_M;
+    clf_launch_report rep;
+    ck_assert_ok(clf_metrics_reset(f));
+    ck_assert_ok(clf_sgemm(f, CLF_ROW_MAJOR, CLF_NO_TRANS, CLF_NO_TRANS, M, N, K, 1.0f, a, K, b,
+                           N, 0.0f, c, N, &o, &rep));
+    for (size_t i = 0; i < M; i++)
+        for (size_t j = 0; j < N; j++) {
+            float s = 0;
+            for (size_t l = 0; l < K; l++)
+                s += a[i * K + l] * b[l * N + j];
+            expect(c[i * N + j] == s, "C[%zu][%zu] = %g, expected %g", i, j, c[i * N + j], s);
+        }
+    /* One kernel per clBLAST call, one call per block. */
+    uint64_t chunks = 0, to = 0, from = 0, want[CLF_MAX_LAUNCH_DEVICES] = {0};
+    for (size_t i = 0; i < rep.num_devices; i++) {
+        chunks += rep.dev[i].chunks;
+        to += rep.dev[i].bytes_to_device;
+        from += rep.dev[i].bytes_from_device;
+        want[rep.dev[i].device] = rep.dev[i].chunks;
+        ck_assert_uint_eq(dev_metrics(f, rep.dev[i].device).kernels, rep.dev[i].chunks);
+    }
+    ck_assert_uint_ge(chunks, 2);
+    clf_fleet_metrics fm = fleet_metrics(f);
+    ck_assert_uint_eq(fm.kernels, chunks);
+    ck_assert_uint_eq(fm.dir[CLF_TO_DEVICE].bytes, to);
+    ck_assert_uint_eq(fm.dir[CLF_FROM_DEVICE].bytes, from);
+    ck_assert_uint_eq(from, M * N * 4);
+    check_traced(f, path, "sgemm", want);
+    clf_fleet_destroy(f);
+    free(a);
+    free(b);
+    free(c);
+    remove(path);
+}
+END_TEST
+
 START_TEST(metrics_off)
 {
     setenv("CLFLEET_METRICS", "0", 1);
@@ -974,6 +1261,10 @@ static Suite *suite(void)
     tcase_add_test(tc, json_and_table);
     tcase_add_test(tc, trace_file);
     tcase_add_test(tc, trace_from_environment);
+    tcase_add_test(tc, taskq_counted);
+    tcase_add_test(tc, pipeline_counted);
+    tcase_add_test(tc, collectives_counted);
+    tcase_add_test(tc, gemm_counted);
     tcase_add_test(tc, metrics_off);
     suite_add_tcase(s, tc);
     return s;
