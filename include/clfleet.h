@@ -168,7 +168,18 @@ typedef struct clf_fleet_options {
  *         CLF_ERROR_PARSE for a bad selection, CLF_ERROR_OPENCL
  */
 CLF_API clf_status clf_fleet_create(clf_fleet **out, const clf_fleet_options *opts);
-/** \brief Release every device, context and queue; accepts NULL. */
+/**
+ * \brief Drop the caller's reference to the fleet; accepts NULL.
+ *
+ * The fleet lives until its last child goes (OpenCL's model): every buffer,
+ * program, pipeline and task queue holds a reference to it. The call that drops
+ * the last reference, this one or the destroy of the last child, tears the fleet
+ * down on its thread: it waits for the queued work, writes the trace and
+ * releases every device, context and queue. Children stay fully usable until
+ * they are destroyed, in any order and from any thread; \p fleet itself must not
+ * be used after this call. Events hold no reference (the teardown completes
+ * their work; they can be waited for and released after it).
+ */
 CLF_API void clf_fleet_destroy(clf_fleet *fleet);
 /** \brief Number of devices in the fleet (0 for NULL). */
 CLF_API size_t clf_fleet_device_count(const clf_fleet *fleet);
@@ -270,7 +281,11 @@ CLF_API int clf_program_from_cache(const clf_program *prog, size_t device);
 CLF_API int clf_program_device_ok(const clf_program *prog, size_t device);
 /** \brief Why the build failed on \p device (its compiler log), or NULL where it built. */
 CLF_API const char *clf_program_build_log(const clf_program *prog, size_t device);
-/** \brief Release the program; accepts NULL. */
+/**
+ * \brief Release the program and its reference to the fleet, which goes with
+ * its last child (see clf_fleet_destroy()); accepts NULL. Destroy a task
+ * queue with it first, and wait for asynchronous launches with it.
+ */
 CLF_API void clf_program_destroy(clf_program *prog);
 /** \brief The names of the shipped kernel files, NULL-terminated. */
 CLF_API const char *const *clf_shipped_kernels(void);
@@ -286,7 +301,11 @@ typedef struct clf_event clf_event;
 
 /** \brief Block until the event completes; an error if the command failed. */
 CLF_API clf_status clf_event_wait(clf_event *ev);
-/** \brief Release the event; accepts NULL. Does not wait. */
+/**
+ * \brief Release the event; accepts NULL. Does not wait. An event holds no
+ * reference to its fleet: it may be waited for and released after the fleet
+ * has gone, whose teardown completes its work (see clf_fleet_destroy()).
+ */
 CLF_API void clf_event_release(clf_event *ev);
 
 /* ------------------------------------------------------------------ */
@@ -306,7 +325,11 @@ enum {
 /** \brief Allocate \p size bytes on device \p device. */
 CLF_API clf_status clf_buffer_create(clf_buffer **out, clf_fleet *fleet, size_t device,
                                      size_t size, unsigned flags);
-/** \brief Release the buffer (after its pending commands); accepts NULL. */
+/**
+ * \brief Release the buffer (after its pending commands) and its reference to
+ * the fleet, which goes with its last child (see clf_fleet_destroy()); accepts
+ * NULL.
+ */
 CLF_API void clf_buffer_destroy(clf_buffer *buf);
 /** \brief The buffer's size in bytes (0 for NULL). */
 CLF_API size_t clf_buffer_size(const clf_buffer *buf);
@@ -987,7 +1010,11 @@ CLF_API clf_status clf_pipeline_create(clf_pipeline **out, clf_fleet *fleet,
  */
 CLF_API clf_status clf_pipeline_run(clf_pipeline *pl, const void *in, void *out,
                                     size_t nbatches, clf_pipeline_report *report);
-/** \brief Release the pipeline; accepts NULL. */
+/**
+ * \brief Release the pipeline and its reference to the fleet, which goes with
+ * its last child (see clf_fleet_destroy()); accepts NULL. The stages' programs
+ * may have gone before.
+ */
 CLF_API void clf_pipeline_destroy(clf_pipeline *pl);
 
 /* ------------------------------------------------------------------ */
@@ -1068,7 +1095,11 @@ CLF_API clf_status clf_taskq_submit(clf_taskq *q, const clf_task_desc *task, con
 CLF_API clf_status clf_taskq_run(clf_taskq *q, clf_taskq_report *report);
 /** \brief What happened to task \p id. */
 CLF_API clf_status clf_taskq_task_info(const clf_taskq *q, size_t id, clf_task_info *out);
-/** \brief Release the queue; accepts NULL. */
+/**
+ * \brief Release the queue and its reference to the fleet, which goes with its
+ * last child (see clf_fleet_destroy()); accepts NULL. Destroy it before its
+ * program, which it launches with.
+ */
 CLF_API void clf_taskq_destroy(clf_taskq *q);
 
 #ifdef __cplusplus

@@ -37,6 +37,8 @@ clf_status clf_buffer_create(clf_buffer **out, clf_fleet *fleet, size_t device, 
         return clf__cl_fail(err, "clCreateBuffer", d);
     }
     b->fleet = fleet;
+    clf__fleet_ref(fleet);
+    b->holds_fleet = 1;
     b->device = device;
     b->size = size;
     clf__metrics_alloc(fleet, device, size);
@@ -51,7 +53,10 @@ void clf_buffer_destroy(clf_buffer *b)
     /* OpenCL keeps the memory alive until the commands that use it finish. */
     clReleaseMemObject(b->mem);
     clf__metrics_free(b->fleet, b->device, b->size);
+    clf_fleet *fl = b->holds_fleet ? b->fleet : NULL;
     free(b);
+    if (fl)
+        clf__fleet_unref(fl); /* last: it may tear the fleet down */
 }
 
 size_t clf_buffer_size(const clf_buffer *b)

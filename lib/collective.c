@@ -138,6 +138,15 @@ clf_status clf__coll_validate(clf__coll *c, const char *fn, clf_buffer *const *b
 
 /* ---- resources ----------------------------------------------------------------------- */
 
+/* An object the fleet owns must not keep it alive (internal.h, clf__fleet_ref()): give its
+ * reference back. Never the last one: the collective's caller holds the fleet through its
+ * buffers. */
+static void disown(clf_fleet *fl, int *holds_fleet)
+{
+    *holds_fleet = 0;
+    clf__fleet_unref(fl);
+}
+
 /* cl/reduce.cl, built once per fleet (on first use) and released with it. */
 static clf_status reduce_program(clf_fleet *fl, clf_program **out)
 {
@@ -151,6 +160,7 @@ static clf_status reduce_program(clf_fleet *fl, clf_program **out)
         clf_status st = clf_program_build_shipped(&mine, fl, "reduce", NULL);
         if (st != CLF_SUCCESS)
             return st;
+        disown(fl, &mine->holds_fleet);
         pthread_mutex_lock(&fl->lock);
         if (fl->reduce_prog)
             extra = mine;
@@ -193,7 +203,10 @@ static clf_status scratch_get(clf_fleet *fl, size_t device, size_t bytes, clf_bu
         free(s);
         return CLF_SUCCESS;
     }
-    return clf_buffer_create(out, fl, device, bytes, CLF_MEM_READ_WRITE);
+    clf_status st = clf_buffer_create(out, fl, device, bytes, CLF_MEM_READ_WRITE);
+    if (st == CLF_SUCCESS)
+        disown(fl, &(*out)->holds_fleet);
+    return st;
 }
 
 /* Keep a buffer for later collectives (its commands have completed): in place of the

@@ -322,6 +322,8 @@ static void slot_give(unsigned s)
     pthread_mutex_unlock(&slot_lock);
 }
 
+static void fleet_free(clf_fleet *fl);
+
 clf_status clf_fleet_create(clf_fleet **out, const clf_fleet_options *opts)
 {
     static const clf_fleet_options defaults = CLF_FLEET_OPTIONS_INIT;
@@ -356,6 +358,7 @@ clf_status clf_fleet_create(clf_fleet **out, const clf_fleet_options *opts)
     fl = calloc(1, sizeof *fl);
     if (!fl)
         CLF__TRY(st, clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "fleet: out of memory"));
+    atomic_init(&fl->refs, 1); /* the caller's */
     pthread_mutex_init(&fl->lock, NULL);
     pthread_cond_init(&fl->turn, NULL);
     fl->slot = slot_take();
@@ -385,14 +388,15 @@ clf_status clf_fleet_create(clf_fleet **out, const clf_fleet_options *opts)
 out:
     discovery_free(&d);
     if (st != CLF_SUCCESS) {
-        clf_fleet_destroy(fl);
+        fleet_free(fl);
         return st;
     }
     *out = fl;
     return CLF_SUCCESS;
 }
 
-void clf_fleet_destroy(clf_fleet *fl)
+/* The teardown, once the last reference has gone (or a creation failed half way). */
+static void fleet_free(clf_fleet *fl)
 {
     if (!fl)
         return;
@@ -433,6 +437,26 @@ void clf_fleet_destroy(clf_fleet *fl)
     pthread_cond_destroy(&fl->turn);
     pthread_mutex_destroy(&fl->lock);
     free(fl);
+}
+
+void clf__fleet_ref(clf_fleet *fl)
+{
+    /* Whoever takes a reference holds one already (the caller's or a child's). */
+    atomic_fetch_add_explicit(&fl->refs, 1, memory_order_relaxed);
+}
+
+void clf__fleet_unref(clf_fleet *fl)
+{
+    /* Release, so that the holders' last uses happen before the teardown; acquire, so that
+     * the teardown sees them. */
+    if (atomic_fetch_sub_explicit(&fl->refs, 1, memory_order_acq_rel) == 1)
+        fleet_free(fl);
+}
+
+void clf_fleet_destroy(clf_fleet *fl)
+{
+    if (fl)
+        clf__fleet_unref(fl);
 }
 
 size_t clf_fleet_device_count(const clf_fleet *fl)

@@ -11,6 +11,7 @@
 
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "clfleet.h"
@@ -158,6 +159,9 @@ struct clf__xfer;
 
 struct clf_fleet {
     unsigned slot; /* the lowest number no other live fleet has (fleet.c) */
+    /* The caller's reference until clf_fleet_destroy(), and one per child that holds one
+     * (clf__fleet_ref()); the last to go tears the fleet down. */
+    atomic_uint refs;
     struct clf__device *dev;
     size_t ndev;
     cl_context *ctx;
@@ -191,6 +195,19 @@ struct clf_fleet {
     int gemm_used;                   /* a GEMM ran: clBLAST caches programs of its contexts
                                         (under lock; gemm.c) */
 };
+
+/*
+ * A fleet lives until its last reference goes (OpenCL's model): the caller's, dropped by
+ * clf_fleet_destroy(), and one per buffer, program, pipeline and task queue, taken when the
+ * child is created and dropped at the very end of its destroy, after everything the destroy
+ * needs from the fleet. The last unref tears the fleet down on the calling thread (drains,
+ * writes the trace, frees). Objects the fleet itself owns (the collectives' program and
+ * scratch buffers) hold none, or it would never go: they clear holds_fleet and give theirs
+ * back. Events hold none: the teardown waits for the launches, copies and commands they
+ * stand for, and they never touch the fleet afterwards. Thread-safe.
+ */
+void clf__fleet_ref(clf_fleet *fl);
+void clf__fleet_unref(clf_fleet *fl);
 
 /* Launch state the fleet owns (launch.c). */
 void clf__launch_fleet_fini(clf_fleet *fleet);
@@ -323,6 +340,7 @@ clf_status clf__device_marker(clf_fleet *fleet, size_t device, cl_event *out);
 
 struct clf_program {
     clf_fleet *fleet;
+    int holds_fleet;         /* a reference to the fleet (0: the fleet owns the program) */
     char hash[65];           /* SHA-256 of source and options: names it in the perf model */
     cl_program *prog;        /* one per fleet device (program.c says why) */
     unsigned char *from_cache; /* one per device */
@@ -346,6 +364,7 @@ extern const char clf__kernel_prelude[];
 
 struct clf_buffer {
     clf_fleet *fleet;
+    int holds_fleet; /* a reference to the fleet (0: the fleet owns the buffer) */
     size_t device;
     size_t size;
     cl_mem mem;

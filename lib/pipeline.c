@@ -204,6 +204,7 @@ clf_status clf_pipeline_create(clf_pipeline **out, clf_fleet *fleet, const clf_s
     if (!pl)
         return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "pipeline: out of memory");
     pl->fl = fleet;
+    clf__fleet_ref(fleet);
     pl->n = nstages;
     clf_pipeline_options def = CLF_PIPELINE_OPTIONS_INIT;
     pl->opts = opts ? *opts : def;
@@ -239,7 +240,9 @@ void clf_pipeline_destroy(clf_pipeline *pl)
     }
     pthread_cond_destroy(&pl->cond);
     pthread_mutex_destroy(&pl->lock);
+    clf_fleet *fl = pl->fl;
     free(pl);
+    clf__fleet_unref(fl); /* last: it may tear the fleet down */
 }
 
 /* ---- a run --------------------------------------------------------------------------- */

@@ -261,6 +261,8 @@ clf_status clf_program_build_source(clf_program **out, clf_fleet *fleet, const c
     if (!p)
         return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "program: out of memory");
     p->fleet = fleet;
+    clf__fleet_ref(fleet);
+    p->holds_fleet = 1;
     /* The prelude (cl/clfleet.h) comes first; #line keeps the user's line numbers. */
     size_t plen = strlen(clf__kernel_prelude), slen = strlen(source);
     full = malloc(plen + slen + 16);
@@ -424,5 +426,8 @@ void clf_program_destroy(clf_program *p)
     for (size_t d = 0; p->log && d < p->fleet->ndev; d++)
         free(p->log[d]);
     free(p->log);
+    clf_fleet *fl = p->holds_fleet ? p->fleet : NULL;
     free(p);
+    if (fl)
+        clf__fleet_unref(fl); /* last: it may tear the fleet down */
 }

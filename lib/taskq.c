@@ -112,6 +112,7 @@ clf_status clf_taskq_create(clf_taskq **out, clf_fleet *fleet, clf_program *prog
     if (!q)
         return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "task queue: out of memory");
     q->fl = fleet;
+    clf__fleet_ref(fleet);
     q->prog = prog;
     q->ndev = n;
     pthread_mutex_init(&q->lock, NULL);
@@ -556,5 +557,7 @@ void clf_taskq_destroy(clf_taskq *q)
     }
     free(q->tasks);
     pthread_mutex_destroy(&q->lock);
+    clf_fleet *fl = q->fl;
     free(q);
+    clf__fleet_unref(fl); /* last: it may tear the fleet down */
 }
