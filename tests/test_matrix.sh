@@ -1,0 +1,57 @@
+#!/bin/sh
+# The device-configuration matrix: tests/stress on every PoCL configuration people run,
+# each in one context per platform and with one context per device. Every configuration
+# runs every strategy's launch, a halo exchange through interop kernels and event wait
+# lists, copies both ways, an all-reduce, a pipeline and a task queue, ROUNDS times,
+# each compared with plain C. No retry: an abort, a hang (the stress watchdog) or a
+# wrong result fails. Then a second process, with PoCL's own kernel cache off, must get
+# every device's program from clfleet's binary cache (sub-devices included).
+#
+#   STRESS_ROUNDS=N   rounds per configuration (default 50)
+#   STRESS_MIXED=N    then N random operations per configuration (default 0; CI sets it)
+set -u
+b=${top_builddir:-.}
+stress=$b/tests/stress
+rounds=${STRESS_ROUNDS:-50}
+cache=${TMPDIR:-/tmp}/clf-matrix-cache.$$
+trap 'rm -rf "$cache" "$cache.list"' EXIT
+mixed=${STRESS_MIXED:-0}
+fail=0
+# Name | POCL_DEVICES | POCL_MAX_PTHREAD_COUNT (or -) | selection
+configs='basic-basic|basic basic|-|type=cpu
+basic-basic-basic|basic basic basic|-|type=cpu
+pthread-split-2|pthread|2|type=cpu;split=1
+pthread-split-3|pthread|3|type=cpu;split=1
+pthread-basic|pthread basic|-|type=cpu'
+run() { # name, then the environment assignments and the arguments
+    label=$1
+    shift
+    start=$(date +%s)
+    out=$(env "$@" 2>&1)
+    rc=$?
+    printf '%s: %s (%ss)\n' "$label" "$(printf '%s\n' "$out" | tail -n 1)" \
+        "$(($(date +%s) - start))"
+    if [ $rc -ne 0 ]; then
+        printf '%s\n' "$out"
+        echo "FAIL: $label exited $rc"
+        fail=1
+    fi
+}
+IFS_SAVE=$IFS
+printf '%s\n' "$configs" > "$cache.list"
+while IFS='|' read -r name devs threads sel; do
+    IFS=$IFS_SAVE
+    set -- POCL_DEVICES="$devs"
+    [ "$threads" = - ] || set -- "$@" POCL_MAX_PTHREAD_COUNT="$threads"
+    for ctx in platform device; do
+        rm -rf "$cache"
+        run "$name/context=$ctx" "$@" CLFLEET_DEVICES="$sel;context=$ctx" \
+            CLFLEET_CACHE_DIR="$cache" "$stress" --rounds "$rounds"
+        run "$name/context=$ctx/cached" "$@" CLFLEET_DEVICES="$sel;context=$ctx" \
+            CLFLEET_CACHE_DIR="$cache" POCL_KERNEL_CACHE=0 "$stress" --rounds 1 --expect-cached
+        [ "$mixed" -gt 0 ] &&
+            run "$name/context=$ctx/mixed" "$@" CLFLEET_DEVICES="$sel;context=$ctx" \
+                "$stress" --mixed --rounds "$mixed" --seed "$(date +%s)"
+    done
+done < "$cache.list"
+exit $fail
