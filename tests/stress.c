@@ -603,6 +603,8 @@ int main(int argc, char **argv)
         if (done[op])
             printf("stress: %-9s %5lu run, %lu wrong\n", op_names[op], done[op], wrong[op]);
     }
+    if (mixed)
+        printf("stress: random operations from seed %lu\n", seed);
     printf("stress: %lu passed, %lu failed (%zu devices, %s)\n", total - bad, bad, c.ndev,
            mixed ? "mixed" : "every kind each round");
     return rc || bad ? 1 : 0;
