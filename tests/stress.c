@@ -19,22 +19,13 @@
  * wrong result, a failed call or a hang, 2 on bad usage, 77 without devices (unless
  * CLFLEET_REQUIRE_DEVICES=1).
  */
-#include <signal.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
-
-#include "clfleet.h"
 #include "clfleet/opencl.h"
+#include "common.h" /* lowbias32, xorshift64, test_devices_required (not Check itself) */
 
-static const char SOURCE[] =
-    "uint mix(uint x)\n"
-    "{\n"
-    "    x ^= x >> 16; x *= 0x7feb352dU; x ^= x >> 15; x *= 0x846ca68bU; x ^= x >> 16;\n"
-    "    return x;\n"
-    "}\n"
+#define mix lowbias32
+
+static const char SOURCE[] = TEST_CL_LOWBIAS32
+    "#define mix lowbias32\n"
     "__kernel void grid(__global uint *out, uint width, uint seed, uint iters)\n"
     "{\n"
     "    uint x = get_global_id(0), y = get_global_id(1);\n"
@@ -69,23 +60,10 @@ static const char SOURCE[] =
     "    out[i] = in[i] + add;\n"
     "}\n";
 
-static uint32_t mix(uint32_t x)
-{
-    x ^= x >> 16;
-    x *= 0x7feb352dU;
-    x ^= x >> 15;
-    x *= 0x846ca68bU;
-    x ^= x >> 16;
-    return x;
-}
-
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 static uint32_t rnd(uint32_t n)
 {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (uint32_t)(rng % n);
+    return (uint32_t)(xorshift64(&rng) % n);
 }
 
 /* ---- the watchdog ---- */
@@ -556,15 +534,14 @@ int main(int argc, char **argv)
         else if (!v || i + 1 >= argc || (*v = strtoul(argv[++i], &end, 10), *end) || !*v)
             return usage();
     }
-    rng ^= seed * 0x2545f4914f6cdd1dull;
+    rng ^= seed * 0x2545f4914f6cdd1dull; /* never 0: the constant is odd */
     signal(SIGALRM, watchdog_fired);
     alarm((unsigned)timeout);
 
     ctx c = {0};
     clf_status st = clf_fleet_create(&c.f, NULL);
     if (st != CLF_SUCCESS) {
-        const char *req = getenv("CLFLEET_REQUIRE_DEVICES");
-        int required = req && req[0] && strcmp(req, "0") != 0;
+        int required = test_devices_required();
         fprintf(stderr, "stress: %s: no fleet: %s: %s\n", required ? "FAIL" : "SKIP",
                 clf_status_name(st), clf_last_error());
         return required ? 1 : 77;
