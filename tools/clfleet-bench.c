@@ -453,9 +453,9 @@ static void print_config_table(const config_result *c, int verbose)
                    x->rep.makespan_s, r->single[r->best] / x->wall, x->rep.efficiency,
                    x->rep.imbalance, shares, chunks);
         }
-        printf("  (wall: median of the repetitions [fastest..slowest]; speedup over the faster "
-               "device alone; effic: earliest / latest finish; imbal: latest / mean finish - 1; "
-               "shares and chunks per device)\n");
+        printf("  (wall: median of the repetitions [fastest..slowest]; speedup: over the faster "
+               "device alone;\n   effic: earliest / latest finish; imbal: latest / mean finish "
+               "- 1; shares and chunks: per device)\n");
         for (size_t s = 0; s < NSTRAT; s++)
             if (r->s[s].rep.reason[0])
                 printf("    %s: %s\n", clf_strategy_name(STRATEGIES[s]), r->s[s].rep.reason);
