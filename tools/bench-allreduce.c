@@ -11,7 +11,8 @@
  * sums are exact in any order). The devices are those of --devices, else $CLFLEET_DEVICES,
  * else the library's default (a single CPU device is split into sub-devices of one compute
  * unit), in one context per platform (the copies stay in the context); --context-per-device
- * makes every copy cross contexts through pinned host staging. Built with -DCLF_BENCH_ALLREDUCE_MAIN it
+ * makes every copy cross contexts through pinned host staging. Built with
+ * -DCLF_BENCH_ALLREDUCE_MAIN it
  * is a program of its own.
  */
 #include <math.h>
@@ -29,7 +30,8 @@
 
 typedef struct run {
     size_t ndev, bytes;
-    double ring_s, naive_s; /* medians */
+    double ring_s, naive_s;         /* medians */
+    double ring_min_s, ring_max_s;  /* the ring's fastest and slowest repetition */
     int ring_ok, naive_ok;
 } run;
 
@@ -152,7 +154,9 @@ static clf_status measure(bench *b, size_t n, size_t bytes, run *r)
         if (st != CLF_SUCCESS)
             return st;
     }
-    r->ring_s = clf_bench_median(ring, b->opt.reps);
+    r->ring_s = clf_bench_median(ring, b->opt.reps); /* sorts ring */
+    r->ring_min_s = ring[0];
+    r->ring_max_s = ring[b->opt.reps - 1];
     r->naive_s = clf_bench_median(nv, b->opt.reps);
     return CLF_SUCCESS;
 }
@@ -214,7 +218,8 @@ static int own_option(void *bench_, int val, const char *arg)
 
 static void print_table(const bench *b, const run *r, size_t nr)
 {
-    printf("clfleet-bench allreduce: float sum, %s, median of %u; GB/s = 1e9 bytes/s\n",
+    printf("clfleet-bench allreduce: float sum, %s, median of %u [fastest..slowest]; GB/s = 1e9 "
+           "bytes/s\n",
            b->per_device ? "one context per device (staged copies)" : "one context per platform",
            b->opt.reps);
     for (size_t d = 0; d < b->nfleet && d < MAX_DEV; d++) {
@@ -223,13 +228,15 @@ static void print_table(const bench *b, const run *r, size_t nr)
             printf("  device %zu: %s, %u compute unit(s)\n", d, in.name, in.compute_units);
     }
     printf("  memcpy on this host: %.2f GB/s\n\n", b->memcpy_gbps);
-    printf("%-4s %9s  %10s %8s %8s  %10s %8s %8s  %7s\n", "devs", "size", "ring us", "algbw",
-           "busbw", "naive us", "algbw", "busbw", "speedup");
+    printf("%-4s %9s  %10s %21s %8s %8s  %10s %8s %8s  %7s\n", "devs", "size", "ring us",
+           "[min..max]", "algbw", "busbw", "naive us", "algbw", "busbw", "speedup");
     for (size_t i = 0; i < nr; i++) {
-        char size[32];
+        char size[32], spread[48];
         clf_bench_size_label(size, sizeof size, r[i].bytes);
-        printf("%-4zu %9s  %10.1f %8.2f %8.2f  %10.1f %8.2f %8.2f  %7.2f%s\n", r[i].ndev, size,
-               r[i].ring_s * 1e6, clf_bench_gbps(r[i].bytes, r[i].ring_s),
+        snprintf(spread, sizeof spread, "[%.1f..%.1f]", r[i].ring_min_s * 1e6,
+                 r[i].ring_max_s * 1e6);
+        printf("%-4zu %9s  %10.1f %21s %8.2f %8.2f  %10.1f %8.2f %8.2f  %7.2f%s\n", r[i].ndev,
+               size, r[i].ring_s * 1e6, spread, clf_bench_gbps(r[i].bytes, r[i].ring_s),
                busbw(r[i].bytes, r[i].ring_s, r[i].ndev), r[i].naive_s * 1e6,
                clf_bench_gbps(r[i].bytes, r[i].naive_s), busbw(r[i].bytes, r[i].naive_s, r[i].ndev),
                r[i].naive_s / r[i].ring_s, r[i].ring_ok && r[i].naive_ok ? "" : "  WRONG RESULT");
@@ -261,6 +268,10 @@ static void print_json(const bench *b, const run *r, size_t nr)
         json_method(&r[i], r[i].ring_s, r[i].ring_ok);
         printf(", \"naive\": ");
         json_method(&r[i], r[i].naive_s, r[i].naive_ok);
+        printf(", \"ring_min_s\": ");
+        clf_tool_json_num(r[i].ring_min_s);
+        printf(", \"ring_max_s\": ");
+        clf_tool_json_num(r[i].ring_max_s);
         printf(", \"speedup\": ");
         clf_tool_json_num(r[i].naive_s / r[i].ring_s);
         printf("}");

@@ -44,7 +44,7 @@ typedef struct bench {
 
 typedef struct figures {
     double t[NRUNS][MAX_REPS]; /* seconds, per round */
-    double median[NRUNS], best[NRUNS], speedup[NRUNS];
+    double median[NRUNS], best[NRUNS], worst[NRUNS], speedup[NRUNS];
     clf_launch_report rep[NRUNS]; /* of the last round */
     double max_err;
 } figures;
@@ -127,6 +127,7 @@ static clf_status measure(bench *b, figures *f)
             ratio[k] = f->t[0][k] / f->t[r][k];
         f->median[r] = clf_bench_median(v, b->opt.reps);
         f->best[r] = v[0]; /* sorted by clf_bench_median() */
+        f->worst[r] = v[b->opt.reps - 1];
         f->speedup[r] = clf_bench_median(ratio, b->opt.reps);
     }
     return CLF_SUCCESS;
@@ -153,12 +154,13 @@ static void print_table(const bench *b, const figures *f)
         if (clf_device_get_info(b->fl, b->dev[i], &in) == CLF_SUCCESS)
             printf("  %zu: %s (%u compute unit(s))\n", b->dev[i], in.name, in.compute_units);
     }
-    printf("\n%-22s %10s %9s %10s %9s %9s %7s\n", "run", "median s", "GFLOP/s", "best s", "GFLOP/s",
-           "speedup", "eff.");
+    printf("\n%-22s %10s %19s %9s %9s %9s %7s\n", "run", "median s", "[best..worst]",
+           "GFLOP/s", "best", "speedup", "eff.");
     for (int r = 0; r < NRUNS; r++) {
-        char name[64];
-        printf("%-22s %10.4f %9.2f %10.4f %9.2f %8.2fx %7.2f\n", run_name(f, r, name, sizeof name),
-               f->median[r], gflop / f->median[r], f->best[r], gflop / f->best[r], f->speedup[r],
+        char name[64], spread[48];
+        snprintf(spread, sizeof spread, "[%.4f..%.4f]", f->best[r], f->worst[r]);
+        printf("%-22s %10.4f %19s %9.2f %9.2f %8.2fx %7.2f\n", run_name(f, r, name, sizeof name),
+               f->median[r], spread, gflop / f->median[r], gflop / f->best[r], f->speedup[r],
                f->rep[r].efficiency);
     }
     printf("\nspeedup: median over rounds of one device's time / the run's time in the same "
@@ -183,6 +185,8 @@ static void print_json(const bench *b, const figures *f)
         clf_tool_json_num(f->median[r]);
         printf(", \"median_gflops\": ");
         clf_tool_json_num(gflop / f->median[r]);
+        printf(", \"worst_s\": ");
+        clf_tool_json_num(f->worst[r]);
         printf(", \"best_s\": ");
         clf_tool_json_num(f->best[r]);
         printf(", \"best_gflops\": ");

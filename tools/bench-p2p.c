@@ -37,6 +37,7 @@ typedef struct result {
     clf_path path;
     int direct;
     double s[NMETHODS]; /* seconds per copy (median) */
+    double chosen_min, chosen_max; /* the chosen path's fastest and slowest repetition */
     int ok[NMETHODS];   /* the copy's bytes checked */
     double memcpy_s;
     /* Median over repetitions of each repetition's ratio: the methods of one repetition run
@@ -114,7 +115,11 @@ static clf_status measure(bench *b, result *r)
     r->vs_memcpy = clf_bench_median(rm, b->opt.reps);
     r->vs_naive = clf_bench_median(rn, b->opt.reps);
     for (int m = 0; m < NMETHODS; m++) {
-        r->s[m] = clf_bench_median(t[m], b->opt.reps);
+        r->s[m] = clf_bench_median(t[m], b->opt.reps); /* sorts t[m] */
+        if (m == CHOSEN) {
+            r->chosen_min = t[m][0];
+            r->chosen_max = t[m][b->opt.reps - 1];
+        }
         int f = m == NAIVE || m == CHOSEN ? 0 : m == STAGED ? 1 : 2;
         st = clf_buffer_write(b->buf[f][r->dst], 0, r->bytes, b->check);
         if (st == CLF_SUCCESS)
@@ -167,26 +172,30 @@ static int own_option(void *bench_, int val, const char *arg)
 
 static void print_table(const bench *b, const result *res, size_t nres)
 {
-    printf("clfleet-bench p2p: %zu device(s), %s, median of %u; GB/s = 1e9 bytes/s\n", b->ndev,
-           b->shared ? "one context per platform" : "one context per device", b->opt.reps);
+    printf("clfleet-bench p2p: %zu device(s), %s, median of %u [slowest..fastest]; GB/s = 1e9 "
+           "bytes/s\n", b->ndev, b->shared ? "one context per platform" : "one context per device",
+           b->opt.reps);
     for (size_t i = 0; i < b->ndev; i++) {
         clf_device_info in;
         if (clf_device_get_info(b->fl[0], i, &in) == CLF_SUCCESS)
             printf("  device %zu: %s (%s)\n", i, in.name, in.platform);
     }
     printf("  CUDA: %s\n\n", clf_transfer_cuda_status(b->fl[0]));
-    printf("%-7s %-12s %9s  %14s %8s %8s %8s %8s  %7s %7s\n", "pair", "path", "size",
-           "chosen GB/s/us", "staged", "pinned", "naive", "memcpy", "x memcp", "x naive");
+    printf("%-7s %-12s %9s  %14s %15s %8s %8s %8s %8s  %7s %7s\n", "pair", "path", "size",
+           "chosen GB/s/us", "[min..max]", "staged", "pinned", "naive", "memcpy", "x memcp",
+           "x naive");
     for (size_t i = 0; i < nres; i++) {
         const result *r = &res[i];
-        char pair[48], size[32], ch[64];
+        char pair[48], size[32], ch[64], spread[48];
         snprintf(pair, sizeof pair, "%zu->%zu", r->src, r->dst);
         clf_bench_size_label(size, sizeof size, r->bytes);
         snprintf(ch, sizeof ch, "%.2f/%.0f", clf_bench_gbps(r->bytes, r->s[CHOSEN]),
                  r->s[CHOSEN] * 1e6);
+        snprintf(spread, sizeof spread, "[%.2f..%.2f]", clf_bench_gbps(r->bytes, r->chosen_max),
+                 clf_bench_gbps(r->bytes, r->chosen_min));
         int bad = !r->ok[CHOSEN] || !r->ok[STAGED] || !r->ok[PINNED] || !r->ok[NAIVE];
-        printf("%-7s %-12s %9s  %14s %8.2f %8.2f %8.2f %8.2f  %7.2f %7.2f%s\n", pair,
-               clf_path_name(r->path), size, ch, clf_bench_gbps(r->bytes, r->s[STAGED]),
+        printf("%-7s %-12s %9s  %14s %15s %8.2f %8.2f %8.2f %8.2f  %7.2f %7.2f%s\n", pair,
+               clf_path_name(r->path), size, ch, spread, clf_bench_gbps(r->bytes, r->s[STAGED]),
                clf_bench_gbps(r->bytes, r->s[PINNED]), clf_bench_gbps(r->bytes, r->s[NAIVE]),
                clf_bench_gbps(r->bytes, r->memcpy_s), r->vs_memcpy, r->vs_naive,
                bad ? "  WRONG RESULT" : "");
@@ -220,7 +229,11 @@ static void print_json(const bench *b, const result *res, size_t nres)
             clf_tool_json_num(r->s[m] * 1e6);
             printf(", \"correct\": %s}", r->ok[m] ? "true" : "false");
         }
-        printf(",\n     \"memcpy_gbps\": ");
+        printf(",\n     \"chosen_gbps_min\": ");
+        clf_tool_json_num(clf_bench_gbps(r->bytes, r->chosen_max));
+        printf(", \"chosen_gbps_max\": ");
+        clf_tool_json_num(clf_bench_gbps(r->bytes, r->chosen_min));
+        printf(", \"memcpy_gbps\": ");
         clf_tool_json_num(clf_bench_gbps(r->bytes, r->memcpy_s));
         printf(", \"chosen_vs_memcpy\": ");
         clf_tool_json_num(r->vs_memcpy);

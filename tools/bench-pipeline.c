@@ -62,7 +62,8 @@ typedef struct bench {
 } bench;
 
 typedef struct figures {
-    double pipe_s, serial_s, alone_s[NSTAGE];
+    double pipe_s, serial_s, alone_s[NSTAGE];             /* medians */
+    double pipe_mm[2], serial_mm[2], alone_mm[NSTAGE][2]; /* fastest and slowest runs */
     clf_pipeline_report rep; /* of the median pipelined run */
     long cores;              /* online host cores */
     double host_bound;       /* the best ratio to ideal the host's cores allow; 0: no bound */
@@ -122,9 +123,10 @@ static clf_status make(bench *b, size_t first, size_t n, int serial, clf_pipelin
     return clf_pipeline_create(out, b->fl, st, n, &o);
 }
 
-/* Median wall time of runs of the pipeline; its report from the median run. */
+/* Median wall time of runs of the pipeline, with the fastest and slowest in minmax; its
+ * report from the median run. */
 static clf_status timed(bench *b, clf_pipeline *pl, size_t batches, double *secs,
-                        clf_pipeline_report *rep)
+                        double minmax[2], clf_pipeline_report *rep)
 {
     double t[MAX_REPS];
     clf_pipeline_report reps[MAX_REPS];
@@ -138,7 +140,9 @@ static clf_status timed(bench *b, clf_pipeline *pl, size_t batches, double *secs
         return st;
     double sorted[MAX_REPS];
     memcpy(sorted, t, b->opt.reps * sizeof *t);
-    *secs = clf_bench_median(sorted, b->opt.reps);
+    *secs = clf_bench_median(sorted, b->opt.reps); /* sorts sorted */
+    minmax[0] = sorted[0];
+    minmax[1] = sorted[b->opt.reps - 1];
     if (rep) {
         size_t best = 0;
         for (unsigned k = 1; k < b->opt.reps; k++)
@@ -277,6 +281,14 @@ static int own_option(void *bench_, int val, const char *arg)
     }
 }
 
+/* A run's batches/s, median [slowest..fastest run], and ms per batch. */
+static void print_row(const char *name, double nb, double s, const double minmax[2])
+{
+    char spread[48];
+    snprintf(spread, sizeof spread, "[%.1f..%.1f]", nb / minmax[1], nb / minmax[0]);
+    printf("%-22s %10.1f %17s %12.3f\n", name, nb / s, spread, s / nb * 1e3);
+}
+
 static void print_table(const bench *b, const figures *f)
 {
     double nb = (double)b->batches;
@@ -292,15 +304,14 @@ static void print_table(const bench *b, const figures *f)
             printf("  stage %d: device %zu (%s, %u compute unit(s)), %d iterations\n", s, b->dev[s],
                    in.name, in.compute_units, b->iters[s]);
     }
-    printf("\n%-22s %10s %12s\n", "run", "batches/s", "ms/batch");
-    printf("%-22s %10.1f %12.3f\n", "serial (one by one)", nb / f->serial_s,
-           f->serial_s / nb * 1e3);
+    printf("\n%-22s %10s %17s %12s\n", "run", "batches/s", "[min..max]", "ms/batch");
+    print_row("serial (one by one)", nb, f->serial_s, f->serial_mm);
     for (int s = 0; s < NSTAGE; s++) {
         char name[32];
         snprintf(name, sizeof name, "stage %d alone", s);
-        printf("%-22s %10.1f %12.3f\n", name, nb / f->alone_s[s], f->alone_s[s] / nb * 1e3);
+        print_row(name, nb, f->alone_s[s], f->alone_mm[s]);
     }
-    printf("%-22s %10.1f %12.3f\n", "pipelined", nb / f->pipe_s, f->pipe_s / nb * 1e3);
+    print_row("pipelined", nb, f->pipe_s, f->pipe_mm);
     printf("\nspeedup over serial: %.2fx; throughput / ideal (slowest stage alone): %.2f%s\n",
            f->serial_s / f->pipe_s, worst / f->pipe_s,
            !b->opt.verbose ? "" : worst / f->pipe_s >= 0.9 ? " (target 0.9: met)"
@@ -332,6 +343,10 @@ static void print_json(const bench *b, const figures *f)
     clf_tool_json_num(nb / f->serial_s);
     printf(",\n  \"pipelined_batches_per_s\": ");
     clf_tool_json_num(nb / f->pipe_s);
+    printf(", \"pipelined_batches_per_s_min\": ");
+    clf_tool_json_num(nb / f->pipe_mm[1]);
+    printf(", \"pipelined_batches_per_s_max\": ");
+    clf_tool_json_num(nb / f->pipe_mm[0]);
     printf(",\n  \"alone_batches_per_s\": [");
     for (int s = 0; s < NSTAGE; s++) {
         printf("%s", s ? ", " : "");
@@ -411,18 +426,18 @@ int clf_bench_pipeline(int argc, char **argv)
     }
     for (int s = 0; s < NSTAGE && !rc; s++) {
         if ((st = make(&b, (size_t)s, 1, 0, &pl)) != CLF_SUCCESS ||
-            (st = timed(&b, pl, b.batches, &f.alone_s[s], NULL)) != CLF_SUCCESS)
+            (st = timed(&b, pl, b.batches, &f.alone_s[s], f.alone_mm[s], NULL)) != CLF_SUCCESS)
             rc = clf_bench_fail("pipeline", "stage alone", st);
         clf_pipeline_destroy(pl);
         pl = NULL;
     }
     if (!rc && ((st = make(&b, 0, NSTAGE, 1, &pl)) != CLF_SUCCESS ||
-                (st = timed(&b, pl, b.batches, &f.serial_s, NULL)) != CLF_SUCCESS))
+                (st = timed(&b, pl, b.batches, &f.serial_s, f.serial_mm, NULL)) != CLF_SUCCESS))
         rc = clf_bench_fail("pipeline", "serial", st);
     clf_pipeline_destroy(pl);
     pl = NULL;
     if (!rc && ((st = make(&b, 0, NSTAGE, 0, &pl)) != CLF_SUCCESS ||
-                (st = timed(&b, pl, b.batches, &f.pipe_s, &f.rep)) != CLF_SUCCESS))
+                (st = timed(&b, pl, b.batches, &f.pipe_s, f.pipe_mm, &f.rep)) != CLF_SUCCESS))
         rc = clf_bench_fail("pipeline", "pipelined", st);
     if (!rc && !check(&b)) {
         fprintf(stderr, "clfleet-bench pipeline: wrong result\n");

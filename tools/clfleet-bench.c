@@ -952,18 +952,20 @@ static int cmd_scale(const opts *o)
         printf("scale: %zu sub-devices of one compute unit (%s; host: %ld CPUs online)\n", ndev,
                first.name, sysconf(_SC_NPROCESSORS_ONLN));
         for (size_t i = 0; i < 2; i++) {
-            printf("\n%s (%s): wall time, speedup over the best one-device time (%.4f s), "
-                   "efficiency\n",
+            printf("\n%s (%s): median wall time +- half its spread over the repetitions, "
+                   "speedup over\nthe best one-device time (%.4f s), efficiency\n",
                    w[i].name, w[i].params, base[i]);
             printf("  %-8s", "devices");
             for (size_t s = 0; s < NSTRAT; s++)
-                printf(" %21s", clf_strategy_name(STRATEGIES[s]));
+                printf(" %27s", clf_strategy_name(STRATEGIES[s]));
             printf("\n");
             for (size_t c = 0; c < ncounts; c++) {
                 printf("  %-8zu", counts[c]);
                 for (size_t s = 0; s < NSTRAT; s++) {
                     const run_result *x = &res[i][c][s];
-                    printf("   %7.4f s %5.2fx e%.2f", x->wall, base[i] / x->wall,
+                    /* The spread as +- half of (slowest - fastest), in % of the median. */
+                    printf("   %7.4f s +-%3.0f%% %5.2fx e%.2f", x->wall,
+                           50 * (x->wall_max - x->wall_min) / x->wall, base[i] / x->wall,
                            x->rep.efficiency);
                 }
                 printf("\n");
