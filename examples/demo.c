@@ -173,9 +173,10 @@ static int write_image(const char *path, const uint32_t *img, const size_t *row_
         for (size_t x = 0; x < WIDTH; x++) {
             size_t i = y * WIDTH + x;
             unsigned g = grey(img[i]);
-            for (int c = 0; c < 3; c++)
-                rgb[i * 3 + c] = (unsigned char)(row_dev ? PALETTE[row_dev[y] % NCOLOURS][c] * g / 255
-                                                         : g);
+            for (int c = 0; c < 3; c++) {
+                unsigned v = row_dev ? PALETTE[row_dev[y] % NCOLOURS][c] * g / 255 : g;
+                rgb[i * 3 + c] = (unsigned char)v;
+            }
         }
     png_image pi;
     memset(&pi, 0, sizeof pi);

@@ -759,7 +759,8 @@ typedef struct clf_launch_report {
     char reason[256];       /**< why CLF_AUTO chose it, or how weights were found */
     uint64_t total_units; /**< split units in the range */
     size_t num_devices;   /**< entries of dev */
-    clf_device_report dev[CLF_MAX_LAUNCH_DEVICES]; /**< per used device (.device: its fleet index) */
+    /** Per used device (its .device: the fleet index). */
+    clf_device_report dev[CLF_MAX_LAUNCH_DEVICES];
     double makespan_s;  /**< latest device finish */
     double efficiency;  /**< earliest finish / latest finish, over devices that took work */
     double imbalance;   /**< latest finish / mean finish - 1 */

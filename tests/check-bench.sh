@@ -61,7 +61,8 @@ grep -q 'timelines written to' "$tmp.err" || { echo "FAIL: --trace: not told whe
 $bench balance --quick --config=homogeneous --size=128 > "$tmp.txt" 2> "$tmp.err" ||
     { cat "$tmp.err"; echo "FAIL: table"; exit 1; }
 grep -q 'per-chunk overhead' "$tmp.txt" && grep -q '^metrics on/off: [0-9]' "$tmp.txt" &&
-    grep -q '^clfleet metrics: ' "$tmp.txt" && [ "$(grep -c '^  memory-aware ' "$tmp.txt")" -eq 2 ] &&
+    grep -q '^clfleet metrics: ' "$tmp.txt" &&
+    [ "$(grep -c '^  memory-aware ' "$tmp.txt")" -eq 2 ] &&
     grep -q 'wall s \[min..max\]' "$tmp.txt" && ! grep -q '^targets:' "$tmp.txt" ||
     { echo "FAIL: table"; cat "$tmp.txt"; exit 1; }
 $bench scale --quick --verbose --reps=1 > /dev/null 2> "$tmp.err" ||
@@ -70,7 +71,8 @@ $bench scale --quick --verbose --reps=1 > /dev/null 2> "$tmp.err" ||
 # The conventional options: --help and --version everywhere (exit 0, on stdout); a bad
 # command line exits 2 with a message; sizes take K, M and G.
 for cmd in "" balance scale p2p allreduce pipeline gemm; do
-    $bench $cmd --help > "$tmp.help" 2> "$tmp.err" && grep -q '^usage: clfleet-bench' "$tmp.help" ||
+    $bench $cmd --help > "$tmp.help" 2> "$tmp.err" &&
+        grep -q '^usage: clfleet-bench' "$tmp.help" ||
         { echo "FAIL: '$cmd --help'"; cat "$tmp.help" "$tmp.err"; exit 1; }
     [ "$($bench $cmd --version)" = "$($bench --version)" ] &&
         $bench $cmd --version | grep -q '^clfleet-bench [0-9]' ||

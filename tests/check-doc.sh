@@ -11,8 +11,8 @@ trap 'rm -rf "$tmp" "$tmp".*' EXIT
 for page in "$src/doc/clfleet-info.1" "$src/doc/clfleet-bench.1"; do
     [ -s "$page" ] || { echo "FAIL: $page missing"; exit 1; }
     if command -v groff > /dev/null 2>&1; then
-        LC_ALL=C.UTF-8 groff -man -Tutf8 -ww -P-cbou "$page" > "$tmp.txt" 2> "$tmp.err" && [ ! -s "$tmp.err" ] ||
-            { cat "$tmp.err"; echo "FAIL: groff warns about $page"; exit 1; }
+        LC_ALL=C.UTF-8 groff -man -Tutf8 -ww -P-cbou "$page" > "$tmp.txt" 2> "$tmp.err" &&
+            [ ! -s "$tmp.err" ] || { cat "$tmp.err"; echo "FAIL: groff warns about $page"; exit 1; }
         how=groff
     elif command -v man > /dev/null 2>&1; then
         MANWIDTH=80 MAN_KEEP_FORMATTING= man -l "$page" 2> /dev/null | col -b > "$tmp.txt"

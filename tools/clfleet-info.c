@@ -244,12 +244,14 @@ static void print_table(const clf_fleet *f, const clf_fleet *def, const char *de
         sub_string(f, i, &in, sub, sizeof sub);
         printf("  %c %-3zu %-5s %-34.34s %u.%-4u %6.1f GiB %5.1f GiB %4u %6u %-4s %-4s %-12s "
                "%-5s %s\n",
-               in_default(f, i, def) ? '*' : ' ', i, clf_device_type_name(in.type), in.name, in.cl_major, in.cl_minor,
+               in_default(f, i, def) ? '*' : ' ', i, clf_device_type_name(in.type), in.name,
+               in.cl_major, in.cl_minor,
                (double)in.global_mem / (1u << 30), (double)in.max_alloc / (1u << 30),
                in.compute_units, in.clock_mhz, in.host_unified ? "yes" : "no",
                in.fp64 ? "yes" : "no", pci, p2p_capable(f, i, &in), sub);
     }
-    printf("\n  *          in the default fleet: what clf_fleet_create() selects when no selection\n"
+    printf("\n"
+           "  *          in the default fleet: what clf_fleet_create() selects when no selection\n"
            "             is given (%s)%s%s\n"
            "  #          fleet index: what launches and clf_device_get_info() number devices by\n"
            "  uni        memory shared with the host; fp64: double precision\n"
