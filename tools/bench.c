@@ -37,12 +37,12 @@ int clf_bench_number(const char *s, int base, size_t min, size_t max, size_t *ou
     if (errno)
         return 0;
     unsigned shift = 0;
-    switch (*end) {
-    case 'k': case 'K': shift = 10; end++; break;
-    case 'm': case 'M': shift = 20; end++; break;
-    case 'g': case 'G': shift = 30; end++; break;
-    default: break;
-    }
+    if (*end == 'k' || *end == 'K')
+        shift = 10, end++;
+    else if (*end == 'm' || *end == 'M')
+        shift = 20, end++;
+    else if (*end == 'g' || *end == 'G')
+        shift = 30, end++;
     if (*end != '\0' || v > (ULLONG_MAX >> shift))
         return 0;
     v <<= shift;
@@ -113,9 +113,15 @@ int clf_bench_parse(clf_bench_common *c, int argc, char **argv, const struct opt
     while ((val = getopt_long(argc, argv, ":hV", all, &index)) != -1) {
         const char *seen = argv[optind - 1]; /* the option, or its separate value */
         switch (val) {
-        case OPT_JSON: c->json = 1; break;
-        case OPT_QUICK: c->quick = 1; break;
-        case OPT_VERBOSE: c->verbose = 1; break;
+        case OPT_JSON:
+            c->json = 1;
+            break;
+        case OPT_QUICK:
+            c->quick = 1;
+            break;
+        case OPT_VERBOSE:
+            c->verbose = 1;
+            break;
         case OPT_REPS:
             if (!clf_bench_number(optarg, 10, 1, CLF_BENCH_MAX_REPS, &reps))
                 return usage_error(c, "--reps wants a whole number from 1 to 64, not '%s'%s",
@@ -131,8 +137,12 @@ int clf_bench_parse(clf_bench_common *c, int argc, char **argv, const struct opt
                 return usage_error(c, "--trace wants a path%s%s", "", "");
             c->trace = optarg;
             break;
-        case 'h': c->usage(stdout); return 0;
-        case 'V': printf("clfleet-bench %s\n", clf_version_string()); return 0;
+        case 'h':
+            c->usage(stdout);
+            return 0;
+        case 'V':
+            printf("clfleet-bench %s\n", clf_version_string());
+            return 0;
         case ':':
             return usage_error(c, "'%s' needs a value%s", seen, "");
         case '?':
@@ -240,21 +250,6 @@ clf_status clf_bench_fleet(clf_fleet **out, const clf_bench_common *c, clf_fleet
     }
     *out = f;
     return CLF_SUCCESS;
-}
-
-const char *clf_bench_spread(char *buf, size_t len, const char *fmt, double *v, size_t n)
-{
-    char med[32], lo[32], hi[32];
-    double m = clf_bench_median(v, n); /* sorts v */
-    snprintf(med, sizeof med, fmt, m);
-    if (n < 2) {
-        snprintf(buf, len, "%s", med);
-        return buf;
-    }
-    snprintf(lo, sizeof lo, fmt, v[0]);
-    snprintf(hi, sizeof hi, fmt, v[n - 1]);
-    snprintf(buf, len, "%s [%s..%s]", med, lo, hi);
-    return buf;
 }
 
 int clf_bench_fail(const char *cmd, const char *what, clf_status st)

@@ -118,12 +118,6 @@ const char *clf_bench_selection_source(const clf_bench_common *c, char *buf, siz
 clf_status clf_bench_fleet(clf_fleet **out, const clf_bench_common *c, clf_fleet_options *o,
                            size_t need);
 
-/*
- * min/median/max of v[0..n) (sorted in place) as "MED (MIN-MAX)" with printf format `fmt` for
- * each figure (e.g. "%.4f"), into buf; just the figure when n is 1.
- */
-const char *clf_bench_spread(char *buf, size_t len, const char *fmt, double *v, size_t n);
-
 /* "clfleet-bench CMD: WHAT: STATUS: detail" on stderr (no CMD: "clfleet-bench: ..."); 1. */
 int clf_bench_fail(const char *cmd, const char *what, clf_status st);
 
