@@ -22,6 +22,7 @@ static void usage(FILE *to)
           "                        \"Device selection\"; default \"type=all\", or\n"
           "                        $CLFLEET_DEVICES when set)\n"
           "  --split N             split each CPU device into sub-devices of N compute units\n"
+          "                        (none: do not split, whatever the selection says)\n"
           "  --split-counts A+B    or into sub-devices of A, B, ... units\n"
           "  --context-per-device  one context per device (default: one per platform)\n"
           "  -h, --help            this text\n"
@@ -294,12 +295,17 @@ int main(int argc, char **argv)
             break;
         case 's':
         case 'c':
-            /* The selection grammar checks N and A+B; say which option was wrong. */
+            /* The selection grammar checks N, none and A+B; say which option was wrong. */
+            if (val == 's' && !strcmp(optarg, "none")) {
+                split = optarg;
+                break;
+            }
             if (!*optarg || strspn(optarg, "0123456789+") != strlen(optarg) ||
                 (val == 's' && strchr(optarg, '+'))) {
                 fprintf(stderr, "clfleet-info: --%s wants %s, not '%s'\n",
                         val == 's' ? "split" : "split-counts",
-                        val == 's' ? "a number of compute units" : "counts such as 3+1", optarg);
+                        val == 's' ? "a number of compute units (or none)" : "counts such as 3+1",
+                        optarg);
                 return 2;
             }
             split = optarg;
