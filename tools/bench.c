@@ -130,7 +130,6 @@ int clf_bench_parse(clf_bench_common *c, int argc, char **argv, const struct opt
             break;
         case OPT_DEVICES:
             c->devices = optarg;
-            c->devices_given = 1;
             break;
         case OPT_TRACE:
             if (!*optarg)

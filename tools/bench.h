@@ -60,7 +60,6 @@ typedef struct clf_bench_common {
     unsigned reps;            /* --reps N */
     unsigned quick_reps;      /* --quick: at most this many repetitions */
     const char *devices;      /* --devices SELECTION; NULL: $CLFLEET_DEVICES, else the default */
-    int devices_given;        /* --devices was on the command line */
     const char *trace;        /* --trace PATH; NULL: none */
 } clf_bench_common;
 
