@@ -1,6 +1,7 @@
 #!/bin/sh
 # clfleet Quick start, on a fresh Debian/Ubuntu machine:
-#   ./build.sh demo   install what is missing, build, run the demo on the default devices
+#   ./build.sh demo   install what is missing, build, install into _build/install, run the
+#                     demo on the default devices, print how to build against the install
 #   ./build.sh test   install what is missing, build, run `make check` and `make distcheck`
 # Everything is built in _build/ (installed to _build/install); the OpenCL
 # kernel caches live in _build/.cache, nothing is written to $HOME.
@@ -68,10 +69,25 @@ export POCL_CACHE_DIR="$build/.cache/pocl"
 export CLFLEET_CACHE_DIR="$build/.cache/clfleet"
 
 if [ "$mode" = demo ]; then
+    echo "==> make install (into $build/install)"
+    make install >/dev/null
     echo "==> clfleet-info"
     ./tools/clfleet-info
     echo "==> demo"
-    exec ./examples/demo
+    ./examples/demo
+    # What a user needs to build against the installed library, and what to try next.
+    inst=$build/install
+    cat <<EOF
+
+==> clfleet is installed in $inst. To build and run programs against it:
+  export PKG_CONFIG_PATH="$inst/lib/pkgconfig:\${PKG_CONFIG_PATH:-}"
+  export LD_LIBRARY_PATH="$inst/lib:\${LD_LIBRARY_PATH:-}" PATH="$inst/bin:\$PATH"
+Then try:
+  clfleet-info                            # every device; * marks the default fleet
+  clfleet-bench balance --quick           # every load-balancing strategy, in seconds
+  cc -std=c11 -o vector-add examples/vector-add.c \$(pkg-config --cflags --libs clfleet OpenCL) && ./vector-add
+EOF
+    exit 0
 fi
 
 echo "==> make check"

@@ -9,18 +9,26 @@
  *      host buffer), and a ring all-reduce across all devices, both checked;
  *   4. clfleet's own per-device counters.
  *
- * It writes the image (mandelbrot.pgm, or $CLFLEET_DEMO_IMAGE) and a Perfetto timeline
- * of every kernel and copy (clfleet-demo-trace.json, or $CLFLEET_TRACE) and says where.
- * With no GPU, PoCL's CPU device is split into two sub-devices that really run at once.
+ * It writes the image and a Perfetto timeline of every kernel and copy
+ * (clfleet-demo-trace.json, or $CLFLEET_TRACE) and says where. Built with libpng
+ * (-DHAVE_LIBPNG), the image is mandelbrot.png, its rows coloured by the device that
+ * computed them in the static run; without it, mandelbrot.pgm in grey ($CLFLEET_DEMO_IMAGE
+ * names another file). With no GPU, PoCL's CPU device is split into two sub-devices that
+ * really run at once; a warning says when the host is busier than it has cores.
  */
 #define _XOPEN_SOURCE 700 /* realpath() */
+#define _DEFAULT_SOURCE   /* getloadavg() */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <clfleet.h>
+#ifdef HAVE_LIBPNG
+#include <png.h>
+#endif
 
 enum { WIDTH = 1536, HEIGHT = 1024, MAX_ITER = 512 };
 enum { COPY_BYTES = 64 << 20, ALLREDUCE_COUNT = 8 << 20 };
@@ -61,19 +69,38 @@ static clf_status make_fleet(clf_fleet **out)
     return clf_fleet_create(out, &o);
 }
 
+/* Timings mean little on a host busier than it has cores: say so before they are shown. */
+static void warn_if_busy(void)
+{
+    double load;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (getloadavg(&load, 1) == 1 && cores > 0 && load > (double)cores)
+        printf("warning: the host's load average (%.1f over the last minute) exceeds its %ld "
+               "core(s):\n         other work competes for them, so the times below are slow and "
+               "the speedups low.\n\n",
+               load, cores);
+}
+
 static void print_devices(clf_fleet *f)
 {
     size_t n = clf_fleet_device_count(f);
     printf("clfleet %s demo: %zu device(s), %zu context(s)\n\n", clf_version_string(), n,
            clf_fleet_context_count(f));
     printf("  %-3s %-5s %-36s %-28s %4s %9s %s\n", "#", "type", "name", "platform", "CUs", "memory",
-           "sub-device of");
+           "sub-device");
     for (size_t i = 0; i < n; i++) {
-        clf_device_info in;
+        clf_device_info in, other;
         clf_device_get_info(f, i, &in);
-        char parent[16] = "-";
-        if (in.is_sub_device)
-            snprintf(parent, sizeof parent, "%d", in.parent_index);
+        /* "1 of #0": part 1 of root device #0 (numbered as clfleet-info lists them), so
+         * that it cannot be read as a fleet index. */
+        char parent[32] = "-";
+        if (in.is_sub_device) {
+            unsigned part = 0;
+            for (size_t j = 0; j < i; j++)
+                part += clf_device_get_info(f, j, &other) == CLF_SUCCESS && other.is_sub_device &&
+                        other.parent_index == in.parent_index;
+            snprintf(parent, sizeof parent, "%u of #%d", part, in.parent_index);
+        }
         printf("  %-3zu %-5s %-36.36s %-28.28s %4u %5.1f GiB %s\n", i,
                clf_device_type_name(in.type), in.name, in.platform, in.compute_units,
                (double)in.global_mem / (1u << 30), parent);
@@ -90,7 +117,9 @@ static void print_devices(clf_fleet *f)
                        dst + 1 < n ? "," : "\n");
         }
     }
-    printf("\n");
+    printf("  (#: fleet index; sub-device \"1 of #0\": part 1, from 0, of root device #0 as "
+           "clfleet-info lists them)\n\n");
+    warn_if_busy();
 }
 
 /* ---- Mandelbrot with every strategy ---------------------------------------------------- */
@@ -119,19 +148,87 @@ static clf_status mandelbrot(clf_fleet *f, clf_program *p, clf_strategy s, const
     return clf_launch(f, p, &d, args, sizeof args / sizeof args[0], rep);
 }
 
-static int write_pgm(const char *path, const uint32_t *img)
+/* A pixel's grey level: black inside the set, lighter the sooner a point escapes. */
+static unsigned grey(uint32_t iters)
 {
+    return iters >= MAX_ITER ? 0 : 255 - iters * 255u / MAX_ITER;
+}
+
+#ifdef HAVE_LIBPNG
+#define IMAGE_FILE "mandelbrot.png"
+/* One colour per device, in fleet order (more devices reuse them). */
+static const unsigned char PALETTE[][3] = {{70, 130, 255}, {255, 150, 40},  {80, 200, 90},
+                                           {230, 70, 70},  {170, 100, 220}, {240, 220, 60}};
+static const char *const PALETTE_NAMES[] = {"blue", "orange", "green", "red", "purple", "yellow"};
+#define NCOLOURS (sizeof PALETTE / sizeof PALETTE[0])
+
+/* A PNG whose rows take the colour of the device that computed them (row_dev[y], or grey
+ * for all when row_dev is NULL), shaded by the grey level. */
+static int write_image(const char *path, const uint32_t *img, const size_t *row_dev)
+{
+    unsigned char *rgb = malloc((size_t)WIDTH * HEIGHT * 3);
+    if (!rgb)
+        return -1;
+    for (size_t y = 0; y < HEIGHT; y++)
+        for (size_t x = 0; x < WIDTH; x++) {
+            size_t i = y * WIDTH + x;
+            unsigned g = grey(img[i]);
+            for (int c = 0; c < 3; c++) {
+                unsigned v = row_dev ? PALETTE[row_dev[y] % NCOLOURS][c] * g / 255 : g;
+                rgb[i * 3 + c] = (unsigned char)v;
+            }
+        }
+    png_image pi;
+    memset(&pi, 0, sizeof pi);
+    pi.version = PNG_IMAGE_VERSION;
+    pi.width = WIDTH;
+    pi.height = HEIGHT;
+    pi.format = PNG_FORMAT_RGB;
+    int ok = png_image_write_to_file(&pi, path, 0, rgb, 0, NULL);
+    free(rgb);
+    return ok ? 0 : -1;
+}
+#else
+#define IMAGE_FILE "mandelbrot.pgm"
+/* Grey levels only: colouring by device needs libpng (configure --with-libpng). */
+static int write_image(const char *path, const uint32_t *img, const size_t *row_dev)
+{
+    (void)row_dev;
     FILE *fp = fopen(path, "wb");
     if (!fp)
         return -1;
     fprintf(fp, "P5\n%d %d\n255\n", WIDTH, HEIGHT);
     for (size_t i = 0; i < (size_t)WIDTH * HEIGHT; i++)
-        fputc(img[i] >= MAX_ITER ? 0 : (int)(255 - (img[i] * 255u / MAX_ITER)), fp);
+        fputc((int)grey(img[i]), fp);
     return fclose(fp);
 }
+#endif
 
-/* Returns nonzero when an image differs from the reference. */
-static int strategies(clf_fleet *f, uint32_t *img, uint32_t *ref)
+#ifdef HAVE_LIBPNG
+/*
+ * Which device computed each row, when the report can tell: it gives each device's units
+ * (rows) and chunks, not which rows a chunk covered. A static launch with one chunk per
+ * device and no failure gives each device one contiguous share, in fleet order, so its
+ * rows follow from the units. Returns 1 and fills row_dev[HEIGHT], else 0.
+ */
+static int rows_by_device(const clf_launch_report *rep, size_t *row_dev)
+{
+    if (rep->strategy != CLF_STATIC || rep->failed_devices)
+        return 0;
+    uint64_t y = 0;
+    for (size_t i = 0; i < rep->num_devices; i++) {
+        if (rep->dev[i].chunks > 1 || (i && rep->dev[i].device < rep->dev[i - 1].device))
+            return 0;
+        for (uint64_t k = 0; k < rep->dev[i].units && y < HEIGHT; k++)
+            row_dev[y++] = rep->dev[i].device;
+    }
+    return y == HEIGHT;
+}
+#endif
+
+/* Returns nonzero when an image differs from the reference. The static run's report goes
+ * to *static_rep. */
+static int strategies(clf_fleet *f, uint32_t *img, uint32_t *ref, clf_launch_report *static_rep)
 {
     const size_t bytes = (size_t)WIDTH * HEIGHT * 4;
     clf_program *p;
@@ -151,7 +248,7 @@ static int strategies(clf_fleet *f, uint32_t *img, uint32_t *ref)
     }
     printf("Mandelbrot %dx%d, %d iterations: fastest device alone %.3f s\n\n", WIDTH, HEIGHT,
            MAX_ITER, best);
-    printf("  %-13s %8s %7s %8s %8s  %s\n", "strategy", "time", "eff.", "speedup", "equal",
+    printf("  %-16s %8s %7s %8s %8s  %s\n", "strategy", "time", "eff.", "speedup", "equal",
            "per-device share of rows (chunks)");
     static const clf_strategy all[] = {CLF_STATIC, CLF_DYNAMIC, CLF_GUIDED, CLF_MEMORY_AWARE,
                                        CLF_AUTO};
@@ -163,8 +260,19 @@ static int strategies(clf_fleet *f, uint32_t *img, uint32_t *ref)
             break;
         }
         int same = memcmp(img, ref, bytes) == 0;
-        printf("  %-13s %7.3fs %7.2f %7.2fx %8s  ", clf_strategy_name(rep.strategy), rep.makespan_s,
-               rep.efficiency, best / rep.makespan_s, same ? "yes" : "NO");
+        if (all[k] == CLF_STATIC)
+            *static_rep = rep;
+        /* A strategy that chooses reads "auto → static": what was asked, what ran. The arrow
+         * is three bytes in UTF-8 and one column, hence the padding by hand. */
+        char label[48];
+        int cols = 0;
+        if (rep.strategy != all[k])
+            cols = snprintf(label, sizeof label, "%s \u2192 %s", clf_strategy_name(all[k]),
+                            clf_strategy_name(rep.strategy)) - 2;
+        else
+            cols = snprintf(label, sizeof label, "%s", clf_strategy_name(all[k]));
+        printf("  %s%*s %7.3fs %7.2f %7.2fx %8s  ", label, cols < 16 ? 16 - cols : 0, "",
+               rep.makespan_s, rep.efficiency, best / rep.makespan_s, same ? "yes" : "NO");
         for (size_t i = 0; i < rep.num_devices; i++)
             printf("%s%zu: %4.1f%% (%u)", i ? ", " : "", rep.dev[i].device,
                    100.0 * rep.dev[i].share, rep.dev[i].chunks);
@@ -173,6 +281,14 @@ static int strategies(clf_fleet *f, uint32_t *img, uint32_t *ref)
             printf("  (%s)\n", rep.reason);
         bad |= !same;
     }
+    if (!bad)
+        printf("\n  time: from the launch's start to the last row back on the host;\n"
+               "  eff.: efficiency, the earliest device's finish / the latest one's (1: all "
+               "finish together);\n"
+               "  speedup: the fastest device alone / time;\n"
+               "  equal: the image is identical, bit for bit, to the single-device one;\n"
+               "  share: each device (fleet index) and its part of the rows, with its chunks in "
+               "parentheses.\n");
     clf_program_destroy(p);
     return bad;
 }
@@ -292,20 +408,41 @@ int main(void)
         return fail("creating the fleet", st);
     print_devices(f);
     uint32_t *ref = malloc((size_t)WIDTH * HEIGHT * 4), *img = malloc((size_t)WIDTH * HEIGHT * 4);
-    int rc = !ref || !img || strategies(f, img, ref);
+    clf_launch_report static_rep;
+    memset(&static_rep, 0, sizeof static_rep);
+    int rc = !ref || !img || strategies(f, img, ref, &static_rep);
     rc = rc || transfer(f) || allreduce(f);
 
-    const char *image =
-        getenv("CLFLEET_DEMO_IMAGE") ? getenv("CLFLEET_DEMO_IMAGE") : "mandelbrot.pgm";
-    if (!rc && write_pgm(image, img) != 0) {
+    const char *image = getenv("CLFLEET_DEMO_IMAGE") ? getenv("CLFLEET_DEMO_IMAGE") : IMAGE_FILE;
+    static size_t row_dev[HEIGHT];
+    int coloured = 0;
+#ifdef HAVE_LIBPNG
+    coloured = !rc && rows_by_device(&static_rep, row_dev);
+#endif
+    if (!rc && write_image(image, img, coloured ? row_dev : NULL) != 0) {
         fprintf(stderr, "demo: cannot write %s\n", image);
         rc = 1;
     }
     printf("\n");
     clf_metrics_print(f, stdout);
     printf("\n");
-    if (!rc)
+    if (!rc) {
         say_where("image", image);
+#ifdef HAVE_LIBPNG
+        if (coloured) {
+            printf("  rows coloured by the device that computed them in the static run:");
+            for (size_t i = 0; i < static_rep.num_devices; i++)
+                printf("%s device %zu %s", i ? "," : "", static_rep.dev[i].device,
+                       PALETTE_NAMES[static_rep.dev[i].device % NCOLOURS]);
+            printf("\n");
+        } else {
+            printf("  in grey: the launch report gives each device's rows and chunks, not which "
+                   "rows a chunk covered, and the static run did not take one chunk per device\n");
+        }
+#else
+        printf("  in grey: colouring rows by device needs libpng (configure --with-libpng)\n");
+#endif
+    }
     if (clf_trace_path(f) && clf_trace_flush(f) == CLF_SUCCESS)
         say_where("timeline (open it in https://ui.perfetto.dev)", clf_trace_path(f));
     free(ref);

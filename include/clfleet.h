@@ -1,5 +1,6 @@
-/*
- * clfleet — every OpenCL device in a machine working as one fleet.
+/**
+ * \file clfleet.h
+ * \brief clfleet — every OpenCL device in a machine working as one fleet.
  *
  * The whole public API. No OpenCL types are needed to use it; include
  * <clfleet/opencl.h> for the underlying cl_* handles (interoperability).
@@ -22,6 +23,7 @@
 extern "C" {
 #endif
 
+/** \brief Marks the functions the library exports. */
 #if defined(_WIN32)
 #define CLF_API
 #elif defined(__GNUC__)
@@ -40,9 +42,15 @@ extern "C" {
 #define CLF_VERSION_HEX \
     ((CLF_VERSION_MAJOR << 16) | (CLF_VERSION_MINOR << 8) | CLF_VERSION_PATCH)
 
-/** \brief The version of the library linked at run time, as CLF_VERSION_HEX. */
+/**
+ * \brief The version of the library linked at run time, as CLF_VERSION_HEX.
+ * \return the version, as CLF_VERSION_HEX computes it
+ */
 CLF_API unsigned clf_version(void);
-/** \brief The version of the library linked at run time, as "M.m.p". */
+/**
+ * \brief The version of the library linked at run time, as "M.m.p".
+ * \return a static string, e.g. "0.1.0"
+ */
 CLF_API const char *clf_version_string(void);
 
 /* ------------------------------------------------------------------ */
@@ -75,20 +83,30 @@ CLF_API const char *clf_version_string(void);
 
 /** \brief Status returned by every fallible function. */
 typedef enum clf_status {
+/** \brief Internal: one enumerator of CLF_STATUS_LIST. */
 #define CLF__STATUS_ENUM(name, value, msg) CLF_##name = value,
     CLF_STATUS_LIST(CLF__STATUS_ENUM)
 #undef CLF__STATUS_ENUM
 } clf_status;
 
-/** \brief The code's name, e.g. "CLF_ERROR_BUILD"; "CLF_UNKNOWN_STATUS" otherwise. */
+/**
+ * \brief The code's name, e.g. "CLF_ERROR_BUILD"; "CLF_UNKNOWN_STATUS" otherwise.
+ * \param s a status code
+ * \return a static string, never NULL
+ */
 CLF_API const char *clf_status_name(clf_status s);
-/** \brief A one-line English description of the code. */
+/**
+ * \brief A one-line English description of the code.
+ * \param s a status code
+ * \return a static string, never NULL
+ */
 CLF_API const char *clf_status_string(clf_status s);
 /**
  * \brief The detail message of the last failure on the calling thread.
  *
  * Never NULL (empty when there is none). Valid until the next clfleet call
  * on this thread. The returned status is authoritative; this is detail.
+ * \return the detail message, never NULL
  */
 CLF_API const char *clf_last_error(void);
 /** \brief Clear the calling thread's detail message. */
@@ -132,7 +150,7 @@ typedef struct clf_fleet_options {
     unsigned split_cpu_units;
     /** Or split by counts (clCreateSubDevices BY_COUNTS); at most 64 entries. */
     const unsigned *split_cpu_counts;
-    size_t num_split_cpu_counts;
+    size_t num_split_cpu_counts; /**< entries of split_cpu_counts */
     int context_per_device; /**< nonzero: one context per device, not per platform */
     const char *cache_dir;  /**< NULL: $CLFLEET_CACHE_DIR, else $XDG_CACHE_HOME/clfleet */
     int disable_cache;      /**< nonzero: never read or write program binaries */
@@ -151,7 +169,9 @@ typedef struct clf_fleet_options {
     const char *trace;
 } clf_fleet_options;
 
+/** \brief The version of clf_fleet_options this header describes. */
 #define CLF_FLEET_OPTIONS_VERSION 1
+/** \brief Fills a clf_fleet_options with the defaults. */
 #define CLF_FLEET_OPTIONS_INIT                                   \
     {                                                            \
         CLF_FLEET_OPTIONS_VERSION, NULL, 0, 0, 0, 0, NULL, 0, 0, \
@@ -179,34 +199,51 @@ CLF_API clf_status clf_fleet_create(clf_fleet **out, const clf_fleet_options *op
  * they are destroyed, in any order and from any thread; \p fleet itself must not
  * be used after this call. Events hold no reference (the teardown completes
  * their work; they can be waited for and released after it).
+ * \param fleet the fleet, or NULL
  */
 CLF_API void clf_fleet_destroy(clf_fleet *fleet);
-/** \brief Number of devices in the fleet (0 for NULL). */
+/**
+ * \brief Number of devices in the fleet (0 for NULL).
+ * \param fleet the fleet
+ * \return the number of devices
+ */
 CLF_API size_t clf_fleet_device_count(const clf_fleet *fleet);
-/** \brief Number of OpenCL contexts the fleet created. */
+/**
+ * \brief Number of OpenCL contexts the fleet created.
+ * \param fleet the fleet
+ * \return the number of contexts
+ */
 CLF_API size_t clf_fleet_context_count(const clf_fleet *fleet);
-/** \brief Wait until every queue of every device is idle. */
+/**
+ * \brief Wait until every queue of every device is idle.
+ * \param fleet the fleet
+ * \return CLF_SUCCESS, or a negative clf_status (detail in clf_last_error())
+ */
 CLF_API clf_status clf_fleet_finish(clf_fleet *fleet);
 
 /** \brief Facts about one device of a fleet. */
 typedef struct clf_device_info {
-    char name[256];
-    char vendor[256];
+    char name[256];            /**< CL_DEVICE_NAME */
+    char vendor[256];          /**< CL_DEVICE_VENDOR */
     char platform[256];        /**< platform name */
-    char platform_vendor[256];
+    char platform_vendor[256]; /**< CL_PLATFORM_VENDOR */
     char version[128];         /**< CL_DEVICE_VERSION */
-    char driver_version[128];
+    char driver_version[128];  /**< CL_DRIVER_VERSION */
     unsigned type;             /**< one CLF_DEVICE_* bit */
-    unsigned cl_major, cl_minor; /**< OpenCL version the device supports */
+    unsigned cl_major;         /**< OpenCL version the device supports: major */
+    unsigned cl_minor;         /**< OpenCL version the device supports: minor */
     uint64_t global_mem;       /**< bytes */
     uint64_t max_alloc;        /**< bytes */
     uint64_t local_mem;        /**< bytes */
-    unsigned compute_units;
-    unsigned clock_mhz;
+    unsigned compute_units; /**< CL_DEVICE_MAX_COMPUTE_UNITS */
+    unsigned clock_mhz;     /**< CL_DEVICE_MAX_CLOCK_FREQUENCY */
     int host_unified; /**< memory shared with the host */
-    int fp64;
+    int fp64;         /**< double precision */
     int pci_known; /**< the PCI fields below are valid */
-    unsigned pci_domain, pci_bus, pci_device, pci_function;
+    unsigned pci_domain;   /**< PCI domain */
+    unsigned pci_bus;      /**< PCI bus */
+    unsigned pci_device;   /**< PCI device */
+    unsigned pci_function; /**< PCI function */
     unsigned platform_index; /**< index of the platform in discovery order */
     unsigned context_index;  /**< which of the fleet's contexts holds it */
     int is_sub_device;       /**< created by splitting a device */
@@ -214,23 +251,47 @@ typedef struct clf_device_info {
     const char *extensions;  /**< space-separated; owned by the fleet */
 } clf_device_info;
 
-/** \brief Copy the facts of device \p device into \p out. */
+/**
+ * \brief Copy the facts of device \p device into \p out.
+ * \param fleet the fleet
+ * \param device fleet index of the device
+ * \param out receives the facts
+ * \return CLF_SUCCESS, or a negative clf_status (detail in clf_last_error())
+ */
 CLF_API clf_status clf_device_get_info(const clf_fleet *fleet, size_t device,
                                        clf_device_info *out);
-/** \brief Nonzero when the device advertises extension \p name. */
+/**
+ * \brief Nonzero when the device advertises extension \p name.
+ * \param fleet the fleet
+ * \param device fleet index of the device
+ * \param name the extension, e.g. "cl_khr_fp64"
+ * \return nonzero when the device has it, 0 otherwise or for bad input
+ */
 CLF_API int clf_device_has_extension(const clf_fleet *fleet, size_t device, const char *name);
-/** \brief The name of a CLF_DEVICE_* type bit ("cpu", "gpu", ...). */
+/**
+ * \brief The name of a CLF_DEVICE_* type bit ("cpu", "gpu", ...).
+ * \param type one CLF_DEVICE_* bit
+ * \return a static string; "unknown" for anything else
+ */
 CLF_API const char *clf_device_type_name(unsigned type);
 
 /**
  * \brief Nonzero when \p device failed in a launch (a kernel, transfer or
  * allocation failed with a device error such as CL_OUT_OF_RESOURCES); launches
  * leave it out until clf_device_readmit(). 0 for a bad fleet or index.
+ * \param fleet the fleet
+ * \param device fleet index of the device
+ * \return nonzero when the device failed
  */
 CLF_API int clf_device_is_failed(const clf_fleet *fleet, size_t device);
 /**
  * \brief Why \p device failed: the failed call, its OpenCL error and the
  * launch, copied to \p buf (\p size bytes, truncated); "" when it has not.
+ * \param fleet the fleet
+ * \param device fleet index of the device
+ * \param buf receives the description, NUL-terminated
+ * \param size bytes of buf
+ * \return CLF_SUCCESS, or a negative clf_status (detail in clf_last_error())
  */
 CLF_API clf_status clf_device_failure(const clf_fleet *fleet, size_t device, char *buf,
                                       size_t size);
@@ -238,6 +299,9 @@ CLF_API clf_status clf_device_failure(const clf_fleet *fleet, size_t device, cha
  * \brief Let a failed device take work again (once its cause was dealt with);
  * nothing happens for a device that has not failed. A device that an injected
  * "lost" fault took away comes back too (see README, "Reliability").
+ * \param fleet the fleet
+ * \param device fleet index of the device
+ * \return CLF_SUCCESS, or a negative clf_status (detail in clf_last_error())
  */
 CLF_API clf_status clf_device_readmit(clf_fleet *fleet, size_t device);
 
@@ -255,10 +319,22 @@ typedef struct clf_program clf_program;
  * CLF_ERROR_BUILD and clf_last_error() holds each failing device's name and
  * compiler log.
  * \param options compiler options, or NULL
+ * \param out receives the program
+ * \param fleet the fleet
+ * \param source the OpenCL C source
+ * \return CLF_SUCCESS (also when some devices failed to build: clf_last_error() names them),
+ *        CLF_ERROR_BUILD when none built, or another negative clf_status
  */
 CLF_API clf_status clf_program_build_source(clf_program **out, clf_fleet *fleet,
                                             const char *source, const char *options);
-/** \brief As clf_program_build_source(), reading the source from \p path. */
+/**
+ * \brief As clf_program_build_source(), reading the source from \p path.
+ * \param out receives the program
+ * \param fleet the fleet
+ * \param path the source file
+ * \param options compiler options, or NULL
+ * \return as clf_program_build_source(); CLF_ERROR_IO when the file cannot be read
+ */
 CLF_API clf_status clf_program_build_file(clf_program **out, clf_fleet *fleet, const char *path,
                                           const char *options);
 /**
@@ -266,10 +342,20 @@ CLF_API clf_status clf_program_build_file(clf_program **out, clf_fleet *fleet, c
  *
  * The sources are embedded in the library; $CLFLEET_KERNEL_DIR, when set,
  * is searched first (for development).
+ * \param out receives the program
+ * \param fleet the fleet
+ * \param name the kernel file, without ".cl"
+ * \param options compiler options, or NULL
+ * \return as clf_program_build_source(); CLF_ERROR_NOT_FOUND for an unknown name
  */
 CLF_API clf_status clf_program_build_shipped(clf_program **out, clf_fleet *fleet,
                                              const char *name, const char *options);
-/** \brief Nonzero when the binary for \p device came from the cache. */
+/**
+ * \brief Nonzero when the binary for \p device came from the cache.
+ * \param prog the program
+ * \param device fleet index of the device
+ * \return nonzero when it came from the cache
+ */
 CLF_API int clf_program_from_cache(const clf_program *prog, size_t device);
 /**
  * \brief Nonzero when the program was built for \p device.
@@ -277,19 +363,35 @@ CLF_API int clf_program_from_cache(const clf_program *prog, size_t device);
  * A program that fails to build on some devices but builds on others is
  * created for those (the build call succeeds, clf_last_error() names the
  * devices left out); launches with it leave the others out.
+ * \param prog the program
+ * \param device fleet index of the device
+ * \return nonzero when the program was built for the device
  */
 CLF_API int clf_program_device_ok(const clf_program *prog, size_t device);
-/** \brief Why the build failed on \p device (its compiler log), or NULL where it built. */
+/**
+ * \brief Why the build failed on \p device (its compiler log), or NULL where it built.
+ * \param prog the program
+ * \param device fleet index of the device
+ * \return the log (owned by the program), or NULL
+ */
 CLF_API const char *clf_program_build_log(const clf_program *prog, size_t device);
 /**
  * \brief Release the program and its reference to the fleet, which goes with
  * its last child (see clf_fleet_destroy()); accepts NULL. Destroy a task
  * queue with it first, and wait for asynchronous launches with it.
+ * \param prog the program, or NULL
  */
 CLF_API void clf_program_destroy(clf_program *prog);
-/** \brief The names of the shipped kernel files, NULL-terminated. */
+/**
+ * \brief The names of the shipped kernel files, NULL-terminated.
+ * \return a static array of names, NULL-terminated
+ */
 CLF_API const char *const *clf_shipped_kernels(void);
-/** \brief The source of a shipped kernel file, or NULL. */
+/**
+ * \brief The source of a shipped kernel file, or NULL.
+ * \param name the kernel file, without ".cl"
+ * \return the embedded source, or NULL for an unknown name
+ */
 CLF_API const char *clf_shipped_kernel_source(const char *name);
 
 /* ------------------------------------------------------------------ */
@@ -299,12 +401,17 @@ CLF_API const char *clf_shipped_kernel_source(const char *name);
 /** \brief Completion of an asynchronous operation. */
 typedef struct clf_event clf_event;
 
-/** \brief Block until the event completes; an error if the command failed. */
+/**
+ * \brief Block until the event completes; an error if the command failed.
+ * \param ev the event
+ * \return CLF_SUCCESS, or the status of the failed command
+ */
 CLF_API clf_status clf_event_wait(clf_event *ev);
 /**
  * \brief Release the event; accepts NULL. Does not wait. An event holds no
  * reference to its fleet: it may be waited for and released after the fleet
  * has gone, whose teardown completes its work (see clf_fleet_destroy()).
+ * \param ev the event, or NULL
  */
 CLF_API void clf_event_release(clf_event *ev);
 
@@ -322,37 +429,87 @@ enum {
     CLF_MEM_WRITE_ONLY = 1u << 1 /**< kernels only write it */
 };
 
-/** \brief Allocate \p size bytes on device \p device. */
+/**
+ * \brief Allocate \p size bytes on device \p device.
+ * \param out receives the buffer
+ * \param fleet the fleet
+ * \param device fleet index of the device
+ * \param size bytes
+ * \param flags CLF_MEM_* flags, e.g. CLF_MEM_READ_WRITE (0: read-write)
+ * \return CLF_SUCCESS, or a negative clf_status (detail in clf_last_error())
+ */
 CLF_API clf_status clf_buffer_create(clf_buffer **out, clf_fleet *fleet, size_t device,
                                      size_t size, unsigned flags);
 /**
  * \brief Release the buffer (after its pending commands) and its reference to
  * the fleet, which goes with its last child (see clf_fleet_destroy()); accepts
  * NULL.
+ * \param buf the buffer, or NULL
  */
 CLF_API void clf_buffer_destroy(clf_buffer *buf);
-/** \brief The buffer's size in bytes (0 for NULL). */
+/**
+ * \brief The buffer's size in bytes (0 for NULL).
+ * \param buf the buffer
+ * \return the size in bytes
+ */
 CLF_API size_t clf_buffer_size(const clf_buffer *buf);
-/** \brief The index of the buffer's device. */
+/**
+ * \brief The index of the buffer's device.
+ * \param buf the buffer
+ * \return its fleet index
+ */
 CLF_API size_t clf_buffer_device(const clf_buffer *buf);
 
-/** \brief Copy \p size bytes from the host to the buffer at \p offset; blocking. */
+/**
+ * \brief Copy \p size bytes from the host to the buffer at \p offset; blocking.
+ * \param buf the buffer
+ * \param offset byte offset in the buffer
+ * \param size bytes
+ * \param src host memory of size bytes
+ * \return CLF_SUCCESS, or a negative clf_status (detail in clf_last_error())
+ */
 CLF_API clf_status clf_buffer_write(clf_buffer *buf, size_t offset, size_t size,
                                     const void *src);
-/** \brief Copy \p size bytes at \p offset from the buffer to the host; blocking. */
+/**
+ * \brief Copy \p size bytes at \p offset from the buffer to the host; blocking.
+ * \param buf the buffer
+ * \param offset byte offset in the buffer
+ * \param size bytes
+ * \param dst host memory of size bytes
+ * \return CLF_SUCCESS, or a negative clf_status (detail in clf_last_error())
+ */
 CLF_API clf_status clf_buffer_read(clf_buffer *buf, size_t offset, size_t size, void *dst);
 /**
  * \brief Start a write; \p src must stay valid until \p out_event completes.
  * \param out_event receives the completion event (release it), or NULL
+ * \param buf the buffer
+ * \param offset byte offset in the buffer
+ * \param size bytes
+ * \param src host memory of size bytes, valid until the write completes
+ * \return CLF_SUCCESS, or a negative clf_status (detail in clf_last_error())
  */
 CLF_API clf_status clf_buffer_write_async(clf_buffer *buf, size_t offset, size_t size,
                                           const void *src, clf_event **out_event);
-/** \brief Start a read; \p dst is valid once \p out_event completes. */
+/**
+ * \brief Start a read; \p dst is valid once \p out_event completes.
+ * \param buf the buffer
+ * \param offset byte offset in the buffer
+ * \param size bytes
+ * \param dst host memory of size bytes
+ * \param out_event receives the completion event (release it with clf_event_release()), or NULL
+ * \return CLF_SUCCESS, or a negative clf_status (detail in clf_last_error())
+ */
 CLF_API clf_status clf_buffer_read_async(clf_buffer *buf, size_t offset, size_t size,
                                          void *dst, clf_event **out_event);
 /**
  * \brief Fill a region with a repeated pattern (1, 2, 4, ... 128 bytes);
  * \p offset and \p size must be multiples of the pattern size. Blocking.
+ * \param buf the buffer
+ * \param pattern the pattern
+ * \param pattern_size its bytes: 1, 2, 4, ... 128
+ * \param offset byte offset in the buffer, a multiple of pattern_size
+ * \param size bytes to fill, a multiple of pattern_size
+ * \return CLF_SUCCESS, or a negative clf_status (detail in clf_last_error())
  */
 CLF_API clf_status clf_buffer_fill(clf_buffer *buf, const void *pattern, size_t pattern_size,
                                    size_t offset, size_t size);
@@ -371,18 +528,29 @@ typedef enum clf_path {
     CLF_PATH_STAGED = 4       /**< pipelined through pinned host buffers */
 } clf_path;
 
-/** \brief "same-device", "unified", "amd-p2p", "cuda-p2p", "staged"; NULL if unknown. */
+/**
+ * \brief "same-device", "unified", "amd-p2p", "cuda-p2p", "staged"; NULL if unknown.
+ * \param path a transfer path
+ * \return a static string, or NULL
+ */
 CLF_API const char *clf_path_name(clf_path path);
 /**
  * \brief The path a copy from device \p src to device \p dst takes.
  * \param direct set to 1 when the pair can copy without the host at all
  *        (whatever paths are disabled), or NULL
+ * \param fleet the fleet
+ * \param src fleet index of the source device
+ * \param dst fleet index of the destination device
+ * \param path receives the path
+ * \return CLF_SUCCESS, or a negative clf_status (detail in clf_last_error())
  */
 CLF_API clf_status clf_transfer_path(const clf_fleet *fleet, size_t src, size_t dst,
                                      clf_path *path, int *direct);
 /**
  * \brief Why the CUDA peer-to-peer path is on or off (the driver found, the
  * self-test's result, or the reason it was not tried). Never NULL.
+ * \param fleet the fleet
+ * \return a string owned by the fleet, never NULL
  */
 CLF_API const char *clf_transfer_cuda_status(const clf_fleet *fleet);
 
@@ -396,11 +564,29 @@ CLF_API const char *clf_transfer_cuda_status(const clf_fleet *fleet);
  * that writes it), or wait for them before clf_copy(). Regions must lie in
  * their buffers and must not overlap when both are the same buffer.
  * \param out_event completes with the copy (release it), or NULL
+ * \param dst the destination buffer
+ * \param dst_offset byte offset in dst
+ * \param src the source buffer
+ * \param src_offset byte offset in src
+ * \param size bytes to copy
+ * \param wait events the copy waits for, or NULL
+ * \param num_wait entries of wait
+ * \return CLF_SUCCESS once the copy is queued; CLF_ERROR_OUT_OF_RANGE, CLF_ERROR_SIZE_OVERFLOW,
+ *        CLF_ERROR_INVALID_ARGUMENT (overlapping regions of one buffer), or another negative
+ *        clf_status
  */
 CLF_API clf_status clf_copy_async(clf_buffer *dst, size_t dst_offset, clf_buffer *src,
                                   size_t src_offset, size_t size, clf_event *const *wait,
                                   size_t num_wait, clf_event **out_event);
-/** \brief As clf_copy_async(), and wait for it. */
+/**
+ * \brief As clf_copy_async(), and wait for it.
+ * \param dst the destination buffer
+ * \param dst_offset byte offset in dst
+ * \param src the source buffer
+ * \param src_offset byte offset in src
+ * \param size bytes to copy
+ * \return as clf_copy_async(), or the copy's failure
+ */
 CLF_API clf_status clf_copy(clf_buffer *dst, size_t dst_offset, clf_buffer *src,
                             size_t src_offset, size_t size);
 
@@ -418,9 +604,18 @@ typedef enum clf_strategy {
     CLF_AUTO = 5              /**< one of the above, named in the report */
 } clf_strategy;
 
-/** \brief "static", "dynamic", "guided", "memory-aware", "auto", "default"; NULL if unknown. */
+/**
+ * \brief "static", "dynamic", "guided", "memory-aware", "auto", "default"; NULL if unknown.
+ * \param s a strategy
+ * \return a static string, or NULL
+ */
 CLF_API const char *clf_strategy_name(clf_strategy s);
-/** \brief Parse a strategy name (as clf_strategy_name() writes it; case-insensitive). */
+/**
+ * \brief Parse a strategy name (as clf_strategy_name() writes it; case-insensitive).
+ * \param name the name
+ * \param out receives the strategy
+ * \return CLF_SUCCESS, CLF_ERROR_PARSE for an unknown name
+ */
 CLF_API clf_status clf_strategy_parse(const char *name, clf_strategy *out);
 
 /** \brief Where CLF_STATIC and CLF_GUIDED take device weights from. */
@@ -457,7 +652,11 @@ enum {
 typedef enum clf_reduce_op { CLF_SUM = 1, CLF_PROD, CLF_MIN, CLF_MAX } clf_reduce_op;
 /** \brief Element types of reductions (and collectives). */
 typedef enum clf_type { CLF_INT32 = 1, CLF_UINT32, CLF_INT64, CLF_FLOAT, CLF_DOUBLE } clf_type;
-/** \brief Bytes of one element of a clf_type (0 if unknown). */
+/**
+ * \brief Bytes of one element of a clf_type (0 if unknown).
+ * \param t an element type
+ * \return bytes, or 0
+ */
 CLF_API size_t clf_type_size(clf_type t);
 
 /**
@@ -479,10 +678,13 @@ typedef struct clf_arg {
     void *host;     /**< array, scalar value or reduction result */
     size_t size;    /**< bytes (array, scalar, local memory); elements for a reduction */
     size_t unit;    /**< partitioned: bytes per split unit */
-    size_t halo_before, halo_after; /**< partitioned inputs: units */
-    unsigned op, type;              /**< reduction: clf_reduce_op, clf_type */
+    size_t halo_before; /**< partitioned inputs: units before each chunk */
+    size_t halo_after;  /**< partitioned inputs: units after each chunk */
+    unsigned op;        /**< reduction: a clf_reduce_op */
+    unsigned type;      /**< reduction: a clf_type */
 } clf_arg;
 
+/** \brief Internal: a clf_arg of every field but the reduction's. */
 #define CLF__ARG(kind, flags, host, size, unit, hb, ha) \
     {(kind), (flags), (void *)(host), (size), (unit), (hb), (ha), 0, 0}
 /** \brief Partitioned input: \p bytes in all, \p unit bytes per split index. */
@@ -512,10 +714,10 @@ typedef struct clf_launch_desc {
     size_t global[3];      /**< the range */
     size_t local[3];       /**< work-group size, or all 0 for the driver's choice */
     size_t granularity;    /**< chunks are multiples of this (and of the local size) */
-    clf_strategy strategy;
+    clf_strategy strategy; /**< how to split; CLF_STRATEGY_DEFAULT: $CLFLEET_STRATEGY */
     const size_t *devices; /**< fleet indices to use, or NULL for every device */
-    size_t num_devices;
-    clf_weights weights_mode;
+    size_t num_devices;    /**< entries of devices */
+    clf_weights weights_mode; /**< CLF_STATIC's weights: equal, user given or learned */
     const double *weights; /**< CLF_WEIGHTS_USER: one per used device */
     /** Per used device, a memory limit in bytes for this launch (0: none), or NULL. */
     const uint64_t *mem_limits;
@@ -524,7 +726,9 @@ typedef struct clf_launch_desc {
     size_t min_chunk;           /**< CLF_GUIDED: smallest chunk in units; 0: granularity */
 } clf_launch_desc;
 
+/** \brief The version of clf_launch_desc this header describes. */
 #define CLF_LAUNCH_DESC_VERSION 1
+/** \brief Fills a clf_launch_desc with the defaults. */
 #define CLF_LAUNCH_DESC_INIT                                                            \
     {                                                                                   \
         CLF_LAUNCH_DESC_VERSION, NULL, 1, {0, 1, 1}, {0, 0, 0}, 0, CLF_STRATEGY_DEFAULT, \
@@ -543,8 +747,10 @@ typedef struct clf_device_report {
     unsigned stolen;          /**< of which taken from another device's look-ahead */
     double share;             /**< units / total */
     double busy_s;            /**< kernel time, from profiling events */
-    uint64_t bytes_to_device, bytes_from_device;
-    double to_device_s, from_device_s; /**< transfer time, from profiling events */
+    uint64_t bytes_to_device;   /**< bytes moved to the device */
+    uint64_t bytes_from_device; /**< bytes moved back from the device */
+    double to_device_s;   /**< transfer time to the device, from profiling events */
+    double from_device_s; /**< transfer time from the device, from profiling events */
     double finish_s;          /**< host time from the launch's start to its last result */
     uint64_t mem_peak;        /**< most bytes the launch held on the device */
     uint64_t mem_budget;      /**< the budget it was held to */
@@ -566,8 +772,9 @@ typedef struct clf_launch_report {
     clf_strategy requested; /**< as asked (after $CLFLEET_STRATEGY) */
     clf_strategy strategy;  /**< as run (CLF_AUTO resolved) */
     char reason[256];       /**< why CLF_AUTO chose it, or how weights were found */
-    uint64_t total_units;
-    size_t num_devices;
+    uint64_t total_units; /**< split units in the range */
+    size_t num_devices;   /**< entries of dev */
+    /** Per used device (its .device: the fleet index). */
     clf_device_report dev[CLF_MAX_LAUNCH_DEVICES];
     double makespan_s;  /**< latest device finish */
     double efficiency;  /**< earliest finish / latest finish, over devices that took work */
@@ -597,6 +804,11 @@ typedef struct clf_launch_report {
  * \return CLF_SUCCESS; CLF_ERROR_DEVICE_FAILED when every device failed (or
  *         is left out): each output element is then untouched or correct, as
  *         many as the report's units say
+ * \param fleet the fleet
+ * \param prog the program
+ * \param desc what to launch and how
+ * \param args the kernel arguments, in kernel parameter order
+ * \param nargs entries of args
  */
 CLF_API clf_status clf_launch(clf_fleet *fleet, clf_program *prog, const clf_launch_desc *desc,
                               const clf_arg *args, size_t nargs, clf_launch_report *report);
@@ -605,6 +817,15 @@ CLF_API clf_status clf_launch(clf_fleet *fleet, clf_program *prog, const clf_lau
  * launch (clf_event_wait() returns its status). Launches run in the order they
  * were queued. The host arrays and \p report must stay valid until then;
  * \p desc and \p args are copied.
+ * \param fleet the fleet
+ * \param prog the program
+ * \param desc what to launch and how
+ * \param args the kernel arguments, in kernel parameter order
+ * \param nargs entries of args
+ * \param report receives what each device did once the launch completes, or NULL
+ * \param out_event receives the launch's event
+ * \return CLF_SUCCESS once queued, or a negative clf_status (the launch's own result comes from
+ *        clf_event_wait())
  */
 CLF_API clf_status clf_launch_async(clf_fleet *fleet, clf_program *prog,
                                     const clf_launch_desc *desc, const clf_arg *args,
@@ -642,12 +863,16 @@ typedef enum clf_direction {
 /** \brief Number of clf_path values (the size of the path[] arrays). */
 #define CLF_NUM_PATHS 5
 
-/** \brief "to-device", "from-device", "peer"; NULL if unknown. */
+/**
+ * \brief "to-device", "from-device", "peer"; NULL if unknown.
+ * \param dir a direction
+ * \return a static string, or NULL
+ */
 CLF_API const char *clf_direction_name(clf_direction dir);
 
 /** \brief Bytes moved by a kind of transfer, and how fast. */
 typedef struct clf_transfer_stats {
-    uint64_t bytes;
+    uint64_t bytes;   /**< bytes moved */
     uint64_t count;   /**< transfer commands (a launch moves each argument of a chunk in one) */
     double seconds;   /**< their time on the device, from profiling events (host time for
                            paths without OpenCL events) */
@@ -688,54 +913,88 @@ typedef struct clf_device_metrics {
 
 /** \brief The fleet's totals over the same window. */
 typedef struct clf_fleet_metrics {
-    size_t num_devices;
+    size_t num_devices; /**< devices of the fleet */
     double wall_s;      /**< host time since creation or the last reset */
     uint64_t launches;  /**< clf_launch() and clf_launch_async() runs */
     uint64_t kernels;   /**< over every device */
     double busy_s;      /**< kernel time summed over devices */
     double utilization; /**< busy_s / (wall_s x num_devices) */
-    clf_transfer_stats dir[CLF_NUM_DIRECTIONS];
-    clf_transfer_stats path[CLF_NUM_PATHS];
+    clf_transfer_stats dir[CLF_NUM_DIRECTIONS]; /**< by clf_direction */
+    clf_transfer_stats path[CLF_NUM_PATHS];     /**< peer copies by clf_path */
     uint64_t mem_current; /**< over every device */
     uint64_t mem_peak;    /**< most bytes allocated at once over every device, in the window */
-    double wait_s, idle_s;
+    double wait_s; /**< host time blocked waiting for devices */
+    double idle_s; /**< device time idle at launch ends, waiting for the slowest device */
     /* The last launch in the window (zero before one). */
-    char last_kernel[64];
+    char last_kernel[64];       /**< the last launch's kernel */
     clf_strategy last_strategy; /**< as run */
-    size_t last_num_devices;
-    double last_makespan_s;
+    size_t last_num_devices;    /**< devices it used */
+    double last_makespan_s;     /**< its makespan */
     double last_imbalance;  /**< latest finish / mean finish - 1 (as clf_launch_report) */
     double last_efficiency; /**< earliest finish / latest finish */
 } clf_fleet_metrics;
 
-/** \brief One device's counters (see clf_device_metrics). */
+/**
+ * \brief One device's counters (see clf_device_metrics).
+ * \param fleet the fleet
+ * \param device fleet index of the device
+ * \param out receives the counters
+ * \return CLF_SUCCESS; CLF_ERROR_UNSUPPORTED when the fleet counts nothing (CLFLEET_METRICS=0)
+ */
 CLF_API clf_status clf_metrics_device(const clf_fleet *fleet, size_t device,
                                       clf_device_metrics *out);
-/** \brief The fleet's totals and its last launch (see clf_fleet_metrics). */
+/**
+ * \brief The fleet's totals and its last launch (see clf_fleet_metrics).
+ * \param fleet the fleet
+ * \param out receives the totals
+ * \return CLF_SUCCESS; CLF_ERROR_UNSUPPORTED when the fleet counts nothing (CLFLEET_METRICS=0)
+ */
 CLF_API clf_status clf_metrics_fleet(const clf_fleet *fleet, clf_fleet_metrics *out);
-/** \brief Copies from device \p src to device \p dst in the window, every path together. */
+/**
+ * \brief Copies from device \p src to device \p dst in the window, every path together.
+ * \param fleet the fleet
+ * \param src fleet index of the source device
+ * \param dst fleet index of the destination device
+ * \param out receives the counters
+ * \return CLF_SUCCESS; CLF_ERROR_UNSUPPORTED when the fleet counts nothing (CLFLEET_METRICS=0)
+ */
 CLF_API clf_status clf_metrics_peer(const clf_fleet *fleet, size_t src, size_t dst,
                                     clf_transfer_stats *out);
 /**
  * \brief Start a new window: counters to zero, memory peaks to the memory
  * held now, the last launch forgotten. Profile regions and the trace are not
  * affected.
+ * \param fleet the fleet
+ * \return CLF_SUCCESS, or a negative clf_status (detail in clf_last_error())
  */
 CLF_API clf_status clf_metrics_reset(clf_fleet *fleet);
 /**
  * \brief Every counter of the fleet and of each device, as one JSON object.
  * \param out receives a NUL-terminated string; free it with clf_free()
+ * \param fleet the fleet
+ * \return CLF_SUCCESS, CLF_ERROR_OUT_OF_HOST_MEMORY, CLF_ERROR_UNSUPPORTED (CLFLEET_METRICS=0)
  */
 CLF_API clf_status clf_metrics_json(const clf_fleet *fleet, char **out);
-/** \brief Write clf_metrics_json()'s object (and a newline) to \p fp. */
+/**
+ * \brief Write clf_metrics_json()'s object (and a newline) to \p fp.
+ * \param fleet the fleet
+ * \param fp the stream to write to
+ * \return as clf_metrics_json(); CLF_ERROR_IO when writing fails
+ */
 CLF_API clf_status clf_metrics_write_json(const clf_fleet *fleet, FILE *fp);
 /**
  * \brief Print a table to \p fp: one row per device (kernels, busy time,
  * utilization, megabytes each way, transfers and bandwidth, memory and its
  * peak, wait and idle time), the totals, and the last launch's balance.
+ * \param fleet the fleet
+ * \param fp the stream to write to
+ * \return as clf_metrics_json(); CLF_ERROR_IO when writing fails
  */
 CLF_API clf_status clf_metrics_print(const clf_fleet *fleet, FILE *fp);
-/** \brief Free memory clfleet allocated for the caller (clf_metrics_json()); accepts NULL. */
+/**
+ * \brief Free memory clfleet allocated for the caller (clf_metrics_json()); accepts NULL.
+ * \param p memory clfleet returned, or NULL
+ */
 CLF_API void clf_free(void *p);
 
 /**
@@ -750,18 +1009,28 @@ typedef struct clf_profile {
     double sync_s;     /**< wait_s + idle_s */
     double wait_s;     /**< host time blocked waiting for devices (clf_fleet_finish()) */
     double idle_s;     /**< device time idle at launch ends, waiting for the slowest device */
-    uint64_t launches, kernels, transfers;
+    uint64_t launches;  /**< launches in the region */
+    uint64_t kernels;   /**< kernel commands */
+    uint64_t transfers; /**< transfer commands */
     uint64_t bytes[CLF_NUM_DIRECTIONS]; /**< by clf_direction */
     /* Private: the fleet and its counters at clf_profile_begin(). */
-    const clf_fleet *fleet_;
-    double start_[12];
+    const clf_fleet *fleet_; /**< private */
+    double start_[12];       /**< private */
 } clf_profile;
 
-/** \brief Start a region: note the fleet's counters and the time. */
+/**
+ * \brief Start a region: note the fleet's counters and the time.
+ * \param fleet the fleet
+ * \param region receives the starting point
+ * \return CLF_SUCCESS, or a negative clf_status (detail in clf_last_error())
+ */
 CLF_API clf_status clf_profile_begin(clf_fleet *fleet, clf_profile *region);
 /**
  * \brief End a region begun on the same fleet and fill its results. A region
  * may be ended more than once (each time from its beginning).
+ * \param fleet the fleet
+ * \param region a region begun on this fleet; receives the results
+ * \return CLF_SUCCESS, or a negative clf_status (detail in clf_last_error())
  */
 CLF_API clf_status clf_profile_end(clf_fleet *fleet, clf_profile *region);
 
@@ -769,9 +1038,14 @@ CLF_API clf_status clf_profile_end(clf_fleet *fleet, clf_profile *region);
  * \brief Write the timeline recorded so far to the trace file now (it is
  * also written when the fleet is destroyed). Does nothing when tracing is off.
  * \return CLF_SUCCESS, CLF_ERROR_IO when the file cannot be written
+ * \param fleet the fleet
  */
 CLF_API clf_status clf_trace_flush(clf_fleet *fleet);
-/** \brief The trace file's path, or NULL when tracing is off (or \p fleet is NULL). */
+/**
+ * \brief The trace file's path, or NULL when tracing is off (or \p fleet is NULL).
+ * \param fleet the fleet
+ * \return a string owned by the fleet, or NULL
+ */
 CLF_API const char *clf_trace_path(const clf_fleet *fleet);
 
 /* ------------------------------------------------------------------ */
@@ -808,7 +1082,9 @@ typedef struct clf_collective_options {
     size_t chunk_bytes;
 } clf_collective_options;
 
+/** \brief The version of clf_collective_options this header describes. */
 #define CLF_COLLECTIVE_OPTIONS_VERSION 1
+/** \brief Fills a clf_collective_options with the defaults. */
 #define CLF_COLLECTIVE_OPTIONS_INIT {CLF_COLLECTIVE_OPTIONS_VERSION, 0}
 
 /**
@@ -818,6 +1094,11 @@ typedef struct clf_collective_options {
  * \param first receives the global index of the part's first element (\p count
  *        when it holds none)
  * \param len receives how many elements it holds
+ * \param count elements of the whole array
+ * \param nparts number of parts
+ * \param part the position, below nparts
+ * \param dist how the elements are dealt: CLF_DIST_BLOCK or CLF_DIST_CYCLIC
+ * \return CLF_SUCCESS, or a negative clf_status (detail in clf_last_error())
  */
 CLF_API clf_status clf_distribution_part(size_t count, size_t nparts, size_t part,
                                          clf_distribution dist, size_t block, size_t *first,
@@ -837,6 +1118,10 @@ CLF_API clf_status clf_distribution_part(size_t count, size_t nparts, size_t par
  *         CLF_ERROR_INVALID_ARGUMENT (two buffers on one device, buffers of
  *         different fleets, unknown type or operation), CLF_ERROR_UNSUPPORTED
  *         (doubles on a device without fp64), CLF_ERROR_OPENCL
+ * \param nbufs number of buffers (positions)
+ * \param count elements in each buffer that take part
+ * \param type element type
+ * \param op reduction operation
  */
 CLF_API clf_status clf_allreduce(clf_buffer *const *bufs, size_t nbufs, size_t count,
                                  clf_type type, clf_reduce_op op,
@@ -845,21 +1130,52 @@ CLF_API clf_status clf_allreduce(clf_buffer *const *bufs, size_t nbufs, size_t c
  * \brief Reduce into the buffer of position \p root; the other buffers are
  * unchanged. A pipelined chain ending at the root (scratch: \p count elements
  * on every device but the first of the chain). Statuses as clf_allreduce().
+ * \param bufs one buffer per position, on distinct devices of one fleet
+ * \param nbufs number of buffers (positions)
+ * \param count elements in each buffer that take part
+ * \param type element type
+ * \param op reduction operation
+ * \param root position of the root buffer
+ * \param opts options, or NULL for the defaults
+ * \return CLF_SUCCESS, or a negative clf_status (detail in clf_last_error())
  */
 CLF_API clf_status clf_reduce(clf_buffer *const *bufs, size_t nbufs, size_t count, clf_type type,
                               clf_reduce_op op, size_t root, const clf_collective_options *opts);
-/** \brief Reduce into the host array \p result (\p count elements); no buffer changes. */
+/**
+ * \brief Reduce into the host array \p result (\p count elements); no buffer changes.
+ * \param result receives count elements of the result
+ * \param bufs one buffer per position, on distinct devices of one fleet
+ * \param nbufs number of buffers (positions)
+ * \param count elements in each buffer that take part
+ * \param type element type
+ * \param op reduction operation
+ * \param opts options, or NULL for the defaults
+ * \return CLF_SUCCESS, or a negative clf_status (detail in clf_last_error())
+ */
 CLF_API clf_status clf_reduce_to_host(void *result, clf_buffer *const *bufs, size_t nbufs,
                                       size_t count, clf_type type, clf_reduce_op op,
                                       const clf_collective_options *opts);
 /** \brief Copy the first \p size bytes of the root's buffer into every other buffer,
- * pipelined along a chain from the root. */
+ * pipelined along a chain from the root.
+ * \param bufs one buffer per position, on distinct devices of one fleet
+ * \param nbufs number of buffers (positions)
+ * \param size bytes to copy
+ * \param root position of the root buffer
+ * \param opts options, or NULL for the defaults
+ * \return CLF_SUCCESS, or a negative clf_status (detail in clf_last_error())
+ */
 CLF_API clf_status clf_broadcast(clf_buffer *const *bufs, size_t nbufs, size_t size, size_t root,
                                  const clf_collective_options *opts);
 /**
  * \brief All-gather in place: position i holds block i of a \p count element
  * array (CLF_DIST_BLOCK) at its place in its buffer; afterwards every buffer
  * holds the whole array. A ring, chunked.
+ * \param bufs one buffer per position, on distinct devices of one fleet
+ * \param nbufs number of buffers (positions)
+ * \param count elements of the whole array
+ * \param elem_size bytes per element
+ * \param opts options, or NULL for the defaults
+ * \return CLF_SUCCESS, or a negative clf_status (detail in clf_last_error())
  */
 CLF_API clf_status clf_allgather(clf_buffer *const *bufs, size_t nbufs, size_t count,
                                  size_t elem_size, const clf_collective_options *opts);
@@ -867,11 +1183,28 @@ CLF_API clf_status clf_allgather(clf_buffer *const *bufs, size_t nbufs, size_t c
  * \brief Cut the host array \p host of \p count elements over the buffers:
  * position i receives its part (clf_distribution_part()), packed from offset 0.
  * \param block CLF_DIST_CYCLIC: elements per block (0: 1)
+ * \param bufs one buffer per position, on distinct devices of one fleet
+ * \param nbufs number of buffers (positions)
+ * \param host the host array of count elements
+ * \param count elements of the array
+ * \param elem_size bytes per element
+ * \param dist how the elements are dealt: CLF_DIST_BLOCK or CLF_DIST_CYCLIC
+ * \return CLF_SUCCESS, or a negative clf_status (detail in clf_last_error())
  */
 CLF_API clf_status clf_scatter(clf_buffer *const *bufs, size_t nbufs, const void *host,
                                size_t count, size_t elem_size, clf_distribution dist,
                                size_t block);
-/** \brief The inverse of clf_scatter(): every part back to its place in \p host. */
+/**
+ * \brief The inverse of clf_scatter(): every part back to its place in \p host.
+ * \param host receives the array of count elements
+ * \param bufs one buffer per position, on distinct devices of one fleet
+ * \param nbufs number of buffers (positions)
+ * \param count elements of the array
+ * \param elem_size bytes per element
+ * \param dist how the elements are dealt: CLF_DIST_BLOCK or CLF_DIST_CYCLIC
+ * \param block CLF_DIST_CYCLIC: elements per block (0: 1)
+ * \return CLF_SUCCESS, or a negative clf_status (detail in clf_last_error())
+ */
 CLF_API clf_status clf_gather(void *host, clf_buffer *const *bufs, size_t nbufs, size_t count,
                               size_t elem_size, clf_distribution dist, size_t block);
 
@@ -883,6 +1216,10 @@ CLF_API clf_status clf_gather(void *host, clf_buffer *const *bufs, size_t nbufs,
  * \brief An event that completes once all the work queued so far on \p device
  * (its compute and transfer queues) has completed. Does not block. A copy that
  * the host drives (staging, CUDA) runs on a queue of its own: pass on its event.
+ * \param out receives the event (release it)
+ * \param fleet the fleet
+ * \param device fleet index of the device
+ * \return CLF_SUCCESS, or a negative clf_status (detail in clf_last_error())
  */
 CLF_API clf_status clf_event_record(clf_event **out, clf_fleet *fleet, size_t device);
 /**
@@ -900,6 +1237,11 @@ CLF_API clf_status clf_event_record(clf_event **out, clf_fleet *fleet, size_t de
  * "basic") cannot safely have its queue wait for other queues' events (PoCL 3
  * deadlocks or reads stale data): for such a device this waits on the host,
  * and returns once the events have completed.
+ * \param fleet the fleet
+ * \param device fleet index of the device that waits
+ * \param events the events
+ * \param num_events entries of events
+ * \return CLF_SUCCESS, or a negative clf_status (detail in clf_last_error())
  */
 CLF_API clf_status clf_device_wait_events(clf_fleet *fleet, size_t device,
                                           clf_event *const *events, size_t num_events);
@@ -911,12 +1253,25 @@ CLF_API clf_status clf_device_wait_events(clf_fleet *fleet, size_t device,
  * waits on the host. What waits is as for clf_device_wait_events().
  * \param devices fleet indices, or NULL for every device
  * \param out_event completes when every device has reached the barrier, or NULL
+ * \param fleet the fleet
+ * \param num_devices entries of devices (ignored when devices is NULL)
+ * \return CLF_SUCCESS, or a negative clf_status (detail in clf_last_error())
  */
 CLF_API clf_status clf_barrier(clf_fleet *fleet, const size_t *devices, size_t num_devices,
                                clf_event **out_event);
-/** \brief Block until everything queued on \p device has completed (clf_fleet_finish() for all). */
+/**
+ * \brief Block until everything queued on \p device has completed (clf_fleet_finish() for all).
+ * \param fleet the fleet
+ * \param device fleet index of the device
+ * \return CLF_SUCCESS, or a negative clf_status (detail in clf_last_error())
+ */
 CLF_API clf_status clf_device_finish(clf_fleet *fleet, size_t device);
-/** \brief Wait for every event (all of them, even after a failure); the first failure. */
+/**
+ * \brief Wait for every event (all of them, even after a failure); the first failure.
+ * \param events the events
+ * \param num_events entries of events
+ * \return CLF_SUCCESS, or the first failed event's status
+ */
 CLF_API clf_status clf_events_wait(clf_event *const *events, size_t num_events);
 
 /* ------------------------------------------------------------------ */
@@ -944,10 +1299,12 @@ typedef struct clf_stage_desc {
     /** Extra arguments: CLF_SCALAR (value copied), CLF_LOCAL, CLF_BROADCAST (uploaded
      * once, at creation). */
     const clf_arg *args;
-    size_t nargs;
+    size_t nargs; /**< entries of args */
 } clf_stage_desc;
 
+/** \brief The version of clf_stage_desc this header describes. */
 #define CLF_STAGE_DESC_VERSION 1
+/** \brief Fills a clf_stage_desc with the defaults. */
 #define CLF_STAGE_DESC_INIT \
     {CLF_STAGE_DESC_VERSION, 0, NULL, NULL, 0, 0, 1, {0, 1, 1}, {0, 0, 0}, NULL, 0}
 
@@ -963,7 +1320,9 @@ typedef struct clf_pipeline_options {
     void *user;                       /**< passed to on_result */
 } clf_pipeline_options;
 
+/** \brief The version of clf_pipeline_options this header describes. */
 #define CLF_PIPELINE_OPTIONS_VERSION 1
+/** \brief Fills a clf_pipeline_options with the defaults. */
 #define CLF_PIPELINE_OPTIONS_INIT {CLF_PIPELINE_OPTIONS_VERSION, 0, NULL, NULL}
 
 /** \brief What one stage did in a run. */
@@ -979,9 +1338,9 @@ typedef struct clf_stage_report {
 
 /** \brief What a pipeline run did. */
 typedef struct clf_pipeline_report {
-    size_t num_stages;
-    clf_stage_report stage[CLF_MAX_PIPELINE_STAGES];
-    uint64_t batches;
+    size_t num_stages; /**< entries of stage */
+    clf_stage_report stage[CLF_MAX_PIPELINE_STAGES]; /**< per stage */
+    uint64_t batches;  /**< batches that went through */
     double wall_s;        /**< the run, host time */
     double batches_per_s; /**< batches / wall_s */
     size_t bottleneck;    /**< the stage with the most busy time */
@@ -994,6 +1353,11 @@ typedef struct clf_pipeline_report {
  * \brief Create a pipeline: two input and two output buffers per stage on its
  * device (double buffering), kernels, broadcast arguments uploaded.
  * \param opts options, or NULL for the defaults
+ * \param out receives the pipeline
+ * \param fleet the fleet
+ * \param stages the stages, in order
+ * \param nstages entries of stages (at most CLF_MAX_PIPELINE_STAGES)
+ * \return CLF_SUCCESS, or a negative clf_status (detail in clf_last_error())
  */
 CLF_API clf_status clf_pipeline_create(clf_pipeline **out, clf_fleet *fleet,
                                        const clf_stage_desc *stages, size_t nstages,
@@ -1007,6 +1371,9 @@ CLF_API clf_status clf_pipeline_create(clf_pipeline **out, clf_fleet *fleet,
  * \param in nbatches x the first stage's in_bytes
  * \param out nbatches x the last stage's out_bytes, in batch order
  * \param report receives per-stage throughput, or NULL
+ * \param pl the pipeline
+ * \param nbatches batches to push through
+ * \return CLF_SUCCESS, or a negative clf_status (detail in clf_last_error())
  */
 CLF_API clf_status clf_pipeline_run(clf_pipeline *pl, const void *in, void *out,
                                     size_t nbatches, clf_pipeline_report *report);
@@ -1014,6 +1381,7 @@ CLF_API clf_status clf_pipeline_run(clf_pipeline *pl, const void *in, void *out,
  * \brief Release the pipeline and its reference to the fleet, which goes with
  * its last child (see clf_fleet_destroy()); accepts NULL. The stages' programs
  * may have gone before.
+ * \param pl the pipeline, or NULL
  */
 CLF_API void clf_pipeline_destroy(clf_pipeline *pl);
 
@@ -1032,14 +1400,16 @@ typedef struct clf_task_desc {
     unsigned version;   /**< CLF_TASK_DESC_VERSION */
     const char *kernel; /**< kernel name in the queue's program */
     unsigned dims;      /**< 1, 2 or 3 */
-    size_t global[3];
+    size_t global[3]; /**< the task's range */
     size_t local[3]; /**< all 0: the driver's choice */
     /** Position in the queue's devices whose deque holds the task first (others may
      * steal it), or CLF_TASK_ANY_DEVICE (dealt round robin). */
     size_t affinity;
 } clf_task_desc;
 
+/** \brief The version of clf_task_desc this header describes. */
 #define CLF_TASK_DESC_VERSION 1
+/** \brief Fills a clf_task_desc with the defaults. */
 #define CLF_TASK_DESC_INIT \
     {CLF_TASK_DESC_VERSION, NULL, 1, {0, 1, 1}, {0, 0, 0}, CLF_TASK_ANY_DEVICE}
 
@@ -1049,7 +1419,8 @@ typedef struct clf_task_info {
     int stolen;        /**< taken from another device's deque */
     unsigned runs;     /**< times it ran: 1 once its queue has run */
     clf_status status; /**< its result */
-    double start_s, end_s; /**< host time from the start of the run */
+    double start_s;    /**< host time from the start of the run to the task's start */
+    double end_s;      /**< host time from the start of the run to the task's end */
     double kernel_s;   /**< kernel time, from profiling */
 } clf_task_info;
 
@@ -1064,9 +1435,10 @@ typedef struct clf_taskq_device_report {
 
 /** \brief What a run of a task queue did. */
 typedef struct clf_taskq_report {
-    uint64_t tasks, failed;
-    size_t num_devices;
-    clf_taskq_device_report dev[CLF_MAX_LAUNCH_DEVICES];
+    uint64_t tasks;     /**< tasks run */
+    uint64_t failed;    /**< of which failed */
+    size_t num_devices; /**< entries of dev */
+    clf_taskq_device_report dev[CLF_MAX_LAUNCH_DEVICES]; /**< per device of the queue */
     double makespan_s; /**< latest finish */
     double efficiency; /**< earliest finish / latest finish */
 } clf_taskq_report;
@@ -1074,6 +1446,11 @@ typedef struct clf_taskq_report {
 /**
  * \brief A task queue over some devices of the fleet.
  * \param devices fleet indices, or NULL for every device (at most CLF_MAX_LAUNCH_DEVICES)
+ * \param out receives the queue
+ * \param fleet the fleet
+ * \param prog the program holding the kernels
+ * \param num_devices entries of devices (ignored when devices is NULL)
+ * \return CLF_SUCCESS, or a negative clf_status (detail in clf_last_error())
  */
 CLF_API clf_status clf_taskq_create(clf_taskq **out, clf_fleet *fleet, clf_program *prog,
                                     const size_t *devices, size_t num_devices);
@@ -1083,6 +1460,11 @@ CLF_API clf_status clf_taskq_create(clf_taskq **out, clf_fleet *fleet, clf_progr
  * kernel; they must stay valid until clf_taskq_run() returns), CLF_BROADCAST
  * (as CLF_IN), CLF_SCALAR (the value is copied now), CLF_LOCAL.
  * \param id receives the task's number (0, 1, ... in submission order), or NULL
+ * \param q the task queue
+ * \param task the kernel and its range
+ * \param args its arguments
+ * \param nargs entries of args
+ * \return CLF_SUCCESS, or a negative clf_status (detail in clf_last_error())
  */
 CLF_API clf_status clf_taskq_submit(clf_taskq *q, const clf_task_desc *task, const clf_arg *args,
                                     size_t nargs, size_t *id);
@@ -1091,14 +1473,23 @@ CLF_API clf_status clf_taskq_submit(clf_taskq *q, const clf_task_desc *task, con
  * device takes tasks from the head of its own deque and, when that is empty,
  * steals from the tail of the fullest other one.
  * \return CLF_SUCCESS, or the first failed task's status (the others still ran)
+ * \param q the task queue
+ * \param report receives what each device did, or NULL
  */
 CLF_API clf_status clf_taskq_run(clf_taskq *q, clf_taskq_report *report);
-/** \brief What happened to task \p id. */
+/**
+ * \brief What happened to task \p id.
+ * \param q the task queue
+ * \param id the number clf_taskq_submit() gave it
+ * \param out receives what happened
+ * \return CLF_SUCCESS, or a negative clf_status (detail in clf_last_error())
+ */
 CLF_API clf_status clf_taskq_task_info(const clf_taskq *q, size_t id, clf_task_info *out);
 /**
  * \brief Release the queue and its reference to the fleet, which goes with its
  * last child (see clf_fleet_destroy()); accepts NULL. Destroy it before its
  * program, which it launches with.
+ * \param q the queue, or NULL
  */
 CLF_API void clf_taskq_destroy(clf_taskq *q);
 

@@ -348,8 +348,9 @@ clf_status clf_fleet_create(clf_fleet **out, const clf_fleet_options *opts)
     if (select_devices(&d, &f) == 0)
         CLF__TRY(st, clf__fail(CLF_ERROR_NO_DEVICE,
                                "none of the %zu device(s) on %u platform(s) matches the "
-                               "selection (CLFLEET_DEVICES='%s')",
+                               "selection (%s'%s')",
                                d.ndev, (unsigned)d.nplat,
+                               opts->devices ? "" : "CLFLEET_DEVICES=",
                                opts->devices ? opts->devices
                                              : (getenv("CLFLEET_DEVICES")
                                                     ? getenv("CLFLEET_DEVICES")

@@ -56,15 +56,36 @@ for c in homogeneous heterogeneous; do
 done
 grep -q 'timelines written to' "$tmp.err" || { echo "FAIL: --trace: not told where"; exit 1; }
 
-# The table names every strategy; bad usage is an error with a message.
-$bench balance --quick --config homogeneous > "$tmp.txt" 2> "$tmp.err" ||
+# The table names every strategy, with the spread of the wall times; --opt=value works, and
+# the developer targets show only with --verbose.
+$bench balance --quick --config=homogeneous --size=128 > "$tmp.txt" 2> "$tmp.err" ||
     { cat "$tmp.err"; echo "FAIL: table"; exit 1; }
 grep -q 'per-chunk overhead' "$tmp.txt" && grep -q '^metrics on/off: [0-9]' "$tmp.txt" &&
-    grep -q '^clfleet metrics: ' "$tmp.txt" && [ "$(grep -c '^  memory-aware ' "$tmp.txt")" -eq 2 ] ||
+    grep -q '^clfleet metrics: ' "$tmp.txt" &&
+    [ "$(grep -c '^  memory-aware ' "$tmp.txt")" -eq 2 ] &&
+    grep -q 'wall s \[min..max\]' "$tmp.txt" && ! grep -q '^targets:' "$tmp.txt" ||
     { echo "FAIL: table"; cat "$tmp.txt"; exit 1; }
-for bad in "nonsense" "balance --size 3" "balance --reps x" "balance --config nowhere" \
-    "balance --trace"; do
-    if $bench $bad > /dev/null 2> "$tmp.err"; then echo "FAIL: '$bad' accepted"; exit 1; fi
+$bench scale --quick --verbose --reps=1 > /dev/null 2> "$tmp.err" ||
+    { cat "$tmp.err"; echo "FAIL: scale --verbose --reps=1"; exit 1; }
+
+# The conventional options: --help and --version everywhere (exit 0, on stdout); a bad
+# command line exits 2 with a message; sizes take K, M and G.
+for cmd in "" balance scale p2p allreduce pipeline gemm; do
+    $bench $cmd --help > "$tmp.help" 2> "$tmp.err" &&
+        grep -q '^usage: clfleet-bench' "$tmp.help" ||
+        { echo "FAIL: '$cmd --help'"; cat "$tmp.help" "$tmp.err"; exit 1; }
+    [ "$($bench $cmd --version)" = "$($bench --version)" ] &&
+        $bench $cmd --version | grep -q '^clfleet-bench [0-9]' ||
+        { echo "FAIL: '$cmd --version'"; exit 1; }
+done
+for bad in "" "nonsense" "--bogus" "balance --size 3" "balance --reps x" "balance --reps=0" \
+    "balance --config nowhere" "balance --trace" "balance --trace=" "balance extra" \
+    "scale --config homogeneous" "p2p --bogus" "p2p --max-size=1x" "p2p --max-size 2K" \
+    "allreduce --chunk" "pipeline --costs 1,2" "pipeline --items=100" "gemm --size -1" \
+    "gemm --json=yes"; do
+    $bench $bad > /dev/null 2> "$tmp.err"
+    rc=$?
+    [ $rc -eq 2 ] || { echo "FAIL: '$bad' exited with $rc, not 2"; cat "$tmp.err"; exit 1; }
     [ -s "$tmp.err" ] || { echo "FAIL: '$bad' without a message"; exit 1; }
 done
 
@@ -86,8 +107,10 @@ else
 fi
 # p2p, allreduce and pipeline: valid JSON and the figures there (each bench checks its
 # results and exits 1 on a wrong one).
-for cmd in p2p allreduce pipeline; do
-    $bench $cmd --quick --json > "$tmp.$cmd" 2> "$tmp.err"
+for cmd in p2p "allreduce --max-size=256K" "pipeline --items 64K"; do
+    set -- $cmd
+    cmd=$1
+    $bench "$@" --quick --json > "$tmp.$cmd" 2> "$tmp.err"
     rc=$?
     [ $rc -eq 0 ] || { cat "$tmp.err"; echo "FAIL: $cmd exited with $rc"; exit 1; }
     $lint < "$tmp.$cmd" || { echo "FAIL: $cmd: invalid JSON"; cat "$tmp.$cmd"; exit 1; }

@@ -72,4 +72,38 @@ if CLFLEET_TRANSFER=sideways $info --devices 'type=cpu;platform=portable' > /dev
 fi
 grep -q 'CLFLEET_TRANSFER' "$tmp.err" && grep -q sideways "$tmp.err" ||
     { echo "FAIL: no detail for CLFLEET_TRANSFER"; cat "$tmp.err"; exit 1; }
-echo "PASS: $n devices, $subs sub-devices, JSON valid, path matrix"
+
+# Extensions are an array of names; the default fleet is marked (with no GPU, every CPU
+# device), in JSON and in the table with its legend.
+grep -q '"extensions": \["cl_' "$tmp.json" || { echo "FAIL: extensions not an array"; exit 1; }
+[ "$(grep -c '"in_default_fleet": true' "$tmp.json")" -eq 3 ] ||
+    { echo "FAIL: default fleet not marked in JSON"; exit 1; }
+[ "$(grep -c '^  \* [0-9]' "$tmp.txt")" -eq 3 ] && grep -q 'in the default fleet' "$tmp.txt" ||
+    { echo "FAIL: default fleet not marked in the table"; cat "$tmp.txt"; exit 1; }
+CLFLEET_DEVICES='name=basic' $info --devices 'type=cpu;platform=portable' > "$tmp.def" ||
+    { echo "FAIL: CLFLEET_DEVICES=name=basic"; exit 1; }
+[ "$(grep -c '^  \* [0-9]' "$tmp.def")" -eq 1 ] && grep -q '^  \* [0-9].*basic' "$tmp.def" ||
+    { echo "FAIL: CLFLEET_DEVICES does not set the marks"; cat "$tmp.def"; exit 1; }
+# Sub-devices name their root device by its own number, not a fleet index.
+$info --devices='type=cpu;platform=portable;name=pthread' --split=1 > "$tmp.sub" ||
+    { echo "FAIL: --devices=S --split=1"; exit 1; }
+grep -q ' 1 of #[0-9]' "$tmp.sub" && grep -q 'part 1 (counting from 0) of root device' "$tmp.sub" ||
+    { echo "FAIL: sub-devices"; cat "$tmp.sub"; exit 1; }
+grep -q '"sub_device_index": 1' "$tmp.split" || { echo "FAIL: sub_device_index"; exit 1; }
+
+# Errors name where the selection came from.
+$info --devices 'type=banana' 2>&1 >/dev/null | grep -q -- "--devices 'type=banana'" ||
+    { echo "FAIL: --devices not named"; exit 1; }
+CLFLEET_DEVICES='type=banana' $info 2>&1 >/dev/null | grep -q "CLFLEET_DEVICES='type=banana'" ||
+    { echo "FAIL: CLFLEET_DEVICES not named"; exit 1; }
+
+# The conventional options: --help and --version on stdout (0); a bad command line is 2.
+$info --help | grep -q '^usage: clfleet-info' || { echo "FAIL: --help"; exit 1; }
+$info --version | grep -q '^clfleet-info [0-9]' || { echo "FAIL: --version"; exit 1; }
+for bad in "--bogus" "--devices" "--split x" "--split-counts=3-1" "--json=yes" "extra" "-x"; do
+    $info $bad > /dev/null 2> "$tmp.err"
+    rc=$?
+    [ $rc -eq 2 ] || { echo "FAIL: '$bad' exited with $rc, not 2"; cat "$tmp.err"; exit 1; }
+    [ -s "$tmp.err" ] || { echo "FAIL: '$bad' without a message"; exit 1; }
+done
+echo "PASS: $n devices, $subs sub-devices, JSON valid, path matrix, default fleet marked"

@@ -8,9 +8,11 @@
  * (busbw = algbw x 2(n-1)/n: the bytes each device must send and receive, so that the
  * figure compares with the links' bandwidth whatever n), and the naive way's time and
  * bandwidth. Each method's result is checked once per size (integer-valued floats, so the
- * sums are exact in any order). By default the devices are PoCL sub-devices of one compute
- * unit in one context (the copies stay in the context); --context-per-device makes every
- * copy cross contexts through pinned host staging. Built with -DCLF_BENCH_ALLREDUCE_MAIN it
+ * sums are exact in any order). The devices are those of --devices, else $CLFLEET_DEVICES,
+ * else the library's default (a single CPU device is split into sub-devices of one compute
+ * unit), in one context per platform (the copies stay in the context); --context-per-device
+ * makes every copy cross contexts through pinned host staging. Built with
+ * -DCLF_BENCH_ALLREDUCE_MAIN it
  * is a program of its own.
  */
 #include <math.h>
@@ -23,13 +25,13 @@
 #include "json.h"
 #include "clfleet.h"
 
-#define DEFAULT_SELECTION "type=cpu;platform=portable;name=pthread;split=1"
 #define MAX_REPS CLF_BENCH_MAX_REPS
 #define MAX_DEV 3
 
 typedef struct run {
     size_t ndev, bytes;
-    double ring_s, naive_s; /* medians */
+    double ring_s, naive_s;         /* medians */
+    double ring_min_s, ring_max_s;  /* the ring's fastest and slowest repetition */
     int ring_ok, naive_ok;
 } run;
 
@@ -152,7 +154,9 @@ static clf_status measure(bench *b, size_t n, size_t bytes, run *r)
         if (st != CLF_SUCCESS)
             return st;
     }
-    r->ring_s = clf_bench_median(ring, b->opt.reps);
+    r->ring_s = clf_bench_median(ring, b->opt.reps); /* sorts ring */
+    r->ring_min_s = ring[0];
+    r->ring_max_s = ring[b->opt.reps - 1];
     r->naive_s = clf_bench_median(nv, b->opt.reps);
     return CLF_SUCCESS;
 }
@@ -173,7 +177,8 @@ static double memcpy_rate(bench *b, size_t bytes)
 
 static void usage(FILE *to)
 {
-    fputs("usage: clfleet-bench allreduce [--json] [--quick] [--reps N] [--devices SELECTION]\n"
+    fputs("usage: clfleet-bench allreduce [--json] [--quick] [--verbose] [--reps N]\n"
+          "                               [--devices SELECTION] [--trace PATH]\n"
           "                               [--context-per-device] [--max-size BYTES]\n"
           "                               [--chunk BYTES]\n"
           "Ring all-reduce (clf_allreduce, float sum) against the naive gather-add-broadcast\n"
@@ -182,27 +187,39 @@ static void usage(FILE *to)
           "  --json                one JSON document on standard output\n"
           "  --quick               sizes up to 1 MiB, two repetitions (a smoke test)\n"
           "  --reps N              timed repetitions, medians reported (5)\n"
-          "  --devices S           devices (default \"" DEFAULT_SELECTION "\")\n"
+          "  --verbose             developer lines (targets met or missed), where any\n"
+          "  --devices S           devices (default: $CLFLEET_DEVICES, else the library's\n"
+          "                        default; CPU devices are split when there is only one)\n"
+          "  --trace PATH          a Perfetto timeline per fleet, PATH-N.json\n"
           "  --context-per-device  one context per device: every copy is staged through\n"
           "                        the host (default: one per platform)\n"
-          "  --max-size B          largest size in bytes (default 256 MiB)\n"
-          "  --chunk B             pipelining chunk of the ring (default: automatic)\n",
+          "  --max-size B          largest size in bytes, K, M or G suffix (default 256M)\n"
+          "  --chunk B             pipelining chunk of the ring (default: automatic)\n"
+          "  -h, --help            this text; -V, --version: the version\n",
           to);
 }
 
+enum { OPT_PER_DEVICE = CLF_BENCH_OWN, OPT_MAX_SIZE, OPT_CHUNK };
+static const struct option OWN[] = {{"context-per-device", no_argument, NULL, OPT_PER_DEVICE},
+                                    {"max-size", required_argument, NULL, OPT_MAX_SIZE},
+                                    {"chunk", required_argument, NULL, OPT_CHUNK},
+                                    {NULL, 0, NULL, 0}};
+
 /* --context-per-device, --max-size B and --chunk B. */
-static int own_option(void *bench_, int argc, char **argv, int *i)
+static int own_option(void *bench_, int val, const char *arg)
 {
     bench *b = bench_;
-    return clf_bench_flag_option(argv[*i], "--context-per-device", &b->per_device) ||
-           clf_bench_size_option(argc, argv, i, "--max-size", 0, 4096, (size_t)1 << 32,
-                                 &b->max_bytes) ||
-           clf_bench_size_option(argc, argv, i, "--chunk", 0, 4, SIZE_MAX, &b->chunk);
+    if (val == OPT_PER_DEVICE)
+        return b->per_device = 1;
+    if (val == OPT_MAX_SIZE)
+        return clf_bench_number(arg, 0, 4096, (size_t)1 << 32, &b->max_bytes);
+    return clf_bench_number(arg, 0, 4, SIZE_MAX, &b->chunk);
 }
 
 static void print_table(const bench *b, const run *r, size_t nr)
 {
-    printf("clfleet-bench allreduce: float sum, %s, median of %u; GB/s = 1e9 bytes/s\n",
+    printf("clfleet-bench allreduce: float sum, %s, median of %u [fastest..slowest]; GB/s = 1e9 "
+           "bytes/s\n",
            b->per_device ? "one context per device (staged copies)" : "one context per platform",
            b->opt.reps);
     for (size_t d = 0; d < b->nfleet && d < MAX_DEV; d++) {
@@ -211,13 +228,15 @@ static void print_table(const bench *b, const run *r, size_t nr)
             printf("  device %zu: %s, %u compute unit(s)\n", d, in.name, in.compute_units);
     }
     printf("  memcpy on this host: %.2f GB/s\n\n", b->memcpy_gbps);
-    printf("%-4s %9s  %10s %8s %8s  %10s %8s %8s  %7s\n", "devs", "size", "ring us", "algbw",
-           "busbw", "naive us", "algbw", "busbw", "speedup");
+    printf("%-4s %9s  %10s %21s %8s %8s  %10s %8s %8s  %7s\n", "devs", "size", "ring us",
+           "[min..max]", "algbw", "busbw", "naive us", "algbw", "busbw", "speedup");
     for (size_t i = 0; i < nr; i++) {
-        char size[32];
+        char size[32], spread[48];
         clf_bench_size_label(size, sizeof size, r[i].bytes);
-        printf("%-4zu %9s  %10.1f %8.2f %8.2f  %10.1f %8.2f %8.2f  %7.2f%s\n", r[i].ndev, size,
-               r[i].ring_s * 1e6, clf_bench_gbps(r[i].bytes, r[i].ring_s),
+        snprintf(spread, sizeof spread, "[%.1f..%.1f]", r[i].ring_min_s * 1e6,
+                 r[i].ring_max_s * 1e6);
+        printf("%-4zu %9s  %10.1f %21s %8.2f %8.2f  %10.1f %8.2f %8.2f  %7.2f%s\n", r[i].ndev,
+               size, r[i].ring_s * 1e6, spread, clf_bench_gbps(r[i].bytes, r[i].ring_s),
                busbw(r[i].bytes, r[i].ring_s, r[i].ndev), r[i].naive_s * 1e6,
                clf_bench_gbps(r[i].bytes, r[i].naive_s), busbw(r[i].bytes, r[i].naive_s, r[i].ndev),
                r[i].naive_s / r[i].ring_s, r[i].ring_ok && r[i].naive_ok ? "" : "  WRONG RESULT");
@@ -249,6 +268,10 @@ static void print_json(const bench *b, const run *r, size_t nr)
         json_method(&r[i], r[i].ring_s, r[i].ring_ok);
         printf(", \"naive\": ");
         json_method(&r[i], r[i].naive_s, r[i].naive_ok);
+        printf(", \"ring_min_s\": ");
+        clf_tool_json_num(r[i].ring_min_s);
+        printf(", \"ring_max_s\": ");
+        clf_tool_json_num(r[i].ring_max_s);
         printf(", \"speedup\": ");
         clf_tool_json_num(r[i].naive_s / r[i].ring_s);
         printf("}");
@@ -270,14 +293,11 @@ static void teardown(bench *b)
 static clf_status setup(bench *b)
 {
     clf_fleet_options o = CLF_FLEET_OPTIONS_INIT;
-    o.devices = b->opt.devices;
     o.context_per_device = b->per_device;
-    clf_status st = clf_fleet_create(&b->fl, &o);
+    clf_status st = clf_bench_fleet(&b->fl, &b->opt, &o, 2);
     if (st != CLF_SUCCESS)
         return st;
     b->nfleet = clf_fleet_device_count(b->fl);
-    if (b->nfleet < 2)
-        return CLF_ERROR_NO_DEVICE;
     for (size_t d = 0; d < MAX_DEV && d < b->nfleet; d++)
         if ((st = clf_buffer_create(&b->buf[d], b->fl, d, b->max_bytes, 0)) != CLF_SUCCESS)
             return st;
@@ -297,23 +317,19 @@ int clf_bench_allreduce(int argc, char **argv)
 {
     bench b;
     memset(&b, 0, sizeof b);
-    b.opt = (clf_bench_common){.name = "allreduce", .usage = usage, .reps = 5, .quick_reps = 2,
-                               .devices = DEFAULT_SELECTION};
+    b.opt = (clf_bench_common){.name = "allreduce", .usage = usage, .reps = 5, .quick_reps = 2};
     b.max_bytes = (size_t)256 << 20;
-    int rc = clf_bench_parse(&b.opt, argc, argv, own_option, &b);
+    int rc = clf_bench_parse(&b.opt, argc, argv, OWN, own_option, &b);
     if (rc >= 0)
         return rc;
     if (b.opt.quick && b.max_bytes > ((size_t)1 << 20))
         b.max_bytes = (size_t)1 << 20;
     clf_status st = setup(&b);
-    if (b.fl && (st == CLF_ERROR_NO_DEVICE || st == CLF_ERROR_NO_PLATFORM)) {
-        fprintf(stderr, "clfleet-bench allreduce: need two devices, '%s' gives %zu\n",
-                b.opt.devices, b.nfleet);
-        teardown(&b);
-        return CLF_BENCH_SKIP;
-    }
     if (st != CLF_SUCCESS) {
-        rc = clf_bench_setup_failed("allreduce", "setup", st);
+        /* Without a fleet, clf_bench_fleet() said what went wrong. */
+        rc = b.fl ? clf_bench_setup_failed("allreduce", "setup", st)
+             : st == CLF_ERROR_NO_DEVICE || st == CLF_ERROR_NO_PLATFORM ? CLF_BENCH_SKIP
+                                                                          : EXIT_FAILURE;
         teardown(&b);
         return rc;
     }

@@ -9,9 +9,10 @@
  * warm-up call per configuration (clBLAST builds its kernels on first use), --reps rounds
  * are timed. One result is checked against a C reference on a sample of elements.
  *
- * The devices are PoCL sub-devices of one compute unit by default, those of the first split
- * device (sub-devices of one PoCL device run at once; separate root devices share one
- * thread pool); with --devices, every device of the selection.
+ * The devices are every device of --devices, else of $CLFLEET_DEVICES, else of the
+ * library's default; a single CPU device is split into sub-devices of one compute unit, and
+ * then the sub-devices of the first split device are used (sub-devices of one PoCL device
+ * run at once; separate root devices share one thread pool).
  */
 #include <math.h>
 #include <stdio.h>
@@ -23,7 +24,6 @@
 #include "clfleet.h"
 #include "clfleet/blas.h"
 
-#define DEFAULT_SELECTION "type=cpu;platform=portable;name=pthread;split=1"
 #define MAX_REPS CLF_BENCH_MAX_REPS
 #define MAX_DEV 64
 #define NRUNS 6 /* one device, then the fleet with each strategy */
@@ -38,12 +38,13 @@ typedef struct bench {
     size_t n;
     clf_fleet *fl;
     size_t dev[MAX_DEV], ndev;
+    int self_split; /* clf_bench_fleet() split the CPU devices */
     void *a, *b, *c;
 } bench;
 
 typedef struct figures {
     double t[NRUNS][MAX_REPS]; /* seconds, per round */
-    double median[NRUNS], best[NRUNS], speedup[NRUNS];
+    double median[NRUNS], best[NRUNS], worst[NRUNS], speedup[NRUNS];
     clf_launch_report rep[NRUNS]; /* of the last round */
     double max_err;
 } figures;
@@ -89,7 +90,8 @@ static double check(const bench *b)
     return worst;
 }
 
-/* The devices: those of --devices, or the sub-devices of the first split device. */
+/* The devices: every device of the fleet, or when the bench split them, the sub-devices of
+ * the first split device. */
 static void choose_devices(bench *b)
 {
     size_t n = clf_fleet_device_count(b->fl);
@@ -98,7 +100,7 @@ static void choose_devices(bench *b)
     b->ndev = 0;
     for (size_t i = 0; i < n && b->ndev < MAX_DEV; i++) {
         clf_device_get_info(b->fl, i, &in);
-        if (b->opt.devices_given || !first.is_sub_device ||
+        if (!b->self_split || !first.is_sub_device ||
             (in.is_sub_device && in.parent_index == first.parent_index))
             b->dev[b->ndev++] = i;
     }
@@ -125,6 +127,7 @@ static clf_status measure(bench *b, figures *f)
             ratio[k] = f->t[0][k] / f->t[r][k];
         f->median[r] = clf_bench_median(v, b->opt.reps);
         f->best[r] = v[0]; /* sorted by clf_bench_median() */
+        f->worst[r] = v[b->opt.reps - 1];
         f->speedup[r] = clf_bench_median(ratio, b->opt.reps);
     }
     return CLF_SUCCESS;
@@ -151,12 +154,13 @@ static void print_table(const bench *b, const figures *f)
         if (clf_device_get_info(b->fl, b->dev[i], &in) == CLF_SUCCESS)
             printf("  %zu: %s (%u compute unit(s))\n", b->dev[i], in.name, in.compute_units);
     }
-    printf("\n%-22s %10s %9s %10s %9s %9s %7s\n", "run", "median s", "GFLOP/s", "best s", "GFLOP/s",
-           "speedup", "eff.");
+    printf("\n%-22s %10s %19s %9s %9s %9s %7s\n", "run", "median s", "[best..worst]",
+           "GFLOP/s", "best", "speedup", "eff.");
     for (int r = 0; r < NRUNS; r++) {
-        char name[64];
-        printf("%-22s %10.4f %9.2f %10.4f %9.2f %8.2fx %7.2f\n", run_name(f, r, name, sizeof name),
-               f->median[r], gflop / f->median[r], f->best[r], gflop / f->best[r], f->speedup[r],
+        char name[64], spread[48];
+        snprintf(spread, sizeof spread, "[%.4f..%.4f]", f->best[r], f->worst[r]);
+        printf("%-22s %10.4f %19s %9.2f %9.2f %8.2fx %7.2f\n", run_name(f, r, name, sizeof name),
+               f->median[r], spread, gflop / f->median[r], gflop / f->best[r], f->speedup[r],
                f->rep[r].efficiency);
     }
     printf("\nspeedup: median over rounds of one device's time / the run's time in the same "
@@ -181,6 +185,8 @@ static void print_json(const bench *b, const figures *f)
         clf_tool_json_num(f->median[r]);
         printf(", \"median_gflops\": ");
         clf_tool_json_num(gflop / f->median[r]);
+        printf(", \"worst_s\": ");
+        clf_tool_json_num(f->worst[r]);
         printf(", \"best_s\": ");
         clf_tool_json_num(f->best[r]);
         printf(", \"best_gflops\": ");
@@ -196,8 +202,8 @@ static void print_json(const bench *b, const figures *f)
 
 static void usage(FILE *to)
 {
-    fputs("usage: clfleet-bench gemm [--json] [--quick] [--double] [--size N] [--reps N]\n"
-          "                          [--devices SELECTION]\n"
+    fputs("usage: clfleet-bench gemm [--json] [--quick] [--verbose] [--double] [--size N]\n"
+          "                          [--reps N] [--devices SELECTION] [--trace PATH]\n"
           "GEMM (C = A B, N x N) on one device against the fleet with each strategy, in\n"
           "interleaved rounds.\n"
           "  --json       one JSON document on standard output\n"
@@ -205,18 +211,27 @@ static void usage(FILE *to)
           "  --double     clf_dgemm() instead of clf_sgemm()\n"
           "  --size N     matrix side (768)\n"
           "  --reps N     timed rounds, medians reported (15)\n"
-          "  --devices S  every device of S (default: the sub-devices of the first device of\n"
-          "               \"" DEFAULT_SELECTION "\")\n"
+          "  --verbose    developer lines (targets met or missed), where any\n"
+          "  --devices S  every device of S (default: $CLFLEET_DEVICES, else the library's\n"
+          "               default; CPU devices are split when there is only one)\n"
+          "  --trace PATH a Perfetto timeline per fleet, PATH-N.json\n"
+          "  -h, --help   this text; -V, --version: the version\n"
           "Exit status 77 when no suitable device exists or clfleet has no clBLAST.\n",
           to);
 }
 
+enum { OPT_DOUBLE = CLF_BENCH_OWN, OPT_SIZE };
+static const struct option OWN[] = {{"double", no_argument, NULL, OPT_DOUBLE},
+                                    {"size", required_argument, NULL, OPT_SIZE},
+                                    {NULL, 0, NULL, 0}};
+
 /* --double and --size N. */
-static int own_option(void *bench_, int argc, char **argv, int *i)
+static int own_option(void *bench_, int val, const char *arg)
 {
     bench *b = bench_;
-    return clf_bench_flag_option(argv[*i], "--double", &b->dbl) ||
-           clf_bench_size_option(argc, argv, i, "--size", 10, 1, 16384, &b->n);
+    if (val == OPT_DOUBLE)
+        return b->dbl = 1;
+    return clf_bench_number(arg, 10, 1, 16384, &b->n);
 }
 
 int clf_bench_gemm(int argc, char **argv)
@@ -224,9 +239,9 @@ int clf_bench_gemm(int argc, char **argv)
     bench b;
     memset(&b, 0, sizeof b);
     b.opt = (clf_bench_common){
-        .name = "gemm", .usage = usage, .reps = 15, .quick_reps = 3, .devices = DEFAULT_SELECTION};
+        .name = "gemm", .usage = usage, .reps = 15, .quick_reps = 3};
     b.n = 768;
-    int rc = clf_bench_parse(&b.opt, argc, argv, own_option, &b);
+    int rc = clf_bench_parse(&b.opt, argc, argv, OWN, own_option, &b);
     if (rc >= 0)
         return rc;
     if (b.opt.quick)
@@ -236,10 +251,11 @@ int clf_bench_gemm(int argc, char **argv)
         return CLF_BENCH_SKIP;
     }
     clf_fleet_options o = CLF_FLEET_OPTIONS_INIT;
-    o.devices = b.opt.devices;
-    clf_status st = clf_fleet_create(&b.fl, &o);
-    if (st != CLF_SUCCESS)
-        return clf_bench_setup_failed("gemm", "fleet", st);
+    clf_status st = clf_bench_fleet(&b.fl, &b.opt, &o, 2);
+    if (st != CLF_SUCCESS) /* clf_bench_fleet() said why */
+        return st == CLF_ERROR_NO_DEVICE || st == CLF_ERROR_NO_PLATFORM ? CLF_BENCH_SKIP
+                                                                        : EXIT_FAILURE;
+    b.self_split = o.split_cpu_units != 0;
     choose_devices(&b);
     size_t es = b.dbl ? sizeof(double) : sizeof(float);
     rc = 0;

@@ -10,8 +10,10 @@
  *
  * reporting the median of a few repetitions as GB/s (10^9 bytes/s) and latency, and checks
  * each method's result once. Each repetition runs every method back to back; the ratios
- * (chosen against memcpy and against naive) are medians of each repetition's own ratio. By default the devices are PoCL's pthread devices, one context
- * each, so that the bytes really cross between contexts. Built with -DCLF_BENCH_P2P_MAIN it
+ * (chosen against memcpy and against naive) are medians of each repetition's own ratio. The
+ * devices are those of --devices, else $CLFLEET_DEVICES, else the library's default (a single
+ * CPU device is split in two), one context each, so that the bytes really cross between
+ * contexts. Built with -DCLF_BENCH_P2P_MAIN it
  * is a program of its own.
  */
 #include <math.h>
@@ -24,7 +26,6 @@
 #include "json.h"
 #include "clfleet.h"
 
-#define DEFAULT_SELECTION "type=cpu;platform=portable;name=pthread"
 #define MAX_REPS CLF_BENCH_MAX_REPS
 #define TARGET_BYTES ((size_t)256 << 20)
 
@@ -36,6 +37,7 @@ typedef struct result {
     clf_path path;
     int direct;
     double s[NMETHODS]; /* seconds per copy (median) */
+    double chosen_min, chosen_max; /* the chosen path's fastest and slowest repetition */
     int ok[NMETHODS];   /* the copy's bytes checked */
     double memcpy_s;
     /* Median over repetitions of each repetition's ratio: the methods of one repetition run
@@ -113,7 +115,11 @@ static clf_status measure(bench *b, result *r)
     r->vs_memcpy = clf_bench_median(rm, b->opt.reps);
     r->vs_naive = clf_bench_median(rn, b->opt.reps);
     for (int m = 0; m < NMETHODS; m++) {
-        r->s[m] = clf_bench_median(t[m], b->opt.reps);
+        r->s[m] = clf_bench_median(t[m], b->opt.reps); /* sorts t[m] */
+        if (m == CHOSEN) {
+            r->chosen_min = t[m][0];
+            r->chosen_max = t[m][b->opt.reps - 1];
+        }
         int f = m == NAIVE || m == CHOSEN ? 0 : m == STAGED ? 1 : 2;
         st = clf_buffer_write(b->buf[f][r->dst], 0, r->bytes, b->check);
         if (st == CLF_SUCCESS)
@@ -131,7 +137,8 @@ static clf_status measure(bench *b, result *r)
 
 static void usage(FILE *to)
 {
-    fputs("usage: clfleet-bench p2p [--json] [--quick] [--reps N] [--devices SELECTION]\n"
+    fputs("usage: clfleet-bench p2p [--json] [--quick] [--verbose] [--reps N]\n"
+          "                         [--devices SELECTION] [--trace PATH]\n"
           "                         [--shared-context] [--max-size BYTES]\n"
           "Copies between every ordered pair of devices, 4 KiB to 256 MiB: GB/s and latency\n"
           "of the chosen path, forced staging, the pinned pipeline and the naive baseline\n"
@@ -139,42 +146,56 @@ static void usage(FILE *to)
           "  --json            one JSON document on standard output\n"
           "  --quick           three sizes, two repetitions (a smoke test)\n"
           "  --reps N          timed repetitions, medians reported (5)\n"
-          "  --devices S       devices (default \"" DEFAULT_SELECTION "\")\n"
+          "  --verbose         also say whether the 256 MiB targets are met\n"
+          "  --devices S       devices (default: $CLFLEET_DEVICES, else the library's\n"
+          "                    default; CPU devices are split when there is only one)\n"
+          "  --trace PATH      a Perfetto timeline per fleet, PATH-N.json\n"
           "  --shared-context  one context per platform (default: one per device)\n"
-          "  --max-size B      largest size in bytes (default 256 MiB)\n",
+          "  --max-size B      largest size in bytes, K, M or G suffix (default 256M)\n"
+          "  -h, --help        this text; -V, --version: the version\n",
           to);
 }
 
+enum { OPT_SHARED = CLF_BENCH_OWN, OPT_MAX_SIZE };
+static const struct option OWN[] = {{"shared-context", no_argument, NULL, OPT_SHARED},
+                                    {"max-size", required_argument, NULL, OPT_MAX_SIZE},
+                                    {NULL, 0, NULL, 0}};
+
 /* --shared-context and --max-size B. */
-static int own_option(void *bench_, int argc, char **argv, int *i)
+static int own_option(void *bench_, int val, const char *arg)
 {
     bench *b = bench_;
-    return clf_bench_flag_option(argv[*i], "--shared-context", &b->shared) ||
-           clf_bench_size_option(argc, argv, i, "--max-size", 0, 4096, SIZE_MAX, &b->max_bytes);
+    if (val == OPT_SHARED)
+        return b->shared = 1;
+    return clf_bench_number(arg, 0, 4096, SIZE_MAX, &b->max_bytes);
 }
 
 static void print_table(const bench *b, const result *res, size_t nres)
 {
-    printf("clfleet-bench p2p: %zu device(s), %s, median of %u; GB/s = 1e9 bytes/s\n", b->ndev,
-           b->shared ? "one context per platform" : "one context per device", b->opt.reps);
+    printf("clfleet-bench p2p: %zu device(s), %s, median of %u [slowest..fastest]; GB/s = 1e9 "
+           "bytes/s\n", b->ndev, b->shared ? "one context per platform" : "one context per device",
+           b->opt.reps);
     for (size_t i = 0; i < b->ndev; i++) {
         clf_device_info in;
         if (clf_device_get_info(b->fl[0], i, &in) == CLF_SUCCESS)
             printf("  device %zu: %s (%s)\n", i, in.name, in.platform);
     }
     printf("  CUDA: %s\n\n", clf_transfer_cuda_status(b->fl[0]));
-    printf("%-7s %-12s %9s  %14s %8s %8s %8s %8s  %7s %7s\n", "pair", "path", "size",
-           "chosen GB/s/us", "staged", "pinned", "naive", "memcpy", "x memcp", "x naive");
+    printf("%-7s %-12s %9s  %14s %15s %8s %8s %8s %8s  %7s %7s\n", "pair", "path", "size",
+           "chosen GB/s/us", "[min..max]", "staged", "pinned", "naive", "memcpy", "x memcp",
+           "x naive");
     for (size_t i = 0; i < nres; i++) {
         const result *r = &res[i];
-        char pair[48], size[32], ch[64];
+        char pair[48], size[32], ch[64], spread[48];
         snprintf(pair, sizeof pair, "%zu->%zu", r->src, r->dst);
         clf_bench_size_label(size, sizeof size, r->bytes);
         snprintf(ch, sizeof ch, "%.2f/%.0f", clf_bench_gbps(r->bytes, r->s[CHOSEN]),
                  r->s[CHOSEN] * 1e6);
+        snprintf(spread, sizeof spread, "[%.2f..%.2f]", clf_bench_gbps(r->bytes, r->chosen_max),
+                 clf_bench_gbps(r->bytes, r->chosen_min));
         int bad = !r->ok[CHOSEN] || !r->ok[STAGED] || !r->ok[PINNED] || !r->ok[NAIVE];
-        printf("%-7s %-12s %9s  %14s %8.2f %8.2f %8.2f %8.2f  %7.2f %7.2f%s\n", pair,
-               clf_path_name(r->path), size, ch, clf_bench_gbps(r->bytes, r->s[STAGED]),
+        printf("%-7s %-12s %9s  %14s %15s %8.2f %8.2f %8.2f %8.2f  %7.2f %7.2f%s\n", pair,
+               clf_path_name(r->path), size, ch, spread, clf_bench_gbps(r->bytes, r->s[STAGED]),
                clf_bench_gbps(r->bytes, r->s[PINNED]), clf_bench_gbps(r->bytes, r->s[NAIVE]),
                clf_bench_gbps(r->bytes, r->memcpy_s), r->vs_memcpy, r->vs_naive,
                bad ? "  WRONG RESULT" : "");
@@ -208,7 +229,11 @@ static void print_json(const bench *b, const result *res, size_t nres)
             clf_tool_json_num(r->s[m] * 1e6);
             printf(", \"correct\": %s}", r->ok[m] ? "true" : "false");
         }
-        printf(",\n     \"memcpy_gbps\": ");
+        printf(",\n     \"chosen_gbps_min\": ");
+        clf_tool_json_num(clf_bench_gbps(r->bytes, r->chosen_max));
+        printf(", \"chosen_gbps_max\": ");
+        clf_tool_json_num(clf_bench_gbps(r->bytes, r->chosen_min));
+        printf(", \"memcpy_gbps\": ");
         clf_tool_json_num(clf_bench_gbps(r->bytes, r->memcpy_s));
         printf(", \"chosen_vs_memcpy\": ");
         clf_tool_json_num(r->vs_memcpy);
@@ -246,15 +271,17 @@ static void print_target(const result *res, size_t nres)
 static clf_status setup(bench *b)
 {
     static const char *const transfer[3] = {NULL, "staged", "staged"};
+    /* The first fleet settles the devices (split when there is one CPU device); the other
+     * two take the same options. */
+    clf_fleet_options o = CLF_FLEET_OPTIONS_INIT;
+    o.context_per_device = !b->shared;
     for (int f = 0; f < 3; f++) {
-        clf_fleet_options o = CLF_FLEET_OPTIONS_INIT;
-        o.devices = b->opt.devices;
-        o.context_per_device = !b->shared;
         o.transfer = transfer[f] ? transfer[f] : "auto";
         /* The pinned pipeline is the staging path without its mapped shortcut. */
         if (f == 2)
             setenv("CLFLEET_TRANSFER_STAGING", "pipeline", 1);
-        clf_status st = clf_fleet_create(&b->fl[f], &o);
+        clf_status st = f == 0 ? clf_bench_fleet(&b->fl[f], &b->opt, &o, 2)
+                               : clf_fleet_create(&b->fl[f], &o);
         if (f == 2)
             unsetenv("CLFLEET_TRANSFER_STAGING");
         if (st != CLF_SUCCESS)
@@ -320,24 +347,21 @@ int clf_bench_p2p(int argc, char **argv)
     bench b;
     memset(&b, 0, sizeof b);
     b.opt = (clf_bench_common){
-        .name = "p2p", .usage = usage, .reps = 5, .quick_reps = 2, .devices = DEFAULT_SELECTION};
+        .name = "p2p", .usage = usage, .reps = 5, .quick_reps = 2};
     b.max_bytes = TARGET_BYTES;
-    int rc = clf_bench_parse(&b.opt, argc, argv, own_option, &b);
+    int rc = clf_bench_parse(&b.opt, argc, argv, OWN, own_option, &b);
     if (rc >= 0)
         return rc;
     if (b.opt.quick && b.max_bytes > ((size_t)16 << 20))
         b.max_bytes = (size_t)16 << 20;
     clf_status st = setup(&b);
     if (st != CLF_SUCCESS) {
-        rc = clf_bench_setup_failed("p2p", "setup", st);
+        /* clf_bench_fleet() said what went wrong with the first fleet. */
+        rc = b.fl[0] ? clf_bench_setup_failed("p2p", "setup", st)
+             : st == CLF_ERROR_NO_DEVICE || st == CLF_ERROR_NO_PLATFORM ? CLF_BENCH_SKIP
+                                                                          : EXIT_FAILURE;
         teardown(&b);
         return rc;
-    }
-    if (b.ndev < 2) {
-        fprintf(stderr, "clfleet-bench p2p: need two devices, '%s' gives %zu\n", b.opt.devices,
-                b.ndev);
-        teardown(&b);
-        return CLF_BENCH_SKIP;
     }
     size_t sizes[16], nsizes = 0;
     for (size_t s = 4096; s <= b.max_bytes && nsizes < 16; s *= 4)
@@ -371,7 +395,8 @@ int clf_bench_p2p(int argc, char **argv)
             print_json(&b, res, nres);
         } else {
             print_table(&b, res, nres);
-            print_target(res, nres);
+            if (b.opt.verbose)
+                print_target(res, nres);
         }
         for (size_t i = 0; i < nres; i++)
             for (int m = 0; m < NMETHODS; m++)

@@ -14,10 +14,12 @@
  *
  * and reports batches/s of each, the pipelined/serial speedup (3 for three equal stages
  * at best) and the ratio of the pipelined throughput to the ideal (target: 0.9 or more).
- * The devices are PoCL sub-devices of one compute unit by default: they only run at once
- * when the host has a core for each. On CPU devices the bench also prints the host bound,
- * the best ratio to ideal that the host's cores allow (see host_bound()). Built with -DCLF_BENCH_PIPELINE_MAIN it is a program
- * of its own.
+ * The devices are those of --devices, else $CLFLEET_DEVICES, else the library's default;
+ * CPU devices are split into sub-devices of one compute unit when there are fewer than the
+ * stages need. CPU devices only run at once when the host has a core for each (and PoCL's
+ * root devices share one thread pool: split them with ';split=1'). On CPU devices the bench
+ * also prints the host bound, the best ratio to ideal that the host's cores allow (see
+ * host_bound()). Built with -DCLF_BENCH_PIPELINE_MAIN it is a program of its own.
  */
 #include <math.h>
 #include <stdio.h>
@@ -30,7 +32,6 @@
 #include "json.h"
 #include "clfleet.h"
 
-#define DEFAULT_SELECTION "type=cpu;platform=portable;name=pthread;split=1"
 #define MAX_REPS CLF_BENCH_MAX_REPS
 #define NSTAGE 3
 
@@ -61,7 +62,8 @@ typedef struct bench {
 } bench;
 
 typedef struct figures {
-    double pipe_s, serial_s, alone_s[NSTAGE];
+    double pipe_s, serial_s, alone_s[NSTAGE];             /* medians */
+    double pipe_mm[2], serial_mm[2], alone_mm[NSTAGE][2]; /* fastest and slowest runs */
     clf_pipeline_report rep; /* of the median pipelined run */
     long cores;              /* online host cores */
     double host_bound;       /* the best ratio to ideal the host's cores allow; 0: no bound */
@@ -121,9 +123,10 @@ static clf_status make(bench *b, size_t first, size_t n, int serial, clf_pipelin
     return clf_pipeline_create(out, b->fl, st, n, &o);
 }
 
-/* Median wall time of runs of the pipeline; its report from the median run. */
+/* Median wall time of runs of the pipeline, with the fastest and slowest in minmax; its
+ * report from the median run. */
 static clf_status timed(bench *b, clf_pipeline *pl, size_t batches, double *secs,
-                        clf_pipeline_report *rep)
+                        double minmax[2], clf_pipeline_report *rep)
 {
     double t[MAX_REPS];
     clf_pipeline_report reps[MAX_REPS];
@@ -137,7 +140,9 @@ static clf_status timed(bench *b, clf_pipeline *pl, size_t batches, double *secs
         return st;
     double sorted[MAX_REPS];
     memcpy(sorted, t, b->opt.reps * sizeof *t);
-    *secs = clf_bench_median(sorted, b->opt.reps);
+    *secs = clf_bench_median(sorted, b->opt.reps); /* sorts sorted */
+    minmax[0] = sorted[0];
+    minmax[1] = sorted[b->opt.reps - 1];
     if (rep) {
         size_t best = 0;
         for (unsigned k = 1; k < b->opt.reps; k++)
@@ -203,7 +208,8 @@ static int check(const bench *b)
 
 static void usage(FILE *to)
 {
-    fputs("usage: clfleet-bench pipeline [--json] [--quick] [--reps N] [--devices SELECTION]\n"
+    fputs("usage: clfleet-bench pipeline [--json] [--quick] [--verbose] [--reps N]\n"
+          "                              [--devices SELECTION] [--trace PATH]\n"
           "                              [--stage-devices A,B,C] [--costs X,Y,Z]\n"
           "                              [--batches N] [--items N] [--ms T]\n"
           "A 3-stage pipeline on 3 devices at once, against the stages one after another and\n"
@@ -211,12 +217,16 @@ static void usage(FILE *to)
           "  --json              one JSON document on standard output\n"
           "  --quick             16 batches, two repetitions (a smoke test)\n"
           "  --reps N            timed repetitions, medians reported (3)\n"
-          "  --devices S         devices (default \"" DEFAULT_SELECTION "\")\n"
+          "  --verbose           also compare with the target ratio to the ideal (0.9)\n"
+          "  --devices S         devices (default: $CLFLEET_DEVICES, else the library's\n"
+          "                      default; CPU devices are split when there are too few)\n"
+          "  --trace PATH        a Perfetto timeline per fleet, PATH-N.json\n"
           "  --stage-devices L   fleet indices of the three stages (default 0,1,2)\n"
           "  --costs L           relative work of the three stages (default 1,1,1)\n"
           "  --batches N         batches per run (default 64)\n"
           "  --items N           floats per batch (default 65536)\n"
-          "  --ms T              time per batch of a stage of cost 1 (default 5)\n",
+          "  --ms T              time per batch of a stage of cost 1 (default 5)\n"
+          "  -h, --help          this text; -V, --version: the version\n",
           to);
 }
 
@@ -235,35 +245,48 @@ static int parse_list(const char *s, double *v, int integers)
     return *s == '\0';
 }
 
+enum { OPT_BATCHES = CLF_BENCH_OWN, OPT_ITEMS, OPT_MS, OPT_COSTS, OPT_STAGE_DEVICES };
+static const struct option OWN[] = {{"batches", required_argument, NULL, OPT_BATCHES},
+                                    {"items", required_argument, NULL, OPT_ITEMS},
+                                    {"ms", required_argument, NULL, OPT_MS},
+                                    {"costs", required_argument, NULL, OPT_COSTS},
+                                    {"stage-devices", required_argument, NULL, OPT_STAGE_DEVICES},
+                                    {NULL, 0, NULL, 0}};
+
 /* --batches N, --items N, --ms T, --costs L and --stage-devices L. */
-static int own_option(void *bench_, int argc, char **argv, int *i)
+static int own_option(void *bench_, int val, const char *arg)
 {
     bench *b = bench_;
-    const char *a = argv[*i];
-    if (!strcmp(a, "--batches"))
-        return clf_bench_size_option(argc, argv, i, a, 10, 2, 100000, &b->batches);
-    if (!strcmp(a, "--items"))
-        return clf_bench_size_option(argc, argv, i, a, 10, 64, (size_t)1 << 26, &b->items) &&
-               b->items % 64 == 0;
-    if (*i + 1 >= argc)
-        return 0;
-    const char *value = argv[*i + 1];
     char *end = NULL;
     double v[NSTAGE];
-    if (!strcmp(a, "--ms")) {
-        b->target_ms = strtod(value, &end);
-        if (*end != '\0' || !(b->target_ms > 0 && b->target_ms <= 1000))
+    switch (val) {
+    case OPT_BATCHES:
+        return clf_bench_number(arg, 10, 2, 100000, &b->batches);
+    case OPT_ITEMS:
+        return clf_bench_number(arg, 10, 64, (size_t)1 << 26, &b->items) && b->items % 64 == 0;
+    case OPT_MS:
+        b->target_ms = strtod(arg, &end);
+        return end != arg && *end == '\0' && b->target_ms > 0 && b->target_ms <= 1000;
+    case OPT_COSTS:
+        if (!parse_list(arg, v, 0))
             return 0;
-    } else if (!strcmp(a, "--costs") && parse_list(value, v, 0)) {
         memcpy(b->costs, v, sizeof v);
-    } else if (!strcmp(a, "--stage-devices") && parse_list(value, v, 1)) {
+        return 1;
+    default: /* OPT_STAGE_DEVICES */
+        if (!parse_list(arg, v, 1))
+            return 0;
         for (int s = 0; s < NSTAGE; s++)
             b->dev[s] = (size_t)v[s];
-    } else {
-        return 0;
+        return 1;
     }
-    ++*i;
-    return 1;
+}
+
+/* A run's batches/s, median [slowest..fastest run], and ms per batch. */
+static void print_row(const char *name, double nb, double s, const double minmax[2])
+{
+    char spread[48];
+    snprintf(spread, sizeof spread, "[%.1f..%.1f]", nb / minmax[1], nb / minmax[0]);
+    printf("%-22s %10.1f %17s %12.3f\n", name, nb / s, spread, s / nb * 1e3);
 }
 
 static void print_table(const bench *b, const figures *f)
@@ -281,18 +304,18 @@ static void print_table(const bench *b, const figures *f)
             printf("  stage %d: device %zu (%s, %u compute unit(s)), %d iterations\n", s, b->dev[s],
                    in.name, in.compute_units, b->iters[s]);
     }
-    printf("\n%-22s %10s %12s\n", "run", "batches/s", "ms/batch");
-    printf("%-22s %10.1f %12.3f\n", "serial (one by one)", nb / f->serial_s,
-           f->serial_s / nb * 1e3);
+    printf("\n%-22s %10s %17s %12s\n", "run", "batches/s", "[min..max]", "ms/batch");
+    print_row("serial (one by one)", nb, f->serial_s, f->serial_mm);
     for (int s = 0; s < NSTAGE; s++) {
         char name[32];
         snprintf(name, sizeof name, "stage %d alone", s);
-        printf("%-22s %10.1f %12.3f\n", name, nb / f->alone_s[s], f->alone_s[s] / nb * 1e3);
+        print_row(name, nb, f->alone_s[s], f->alone_mm[s]);
     }
-    printf("%-22s %10.1f %12.3f\n", "pipelined", nb / f->pipe_s, f->pipe_s / nb * 1e3);
-    printf("\nspeedup over serial: %.2fx; throughput / ideal (slowest stage alone): %.2f "
-           "(target 0.9)\n",
-           f->serial_s / f->pipe_s, worst / f->pipe_s);
+    print_row("pipelined", nb, f->pipe_s, f->pipe_mm);
+    printf("\nspeedup over serial: %.2fx; throughput / ideal (slowest stage alone): %.2f%s\n",
+           f->serial_s / f->pipe_s, worst / f->pipe_s,
+           !b->opt.verbose ? "" : worst / f->pipe_s >= 0.9 ? " (target 0.9: met)"
+                                                           : " (target 0.9: missed)");
     if (f->host_bound > 0)
         printf("host bound: %.2f (the CPU devices share %ld cores); throughput / ideal / host "
                "bound: %.2f\n",
@@ -320,6 +343,10 @@ static void print_json(const bench *b, const figures *f)
     clf_tool_json_num(nb / f->serial_s);
     printf(",\n  \"pipelined_batches_per_s\": ");
     clf_tool_json_num(nb / f->pipe_s);
+    printf(", \"pipelined_batches_per_s_min\": ");
+    clf_tool_json_num(nb / f->pipe_mm[1]);
+    printf(", \"pipelined_batches_per_s_max\": ");
+    clf_tool_json_num(nb / f->pipe_mm[0]);
     printf(",\n  \"alone_batches_per_s\": [");
     for (int s = 0; s < NSTAGE; s++) {
         printf("%s", s ? ", " : "");
@@ -357,8 +384,7 @@ int clf_bench_pipeline(int argc, char **argv)
 {
     bench b;
     memset(&b, 0, sizeof b);
-    b.opt = (clf_bench_common){.name = "pipeline", .usage = usage, .reps = 3, .quick_reps = 2,
-                               .devices = DEFAULT_SELECTION};
+    b.opt = (clf_bench_common){.name = "pipeline", .usage = usage, .reps = 3, .quick_reps = 2};
     b.items = 65536;
     b.batches = 64;
     b.target_ms = 5;
@@ -366,7 +392,7 @@ int clf_bench_pipeline(int argc, char **argv)
         b.costs[s] = 1;
         b.dev[s] = (size_t)s;
     }
-    int rc = clf_bench_parse(&b.opt, argc, argv, own_option, &b);
+    int rc = clf_bench_parse(&b.opt, argc, argv, OWN, own_option, &b);
     if (rc >= 0)
         return rc;
     if (b.opt.quick) {
@@ -375,18 +401,13 @@ int clf_bench_pipeline(int argc, char **argv)
     }
     rc = 0;
     clf_fleet_options o = CLF_FLEET_OPTIONS_INIT;
-    o.devices = b.opt.devices;
-    clf_status st = clf_fleet_create(&b.fl, &o);
-    if (st != CLF_SUCCESS)
-        return clf_bench_setup_failed("pipeline", "fleet", st);
-    size_t n = clf_fleet_device_count(b.fl);
+    size_t need = 0;
     for (int s = 0; s < NSTAGE; s++)
-        if (b.dev[s] >= n) {
-            fprintf(stderr, "clfleet-bench pipeline: stage device %zu, but '%s' gives %zu\n",
-                    b.dev[s], b.opt.devices, n);
-            clf_fleet_destroy(b.fl);
-            return CLF_BENCH_SKIP;
-        }
+        need = b.dev[s] + 1 > need ? b.dev[s] + 1 : need;
+    clf_status st = clf_bench_fleet(&b.fl, &b.opt, &o, need);
+    if (st != CLF_SUCCESS) /* clf_bench_fleet() said why */
+        return st == CLF_ERROR_NO_DEVICE || st == CLF_ERROR_NO_PLATFORM ? CLF_BENCH_SKIP
+                                                                        : EXIT_FAILURE;
     b.in = malloc(b.batches * b.items * sizeof(float));
     b.out = malloc(b.batches * b.items * sizeof(float));
     figures f;
@@ -405,18 +426,18 @@ int clf_bench_pipeline(int argc, char **argv)
     }
     for (int s = 0; s < NSTAGE && !rc; s++) {
         if ((st = make(&b, (size_t)s, 1, 0, &pl)) != CLF_SUCCESS ||
-            (st = timed(&b, pl, b.batches, &f.alone_s[s], NULL)) != CLF_SUCCESS)
+            (st = timed(&b, pl, b.batches, &f.alone_s[s], f.alone_mm[s], NULL)) != CLF_SUCCESS)
             rc = clf_bench_fail("pipeline", "stage alone", st);
         clf_pipeline_destroy(pl);
         pl = NULL;
     }
     if (!rc && ((st = make(&b, 0, NSTAGE, 1, &pl)) != CLF_SUCCESS ||
-                (st = timed(&b, pl, b.batches, &f.serial_s, NULL)) != CLF_SUCCESS))
+                (st = timed(&b, pl, b.batches, &f.serial_s, f.serial_mm, NULL)) != CLF_SUCCESS))
         rc = clf_bench_fail("pipeline", "serial", st);
     clf_pipeline_destroy(pl);
     pl = NULL;
     if (!rc && ((st = make(&b, 0, NSTAGE, 0, &pl)) != CLF_SUCCESS ||
-                (st = timed(&b, pl, b.batches, &f.pipe_s, &f.rep)) != CLF_SUCCESS))
+                (st = timed(&b, pl, b.batches, &f.pipe_s, f.pipe_mm, &f.rep)) != CLF_SUCCESS))
         rc = clf_bench_fail("pipeline", "pipelined", st);
     if (!rc && !check(&b)) {
         fprintf(stderr, "clfleet-bench pipeline: wrong result\n");

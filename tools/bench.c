@@ -1,6 +1,8 @@
 /* Helpers shared by the benchmarks of clfleet-bench. */
 #include "bench.h"
 
+#include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,72 +27,228 @@ double clf_bench_median(double *v, size_t n)
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-int clf_bench_flag_option(const char *arg, const char *name, int *flag)
+int clf_bench_number(const char *s, int base, size_t min, size_t max, size_t *out)
 {
-    if (strcmp(arg, name))
-        return 0;
-    *flag = 1;
-    return 1;
-}
-
-int clf_bench_size_option(int argc, char **argv, int *i, const char *name, int base, size_t min,
-                          size_t max, size_t *out)
-{
-    if (strcmp(argv[*i], name) || *i + 1 >= argc)
-        return 0;
+    if (!s || !(*s >= '0' && *s <= '9'))
+        return 0; /* no sign, space or empty value */
     char *end;
-    unsigned long long v = strtoull(argv[*i + 1], &end, base);
-    if (*end != '\0' || v < min || v > max)
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, base);
+    if (errno)
+        return 0;
+    unsigned shift = 0;
+    if (*end == 'k' || *end == 'K')
+        shift = 10, end++;
+    else if (*end == 'm' || *end == 'M')
+        shift = 20, end++;
+    else if (*end == 'g' || *end == 'G')
+        shift = 30, end++;
+    if (*end != '\0' || v > (ULLONG_MAX >> shift))
+        return 0;
+    v <<= shift;
+    if (v < min || v > max)
         return 0;
     *out = (size_t)v;
-    ++*i;
     return 1;
 }
 
-int clf_bench_common_option(clf_bench_common *c, int argc, char **argv, int *i)
+static const char *trace_path;
+
+const char *clf_bench_trace(void)
 {
-    const char *a = argv[*i];
-    size_t reps;
-    if (!strcmp(a, "--json"))
-        c->json = 1;
-    else if (!strcmp(a, "--quick"))
-        c->quick = 1;
-    else if (!strcmp(a, "--help") || !strcmp(a, "-h"))
-        return CLF_BENCH_OPTION_HELP;
-    else if (!strcmp(a, "--devices")) {
-        if (*i + 1 >= argc)
-            return CLF_BENCH_OPTION_BAD;
-        c->devices = argv[++*i];
-        c->devices_given = 1;
-    } else if (!strcmp(a, "--reps")) {
-        if (!clf_bench_size_option(argc, argv, i, "--reps", 10, 1, CLF_BENCH_MAX_REPS, &reps))
-            return CLF_BENCH_OPTION_BAD;
-        c->reps = (unsigned)reps;
-    } else
-        return CLF_BENCH_OPTION_OTHER;
-    return CLF_BENCH_OPTION_TAKEN;
+    return trace_path;
 }
 
-int clf_bench_parse(clf_bench_common *c, int argc, char **argv, clf_bench_own_option own,
-                    void *bench)
+char *clf_bench_trace_name(const char *path, const char *tag)
 {
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        int r = clf_bench_common_option(c, argc, argv, &i);
-        if (r == CLF_BENCH_OPTION_HELP) {
+    const char *slash = strrchr(path, '/'), *dot = strrchr(path, '.');
+    size_t stem = dot && dot > (slash ? slash : path) ? (size_t)(dot - path) : strlen(path);
+    size_t len = strlen(path) + strlen(tag) + 2;
+    char *s = malloc(len);
+    if (s)
+        snprintf(s, len, "%.*s-%s%s", (int)stem, path, tag, path + stem);
+    return s;
+}
+
+/* The vals of the common options (the benchmarks' own start at CLF_BENCH_OWN). */
+enum { OPT_JSON = 0x80, OPT_QUICK, OPT_VERBOSE, OPT_REPS, OPT_DEVICES, OPT_TRACE };
+
+static const struct option COMMON[] = {
+    {"json", no_argument, NULL, OPT_JSON},
+    {"quick", no_argument, NULL, OPT_QUICK},
+    {"verbose", no_argument, NULL, OPT_VERBOSE},
+    {"reps", required_argument, NULL, OPT_REPS},
+    {"devices", required_argument, NULL, OPT_DEVICES},
+    {"trace", required_argument, NULL, OPT_TRACE},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, 'V'},
+};
+#define NCOMMON (sizeof COMMON / sizeof COMMON[0])
+#define MAX_OWN 32
+
+/* A bad command line: what was wrong, then where to look. */
+static int usage_error(const clf_bench_common *c, const char *fmt, const char *what,
+                       const char *more)
+{
+    fprintf(stderr, "clfleet-bench %s: ", c->name);
+    fprintf(stderr, fmt, what, more);
+    fprintf(stderr, "\nTry 'clfleet-bench %s --help'.\n", c->name);
+    return CLF_BENCH_USAGE;
+}
+
+int clf_bench_parse(clf_bench_common *c, int argc, char **argv, const struct option *own_options,
+                    clf_bench_own_option own, void *bench)
+{
+    struct option all[NCOMMON + MAX_OWN + 1];
+    size_t n = 0;
+    for (size_t i = 0; i < NCOMMON; i++)
+        all[n++] = COMMON[i];
+    for (size_t i = 0; own_options && own_options[i].name && i < MAX_OWN; i++)
+        all[n++] = own_options[i];
+    memset(&all[n], 0, sizeof all[n]);
+    opterr = 0; /* our own messages, naming the command */
+    optind = 0; /* glibc: start afresh (main() parsed argv before) */
+    int val, index;
+    size_t reps;
+    while ((val = getopt_long(argc, argv, ":hV", all, &index)) != -1) {
+        const char *seen = argv[optind - 1]; /* the option, or its separate value */
+        switch (val) {
+        case OPT_JSON:
+            c->json = 1;
+            break;
+        case OPT_QUICK:
+            c->quick = 1;
+            break;
+        case OPT_VERBOSE:
+            c->verbose = 1;
+            break;
+        case OPT_REPS:
+            if (!clf_bench_number(optarg, 10, 1, CLF_BENCH_MAX_REPS, &reps))
+                return usage_error(c, "--reps wants a whole number from 1 to 64, not '%s'%s",
+                                   optarg, "");
+            c->reps = (unsigned)reps;
+            break;
+        case OPT_DEVICES:
+            c->devices = optarg;
+            break;
+        case OPT_TRACE:
+            if (!*optarg)
+                return usage_error(c, "--trace wants a path%s%s", "", "");
+            c->trace = optarg;
+            break;
+        case 'h':
             c->usage(stdout);
             return 0;
-        }
-        if (r == CLF_BENCH_OPTION_BAD || (r == CLF_BENCH_OPTION_OTHER &&
-                                          !(own && own(bench, argc, argv, &i)))) {
-            fprintf(stderr, "clfleet-bench %s: bad argument '%s'\n", c->name, a);
-            c->usage(stderr);
-            return CLF_BENCH_USAGE;
+        case 'V':
+            printf("clfleet-bench %s\n", clf_version_string());
+            return 0;
+        case ':':
+            return usage_error(c, "'%s' needs a value%s", seen, "");
+        case '?':
+            if (optopt && optopt < 0x80) {
+                char opt[3] = {'-', (char)optopt, 0};
+                return usage_error(c, "unknown option '%s'%s", opt, "");
+            }
+            return usage_error(c, "unknown option '%s'%s", seen, "");
+        default:
+            if (!own || !own(bench, val, optarg))
+                return usage_error(c, "bad value '%s' for --%s", optarg ? optarg : "",
+                                   all[index].name);
+            break;
         }
     }
+    if (optind < argc)
+        return usage_error(c, "unexpected argument '%s'%s", argv[optind], "");
     if (c->quick && c->reps > c->quick_reps)
         c->reps = c->quick_reps;
+    if (c->trace) {
+        char *path = clf_bench_trace_name(c->trace, "%n");
+        if (!path || setenv("CLFLEET_TRACE", path, 1) != 0) {
+            free(path);
+            fprintf(stderr, "clfleet-bench %s: --trace: out of memory\n", c->name);
+            return EXIT_FAILURE;
+        }
+        free(path);
+        trace_path = c->trace;
+    }
     return -1;
+}
+
+const char *clf_bench_selection_source(const clf_bench_common *c, char *buf, size_t len)
+{
+    const char *env = getenv("CLFLEET_DEVICES");
+    if (c->devices)
+        snprintf(buf, len, "--devices '%s'", c->devices);
+    else if (env && *env)
+        snprintf(buf, len, "CLFLEET_DEVICES='%s'", env);
+    else
+        snprintf(buf, len, "the default selection");
+    return buf;
+}
+
+/* When every device of f is a CPU root device: how many sub-devices of one compute unit
+ * those of two or more units would give; else 0. */
+static size_t split_count(const clf_fleet *f)
+{
+    size_t n = clf_fleet_device_count(f), units = 0;
+    for (size_t i = 0; i < n; i++) {
+        clf_device_info in;
+        if (clf_device_get_info(f, i, &in) != CLF_SUCCESS || in.type != CLF_DEVICE_CPU ||
+            in.is_sub_device)
+            return 0;
+        if (in.compute_units >= 2)
+            units += in.compute_units;
+    }
+    return units;
+}
+
+clf_status clf_bench_fleet(clf_fleet **out, const clf_bench_common *c, clf_fleet_options *o,
+                           size_t need)
+{
+    char src[1100];
+    clf_bench_selection_source(c, src, sizeof src);
+    o->devices = c->devices;
+    *out = NULL;
+    clf_fleet *f = NULL;
+    clf_status st = clf_fleet_create(&f, o);
+    if (st != CLF_SUCCESS) {
+        char detail[1024];
+        snprintf(detail, sizeof detail, "%s", clf_last_error());
+        fprintf(stderr, "clfleet-bench %s: %s: %s: %s\n", c->name, src, clf_status_name(st),
+                detail);
+        return st;
+    }
+    size_t have = clf_fleet_device_count(f);
+    if (have < need && split_count(f) >= need) {
+        fprintf(stderr,
+                "clfleet-bench %s: %s gives %zu device(s), this benchmark needs %zu: splitting "
+                "each CPU device of two or more compute units into sub-devices of one unit "
+                "(as ';split=1' in the selection would)\n",
+                c->name, src, have, need);
+        clf_fleet_destroy(f);
+        f = NULL;
+        o->split_cpu_units = 1;
+        if (o->min_compute_units < 2)
+            o->min_compute_units = 2;
+        st = clf_fleet_create(&f, o);
+        if (st != CLF_SUCCESS) {
+            fprintf(stderr, "clfleet-bench %s: splitting: %s: %s\n", c->name,
+                    clf_status_name(st), clf_last_error());
+            return st;
+        }
+        have = clf_fleet_device_count(f);
+    }
+    if (have < need) {
+        fprintf(stderr,
+                "clfleet-bench %s: needs %zu devices, but %s gives %zu: set CLFLEET_DEVICES or "
+                "pass --devices with a selection of at least %zu devices, e.g. --devices "
+                "'type=all' (every device) or --devices 'type=cpu;split=1' (CPU sub-devices)\n",
+                c->name, need, src, have, need);
+        clf_fleet_destroy(f);
+        return CLF_ERROR_NO_DEVICE;
+    }
+    *out = f;
+    return CLF_SUCCESS;
 }
 
 int clf_bench_fail(const char *cmd, const char *what, clf_status st)

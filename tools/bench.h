@@ -2,6 +2,7 @@
 #ifndef CLFLEET_TOOLS_BENCH_H
 #define CLFLEET_TOOLS_BENCH_H
 
+#include <getopt.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -48,55 +49,73 @@ double clf_bench_median(double *v, size_t n);           /* sorts v */
 #define CLF_BENCH_MAX_REPS 64 /* the most timed repetitions a benchmark takes */
 
 /*
- * The options every benchmark in a file of its own takes: --json, --quick, --reps N
- * (1 to CLF_BENCH_MAX_REPS), --devices SELECTION and --help (-h). The benchmark sets
- * name, usage and the defaults before clf_bench_parse().
+ * The options every benchmark takes: --json, --quick, --verbose, --reps N (1 to
+ * CLF_BENCH_MAX_REPS), --devices SELECTION, --trace PATH, --help (-h) and --version (-V).
+ * The benchmark sets name, usage and the defaults before clf_bench_parse().
  */
 typedef struct clf_bench_common {
     const char *name;         /* the command, for messages: "p2p" */
     void (*usage)(FILE *to);  /* the command's usage text */
-    int json, quick;          /* --json, --quick */
+    int json, quick, verbose; /* --json, --quick, --verbose */
     unsigned reps;            /* --reps N */
     unsigned quick_reps;      /* --quick: at most this many repetitions */
-    const char *devices;      /* --devices SELECTION */
-    int devices_given;        /* --devices was on the command line */
+    const char *devices;      /* --devices SELECTION; NULL: $CLFLEET_DEVICES, else the default */
+    const char *trace;        /* --trace PATH; NULL: none */
 } clf_bench_common;
 
-/* What clf_bench_common_option() made of an argument. */
-enum {
-    CLF_BENCH_OPTION_OTHER, /* not a common option: the benchmark's own, or bad */
-    CLF_BENCH_OPTION_TAKEN, /* taken, with its value if it has one (*i moved on to it) */
-    CLF_BENCH_OPTION_BAD,   /* a common option without a valid value */
-    CLF_BENCH_OPTION_HELP   /* --help or -h */
-};
-
-/* argv[*i] (of argc), if it is a common option, into c. Returns a CLF_BENCH_OPTION_*. */
-int clf_bench_common_option(clf_bench_common *c, int argc, char **argv, int *i);
+/* The first `val` a benchmark may give its own options in clf_bench_parse(). */
+#define CLF_BENCH_OWN 0x100
 
 /*
- * One option of the benchmark's own, argv[*i]: returns 1 if it took it (with its value,
- * moving *i on to that), 0 if the option is unknown or its value bad.
+ * One option of the benchmark's own: `val` is its struct option's val, `arg` its value (NULL
+ * for a flag). Returns 1 if it took it, 0 if the value is bad.
  */
-typedef int (*clf_bench_own_option)(void *bench, int argc, char **argv, int *i);
+typedef int (*clf_bench_own_option)(void *bench, int val, const char *arg);
 
 /*
- * The command line argv[1..argc): the common options into c, every other one through
- * own(bench, ...) (own may be NULL). Then --quick caps c->reps at c->quick_reps. Returns -1
- * to go on, or the exit status to return at once: 0 after --help (usage on stdout),
- * CLF_BENCH_USAGE after a bad argument (it and the usage on stderr).
+ * The command line argv[1..argc) through getopt_long(): the common options into c, the
+ * benchmark's own (`own_options`, terminated by a zero entry, vals from CLF_BENCH_OWN on;
+ * may be NULL) through own(bench, ...). `--opt value` and `--opt=value` both work. Then
+ * --quick caps c->reps at c->quick_reps, and --trace sets $CLFLEET_TRACE so that every fleet
+ * writes a timeline. Returns -1 to go on, or the exit status to return at once: 0 after
+ * --help (usage on stdout) or --version, CLF_BENCH_USAGE after a bad argument (what was wrong
+ * on stderr, with a pointer to --help).
  */
-int clf_bench_parse(clf_bench_common *c, int argc, char **argv, clf_bench_own_option own,
-                    void *bench);
-
-/* arg is the flag `name`: sets *flag to 1 and returns 1; otherwise 0. */
-int clf_bench_flag_option(const char *arg, const char *name, int *flag);
+int clf_bench_parse(clf_bench_common *c, int argc, char **argv, const struct option *own_options,
+                    clf_bench_own_option own, void *bench);
 
 /*
- * argv[*i] is `name` and argv[*i + 1] a whole number in [min, max] (strtoull() in base
- * `base`, nothing after it): stores it in *out, moves *i on to it and returns 1; otherwise 0.
+ * A whole number in [min, max]: digits (strtoull() in `base`; 0 also takes 0x... and
+ * 0...), then an optional K, M or G suffix (x 1024, 1024^2, 1024^3), as the environment
+ * variables take them. Returns 1 and stores it in *out, or 0.
  */
-int clf_bench_size_option(int argc, char **argv, int *i, const char *name, int base, size_t min,
-                          size_t max, size_t *out);
+int clf_bench_number(const char *s, int base, size_t min, size_t max, size_t *out);
+
+/* The --trace PATH given to clf_bench_parse(), or NULL. */
+const char *clf_bench_trace(void);
+
+/*
+ * PATH with "-TAG" put before its extension: ("t.json", "0") gives "t-0.json", ("t", "%n")
+ * "t-%n". clfleet replaces "%n" by the fleet's number in the process, so every fleet of a
+ * benchmark writes a file of its own. Returns a malloc'ed string, or NULL.
+ */
+char *clf_bench_trace_name(const char *path, const char *tag);
+
+/*
+ * Where the benchmark's selection comes from, for messages: "--devices 'S'",
+ * "CLFLEET_DEVICES='S'" or "the default selection", into buf.
+ */
+const char *clf_bench_selection_source(const clf_bench_common *c, char *buf, size_t len);
+
+/*
+ * The benchmark's fleet: o->devices is set to c->devices (NULL: $CLFLEET_DEVICES, else the
+ * library's default). When it has fewer than `need` devices and they are all CPU root
+ * devices, each CPU device of at least two compute units is split into sub-devices of one
+ * unit instead (o is changed to match, for later fleets), and stderr says so. When there are
+ * still too few, stderr says what to set and the status is CLF_ERROR_NO_DEVICE (*out NULL).
+ */
+clf_status clf_bench_fleet(clf_fleet **out, const clf_bench_common *c, clf_fleet_options *o,
+                           size_t need);
 
 /* "clfleet-bench CMD: WHAT: STATUS: detail" on stderr (no CMD: "clfleet-bench: ..."); 1. */
 int clf_bench_fail(const char *cmd, const char *what, clf_status st);

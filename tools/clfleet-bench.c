@@ -42,15 +42,12 @@
 static const clf_strategy STRATEGIES[NSTRAT] = {CLF_STATIC, CLF_DYNAMIC, CLF_GUIDED,
                                                 CLF_MEMORY_AWARE, CLF_AUTO};
 
-/* The devices this benchmark is about, unless --devices says otherwise. */
-#define DEFAULT_SELECTION "type=cpu;platform=portable;name=pthread"
-
 typedef struct opts {
-    int json, quick;
+    int json, quick, verbose;
     int offaxis;         /* Mandelbrot's off-axis view (--view offaxis) */
     size_t size;         /* image side (Mandelbrot); busy runs size * size items; 0: default */
     unsigned reps;       /* timed repetitions, the median is reported; 0: default */
-    const char *devices; /* base selection */
+    const char *devices; /* --devices; NULL: $CLFLEET_DEVICES, else the library's default */
     const char *config;  /* balance: run this configuration only, in this process */
     const char *self;    /* how to run this program again */
     const char *trace;   /* --trace PATH: a Perfetto timeline per fleet; NULL: none */
@@ -71,22 +68,6 @@ static size_t median_index(const double *v, size_t n)
         if (v[i] == m)
             return i;
     return 0;
-}
-
-/*
- * PATH with "-TAG" put before its extension: ("t.json", "0") gives "t-0.json", ("t", "%n")
- * "t-%n". clfleet replaces "%n" by the fleet's number in the process, so every fleet of a
- * benchmark writes a file of its own. Returns a malloc'ed string, or NULL.
- */
-static char *trace_name(const char *path, const char *tag)
-{
-    const char *slash = strrchr(path, '/'), *dot = strrchr(path, '.');
-    size_t stem = dot && dot > (slash ? slash : path) ? (size_t)(dot - path) : strlen(path);
-    size_t len = strlen(path) + strlen(tag) + 2;
-    char *s = malloc(len);
-    if (s)
-        snprintf(s, len, "%.*s-%s%s", (int)stem, path, tag, path + stem);
-    return s;
 }
 
 /* ---- workloads ----------------------------------------------------------------------------- */
@@ -219,7 +200,8 @@ static double raw_opencl(clf_fleet *f, clf_program *p, size_t dev, const workloa
 
 /* One timed strategy: the median run by wall time, with its report. */
 typedef struct run_result {
-    double wall;
+    double wall;               /* the median */
+    double wall_min, wall_max; /* the spread over the repetitions */
     clf_launch_report rep;
 } run_result;
 
@@ -240,6 +222,11 @@ static clf_status timed_launch(clf_fleet *f, clf_program *p, const clf_launch_de
     }
     size_t m = median_index(t, reps);
     out->wall = t[m];
+    out->wall_min = out->wall_max = t[0];
+    for (unsigned r = 1; r < reps; r++) {
+        out->wall_min = fmin(out->wall_min, t[r]);
+        out->wall_max = fmax(out->wall_max, t[r]);
+    }
     out->rep = reps_rep[m];
     return CLF_SUCCESS;
 }
@@ -434,7 +421,7 @@ static targets config_targets(const config_result *c)
     return t;
 }
 
-static void print_config_table(const config_result *c)
+static void print_config_table(const config_result *c, int verbose)
 {
     printf("== %s: %s (host: %ld CPUs online)\n", c->name, c->description,
            sysconf(_SC_NPROCESSORS_ONLN));
@@ -448,18 +435,27 @@ static void print_config_table(const config_result *c)
                "%.4f s; clfleet on it %.4f s (overhead %+.2f%%)\n",
                c->dev[0], r->single[0], c->dev[1], r->single[1], c->dev[r->best], r->raw,
                r->clf_one, r->overhead * 100);
-        printf("  %-13s %-13s %9s %10s %8s %6s %6s  %-13s %s\n", "strategy", "ran as", "wall s",
+        printf("  %-22s %-24s %10s %8s %6s %6s  %-13s %s\n", "strategy", "wall s [min..max]",
                "makespan s", "speedup", "effic", "imbal", "shares", "chunks");
         for (size_t s = 0; s < NSTRAT; s++) {
             const run_result *x = &r->s[s];
-            char shares[32], chunks[32];
+            char label[48], wall[64], shares[32], chunks[32];
+            /* "auto -> guided": what a strategy that chooses ran as. */
+            if (x->rep.strategy != STRATEGIES[s] && clf_strategy_name(x->rep.strategy))
+                snprintf(label, sizeof label, "%s -> %s", clf_strategy_name(STRATEGIES[s]),
+                         clf_strategy_name(x->rep.strategy));
+            else
+                snprintf(label, sizeof label, "%s", clf_strategy_name(STRATEGIES[s]));
+            snprintf(wall, sizeof wall, "%.4f [%.4f..%.4f]", x->wall, x->wall_min, x->wall_max);
             snprintf(shares, sizeof shares, "%.3f/%.3f", x->rep.dev[0].share, x->rep.dev[1].share);
             snprintf(chunks, sizeof chunks, "%u/%u", x->rep.dev[0].chunks, x->rep.dev[1].chunks);
-            printf("  %-13s %-13s %9.4f %10.4f %8.2f %6.3f %6.3f  %-13s %s\n",
-                   clf_strategy_name(STRATEGIES[s]), clf_strategy_name(x->rep.strategy), x->wall,
+            printf("  %-22s %-24s %10.4f %8.2f %6.3f %6.3f  %-13s %s\n", label, wall,
                    x->rep.makespan_s, r->single[r->best] / x->wall, x->rep.efficiency,
                    x->rep.imbalance, shares, chunks);
         }
+        printf("  (wall: median of the repetitions [fastest..slowest]; speedup: over the faster "
+               "device alone;\n   effic: earliest / latest finish; imbal: latest / mean finish "
+               "- 1; shares and chunks: per device)\n");
         for (size_t s = 0; s < NSTRAT; s++)
             if (r->s[s].rep.reason[0])
                 printf("    %s: %s\n", clf_strategy_name(STRATEGIES[s]), r->s[s].rep.reason);
@@ -470,6 +466,10 @@ static void print_config_table(const config_result *c)
     printf("metrics on/off: %.4f (dynamic Mandelbrot, median of pairs: %.4f s with counters, "
            "%.4f s without)\n",
            c->metrics_ratio, c->metrics_on, c->metrics_off);
+    if (!verbose) {
+        printf("\n");
+        return;
+    }
     targets t = config_targets(c);
     char ovh[32];
     snprintf(ovh, sizeof ovh, isnan(t.overhead) ? "n/a" : "%+.2f%%", t.overhead * 100);
@@ -520,6 +520,10 @@ static void print_config_json(const config_result *c)
             clf_tool_json_string(x->rep.reason);
             printf(", \"wall_s\": ");
             clf_tool_json_num(x->wall);
+            printf(", \"wall_min_s\": ");
+            clf_tool_json_num(x->wall_min);
+            printf(", \"wall_max_s\": ");
+            clf_tool_json_num(x->wall_max);
             printf(", \"makespan_s\": ");
             clf_tool_json_num(x->rep.makespan_s);
             printf(", \"speedup\": ");
@@ -604,6 +608,23 @@ static int calibrate_busy(clf_fleet *f, clf_program *p, size_t dev, workload *w,
     return iters;
 }
 
+/*
+ * Why balance or scale found no CPU device to split (st: the fleet's status, or success when
+ * the fleet had none), and what to set instead; on stderr.
+ */
+static void no_split_device(const opts *o, const char *what, unsigned min_cu, clf_status st)
+{
+    clf_bench_common c = {.name = "balance", .devices = o->devices};
+    char src[1100], detail[1024] = "";
+    if (st != CLF_SUCCESS)
+        snprintf(detail, sizeof detail, " (%s: %s)", clf_status_name(st), clf_last_error());
+    fprintf(stderr,
+            "clfleet-bench: %s: %s has no CPU device of %u or more compute units to split%s; "
+            "set CLFLEET_DEVICES or pass --devices to select one, e.g. --devices "
+            "'type=cpu'\n",
+            what, clf_bench_selection_source(&c, src, sizeof src), min_cu, detail);
+}
+
 /* One configuration, in this process (PoCL's environment already set). */
 static int balance_config(const opts *o)
 {
@@ -613,13 +634,16 @@ static int balance_config(const opts *o)
     unsigned counts[2] = {3, 1};
     clf_fleet_options fo = CLF_FLEET_OPTIONS_INIT;
     fo.devices = o->devices;
+    /* Devices that cannot be cut as asked (PoCL's basic device has one unit) are left out. */
     if (!strcmp(o->config, "homogeneous")) {
         c.description = "two sub-devices of one compute unit each";
         fo.split_cpu_units = 1;
+        fo.min_compute_units = 2;
     } else if (!strcmp(o->config, "heterogeneous")) {
         c.description = "POCL_MAX_PTHREAD_COUNT=4, sub-devices of 3 and 1 compute units";
         fo.split_cpu_counts = counts;
         fo.num_split_cpu_counts = 2;
+        fo.min_compute_units = 4;
     } else {
         fprintf(stderr,
                 "clfleet-bench: unknown configuration '%s' (homogeneous, "
@@ -629,16 +653,13 @@ static int balance_config(const opts *o)
     }
     clf_fleet *f;
     clf_status st = clf_fleet_create(&f, &fo);
-    if (st != CLF_SUCCESS) {
-        fprintf(stderr, "clfleet-bench: %s: no devices: %s: %s\n", c.name, clf_status_name(st),
-                clf_last_error());
-        return EXIT_SKIP;
-    }
-    if (!pick_pair(f, c.dev, c.info)) {
-        fprintf(stderr, "clfleet-bench: %s: no device could be split in two\n", c.name);
+    if (st != CLF_SUCCESS || !pick_pair(f, c.dev, c.info)) {
+        no_split_device(o, c.name, fo.min_compute_units, st);
         clf_fleet_destroy(f);
         return EXIT_SKIP;
     }
+    fprintf(stderr, "clfleet-bench balance: %s: split CPU device %d into sub-devices (%s)\n",
+            c.name, c.info[0].parent_index, c.description);
     clf_program *pm = NULL, *pb = NULL;
     int rc = build(f, &pm, &pb);
     size_t side = o->size ? o->size : o->quick ? 128 : 1024;
@@ -674,7 +695,7 @@ static int balance_config(const opts *o)
         if (o->json) {
             print_config_json(&c);
         } else {
-            print_config_table(&c);
+            print_config_table(&c, o->verbose);
             printf("per-device metrics over this configuration's runs:\n");
             clf_metrics_print(f, stdout);
             printf("\n");
@@ -714,12 +735,20 @@ static int run_child(const opts *o, const char *config, char **buf, size_t *len)
         argv[n++] = "balance";
         argv[n++] = "--config";
         argv[n++] = config;
-        argv[n++] = "--devices";
-        argv[n++] = o->devices;
-        argv[n++] = "--size";
-        argv[n++] = size;
-        argv[n++] = "--reps";
-        argv[n++] = reps;
+        if (o->devices) {
+            argv[n++] = "--devices";
+            argv[n++] = o->devices;
+        }
+        if (o->size) {
+            argv[n++] = "--size";
+            argv[n++] = size;
+        }
+        if (o->reps) {
+            argv[n++] = "--reps";
+            argv[n++] = reps;
+        }
+        if (o->verbose)
+            argv[n++] = "--verbose";
         if (o->json)
             argv[n++] = "--json";
         if (o->quick)
@@ -735,7 +764,7 @@ static int run_child(const opts *o, const char *config, char **buf, size_t *len)
         if (o->trace) { /* a timeline per configuration and fleet */
             char tag[64];
             snprintf(tag, sizeof tag, "%s-%%n", config);
-            char *path = trace_name(o->trace, tag);
+            char *path = clf_bench_trace_name(o->trace, tag);
             if (path)
                 setenv("CLFLEET_TRACE", path, 1);
             free(path);
@@ -828,11 +857,11 @@ static int cmd_scale(const opts *o)
     clf_fleet_options fo = CLF_FLEET_OPTIONS_INIT;
     fo.devices = o->devices;
     fo.split_cpu_units = 1;
+    fo.min_compute_units = 2; /* one that can be split */
     clf_fleet *f;
     clf_status st = clf_fleet_create(&f, &fo);
     if (st != CLF_SUCCESS) {
-        fprintf(stderr, "clfleet-bench: no devices: %s: %s\n", clf_status_name(st),
-                clf_last_error());
+        no_split_device(o, "scale", 2, st);
         return EXIT_SKIP;
     }
     /* The single-unit sub-devices of the first root device. */
@@ -846,10 +875,12 @@ static int cmd_scale(const opts *o)
                 devs[ndev++] = i;
         }
     if (ndev < 1) {
-        fprintf(stderr, "clfleet-bench: no CPU device could be split\n");
+        no_split_device(o, "scale", 2, CLF_SUCCESS);
         clf_fleet_destroy(f);
         return EXIT_SKIP;
     }
+    fprintf(stderr, "clfleet-bench scale: split CPU device %d into %zu sub-devices of one "
+                    "compute unit\n", first.parent_index, ndev);
     size_t counts[16], ncounts = 0;
     for (size_t k = 1; k < ndev && ncounts < 15; k *= 2)
         counts[ncounts++] = k;
@@ -900,6 +931,10 @@ static int cmd_scale(const opts *o)
                     printf("%s\n    {\"devices\": %zu, \"strategy\": \"%s\", \"wall_s\": ",
                            c || s ? "," : "", counts[c], clf_strategy_name(STRATEGIES[s]));
                     clf_tool_json_num(x->wall);
+                    printf(", \"wall_min_s\": ");
+                    clf_tool_json_num(x->wall_min);
+                    printf(", \"wall_max_s\": ");
+                    clf_tool_json_num(x->wall_max);
                     printf(", \"makespan_s\": ");
                     clf_tool_json_num(x->rep.makespan_s);
                     printf(", \"speedup\": ");
@@ -917,18 +952,20 @@ static int cmd_scale(const opts *o)
         printf("scale: %zu sub-devices of one compute unit (%s; host: %ld CPUs online)\n", ndev,
                first.name, sysconf(_SC_NPROCESSORS_ONLN));
         for (size_t i = 0; i < 2; i++) {
-            printf("\n%s (%s): wall time, speedup over the best one-device time (%.4f s), "
-                   "efficiency\n",
+            printf("\n%s (%s): median wall time +- half its spread over the repetitions, "
+                   "speedup over\nthe best one-device time (%.4f s), efficiency\n",
                    w[i].name, w[i].params, base[i]);
             printf("  %-8s", "devices");
             for (size_t s = 0; s < NSTRAT; s++)
-                printf(" %21s", clf_strategy_name(STRATEGIES[s]));
+                printf(" %27s", clf_strategy_name(STRATEGIES[s]));
             printf("\n");
             for (size_t c = 0; c < ncounts; c++) {
                 printf("  %-8zu", counts[c]);
                 for (size_t s = 0; s < NSTRAT; s++) {
                     const run_result *x = &res[i][c][s];
-                    printf("   %7.4f s %5.2fx e%.2f", x->wall, base[i] / x->wall,
+                    /* The spread as +- half of (slowest - fastest), in % of the median. */
+                    printf("   %7.4f s +-%3.0f%% %5.2fx e%.2f", x->wall,
+                           50 * (x->wall_max - x->wall_min) / x->wall, base[i] / x->wall,
                            x->rep.efficiency);
                 }
                 printf("\n");
@@ -947,7 +984,7 @@ static int cmd_scale(const opts *o)
 
 typedef struct subcommand {
     const char *name;
-    int (*run)(const opts *); /* options parsed by main() */
+    int (*run)(const opts *); /* options parsed by run_opts() */
     /* Or a command that parses its own options (argv[0] is the command's name), such as one
      * in a file of its own: {"p2p", NULL, clf_bench_p2p, "..."}. */
     int (*run_argv)(int argc, char **argv);
@@ -977,88 +1014,104 @@ static const subcommand COMMANDS[] = {
 
 static void usage(FILE *to)
 {
-    fputs("usage: clfleet-bench COMMAND [--json] [--quick] [--size N] [--reps N]\n"
-          "                     [--devices SELECTION] [--config NAME] [--trace PATH]\n"
+    fputs("usage: clfleet-bench COMMAND [OPTION]...\n"
+          "       clfleet-bench --help | --version\n"
           "commands:\n",
           to);
     for (size_t i = 0; i < NCOMMANDS; i++)
         fprintf(to, "  %-9s %s\n", COMMANDS[i].name, COMMANDS[i].help);
-    fputs("options:\n"
-          "  --json       one JSON document on standard output\n"
-          "  --quick      small sizes, one repetition (a smoke test)\n"
-          "  --size N     Mandelbrot image side; the busy kernel runs N*N items (1024)\n"
-          "  --reps N     timed repetitions; medians are reported (5)\n"
-          "  --devices S  the devices to split (default \"" DEFAULT_SELECTION "\")\n"
-          "  --config C   balance: only 'homogeneous' or 'heterogeneous'\n"
-          "  --view V     Mandelbrot's view: 'whole' (the whole set, default) or 'offaxis'\n"
-          "  --trace PATH every command: a Perfetto timeline per fleet, PATH-N.json\n"
-          "               (balance: PATH-CONFIG-N.json)\n"
-          "Exit status 77 when no suitable device exists.\n",
+    fputs("'clfleet-bench COMMAND --help' lists a command's options. Every command takes\n"
+          "--json, --quick, --verbose, --reps N, --devices SELECTION and --trace PATH.\n"
+          "Exit status: 0 success, 1 failure, 2 bad command line, 77 no suitable device\n"
+          "(automake's \"skipped\").\n",
           to);
 }
 
-static int parse_count(const char *s, size_t *out)
+/* The options of balance and scale, which main() parses (run_opts()). */
+static void usage_balance_scale(FILE *to, const char *cmd)
 {
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || end == s || *end || s[0] == '-')
-        return 0;
-    *out = (size_t)v;
-    return 1;
+    fprintf(to,
+            "usage: clfleet-bench %s [--json] [--quick] [--verbose] [--size N] [--reps N]\n"
+            "                     [--devices SELECTION]%s [--view whole|offaxis]\n"
+            "                     [--trace PATH]\n",
+            cmd, strcmp(cmd, "balance") ? "" : " [--config NAME]");
+    fputs("  --json       one JSON document on standard output\n"
+          "  --quick      small sizes, one repetition (a smoke test)\n"
+          "  --verbose    also the developer targets, and whether they are met\n"
+          "  --size N     Mandelbrot image side, 16 to 65536, K suffix; the busy kernel runs\n"
+          "               N*N items (1024)\n"
+          "  --reps N     timed repetitions, 1 to 64: median [min..max] reported (5)\n"
+          "  --devices S  the CPU devices to split (default: $CLFLEET_DEVICES, else the\n"
+          "               library's default; devices of fewer than 2 compute units are left\n"
+          "               out, as they cannot be split)\n",
+          to);
+    if (!strcmp(cmd, "balance"))
+        fputs("  --config C   only 'homogeneous' or 'heterogeneous'\n", to);
+    fputs("  --view V     Mandelbrot's view: 'whole' (the whole set, default) or 'offaxis'\n"
+          "  --trace PATH a Perfetto timeline per fleet, PATH-N.json\n"
+          "               (balance: PATH-CONFIG-N.json)\n"
+          "  -h, --help   this text; -V, --version: the version\n"
+          "Exit status: 0 success, 1 failure, 2 bad command line, 77 no suitable device.\n",
+          to);
 }
 
-static int run_opts(const subcommand *cmd, int argc, char **argv, const char *trace);
+static void usage_balance(FILE *to)
+{
+    usage_balance_scale(to, "balance");
+}
+
+static void usage_scale(FILE *to)
+{
+    usage_balance_scale(to, "scale");
+}
+
+static int run_opts(const subcommand *cmd, int argc, char **argv);
 
 int main(int argc, char **argv)
 {
-    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-        usage(argc < 2 ? stderr : stdout);
-        return argc < 2 ? EXIT_FAILURE : EXIT_SUCCESS;
+    /* Options before the command: only --help and --version ("+": stop at the command). */
+    static const struct option global[] = {{"help", no_argument, NULL, 'h'},
+                                           {"version", no_argument, NULL, 'V'},
+                                           {NULL, 0, NULL, 0}};
+    int val;
+    opterr = 0;
+    while ((val = getopt_long(argc, argv, "+hV", global, NULL)) != -1) {
+        switch (val) {
+        case 'h':
+            usage(stdout);
+            return EXIT_SUCCESS;
+        case 'V':
+            printf("clfleet-bench %s\n", clf_version_string());
+            return EXIT_SUCCESS;
+        default:
+            fprintf(stderr, "clfleet-bench: unknown option '%s'\n", argv[optind - 1]);
+            usage(stderr);
+            return CLF_BENCH_USAGE;
+        }
+    }
+    if (optind >= argc) {
+        fprintf(stderr, "clfleet-bench: which benchmark?\n");
+        usage(stderr);
+        return CLF_BENCH_USAGE;
     }
     const subcommand *cmd = NULL;
     for (size_t i = 0; i < NCOMMANDS; i++)
-        if (!strcmp(argv[1], COMMANDS[i].name))
+        if (!strcmp(argv[optind], COMMANDS[i].name))
             cmd = &COMMANDS[i];
     if (!cmd) {
-        fprintf(stderr, "clfleet-bench: unknown command '%s'\n", argv[1]);
+        fprintf(stderr, "clfleet-bench: unknown command '%s'\n", argv[optind]);
         usage(stderr);
-        return EXIT_FAILURE;
+        return CLF_BENCH_USAGE;
     }
-    /* --trace PATH, for every command: each fleet the benchmark makes writes its timeline to
+    argc -= optind;
+    argv += optind;
+    int rc = cmd->run_argv ? cmd->run_argv(argc, argv) : run_opts(cmd, argc, argv);
+    /* --trace PATH (clf_bench_parse()): each fleet the benchmark made wrote its timeline to
      * PATH with "-N" (the fleet's number) before the extension; balance adds the
-     * configuration's name. Taken out of argv before the command parses its own options. */
-    const char *trace = NULL;
-    int kept = 2;
-    for (int i = 2; i < argc; i++) {
-        if (!strcmp(argv[i], "--trace")) {
-            if (i + 1 >= argc || !argv[i + 1][0]) {
-                fprintf(stderr, "clfleet-bench: --trace needs a path\n");
-                return EXIT_FAILURE;
-            }
-            trace = argv[++i];
-        } else {
-            argv[kept++] = argv[i];
-        }
-    }
-    argc = kept;
-    argv[argc] = NULL;
-    if (trace) {
-        char *path = trace_name(trace, "%n");
-        if (!path || setenv("CLFLEET_TRACE", path, 1) != 0) {
-            fprintf(stderr, "clfleet-bench: --trace: out of memory\n");
-            return EXIT_FAILURE;
-        }
-        free(path);
-    }
-    int rc;
-    if (cmd->run_argv) {
-        rc = cmd->run_argv(argc - 1, argv + 1);
-    } else {
-        rc = run_opts(cmd, argc, argv, trace);
-    }
-    if (trace && rc != EXIT_FAILURE) {
-        char *where = trace_name(trace, "*");
+     * configuration's name. */
+    const char *trace = clf_bench_trace();
+    if (trace && rc != EXIT_FAILURE && rc != CLF_BENCH_USAGE) {
+        char *where = clf_bench_trace_name(trace, "*");
         fprintf(stderr, "clfleet-bench: timelines written to %s, one per fleet (open them in "
                         "https://ui.perfetto.dev)\n", where ? where : trace);
         free(where);
@@ -1066,41 +1119,52 @@ int main(int argc, char **argv)
     return rc;
 }
 
-/* The commands whose options main() parses. */
-static int run_opts(const subcommand *cmd, int argc, char **argv, const char *trace)
+enum { OPT_SIZE = CLF_BENCH_OWN, OPT_CONFIG, OPT_VIEW };
+
+/* --size N, --config NAME (balance) and --view V. */
+static int own_option(void *o_, int val, const char *arg)
 {
+    opts *o = o_;
+    switch (val) {
+    case OPT_SIZE:
+        return clf_bench_number(arg, 10, 16, 65536, &o->size);
+    case OPT_CONFIG:
+        o->config = arg;
+        return !strcmp(arg, "homogeneous") || !strcmp(arg, "heterogeneous");
+    default: /* OPT_VIEW */
+        if (strcmp(arg, "offaxis") && strcmp(arg, "whole"))
+            return 0;
+        o->offaxis = !strcmp(arg, "offaxis");
+        return 1;
+    }
+}
+
+/* The commands whose options main() parses. */
+static int run_opts(const subcommand *cmd, int argc, char **argv)
+{
+    static const struct option own[] = {{"size", required_argument, NULL, OPT_SIZE},
+                                        {"config", required_argument, NULL, OPT_CONFIG},
+                                        {"view", required_argument, NULL, OPT_VIEW},
+                                        {NULL, 0, NULL, 0}};
+    static const struct option own_scale[] = {{"size", required_argument, NULL, OPT_SIZE},
+                                              {"view", required_argument, NULL, OPT_VIEW},
+                                              {NULL, 0, NULL, 0}};
+    int balance = cmd->run == cmd_balance;
     opts o = {0};
-    o.trace = trace;
-    o.devices = DEFAULT_SELECTION;
+    /* reps 0: each measurement's own default; --quick never caps an explicit --reps. */
+    clf_bench_common c = {.name = cmd->name,
+                          .usage = balance ? usage_balance : usage_scale,
+                          .quick_reps = CLF_BENCH_MAX_REPS};
+    int rc = clf_bench_parse(&c, argc, argv, balance ? own : own_scale, own_option, &o);
+    if (rc >= 0)
+        return rc;
+    o.json = c.json;
+    o.quick = c.quick;
+    o.verbose = c.verbose;
+    o.reps = c.reps;
+    o.devices = c.devices;
+    o.trace = c.trace;
     /* /proc/self/exe survives a relative argv[0] and a changed directory. */
     o.self = access("/proc/self/exe", X_OK) == 0 ? "/proc/self/exe" : argv[0];
-    for (int i = 2; i < argc; i++) {
-        const char *a = argv[i];
-        size_t v;
-        if (!strcmp(a, "--json"))
-            o.json = 1;
-        else if (!strcmp(a, "--quick"))
-            o.quick = 1;
-        else if (!strcmp(a, "--size") && i + 1 < argc && parse_count(argv[i + 1], &v) &&
-                 (v == 0 || (v >= 16 && v <= 65536)))
-            o.size = v, i++;
-        else if (!strcmp(a, "--reps") && i + 1 < argc && parse_count(argv[i + 1], &v) && v <= 64)
-            o.reps = (unsigned)v, i++;
-        else if (!strcmp(a, "--devices") && i + 1 < argc)
-            o.devices = argv[++i];
-        else if (!strcmp(a, "--config") && i + 1 < argc)
-            o.config = argv[++i];
-        else if (!strcmp(a, "--view") && i + 1 < argc &&
-                 (!strcmp(argv[i + 1], "offaxis") || !strcmp(argv[i + 1], "whole")))
-            o.offaxis = !strcmp(argv[++i], "offaxis");
-        else {
-            fprintf(stderr, "clfleet-bench: bad option '%s'%s\n", a,
-                    !strcmp(a, "--size")   ? " (16 to 65536)"
-                    : !strcmp(a, "--reps") ? " (1 to 64)"
-                                           : "");
-            usage(stderr);
-            return EXIT_FAILURE;
-        }
-    }
     return cmd->run(&o);
 }

@@ -1,19 +1,93 @@
 /* clfleet-info: every OpenCL platform and device, with the facts clfleet uses. */
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "clfleet.h"
+#include "clfleet/opencl.h"
 #include "json.h"
 
 static void usage(FILE *to)
 {
     fputs("usage: clfleet-info [--json] [--devices SELECTION] [--split N | --split-counts A+B]\n"
           "                    [--context-per-device]\n"
-          "Lists every device on every OpenCL platform (SELECTION: see README,\n"
-          "\"Device selection\"; default \"type=all\", or $CLFLEET_DEVICES when set),\n"
-          "then the transfer path of every ordered device pair ($CLFLEET_TRANSFER applies).\n",
+          "       clfleet-info --help | --version\n"
+          "Lists every device on every OpenCL platform, marking those of the default fleet\n"
+          "(what clf_fleet_create() selects with no selection given: $CLFLEET_DEVICES, else\n"
+          "every GPU and accelerator, CPU devices only when there is none), then the\n"
+          "transfer path of every ordered device pair ($CLFLEET_TRANSFER applies).\n"
+          "  --json                one JSON document on standard output\n"
+          "  --devices S           list the devices of selection S instead (see README,\n"
+          "                        \"Device selection\"; default \"type=all\", or\n"
+          "                        $CLFLEET_DEVICES when set)\n"
+          "  --split N             split each CPU device into sub-devices of N compute units\n"
+          "                        (none: do not split, whatever the selection says)\n"
+          "  --split-counts A+B    or into sub-devices of A, B, ... units\n"
+          "  --context-per-device  one context per device (default: one per platform)\n"
+          "  -h, --help            this text\n"
+          "  -V, --version         the version\n"
+          "Exit status: 0 success, 1 failure (no device, a bad selection), 2 bad command line.\n",
           to);
+}
+
+/*
+ * What identifies a device across two fleets: its root device's cl_device_id, and for a
+ * sub-device its place among the sub-devices of that root in the fleet (from 0).
+ */
+typedef struct device_key {
+    cl_device_id root;
+    int sub; /* -1: the root device itself */
+} device_key;
+
+static device_key key_of(const clf_fleet *f, size_t i)
+{
+    device_key k = {clf_cl_device(f, i), -1};
+    cl_device_id parent = NULL;
+    if (clGetDeviceInfo(k.root, CL_DEVICE_PARENT_DEVICE, sizeof parent, &parent, NULL) !=
+            CL_SUCCESS ||
+        !parent)
+        return k;
+    /* Sub-devices of one root come out of clCreateSubDevices() together, in order. */
+    k.sub = 0;
+    for (size_t j = 0; j < i; j++) {
+        cl_device_id pj = NULL;
+        if (clGetDeviceInfo(clf_cl_device(f, j), CL_DEVICE_PARENT_DEVICE, sizeof pj, &pj,
+                            NULL) == CL_SUCCESS &&
+            pj == parent)
+            k.sub++;
+    }
+    k.root = parent;
+    return k;
+}
+
+/*
+ * Whether device i of f is in the default fleet `def` (NULL: there is none): the same device,
+ * or for a root device listed whole, a device of the default fleet split from it.
+ */
+static int in_default(const clf_fleet *f, size_t i, const clf_fleet *def)
+{
+    if (!def)
+        return 0;
+    device_key k = key_of(f, i);
+    for (size_t j = 0; j < clf_fleet_device_count(def); j++) {
+        device_key d = key_of(def, j);
+        if (d.root == k.root && (k.sub < 0 || d.sub == k.sub))
+            return 1;
+    }
+    return 0;
+}
+
+/* "1 of #0": sub-device 1 of root device #0 as `clfleet-info --devices type=all` numbers
+ * root devices (the index= of selections); "-" for a root device. */
+static void sub_string(const clf_fleet *f, size_t i, const clf_device_info *in, char *buf,
+                       size_t n)
+{
+    if (!in->is_sub_device) {
+        snprintf(buf, n, "-");
+        return;
+    }
+    snprintf(buf, n, "%d of #%d", key_of(f, i).sub, in->parent_index);
 }
 
 static void pci_string(const clf_device_info *in, char *buf, size_t n)
@@ -60,7 +134,26 @@ static void json_paths(const clf_fleet *f)
     clf_tool_json_string(clf_transfer_cuda_status(f));
 }
 
-static void print_json(const clf_fleet *f)
+/* A space-separated list as JSON strings separated by ", ". */
+static void json_words(const char *list)
+{
+    const char *p = list ? list : "";
+    int first = 1;
+    for (;;) {
+        p += strspn(p, " ");
+        size_t len = strcspn(p, " ");
+        if (!len)
+            break;
+        char word[256];
+        snprintf(word, sizeof word, "%.*s", (int)(len < sizeof word ? len : sizeof word - 1), p);
+        printf("%s", first ? "" : ", ");
+        clf_tool_json_string(word);
+        first = 0;
+        p += len;
+    }
+}
+
+static void print_json(const clf_fleet *f, const clf_fleet *def)
 {
     size_t n = clf_fleet_device_count(f);
     printf("{\n  \"clfleet_version\": ");
@@ -93,12 +186,13 @@ static void print_json(const clf_fleet *f)
             clf_tool_json_string(pci);
         else
             printf("null");
-        printf(", \"p2p\": \"%s\", \"context\": %u, \"sub_device\": %s, \"parent\": %d,\n"
-               "     \"extensions\": ",
+        printf(", \"p2p\": \"%s\", \"context\": %u, \"sub_device\": %s, \"parent\": %d, "
+               "\"sub_device_index\": %d,\n     \"in_default_fleet\": %s, \"extensions\": [",
                p2p_capable(f, i, &in), in.context_index, in.is_sub_device ? "true" : "false",
-               in.parent_index);
-        clf_tool_json_string(in.extensions);
-        printf("}");
+               in.parent_index, in.is_sub_device ? key_of(f, i).sub : -1,
+               in_default(f, i, def) ? "true" : "false");
+        json_words(in.extensions);
+        printf("]}");
     }
     printf("\n  ]");
     json_paths(f);
@@ -128,7 +222,7 @@ static void table_paths(const clf_fleet *f)
     printf("CUDA peer-to-peer: %s\n", clf_transfer_cuda_status(f));
 }
 
-static void print_table(const clf_fleet *f)
+static void print_table(const clf_fleet *f, const clf_fleet *def, const char *def_why)
 {
     size_t n = clf_fleet_device_count(f);
     unsigned last_platform = (unsigned)-1;
@@ -141,71 +235,144 @@ static void print_table(const clf_fleet *f)
         if (in.platform_index != last_platform) {
             printf("\nPlatform %u: %s (%s)\n", in.platform_index, in.platform,
                    in.platform_vendor);
-            printf("  %-3s %-5s %-34s %-6s %9s %9s %4s %6s %-4s %-4s %-12s %-5s %s\n", "#",
+            printf("    %-3s %-5s %-34s %-6s %9s %9s %4s %6s %-4s %-4s %-12s %-5s %s\n", "#",
                    "type", "name", "OpenCL", "memory", "max alloc", "CUs", "MHz", "uni",
-                   "fp64", "PCI", "P2P", "parent");
+                   "fp64", "PCI", "P2P", "sub-device");
             last_platform = in.platform_index;
         }
-        char pci[32], parent[16] = "-";
+        char pci[32], sub[32];
         pci_string(&in, pci, sizeof pci);
-        if (in.is_sub_device)
-            snprintf(parent, sizeof parent, "%d", in.parent_index);
-        printf("  %-3zu %-5s %-34.34s %u.%-4u %6.1f GiB %5.1f GiB %4u %6u %-4s %-4s %-12s %-5s "
-               "%s\n",
-               i, clf_device_type_name(in.type), in.name, in.cl_major, in.cl_minor,
+        sub_string(f, i, &in, sub, sizeof sub);
+        printf("  %c %-3zu %-5s %-34.34s %u.%-4u %6.1f GiB %5.1f GiB %4u %6u %-4s %-4s %-12s "
+               "%-5s %s\n",
+               in_default(f, i, def) ? '*' : ' ', i, clf_device_type_name(in.type), in.name,
+               in.cl_major, in.cl_minor,
                (double)in.global_mem / (1u << 30), (double)in.max_alloc / (1u << 30),
                in.compute_units, in.clock_mhz, in.host_unified ? "yes" : "no",
-               in.fp64 ? "yes" : "no", pci, p2p_capable(f, i, &in), parent);
+               in.fp64 ? "yes" : "no", pci, p2p_capable(f, i, &in), sub);
     }
+    printf("\n"
+           "  *          in the default fleet: what clf_fleet_create() selects when no selection\n"
+           "             is given (%s)%s%s\n"
+           "  #          fleet index: what launches and clf_device_get_info() number devices by\n"
+           "  uni        memory shared with the host; fp64: double precision\n"
+           "  P2P        direct copies the device may do: amd (cl_amd_copy_buffer_p2p), cuda?\n"
+           "             (an NVIDIA device: CUDA peer copies, if the self-test passes)\n"
+           "  sub-device \"1 of #0\": part 1 (counting from 0) of root device #0; root devices\n"
+           "             are numbered as 'clfleet-info --devices type=all' lists them, the\n"
+           "             numbers that index= in a selection takes\n",
+           getenv("CLFLEET_DEVICES") && *getenv("CLFLEET_DEVICES")
+               ? "$CLFLEET_DEVICES"
+               : "every GPU and accelerator; CPU devices only when there is none",
+           def_why ? "; none now: " : "", def_why ? def_why : "");
     table_paths(f);
 }
 
 int main(int argc, char **argv)
 {
-    int json = 0;
+    static const struct option options[] = {
+        {"json", no_argument, NULL, 'j'},
+        {"devices", required_argument, NULL, 'd'},
+        {"split", required_argument, NULL, 's'},
+        {"split-counts", required_argument, NULL, 'c'},
+        {"context-per-device", no_argument, NULL, 'p'},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
+        {NULL, 0, NULL, 0},
+    };
+    int json = 0, val;
     clf_fleet_options o = CLF_FLEET_OPTIONS_INIT;
-    char sel[1024] = "";
-    const char *user_sel = getenv("CLFLEET_DEVICES");
-    const char *split = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--json"))
+    const char *env = getenv("CLFLEET_DEVICES");
+    const char *given = NULL, *split = NULL;
+    opterr = 0;
+    while ((val = getopt_long(argc, argv, ":hV", options, NULL)) != -1) {
+        switch (val) {
+        case 'j':
             json = 1;
-        else if (!strcmp(a, "--context-per-device"))
+            break;
+        case 'd':
+            given = optarg;
+            break;
+        case 's':
+        case 'c':
+            /* The selection grammar checks N, none and A+B; say which option was wrong. */
+            if (val == 's' && !strcmp(optarg, "none")) {
+                split = optarg;
+                break;
+            }
+            if (!*optarg || strspn(optarg, "0123456789+") != strlen(optarg) ||
+                (val == 's' && strchr(optarg, '+'))) {
+                fprintf(stderr, "clfleet-info: --%s wants %s, not '%s'\n",
+                        val == 's' ? "split" : "split-counts",
+                        val == 's' ? "a number of compute units (or none)" : "counts such as 3+1",
+                        optarg);
+                return 2;
+            }
+            split = optarg;
+            break;
+        case 'p':
             o.context_per_device = 1;
-        else if ((!strcmp(a, "--devices") || !strcmp(a, "--split") ||
-                  !strcmp(a, "--split-counts")) &&
-                 i + 1 < argc) {
-            if (!strcmp(a, "--devices"))
-                user_sel = argv[++i];
-            else
-                split = argv[++i];
-        } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            break;
+        case 'h':
             usage(stdout);
             return 0;
-        } else if (!strcmp(a, "--version")) {
+        case 'V':
             printf("clfleet-info %s\n", clf_version_string());
             return 0;
-        } else {
-            fprintf(stderr, "clfleet-info: unknown argument '%s'\n", a);
+        case ':':
+            fprintf(stderr, "clfleet-info: '%s' needs a value\n", argv[optind - 1]);
+            usage(stderr);
+            return 2;
+        default:
+            fprintf(stderr, "clfleet-info: unknown option '%s'\n", argv[optind - 1]);
             usage(stderr);
             return 2;
         }
     }
-    snprintf(sel, sizeof sel, "%s%s%s%s", user_sel && *user_sel ? user_sel : "type=all",
-             split ? ";split=" : "", split ? split : "", "");
+    if (optind < argc) {
+        fprintf(stderr, "clfleet-info: unexpected argument '%s'\n", argv[optind]);
+        usage(stderr);
+        return 2;
+    }
+    /* Where the selection comes from, so that an error names it. */
+    char sel[1024], source[1100];
+    const char *base = given ? given : env && *env ? env : "type=all";
+    if (given)
+        snprintf(source, sizeof source, "--devices '%s'", given);
+    else if (env && *env)
+        snprintf(source, sizeof source, "CLFLEET_DEVICES='%s'", env);
+    else
+        snprintf(source, sizeof source, "the selection 'type=all'");
+    if (split)
+        snprintf(source + strlen(source), sizeof source - strlen(source), " with --split%s %s",
+                 strchr(split, '+') ? "-counts" : "", split);
+    snprintf(sel, sizeof sel, "%s%s%s", base, split ? ";split=" : "", split ? split : "");
     o.devices = sel;
     o.disable_cache = 1;
     clf_fleet *f = NULL;
     clf_status st = clf_fleet_create(&f, &o);
     if (st != CLF_SUCCESS) {
-        fprintf(stderr, "clfleet-info: %s: %s\n", clf_status_string(st), clf_last_error());
+        fprintf(stderr, "clfleet-info: %s: %s: %s\n", source, clf_status_string(st),
+                clf_last_error());
+        if (split && st == CLF_ERROR_UNSUPPORTED)
+            fprintf(stderr, "clfleet-info: devices that cannot be split can be left out with "
+                            "'min_cu=2' (or name=...) in --devices\n");
         return 1;
     }
+    /* The default fleet, to mark its devices: no selection ($CLFLEET_DEVICES, else the
+     * library's default), the same contexts. */
+    clf_fleet_options d = CLF_FLEET_OPTIONS_INIT;
+    d.disable_cache = 1;
+    d.context_per_device = o.context_per_device;
+    clf_fleet *def = NULL;
+    char why[512] = "";
+    if ((st = clf_fleet_create(&def, &d)) != CLF_SUCCESS)
+        snprintf(why, sizeof why, "%s: %s", clf_status_name(st), clf_last_error());
     if (json)
-        print_json(f);
+        print_json(f, def);
     else
-        print_table(f);
+        print_table(f, def, def ? NULL : why);
+    clf_fleet_destroy(def);
     clf_fleet_destroy(f);
     return 0;
 }

@@ -1,5 +1,6 @@
-/*
- * clfleet — multi-device BLAS through clBLAST.
+/**
+ * \file clfleet/blas.h
+ * \brief clfleet — multi-device BLAS through clBLAST.
  *
  * One GEMM on host arrays, spread over the devices of a fleet: the output C
  * is cut into blocks of rows (or columns) with the launch strategies of
@@ -55,8 +56,8 @@ typedef struct clf_gemm_options {
      * device with double precision; a listed device without it is an error).
      */
     const size_t *devices;
-    size_t num_devices;
-    clf_gemm_split split;
+    size_t num_devices;   /**< entries of devices */
+    clf_gemm_split split; /**< which dimension is split over the devices */
     /** Blocks are multiples of this many rows (columns); 0: 16 when there are at least
      *  64 per device, else 1. */
     size_t granularity;
@@ -72,14 +73,19 @@ typedef struct clf_gemm_options {
     size_t min_chunk;           /**< CLF_GUIDED: smallest block; 0: the granularity */
 } clf_gemm_options;
 
+/** \brief The version of clf_gemm_options this header describes. */
 #define CLF_GEMM_OPTIONS_VERSION 1
+/** \brief Fills a clf_gemm_options with the defaults. */
 #define CLF_GEMM_OPTIONS_INIT                                                                      \
     {                                                                                              \
         CLF_GEMM_OPTIONS_VERSION, CLF_STRATEGY_DEFAULT, NULL, 0, CLF_GEMM_SPLIT_AUTO, 0,           \
             CLF_WEIGHTS_LEARNED, NULL, NULL, 0.0, 0, 0                                             \
     }
 
-/** \brief Nonzero when clfleet was built with clBLAST (the GEMMs work). */
+/**
+ * \brief Nonzero when clfleet was built with clBLAST (the GEMMs work).
+ * \return nonzero with clBLAST, 0 without
+ */
 CLF_API int clf_blas_available(void);
 
 /**
@@ -116,6 +122,21 @@ CLF_API int clf_blas_available(void);
  *         device's memory budget); CLF_ERROR_UNSUPPORTED (built without clBLAST);
  *         CLF_ERROR_BUILD, CLF_ERROR_OPENCL (clBLAST or OpenCL failed on a device,
  *         named in clf_last_error(); C is then partly updated)
+ * \param fleet the fleet
+ * \param layout CLF_ROW_MAJOR or CLF_COL_MAJOR: the layout of A, B and C
+ * \param trans_a CLF_NO_TRANS or CLF_TRANS: op(A)
+ * \param trans_b CLF_NO_TRANS or CLF_TRANS: op(B)
+ * \param m rows of op(A) and C
+ * \param n columns of op(B) and C
+ * \param k columns of op(A), rows of op(B)
+ * \param alpha the factor of op(A) op(B)
+ * \param a the host array A
+ * \param lda A's leading dimension
+ * \param b the host array B
+ * \param ldb B's leading dimension
+ * \param beta the factor of C
+ * \param c the host array C, updated in place
+ * \param ldc C's leading dimension
  */
 CLF_API clf_status clf_sgemm(clf_fleet *fleet, clf_layout layout, clf_transpose trans_a,
                              clf_transpose trans_b, size_t m, size_t n, size_t k, float alpha,
@@ -127,6 +148,25 @@ CLF_API clf_status clf_sgemm(clf_fleet *fleet, clf_layout layout, clf_transpose 
  * \brief As clf_sgemm() in double precision. Uses only devices with double
  * precision (cl_khr_fp64); CLF_ERROR_UNSUPPORTED when a listed device, or
  * every device of the fleet, has none.
+ * \param fleet the fleet
+ * \param layout CLF_ROW_MAJOR or CLF_COL_MAJOR: the layout of A, B and C
+ * \param trans_a CLF_NO_TRANS or CLF_TRANS: op(A)
+ * \param trans_b CLF_NO_TRANS or CLF_TRANS: op(B)
+ * \param m rows of op(A) and C
+ * \param n columns of op(B) and C
+ * \param k columns of op(A), rows of op(B)
+ * \param alpha the factor of op(A) op(B)
+ * \param a the host array A
+ * \param lda A's leading dimension
+ * \param b the host array B
+ * \param ldb B's leading dimension
+ * \param beta the factor of C
+ * \param c the host array C, updated in place
+ * \param ldc C's leading dimension
+ * \param opts options, or NULL for the defaults
+ * \param report as clf_sgemm()
+ * \return as clf_sgemm(); CLF_ERROR_UNSUPPORTED also when a device without double precision is
+ *        listed or none has it
  */
 CLF_API clf_status clf_dgemm(clf_fleet *fleet, clf_layout layout, clf_transpose trans_a,
                              clf_transpose trans_b, size_t m, size_t n, size_t k, double alpha,

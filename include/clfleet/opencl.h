@@ -1,5 +1,6 @@
-/*
- * Interoperability: the OpenCL handles behind clfleet objects.
+/**
+ * \file clfleet/opencl.h
+ * \brief Interoperability: the OpenCL handles behind clfleet objects.
  *
  * The handles stay owned by clfleet: retain them if they must outlive the
  * object, never release them otherwise.
@@ -10,6 +11,7 @@
 #include <clfleet.h>
 
 #ifndef CL_TARGET_OPENCL_VERSION
+/** \brief The OpenCL API version of <CL/cl.h> that clfleet uses, unless set before. */
 #define CL_TARGET_OPENCL_VERSION 300
 #endif
 #include <CL/cl.h>
@@ -18,27 +20,70 @@
 extern "C" {
 #endif
 
-/** \brief The device's cl_device_id (NULL when out of range). */
+/**
+ * \brief The device's cl_device_id (NULL when out of range).
+ * \param fleet the fleet
+ * \param device fleet index of the device
+ * \return the handle (owned by clfleet), or NULL
+ */
 CLF_API cl_device_id clf_cl_device(const clf_fleet *fleet, size_t device);
-/** \brief The context holding the device. */
+/**
+ * \brief The context holding the device.
+ * \param fleet the fleet
+ * \param device fleet index of the device
+ * \return the handle (owned by clfleet), or NULL
+ */
 CLF_API cl_context clf_cl_context(const clf_fleet *fleet, size_t device);
-/** \brief The device's in-order compute queue (profiling enabled). */
+/**
+ * \brief The device's in-order compute queue (profiling enabled).
+ * \param fleet the fleet
+ * \param device fleet index of the device
+ * \return the handle (owned by clfleet), or NULL
+ */
 CLF_API cl_command_queue clf_cl_compute_queue(const clf_fleet *fleet, size_t device);
-/** \brief The device's in-order transfer queue (profiling enabled). */
+/**
+ * \brief The device's in-order transfer queue (profiling enabled).
+ * \param fleet the fleet
+ * \param device fleet index of the device
+ * \return the handle (owned by clfleet), or NULL
+ */
 CLF_API cl_command_queue clf_cl_transfer_queue(const clf_fleet *fleet, size_t device);
-/** \brief The program object built for the device (one per device, each built for that
- *  device only). */
+/**
+ * \brief The program object built for the device (one per device, each built for that
+ * device only).
+ * \param prog the program
+ * \param device fleet index of the device
+ * \return the handle (owned by clfleet), or NULL
+ */
 CLF_API cl_program clf_cl_program(const clf_program *prog, size_t device);
-/** \brief The buffer's memory object. */
+/**
+ * \brief The buffer's memory object.
+ * \param buf the buffer
+ * \return the handle (owned by clfleet), or NULL
+ */
 CLF_API cl_mem clf_cl_mem(const clf_buffer *buf);
-/** \brief The event's OpenCL event (NULL for a host-side event, e.g. a launch). */
+/**
+ * \brief The event's OpenCL event (NULL for a host-side event, e.g. a launch).
+ * \param ev the event
+ * \return the handle (owned by clfleet), or NULL
+ */
 CLF_API cl_event clf_cl_event(const clf_event *ev);
-/** \brief Wrap an OpenCL event (retained) so clfleet calls can wait for it. */
+/**
+ * \brief Wrap an OpenCL event (retained) so clfleet calls can wait for it.
+ * \param ev the OpenCL event
+ * \param out receives the clfleet event (release it)
+ * \return CLF_SUCCESS, or a negative clf_status (detail in clf_last_error())
+ */
 CLF_API clf_status clf_event_from_cl(cl_event ev, clf_event **out);
 /**
  * \brief An OpenCL event in device \p device's context that completes with
  * \p ev (a user event set from a callback when \p ev belongs to another
  * context, or to the host). Release it with clReleaseEvent().
+ * \param ev the clfleet event
+ * \param fleet the fleet
+ * \param device fleet index of the device
+ * \param out receives the OpenCL event
+ * \return CLF_SUCCESS, or a negative clf_status (detail in clf_last_error())
  */
 CLF_API clf_status clf_event_cl_for(clf_event *ev, clf_fleet *fleet, size_t device,
                                     cl_event *out);
