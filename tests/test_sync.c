@@ -81,8 +81,9 @@ static void rig_down(rig *r)
     clf_fleet_destroy(r->f);
 }
 
-/* Enqueue the slow kernel on device d's compute queue; returns its event. */
-static cl_event spin(rig *r, size_t d, int iters)
+/* Enqueue the slow kernel on device d's compute queue after event gate (or at once when
+ * NULL); returns its event. */
+static cl_event gated_spin(rig *r, size_t d, int iters, cl_event gate)
 {
     cl_mem m = clf_cl_mem(r->scratch[d]);
     size_t g = 64;
@@ -90,10 +91,15 @@ static cl_event spin(rig *r, size_t d, int iters)
     ck_assert_int_eq(clSetKernelArg(r->spin[d], 0, sizeof m, &m), CL_SUCCESS);
     ck_assert_int_eq(clSetKernelArg(r->spin[d], 1, sizeof iters, &iters), CL_SUCCESS);
     ck_assert_int_eq(clEnqueueNDRangeKernel(clf_cl_compute_queue(r->f, d), r->spin[d], 1, NULL,
-                                            &g, NULL, 0, NULL, &ev),
+                                            &g, NULL, gate ? 1 : 0, gate ? &gate : NULL, &ev),
                      CL_SUCCESS);
     clFlush(clf_cl_compute_queue(r->f, d));
     return ev;
+}
+
+static cl_event spin(rig *r, size_t d, int iters)
+{
+    return gated_spin(r, d, iters, NULL);
 }
 
 static int complete(cl_event ev)
@@ -137,20 +143,23 @@ START_TEST(record_and_wait)
     rig r;
     rig_up(&r, FLEET4, _i);
     calibrate(&r);
-    /* Without a wait, device 1's marker completes while device 0 still runs (on a loaded
-     * host it may not: then with a longer kernel). */
-    cl_event k;
+    /* Without a wait, device 1's marker completes while device 0's work has not: that work
+     * is held behind a user event until the marker is done (a timed race would fail on a
+     * loaded host). A marker that waited for device 0 would hang: the watchdog says so. */
+    cl_int err;
+    cl_event gate = clCreateUserEvent(clf_cl_context(r.f, 0), &err);
+    ck_assert_int_eq(err, CL_SUCCESS);
+    cl_event k = gated_spin(&r, 0, r.iters, gate);
     clf_event *e;
-    int before = 0;
-    for (int tries = 0; tries < 3 && !before; tries++) {
-        k = spin(&r, 0, r.iters << (2 * tries));
-        ck_assert_ok(clf_event_record(&e, r.f, 1));
-        wait_release(e);
-        before = !complete(k);
-        clWaitForEvents(1, &k);
-        clReleaseEvent(k);
-    }
-    ck_assert_msg(before, "the slow kernel always ended before an unrelated marker");
+    test_watchdog(120);
+    ck_assert_ok(clf_event_record(&e, r.f, 1));
+    wait_release(e);
+    test_watchdog_off();
+    ck_assert_msg(!complete(k), "device 0's held work ran before its user event completed");
+    ck_assert_int_eq(clSetUserEventStatus(gate, CL_COMPLETE), CL_SUCCESS);
+    ck_assert_int_eq(clWaitForEvents(1, &k), CL_SUCCESS);
+    clReleaseEvent(k);
+    clReleaseEvent(gate);
 
     /* With it, device 1 goes on only after device 0's recorded work. */
     k = spin(&r, 0, r.iters);
