@@ -20,6 +20,25 @@
 
 #include <stdio.h>
 
+/* The basic-device exec lock (internal.h says why); the flag and the lock live in the
+ * device, set up by clf__xfer_init() (transfer.c). */
+int clf__dev_sync_exec(const clf_fleet *fl, size_t dev)
+{
+    return fl && fl->xfer && dev < fl->ndev && fl->dev[dev].sync_exec;
+}
+
+void clf__dev_exec_enter(clf_fleet *fl, size_t dev)
+{
+    if (clf__dev_sync_exec(fl, dev))
+        pthread_mutex_lock(&fl->dev[dev].exec_lock);
+}
+
+void clf__dev_exec_leave(clf_fleet *fl, size_t dev)
+{
+    if (clf__dev_sync_exec(fl, dev))
+        pthread_mutex_unlock(&fl->dev[dev].exec_lock);
+}
+
 /* Before an enqueue on device dev: a sync-exec device waits for the wait list on the host
  * (without its exec lock, which the commands waited for may need) and gets none; then the
  * exec lock. */

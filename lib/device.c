@@ -1,4 +1,5 @@
-/* Device facts: name, vendor, memory, compute units, PCI address, extensions. */
+/* Device facts: name, vendor, memory, compute units, PCI address, extensions; and the
+ * fleet handle's references. */
 #include "internal.h"
 
 #include <stdio.h>
@@ -185,4 +186,20 @@ const char *clf_device_type_name(unsigned type)
         return "custom";
     }
     return "unknown";
+}
+
+/* A fleet's references (internal.h); the last one tears it down through the teardown its
+ * creator registered (fleet.c), which finalizes every layer. */
+void clf__fleet_ref(clf_fleet *fl)
+{
+    /* Whoever takes a reference holds one already (the caller's or a child's). */
+    atomic_fetch_add_explicit(&fl->refs, 1, memory_order_relaxed);
+}
+
+void clf__fleet_unref(clf_fleet *fl)
+{
+    /* Release, so that the holders' last uses happen before the teardown; acquire, so that
+     * the teardown sees them. */
+    if (atomic_fetch_sub_explicit(&fl->refs, 1, memory_order_acq_rel) == 1)
+        fl->teardown(fl);
 }

@@ -1,6 +1,6 @@
 /*
  * Completion events of asynchronous operations: an OpenCL event, an asynchronous launch
- * (a host thread, launch.c) or a copy running on a transfer thread (a task, bridge.c).
+ * (a host thread, launch.c) or a copy running on a transfer thread (a task, task.c).
  *
  * An event can be waited for by several threads at once and outlive its caller's release
  * while clfleet still needs it (a copy waiting for it, a bridge to another context): both
@@ -63,7 +63,7 @@ static clf_status op_wait(clf_event *e)
     if (e->op_state == 0) {
         e->op_state = 1;
         pthread_mutex_unlock(&ev_lock);
-        clf_status st = clf__host_op_wait(e->op);
+        clf_status st = e->op_wait(e->op);
         char *err = st != CLF_SUCCESS ? strdup(clf_last_error()) : NULL;
         pthread_mutex_lock(&ev_lock);
         e->op_status = st;
@@ -130,7 +130,7 @@ void clf_event_release(clf_event *e)
     }
     pthread_mutex_unlock(&ev_lock);
     if (e->op)
-        clf__host_op_release(e->op); /* joined above: only frees */
+        e->op_release(e->op); /* joined above: only frees */
     else if (e->task)
         clf__task_unref(e->task);
     else

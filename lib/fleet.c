@@ -359,6 +359,7 @@ clf_status clf_fleet_create(clf_fleet **out, const clf_fleet_options *opts)
     if (!fl)
         CLF__TRY(st, clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "fleet: out of memory"));
     atomic_init(&fl->refs, 1); /* the caller's */
+    fl->teardown = fleet_free;
     pthread_mutex_init(&fl->lock, NULL);
     pthread_cond_init(&fl->turn, NULL);
     fl->slot = slot_take();
@@ -437,20 +438,6 @@ static void fleet_free(clf_fleet *fl)
     pthread_cond_destroy(&fl->turn);
     pthread_mutex_destroy(&fl->lock);
     free(fl);
-}
-
-void clf__fleet_ref(clf_fleet *fl)
-{
-    /* Whoever takes a reference holds one already (the caller's or a child's). */
-    atomic_fetch_add_explicit(&fl->refs, 1, memory_order_relaxed);
-}
-
-void clf__fleet_unref(clf_fleet *fl)
-{
-    /* Release, so that the holders' last uses happen before the teardown; acquire, so that
-     * the teardown sees them. */
-    if (atomic_fetch_sub_explicit(&fl->refs, 1, memory_order_acq_rel) == 1)
-        fleet_free(fl);
 }
 
 void clf_fleet_destroy(clf_fleet *fl)

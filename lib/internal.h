@@ -50,6 +50,15 @@ static inline int clf__add_overflow(size_t a, size_t b, size_t *r)
     return __builtin_add_overflow(a, b, r);
 }
 
+/* ---- names and clocks (names.c, pure) ---- */
+
+/* Host monotonic clock, seconds. */
+double clf__now(void);
+/* Host monotonic clock in ns (the same clock as clf__now()). */
+uint64_t clf__mono_ns(void);
+/* The name of a clf_path ("staged" ...), "unknown" out of range. */
+const char *clf__metrics_path_name(unsigned path);
+
 /* ---- device selection (filter.c, pure) ---- */
 
 #define CLF__MAX_INDEX 256
@@ -144,6 +153,12 @@ struct clf__device {
      * device out until clf_device_readmit(). */
     int failed;
     char fail_why[256];
+    /* Runs commands inside clEnqueue* (PoCL's "basic" device): copies touching it take
+     * exec_lock for their whole duration, since two host threads enqueueing to such a
+     * device at once can deadlock inside PoCL 3. Set by clf__xfer_init() (transfer.c);
+     * taken through clf__dev_exec_enter() (cmd.c). */
+    int sync_exec;
+    pthread_mutex_t exec_lock;
 };
 
 /* A broadcast array kept on the devices between launches while unchanged. */
@@ -162,6 +177,9 @@ struct clf_fleet {
     /* The caller's reference until clf_fleet_destroy(), and one per child that holds one
      * (clf__fleet_ref()); the last to go tears the fleet down. */
     atomic_uint refs;
+    /* Frees the fleet once the last reference has gone; set by clf_fleet_create() (fleet.c,
+     * which finalizes every layer), called by clf__fleet_unref() (device.c). */
+    void (*teardown)(clf_fleet *fl);
     struct clf__device *dev;
     size_t ndev;
     cl_context *ctx;
@@ -233,15 +251,16 @@ clf_status clf__check_device(const clf_fleet *fleet, size_t device);
 struct clf_event {
     cl_event ev;
     struct clf__host_op *op; /* non-NULL for host-side completion */
+    /* op: how to wait for it (its status) and free it, registered by the layer that made it
+     * (launch.c), as libuv's handles carry their callbacks: events stay below launches. */
+    clf_status (*op_wait)(struct clf__host_op *op);
+    void (*op_release)(struct clf__host_op *op);
     struct clf__task *task;  /* non-NULL for a copy on a transfer thread (bridge.c) */
     unsigned holds;          /* references taken by clf__event_hold(), beyond the caller's */
     int op_state;            /* op: 0 not joined, 1 being joined, 2 joined */
     clf_status op_status;    /* op: its result once joined */
     char *op_err;            /* op: its detail message once joined */
 };
-/* Wait for and free a host-side operation; returns its status. */
-clf_status clf__host_op_wait(struct clf__host_op *op);
-void clf__host_op_release(struct clf__host_op *op);
 /* Wrap ev (taking the reference) or release it if out is NULL. */
 clf_status clf__event_wrap(cl_event ev, clf_event **out);
 /* Take a reference: the event stays valid until a matching clf_event_release(), whoever
@@ -426,8 +445,6 @@ struct clf__metrics;
 clf_status clf__metrics_init(clf_fleet *fl, const char *trace);
 /* Wait for pending completion callbacks, write the trace, free. */
 void clf__metrics_fini(clf_fleet *fl);
-/* Host monotonic clock in ns (the same clock as clf__now()). */
-uint64_t clf__mono_ns(void);
 /* Nonzero while the fleet records a timeline. */
 int clf__trace_on(const clf_fleet *fl);
 /* START and END of a completed command (device ns); 0 and zeros when unavailable. */

@@ -17,53 +17,6 @@
 
 #define CLF__BCAST_CACHE 16
 
-double clf__now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static const char *const strategy_names[] = {"default", "static", "dynamic",
-                                             "guided",  "memory-aware", "auto"};
-
-const char *clf_strategy_name(clf_strategy s)
-{
-    return (unsigned)s < CLF__ARRAY_LEN(strategy_names) ? strategy_names[s] : NULL;
-}
-
-clf_status clf_strategy_parse(const char *name, clf_strategy *out)
-{
-    if (!name || !out)
-        return clf__fail(CLF_ERROR_NULL_POINTER, "clf_strategy_parse: NULL argument");
-    for (size_t i = 0; i < CLF__ARRAY_LEN(strategy_names); i++)
-        if (!strcasecmp(name, strategy_names[i])) {
-            *out = (clf_strategy)i;
-            return CLF_SUCCESS;
-        }
-    if (!strcasecmp(name, "memory_aware") || !strcasecmp(name, "memory")) {
-        *out = CLF_MEMORY_AWARE;
-        return CLF_SUCCESS;
-    }
-    return clf__fail(CLF_ERROR_PARSE,
-                     "unknown strategy '%.64s' (static, dynamic, guided, memory-aware, auto)",
-                     name);
-}
-
-size_t clf_type_size(clf_type t)
-{
-    switch (t) {
-    case CLF_INT32:
-    case CLF_UINT32:
-    case CLF_FLOAT:
-        return 4;
-    case CLF_INT64:
-    case CLF_DOUBLE:
-        return 8;
-    }
-    return 0;
-}
-
 static uint64_t gcd64(uint64_t a, uint64_t b)
 {
     while (b) {
@@ -1007,6 +960,8 @@ clf_status clf_launch_async(clf_fleet *fl, clf_program *prog, const clf_launch_d
         op->joined = 1;
     }
     ev->op = op;
+    ev->op_wait = clf__host_op_wait;
+    ev->op_release = clf__host_op_release;
     *out_event = ev;
     return CLF_SUCCESS;
 out:

@@ -86,8 +86,9 @@ typedef struct clf__launch {
     clf__worker w[CLF_MAX_LAUNCH_DEVICES];
 } clf__launch;
 
-/* Host monotonic clock, seconds. */
-double clf__now(void);
+/* Wait for and free an asynchronous launch (an event's op_wait and op_release). */
+clf_status clf__host_op_wait(struct clf__host_op *op);
+void clf__host_op_release(struct clf__host_op *op);
 /* A report's makespan, efficiency (earliest finish / latest finish) and imbalance (latest
  * finish / mean finish - 1) from the finish times of its devices that did work. */
 void clf__report_balance(clf_launch_report *rep);

@@ -21,31 +21,9 @@
 
 static const char *const dir_names[CLF_NUM_DIRECTIONS] = {"to-device", "from-device", "peer"};
 
-/* As clf_path_name() (transfer.c) writes them; kept here so that the counters do not
- * depend on which transfer paths a build has. */
-static const char *const path_names[CLF_NUM_PATHS] = {"same-device", "unified", "amd-p2p",
-                                                      "cuda-p2p", "staged"};
-
-const char *clf__metrics_path_name(unsigned path)
-{
-    return path < CLF_NUM_PATHS ? path_names[path] : "unknown";
-}
-
 const char *clf_direction_name(clf_direction d)
 {
     return (unsigned)d < CLF_NUM_DIRECTIONS ? dir_names[d] : NULL;
-}
-
-uint64_t clf__mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-int clf__trace_on(const clf_fleet *fl)
-{
-    return fl && fl->metrics && fl->metrics->trace_path;
 }
 
 int clf__event_profile(cl_event ev, uint64_t *t0, uint64_t *t1)

@@ -91,9 +91,6 @@ void clf__sb_printf(clf__sb *b, const char *fmt, ...) __attribute__((format(prin
 /* Append s as a JSON string (quoted, escaped). */
 void clf__sb_json_string(clf__sb *b, const char *s);
 
-/* The name of a clf_path ("staged" ...), "unknown" out of range. */
-const char *clf__metrics_path_name(unsigned path);
-
 /* trace.c: find each device's clock offset (tracing on only). */
 void clf__trace_calibrate(clf_fleet *fl);
 /* trace.c: keep one event (the device's lock held). */

@@ -26,6 +26,11 @@
 #include <time.h>
 #include <unistd.h>
 
+int clf__trace_on(const clf_fleet *fl)
+{
+    return fl && fl->metrics && fl->metrics->trace_path;
+}
+
 /* ---- clock alignment ------------------------------------------------------------------- */
 
 /* Device ns -> host ns from a marker's QUEUED time between two host samples (best of 5). */

@@ -72,9 +72,9 @@ clf_status clf__xfer_init(clf_fleet *fl, const char *opt)
         clf__path_dev_from_info(&x->dev[i].pd, in);
         x->dev[i].nvidia = contains_nocase(in->vendor, "NVIDIA") ||
                            contains_nocase(in->platform_vendor, "NVIDIA");
-        x->dev[i].sync_exec = strncmp(in->name, "basic", 5) == 0 &&
-                              contains_nocase(in->platform, "Portable Computing Language");
-        pthread_mutex_init(&x->dev[i].exec_lock, NULL);
+        fl->dev[i].sync_exec = strncmp(in->name, "basic", 5) == 0 &&
+                               contains_nocase(in->platform, "Portable Computing Language");
+        pthread_mutex_init(&fl->dev[i].exec_lock, NULL);
     }
     st = clf__peer_init(fl);
     if (st != CLF_SUCCESS)
@@ -88,16 +88,6 @@ clf_status clf__xfer_init(clf_fleet *fl, const char *opt)
             x->direct[s * n + d] = (unsigned char)direct;
         }
     return CLF_SUCCESS;
-}
-
-void clf__xfer_helper(clf_fleet *fl, int delta)
-{
-    struct clf__xfer *x = fl->xfer;
-    pthread_mutex_lock(&x->lock);
-    x->helpers = (unsigned)((int)x->helpers + delta);
-    if (x->helpers == 0)
-        pthread_cond_broadcast(&x->cond);
-    pthread_mutex_unlock(&x->lock);
 }
 
 void clf__xfer_fini(clf_fleet *fl)
@@ -123,7 +113,7 @@ void clf__xfer_fini(clf_fleet *fl)
         clf__peer_fini(fl);
         for (size_t i = 0; i < fl->ndev; i++) {
             free(x->dev[i].amd_peers);
-            pthread_mutex_destroy(&x->dev[i].exec_lock);
+            pthread_mutex_destroy(&fl->dev[i].exec_lock);
         }
     }
     free(x->dev);
@@ -199,28 +189,11 @@ clf_status clf__copy_wait_deps(clf__copy *c)
     return CLF_SUCCESS;
 }
 
-int clf__dev_sync_exec(const clf_fleet *fl, size_t dev)
-{
-    return fl && fl->xfer && dev < fl->ndev && fl->xfer->dev[dev].sync_exec;
-}
-
-void clf__dev_exec_enter(clf_fleet *fl, size_t dev)
-{
-    if (clf__dev_sync_exec(fl, dev))
-        pthread_mutex_lock(&fl->xfer->dev[dev].exec_lock);
-}
-
-void clf__dev_exec_leave(clf_fleet *fl, size_t dev)
-{
-    if (clf__dev_sync_exec(fl, dev))
-        pthread_mutex_unlock(&fl->xfer->dev[dev].exec_lock);
-}
-
 /* Take (or give back) the execution locks of the copy's synchronous devices, in index
  * order. */
 static void exec_lock(clf__copy *c, int take)
 {
-    clf__xdev *xd = c->fleet->xfer->dev;
+    struct clf__device *xd = c->fleet->dev;
     size_t order[2] = {c->sdev < c->ddev ? c->sdev : c->ddev,
                        c->sdev < c->ddev ? c->ddev : c->sdev};
     for (int k = 0; k < (order[0] == order[1] ? 1 : 2); k++) {
@@ -478,7 +451,7 @@ static clf_status copy(clf_buffer *dst, size_t doff, clf_buffer *src, size_t sof
      * and can deadlock there (PoCL 3). Such a copy waits on a transfer thread instead. */
     const clf__path_ops *ops = PATHS[c->path];
     c->on_host = !ops->enqueue ||
-                 (nwait && x->dev[ops->queue_on_src ? c->sdev : c->ddev].sync_exec);
+                 (nwait && fl->dev[ops->queue_on_src ? c->sdev : c->ddev].sync_exec);
     if (!c->on_host) {
         st = enqueue_direct(c, wait, nwait, out_event);
         copy_free(c);

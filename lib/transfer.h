@@ -74,11 +74,6 @@ typedef struct clf__xdev {
     clf__copy_buffer_p2p_amd_fn amd_copy; /* resolved when pd.amd_p2p */
     clf__ext_mem_fn acquire, release;    /* external memory, when the platform has them */
     int nvidia;
-    /* Runs commands inside clEnqueue* (PoCL's "basic" device): copies touching it take
-     * exec_lock for their whole duration, since two host threads enqueueing to such a
-     * device at once can deadlock inside PoCL 3. */
-    int sync_exec;
-    pthread_mutex_t exec_lock;
     clf__stager *stagers; /* idle staging sets (under xfer->lock) */
     size_t nstagers;
     clf__bounce *bounces; /* idle bounce sets (under xfer->lock) */
