@@ -22,7 +22,8 @@ top=${1:-${top_srcdir:-.}}
 [ -d "$top/lib" ] || { echo "layers.sh: no $top/lib" >&2; exit 99; }
 
 # The layers, lowest first: a folder may use folders with a lower rank only. Folders on the
-# same rank (coll, flow) may not use each other (sideways).
+# same rank (coll, flow) may not use each other (sideways). fleet/ (creation and teardown,
+# which init and fini every layer) is on top until the layers register their finalizers.
 LAYERS='
 1 util
 2 plan
@@ -33,6 +34,7 @@ LAYERS='
 7 coll
 7 flow
 8 blas
+9 fleet
 '
 
 tmp=${TMPDIR:-/tmp}/clf-layers.$$
