@@ -4,7 +4,7 @@
  * layer runs, including every cleanup path. The loader runs once per process, so each test
  * runs in its own forked process (CK_FORK is forced below).
  */
-#include "cudadrv.h"
+#include "xfer/cudadrv.h"
 
 #include <check.h>
 #include <dirent.h>

@@ -1,5 +1,5 @@
 /*
- * The partitioner (lib/partition.c) and the learned throughput model (lib/perfmodel.c):
+ * The partitioner (lib/plan/partition.c) and the learned throughput model (lib/plan/perfmodel.c):
  * pure logic, no OpenCL. Thousands of generated cases: every total 1..300 with several
  * granularities, device counts, weights (zeros, skew, extremes) and memory caps (0, tiny,
  * unlimited), random orders of next() calls, requeues and retired devices, and ranges near
@@ -20,8 +20,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "partition.h"
-#include "perfmodel.h"
+#include "plan/partition.h"
+#include "plan/perfmodel.h"
 
 /* Checks inside hot loops: Check's ck_assert_* records a mark point (a write) even when the
  * assertion holds, which would dominate the run time of a million chunks. */

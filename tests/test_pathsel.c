@@ -1,5 +1,5 @@
 /* Transfer path selection on synthetic devices: no OpenCL device is needed. */
-#include "pathsel.h"
+#include "plan/pathsel.h"
 
 #include <check.h>
 #include <stdlib.h>

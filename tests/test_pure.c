@@ -3,7 +3,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* mkdtemp, nftw, setenv under -std=c11 */
 #endif
-#include "internal.h"
+#include "core/core.h"
 
 #include <check.h>
 #include <dirent.h>

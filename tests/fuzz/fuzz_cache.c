@@ -1,10 +1,10 @@
-/* libFuzzer target: the binary cache reader (lib/cache.c). The input becomes a
+/* libFuzzer target: the binary cache reader (lib/core/cache.c). The input becomes a
  * cache entry file, stored where the entry of a fixed key lives, and is loaded.
  * Checks: a hit only for an entry whose every field is right (then the payload
  * comes back exactly), never a crash or a leak, and a bad entry is removed.
  * Inputs starting with '!' are wrapped into a well-formed entry first (payload:
  * the rest), so the fuzzer also reaches the paths after validation. */
-#include "internal.h"
+#include "core/core.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,9 +1,9 @@
-/* libFuzzer target: the device selection parser ($CLFLEET_DEVICES, lib/filter.c)
+/* libFuzzer target: the device selection parser ($CLFLEET_DEVICES, lib/plan/filter.c)
  * and the matcher it feeds. The input is the selection string; an embedded NUL
  * ends it, as in C. Checks: a status of success or CLF_ERROR_PARSE, a detail
  * message on failure, a failure leaves the filter untouched, and a parsed
  * filter's strings and counts stay within their arrays. */
-#include "internal.h"
+#include "core/core.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,11 +1,11 @@
 /* libFuzzer target: the parsers of the other environment variables and option
  * strings. The first byte picks the parser, the rest is the value (an embedded
- * NUL ends it): CLFLEET_TRANSFER (lib/pathsel.c), CLFLEET_STRATEGY
+ * NUL ends it): CLFLEET_TRANSFER (lib/plan/pathsel.c), CLFLEET_STRATEGY
  * (clf_strategy_parse), CLFLEET_METRICS, CLFLEET_TRANSFER_CHUNK and
- * CLFLEET_TRANSFER_STAGING (lib/env.c). Checks: success or CLF_ERROR_PARSE, a
+ * CLFLEET_TRANSFER_STAGING (lib/util/env.c). Checks: success or CLF_ERROR_PARSE, a
  * detail message on failure, outputs within their documented ranges. */
-#include "internal.h"
-#include "pathsel.h"
+#include "core/core.h"
+#include "plan/pathsel.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -27,7 +27,7 @@ libs="$(mkvar OPENCL_LIBS) -pthread $(mkvar DL_LIBS) -lm"
 
 echo "==> building the fuzz targets with $cc in $out"
 mkdir -p "$out/obj"
-for f in "$src"/lib/*.c "$build/lib/kernels.c"; do
+for f in "$src"/lib/*/*.c "$build/lib/kernels.c"; do
     o=$out/obj/$(basename "$f" .c).o
     # shellcheck disable=SC2086
     $cc $cflags -fsanitize=fuzzer-no-link -c "$f" -o "$o"

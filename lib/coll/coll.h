@@ -1,0 +1,75 @@
+/* lib/coll: collectives on per-device buffers. Shared by the collectives (collective.c: the machinery, scatter and gather; ring.c: the
+ * ring and chain schedules). Not installed. */
+#ifndef CLFLEET_COLL_H
+#define CLFLEET_COLL_H
+
+#include "xfer/xfer.h"
+
+/* The collectives' program and scratch buffers (collective.c), freed at the fleet's
+ * teardown. */
+void clf__collective_fleet_fini(clf_fleet *fleet);
+
+#define CLF__COLL_MAXN CLF_MAX_LAUNCH_DEVICES
+/* Most chunks per ring segment and per chain: more gives no more overlap, only more
+ * commands (each costs microseconds, a staged copy more). */
+#define CLF__MAX_RING_CHUNKS 64
+#define CLF__MAX_CHAIN_CHUNKS 256
+
+/* One collective in flight: its devices, kernels, scratch buffers and every event it made. */
+typedef struct clf__coll {
+    const char *fn;
+    clf_fleet *fl;
+    size_t n;
+    clf_buffer *buf[CLF__COLL_MAXN];
+    size_t es; /* bytes per element */
+    cl_kernel k[CLF__COLL_MAXN];
+    char kname[48]; /* the combine kernel's name (metrics and trace) */
+    size_t wg[CLF__COLL_MAXN];
+    clf_buffer *scratch[CLF__COLL_MAXN][2];
+    clf_event *entry[CLF__COLL_MAXN]; /* the device's work queued before the collective */
+    clf_event **ev;                   /* every event made, waited for and released at the end */
+    size_t nev, cap;
+    int host_order; /* wait for each command before the next (see collective.c) */
+} clf__coll;
+
+/* Check a collective over whole buffers: the buffers (one fleet, distinct devices), the
+ * options, count elements of es bytes (of *type, for a reduction, with op) in each. */
+clf_status clf__coll_validate(clf__coll *c, const char *fn, clf_buffer *const *bufs, size_t n,
+                              const clf_collective_options *o, size_t count, size_t es,
+                              const clf_type *type, clf_reduce_op op);
+/* The combine kernel of (op, type) on every position's device. */
+clf_status clf__coll_kernels(clf__coll *c, clf_type type, clf_reduce_op op);
+/* Markers: the collective's commands follow the work queued on the devices before it. */
+clf_status clf__coll_entry(clf__coll *c);
+/* Scratch buffer half (0 or 1) of position i, at least bytes (kept by the fleet after). */
+clf_status clf__coll_scratch(clf__coll *c, size_t i, int half, size_t bytes);
+/* Wait for every command queued, free everything; st, or the first command's failure. */
+clf_status clf__coll_finish(clf__coll *c, clf_status st);
+/* A copy between devices after up to three events (NULL ones skipped). */
+clf_status clf__coll_copy(clf__coll *c, clf_buffer *dst, size_t doff, clf_buffer *src, size_t soff,
+                          size_t bytes, clf_event *w0, clf_event *w1, clf_event *w2,
+                          clf_event **out);
+/* On position i's device, acc[acc_off + e] = op(acc[acc_off + e], x[x_off + e]) for e < len
+ * (elements), after up to three events. */
+clf_status clf__coll_combine(clf__coll *c, size_t i, clf_buffer *acc, size_t acc_off, clf_buffer *x,
+                             size_t x_off, size_t len, clf_event *w0, clf_event *w1, clf_event *w2,
+                             clf_event **out);
+/* Read (write = 0) or write bytes between a buffer and the host, after one event. */
+clf_status clf__coll_host_io(clf__coll *c, clf_buffer *b, int write, size_t off, size_t bytes,
+                             void *host, clf_event *after);
+/* Elements per chunk: the option, or a quarter of a segment within bounds; never so many
+ * chunks to a segment of seg elements as max_chunks. */
+size_t clf__coll_chunk_elems(const clf__coll *c, const clf_collective_options *o, size_t seg,
+                             size_t max_chunks);
+
+static inline size_t clf__coll_nchunks(size_t len, size_t ce)
+{
+    return len / ce + (len % ce != 0);
+}
+
+static inline size_t clf__coll_chunk_len(size_t len, size_t ce, size_t ch)
+{
+    return len - ch * ce < ce ? len - ch * ce : ce;
+}
+
+#endif

@@ -1,0 +1,186 @@
+/* Per-device buffers and host<->device copies. */
+#include "core.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+clf_status clf_buffer_create(clf_buffer **out, clf_fleet *fleet, size_t device, size_t size,
+                             unsigned flags)
+{
+    if (!out)
+        return clf__fail(CLF_ERROR_NULL_POINTER, "clf_buffer_create: out is NULL");
+    *out = NULL;
+    clf_status st = clf__check_device(fleet, device);
+    if (st != CLF_SUCCESS)
+        return st;
+    if (size == 0)
+        return clf__fail(CLF_ERROR_ZERO_SIZE, "clf_buffer_create: size is zero");
+    if (flags & ~(unsigned)(CLF_MEM_READ_ONLY | CLF_MEM_WRITE_ONLY) ||
+        (flags & CLF_MEM_READ_ONLY && flags & CLF_MEM_WRITE_ONLY))
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "clf_buffer_create: bad flags 0x%x", flags);
+    struct clf__device *d = &fleet->dev[device];
+    if (size > d->info.max_alloc)
+        return clf__fail(CLF_ERROR_OUT_OF_RANGE,
+                         "buffer of %zu bytes exceeds the maximum allocation of %llu bytes on "
+                         "device %zu '%s'",
+                         size, (unsigned long long)d->info.max_alloc, device, d->info.name);
+    cl_mem_flags f = flags & CLF_MEM_READ_ONLY    ? CL_MEM_READ_ONLY
+                     : flags & CLF_MEM_WRITE_ONLY ? CL_MEM_WRITE_ONLY
+                                                  : CL_MEM_READ_WRITE;
+    clf_buffer *b = calloc(1, sizeof *b);
+    if (!b)
+        return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "buffer: out of memory");
+    cl_int err;
+    b->mem = clCreateBuffer(d->ctx, f, size, NULL, &err);
+    if (err != CL_SUCCESS) {
+        free(b);
+        return clf__cl_fail(err, "clCreateBuffer", d);
+    }
+    b->fleet = fleet;
+    clf__fleet_ref(fleet);
+    b->holds_fleet = 1;
+    b->device = device;
+    b->size = size;
+    clf__metrics_alloc(fleet, device, size);
+    *out = b;
+    return CLF_SUCCESS;
+}
+
+void clf_buffer_destroy(clf_buffer *b)
+{
+    if (!b)
+        return;
+    /* OpenCL keeps the memory alive until the commands that use it finish. */
+    clReleaseMemObject(b->mem);
+    clf__metrics_free(b->fleet, b->device, b->size);
+    clf_fleet *fl = b->holds_fleet ? b->fleet : NULL;
+    free(b);
+    if (fl)
+        clf__fleet_unref(fl); /* last: it may tear the fleet down */
+}
+
+size_t clf_buffer_size(const clf_buffer *b)
+{
+    return b ? b->size : 0;
+}
+
+size_t clf_buffer_device(const clf_buffer *b)
+{
+    return b ? b->device : 0;
+}
+
+/* The region [offset, offset + size) must lie in the buffer. */
+static clf_status check_region(const clf_buffer *b, size_t offset, size_t size, const void *p,
+                               const char *fn)
+{
+    if (!b)
+        return clf__fail(CLF_ERROR_NULL_POINTER, "%s: buffer is NULL", fn);
+    if (!p)
+        return clf__fail(CLF_ERROR_NULL_POINTER, "%s: host pointer is NULL", fn);
+    if (size == 0)
+        return clf__fail(CLF_ERROR_ZERO_SIZE, "%s: size is zero", fn);
+    size_t end;
+    if (clf__add_overflow(offset, size, &end))
+        return clf__fail(CLF_ERROR_SIZE_OVERFLOW, "%s: offset %zu + size %zu overflows", fn,
+                         offset, size);
+    if (end > b->size)
+        return clf__fail(CLF_ERROR_OUT_OF_RANGE,
+                         "%s: region [%zu, %zu) outside the buffer of %zu bytes", fn, offset,
+                         end, b->size);
+    return CLF_SUCCESS;
+}
+
+static clf_status transfer(clf_buffer *b, int write, size_t offset, size_t size, void *host,
+                           int blocking, clf_event **out_event)
+{
+    const char *fn = write ? (blocking ? "clf_buffer_write" : "clf_buffer_write_async")
+                           : (blocking ? "clf_buffer_read" : "clf_buffer_read_async");
+    if (out_event)
+        *out_event = NULL;
+    clf_status st = check_region(b, offset, size, host, fn);
+    if (st != CLF_SUCCESS)
+        return st;
+    struct clf__device *d = &b->fleet->dev[b->device];
+    cl_bool blk = blocking ? CL_TRUE : CL_FALSE;
+    cl_event ev = NULL;
+    /* Always with an event: its profiling times feed the fleet's metrics. */
+    clf__dev_exec_enter(b->fleet, b->device);
+    cl_int err = write ? clEnqueueWriteBuffer(d->transfer, b->mem, blk, offset, size, host, 0,
+                                              NULL, &ev)
+                       : clEnqueueReadBuffer(d->transfer, b->mem, blk, offset, size, host, 0,
+                                             NULL, &ev);
+    if (err == CL_SUCCESS && !blocking)
+        clFlush(d->transfer); /* start it now, not at the next blocking call */
+    clf__dev_exec_leave(b->fleet, b->device);
+    if (err != CL_SUCCESS)
+        return clf__cl_fail(err, write ? "clEnqueueWriteBuffer" : "clEnqueueReadBuffer", d);
+    clf__rec r = {0};
+    r.kind = write ? CLF__REC_TO_DEVICE : CLF__REC_FROM_DEVICE;
+    r.bytes = size;
+    if (blocking && clf__event_profile(ev, &r.t0, &r.t1))
+        clf__metrics_record(b->fleet, b->device, &r, 1);
+    else
+        clf__metrics_event(b->fleet, b->device, &r, ev); /* the time when it completes */
+    return clf__event_wrap(ev, out_event);
+}
+
+clf_status clf_buffer_write(clf_buffer *b, size_t offset, size_t size, const void *src)
+{
+    return transfer(b, 1, offset, size, (void *)src, 1, NULL);
+}
+
+clf_status clf_buffer_read(clf_buffer *b, size_t offset, size_t size, void *dst)
+{
+    return transfer(b, 0, offset, size, dst, 1, NULL);
+}
+
+clf_status clf_buffer_write_async(clf_buffer *b, size_t offset, size_t size, const void *src,
+                                  clf_event **out_event)
+{
+    return transfer(b, 1, offset, size, (void *)src, 0, out_event);
+}
+
+clf_status clf_buffer_read_async(clf_buffer *b, size_t offset, size_t size, void *dst,
+                                 clf_event **out_event)
+{
+    return transfer(b, 0, offset, size, dst, 0, out_event);
+}
+
+clf_status clf_buffer_fill(clf_buffer *b, const void *pattern, size_t pattern_size,
+                           size_t offset, size_t size)
+{
+    clf_status st = check_region(b, offset, size, pattern, "clf_buffer_fill");
+    if (st != CLF_SUCCESS)
+        return st;
+    if (pattern_size == 0 || pattern_size > 128 || (pattern_size & (pattern_size - 1)))
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                         "clf_buffer_fill: pattern size %zu is not a power of two up to 128",
+                         pattern_size);
+    if (offset % pattern_size || size % pattern_size)
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                         "clf_buffer_fill: offset %zu and size %zu must be multiples of the "
+                         "pattern size %zu",
+                         offset, size, pattern_size);
+    struct clf__device *d = &b->fleet->dev[b->device];
+    cl_event ev;
+    clf__dev_exec_enter(b->fleet, b->device);
+    cl_int err = clEnqueueFillBuffer(d->transfer, b->mem, pattern, pattern_size, offset, size,
+                                     0, NULL, &ev);
+    if (err == CL_SUCCESS)
+        clFlush(d->transfer);
+    clf__dev_exec_leave(b->fleet, b->device);
+    if (err != CL_SUCCESS)
+        return clf__cl_fail(err, "clEnqueueFillBuffer", d);
+    clf_event e = {.ev = ev};
+    st = clf_event_wait(&e);
+    if (st == CLF_SUCCESS && clf__trace_on(b->fleet)) {
+        clf__rec r = {0};
+        r.kind = CLF__REC_FILL;
+        r.flags = CLF__REC_TRACE_ONLY;
+        r.bytes = size;
+        if (clf__event_profile(ev, &r.t0, &r.t1))
+            clf__metrics_record(b->fleet, b->device, &r, 1);
+    }
+    clReleaseEvent(ev);
+    return st;
+}

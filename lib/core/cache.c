@@ -1,0 +1,305 @@
+/* On-disk cache of program binaries, one file per (source, options, device,
+ * driver, platform) key.
+ *
+ * Entry layout, all integers little-endian:
+ *   "CLFLEETB"  8 bytes   magic
+ *   version     4 bytes   CACHE_VERSION
+ *   key        32 bytes   the key the entry was stored under
+ *   length      8 bytes   payload bytes that follow the header
+ *   digest     32 bytes   SHA-256 of the payload
+ *   payload
+ * An entry is trusted only when every field checks out, so a torn, corrupted,
+ * foreign or misplaced file is a miss (and is removed so it gets rebuilt),
+ * never a bad binary handed to the driver. Entries are written to a temporary
+ * file and renamed into place, so readers see either nothing or a whole file. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* mkostemp; O_CLOEXEC under -std=c11 */
+#endif
+#include "core.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define CACHE_VERSION 1u
+#define CACHE_HEADER (8 + 4 + 32 + 8 + 32)
+#define CACHE_MAX_PAYLOAD ((uint64_t)1 << 30)
+/* Keep each read()/write() far below SSIZE_MAX, whose result is otherwise unspecified. */
+#define IO_CHUNK ((size_t)1 << 28)
+
+static void put_le(unsigned char *p, uint64_t v, unsigned bytes)
+{
+    for (unsigned i = 0; i < bytes; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static uint64_t get_le(const unsigned char *p, unsigned bytes)
+{
+    uint64_t v = 0;
+    for (unsigned i = 0; i < bytes; i++)
+        v |= (uint64_t)p[i] << (8 * i);
+    return v;
+}
+
+void clf__cache_key(unsigned char key[32], const clf__cache_key_parts *p)
+{
+    const char *parts[5] = {NULL, NULL, NULL, NULL, NULL};
+    if (p) {
+        parts[0] = p->source;
+        parts[1] = p->options;
+        parts[2] = p->device;
+        parts[3] = p->driver;
+        parts[4] = p->platform;
+    }
+    clf__sha256 c;
+    clf__sha256_init(&c);
+    for (size_t i = 0; i < CLF__ARRAY_LEN(parts); i++) {
+        /* The length prefix makes the encoding unambiguous: ("ab","c") and
+         * ("a","bc") differ, and a NULL part (UINT64_MAX) differs from "". */
+        size_t n = parts[i] ? strlen(parts[i]) : 0;
+        unsigned char len[8];
+        put_le(len, parts[i] ? (uint64_t)n : UINT64_MAX, 8);
+        clf__sha256_update(&c, len, sizeof len);
+        if (n)
+            clf__sha256_update(&c, parts[i], n);
+    }
+    clf__sha256_final(&c, key);
+}
+
+/* malloc'd a + b, or NULL on overflow or out of memory. */
+static char *concat(const char *a, const char *b)
+{
+    size_t na = strlen(a), nb = strlen(b), n;
+    if (clf__add_overflow(na, nb, &n) || clf__add_overflow(n, 1, &n))
+        return NULL;
+    char *s = malloc(n);
+    if (s) {
+        memcpy(s, a, na);
+        memcpy(s + na, b, nb + 1);
+    }
+    return s;
+}
+
+char *clf__cache_default_dir(void)
+{
+    const char *v = getenv("CLFLEET_CACHE_DIR");
+    if (v && *v)
+        return concat(v, "");
+    /* The XDG spec says a relative $XDG_CACHE_HOME is invalid and must be ignored. */
+    v = getenv("XDG_CACHE_HOME");
+    if (v && v[0] == '/')
+        return concat(v, "/clfleet");
+    v = getenv("HOME");
+    if (v && *v)
+        return concat(v, "/.cache/clfleet");
+    return NULL;
+}
+
+char *clf__cache_path(const char *dir, const unsigned char key[32])
+{
+    if (!dir || !key)
+        return NULL;
+    char name[1 + 64 + sizeof ".clfbin"];
+    name[0] = '/';
+    clf__sha256_hex(key, name + 1);
+    memcpy(name + 65, ".clfbin", sizeof ".clfbin");
+    return concat(dir, name);
+}
+
+/* Read up to n bytes, retrying on EINTR and short reads; bytes read, or -1. */
+static ssize_t read_full(int fd, void *buf, size_t n)
+{
+    size_t got = 0;
+    while (got < n) {
+        size_t want = n - got < IO_CHUNK ? n - got : IO_CHUNK;
+        ssize_t r = read(fd, (unsigned char *)buf + got, want);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return -1;
+        if (r == 0)
+            break;
+        got += (size_t)r;
+    }
+    return (ssize_t)got;
+}
+
+static int write_full(int fd, const void *buf, size_t n)
+{
+    size_t done = 0;
+    while (done < n) {
+        size_t want = n - done < IO_CHUNK ? n - done : IO_CHUNK;
+        ssize_t r = write(fd, (const unsigned char *)buf + done, want);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r == 0)
+            errno = EIO; /* no progress and no reason given; do not spin */
+        if (r <= 0)
+            return -1;
+        done += (size_t)r;
+    }
+    return 0;
+}
+
+int clf__cache_load(const char *dir, const unsigned char key[32], unsigned char **bin,
+                    size_t *len)
+{
+    return clf__cache_load_ex(dir, key, bin, len, NULL);
+}
+
+int clf__cache_load_ex(const char *dir, const unsigned char key[32], unsigned char **bin,
+                       size_t *len, int *rejected)
+{
+    int hit = 0, invalid = 0, fd = -1;
+    unsigned char hdr[CACHE_HEADER], digest[32], extra;
+    unsigned char *buf = NULL;
+    struct stat st, now;
+    char *path = NULL;
+    clf__sha256 c;
+
+    if (rejected)
+        *rejected = 0;
+    if (!bin || !len)
+        return 0;
+    *bin = NULL;
+    *len = 0;
+    if (!(path = clf__cache_path(dir, key)))
+        goto out;
+    /* O_NONBLOCK: a FIFO planted at the path must not hang the open. */
+    if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)) < 0 || fstat(fd, &st) != 0 ||
+        !S_ISREG(st.st_mode))
+        goto out;
+    invalid = 1;
+    if ((uint64_t)st.st_size < CACHE_HEADER || read_full(fd, hdr, sizeof hdr) != CACHE_HEADER)
+        goto out;
+    uint64_t n = get_le(hdr + 44, 8);
+    if (memcmp(hdr, "CLFLEETB", 8) != 0 || get_le(hdr + 8, 4) != CACHE_VERSION ||
+        memcmp(hdr + 12, key, 32) != 0 || n > CACHE_MAX_PAYLOAD ||
+        n != (uint64_t)st.st_size - CACHE_HEADER)
+        goto out;
+    if (!(buf = malloc(n ? (size_t)n : 1))) {
+        invalid = 0; /* our problem, not the file's */
+        goto out;
+    }
+    ssize_t got = read_full(fd, buf, (size_t)n);
+    if (got < 0) {
+        invalid = 0; /* an I/O error says nothing about the contents */
+        goto out;
+    }
+    if ((uint64_t)got != n || read_full(fd, &extra, 1) != 0)
+        goto out;
+    clf__sha256_init(&c);
+    clf__sha256_update(&c, buf, (size_t)n);
+    clf__sha256_final(&c, digest);
+    if (memcmp(digest, hdr + 52, 32) != 0)
+        goto out;
+    *bin = buf;
+    *len = (size_t)n;
+    buf = NULL;
+    hit = 1;
+    invalid = 0;
+out:
+    if (rejected)
+        *rejected = invalid;
+    /* Remove a bad entry so it is rebuilt, unless a writer has meanwhile renamed
+     * a fresh one into place (then the path names another file). */
+    if (invalid && stat(path, &now) == 0 && now.st_dev == st.st_dev && now.st_ino == st.st_ino)
+        unlink(path);
+    if (fd >= 0)
+        close(fd);
+    free(buf);
+    free(path);
+    return hit;
+}
+
+/* mkdir -p with mode 0700 for every missing component. */
+static clf_status make_dirs(const char *dir)
+{
+    char *p = concat(dir, ""), *q;
+    if (!p)
+        return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "cache: out of memory");
+    for (q = p + 1;; q++) {
+        if (*q != '/' && *q != '\0')
+            continue;
+        char saved = *q;
+        *q = '\0';
+        if (q[-1] != '/' && mkdir(p, 0700) != 0 && errno != EEXIST) {
+            clf_status st = clf__fail(CLF_ERROR_IO, "cache: cannot create directory %s: %s", p,
+                                      strerror(errno));
+            free(p);
+            return st;
+        }
+        *q = saved;
+        if (!saved)
+            break;
+    }
+    free(p);
+    return CLF_SUCCESS;
+}
+
+clf_status clf__cache_store(const char *dir, const unsigned char key[32],
+                            const unsigned char *bin, size_t len)
+{
+    clf_status st = CLF_SUCCESS;
+    unsigned char hdr[CACHE_HEADER];
+    char *path = NULL, *tmp = NULL;
+    int fd = -1;
+    clf__sha256 c;
+
+    if (!dir || !key || (!bin && len))
+        return clf__fail(CLF_ERROR_NULL_POINTER, "cache: NULL directory, key or binary");
+    if (!*dir)
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "cache: empty directory name");
+    if ((uint64_t)len > CACHE_MAX_PAYLOAD)
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "cache: %zu-byte binary exceeds 1 GiB",
+                         len);
+    if (!(path = clf__cache_path(dir, key)) || !(tmp = concat(dir, "/.tmp-XXXXXX"))) {
+        st = clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "cache: out of memory");
+        goto out;
+    }
+    CLF__TRY(st, make_dirs(dir));
+
+    memcpy(hdr, "CLFLEETB", 8);
+    put_le(hdr + 8, CACHE_VERSION, 4);
+    memcpy(hdr + 12, key, 32);
+    put_le(hdr + 44, len, 8);
+    clf__sha256_init(&c);
+    clf__sha256_update(&c, bin, len);
+    clf__sha256_final(&c, hdr + 52);
+
+    if ((fd = mkostemp(tmp, O_CLOEXEC)) < 0) {
+        st = clf__fail(CLF_ERROR_IO, "cache: cannot create %s: %s", tmp, strerror(errno));
+        tmp[0] = '\0'; /* nothing to unlink */
+        goto out;
+    }
+    /* fsync before rename: otherwise a crash could leave the final name
+     * pointing at an empty or partial file on some filesystems. */
+    if (fchmod(fd, 0600) != 0 || write_full(fd, hdr, sizeof hdr) != 0 ||
+        (len && write_full(fd, bin, len) != 0) || fsync(fd) != 0) {
+        st = clf__fail(CLF_ERROR_IO, "cache: cannot write %s: %s", tmp, strerror(errno));
+        goto out;
+    }
+    int rc = close(fd);
+    fd = -1;
+    if (rc != 0) {
+        st = clf__fail(CLF_ERROR_IO, "cache: cannot write %s: %s", tmp, strerror(errno));
+        goto out;
+    }
+    if (rename(tmp, path) != 0) {
+        st = clf__fail(CLF_ERROR_IO, "cache: cannot rename to %s: %s", path, strerror(errno));
+        goto out;
+    }
+    tmp[0] = '\0';
+out:
+    if (fd >= 0)
+        close(fd);
+    if (tmp && tmp[0])
+        unlink(tmp);
+    free(tmp);
+    free(path);
+    return st;
+}

@@ -1,0 +1,152 @@
+/* lib/core: the binary cache, devices, events and tasks, programs, buffers, interop, and
+ * the command path. Not installed. */
+#ifndef CLFLEET_CORE_H
+#define CLFLEET_CORE_H
+
+#include "observe/observe.h"
+
+#include "clext.h"
+
+/* ---- binary cache (cache.c) ---- */
+
+typedef struct clf__cache_key_parts {
+    const char *source, *options, *device, *driver, *platform;
+} clf__cache_key_parts;
+
+/* key = SHA-256 over the length-prefixed parts (no two inputs share a key). */
+void clf__cache_key(unsigned char key[32], const clf__cache_key_parts *p);
+/* Default directory: $CLFLEET_CACHE_DIR, $XDG_CACHE_HOME/clfleet, ~/.cache/clfleet. */
+char *clf__cache_default_dir(void);
+/* 1 and a malloc'd binary on a valid hit; 0 on a miss or an invalid entry. */
+int clf__cache_load(const char *dir, const unsigned char key[32], unsigned char **bin,
+                    size_t *len);
+/* As clf__cache_load(); *rejected (when not NULL) is set to 1 when an entry was there but
+ * invalid (torn, corrupt, foreign), 0 otherwise (a hit, nothing there, or unreadable). */
+int clf__cache_load_ex(const char *dir, const unsigned char key[32], unsigned char **bin,
+                       size_t *len, int *rejected);
+/* Write atomically (temp file, fsync, rename), mode 0600, dir 0700. */
+clf_status clf__cache_store(const char *dir, const unsigned char key[32],
+                            const unsigned char *bin, size_t len);
+/* Path of the entry for key (malloc'd). */
+char *clf__cache_path(const char *dir, const unsigned char key[32]);
+
+/* ---- devices and the fleet's references (device.c) ---- */
+
+/*
+ * A fleet lives until its last reference goes (OpenCL's model): the caller's, dropped by
+ * clf_fleet_destroy(), and one per buffer, program, pipeline and task queue, taken when the
+ * child is created and dropped at the very end of its destroy, after everything the destroy
+ * needs from the fleet. The last unref tears the fleet down on the calling thread (drains,
+ * writes the trace, frees). Objects the fleet itself owns (the collectives' program and
+ * scratch buffers) hold none, or it would never go: they clear holds_fleet and give theirs
+ * back. Events hold none: the teardown waits for the launches, copies and commands they
+ * stand for, and they never touch the fleet afterwards. Thread-safe.
+ */
+void clf__fleet_ref(clf_fleet *fl);
+void clf__fleet_unref(clf_fleet *fl);
+
+/* Query a device's facts (name, memory, PCI address ...). */
+clf_status clf__device_query(cl_device_id id, cl_platform_id platform, clf_device_info *info,
+                             char **extensions);
+
+/* ---- events (event.c) ---- */
+
+/* Wrap ev (taking the reference) or release it if out is NULL. */
+clf_status clf__event_wrap(cl_event ev, clf_event **out);
+/* Take a reference: the event stays valid until a matching clf_event_release(), whoever
+ * else releases it. Thread-safe, as is waiting for an event from several threads. */
+void clf__event_hold(clf_event *e);
+
+/* A host-side completion several parties wait for (bridge.c): created with one reference;
+ * completing it wakes the waiters and sets the OpenCL user events subscribed to it. */
+struct clf__task;
+struct clf__task *clf__task_create(void);
+void clf__task_ref(struct clf__task *t);
+void clf__task_unref(struct clf__task *t);
+/* Record the result (err: the detail message, or NULL) and wake everyone; once only. */
+void clf__task_complete(struct clf__task *t, clf_status st, const char *err);
+/* Block until completed; its status, with its detail message on failure. */
+clf_status clf__task_wait(struct clf__task *t);
+/* Set user event uev (retained until then) when the task completes: CL_COMPLETE, or
+ * CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST on failure. */
+clf_status clf__task_subscribe(struct clf__task *t, cl_event uev);
+/* A new clf_event for the task (takes the caller's reference). */
+clf_status clf__event_wrap_task(struct clf__task *t, clf_event **out);
+
+/* Wait on the host for e; safe from any thread, and while others wait for it too. */
+clf_status clf__event_wait_host(clf_event *e);
+/* Set a user event from the result of the event it stands for; releases it. */
+void clf__user_event_finish(cl_event uev, cl_int status);
+
+/* ---- the basic-device exec lock (cmd.c) ---- */
+
+/* A device that runs commands inside clEnqueue* (PoCL's "basic"): two host threads
+ * enqueueing to it at once can deadlock inside PoCL 3, so every host thread that enqueues to
+ * it (copies, buffer reads, writes and fills, a launch's worker) holds its lock meanwhile.
+ * No-ops for other devices. */
+void clf__dev_exec_enter(clf_fleet *fleet, size_t device);
+void clf__dev_exec_leave(clf_fleet *fleet, size_t device);
+/* Nonzero for such a device. It also runs a command inside whichever thread makes it ready
+ * (a user event's status, another queue's completion), where PoCL 3 can deadlock on its
+ * own locks: code that can should wait on the host rather than have its commands wait for
+ * events of other queues. */
+int clf__dev_sync_exec(const clf_fleet *fleet, size_t device);
+
+/* clFinish() on each of the device's queues; the first error. */
+static inline cl_int clf__device_finish_queues(struct clf__device *d)
+{
+    cl_int err = clFinish(d->compute);
+    if (err == CL_SUCCESS)
+        err = clFinish(d->transfer);
+    if (err == CL_SUCCESS)
+        err = clFinish(d->copyq);
+    return err;
+}
+/* ---- the command path (cmd.c) ---- */
+
+/*
+ * Commands that task queues, pipelines, collectives and markers enqueue on fleet device dev's
+ * queue q (one of its queues). Each: on a sync-exec device (clf__dev_sync_exec()) waits for
+ * the wait list on the host and enqueues with none, so that the command runs inside its
+ * enqueue; holds the device's exec lock while enqueueing; flushes q; records a failure with
+ * the device (CLF_ERROR_OPENCL); counts the command in the metrics and the trace on q's
+ * track. *ev (optional) receives the command's event, as in OpenCL. Never blocking: host
+ * memory must stay valid until the command completes, as for clEnqueue*(..., CL_FALSE).
+ * The caller must not hold the device's exec lock.
+ */
+/* A kernel; the timeline names it name, with the first dimension's offset and size. */
+clf_status clf__cmd_kernel(clf_fleet *fl, size_t dev, cl_command_queue q, cl_kernel k,
+                           const char *name, cl_uint dims, const size_t *off, const size_t *gsz,
+                           const size_t *lsz, cl_uint nwait, const cl_event *wait, cl_event *ev);
+/* size bytes from host to buf at off, counted as to-device; what names it in an error. */
+clf_status clf__cmd_write(clf_fleet *fl, size_t dev, cl_command_queue q, cl_mem buf, size_t off,
+                          size_t size, const void *host, const char *what, cl_uint nwait,
+                          const cl_event *wait, cl_event *ev);
+/* size bytes from buf at off to host, counted as from-device. */
+clf_status clf__cmd_read(clf_fleet *fl, size_t dev, cl_command_queue q, cl_mem buf, size_t off,
+                         size_t size, void *host, const char *what, cl_uint nwait,
+                         const cl_event *wait, cl_event *ev);
+/* A marker (not counted: it does no work). */
+clf_status clf__cmd_marker(clf_fleet *fl, size_t dev, cl_command_queue q, const char *what,
+                           cl_uint nwait, const cl_event *wait, cl_event *ev);
+
+/* ---- programs (program.c, kernels.c generated) ---- */
+
+/* CLF_SUCCESS when prog was built for fleet device dev, else CLF_ERROR_BUILD with a detail. */
+clf_status clf__program_check_device(const struct clf_program *prog, size_t dev);
+
+typedef struct clf__shipped {
+    const char *name;
+    const char *source;
+} clf__shipped;
+extern const clf__shipped clf__shipped_kernels[]; /* NULL-terminated */
+extern const char *const clf__shipped_names[];   /* NULL-terminated */
+/* cl/clfleet.h, prepended to every program source (chunk-indexing helpers). */
+extern const char clf__kernel_prelude[];
+
+/* ---- buffers (buffer.c) ---- */
+
+/* Read a whole file (NUL-terminated); CLF_ERROR_IO with the path on failure. */
+clf_status clf__read_file(const char *path, char **out, size_t *len);
+
+#endif

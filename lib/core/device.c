@@ -1,0 +1,195 @@
+/* Device facts: name, vendor, memory, compute units, PCI address, extensions; and the
+ * fleet handle's references. */
+#include "core.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clext.h"
+
+static void query_string(cl_device_id id, cl_device_info what, char *buf, size_t n)
+{
+    buf[0] = '\0';
+    if (clGetDeviceInfo(id, what, n, buf, NULL) != CL_SUCCESS)
+        buf[0] = '\0';
+    buf[n - 1] = '\0';
+}
+
+static void query_platform_string(cl_platform_id p, cl_platform_info what, char *buf, size_t n)
+{
+    buf[0] = '\0';
+    if (clGetPlatformInfo(p, what, n, buf, NULL) != CL_SUCCESS)
+        buf[0] = '\0';
+    buf[n - 1] = '\0';
+}
+
+/* Fixed-size queries whose absence is not an error: the fact stays unknown. */
+static int query_fixed(cl_device_id id, cl_device_info what, void *out, size_t n)
+{
+    return clGetDeviceInfo(id, what, n, out, NULL) == CL_SUCCESS;
+}
+
+static unsigned type_bit(cl_device_type t)
+{
+    if (t & CL_DEVICE_TYPE_GPU)
+        return CLF_DEVICE_GPU;
+    if (t & CL_DEVICE_TYPE_ACCELERATOR)
+        return CLF_DEVICE_ACCELERATOR;
+    if (t & CL_DEVICE_TYPE_CPU)
+        return CLF_DEVICE_CPU;
+    return CLF_DEVICE_CUSTOM;
+}
+
+/* The PCI address, from the Khronos extension first, then the vendors' own. */
+static void query_pci(cl_device_id id, clf_device_info *info)
+{
+    const char *ext = info->extensions;
+    if (clf__ext_listed(ext, "cl_khr_pci_bus_info")) {
+        cl_device_pci_bus_info_khr pci;
+        if (query_fixed(id, CL_DEVICE_PCI_BUS_INFO_KHR, &pci, sizeof pci)) {
+            info->pci_known = 1;
+            info->pci_domain = pci.pci_domain;
+            info->pci_bus = pci.pci_bus;
+            info->pci_device = pci.pci_device;
+            info->pci_function = pci.pci_function;
+            return;
+        }
+    }
+    if (clf__ext_listed(ext, "cl_nv_device_attribute_query")) {
+        cl_uint bus = 0, slot = 0, domain = 0;
+        if (query_fixed(id, CL_DEVICE_PCI_BUS_ID_NV, &bus, sizeof bus) &&
+            query_fixed(id, CL_DEVICE_PCI_SLOT_ID_NV, &slot, sizeof slot)) {
+            /* The domain query is newer than the other two; 0 is right on most machines. */
+            if (!query_fixed(id, CL_DEVICE_PCI_DOMAIN_ID_NV, &domain, sizeof domain))
+                domain = 0;
+            info->pci_known = 1;
+            info->pci_domain = domain;
+            info->pci_bus = bus;
+            /* NVIDIA reports the slot as device << 3 | function. */
+            info->pci_device = slot >> 3;
+            info->pci_function = slot & 7;
+            return;
+        }
+    }
+    if (clf__ext_listed(ext, "cl_amd_device_attribute_query")) {
+        cl_device_topology_amd topo;
+        memset(&topo, 0, sizeof topo);
+        if (query_fixed(id, CL_DEVICE_TOPOLOGY_AMD, &topo, sizeof topo) &&
+            topo.raw.type == CL_DEVICE_TOPOLOGY_TYPE_PCIE_AMD) {
+            info->pci_known = 1;
+            info->pci_domain = 0;
+            info->pci_bus = (unsigned char)topo.pcie.bus;
+            info->pci_device = (unsigned char)topo.pcie.device;
+            info->pci_function = (unsigned char)topo.pcie.function;
+        }
+    }
+}
+
+clf_status clf__device_query(cl_device_id id, cl_platform_id platform, clf_device_info *info,
+                             char **extensions)
+{
+    memset(info, 0, sizeof *info);
+    *extensions = NULL;
+    query_string(id, CL_DEVICE_NAME, info->name, sizeof info->name);
+    query_string(id, CL_DEVICE_VENDOR, info->vendor, sizeof info->vendor);
+    query_string(id, CL_DEVICE_VERSION, info->version, sizeof info->version);
+    query_string(id, CL_DRIVER_VERSION, info->driver_version, sizeof info->driver_version);
+    query_platform_string(platform, CL_PLATFORM_NAME, info->platform, sizeof info->platform);
+    query_platform_string(platform, CL_PLATFORM_VENDOR, info->platform_vendor,
+                          sizeof info->platform_vendor);
+
+    cl_device_type t = 0;
+    cl_int err = clGetDeviceInfo(id, CL_DEVICE_TYPE, sizeof t, &t, NULL);
+    if (err != CL_SUCCESS)
+        return clf__cl_fail(err, "clGetDeviceInfo(CL_DEVICE_TYPE)", NULL);
+    info->type = type_bit(t);
+    if (sscanf(info->version, "OpenCL %u.%u", &info->cl_major, &info->cl_minor) != 2)
+        info->cl_major = 1, info->cl_minor = 0;
+
+    cl_ulong u64 = 0;
+    cl_uint u32 = 0;
+    cl_bool b = CL_FALSE;
+    if (query_fixed(id, CL_DEVICE_GLOBAL_MEM_SIZE, &u64, sizeof u64))
+        info->global_mem = u64;
+    if (query_fixed(id, CL_DEVICE_MAX_MEM_ALLOC_SIZE, &u64, sizeof u64))
+        info->max_alloc = u64;
+    if (query_fixed(id, CL_DEVICE_LOCAL_MEM_SIZE, &u64, sizeof u64))
+        info->local_mem = u64;
+    if (query_fixed(id, CL_DEVICE_MAX_COMPUTE_UNITS, &u32, sizeof u32))
+        info->compute_units = u32;
+    if (query_fixed(id, CL_DEVICE_MAX_CLOCK_FREQUENCY, &u32, sizeof u32))
+        info->clock_mhz = u32;
+    /* Deprecated in OpenCL 2.0 but still the only portable way to ask. */
+    if (query_fixed(id, CL_DEVICE_HOST_UNIFIED_MEMORY, &b, sizeof b))
+        info->host_unified = b == CL_TRUE;
+    cl_device_fp_config fp = 0;
+    if (query_fixed(id, CL_DEVICE_DOUBLE_FP_CONFIG, &fp, sizeof fp))
+        info->fp64 = fp != 0;
+
+    size_t n = 0;
+    err = clGetDeviceInfo(id, CL_DEVICE_EXTENSIONS, 0, NULL, &n);
+    if (err != CL_SUCCESS)
+        n = 0;
+    char *ext = malloc(n + 1);
+    if (!ext)
+        return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "device extensions: out of memory");
+    ext[0] = '\0';
+    if (n && clGetDeviceInfo(id, CL_DEVICE_EXTENSIONS, n, ext, NULL) != CL_SUCCESS)
+        ext[0] = '\0';
+    ext[n] = '\0';
+    info->extensions = ext;
+    info->fp64 = info->fp64 || clf__ext_listed(ext, "cl_khr_fp64");
+    query_pci(id, info);
+    *extensions = ext;
+    return CLF_SUCCESS;
+}
+
+clf_status clf_device_get_info(const clf_fleet *fleet, size_t device, clf_device_info *out)
+{
+    clf_status st = clf__check_device(fleet, device);
+    if (st != CLF_SUCCESS)
+        return st;
+    if (!out)
+        return clf__fail(CLF_ERROR_NULL_POINTER, "clf_device_get_info: out is NULL");
+    *out = fleet->dev[device].info;
+    return CLF_SUCCESS;
+}
+
+int clf_device_has_extension(const clf_fleet *fleet, size_t device, const char *name)
+{
+    if (clf__check_device(fleet, device) != CLF_SUCCESS || !name)
+        return 0;
+    return clf__ext_listed(fleet->dev[device].extensions, name);
+}
+
+const char *clf_device_type_name(unsigned type)
+{
+    switch (type) {
+    case CLF_DEVICE_CPU:
+        return "cpu";
+    case CLF_DEVICE_GPU:
+        return "gpu";
+    case CLF_DEVICE_ACCELERATOR:
+        return "accelerator";
+    case CLF_DEVICE_CUSTOM:
+        return "custom";
+    }
+    return "unknown";
+}
+
+/* A fleet's references (core.h); the last one tears it down through the teardown its
+ * creator registered (fleet.c), which finalizes every layer. */
+void clf__fleet_ref(clf_fleet *fl)
+{
+    /* Whoever takes a reference holds one already (the caller's or a child's). */
+    atomic_fetch_add_explicit(&fl->refs, 1, memory_order_relaxed);
+}
+
+void clf__fleet_unref(clf_fleet *fl)
+{
+    /* Release, so that the holders' last uses happen before the teardown; acquire, so that
+     * the teardown sees them. */
+    if (atomic_fetch_sub_explicit(&fl->refs, 1, memory_order_acq_rel) == 1)
+        fl->teardown(fl);
+}

@@ -1,0 +1,140 @@
+/*
+ * Completion events of asynchronous operations: an OpenCL event, an asynchronous launch
+ * (a host thread, launch.c) or a copy running on a transfer thread (a task, task.c).
+ *
+ * An event can be waited for by several threads at once and outlive its caller's release
+ * while clfleet still needs it (a copy waiting for it, a bridge to another context): both
+ * go through one lock here. A launch's thread is joined exactly once, by whichever waiter
+ * comes first; the others wait for its recorded result.
+ */
+#include "core.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static pthread_mutex_t ev_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t ev_cond = PTHREAD_COND_INITIALIZER;
+
+clf_status clf__event_wrap(cl_event ev, clf_event **out)
+{
+    if (!out) {
+        clReleaseEvent(ev);
+        return CLF_SUCCESS;
+    }
+    clf_event *e = calloc(1, sizeof *e);
+    if (!e) {
+        /* The command was queued: wait for it so the caller's memory is not in use. */
+        clWaitForEvents(1, &ev);
+        clReleaseEvent(ev);
+        return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "event: out of memory");
+    }
+    e->ev = ev;
+    *out = e;
+    return CLF_SUCCESS;
+}
+
+clf_status clf__event_wrap_task(struct clf__task *t, clf_event **out)
+{
+    clf_event *e = calloc(1, sizeof *e);
+    if (!e) {
+        clf__task_wait(t); /* it may use the caller's memory */
+        clf__task_unref(t);
+        return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "event: out of memory");
+    }
+    e->task = t;
+    *out = e;
+    return CLF_SUCCESS;
+}
+
+void clf__event_hold(clf_event *e)
+{
+    pthread_mutex_lock(&ev_lock);
+    e->holds++;
+    pthread_mutex_unlock(&ev_lock);
+}
+
+/* Join a launch's thread once; later and concurrent waiters get the recorded result. */
+static clf_status op_wait(clf_event *e)
+{
+    pthread_mutex_lock(&ev_lock);
+    while (e->op_state == 1)
+        pthread_cond_wait(&ev_cond, &ev_lock);
+    if (e->op_state == 0) {
+        e->op_state = 1;
+        pthread_mutex_unlock(&ev_lock);
+        clf_status st = e->op_wait(e->op);
+        char *err = st != CLF_SUCCESS ? strdup(clf_last_error()) : NULL;
+        pthread_mutex_lock(&ev_lock);
+        e->op_status = st;
+        e->op_err = err;
+        e->op_state = 2;
+        pthread_cond_broadcast(&ev_cond);
+    }
+    clf_status st = e->op_status;
+    pthread_mutex_unlock(&ev_lock);
+    if (st != CLF_SUCCESS)
+        return clf__fail(st, "%s", e->op_err ? e->op_err : "asynchronous launch failed");
+    return CLF_SUCCESS;
+}
+
+static clf_status cl_wait(cl_event ev)
+{
+    cl_int err = clWaitForEvents(1, &ev);
+    cl_int exec = CL_COMPLETE;
+    /* A failed command makes clWaitForEvents report CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_
+     * WAIT_LIST; its own status says what went wrong. */
+    cl_int qerr = clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof exec, &exec,
+                                 NULL);
+    if (qerr == CL_SUCCESS && exec < 0)
+        return clf__cl_fail(exec, "command (event status)", NULL);
+    if (err != CL_SUCCESS)
+        return clf__cl_fail(err, "clWaitForEvents", NULL);
+    if (qerr != CL_SUCCESS)
+        return clf__cl_fail(qerr, "clGetEventInfo", NULL);
+    return CLF_SUCCESS;
+}
+
+clf_status clf__event_wait_host(clf_event *e)
+{
+    if (e->op)
+        return op_wait(e);
+    if (e->task)
+        return clf__task_wait(e->task);
+    return cl_wait(e->ev);
+}
+
+clf_status clf_event_wait(clf_event *e)
+{
+    if (!e)
+        return clf__fail(CLF_ERROR_NULL_POINTER, "clf_event_wait: event is NULL");
+    return clf__event_wait_host(e);
+}
+
+void clf_event_release(clf_event *e)
+{
+    if (!e)
+        return;
+    if (e->op) {
+        /* Wait for the launch: it uses the caller's data. */
+        char saved[512];
+        snprintf(saved, sizeof saved, "%s", clf_last_error());
+        op_wait(e);
+        clf__fail(CLF_SUCCESS, "%s", saved); /* releasing leaves the detail message alone */
+    }
+    pthread_mutex_lock(&ev_lock);
+    if (e->holds > 0) {
+        e->holds--;
+        pthread_mutex_unlock(&ev_lock);
+        return;
+    }
+    pthread_mutex_unlock(&ev_lock);
+    if (e->op)
+        e->op_release(e->op); /* joined above: only frees */
+    else if (e->task)
+        clf__task_unref(e->task);
+    else
+        clReleaseEvent(e->ev);
+    free(e->op_err);
+    free(e);
+}

@@ -1,0 +1,432 @@
+/*
+ * Programs built for every device of a fleet, one cl_program per device (see
+ * device_options() for why not one per context), with a binary cache keyed by source,
+ * options, device, driver and platform.
+ */
+#include "core.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+clf_status clf__read_file(const char *path, char **out, size_t *len)
+{
+    clf_status st = CLF_SUCCESS;
+    char *buf = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return clf__fail(CLF_ERROR_IO, "cannot open '%s': %s", path, strerror(errno));
+    /* A directory opens on Linux and sizes as LONG_MAX; a FIFO has no size at all. */
+    struct stat sb;
+    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode))
+        CLF__TRY(st, clf__fail(CLF_ERROR_IO, "cannot read '%s': not a regular file", path));
+    if (fseek(f, 0, SEEK_END) != 0)
+        CLF__TRY(st, clf__fail(CLF_ERROR_IO, "cannot seek '%s': %s", path, strerror(errno)));
+    long n = ftell(f);
+    if (n < 0 || fseek(f, 0, SEEK_SET) != 0)
+        CLF__TRY(st, clf__fail(CLF_ERROR_IO, "cannot size '%s': %s", path, strerror(errno)));
+    buf = malloc((size_t)n + 1);
+    if (!buf)
+        CLF__TRY(st, clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "reading '%s': out of memory", path));
+    if (fread(buf, 1, (size_t)n, f) != (size_t)n)
+        CLF__TRY(st, clf__fail(CLF_ERROR_IO, "cannot read '%s'", path));
+    buf[n] = '\0';
+    *out = buf;
+    if (len)
+        *len = (size_t)n;
+    buf = NULL;
+out:
+    free(buf);
+    fclose(f);
+    return st;
+}
+
+static void device_key(const struct clf__device *d, const char *src, const char *opts,
+                       unsigned char key[32])
+{
+    char platform[sizeof d->info.platform + sizeof d->info.platform_vendor + 2];
+    snprintf(platform, sizeof platform, "%s\n%s", d->info.platform, d->info.platform_vendor);
+    clf__cache_key_parts parts = {src, opts, d->info.name, d->info.driver_version, platform};
+    clf__cache_key(key, &parts);
+}
+
+/* Note why the build failed on fleet device dev: the call's error and the compiler's log. */
+static clf_status set_log(clf_program *p, size_t dev, const char *what, const char *log)
+{
+    size_t n = strlen(what) + (log ? strlen(log) : 0) + 2;
+    char *s = malloc(n);
+    if (!s)
+        return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "build: out of memory");
+    snprintf(s, n, "%s%s%s", what, log && log[0] ? "\n" : "", log ? log : "");
+    free(p->log[dev]);
+    p->log[dev] = s;
+    return CLF_SUCCESS;
+}
+
+/* The driver's build log of one device (malloc'd; NULL when there is none). */
+static char *build_log(cl_program prog, cl_device_id id)
+{
+    size_t len = 0;
+    char *log = NULL;
+    if (clGetProgramBuildInfo(prog, id, CL_PROGRAM_BUILD_LOG, 0, NULL, &len) == CL_SUCCESS &&
+        (log = calloc(len + 1, 1)) != NULL &&
+        clGetProgramBuildInfo(prog, id, CL_PROGRAM_BUILD_LOG, len, log, NULL) != CL_SUCCESS)
+        log[0] = '\0';
+    return log;
+}
+
+/*
+ * Store the device's binary; a cache that cannot be written only costs time. The program
+ * was built for this one device, so its binary is the one that is not empty: a driver may
+ * list it under another id (PoCL lists a sub-device's binary under its root device).
+ */
+static void store_binary(cl_program prog, const clf_fleet *fl, const struct clf__device *d,
+                         const char *src, const char *opts)
+{
+    cl_uint np = 0;
+    if (clGetProgramInfo(prog, CL_PROGRAM_NUM_DEVICES, sizeof np, &np, NULL) != CL_SUCCESS ||
+        np == 0)
+        return;
+    cl_device_id *pdev = calloc(np, sizeof *pdev);
+    size_t *sizes = calloc(np, sizeof *sizes);
+    unsigned char **bins = calloc(np, sizeof *bins);
+    if (!pdev || !sizes || !bins)
+        goto out;
+    if (clGetProgramInfo(prog, CL_PROGRAM_DEVICES, np * sizeof *pdev, pdev, NULL) != CL_SUCCESS ||
+        clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, np * sizeof *sizes, sizes, NULL) !=
+            CL_SUCCESS)
+        goto out;
+    cl_uint mine = np, nonempty = 0;
+    for (cl_uint j = 0; j < np; j++) {
+        if (sizes[j] && !(bins[j] = malloc(sizes[j])))
+            goto out;
+        if (sizes[j] && (nonempty++ == 0 || pdev[j] == d->id))
+            mine = j;
+    }
+    /* Several binaries: only the one listed under the device itself is surely its own. */
+    if (mine == np || (nonempty > 1 && pdev[mine] != d->id))
+        goto out;
+    if (clGetProgramInfo(prog, CL_PROGRAM_BINARIES, np * sizeof *bins, bins, NULL) != CL_SUCCESS)
+        goto out;
+    unsigned char key[32];
+    device_key(d, src, opts, key);
+    clf_status st = clf__cache_store(fl->cache_dir, key, bins[mine], sizes[mine]);
+    (void)st; /* a failed store is not the build's failure */
+out:
+    for (cl_uint j = 0; bins && j < np; j++)
+        free(bins[j]);
+    free(bins);
+    free(sizes);
+    free(pdev);
+}
+
+/* The device's program from its cached binary, or NULL. */
+static cl_program from_cache(const clf_fleet *fl, const struct clf__device *d, const char *src,
+                             const char *opts)
+{
+    unsigned char key[32], *bin = NULL;
+    size_t len = 0;
+    device_key(d, src, opts, key);
+    if (!clf__cache_load(fl->cache_dir, key, &bin, &len))
+        return NULL;
+    cl_int err, bst = CL_SUCCESS;
+    cl_program prog = clCreateProgramWithBinary(d->ctx, 1, &d->id, &len,
+                                                (const unsigned char **)&bin, &bst, &err);
+    free(bin);
+    if (err != CL_SUCCESS)
+        return NULL;
+    if (clBuildProgram(prog, 1, &d->id, opts, NULL, NULL) != CL_SUCCESS) {
+        /* A binary the driver no longer accepts: rebuild from source. */
+        clReleaseProgram(prog);
+        return NULL;
+    }
+    return prog;
+}
+
+/*
+ * The options the device's program is built with: the user's, plus on PoCL a definition
+ * that no source uses and that is unique to this (fleet, device) among the live fleets.
+ *
+ * Why: PoCL 3.1 keeps one process-wide cache of loaded kernel binaries, keyed by the
+ * kernel's build hash, its local size and specialisation (zero global offset or not, grid
+ * width), and pocl_release_dlhandle_cache() returns a command's reference to the first
+ * entry of that hash and local size, not to the one the command took. Two devices that run
+ * the same kernel at once with different offsets (chunks of one launch do) or different
+ * widths then return each other's references, and PoCL aborts on its assertion
+ * `found->ref_count > 0` (lib/CL/devices/common.c). The build hash covers the options, so
+ * a per-device definition gives every device entries of its own; one device runs its
+ * kernels one after another (an in-order queue; on the basic device, under its exec lock
+ * and only once ready, see clf__dev_sync_exec()), so its own entries are never confused.
+ * The tag is the fleet's slot and the device's index: the same in the next process, so
+ * the binary cache keeps working.
+ */
+static char *device_options(const clf_fleet *fl, const struct clf__device *d, const char *opts)
+{
+    char tag[64] = "";
+    if (strstr(d->info.platform, "Portable Computing Language"))
+        snprintf(tag, sizeof tag, "%s-D__CLFLEET_POCL_TAG_%u_%zu", opts[0] ? " " : "",
+                 fl->slot, d->index);
+    size_t n = strlen(opts) + strlen(tag) + 1;
+    char *s = malloc(n);
+    if (s)
+        snprintf(s, n, "%s%s", opts, tag);
+    return s;
+}
+
+/*
+ * Build the program of fleet device dev: from the binary cache when it has it, else from
+ * source. A device whose build fails (or an injected fault) is noted with its log and left
+ * out. Only an error that is not the build's (out of memory, say) fails the call.
+ */
+static clf_status build_device(clf_program *p, size_t dev, const char *src, const char *opts)
+{
+    clf_fleet *fl = p->fleet;
+    const struct clf__device *d = &fl->dev[dev];
+    clf_status st = CLF_SUCCESS;
+    cl_program prog = NULL;
+    char *dopts = device_options(fl, d, opts);
+    if (!dopts)
+        return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "build: out of memory");
+    cl_int err = CLF__FAULT(fl, dev, CLF__FAULT_BUILD);
+    if (err != CL_SUCCESS) {
+        char what[160];
+        snprintf(what, sizeof what, "clBuildProgram: %s (%d) (injected by CLFLEET_FAULT_INJECT)",
+                 clf__cl_error_name(err), (int)err);
+        CLF__TRY(st, set_log(p, dev, what, NULL));
+        goto out;
+    }
+    if (fl->cache_dir && (prog = from_cache(fl, d, src, dopts)) != NULL) {
+        p->from_cache[dev] = 1;
+        goto built;
+    }
+    prog = clCreateProgramWithSource(d->ctx, 1, &src, NULL, &err);
+    if (err != CL_SUCCESS) {
+        prog = NULL;
+        CLF__TRY(st, clf__cl_fail(err, "clCreateProgramWithSource", d));
+    }
+    err = clBuildProgram(prog, 1, &d->id, dopts, NULL, NULL);
+    if (err == CL_SUCCESS) {
+        if (fl->cache_dir)
+            store_binary(prog, fl, d, src, dopts);
+        goto built;
+    }
+    if (err != CL_BUILD_PROGRAM_FAILURE && err != CL_INVALID_BUILD_OPTIONS)
+        CLF__TRY(st, clf__cl_fail(err, "clBuildProgram", d));
+    char what[600], *log = build_log(prog, d->id);
+    snprintf(what, sizeof what, "clBuildProgram: %s (%d); options '%.500s'",
+             clf__cl_error_name(err), (int)err, opts);
+    st = set_log(p, dev, what, log);
+    free(log);
+    goto out;
+built:
+    p->built[dev] = 1;
+    p->prog[dev] = prog;
+    prog = NULL;
+out:
+    if (prog)
+        clReleaseProgram(prog);
+    free(dopts);
+    return st;
+}
+
+/* Every left-out device's name and log, appended to the detail message. */
+static void append_logs(const clf_program *p)
+{
+    const clf_fleet *fl = p->fleet;
+    for (size_t d = 0; d < fl->ndev; d++)
+        if (!p->built[d])
+            clf__append_error("\n--- device %zu '%s' (%s) build log ---\n%s", d,
+                              fl->dev[d].info.name, fl->dev[d].info.platform,
+                              p->log[d] ? p->log[d] : "(empty)");
+}
+
+clf_status clf_program_build_source(clf_program **out, clf_fleet *fleet, const char *source,
+                                    const char *options)
+{
+    clf_status st = CLF_SUCCESS;
+    if (!out)
+        return clf__fail(CLF_ERROR_NULL_POINTER, "clf_program_build_source: out is NULL");
+    *out = NULL;
+    if (!fleet || !source)
+        return clf__fail(CLF_ERROR_NULL_POINTER, "clf_program_build_source: %s is NULL",
+                         fleet ? "source" : "fleet");
+    if (!source[0])
+        return clf__fail(CLF_ERROR_ZERO_SIZE, "clf_program_build_source: source is empty");
+    char *full = NULL;
+    clf_program *p = calloc(1, sizeof *p);
+    if (!p)
+        return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "program: out of memory");
+    p->fleet = fleet;
+    clf__fleet_ref(fleet);
+    p->holds_fleet = 1;
+    /* The prelude (cl/clfleet.h) comes first; #line keeps the user's line numbers. */
+    size_t plen = strlen(clf__kernel_prelude), slen = strlen(source);
+    full = malloc(plen + slen + 16);
+    if (!full)
+        CLF__TRY(st, clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "program: out of memory"));
+    memcpy(full, clf__kernel_prelude, plen);
+    memcpy(full + plen, "#line 1\n", 8);
+    memcpy(full + plen + 8, source, slen + 1);
+    clf__sha256 h;
+    unsigned char digest[32];
+    clf__sha256_init(&h);
+    clf__sha256_update(&h, source, slen);
+    clf__sha256_update(&h, "", 1);
+    clf__sha256_update(&h, options ? options : "", options ? strlen(options) : 0);
+    clf__sha256_final(&h, digest);
+    clf__sha256_hex(digest, p->hash);
+    p->prog = calloc(fleet->ndev, sizeof *p->prog);
+    p->from_cache = calloc(fleet->ndev, 1);
+    p->built = calloc(fleet->ndev, 1);
+    p->log = calloc(fleet->ndev, sizeof *p->log);
+    if (!p->prog || !p->from_cache || !p->built || !p->log)
+        CLF__TRY(st, clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "program: out of memory"));
+    /* Build for every device: the program is for every device it builds on. */
+    for (size_t d = 0; d < fleet->ndev; d++)
+        CLF__TRY(st, build_device(p, d, full, options ? options : ""));
+    size_t built = 0;
+    for (size_t d = 0; d < fleet->ndev; d++)
+        built += p->built[d];
+    if (built == 0) {
+        clf__fail(CLF_ERROR_BUILD, "the program built for none of the %zu device(s):",
+                  fleet->ndev);
+        append_logs(p);
+        st = CLF_ERROR_BUILD;
+        goto out;
+    }
+    clf_clear_error();
+    if (built < fleet->ndev) {
+        /* Not a failure: the detail says which devices launches will leave out. */
+        clf__fail(CLF_SUCCESS, "the program built for %zu of %zu devices; launches with it "
+                               "leave out the others:",
+                  built, fleet->ndev);
+        append_logs(p);
+    }
+out:
+    free(full);
+    if (st != CLF_SUCCESS) {
+        clf_program_destroy(p);
+        return st;
+    }
+    *out = p;
+    return CLF_SUCCESS;
+}
+
+clf_status clf_program_build_file(clf_program **out, clf_fleet *fleet, const char *path,
+                                  const char *options)
+{
+    if (!out)
+        return clf__fail(CLF_ERROR_NULL_POINTER, "clf_program_build_file: out is NULL");
+    *out = NULL;
+    if (!fleet || !path)
+        return clf__fail(CLF_ERROR_NULL_POINTER, "clf_program_build_file: %s is NULL",
+                         fleet ? "path" : "fleet");
+    char *src = NULL;
+    clf_status st = clf__read_file(path, &src, NULL);
+    if (st == CLF_SUCCESS)
+        st = clf_program_build_source(out, fleet, src, options);
+    free(src);
+    return st;
+}
+
+const char *const *clf_shipped_kernels(void)
+{
+    return clf__shipped_names;
+}
+
+const char *clf_shipped_kernel_source(const char *name)
+{
+    if (!name)
+        return NULL;
+    for (size_t i = 0; clf__shipped_kernels[i].name; i++)
+        if (strcmp(clf__shipped_kernels[i].name, name) == 0)
+            return clf__shipped_kernels[i].source;
+    return NULL;
+}
+
+clf_status clf_program_build_shipped(clf_program **out, clf_fleet *fleet, const char *name,
+                                     const char *options)
+{
+    if (!out)
+        return clf__fail(CLF_ERROR_NULL_POINTER, "clf_program_build_shipped: out is NULL");
+    *out = NULL;
+    if (!fleet || !name)
+        return clf__fail(CLF_ERROR_NULL_POINTER, "clf_program_build_shipped: %s is NULL",
+                         fleet ? "name" : "fleet");
+    /* Names become file names: letters, digits, '_' and '-' only. */
+    size_t len = strlen(name);
+    for (size_t i = 0; i < len; i++)
+        if (!isalnum((unsigned char)name[i]) && name[i] != '_' && name[i] != '-')
+            return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "bad kernel name '%s'", name);
+    if (len == 0 || len > 128)
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "bad kernel name length %zu", len);
+
+    const char *dir = getenv("CLFLEET_KERNEL_DIR");
+    if (dir && dir[0]) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s.cl", dir, name);
+        FILE *f = fopen(path, "rb");
+        if (f) {
+            fclose(f);
+            return clf_program_build_file(out, fleet, path, options);
+        }
+    }
+    const char *src = clf_shipped_kernel_source(name);
+    if (!src)
+        return clf__fail(CLF_ERROR_NOT_FOUND, "no shipped kernel '%s'", name);
+    return clf_program_build_source(out, fleet, src, options);
+}
+
+int clf_program_from_cache(const clf_program *p, size_t device)
+{
+    if (!p || device >= p->fleet->ndev)
+        return 0;
+    return p->from_cache[device];
+}
+
+int clf_program_device_ok(const clf_program *p, size_t device)
+{
+    if (!p || device >= p->fleet->ndev)
+        return 0;
+    return p->built[device];
+}
+
+const char *clf_program_build_log(const clf_program *p, size_t device)
+{
+    if (!p || device >= p->fleet->ndev || p->built[device])
+        return NULL;
+    return p->log[device] ? p->log[device] : "";
+}
+
+clf_status clf__program_check_device(const clf_program *p, size_t device)
+{
+    if (p->built[device])
+        return CLF_SUCCESS;
+    return clf__fail(CLF_ERROR_BUILD,
+                     "the program did not build for device %zu '%s' (clf_program_build_log()): "
+                     "%.300s",
+                     device, p->fleet->dev[device].info.name,
+                     p->log[device] ? p->log[device] : "");
+}
+
+void clf_program_destroy(clf_program *p)
+{
+    if (!p)
+        return;
+    for (size_t i = 0; p->prog && i < p->fleet->ndev; i++)
+        if (p->prog[i])
+            clReleaseProgram(p->prog[i]);
+    free(p->prog);
+    free(p->from_cache);
+    free(p->built);
+    for (size_t d = 0; p->log && d < p->fleet->ndev; d++)
+        free(p->log[d]);
+    free(p->log);
+    clf_fleet *fl = p->holds_fleet ? p->fleet : NULL;
+    free(p);
+    if (fl)
+        clf__fleet_unref(fl); /* last: it may tear the fleet down */
+}

@@ -1,0 +1,133 @@
+/* lib/exec: one kernel launch across the fleet. State shared by the launch coordinator
+ * (launch.c) and the device workers (worker.c), and what GEMM (blas/) and the fleet's
+ * teardown (fleet/) use of it. Not installed. */
+#ifndef CLFLEET_EXEC_H
+#define CLFLEET_EXEC_H
+
+#include "core/core.h"
+
+/* Launch state the fleet owns (launch.c), freed at its teardown. */
+void clf__launch_fleet_fini(clf_fleet *fleet);
+
+#define CLF__MAX_ARGS 64
+
+/* A chunk in flight on one device: its events and where its data went. */
+typedef struct clf__chunk {
+    uint64_t off, len;
+    int slot; /* chunk-indexed buffer slot (double buffering) */
+    cl_event kernel;
+    cl_event ev[2 * CLF__MAX_ARGS]; /* writes, then reads */
+    uint64_t ev_bytes[2 * CLF__MAX_ARGS]; /* bytes each of them moves (metrics) */
+    unsigned char ev_arg[2 * CLF__MAX_ARGS]; /* the argument each of them moves */
+    size_t nwrite, nread;
+    uint64_t bytes_in, bytes_out;
+    cl_int fault; /* an injected execution fault's status: the kernel was not run (worker.c) */
+} clf__chunk;
+
+struct clf__launch;
+
+/* One device's worker: its own host thread, kernel object and buffers. */
+typedef struct clf__worker {
+    struct clf__launch *L;
+    size_t slot_index; /* position among the launch's devices */
+    struct clf__device *d;
+    pthread_t thread;
+    int started;
+    cl_kernel kernel;
+    cl_mem whole[CLF__MAX_ARGS];   /* global-indexed arrays and reductions (owned) */
+    cl_mem slot[CLF__MAX_ARGS][2]; /* chunk-indexed slots (owned) */
+    size_t slot_cap[CLF__MAX_ARGS][2];
+    uint64_t budget, mem_now, mem_peak;
+    uint64_t max_units;
+    double t_start; /* host time of the first enqueue */
+    /* The look-ahead chunk, while its kernel has not started (guarded by L->lock): an
+     * idle device may steal it. State 0: none, 1: waiting here, 2: stolen. */
+    uint64_t la_off, la_len;
+    int la_state;
+    /* Reductions: chunks finished since the partial on the device was last combined on the
+     * host. They count as outstanding in the partitioner until then, so that a device that
+     * fails can give them back with the partial it loses. */
+    uint64_t (*pend)[2]; /* {off, len} */
+    size_t npend, cap_pend;
+    int red_stale; /* the device's reduction buffers must be reset before the next kernel */
+    clf_device_report rep;
+    clf_status st;
+    cl_int cl_err;  /* the OpenCL error behind st, or 0 */
+    int exec_fault; /* a command failed while it ran */
+    int fatal;      /* its failure cannot be repaired by re-running chunks */
+    char err[2048];
+} clf__worker;
+
+typedef struct clf__launch {
+    clf_fleet *fl;
+    clf_program *prog;
+    clf_launch_desc desc;
+    clf_arg args[CLF__MAX_ARGS];
+    size_t nargs;
+    size_t dev[CLF_MAX_LAUNCH_DEVICES]; /* fleet indices */
+    size_t ndev;
+    double weights[CLF_MAX_LAUNCH_DEVICES];
+    uint64_t limits[CLF_MAX_LAUNCH_DEVICES];
+    unsigned split;      /* the split dimension: dims - 1 */
+    uint64_t total;      /* units along it */
+    uint64_t per_unit;   /* work-items per unit (product of the other dimensions) */
+    uint64_t gran;
+    int auto_local; /* clfleet chose desc.local (the user gave none) */
+    clf__part_strategy part_strategy;
+    clf__part *part;
+    struct clf__bcast *bcast[CLF__MAX_ARGS]; /* cache entries of broadcast arguments */
+    unsigned char *red_acc[CLF__MAX_ARGS];   /* reductions combined so far */
+    double t0;
+
+    int has_reduce, has_inout;
+    unsigned char excluded[CLF_MAX_LAUNCH_DEVICES]; /* failed earlier, or no program there */
+
+    pthread_mutex_t lock; /* guards what follows and the reductions */
+    pthread_cond_t changed;
+    size_t alive, waiting;
+    int stuck; /* stop taking chunks (atomic loads outside the lock) */
+
+    clf__worker w[CLF_MAX_LAUNCH_DEVICES];
+} clf__launch;
+
+/* Wait for and free an asynchronous launch (an event's op_wait and op_release). */
+clf_status clf__host_op_wait(struct clf__host_op *op);
+void clf__host_op_release(struct clf__host_op *op);
+/* A report's makespan, efficiency (earliest finish / latest finish) and imbalance (latest
+ * finish / mean finish - 1) from the finish times of its devices that did work. */
+void clf__report_balance(clf_launch_report *rep);
+/* Wait for the fleet's turn (launches run one at a time, in the order they were queued),
+ * and give it back; for other multi-device operations (gemm.c). */
+void clf__turn_begin(clf_fleet *fl);
+void clf__turn_end(clf_fleet *fl);
+/* The fleet's learned throughput model, opened on first use (under the fleet's lock). */
+struct clf__perf_model *clf__fleet_perf(clf_fleet *fl);
+/* A device's key in the throughput model: name, driver version and compute units. */
+void clf__perf_device_key(const struct clf__device *d, char *buf, size_t n);
+/* Bytes of device memory the launch needs per device: fixed part and per unit. */
+void clf__launch_footprint(const clf__launch *L, uint64_t *fixed, uint64_t *per_unit,
+                           uint64_t *halo_units);
+/* Thread body of a worker. */
+void *clf__worker_main(void *arg);
+/* Release the worker's kernel and buffers. */
+void clf__worker_fini(clf__worker *w);
+/* The identity element of op for type (esize bytes written to out). */
+void clf__reduce_identity(unsigned op, unsigned type, void *out);
+/* acc[i] = op(acc[i], x[i]) for count elements. */
+void clf__reduce_combine(unsigned op, unsigned type, void *acc, const void *x, size_t count);
+
+static inline int clf__arg_partitioned(const clf_arg *a)
+{
+    return a->kind == CLF_ARG_KIND_IN || a->kind == CLF_ARG_KIND_OUT ||
+           a->kind == CLF_ARG_KIND_INOUT;
+}
+static inline int clf__arg_reads(const clf_arg *a)
+{
+    return a->kind == CLF_ARG_KIND_IN || a->kind == CLF_ARG_KIND_INOUT;
+}
+static inline int clf__arg_writes(const clf_arg *a)
+{
+    return a->kind == CLF_ARG_KIND_OUT || a->kind == CLF_ARG_KIND_INOUT;
+}
+
+#endif

@@ -1,0 +1,987 @@
+/*
+ * One kernel launch across the fleet: validate the description, choose the
+ * devices' budgets and weights, cut the range (partition.c), run one worker
+ * thread per device (worker.c), combine reductions and write the report.
+ */
+#include "exec.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+
+#define CLF__BCAST_CACHE 16
+
+static uint64_t gcd64(uint64_t a, uint64_t b)
+{
+    while (b) {
+        uint64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+/* ---- validation ---------------------------------------------------------------- */
+
+static clf_status check_arg(const clf__launch *L, size_t i, const clf_arg *a)
+{
+    const char *k = L->desc.kernel;
+    if (a->flags & ~(unsigned)CLF_ARG_CHUNK_INDEXED)
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "'%s' argument %zu: unknown flags 0x%x", k,
+                         i, a->flags);
+    switch (a->kind) {
+    case CLF_ARG_KIND_IN:
+    case CLF_ARG_KIND_OUT:
+    case CLF_ARG_KIND_INOUT: {
+        size_t need;
+        if (!a->host)
+            return clf__fail(CLF_ERROR_NULL_POINTER, "'%s' argument %zu: host array is NULL", k,
+                             i);
+        if (a->unit == 0)
+            return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                             "'%s' argument %zu: bytes per split unit is zero", k, i);
+        if (L->total > SIZE_MAX || clf__mul_overflow((size_t)L->total, a->unit, &need))
+            return clf__fail(CLF_ERROR_SIZE_OVERFLOW,
+                             "'%s' argument %zu: %llu units x %zu bytes overflows", k, i,
+                             (unsigned long long)L->total, a->unit);
+        if (a->size < need)
+            return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                             "'%s' argument %zu: array of %zu bytes is shorter than the range "
+                             "needs (%llu units x %zu bytes = %zu)",
+                             k, i, a->size, (unsigned long long)L->total, a->unit, need);
+        if (a->kind == CLF_ARG_KIND_OUT && (a->halo_before || a->halo_after))
+            return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                             "'%s' argument %zu: an output has no halo (only inputs read one)",
+                             k, i);
+        /* A halo may exceed the range (a 5x5 blur of a one-row image): it is clamped,
+         * but a chunk's slot (chunk + halos) must still be countable. */
+        size_t units;
+        if (clf__add_overflow(a->halo_before, a->halo_after, &units) ||
+            clf__add_overflow(units, (size_t)L->total, &units) ||
+            clf__mul_overflow(units, a->unit, &units))
+            return clf__fail(CLF_ERROR_SIZE_OVERFLOW, "'%s' argument %zu: halo overflows", k,
+                             i);
+        return CLF_SUCCESS;
+    }
+    case CLF_ARG_KIND_BROADCAST:
+    case CLF_ARG_KIND_SCALAR:
+        if (!a->host)
+            return clf__fail(CLF_ERROR_NULL_POINTER, "'%s' argument %zu: value is NULL", k, i);
+        if (a->size == 0)
+            return clf__fail(CLF_ERROR_ZERO_SIZE, "'%s' argument %zu: size is zero", k, i);
+        return CLF_SUCCESS;
+    case CLF_ARG_KIND_LOCAL:
+        if (a->size == 0)
+            return clf__fail(CLF_ERROR_ZERO_SIZE, "'%s' argument %zu: local size is zero", k, i);
+        return CLF_SUCCESS;
+    case CLF_ARG_KIND_REDUCE: {
+        size_t es = clf_type_size((clf_type)a->type), bytes;
+        if (!a->host)
+            return clf__fail(CLF_ERROR_NULL_POINTER, "'%s' argument %zu: result is NULL", k, i);
+        if (es == 0 || a->op < CLF_SUM || a->op > CLF_MAX)
+            return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                             "'%s' argument %zu: unknown reduction type %u or operation %u", k,
+                             i, a->type, a->op);
+        if (a->size == 0)
+            return clf__fail(CLF_ERROR_ZERO_SIZE, "'%s' argument %zu: zero elements", k, i);
+        if (clf__mul_overflow(a->size, es, &bytes))
+            return clf__fail(CLF_ERROR_SIZE_OVERFLOW, "'%s' argument %zu: size overflows", k, i);
+        return CLF_SUCCESS;
+    }
+    }
+    return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "'%s' argument %zu: unknown kind %u", k, i,
+                     a->kind);
+}
+
+static clf_status check_desc(clf__launch *L, const clf_launch_desc *d)
+{
+    if (d->version != CLF_LAUNCH_DESC_VERSION)
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                         "clf_launch_desc.version is %u, expected %u (use CLF_LAUNCH_DESC_INIT)",
+                         d->version, CLF_LAUNCH_DESC_VERSION);
+    if (!d->kernel)
+        return clf__fail(CLF_ERROR_NULL_POINTER, "clf_launch_desc.kernel is NULL");
+    if (d->dims < 1 || d->dims > 3)
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "dims is %u (1, 2 or 3)", d->dims);
+    int has_local = d->local[0] != 0;
+    for (unsigned k = 0; k < d->dims; k++) {
+        if (d->global[k] == 0)
+            return clf__fail(CLF_ERROR_ZERO_SIZE, "'%s': global size %u is zero", d->kernel, k);
+        if ((d->local[k] != 0) != has_local)
+            return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                             "'%s': give a local size for every dimension or for none",
+                             d->kernel);
+        if (has_local && k != d->dims - 1 && d->global[k] % d->local[k])
+            return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                             "'%s': global size %zu of dimension %u is not a multiple of the "
+                             "local size %zu",
+                             d->kernel, d->global[k], k, d->local[k]);
+    }
+    L->split = d->dims - 1;
+    L->total = d->global[L->split];
+    L->per_unit = 1;
+    for (unsigned k = 0; k < L->split; k++)
+        if (__builtin_mul_overflow(L->per_unit, (uint64_t)d->global[k], &L->per_unit))
+            return clf__fail(CLF_ERROR_SIZE_OVERFLOW, "'%s': the range overflows", d->kernel);
+    /* Chunks are multiples of both the local size and the granularity. */
+    uint64_t g = d->granularity ? d->granularity : 1, l = has_local ? d->local[L->split] : 1;
+    if (__builtin_mul_overflow(g / gcd64(g, l), l, &L->gran))
+        return clf__fail(CLF_ERROR_SIZE_OVERFLOW, "'%s': granularity overflows", d->kernel);
+    if (d->mem_safety < 0 || d->mem_safety > 1 || isnan(d->mem_safety))
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "mem_safety %g is not in (0, 1]",
+                         d->mem_safety);
+    if ((unsigned)d->weights_mode > CLF_WEIGHTS_USER)
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "unknown weights mode %d",
+                         (int)d->weights_mode);
+    if (d->weights_mode == CLF_WEIGHTS_USER && !d->weights)
+        return clf__fail(CLF_ERROR_NULL_POINTER, "CLF_WEIGHTS_USER with NULL weights");
+    return CLF_SUCCESS;
+}
+
+/*
+ * Without a local size, pick one: drivers such as PoCL compile a kernel
+ * variant for every work-group size they are handed, and chunks of many
+ * lengths would each bring their own (and groups of one run slowly). Along
+ * the split dimension: with no granularity either, up to 64 when the range
+ * gives every device several chunks, and chunks become multiples of it; with
+ * a granularity, the largest power of two up to 64 that divides it, so chunk
+ * boundaries stay where the user asked. Across dimension 0 of a 2D or 3D
+ * range: a divisor of its size up to 64.
+ */
+static void auto_local(clf__launch *L)
+{
+    clf_launch_desc *d = &L->desc;
+    if (d->local[0] != 0)
+        return;
+    L->auto_local = 1;
+    for (unsigned k = 0; k < d->dims; k++)
+        d->local[k] = 1;
+    if (L->split == 0) {
+        uint64_t l = 64;
+        if (d->granularity)
+            while (d->granularity % l)
+                l /= 2;
+        else
+            while (l > 1 && L->total < l * 8 * L->ndev)
+                l /= 2;
+        d->local[0] = (size_t)l;
+        L->gran = L->gran / gcd64(L->gran, l) * l;
+    } else {
+        for (size_t l = 64; l > 1; l--)
+            if (d->global[0] % l == 0) {
+                d->local[0] = l;
+                break;
+            }
+    }
+}
+
+static clf_status choose_devices(clf__launch *L)
+{
+    const clf_launch_desc *d = &L->desc;
+    clf_fleet *fl = L->fl;
+    if (d->devices) {
+        if (d->num_devices == 0)
+            return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "devices given but num_devices is 0");
+        if (d->num_devices > CLF_MAX_LAUNCH_DEVICES)
+            return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "more than %d devices in one launch",
+                             CLF_MAX_LAUNCH_DEVICES);
+        for (size_t i = 0; i < d->num_devices; i++) {
+            if (d->devices[i] >= fl->ndev)
+                return clf__fail(CLF_ERROR_OUT_OF_RANGE,
+                                 "launch device %zu is %zu, the fleet has %zu", i,
+                                 d->devices[i], fl->ndev);
+            for (size_t j = 0; j < i; j++)
+                if (d->devices[j] == d->devices[i])
+                    return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "device %zu listed twice",
+                                     d->devices[i]);
+            L->dev[i] = d->devices[i];
+        }
+        L->ndev = d->num_devices;
+    } else {
+        L->ndev = fl->ndev < CLF_MAX_LAUNCH_DEVICES ? fl->ndev : CLF_MAX_LAUNCH_DEVICES;
+        for (size_t i = 0; i < L->ndev; i++)
+            L->dev[i] = i;
+    }
+    if (d->weights_mode == CLF_WEIGHTS_USER) {
+        int any = 0;
+        for (size_t i = 0; i < L->ndev; i++) {
+            if (!isfinite(d->weights[i]) || d->weights[i] < 0)
+                return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "weight %zu is %g", i,
+                                 d->weights[i]);
+            any |= d->weights[i] > 0;
+        }
+        if (!any)
+            return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "every weight is zero");
+    }
+    return CLF_SUCCESS;
+}
+
+/* ---- memory budgets ---------------------------------------------------------------- */
+
+void clf__launch_footprint(const clf__launch *L, uint64_t *fixed, uint64_t *per_unit,
+                           uint64_t *halo_units)
+{
+    *fixed = *per_unit = *halo_units = 0;
+    for (size_t i = 0; i < L->nargs; i++) {
+        const clf_arg *a = &L->args[i];
+        if (clf__arg_partitioned(a) && (a->flags & CLF_ARG_CHUNK_INDEXED)) {
+            *per_unit += 2 * (uint64_t)a->unit; /* two slots: double buffering */
+            *halo_units += 2 * (uint64_t)(a->halo_before + a->halo_after) * a->unit;
+        } else if (clf__arg_partitioned(a)) {
+            *fixed += L->total * a->unit;
+        } else if (a->kind == CLF_ARG_KIND_BROADCAST) {
+            *fixed += a->size;
+        } else if (a->kind == CLF_ARG_KIND_REDUCE) {
+            *fixed += (uint64_t)a->size * clf_type_size((clf_type)a->type);
+        }
+    }
+}
+
+/* Budget and the largest chunk each device can hold; fails when no device can hold any. */
+static clf_status budgets(clf__launch *L, uint64_t *max_units)
+{
+    uint64_t fixed, per_unit, halo;
+    clf__launch_footprint(L, &fixed, &per_unit, &halo);
+    double safety = L->desc.mem_safety > 0 ? L->desc.mem_safety : 0.8;
+    int any = 0;
+    for (size_t i = 0; i < L->ndev; i++) {
+        const clf_device_info *in = &L->fl->dev[L->dev[i]].info;
+        if (L->excluded[i]) { /* takes no work */
+            L->w[i].budget = 0;
+            max_units[i] = L->w[i].max_units = 0;
+            continue;
+        }
+        uint64_t b = (uint64_t)((double)in->global_mem * safety);
+        if (L->desc.mem_limits && L->desc.mem_limits[i] && L->desc.mem_limits[i] < b)
+            b = L->desc.mem_limits[i];
+        L->w[i].budget = b;
+        uint64_t m = 0;
+        int fits = fixed + halo <= b;
+        for (size_t a = 0; a < L->nargs && fits; a++) /* each global-indexed buffer */
+            if (clf__arg_partitioned(&L->args[a]) && !(L->args[a].flags & CLF_ARG_CHUNK_INDEXED))
+                fits = L->total * L->args[a].unit <= in->max_alloc;
+        if (fits)
+            m = per_unit ? (b - fixed - halo) / per_unit : UINT64_MAX;
+        /* One slot of a chunk-indexed argument must also fit one allocation. */
+        for (size_t a = 0; a < L->nargs && m; a++) {
+            const clf_arg *x = &L->args[a];
+            if (clf__arg_partitioned(x) && (x->flags & CLF_ARG_CHUNK_INDEXED)) {
+                uint64_t cap = in->max_alloc / x->unit;
+                uint64_t h = x->halo_before + x->halo_after;
+                m = cap <= h ? 0 : (cap - h < m ? cap - h : m);
+            }
+        }
+        max_units[i] = m;
+        L->w[i].max_units = m;
+        any |= m >= (L->gran < L->total ? L->gran : L->total);
+    }
+    if (!any)
+        return clf__fail(CLF_ERROR_OUT_OF_RANGE,
+                         "'%s': no device can hold one chunk: %llu bytes are needed on every "
+                         "device (global-indexed arrays, broadcasts, reductions) plus %llu "
+                         "per unit; device budget %llu (make large arrays chunk-indexed to "
+                         "stream them)",
+                         L->desc.kernel, (unsigned long long)(fixed + halo),
+                         (unsigned long long)per_unit, (unsigned long long)L->w[0].budget);
+    return CLF_SUCCESS;
+}
+
+/* ---- weights and strategy ------------------------------------------------------------- */
+
+void clf__perf_device_key(const struct clf__device *d, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s|%s|cu=%u", d->info.name, d->info.driver_version, d->info.compute_units);
+}
+
+static void kernel_key(const clf__launch *L, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s@%.16s", L->desc.kernel, L->prog->hash);
+}
+
+clf__perf_model *clf__fleet_perf(clf_fleet *fl)
+{
+    pthread_mutex_lock(&fl->lock);
+    if (!fl->perf) {
+        char path[4096];
+        int persist = fl->cache_dir &&
+                      snprintf(path, sizeof path, "%s/perf-v1.tsv", fl->cache_dir) <
+                          (int)sizeof path;
+        if (clf__perf_open(&fl->perf, persist ? path : NULL) != CLF_SUCCESS)
+            clf__perf_open(&fl->perf, NULL); /* unreadable file: learn in memory */
+    }
+    clf__perf_model *m = fl->perf;
+    pthread_mutex_unlock(&fl->lock);
+    return m;
+}
+
+/* Weights for STATIC, GUIDED and MEMORY_AWARE; returns 1 when learned for every device. */
+static int choose_weights(clf__launch *L, char *reason, size_t n)
+{
+    const clf_launch_desc *d = &L->desc;
+    if (d->weights_mode == CLF_WEIGHTS_USER) {
+        memcpy(L->weights, d->weights, L->ndev * sizeof *L->weights);
+        snprintf(reason, n, "user weights");
+        return 0;
+    }
+    for (size_t i = 0; i < L->ndev; i++)
+        L->weights[i] = 1.0;
+    if (d->weights_mode == CLF_WEIGHTS_EQUAL) {
+        snprintf(reason, n, "equal weights");
+        return 0;
+    }
+    char kkey[300], dkeys[CLF_MAX_LAUNCH_DEVICES][400];
+    const char *dk[CLF_MAX_LAUNCH_DEVICES];
+    double learned[CLF_MAX_LAUNCH_DEVICES];
+    kernel_key(L, kkey, sizeof kkey);
+    for (size_t i = 0; i < L->ndev; i++) {
+        clf__perf_device_key(&L->fl->dev[L->dev[i]], dkeys[i], sizeof dkeys[i]);
+        dk[i] = dkeys[i];
+    }
+    clf__perf_model *m = clf__fleet_perf(L->fl);
+    if (m && clf__perf_weights(m, kkey, L->ndev, dk, learned) == L->ndev) {
+        memcpy(L->weights, learned, L->ndev * sizeof *learned);
+        snprintf(reason, n, "learned weights");
+        return 1;
+    }
+    /* Until measured: compute units x clock, a fair guess for devices of one kind. */
+    for (size_t i = 0; i < L->ndev; i++) {
+        const clf_device_info *in = &L->fl->dev[L->dev[i]].info;
+        double w = (double)(in->compute_units ? in->compute_units : 1) *
+                   (in->clock_mhz ? in->clock_mhz : 1000);
+        L->weights[i] = w;
+    }
+    snprintf(reason, n, "weights from compute units x clock (not learned yet)");
+    return 0;
+}
+
+/* The efficiency of the kernel's last static launch on this fleet, or -1. */
+static double static_efficiency(clf__launch *L, int set, double value)
+{
+    char key[96];
+    kernel_key(L, key, sizeof key);
+    clf_fleet *fl = L->fl;
+    double e = -1;
+    pthread_mutex_lock(&fl->lock);
+    size_t n = fl->nstatic_eff < CLF__ARRAY_LEN(fl->static_eff) ? fl->nstatic_eff
+                                                               : CLF__ARRAY_LEN(fl->static_eff);
+    size_t i = 0;
+    while (i < n && strcmp(fl->static_eff[i].key, key) != 0)
+        i++;
+    if (set) {
+        if (i == n) /* a new kernel takes the oldest place */
+            i = fl->nstatic_eff++ % CLF__ARRAY_LEN(fl->static_eff);
+        snprintf(fl->static_eff[i].key, sizeof fl->static_eff[i].key, "%s", key);
+        fl->static_eff[i].efficiency = value;
+    } else if (i < n) {
+        e = fl->static_eff[i].efficiency;
+    }
+    pthread_mutex_unlock(&fl->lock);
+    return e;
+}
+
+static clf_status choose_strategy(clf__launch *L, const uint64_t *max_units,
+                                  clf_launch_report *rep)
+{
+    clf_strategy s = L->desc.strategy;
+    if (s == CLF_STRATEGY_DEFAULT) {
+        const char *env = getenv("CLFLEET_STRATEGY");
+        s = CLF_AUTO;
+        if (env && env[0]) {
+            clf_status st = clf_strategy_parse(env, &s);
+            if (st != CLF_SUCCESS)
+                return clf__fail(CLF_ERROR_PARSE, "CLFLEET_STRATEGY: unknown strategy '%.64s'",
+                                 env);
+            if (s == CLF_STRATEGY_DEFAULT)
+                s = CLF_AUTO;
+        }
+    }
+    if ((unsigned)s > CLF_AUTO)
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "unknown strategy %d", (int)s);
+    rep->requested = s;
+    char wreason[100];
+    int learned = choose_weights(L, wreason, sizeof wreason);
+    for (size_t i = 0; i < L->ndev; i++)
+        if (L->excluded[i])
+            L->weights[i] = 0;
+    if (s == CLF_AUTO) {
+        double wsum = 0, last;
+        int tight = 0;
+        for (size_t i = 0; i < L->ndev; i++)
+            wsum += L->weights[i];
+        for (size_t i = 0; i < L->ndev; i++)
+            tight |= (double)max_units[i] < (double)L->total * L->weights[i] / wsum;
+        if (tight) {
+            s = CLF_MEMORY_AWARE;
+            snprintf(rep->reason, sizeof rep->reason,
+                     "auto: memory-aware (a device's share exceeds its memory budget); %s",
+                     wreason);
+        } else if (learned && (last = static_efficiency(L, 0, 0)) >= 0 && last < 0.9) {
+            /* Throughput per unit is not uniform over the range (irregular work):
+             * shares by speed cannot balance it, chunks pulled on demand can. */
+            s = CLF_DYNAMIC;
+            snprintf(rep->reason, sizeof rep->reason,
+                     "auto: dynamic (static balanced this kernel to efficiency %.2f); %s", last,
+                     wreason);
+        } else if (learned) {
+            s = CLF_STATIC;
+            snprintf(rep->reason, sizeof rep->reason,
+                     "auto: static (throughput learned for every device); %s", wreason);
+        } else {
+            s = CLF_GUIDED;
+            snprintf(rep->reason, sizeof rep->reason,
+                     "auto: guided (throughput not learned yet); %s", wreason);
+        }
+    } else {
+        snprintf(rep->reason, sizeof rep->reason, "%s; %s", clf_strategy_name(s), wreason);
+    }
+    rep->strategy = s;
+    L->part_strategy = s == CLF_STATIC    ? CLF__PART_STATIC
+                       : s == CLF_DYNAMIC ? CLF__PART_DYNAMIC
+                       : s == CLF_GUIDED  ? CLF__PART_GUIDED
+                                          : CLF__PART_MEMORY_AWARE;
+    return CLF_SUCCESS;
+}
+
+/* ---- broadcast cache ----------------------------------------------------------------- */
+
+/* 64-bit FNV-1a over words: fast enough to run on every launch, to see a changed array. */
+static uint64_t content_hash(const void *p, size_t n)
+{
+    const unsigned char *s = p;
+    uint64_t h = 0xcbf29ce484222325ull ^ n;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, s + i, 8);
+        h = (h ^ w) * 0x100000001b3ull;
+        h ^= h >> 29;
+    }
+    for (; i < n; i++)
+        h = (h ^ s[i]) * 0x100000001b3ull;
+    return h;
+}
+
+static void bcast_release(clf_fleet *fl, struct clf__bcast *b)
+{
+    for (size_t d = 0; d < fl->ndev; d++)
+        if (b->mem[d]) {
+            clReleaseMemObject(b->mem[d]);
+            clf__metrics_free(fl, d, b->size);
+            b->mem[d] = NULL;
+        }
+}
+
+/* The cache entry of a broadcast array, emptied when its content changed. */
+static clf_status bcast_entry(clf_fleet *fl, const clf_arg *a, struct clf__bcast **out)
+{
+    uint64_t h = content_hash(a->host, a->size);
+    clf_status st = CLF_SUCCESS;
+    pthread_mutex_lock(&fl->lock);
+    struct clf__bcast *b = NULL;
+    for (size_t i = 0; i < fl->nbcast && !b; i++)
+        if (fl->bcast[i].host == a->host && fl->bcast[i].size == a->size)
+            b = &fl->bcast[i];
+    if (!b) {
+        if (!fl->bcast) {
+            fl->bcast = calloc(CLF__BCAST_CACHE, sizeof *fl->bcast);
+            if (!fl->bcast) {
+                st = clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "broadcast: out of memory");
+                goto out;
+            }
+        }
+        if (fl->nbcast == CLF__BCAST_CACHE) { /* evict the oldest */
+            bcast_release(fl, &fl->bcast[0]);
+            cl_mem *keep = fl->bcast[0].mem;
+            memmove(fl->bcast, fl->bcast + 1, (CLF__BCAST_CACHE - 1) * sizeof *fl->bcast);
+            fl->bcast[--fl->nbcast].mem = keep;
+        }
+        b = &fl->bcast[fl->nbcast];
+        if (!b->mem && !(b->mem = calloc(fl->ndev, sizeof *b->mem))) {
+            st = clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "broadcast: out of memory");
+            goto out;
+        }
+        fl->nbcast++;
+        b->host = a->host;
+        b->size = a->size;
+        b->hash = h;
+    } else if (b->hash != h) {
+        bcast_release(fl, b);
+        b->hash = h;
+    }
+    *out = b;
+out:
+    pthread_mutex_unlock(&fl->lock);
+    return st;
+}
+
+void clf__launch_fleet_fini(clf_fleet *fl)
+{
+    pthread_mutex_lock(&fl->lock);
+    while (fl->serving != fl->next_ticket) /* launches still queued or running */
+        pthread_cond_wait(&fl->turn, &fl->lock);
+    pthread_mutex_unlock(&fl->lock);
+    for (size_t i = 0; i < CLF__BCAST_CACHE && fl->bcast; i++) {
+        if (i < fl->nbcast)
+            bcast_release(fl, &fl->bcast[i]);
+        free(fl->bcast[i].mem);
+    }
+    free(fl->bcast);
+    if (fl->perf) {
+        clf__perf_save(fl->perf); /* best effort: learning is an optimisation */
+        clf__perf_close(fl->perf);
+    }
+}
+
+/* ---- the launch ------------------------------------------------------------------------ */
+
+void clf__report_balance(clf_launch_report *rep)
+{
+    double lo = INFINITY, hi = 0, sum = 0;
+    size_t busy = 0;
+    for (size_t i = 0; i < rep->num_devices; i++) {
+        const clf_device_report *r = &rep->dev[i];
+        if (r->units) {
+            lo = r->finish_s < lo ? r->finish_s : lo;
+            hi = r->finish_s > hi ? r->finish_s : hi;
+            sum += r->finish_s;
+            busy++;
+        }
+    }
+    rep->makespan_s = hi;
+    rep->efficiency = busy && hi > 0 ? lo / hi : 1.0;
+    rep->imbalance = busy && sum > 0 ? hi / (sum / (double)busy) - 1.0 : 0.0;
+}
+
+static void fill_report(clf__launch *L, clf_launch_report *rep)
+{
+    rep->total_units = L->total;
+    rep->num_devices = L->ndev;
+    for (size_t i = 0; i < L->ndev; i++) {
+        clf_device_report *r = &rep->dev[i];
+        *r = L->w[i].rep;
+        r->device = L->dev[i];
+        r->share = (double)r->units / (double)L->total;
+        r->mem_peak = L->w[i].mem_peak;
+        r->mem_budget = L->w[i].budget;
+        rep->done_units += r->units;
+        rep->requeued_units += r->requeued_units;
+        rep->failed_devices += r->failed != 0;
+    }
+    clf__report_balance(rep);
+}
+
+static void learn(clf__launch *L)
+{
+    clf__perf_model *m = L->fl->perf;
+    if (!m)
+        return;
+    char kkey[300], dkey[400];
+    kernel_key(L, kkey, sizeof kkey);
+    for (size_t i = 0; i < L->ndev; i++) {
+        const clf__worker *w = &L->w[i];
+        double t = w->rep.finish_s - w->t_start;
+        if (w->rep.units && !w->rep.failed && t > 0) {
+            clf__perf_device_key(w->d, dkey, sizeof dkey);
+            clf__perf_record(m, kkey, dkey, w->rep.units, t);
+        }
+    }
+}
+
+/* Check the kernel exists and takes as many arguments as given, before any thread starts. */
+static clf_status check_kernel(clf__launch *L)
+{
+    size_t first = 0;
+    while (L->excluded[first]) /* exclude() leaves at least one */
+        first++;
+    struct clf__device *d = &L->fl->dev[L->dev[first]];
+    cl_int err;
+    cl_kernel k = clCreateKernel(L->prog->prog[d->index], L->desc.kernel, &err);
+    if (err == CL_INVALID_KERNEL_NAME)
+        return clf__fail(CLF_ERROR_NOT_FOUND, "no kernel '%.128s' in the program",
+                         L->desc.kernel);
+    if (err != CL_SUCCESS)
+        return clf__cl_fail(err, "clCreateKernel", d);
+    cl_uint n = 0;
+    err = clGetKernelInfo(k, CL_KERNEL_NUM_ARGS, sizeof n, &n, NULL);
+    clReleaseKernel(k);
+    if (err == CL_SUCCESS && n != L->nargs)
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "kernel '%s' takes %u arguments, %zu given",
+                         L->desc.kernel, n, L->nargs);
+    return CLF_SUCCESS;
+}
+
+static clf_status prepare(clf__launch *L, clf_fleet *fl, clf_program *prog,
+                          const clf_launch_desc *desc, const clf_arg *args, size_t nargs)
+{
+    if (!fl || !prog || !desc)
+        return clf__fail(CLF_ERROR_NULL_POINTER, "clf_launch: %s is NULL",
+                         !fl ? "fleet" : !prog ? "program" : "desc");
+    if (nargs && !args)
+        return clf__fail(CLF_ERROR_NULL_POINTER, "clf_launch: args is NULL");
+    if (nargs > CLF__MAX_ARGS)
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "more than %d arguments", CLF__MAX_ARGS);
+    if (prog->fleet != fl)
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "the program was built for another fleet");
+    memset(L, 0, sizeof *L);
+    L->fl = fl;
+    L->prog = prog;
+    L->desc = *desc;
+    L->nargs = nargs;
+    if (nargs)
+        memcpy(L->args, args, nargs * sizeof *args);
+    clf_status st = check_desc(L, desc);
+    for (size_t i = 0; st == CLF_SUCCESS && i < nargs; i++)
+        st = check_arg(L, i, &args[i]);
+    if (st == CLF_SUCCESS)
+        st = choose_devices(L);
+    if (st == CLF_SUCCESS)
+        auto_local(L);
+    for (size_t i = 0; i < nargs; i++) {
+        L->has_reduce |= args[i].kind == CLF_ARG_KIND_REDUCE;
+        L->has_inout |= args[i].kind == CLF_ARG_KIND_INOUT;
+    }
+    return st;
+}
+
+/*
+ * Leave out the devices that failed in an earlier launch and those the program did not build
+ * for: they take no work, and the report says why. Fails when none is left.
+ */
+static clf_status exclude(clf__launch *L)
+{
+    size_t left = 0;
+    for (size_t i = 0; i < L->ndev; i++) {
+        size_t d = L->dev[i];
+        clf__worker *w = &L->w[i];
+        char why[256];
+        if (clf__device_failed(L->fl, d, why, sizeof why)) {
+            w->rep.status = CLF_ERROR_DEVICE_FAILED;
+            snprintf(w->rep.error, sizeof w->rep.error,
+                     "failed earlier (clf_device_readmit()): %.110s", why);
+        } else if (!L->prog->built[d]) {
+            w->rep.status = CLF_ERROR_BUILD;
+            snprintf(w->rep.error, sizeof w->rep.error, "the program did not build for it");
+        } else {
+            left++;
+            continue;
+        }
+        L->excluded[i] = 1;
+        w->rep.excluded = 1;
+    }
+    if (left)
+        return CLF_SUCCESS;
+    clf__fail(CLF_ERROR_DEVICE_FAILED, "'%s': every device of the launch is left out:",
+              L->desc.kernel);
+    for (size_t i = 0; i < L->ndev; i++)
+        clf__append_error("\n  device %zu '%s': %s", L->dev[i], L->fl->dev[L->dev[i]].info.name,
+                          L->w[i].rep.error);
+    for (size_t i = 0; i < L->ndev; i++)
+        if (L->w[i].rep.status != CLF_ERROR_BUILD)
+            return CLF_ERROR_DEVICE_FAILED;
+    return CLF_ERROR_BUILD; /* no device has the program */
+}
+
+/* Devices that failed here with a device error are left out of later launches; the report
+ * says what happened to each. */
+static void record_failures(clf__launch *L)
+{
+    for (size_t i = 0; i < L->ndev; i++) {
+        clf__worker *w = &L->w[i];
+        if (L->excluded[i] || w->st == CLF_SUCCESS)
+            continue;
+        w->rep.status = w->st;
+        w->rep.cl_error = w->cl_err;
+        snprintf(w->rep.error, sizeof w->rep.error, "%.159s", w->err);
+        if (w->exec_fault || clf__cl_device_fault(w->cl_err)) {
+            char why[512];
+            snprintf(why, sizeof why, "launch of '%.64s': %.400s", L->desc.kernel, w->err);
+            clf__device_mark_failed(L->fl, L->dev[i], why);
+        }
+    }
+}
+
+/* Why a launch is incomplete: a failure that re-running cannot repair, else the first one
+ * that is not the device's fault (the launch's own), else every device failed. */
+static clf_status incomplete(clf__launch *L, uint64_t done, uint64_t free_units)
+{
+    const clf__worker *first = NULL;
+    for (size_t i = 0; i < L->ndev && !first; i++)
+        if (L->w[i].fatal)
+            first = &L->w[i];
+    for (size_t i = 0; i < L->ndev && !first; i++) {
+        const clf__worker *w = &L->w[i];
+        if (!L->excluded[i] && w->st != CLF_SUCCESS && !w->exec_fault &&
+            !clf__cl_device_fault(w->cl_err))
+            first = w;
+    }
+    if (first)
+        return clf__fail(first->st, "launch of '%s' incomplete (%llu of %llu units): %s",
+                         L->desc.kernel, (unsigned long long)done,
+                         (unsigned long long)L->total, first->err);
+    size_t failed = 0;
+    for (size_t i = 0; i < L->ndev; i++)
+        failed += L->w[i].st != CLF_SUCCESS;
+    if (!failed)
+        return clf__fail(CLF_ERROR_OUT_OF_RANGE,
+                         "launch of '%s' incomplete: %llu units fit no remaining device",
+                         L->desc.kernel, (unsigned long long)free_units);
+    clf__fail(CLF_ERROR_DEVICE_FAILED,
+              "launch of '%s' incomplete (%llu of %llu units; the report says which device did "
+              "what): every device that could take work failed:",
+              L->desc.kernel, (unsigned long long)done, (unsigned long long)L->total);
+    for (size_t i = 0; i < L->ndev; i++)
+        if (L->w[i].st != CLF_SUCCESS)
+            clf__append_error("\n  %s", L->w[i].err);
+    return CLF_ERROR_DEVICE_FAILED;
+}
+
+/* Run a prepared launch; the caller holds the fleet's turn. */
+static clf_status run(clf__launch *L, clf_launch_report *rep)
+{
+    clf_status st;
+    uint64_t max_units[CLF_MAX_LAUNCH_DEVICES];
+    memset(rep, 0, sizeof *rep);
+    if ((st = exclude(L)) != CLF_SUCCESS) {
+        fill_report(L, rep); /* which device is left out, and why */
+        goto out;
+    }
+    CLF__TRY(st, check_kernel(L));
+    CLF__TRY(st, budgets(L, max_units));
+    CLF__TRY(st, choose_strategy(L, max_units, rep));
+    clf__part_params pp = {0};
+    /* Fine enough for irregular work; a chunk costs tens of microseconds. */
+    pp.chunks_per_device = L->desc.chunks_per_device ? L->desc.chunks_per_device : 16;
+    pp.min_chunk = L->desc.min_chunk;
+    CLF__TRY(st, clf__part_create(&L->part, L->part_strategy, L->total, L->gran, L->ndev,
+                                  L->weights, max_units, &pp));
+    for (size_t i = 0; i < L->nargs; i++) {
+        const clf_arg *a = &L->args[i];
+        if (a->kind == CLF_ARG_KIND_BROADCAST)
+            CLF__TRY(st, bcast_entry(L->fl, a, &L->bcast[i]));
+        if (a->kind == CLF_ARG_KIND_REDUCE) {
+            size_t es = clf_type_size((clf_type)a->type);
+            if (!(L->red_acc[i] = malloc(a->size * es)))
+                CLF__TRY(st, clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "reduction: out of memory"));
+            for (size_t k = 0; k < a->size; k++)
+                clf__reduce_identity(a->op, a->type, L->red_acc[i] + k * es);
+        }
+    }
+
+    pthread_mutex_init(&L->lock, NULL);
+    pthread_cond_init(&L->changed, NULL);
+    L->t0 = clf__now();
+    /* Every worker counts as alive before any starts: one that runs out of work waits for
+     * the others (their chunks may come back) only while it knows of them. */
+    for (size_t i = 0; i < L->ndev; i++) {
+        clf__worker *w = &L->w[i];
+        w->L = L;
+        w->slot_index = i;
+        w->d = &L->fl->dev[L->dev[i]];
+        L->alive += !L->excluded[i];
+    }
+    for (size_t i = 0; i < L->ndev; i++) {
+        clf__worker *w = &L->w[i];
+        if (L->excluded[i])
+            continue;
+        if (pthread_create(&w->thread, NULL, clf__worker_main, w) != 0) {
+            pthread_mutex_lock(&L->lock);
+            L->alive--;
+            clf__part_retire(L->part, i); /* the others take its share */
+            pthread_cond_broadcast(&L->changed);
+            pthread_mutex_unlock(&L->lock);
+            w->rep.failed = 1;
+            w->st = clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "device %zu: cannot start a thread",
+                              L->dev[i]);
+            snprintf(w->err, sizeof w->err, "%s", clf_last_error());
+            continue;
+        }
+        w->started = 1;
+    }
+    for (size_t i = 0; i < L->ndev; i++)
+        if (L->w[i].started)
+            pthread_join(L->w[i].thread, NULL);
+    pthread_cond_destroy(&L->changed);
+    pthread_mutex_destroy(&L->lock);
+
+    uint64_t free_units, outstanding, done;
+    clf__part_counts(L->part, &free_units, &outstanding, &done);
+    record_failures(L);
+    fill_report(L, rep);
+    clf__metrics_launch(L->fl, L->desc.kernel, rep, L->t0);
+    if (done != L->total) {
+        st = incomplete(L, done, free_units);
+        goto out;
+    }
+    for (size_t i = 0; i < L->nargs; i++)
+        if (L->red_acc[i])
+            memcpy(L->args[i].host, L->red_acc[i],
+                   L->args[i].size * clf_type_size((clf_type)L->args[i].type));
+    learn(L);
+    /* A launch that lost or left out a device says nothing about the kernel's balance. */
+    if (L->part_strategy == CLF__PART_STATIC && L->ndev > 1 && !rep->failed_devices &&
+        !memchr(L->excluded, 1, L->ndev))
+        static_efficiency(L, 1, rep->efficiency);
+out:
+    for (size_t i = 0; i < L->ndev; i++)
+        if (L->w[i].L)
+            clf__worker_fini(&L->w[i]);
+    for (size_t i = 0; i < L->nargs; i++)
+        free(L->red_acc[i]);
+    clf__part_destroy(L->part);
+    L->part = NULL;
+    return st;
+}
+
+static void take_turn(clf_fleet *fl, uint64_t ticket)
+{
+    pthread_mutex_lock(&fl->lock);
+    while (fl->serving != ticket)
+        pthread_cond_wait(&fl->turn, &fl->lock);
+    pthread_mutex_unlock(&fl->lock);
+}
+
+static void end_turn(clf_fleet *fl)
+{
+    pthread_mutex_lock(&fl->lock);
+    fl->serving++;
+    pthread_cond_broadcast(&fl->turn);
+    pthread_mutex_unlock(&fl->lock);
+}
+
+static uint64_t new_ticket(clf_fleet *fl)
+{
+    pthread_mutex_lock(&fl->lock);
+    uint64_t t = fl->next_ticket++;
+    pthread_mutex_unlock(&fl->lock);
+    return t;
+}
+
+void clf__turn_begin(clf_fleet *fl)
+{
+    take_turn(fl, new_ticket(fl));
+}
+
+void clf__turn_end(clf_fleet *fl)
+{
+    end_turn(fl);
+}
+
+clf_status clf_launch(clf_fleet *fl, clf_program *prog, const clf_launch_desc *desc,
+                      const clf_arg *args, size_t nargs, clf_launch_report *report)
+{
+    clf__launch *L = malloc(sizeof *L); /* large: not on the caller's stack */
+    clf_launch_report local;
+    if (!L)
+        return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "launch: out of memory");
+    clf_status st = prepare(L, fl, prog, desc, args, nargs);
+    if (st == CLF_SUCCESS) {
+        uint64_t t = new_ticket(fl);
+        take_turn(fl, t);
+        st = run(L, report ? report : &local);
+        end_turn(fl);
+    }
+    free(L);
+    return st;
+}
+
+/* ---- asynchronous launches ------------------------------------------------------------- */
+
+struct clf__host_op {
+    pthread_t thread;
+    int joined;
+    clf_status st;
+    char err[2048];
+    uint64_t ticket;
+    clf__launch L;
+    clf_launch_report *report;
+    clf_launch_report local;
+    size_t devices[CLF_MAX_LAUNCH_DEVICES];
+    double weights[CLF_MAX_LAUNCH_DEVICES];
+    uint64_t limits[CLF_MAX_LAUNCH_DEVICES];
+    char kernel[256];
+};
+
+static void *async_main(void *arg)
+{
+    struct clf__host_op *op = arg;
+    clf_fleet *fl = op->L.fl;
+    take_turn(fl, op->ticket);
+    op->st = run(&op->L, op->report ? op->report : &op->local);
+    if (op->st != CLF_SUCCESS)
+        snprintf(op->err, sizeof op->err, "%s", clf_last_error());
+    end_turn(fl);
+    return NULL;
+}
+
+clf_status clf_launch_async(clf_fleet *fl, clf_program *prog, const clf_launch_desc *desc,
+                            const clf_arg *args, size_t nargs, clf_launch_report *report,
+                            clf_event **out_event)
+{
+    if (!out_event)
+        return clf__fail(CLF_ERROR_NULL_POINTER, "clf_launch_async: out_event is NULL");
+    *out_event = NULL;
+    struct clf__host_op *op = calloc(1, sizeof *op);
+    clf_event *ev = calloc(1, sizeof *ev);
+    clf_status st = CLF_SUCCESS;
+    if (!op || !ev)
+        CLF__TRY(st, clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "launch: out of memory"));
+    CLF__TRY(st, prepare(&op->L, fl, prog, desc, args, nargs));
+    /* The description's pointers need not outlive this call: copy what they point to. */
+    clf_launch_desc *d = &op->L.desc;
+    if (strlen(desc->kernel) >= sizeof op->kernel)
+        CLF__TRY(st, clf__fail(CLF_ERROR_INVALID_ARGUMENT, "kernel name too long"));
+    strcpy(op->kernel, desc->kernel);
+    d->kernel = op->kernel;
+    size_t n = op->L.ndev;
+    if (d->devices) {
+        memcpy(op->devices, desc->devices, n * sizeof *op->devices);
+        d->devices = op->devices;
+    }
+    if (d->weights) {
+        if (d->weights_mode == CLF_WEIGHTS_USER)
+            memcpy(op->weights, desc->weights, n * sizeof *op->weights);
+        d->weights = op->weights;
+    }
+    if (d->mem_limits) {
+        memcpy(op->limits, desc->mem_limits, n * sizeof *op->limits);
+        d->mem_limits = op->limits;
+    }
+    op->report = report;
+    op->ticket = new_ticket(fl);
+    if (pthread_create(&op->thread, NULL, async_main, op) != 0) {
+        /* Run it here instead, keeping the queue's order. */
+        async_main(op);
+        op->joined = 1;
+    }
+    ev->op = op;
+    ev->op_wait = clf__host_op_wait;
+    ev->op_release = clf__host_op_release;
+    *out_event = ev;
+    return CLF_SUCCESS;
+out:
+    free(op);
+    free(ev);
+    return st;
+}
+
+clf_status clf__host_op_wait(struct clf__host_op *op)
+{
+    if (!op->joined) {
+        pthread_join(op->thread, NULL);
+        op->joined = 1;
+    }
+    if (op->st != CLF_SUCCESS)
+        return clf__fail(op->st, "%s", op->err);
+    return CLF_SUCCESS;
+}
+
+void clf__host_op_release(struct clf__host_op *op)
+{
+    if (!op->joined)
+        pthread_join(op->thread, NULL);
+    free(op);
+}

@@ -1,0 +1,969 @@
+/*
+ * One device's share of a launch, driven by its own host thread (some
+ * drivers, such as PoCL's basic device, run each command inside clEnqueue*).
+ *
+ * The pipeline keeps one chunk of look-ahead: while chunk k computes on the
+ * compute queue, chunk k+1's input moves on the transfer queue, followed by
+ * chunk k's output. A device therefore asks the partitioner for work only
+ * when it is about to need it, which is what dynamic and guided balancing
+ * depend on.
+ *
+ * When a call or a command fails, the device stops: the chunks it holds go
+ * back to the partitioner for the other devices (give_back()). A chunk's
+ * outputs reach the host array only through reads that wait for its kernel,
+ * so a chunk given back has written nothing there, or (when the failure came
+ * after some of its reads) correct values that its re-run writes again. An
+ * in-out array is the exception: its re-run would read its own results, so a
+ * chunk whose in-out results landed counts as done when all its results did,
+ * and stops the launch when only some did (reads of in-out arrays come last).
+ */
+#include "exec.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+
+/* Record the worker's failure (the detail stays in the worker for the caller). */
+static clf_status worker_fail(clf__worker *w, clf_status st)
+{
+    if (w->st == CLF_SUCCESS) {
+        w->st = st;
+        snprintf(w->err, sizeof w->err, "%s", clf_last_error());
+    }
+    return st;
+}
+
+/* A failed OpenCL call: its error decides whether the device is at fault (fault.c). */
+static clf_status cl_fail(clf__worker *w, cl_int err, const char *call, int injected)
+{
+    if (w->cl_err == CL_SUCCESS)
+        w->cl_err = err;
+    clf__cl_fail(err, call, w->d);
+    if (injected)
+        clf__append_error(" (injected by CLFLEET_FAULT_INJECT)");
+    return CLF_ERROR_OPENCL;
+}
+
+static void set_stuck(clf__launch *L)
+{
+    __atomic_store_n(&L->stuck, 1, __ATOMIC_RELAXED);
+}
+
+static int is_stuck(clf__launch *L)
+{
+    return __atomic_load_n(&L->stuck, __ATOMIC_RELAXED);
+}
+
+/* A completed command's profiling times as a metrics record; returns its seconds. The
+ * report and the fleet's metrics share these reads: counting costs no OpenCL call. */
+static double event_rec(clf__rec *r, unsigned kind, cl_event e, const clf__chunk *c,
+                        uint64_t bytes)
+{
+    memset(r, 0, sizeof *r);
+    r->kind = kind;
+    r->bytes = bytes;
+    if (c) {
+        r->a0 = (int64_t)c->off;
+        r->a1 = (int64_t)c->len;
+    }
+    clf__event_profile(e, &r->t0, &r->t1);
+    return r->t1 > r->t0 ? (double)(r->t1 - r->t0) * 1e-9 : 0.0;
+}
+
+/* Account for a blocking transfer outside the chunks (broadcasts, reductions); releases ev. */
+static double blocking_done(clf__worker *w, cl_event ev, unsigned kind, uint64_t bytes)
+{
+    clf__rec r;
+    double s = event_rec(&r, kind, ev, NULL, bytes);
+    clReleaseEvent(ev);
+    clf__metrics_record(w->L->fl, w->d->index, &r, 1);
+    return s;
+}
+
+static clf_status device_alloc(clf__worker *w, size_t bytes, cl_mem_flags flags, cl_mem *out)
+{
+    if (w->mem_now + bytes > w->budget)
+        return clf__fail(CLF_ERROR_OUT_OF_RANGE,
+                         "device %zu '%s': %zu more bytes would exceed its budget of %llu "
+                         "(holding %llu)",
+                         w->d->index, w->d->info.name, bytes, (unsigned long long)w->budget,
+                         (unsigned long long)w->mem_now);
+    cl_int err = CLF__FAULT(w->L->fl, w->d->index, CLF__FAULT_ALLOC);
+    int injected = err != CL_SUCCESS;
+    *out = injected ? NULL : clCreateBuffer(w->d->ctx, flags, bytes, NULL, &err);
+    if (err != CL_SUCCESS) {
+        *out = NULL;
+        return cl_fail(w, err, "clCreateBuffer", injected);
+    }
+    w->mem_now += bytes;
+    if (w->mem_now > w->mem_peak)
+        w->mem_peak = w->mem_now;
+    clf__metrics_alloc(w->L->fl, w->d->index, bytes);
+    return CLF_SUCCESS;
+}
+
+static clf_status set_arg(clf__worker *w, size_t i, size_t size, const void *value)
+{
+    cl_int err = clSetKernelArg(w->kernel, (cl_uint)i, size, value);
+    if (err != CL_SUCCESS)
+        return clf__fail(CLF_ERROR_OPENCL, "kernel '%s' argument %zu: clSetKernelArg: %s (%d)",
+                         w->L->desc.kernel, i, clf__cl_error_name(err), (int)err);
+    return CLF_SUCCESS;
+}
+
+/* Upload a broadcast array once per device; later launches reuse it while unchanged. */
+static clf_status broadcast(clf__worker *w, size_t i)
+{
+    clf__launch *L = w->L;
+    struct clf__bcast *b = L->bcast[i];
+    size_t di = w->d->index;
+    clf_status st = CLF_SUCCESS;
+    if (!b->mem[di]) {
+        cl_mem m;
+        st = device_alloc(w, b->size, CL_MEM_READ_ONLY, &m);
+        if (st != CLF_SUCCESS)
+            return st;
+        cl_event ev = NULL;
+        cl_int err = CLF__FAULT(L->fl, di, CLF__FAULT_WRITE);
+        int injected = err != CL_SUCCESS;
+        if (!injected)
+            err = clEnqueueWriteBuffer(w->d->transfer, m, CL_TRUE, 0, b->size, b->host, 0, NULL,
+                                       &ev);
+        if (err != CL_SUCCESS) {
+            clReleaseMemObject(m);
+            w->mem_now -= b->size;
+            clf__metrics_free(L->fl, di, b->size);
+            return cl_fail(w, err, "clEnqueueWriteBuffer (broadcast)", injected);
+        }
+        w->rep.to_device_s += blocking_done(w, ev, CLF__REC_TO_DEVICE, b->size);
+        w->rep.bytes_to_device += b->size;
+        b->mem[di] = m;
+    } else {
+        /* Cached from an earlier launch: it still occupies the budget. */
+        w->mem_now += b->size;
+        if (w->mem_now > w->mem_peak)
+            w->mem_peak = w->mem_now;
+    }
+    return set_arg(w, i, sizeof(cl_mem), &b->mem[di]);
+}
+
+/* Set the device's reduction buffers to the identity on queue q: waited for when evs is
+ * NULL, else each fill's event is appended to evs (the kernel then waits for them all). */
+static clf_status reset_reductions(clf__worker *w, cl_command_queue q, cl_event *evs,
+                                   cl_uint *nev)
+{
+    clf__launch *L = w->L;
+    for (size_t i = 0; i < L->nargs; i++) {
+        const clf_arg *a = &L->args[i];
+        if (a->kind != CLF_ARG_KIND_REDUCE)
+            continue;
+        size_t es = clf_type_size((clf_type)a->type);
+        unsigned char ident[8];
+        clf__reduce_identity(a->op, a->type, ident);
+        cl_int err = CLF__FAULT(L->fl, w->d->index, CLF__FAULT_WRITE);
+        int injected = err != CL_SUCCESS;
+        if (!injected)
+            err = clEnqueueFillBuffer(q, w->whole[i], ident, es, 0, a->size * es, 0, NULL,
+                                      evs ? &evs[*nev] : NULL);
+        if (err == CL_SUCCESS && evs)
+            (*nev)++;
+        if (err == CL_SUCCESS && !evs)
+            err = clFinish(q);
+        if (err != CL_SUCCESS)
+            return cl_fail(w, err, "clEnqueueFillBuffer (reduction)", injected);
+    }
+    w->red_stale = 0;
+    return CLF_SUCCESS;
+}
+
+/* Kernel object, whole-array buffers, broadcasts, reductions and fixed arguments. */
+static clf_status setup(clf__worker *w)
+{
+    clf__launch *L = w->L;
+    cl_int err;
+    cl_program prog = L->prog->prog[w->d->index];
+    w->kernel = clCreateKernel(prog, L->desc.kernel, &err);
+    if (err != CL_SUCCESS)
+        return cl_fail(w, err, "clCreateKernel", 0);
+    for (size_t i = 0; i < L->nargs; i++) {
+        const clf_arg *a = &L->args[i];
+        clf_status st = CLF_SUCCESS;
+        if (clf__arg_partitioned(a) && !(a->flags & CLF_ARG_CHUNK_INDEXED)) {
+            cl_mem_flags f = a->kind == CLF_ARG_KIND_IN    ? CL_MEM_READ_ONLY
+                             : a->kind == CLF_ARG_KIND_OUT ? CL_MEM_WRITE_ONLY
+                                                           : CL_MEM_READ_WRITE;
+            st = device_alloc(w, L->total * a->unit, f, &w->whole[i]);
+            if (st == CLF_SUCCESS)
+                st = set_arg(w, i, sizeof(cl_mem), &w->whole[i]);
+        } else if (a->kind == CLF_ARG_KIND_BROADCAST) {
+            st = broadcast(w, i);
+        } else if (a->kind == CLF_ARG_KIND_SCALAR) {
+            st = set_arg(w, i, a->size, a->host);
+        } else if (a->kind == CLF_ARG_KIND_LOCAL) {
+            st = set_arg(w, i, a->size, NULL);
+        } else if (a->kind == CLF_ARG_KIND_REDUCE) {
+            size_t es = clf_type_size((clf_type)a->type);
+            st = device_alloc(w, a->size * es, CL_MEM_READ_WRITE, &w->whole[i]);
+            if (st == CLF_SUCCESS)
+                st = set_arg(w, i, sizeof(cl_mem), &w->whole[i]);
+        }
+        if (st != CLF_SUCCESS)
+            return st;
+    }
+    return L->has_reduce ? reset_reductions(w, w->d->transfer, NULL, NULL) : CLF_SUCCESS;
+}
+
+/* A chunk-indexed slot large enough for units; grown only when a chunk needs more. */
+static clf_status ensure_slot(clf__worker *w, size_t i, int s, uint64_t units)
+{
+    const clf_arg *a = &w->L->args[i];
+    size_t need = (size_t)units * a->unit;
+    if (w->slot[i][s] && w->slot_cap[i][s] >= need)
+        return CLF_SUCCESS;
+    if (w->slot[i][s]) {
+        /* The chunk that used this slot has completed (see run_chunks). */
+        clReleaseMemObject(w->slot[i][s]);
+        w->mem_now -= w->slot_cap[i][s];
+        clf__metrics_free(w->L->fl, w->d->index, w->slot_cap[i][s]);
+        w->slot[i][s] = NULL;
+    }
+    clf_status st = device_alloc(w, need, CL_MEM_READ_WRITE, &w->slot[i][s]);
+    if (st == CLF_SUCCESS)
+        w->slot_cap[i][s] = need;
+    return st;
+}
+
+/*
+ * A global-indexed in-out argument with a halo: the halo copied from the host
+ * for one chunk covers units of the chunk before it, whose results this
+ * device may not have read back yet. Its write must come after that read.
+ */
+static int late_write(const clf_arg *a)
+{
+    return a->kind == CLF_ARG_KIND_INOUT && !(a->flags & CLF_ARG_CHUNK_INDEXED) &&
+           (a->halo_before || a->halo_after);
+}
+
+enum { WRITE_EARLY = 1, WRITE_LATE = 2, WRITE_ALL = 3 };
+
+/* Enqueue the chunk's inputs on the transfer queue (and size its slots). */
+static clf_status write_inputs(clf__worker *w, clf__chunk *c, int which)
+{
+    clf__launch *L = w->L;
+    for (size_t i = 0; i < L->nargs; i++) {
+        const clf_arg *a = &L->args[i];
+        if (!clf__arg_partitioned(a) || !(which & (late_write(a) ? WRITE_LATE : WRITE_EARLY)))
+            continue;
+        int chunked = (a->flags & CLF_ARG_CHUNK_INDEXED) != 0;
+        uint64_t lo = c->off - (c->off < a->halo_before ? c->off : a->halo_before);
+        uint64_t hi = c->off + c->len + a->halo_after;
+        if (hi > L->total || hi < c->off) /* clamp, and guard the sum */
+            hi = L->total;
+        if (chunked) {
+            clf_status st = ensure_slot(w, i, c->slot, c->len + a->halo_before + a->halo_after);
+            if (st != CLF_SUCCESS)
+                return st;
+        }
+        if (!clf__arg_reads(a))
+            continue;
+        cl_mem m = chunked ? w->slot[i][c->slot] : w->whole[i];
+        size_t dst = chunked ? (size_t)(lo - c->off + a->halo_before) * a->unit
+                             : (size_t)lo * a->unit;
+        size_t bytes = (size_t)(hi - lo) * a->unit;
+        cl_int err = CLF__FAULT(L->fl, w->d->index, CLF__FAULT_WRITE);
+        int injected = err != CL_SUCCESS;
+        if (!injected)
+            err = clEnqueueWriteBuffer(w->d->transfer, m, CL_FALSE, dst, bytes,
+                                       (const char *)a->host + lo * a->unit, 0, NULL,
+                                       &c->ev[c->nwrite]);
+        if (err != CL_SUCCESS)
+            return cl_fail(w, err, "clEnqueueWriteBuffer", injected);
+        c->ev_bytes[c->nwrite] = bytes;
+        c->ev_arg[c->nwrite] = (unsigned char)i;
+        c->nwrite++;
+        c->bytes_in += bytes;
+    }
+    clFlush(w->d->transfer);
+    return CLF_SUCCESS;
+}
+
+static clf_status enqueue_kernel(clf__worker *w, clf__chunk *c)
+{
+    clf__launch *L = w->L;
+    for (size_t i = 0; i < L->nargs; i++)
+        if (clf__arg_partitioned(&L->args[i]) && (L->args[i].flags & CLF_ARG_CHUNK_INDEXED)) {
+            clf_status st = set_arg(w, i, sizeof(cl_mem), &w->slot[i][c->slot]);
+            if (st != CLF_SUCCESS)
+                return st;
+        }
+    size_t offset[3] = {0, 0, 0}, global[3], local[3];
+    memcpy(global, L->desc.global, sizeof global);
+    memcpy(local, L->desc.local, sizeof local);
+    offset[L->split] = (size_t)c->off;
+    global[L->split] = (size_t)c->len;
+    /* One enqueue per chunk, always: get_global_offset() is the chunk's start. A final
+     * chunk that is not a multiple of the local size runs with the driver's choice (the
+     * user's local size), or with the largest power of two dividing it (clfleet's). */
+    int use_local = c->len % local[L->split] == 0;
+    if (!use_local && L->auto_local) {
+        while (c->len % local[L->split])
+            local[L->split] /= 2;
+        use_local = 1;
+    }
+    /* The kernel waits for its inputs, and the reset of the reductions after a partial went
+     * to the host (a failed reset fails the kernel). */
+    cl_event wait[2 * CLF__MAX_ARGS + 1];
+    cl_uint nwait = (cl_uint)c->nwrite, first_fill = nwait;
+    memcpy(wait, c->ev, c->nwrite * sizeof *wait);
+    clf_status st = CLF_SUCCESS;
+    cl_int err = CL_SUCCESS;
+    cl_uint end_fill = nwait;
+    if (w->red_stale) {
+        st = reset_reductions(w, w->d->compute, wait, &nwait);
+        end_fill = nwait;
+        if (st != CLF_SUCCESS)
+            goto out;
+    }
+    /*
+     * An injected execution fault: the kernel (and so its results) never runs, and the chunk
+     * fails with the injected status when it finishes (finish_chunk), as a kernel that
+     * failed on the device would. It is not made with a user event that fails: PoCL 3.1
+     * races there, failing the commands that wait for the event while its pthread device
+     * starts running one of them (it aborts on `event->status == CL_SUBMITTED` in
+     * pocl_update_event_running, or runs a command whose memory the failure path freed).
+     */
+    c->fault = CLF__FAULT(L->fl, w->d->index, CLF__FAULT_EXEC);
+    if (c->fault != CL_SUCCESS)
+        goto out;
+    err = CLF__FAULT(L->fl, w->d->index, CLF__FAULT_ENQUEUE);
+    int injected = err != CL_SUCCESS;
+    if (!injected)
+        err = clEnqueueNDRangeKernel(w->d->compute, w->kernel, L->desc.dims, offset, global,
+                                     use_local ? local : NULL, nwait, nwait ? wait : NULL,
+                                     &c->kernel);
+    if (err != CL_SUCCESS) {
+        c->kernel = NULL;
+        CLF__TRY(st, cl_fail(w, err, "clEnqueueNDRangeKernel", injected));
+    }
+    clFlush(w->d->compute);
+out:
+    for (cl_uint j = first_fill; j < end_fill; j++)
+        clReleaseEvent(wait[j]);
+    return st;
+}
+
+/* The chunk's outputs to the host arrays: plain outputs first, in-out arrays last (a re-run
+ * of a chunk whose in-out results landed would read them as its input). */
+static clf_status read_outputs(clf__worker *w, clf__chunk *c)
+{
+    clf__launch *L = w->L;
+    if (c->fault != CL_SUCCESS)
+        return CLF_SUCCESS; /* the kernel did not run: nothing to read */
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t i = 0; i < L->nargs; i++) {
+            const clf_arg *a = &L->args[i];
+            if (!clf__arg_writes(a) || (a->kind == CLF_ARG_KIND_INOUT) != pass)
+                continue;
+            int chunked = (a->flags & CLF_ARG_CHUNK_INDEXED) != 0;
+            cl_mem m = chunked ? w->slot[i][c->slot] : w->whole[i];
+            size_t src = chunked ? a->halo_before * a->unit : (size_t)c->off * a->unit;
+            size_t bytes = (size_t)c->len * a->unit;
+            size_t k = c->nwrite + c->nread;
+            cl_int err = CLF__FAULT(L->fl, w->d->index, CLF__FAULT_READ);
+            int injected = err != CL_SUCCESS;
+            if (!injected)
+                err = clEnqueueReadBuffer(w->d->transfer, m, CL_FALSE, src, bytes,
+                                          (char *)a->host + c->off * a->unit, 1, &c->kernel,
+                                          &c->ev[k]);
+            if (err != CL_SUCCESS)
+                return cl_fail(w, err, "clEnqueueReadBuffer", injected);
+            c->ev_bytes[k] = bytes;
+            c->ev_arg[k] = (unsigned char)i;
+            c->nread++;
+            c->bytes_out += bytes;
+        }
+    clFlush(w->d->transfer);
+    return CLF_SUCCESS;
+}
+
+static void release_chunk(clf__chunk *c)
+{
+    for (size_t j = 0; j < c->nwrite + c->nread; j++)
+        clReleaseEvent(c->ev[j]);
+    if (c->kernel)
+        clReleaseEvent(c->kernel);
+    c->nwrite = c->nread = 0;
+    c->kernel = NULL;
+    c->fault = CL_SUCCESS;
+}
+
+static cl_int event_status(cl_event e)
+{
+    cl_int s = CL_COMPLETE;
+    if (clGetEventInfo(e, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof s, &s, NULL) != CL_SUCCESS)
+        s = CL_INVALID_EVENT;
+    return s;
+}
+
+/* Remember a finished chunk whose reduction partial is still on the device. */
+static clf_status add_pending(clf__worker *w, uint64_t off, uint64_t len)
+{
+    if (w->npend && w->pend[w->npend - 1][0] + w->pend[w->npend - 1][1] == off) {
+        w->pend[w->npend - 1][1] += len;
+        return CLF_SUCCESS;
+    }
+    if (w->npend == w->cap_pend) {
+        size_t cap = w->cap_pend ? 2 * w->cap_pend : 16;
+        uint64_t(*p)[2] = realloc(w->pend, cap * sizeof *p);
+        if (!p)
+            return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "reduction: out of memory");
+        w->pend = p;
+        w->cap_pend = cap;
+    }
+    w->pend[w->npend][0] = off;
+    w->pend[w->npend][1] = len;
+    w->npend++;
+    return CLF_SUCCESS;
+}
+
+/* A chunk whose every command completed: account for it and tell the partitioner (or, in a
+ * launch with reductions, keep it until the device's partial reaches the host). */
+static clf_status account_chunk(clf__worker *w, clf__chunk *c)
+{
+    clf__launch *L = w->L;
+    clf__rec rec[2 * CLF__MAX_ARGS + 1];
+    if (L->has_reduce) {
+        clf_status st = add_pending(w, c->off, c->len);
+        if (st != CLF_SUCCESS)
+            return st;
+    }
+    w->rep.busy_s += event_rec(&rec[0], CLF__REC_KERNEL, c->kernel, c, 0);
+    rec[0].name = L->desc.kernel;
+    for (size_t j = 0; j < c->nwrite; j++)
+        w->rep.to_device_s +=
+            event_rec(&rec[1 + j], CLF__REC_TO_DEVICE, c->ev[j], c, c->ev_bytes[j]);
+    for (size_t j = c->nwrite; j < c->nwrite + c->nread; j++)
+        w->rep.from_device_s +=
+            event_rec(&rec[1 + j], CLF__REC_FROM_DEVICE, c->ev[j], c, c->ev_bytes[j]);
+    clf__metrics_record(L->fl, w->d->index, rec, 1 + c->nwrite + c->nread);
+    w->rep.bytes_to_device += c->bytes_in;
+    w->rep.bytes_from_device += c->bytes_out;
+    w->rep.units += c->len;
+    w->rep.items += c->len * L->per_unit;
+    w->rep.chunks++;
+    w->rep.finish_s = clf__now() - L->t0;
+    release_chunk(c);
+    if (L->has_reduce)
+        return CLF_SUCCESS; /* add_pending() did it first */
+    pthread_mutex_lock(&L->lock);
+    clf__part_complete(L->part, c->len);
+    pthread_cond_broadcast(&L->changed);
+    pthread_mutex_unlock(&L->lock);
+    return CLF_SUCCESS;
+}
+
+/* Wait for a chunk, account for it, and tell the partitioner it is done. */
+static clf_status finish_chunk(clf__worker *w, clf__chunk *c)
+{
+    cl_event all[2 * CLF__MAX_ARGS + 1];
+    size_t n = 0;
+    for (size_t j = 0; j < c->nwrite + c->nread; j++)
+        all[n++] = c->ev[j];
+    if (c->kernel)
+        all[n++] = c->kernel;
+    /* Not holding the device's exec lock (PoCL's basic device) while blocked: the chunk may
+     * wait (clf_device_wait_events) for a copy that a transfer thread runs under that lock. */
+    clf__dev_exec_leave(w->L->fl, w->d->index);
+    cl_int err = n ? clWaitForEvents((cl_uint)n, all) : CL_SUCCESS;
+    clf__dev_exec_enter(w->L->fl, w->d->index);
+    cl_int exec = c->fault ? c->fault : CL_COMPLETE;
+    for (size_t j = 0; j < n && exec == CL_COMPLETE; j++) {
+        cl_int s = event_status(all[j]);
+        if (s < 0)
+            exec = s;
+    }
+    if (exec != CL_COMPLETE || err != CL_SUCCESS) {
+        /* A command failed while it ran (the device is at fault), or the wait itself. */
+        w->exec_fault = exec != CL_COMPLETE;
+        cl_int e = c->fault ? c->fault : exec != CL_COMPLETE ? exec : err;
+        return cl_fail(w, e, exec != CL_COMPLETE ? "chunk execution" : "clWaitForEvents",
+                       c->fault != CL_SUCCESS);
+    }
+    return account_chunk(w, c);
+}
+
+/* After a failure (both queues finished): 1 when every command of the chunk completed, so
+ * its results are all in the host arrays; -1 when only some in-out results are. */
+static int chunk_landed(const clf__worker *w, const clf__chunk *c)
+{
+    const clf__launch *L = w->L;
+    size_t outputs = 0, landed = 0, inout = 0;
+    for (size_t i = 0; i < L->nargs; i++)
+        outputs += clf__arg_writes(&L->args[i]);
+    if (!c->kernel || event_status(c->kernel) != CL_COMPLETE)
+        return 0;
+    for (size_t j = c->nwrite; j < c->nwrite + c->nread; j++)
+        if (event_status(c->ev[j]) == CL_COMPLETE) {
+            landed++;
+            inout += L->args[c->ev_arg[j]].kind == CLF_ARG_KIND_INOUT;
+        }
+    if (landed == outputs)
+        return 1;
+    return inout ? -1 : 0;
+}
+
+/*
+ * The device's reduction partials to the host: read every one, then combine them all and
+ * complete the chunks they hold (a partial read fails as a whole: nothing is combined).
+ * The buffers are reset before the device's next kernel.
+ */
+static clf_status commit_reductions(clf__worker *w)
+{
+    clf__launch *L = w->L;
+    unsigned char *tmp[CLF__MAX_ARGS] = {0};
+    clf_status st = CLF_SUCCESS;
+    if (w->npend == 0)
+        return CLF_SUCCESS;
+    for (size_t i = 0; i < L->nargs; i++) {
+        const clf_arg *a = &L->args[i];
+        if (a->kind != CLF_ARG_KIND_REDUCE)
+            continue;
+        size_t bytes = a->size * clf_type_size((clf_type)a->type);
+        if (!(tmp[i] = malloc(bytes)))
+            CLF__TRY(st, clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "reduction: out of memory"));
+        cl_event ev = NULL;
+        cl_int err = CLF__FAULT(L->fl, w->d->index, CLF__FAULT_READ);
+        int injected = err != CL_SUCCESS;
+        if (!injected)
+            err = clEnqueueReadBuffer(w->d->transfer, w->whole[i], CL_TRUE, 0, bytes, tmp[i], 0,
+                                      NULL, &ev);
+        if (err != CL_SUCCESS)
+            CLF__TRY(st, cl_fail(w, err, "clEnqueueReadBuffer (reduction)", injected));
+        w->rep.from_device_s += blocking_done(w, ev, CLF__REC_FROM_DEVICE, bytes);
+        w->rep.bytes_from_device += bytes;
+    }
+    uint64_t units = 0;
+    for (size_t k = 0; k < w->npend; k++)
+        units += w->pend[k][1];
+    pthread_mutex_lock(&L->lock);
+    for (size_t i = 0; i < L->nargs; i++)
+        if (tmp[i])
+            clf__reduce_combine(L->args[i].op, L->args[i].type, L->red_acc[i], tmp[i],
+                                L->args[i].size);
+    clf__part_complete(L->part, units);
+    pthread_cond_broadcast(&L->changed);
+    pthread_mutex_unlock(&L->lock);
+    w->npend = 0;
+    w->red_stale = 1;
+out:
+    for (size_t i = 0; i < L->nargs; i++)
+        free(tmp[i]);
+    return st;
+}
+
+/*
+ * Work stealing, with L->lock held: this device is idle and nothing is free,
+ * so take the largest look-ahead chunk another device holds but has not
+ * started (it is queued behind that device's current chunk). The partitioner
+ * counts units, not owners, so the thief completes it as its own. A static
+ * launch keeps its plan.
+ */
+static int steal(clf__worker *w, clf__chunk *c)
+{
+    clf__launch *L = w->L;
+    clf__worker *victim = NULL;
+    if (L->part_strategy == CLF__PART_STATIC)
+        return 0;
+    for (size_t j = 0; j < L->ndev; j++) {
+        clf__worker *v = &L->w[j];
+        if (v != w && v->la_state == 1 && v->la_len <= w->max_units &&
+            (!victim || v->la_len > victim->la_len))
+            victim = v;
+    }
+    if (!victim)
+        return 0;
+    victim->la_state = 2;
+    c->off = victim->la_off;
+    c->len = victim->la_len;
+    w->rep.stolen++;
+    return 1;
+}
+
+/* Offer the look-ahead chunk for stealing (until claim_lookahead()). */
+static void offer_lookahead(clf__worker *w, const clf__chunk *c)
+{
+    clf__launch *L = w->L;
+    pthread_mutex_lock(&L->lock);
+    w->la_off = c->off;
+    w->la_len = c->len;
+    w->la_state = 1;
+    pthread_cond_broadcast(&L->changed); /* an idle device may take it */
+    pthread_mutex_unlock(&L->lock);
+}
+
+/* About to start the look-ahead chunk: 1 if it is still ours, 0 if it was stolen. */
+static int claim_lookahead(clf__worker *w)
+{
+    clf__launch *L = w->L;
+    pthread_mutex_lock(&L->lock);
+    int stolen = w->la_state == 2;
+    w->la_state = 0;
+    pthread_mutex_unlock(&L->lock);
+    return !stolen;
+}
+
+/*
+ * Take the next chunk. With wait set (the device holds no chunk), wait while
+ * other devices hold chunks that could still come back (a failed device's
+ * work is requeued); before waiting, combine this device's reduction partials
+ * (its chunks count as outstanding until then). Without it (look-ahead; the
+ * device holds a chunk of held units), only try. Returns 1 with a chunk, 0
+ * when there is nothing (more) for this device, -1 when combining failed.
+ */
+static int next_chunk(clf__worker *w, clf__chunk *c, int wait, uint64_t held)
+{
+    clf__launch *L = w->L;
+    for (;;) {
+        if (is_stuck(L))
+            return 0;
+        if (!wait) {
+            /* Look ahead only while plenty is left: near the end, a chunk held here
+             * while this device is busy could have run on an idle one. */
+            uint64_t free_units;
+            clf__part_counts(L->part, &free_units, NULL, NULL);
+            if (free_units <= (uint64_t)L->ndev * held)
+                return 0;
+            return clf__part_next(L->part, w->slot_index, &c->off, &c->len);
+        }
+        if (clf__part_next(L->part, w->slot_index, &c->off, &c->len))
+            return 1;
+        if (w->npend) {
+            if (commit_reductions(w) != CLF_SUCCESS)
+                return -1;
+            continue;
+        }
+        uint64_t free_units, outstanding;
+        pthread_mutex_lock(&L->lock);
+        clf__part_counts(L->part, &free_units, &outstanding, NULL);
+        if ((free_units == 0 && outstanding == 0) || is_stuck(L)) {
+            pthread_mutex_unlock(&L->lock);
+            return 0;
+        }
+        if (clf__part_next(L->part, w->slot_index, &c->off, &c->len) || steal(w, c)) {
+            pthread_mutex_unlock(&L->lock);
+            return 1;
+        }
+        if (outstanding == 0 && L->waiting + 1 == L->alive) {
+            /* Everyone alive is waiting and nothing is in flight: the rest fits no one. */
+            set_stuck(L);
+            pthread_cond_broadcast(&L->changed);
+            pthread_mutex_unlock(&L->lock);
+            return 0;
+        }
+        L->waiting++;
+        pthread_cond_wait(&L->changed, &L->lock);
+        L->waiting--;
+        pthread_mutex_unlock(&L->lock);
+    }
+}
+
+/*
+ * Give the chunks this device still holds back to the others, and stop asking. In a launch
+ * with reductions, the chunks it finished go back too: their partial was lost with it.
+ * Chunks whose in-out results already landed cannot run again: the launch stops.
+ */
+static void give_back(clf__worker *w, clf__chunk *c, size_t n)
+{
+    clf__launch *L = w->L;
+    uint64_t back = 0, pending = 0;
+    for (size_t k = 0; k < w->npend; k++)
+        pending += w->pend[k][1];
+    if (pending && L->has_inout) {
+        clf__fail(CLF_ERROR_DEVICE_FAILED,
+                  "device %zu '%s' failed after %llu units had updated in-out arrays, but "
+                  "before its reduction partial reached the host: they cannot run again (%s)",
+                  w->d->index, w->d->info.name, (unsigned long long)pending, w->err);
+        w->fatal = 1;
+        w->st = CLF_ERROR_DEVICE_FAILED;
+        snprintf(w->err, sizeof w->err, "%s", clf_last_error());
+    }
+    pthread_mutex_lock(&L->lock);
+    back += clf__part_retire(L->part, w->slot_index); /* the rest of its static share */
+    for (size_t j = 0; j < n; j++)
+        if (c[j].len && clf__part_requeue(L->part, c[j].off, c[j].len) == CLF_SUCCESS)
+            back += c[j].len;
+    for (size_t k = 0; k < w->npend && !w->fatal; k++)
+        if (clf__part_requeue(L->part, w->pend[k][0], w->pend[k][1]) == CLF_SUCCESS) {
+            back += w->pend[k][1];
+            w->rep.units -= w->pend[k][1];
+            w->rep.items -= w->pend[k][1] * L->per_unit;
+        }
+    if (!w->fatal)
+        w->npend = 0;
+    if (w->fatal)
+        set_stuck(L);
+    pthread_cond_broadcast(&L->changed);
+    pthread_mutex_unlock(&L->lock);
+    w->rep.requeued_units += back;
+    w->rep.failed = 1;
+}
+
+/*
+ * Whether looking ahead pays: a chunk taken early lets its input move while the current chunk
+ * computes. Without partitioned input there is nothing to move early, and the chunk would only
+ * be held here while an idle device could run it; guided balancing suffers most, since the
+ * early chunk is cut from a larger remainder (on two devices of speeds 3:1, a simulation of
+ * the off-axis Mandelbrot drops from efficiency 1.00 to 0.78 with look-ahead).
+ */
+static int lookahead_pays(const clf__launch *L)
+{
+    for (size_t i = 0; i < L->nargs; i++)
+        if (clf__arg_partitioned(&L->args[i]) && clf__arg_reads(&L->args[i]))
+            return 1;
+    return 0;
+}
+
+static clf_status run_chunks(clf__worker *w)
+{
+    clf__launch *L = w->L;
+    const int lookahead = lookahead_pays(L);
+    clf__chunk c[2];
+    memset(c, 0, sizeof c);
+    int cur = 0, have = next_chunk(w, &c[0], 1, 0);
+    clf_status st = have < 0 ? CLF_ERROR_OPENCL : CLF_SUCCESS;
+    /* Launches with both in-out arrays and reductions combine after every chunk: a chunk
+     * whose in-out results landed could not run again if the partial were lost. */
+    int commit_each = L->has_reduce && L->has_inout;
+    if (have > 0) {
+        w->t_start = clf__now() - L->t0;
+        c[0].slot = 0;
+        st = write_inputs(w, &c[0], WRITE_ALL);
+    }
+    int ahead = 0; /* `now` was taken as a look-ahead chunk */
+    while (have > 0 && st == CLF_SUCCESS) {
+        clf__chunk *now = &c[cur], *nxt = &c[cur ^ 1];
+        if (ahead && !claim_lookahead(w)) {
+            /* Stolen by an idle device: its input writes were wasted, nothing else. */
+            int slot = now->slot;
+            release_chunk(now);
+            memset(now, 0, sizeof *now);
+            now->slot = slot;
+            ahead = 0;
+            have = next_chunk(w, now, 1, 0);
+            if (have < 0)
+                st = CLF_ERROR_OPENCL;
+            else if (have)
+                st = write_inputs(w, now, WRITE_ALL);
+            continue;
+        }
+        st = enqueue_kernel(w, now);
+        if (st != CLF_SUCCESS)
+            break;
+        /* Look ahead: the next chunk's input moves while this one computes. Its slot is
+         * the one the previous chunk used, which has completed by then. */
+        int more = lookahead && next_chunk(w, nxt, 0, now->len);
+        nxt->slot = now->slot ^ 1;
+        ahead = more;
+        if (more)
+            offer_lookahead(w, nxt);
+        if (more)
+            st = write_inputs(w, nxt, WRITE_EARLY);
+        if (st == CLF_SUCCESS)
+            st = read_outputs(w, now);
+        /* After this chunk's read on the in-order transfer queue (see late_write). */
+        if (st == CLF_SUCCESS && more)
+            st = write_inputs(w, nxt, WRITE_LATE);
+        if (st == CLF_SUCCESS)
+            st = finish_chunk(w, now);
+        if (st == CLF_SUCCESS) {
+            memset(now, 0, sizeof *now); /* done: nothing of it to give back */
+            if (commit_each)
+                st = commit_reductions(w);
+        }
+        if (st != CLF_SUCCESS)
+            break;
+        /* Nothing to look ahead to: now that this device holds no chunk, wait for one
+         * (work of a failed device may still come back). */
+        if (!more && (more = next_chunk(w, nxt, 1, 0)) > 0)
+            st = write_inputs(w, nxt, WRITE_ALL); /* taken now, not ahead: not offered */
+        if (more < 0)
+            st = CLF_ERROR_OPENCL;
+        have = more;
+        cur ^= 1;
+    }
+    if (st == CLF_SUCCESS)
+        st = commit_reductions(w);
+    if (st == CLF_SUCCESS)
+        return st;
+    worker_fail(w, st);
+    clFinish(w->d->compute);
+    clFinish(w->d->transfer);
+    int stolen = !claim_lookahead(w), dirty = 0;
+    for (int j = 0; j < 2; j++) {
+        clf__chunk *k = &c[j];
+        int landed = k->len ? chunk_landed(w, k) : 0;
+        if (k->len && stolen && k->off == w->la_off && k->len == w->la_len) {
+            k->len = 0; /* a thief runs it: not ours to give back */
+        } else if (landed == 0 && k->len) {
+            dirty |= k->kernel != NULL; /* its kernel may have added to the partials */
+        } else if (landed > 0) {
+            /* Its results are all in place (the failure came after): it is done. */
+            if (account_chunk(w, k) == CLF_SUCCESS)
+                k->len = 0;
+        } else if (landed < 0) {
+            clf__fail(CLF_ERROR_DEVICE_FAILED,
+                      "device %zu '%s' failed after some of the in-out results of units "
+                      "[%llu, %llu) had reached the host: they cannot run again (%s)",
+                      w->d->index, w->d->info.name, (unsigned long long)k->off,
+                      (unsigned long long)(k->off + k->len), w->err);
+            w->fatal = 1;
+            w->st = CLF_ERROR_DEVICE_FAILED;
+            snprintf(w->err, sizeof w->err, "%s", clf_last_error());
+            k->len = 0; /* stays outstanding: the launch is incomplete */
+            set_stuck(L);
+        }
+        release_chunk(k);
+    }
+    /* The device may still answer (a failed enqueue): when no kernel of a chunk given back
+     * ran, its partials hold exactly the finished chunks, which then need not run again. */
+    if (w->npend && !dirty && !w->fatal) {
+        char keep[sizeof w->err];
+        memcpy(keep, w->err, sizeof keep);
+        if (commit_reductions(w) != CLF_SUCCESS)
+            clf__fail(w->st, "%s", keep);
+    }
+    give_back(w, c, 2);
+    return w->st;
+}
+
+void *clf__worker_main(void *arg)
+{
+    clf__worker *w = arg;
+    clf__dev_exec_enter(w->L->fl, w->d->index); /* PoCL's basic device: one thread at a time */
+    clf_status st = setup(w);
+    if (st == CLF_SUCCESS)
+        st = run_chunks(w);
+    else {
+        worker_fail(w, st);
+        give_back(w, NULL, 0);
+    }
+    clf__dev_exec_leave(w->L->fl, w->d->index);
+    if (st != CLF_SUCCESS)
+        worker_fail(w, st);
+    pthread_mutex_lock(&w->L->lock);
+    w->L->alive--;
+    pthread_cond_broadcast(&w->L->changed);
+    pthread_mutex_unlock(&w->L->lock);
+    return NULL;
+}
+
+/* The size of whole-array buffer i, as setup() allocated it. */
+static uint64_t whole_bytes(const clf__worker *w, size_t i)
+{
+    const clf_arg *a = &w->L->args[i];
+    if (a->kind == CLF_ARG_KIND_REDUCE)
+        return (uint64_t)a->size * clf_type_size((clf_type)a->type);
+    return w->L->total * a->unit;
+}
+
+void clf__worker_fini(clf__worker *w)
+{
+    for (size_t i = 0; i < CLF__MAX_ARGS; i++) {
+        if (w->whole[i]) {
+            clReleaseMemObject(w->whole[i]);
+            clf__metrics_free(w->L->fl, w->d->index, whole_bytes(w, i));
+        }
+        for (int s = 0; s < 2; s++)
+            if (w->slot[i][s]) {
+                clReleaseMemObject(w->slot[i][s]);
+                clf__metrics_free(w->L->fl, w->d->index, w->slot_cap[i][s]);
+            }
+    }
+    if (w->kernel)
+        clReleaseKernel(w->kernel);
+    free(w->pend);
+}
+
+void clf__reduce_identity(unsigned op, unsigned type, void *out)
+{
+    switch (type) {
+    case CLF_INT32: {
+        int32_t v = op == CLF_SUM ? 0 : op == CLF_PROD ? 1 : op == CLF_MIN ? INT32_MAX : INT32_MIN;
+        memcpy(out, &v, sizeof v);
+        break;
+    }
+    case CLF_UINT32: {
+        uint32_t v = op == CLF_SUM ? 0u : op == CLF_PROD ? 1u : op == CLF_MIN ? UINT32_MAX : 0u;
+        memcpy(out, &v, sizeof v);
+        break;
+    }
+    case CLF_INT64: {
+        int64_t v = op == CLF_SUM ? 0 : op == CLF_PROD ? 1 : op == CLF_MIN ? INT64_MAX : INT64_MIN;
+        memcpy(out, &v, sizeof v);
+        break;
+    }
+    case CLF_FLOAT: {
+        float v = op == CLF_SUM ? 0.0f : op == CLF_PROD ? 1.0f : op == CLF_MIN ? INFINITY : -INFINITY;
+        memcpy(out, &v, sizeof v);
+        break;
+    }
+    case CLF_DOUBLE: {
+        double v = op == CLF_SUM ? 0.0 : op == CLF_PROD ? 1.0 : op == CLF_MIN ? INFINITY : -INFINITY;
+        memcpy(out, &v, sizeof v);
+        break;
+    }
+    }
+}
+
+#define CLF__COMBINE(T)                                                                   \
+    for (size_t k = 0; k < count; k++) {                                                  \
+        T a, b;                                                                           \
+        memcpy(&a, (char *)acc + k * sizeof(T), sizeof(T));                               \
+        memcpy(&b, (const char *)x + k * sizeof(T), sizeof(T));                           \
+        a = op == CLF_SUM ? (T)(a + b) : op == CLF_PROD ? (T)(a * b) : op == CLF_MIN ? (b < a ? b : a) \
+                                                                                 : (b > a ? b : a); \
+        memcpy((char *)acc + k * sizeof(T), &a, sizeof(T));                               \
+    }
+
+void clf__reduce_combine(unsigned op, unsigned type, void *acc, const void *x, size_t count)
+{
+    switch (type) {
+    case CLF_INT32: {
+        /* Unsigned arithmetic: wrap-around, not undefined behaviour, on overflow. */
+        for (size_t k = 0; k < count; k++) {
+            int32_t a, b;
+            memcpy(&a, (char *)acc + 4 * k, 4);
+            memcpy(&b, (const char *)x + 4 * k, 4);
+            a = op == CLF_SUM    ? (int32_t)((uint32_t)a + (uint32_t)b)
+                : op == CLF_PROD ? (int32_t)((uint32_t)a * (uint32_t)b)
+                : op == CLF_MIN  ? (b < a ? b : a)
+                                 : (b > a ? b : a);
+            memcpy((char *)acc + 4 * k, &a, 4);
+        }
+        break;
+    }
+    case CLF_UINT32:
+        CLF__COMBINE(uint32_t);
+        break;
+    case CLF_INT64:
+        for (size_t k = 0; k < count; k++) {
+            int64_t a, b;
+            memcpy(&a, (char *)acc + 8 * k, 8);
+            memcpy(&b, (const char *)x + 8 * k, 8);
+            a = op == CLF_SUM    ? (int64_t)((uint64_t)a + (uint64_t)b)
+                : op == CLF_PROD ? (int64_t)((uint64_t)a * (uint64_t)b)
+                : op == CLF_MIN  ? (b < a ? b : a)
+                                 : (b > a ? b : a);
+            memcpy((char *)acc + 8 * k, &a, 8);
+        }
+        break;
+    case CLF_FLOAT:
+        CLF__COMBINE(float);
+        break;
+    case CLF_DOUBLE:
+        CLF__COMBINE(double);
+        break;
+    }
+}

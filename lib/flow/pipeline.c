@@ -1,0 +1,563 @@
+/*
+ * Pipelines: stages, each a kernel on its own device, that batches flow
+ * through. Every stage has two input and two output buffers on its device
+ * (double buffering: batch b uses slot b % 2), so that while stage s computes
+ * batch b, stage s+1 computes batch b-1 and the copy of batch b-1 between
+ * them (clf_copy_async(), by the path selector) may still be draining the
+ * other slot.
+ *
+ * One host thread per stage enqueues that stage's commands; every command
+ * waits for what it needs through events, so the host is not in the way of a
+ * batch (except on PoCL's basic device, where enqueue() waits on the host). A
+ * thread waits for its own kernel of two batches ago, which bounds the
+ * commands in flight to what the two slots allow, and learns the events other
+ * stages made from tables published under the pipeline's lock.
+ *
+ *   stage 0:     write in[b%2] <- host        (after kernel b-2 read that slot)
+ *   stage s:     kernel b: in[b%2] -> out[b%2] (after its input arrived and the
+ *                copy of batch b-2 left out[b%2])
+ *   stage s<n-1: copy next.in[b%2] <- out[b%2] (after kernel b, and after the
+ *                next stage's kernel b-2 read next.in[b%2]; queued once kernel
+ *                b+1 is)
+ *   last stage:  read out[b%2] -> host, then results are delivered in order.
+ */
+#include "flow.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clfleet/opencl.h"
+
+#define MAX_EXTRA 32
+
+typedef struct stage {
+    clf_stage_desc d;
+    char *kernel_name;
+    clf_arg args[MAX_EXTRA];
+    cl_mem bcast[MAX_EXTRA]; /* broadcast arguments, on the stage's device */
+    struct clf__device *dev;
+    cl_kernel k;
+    clf_buffer *in[2], *out[2];
+    uint64_t items; /* work-items per batch */
+    pthread_t thread;
+    int started;
+    clf_status st;
+    char err[1024];
+} stage;
+
+struct clf_pipeline {
+    clf_fleet *fl;
+    size_t n;
+    stage s[CLF_MAX_PIPELINE_STAGES];
+    clf_pipeline_options opts;
+
+    /* One run's state. The event tables are filled (published) under lock. */
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int running, failed;
+    size_t nb;
+    const unsigned char *in;
+    unsigned char *out;
+    clf_event **kev;  /* [s * nb + b]: stage s's kernel for batch b */
+    clf_event **inev; /* [s * nb + b]: batch b has arrived in stage s's input slot */
+    clf_event **rdev; /* [b]: batch b's output is on the host */
+};
+
+/* ---- creation ------------------------------------------------------------------------ */
+
+static clf_status check_stage(const clf_fleet *fl, size_t i, const clf_stage_desc *d,
+                              const clf_stage_desc *prev)
+{
+    if (d->version != CLF_STAGE_DESC_VERSION)
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                         "stage %zu: version %u, expected %u (use CLF_STAGE_DESC_INIT)", i,
+                         d->version, CLF_STAGE_DESC_VERSION);
+    if (!d->program || !d->kernel)
+        return clf__fail(CLF_ERROR_NULL_POINTER, "stage %zu: %s is NULL", i,
+                         d->program ? "kernel" : "program");
+    if (d->program->fleet != fl)
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "stage %zu: program of another fleet", i);
+    clf_status st = clf__check_device(fl, d->device);
+    if (st != CLF_SUCCESS)
+        return st;
+    if (d->in_bytes == 0 || d->out_bytes == 0)
+        return clf__fail(CLF_ERROR_ZERO_SIZE, "stage %zu: %s is zero", i,
+                         d->in_bytes ? "out_bytes" : "in_bytes");
+    if (prev && prev->out_bytes != d->in_bytes)
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                         "stage %zu takes %zu bytes per batch, stage %zu gives %zu", i, d->in_bytes,
+                         i - 1, prev->out_bytes);
+    if (d->dims < 1 || d->dims > 3)
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "stage %zu: dims is %u", i, d->dims);
+    int has_local = d->local[0] != 0;
+    for (unsigned k = 0; k < d->dims; k++) {
+        if (d->global[k] == 0)
+            return clf__fail(CLF_ERROR_ZERO_SIZE, "stage %zu: global size %u is zero", i, k);
+        if ((d->local[k] != 0) != has_local || (has_local && d->global[k] % d->local[k] != 0))
+            return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                             "stage %zu: local size must be given for every dimension and "
+                             "divide the global size",
+                             i);
+    }
+    if (d->nargs > MAX_EXTRA)
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "stage %zu: more than %d extra arguments", i,
+                         MAX_EXTRA);
+    if (d->nargs && !d->args)
+        return clf__fail(CLF_ERROR_NULL_POINTER, "stage %zu: args is NULL", i);
+    for (size_t a = 0; a < d->nargs; a++) {
+        unsigned kind = d->args[a].kind;
+        if (kind != CLF_ARG_KIND_SCALAR && kind != CLF_ARG_KIND_LOCAL &&
+            kind != CLF_ARG_KIND_BROADCAST)
+            return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                             "stage %zu argument %zu: kind %u (a stage takes CLF_SCALAR, "
+                             "CLF_LOCAL and CLF_BROADCAST after its input and output)",
+                             i, a, kind);
+        if (d->args[a].size == 0)
+            return clf__fail(CLF_ERROR_ZERO_SIZE, "stage %zu argument %zu: size is zero", i, a);
+        if (kind != CLF_ARG_KIND_LOCAL && !d->args[a].host)
+            return clf__fail(CLF_ERROR_NULL_POINTER, "stage %zu argument %zu: value is NULL", i, a);
+    }
+    return CLF_SUCCESS;
+}
+
+static clf_status set_arg(stage *s, cl_uint i, size_t size, const void *v)
+{
+    cl_int err = clSetKernelArg(s->k, i, size, v);
+    if (err != CL_SUCCESS)
+        return clf__fail(CLF_ERROR_OPENCL, "stage kernel '%s' argument %u: clSetKernelArg: %s",
+                         s->kernel_name, i, clf__cl_error_name(err));
+    return CLF_SUCCESS;
+}
+
+/* Kernel, buffers and the extra arguments (set once: they do not change per batch). */
+static clf_status stage_setup(clf_pipeline *pl, stage *s, const clf_stage_desc *d)
+{
+    s->d = *d;
+    s->dev = &pl->fl->dev[d->device];
+    s->kernel_name = strdup(d->kernel);
+    if (!s->kernel_name)
+        return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "pipeline: out of memory");
+    s->d.kernel = s->kernel_name;
+    s->d.args = NULL;
+    s->items = 1;
+    for (unsigned k = 0; k < d->dims; k++)
+        s->items *= d->global[k];
+    clf_status bst = clf__program_check_device(d->program, s->dev->index);
+    if (bst != CLF_SUCCESS)
+        return bst;
+    cl_int err;
+    s->k = clCreateKernel(d->program->prog[s->dev->index], d->kernel, &err);
+    if (err == CL_INVALID_KERNEL_NAME)
+        return clf__fail(CLF_ERROR_NOT_FOUND, "no kernel '%.128s' in the stage's program",
+                         d->kernel);
+    if (err != CL_SUCCESS)
+        return clf__cl_fail(err, "clCreateKernel", s->dev);
+    clf_status st = CLF_SUCCESS;
+    for (int h = 0; h < 2 && st == CLF_SUCCESS; h++) {
+        st = clf_buffer_create(&s->in[h], pl->fl, d->device, d->in_bytes, CLF_MEM_READ_WRITE);
+        if (st == CLF_SUCCESS)
+            st = clf_buffer_create(&s->out[h], pl->fl, d->device, d->out_bytes, CLF_MEM_READ_WRITE);
+    }
+    for (size_t a = 0; a < d->nargs && st == CLF_SUCCESS; a++) {
+        const clf_arg *x = &d->args[a];
+        s->args[a] = *x;
+        cl_uint idx = (cl_uint)(a + 2);
+        if (x->kind == CLF_ARG_KIND_SCALAR) {
+            st = set_arg(s, idx, x->size, x->host); /* OpenCL copies the value */
+        } else if (x->kind == CLF_ARG_KIND_LOCAL) {
+            st = set_arg(s, idx, x->size, NULL);
+        } else {
+            s->bcast[a] = clCreateBuffer(s->dev->ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
+                                         x->size, x->host, &err);
+            if (err != CL_SUCCESS)
+                return clf__cl_fail(err, "clCreateBuffer (stage broadcast)", s->dev);
+            st = set_arg(s, idx, sizeof(cl_mem), &s->bcast[a]);
+        }
+        s->args[a].host = NULL; /* not kept: the caller's values need not outlive this */
+    }
+    return st;
+}
+
+clf_status clf_pipeline_create(clf_pipeline **out, clf_fleet *fleet, const clf_stage_desc *stages,
+                               size_t nstages, const clf_pipeline_options *opts)
+{
+    if (!out)
+        return clf__fail(CLF_ERROR_NULL_POINTER, "clf_pipeline_create: out is NULL");
+    *out = NULL;
+    if (!fleet || !stages)
+        return clf__fail(CLF_ERROR_NULL_POINTER, "clf_pipeline_create: %s is NULL",
+                         fleet ? "stages" : "fleet");
+    if (nstages == 0 || nstages > CLF_MAX_PIPELINE_STAGES)
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "clf_pipeline_create: %zu stages (1 to %d)",
+                         nstages, CLF_MAX_PIPELINE_STAGES);
+    if (opts && opts->version != CLF_PIPELINE_OPTIONS_VERSION)
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                         "clf_pipeline_options.version is %u, expected %u", opts->version,
+                         CLF_PIPELINE_OPTIONS_VERSION);
+    for (size_t i = 0; i < nstages; i++) {
+        clf_status st = check_stage(fleet, i, &stages[i], i ? &stages[i - 1] : NULL);
+        if (st != CLF_SUCCESS)
+            return st;
+    }
+    clf_pipeline *pl = calloc(1, sizeof *pl);
+    if (!pl)
+        return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "pipeline: out of memory");
+    pl->fl = fleet;
+    clf__fleet_ref(fleet);
+    pl->n = nstages;
+    clf_pipeline_options def = CLF_PIPELINE_OPTIONS_INIT;
+    pl->opts = opts ? *opts : def;
+    pthread_mutex_init(&pl->lock, NULL);
+    pthread_cond_init(&pl->cond, NULL);
+    for (size_t i = 0; i < nstages; i++) {
+        clf_status st = stage_setup(pl, &pl->s[i], &stages[i]);
+        if (st != CLF_SUCCESS) {
+            clf_pipeline_destroy(pl);
+            return st;
+        }
+    }
+    *out = pl;
+    return CLF_SUCCESS;
+}
+
+void clf_pipeline_destroy(clf_pipeline *pl)
+{
+    if (!pl)
+        return;
+    for (size_t i = 0; i < pl->n; i++) {
+        stage *s = &pl->s[i];
+        for (int h = 0; h < 2; h++) {
+            clf_buffer_destroy(s->in[h]);
+            clf_buffer_destroy(s->out[h]);
+        }
+        for (size_t a = 0; a < MAX_EXTRA; a++)
+            if (s->bcast[a])
+                clReleaseMemObject(s->bcast[a]);
+        if (s->k)
+            clReleaseKernel(s->k);
+        free(s->kernel_name);
+    }
+    pthread_cond_destroy(&pl->cond);
+    pthread_mutex_destroy(&pl->lock);
+    clf_fleet *fl = pl->fl;
+    free(pl);
+    clf__fleet_unref(fl); /* last: it may tear the fleet down */
+}
+
+/* ---- a run --------------------------------------------------------------------------- */
+
+static void publish(clf_pipeline *pl, clf_event **slot, clf_event *e)
+{
+    pthread_mutex_lock(&pl->lock);
+    *slot = e;
+    pthread_cond_broadcast(&pl->cond);
+    pthread_mutex_unlock(&pl->lock);
+}
+
+/* The event another stage publishes in slot, once it has; NULL when the run failed. */
+static clf_event *await(clf_pipeline *pl, clf_event *const *slot)
+{
+    pthread_mutex_lock(&pl->lock);
+    while (!*slot && !pl->failed)
+        pthread_cond_wait(&pl->cond, &pl->lock);
+    clf_event *e = *slot;
+    pthread_mutex_unlock(&pl->lock);
+    return e;
+}
+
+static clf_status stage_fail(clf_pipeline *pl, stage *s, clf_status st)
+{
+    if (s->st == CLF_SUCCESS) {
+        s->st = st;
+        snprintf(s->err, sizeof s->err, "%s", clf_last_error());
+    }
+    pthread_mutex_lock(&pl->lock);
+    pl->failed = 1;
+    pthread_cond_broadcast(&pl->cond);
+    pthread_mutex_unlock(&pl->lock);
+    return st;
+}
+
+/* Enqueue on the stage's compute queue after up to two events. */
+static clf_status enqueue(clf_pipeline *pl, stage *s, int what, size_t b, clf_event *w0,
+                          clf_event *w1, clf_event **out)
+{
+    cl_event cw[2], ev = NULL;
+    cl_uint nw = 0;
+    clf_event *w[2] = {w0, w1};
+    clf_status st = CLF_SUCCESS;
+    size_t dev = s->d.device;
+    /* A device that runs commands in whichever thread makes them ready (PoCL's basic) would
+     * run this one inside the completion it waits for, and can deadlock there: wait here
+     * (the command path would too, but these events need no OpenCL bridge for that). */
+    int on_host = clf__dev_sync_exec(pl->fl, dev);
+    for (int i = 0; i < 2 && st == CLF_SUCCESS; i++) {
+        if (!w[i])
+            continue;
+        if (on_host)
+            st = clf_event_wait(w[i]);
+        else if ((st = clf_event_cl_for(w[i], pl->fl, dev, &cw[nw])) == CLF_SUCCESS)
+            nw++;
+    }
+    int slot = (int)(b & 1);
+    if (st == CLF_SUCCESS && what == 0) {
+        cl_int err = clSetKernelArg(s->k, 0, sizeof(cl_mem), &s->in[slot]->mem);
+        if (err == CL_SUCCESS)
+            err = clSetKernelArg(s->k, 1, sizeof(cl_mem), &s->out[slot]->mem);
+        if (err != CL_SUCCESS)
+            st = clf__cl_fail(err, "clSetKernelArg (pipeline stage)", s->dev);
+        else
+            st = clf__cmd_kernel(pl->fl, dev, s->dev->compute, s->k, s->kernel_name, s->d.dims,
+                                 NULL, s->d.global, s->d.local[0] ? s->d.local : NULL, nw, cw,
+                                 &ev);
+    } else if (st == CLF_SUCCESS) {
+        /* The last stage's result to the host, on the compute queue behind its kernel. */
+        st = clf__cmd_read(pl->fl, dev, s->dev->compute, s->out[slot]->mem, 0, s->d.out_bytes,
+                           pl->out + b * s->d.out_bytes, "pipeline result", nw, cw, &ev);
+    }
+    for (cl_uint i = 0; i < nw; i++)
+        clReleaseEvent(cw[i]);
+    if (st != CLF_SUCCESS)
+        return st;
+    return clf__event_wrap(ev, out);
+}
+
+/* Host write of batch b into stage 0's input slot; the slot is free (kernel b-2 is done). */
+static clf_status upload(clf_pipeline *pl, stage *s, size_t b, clf_event **out)
+{
+    cl_event ev;
+    clf_status st = clf__cmd_write(pl->fl, s->d.device, s->dev->transfer, s->in[b & 1]->mem, 0,
+                                   s->d.in_bytes, pl->in + b * s->d.in_bytes, "pipeline input", 0,
+                                   NULL, &ev);
+    return st == CLF_SUCCESS ? clf__event_wrap(ev, out) : st;
+}
+
+static clf_status deliver(clf_pipeline *pl, size_t b)
+{
+    clf_status st = clf_event_wait(pl->rdev[b]);
+    if (st == CLF_SUCCESS && pl->opts.on_result) {
+        size_t bytes = pl->s[pl->n - 1].d.out_bytes;
+        pl->opts.on_result(pl->opts.user, b, pl->out + b * bytes, bytes);
+    }
+    return st;
+}
+
+/*
+ * Batch b leaves stage si for the next stage: a copy after kernel b and after the next
+ * stage's kernel b-2, which read the slot it fills.
+ */
+static clf_status forward(clf_pipeline *pl, size_t si, size_t b)
+{
+    stage *s = &pl->s[si], *n = &pl->s[si + 1];
+    size_t nb = pl->nb;
+    clf_event *wait[2] = {pl->kev[si * nb + b], NULL};
+    if (b >= 2 && !(wait[1] = await(pl, &pl->kev[(si + 1) * nb + b - 2])))
+        return CLF_ERROR_OPENCL; /* another stage failed */
+    clf_event *e = NULL;
+    clf_status st = clf_copy_async(n->in[b & 1], 0, s->out[b & 1], 0, s->d.out_bytes, wait,
+                                   b >= 2 ? 2 : 1, &e);
+    if (st == CLF_SUCCESS)
+        publish(pl, &pl->inev[(si + 1) * nb + b], e);
+    return st;
+}
+
+static clf_status stage_run(clf_pipeline *pl, size_t si)
+{
+    stage *s = &pl->s[si];
+    size_t nb = pl->nb, last = pl->n - 1;
+    clf_event **kev = pl->kev + si * nb, **inev = pl->inev + si * nb;
+    clf_status st = CLF_SUCCESS;
+    for (size_t b = 0; b < nb; b++) {
+        clf_event *e, *slot_free = NULL;
+        /* At most two batches in flight per stage: the two slots. */
+        if (b >= 2 && (st = clf_event_wait(kev[b - 2])) != CLF_SUCCESS)
+            return st;
+        if (si == 0) {
+            if (pl->opts.serial && b >= 1) {
+                /* The baseline: the previous batch leaves the pipeline first. */
+                if (!(e = await(pl, &pl->rdev[b - 1])))
+                    return CLF_ERROR_OPENCL;
+                if ((st = clf_event_wait(e)) != CLF_SUCCESS)
+                    return st;
+            }
+            CLF__TRY(st, upload(pl, s, b, &e));
+            publish(pl, &inev[b], e);
+        } else if (!await(pl, &inev[b])) {
+            return CLF_ERROR_OPENCL; /* another stage failed */
+        }
+        /* The output slot is free once batch b-2 has left it (forwarded at b-1). */
+        if (b >= 2)
+            slot_free = si < last ? pl->inev[(si + 1) * nb + b - 2] : pl->rdev[b - 2];
+        CLF__TRY(st, enqueue(pl, s, 0, b, inev[b], slot_free, &e));
+        publish(pl, &kev[b], e);
+        if (si < last) {
+            /* Kernel b is queued: the device stays busy while batch b-1 is handed on. In
+             * the serial baseline nothing may wait for a later batch: b goes at once. */
+            if (pl->opts.serial)
+                CLF__TRY(st, forward(pl, si, b));
+            else if (b >= 1)
+                CLF__TRY(st, forward(pl, si, b - 1));
+        } else {
+            CLF__TRY(st, enqueue(pl, s, 1, b, kev[b], NULL, &e));
+            publish(pl, &pl->rdev[b], e);
+            if (b >= 1)
+                CLF__TRY(st, deliver(pl, b - 1)); /* in order, one batch behind */
+        }
+    }
+    if (si == last)
+        st = deliver(pl, nb - 1);
+    else if (!pl->opts.serial)
+        st = forward(pl, si, nb - 1);
+out:
+    return st;
+}
+
+/* The thread's argument: the pipeline and a stage index. */
+typedef struct stage_arg {
+    clf_pipeline *pl;
+    size_t si;
+} stage_arg;
+
+static void *stage_thread(void *arg)
+{
+    stage_arg *a = arg;
+    clf_clear_error();
+    clf_status st = stage_run(a->pl, a->si);
+    if (st != CLF_SUCCESS)
+        stage_fail(a->pl, &a->pl->s[a->si], st);
+    return NULL;
+}
+
+/* Kernel busy time of a finished run, from the profiling events. */
+static double busy_time(clf_event *const *ev, size_t n)
+{
+    double t = 0;
+    for (size_t b = 0; b < n; b++) {
+        cl_ulong t0 = 0, t1 = 0;
+        cl_event e = ev[b] ? clf_cl_event(ev[b]) : NULL;
+        if (e &&
+            clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL) ==
+                CL_SUCCESS &&
+            clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL) ==
+                CL_SUCCESS &&
+            t1 > t0)
+            t += (double)(t1 - t0) * 1e-9;
+    }
+    return t;
+}
+
+static void fill_report(clf_pipeline *pl, double wall, clf_pipeline_report *r)
+{
+    memset(r, 0, sizeof *r);
+    r->num_stages = pl->n;
+    r->batches = pl->nb;
+    r->wall_s = wall;
+    r->batches_per_s = wall > 0 ? (double)pl->nb / wall : 0;
+    double worst = 0;
+    for (size_t i = 0; i < pl->n; i++) {
+        clf_stage_report *sr = &r->stage[i];
+        const stage *s = &pl->s[i];
+        sr->device = s->d.device;
+        sr->batches = pl->nb;
+        sr->busy_s = busy_time(pl->kev + i * pl->nb, pl->nb);
+        sr->bytes_in = (uint64_t)pl->nb * s->d.in_bytes;
+        if (sr->busy_s > 0) {
+            sr->batches_per_s = (double)pl->nb / sr->busy_s;
+            sr->items_per_s = (double)pl->nb * (double)s->items / sr->busy_s;
+        }
+        sr->utilization = wall > 0 ? sr->busy_s / wall : 0;
+        if (sr->busy_s > worst) {
+            worst = sr->busy_s;
+            r->bottleneck = i;
+        }
+    }
+    r->efficiency = wall > 0 ? worst / wall : 0;
+}
+
+clf_status clf_pipeline_run(clf_pipeline *pl, const void *in, void *out, size_t nbatches,
+                            clf_pipeline_report *report)
+{
+    if (!pl || !in || !out)
+        return clf__fail(CLF_ERROR_NULL_POINTER, "clf_pipeline_run: %s is NULL",
+                         !pl   ? "pipeline"
+                         : !in ? "in"
+                               : "out");
+    if (nbatches == 0)
+        return clf__fail(CLF_ERROR_ZERO_SIZE, "clf_pipeline_run: no batches");
+    size_t cells, tmp;
+    if (clf__mul_overflow(nbatches, pl->n, &cells) ||
+        clf__mul_overflow(nbatches, pl->s[0].d.in_bytes, &tmp) ||
+        clf__mul_overflow(nbatches, pl->s[pl->n - 1].d.out_bytes, &tmp))
+        return clf__fail(CLF_ERROR_SIZE_OVERFLOW, "clf_pipeline_run: %zu batches overflow",
+                         nbatches);
+    pthread_mutex_lock(&pl->lock);
+    int busy = pl->running;
+    pl->running = 1;
+    pthread_mutex_unlock(&pl->lock);
+    if (busy)
+        return clf__fail(CLF_ERROR_BUSY, "clf_pipeline_run: the pipeline is running already");
+
+    clf_status st = CLF_SUCCESS;
+    stage_arg args[CLF_MAX_PIPELINE_STAGES];
+    pl->nb = nbatches;
+    pl->in = in;
+    pl->out = out;
+    pl->failed = 0;
+    pl->kev = calloc(cells, sizeof *pl->kev);
+    pl->inev = calloc(cells, sizeof *pl->inev);
+    pl->rdev = calloc(nbatches, sizeof *pl->rdev);
+    if (!pl->kev || !pl->inev || !pl->rdev)
+        CLF__TRY(st, clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "pipeline: out of memory"));
+    uint64_t t0 = clf__mono_ns();
+    for (size_t i = 0; i < pl->n; i++) {
+        stage *s = &pl->s[i];
+        s->st = CLF_SUCCESS;
+        s->started = 0;
+        args[i].pl = pl;
+        args[i].si = i;
+        if (pthread_create(&s->thread, NULL, stage_thread, &args[i]) != 0) {
+            clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "pipeline: cannot start a stage thread");
+            stage_fail(pl, s, CLF_ERROR_OUT_OF_HOST_MEMORY);
+            break;
+        }
+        s->started = 1;
+    }
+    for (size_t i = 0; i < pl->n; i++)
+        if (pl->s[i].started)
+            pthread_join(pl->s[i].thread, NULL);
+    /* Everything queued completes before the buffers or the host arrays are reused. */
+    for (size_t i = 0; i < cells; i++) {
+        if (pl->kev[i])
+            clf_event_wait(pl->kev[i]);
+        if (pl->inev[i])
+            clf_event_wait(pl->inev[i]);
+    }
+    for (size_t b = 0; b < nbatches; b++)
+        if (pl->rdev[b])
+            clf_event_wait(pl->rdev[b]);
+    double wall = (double)(clf__mono_ns() - t0) * 1e-9;
+    for (size_t i = 0; i < pl->n; i++)
+        if (pl->s[i].st != CLF_SUCCESS) {
+            st = clf__fail(pl->s[i].st, "pipeline stage %zu ('%s' on device %zu): %s", i,
+                           pl->s[i].kernel_name, pl->s[i].d.device, pl->s[i].err);
+            break;
+        }
+    if (st == CLF_SUCCESS && report)
+        fill_report(pl, wall, report);
+out:
+    for (size_t i = 0; pl->kev && i < cells; i++) {
+        clf_event_release(pl->kev[i]);
+        clf_event_release(pl->inev[i]);
+    }
+    for (size_t b = 0; pl->rdev && b < nbatches; b++)
+        clf_event_release(pl->rdev[b]);
+    free(pl->kev);
+    free(pl->inev);
+    free(pl->rdev);
+    pl->kev = pl->inev = pl->rdev = NULL;
+    pthread_mutex_lock(&pl->lock);
+    pl->running = 0;
+    pthread_mutex_unlock(&pl->lock);
+    return st;
+}

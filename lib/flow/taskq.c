@@ -1,0 +1,562 @@
+/*
+ * Task queues: many independent kernel launches, each with its own arguments
+ * and size, run by whichever device is free (dynamic balancing of tasks of
+ * unequal lengths).
+ *
+ * Work stealing: a run deals the tasks to one deque per device (a task's
+ * affinity, else round robin), then starts one host thread per device. A
+ * thread takes tasks from the head of its own deque; when that is empty it
+ * steals from the tail of the fullest other deque, so that the tasks a device
+ * was dealt last, the ones it would reach last, go to an idle device first.
+ * A task is taken once, under the queue's lock, and runs once.
+ *
+ * A task's arrays are whole host arrays: the inputs are written to buffers of
+ * the device (kept per argument position and reused while large enough), the
+ * kernel runs, the outputs are read back, all in order on the device's compute
+ * queue, and the thread waits for the last of them before it takes another task.
+ */
+#include "flow.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clfleet/opencl.h"
+
+#define MAX_TASK_ARGS 64
+
+typedef struct task {
+    char *kernel;
+    unsigned dims;
+    size_t global[3], local[3];
+    size_t affinity;
+    size_t nargs;
+    clf_arg *args;       /* copied; scalar values point into vals */
+    unsigned char *vals; /* the scalar values, copied at submission */
+    clf_task_info info;
+} task;
+
+/* Task ids of one device; its own thread pops the head, thieves the tail. */
+typedef struct deque {
+    size_t *v;
+    size_t head, tail;
+} deque;
+
+typedef struct tq_kernel {
+    char *name;
+    cl_kernel k;
+} tq_kernel;
+
+typedef struct tq_worker {
+    clf_taskq *q;
+    size_t pos; /* position among the queue's devices */
+    struct clf__device *d;
+    pthread_t thread;
+    tq_kernel *kernels; /* created on first use of a name on this device */
+    size_t nkernels;
+    cl_mem mem[MAX_TASK_ARGS]; /* one buffer per argument position, reused */
+    size_t cap[MAX_TASK_ARGS];
+    clf_taskq_device_report rep;
+} tq_worker;
+
+struct clf_taskq {
+    clf_fleet *fl;
+    clf_program *prog;
+    size_t ndev;
+    task *tasks;
+    size_t ntasks, cap;
+    size_t pending; /* tasks [pending, ntasks) have not run yet */
+
+    pthread_mutex_t lock; /* guards the deques, running, the first failure */
+    deque dq[CLF_MAX_LAUNCH_DEVICES];
+    int running;
+    uint64_t t0; /* the run's start, host ns */
+    clf_status first;
+    char err[1024];
+    tq_worker w[CLF_MAX_LAUNCH_DEVICES];
+};
+
+static double since(const clf_taskq *q)
+{
+    return (double)(clf__mono_ns() - q->t0) * 1e-9;
+}
+
+/* ---- creation and submission ----------------------------------------------------------- */
+
+clf_status clf_taskq_create(clf_taskq **out, clf_fleet *fleet, clf_program *prog,
+                            const size_t *devices, size_t num_devices)
+{
+    if (!out)
+        return clf__fail(CLF_ERROR_NULL_POINTER, "clf_taskq_create: out is NULL");
+    *out = NULL;
+    if (!fleet || !prog)
+        return clf__fail(CLF_ERROR_NULL_POINTER, "clf_taskq_create: %s is NULL",
+                         fleet ? "program" : "fleet");
+    if (prog->fleet != fleet)
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "clf_taskq_create: program of another fleet");
+    size_t n = devices ? num_devices : fleet->ndev;
+    if (n == 0 || n > CLF_MAX_LAUNCH_DEVICES)
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "clf_taskq_create: %zu devices (1 to %d)", n,
+                         CLF_MAX_LAUNCH_DEVICES);
+    for (size_t i = 0; devices && i < n; i++) {
+        clf_status st = clf__check_device(fleet, devices[i]);
+        if (st != CLF_SUCCESS)
+            return st;
+        for (size_t j = 0; j < i; j++)
+            if (devices[j] == devices[i])
+                return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                                 "clf_taskq_create: device %zu listed twice", devices[i]);
+    }
+    clf_taskq *q = calloc(1, sizeof *q);
+    if (!q)
+        return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "task queue: out of memory");
+    q->fl = fleet;
+    clf__fleet_ref(fleet);
+    q->prog = prog;
+    q->ndev = n;
+    pthread_mutex_init(&q->lock, NULL);
+    for (size_t i = 0; i < n; i++) {
+        q->w[i].q = q;
+        q->w[i].pos = i;
+        q->w[i].d = &fleet->dev[devices ? devices[i] : i];
+    }
+    *out = q;
+    return CLF_SUCCESS;
+}
+
+static clf_status check_task(const clf_taskq *q, const clf_task_desc *t, const clf_arg *args,
+                             size_t nargs)
+{
+    if (t->version != CLF_TASK_DESC_VERSION)
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                         "clf_task_desc.version is %u, expected %u (use CLF_TASK_DESC_INIT)",
+                         t->version, CLF_TASK_DESC_VERSION);
+    if (!t->kernel)
+        return clf__fail(CLF_ERROR_NULL_POINTER, "task: kernel is NULL");
+    if (t->dims < 1 || t->dims > 3)
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "task '%s': dims is %u", t->kernel, t->dims);
+    int has_local = t->local[0] != 0;
+    for (unsigned k = 0; k < t->dims; k++) {
+        if (t->global[k] == 0)
+            return clf__fail(CLF_ERROR_ZERO_SIZE, "task '%s': global size %u is zero", t->kernel,
+                             k);
+        if ((t->local[k] != 0) != has_local || (has_local && t->global[k] % t->local[k]))
+            return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                             "task '%s': local size must be given for every dimension and "
+                             "divide the global size",
+                             t->kernel);
+    }
+    size_t items = 1;
+    for (unsigned k = 0; k < t->dims; k++)
+        if (clf__mul_overflow(items, t->global[k], &items))
+            return clf__fail(CLF_ERROR_SIZE_OVERFLOW, "task '%s': the range overflows",
+                             t->kernel);
+    if (t->affinity != CLF_TASK_ANY_DEVICE && t->affinity >= q->ndev)
+        return clf__fail(CLF_ERROR_OUT_OF_RANGE,
+                         "task '%s': affinity %zu, the queue has %zu "
+                         "devices",
+                         t->kernel, t->affinity, q->ndev);
+    if (nargs > MAX_TASK_ARGS)
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "task '%s': more than %d arguments", t->kernel,
+                         MAX_TASK_ARGS);
+    if (nargs && !args)
+        return clf__fail(CLF_ERROR_NULL_POINTER, "task '%s': args is NULL", t->kernel);
+    for (size_t i = 0; i < nargs; i++) {
+        const clf_arg *a = &args[i];
+        if (a->flags & ~(unsigned)CLF_ARG_CHUNK_INDEXED)
+            return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                             "task '%s' argument %zu: unknown flags 0x%x", t->kernel, i,
+                             a->flags);
+        switch (a->kind) {
+        case CLF_ARG_KIND_IN:
+        case CLF_ARG_KIND_OUT:
+        case CLF_ARG_KIND_INOUT:
+        case CLF_ARG_KIND_BROADCAST:
+        case CLF_ARG_KIND_SCALAR:
+            if (!a->host)
+                return clf__fail(CLF_ERROR_NULL_POINTER, "task '%s' argument %zu: host is NULL",
+                                 t->kernel, i);
+            /* fall through */
+        case CLF_ARG_KIND_LOCAL:
+            if (a->size == 0)
+                return clf__fail(CLF_ERROR_ZERO_SIZE, "task '%s' argument %zu: size is zero",
+                                 t->kernel, i);
+            break;
+        case CLF_ARG_KIND_REDUCE:
+            return clf__fail(CLF_ERROR_UNSUPPORTED,
+                             "task '%s' argument %zu: reductions are for launches; give the "
+                             "task an output array",
+                             t->kernel, i);
+        default:
+            return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "task '%s' argument %zu: kind %u",
+                             t->kernel, i, a->kind);
+        }
+    }
+    return CLF_SUCCESS;
+}
+
+clf_status clf_taskq_submit(clf_taskq *q, const clf_task_desc *t, const clf_arg *args, size_t nargs,
+                            size_t *id)
+{
+    if (!q || !t)
+        return clf__fail(CLF_ERROR_NULL_POINTER, "clf_taskq_submit: %s is NULL",
+                         q ? "task" : "queue");
+    clf_status st = check_task(q, t, args, nargs);
+    if (st != CLF_SUCCESS)
+        return st;
+    pthread_mutex_lock(&q->lock);
+    int running = q->running;
+    pthread_mutex_unlock(&q->lock);
+    if (running)
+        return clf__fail(CLF_ERROR_BUSY, "clf_taskq_submit: the queue is running");
+    if (q->ntasks == q->cap) {
+        size_t cap = q->cap ? 2 * q->cap : 64;
+        task *v = realloc(q->tasks, cap * sizeof *v);
+        if (!v)
+            return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "task queue: out of memory");
+        q->tasks = v;
+        q->cap = cap;
+    }
+    task *k = &q->tasks[q->ntasks];
+    memset(k, 0, sizeof *k);
+    size_t vbytes = 0;
+    for (size_t i = 0; i < nargs; i++)
+        if (args[i].kind == CLF_ARG_KIND_SCALAR && clf__add_overflow(vbytes, args[i].size, &vbytes))
+            return clf__fail(CLF_ERROR_SIZE_OVERFLOW, "task: scalar sizes overflow");
+    k->kernel = strdup(t->kernel);
+    k->args = nargs ? malloc(nargs * sizeof *k->args) : NULL;
+    k->vals = vbytes ? malloc(vbytes) : NULL;
+    if (!k->kernel || (nargs && !k->args) || (vbytes && !k->vals)) {
+        free(k->kernel);
+        free(k->args);
+        free(k->vals);
+        return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "task queue: out of memory");
+    }
+    k->dims = t->dims;
+    memcpy(k->global, t->global, sizeof k->global);
+    memcpy(k->local, t->local, sizeof k->local);
+    k->affinity = t->affinity;
+    k->nargs = nargs;
+    for (size_t i = 0, at = 0; i < nargs; i++) {
+        k->args[i] = args[i];
+        if (args[i].kind == CLF_ARG_KIND_SCALAR) {
+            memcpy(k->vals + at, args[i].host, args[i].size);
+            k->args[i].host = k->vals + at;
+            at += args[i].size;
+        }
+    }
+    k->info.device = SIZE_MAX;
+    k->info.status = CLF_SUCCESS;
+    if (id)
+        *id = q->ntasks;
+    q->ntasks++;
+    return CLF_SUCCESS;
+}
+
+/* ---- running tasks ------------------------------------------------------------------- */
+
+static clf_status get_kernel(tq_worker *w, const char *name, cl_kernel *out)
+{
+    for (size_t i = 0; i < w->nkernels; i++)
+        if (!strcmp(w->kernels[i].name, name)) {
+            *out = w->kernels[i].k;
+            return CLF_SUCCESS;
+        }
+    tq_kernel *v = realloc(w->kernels, (w->nkernels + 1) * sizeof *v);
+    if (!v)
+        return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "task queue: out of memory");
+    w->kernels = v;
+    clf_status bst = clf__program_check_device(w->q->prog, w->d->index);
+    if (bst != CLF_SUCCESS)
+        return bst;
+    cl_int err;
+    cl_kernel k = clCreateKernel(w->q->prog->prog[w->d->index], name, &err);
+    if (err == CL_INVALID_KERNEL_NAME)
+        return clf__fail(CLF_ERROR_NOT_FOUND, "no kernel '%.128s' in the program", name);
+    if (err != CL_SUCCESS)
+        return clf__cl_fail(err, "clCreateKernel", w->d);
+    if (!(v[w->nkernels].name = strdup(name))) {
+        clReleaseKernel(k);
+        return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "task queue: out of memory");
+    }
+    v[w->nkernels++].k = k;
+    *out = k;
+    return CLF_SUCCESS;
+}
+
+/* The argument position's device buffer, grown when the task needs more. */
+static clf_status arg_buffer(tq_worker *w, size_t i, size_t size)
+{
+    if (w->mem[i] && w->cap[i] >= size)
+        return CLF_SUCCESS;
+    if (w->mem[i])
+        clReleaseMemObject(w->mem[i]); /* the task that used it has completed */
+    w->mem[i] = NULL;
+    w->cap[i] = 0;
+    if (size > w->d->info.max_alloc)
+        return clf__fail(CLF_ERROR_OUT_OF_RANGE,
+                         "task array of %zu bytes exceeds the maximum allocation of device %zu",
+                         size, w->d->index);
+    cl_int err;
+    w->mem[i] = clCreateBuffer(w->d->ctx, CL_MEM_READ_WRITE, size, NULL, &err);
+    if (err != CL_SUCCESS)
+        return clf__cl_fail(err, "clCreateBuffer (task)", w->d);
+    w->cap[i] = size;
+    return CLF_SUCCESS;
+}
+
+static clf_status run_task(tq_worker *w, task *t, double *kernel_s)
+{
+    struct clf__device *d = w->d;
+    clf_fleet *fl = w->q->fl;
+    cl_command_queue cq = d->compute;
+    cl_kernel k = NULL;
+    cl_event kev = NULL, last = NULL;
+    clf_status st = get_kernel(w, t->kernel, &k);
+    if (st != CLF_SUCCESS)
+        return st;
+    cl_uint nk = 0;
+    cl_int err = clGetKernelInfo(k, CL_KERNEL_NUM_ARGS, sizeof nk, &nk, NULL);
+    if (err == CL_SUCCESS && nk != t->nargs)
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "kernel '%s' takes %u arguments, %zu given",
+                         t->kernel, nk, t->nargs);
+    for (size_t i = 0; i < t->nargs && err == CL_SUCCESS; i++) {
+        const clf_arg *a = &t->args[i];
+        if (a->kind == CLF_ARG_KIND_SCALAR) {
+            err = clSetKernelArg(k, (cl_uint)i, a->size, a->host);
+        } else if (a->kind == CLF_ARG_KIND_LOCAL) {
+            err = clSetKernelArg(k, (cl_uint)i, a->size, NULL);
+        } else {
+            if ((st = arg_buffer(w, i, a->size)) != CLF_SUCCESS)
+                return st;
+            /* The commands so far are queued in order before it: the task waits for them
+             * below whatever happens. */
+            if (a->kind != CLF_ARG_KIND_OUT &&
+                (st = clf__cmd_write(fl, d->index, cq, w->mem[i], 0, a->size, a->host,
+                                     "task input", 0, NULL, NULL)) != CLF_SUCCESS)
+                break;
+            err = clSetKernelArg(k, (cl_uint)i, sizeof(cl_mem), &w->mem[i]);
+        }
+    }
+    if (st == CLF_SUCCESS && err != CL_SUCCESS)
+        st = clf__cl_fail(err, "clSetKernelArg (task)", d);
+    if (st == CLF_SUCCESS)
+        st = clf__cmd_kernel(fl, d->index, cq, k, t->kernel, t->dims, NULL, t->global,
+                             t->local[0] ? t->local : NULL, 0, NULL, &kev);
+    for (size_t i = 0; i < t->nargs && st == CLF_SUCCESS; i++) {
+        const clf_arg *a = &t->args[i];
+        if (a->kind != CLF_ARG_KIND_OUT && a->kind != CLF_ARG_KIND_INOUT)
+            continue;
+        cl_event rev = NULL;
+        st = clf__cmd_read(fl, d->index, cq, w->mem[i], 0, a->size, a->host, "task output", 0,
+                           NULL, &rev);
+        if (rev) {
+            if (last)
+                clReleaseEvent(last);
+            last = rev;
+        }
+    }
+    /* In order: the last command done means the task is done (and after a failure, every
+     * command queued before it has finished with the buffers and the host arrays). */
+    if (!kev && !last) {
+        clFinish(cq);
+        return st;
+    }
+    clf_event e = {.ev = last ? last : kev};
+    clf_status wst = clf_event_wait(&e);
+    if (st == CLF_SUCCESS)
+        st = wst;
+    cl_ulong t0 = 0, t1 = 0;
+    if (clGetEventProfilingInfo(kev, CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL) ==
+            CL_SUCCESS &&
+        clGetEventProfilingInfo(kev, CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL) ==
+            CL_SUCCESS &&
+        t1 > t0)
+        *kernel_s = (double)(t1 - t0) * 1e-9;
+    clReleaseEvent(kev);
+    if (last)
+        clReleaseEvent(last);
+    return st;
+}
+
+/* The next task for worker w: the head of its deque, else the tail of the fullest other. */
+static int take(clf_taskq *q, tq_worker *w, size_t *id, int *stolen)
+{
+    int found = 0;
+    pthread_mutex_lock(&q->lock);
+    deque *own = &q->dq[w->pos];
+    if (own->head < own->tail) {
+        *id = own->v[own->head++];
+        *stolen = 0;
+        found = 1;
+    } else {
+        size_t best = SIZE_MAX, most = 0;
+        for (size_t i = 0; i < q->ndev; i++) {
+            size_t left = q->dq[i].tail - q->dq[i].head;
+            if (i != w->pos && left > most) {
+                most = left;
+                best = i;
+            }
+        }
+        if (best != SIZE_MAX) {
+            *id = q->dq[best].v[--q->dq[best].tail];
+            *stolen = 1;
+            found = 1;
+        }
+    }
+    if (found)
+        q->tasks[*id].info.runs++;
+    pthread_mutex_unlock(&q->lock);
+    return found;
+}
+
+static void *worker_main(void *arg)
+{
+    tq_worker *w = arg;
+    clf_taskq *q = w->q;
+    size_t id;
+    int stolen;
+    while (take(q, w, &id, &stolen)) {
+        task *t = &q->tasks[id];
+        double ks = 0;
+        t->info.device = w->d->index;
+        t->info.stolen = stolen;
+        t->info.start_s = since(q);
+        clf_clear_error();
+        clf_status st = run_task(w, t, &ks);
+        t->info.end_s = since(q);
+        t->info.kernel_s = ks;
+        t->info.status = st;
+        w->rep.tasks++;
+        w->rep.stolen += (uint64_t)stolen;
+        w->rep.busy_s += ks;
+        if (st != CLF_SUCCESS) {
+            pthread_mutex_lock(&q->lock);
+            if (q->first == CLF_SUCCESS) {
+                q->first = st;
+                snprintf(q->err, sizeof q->err, "task %zu ('%s') on device %zu: %s", id, t->kernel,
+                         w->d->index, clf_last_error());
+            }
+            pthread_mutex_unlock(&q->lock);
+        }
+    }
+    w->rep.finish_s = since(q);
+    return NULL;
+}
+
+clf_status clf_taskq_run(clf_taskq *q, clf_taskq_report *report)
+{
+    if (!q)
+        return clf__fail(CLF_ERROR_NULL_POINTER, "clf_taskq_run: queue is NULL");
+    pthread_mutex_lock(&q->lock);
+    int busy = q->running;
+    q->running = 1;
+    pthread_mutex_unlock(&q->lock);
+    if (busy)
+        return clf__fail(CLF_ERROR_BUSY, "clf_taskq_run: the queue is running already");
+    clf_status st = CLF_SUCCESS;
+    size_t n = q->ntasks - q->pending, rr = 0, started = 0;
+    for (size_t i = 0; i < q->ndev; i++) {
+        free(q->dq[i].v);
+        q->dq[i].head = q->dq[i].tail = 0;
+        if (!(q->dq[i].v = malloc((n ? n : 1) * sizeof *q->dq[i].v)))
+            CLF__TRY(st, clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "task queue: out of memory"));
+        memset(&q->w[i].rep, 0, sizeof q->w[i].rep);
+        q->w[i].rep.device = q->w[i].d->index;
+    }
+    for (size_t id = q->pending; id < q->ntasks; id++) {
+        size_t to =
+            q->tasks[id].affinity != CLF_TASK_ANY_DEVICE ? q->tasks[id].affinity : rr++ % q->ndev;
+        q->dq[to].v[q->dq[to].tail++] = id;
+    }
+    q->first = CLF_SUCCESS;
+    q->t0 = clf__mono_ns();
+    /* A device that failed in a launch (until clf_device_readmit()), or that the program
+     * did not build for, takes no task: the others steal its deque. */
+    size_t usable = 0, first_usable = 0;
+    for (size_t i = q->ndev; i-- > 0;) {
+        size_t d = q->w[i].d->index;
+        if (!clf__device_failed(q->fl, d, NULL, 0) && q->prog->built[d])
+            usable |= (size_t)1 << i, first_usable = i;
+    }
+    if (!usable) /* the tasks stay queued for a later run */
+        CLF__TRY(st, clf__fail(CLF_ERROR_DEVICE_FAILED,
+                               "clf_taskq_run: every device of the queue failed "
+                               "(clf_device_readmit()) or lacks the program "
+                               "(clf_program_device_ok())"));
+    for (size_t i = 0; i < q->ndev; i++)
+        if ((usable & (size_t)1 << i) &&
+            pthread_create(&q->w[i].thread, NULL, worker_main, &q->w[i]) == 0)
+            started |= (size_t)1 << i;
+    /* A device whose thread did not start leaves its deque to the thieves. */
+    if (!started)
+        worker_main(&q->w[first_usable]);
+    for (size_t i = 0; i < q->ndev; i++)
+        if (started & (size_t)1 << i)
+            pthread_join(q->w[i].thread, NULL);
+    q->pending = q->ntasks;
+    if (report) {
+        memset(report, 0, sizeof *report);
+        report->tasks = n;
+        report->num_devices = q->ndev;
+        double lo = -1, hi = 0;
+        for (size_t i = 0; i < q->ndev; i++) {
+            report->dev[i] = q->w[i].rep;
+            if (q->w[i].rep.tasks) {
+                double f = q->w[i].rep.finish_s;
+                lo = lo < 0 || f < lo ? f : lo;
+                hi = f > hi ? f : hi;
+            }
+        }
+        for (size_t id = q->ntasks - n; id < q->ntasks; id++)
+            report->failed += q->tasks[id].info.status != CLF_SUCCESS;
+        report->makespan_s = hi;
+        report->efficiency = hi > 0 ? lo / hi : 1.0;
+    }
+    if (q->first != CLF_SUCCESS)
+        st = clf__fail(q->first, "%s", q->err);
+out:
+    pthread_mutex_lock(&q->lock);
+    q->running = 0;
+    pthread_mutex_unlock(&q->lock);
+    return st;
+}
+
+clf_status clf_taskq_task_info(const clf_taskq *q, size_t id, clf_task_info *out)
+{
+    if (!q || !out)
+        return clf__fail(CLF_ERROR_NULL_POINTER, "clf_taskq_task_info: NULL argument");
+    if (id >= q->ntasks)
+        return clf__fail(CLF_ERROR_OUT_OF_RANGE, "clf_taskq_task_info: task %zu of %zu", id,
+                         q->ntasks);
+    *out = q->tasks[id].info;
+    return CLF_SUCCESS;
+}
+
+void clf_taskq_destroy(clf_taskq *q)
+{
+    if (!q)
+        return;
+    for (size_t i = 0; i < q->ndev; i++) {
+        tq_worker *w = &q->w[i];
+        for (size_t k = 0; k < w->nkernels; k++) {
+            clReleaseKernel(w->kernels[k].k);
+            free(w->kernels[k].name);
+        }
+        free(w->kernels);
+        for (size_t a = 0; a < MAX_TASK_ARGS; a++)
+            if (w->mem[a])
+                clReleaseMemObject(w->mem[a]);
+        free(q->dq[i].v);
+    }
+    for (size_t i = 0; i < q->ntasks; i++) {
+        free(q->tasks[i].kernel);
+        free(q->tasks[i].args);
+        free(q->tasks[i].vals);
+    }
+    free(q->tasks);
+    pthread_mutex_destroy(&q->lock);
+    clf_fleet *fl = q->fl;
+    free(q);
+    clf__fleet_unref(fl); /* last: it may tear the fleet down */
+}

@@ -1,0 +1,129 @@
+/* Status codes (one X-macro list) and the thread-local detail message. */
+#include "util.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define CLF__DETAIL_MAX 16384
+
+static _Thread_local char detail[CLF__DETAIL_MAX];
+
+unsigned clf_version(void)
+{
+    return CLF_VERSION_HEX;
+}
+
+const char *clf_version_string(void)
+{
+    return PACKAGE_VERSION;
+}
+
+const char *clf_status_name(clf_status s)
+{
+    switch (s) {
+#define CLF__NAME(name, value, msg) \
+    case CLF_##name:                \
+        return "CLF_" #name;
+        CLF_STATUS_LIST(CLF__NAME)
+#undef CLF__NAME
+    }
+    return "CLF_UNKNOWN_STATUS";
+}
+
+const char *clf_status_string(clf_status s)
+{
+    switch (s) {
+#define CLF__MSG(name, value, msg) \
+    case CLF_##name:               \
+        return msg;
+        CLF_STATUS_LIST(CLF__MSG)
+#undef CLF__MSG
+    }
+    return "unknown status code";
+}
+
+const char *clf_last_error(void)
+{
+    return detail;
+}
+
+void clf_clear_error(void)
+{
+    detail[0] = '\0';
+}
+
+clf_status clf__fail(clf_status s, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(detail, sizeof detail, fmt, ap);
+    va_end(ap);
+    return s;
+}
+
+void clf__append_error(const char *fmt, ...)
+{
+    size_t n = strlen(detail);
+    if (n + 1 >= sizeof detail)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(detail + n, sizeof detail - n, fmt, ap);
+    va_end(ap);
+}
+
+const char *clf__cl_error_name(cl_int err)
+{
+    switch (err) {
+#define E(x) \
+    case x:  \
+        return #x;
+        E(CL_SUCCESS) E(CL_DEVICE_NOT_FOUND) E(CL_DEVICE_NOT_AVAILABLE)
+        E(CL_COMPILER_NOT_AVAILABLE) E(CL_MEM_OBJECT_ALLOCATION_FAILURE)
+        E(CL_OUT_OF_RESOURCES) E(CL_OUT_OF_HOST_MEMORY) E(CL_PROFILING_INFO_NOT_AVAILABLE)
+        E(CL_MEM_COPY_OVERLAP) E(CL_IMAGE_FORMAT_MISMATCH) E(CL_IMAGE_FORMAT_NOT_SUPPORTED)
+        E(CL_BUILD_PROGRAM_FAILURE) E(CL_MAP_FAILURE) E(CL_MISALIGNED_SUB_BUFFER_OFFSET)
+        E(CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST) E(CL_COMPILE_PROGRAM_FAILURE)
+        E(CL_LINKER_NOT_AVAILABLE) E(CL_LINK_PROGRAM_FAILURE)
+        E(CL_DEVICE_PARTITION_FAILED) E(CL_KERNEL_ARG_INFO_NOT_AVAILABLE)
+        E(CL_INVALID_VALUE) E(CL_INVALID_DEVICE_TYPE) E(CL_INVALID_PLATFORM)
+        E(CL_INVALID_DEVICE) E(CL_INVALID_CONTEXT) E(CL_INVALID_QUEUE_PROPERTIES)
+        E(CL_INVALID_COMMAND_QUEUE) E(CL_INVALID_HOST_PTR) E(CL_INVALID_MEM_OBJECT)
+        E(CL_INVALID_IMAGE_FORMAT_DESCRIPTOR) E(CL_INVALID_IMAGE_SIZE) E(CL_INVALID_SAMPLER)
+        E(CL_INVALID_BINARY) E(CL_INVALID_BUILD_OPTIONS) E(CL_INVALID_PROGRAM)
+        E(CL_INVALID_PROGRAM_EXECUTABLE) E(CL_INVALID_KERNEL_NAME)
+        E(CL_INVALID_KERNEL_DEFINITION) E(CL_INVALID_KERNEL) E(CL_INVALID_ARG_INDEX)
+        E(CL_INVALID_ARG_VALUE) E(CL_INVALID_ARG_SIZE) E(CL_INVALID_KERNEL_ARGS)
+        E(CL_INVALID_WORK_DIMENSION) E(CL_INVALID_WORK_GROUP_SIZE)
+        E(CL_INVALID_WORK_ITEM_SIZE) E(CL_INVALID_GLOBAL_OFFSET)
+        E(CL_INVALID_EVENT_WAIT_LIST) E(CL_INVALID_EVENT) E(CL_INVALID_OPERATION)
+        E(CL_INVALID_GL_OBJECT) E(CL_INVALID_BUFFER_SIZE) E(CL_INVALID_MIP_LEVEL)
+        E(CL_INVALID_GLOBAL_WORK_SIZE) E(CL_INVALID_PROPERTY) E(CL_INVALID_IMAGE_DESCRIPTOR)
+        E(CL_INVALID_COMPILER_OPTIONS) E(CL_INVALID_LINKER_OPTIONS)
+        E(CL_INVALID_DEVICE_PARTITION_COUNT)
+#undef E
+    case -1001:
+        return "CL_PLATFORM_NOT_FOUND_KHR";
+    }
+    return "CL_UNKNOWN_ERROR";
+}
+
+clf_status clf__cl_fail(cl_int err, const char *call, const struct clf__device *d)
+{
+    if (d)
+        return clf__fail(CLF_ERROR_OPENCL, "%s failed: %s (%d) on device %zu '%s'", call,
+                         clf__cl_error_name(err), (int)err, d->index, d->info.name);
+    return clf__fail(CLF_ERROR_OPENCL, "%s failed: %s (%d)", call, clf__cl_error_name(err),
+                     (int)err);
+}
+
+/* The check every function taking a fleet and a device index starts with. */
+clf_status clf__check_device(const clf_fleet *fleet, size_t device)
+{
+    if (!fleet)
+        return clf__fail(CLF_ERROR_NULL_POINTER, "fleet is NULL");
+    if (device >= fleet->ndev)
+        return clf__fail(CLF_ERROR_OUT_OF_RANGE, "device index %zu out of range (fleet has %zu)",
+                         device, fleet->ndev);
+    return CLF_SUCCESS;
+}

@@ -1,0 +1,211 @@
+/* lib/util: what every layer uses: status details, names, clocks, tuning variables,
+ * SHA-256, and the layout of the handles (fleet, device, event, program, buffer) that the
+ * layers above make and read. Not installed. */
+#ifndef CLFLEET_UTIL_H
+#define CLFLEET_UTIL_H
+
+#include "config.h"
+
+#ifndef CL_TARGET_OPENCL_VERSION
+#define CL_TARGET_OPENCL_VERSION 300
+#endif
+#include <CL/cl.h>
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "clfleet.h"
+
+#define CLF__ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+/* ---- errors (error.c) ---- */
+
+/* Set the thread's detail message and return s; printf-style. */
+clf_status clf__fail(clf_status s, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Append a line to the thread's detail message (build logs, several devices). */
+void clf__append_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Name of an OpenCL error code, e.g. "CL_INVALID_VALUE". */
+const char *clf__cl_error_name(cl_int err);
+
+struct clf__device;
+/* Record a failed OpenCL call on a device (device may be NULL); returns CLF_ERROR_OPENCL. */
+clf_status clf__cl_fail(cl_int err, const char *call, const struct clf__device *d);
+
+/* Jump to the function's `out:` label with status st set from expression e. */
+#define CLF__TRY(st, e)                \
+    do {                               \
+        (st) = (e);                    \
+        if ((st) != CLF_SUCCESS)       \
+            goto out;                  \
+    } while (0)
+
+/* Overflow-checked arithmetic: return nonzero on overflow. */
+static inline int clf__mul_overflow(size_t a, size_t b, size_t *r)
+{
+    return __builtin_mul_overflow(a, b, r);
+}
+static inline int clf__add_overflow(size_t a, size_t b, size_t *r)
+{
+    return __builtin_add_overflow(a, b, r);
+}
+
+/* Validate a fleet handle and a device index. */
+clf_status clf__check_device(const clf_fleet *fleet, size_t device);
+
+
+/* ---- names and clocks (names.c, pure) ---- */
+
+/* Host monotonic clock, seconds. */
+double clf__now(void);
+/* Host monotonic clock in ns (the same clock as clf__now()). */
+uint64_t clf__mono_ns(void);
+/* The name of a clf_path ("staged" ...), "unknown" out of range. */
+const char *clf__metrics_path_name(unsigned path);
+
+/* ---- tuning variables (env.c, pure): CLF_ERROR_PARSE naming the variable ---- */
+
+/* $CLFLEET_METRICS: unset, "", 1/on/yes/true: counting; 0/off/no/false: *off = 1. */
+clf_status clf__env_metrics(const char *v, int *off);
+/* $CLFLEET_TRANSFER_CHUNK: a power of two in [64K, 64M], digits with an optional K/M. */
+clf_status clf__env_transfer_chunk(const char *v, size_t dflt, size_t *out);
+/* $CLFLEET_TRANSFER_STAGING: unset, "", auto: *pipeline = 0; pipeline: 1. */
+clf_status clf__env_staging(const char *v, int *pipeline);
+
+/* ---- SHA-256 (sha256.c, pure) ---- */
+
+typedef struct clf__sha256 {
+    uint32_t h[8];
+    uint64_t len;
+    unsigned char buf[64];
+    size_t nbuf;
+} clf__sha256;
+
+void clf__sha256_init(clf__sha256 *c);
+void clf__sha256_update(clf__sha256 *c, const void *data, size_t n);
+void clf__sha256_final(clf__sha256 *c, unsigned char out[32]);
+void clf__sha256_hex(const unsigned char d[32], char hex[65]);
+
+/* ---- the handles every layer sees (made in core/ and fleet/) ---- */
+
+struct clf__device {
+    cl_device_id id;
+    cl_platform_id platform;
+    cl_context ctx; /* borrowed from the fleet */
+    cl_command_queue compute;
+    cl_command_queue transfer;
+    /* Copies the host drives (staging, CUDA bounces) enqueue here as they run, so that they
+     * never queue behind commands that wait for them (transfer.c). */
+    cl_command_queue copyq;
+    clf_device_info info;
+    char *extensions;
+    size_t index;     /* position in the fleet */
+    int owns_id;      /* a sub-device: released with the fleet */
+    /* A device fault in a launch (fault.c; under the fleet's lock): launches leave the
+     * device out until clf_device_readmit(). */
+    int failed;
+    char fail_why[256];
+    /* Runs commands inside clEnqueue* (PoCL's "basic" device): copies touching it take
+     * exec_lock for their whole duration, since two host threads enqueueing to such a
+     * device at once can deadlock inside PoCL 3. Set by clf__xfer_init() (transfer.c);
+     * taken through clf__dev_exec_enter() (cmd.c). */
+    int sync_exec;
+    pthread_mutex_t exec_lock;
+};
+
+/* A broadcast array kept on the devices between launches while unchanged. */
+struct clf__bcast {
+    const void *host;
+    size_t size;
+    uint64_t hash; /* of the content when it was uploaded */
+    cl_mem *mem;   /* one per fleet device, NULL until uploaded there */
+};
+
+struct clf__perf_model;
+struct clf__xfer;
+
+struct clf_fleet {
+    unsigned slot; /* the lowest number no other live fleet has (fleet.c) */
+    /* The caller's reference until clf_fleet_destroy(), and one per child that holds one
+     * (clf__fleet_ref()); the last to go tears the fleet down. */
+    atomic_uint refs;
+    /* Frees the fleet once the last reference has gone; set by clf_fleet_create() (fleet.c,
+     * which finalizes every layer), called by clf__fleet_unref() (device.c). */
+    void (*teardown)(clf_fleet *fl);
+    struct clf__device *dev;
+    size_t ndev;
+    cl_context *ctx;
+    size_t nctx;
+    char *cache_dir; /* NULL: cache disabled */
+
+    pthread_mutex_t lock; /* guards what follows */
+    struct clf__perf_model *perf; /* learned throughput (NULL until the first launch) */
+    struct clf__bcast *bcast;
+    size_t nbcast;
+    /* The efficiency of each kernel's last static launch (CLF_AUTO avoids static
+     * for kernels it balanced badly), a small ring of the latest kernels. */
+    struct {
+        char key[96];
+        double efficiency;
+    } static_eff[16];
+    size_t nstatic_eff;
+    /* Launches run in the order they were queued: a ticket each. */
+    pthread_cond_t turn;
+    uint64_t next_ticket, serving;
+
+    struct clf__xfer *xfer; /* transfer paths, staging buffers, copy threads (transfer.c) */
+
+    struct clf__metrics *metrics; /* counters and timeline (metrics.c); NULL: off */
+
+    struct clf_program *reduce_prog; /* cl/reduce.cl for the collectives (under lock; built
+                                        on first use, collective.c) */
+    struct clf__scratch *scratch;    /* the collectives' idle scratch buffers (under lock) */
+
+    struct clf__fault *fault; /* $CLFLEET_FAULT_INJECT rules (fault.c); NULL: none */
+    int gemm_used;                   /* a GEMM ran: clBLAST caches programs of its contexts
+                                        (under lock; gemm.c) */
+};
+
+
+/*
+ * An OpenCL event, or a host-side completion: an asynchronous launch (op) or a copy run by
+ * a transfer thread (task). Allocated zeroed; the fields after task belong to event.c.
+ */
+struct clf_event {
+    cl_event ev;
+    struct clf__host_op *op; /* non-NULL for host-side completion */
+    /* op: how to wait for it (its status) and free it, registered by the layer that made it
+     * (launch.c), as libuv's handles carry their callbacks: events stay below launches. */
+    clf_status (*op_wait)(struct clf__host_op *op);
+    void (*op_release)(struct clf__host_op *op);
+    struct clf__task *task;  /* non-NULL for a copy on a transfer thread (bridge.c) */
+    unsigned holds;          /* references taken by clf__event_hold(), beyond the caller's */
+    int op_state;            /* op: 0 not joined, 1 being joined, 2 joined */
+    clf_status op_status;    /* op: its result once joined */
+    char *op_err;            /* op: its detail message once joined */
+};
+
+/* A program (core/program.c). */
+struct clf_program {
+    clf_fleet *fleet;
+    int holds_fleet;         /* a reference to the fleet (0: the fleet owns the program) */
+    char hash[65];           /* SHA-256 of source and options: names it in the perf model */
+    cl_program *prog;        /* one per fleet device (program.c says why) */
+    unsigned char *from_cache; /* one per device */
+    unsigned char *built;      /* one per device: the build succeeded there */
+    char **log;                /* one per device: why it did not (NULL where it did) */
+};
+
+
+/* A buffer (core/buffer.c). */
+struct clf_buffer {
+    clf_fleet *fleet;
+    int holds_fleet; /* a reference to the fleet (0: the fleet owns the buffer) */
+    size_t device;
+    size_t size;
+    cl_mem mem;
+};
+
+#endif

@@ -1,0 +1,516 @@
+/*
+ * Device-to-device copies: the fleet's path matrix, the queries, and clf_copy_async().
+ *
+ * The path for each ordered device pair is chosen once, at fleet creation, by the pure
+ * selector of pathsel.c from facts gathered here and in peer.c. A copy on a path the
+ * OpenCL runtime can do by itself (same device, host-unified memory in one context, AMD
+ * peer-to-peer) is one enqueued command whose wait list is bridged into the queue's
+ * context. A copy that the host must drive (pipelined staging, CUDA peer copies) runs on a
+ * transfer thread of the fleet and completes a task; clf_copy() runs it on the calling
+ * thread instead, which saves a hand-over for small copies. Such a copy enqueues on the
+ * devices' copy queues as it goes, never behind commands that may wait for it.
+ */
+#include "transfer.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* ---- fleet state ---------------------------------------------------------------------- */
+
+static int contains_nocase(const char *hay, const char *needle)
+{
+    size_t n = strlen(needle);
+    for (; hay && *hay; hay++)
+        if (strncasecmp(hay, needle, n) == 0)
+            return 1;
+    return 0;
+}
+
+clf_status clf__xfer_init(clf_fleet *fl, const char *opt)
+{
+    const char *val = opt ? opt : getenv("CLFLEET_TRANSFER");
+    unsigned disabled = 0;
+    clf_status st = clf__path_parse_env(val, &disabled);
+    if (st != CLF_SUCCESS) {
+        if (opt) {
+            /* The parser names the variable; the value came from the option. */
+            char msg[512];
+            const char *e = clf_last_error();
+            if (strncmp(e, "CLFLEET_TRANSFER: ", 18) == 0)
+                e += 18;
+            snprintf(msg, sizeof msg, "%s", e);
+            return clf__fail(st, "clf_fleet_options.transfer: %s", msg);
+        }
+        return st;
+    }
+    size_t n = fl->ndev, nn;
+    if (clf__mul_overflow(n, n, &nn))
+        return clf__fail(CLF_ERROR_SIZE_OVERFLOW, "transfer: %zu devices", n);
+    struct clf__xfer *x = calloc(1, sizeof *x);
+    if (!x)
+        return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "transfer: out of memory");
+    pthread_mutex_init(&x->lock, NULL);
+    pthread_cond_init(&x->cond, NULL);
+    fl->xfer = x;
+    x->fleet = fl;
+    x->disabled = disabled;
+    int pipeline = 0;
+    if ((st = clf__env_transfer_chunk(getenv("CLFLEET_TRANSFER_CHUNK"), CLF__XFER_CHUNK,
+                                      &x->chunk)) != CLF_SUCCESS ||
+        (st = clf__env_staging(getenv("CLFLEET_TRANSFER_STAGING"), &pipeline)) != CLF_SUCCESS)
+        return st;
+    x->staging = pipeline ? CLF__STAGING_PIPELINE : CLF__STAGING_AUTO;
+    x->dev = calloc(n, sizeof *x->dev);
+    x->path = calloc(nn, 1);
+    x->direct = calloc(nn, 1);
+    if (!x->dev || !x->path || !x->direct)
+        return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "transfer: out of memory");
+    for (size_t i = 0; i < n; i++) {
+        const clf_device_info *in = &fl->dev[i].info;
+        clf__path_dev_from_info(&x->dev[i].pd, in);
+        x->dev[i].nvidia = contains_nocase(in->vendor, "NVIDIA") ||
+                           contains_nocase(in->platform_vendor, "NVIDIA");
+        fl->dev[i].sync_exec = strncmp(in->name, "basic", 5) == 0 &&
+                               contains_nocase(in->platform, "Portable Computing Language");
+        pthread_mutex_init(&fl->dev[i].exec_lock, NULL);
+    }
+    st = clf__peer_init(fl);
+    if (st != CLF_SUCCESS)
+        return st;
+    for (size_t s = 0; s < n; s++)
+        for (size_t d = 0; d < n; d++) {
+            int direct = 0;
+            clf__path p = clf__path_select(&x->dev[s].pd, s, &x->dev[d].pd, d, &x->env,
+                                           x->disabled, &direct);
+            x->path[s * n + d] = (unsigned char)p;
+            x->direct[s * n + d] = (unsigned char)direct;
+        }
+    return CLF_SUCCESS;
+}
+
+void clf__xfer_fini(clf_fleet *fl)
+{
+    struct clf__xfer *x = fl->xfer;
+    if (!x)
+        return;
+    /* The threads finish the queued copies before they stop. */
+    pthread_mutex_lock(&x->lock);
+    x->stopping = 1;
+    pthread_cond_broadcast(&x->cond);
+    size_t nth = x->nthreads;
+    pthread_mutex_unlock(&x->lock);
+    for (size_t i = 0; i < nth; i++)
+        pthread_join(x->threads[i], NULL);
+    pthread_mutex_lock(&x->lock);
+    while (x->helpers)
+        pthread_cond_wait(&x->cond, &x->lock);
+    pthread_mutex_unlock(&x->lock);
+    clf__bridge_drain(fl);
+    if (x->dev) {
+        clf__staging_fini(fl);
+        clf__peer_fini(fl);
+        for (size_t i = 0; i < fl->ndev; i++) {
+            free(x->dev[i].amd_peers);
+            pthread_mutex_destroy(&fl->dev[i].exec_lock);
+        }
+    }
+    free(x->dev);
+    free(x->path);
+    free(x->direct);
+    free(x->cuda_peer);
+    pthread_cond_destroy(&x->cond);
+    pthread_mutex_destroy(&x->lock);
+    free(x);
+    fl->xfer = NULL;
+}
+
+/* ---- queries -------------------------------------------------------------------------- */
+
+const char *clf_path_name(clf_path p)
+{
+    if ((unsigned)p >= CLF__PATH_COUNT)
+        return NULL;
+    return clf__path_name((clf__path)p);
+}
+
+clf_status clf_transfer_path(const clf_fleet *fl, size_t src, size_t dst, clf_path *path,
+                             int *direct)
+{
+    clf_status st = clf__check_device(fl, src);
+    if (st == CLF_SUCCESS)
+        st = clf__check_device(fl, dst);
+    if (st != CLF_SUCCESS)
+        return st;
+    if (!path)
+        return clf__fail(CLF_ERROR_NULL_POINTER, "clf_transfer_path: path is NULL");
+    size_t k = src * fl->ndev + dst;
+    *path = (clf_path)fl->xfer->path[k];
+    if (direct)
+        *direct = fl->xfer->direct[k];
+    return CLF_SUCCESS;
+}
+
+const char *clf_transfer_cuda_status(const clf_fleet *fl)
+{
+    if (!fl || !fl->xfer)
+        return "no fleet";
+    return fl->xfer->cuda_status;
+}
+
+/* ---- copies --------------------------------------------------------------------------- */
+
+static void copy_free(clf__copy *c)
+{
+    if (!c)
+        return;
+    if (c->dst)
+        clReleaseMemObject(c->dst);
+    if (c->src)
+        clReleaseMemObject(c->src);
+    for (size_t i = 0; i < c->ndeps; i++)
+        clf_event_release(c->deps[i]);
+    free(c->deps);
+    clf__task_unref(c->task);
+    free(c);
+}
+
+clf_status clf__copy_wait_deps(clf__copy *c)
+{
+    for (size_t i = 0; i < c->ndeps; i++) {
+        clf_status st = clf__event_wait_host(c->deps[i]);
+        if (st != CLF_SUCCESS) {
+            char msg[1024];
+            snprintf(msg, sizeof msg, "%s", clf_last_error());
+            return clf__fail(st, "copy not done: wait-list event %zu failed: %s", i, msg);
+        }
+    }
+    return CLF_SUCCESS;
+}
+
+/* Take (or give back) the execution locks of the copy's synchronous devices, in index
+ * order. */
+static void exec_lock(clf__copy *c, int take)
+{
+    struct clf__device *xd = c->fleet->dev;
+    size_t order[2] = {c->sdev < c->ddev ? c->sdev : c->ddev,
+                       c->sdev < c->ddev ? c->ddev : c->sdev};
+    for (int k = 0; k < (order[0] == order[1] ? 1 : 2); k++) {
+        size_t i = order[k];
+        if (!xd[i].sync_exec)
+            continue;
+        if (take)
+            pthread_mutex_lock(&xd[i].exec_lock);
+        else
+            pthread_mutex_unlock(&xd[i].exec_lock);
+    }
+}
+
+/* ---- the paths ----------------------------------------------------------------------- */
+
+/* Same device, or one context whose devices share memory with the host: the runtime copies
+ * within the context, on a queue of the source, where the data was produced (PoCL 3's
+ * basic device does not bring a buffer last written by another device up to date before a
+ * copy on its own queue, and reads stale bytes). */
+static clf_status enqueue_copy(clf__copy *c, const cl_event *wait, cl_uint nwait, cl_event *ev)
+{
+    struct clf__device *d = clf__xdevice(c, 0);
+    cl_int err = clEnqueueCopyBuffer(clf__copy_queue(c, 0), c->src, c->dst, c->soff, c->doff,
+                                     c->size, nwait, wait, ev);
+    return err == CL_SUCCESS ? CLF_SUCCESS : clf__cl_fail(err, "clEnqueueCopyBuffer", d);
+}
+
+const clf__path_ops clf__path_same_device = {"same-device", 1, enqueue_copy, NULL};
+const clf__path_ops clf__path_unified = {"unified", 1, enqueue_copy, NULL};
+
+/* In clf__path order. */
+static const clf__path_ops *const PATHS[CLF__PATH_COUNT] = {
+    &clf__path_same_device, &clf__path_unified, &clf__path_amd_p2p, &clf__path_cuda_p2p,
+    &clf__path_staged,
+};
+
+/* A path the runtime does, its wait list already waited for on the host: enqueue, wait. */
+static clf_status enqueue_wait(clf__copy *c)
+{
+    const clf__path_ops *ops = PATHS[c->path];
+    cl_event ev = NULL;
+    clf_status st = ops->enqueue(c, NULL, 0, &ev);
+    if (st != CLF_SUCCESS)
+        return st;
+    clFlush(clf__copy_queue(c, !ops->queue_on_src));
+    clf_event e = {.ev = ev};
+    st = clf__event_wait_host(&e);
+    clReleaseEvent(ev);
+    return st;
+}
+
+/* Run a copy the host drives, on the calling thread. */
+static clf_status run_host(clf__copy *c)
+{
+    clf_status st;
+    clf__rec r = {0};
+    r.path = (clf_path)c->path;
+    exec_lock(c, 1);
+    r.t0 = clf__mono_ns();
+    st = PATHS[c->path]->run ? PATHS[c->path]->run(c) : enqueue_wait(c);
+    /* A path that cannot run here (no memory for CUDA's bounce buffers): staging always
+     * works. */
+    if (st == CLF_ERROR_UNSUPPORTED && c->path != CLF__PATH_STAGED) {
+        r.path = CLF_PATH_STAGED;
+        st = clf__path_staged.run(c);
+    }
+    r.t1 = clf__mono_ns();
+    exec_lock(c, 0);
+    if (st == CLF_SUCCESS) { /* timed on the host: its commands are several, on two queues */
+        r.kind = CLF__REC_PEER;
+        r.flags = CLF__REC_HOST_TIME;
+        r.track = CLF__TRACK_PEER;
+        r.bytes = c->size;
+        r.src = c->sdev;
+        r.dst = c->ddev;
+        clf__metrics_record(c->fleet, c->ddev, &r, 1);
+    }
+    return st;
+}
+
+static void *xfer_thread(void *arg)
+{
+    struct clf__xfer *x = arg;
+    pthread_mutex_lock(&x->lock);
+    for (;;) {
+        while (!x->head && !x->stopping) {
+            x->idle++;
+            pthread_cond_wait(&x->cond, &x->lock);
+            x->idle--;
+        }
+        clf__copy *c = x->head;
+        if (!c)
+            break; /* stopping, and nothing left */
+        x->head = c->next;
+        if (!x->head)
+            x->tail = NULL;
+        x->running++;
+        pthread_mutex_unlock(&x->lock);
+
+        clf_clear_error();
+        clf_status st = clf__copy_wait_deps(c);
+        if (st == CLF_SUCCESS)
+            st = run_host(c);
+        clf__task_complete(c->task, st, clf_last_error());
+        copy_free(c);
+
+        pthread_mutex_lock(&x->lock);
+        x->running--;
+        if (!x->running && !x->head)
+            pthread_cond_broadcast(&x->cond); /* clf__xfer_drain() */
+    }
+    pthread_mutex_unlock(&x->lock);
+    return NULL;
+}
+
+void clf__xfer_drain(clf_fleet *fl)
+{
+    struct clf__xfer *x = fl->xfer;
+    if (!x)
+        return;
+    pthread_mutex_lock(&x->lock);
+    while (x->head || x->running)
+        pthread_cond_wait(&x->cond, &x->lock);
+    pthread_mutex_unlock(&x->lock);
+}
+
+/* Queue a copy for the transfer threads, starting one when every thread is busy. */
+static clf_status submit(struct clf__xfer *x, clf__copy *c)
+{
+    pthread_mutex_lock(&x->lock);
+    size_t queued = 1;
+    for (clf__copy *q = x->head; q; q = q->next)
+        queued++;
+    if (queued > x->idle && x->nthreads < CLF__XFER_THREADS &&
+        pthread_create(&x->threads[x->nthreads], NULL, xfer_thread, x) == 0)
+        x->nthreads++;
+    if (x->nthreads == 0) {
+        pthread_mutex_unlock(&x->lock);
+        return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "copy: cannot start a transfer thread");
+    }
+    c->next = NULL;
+    if (x->tail)
+        x->tail->next = c;
+    else
+        x->head = c;
+    x->tail = c;
+    pthread_cond_signal(&x->cond);
+    pthread_mutex_unlock(&x->lock);
+    return CLF_SUCCESS;
+}
+
+/* A copy the OpenCL runtime does: one command on a queue, after the bridged wait list. */
+static clf_status enqueue_direct(clf__copy *c, clf_event *const *wait, size_t nwait,
+                                 clf_event **out_event)
+{
+    clf_fleet *fl = c->fleet;
+    const clf__path_ops *ops = PATHS[c->path];
+    size_t qdev = ops->queue_on_src ? c->sdev : c->ddev;
+    struct clf__device *d = &fl->dev[qdev];
+    clf_status st = CLF_SUCCESS;
+    cl_event *ev = nwait ? calloc(nwait, sizeof *ev) : NULL;
+    cl_event done = NULL;
+    size_t nev = 0;
+    if (nwait && !ev)
+        return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "copy: out of memory");
+    for (; nev < nwait; nev++)
+        CLF__TRY(st, clf__event_cl_for(wait[nev], fl, qdev, &ev[nev]));
+    exec_lock(c, 1);
+    st = ops->enqueue(c, ev, (cl_uint)nev, &done);
+    if (st == CLF_SUCCESS)
+        clFlush(d->transfer); /* start it now, not at the next blocking call */
+    exec_lock(c, 0);
+    if (st == CLF_SUCCESS) {
+        clf__rec r = {0};
+        r.kind = CLF__REC_PEER;
+        r.bytes = c->size;
+        r.src = c->sdev;
+        r.dst = c->ddev;
+        r.path = (clf_path)c->path;
+        clf__metrics_event(fl, qdev, &r, done); /* timed when it completes */
+        st = clf__event_wrap(done, out_event);
+    }
+out:
+    for (size_t i = 0; i < nev; i++)
+        clReleaseEvent(ev[i]);
+    free(ev);
+    return st;
+}
+
+static clf_status check_region(const clf_buffer *b, size_t off, size_t size, const char *what)
+{
+    size_t end;
+    if (clf__add_overflow(off, size, &end))
+        return clf__fail(CLF_ERROR_SIZE_OVERFLOW, "copy: %s offset %zu + size %zu overflows",
+                         what, off, size);
+    if (end > b->size)
+        return clf__fail(CLF_ERROR_OUT_OF_RANGE,
+                         "copy: %s region [%zu, %zu) outside its buffer of %zu bytes", what, off,
+                         end, b->size);
+    return CLF_SUCCESS;
+}
+
+static clf_status copy(clf_buffer *dst, size_t doff, clf_buffer *src, size_t soff, size_t size,
+                       clf_event *const *wait, size_t nwait, clf_event **out_event,
+                       int blocking)
+{
+    const char *fn = blocking ? "clf_copy" : "clf_copy_async";
+    if (out_event)
+        *out_event = NULL;
+    if (!dst || !src)
+        return clf__fail(CLF_ERROR_NULL_POINTER, "%s: %s buffer is NULL", fn,
+                         dst ? "source" : "destination");
+    if (nwait && !wait)
+        return clf__fail(CLF_ERROR_NULL_POINTER, "%s: %zu events but the wait list is NULL",
+                         fn, nwait);
+    if (nwait > SIZE_MAX / sizeof(cl_event))
+        return clf__fail(CLF_ERROR_SIZE_OVERFLOW, "%s: %zu events in the wait list", fn, nwait);
+    for (size_t i = 0; i < nwait; i++)
+        if (!wait[i])
+            return clf__fail(CLF_ERROR_NULL_POINTER, "%s: wait-list event %zu is NULL", fn, i);
+    if (dst->fleet != src->fleet)
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "%s: the buffers belong to different fleets",
+                         fn);
+    if (size == 0)
+        return clf__fail(CLF_ERROR_ZERO_SIZE, "%s: size is zero", fn);
+    clf_status st = check_region(src, soff, size, "source");
+    if (st == CLF_SUCCESS)
+        st = check_region(dst, doff, size, "destination");
+    if (st != CLF_SUCCESS)
+        return st;
+    if (dst->mem == src->mem && soff < doff + size && doff < soff + size)
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                         "%s: source [%zu, %zu) and destination [%zu, %zu) overlap in one buffer",
+                         fn, soff, soff + size, doff, doff + size);
+
+    clf_fleet *fl = src->fleet;
+    struct clf__xfer *x = fl->xfer;
+    clf__copy *c = calloc(1, sizeof *c);
+    if (!c)
+        return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "copy: out of memory");
+    c->fleet = fl;
+    c->dst = dst->mem;
+    c->src = src->mem;
+    clRetainMemObject(c->dst); /* the caller may destroy the buffers at once */
+    clRetainMemObject(c->src);
+    c->ddev = dst->device;
+    c->sdev = src->device;
+    c->doff = doff;
+    c->soff = soff;
+    c->size = size;
+    c->path = (clf__path)x->path[c->sdev * fl->ndev + c->ddev];
+
+    /* A device that runs commands inside clEnqueue* (PoCL's basic) must not get a command
+     * that waits for an event of another queue: it would run inside that queue's completion
+     * and can deadlock there (PoCL 3). Such a copy waits on a transfer thread instead. */
+    const clf__path_ops *ops = PATHS[c->path];
+    c->on_host = !ops->enqueue ||
+                 (nwait && fl->dev[ops->queue_on_src ? c->sdev : c->ddev].sync_exec);
+    if (!c->on_host) {
+        st = enqueue_direct(c, wait, nwait, out_event);
+        copy_free(c);
+        return st;
+    }
+    if (blocking) { /* no wait list: on this thread, without a hand-over */
+        st = run_host(c);
+        copy_free(c);
+        return st;
+    }
+    /* On a transfer thread: hold the wait list, and flush the queues of its OpenCL events
+     * so that their commands start while the thread waits for them. */
+    if (nwait && !(c->deps = calloc(nwait, sizeof *c->deps)))
+        CLF__TRY(st, clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "copy: out of memory"));
+    for (size_t i = 0; i < nwait; i++) {
+        clf_event *e = wait[i];
+        clf__event_hold(e);
+        c->deps[c->ndeps++] = e;
+        cl_command_queue q = NULL;
+        if (e->ev && clGetEventInfo(e->ev, CL_EVENT_COMMAND_QUEUE, sizeof q, &q, NULL) ==
+                         CL_SUCCESS &&
+            q)
+            clFlush(q);
+    }
+    c->task = clf__task_create();
+    if (!c->task)
+        CLF__TRY(st, clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "copy: out of memory"));
+    struct clf__task *t = c->task;
+    clf__task_ref(t); /* the caller's, for the event */
+    st = submit(x, c);
+    if (st != CLF_SUCCESS) {
+        clf__task_unref(t);
+        goto out;
+    }
+    c = NULL; /* the transfer thread owns it now */
+    if (out_event)
+        return clf__event_wrap_task(t, out_event);
+    clf__task_unref(t);
+    return CLF_SUCCESS;
+out:
+    copy_free(c);
+    return st;
+}
+
+clf_status clf_copy_async(clf_buffer *dst, size_t dst_offset, clf_buffer *src, size_t src_offset,
+                          size_t size, clf_event *const *wait, size_t num_wait,
+                          clf_event **out_event)
+{
+    return copy(dst, dst_offset, src, src_offset, size, wait, num_wait, out_event, 0);
+}
+
+clf_status clf_copy(clf_buffer *dst, size_t dst_offset, clf_buffer *src, size_t src_offset,
+                    size_t size)
+{
+    clf_event *ev = NULL;
+    clf_status st = copy(dst, dst_offset, src, src_offset, size, NULL, 0, &ev, 1);
+    if (st == CLF_SUCCESS && ev) {
+        st = clf_event_wait(ev);
+        clf_event_release(ev);
+    }
+    return st;
+}

@@ -1,0 +1,28 @@
+/* lib/xfer: copies between devices (the transfer paths, staging, peer copies, CUDA),
+ * events across contexts and devices, barriers. Not installed. */
+#ifndef CLFLEET_XFER_H
+#define CLFLEET_XFER_H
+
+#include "core/core.h"
+
+/* ---- transfers (transfer.c, staging.c, peer.c) ---- */
+
+/* Gather every device pair's path (transfer: the option, or NULL for $CLFLEET_TRANSFER).
+ * CLF_ERROR_PARSE names the option or the variable. */
+clf_status clf__xfer_init(clf_fleet *fleet, const char *transfer);
+/* Wait for copies in flight, stop the transfer threads, free the staging buffers. */
+void clf__xfer_fini(clf_fleet *fleet);
+/* Wait until no copy is queued for or running on a transfer thread. */
+void clf__xfer_drain(clf_fleet *fleet);
+/* ---- events across contexts (bridge.c) ---- */
+
+/* An OpenCL event in device's context that completes with e (bridged through a user event
+ * when e belongs to another context or to the host); release it with clReleaseEvent(). */
+clf_status clf__event_cl_for(clf_event *e, clf_fleet *fleet, size_t device, cl_event *out);
+
+/* ---- synchronisation (sync.c) ---- */
+
+/* A marker after all the work queued so far on device's compute and transfer queues. */
+clf_status clf__device_marker(clf_fleet *fleet, size_t device, cl_event *out);
+
+#endif
