@@ -344,6 +344,16 @@ clf_status clf_fleet_create(clf_fleet **out, const clf_fleet_options *opts)
                          "(initialise with CLF_FLEET_OPTIONS_INIT)",
                          opts->version, CLF_FLEET_OPTIONS_VERSION);
     CLF__TRY(st, options_to_filter(opts, &f));
+    /* A mistyped variable fails here, before any work, not at the first launch. */
+    clf_strategy strategy = CLF_AUTO;
+    const char *senv = getenv("CLFLEET_STRATEGY");
+    if (senv && senv[0] && clf_strategy_parse(senv, &strategy) != CLF_SUCCESS)
+        CLF__TRY(st, clf__fail(CLF_ERROR_PARSE,
+                               "CLFLEET_STRATEGY: unknown strategy '%.64s' (static, dynamic, "
+                               "guided, memory-aware, auto)",
+                               senv));
+    if (strategy == CLF_STRATEGY_DEFAULT)
+        strategy = CLF_AUTO;
     CLF__TRY(st, discover(&d));
     if (select_devices(&d, &f) == 0)
         CLF__TRY(st, clf__fail(CLF_ERROR_NO_DEVICE,
@@ -363,6 +373,7 @@ clf_status clf_fleet_create(clf_fleet **out, const clf_fleet_options *opts)
     pthread_mutex_init(&fl->lock, NULL);
     pthread_cond_init(&fl->turn, NULL);
     fl->slot = slot_take();
+    fl->strategy = strategy;
     size_t cap = d.ndev;
     fl->dev = calloc(cap, sizeof *fl->dev);
     if (!fl->dev)

@@ -292,17 +292,8 @@ static clf_status choose_strategy(clf__gemm_run *G, const uint64_t *max_units,
                                   clf_launch_report *rep)
 {
     clf_strategy s = G->o.strategy;
-    if (s == CLF_STRATEGY_DEFAULT) {
-        const char *env = getenv("CLFLEET_STRATEGY");
-        s = CLF_AUTO;
-        if (env && env[0]) {
-            if (clf_strategy_parse(env, &s) != CLF_SUCCESS)
-                return clf__fail(CLF_ERROR_PARSE, "CLFLEET_STRATEGY: unknown strategy '%.64s'",
-                                 env);
-            if (s == CLF_STRATEGY_DEFAULT)
-                s = CLF_AUTO;
-        }
-    }
+    if (s == CLF_STRATEGY_DEFAULT)
+        s = G->fl->strategy; /* $CLFLEET_STRATEGY, parsed by clf_fleet_create() */
     if ((unsigned)s > CLF_AUTO)
         return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "%s: unknown strategy %d", G->g.fn, (int)s);
     rep->requested = s;

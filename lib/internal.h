@@ -167,6 +167,9 @@ struct clf_fleet {
     cl_context *ctx;
     size_t nctx;
     char *cache_dir; /* NULL: cache disabled */
+    /* $CLFLEET_STRATEGY, parsed at creation: what launches and GEMMs asking for the
+     * default use (CLF_AUTO when unset). */
+    clf_strategy strategy;
 
     pthread_mutex_t lock; /* guards what follows */
     struct clf__perf_model *perf; /* learned throughput (NULL until the first launch) */

@@ -436,18 +436,8 @@ static clf_status choose_strategy(clf__launch *L, const uint64_t *max_units,
                                   clf_launch_report *rep)
 {
     clf_strategy s = L->desc.strategy;
-    if (s == CLF_STRATEGY_DEFAULT) {
-        const char *env = getenv("CLFLEET_STRATEGY");
-        s = CLF_AUTO;
-        if (env && env[0]) {
-            clf_status st = clf_strategy_parse(env, &s);
-            if (st != CLF_SUCCESS)
-                return clf__fail(CLF_ERROR_PARSE, "CLFLEET_STRATEGY: unknown strategy '%.64s'",
-                                 env);
-            if (s == CLF_STRATEGY_DEFAULT)
-                s = CLF_AUTO;
-        }
-    }
+    if (s == CLF_STRATEGY_DEFAULT)
+        s = L->fl->strategy; /* $CLFLEET_STRATEGY, parsed by clf_fleet_create() */
     if ((unsigned)s > CLF_AUTO)
         return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "unknown strategy %d", (int)s);
     rep->requested = s;

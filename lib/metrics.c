@@ -12,10 +12,13 @@
  */
 #include "metrics.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -136,6 +139,34 @@ static char *trace_path(const char *tmpl)
     return b.s;
 }
 
+/* Fail fast on a trace that could not be written at the end: create and remove the file the
+ * trace is written to before its rename (trace.c), beside the target, and refuse a target
+ * that is a directory. Nothing is left behind, so a fleet that dies early leaves no empty
+ * trace. from: what named the path, for the message. */
+static clf_status trace_probe(const char *path, const char *from)
+{
+    struct stat sb;
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
+        return clf__fail(CLF_ERROR_IO, "%s: trace '%s' cannot be written: %s", from, path,
+                         strerror(EISDIR));
+    size_t n = strlen(path) + 32;
+    char *tmp = malloc(n);
+    if (!tmp)
+        return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "trace: out of memory");
+    snprintf(tmp, n, "%s.tmp.%ld", path, (long)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    clf_status st = CLF_SUCCESS;
+    if (fd < 0)
+        st = clf__fail(CLF_ERROR_IO, "%s: trace '%s' cannot be written: %s", from, path,
+                       strerror(errno));
+    else {
+        close(fd);
+        unlink(tmp);
+    }
+    free(tmp);
+    return st;
+}
+
 static void devm_free(clf__devm *d)
 {
     free(d->pair_bytes);
@@ -153,6 +184,7 @@ clf_status clf__metrics_init(clf_fleet *fl, const char *trace)
     clf_status st = clf__env_metrics(getenv("CLFLEET_METRICS"), &off);
     if (st != CLF_SUCCESS)
         return st;
+    const char *from = trace ? "trace option" : "CLFLEET_TRACE";
     if (!trace)
         trace = getenv("CLFLEET_TRACE");
     if (trace && !trace[0])
@@ -195,6 +227,12 @@ clf_status clf__metrics_init(clf_fleet *fl, const char *trace)
     if (oom) {
         clf__metrics_fini(fl);
         return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "metrics: out of memory");
+    }
+    if (m->trace_path && (st = trace_probe(m->trace_path, from)) != CLF_SUCCESS) {
+        free(m->trace_path); /* or clf__metrics_fini() would try to write it */
+        m->trace_path = NULL;
+        clf__metrics_fini(fl);
+        return st;
     }
     if (m->trace_path)
         clf__trace_calibrate(fl);
