@@ -113,6 +113,43 @@ CLF_API const char *clf_last_error(void);
 CLF_API void clf_clear_error(void);
 
 /* ------------------------------------------------------------------ */
+/* Log                                                                 */
+/* ------------------------------------------------------------------ */
+
+/**
+ * \brief How much the library says about its decisions.
+ *
+ * `CLFLEET_LOG=error|warn|info|debug` sets the level, read whenever a fleet
+ * is created (default `warn`; another value fails clf_fleet_create() with
+ * CLF_ERROR_PARSE). A message is passed on when its level is at most the one set.
+ */
+typedef enum clf_log_level {
+    CLF_LOG_ERROR = 0, /**< failures the library cannot return (e.g. a trace not written) */
+    CLF_LOG_WARN = 1,  /**< something is off, the work goes on (a device failed, a bad cache) */
+    CLF_LOG_INFO = 2,  /**< decisions made once per fleet: devices chosen, transfer paths */
+    CLF_LOG_DEBUG = 3  /**< decisions made per call: cache hits, strategies, host waits */
+} clf_log_level;
+
+/**
+ * \brief A program's receiver of the library's log messages.
+ * \param user the pointer given to clf_log_set_handler()
+ * \param level the message's level
+ * \param msg one line, without the "clfleet: " prefix and without a newline
+ */
+typedef void (*clf_log_fn)(void *user, clf_log_level level, const char *msg);
+
+/**
+ * \brief Send the log messages to fn instead of stderr.
+ *
+ * Process-wide and thread-safe: the handler may be called from any thread, one
+ * call at a time, and must not call clfleet. Without one (fn NULL, the default),
+ * messages go to stderr as "clfleet: " followed by the message.
+ * \param fn the handler, or NULL for stderr
+ * \param user passed to fn unchanged
+ */
+CLF_API void clf_log_set_handler(clf_log_fn fn, void *user);
+
+/* ------------------------------------------------------------------ */
 /* Fleet                                                               */
 /* ------------------------------------------------------------------ */
 

@@ -114,6 +114,16 @@ static size_t select_devices(discovery *d, const clf__filter *f)
     return kept;
 }
 
+/* The device types the selection kept (to say why the others were left out). */
+static unsigned kept_types(const discovery *d)
+{
+    unsigned t = 0;
+    for (size_t i = 0; i < d->ndev; i++)
+        if (d->dev[i].keep)
+            t |= d->dev[i].info.type;
+    return t;
+}
+
 static clf_status add_device(clf_fleet *fl, cl_device_id id, const found *root, size_t root_index,
                              int sub)
 {
@@ -343,6 +353,7 @@ clf_status clf_fleet_create(clf_fleet **out, const clf_fleet_options *opts)
                          "clf_fleet_options.version is %u, expected %u "
                          "(initialise with CLF_FLEET_OPTIONS_INIT)",
                          opts->version, CLF_FLEET_OPTIONS_VERSION);
+    CLF__TRY(st, clf__log_init());
     CLF__TRY(st, options_to_filter(opts, &f));
     /* A mistyped variable fails here, before any work, not at the first launch. */
     clf_strategy strategy = CLF_AUTO;
@@ -365,6 +376,14 @@ clf_status clf_fleet_create(clf_fleet **out, const clf_fleet_options *opts)
                                              : (getenv("CLFLEET_DEVICES")
                                                     ? getenv("CLFLEET_DEVICES")
                                                     : "")));
+
+    for (size_t i = 0; i < d.ndev; i++)
+        clf__log(CLF_LOG_INFO, "device %zu '%s' (%s, platform '%s'): %s", i, d.dev[i].info.name,
+                 clf_device_type_name(d.dev[i].info.type), d.dev[i].info.platform,
+                 d.dev[i].keep ? "selected"
+                 : !(d.dev[i].info.type & (f.types ? f.types : kept_types(&d)))
+                     ? "left out: not of the selected type (GPUs and accelerators first, else CPUs)"
+                     : "left out: does not match the selection");
 
     fl = calloc(1, sizeof *fl);
     if (!fl)

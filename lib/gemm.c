@@ -402,6 +402,7 @@ static clf_status plan(clf__gemm_run *G, uint64_t *max_units, clf_launch_report 
     G->gran = o->granularity ? o->granularity : G->total >= 64 * (uint64_t)G->ndev ? 16 : 1;
     CLF__TRY(st, budgets(G, max_units));
     CLF__TRY(st, choose_strategy(G, max_units, rep));
+    clf__log(CLF_LOG_DEBUG, "%s: %s", G->g.fn, rep->reason);
 out:
     return st;
 }

@@ -50,6 +50,16 @@ static inline int clf__add_overflow(size_t a, size_t b, size_t *r)
     return __builtin_add_overflow(a, b, r);
 }
 
+/* ---- log (log.c) ---- */
+
+/* $CLFLEET_LOG: "error", "warn", "info" or "debug" (unset or "": warn); CLF_ERROR_PARSE naming
+ * the variable. Sets the process-wide level; clf_fleet_create() calls it. */
+clf_status clf__log_init(void);
+/* Nonzero when a message at level would be passed on (to skip building costly ones). */
+int clf__log_on(clf_log_level level);
+/* One line (no newline) to the handler or stderr, when level is at most the level set. */
+void clf__log(clf_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* ---- device selection (filter.c, pure) ---- */
 
 #define CLF__MAX_INDEX 256
@@ -170,6 +180,7 @@ struct clf_fleet {
     /* $CLFLEET_STRATEGY, parsed at creation: what launches and GEMMs asking for the
      * default use (CLF_AUTO when unset). */
     clf_strategy strategy;
+    atomic_int cache_warned; /* an unusable cache was reported (once per fleet, program.c) */
 
     pthread_mutex_t lock; /* guards what follows */
     struct clf__perf_model *perf; /* learned throughput (NULL until the first launch) */

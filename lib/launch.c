@@ -791,6 +791,7 @@ static clf_status run(clf__launch *L, clf_launch_report *rep)
     CLF__TRY(st, check_kernel(L));
     CLF__TRY(st, budgets(L, max_units));
     CLF__TRY(st, choose_strategy(L, max_units, rep));
+    clf__log(CLF_LOG_DEBUG, "launch '%s': %s", L->desc.kernel, rep->reason);
     clf__part_params pp = {0};
     /* Fine enough for irregular work; a chunk costs tens of microseconds. */
     pp.chunks_per_device = L->desc.chunks_per_device ? L->desc.chunks_per_device : 16;

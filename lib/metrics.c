@@ -251,7 +251,7 @@ void clf__metrics_fini(clf_fleet *fl)
     pthread_mutex_unlock(&m->lock);
     if (m->trace_path && clf__trace_write(fl) != CLF_SUCCESS)
         /* Destroy cannot return it, and the user asked for this file. */
-        fprintf(stderr, "clfleet: trace not written: %s\n", clf_last_error());
+        clf__log(CLF_LOG_ERROR, "trace not written: %s", clf_last_error());
     for (size_t i = 0; i <= m->ndev; i++) {
         devm_free(&m->dm[i]);
         pthread_mutex_destroy(&m->dm[i].lock);

@@ -132,6 +132,13 @@ static void r_clear_error(void)
     ACCEPTS(clf_clear_error());
     NEUTRAL(clf_last_error()[0] == '\0');
 }
+static void r_log_set_handler(void)
+{
+    /* NULL restores stderr; any pointer is passed through untouched. */
+    ACCEPTS(clf_log_set_handler(NULL, NULL));
+    ACCEPTS(clf_log_set_handler(NULL, &cases));
+    ACCEPTS(clf_log_set_handler(NULL, NULL));
+}
 static void r_device_type_name(void)
 {
     NEUTRAL(!strcmp(clf_device_type_name(12345), "unknown"));
@@ -302,6 +309,8 @@ static void r_fleet_create_env(void)
         {"CLFLEET_TRANSFER_STAGING", "banana", CLF_ERROR_PARSE},
         {"CLFLEET_STRATEGY", "banana", CLF_ERROR_PARSE}, /* at creation, not the 1st launch */
         {"CLFLEET_STRATEGY", "static;dynamic", CLF_ERROR_PARSE},
+        {"CLFLEET_LOG", "verbose", CLF_ERROR_PARSE},
+        {"CLFLEET_LOG", "warn,debug", CLF_ERROR_PARSE},
         {"CLFLEET_TRACE", "/no/such/directory/t.json", CLF_ERROR_IO},
     };
     for (size_t i = 0; i < sizeof env / sizeof env[0]; i++) {
@@ -1423,7 +1432,7 @@ typedef struct row {
 #define ROW(f) {"clf_" #f, r_##f}
 static const row rows[] = {
     ROW(version), ROW(version_string), ROW(status_name), ROW(status_string), ROW(last_error),
-    ROW(clear_error), ROW(fleet_create), ROW(fleet_destroy), ROW(fleet_device_count),
+    ROW(clear_error), ROW(log_set_handler), ROW(fleet_create), ROW(fleet_destroy), ROW(fleet_device_count),
     ROW(fleet_context_count), ROW(fleet_finish), ROW(device_get_info),
     ROW(device_has_extension), ROW(device_type_name), ROW(device_is_failed),
     ROW(device_failure), ROW(device_readmit), ROW(program_build_source),
