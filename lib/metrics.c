@@ -535,6 +535,8 @@ void clf__metrics_launch(clf_fleet *fl, const char *kernel, const clf_launch_rep
         r.t1 = end > start ? end : start + 1;
         r.a0 = (int64_t)rep->total_units;
         r.a1 = (int64_t)rep->num_devices;
+        r.strategy = rep->strategy;
+        r.efficiency = rep->efficiency;
         record(m, SIZE_MAX, &r, 1);
     }
 }
