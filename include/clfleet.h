@@ -1034,6 +1034,38 @@ CLF_API clf_status clf_metrics_print(const clf_fleet *fleet, FILE *fp);
  */
 CLF_API void clf_free(void *p);
 
+/* ------------------------------------------------------------------ */
+/* The learned device speeds                                           */
+/* ------------------------------------------------------------------ */
+
+/**
+ * \brief The device speeds learned for each kernel, as one JSON object.
+ *
+ * Launches and GEMMs learn how many work items per second each device does for
+ * each kernel and keep it in the binary cache directory (file perf-v1.tsv), so that
+ * a new process starts balanced. The object is
+ * `{"file": PATH, "entries": [{"kernel", "device", "samples", "units_per_s"}, ...]}`:
+ * the kernel as "name@program-hash", the device as "name|driver|cu=N", the number
+ * of samples kept and their median (for GEMMs, MFLOP per second). No devices are used.
+ * \param out receives a NUL-terminated string; free it with clf_free()
+ * \param cache_dir the cache directory, or NULL for the default one
+ *        ($CLFLEET_CACHE_DIR, else $XDG_CACHE_HOME/clfleet, else ~/.cache/clfleet)
+ * \return CLF_SUCCESS (an empty list when nothing was learned), CLF_ERROR_NULL_POINTER,
+ *         CLF_ERROR_IO (the file cannot be read, or no cache directory),
+ *         CLF_ERROR_OUT_OF_HOST_MEMORY
+ */
+CLF_API clf_status clf_perf_model_json(char **out, const char *cache_dir);
+/**
+ * \brief Forget the device speeds learned in a cache directory (remove its perf-v1.tsv).
+ *
+ * The next launches start from compute units x clock again. A fleet alive meanwhile
+ * keeps what it learned in memory and writes it back when it saves.
+ * \param cache_dir the cache directory, or NULL for the default one (as clf_perf_model_json())
+ * \return CLF_SUCCESS (also when nothing was learned), CLF_ERROR_IO with the path and the
+ *         reason, CLF_ERROR_OUT_OF_HOST_MEMORY
+ */
+CLF_API clf_status clf_perf_model_reset(const char *cache_dir);
+
 /**
  * \brief Where the time of a region of work went: clf_profile_begin() starts
  * it, clf_profile_end() fills the results. Sums are over every device, so

@@ -357,7 +357,7 @@ clf__perf_model *clf__fleet_perf(clf_fleet *fl)
     if (!fl->perf) {
         char path[4096];
         int persist = fl->cache_dir &&
-                      snprintf(path, sizeof path, "%s/perf-v1.tsv", fl->cache_dir) <
+                      snprintf(path, sizeof path, "%s/" CLF__PERF_FILE, fl->cache_dir) <
                           (int)sizeof path;
         if (clf__perf_open(&fl->perf, persist ? path : NULL) != CLF_SUCCESS)
             clf__perf_open(&fl->perf, NULL); /* unreadable file: learn in memory */

@@ -139,6 +139,18 @@ static void r_log_set_handler(void)
     ACCEPTS(clf_log_set_handler(NULL, &cases));
     ACCEPTS(clf_log_set_handler(NULL, NULL));
 }
+static void r_perf_model_json(void)
+{
+    char *out = (char *)&cases;
+    BAD(clf_perf_model_json(NULL, NULL), CLF_ERROR_NULL_POINTER);
+    BAD(clf_perf_model_json(&out, "/dev/null"), CLF_ERROR_IO); /* a file, not a directory */
+    ck_assert_ptr_null(out);
+}
+static void r_perf_model_reset(void)
+{
+    BAD(clf_perf_model_reset("/dev/null"), CLF_ERROR_IO);
+    NEUTRAL(clf_perf_model_reset("/no/such/directory") == CLF_SUCCESS); /* nothing learned */
+}
 static void r_device_type_name(void)
 {
     NEUTRAL(!strcmp(clf_device_type_name(12345), "unknown"));
@@ -1432,7 +1444,8 @@ typedef struct row {
 #define ROW(f) {"clf_" #f, r_##f}
 static const row rows[] = {
     ROW(version), ROW(version_string), ROW(status_name), ROW(status_string), ROW(last_error),
-    ROW(clear_error), ROW(log_set_handler), ROW(fleet_create), ROW(fleet_destroy), ROW(fleet_device_count),
+    ROW(clear_error), ROW(log_set_handler), ROW(perf_model_json), ROW(perf_model_reset),
+    ROW(fleet_create), ROW(fleet_destroy), ROW(fleet_device_count),
     ROW(fleet_context_count), ROW(fleet_finish), ROW(device_get_info),
     ROW(device_has_extension), ROW(device_type_name), ROW(device_is_failed),
     ROW(device_failure), ROW(device_readmit), ROW(program_build_source),
