@@ -21,7 +21,7 @@
 int clf_blas_available(void)
 {
 #ifdef HAVE_CLBLAST
-    return 1;
+    return clf__gemm_blast_load(NULL) == CLF_SUCCESS;
 #else
     return 0;
 #endif
@@ -485,6 +485,8 @@ static clf_status gemm(clf_fleet *fl, clf__gemm_args *g, int ta, int tb,
     g->tb = tb != CLF_NO_TRANS;
     clf_status st = check_args(g);
     if (st != CLF_SUCCESS)
+        return st;
+    if ((st = clf__gemm_blast_load(g->fn)) != CLF_SUCCESS)
         return st;
     clf_gemm_options o = CLF_GEMM_OPTIONS_INIT;
     if (opts)
