@@ -118,7 +118,8 @@ CLFLEET_CACHE_DIR=$cache $info --perf > "$tmp.perf" || { echo "FAIL: --perf"; ex
 grep -q "vadd@0123456789abcdef *pthread-x|3.1|cu=2 *3 *200$" "$tmp.perf" &&
     grep -q "busy@fedcba9876543210 *basic-x|3.1|cu=1 *1 *5e+06$" "$tmp.perf" ||
     { echo "FAIL: --perf table"; cat "$tmp.perf"; exit 1; }
-CLFLEET_CACHE_DIR=$cache $info --perf --json > "$tmp.pjson" || { echo "FAIL: --perf --json"; exit 1; }
+CLFLEET_CACHE_DIR=$cache $info --perf --json > "$tmp.pjson" ||
+    { echo "FAIL: --perf --json"; exit 1; }
 $lint < "$tmp.pjson" || { echo "FAIL: invalid JSON (--perf)"; cat "$tmp.pjson"; exit 1; }
 [ "$(grep -c '"units_per_s":' "$tmp.pjson")" -eq 2 ] && grep -q '"units_per_s":200}' "$tmp.pjson" ||
     { echo "FAIL: --perf --json"; cat "$tmp.pjson"; exit 1; }
