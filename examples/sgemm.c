@@ -161,7 +161,8 @@ int main(int argc, char **argv)
         return 2;
     }
     if (!clf_blas_available()) {
-        fprintf(stderr, "sgemm: clfleet was built without clBLAST\n");
+        fprintf(stderr, "sgemm: without clBLAST%s%s\n",
+                clf_last_error()[0] ? ": " : " (clfleet was built without it)", clf_last_error());
         return 1;
     }
     clf_fleet *f;

@@ -113,6 +113,43 @@ CLF_API const char *clf_last_error(void);
 CLF_API void clf_clear_error(void);
 
 /* ------------------------------------------------------------------ */
+/* Log                                                                 */
+/* ------------------------------------------------------------------ */
+
+/**
+ * \brief How much the library says about its decisions.
+ *
+ * `CLFLEET_LOG=error|warn|info|debug` sets the level, read whenever a fleet
+ * is created (default `warn`; another value fails clf_fleet_create() with
+ * CLF_ERROR_PARSE). A message is passed on when its level is at most the one set.
+ */
+typedef enum clf_log_level {
+    CLF_LOG_ERROR = 0, /**< failures the library cannot return (e.g. a trace not written) */
+    CLF_LOG_WARN = 1,  /**< something is off, the work goes on (a device failed, a bad cache) */
+    CLF_LOG_INFO = 2,  /**< decisions made once per fleet: devices chosen, transfer paths */
+    CLF_LOG_DEBUG = 3  /**< decisions made per call: cache hits, strategies, host waits */
+} clf_log_level;
+
+/**
+ * \brief A program's receiver of the library's log messages.
+ * \param user the pointer given to clf_log_set_handler()
+ * \param level the message's level
+ * \param msg one line, without the "clfleet: " prefix and without a newline
+ */
+typedef void (*clf_log_fn)(void *user, clf_log_level level, const char *msg);
+
+/**
+ * \brief Send the log messages to fn instead of stderr.
+ *
+ * Process-wide and thread-safe: the handler may be called from any thread, one
+ * call at a time, and must not call clfleet. Without one (fn NULL, the default),
+ * messages go to stderr as "clfleet: " followed by the message.
+ * \param fn the handler, or NULL for stderr
+ * \param user passed to fn unchanged
+ */
+CLF_API void clf_log_set_handler(clf_log_fn fn, void *user);
+
+/* ------------------------------------------------------------------ */
 /* Fleet                                                               */
 /* ------------------------------------------------------------------ */
 
@@ -996,6 +1033,38 @@ CLF_API clf_status clf_metrics_print(const clf_fleet *fleet, FILE *fp);
  * \param p memory clfleet returned, or NULL
  */
 CLF_API void clf_free(void *p);
+
+/* ------------------------------------------------------------------ */
+/* The learned device speeds                                           */
+/* ------------------------------------------------------------------ */
+
+/**
+ * \brief The device speeds learned for each kernel, as one JSON object.
+ *
+ * Launches and GEMMs learn how many work items per second each device does for
+ * each kernel and keep it in the binary cache directory (file perf-v1.tsv), so that
+ * a new process starts balanced. The object is
+ * `{"file": PATH, "entries": [{"kernel", "device", "samples", "units_per_s"}, ...]}`:
+ * the kernel as "name@program-hash", the device as "name|driver|cu=N", the number
+ * of samples kept and their median (for GEMMs, MFLOP per second). No devices are used.
+ * \param out receives a NUL-terminated string; free it with clf_free()
+ * \param cache_dir the cache directory, or NULL for the default one
+ *        ($CLFLEET_CACHE_DIR, else $XDG_CACHE_HOME/clfleet, else ~/.cache/clfleet)
+ * \return CLF_SUCCESS (an empty list when nothing was learned), CLF_ERROR_NULL_POINTER,
+ *         CLF_ERROR_IO (the file cannot be read, or no cache directory),
+ *         CLF_ERROR_OUT_OF_HOST_MEMORY
+ */
+CLF_API clf_status clf_perf_model_json(char **out, const char *cache_dir);
+/**
+ * \brief Forget the device speeds learned in a cache directory (remove its perf-v1.tsv).
+ *
+ * The next launches start from compute units x clock again. A fleet alive meanwhile
+ * keeps what it learned in memory and writes it back when it saves.
+ * \param cache_dir the cache directory, or NULL for the default one (as clf_perf_model_json())
+ * \return CLF_SUCCESS (also when nothing was learned), CLF_ERROR_IO with the path and the
+ *         reason, CLF_ERROR_OUT_OF_HOST_MEMORY
+ */
+CLF_API clf_status clf_perf_model_reset(const char *cache_dir);
 
 /**
  * \brief Where the time of a region of work went: clf_profile_begin() starts

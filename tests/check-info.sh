@@ -106,4 +106,29 @@ for bad in "--bogus" "--devices" "--split x" "--split-counts=3-1" "--json=yes" "
     [ $rc -eq 2 ] || { echo "FAIL: '$bad' exited with $rc, not 2"; cat "$tmp.err"; exit 1; }
     [ -s "$tmp.err" ] || { echo "FAIL: '$bad' without a message"; exit 1; }
 done
-echo "PASS: $n devices, $subs sub-devices, JSON valid, path matrix, default fleet marked"
+
+# --perf shows the speeds learned in the cache directory (the median of each entry's samples),
+# --perf-reset forgets them; neither needs a device.
+cache=$tmp.cache
+mkdir -p "$cache" || exit 99
+trap 'rm -rf "$tmp".*' EXIT
+printf 'v1\tvadd@0123456789abcdef\tpthread-x|3.1|cu=2\t3\t100\t300\t200\n' > "$cache/perf-v1.tsv"
+printf 'v1\tbusy@fedcba9876543210\tbasic-x|3.1|cu=1\t1\t5e6\n' >> "$cache/perf-v1.tsv"
+CLFLEET_CACHE_DIR=$cache $info --perf > "$tmp.perf" || { echo "FAIL: --perf"; exit 1; }
+grep -q "vadd@0123456789abcdef *pthread-x|3.1|cu=2 *3 *200$" "$tmp.perf" &&
+    grep -q "busy@fedcba9876543210 *basic-x|3.1|cu=1 *1 *5e+06$" "$tmp.perf" ||
+    { echo "FAIL: --perf table"; cat "$tmp.perf"; exit 1; }
+CLFLEET_CACHE_DIR=$cache $info --perf --json > "$tmp.pjson" ||
+    { echo "FAIL: --perf --json"; exit 1; }
+$lint < "$tmp.pjson" || { echo "FAIL: invalid JSON (--perf)"; cat "$tmp.pjson"; exit 1; }
+[ "$(grep -c '"units_per_s":' "$tmp.pjson")" -eq 2 ] && grep -q '"units_per_s":200}' "$tmp.pjson" ||
+    { echo "FAIL: --perf --json"; cat "$tmp.pjson"; exit 1; }
+CLFLEET_CACHE_DIR=$cache $info --perf-reset > /dev/null || { echo "FAIL: --perf-reset"; exit 1; }
+[ ! -e "$cache/perf-v1.tsv" ] || { echo "FAIL: --perf-reset left the model"; exit 1; }
+CLFLEET_CACHE_DIR=$cache $info --perf > "$tmp.perf" && grep -q "none yet" "$tmp.perf" ||
+    { echo "FAIL: --perf after --perf-reset"; cat "$tmp.perf"; exit 1; }
+CLFLEET_CACHE_DIR=$cache $info --perf-reset > /dev/null || { echo "FAIL: reset twice"; exit 1; }
+CLFLEET_CACHE_DIR=$cache $info --perf --perf-reset > /dev/null 2>&1
+[ $? -eq 2 ] || { echo "FAIL: --perf --perf-reset together accepted"; exit 1; }
+
+echo "PASS: $n devices, $subs sub-devices, JSON valid, path matrix, default fleet marked, --perf"

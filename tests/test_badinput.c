@@ -14,6 +14,7 @@
 
 #include <clfleet/opencl.h>
 
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -130,6 +131,25 @@ static void r_clear_error(void)
     BAD(clf_fleet_finish(NULL), CLF_ERROR_NULL_POINTER);
     ACCEPTS(clf_clear_error());
     NEUTRAL(clf_last_error()[0] == '\0');
+}
+static void r_log_set_handler(void)
+{
+    /* NULL restores stderr; any pointer is passed through untouched. */
+    ACCEPTS(clf_log_set_handler(NULL, NULL));
+    ACCEPTS(clf_log_set_handler(NULL, &cases));
+    ACCEPTS(clf_log_set_handler(NULL, NULL));
+}
+static void r_perf_model_json(void)
+{
+    char *out = (char *)&cases;
+    BAD(clf_perf_model_json(NULL, NULL), CLF_ERROR_NULL_POINTER);
+    BAD(clf_perf_model_json(&out, "/dev/null"), CLF_ERROR_IO); /* a file, not a directory */
+    ck_assert_ptr_null(out);
+}
+static void r_perf_model_reset(void)
+{
+    BAD(clf_perf_model_reset("/dev/null"), CLF_ERROR_IO);
+    NEUTRAL(clf_perf_model_reset("/no/such/directory") == CLF_SUCCESS); /* nothing learned */
 }
 static void r_device_type_name(void)
 {
@@ -299,6 +319,11 @@ static void r_fleet_create_env(void)
         {"CLFLEET_TRANSFER_CHUNK", "99999999999999999999999", CLF_ERROR_PARSE},
         {"CLFLEET_TRANSFER_CHUNK", "18014398509481984M", CLF_ERROR_PARSE}, /* wraps */
         {"CLFLEET_TRANSFER_STAGING", "banana", CLF_ERROR_PARSE},
+        {"CLFLEET_STRATEGY", "banana", CLF_ERROR_PARSE}, /* at creation, not the 1st launch */
+        {"CLFLEET_STRATEGY", "static;dynamic", CLF_ERROR_PARSE},
+        {"CLFLEET_LOG", "verbose", CLF_ERROR_PARSE},
+        {"CLFLEET_LOG", "warn,debug", CLF_ERROR_PARSE},
+        {"CLFLEET_TRACE", "/no/such/directory/t.json", CLF_ERROR_IO},
     };
     for (size_t i = 0; i < sizeof env / sizeof env[0]; i++) {
         env_set(env[i].var, env[i].value);
@@ -325,7 +350,6 @@ static void r_fleet_create_env(void)
         {"CLFLEET_KERNEL_DIR", longdir},
         {"CLFLEET_CUDA_LIBRARY", "/no/such/libcuda.so"}, /* the CUDA path is off */
         {"CLFLEET_CUDA_LIBRARY", longdir},
-        {"CLFLEET_STRATEGY", "banana"}, /* read by launches that ask for the default */
     };
     for (size_t i = 0; i < sizeof benign / sizeof benign[0]; i++) {
         env_set(benign[i].var, benign[i].value);
@@ -838,13 +862,11 @@ static clf_launch_desc vadd_desc(void)
         BAD(run(P, &d, a, 3), CLF_ERROR_SIZE_OVERFLOW);                                    \
         a[0] = (clf_arg)CLF_REDUCE(NULL, 4, CLF_FLOAT, CLF_SUM);                           \
         BAD(run(P, &d, a, 3), CLF_ERROR_NULL_POINTER);                                     \
-        /* Environment: the strategy variable for launches that ask for the default. */   \
+        /* The strategy variable is read by clf_fleet_create(): a launch that asks for the  \
+         * default after it changed still runs (r_fleet_create_env() tests bad values). */ \
         d = vadd_desc(), d.strategy = CLF_STRATEGY_DEFAULT;                                \
         env_set("CLFLEET_STRATEGY", "banana");                                             \
-        BAD(run(P, &d, ok, 3), CLF_ERROR_PARSE);                                           \
-        env_restore("CLFLEET_STRATEGY");                                                   \
-        env_set("CLFLEET_STRATEGY", "static;dynamic");                                     \
-        BAD(run(P, &d, ok, 3), CLF_ERROR_PARSE);                                           \
+        ck_assert_ok(run(P, &d, ok, 3));                                                   \
         env_restore("CLFLEET_STRATEGY");                                                   \
     } while (0)
 
@@ -975,21 +997,37 @@ static void r_profile_end(void)
 static void r_trace_flush(void)
 {
     BAD(clf_trace_flush(NULL), CLF_ERROR_NULL_POINTER);
-    /* A trace file that cannot be written: the flush says so. */
+    /* A trace place that cannot be written fails the creation, naming the path and why. */
     clf_fleet_options o = CLF_FLEET_OPTIONS_INIT;
     o.devices = TEST_CPUS ";index=0";
     o.trace = "/no/such/directory/trace.json";
     clf_fleet *f = NULL;
-    ck_assert_ok(clf_fleet_create(&f, &o));
-    BAD(clf_trace_flush(f), CLF_ERROR_IO);
-    clf_fleet_destroy(f); /* reports the failure on stderr, does not crash */
+    BAD(clf_fleet_create(&f, &o), CLF_ERROR_IO);
+    ck_assert_ptr_null(f);
+    ck_assert_msg(strstr(clf_last_error(), "/no/such/directory/trace.json") &&
+                      strstr(clf_last_error(), strerror(ENOENT)),
+                  "'%s' names the path and the reason", clf_last_error());
     env_set("CLFLEET_TRACE", "/no/such/directory/%p-%n-%q-%.json");
     o.trace = NULL;
-    clf_status st = clf_fleet_create(&f, &o);
+    BAD(clf_fleet_create(&f, &o), CLF_ERROR_IO);
     env_restore("CLFLEET_TRACE");
-    ck_assert_msg(st == CLF_SUCCESS, "%s", clf_last_error());
+    ck_assert_msg(strstr(clf_last_error(), "CLFLEET_TRACE"), "'%s' names the variable",
+                  clf_last_error());
+    char dir[] = "/tmp/clfleet-badtrace-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    o.trace = dir; /* a directory, not a file */
+    BAD(clf_fleet_create(&f, &o), CLF_ERROR_IO);
+    /* One that goes away after the creation: the flush says so. */
+    char path[128];
+    snprintf(path, sizeof path, "%s/%%p.json", dir);
+    o.trace = path;
+    ck_assert_ok(clf_fleet_create(&f, &o));
+    char want[128];
+    snprintf(want, sizeof want, "%s/%ld.json", dir, (long)getpid());
+    ck_assert_str_eq(clf_trace_path(f), want);
+    ck_assert_int_eq(rmdir(dir), 0); /* empty: the probe left nothing behind */
     BAD(clf_trace_flush(f), CLF_ERROR_IO);
-    clf_fleet_destroy(f);
+    clf_fleet_destroy(f); /* reports the failure on stderr, does not crash */
 }
 static void r_trace_path(void)
 {
@@ -1406,7 +1444,8 @@ typedef struct row {
 #define ROW(f) {"clf_" #f, r_##f}
 static const row rows[] = {
     ROW(version), ROW(version_string), ROW(status_name), ROW(status_string), ROW(last_error),
-    ROW(clear_error), ROW(fleet_create), ROW(fleet_destroy), ROW(fleet_device_count),
+    ROW(clear_error), ROW(log_set_handler), ROW(perf_model_json), ROW(perf_model_reset),
+    ROW(fleet_create), ROW(fleet_destroy), ROW(fleet_device_count),
     ROW(fleet_context_count), ROW(fleet_finish), ROW(device_get_info),
     ROW(device_has_extension), ROW(device_type_name), ROW(device_is_failed),
     ROW(device_failure), ROW(device_readmit), ROW(program_build_source),

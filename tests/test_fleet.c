@@ -234,6 +234,105 @@ START_TEST(create_destroy_100)
 }
 END_TEST
 
+/* ---- the log ---------------------------------------------------------------------------- */
+
+/* The lines the handler received, in order, each "LEVEL|message". */
+static char log_buf[1 << 16];
+static size_t log_len;
+
+static void log_keep(void *user, clf_log_level level, const char *msg)
+{
+    ck_assert_ptr_eq(user, log_buf);
+    int n = snprintf(log_buf + log_len, sizeof log_buf - log_len, "%d|%s\n", (int)level, msg);
+    if (n > 0 && (size_t)n < sizeof log_buf - log_len)
+        log_len += (size_t)n;
+}
+
+/* The position of the first line holding every one of the strings, after from; -1 if none. */
+static long log_find(long from, const char *a, const char *b)
+{
+    for (const char *l = log_buf + from; *l;) {
+        const char *end = strchr(l, '\n');
+        size_t n = end ? (size_t)(end - l) : strlen(l);
+        char line[1200];
+        snprintf(line, sizeof line, "%.*s", (int)n, l);
+        if (strstr(line, a) && (!b || strstr(line, b)))
+            return (long)(l - log_buf);
+        l += n + (end != NULL);
+    }
+    return -1;
+}
+
+static size_t log_count(const char *a)
+{
+    size_t k = 0;
+    for (long at = log_find(0, a, NULL); at >= 0; k++) {
+        const char *end = strchr(log_buf + at, '\n'); /* the next search starts a line */
+        at = end ? log_find((long)(end + 1 - log_buf), a, NULL) : -1;
+    }
+    return k;
+}
+
+START_TEST(log_lines)
+{
+    char dir[] = "/tmp/clfleet-log-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    log_len = 0;
+    log_buf[0] = '\0';
+    clf_log_set_handler(log_keep, log_buf);
+    setenv("CLFLEET_LOG", "debug", 1);
+    clf_fleet_options o = CLF_FLEET_OPTIONS_INIT;
+    o.devices = TEST_CPUS;
+    o.cache_dir = dir; /* fresh: the first build misses, the second hits */
+    clf_fleet *f = NULL;
+    ck_assert_ok(clf_fleet_create(&f, &o));
+    ck_assert_uint_ge(clf_fleet_device_count(f), 2);
+    clf_program *p = NULL;
+    ck_assert_ok(clf_program_build_shipped(&p, f, "vector", NULL));
+    clf_program_destroy(p);
+    ck_assert_ok(clf_program_build_shipped(&p, f, "vector", NULL));
+    ck_assert_int_eq(clf_program_from_cache(p, 0), 1);
+    clf_program_destroy(p);
+    clf_fleet_destroy(f);
+
+    /* Device selection and transfer paths at info, the cache at debug: a miss, then a hit. */
+    ck_assert_msg(log_find(0, "2|device 0 '", "selected") >= 0, "selection:\n%s", log_buf);
+    ck_assert_msg(log_find(0, "2|transfer path 0 -> 1: ", NULL) >= 0, "paths:\n%s", log_buf);
+    ck_assert_msg(log_find(0, "2|transfer: CUDA peer path off", NULL) >= 0, "cuda:\n%s",
+                  log_buf);
+    long miss = log_find(0, "binary cache miss", "device 0 '");
+    long hit = log_find(0, "binary cache hit", "device 0 '");
+    ck_assert_msg(miss >= 0 && hit > miss && log_buf[miss] == '3' && log_buf[hit] == '3',
+                  "a miss at debug, then a hit:\n%s", log_buf);
+
+    /* At warn, none of that; a cache that is a file is reported once per fleet. */
+    log_len = 0;
+    log_buf[0] = '\0';
+    setenv("CLFLEET_LOG", "warn", 1);
+    char file[64];
+    snprintf(file, sizeof file, "%s/a-file", dir);
+    FILE *fp = fopen(file, "w");
+    ck_assert_ptr_nonnull(fp);
+    fclose(fp);
+    o.cache_dir = file;
+    ck_assert_ok(clf_fleet_create(&f, &o));
+    for (int k = 0; k < 2; k++) {
+        ck_assert_ok(clf_program_build_shipped(&p, f, "vector", NULL));
+        clf_program_destroy(p);
+    }
+    clf_fleet_destroy(f);
+    unsetenv("CLFLEET_LOG");
+    clf_log_set_handler(NULL, NULL);
+    ck_assert_msg(log_find(0, "2|", NULL) < 0 && log_find(0, "3|", NULL) < 0, "warn only:\n%s",
+                  log_buf);
+    ck_assert_msg(log_count("unusable") == 1 && log_find(0, "1|binary cache '", file) == 0,
+                  "one warning:\n%s", log_buf);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("fleet");
@@ -246,6 +345,7 @@ int main(void)
     tcase_add_test(tc, sub_devices);
     tcase_add_test(tc, context_per_device);
     tcase_add_test(tc, create_destroy_100);
+    tcase_add_test(tc, log_lines);
     suite_add_tcase(s, tc);
     return test_run(s, TEST_CPUS, 3);
 }

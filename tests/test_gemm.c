@@ -596,22 +596,24 @@ START_TEST(learned_weights)
 }
 END_TEST
 
-/* CLFLEET_STRATEGY applies to calls that ask for the default. */
+/* CLFLEET_STRATEGY, read when the fleet is created, applies to calls that ask for the
+ * default; a bad value fails the creation. */
 START_TEST(strategy_from_environment)
 {
-    clf_fleet *f = fleet_of(0);
     clf_launch_report rep;
     gcase t = mk(0, CLF_COL_MAJOR, CLF_NO_TRANS, CLF_NO_TRANS, 20, 30, 10, 1.0, 0.0,
                  CLF_STRATEGY_DEFAULT, CLF_GEMM_SPLIT_AUTO);
     setenv("CLFLEET_STRATEGY", "dynamic", 1);
+    clf_fleet *f = test_fleet(CFGS[0].selection, CFGS[0].context_per_device);
+    unsetenv("CLFLEET_STRATEGY");
     run_case(f, &t, NULL, 2, &rep);
     ck_assert_int_eq(rep.requested, CLF_DYNAMIC);
     ck_assert_int_eq(rep.strategy, CLF_DYNAMIC);
+    clf_fleet_destroy(f);
     setenv("CLFLEET_STRATEGY", "fastest", 1);
-    float x[600] = {0};
-    ck_assert_status(clf_sgemm(f, CLF_COL_MAJOR, CLF_NO_TRANS, CLF_NO_TRANS, 20, 30, 10, 1.0f, x,
-                               20, x, 10, 0.0f, x, 20, NULL, NULL),
-                     CLF_ERROR_PARSE);
+    f = NULL;
+    ck_assert_status(clf_fleet_create(&f, NULL), CLF_ERROR_PARSE);
+    ck_assert_ptr_null(f);
     unsetenv("CLFLEET_STRATEGY");
 }
 END_TEST

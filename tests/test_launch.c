@@ -1458,8 +1458,12 @@ START_TEST(strategy_from_environment)
                  {"STATIC", CLF_STATIC},
                  {"guided", CLF_GUIDED},
                  {"memory-aware", CLF_MEMORY_AWARE}};
+    /* The variable is read once, by clf_fleet_create(): a fleet per value. */
     for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
         setenv("CLFLEET_STRATEGY", names[k].value, 1);
+        env_close(&e);
+        env_open(&e, 0);
+        setenv("CLFLEET_STRATEGY", "banana", 1); /* too late: the fleet has its strategy */
         ck_assert_ok(clf_launch(e.f, e.p, &d, args, 2, &r));
         expect(r.strategy == names[k].want && r.requested == names[k].want,
                "CLFLEET_STRATEGY=%s ran %d (asked %d)", names[k].value, (int)r.strategy,
@@ -1467,13 +1471,18 @@ START_TEST(strategy_from_environment)
     }
     /* An explicit strategy wins over the environment. */
     setenv("CLFLEET_STRATEGY", "dynamic", 1);
+    env_close(&e);
+    env_open(&e, 0);
     d.strategy = CLF_GUIDED;
     ck_assert_ok(clf_launch(e.f, e.p, &d, args, 2, &r));
     ck_assert_int_eq(r.strategy, CLF_GUIDED);
     d.strategy = CLF_STRATEGY_DEFAULT;
 
+    /* A bad value fails the fleet's creation, naming the value. */
     setenv("CLFLEET_STRATEGY", "banana", 1);
-    ck_assert_status(clf_launch(e.f, e.p, &d, args, 2, &r), CLF_ERROR_PARSE);
+    clf_fleet *bad = NULL;
+    ck_assert_status(clf_fleet_create(&bad, NULL), CLF_ERROR_PARSE);
+    ck_assert_ptr_null(bad);
     expect(strstr(clf_last_error(), "banana") != NULL, "detail: %s", clf_last_error());
     unsetenv("CLFLEET_STRATEGY");
     for (size_t i = 0; i < N; i++)

@@ -672,6 +672,7 @@ typedef struct xev {
     int pid, tid;
     double ts, dur;
     const char *name, *cat;
+    const jv *args;
 } xev;
 
 static int cmp_xev(const void *a, const void *b)
@@ -720,6 +721,7 @@ static void trace_load(trace_view *t, const char *path)
         x->dur = jnum(e, "dur");
         x->name = jget(e, "name")->str;
         x->cat = jget(e, "cat")->str;
+        x->args = jget(e, "args");
         ck_assert_msg(x->dur >= 0, "negative duration");
     }
     qsort(t->ev, t->n, sizeof *t->ev, cmp_xev);
@@ -800,8 +802,17 @@ START_TEST(trace_file)
                 t.ev[k].ts + t.ev[k].dur > last_kernel_end)
                 last_kernel_end = t.ev[k].ts + t.ev[k].dur;
     }
-    /* One launch on the host's track. */
+    /* One launch on the host's track, with the strategy that ran and its efficiency. */
     ck_assert_uint_eq(count_events(&t, 0, 1, "busy"), 1);
+    for (size_t k = 0; k < t.n; k++) {
+        if (t.ev[k].pid != 0 || t.ev[k].tid != 1 || strcmp(t.ev[k].name, "busy"))
+            continue;
+        const jv *s = jget(t.ev[k].args, "strategy");
+        ck_assert_msg(s && s->type == 's', "the launch's slice has no strategy");
+        ck_assert_str_eq(s->str, clf_strategy_name(rep.strategy));
+        ck_assert_double_eq_tol(jnum(t.ev[k].args, "efficiency"), rep.efficiency, 1e-4);
+        ck_assert_double_eq(jnum(t.ev[k].args, "units"), (double)rep.total_units);
+    }
     /* Times are on the host's clock, from the fleet's creation. */
     for (size_t k = 0; k < t.n; k++)
         ck_assert_msg(t.ev[k].ts > -1000 && t.ev[k].ts + t.ev[k].dur < t_flush + 1000,
@@ -890,11 +901,11 @@ START_TEST(trace_from_environment)
     remove(p1);
     remove(p2);
 
-    /* An unwritable path is an I/O error at flush. */
+    /* An unwritable path fails the creation (tests/test_badinput.c: and at flush). */
     o.trace = "/nonexistent-dir/x/trace.json";
-    ck_assert_ok(clf_fleet_create(&f, &o));
-    ck_assert_status(clf_trace_flush(f), CLF_ERROR_IO);
-    clf_fleet_destroy(f); /* says so on stderr, and goes */
+    f = NULL;
+    ck_assert_status(clf_fleet_create(&f, &o), CLF_ERROR_IO);
+    ck_assert_ptr_null(f);
 }
 END_TEST
 

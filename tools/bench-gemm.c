@@ -216,7 +216,7 @@ static void usage(FILE *to)
           "               default; CPU devices are split when there is only one)\n"
           "  --trace PATH a Perfetto timeline per fleet, PATH-N.json\n"
           "  -h, --help   this text; -V, --version: the version\n"
-          "Exit status 77 when no suitable device exists or clfleet has no clBLAST.\n",
+          "Exit status 77 when no suitable device exists or clBLAST cannot be loaded.\n",
           to);
 }
 
@@ -247,7 +247,10 @@ int clf_bench_gemm(int argc, char **argv)
     if (b.opt.quick)
         b.n = b.n < 192 ? b.n : 192;
     if (!clf_blas_available()) {
-        fprintf(stderr, "clfleet-bench gemm: clfleet was built without clBLAST\n");
+        /* Built without its header, or the library cannot be loaded: the detail says which. */
+        fprintf(stderr, "clfleet-bench gemm: without clBLAST%s%s\n",
+                clf_last_error()[0] ? ": " : " (clfleet was built without it)",
+                clf_last_error());
         return CLF_BENCH_SKIP;
     }
     clf_fleet_options o = CLF_FLEET_OPTIONS_INIT;

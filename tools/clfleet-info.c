@@ -12,6 +12,7 @@ static void usage(FILE *to)
 {
     fputs("usage: clfleet-info [--json] [--devices SELECTION] [--split N | --split-counts A+B]\n"
           "                    [--context-per-device]\n"
+          "       clfleet-info --perf [--json] | --perf-reset\n"
           "       clfleet-info --help | --version\n"
           "Lists every device on every OpenCL platform, marking those of the default fleet\n"
           "(what clf_fleet_create() selects with no selection given: $CLFLEET_DEVICES, else\n"
@@ -25,6 +26,9 @@ static void usage(FILE *to)
           "                        (none: do not split, whatever the selection says)\n"
           "  --split-counts A+B    or into sub-devices of A, B, ... units\n"
           "  --context-per-device  one context per device (default: one per platform)\n"
+          "  --perf                the device speeds learned per kernel, kept in the cache\n"
+          "                        directory ($CLFLEET_CACHE_DIR, else ~/.cache/clfleet)\n"
+          "  --perf-reset          forget them: launches start from compute units x clock\n"
           "  -h, --help            this text\n"
           "  -V, --version         the version\n"
           "Exit status: 0 success, 1 failure (no device, a bad selection), 2 bad command line.\n",
@@ -268,6 +272,93 @@ static void print_table(const clf_fleet *f, const clf_fleet *def, const char *de
     table_paths(f);
 }
 
+/* ---- --perf, --perf-reset ---- */
+
+/* The JSON string starting at s (at its quote) into out, unescaped (\uXXXX below 0x80 only,
+ * as the library writes nothing else); the character after it. */
+static const char *json_str(const char *s, char *out, size_t n)
+{
+    size_t k = 0;
+    for (s++; *s && *s != '"'; s++) {
+        char c = *s;
+        if (c == '\\' && s[1] == 'u' && strlen(s) >= 6) {
+            c = (char)strtol((char[]){s[2], s[3], s[4], s[5], 0}, NULL, 16);
+            s += 5;
+        } else if (c == '\\' && s[1]) {
+            c = *++s;
+        }
+        if (k + 1 < n)
+            out[k++] = c;
+    }
+    out[k] = '\0';
+    return *s ? s + 1 : s;
+}
+
+/* The value of "key": in the entry e (a string, or the text of a number). */
+static void json_field(const char *e, const char *key, char *out, size_t n)
+{
+    char pat[32];
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    const char *v = strstr(e, pat);
+    out[0] = '\0';
+    if (!v)
+        return;
+    v += strlen(pat);
+    if (*v == '"')
+        json_str(v, out, n);
+    else
+        snprintf(out, n, "%.*s", (int)strcspn(v, ",}"), v);
+}
+
+static int print_perf(int json)
+{
+    char *doc = NULL;
+    clf_status st = clf_perf_model_json(&doc, NULL);
+    if (st != CLF_SUCCESS) {
+        fprintf(stderr, "clfleet-info: --perf: %s: %s\n", clf_status_string(st),
+                clf_last_error());
+        return 1;
+    }
+    if (json) {
+        printf("%s\n", doc);
+        clf_free(doc);
+        return 0;
+    }
+    char file[4096];
+    json_field(doc, "file", file, sizeof file);
+    printf("Device speeds learned per kernel (%s)\n", file);
+    /* One entry a line: the library writes them so. */
+    size_t k = 0;
+    for (const char *e = strstr(doc, "\n{"); e; e = strstr(e + 1, "\n{")) {
+        char line[8192], kernel[512], device[512], samples[32], speed[64];
+        snprintf(line, sizeof line, "%.*s", (int)strcspn(e + 1, "\n"), e + 1);
+        json_field(line, "kernel", kernel, sizeof kernel);
+        json_field(line, "device", device, sizeof device);
+        json_field(line, "samples", samples, sizeof samples);
+        json_field(line, "units_per_s", speed, sizeof speed);
+        if (k++ == 0)
+            printf("  %-32s %-52s %7s %12s\n", "kernel@program", "device|driver|compute units",
+                   "samples", "units/s");
+        printf("  %-32s %-52s %7s %12.4g\n", kernel, device, samples, strtod(speed, NULL));
+    }
+    if (k == 0)
+        printf("  none yet: launches learn them as they run\n");
+    clf_free(doc);
+    return 0;
+}
+
+static int reset_perf(void)
+{
+    clf_status st = clf_perf_model_reset(NULL);
+    if (st != CLF_SUCCESS) {
+        fprintf(stderr, "clfleet-info: --perf-reset: %s: %s\n", clf_status_string(st),
+                clf_last_error());
+        return 1;
+    }
+    printf("clfleet-info: learned device speeds forgotten\n");
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static const struct option options[] = {
@@ -276,11 +367,13 @@ int main(int argc, char **argv)
         {"split", required_argument, NULL, 's'},
         {"split-counts", required_argument, NULL, 'c'},
         {"context-per-device", no_argument, NULL, 'p'},
+        {"perf", no_argument, NULL, 'P'},
+        {"perf-reset", no_argument, NULL, 'R'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
     };
-    int json = 0, val;
+    int json = 0, perf = 0, perf_reset = 0, val;
     clf_fleet_options o = CLF_FLEET_OPTIONS_INIT;
     const char *env = getenv("CLFLEET_DEVICES");
     const char *given = NULL, *split = NULL;
@@ -289,6 +382,12 @@ int main(int argc, char **argv)
         switch (val) {
         case 'j':
             json = 1;
+            break;
+        case 'P':
+            perf = 1;
+            break;
+        case 'R':
+            perf_reset = 1;
             break;
         case 'd':
             given = optarg;
@@ -333,6 +432,14 @@ int main(int argc, char **argv)
         fprintf(stderr, "clfleet-info: unexpected argument '%s'\n", argv[optind]);
         usage(stderr);
         return 2;
+    }
+    if (perf || perf_reset) {
+        if (perf && perf_reset) {
+            fprintf(stderr, "clfleet-info: --perf and --perf-reset exclude each other\n");
+            usage(stderr);
+            return 2;
+        }
+        return perf ? print_perf(json) : reset_perf();
     }
     /* Where the selection comes from, so that an error names it. */
     char sel[1024], source[1100];

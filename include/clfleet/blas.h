@@ -9,9 +9,12 @@
  * transposes (with the same values, so CBLAS enumerators convert), and the
  * same rules for the leading dimensions.
  *
- * The header is always installed. When clfleet was built without clBLAST
- * (configure found none, or --without-clblast), clf_blas_available() returns
- * 0 and every GEMM returns CLF_ERROR_UNSUPPORTED.
+ * The header is always installed. clBLAST (a C++ library) is not linked: the
+ * first GEMM loads it (`libclblast.so.1`, or the file `CLFLEET_CLBLAST_LIBRARY`
+ * names), so programs that do no GEMM never load the C++ runtime. When clfleet
+ * was built without clBLAST's header (configure found none, or
+ * --without-clblast), or the library cannot be loaded, clf_blas_available()
+ * returns 0 and every GEMM returns CLF_ERROR_UNSUPPORTED saying why.
  */
 #ifndef CLFLEET_BLAS_H
 #define CLFLEET_BLAS_H
@@ -83,8 +86,10 @@ typedef struct clf_gemm_options {
     }
 
 /**
- * \brief Nonzero when clfleet was built with clBLAST (the GEMMs work).
- * \return nonzero with clBLAST, 0 without
+ * \brief Nonzero when the GEMMs work: clfleet was built with clBLAST's header
+ * and the library loads (the first call tries, once per process).
+ * \return nonzero with clBLAST, 0 without (clf_last_error() then says why, when
+ *         the library could not be loaded)
  */
 CLF_API int clf_blas_available(void);
 

@@ -91,6 +91,9 @@ typedef struct clf__gemm_run {
 void *clf__gemm_worker_main(void *arg);
 /* Release the worker's buffers and events. */
 void clf__gemm_worker_fini(clf__gemm_worker *w);
+/* Load clBLAST (once per process); CLF_ERROR_UNSUPPORTED naming fn and why when it cannot
+ * be loaded. */
+clf_status clf__gemm_blast_load(const char *fn);
 /* The fleet is about to run clBLAST: its caches stay until the fleet is destroyed. */
 void clf__gemm_blast_register(clf_fleet *fl);
 

@@ -20,7 +20,7 @@
 int clf_blas_available(void)
 {
 #ifdef HAVE_CLBLAST
-    return 1;
+    return clf__gemm_blast_load(NULL) == CLF_SUCCESS;
 #else
     return 0;
 #endif
@@ -291,17 +291,8 @@ static clf_status choose_strategy(clf__gemm_run *G, const uint64_t *max_units,
                                   clf_launch_report *rep)
 {
     clf_strategy s = G->o.strategy;
-    if (s == CLF_STRATEGY_DEFAULT) {
-        const char *env = getenv("CLFLEET_STRATEGY");
-        s = CLF_AUTO;
-        if (env && env[0]) {
-            if (clf_strategy_parse(env, &s) != CLF_SUCCESS)
-                return clf__fail(CLF_ERROR_PARSE, "CLFLEET_STRATEGY: unknown strategy '%.64s'",
-                                 env);
-            if (s == CLF_STRATEGY_DEFAULT)
-                s = CLF_AUTO;
-        }
-    }
+    if (s == CLF_STRATEGY_DEFAULT)
+        s = G->fl->strategy; /* $CLFLEET_STRATEGY, parsed by clf_fleet_create() */
     if ((unsigned)s > CLF_AUTO)
         return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "%s: unknown strategy %d", G->g.fn, (int)s);
     rep->requested = s;
@@ -410,6 +401,7 @@ static clf_status plan(clf__gemm_run *G, uint64_t *max_units, clf_launch_report 
     G->gran = o->granularity ? o->granularity : G->total >= 64 * (uint64_t)G->ndev ? 16 : 1;
     CLF__TRY(st, budgets(G, max_units));
     CLF__TRY(st, choose_strategy(G, max_units, rep));
+    clf__log(CLF_LOG_DEBUG, "%s: %s", G->g.fn, rep->reason);
 out:
     return st;
 }
@@ -492,6 +484,8 @@ static clf_status gemm(clf_fleet *fl, clf__gemm_args *g, int ta, int tb,
     g->tb = tb != CLF_NO_TRANS;
     clf_status st = check_args(g);
     if (st != CLF_SUCCESS)
+        return st;
+    if ((st = clf__gemm_blast_load(g->fn)) != CLF_SUCCESS)
         return st;
     clf_gemm_options o = CLF_GEMM_OPTIONS_INIT;
     if (opts)

@@ -24,6 +24,72 @@ void clf__gemm_fleet_fini(clf_fleet *fl)
 #else
 
 #include <clblast_c.h>
+#include <dlfcn.h>
+
+/* ---- loading clBLAST ------------------------------------------------------------------- */
+
+/*
+ * clBLAST is C++: linking it would make every program that uses clfleet load the C++ runtime,
+ * GEMM or not. It is loaded at the first GEMM instead, as lib/cuda.c loads libcuda, and the
+ * three functions clfleet calls are resolved by name. Loaded once, never unloaded (its static
+ * C++ objects must outlive every fleet); a failure is remembered and reported by each GEMM.
+ */
+static struct {
+    pthread_mutex_t lock;
+    int tried;
+    void *lib;
+    char why[512];
+    __typeof__(&CLBlastSgemm) sgemm;
+    __typeof__(&CLBlastDgemm) dgemm;
+    __typeof__(&CLBlastClearCache) clear_cache;
+} blast = {PTHREAD_MUTEX_INITIALIZER, 0, NULL, "", NULL, NULL, NULL};
+
+static void blast_load(void)
+{
+    const char *name = getenv("CLFLEET_CLBLAST_LIBRARY");
+    if (!name || !name[0])
+        name = "libclblast.so.1";
+    void *lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        const char *e = dlerror();
+        snprintf(blast.why, sizeof blast.why, "cannot load '%.200s': %.250s", name,
+                 e ? e : "unknown error");
+        return;
+    }
+    /* POSIX's way from void * to a function pointer (dlsym's rationale). */
+    *(void **)&blast.sgemm = dlsym(lib, "CLBlastSgemm");
+    *(void **)&blast.dgemm = dlsym(lib, "CLBlastDgemm");
+    *(void **)&blast.clear_cache = dlsym(lib, "CLBlastClearCache");
+    if (!blast.sgemm || !blast.dgemm || !blast.clear_cache) {
+        snprintf(blast.why, sizeof blast.why, "'%.200s' lacks CLBlastSgemm, CLBlastDgemm or "
+                 "CLBlastClearCache (not clBLAST?)", name);
+        blast.sgemm = NULL, blast.dgemm = NULL, blast.clear_cache = NULL;
+        dlclose(lib);
+        return;
+    }
+    blast.lib = lib;
+}
+
+clf_status clf__gemm_blast_load(const char *fn)
+{
+    pthread_mutex_lock(&blast.lock);
+    if (!blast.tried) {
+        blast.tried = 1;
+        blast_load();
+        if (blast.lib)
+            clf__log(CLF_LOG_INFO, "GEMM: clBLAST loaded");
+        else
+            clf__log(CLF_LOG_INFO, "GEMM: running without clBLAST: %s", blast.why);
+    }
+    int ok = blast.lib != NULL;
+    pthread_mutex_unlock(&blast.lock);
+    if (ok)
+        return CLF_SUCCESS;
+    return clf__fail(CLF_ERROR_UNSUPPORTED,
+                     "%s: running without clBLAST: %s (install libclblast1, or name it in "
+                     "CLFLEET_CLBLAST_LIBRARY)",
+                     fn ? fn : "GEMM", blast.why);
+}
 
 /* ---- clBLAST's caches ------------------------------------------------------------------ */
 
@@ -62,7 +128,7 @@ void clf__gemm_fleet_fini(clf_fleet *fl)
         return;
     pthread_mutex_lock(&blast_lock);
     if (--blast_fleets == 0)
-        CLBlastClearCache();
+        blast.clear_cache(); /* a fleet ran a GEMM: clBLAST is loaded */
     pthread_mutex_unlock(&blast_lock);
 }
 
@@ -289,10 +355,10 @@ static clf_status chunk_gemm(clf__gemm_worker *w, gemm_chunk *c)
     CLBlastStatusCode bs;
     pthread_mutex_lock(&blast_lock);
     if (g->dbl)
-        bs = CLBlastDgemm(lay, ta, tb, mc, nc, g->k, g->alpha, abuf, 0, a_ld, bbuf, 0, b_ld,
+        bs = blast.dgemm(lay, ta, tb, mc, nc, g->k, g->alpha, abuf, 0, a_ld, bbuf, 0, b_ld,
                           g->beta, w->cb[s], 0, cbk.len, &q, &c->gemm);
     else
-        bs = CLBlastSgemm(lay, ta, tb, mc, nc, g->k, (float)g->alpha, abuf, 0, a_ld, bbuf, 0, b_ld,
+        bs = blast.sgemm(lay, ta, tb, mc, nc, g->k, (float)g->alpha, abuf, 0, a_ld, bbuf, 0, b_ld,
                           (float)g->beta, w->cb[s], 0, cbk.len, &q, &c->gemm);
     pthread_mutex_unlock(&blast_lock);
     if (bs != CLBlastSuccess) {

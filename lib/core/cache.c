@@ -71,34 +71,6 @@ void clf__cache_key(unsigned char key[32], const clf__cache_key_parts *p)
 }
 
 /* malloc'd a + b, or NULL on overflow or out of memory. */
-static char *concat(const char *a, const char *b)
-{
-    size_t na = strlen(a), nb = strlen(b), n;
-    if (clf__add_overflow(na, nb, &n) || clf__add_overflow(n, 1, &n))
-        return NULL;
-    char *s = malloc(n);
-    if (s) {
-        memcpy(s, a, na);
-        memcpy(s + na, b, nb + 1);
-    }
-    return s;
-}
-
-char *clf__cache_default_dir(void)
-{
-    const char *v = getenv("CLFLEET_CACHE_DIR");
-    if (v && *v)
-        return concat(v, "");
-    /* The XDG spec says a relative $XDG_CACHE_HOME is invalid and must be ignored. */
-    v = getenv("XDG_CACHE_HOME");
-    if (v && v[0] == '/')
-        return concat(v, "/clfleet");
-    v = getenv("HOME");
-    if (v && *v)
-        return concat(v, "/.cache/clfleet");
-    return NULL;
-}
-
 char *clf__cache_path(const char *dir, const unsigned char key[32])
 {
     if (!dir || !key)
@@ -107,7 +79,7 @@ char *clf__cache_path(const char *dir, const unsigned char key[32])
     name[0] = '/';
     clf__sha256_hex(key, name + 1);
     memcpy(name + 65, ".clfbin", sizeof ".clfbin");
-    return concat(dir, name);
+    return clf__concat(dir, name);
 }
 
 /* Read up to n bytes, retrying on EINTR and short reads; bytes read, or -1. */
@@ -219,7 +191,7 @@ out:
 /* mkdir -p with mode 0700 for every missing component. */
 static clf_status make_dirs(const char *dir)
 {
-    char *p = concat(dir, ""), *q;
+    char *p = clf__concat(dir, ""), *q;
     if (!p)
         return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "cache: out of memory");
     for (q = p + 1;; q++) {
@@ -257,7 +229,7 @@ clf_status clf__cache_store(const char *dir, const unsigned char key[32],
     if ((uint64_t)len > CACHE_MAX_PAYLOAD)
         return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "cache: %zu-byte binary exceeds 1 GiB",
                          len);
-    if (!(path = clf__cache_path(dir, key)) || !(tmp = concat(dir, "/.tmp-XXXXXX"))) {
+    if (!(path = clf__cache_path(dir, key)) || !(tmp = clf__concat(dir, "/.tmp-XXXXXX"))) {
         st = clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "cache: out of memory");
         goto out;
     }

@@ -47,6 +47,9 @@ static clf_status enter(clf_fleet *fl, size_t dev, cl_uint *nwait, const cl_even
     if (*nwait == 0)
         *wait = NULL;
     if (clf__dev_sync_exec(fl, dev) && *nwait) {
+        clf__log(CLF_LOG_DEBUG, "device %zu '%s': waiting on the host for %u event(s) before an "
+                 "enqueue (it runs commands inside clEnqueue*)", dev, fl->dev[dev].info.name,
+                 (unsigned)*nwait);
         cl_int err = clWaitForEvents(*nwait, *wait);
         if (err != CL_SUCCESS)
             return clf__cl_fail(err, "clWaitForEvents (a command's wait list)", &fl->dev[dev]);

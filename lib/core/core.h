@@ -15,8 +15,6 @@ typedef struct clf__cache_key_parts {
 
 /* key = SHA-256 over the length-prefixed parts (no two inputs share a key). */
 void clf__cache_key(unsigned char key[32], const clf__cache_key_parts *p);
-/* Default directory: $CLFLEET_CACHE_DIR, $XDG_CACHE_HOME/clfleet, ~/.cache/clfleet. */
-char *clf__cache_default_dir(void);
 /* 1 and a malloc'd binary on a valid hit; 0 on a miss or an invalid entry. */
 int clf__cache_load(const char *dir, const unsigned char key[32], unsigned char **bin,
                     size_t *len);

@@ -82,14 +82,17 @@ static char *build_log(cl_program prog, cl_device_id id)
  * Store the device's binary; a cache that cannot be written only costs time. The program
  * was built for this one device, so its binary is the one that is not empty: a driver may
  * list it under another id (PoCL lists a sub-device's binary under its root device).
+ * Returns the store's failure (the caller reports it), CLF_SUCCESS when there was nothing
+ * to store.
  */
-static void store_binary(cl_program prog, const clf_fleet *fl, const struct clf__device *d,
+static clf_status store_binary(cl_program prog, const clf_fleet *fl, const struct clf__device *d,
                          const char *src, const char *opts)
 {
     cl_uint np = 0;
+    clf_status stored = CLF_SUCCESS;
     if (clGetProgramInfo(prog, CL_PROGRAM_NUM_DEVICES, sizeof np, &np, NULL) != CL_SUCCESS ||
         np == 0)
-        return;
+        return CLF_SUCCESS;
     cl_device_id *pdev = calloc(np, sizeof *pdev);
     size_t *sizes = calloc(np, sizeof *sizes);
     unsigned char **bins = calloc(np, sizeof *bins);
@@ -113,14 +116,14 @@ static void store_binary(cl_program prog, const clf_fleet *fl, const struct clf_
         goto out;
     unsigned char key[32];
     device_key(d, src, opts, key);
-    clf_status st = clf__cache_store(fl->cache_dir, key, bins[mine], sizes[mine]);
-    (void)st; /* a failed store is not the build's failure */
+    stored = clf__cache_store(fl->cache_dir, key, bins[mine], sizes[mine]);
 out:
     for (cl_uint j = 0; bins && j < np; j++)
         free(bins[j]);
     free(bins);
     free(sizes);
     free(pdev);
+    return stored;
 }
 
 /* The device's program from its cached binary, or NULL. */
@@ -200,8 +203,13 @@ static clf_status build_device(clf_program *p, size_t dev, const char *src, cons
     }
     if (fl->cache_dir && (prog = from_cache(fl, d, src, dopts)) != NULL) {
         p->from_cache[dev] = 1;
+        clf__log(CLF_LOG_DEBUG, "program %.12s: device %zu '%s': binary cache hit", p->hash, dev,
+                 d->info.name);
         goto built;
     }
+    if (fl->cache_dir)
+        clf__log(CLF_LOG_DEBUG, "program %.12s: device %zu '%s': binary cache miss, building "
+                 "from source", p->hash, dev, d->info.name);
     prog = clCreateProgramWithSource(d->ctx, 1, &src, NULL, &err);
     if (err != CL_SUCCESS) {
         prog = NULL;
@@ -209,8 +217,11 @@ static clf_status build_device(clf_program *p, size_t dev, const char *src, cons
     }
     err = clBuildProgram(prog, 1, &d->id, dopts, NULL, NULL);
     if (err == CL_SUCCESS) {
-        if (fl->cache_dir)
-            store_binary(prog, fl, d, src, dopts);
+        /* A failed store is not the build's failure: the cache only saves time. */
+        if (fl->cache_dir && store_binary(prog, fl, d, src, dopts) != CLF_SUCCESS &&
+            !atomic_exchange(&fl->cache_warned, 1))
+            clf__log(CLF_LOG_WARN, "binary cache '%s' unusable, programs are built from source: "
+                     "%s", fl->cache_dir, clf_last_error());
         goto built;
     }
     if (err != CL_BUILD_PROGRAM_FAILURE && err != CL_INVALID_BUILD_OPTIONS)

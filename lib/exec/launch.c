@@ -308,7 +308,7 @@ clf__perf_model *clf__fleet_perf(clf_fleet *fl)
     if (!fl->perf) {
         char path[4096];
         int persist = fl->cache_dir &&
-                      snprintf(path, sizeof path, "%s/perf-v1.tsv", fl->cache_dir) <
+                      snprintf(path, sizeof path, "%s/" CLF__PERF_FILE, fl->cache_dir) <
                           (int)sizeof path;
         if (clf__perf_open(&fl->perf, persist ? path : NULL) != CLF_SUCCESS)
             clf__perf_open(&fl->perf, NULL); /* unreadable file: learn in memory */
@@ -387,18 +387,8 @@ static clf_status choose_strategy(clf__launch *L, const uint64_t *max_units,
                                   clf_launch_report *rep)
 {
     clf_strategy s = L->desc.strategy;
-    if (s == CLF_STRATEGY_DEFAULT) {
-        const char *env = getenv("CLFLEET_STRATEGY");
-        s = CLF_AUTO;
-        if (env && env[0]) {
-            clf_status st = clf_strategy_parse(env, &s);
-            if (st != CLF_SUCCESS)
-                return clf__fail(CLF_ERROR_PARSE, "CLFLEET_STRATEGY: unknown strategy '%.64s'",
-                                 env);
-            if (s == CLF_STRATEGY_DEFAULT)
-                s = CLF_AUTO;
-        }
-    }
+    if (s == CLF_STRATEGY_DEFAULT)
+        s = L->fl->strategy; /* $CLFLEET_STRATEGY, parsed by clf_fleet_create() */
     if ((unsigned)s > CLF_AUTO)
         return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "unknown strategy %d", (int)s);
     rep->requested = s;
@@ -752,6 +742,7 @@ static clf_status run(clf__launch *L, clf_launch_report *rep)
     CLF__TRY(st, check_kernel(L));
     CLF__TRY(st, budgets(L, max_units));
     CLF__TRY(st, choose_strategy(L, max_units, rep));
+    clf__log(CLF_LOG_DEBUG, "launch '%s': %s", L->desc.kernel, rep->reason);
     clf__part_params pp = {0};
     /* Fine enough for irregular work; a chunk costs tens of microseconds. */
     pp.chunks_per_device = L->desc.chunks_per_device ? L->desc.chunks_per_device : 16;

@@ -113,6 +113,16 @@ static size_t select_devices(discovery *d, const clf__filter *f)
     return kept;
 }
 
+/* The device types the selection kept (to say why the others were left out). */
+static unsigned kept_types(const discovery *d)
+{
+    unsigned t = 0;
+    for (size_t i = 0; i < d->ndev; i++)
+        if (d->dev[i].keep)
+            t |= d->dev[i].info.type;
+    return t;
+}
+
 static clf_status add_device(clf_fleet *fl, cl_device_id id, const found *root, size_t root_index,
                              int sub)
 {
@@ -342,7 +352,18 @@ clf_status clf_fleet_create(clf_fleet **out, const clf_fleet_options *opts)
                          "clf_fleet_options.version is %u, expected %u "
                          "(initialise with CLF_FLEET_OPTIONS_INIT)",
                          opts->version, CLF_FLEET_OPTIONS_VERSION);
+    CLF__TRY(st, clf__log_init());
     CLF__TRY(st, options_to_filter(opts, &f));
+    /* A mistyped variable fails here, before any work, not at the first launch. */
+    clf_strategy strategy = CLF_AUTO;
+    const char *senv = getenv("CLFLEET_STRATEGY");
+    if (senv && senv[0] && clf_strategy_parse(senv, &strategy) != CLF_SUCCESS)
+        CLF__TRY(st, clf__fail(CLF_ERROR_PARSE,
+                               "CLFLEET_STRATEGY: unknown strategy '%.64s' (static, dynamic, "
+                               "guided, memory-aware, auto)",
+                               senv));
+    if (strategy == CLF_STRATEGY_DEFAULT)
+        strategy = CLF_AUTO;
     CLF__TRY(st, discover(&d));
     if (select_devices(&d, &f) == 0)
         CLF__TRY(st, clf__fail(CLF_ERROR_NO_DEVICE,
@@ -355,6 +376,14 @@ clf_status clf_fleet_create(clf_fleet **out, const clf_fleet_options *opts)
                                                     ? getenv("CLFLEET_DEVICES")
                                                     : "")));
 
+    for (size_t i = 0; i < d.ndev; i++)
+        clf__log(CLF_LOG_INFO, "device %zu '%s' (%s, platform '%s'): %s", i, d.dev[i].info.name,
+                 clf_device_type_name(d.dev[i].info.type), d.dev[i].info.platform,
+                 d.dev[i].keep ? "selected"
+                 : !(d.dev[i].info.type & (f.types ? f.types : kept_types(&d)))
+                     ? "left out: not of the selected type (GPUs and accelerators first, else CPUs)"
+                     : "left out: does not match the selection");
+
     fl = calloc(1, sizeof *fl);
     if (!fl)
         CLF__TRY(st, clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "fleet: out of memory"));
@@ -363,6 +392,7 @@ clf_status clf_fleet_create(clf_fleet **out, const clf_fleet_options *opts)
     pthread_mutex_init(&fl->lock, NULL);
     pthread_cond_init(&fl->turn, NULL);
     fl->slot = slot_take();
+    fl->strategy = strategy;
     size_t cap = d.ndev;
     fl->dev = calloc(cap, sizeof *fl->dev);
     if (!fl->dev)

@@ -371,6 +371,8 @@ void clf__device_mark_failed(clf_fleet *fl, size_t dev, const char *why)
     d->failed = 1;
     snprintf(d->fail_why, sizeof d->fail_why, "%s", why ? why : "");
     pthread_mutex_unlock(&fl->lock);
+    clf__log(CLF_LOG_WARN, "device %zu '%s' failed, left out of launches until "
+             "clf_device_readmit(): %s", dev, d->info.name, why ? why : "");
 }
 
 int clf__device_failed(clf_fleet *fl, size_t dev, char *why, size_t n)

@@ -12,10 +12,13 @@
  */
 #include "metrics.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -114,6 +117,34 @@ static char *trace_path(const char *tmpl)
     return b.s;
 }
 
+/* Fail fast on a trace that could not be written at the end: create and remove the file the
+ * trace is written to before its rename (trace.c), beside the target, and refuse a target
+ * that is a directory. Nothing is left behind, so a fleet that dies early leaves no empty
+ * trace. from: what named the path, for the message. */
+static clf_status trace_probe(const char *path, const char *from)
+{
+    struct stat sb;
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
+        return clf__fail(CLF_ERROR_IO, "%s: trace '%s' cannot be written: %s", from, path,
+                         strerror(EISDIR));
+    size_t n = strlen(path) + 32;
+    char *tmp = malloc(n);
+    if (!tmp)
+        return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "trace: out of memory");
+    snprintf(tmp, n, "%s.tmp.%ld", path, (long)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    clf_status st = CLF_SUCCESS;
+    if (fd < 0)
+        st = clf__fail(CLF_ERROR_IO, "%s: trace '%s' cannot be written: %s", from, path,
+                       strerror(errno));
+    else {
+        close(fd);
+        unlink(tmp);
+    }
+    free(tmp);
+    return st;
+}
+
 static void devm_free(clf__devm *d)
 {
     free(d->pair_bytes);
@@ -131,6 +162,7 @@ clf_status clf__metrics_init(clf_fleet *fl, const char *trace)
     clf_status st = clf__env_metrics(getenv("CLFLEET_METRICS"), &off);
     if (st != CLF_SUCCESS)
         return st;
+    const char *from = trace ? "trace option" : "CLFLEET_TRACE";
     if (!trace)
         trace = getenv("CLFLEET_TRACE");
     if (trace && !trace[0])
@@ -174,6 +206,12 @@ clf_status clf__metrics_init(clf_fleet *fl, const char *trace)
         clf__metrics_fini(fl);
         return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "metrics: out of memory");
     }
+    if (m->trace_path && (st = trace_probe(m->trace_path, from)) != CLF_SUCCESS) {
+        free(m->trace_path); /* or clf__metrics_fini() would try to write it */
+        m->trace_path = NULL;
+        clf__metrics_fini(fl);
+        return st;
+    }
     if (m->trace_path)
         clf__trace_calibrate(fl);
     return CLF_SUCCESS;
@@ -191,7 +229,7 @@ void clf__metrics_fini(clf_fleet *fl)
     pthread_mutex_unlock(&m->lock);
     if (m->trace_path && clf__trace_write(fl) != CLF_SUCCESS)
         /* Destroy cannot return it, and the user asked for this file. */
-        fprintf(stderr, "clfleet: trace not written: %s\n", clf_last_error());
+        clf__log(CLF_LOG_ERROR, "trace not written: %s", clf_last_error());
     for (size_t i = 0; i <= m->ndev; i++) {
         devm_free(&m->dm[i]);
         pthread_mutex_destroy(&m->dm[i].lock);
@@ -475,6 +513,8 @@ void clf__metrics_launch(clf_fleet *fl, const char *kernel, const clf_launch_rep
         r.t1 = end > start ? end : start + 1;
         r.a0 = (int64_t)rep->total_units;
         r.a1 = (int64_t)rep->num_devices;
+        r.strategy = rep->strategy;
+        r.efficiency = rep->efficiency;
         record(m, SIZE_MAX, &r, 1);
     }
 }

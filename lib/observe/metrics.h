@@ -28,11 +28,11 @@ typedef struct clf__counters {
 /* One timeline event, already on the host time base. */
 typedef struct clf__tev {
     int64_t ts, dur; /* ns since the fleet's epoch */
-    uint64_t bytes;
+    uint64_t bytes; /* launches: the efficiency in millionths (a launch moves no bytes) */
     int64_t a0, a1; /* kernels: chunk offset and units */
     uint16_t kind, track;
     int16_t src, dst; /* peer copies: the devices */
-    uint8_t path;
+    uint8_t path; /* launches: the strategy that ran */
     char name[51];
 } clf__tev;
 

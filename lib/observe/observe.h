@@ -50,6 +50,8 @@ typedef struct clf__rec {
     uint64_t t0, t1; /* START and END, device ns (or host ns); t1 <= t0: time unknown */
     size_t src, dst; /* CLF__REC_PEER: the devices */
     clf_path path;   /* CLF__REC_PEER */
+    clf_strategy strategy; /* CLF__REC_LAUNCH: the strategy that ran, and its efficiency */
+    double efficiency;
     int64_t a0, a1;  /* kernels: the chunk's offset and units (timeline arguments) */
 } clf__rec;
 

@@ -21,6 +21,7 @@
 #include "metrics.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -187,6 +188,12 @@ void clf__trace_add(struct clf__metrics *m, size_t dev, const clf__rec *r, int64
     e->src = (int16_t)(r->kind == CLF__REC_PEER ? (int)r->src : -1);
     e->dst = (int16_t)(r->kind == CLF__REC_PEER ? (int)r->dst : -1);
     e->path = (uint8_t)r->path;
+    if (r->kind == CLF__REC_LAUNCH) {
+        /* The fields a launch does not use keep what explains its slice. */
+        e->path = (uint8_t)r->strategy;
+        double eff = r->efficiency > 0 ? r->efficiency : 0;
+        e->bytes = (uint64_t)llround((eff < 1e6 ? eff : 1e6) * 1e6);
+    }
     if (r->name)
         snprintf(e->name, sizeof e->name, "%s", r->name);
     else
@@ -264,6 +271,9 @@ static void put_event(FILE *f, int pid, const clf__tev *e)
     }
     case CLF__REC_LAUNCH:
         fprintf(f, "\"units\":%lld,\"devices\":%lld", (long long)e->a0, (long long)e->a1);
+        if (clf_strategy_name((clf_strategy)e->path))
+            fprintf(f, ",\"strategy\":\"%s\"", clf_strategy_name((clf_strategy)e->path));
+        fprintf(f, ",\"efficiency\":%.4f", (double)e->bytes / 1e6);
         break;
     default:
         break;

@@ -17,6 +17,7 @@
 #endif
 
 #include "perfmodel.h"
+#include "util/util.h" /* clf__cache_default_dir */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -572,5 +573,110 @@ clf_status clf__perf_save(clf__perf_model *m)
         st = write_atomically(m->path, buf, len);
     free(buf);
     pthread_mutex_unlock(&m->save_lock);
+    return st;
+}
+
+/* ---- the model a cache directory holds (clfleet-info --perf, --perf-reset) ---- */
+
+
+/* *path: the model file of cache_dir (NULL: the default directory), malloc'd. */
+static clf_status model_file(const char *cache_dir, const char *fn, char **path)
+{
+    char *dir = cache_dir ? NULL : clf__cache_default_dir();
+    const char *d = cache_dir ? cache_dir : dir;
+    if (!d)
+        return clf__fail(CLF_ERROR_IO, "%s: no cache directory ($CLFLEET_CACHE_DIR, "
+                         "$XDG_CACHE_HOME and $HOME are unset)", fn);
+    size_t n = strlen(d) + sizeof "/" CLF__PERF_FILE;
+    clf_status st = CLF_SUCCESS;
+    if ((*path = malloc(n)) != NULL)
+        snprintf(*path, n, "%s/%s", d, CLF__PERF_FILE);
+    else
+        st = clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "%s: out of memory", fn);
+    free(dir);
+    return st;
+}
+
+static void json_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c < 0x20)
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+clf_status clf_perf_model_json(char **out, const char *cache_dir)
+{
+    if (!out)
+        return clf__fail(CLF_ERROR_NULL_POINTER, "clf_perf_model_json: out is NULL");
+    *out = NULL;
+    char *path = NULL;
+    clf_status st = model_file(cache_dir, "clf_perf_model_json", &path);
+    if (st != CLF_SUCCESS)
+        return st;
+    clf__perf_model *m = NULL;
+    st = clf__perf_open(&m, path);
+    if (st != CLF_SUCCESS) {
+        free(path);
+        return st;
+    }
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) {
+        st = clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "clf_perf_model_json: out of memory");
+        goto out;
+    }
+    /* Numbers in the C locale, whatever the program set: JSON has one decimal point. */
+    locale_t c = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
+    locale_t old = c ? uselocale(c) : (locale_t)0;
+    fputs("{\"file\":", f);
+    json_string(f, path);
+    fputs(",\"entries\":[", f);
+    size_t k = 0;
+    for (size_t i = 0; i < m->ne; i++) {
+        const perf_entry *e = &m->e[i];
+        if (e->n == 0)
+            continue;
+        fputs(k++ ? ",\n{\"kernel\":" : "\n{\"kernel\":", f);
+        json_string(f, e->kernel);
+        fputs(",\"device\":", f);
+        json_string(f, e->device);
+        fprintf(f, ",\"samples\":%u,\"units_per_s\":%.6g}", e->n, median(e));
+    }
+    fputs("\n]}", f);
+    if (c) {
+        uselocale(old);
+        freelocale(c);
+    }
+    if (fclose(f) != 0 || !buf) {
+        free(buf);
+        st = clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "clf_perf_model_json: out of memory");
+        goto out;
+    }
+    *out = buf;
+out:
+    clf__perf_close(m);
+    free(path);
+    return st;
+}
+
+clf_status clf_perf_model_reset(const char *cache_dir)
+{
+    char *path = NULL;
+    clf_status st = model_file(cache_dir, "clf_perf_model_reset", &path);
+    if (st != CLF_SUCCESS)
+        return st;
+    if (unlink(path) != 0 && errno != ENOENT)
+        st = clf__fail(CLF_ERROR_IO, "clf_perf_model_reset: cannot remove '%s': %s", path,
+                       strerror(errno));
+    free(path);
     return st;
 }

@@ -19,6 +19,9 @@
 
 #include "clfleet.h"
 
+/* The model's file in a cache directory. */
+#define CLF__PERF_FILE "perf-v1.tsv"
+
 /* How many recent samples the median is taken over. */
 #define CLF__PERF_WINDOW 8
 

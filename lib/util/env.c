@@ -1,9 +1,11 @@
-/* Parsers of the tuning variables read at fleet creation (pure: no OpenCL, no getenv).
+/* Parsers of the tuning variables read at fleet creation (pure: no OpenCL, no getenv), and
+ * the binary cache's default directory (from the environment).
  *
  * A malformed value is CLF_ERROR_PARSE naming the variable, never silently
  * ignored: a typo in a knob that changes nothing would mislead a measurement. */
 #include "util.h"
 
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -82,4 +84,32 @@ clf_status clf__env_staging(const char *v, int *pipeline)
     static const char *const pipelines[] = {"pipeline", NULL};
     return choice(v, autos, pipelines, pipeline, "clf__env_staging", "CLFLEET_TRANSFER_STAGING",
                   "pipeline or auto");
+}
+
+char *clf__concat(const char *a, const char *b)
+{
+    size_t na = strlen(a), nb = strlen(b), n;
+    if (clf__add_overflow(na, nb, &n) || clf__add_overflow(n, 1, &n))
+        return NULL;
+    char *s = malloc(n);
+    if (s) {
+        memcpy(s, a, na);
+        memcpy(s + na, b, nb + 1);
+    }
+    return s;
+}
+
+char *clf__cache_default_dir(void)
+{
+    const char *v = getenv("CLFLEET_CACHE_DIR");
+    if (v && *v)
+        return clf__concat(v, "");
+    /* The XDG spec says a relative $XDG_CACHE_HOME is invalid and must be ignored. */
+    v = getenv("XDG_CACHE_HOME");
+    if (v && v[0] == '/')
+        return clf__concat(v, "/clfleet");
+    v = getenv("HOME");
+    if (v && *v)
+        return clf__concat(v, "/.cache/clfleet");
+    return NULL;
 }

@@ -52,6 +52,16 @@ static inline int clf__add_overflow(size_t a, size_t b, size_t *r)
     return __builtin_add_overflow(a, b, r);
 }
 
+/* ---- log (log.c) ---- */
+
+/* $CLFLEET_LOG: "error", "warn", "info" or "debug" (unset or "": warn); CLF_ERROR_PARSE naming
+ * the variable. Sets the process-wide level; clf_fleet_create() calls it. */
+clf_status clf__log_init(void);
+/* Nonzero when a message at level would be passed on (to skip building costly ones). */
+int clf__log_on(clf_log_level level);
+/* One line (no newline) to the handler or stderr, when level is at most the level set. */
+void clf__log(clf_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* Validate a fleet handle and a device index. */
 clf_status clf__check_device(const clf_fleet *fleet, size_t device);
 
@@ -73,6 +83,11 @@ clf_status clf__env_metrics(const char *v, int *off);
 clf_status clf__env_transfer_chunk(const char *v, size_t dflt, size_t *out);
 /* $CLFLEET_TRANSFER_STAGING: unset, "", auto: *pipeline = 0; pipeline: 1. */
 clf_status clf__env_staging(const char *v, int *pipeline);
+/* The binary cache's default directory: $CLFLEET_CACHE_DIR, $XDG_CACHE_HOME/clfleet,
+ * ~/.cache/clfleet (malloc'd; NULL when none). */
+char *clf__cache_default_dir(void);
+/* a then b in a new string (malloc'd; NULL on overflow or out of memory). */
+char *clf__concat(const char *a, const char *b);
 
 /* ---- SHA-256 (sha256.c, pure) ---- */
 
@@ -139,6 +154,10 @@ struct clf_fleet {
     cl_context *ctx;
     size_t nctx;
     char *cache_dir; /* NULL: cache disabled */
+    /* $CLFLEET_STRATEGY, parsed at creation: what launches and GEMMs asking for the
+     * default use (CLF_AUTO when unset). */
+    clf_strategy strategy;
+    atomic_int cache_warned; /* an unusable cache was reported (once per fleet, program.c) */
 
     pthread_mutex_t lock; /* guards what follows */
     struct clf__perf_model *perf; /* learned throughput (NULL until the first launch) */

@@ -79,6 +79,7 @@ clf_status clf__xfer_init(clf_fleet *fl, const char *opt)
     st = clf__peer_init(fl);
     if (st != CLF_SUCCESS)
         return st;
+    clf__log(CLF_LOG_INFO, "transfer: CUDA peer path %s", x->cuda_status);
     for (size_t s = 0; s < n; s++)
         for (size_t d = 0; d < n; d++) {
             int direct = 0;
@@ -86,6 +87,9 @@ clf_status clf__xfer_init(clf_fleet *fl, const char *opt)
                                            x->disabled, &direct);
             x->path[s * n + d] = (unsigned char)p;
             x->direct[s * n + d] = (unsigned char)direct;
+            if (s != d)
+                clf__log(CLF_LOG_INFO, "transfer path %zu -> %zu: %s%s", s, d,
+                         clf__path_name(p), direct ? " (direct)" : "");
         }
     return CLF_SUCCESS;
 }
