@@ -213,21 +213,6 @@ static void put_us(FILE *f, int64_t ns)
             (unsigned long long)(a % 1000));
 }
 
-static void put_str(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            fprintf(f, "\\%c", c);
-        else if (c < 0x20)
-            fprintf(f, "\\u%04x", c);
-        else
-            fputc(c, f);
-    }
-    fputc('"', f);
-}
-
 static void put_meta(FILE *f, int *first, int pid, int tid, const char *what, const char *name,
                      int sort)
 {
@@ -236,7 +221,7 @@ static void put_meta(FILE *f, int *first, int pid, int tid, const char *what, co
     if (tid >= 0)
         fprintf(f, "\"tid\":%d,", tid);
     fprintf(f, "\"name\":\"%s_name\",\"args\":{\"name\":", what);
-    put_str(f, name);
+    clf__json_str(f, name);
     fprintf(f, "}},\n{\"ph\":\"M\",\"pid\":%d,", pid);
     if (tid >= 0)
         fprintf(f, "\"tid\":%d,", tid);
@@ -251,7 +236,7 @@ static void put_event(FILE *f, int pid, const clf__tev *e)
     fprintf(f, ",\"dur\":");
     put_us(f, e->dur);
     fprintf(f, ",\"name\":");
-    put_str(f, e->name);
+    clf__json_str(f, e->name);
     fprintf(f, ",\"cat\":\"%s\",\"args\":{", kind_cat[k]);
     switch (k) {
     case CLF__REC_KERNEL:

@@ -597,21 +597,6 @@ static clf_status model_file(const char *cache_dir, const char *fn, char **path)
     return st;
 }
 
-static void json_string(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            fprintf(f, "\\%c", c);
-        else if (c < 0x20)
-            fprintf(f, "\\u%04x", c);
-        else
-            fputc(c, f);
-    }
-    fputc('"', f);
-}
-
 clf_status clf_perf_model_json(char **out, const char *cache_dir)
 {
     if (!out)
@@ -638,7 +623,7 @@ clf_status clf_perf_model_json(char **out, const char *cache_dir)
     locale_t c = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
     locale_t old = c ? uselocale(c) : (locale_t)0;
     fputs("{\"file\":", f);
-    json_string(f, path);
+    clf__json_str(f, path);
     fputs(",\"entries\":[", f);
     size_t k = 0;
     for (size_t i = 0; i < m->ne; i++) {
@@ -646,9 +631,9 @@ clf_status clf_perf_model_json(char **out, const char *cache_dir)
         if (e->n == 0)
             continue;
         fputs(k++ ? ",\n{\"kernel\":" : "\n{\"kernel\":", f);
-        json_string(f, e->kernel);
+        clf__json_str(f, e->kernel);
         fputs(",\"device\":", f);
-        json_string(f, e->device);
+        clf__json_str(f, e->device);
         fprintf(f, ",\"samples\":%u,\"units_per_s\":%.6g}", e->n, median(e));
     }
     fputs("\n]}", f);

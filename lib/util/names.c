@@ -1,10 +1,26 @@
 /* Names and clocks every layer shares: the strategies', the element types' sizes, the
- * transfer paths' names as the counters and the trace write them, and the host's monotonic
- * clock (seconds and nanoseconds). */
+ * transfer paths' names as the counters and the trace write them, a string as JSON writes
+ * it, and the host's monotonic clock (seconds and nanoseconds). */
 #include "util.h"
 
+#include <stdio.h>
 #include <strings.h>
 #include <time.h>
+
+void clf__json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c < 0x20)
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
+    }
+    fputc('"', f);
+}
 
 double clf__now(void)
 {

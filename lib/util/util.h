@@ -14,6 +14,7 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #include "clfleet.h"
@@ -86,6 +87,8 @@ clf_status clf__env_staging(const char *v, int *pipeline);
 /* The binary cache's default directory: $CLFLEET_CACHE_DIR, $XDG_CACHE_HOME/clfleet,
  * ~/.cache/clfleet (malloc'd; NULL when none). */
 char *clf__cache_default_dir(void);
+/* s as a JSON string, quoted and escaped (names.c). */
+void clf__json_str(FILE *f, const char *s);
 /* a then b in a new string (malloc'd; NULL on overflow or out of memory). */
 char *clf__concat(const char *a, const char *b);
 
