@@ -29,6 +29,15 @@ static const char SRC[] = "__kernel void affine(__global const uint *in, __globa
 
 #define N 1024
 
+/* Wait for each event (it must succeed) and release it: after the fleet has gone. */
+static void wait_release_all(clf_event *const *all, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        ck_assert_ok(clf_event_wait(all[i]));
+        clf_event_release(all[i]);
+    }
+}
+
 static clf_program *build(clf_fleet *f)
 {
     clf_program *p = NULL;
@@ -202,10 +211,7 @@ START_TEST(events_outlive_fleet)
     clf_buffer_destroy(c); /* the last child: the fleet goes */
 
     clf_event *all[] = {w, cp1, cp2, ln, rd, cp3};
-    for (size_t i = 0; i < sizeof all / sizeof *all; i++) {
-        ck_assert_ok(clf_event_wait(all[i]));
-        clf_event_release(all[i]);
-    }
+    wait_release_all(all, sizeof all / sizeof *all);
     ck_assert_int_eq(memcmp(in, back2, sizeof in), 0);
     for (uint32_t i = 0; i < N; i++)
         expect(launched[i] == i * 3u + 11, "launch: element %u is %u", i, launched[i]);
@@ -242,10 +248,7 @@ START_TEST(events_outlive_split_fleet)
     ck_assert_ok(clf_event_wait(ln));
     clf_program_destroy(p); /* the last child: the fleet goes */
     clf_event *all[] = {w, cp, rd, ln};
-    for (size_t i = 0; i < sizeof all / sizeof *all; i++) {
-        ck_assert_ok(clf_event_wait(all[i]));
-        clf_event_release(all[i]);
-    }
+    wait_release_all(all, sizeof all / sizeof *all);
     ck_assert_int_eq(memcmp(in, back, sizeof in), 0);
     for (uint32_t i = 0; i < N; i++)
         expect(launched[i] == i * 3u + 3, "launch: element %u is %u", i, launched[i]);
