@@ -152,7 +152,7 @@ static void ref_guided(const pcase *c, size_t d, uint64_t r, uint64_t *lo, uint6
         wsum = (long double)n;
         wd = 1;
     }
-    long double k = c->prm.guided_k ? (long double)c->prm.guided_k : 2.0L;
+    long double k = c->prm.guided_k ? (long double)c->prm.guided_k : 4.0L;
     long double x = (long double)r * (wd / wsum) / k;
     uint64_t m =
         c->prm.min_chunks && c->prm.min_chunks[d] ? c->prm.min_chunks[d] : c->prm.min_chunk;
@@ -274,10 +274,11 @@ static clf_status run_case(const pcase *c, int order)
             ndone++;
             continue;
         }
-        if (c->s == CLF__PART_DYNAMIC || c->s == CLF__PART_GUIDED) {
-            /* One shared range taken from the front: the formulas apply with R exact. */
+        if (c->s != CLF__PART_STATIC) {
+            /* One shared range taken from the front: the formulas apply with R exact
+             * (MEMORY_AWARE cuts GUIDED's chunks to the caps). */
             uint64_t r = c->total - handed, lo, hi;
-            if (c->s == CLF__PART_GUIDED)
+            if (c->s != CLF__PART_DYNAMIC)
                 ref_guided(c, d, r, &lo, &hi);
             else
                 lo = hi = ref_dynamic(c, d, r);
@@ -521,8 +522,8 @@ START_TEST(test_guided_first_chunk)
                              CLF_SUCCESS);
             uint64_t off, len;
             ck_assert(clf__part_next(p, d, &off, &len));
-            /* P = w / 4, K = 2, m = gran = 4: roundup(total * w / 8, 4), at least 4. */
-            uint64_t x = (uint64_t)ceil((double)total * w[d] / 8.0);
+            /* P = w / 4, K = 4, m = gran = 4: roundup(total * w / 16, 4), at least 4. */
+            uint64_t x = (uint64_t)ceil((double)total * w[d] / 16.0);
             uint64_t want = (x + 3) / 4 * 4;
             if (want < 4)
                 want = 4;
@@ -535,13 +536,13 @@ START_TEST(test_guided_first_chunk)
             clf__part_destroy(p);
         }
     }
-    /* 2^63 - 1 with gran 3, two equal devices: roundup(ceil(R / 4), 3). */
+    /* 2^63 - 1 with gran 3, two equal devices: roundup(ceil(R / 8), 3). */
     clf__part *p;
     uint64_t total = (uint64_t)INT64_MAX, off, len;
     ck_assert_int_eq(clf__part_create(&p, CLF__PART_GUIDED, total, 3, 2, NULL, NULL, NULL),
                      CLF_SUCCESS);
     ck_assert(clf__part_next(p, 1, &off, &len));
-    uint64_t q = total / 4 + 1; /* 2^63 - 1 is not a multiple of 4 */
+    uint64_t q = total / 8 + 1; /* 2^63 - 1 is not a multiple of 8 */
     ck_assert_uint_eq(len, (q + 2) / 3 * 3);
     clf__part_destroy(p);
 }
@@ -569,22 +570,25 @@ START_TEST(test_known_cases)
     ck_assert(!clf__part_next(p, 0, &off, &len));
     clf__part_destroy(p);
 
-    /* MEMORY_AWARE, same shares; device 0 finishes first and steals from the back of
-     * device 1's share, in proportion 1:3 of what is left. */
-    ck_assert_int_eq(clf__part_create(&p, CLF__PART_MEMORY_AWARE, 100, 10, 2, w, cap, NULL),
+    /* MEMORY_AWARE: GUIDED's chunks from one pool, cut to the caps. 1000 units, gran 10,
+     * weights 1:3, device 1 capped at 25: it wants 1000 * 3/4 / 4 = 187.5 but holds 20;
+     * device 0 then wants 980 * 1/4 / 4 = 61.25, rounded up to 70. */
+    uint64_t cap25[2] = {UINT64_MAX, 25};
+    ck_assert_int_eq(clf__part_create(&p, CLF__PART_MEMORY_AWARE, 1000, 10, 2, w, cap25, NULL),
                      CLF_SUCCESS);
-    ck_assert(clf__part_next(p, 0, &off, &len));
+    ck_assert(clf__part_next(p, 1, &off, &len));
     ck_assert(off == 0 && len == 20);
-    ck_assert(clf__part_next(p, 1, &off, &len));
-    ck_assert(off == 20 && len == 30);
-    /* Device 1 has [50, 100) = 5 granules left; device 0 steals floor(5 / 4) = 1. */
     ck_assert(clf__part_next(p, 0, &off, &len));
-    ck_assert(off == 90 && len == 10);
+    ck_assert(off == 20 && len == 70);
     ck_assert(clf__part_next(p, 1, &off, &len));
-    ck_assert(off == 50 && len == 30);
-    ck_assert(clf__part_next(p, 1, &off, &len));
-    ck_assert(off == 80 && len == 10);
-    ck_assert(!clf__part_next(p, 1, &off, &len));
+    ck_assert(off == 90 && len == 20);
+    /* Device 1 alone drains the rest in budget-sized chunks (streaming). */
+    uint64_t at = 110;
+    while (clf__part_next(p, 1, &off, &len)) {
+        ck_assert(off == at && len <= 20 && len > 0);
+        at += len;
+    }
+    ck_assert_uint_eq(at, 1000);
     ck_assert(!clf__part_next(p, 0, &off, &len));
     clf__part_destroy(p);
 
@@ -593,11 +597,11 @@ START_TEST(test_known_cases)
     ck_assert_int_eq(clf__part_create(&p, CLF__PART_GUIDED, 1000, 1, 2, NULL, NULL, NULL),
                      CLF_SUCCESS);
     ck_assert(clf__part_next(p, 0, &off, &len));
-    ck_assert(off == 0 && len == 250);
+    ck_assert(off == 0 && len == 125);
     clf__part_retire(p, 1);
     ck_assert(!clf__part_next(p, 1, &off, &len));
     ck_assert(clf__part_next(p, 0, &off, &len));
-    ck_assert(off == 250 && len == 375);
+    ck_assert(off == 125 && len == 219); /* ceil(875 / 4) */
     clf__part_destroy(p);
 
     /* STATIC: a retired device's share goes to the survivors, split among them. */

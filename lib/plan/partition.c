@@ -138,11 +138,18 @@ static uint64_t want_guided(const clf__part *p, size_t d)
     return want;
 }
 
+/*
+ * MEMORY_AWARE pulls from the shared pool like GUIDED (its chunks shrink as the work runs
+ * out, so irregular work balances), each chunk cut to what the device's budget holds
+ * (chunk_len() caps it): when the data exceeds the budgets, every chunk is budget-sized and
+ * the launch streams. Fixed shares by speed could not balance work whose cost is uneven over
+ * the range (efficiency 0.91 on the Mandelbrot band, issue 14).
+ */
 static const part_ops part_strategies[CLF__PART_STRATEGY_COUNT] = {
     [CLF__PART_STATIC] = {"static", 1, 0, want_equal_split},
     [CLF__PART_DYNAMIC] = {"dynamic", 0, 0, want_dynamic},
     [CLF__PART_GUIDED] = {"guided", 0, 0, want_guided},
-    [CLF__PART_MEMORY_AWARE] = {"memory-aware", 1, 1, want_equal_split},
+    [CLF__PART_MEMORY_AWARE] = {"memory-aware", 0, 0, want_guided},
 };
 
 const char *clf__part_strategy_name(clf__part_strategy s)
@@ -293,7 +300,7 @@ clf_status clf__part_create(clf__part **out, clf__part_strategy strategy, uint64
     clf__part_params prm = {0};
     if (params)
         prm = *params;
-    long double k = prm.guided_k == 0 ? 2.0L : (long double)prm.guided_k;
+    long double k = prm.guided_k == 0 ? CLF__PART_GUIDED_K : (long double)prm.guided_k;
     if (!isfinite(prm.guided_k) || prm.guided_k < 0)
         return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "partition: guided K %g is not > 0",
                          prm.guided_k);
