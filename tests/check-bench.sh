@@ -1,7 +1,7 @@
 #!/bin/sh
 # clfleet-bench balance and scale run (--quick) on PoCL sub-devices and write valid JSON
 # with every strategy; the table form and bad usage work too; so do p2p, allreduce,
-# pipeline and gemm.
+# pipeline, gemm and overhead.
 set -u
 b=${top_builddir:-.}
 bench=$b/tools/clfleet-bench
@@ -70,7 +70,7 @@ $bench scale --quick --verbose --reps=1 > /dev/null 2> "$tmp.err" ||
 
 # The conventional options: --help and --version everywhere (exit 0, on stdout); a bad
 # command line exits 2 with a message; sizes take K, M and G.
-for cmd in "" balance scale p2p allreduce pipeline gemm; do
+for cmd in "" balance scale p2p allreduce pipeline gemm overhead; do
     $bench $cmd --help > "$tmp.help" 2> "$tmp.err" &&
         grep -q '^usage: clfleet-bench' "$tmp.help" ||
         { echo "FAIL: '$cmd --help'"; cat "$tmp.help" "$tmp.err"; exit 1; }
@@ -82,7 +82,7 @@ for bad in "" "nonsense" "--bogus" "balance --size 3" "balance --reps x" "balanc
     "balance --config nowhere" "balance --trace" "balance --trace=" "balance extra" \
     "scale --config homogeneous" "p2p --bogus" "p2p --max-size=1x" "p2p --max-size 2K" \
     "allreduce --chunk" "pipeline --costs 1,2" "pipeline --items=100" "gemm --size -1" \
-    "gemm --json=yes"; do
+    "gemm --json=yes" "overhead --items 0" "overhead --bogus"; do
     $bench $bad > /dev/null 2> "$tmp.err"
     rc=$?
     [ $rc -eq 2 ] || { echo "FAIL: '$bad' exited with $rc, not 2"; cat "$tmp.err"; exit 1; }
@@ -122,5 +122,12 @@ na=$(grep -c '"busbw_gbps": [0-9]' "$tmp.allreduce")
     grep -q '"host_bound": [0-9]' "$tmp.pipeline" ||
     { echo "FAIL: p2p ($np ratios), allreduce ($na bus bandwidths) or pipeline figures missing"
       cat "$tmp.p2p" "$tmp.allreduce" "$tmp.pipeline"; exit 1; }
+
+# overhead: every variant of both kernels, with a ratio to raw (the bench checks its result).
+$bench overhead --quick --json > "$tmp.overhead" 2> "$tmp.err" ||
+    { cat "$tmp.err"; echo "FAIL: overhead"; exit 1; }
+$lint < "$tmp.overhead" || { echo "FAIL: overhead: invalid JSON"; cat "$tmp.overhead"; exit 1; }
+[ "$(grep -c '"ratio_to_raw": [0-9]' "$tmp.overhead")" -eq 10 ] ||
+    { echo "FAIL: overhead: want 10 ratios"; cat "$tmp.overhead"; exit 1; }
 
 echo "PASS: balance ($n strategy rows), scale, p2p, allreduce and pipeline, JSON valid; gemm: $gemm"

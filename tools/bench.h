@@ -39,6 +39,14 @@ int clf_bench_pipeline(int argc, char **argv);
  */
 int clf_bench_gemm(int argc, char **argv);
 
+/*
+ * `clfleet-bench overhead`: the cost of launches too small to split (4,096 floats in-out, and
+ * a kernel with no arrays): raw OpenCL on one device, clf_launch() there alone, and on two
+ * devices with static, dynamic and auto, in interleaved rounds: microseconds per launch and
+ * per chunk, and ratios to raw. Same conventions as clf_bench_p2p().
+ */
+int clf_bench_overhead(int argc, char **argv);
+
 /* Helpers shared by the benchmarks (bench.c). */
 double clf_bench_now(void);                             /* monotonic seconds */
 int clf_bench_cmp_double(const void *a, const void *b); /* for qsort */

@@ -12,7 +12,9 @@
  * (re -2.2..0.8, im -0.6..1.4) puts 37% of the work in the first quarter of the rows, where
  * guided's first chunk (R/4 on two equal devices, K = 2) lands and then outlasts all the rest:
  * a simulation of that schedule with no overhead at all bounds guided's efficiency there by
- * 0.84 (K = 3 would give 0.99). The bench keeps the view to show it.
+ * 0.84 (K = 3 would give 0.99). `--view band` (re -2..1, im 0..1.2, issue 14) puts 55% of the
+ * work in the first quarter of the rows: guided with K = 2 reached 0.83 there, hence K = 4
+ * (partition.h). The bench keeps both views to show it.
  *
  * The heterogeneous configuration runs 4 PoCL threads: on a host with fewer than 4 CPUs they
  * share cores, and the pair cannot beat its fast device.
@@ -44,7 +46,7 @@ static const clf_strategy STRATEGIES[NSTRAT] = {CLF_STATIC, CLF_DYNAMIC, CLF_GUI
 
 typedef struct opts {
     int json, quick, verbose;
-    int offaxis;         /* Mandelbrot's off-axis view (--view offaxis) */
+    int view;            /* Mandelbrot's view: VIEW_WHOLE, VIEW_OFFAXIS or VIEW_BAND (--view) */
     size_t size;         /* image side (Mandelbrot); busy runs size * size items; 0: default */
     unsigned reps;       /* timed repetitions, the median is reported; 0: default */
     const char *devices; /* --devices; NULL: $CLFLEET_DEVICES, else the library's default */
@@ -86,7 +88,10 @@ typedef struct workload {
     float x0, y0, dx, dy;
 } workload;
 
-static void mandelbrot_init(workload *w, size_t side, int max_iter, int offaxis)
+enum { VIEW_WHOLE, VIEW_OFFAXIS, VIEW_BAND };
+static const char *const VIEW_NAMES[] = {"whole", "offaxis", "band"};
+
+static void mandelbrot_init(workload *w, size_t side, int max_iter, int view)
 {
     memset(w, 0, sizeof *w);
     w->name = "mandelbrot";
@@ -94,7 +99,12 @@ static void mandelbrot_init(workload *w, size_t side, int max_iter, int offaxis)
     w->global[0] = w->global[1] = side;
     w->width = w->height = (int)side;
     w->max_iter = max_iter;
-    if (offaxis) { /* the costly rows bunch up at the top (see the comment at the top) */
+    if (view == VIEW_BAND) { /* the costliest rows at the start (see the comment at the top) */
+        w->x0 = -2.0f;
+        w->y0 = 0.0f;
+        w->dx = 3.0f / (float)side;
+        w->dy = 1.2f / (float)side;
+    } else if (view == VIEW_OFFAXIS) { /* the costly rows bunch up at the top */
         w->x0 = -2.2f;
         w->y0 = -0.6f;
         w->dx = 3.0f / (float)side;
@@ -108,7 +118,7 @@ static void mandelbrot_init(workload *w, size_t side, int max_iter, int offaxis)
     w->out_bytes = side * side * sizeof(uint32_t);
     w->out = calloc(1, w->out_bytes);
     snprintf(w->params, sizeof w->params, "%zux%zu, max_iter %d, %s view", side, side, max_iter,
-             offaxis ? "off-axis" : "whole-set");
+             view == VIEW_BAND ? "band" : view == VIEW_OFFAXIS ? "off-axis" : "whole-set");
     clf_arg a[] = {CLF_OUT(w->out, w->out_bytes, side * sizeof(uint32_t)),
                    CLF_SCALAR(&w->width),
                    CLF_SCALAR(&w->height),
@@ -664,7 +674,7 @@ static int balance_config(const opts *o)
     int rc = build(f, &pm, &pb);
     size_t side = o->size ? o->size : o->quick ? 128 : 1024;
     workload mw, bw;
-    mandelbrot_init(&mw, side, o->quick ? 64 : 512, o->offaxis);
+    mandelbrot_init(&mw, side, o->quick ? 64 : 512, o->view);
     busy_init(&bw, side * side, 1);
     if (rc == EXIT_SUCCESS) {
         /* A >= 100 ms kernel on one device for the overhead figure, unless --quick. */
@@ -753,9 +763,9 @@ static int run_child(const opts *o, const char *config, char **buf, size_t *len)
             argv[n++] = "--json";
         if (o->quick)
             argv[n++] = "--quick";
-        if (o->offaxis) {
+        if (o->view != VIEW_WHOLE) {
             argv[n++] = "--view";
-            argv[n++] = "offaxis";
+            argv[n++] = (char *)VIEW_NAMES[o->view];
         }
         argv[n] = NULL;
         const char *pthreads = sub_env(config);
@@ -891,7 +901,7 @@ static int cmd_scale(const opts *o)
     unsigned reps = o->reps ? o->reps : o->quick ? 1 : 3, warmup = 1;
     size_t side = o->size ? o->size : o->quick ? 128 : 1024;
     workload w[2];
-    mandelbrot_init(&w[0], side, o->quick ? 64 : 512, o->offaxis);
+    mandelbrot_init(&w[0], side, o->quick ? 64 : 512, o->view);
     busy_init(&w[1], side * side, 1);
     if (rc == EXIT_SUCCESS) {
         int iters = calibrate_busy(f, pb, devs[0], &w[1], o->quick ? 0.01 : 0.2);
@@ -1009,6 +1019,9 @@ static const subcommand COMMANDS[] = {
     {"gemm", NULL, clf_bench_gemm,
      "multi-device GEMM through clBLAST: one device against the fleet with each\n"
      "            strategy, GFLOP/s in interleaved rounds"},
+    {"overhead", NULL, clf_bench_overhead,
+     "what a tiny launch costs: one device and two (static, dynamic, auto)\n"
+     "            against the raw OpenCL round trip, per launch and per chunk"},
 };
 #define NCOMMANDS (sizeof COMMANDS / sizeof COMMANDS[0])
 
@@ -1032,7 +1045,7 @@ static void usage_balance_scale(FILE *to, const char *cmd)
 {
     fprintf(to,
             "usage: clfleet-bench %s [--json] [--quick] [--verbose] [--size N] [--reps N]\n"
-            "                     [--devices SELECTION]%s [--view whole|offaxis]\n"
+            "                     [--devices SELECTION]%s [--view whole|offaxis|band]\n"
             "                     [--trace PATH]\n",
             cmd, strcmp(cmd, "balance") ? "" : " [--config NAME]");
     fputs("  --json       one JSON document on standard output\n"
@@ -1047,7 +1060,8 @@ static void usage_balance_scale(FILE *to, const char *cmd)
           to);
     if (!strcmp(cmd, "balance"))
         fputs("  --config C   only 'homogeneous' or 'heterogeneous'\n", to);
-    fputs("  --view V     Mandelbrot's view: 'whole' (the whole set, default) or 'offaxis'\n"
+    fputs("  --view V     Mandelbrot's view: 'whole' (the whole set, default), 'offaxis' or\n"
+          "               'band' (im 0..1.2: the costliest rows first)\n"
           "  --trace PATH a Perfetto timeline per fleet, PATH-N.json\n"
           "               (balance: PATH-CONFIG-N.json)\n"
           "  -h, --help   this text; -V, --version: the version\n"
@@ -1132,10 +1146,12 @@ static int own_option(void *o_, int val, const char *arg)
         o->config = arg;
         return !strcmp(arg, "homogeneous") || !strcmp(arg, "heterogeneous");
     default: /* OPT_VIEW */
-        if (strcmp(arg, "offaxis") && strcmp(arg, "whole"))
-            return 0;
-        o->offaxis = !strcmp(arg, "offaxis");
-        return 1;
+        for (int v = VIEW_WHOLE; v <= VIEW_BAND; v++)
+            if (!strcmp(arg, VIEW_NAMES[v])) {
+                o->view = v;
+                return 1;
+            }
+        return 0;
     }
 }
 

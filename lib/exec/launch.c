@@ -358,8 +358,9 @@ static int choose_weights(clf__launch *L, char *reason, size_t n)
     return 0;
 }
 
-/* The efficiency of the kernel's last static launch on this fleet, or -1. */
-static double static_efficiency(clf__launch *L, int set, double value)
+/* The efficiency the kernel's last launch under partition strategy ps reached on this fleet
+ * (set: record value), or -1 when none did. */
+static double strategy_efficiency(clf__launch *L, clf__part_strategy ps, int set, double value)
 {
     char key[96];
     kernel_key(L, key, sizeof key);
@@ -372,15 +373,41 @@ static double static_efficiency(clf__launch *L, int set, double value)
     while (i < n && strcmp(fl->static_eff[i].key, key) != 0)
         i++;
     if (set) {
-        if (i == n) /* a new kernel takes the oldest place */
+        if (i == n) { /* a new kernel takes the oldest place */
             i = fl->nstatic_eff++ % CLF__ARRAY_LEN(fl->static_eff);
-        snprintf(fl->static_eff[i].key, sizeof fl->static_eff[i].key, "%s", key);
-        fl->static_eff[i].efficiency = value;
+            snprintf(fl->static_eff[i].key, sizeof fl->static_eff[i].key, "%s", key);
+            for (size_t k = 0; k < CLF__ARRAY_LEN(fl->static_eff[i].efficiency); k++)
+                fl->static_eff[i].efficiency[k] = -1;
+        }
+        fl->static_eff[i].efficiency[ps] = value;
     } else if (i < n) {
-        e = fl->static_eff[i].efficiency;
+        e = fl->static_eff[i].efficiency[ps];
     }
     pthread_mutex_unlock(&fl->lock);
     return e;
+}
+
+/*
+ * Whether AUTO should leave strategy ps (static or guided, by what it knows) for dynamic on this
+ * kernel: when ps balanced it worse than dynamic did, or, before dynamic has run, below 0.9
+ * (throughput per unit is not uniform over the range: shares by speed and large first chunks
+ * cannot balance it, chunks pulled on demand can). Writes the figures behind it to why.
+ */
+static int worse_than_dynamic(clf__launch *L, clf__part_strategy ps, char *why, size_t n)
+{
+    double e = strategy_efficiency(L, ps, 0, 0), dyn = strategy_efficiency(L, CLF__PART_DYNAMIC,
+                                                                           0, 0);
+    if (e < 0)
+        return 0;
+    /* A margin: two runs of one balancing differ by a few percent on a loaded host. */
+    int worse = dyn >= 0 ? e < dyn - 0.02 : e < 0.9;
+    if (worse && dyn >= 0)
+        snprintf(why, n, "%s balanced this kernel to efficiency %.2f, dynamic to %.2f",
+                 clf__part_strategy_name(ps), e, dyn);
+    else if (worse)
+        snprintf(why, n, "%s balanced this kernel to efficiency %.2f",
+                 clf__part_strategy_name(ps), e);
+    return worse;
 }
 
 static clf_status choose_strategy(clf__launch *L, const uint64_t *max_units,
@@ -398,8 +425,9 @@ static clf_status choose_strategy(clf__launch *L, const uint64_t *max_units,
         if (L->excluded[i])
             L->weights[i] = 0;
     if (s == CLF_AUTO) {
-        double wsum = 0, last;
+        double wsum = 0;
         int tight = 0;
+        char why[128];
         for (size_t i = 0; i < L->ndev; i++)
             wsum += L->weights[i];
         for (size_t i = 0; i < L->ndev; i++)
@@ -409,13 +437,10 @@ static clf_status choose_strategy(clf__launch *L, const uint64_t *max_units,
             snprintf(rep->reason, sizeof rep->reason,
                      "auto: memory-aware (a device's share exceeds its memory budget); %s",
                      wreason);
-        } else if (learned && (last = static_efficiency(L, 0, 0)) >= 0 && last < 0.9) {
-            /* Throughput per unit is not uniform over the range (irregular work):
-             * shares by speed cannot balance it, chunks pulled on demand can. */
+        } else if (worse_than_dynamic(L, learned ? CLF__PART_STATIC : CLF__PART_GUIDED, why,
+                                      sizeof why)) {
             s = CLF_DYNAMIC;
-            snprintf(rep->reason, sizeof rep->reason,
-                     "auto: dynamic (static balanced this kernel to efficiency %.2f); %s", last,
-                     wreason);
+            snprintf(rep->reason, sizeof rep->reason, "auto: dynamic (%s); %s", why, wreason);
         } else if (learned) {
             s = CLF_STATIC;
             snprintf(rep->reason, sizeof rep->reason,
@@ -813,9 +838,8 @@ static clf_status run(clf__launch *L, clf_launch_report *rep)
                    L->args[i].size * clf_type_size((clf_type)L->args[i].type));
     learn(L);
     /* A launch that lost or left out a device says nothing about the kernel's balance. */
-    if (L->part_strategy == CLF__PART_STATIC && L->ndev > 1 && !rep->failed_devices &&
-        !memchr(L->excluded, 1, L->ndev))
-        static_efficiency(L, 1, rep->efficiency);
+    if (L->ndev > 1 && !rep->failed_devices && !memchr(L->excluded, 1, L->ndev))
+        strategy_efficiency(L, L->part_strategy, 1, rep->efficiency);
 out:
     for (size_t i = 0; i < L->ndev; i++)
         if (L->w[i].L)

@@ -166,11 +166,13 @@ struct clf_fleet {
     struct clf__perf_model *perf; /* learned throughput (NULL until the first launch) */
     struct clf__bcast *bcast;
     size_t nbcast;
-    /* The efficiency of each kernel's last static launch (CLF_AUTO avoids static
-     * for kernels it balanced badly), a small ring of the latest kernels. */
+    /* The efficiency each balancing of a kernel last reached on this fleet, per partition
+     * strategy (static, dynamic, guided, memory-aware; < 0: not seen): CLF_AUTO leaves a
+     * strategy that balanced the kernel worse than dynamic did. A small ring of the latest
+     * kernels. */
     struct {
         char key[96];
-        double efficiency;
+        double efficiency[4];
     } static_eff[16];
     size_t nstatic_eff;
     /* Launches run in the order they were queued: a ticket each. */
