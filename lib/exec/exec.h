@@ -9,6 +9,19 @@
 /* Launch state the fleet owns (launch.c), freed at its teardown. */
 void clf__launch_fleet_fini(clf_fleet *fleet);
 
+/* Small device buffers kept between launches (bufcache.c): take one of exactly this device,
+ * flags and size (NULL: none), give one back (kept or released), release them all. */
+cl_mem clf__bufcache_get(clf_fleet *fl, size_t dev, cl_mem_flags flags, size_t bytes);
+void clf__bufcache_put(clf_fleet *fl, size_t dev, cl_mem mem);
+void clf__bufcache_fini(clf_fleet *fl);
+
+/* The fleet's persistent per-device threads (devthread.c): run fn(arg) on device dev's
+ * thread, made on first use (-1: it cannot be made), wait until it returned, and stop and
+ * join them all at the fleet's teardown. One job at a time per device. */
+int clf__devthread_run(clf_fleet *fl, size_t dev, void *(*fn)(void *), void *arg);
+void clf__devthread_wait(clf_fleet *fl, size_t dev);
+void clf__devthread_fini(clf_fleet *fl);
+
 #define CLF__MAX_ARGS 64
 
 /* A chunk in flight on one device: its events and where its data went. */
@@ -31,8 +44,7 @@ typedef struct clf__worker {
     struct clf__launch *L;
     size_t slot_index; /* position among the launch's devices */
     struct clf__device *d;
-    pthread_t thread;
-    int started;
+    int started; /* running on its device's thread (devthread.c) */
     cl_kernel kernel;
     cl_mem whole[CLF__MAX_ARGS];   /* global-indexed arrays and reductions (owned) */
     cl_mem slot[CLF__MAX_ARGS][2]; /* chunk-indexed slots (owned) */
@@ -81,6 +93,10 @@ typedef struct clf__launch {
 
     int has_reduce, has_inout;
     unsigned char excluded[CLF_MAX_LAUNCH_DEVICES]; /* failed earlier, or no program there */
+    /* AUTO ran a launch too small to split on one device: the others start only if it fails
+     * (held), and the launch says nothing about the kernel's balance (small). */
+    unsigned char held[CLF_MAX_LAUNCH_DEVICES];
+    int small;
 
     pthread_mutex_t lock; /* guards what follows and the reductions */
     pthread_cond_t changed;

@@ -358,33 +358,58 @@ static int choose_weights(clf__launch *L, char *reason, size_t n)
     return 0;
 }
 
-/* The efficiency the kernel's last launch under partition strategy ps reached on this fleet
- * (set: record value), or -1 when none did. */
-static double strategy_efficiency(clf__launch *L, clf__part_strategy ps, int set, double value)
+/* The kernel's entry in the fleet's ring of what launches taught (under fl->lock), created
+ * when asked (the oldest kernel's place is taken), or NULL. */
+static struct clf__kernel_seen *kernel_entry(clf__launch *L, int create)
 {
     char key[96];
     kernel_key(L, key, sizeof key);
     clf_fleet *fl = L->fl;
-    double e = -1;
-    pthread_mutex_lock(&fl->lock);
     size_t n = fl->nstatic_eff < CLF__ARRAY_LEN(fl->static_eff) ? fl->nstatic_eff
                                                                : CLF__ARRAY_LEN(fl->static_eff);
     size_t i = 0;
     while (i < n && strcmp(fl->static_eff[i].key, key) != 0)
         i++;
-    if (set) {
-        if (i == n) { /* a new kernel takes the oldest place */
-            i = fl->nstatic_eff++ % CLF__ARRAY_LEN(fl->static_eff);
-            snprintf(fl->static_eff[i].key, sizeof fl->static_eff[i].key, "%s", key);
-            for (size_t k = 0; k < CLF__ARRAY_LEN(fl->static_eff[i].efficiency); k++)
-                fl->static_eff[i].efficiency[k] = -1;
-        }
-        fl->static_eff[i].efficiency[ps] = value;
-    } else if (i < n) {
-        e = fl->static_eff[i].efficiency[ps];
-    }
-    pthread_mutex_unlock(&fl->lock);
+    if (i < n)
+        return &fl->static_eff[i];
+    if (!create)
+        return NULL;
+    i = fl->nstatic_eff++ % CLF__ARRAY_LEN(fl->static_eff);
+    snprintf(fl->static_eff[i].key, sizeof fl->static_eff[i].key, "%s", key);
+    for (size_t k = 0; k < CLF__ARRAY_LEN(fl->static_eff[i].efficiency); k++)
+        fl->static_eff[i].efficiency[k] = -1;
+    fl->static_eff[i].unit_s = -1;
+    return &fl->static_eff[i];
+}
+
+/* The efficiency the kernel's last launch under partition strategy ps reached on this fleet
+ * (set: record value), or -1 when none did. */
+static double strategy_efficiency(clf__launch *L, clf__part_strategy ps, int set, double value)
+{
+    double e = -1;
+    pthread_mutex_lock(&L->fl->lock);
+    struct clf__kernel_seen *k = kernel_entry(L, set);
+    if (k && set)
+        k->efficiency[ps] = value;
+    else if (k)
+        e = k->efficiency[ps];
+    pthread_mutex_unlock(&L->fl->lock);
     return e;
+}
+
+/* Kernel seconds per unit on the fastest device of the kernel's last launch (set: record
+ * value), or -1. */
+static double kernel_unit_s(clf__launch *L, int set, double value)
+{
+    double t = -1;
+    pthread_mutex_lock(&L->fl->lock);
+    struct clf__kernel_seen *k = kernel_entry(L, set);
+    if (k && set)
+        k->unit_s = value;
+    else if (k)
+        t = k->unit_s;
+    pthread_mutex_unlock(&L->fl->lock);
+    return t;
 }
 
 /*
@@ -410,6 +435,60 @@ static int worse_than_dynamic(clf__launch *L, clf__part_strategy ps, char *why, 
     return worse;
 }
 
+/*
+ * A launch too small to split (AUTO): cutting it adds a chunk's cost on every device (tens of
+ * microseconds on PoCL: a thread, buffers, an enqueue and a wait each) and saves at most a
+ * share of a kernel that is as short. "Too small": the kernel time per unit its last launch
+ * measured (profiling, on its fastest device) predicts under CLF__SMALL_LAUNCH_S; before any
+ * launch of it, at most CLF__SMALL_LAUNCH_ITEMS work-items. (The throughput model's figures
+ * include each launch's overheads, so they would call every small launch long.) Returns the
+ * device to run it on alone: the fastest by learned throughput, else the one of most compute
+ * units x clock, among those whose budget holds the whole range; or L->ndev to split it.
+ * why says which figures decided.
+ */
+#define CLF__SMALL_LAUNCH_S 100e-6
+#define CLF__SMALL_LAUNCH_ITEMS 8192
+
+static size_t too_small(clf__launch *L, const uint64_t *max_units, char *why, size_t n)
+{
+    size_t best = L->ndev, usable = 0;
+    double rate = 0, unit_s = kernel_unit_s(L, 0, 0);
+    uint64_t items;
+    if (__builtin_mul_overflow(L->total, L->per_unit, &items))
+        return L->ndev;
+    if (unit_s >= 0 && !((double)L->total * unit_s < CLF__SMALL_LAUNCH_S))
+        return L->ndev;
+    if (unit_s < 0 && items > CLF__SMALL_LAUNCH_ITEMS)
+        return L->ndev;
+    char kkey[300], dkey[400];
+    kernel_key(L, kkey, sizeof kkey);
+    clf__perf_model *m = clf__fleet_perf(L->fl);
+    for (size_t i = 0; i < L->ndev; i++) {
+        double r;
+        if (L->excluded[i] || max_units[i] < L->total)
+            continue;
+        usable++;
+        clf__perf_device_key(&L->fl->dev[L->dev[i]], dkey, sizeof dkey);
+        if (m && clf__perf_weight(m, kkey, dkey, &r) && r > rate) {
+            best = i;
+            rate = r;
+        }
+    }
+    if (usable < 2)
+        return L->ndev; /* nothing to choose, or memory-aware's business */
+    for (size_t i = 0; i < L->ndev && best == L->ndev; i++)
+        if (!L->excluded[i] && max_units[i] >= L->total &&
+            (best == L->ndev || L->weights[i] > L->weights[best]))
+            best = i;
+    if (unit_s >= 0)
+        snprintf(why, n, "its kernel ran %.1f us, under %.0f us", (double)L->total * unit_s * 1e6,
+                 CLF__SMALL_LAUNCH_S * 1e6);
+    else
+        snprintf(why, n, "%llu work-items, at most %d before a launch of it is measured",
+                 (unsigned long long)items, CLF__SMALL_LAUNCH_ITEMS);
+    return best;
+}
+
 static clf_status choose_strategy(clf__launch *L, const uint64_t *max_units,
                                   clf_launch_report *rep)
 {
@@ -428,6 +507,7 @@ static clf_status choose_strategy(clf__launch *L, const uint64_t *max_units,
         double wsum = 0;
         int tight = 0;
         char why[128];
+        size_t one;
         for (size_t i = 0; i < L->ndev; i++)
             wsum += L->weights[i];
         for (size_t i = 0; i < L->ndev; i++)
@@ -437,6 +517,17 @@ static clf_status choose_strategy(clf__launch *L, const uint64_t *max_units,
             snprintf(rep->reason, sizeof rep->reason,
                      "auto: memory-aware (a device's share exceeds its memory budget); %s",
                      wreason);
+        } else if (L->ndev > 1 && (one = too_small(L, max_units, why, sizeof why)) < L->ndev) {
+            /* One chunk on one device; the others stand by in case it fails (run()). */
+            s = CLF_STATIC;
+            L->small = 1;
+            for (size_t i = 0; i < L->ndev; i++) {
+                L->weights[i] = i == one;
+                L->held[i] = i != one && !L->excluded[i];
+            }
+            snprintf(rep->reason, sizeof rep->reason,
+                     "auto: static on device %zu alone (too small to split: %s)", L->dev[one],
+                     why);
         } else if (worse_than_dynamic(L, learned ? CLF__PART_STATIC : CLF__PART_GUIDED, why,
                                       sizeof why)) {
             s = CLF_DYNAMIC;
@@ -545,6 +636,8 @@ void clf__launch_fleet_fini(clf_fleet *fl)
         free(fl->bcast[i].mem);
     }
     free(fl->bcast);
+    clf__devthread_fini(fl);
+    clf__bufcache_fini(fl);
     if (fl->perf) {
         clf__perf_save(fl->perf); /* best effort: learning is an optimisation */
         clf__perf_close(fl->perf);
@@ -754,6 +847,51 @@ static clf_status incomplete(clf__launch *L, uint64_t done, uint64_t free_units)
     return CLF_ERROR_DEVICE_FAILED;
 }
 
+/*
+ * Run the workers of the devices marked in which until they are done: each on its device's
+ * persistent thread (devthread.c) but the first, which runs on the calling thread (a launch
+ * on one device hands nothing over, and every launch one device fewer).
+ */
+static void run_workers(clf__launch *L, const unsigned char *which)
+{
+    size_t here = L->ndev;
+    /* Every worker counts as alive before any starts: one that runs out of work waits for
+     * the others (their chunks may come back) only while it knows of them. */
+    pthread_mutex_lock(&L->lock);
+    for (size_t i = 0; i < L->ndev; i++)
+        L->alive += which[i] != 0;
+    pthread_mutex_unlock(&L->lock);
+    for (size_t i = 0; i < L->ndev; i++) {
+        clf__worker *w = &L->w[i];
+        if (!which[i])
+            continue;
+        if (here == L->ndev) {
+            here = i;
+            continue;
+        }
+        if (clf__devthread_run(L->fl, w->d->index, clf__worker_main, w) != 0) {
+            pthread_mutex_lock(&L->lock);
+            L->alive--;
+            clf__part_retire(L->part, i); /* the others take its share */
+            pthread_cond_broadcast(&L->changed);
+            pthread_mutex_unlock(&L->lock);
+            w->rep.failed = 1;
+            w->st = clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "device %zu: cannot start a thread",
+                              L->dev[i]);
+            snprintf(w->err, sizeof w->err, "%s", clf_last_error());
+            continue;
+        }
+        w->started = 1;
+    }
+    if (here < L->ndev)
+        clf__worker_main(&L->w[here]);
+    for (size_t i = 0; i < L->ndev; i++)
+        if (L->w[i].started) {
+            clf__devthread_wait(L->fl, L->w[i].d->index);
+            L->w[i].started = 0;
+        }
+}
+
 /* Run a prepared launch; the caller holds the fleet's turn. */
 static clf_status run(clf__launch *L, clf_launch_report *rep)
 {
@@ -790,40 +928,27 @@ static clf_status run(clf__launch *L, clf_launch_report *rep)
     pthread_mutex_init(&L->lock, NULL);
     pthread_cond_init(&L->changed, NULL);
     L->t0 = clf__now();
-    /* Every worker counts as alive before any starts: one that runs out of work waits for
-     * the others (their chunks may come back) only while it knows of them. */
     for (size_t i = 0; i < L->ndev; i++) {
         clf__worker *w = &L->w[i];
         w->L = L;
         w->slot_index = i;
         w->d = &L->fl->dev[L->dev[i]];
-        L->alive += !L->excluded[i];
     }
-    for (size_t i = 0; i < L->ndev; i++) {
-        clf__worker *w = &L->w[i];
-        if (L->excluded[i])
-            continue;
-        if (pthread_create(&w->thread, NULL, clf__worker_main, w) != 0) {
-            pthread_mutex_lock(&L->lock);
-            L->alive--;
-            clf__part_retire(L->part, i); /* the others take its share */
-            pthread_cond_broadcast(&L->changed);
-            pthread_mutex_unlock(&L->lock);
-            w->rep.failed = 1;
-            w->st = clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "device %zu: cannot start a thread",
-                              L->dev[i]);
-            snprintf(w->err, sizeof w->err, "%s", clf_last_error());
-            continue;
-        }
-        w->started = 1;
-    }
+    unsigned char wave[CLF_MAX_LAUNCH_DEVICES];
     for (size_t i = 0; i < L->ndev; i++)
-        if (L->w[i].started)
-            pthread_join(L->w[i].thread, NULL);
+        wave[i] = !L->excluded[i] && !L->held[i];
+    run_workers(L, wave);
+    /* A small launch's device failed: the devices standing by take its work back. */
+    uint64_t free_units, outstanding, done;
+    clf__part_counts(L->part, &free_units, &outstanding, &done);
+    if (done != L->total && free_units && !L->stuck && memchr(L->held, 1, L->ndev)) {
+        clf__log(CLF_LOG_INFO, "launch '%s': the devices standing by take over",
+                 L->desc.kernel);
+        run_workers(L, L->held);
+    }
     pthread_cond_destroy(&L->changed);
     pthread_mutex_destroy(&L->lock);
 
-    uint64_t free_units, outstanding, done;
     clf__part_counts(L->part, &free_units, &outstanding, &done);
     record_failures(L);
     fill_report(L, rep);
@@ -838,7 +963,13 @@ static clf_status run(clf__launch *L, clf_launch_report *rep)
                    L->args[i].size * clf_type_size((clf_type)L->args[i].type));
     learn(L);
     /* A launch that lost or left out a device says nothing about the kernel's balance. */
-    if (L->ndev > 1 && !rep->failed_devices && !memchr(L->excluded, 1, L->ndev))
+    double unit_s = INFINITY;
+    for (size_t i = 0; i < L->ndev; i++)
+        if (rep->dev[i].units && rep->dev[i].busy_s > 0)
+            unit_s = fmin(unit_s, rep->dev[i].busy_s / (double)rep->dev[i].units);
+    if (isfinite(unit_s))
+        kernel_unit_s(L, 1, unit_s);
+    if (L->ndev > 1 && !L->small && !rep->failed_devices && !memchr(L->excluded, 1, L->ndev))
         strategy_efficiency(L, L->part_strategy, 1, rep->efficiency);
 out:
     for (size_t i = 0; i < L->ndev; i++)

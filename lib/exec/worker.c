@@ -92,6 +92,15 @@ static clf_status device_alloc(clf__worker *w, size_t bytes, cl_mem_flags flags,
                          (unsigned long long)w->mem_now);
     cl_int err = CLF__FAULT(w->L->fl, w->d->index, CLF__FAULT_ALLOC);
     int injected = err != CL_SUCCESS;
+    /* One an earlier launch left (bufcache.c): already allocated, and counted in the
+     * metrics. */
+    *out = injected ? NULL : clf__bufcache_get(w->L->fl, w->d->index, flags, bytes);
+    if (*out) {
+        w->mem_now += bytes;
+        if (w->mem_now > w->mem_peak)
+            w->mem_peak = w->mem_now;
+        return CLF_SUCCESS;
+    }
     *out = injected ? NULL : clCreateBuffer(w->d->ctx, flags, bytes, NULL, &err);
     if (err != CL_SUCCESS) {
         *out = NULL;
@@ -859,27 +868,18 @@ void *clf__worker_main(void *arg)
     return NULL;
 }
 
-/* The size of whole-array buffer i, as setup() allocated it. */
-static uint64_t whole_bytes(const clf__worker *w, size_t i)
-{
-    const clf_arg *a = &w->L->args[i];
-    if (a->kind == CLF_ARG_KIND_REDUCE)
-        return (uint64_t)a->size * clf_type_size((clf_type)a->type);
-    return w->L->total * a->unit;
-}
-
 void clf__worker_fini(clf__worker *w)
 {
+    /* The launch's commands have completed (run_chunks() waited for the last reads, or
+     * finished both queues on failure), or, for the input writes of a look-ahead chunk that
+     * an idle device stole, come before anything a later launch enqueues on the device's
+     * in-order queues: the buffers may serve the next launch. */
     for (size_t i = 0; i < CLF__MAX_ARGS; i++) {
-        if (w->whole[i]) {
-            clReleaseMemObject(w->whole[i]);
-            clf__metrics_free(w->L->fl, w->d->index, whole_bytes(w, i));
-        }
+        if (w->whole[i])
+            clf__bufcache_put(w->L->fl, w->d->index, w->whole[i]);
         for (int s = 0; s < 2; s++)
-            if (w->slot[i][s]) {
-                clReleaseMemObject(w->slot[i][s]);
-                clf__metrics_free(w->L->fl, w->d->index, w->slot_cap[i][s]);
-            }
+            if (w->slot[i][s])
+                clf__bufcache_put(w->L->fl, w->d->index, w->slot[i][s]);
     }
     if (w->kernel)
         clReleaseKernel(w->kernel);

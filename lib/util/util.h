@@ -166,13 +166,16 @@ struct clf_fleet {
     struct clf__perf_model *perf; /* learned throughput (NULL until the first launch) */
     struct clf__bcast *bcast;
     size_t nbcast;
+    struct clf__bufcache *launch_bufs; /* device buffers kept between launches (exec/) */
+    struct clf__devpool *launch_threads; /* the launches' per-device threads (exec/) */
     /* The efficiency each balancing of a kernel last reached on this fleet, per partition
      * strategy (static, dynamic, guided, memory-aware; < 0: not seen): CLF_AUTO leaves a
      * strategy that balanced the kernel worse than dynamic did. A small ring of the latest
      * kernels. */
-    struct {
+    struct clf__kernel_seen {
         char key[96];
         double efficiency[4];
+        double unit_s; /* kernel seconds per unit on its fastest device; < 0: not seen */
     } static_eff[16];
     size_t nstatic_eff;
     /* Launches run in the order they were queued: a ticket each. */

@@ -1,0 +1,111 @@
+/*
+ * Device buffers kept between launches. A new buffer costs PoCL about 30 us on its first
+ * use (allocation and first touch), twice the whole enqueue-and-finish round trip of a
+ * 4,096-float kernel; iterative codes launch thousands of such kernels on arrays of the same
+ * sizes. So the buffers a launch's workers release go to a small per-fleet cache, keyed by
+ * device, flags and size, and the next launch's workers take them back instead of creating
+ * new ones (worker.c, device_alloc()).
+ *
+ * Only small buffers are kept (CLF__BUFCACHE_MAX_BYTES each, CLF__BUFCACHE_SLOTS in all, the
+ * oldest evicted): for a large array the copies dominate, and idle memory held on a device is
+ * memory no one else can use. A cached buffer stays counted in the fleet's metrics (it is
+ * still allocated on the device); it does not count against a launch's budget until taken.
+ * Buffers are only put back once every command of their launch has completed (the workers'
+ * teardown, after the launch's last wait), and launches run one at a time per fleet; the
+ * cache is guarded by the fleet's lock all the same, as GEMM and launches may interleave.
+ */
+#include "exec.h"
+
+#include <stdlib.h>
+
+#define CLF__BUFCACHE_SLOTS 32
+#define CLF__BUFCACHE_MAX_BYTES ((size_t)1 << 20)
+
+struct clf__bufcache {
+    struct {
+        cl_mem mem; /* NULL: free slot */
+        size_t dev, bytes;
+        cl_mem_flags flags;
+        uint64_t age; /* when it was put back: the lowest goes first */
+    } slot[CLF__BUFCACHE_SLOTS];
+    uint64_t clock;
+};
+
+cl_mem clf__bufcache_get(clf_fleet *fl, size_t dev, cl_mem_flags flags, size_t bytes)
+{
+    cl_mem m = NULL;
+    pthread_mutex_lock(&fl->lock);
+    struct clf__bufcache *c = fl->launch_bufs;
+    for (size_t i = 0; c && i < CLF__BUFCACHE_SLOTS && !m; i++)
+        if (c->slot[i].mem && c->slot[i].dev == dev && c->slot[i].flags == flags &&
+            c->slot[i].bytes == bytes) {
+            m = c->slot[i].mem;
+            c->slot[i].mem = NULL;
+        }
+    pthread_mutex_unlock(&fl->lock);
+    return m;
+}
+
+void clf__bufcache_put(clf_fleet *fl, size_t dev, cl_mem mem)
+{
+    cl_mem_flags flags = 0;
+    size_t bytes = 0;
+    cl_mem evict = NULL;
+    size_t evict_dev = 0, evict_bytes = 0;
+    if (clGetMemObjectInfo(mem, CL_MEM_FLAGS, sizeof flags, &flags, NULL) != CL_SUCCESS ||
+        clGetMemObjectInfo(mem, CL_MEM_SIZE, sizeof bytes, &bytes, NULL) != CL_SUCCESS ||
+        bytes > CLF__BUFCACHE_MAX_BYTES) {
+        evict = mem; /* not kept: released below */
+        evict_dev = dev;
+        evict_bytes = bytes;
+        goto out;
+    }
+    pthread_mutex_lock(&fl->lock);
+    if (!fl->launch_bufs)
+        fl->launch_bufs = calloc(1, sizeof *fl->launch_bufs);
+    struct clf__bufcache *c = fl->launch_bufs;
+    if (!c) {
+        pthread_mutex_unlock(&fl->lock);
+        evict = mem;
+        evict_dev = dev;
+        evict_bytes = bytes;
+        goto out;
+    }
+    size_t at = 0;
+    for (size_t i = 0; i < CLF__BUFCACHE_SLOTS; i++) {
+        if (!c->slot[i].mem) {
+            at = i;
+            break;
+        }
+        if (c->slot[i].age < c->slot[at].age)
+            at = i;
+    }
+    if (c->slot[at].mem) { /* full: the oldest goes */
+        evict = c->slot[at].mem;
+        evict_dev = c->slot[at].dev;
+        evict_bytes = c->slot[at].bytes;
+    }
+    c->slot[at].mem = mem;
+    c->slot[at].dev = dev;
+    c->slot[at].bytes = bytes;
+    c->slot[at].flags = flags;
+    c->slot[at].age = ++c->clock;
+    pthread_mutex_unlock(&fl->lock);
+out:
+    if (evict) {
+        clReleaseMemObject(evict);
+        clf__metrics_free(fl, evict_dev, evict_bytes);
+    }
+}
+
+void clf__bufcache_fini(clf_fleet *fl)
+{
+    struct clf__bufcache *c = fl->launch_bufs;
+    fl->launch_bufs = NULL;
+    for (size_t i = 0; c && i < CLF__BUFCACHE_SLOTS; i++)
+        if (c->slot[i].mem) {
+            clReleaseMemObject(c->slot[i].mem);
+            clf__metrics_free(fl, c->slot[i].dev, c->slot[i].bytes);
+        }
+    free(c);
+}
