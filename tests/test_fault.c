@@ -395,6 +395,52 @@ START_TEST(one_device_fails)
 }
 END_TEST
 
+/* AUTO runs a small launch on one device alone: when that device fails, the devices that
+ * stood by take its work back, and the result is complete and exact. */
+START_TEST(small_launch_standby_takes_over)
+{
+    enum { SMALL = 3000 };
+    static const size_t devs[2] = {0, 1};
+    /* Before anything is learned, AUTO picks the first device of the most compute units x
+     * clock: device 0 of two equal sub-devices. Its first kernel enqueue fails. */
+    clf_fleet *f = fault_fleet(FLEET2, "device=0,call=enqueue,after=0");
+    clf_program *prog;
+    ck_assert_ok(clf_program_build_source(&prog, f, SRC, NULL));
+    uint32_t *a = malloc(SMALL * 4), *b = malloc(SMALL * 4), *c = malloc(SMALL * 4);
+    ck_assert(a && b && c);
+    for (uint32_t i = 0; i < SMALL; i++) {
+        a[i] = lowbias32(i);
+        b[i] = lowbias32(i + 77);
+        c[i] = SENTINEL;
+    }
+    const uint32_t reps = 3;
+    clf_arg args[] = {CLF_IN(a, SMALL * 4, 4), CLF_IN(b, SMALL * 4, 4), CLF_OUT(c, SMALL * 4, 4),
+                      CLF_SCALAR(&reps)};
+    clf_launch_desc d = CLF_LAUNCH_DESC_INIT;
+    d.kernel = "mixk";
+    d.dims = 1;
+    d.global[0] = SMALL;
+    d.strategy = CLF_AUTO;
+    d.devices = devs;
+    d.num_devices = 2;
+    clf_launch_report r;
+    ck_assert_ok(clf_launch(f, prog, &d, args, 4, &r));
+    ck_assert_msg(strstr(r.reason, "too small") != NULL, "reason '%s'", r.reason);
+    ck_assert_msg(r.dev[0].failed && r.dev[1].units == SMALL && r.failed_devices == 1,
+                  "dev 0 failed %d, dev 1 units %llu", r.dev[0].failed,
+                  (unsigned long long)r.dev[1].units);
+    ck_assert_uint_eq(r.done_units, SMALL);
+    for (uint32_t i = 0; i < SMALL; i++)
+        if (c[i] != mix(a[i], b[i], reps))
+            ck_abort_msg("c[%u] = %u, want %u", i, c[i], mix(a[i], b[i], reps));
+    free(a);
+    free(b);
+    free(c);
+    clf_program_destroy(prog);
+    clf_fleet_destroy(f);
+}
+END_TEST
+
 /* A status that is not a device fault (the caller's, say): the work still completes on the
  * others, but the device is not left out of later launches. */
 START_TEST(not_a_device_fault)
@@ -973,6 +1019,7 @@ int main(void)
     tcase_add_loop_test(tc, build_fails_on_one_device, 0, 2);
     tcase_add_test(tc, build_fails_everywhere);
     tcase_add_test(tc, not_a_device_fault);
+    tcase_add_test(tc, small_launch_standby_takes_over);
     tcase_add_test(tc, count_and_devices);
     tcase_add_loop_test(tc, one_device_fails, 0, 2 * K_COUNT);
     tcase_add_loop_test(tc, every_device_fails, 0, 2);

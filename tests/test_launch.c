@@ -1491,6 +1491,47 @@ START_TEST(strategy_from_environment)
 }
 END_TEST
 
+/* AUTO on a launch too small to split: one chunk on one device, the others idle; a large
+ * launch of the same kernel is split. Results against the host reference. */
+START_TEST(auto_small_runs_on_one_device)
+{
+    env e;
+    env_open(&e, _i);
+    enum { SMALL = 1000, LARGE = 1 << 22 };
+    uint32_t *out = malloc(LARGE * sizeof *out);
+    ck_assert_ptr_nonnull(out);
+    const uint32_t seed = 5;
+    for (int run = 0; run < 3; run++) {
+        size_t n = run < 2 ? SMALL : LARGE;
+        memset(out, 0, n * sizeof *out);
+        clf_arg args[] = {CLF_OUT(out, n * sizeof *out, sizeof *out), CLF_SCALAR(&seed)};
+        clf_launch_desc d = make_desc(&e, "hash32", CLF_AUTO, 1, n, 1, 1);
+        char extra[32];
+        snprintf(extra, sizeof extra, "auto, run %d", run);
+        clf_launch_report r;
+        launch_ok(&e, &d, args, 2, &r, extra);
+        check_report(&d, &r);
+        size_t busy = 0;
+        for (size_t i = 0; i < r.num_devices; i++)
+            busy += r.dev[i].units > 0;
+        if (run < 2) {
+            /* The first run knows only the size; the second the kernel's measured time. */
+            expect(r.strategy == CLF_STATIC && busy == 1 && strstr(r.reason, "too small") &&
+                       strstr(r.reason, run ? "kernel ran" : "work-items"),
+                   "%s: reason '%s' %s", what, r.reason, describe(&r));
+        } else {
+            expect(busy >= 2 && !strstr(r.reason, "too small"), "%s: reason '%s' %s", what,
+                   r.reason, describe(&r));
+        }
+        for (size_t i = 0; i < n; i++)
+            if (out[i] != lowbias32((uint32_t)i ^ seed))
+                ck_abort_msg("%s: out[%zu] = %u", what, i, out[i]);
+    }
+    free(out);
+    env_close(&e);
+}
+END_TEST
+
 START_TEST(strategy_names)
 {
     static const clf_strategy all[] = {CLF_STRATEGY_DEFAULT, CLF_STATIC,       CLF_DYNAMIC,
@@ -1714,6 +1755,7 @@ int main(void)
     tcase_add_loop_test(tc, concurrent_launches, 0, NCFGS);
     tcase_add_loop_test(tc, sync_after_async, 0, NCFGS);
     tcase_add_test(tc, strategy_names);
+    tcase_add_loop_test(tc, auto_small_runs_on_one_device, 0, NCFGS);
     tcase_add_test(tc, bad_input);
     suite_add_tcase(s, tc);
 
