@@ -760,7 +760,9 @@ typedef struct clf_launch_desc {
     const uint64_t *mem_limits;
     double mem_safety;          /**< usable fraction of reported memory; 0: 0.8 */
     unsigned chunks_per_device; /**< CLF_DYNAMIC: about this many chunks each; 0: 16 */
-    size_t min_chunk;           /**< CLF_GUIDED: smallest chunk in units; 0: granularity */
+    /** CLF_GUIDED, CLF_MEMORY_AWARE: smallest chunk in units; 0: a device's share of the
+     *  weights of the range / chunks_per_device (dynamic's chunk on equal devices) */
+    size_t min_chunk;
 } clf_launch_desc;
 
 /** \brief The version of clf_launch_desc this header describes. */
