@@ -231,12 +231,13 @@ static void print_table(const bench *b, const figures *f)
     }
     printf("  (medians over the rounds; x raw: the median of the per-round ratios)\n");
     if (b->opt.verbose) {
-        double best = fmin(f->ratio[0][V_ONE], f->ratio[0][V_AUTO]);
-        printf("targets: auto / one device %.2f (<= 1: %s); best fleet launch / raw %.2f "
-               "(<= 2: %s)\n",
-               f->ratio[0][V_AUTO] / f->ratio[0][V_ONE],
-               f->ratio[0][V_AUTO] <= f->ratio[0][V_ONE] * 1.05 ? "yes" : "no", best,
-               best <= 2 ? "yes" : "no");
+        /* The issue's targets: auto no slower than the device alone (5% for noise); a launch
+         * on two devices within twice the raw round trip (the copies are the same bytes). */
+        double a = f->ratio[0][V_AUTO] / f->ratio[0][V_ONE];
+        printf("targets: auto / one device %.2f (<= 1: %s); static on two devices / raw %.2f "
+               "in-out, %.2f no arrays (<= 2: %s)\n",
+               a, a <= 1.05 ? "yes" : "no", f->ratio[0][V_STATIC], f->ratio[1][V_STATIC],
+               fmax(f->ratio[0][V_STATIC], f->ratio[1][V_STATIC]) <= 2 ? "yes" : "no");
     }
 }
 

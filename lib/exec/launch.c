@@ -445,8 +445,9 @@ static int worse_than_dynamic(clf__launch *L, clf__part_strategy ps, char *why, 
  * measured (profiling, on its fastest device) predicts under CLF__SMALL_LAUNCH_S; before any
  * launch of it, at most CLF__SMALL_LAUNCH_ITEMS work-items. (The throughput model's figures
  * include each launch's overheads, so they would call every small launch long.) Returns the
- * device to run it on alone: the fastest by learned throughput, else the one of most compute
- * units x clock, among those whose budget holds the whole range; or L->ndev to split it.
+ * device to run it on alone: the fastest by learned throughput when every device's is known,
+ * else the one of most compute units x clock (the first of equals), among those whose budget
+ * holds the whole range; or L->ndev to split it.
  * why says which figures decided.
  */
 #define CLF__SMALL_LAUNCH_S 100e-6
@@ -455,7 +456,7 @@ static int worse_than_dynamic(clf__launch *L, clf__part_strategy ps, char *why, 
 static size_t too_small(clf__launch *L, const uint64_t *max_units, char *why, size_t n)
 {
     size_t best = L->ndev, usable = 0;
-    double rate = 0, unit_s = kernel_unit_s(L, 0, 0);
+    double unit_s = kernel_unit_s(L, 0, 0);
     uint64_t items;
     if (__builtin_mul_overflow(L->total, L->per_unit, &items))
         return L->ndev;
@@ -463,26 +464,17 @@ static size_t too_small(clf__launch *L, const uint64_t *max_units, char *why, si
         return L->ndev;
     if (unit_s < 0 && items > CLF__SMALL_LAUNCH_ITEMS)
         return L->ndev;
-    char kkey[300], dkey[400];
-    kernel_key(L, kkey, sizeof kkey);
-    clf__perf_model *m = clf__fleet_perf(L->fl);
+    /* L->weights: learned throughputs when known for every device, else compute units x
+     * clock (choose_weights()). */
     for (size_t i = 0; i < L->ndev; i++) {
-        double r;
         if (L->excluded[i] || max_units[i] < L->total)
             continue;
         usable++;
-        clf__perf_device_key(&L->fl->dev[L->dev[i]], dkey, sizeof dkey);
-        if (m && clf__perf_weight(m, kkey, dkey, &r) && r > rate) {
+        if (best == L->ndev || L->weights[i] > L->weights[best])
             best = i;
-            rate = r;
-        }
     }
     if (usable < 2)
         return L->ndev; /* nothing to choose, or memory-aware's business */
-    for (size_t i = 0; i < L->ndev && best == L->ndev; i++)
-        if (!L->excluded[i] && max_units[i] >= L->total &&
-            (best == L->ndev || L->weights[i] > L->weights[best]))
-            best = i;
     if (unit_s >= 0)
         snprintf(why, n, "its kernel ran %.1f us, under %.0f us", (double)L->total * unit_s * 1e6,
                  CLF__SMALL_LAUNCH_S * 1e6);
