@@ -8,8 +8,10 @@
  *
  * Only small buffers are kept (CLF__BUFCACHE_MAX_BYTES each, CLF__BUFCACHE_SLOTS in all, the
  * oldest evicted): for a large array the copies dominate, and idle memory held on a device is
- * memory no one else can use. A cached buffer stays counted in the fleet's metrics (it is
- * still allocated on the device); it does not count against a launch's budget until taken.
+ * memory no one else can use: at most 32 MiB per fleet. The fleet's metrics count a buffer as
+ * freed when it is kept and allocated again when it is taken (so their current memory is
+ * the launches' working memory, as before: idle kept buffers do not show there), and a kept
+ * buffer counts against no launch's budget until taken.
  * Buffers are only put back once every command of their launch has completed (the workers'
  * teardown, after the launch's last wait), and launches run one at a time per fleet; the
  * cache is guarded by the fleet's lock all the same, as GEMM and launches may interleave.
@@ -51,14 +53,12 @@ void clf__bufcache_put(clf_fleet *fl, size_t dev, cl_mem mem)
     cl_mem_flags flags = 0;
     size_t bytes = 0;
     cl_mem evict = NULL;
-    size_t evict_dev = 0, evict_bytes = 0;
     if (clGetMemObjectInfo(mem, CL_MEM_FLAGS, sizeof flags, &flags, NULL) != CL_SUCCESS ||
         clGetMemObjectInfo(mem, CL_MEM_SIZE, sizeof bytes, &bytes, NULL) != CL_SUCCESS ||
         bytes > CLF__BUFCACHE_MAX_BYTES) {
-        evict = mem; /* not kept: released below */
-        evict_dev = dev;
-        evict_bytes = bytes;
-        goto out;
+        clReleaseMemObject(mem); /* not kept */
+        clf__metrics_free(fl, dev, bytes);
+        return;
     }
     pthread_mutex_lock(&fl->lock);
     if (!fl->launch_bufs)
@@ -66,10 +66,9 @@ void clf__bufcache_put(clf_fleet *fl, size_t dev, cl_mem mem)
     struct clf__bufcache *c = fl->launch_bufs;
     if (!c) {
         pthread_mutex_unlock(&fl->lock);
-        evict = mem;
-        evict_dev = dev;
-        evict_bytes = bytes;
-        goto out;
+        clReleaseMemObject(mem);
+        clf__metrics_free(fl, dev, bytes);
+        return;
     }
     size_t at = 0;
     for (size_t i = 0; i < CLF__BUFCACHE_SLOTS; i++) {
@@ -80,22 +79,17 @@ void clf__bufcache_put(clf_fleet *fl, size_t dev, cl_mem mem)
         if (c->slot[i].age < c->slot[at].age)
             at = i;
     }
-    if (c->slot[at].mem) { /* full: the oldest goes */
+    if (c->slot[at].mem) /* full: the oldest goes */
         evict = c->slot[at].mem;
-        evict_dev = c->slot[at].dev;
-        evict_bytes = c->slot[at].bytes;
-    }
     c->slot[at].mem = mem;
     c->slot[at].dev = dev;
     c->slot[at].bytes = bytes;
     c->slot[at].flags = flags;
     c->slot[at].age = ++c->clock;
     pthread_mutex_unlock(&fl->lock);
-out:
-    if (evict) {
+    clf__metrics_free(fl, dev, bytes); /* kept: counted as free (see the top) */
+    if (evict)
         clReleaseMemObject(evict);
-        clf__metrics_free(fl, evict_dev, evict_bytes);
-    }
 }
 
 void clf__bufcache_fini(clf_fleet *fl)
@@ -103,9 +97,7 @@ void clf__bufcache_fini(clf_fleet *fl)
     struct clf__bufcache *c = fl->launch_bufs;
     fl->launch_bufs = NULL;
     for (size_t i = 0; c && i < CLF__BUFCACHE_SLOTS; i++)
-        if (c->slot[i].mem) {
-            clReleaseMemObject(c->slot[i].mem);
-            clf__metrics_free(fl, c->slot[i].dev, c->slot[i].bytes);
-        }
+        if (c->slot[i].mem)
+            clReleaseMemObject(c->slot[i].mem); /* counted as freed when kept */
     free(c);
 }

@@ -92,16 +92,10 @@ static clf_status device_alloc(clf__worker *w, size_t bytes, cl_mem_flags flags,
                          (unsigned long long)w->mem_now);
     cl_int err = CLF__FAULT(w->L->fl, w->d->index, CLF__FAULT_ALLOC);
     int injected = err != CL_SUCCESS;
-    /* One an earlier launch left (bufcache.c): already allocated, and counted in the
-     * metrics. */
+    /* One an earlier launch left (bufcache.c), else a new one. */
     *out = injected ? NULL : clf__bufcache_get(w->L->fl, w->d->index, flags, bytes);
-    if (*out) {
-        w->mem_now += bytes;
-        if (w->mem_now > w->mem_peak)
-            w->mem_peak = w->mem_now;
-        return CLF_SUCCESS;
-    }
-    *out = injected ? NULL : clCreateBuffer(w->d->ctx, flags, bytes, NULL, &err);
+    if (!*out && !injected)
+        *out = clCreateBuffer(w->d->ctx, flags, bytes, NULL, &err);
     if (err != CL_SUCCESS) {
         *out = NULL;
         return cl_fail(w, err, "clCreateBuffer", injected);
