@@ -398,7 +398,7 @@ static double strategy_efficiency(clf__launch *L, clf__part_strategy ps, int set
     return e;
 }
 
-/* Kernel seconds per unit on the fastest device of the kernel's last launch (set: record
+/* Kernel seconds per unit, over all the devices of the kernel's last launch (set: record
  * value), or -1. */
 static double kernel_unit_s(clf__launch *L, int set, double value)
 {
@@ -442,7 +442,7 @@ static int worse_than_dynamic(clf__launch *L, clf__part_strategy ps, char *why, 
  * A launch too small to split (AUTO): cutting it adds a chunk's cost on every device (tens of
  * microseconds on PoCL: a thread, buffers, an enqueue and a wait each) and saves at most a
  * share of a kernel that is as short. "Too small": the kernel time per unit its last launch
- * measured (profiling, on its fastest device) predicts under CLF__SMALL_LAUNCH_S; before any
+ * measured (profiling, over all its devices) predicts under CLF__SMALL_LAUNCH_S; before any
  * launch of it, at most CLF__SMALL_LAUNCH_ITEMS work-items. (The throughput model's figures
  * include each launch's overheads, so they would call every small launch long.) Returns the
  * device to run it on alone: the fastest by learned throughput when every device's is known,
@@ -980,12 +980,16 @@ static clf_status run(clf__launch *L, clf_launch_report *rep)
                    L->args[i].size * clf_type_size((clf_type)L->args[i].type));
     learn(L);
     /* A launch that lost or left out a device says nothing about the kernel's balance. */
-    double unit_s = INFINITY;
+    /* Kernel time per unit over all the devices: on irregular work the device that drew the
+     * cheap part of the range alone would call the whole launch short. */
+    double busy = 0, units = 0;
     for (size_t i = 0; i < L->ndev; i++)
-        if (rep->dev[i].units && rep->dev[i].busy_s > 0)
-            unit_s = fmin(unit_s, rep->dev[i].busy_s / (double)rep->dev[i].units);
-    if (isfinite(unit_s))
-        kernel_unit_s(L, 1, unit_s);
+        if (rep->dev[i].units && rep->dev[i].busy_s > 0) {
+            busy += rep->dev[i].busy_s;
+            units += (double)rep->dev[i].units;
+        }
+    if (units > 0)
+        kernel_unit_s(L, 1, busy / units);
     if (L->ndev > 1 && !L->small && !rep->failed_devices && !memchr(L->excluded, 1, L->ndev))
         strategy_efficiency(L, L->part_strategy, 1, rep->efficiency);
 out:

@@ -175,7 +175,7 @@ struct clf_fleet {
     struct clf__kernel_seen {
         char key[96];
         double efficiency[4];
-        double unit_s; /* kernel seconds per unit on its fastest device; < 0: not seen */
+        double unit_s; /* kernel seconds per unit in its last launch; < 0: not seen */
     } static_eff[16];
     size_t nstatic_eff;
     /* Launches run in the order they were queued: a ticket each. */
