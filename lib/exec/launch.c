@@ -979,7 +979,6 @@ static clf_status run(clf__launch *L, clf_launch_report *rep)
             memcpy(L->args[i].host, L->red_acc[i],
                    L->args[i].size * clf_type_size((clf_type)L->args[i].type));
     learn(L);
-    /* A launch that lost or left out a device says nothing about the kernel's balance. */
     /* Kernel time per unit over all the devices: on irregular work the device that drew the
      * cheap part of the range alone would call the whole launch short. */
     double busy = 0, units = 0;
@@ -990,6 +989,8 @@ static clf_status run(clf__launch *L, clf_launch_report *rep)
         }
     if (units > 0)
         kernel_unit_s(L, 1, busy / units);
+    /* A launch that lost or left out a device, or ran on one alone, says nothing about the
+     * kernel's balance. */
     if (L->ndev > 1 && !L->small && !rep->failed_devices && !memchr(L->excluded, 1, L->ndev))
         strategy_efficiency(L, L->part_strategy, 1, rep->efficiency);
 out:
