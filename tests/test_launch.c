@@ -52,6 +52,13 @@ static const char SRC[] =
     "{\n"
     "    out[get_global_id(0)] = lowbias32((uint)get_global_id(0) ^ seed);\n"
     "}\n"
+    /* Irregular work: the last sixteenth of the range costs thousands of times the rest. */
+    "__kernel void tail_heavy(__global uint *out, uint n)\n"
+    "{\n"
+    "    uint i = get_global_id(0), x = i, reps = i >= n - n / 16 ? 20000 : 1;\n"
+    "    for (uint r = 0; r < reps; r++) x = lowbias32(x + r);\n"
+    "    out[i] = x;\n"
+    "}\n"
     "__kernel void hash3d(__global uint *out, uint seed, uint w, uint h)\n"
     "{\n"
     "    size_t i = (get_global_id(2) * h + get_global_id(1)) * w + get_global_id(0);\n"
@@ -1532,6 +1539,50 @@ START_TEST(auto_small_runs_on_one_device)
 }
 END_TEST
 
+/* AUTO on irregular work: once static (or guided) has balanced the kernel badly, AUTO runs
+ * dynamic, and stays with it while their record is worse than dynamic's. */
+START_TEST(auto_leaves_static_for_dynamic)
+{
+    env e;
+    env_open(&e, 0);
+    enum { N = 16384, RUNS = 7 };
+    uint32_t *out = malloc(N * sizeof *out), *want = malloc(N * sizeof *want);
+    ck_assert(out && want);
+    for (uint32_t i = 0; i < N; i++) {
+        uint32_t x = i, reps = i >= N - N / 16 ? 20000 : 1;
+        for (uint32_t r = 0; r < reps; r++)
+            x = lowbias32(x + r);
+        want[i] = x;
+    }
+    const uint32_t n = N;
+    int dynamic_from = -1, bad = 0;
+    for (int run = 0; run < RUNS; run++) {
+        memset(out, 0, N * sizeof *out);
+        clf_arg args[] = {CLF_OUT(out, N * sizeof *out, sizeof *out), CLF_SCALAR(&n)};
+        clf_launch_desc d = make_desc(&e, "tail_heavy", CLF_AUTO, 1, N, 1, 1);
+        char extra[32];
+        snprintf(extra, sizeof extra, "run %d", run);
+        clf_launch_report r;
+        launch_ok(&e, &d, args, 2, &r, extra);
+        check_report(&d, &r);
+        ck_assert_msg(memcmp(out, want, N * sizeof *out) == 0, "%s: wrong result", what);
+        bad |= (r.strategy == CLF_STATIC || r.strategy == CLF_GUIDED) && r.efficiency < 0.9;
+        if (r.strategy == CLF_DYNAMIC && dynamic_from < 0)
+            dynamic_from = run;
+        if (dynamic_from >= 0)
+            expect(r.strategy == CLF_DYNAMIC && strstr(r.reason, "balanced this kernel to"),
+                   "%s: after dynamic from run %d: reason '%s' %s", what, dynamic_from,
+                   r.reason, describe(&r));
+    }
+    expect(bad && dynamic_from >= 0 && dynamic_from < RUNS - 2,
+           "%s: static or guided badly balanced %d, dynamic from run %d", what, bad,
+           dynamic_from);
+    free(out);
+    free(want);
+    env_close(&e);
+}
+END_TEST
+
 START_TEST(strategy_names)
 {
     static const clf_strategy all[] = {CLF_STRATEGY_DEFAULT, CLF_STATIC,       CLF_DYNAMIC,
@@ -1756,6 +1807,7 @@ int main(void)
     tcase_add_loop_test(tc, sync_after_async, 0, NCFGS);
     tcase_add_test(tc, strategy_names);
     tcase_add_loop_test(tc, auto_small_runs_on_one_device, 0, NCFGS);
+    tcase_add_test(tc, auto_leaves_static_for_dynamic);
     tcase_add_test(tc, bad_input);
     suite_add_tcase(s, tc);
 
