@@ -142,6 +142,26 @@ extern const char *const clf__shipped_names[];   /* NULL-terminated */
 /* cl/clfleet.h, prepended to every program source (chunk-indexing helpers). */
 extern const char clf__kernel_prelude[];
 
+/* ---- the hidden range parameter (rangearg.c) ---- */
+
+/* Its name: what a helper function that calls get_global_size() fails to find. */
+#define CLF__RANGE_ARG_NAME "clfleet_global_size_only_in_kernels"
+/* When src names get_global_size or get_num_groups (or includes a file), *out is src with
+ * the hidden parameter added to every kernel function found, and *names (count *nnames)
+ * those kernels' names (malloc'd); else *out is NULL. */
+clf_status clf__range_rewrite(const char *src, char **out, char ***names, size_t *nnames);
+/* 1 when kernel got the hidden parameter. */
+int clf__program_range_arg(const struct clf_program *p, const char *kernel);
+/* 1 when the source was rewritten but kernel's definition was not found: it has no hidden
+ * parameter, and chunks of it could not be given the range's sizes. */
+int clf__program_range_unknown(const struct clf_program *p, const char *kernel);
+/* Set kernel k's hidden parameter (when it has one) to the range global[0..dims-1] (1
+ * beyond); every place that creates a kernel of a user program calls it. d names the
+ * device in errors. */
+clf_status clf__program_set_range(const struct clf_program *p, const char *kernel, cl_kernel k,
+                                  const size_t global[3], unsigned dims,
+                                  const struct clf__device *d);
+
 /* ---- buffers (buffer.c) ---- */
 
 /* Read a whole file (NUL-terminated); CLF_ERROR_IO with the path on failure. */

@@ -115,7 +115,10 @@ static clf_status check_desc(clf__launch *L, const clf_launch_desc *d)
             return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
                              "'%s': give a local size for every dimension or for none",
                              d->kernel);
-        if (has_local && k != d->dims - 1 && d->global[k] % d->local[k])
+        /* As OpenCL requires, in every dimension: the split one included, so that every
+         * chunk (a multiple of the local size, the last one too) keeps the user's local
+         * size, and get_group_id() counts groups as on one device (cl/clfleet.h). */
+        if (has_local && d->global[k] % d->local[k])
             return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
                              "'%s': global size %zu of dimension %u is not a multiple of the "
                              "local size %zu",
@@ -151,6 +154,14 @@ static clf_status check_desc(clf__launch *L, const clf_launch_desc *d)
  * a granularity, the largest power of two up to 64 that divides it, so chunk
  * boundaries stay where the user asked. Across dimension 0 of a 2D or 3D
  * range: a divisor of its size up to 64.
+ *
+ * Every chunk offset is a multiple of the chunk's local size along the split
+ * dimension, as get_group_id() needs (cl/clfleet.h): chunks are multiples of
+ * it, and a final chunk that is not runs with the largest power of two that
+ * divides it (worker.c), which divides the power of two l that its offset is
+ * a multiple of. A kernel that reads get_num_groups() or get_global_size()
+ * must see one local size in every chunk (as on one device, number of groups
+ * x local size = global size): l then also divides the range.
  */
 static void auto_local(clf__launch *L)
 {
@@ -167,6 +178,9 @@ static void auto_local(clf__launch *L)
                 l /= 2;
         else
             while (l > 1 && L->total < l * 8 * L->ndev)
+                l /= 2;
+        if (clf__program_range_arg(L->prog, d->kernel))
+            while (L->total % l)
                 l /= 2;
         d->local[0] = (size_t)l;
         L->gran = L->gran / gcd64(L->gran, l) * l;
@@ -581,27 +595,102 @@ static void learn(clf__launch *L)
     }
 }
 
-/* Check the kernel exists and takes as many arguments as given, before any thread starts. */
+/* The user's local size against what device d and the kernel k there allow (OpenCL would
+ * refuse the enqueue: clfleet refuses the launch before any work runs). */
+static clf_status check_local(const clf__launch *L, const struct clf__device *d, cl_kernel k)
+{
+    const clf_launch_desc *desc = &L->desc;
+    size_t items[16] = {0}, dev_max = 0, k_max = 0, group = 1;
+    cl_int err = clGetDeviceInfo(d->id, CL_DEVICE_MAX_WORK_ITEM_SIZES, sizeof items, items,
+                                 NULL);
+    if (err == CL_SUCCESS)
+        err = clGetDeviceInfo(d->id, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof dev_max, &dev_max,
+                              NULL);
+    if (err == CL_SUCCESS)
+        err = clGetKernelWorkGroupInfo(k, d->id, CL_KERNEL_WORK_GROUP_SIZE, sizeof k_max, &k_max,
+                                       NULL);
+    if (err != CL_SUCCESS)
+        return clf__cl_fail(err, "work-group limits", d);
+    for (unsigned j = 0; j < desc->dims; j++) {
+        if (desc->local[j] > items[j])
+            return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                             "'%s': local size %zu of dimension %u exceeds the maximum %zu of "
+                             "device %zu '%s' (CL_DEVICE_MAX_WORK_ITEM_SIZES)",
+                             desc->kernel, desc->local[j], j, items[j], d->index, d->info.name);
+        group *= desc->local[j]; /* each factor is at most items[j]: no overflow */
+    }
+    if (group > dev_max || group > k_max)
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                         "'%s': work-groups of %zu items exceed the maximum %zu of device %zu "
+                         "'%s' (%s)",
+                         desc->kernel, group, group > dev_max ? dev_max : k_max, d->index,
+                         d->info.name,
+                         group > dev_max ? "CL_DEVICE_MAX_WORK_GROUP_SIZE"
+                                         : "CL_KERNEL_WORK_GROUP_SIZE of this kernel");
+    return CLF_SUCCESS;
+}
+
+/* Check the kernel exists and takes as many arguments as given, and that every device of
+ * the launch takes the user's local size, before any thread starts. */
 static clf_status check_kernel(clf__launch *L)
 {
-    size_t first = 0;
-    while (L->excluded[first]) /* exclude() leaves at least one */
-        first++;
-    struct clf__device *d = &L->fl->dev[L->dev[first]];
-    cl_int err;
-    cl_kernel k = clCreateKernel(L->prog->prog[d->index], L->desc.kernel, &err);
-    if (err == CL_INVALID_KERNEL_NAME)
-        return clf__fail(CLF_ERROR_NOT_FOUND, "no kernel '%.128s' in the program",
-                         L->desc.kernel);
-    if (err != CL_SUCCESS)
-        return clf__cl_fail(err, "clCreateKernel", d);
-    cl_uint n = 0;
-    err = clGetKernelInfo(k, CL_KERNEL_NUM_ARGS, sizeof n, &n, NULL);
-    clReleaseKernel(k);
-    if (err == CL_SUCCESS && n != L->nargs)
-        return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "kernel '%s' takes %u arguments, %zu given",
-                         L->desc.kernel, n, L->nargs);
+    int hidden = clf__program_range_arg(L->prog, L->desc.kernel);
+    int checked_args = 0;
+    for (size_t i = 0; i < L->ndev; i++) {
+        if (L->excluded[i]) /* exclude() leaves at least one */
+            continue;
+        struct clf__device *d = &L->fl->dev[L->dev[i]];
+        cl_int err;
+        cl_kernel k = clCreateKernel(L->prog->prog[d->index], L->desc.kernel, &err);
+        if (err == CL_INVALID_KERNEL_NAME)
+            return clf__fail(CLF_ERROR_NOT_FOUND, "no kernel '%.128s' in the program",
+                             L->desc.kernel);
+        if (err != CL_SUCCESS)
+            return clf__cl_fail(err, "clCreateKernel", d);
+        clf_status st = CLF_SUCCESS;
+        cl_uint n = 0;
+        if (!checked_args++) {
+            /* The hidden range parameter (core/rangearg.c) is clfleet's, not the user's. */
+            err = clGetKernelInfo(k, CL_KERNEL_NUM_ARGS, sizeof n, &n, NULL);
+            if (err == CL_SUCCESS && n != L->nargs + (size_t)hidden)
+                st = clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                               "kernel '%s' takes %u arguments, %zu given", L->desc.kernel,
+                               n - (cl_uint)(hidden && n), L->nargs);
+        }
+        if (st == CLF_SUCCESS && !L->auto_local)
+            st = check_local(L, d, k);
+        clReleaseKernel(k);
+        if (st != CLF_SUCCESS)
+            return st;
+    }
     return CLF_SUCCESS;
+}
+
+/*
+ * A kernel whose definition the source scan did not find (core/rangearg.c) has no hidden
+ * range parameter: in chunks, get_global_size() and get_num_groups() could not give the
+ * range's sizes. Such a launch is refused unless it surely runs as one chunk.
+ */
+static clf_status check_range_known(const clf__launch *L, const uint64_t *max_units)
+{
+    if (!clf__program_range_unknown(L->prog, L->desc.kernel) || L->total <= L->gran)
+        return CLF_SUCCESS;
+    size_t active = 0, only = 0;
+    for (size_t i = 0; i < L->ndev; i++)
+        if (!L->excluded[i]) {
+            active++;
+            only = i;
+        }
+    if (active == 1 && max_units[only] >= L->total &&
+        (L->part_strategy == CLF__PART_STATIC || L->part_strategy == CLF__PART_MEMORY_AWARE))
+        return CLF_SUCCESS;
+    return clf__fail(CLF_ERROR_UNSUPPORTED,
+                     "kernel '%s': the program names get_global_size() or get_num_groups(), "
+                     "and clfleet did not find this kernel's definition in its source (a "
+                     "kernel made by a macro, or in an included file), so chunks of it could "
+                     "not be given the range's sizes; it can run on one device (one device in "
+                     "desc.devices, CLF_STATIC), or define it in the source itself",
+                     L->desc.kernel);
 }
 
 static clf_status prepare(clf__launch *L, clf_fleet *fl, clf_program *prog,
@@ -742,6 +831,7 @@ static clf_status run(clf__launch *L, clf_launch_report *rep)
     CLF__TRY(st, check_kernel(L));
     CLF__TRY(st, budgets(L, max_units));
     CLF__TRY(st, choose_strategy(L, max_units, rep));
+    CLF__TRY(st, check_range_known(L, max_units));
     clf__log(CLF_LOG_DEBUG, "launch '%s': %s", L->desc.kernel, rep->reason);
     clf__part_params pp = {0};
     /* Fine enough for irregular work; a chunk costs tens of microseconds. */

@@ -187,6 +187,11 @@ static clf_status setup(clf__worker *w)
     w->kernel = clCreateKernel(prog, L->desc.kernel, &err);
     if (err != CL_SUCCESS)
         return cl_fail(w, err, "clCreateKernel", 0);
+    /* get_global_size() and get_num_groups() see the whole range in every chunk. */
+    clf_status rst = clf__program_set_range(L->prog, L->desc.kernel, w->kernel, L->desc.global,
+                                            L->desc.dims, w->d);
+    if (rst != CLF_SUCCESS)
+        return rst;
     for (size_t i = 0; i < L->nargs; i++) {
         const clf_arg *a = &L->args[i];
         clf_status st = CLF_SUCCESS;
@@ -303,9 +308,11 @@ static clf_status enqueue_kernel(clf__worker *w, clf__chunk *c)
     memcpy(local, L->desc.local, sizeof local);
     offset[L->split] = (size_t)c->off;
     global[L->split] = (size_t)c->len;
-    /* One enqueue per chunk, always: get_global_offset() is the chunk's start. A final
-     * chunk that is not a multiple of the local size runs with the driver's choice (the
-     * user's local size), or with the largest power of two dividing it (clfleet's). */
+    /* One enqueue per chunk, always: the real global offset is the chunk's start
+     * (CLF_CHUNK_OFFSET(); the prelude makes get_global_offset() 0 and get_group_id() count
+     * from the range's start). A user's local size divides every chunk (check_desc()); a
+     * final chunk that is not a multiple of clfleet's runs with the largest power of two
+     * dividing it, which also divides the chunk's offset (auto_local()). */
     int use_local = c->len % local[L->split] == 0;
     if (!use_local && L->auto_local) {
         while (c->len % local[L->split])

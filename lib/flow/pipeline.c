@@ -153,7 +153,10 @@ static clf_status stage_setup(clf_pipeline *pl, stage *s, const clf_stage_desc *
                          d->kernel);
     if (err != CL_SUCCESS)
         return clf__cl_fail(err, "clCreateKernel", s->dev);
-    clf_status st = CLF_SUCCESS;
+    /* get_global_size() reads a hidden last parameter (core/rangearg.c): the batch's range,
+     * the same for every batch. */
+    clf_status st = clf__program_set_range(d->program, d->kernel, s->k, d->global, d->dims,
+                                           s->dev);
     for (int h = 0; h < 2 && st == CLF_SUCCESS; h++) {
         st = clf_buffer_create(&s->in[h], pl->fl, d->device, d->in_bytes, CLF_MEM_READ_WRITE);
         if (st == CLF_SUCCESS)

@@ -316,10 +316,16 @@ static clf_status run_task(tq_worker *w, task *t, double *kernel_s)
     if (st != CLF_SUCCESS)
         return st;
     cl_uint nk = 0;
+    /* A hidden last parameter gives get_global_size() the task's range (core/rangearg.c):
+     * it is clfleet's, not the task's. */
+    int hidden = clf__program_range_arg(w->q->prog, t->kernel);
     cl_int err = clGetKernelInfo(k, CL_KERNEL_NUM_ARGS, sizeof nk, &nk, NULL);
-    if (err == CL_SUCCESS && nk != t->nargs)
+    if (err == CL_SUCCESS && nk != t->nargs + (size_t)hidden)
         return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "kernel '%s' takes %u arguments, %zu given",
-                         t->kernel, nk, t->nargs);
+                         t->kernel, nk - (cl_uint)(hidden && nk), t->nargs);
+    if ((st = clf__program_set_range(w->q->prog, t->kernel, k, t->global, t->dims, d)) !=
+        CLF_SUCCESS)
+        return st;
     for (size_t i = 0; i < t->nargs && err == CL_SUCCESS; i++) {
         const clf_arg *a = &t->args[i];
         if (a->kind == CLF_ARG_KIND_SCALAR) {
