@@ -678,8 +678,10 @@ enum {
 enum {
     /**
      * A partitioned argument's device buffer holds only the chunk plus its
-     * halo; unit u of the range is at index u - get_global_offset(d) +
-     * halo_before of the buffer (cl/clfleet.h has helpers). Without it the
+     * halo; unit u of the range is at index u - CLF_CHUNK_OFFSET(d) +
+     * halo_before of the buffer, CLF_CHUNK_OFFSET(d) being the chunk's start
+     * (get_global_offset() is 0, as on one device; cl/clfleet.h has helpers:
+     * CLF_CHUNK_INDEX(d), CLF_CHUNK_UNIT(d, u, halo_before)). Without it the
      * buffer spans the whole array and kernels index it with get_global_id().
      */
     CLF_ARG_CHUNK_INDEXED = 1u << 0
@@ -749,7 +751,12 @@ typedef struct clf_launch_desc {
     const char *kernel;    /**< kernel function name */
     unsigned dims;         /**< 1, 2 or 3; split along dimension dims-1 */
     size_t global[3];      /**< the range */
-    size_t local[3];       /**< work-group size, or all 0 for the driver's choice */
+    /** Work-group size, or all 0 for clfleet's choice. As in OpenCL, it must divide the
+     *  range in every dimension and fit every launch device (CL_DEVICE_MAX_WORK_ITEM_SIZES,
+     *  CL_DEVICE_MAX_WORK_GROUP_SIZE, the kernel's CL_KERNEL_WORK_GROUP_SIZE), else the
+     *  launch fails with CLF_ERROR_INVALID_ARGUMENT before any work runs. Every chunk is
+     *  a multiple of it along the split dimension and runs with it. */
+    size_t local[3];
     size_t granularity;    /**< chunks are multiples of this (and of the local size) */
     clf_strategy strategy; /**< how to split; CLF_STRATEGY_DEFAULT: $CLFLEET_STRATEGY */
     const size_t *devices; /**< fleet indices to use, or NULL for every device */
@@ -829,7 +836,17 @@ typedef struct clf_launch_report {
  * The range is split along its slowest-varying dimension; each chunk is
  * launched with a global work offset, and only its part of each partitioned
  * array (plus halo) moves each way, so a kernel written for one device runs
- * unchanged. Each device is driven by its own host thread; the next chunk's
+ * unchanged. Every NDRange built-in returns in every chunk what it returns on
+ * one device: the prelude clfleet prepends to every program (cl/clfleet.h)
+ * makes get_group_id() count from the range's start and get_global_offset()
+ * 0 (the chunk's start is CLF_CHUNK_OFFSET(d)); in a program that names
+ * get_global_size() or get_num_groups() (or includes a file), every kernel
+ * function gets a hidden last parameter with the range's sizes, which
+ * clfleet sets. Those two built-ins then work only in kernel functions (a
+ * helper that calls them fails to build, with a hint: pass the value on), and
+ * a kernel whose definition clfleet cannot find in the source (made by a
+ * macro) is refused with CLF_ERROR_UNSUPPORTED when it would run in more than
+ * one chunk. Each device is driven by its own host thread; the next chunk's
  * input moves on the transfer queue while the current one computes.
  *
  * A device that fails (an enqueue, a chunk, a transfer or an allocation
@@ -840,7 +857,10 @@ typedef struct clf_launch_report {
  * \param report receives what each device did, or NULL
  * \return CLF_SUCCESS; CLF_ERROR_DEVICE_FAILED when every device failed (or
  *         is left out): each output element is then untouched or correct, as
- *         many as the report's units say
+ *         many as the report's units say; CLF_ERROR_INVALID_ARGUMENT for a local
+ *         size OpenCL would refuse (see clf_launch_desc.local);
+ *         CLF_ERROR_UNSUPPORTED for a kernel that cannot be given the range's
+ *         sizes in chunks (above)
  * \param fleet the fleet
  * \param prog the program
  * \param desc what to launch and how

@@ -660,7 +660,7 @@ static clf_status check_kernel(clf__launch *L)
         if (st == CLF_SUCCESS && !L->auto_local)
             st = check_local(L, d, k);
         clReleaseKernel(k);
-        if (st != CLF_SUCCESS)
+        if (st != CLF_SUCCESS || L->auto_local) /* clfleet's local size needs no check */
             return st;
     }
     return CLF_SUCCESS;
