@@ -10,7 +10,7 @@
  *                         chunk offset is a multiple of the local size its chunk runs with
  *                         (lib/exec/launch.c, auto_local() and check_desc()).
  *   get_global_offset(d)  0: clf_launch_desc has no offset of its own.
- *   get_global_size(d), get_num_groups(d)
+ *   get_global_size(d), get_num_groups(d), get_global_linear_id() (OpenCL C 2.0)
  *                         the range's sizes, which only the launch knows: when a program
  *                         names either, clfleet adds a hidden last parameter to each of its
  *                         kernels (lib/core/program.c) and defines CLF__RANGE_ARG before
@@ -50,6 +50,12 @@ static inline size_t clf__cl_range_size(ulong4 g, uint d)
 }
 #define get_global_size(d) clf__cl_range_size(clfleet_global_size_only_in_kernels, (d))
 #define get_num_groups(d) (get_global_size(d) / get_local_size(d))
+#if defined(__OPENCL_C_VERSION__) && __OPENCL_C_VERSION__ >= 200
+/* OpenCL C 2.0: the real one counts from the chunk's offset. */
+#define get_global_linear_id()                                                                   \
+    ((get_global_id(2) * get_global_size(1) + get_global_id(1)) * get_global_size(0) +          \
+     get_global_id(0))
+#endif
 #endif
 
 #define get_group_id(d) (clf__cl_chunk_group_id(d) + clf__cl_chunk_offset(d) / get_local_size(d))

@@ -367,6 +367,45 @@ START_TEST(unknown_kernel_refused_in_chunks)
 }
 END_TEST
 
+/* OpenCL C 2.0's get_global_linear_id() counts from the range's start too. */
+START_TEST(global_linear_id)
+{
+    clf_fleet *f = test_fleet(FLEET2, 0);
+    clf_program *p = NULL;
+    static const char src[] = "__kernel void lin(__global uint *o, uint g0)\n"
+                              "{\n"
+                              "    o[get_global_id(1) * g0 + get_global_id(0)] =\n"
+                              "        (uint)get_global_linear_id();\n"
+                              "}\n";
+    clf_status st = clf_program_build_source(&p, f, src, "-cl-std=CL2.0");
+    if (st == CLF_ERROR_BUILD) { /* a device without OpenCL C 2.0 */
+        fprintf(stderr, "global_linear_id: no OpenCL C 2.0, not run: %.300s\n",
+                clf_last_error());
+        clf_fleet_destroy(f);
+        return;
+    }
+    ck_assert_ok(st);
+    enum { W = 40, H = 24 };
+    uint32_t out[W * H], g0 = W;
+    clf_arg args[] = {CLF_OUT(out, sizeof out, W * sizeof out[0]), CLF_SCALAR(&g0)};
+    for (size_t s = 0; s < NSTRATEGIES; s++) {
+        memset(out, 0xee, sizeof out);
+        clf_launch_desc d = CLF_LAUNCH_DESC_INIT;
+        d.kernel = "lin";
+        d.dims = 2;
+        d.global[0] = W;
+        d.global[1] = H;
+        d.strategy = STRATEGIES[s];
+        d.chunks_per_device = 4;
+        ck_assert_ok(clf_launch(f, p, &d, args, 2, NULL));
+        for (uint32_t i = 0; i < W * H; i++)
+            expect(out[i] == i, "%s: out[%u] = %u", clf_strategy_name(STRATEGIES[s]), i, out[i]);
+    }
+    clf_program_destroy(p);
+    clf_fleet_destroy(f);
+}
+END_TEST
+
 /* Task queues set the hidden parameter to each task's own range. */
 START_TEST(taskq_gets_the_range)
 {
@@ -416,6 +455,7 @@ static Suite *suite(void)
     tcase_add_loop_test(tc, bad_local_sizes_refused, 0, 1);
     tcase_add_loop_test(tc, bad_local_sizes_refused, 2, 3);
     tcase_add_test(tc, unknown_kernel_refused_in_chunks);
+    tcase_add_test(tc, global_linear_id);
     tcase_add_test(tc, taskq_gets_the_range);
     suite_add_tcase(s, tc);
     return s;

@@ -4,10 +4,10 @@
  *
  * OpenCL 1.2 has no program-scope variable the host can set, and rebuilding a program per
  * range size would cost a build per launch. So when a program's source names either
- * built-in (or includes a file, which might), the source is rewritten before the build:
- * every kernel function gets a trailing parameter `const ulong4
- * clfleet_global_size_only_in_kernels` (the range's sizes, 1 past its dimensions), and the
- * prelude's macros read it. Whoever creates a kernel of a user program sets it
+ * built-in, or get_global_linear_id() (OpenCL C 2.0: it needs them), or includes a file
+ * (which might), the source is rewritten before the build: every kernel function gets a
+ * trailing parameter `const ulong4 clfleet_global_size_only_in_kernels` (the range's
+ * sizes, 1 past its dimensions), and the prelude's macros read it. Whoever creates a kernel of a user program sets it
  * (clf__program_set_range()). The rewrite only inserts text within lines, so the user's
  * line numbers stay right.
  *
@@ -208,7 +208,8 @@ clf_status clf__range_rewrite(const char *src, char **out, char ***names, size_t
     int t, uses = 0;
     while ((t = next_tok(&x, &b, &l)) != TOK_END)
         uses |= t == TOK_IDENT &&
-                (tok_is(&x, b, l, "get_global_size") || tok_is(&x, b, l, "get_num_groups"));
+                (tok_is(&x, b, l, "get_global_size") || tok_is(&x, b, l, "get_num_groups") ||
+                 tok_is(&x, b, l, "get_global_linear_id"));
     if (!uses && !x.include)
         return CLF_SUCCESS;
     edit *edits = NULL;
