@@ -7,9 +7,9 @@
  * built-in, or get_global_linear_id() (OpenCL C 2.0: it needs them), or includes a file
  * (which might), the source is rewritten before the build: every kernel function gets a
  * trailing parameter `const ulong4 clfleet_global_size_only_in_kernels` (the range's
- * sizes, 1 past its dimensions), and the prelude's macros read it. Whoever creates a kernel of a user program sets it
- * (clf__program_set_range()). The rewrite only inserts text within lines, so the user's
- * line numbers stay right.
+ * sizes, 1 past its dimensions), and the prelude's macros read it. Whoever creates a
+ * kernel of a user program sets it (clf__program_set_range()). The rewrite only inserts
+ * text within lines, so the user's line numbers stay right.
  *
  * Kernel definitions are found by a small tokenizer that skips comments, string and
  * character literals, preprocessor lines and __attribute__((...)); a kernel made by a
