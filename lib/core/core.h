@@ -146,14 +146,16 @@ extern const char clf__kernel_prelude[];
 
 /* Its name: what a helper function that calls get_global_size() fails to find. */
 #define CLF__RANGE_ARG_NAME "clfleet_global_size_only_in_kernels"
-/* When src names get_global_size or get_num_groups (or includes a file), *out is src with
- * the hidden parameter added to every kernel function found, and *names (count *nnames)
- * those kernels' names (malloc'd); else *out is NULL. */
-clf_status clf__range_rewrite(const char *src, char **out, char ***names, size_t *nnames);
+/* When src names get_global_size, get_num_groups or get_global_linear_id (then *named is
+ * 1), or includes a file, *out is src with the hidden parameter added to every kernel
+ * function found, and *names (count *nnames) those kernels' names (malloc'd); else *out
+ * is NULL. */
+clf_status clf__range_rewrite(const char *src, char **out, char ***names, size_t *nnames,
+                              int *named);
 /* 1 when kernel got the hidden parameter. */
 int clf__program_range_arg(const struct clf_program *p, const char *kernel);
-/* 1 when the source was rewritten but kernel's definition was not found: it has no hidden
- * parameter, and chunks of it could not be given the range's sizes. */
+/* 1 when the source names the built-ins but kernel's definition was not found: it has no
+ * hidden parameter, and chunks of it could not be given the range's sizes. */
 int clf__program_range_unknown(const struct clf_program *p, const char *kernel);
 /* Set kernel k's hidden parameter (when it has one) to the range global[0..dims-1] (1
  * beyond); every place that creates a kernel of a user program calls it. d names the

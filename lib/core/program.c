@@ -282,8 +282,7 @@ clf_status clf_program_build_source(clf_program **out, clf_fleet *fleet, const c
     /* get_global_size() and get_num_groups() read a hidden kernel parameter (rangearg.c),
      * switched on by CLF__RANGE_ARG in the prelude. */
     CLF__TRY(st, clf__range_rewrite(source, &rewritten, &p->range_kernels,
-                                    &p->nrange_kernels));
-    p->range_rewritten = rewritten != NULL;
+                                    &p->nrange_kernels, &p->range_named));
     /* The prelude (cl/clfleet.h) comes first; #line keeps the user's line numbers. */
     const char *body = rewritten ? rewritten : source,
                *on = rewritten ? "#define CLF__RANGE_ARG 1\n" : "";

@@ -13,8 +13,9 @@
  *
  * Kernel definitions are found by a small tokenizer that skips comments, string and
  * character literals, preprocessor lines and __attribute__((...)); a kernel made by a
- * macro or defined in an included file is not found. It gets no parameter, and a launch
- * that splits it into chunks is refused (launch.c), since it could not be given the sizes.
+ * macro or defined in an included file is not found and gets no parameter. Where the
+ * source names the built-ins, a launch that splits such a kernel into chunks is refused
+ * (launch.c): it could not be given the sizes.
  */
 #include "core.h"
 
@@ -198,11 +199,13 @@ static clf_status scan_kernel(lexer *x, edit **edits, size_t *nedits, char ***na
     return add_name(names, nnames, x->s + name_b, name_l);
 }
 
-clf_status clf__range_rewrite(const char *src, char **out, char ***names, size_t *nnames)
+clf_status clf__range_rewrite(const char *src, char **out, char ***names, size_t *nnames,
+                              int *named)
 {
     *out = NULL;
     *names = NULL;
     *nnames = 0;
+    *named = 0;
     lexer x = {src, 0, strlen(src), 1, 0};
     size_t b, l;
     int t, uses = 0;
@@ -210,6 +213,7 @@ clf_status clf__range_rewrite(const char *src, char **out, char ***names, size_t
         uses |= t == TOK_IDENT &&
                 (tok_is(&x, b, l, "get_global_size") || tok_is(&x, b, l, "get_num_groups") ||
                  tok_is(&x, b, l, "get_global_linear_id"));
+    *named = uses;
     if (!uses && !x.include)
         return CLF_SUCCESS;
     edit *edits = NULL;
@@ -256,9 +260,11 @@ int clf__program_range_arg(const clf_program *p, const char *kernel)
     return 0;
 }
 
+/* Only where the source itself names the built-ins: a kernel of an included file (not
+ * found) that calls them fails to build, as the macros name a parameter it lacks. */
 int clf__program_range_unknown(const clf_program *p, const char *kernel)
 {
-    return p->range_rewritten && !clf__program_range_arg(p, kernel);
+    return p->range_named && !clf__program_range_arg(p, kernel);
 }
 
 clf_status clf__program_set_range(const clf_program *p, const char *kernel, cl_kernel k,
