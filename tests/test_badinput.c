@@ -900,6 +900,9 @@ static clf_launch_desc vadd_desc(void)
         BAD(run(P, &d, a, 3), CLF_ERROR_NULL_POINTER);                                     \
         d.local[0] = 3, a[2].host = lc; /* 1000 items: not whole groups of 3 */            \
         BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                 \
+        d.dims = 2, d.global[0] = d.global[1] = (size_t)1 << 40, d.local[0] = d.local[1] = 1; \
+        a[0] = a[2]; /* 2^80 groups */                                                     \
+        BAD(run(P, &d, a, 3), CLF_ERROR_SIZE_OVERFLOW);                                    \
         d = vadd_desc();                                                                   \
         memcpy(a, ok, sizeof a), a[1] = (clf_arg)CLF_SCALAR(&scalar), a[1].pitch = 4;      \
         BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT); /* a pitch on a scalar */       \

@@ -61,7 +61,9 @@ static clf_status check_per_group(clf__launch *L, size_t i, const clf_arg *a)
                              "multiples of the local size (dimension %u: %zu, %zu)",
                              k, i, x, d->global[x], d->local[x]);
         n[x] = d->global[x] / d->local[x];
-        groups *= n[x]; /* at most the range's items, which check_desc counted */
+        if (__builtin_mul_overflow(groups, n[x], &groups))
+            return clf__fail(CLF_ERROR_SIZE_OVERFLOW, "'%s' argument %zu: the number of "
+                             "work-groups overflows", k, i);
         if (x < L->split)
             below *= n[x];
         if (x > L->split)
