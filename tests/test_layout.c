@@ -58,7 +58,7 @@ static const char SRC[] =
     "}\n"
     /* One uint2 per work-group at its linear id: {sum of the hashes of its items' linear
      * indices, the id}. Group ids are computed from global ids: the range is whole here. */
-    "__kernel void per_group(__global uint2 *out, uint n0, uint n1, uint g0, uint g1)\n"
+    "__kernel void per_group(__global uint2 *out, uint n0, uint n1, uint g0, uint g1, uint skip)\n"
     "{\n"
     "    if (get_local_id(0) || get_local_id(1) || get_local_id(2)) return;\n"
     "    size_t l0 = get_local_size(0), l1 = get_local_size(1), l2 = get_local_size(2);\n"
@@ -69,6 +69,7 @@ static const char SRC[] =
     "            for (size_t x = x0; x < x0 + l0; x++)\n"
     "                s += lowbias32((uint)((z * g1 + y) * g0 + x));\n"
     "    uint g = (uint)(x0 / l0 + n0 * (y0 / l1 + n1 * (z0 / l2)));\n"
+    "    if (skip && g % 3 == 1) return; /* left alone: CLF_ARG_PRESERVE keeps it */\n"
     "    out[g] = (uint2)(s, g);\n"
     "}\n"
     "__kernel void hash1(__global uint *out)\n"
@@ -122,11 +123,14 @@ static void launch_ok(const env *e, const clf_launch_desc *d, const clf_arg *a, 
     expect(st == CLF_SUCCESS, "%s (%s, %s): %s: %s", what, e->cfg->label,
            clf_strategy_name(d->strategy), clf_status_name(st), clf_last_error());
     unsigned s = d->split_dim ? d->split_dim - 1 : d->dims - 1;
-    uint64_t items = 0, units = 0, all = 1;
+    uint64_t items = 0, units = 0, all = 1, chunks = 0;
     for (unsigned k = 0; k < d->dims; k++)
         all *= d->global[k];
     for (size_t i = 0; i < r.num_devices; i++)
-        items += r.dev[i].items, units += r.dev[i].units;
+        items += r.dev[i].items, units += r.dev[i].units, chunks += r.dev[i].chunks;
+    /* Dynamic cuts a range of 64 or more into several chunks: boundaries are crossed. */
+    expect(d->strategy != CLF_DYNAMIC || d->global[s] < 64 || chunks >= 4,
+           "%s (%s): %llu chunks", what, e->cfg->label, (unsigned long long)chunks);
     expect(r.total_units == d->global[s] && units == d->global[s] && items == all,
            "%s (%s, %s): report: %llu of %llu units, %llu of %llu items", what, e->cfg->label,
            clf_strategy_name(d->strategy), (unsigned long long)units,
@@ -241,7 +245,8 @@ static void group_ref(uint32_t out[2], const size_t *gl, const size_t *lo, size_
     out[1] = (uint32_t)g;
 }
 
-/* Per-group outputs in 1, 2 and 3 dimensions, split along each dimension. */
+/* Per-group outputs in 1, 2 and 3 dimensions, split along each dimension; with
+ * CLF_ARG_PRESERVE, groups the kernel skips keep the host's values. */
 START_TEST(per_group_outputs)
 {
     env e;
@@ -257,24 +262,28 @@ START_TEST(per_group_outputs)
         uint32_t sc[4] = {(uint32_t)(gl[0] / lo[0]), (uint32_t)(gl[1] / lo[1]), (uint32_t)gl[0],
                           (uint32_t)gl[1]};
         for (unsigned split = 0; split < dims; split++)
-            for (size_t s = 0; s < NSTRATEGIES; s++) {
+            for (size_t s = 0; s < NSTRATEGIES + 1; s++) {
+                uint32_t skip = s == NSTRATEGIES; /* the last round: dynamic, preserving */
                 memset(out, 0xee, bytes);
                 clf_arg a[] = {CLF_OUT_PER_GROUP(out, bytes, 8), CLF_SCALAR(&sc[0]),
-                               CLF_SCALAR(&sc[1]), CLF_SCALAR(&sc[2]), CLF_SCALAR(&sc[3])};
-                clf_launch_desc d = desc2(&e, "per_group", STRATEGIES[s], gl[0], gl[1],
-                                          CLF_SPLIT_DIM(split));
+                               CLF_SCALAR(&sc[1]), CLF_SCALAR(&sc[2]), CLF_SCALAR(&sc[3]),
+                               CLF_SCALAR(&skip)};
+                if (skip)
+                    a[0].flags |= CLF_ARG_PRESERVE;
+                clf_launch_desc d = desc2(&e, "per_group", skip ? CLF_DYNAMIC : STRATEGIES[s],
+                                          gl[0], gl[1], CLF_SPLIT_DIM(split));
                 d.dims = dims;
                 d.global[2] = gl[2];
                 memcpy(d.local, lo, 3 * sizeof *lo);
-                launch_ok(&e, &d, a, 5, "per_group");
+                launch_ok(&e, &d, a, 6, "per_group");
                 for (size_t g = 0; g < groups + 3; g++) {
-                    if (g < groups)
+                    if (g < groups && !(skip && g % 3 == 1))
                         group_ref(want, gl, lo, g);
                     else
                         want[0] = want[1] = 0xeeeeeeeeu;
                     expect(out[2 * g] == want[0] && out[2 * g + 1] == want[1],
                            "%s %s %uD split %u: group %zu = {%u, %u}, want {%u, %u}",
-                           e.cfg->label, clf_strategy_name(STRATEGIES[s]), dims, split, g,
+                           e.cfg->label, clf_strategy_name(d.strategy), dims, split, g,
                            out[2 * g], out[2 * g + 1], want[0], want[1]);
                 }
             }
