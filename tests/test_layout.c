@@ -360,7 +360,7 @@ START_TEST(interior_stencil_preserve)
 }
 END_TEST
 
-/* Traffic of a strided argument: what really moves (rectangles, not whole rows). */
+/* Traffic and memory of a strided argument: what really moves (rectangles, not whole rows). */
 START_TEST(strided_bytes_counted)
 {
     env e;
@@ -378,6 +378,10 @@ START_TEST(strided_bytes_counted)
         to += r.dev[i].bytes_to_device, from += r.dev[i].bytes_from_device;
     ck_assert_uint_eq(to, (uint64_t)w * h * 4);
     ck_assert_uint_eq(from, (uint64_t)w * h * 4);
+    /* On the device, both arrays are whole (global-indexed), padding included. */
+    for (size_t i = 0; i < r.num_devices; i++)
+        if (r.dev[i].units)
+            ck_assert_uint_eq(r.dev[i].mem_peak, 2 * (uint64_t)bytes);
     free(in);
     free(out);
     env_close(&e);
