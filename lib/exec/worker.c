@@ -304,7 +304,9 @@ static clf_status write_inputs(clf__worker *w, clf__chunk *c, int which)
             err = move_indices(w, i, 1, m, lo / scale, hi / scale, at / scale, 0, NULL,
                                &c->ev[c->nwrite], &bytes);
         if (err != CL_SUCCESS)
-            return cl_fail(w, err, "clEnqueueWriteBuffer", injected);
+            return cl_fail(w, err,
+                           L->lay[i].pitch ? "clEnqueueWriteBufferRect" : "clEnqueueWriteBuffer",
+                           injected);
         c->ev_bytes[c->nwrite] = bytes;
         c->ev_arg[c->nwrite] = (unsigned char)i;
         c->nwrite++;
@@ -402,7 +404,9 @@ static clf_status read_outputs(clf__worker *w, clf__chunk *c)
                 err = move_indices(w, i, 0, m, c->off / scale, (c->off + c->len) / scale,
                                    at / scale, 1, &c->kernel, &c->ev[k], &bytes);
             if (err != CL_SUCCESS)
-                return cl_fail(w, err, "clEnqueueReadBuffer", injected);
+                return cl_fail(w, err,
+                               L->lay[i].pitch ? "clEnqueueReadBufferRect" : "clEnqueueReadBuffer",
+                               injected);
             c->ev_bytes[k] = bytes;
             c->ev_arg[k] = (unsigned char)i;
             c->nread++;
