@@ -388,6 +388,47 @@ START_TEST(strided_bytes_counted)
 }
 END_TEST
 
+/* A device that fails mid-launch: its strided and per-chunk work runs on the others, and the
+ * result is still exact (rectangles are re-read for the chunks that move). */
+START_TEST(strided_survives_a_failed_device)
+{
+    const fleet_cfg *cfg = &CFGS[_i];
+    char rules[64];
+    snprintf(rules, sizeof rules, "device=%zu,call=read,after=2",
+             cfg->devices ? cfg->devices[0] : (size_t)0);
+    clf_fleet_options o = CLF_FLEET_OPTIONS_INIT;
+    o.devices = cfg->selection;
+    o.context_per_device = cfg->context_per_device;
+    setenv("CLFLEET_FAULT_INJECT", rules, 1);
+    env e = {cfg, NULL, NULL};
+    clf_status st = clf_fleet_create(&e.f, &o);
+    unsetenv("CLFLEET_FAULT_INJECT");
+    ck_assert_msg(st == CLF_SUCCESS, "%s", clf_last_error());
+    ck_assert_ok(clf_program_build_source(&e.p, e.f, SRC, NULL));
+    int w = 130, h = 41, p = 133;
+    size_t n = (size_t)p * h, bytes = n * 4, pitch = (size_t)p * 4;
+    uint32_t *in = malloc(bytes), *out = malloc(bytes);
+    for (size_t i = 0; i < n; i++)
+        in[i] = lowbias32((uint32_t)i) >> 8;
+    memset(out, 0xee, bytes);
+    clf_arg a[] = {CLF_IN_STRIDED_HALO(in, bytes, 4, pitch, 1, 1),
+                   CLF_OUT_STRIDED(out, bytes, 4, pitch), CLF_SCALAR(&w), CLF_SCALAR(&h),
+                   CLF_SCALAR(&p)};
+    clf_launch_desc d = desc2(&e, "box_cols", CLF_DYNAMIC, (size_t)w, (size_t)h, CLF_SPLIT_DIM(0));
+    clf_launch_report r;
+    ck_assert_ok(clf_launch(e.f, e.p, &d, a, 5, &r));
+    ck_assert_uint_eq(r.failed_devices, 1);
+    ck_assert_uint_eq(r.done_units, (uint64_t)w);
+    for (int y = 0; y < h; y++)
+        for (int x = 0; x < w; x++)
+            expect(out[y * p + x] == box_ref(in, w, h, p, x, y), "%s: out(%d, %d) = %u, want %u",
+                   cfg->label, x, y, out[y * p + x], box_ref(in, w, h, p, x, y));
+    free(in);
+    free(out);
+    env_close(&e);
+}
+END_TEST
+
 /* clf_launch_desc as version 1 laid it out: a caller built against it still launches, and
  * nothing past its end is read. */
 typedef struct desc_v1 {
@@ -488,6 +529,7 @@ int main(void)
     tcase_add_loop_test(tc, per_group_outputs, 0, NCFGS);
     tcase_add_loop_test(tc, interior_stencil_preserve, 0, NCFGS);
     tcase_add_loop_test(tc, strided_bytes_counted, 0, NCFGS);
+    tcase_add_loop_test(tc, strided_survives_a_failed_device, 0, NCFGS);
     tcase_add_loop_test(tc, version_1_descriptions, 0, NCFGS);
     tcase_add_loop_test(tc, broadcast_must_be_const, 0, NCFGS);
     suite_add_tcase(s, tc);
