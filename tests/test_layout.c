@@ -74,6 +74,12 @@ static const char SRC[] =
     "}\n"
     "__kernel void hash1(__global uint *out)\n"
     "{ out[get_global_id(0)] = lowbias32(get_global_id(0)); }\n"
+    /* Chunk-indexed: writes only the even items of its chunk. */
+    "__kernel void evens_chunk(__global uint *out)\n"
+    "{\n"
+    "    uint i = get_global_id(0);\n"
+    "    if (i % 2 == 0) out[i - get_global_offset(0)] = lowbias32(i);\n"
+    "}\n"
     "__kernel void bcast_const(__constant uint *t, __global uint *out)\n"
     "{ out[get_global_id(0)] = t[get_global_id(0) & 7]; }\n"
     "__kernel void bcast_written(__global uint *t, __global uint *out)\n"
@@ -360,6 +366,30 @@ START_TEST(interior_stencil_preserve)
 }
 END_TEST
 
+/* CLF_ARG_PRESERVE on a chunk-indexed output: the slot gets the chunk's host values first. */
+START_TEST(chunk_indexed_preserve)
+{
+    env e;
+    env_open(&e, _i);
+    enum { N = 10007 };
+    uint32_t *out = malloc(N * 4);
+    for (size_t s = 0; s < NSTRATEGIES; s++) {
+        for (uint32_t i = 0; i < N; i++)
+            out[i] = ~i;
+        clf_arg a[] = {CLF_OUT_PRESERVE(out, N * 4, 4)};
+        a[0].flags |= CLF_ARG_CHUNK_INDEXED;
+        clf_launch_desc d = desc2(&e, "evens_chunk", STRATEGIES[s], N, 1, 0);
+        d.dims = 1;
+        launch_ok(&e, &d, a, 1, "evens_chunk");
+        for (uint32_t i = 0; i < N; i++)
+            expect(out[i] == (i % 2 ? ~i : lowbias32(i)), "%s %s: out[%u] = %u", e.cfg->label,
+                   clf_strategy_name(STRATEGIES[s]), i, out[i]);
+    }
+    free(out);
+    env_close(&e);
+}
+END_TEST
+
 /* Traffic and memory of a strided argument: what really moves (rectangles, not whole rows). */
 START_TEST(strided_bytes_counted)
 {
@@ -531,6 +561,7 @@ int main(void)
     tcase_add_loop_test(tc, per_group_outputs, 0, NCFGS);
     tcase_add_loop_test(tc, interior_stencil_preserve, 0, NCFGS);
     tcase_add_loop_test(tc, strided_bytes_counted, 0, NCFGS);
+    tcase_add_loop_test(tc, chunk_indexed_preserve, 0, NCFGS);
     tcase_add_loop_test(tc, strided_survives_a_failed_device, 0, NCFGS);
     tcase_add_loop_test(tc, version_1_descriptions, 0, NCFGS);
     tcase_add_loop_test(tc, broadcast_must_be_const, 0, NCFGS);
