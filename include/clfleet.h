@@ -671,7 +671,10 @@ enum {
     CLF_ARG_KIND_BROADCAST, /**< whole host array on every device (read only, cached) */
     CLF_ARG_KIND_SCALAR,    /**< a value passed as is */
     CLF_ARG_KIND_LOCAL,     /**< local memory of the given size */
-    CLF_ARG_KIND_REDUCE     /**< per-device partial results combined on the host */
+    CLF_ARG_KIND_REDUCE,    /**< per-device partial results combined on the host */
+    /** One element per work-group (CLF_OUT_PER_GROUP): clf_arg.unit bytes for the group of
+     *  linear id g0 + n0 * (g1 + n1 * g2), n_k the number of groups along dimension k. */
+    CLF_ARG_KIND_OUT_PER_GROUP
 };
 
 /** \brief Argument flags. */
@@ -684,7 +687,14 @@ enum {
      * CLF_CHUNK_INDEX(d), CLF_CHUNK_UNIT(d, u, halo_before)). Without it the
      * buffer spans the whole array and kernels index it with get_global_id().
      */
-    CLF_ARG_CHUNK_INDEXED = 1u << 0
+    CLF_ARG_CHUNK_INDEXED = 1u << 0,
+    /**
+     * An output (CLF_ARG_KIND_OUT or CLF_ARG_KIND_OUT_PER_GROUP) whose elements
+     * the kernel does not write keep their host values: each chunk's region is
+     * uploaded before its kernel runs, so the argument moves as much data as an
+     * in-out array. Without it those elements are undefined after the launch.
+     */
+    CLF_ARG_PRESERVE = 1u << 1
 };
 
 /** \brief Reduction operations. */
@@ -702,40 +712,91 @@ CLF_API size_t clf_type_size(clf_type t);
  * \brief One kernel argument of a launch, in kernel parameter order; use the
  * CLF_IN, CLF_OUT, ... macros.
  *
- * A partitioned array relates to the range along its slowest-varying
- * dimension (the last of desc.dims): \p unit bytes per index of that
- * dimension (e.g. a row of an image), \p size bytes in all (at least the
- * range times \p unit), and an optional halo of units read before and after
- * each chunk (stencils). A reduction's device buffer holds \p size elements of
+ * A partitioned array relates to the range along its split dimension
+ * (clf_launch_desc.split_dim, by default the last of desc.dims): \p unit
+ * bytes per index of that dimension (e.g. a row of an image), \p size bytes in
+ * all (at least the range times \p unit), and an optional halo of units read
+ * before and after each chunk (stencils). With a \p pitch, the array is rows of
+ * \p pitch bytes and split index u is the bytes [u * unit, (u + 1) * unit) of
+ * every row (e.g. a row-major H x W float image split by columns: unit 4, pitch
+ * 4 * W, size H * pitch); chunks then move rectangles.
+ *
+ * Elements of an output's chunk region that the kernel does not write are
+ * undefined after the launch (they may be zero, stale device memory, or
+ * another device's data), unless the argument has CLF_ARG_PRESERVE.
+ *
+ * A reduction's device buffer holds \p size elements of
  * \p type, set to the identity of \p op on each device; the kernel combines
  * into it (atomics, or one element per work-group with +=), and the launch
  * combines the devices' buffers element-wise into \p host.
  */
 typedef struct clf_arg {
     unsigned kind;  /**< CLF_ARG_KIND_* */
-    unsigned flags; /**< CLF_ARG_CHUNK_INDEXED */
+    unsigned flags; /**< CLF_ARG_CHUNK_INDEXED, CLF_ARG_PRESERVE */
     void *host;     /**< array, scalar value or reduction result */
     size_t size;    /**< bytes (array, scalar, local memory); elements for a reduction */
-    size_t unit;    /**< partitioned: bytes per split unit */
+    size_t unit;    /**< partitioned: bytes per split unit; per group: bytes per group */
     size_t halo_before; /**< partitioned inputs: units before each chunk */
     size_t halo_after;  /**< partitioned inputs: units after each chunk */
     unsigned op;        /**< reduction: a clf_reduce_op */
     unsigned type;      /**< reduction: a clf_type */
+    /** Partitioned: 0 when the split units are contiguous, else the bytes of one row of a
+     *  strided array (at least the range times \p unit; \p size is a multiple of it). */
+    size_t pitch;
 } clf_arg;
 
 /** \brief Internal: a clf_arg of every field but the reduction's. */
 #define CLF__ARG(kind, flags, host, size, unit, hb, ha) \
-    {(kind), (flags), (void *)(host), (size), (unit), (hb), (ha), 0, 0}
+    {(kind), (flags), (void *)(host), (size), (unit), (hb), (ha), 0, 0, 0}
+/** \brief Internal: a strided partitioned clf_arg (rows of \p pitch bytes). */
+#define CLF__ARG_STRIDED(kind, host, size, unit, pitch, hb, ha) \
+    {(kind), 0, (void *)(host), (size), (unit), (hb), (ha), 0, 0, (pitch)}
 /** \brief Partitioned input: \p bytes in all, \p unit bytes per split index. */
 #define CLF_IN(host, bytes, unit) CLF__ARG(CLF_ARG_KIND_IN, 0, host, bytes, unit, 0, 0)
 /** \brief Partitioned input with a halo of \p before / \p after units. */
 #define CLF_IN_HALO(host, bytes, unit, before, after) \
     CLF__ARG(CLF_ARG_KIND_IN, 0, host, bytes, unit, before, after)
-/** \brief Partitioned output. */
+/**
+ * \brief Partitioned output. Elements of a chunk's region that the kernel does
+ * not write are undefined after the launch; see CLF_OUT_PRESERVE.
+ */
 #define CLF_OUT(host, bytes, unit) CLF__ARG(CLF_ARG_KIND_OUT, 0, host, bytes, unit, 0, 0)
 /** \brief Partitioned input and output. */
 #define CLF_INOUT(host, bytes, unit) CLF__ARG(CLF_ARG_KIND_INOUT, 0, host, bytes, unit, 0, 0)
-/** \brief The whole array on every device, kept between launches while unchanged. */
+/**
+ * \brief Partitioned output whose unwritten elements keep their host values
+ * (CLF_ARG_PRESERVE: the chunk's region is uploaded first, as for CLF_INOUT).
+ */
+#define CLF_OUT_PRESERVE(host, bytes, unit) \
+    CLF__ARG(CLF_ARG_KIND_OUT, CLF_ARG_PRESERVE, host, bytes, unit, 0, 0)
+/** \brief Strided partitioned input: rows of \p pitch bytes, \p unit bytes per split index. */
+#define CLF_IN_STRIDED(host, bytes, unit, pitch) \
+    CLF__ARG_STRIDED(CLF_ARG_KIND_IN, host, bytes, unit, pitch, 0, 0)
+/** \brief Strided partitioned input with a halo of \p before / \p after split indices. */
+#define CLF_IN_STRIDED_HALO(host, bytes, unit, pitch, before, after) \
+    CLF__ARG_STRIDED(CLF_ARG_KIND_IN, host, bytes, unit, pitch, before, after)
+/** \brief Strided partitioned output (see clf_arg.pitch). */
+#define CLF_OUT_STRIDED(host, bytes, unit, pitch) \
+    CLF__ARG_STRIDED(CLF_ARG_KIND_OUT, host, bytes, unit, pitch, 0, 0)
+/** \brief Strided partitioned input and output (see clf_arg.pitch). */
+#define CLF_INOUT_STRIDED(host, bytes, unit, pitch) \
+    CLF__ARG_STRIDED(CLF_ARG_KIND_INOUT, host, bytes, unit, pitch, 0, 0)
+/**
+ * \brief One element of \p bytes_per_group bytes per work-group, at the group's
+ * linear id g0 + n0 * (g1 + n1 * g2) (n_k: groups along dimension k), so
+ * `out[get_group_id(0)] = x` runs unchanged; \p bytes in all, at least the
+ * number of groups times \p bytes_per_group. Needs a local size in the
+ * description, dividing the global size in every dimension.
+ */
+#define CLF_OUT_PER_GROUP(host, bytes, bytes_per_group) \
+    CLF__ARG(CLF_ARG_KIND_OUT_PER_GROUP, 0, host, bytes, bytes_per_group, 0, 0)
+/**
+ * \brief The whole array on every device, kept between launches while unchanged.
+ * Read only: the kernel parameter must be `__constant` or a pointer to `const`,
+ * else the launch fails with CLF_ERROR_INVALID_ARGUMENT before any work runs
+ * (writes would be lost). Drivers without kernel argument information are not
+ * checked.
+ */
 #define CLF_BROADCAST(host, bytes) CLF__ARG(CLF_ARG_KIND_BROADCAST, 0, host, bytes, 0, 0, 0)
 /** \brief A scalar: a pointer to the value (the size is taken from it). */
 #define CLF_SCALAR(ptr) CLF__ARG(CLF_ARG_KIND_SCALAR, 0, ptr, sizeof *(ptr), 0, 0, 0)
@@ -743,13 +804,13 @@ typedef struct clf_arg {
 #define CLF_LOCAL(bytes) CLF__ARG(CLF_ARG_KIND_LOCAL, 0, NULL, bytes, 0, 0, 0)
 /** \brief Reduction of \p count elements of \p type with \p op into \p host. */
 #define CLF_REDUCE(host, count, type, op) \
-    {CLF_ARG_KIND_REDUCE, 0, (void *)(host), (count), 0, 0, 0, (op), (type)}
+    {CLF_ARG_KIND_REDUCE, 0, (void *)(host), (count), 0, 0, 0, (op), (type), 0}
 
 /** \brief What to launch and how; fill with CLF_LAUNCH_DESC_INIT. */
 typedef struct clf_launch_desc {
     unsigned version;      /**< CLF_LAUNCH_DESC_VERSION */
     const char *kernel;    /**< kernel function name */
-    unsigned dims;         /**< 1, 2 or 3; split along dimension dims-1 */
+    unsigned dims;         /**< 1, 2 or 3; split along split_dim (default dims-1) */
     size_t global[3];      /**< the range */
     /** Work-group size, or all 0 for clfleet's choice. As in OpenCL, it must divide the
      *  range in every dimension and fit every launch device (CL_DEVICE_MAX_WORK_ITEM_SIZES,
@@ -768,15 +829,27 @@ typedef struct clf_launch_desc {
     double mem_safety;          /**< usable fraction of reported memory; 0: 0.8 */
     unsigned chunks_per_device; /**< CLF_DYNAMIC: about this many chunks each; 0: 16 */
     size_t min_chunk;           /**< CLF_GUIDED: smallest chunk in units; 0: granularity */
+    /** The dimension the range is split along: CLF_SPLIT_DEFAULT (dims-1, the
+     *  slowest-varying) or CLF_SPLIT_DIM(d) (version 2). */
+    unsigned split_dim;
 } clf_launch_desc;
 
-/** \brief The version of clf_launch_desc this header describes. */
-#define CLF_LAUNCH_DESC_VERSION 1
+/** \brief clf_launch_desc.split_dim: the last dimension (dims-1). */
+#define CLF_SPLIT_DEFAULT 0u
+/** \brief clf_launch_desc.split_dim: split along dimension \p d (0, 1 or 2). */
+#define CLF_SPLIT_DIM(d) ((unsigned)(d) + 1u)
+
+/**
+ * \brief The version of clf_launch_desc this header describes. Launches accept
+ * every version from 1 up to it and read only the fields that version has
+ * (version 1 ends before split_dim).
+ */
+#define CLF_LAUNCH_DESC_VERSION 2
 /** \brief Fills a clf_launch_desc with the defaults. */
 #define CLF_LAUNCH_DESC_INIT                                                            \
     {                                                                                   \
         CLF_LAUNCH_DESC_VERSION, NULL, 1, {0, 1, 1}, {0, 0, 0}, 0, CLF_STRATEGY_DEFAULT, \
-            NULL, 0, CLF_WEIGHTS_LEARNED, NULL, NULL, 0.0, 0, 0                          \
+            NULL, 0, CLF_WEIGHTS_LEARNED, NULL, NULL, 0.0, 0, 0, CLF_SPLIT_DEFAULT       \
     }
 
 /** \brief Most devices one launch uses (the report's array size). */
@@ -833,7 +906,7 @@ typedef struct clf_launch_report {
 /**
  * \brief Run one kernel over the range on many devices; blocks until done.
  *
- * The range is split along its slowest-varying dimension; each chunk is
+ * The range is split along one dimension (clf_launch_desc.split_dim); each chunk is
  * launched with a global work offset, and only its part of each partitioned
  * array (plus halo) moves each way, so a kernel written for one device runs
  * unchanged. Every NDRange built-in returns in every chunk what it returns on

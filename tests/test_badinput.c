@@ -862,6 +862,54 @@ static clf_launch_desc vadd_desc(void)
         BAD(run(P, &d, a, 3), CLF_ERROR_SIZE_OVERFLOW);                                    \
         a[0] = (clf_arg)CLF_REDUCE(NULL, 4, CLF_FLOAT, CLF_SUM);                           \
         BAD(run(P, &d, a, 3), CLF_ERROR_NULL_POINTER);                                     \
+        /* Versions, the split dimension, strided arrays, per-group outputs, flags. */    \
+        d = vadd_desc(), d.version = CLF_LAUNCH_DESC_VERSION + 1;                          \
+        BAD(run(P, &d, ok, 3), CLF_ERROR_INVALID_ARGUMENT);                                \
+        d = vadd_desc(), d.split_dim = CLF_SPLIT_DIM(1); /* a 1D range */                  \
+        BAD(run(P, &d, ok, 3), CLF_ERROR_INVALID_ARGUMENT);                                \
+        d = vadd_desc(), d.split_dim = 99;                                                 \
+        BAD(run(P, &d, ok, 3), CLF_ERROR_INVALID_ARGUMENT);                                \
+        d = vadd_desc();                                                                   \
+        memcpy(a, ok, sizeof a), a[0].pitch = sizeof la - 4; /* shorter than a row */     \
+        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                 \
+        memcpy(a, ok, sizeof a), a[0].pitch = sizeof la + 4; /* longer than the array */  \
+        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                 \
+        memcpy(a, ok, sizeof a), a[0].pitch = sizeof la, a[0].size = sizeof la + 4;        \
+        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT); /* not whole rows */            \
+        memcpy(a, ok, sizeof a), a[0].pitch = sizeof la, a[0].flags = CLF_ARG_CHUNK_INDEXED; \
+        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                 \
+        memcpy(a, ok, sizeof a), a[0].pitch = SIZE_MAX, a[0].unit = SIZE_MAX / 2;          \
+        BAD(run(P, &d, a, 3), CLF_ERROR_SIZE_OVERFLOW);                                    \
+        memcpy(a, ok, sizeof a), a[0].flags = CLF_ARG_PRESERVE; /* not an output */        \
+        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                 \
+        memcpy(a, ok, sizeof a), a[2] = (clf_arg)CLF_OUT_PER_GROUP(lc, sizeof lc, 4);      \
+        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT); /* no local size */             \
+        d.local[0] = 8, a[2].size = LN / 8 * 4 - 4;                                        \
+        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT); /* too short */                 \
+        d.local[0] = 8, a[2].size = sizeof lc, a[2].unit = 0;                              \
+        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                 \
+        a[2].unit = SIZE_MAX / 2;                                                          \
+        BAD(run(P, &d, a, 3), CLF_ERROR_SIZE_OVERFLOW);                                    \
+        a[2].unit = 4, a[2].flags = CLF_ARG_CHUNK_INDEXED;                                 \
+        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                 \
+        a[2].flags = 0, a[2].pitch = 64;                                                   \
+        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                 \
+        a[2].pitch = 0, a[2].halo_after = 1;                                               \
+        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                 \
+        a[2].halo_after = 0, a[2].host = NULL;                                             \
+        BAD(run(P, &d, a, 3), CLF_ERROR_NULL_POINTER);                                     \
+        d.local[0] = 3, a[2].host = lc; /* 1000 items: not whole groups of 3 */            \
+        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                 \
+        d.dims = 2, d.global[0] = d.global[1] = (size_t)1 << 40, d.local[0] = d.local[1] = 1; \
+        a[0] = a[2]; /* 2^80 groups */                                                     \
+        BAD(run(P, &d, a, 3), CLF_ERROR_SIZE_OVERFLOW);                                    \
+        d = vadd_desc();                                                                   \
+        memcpy(a, ok, sizeof a), a[1] = (clf_arg)CLF_SCALAR(&scalar), a[1].pitch = 4;      \
+        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT); /* a pitch on a scalar */       \
+        /* vadd's c is not const: it cannot be a broadcast, and nothing runs. */           \
+        memcpy(a, ok, sizeof a), a[2] = (clf_arg)CLF_BROADCAST(lc, sizeof lc);             \
+        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                 \
+        ck_assert_msg(strstr(clf_last_error(), "const"), "%s", clf_last_error());          \
         /* The strategy variable is read by clf_fleet_create(): a launch that asks for the  \
          * default after it changed still runs (r_fleet_create_env() tests bad values). */ \
         d = vadd_desc(), d.strategy = CLF_STRATEGY_DEFAULT;                                \

@@ -150,8 +150,9 @@ static cl_program from_cache(const clf_fleet *fl, const struct clf__device *d, c
 }
 
 /*
- * The options the device's program is built with: the user's, plus on PoCL a definition
- * that no source uses and that is unique to this (fleet, device) among the live fleets.
+ * The options the device's program is built with: the user's, -cl-kernel-arg-info, plus on
+ * PoCL a definition that no source uses and that is unique to this (fleet, device) among the
+ * live fleets.
  *
  * Why: PoCL 3.1 keeps one process-wide cache of loaded kernel binaries, keyed by the
  * kernel's build hash, its local size and specialisation (zero global offset or not, grid
@@ -170,12 +171,14 @@ static char *device_options(const clf_fleet *fl, const struct clf__device *d, co
 {
     char tag[64] = "";
     if (strstr(d->info.platform, "Portable Computing Language"))
-        snprintf(tag, sizeof tag, "%s-D__CLFLEET_POCL_TAG_%u_%zu", opts[0] ? " " : "",
-                 fl->slot, d->index);
-    size_t n = strlen(opts) + strlen(tag) + 1;
+        snprintf(tag, sizeof tag, " -D__CLFLEET_POCL_TAG_%u_%zu", fl->slot, d->index);
+    /* Argument information lets a launch refuse a broadcast the kernel may write (launch.c,
+     * check_broadcast_const). */
+    static const char arginfo[] = "-cl-kernel-arg-info";
+    size_t n = strlen(opts) + 1 + sizeof arginfo + strlen(tag);
     char *s = malloc(n);
     if (s)
-        snprintf(s, n, "%s%s", opts, tag);
+        snprintf(s, n, "%s%s%s%s", opts, opts[0] ? " " : "", arginfo, tag);
     return s;
 }
 

@@ -6,6 +6,7 @@
 #include "exec.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,13 +28,113 @@ static uint64_t gcd64(uint64_t a, uint64_t b)
 
 /* ---- validation ---------------------------------------------------------------- */
 
-static clf_status check_arg(const clf__launch *L, size_t i, const clf_arg *a)
+/*
+ * A per-work-group output: one element of a->unit bytes per group, at the group's linear id
+ * (dimension 0 fastest). Along the split dimension s, group index j is the bytes
+ * [j * unit, (j + 1) * unit) of each row, unit = bytes per group x groups of the dimensions
+ * below s, rows of unit x groups along s: contiguous when s is the last dimension.
+ */
+static clf_status check_per_group(clf__launch *L, size_t i, const clf_arg *a)
+{
+    const clf_launch_desc *d = &L->desc;
+    const char *k = d->kernel;
+    if (!a->host)
+        return clf__fail(CLF_ERROR_NULL_POINTER, "'%s' argument %zu: host array is NULL", k, i);
+    if (a->unit == 0)
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                         "'%s' argument %zu: bytes per work-group is zero", k, i);
+    if ((a->flags & CLF_ARG_CHUNK_INDEXED) || a->halo_before || a->halo_after || a->pitch)
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                         "'%s' argument %zu: a per-group output takes no halo, pitch or "
+                         "CLF_ARG_CHUNK_INDEXED",
+                         k, i);
+    if (d->local[0] == 0)
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                         "'%s' argument %zu: a per-group output needs a local size in the "
+                         "launch description (the groups must not depend on the driver)",
+                         k, i);
+    uint64_t n[3] = {1, 1, 1}, groups = 1, below = 1, above = 1, need;
+    for (unsigned x = 0; x < d->dims; x++) {
+        if (d->global[x] % d->local[x])
+            return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                             "'%s' argument %zu: a per-group output needs global sizes that are "
+                             "multiples of the local size (dimension %u: %zu, %zu)",
+                             k, i, x, d->global[x], d->local[x]);
+        n[x] = d->global[x] / d->local[x];
+        if (__builtin_mul_overflow(groups, n[x], &groups))
+            return clf__fail(CLF_ERROR_SIZE_OVERFLOW, "'%s' argument %zu: the number of "
+                             "work-groups overflows", k, i);
+        if (x < L->split)
+            below *= n[x];
+        if (x > L->split)
+            above *= n[x];
+    }
+    clf__layout *y = &L->lay[i];
+    if (__builtin_mul_overflow(groups, (uint64_t)a->unit, &need) || need > SIZE_MAX ||
+        __builtin_mul_overflow(below, (uint64_t)a->unit, &y->unit))
+        return clf__fail(CLF_ERROR_SIZE_OVERFLOW, "'%s' argument %zu: %llu groups x %zu bytes "
+                         "overflows", k, i, (unsigned long long)groups, a->unit);
+    if (a->size < need)
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                         "'%s' argument %zu: array of %zu bytes is shorter than the %llu "
+                         "work-groups need (%zu bytes each = %llu)",
+                         k, i, a->size, (unsigned long long)groups, a->unit,
+                         (unsigned long long)need);
+    y->scale = d->local[L->split];
+    y->rows = above;
+    y->pitch = above > 1 ? y->unit * n[L->split] : 0;
+    y->bytes = need;
+    return CLF_SUCCESS;
+}
+
+/* A strided partitioned array: rows of a->pitch bytes, each holding every split index. */
+static clf_status check_pitch(clf__launch *L, size_t i, const clf_arg *a, size_t need)
 {
     const char *k = L->desc.kernel;
-    if (a->flags & ~(unsigned)CLF_ARG_CHUNK_INDEXED)
+    if (a->flags & CLF_ARG_CHUNK_INDEXED)
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                         "'%s' argument %zu: a strided array (pitch %zu) cannot be "
+                         "CLF_ARG_CHUNK_INDEXED",
+                         k, i, a->pitch);
+    if (a->pitch < need)
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                         "'%s' argument %zu: pitch of %zu bytes is shorter than a row of the "
+                         "range (%llu units x %zu bytes = %zu)",
+                         k, i, a->pitch, (unsigned long long)L->total, a->unit, need);
+    if (a->size % a->pitch || a->size < a->pitch)
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                         "'%s' argument %zu: array of %zu bytes is not a whole number of rows "
+                         "of %zu bytes (the pitch)",
+                         k, i, a->size, a->pitch);
+    clf__layout *y = &L->lay[i];
+    y->pitch = a->pitch;
+    y->rows = a->size / a->pitch;
+    y->bytes = a->size;
+    return CLF_SUCCESS;
+}
+
+static clf_status check_arg(clf__launch *L, size_t i, const clf_arg *a)
+{
+    const char *k = L->desc.kernel;
+    if (a->flags & ~(unsigned)(CLF_ARG_CHUNK_INDEXED | CLF_ARG_PRESERVE))
         return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "'%s' argument %zu: unknown flags 0x%x", k,
                          i, a->flags);
+    if ((a->flags & CLF_ARG_PRESERVE) && a->kind != CLF_ARG_KIND_OUT &&
+        a->kind != CLF_ARG_KIND_OUT_PER_GROUP)
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                         "'%s' argument %zu: CLF_ARG_PRESERVE is for outputs only", k, i);
+    if (a->pitch && !clf__arg_partitioned(a))
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                         "'%s' argument %zu: a pitch is for partitioned arrays only", k, i);
+    if (clf__arg_partitioned(a)) {
+        clf__layout *y = &L->lay[i];
+        y->unit = a->unit;
+        y->pitch = 0;
+        y->rows = y->scale = 1;
+    }
     switch (a->kind) {
+    case CLF_ARG_KIND_OUT_PER_GROUP:
+        return check_per_group(L, i, a);
     case CLF_ARG_KIND_IN:
     case CLF_ARG_KIND_OUT:
     case CLF_ARG_KIND_INOUT: {
@@ -65,7 +166,8 @@ static clf_status check_arg(const clf__launch *L, size_t i, const clf_arg *a)
             clf__mul_overflow(units, a->unit, &units))
             return clf__fail(CLF_ERROR_SIZE_OVERFLOW, "'%s' argument %zu: halo overflows", k,
                              i);
-        return CLF_SUCCESS;
+        L->lay[i].bytes = need;
+        return a->pitch ? check_pitch(L, i, a, need) : CLF_SUCCESS;
     }
     case CLF_ARG_KIND_BROADCAST:
     case CLF_ARG_KIND_SCALAR:
@@ -99,14 +201,16 @@ static clf_status check_arg(const clf__launch *L, size_t i, const clf_arg *a)
 
 static clf_status check_desc(clf__launch *L, const clf_launch_desc *d)
 {
-    if (d->version != CLF_LAUNCH_DESC_VERSION)
-        return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
-                         "clf_launch_desc.version is %u, expected %u (use CLF_LAUNCH_DESC_INIT)",
-                         d->version, CLF_LAUNCH_DESC_VERSION);
     if (!d->kernel)
         return clf__fail(CLF_ERROR_NULL_POINTER, "clf_launch_desc.kernel is NULL");
     if (d->dims < 1 || d->dims > 3)
         return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "dims is %u (1, 2 or 3)", d->dims);
+    if (d->split_dim > d->dims)
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                         "'%s': split_dim is %u: CLF_SPLIT_DIM(%u) names no dimension of a %uD "
+                         "range (CLF_SPLIT_DEFAULT or CLF_SPLIT_DIM(0 .. %u))",
+                         d->kernel, d->split_dim, d->split_dim - 1, d->dims, d->dims - 1);
+    const unsigned split = d->split_dim ? d->split_dim - 1 : d->dims - 1;
     int has_local = d->local[0] != 0;
     for (unsigned k = 0; k < d->dims; k++) {
         if (d->global[k] == 0)
@@ -124,11 +228,12 @@ static clf_status check_desc(clf__launch *L, const clf_launch_desc *d)
                              "local size %zu",
                              d->kernel, d->global[k], k, d->local[k]);
     }
-    L->split = d->dims - 1;
+    L->split = split;
     L->total = d->global[L->split];
     L->per_unit = 1;
-    for (unsigned k = 0; k < L->split; k++)
-        if (__builtin_mul_overflow(L->per_unit, (uint64_t)d->global[k], &L->per_unit))
+    for (unsigned k = 0; k < d->dims; k++)
+        if (k != L->split &&
+            __builtin_mul_overflow(L->per_unit, (uint64_t)d->global[k], &L->per_unit))
             return clf__fail(CLF_ERROR_SIZE_OVERFLOW, "'%s': the range overflows", d->kernel);
     /* Chunks are multiples of both the local size and the granularity. */
     uint64_t g = d->granularity ? d->granularity : 1, l = has_local ? d->local[L->split] : 1;
@@ -246,7 +351,7 @@ void clf__launch_footprint(const clf__launch *L, uint64_t *fixed, uint64_t *per_
             *per_unit += 2 * (uint64_t)a->unit; /* two slots: double buffering */
             *halo_units += 2 * (uint64_t)(a->halo_before + a->halo_after) * a->unit;
         } else if (clf__arg_partitioned(a)) {
-            *fixed += L->total * a->unit;
+            *fixed += L->lay[i].bytes; /* the whole array, strided or per group too */
         } else if (a->kind == CLF_ARG_KIND_BROADCAST) {
             *fixed += a->size;
         } else if (a->kind == CLF_ARG_KIND_REDUCE) {
@@ -277,7 +382,7 @@ static clf_status budgets(clf__launch *L, uint64_t *max_units)
         int fits = fixed + halo <= b;
         for (size_t a = 0; a < L->nargs && fits; a++) /* each global-indexed buffer */
             if (clf__arg_partitioned(&L->args[a]) && !(L->args[a].flags & CLF_ARG_CHUNK_INDEXED))
-                fits = L->total * L->args[a].unit <= in->max_alloc;
+                fits = L->lay[a].bytes <= in->max_alloc;
         if (fits)
             m = per_unit ? (b - fixed - halo) / per_unit : UINT64_MAX;
         /* One slot of a chunk-indexed argument must also fit one allocation. */
@@ -595,6 +700,36 @@ static void learn(clf__launch *L)
     }
 }
 
+/*
+ * A broadcast is one read-only copy per device, cached between launches: a kernel that wrote
+ * it would lose its writes (or leave the next launch a stale copy). Its parameter must be
+ * __constant or point to const. Programs are built with -cl-kernel-arg-info (program.c);
+ * a driver that still has no argument information is trusted.
+ */
+static clf_status check_broadcast_const(const clf__launch *L, cl_kernel k, size_t i)
+{
+    cl_kernel_arg_address_qualifier aq = 0;
+    cl_kernel_arg_type_qualifier tq = 0;
+    cl_int err = clGetKernelArgInfo(k, (cl_uint)i, CL_KERNEL_ARG_ADDRESS_QUALIFIER, sizeof aq,
+                                    &aq, NULL);
+    if (err == CL_SUCCESS)
+        err = clGetKernelArgInfo(k, (cl_uint)i, CL_KERNEL_ARG_TYPE_QUALIFIER, sizeof tq, &tq,
+                                 NULL);
+    if (err != CL_SUCCESS) /* CL_KERNEL_ARG_INFO_NOT_AVAILABLE: nothing to check */
+        return CLF_SUCCESS;
+    if (aq == CL_KERNEL_ARG_ADDRESS_CONSTANT || (tq & CL_KERNEL_ARG_TYPE_CONST))
+        return CLF_SUCCESS;
+    char name[128] = "";
+    if (clGetKernelArgInfo(k, (cl_uint)i, CL_KERNEL_ARG_NAME, sizeof name, name, NULL) !=
+        CL_SUCCESS)
+        name[0] = 0;
+    return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                     "kernel '%s' argument %zu%s%s%s is a broadcast (read only, one cached copy "
+                     "per device) but its parameter may be written: declare it const (or "
+                     "__constant)",
+                     L->desc.kernel, i, name[0] ? " '" : "", name, name[0] ? "'" : "");
+}
+
 /* The user's local size against what device d and the kernel k there allow (OpenCL would
  * refuse the enqueue: clfleet refuses the launch before any work runs). */
 static clf_status check_local(const clf__launch *L, const struct clf__device *d, cl_kernel k)
@@ -630,8 +765,9 @@ static clf_status check_local(const clf__launch *L, const struct clf__device *d,
     return CLF_SUCCESS;
 }
 
-/* Check the kernel exists and takes as many arguments as given, and that every device of
- * the launch takes the user's local size, before any thread starts. */
+/* Check the kernel exists, takes as many arguments as given and no broadcast it could
+ * write, and that every device of the launch takes the user's local size, before any
+ * thread starts. */
 static clf_status check_kernel(clf__launch *L)
 {
     int hidden = clf__program_range_arg(L->prog, L->desc.kernel);
@@ -656,6 +792,9 @@ static clf_status check_kernel(clf__launch *L)
                 st = clf__fail(CLF_ERROR_INVALID_ARGUMENT,
                                "kernel '%s' takes %u arguments, %zu given", L->desc.kernel,
                                n - (cl_uint)(hidden && n), L->nargs);
+            for (size_t a = 0; a < L->nargs && st == CLF_SUCCESS; a++)
+                if (L->args[a].kind == CLF_ARG_KIND_BROADCAST)
+                    st = check_broadcast_const(L, k, a);
         }
         if (st == CLF_SUCCESS && !L->auto_local)
             st = check_local(L, d, k);
@@ -705,14 +844,22 @@ static clf_status prepare(clf__launch *L, clf_fleet *fl, clf_program *prog,
         return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "more than %d arguments", CLF__MAX_ARGS);
     if (prog->fleet != fl)
         return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "the program was built for another fleet");
+    /* Read only the fields the caller's version of the struct has. */
+    size_t dsize = desc->version == 1 ? offsetof(clf_launch_desc, split_dim) : sizeof *desc;
+    if (desc->version < 1 || desc->version > CLF_LAUNCH_DESC_VERSION)
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                         "clf_launch_desc.version is %u, expected 1 to %u (use "
+                         "CLF_LAUNCH_DESC_INIT)",
+                         desc->version, CLF_LAUNCH_DESC_VERSION);
     memset(L, 0, sizeof *L);
     L->fl = fl;
     L->prog = prog;
-    L->desc = *desc;
+    memcpy(&L->desc, desc, dsize);
+    L->desc.version = CLF_LAUNCH_DESC_VERSION;
     L->nargs = nargs;
     if (nargs)
         memcpy(L->args, args, nargs * sizeof *args);
-    clf_status st = check_desc(L, desc);
+    clf_status st = check_desc(L, &L->desc);
     for (size_t i = 0; st == CLF_SUCCESS && i < nargs; i++)
         st = check_arg(L, i, &args[i]);
     if (st == CLF_SUCCESS)
