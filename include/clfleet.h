@@ -628,6 +628,113 @@ CLF_API clf_status clf_copy(clf_buffer *dst, size_t dst_offset, clf_buffer *src,
                             size_t src_offset, size_t size);
 
 /* ------------------------------------------------------------------ */
+/* Kernels on one device                                               */
+/* ------------------------------------------------------------------ */
+
+/*
+ * One kernel run on one device of the fleet, on clf_buffers of that device: the
+ * building block of data that stays on the devices (one buffer per device, a
+ * kernel on each, clf_copy_async() between them). It goes through the same
+ * command path as task queues and pipelines: it is counted in the metrics and
+ * the trace, follows $CLFLEET_FAULT_INJECT's "enqueue" rules, and on a device
+ * that runs commands inside clEnqueue* (PoCL's basic) its wait list is waited
+ * for on the host.
+ */
+
+typedef struct clf_arg clf_arg;
+
+/** \brief What clf_kernel_enqueue() runs; fill with CLF_KERNEL_DESC_INIT. */
+typedef struct clf_kernel_desc {
+    unsigned version; /**< CLF_KERNEL_DESC_VERSION */
+    const char *kernel; /**< kernel function name */
+    unsigned dims;      /**< 1, 2 or 3 */
+    /** Global work offset of each dimension, as in clEnqueueNDRangeKernel: get_global_id()
+     *  counts from it. In clfleet programs get_global_offset() returns 0 and get_group_id()
+     *  counts from index 0 (the prelude, cl/clfleet.h, serves clf_launch()'s chunks):
+     *  get_group_id(d) is OpenCL's group id plus offset[d] / get_local_size(d), and
+     *  CLF_CHUNK_OFFSET(d) returns offset[d]. With zero offsets every built-in returns what
+     *  OpenCL returns. */
+    size_t offset[3];
+    size_t global[3]; /**< the global size of each dimension (none 0) */
+    /** Work-group size, or all 0 for the driver's choice; else each must divide the global
+     *  size of its dimension. */
+    size_t local[3];
+} clf_kernel_desc;
+
+/**
+ * \brief The version of clf_kernel_desc this header describes; clf_kernel_enqueue() accepts
+ * every version from 1 up to it.
+ */
+#define CLF_KERNEL_DESC_VERSION 1
+/** \brief Fills a clf_kernel_desc with the defaults (1 dimension, no offset, driver's local
+ *  size). */
+#define CLF_KERNEL_DESC_INIT {CLF_KERNEL_DESC_VERSION, NULL, 1, {0, 0, 0}, {0, 1, 1}, {0, 0, 0}}
+
+/** \brief Internal: a clf_buffer argument of clf_kernel_enqueue() with access \p mode. */
+#define CLF__BUF(buf, mode) CLF__ARG(CLF_ARG_KIND_BUFFER, (mode), (buf), 0, 0, 0, 0)
+/**
+ * \brief A buffer the kernel only reads. The parameter must be `__constant` or a pointer to
+ * `const` (clf_kernel_enqueue() checks it where the driver reports argument information):
+ * the access mode is a promise that later dependency tracking relies on.
+ */
+#define CLF_BUF_IN(buf) CLF__BUF(buf, CLF_ARG_READ)
+/** \brief A buffer the kernel only writes (the parameter must not be const). */
+#define CLF_BUF_OUT(buf) CLF__BUF(buf, CLF_ARG_WRITE)
+/** \brief A buffer the kernel reads and writes (the parameter must not be const). */
+#define CLF_BUF_INOUT(buf) CLF__BUF(buf, CLF_ARG_READ | CLF_ARG_WRITE)
+
+/**
+ * \brief Run one kernel on one device, on buffers of that device; returns at once.
+ *
+ * \p args are in kernel parameter order: CLF_BUF_IN(), CLF_BUF_OUT(), CLF_BUF_INOUT(),
+ * CLF_SCALAR() and CLF_LOCAL() (partitioned host arrays, broadcasts and reductions belong to
+ * clf_launch()). The hidden range parameter of programs that name get_global_size() or
+ * get_num_groups() is clfleet's: it is set to desc.global and not counted in \p nargs.
+ * Scalars are copied: they may go once the call returns.
+ *
+ * The kernel starts after every event of \p wait (from any device, context or platform,
+ * e.g. a clf_copy_async() into its input, a kernel on another device) and after the work
+ * queued before it on the device's compute queue (earlier kernels of this call,
+ * clf_device_wait_events()); buffer writes and copies are ordered only by events: pass
+ * theirs (clf_buffer_write() and clf_copy() have completed when they return). Nothing runs when
+ * the call fails: every input is checked before anything is queued.
+ * \param out_event completes with the kernel (release it), or NULL
+ * \param fleet the fleet
+ * \param prog a program of the fleet, built for \p device
+ * \param device fleet index of the device
+ * \param desc the kernel and its NDRange
+ * \param args the kernel arguments, in kernel parameter order (NULL when nargs is 0)
+ * \param nargs entries of args
+ * \param wait events the kernel waits for, or NULL
+ * \param num_wait entries of wait
+ * \return CLF_SUCCESS once queued; CLF_ERROR_NULL_POINTER, CLF_ERROR_OUT_OF_RANGE (device),
+ *        CLF_ERROR_INVALID_ARGUMENT (a version, dims, local size or argument OpenCL would
+ *        refuse; a buffer of another fleet or device; a read-only buffer on a parameter that
+ *        is not const, or a written one on one that is; an argument count that differs from
+ *        the kernel's), CLF_ERROR_ZERO_SIZE, CLF_ERROR_SIZE_OVERFLOW (offset + global),
+ *        CLF_ERROR_UNSUPPORTED (an argument kind of clf_launch()), CLF_ERROR_NOT_FOUND (no
+ *        such kernel), CLF_ERROR_BUILD (the program did not build for the device),
+ *        CLF_ERROR_OPENCL (the enqueue failed; clf_last_error() names the device); the
+ *        kernel's own failure comes from clf_event_wait()
+ */
+CLF_API clf_status clf_kernel_enqueue(clf_event **out_event, clf_fleet *fleet, clf_program *prog,
+                                      size_t device, const clf_kernel_desc *desc,
+                                      const clf_arg *args, size_t nargs, clf_event *const *wait,
+                                      size_t num_wait);
+/**
+ * \brief As clf_kernel_enqueue() with no wait list, and wait for the kernel.
+ * \param fleet the fleet
+ * \param prog a program of the fleet, built for \p device
+ * \param device fleet index of the device
+ * \param desc the kernel and its NDRange
+ * \param args the kernel arguments, in kernel parameter order
+ * \param nargs entries of args
+ * \return as clf_kernel_enqueue(), or the kernel's failure
+ */
+CLF_API clf_status clf_kernel_run(clf_fleet *fleet, clf_program *prog, size_t device,
+                                  const clf_kernel_desc *desc, const clf_arg *args, size_t nargs);
+
+/* ------------------------------------------------------------------ */
 /* One launch across the fleet                                         */
 /* ------------------------------------------------------------------ */
 
@@ -674,7 +781,11 @@ enum {
     CLF_ARG_KIND_REDUCE,    /**< per-device partial results combined on the host */
     /** One element per work-group (CLF_OUT_PER_GROUP): clf_arg.unit bytes for the group of
      *  linear id g0 + n0 * (g1 + n1 * g2), n_k the number of groups along dimension k. */
-    CLF_ARG_KIND_OUT_PER_GROUP
+    CLF_ARG_KIND_OUT_PER_GROUP,
+    /** A clf_buffer on the kernel's device (clf_kernel_enqueue() only; clf_arg.host holds the
+     *  buffer, clf_arg.flags its access: CLF_ARG_READ, CLF_ARG_WRITE or both). Use
+     *  CLF_BUF_IN(), CLF_BUF_OUT(), CLF_BUF_INOUT(). */
+    CLF_ARG_KIND_BUFFER = 16
 };
 
 /** \brief Argument flags. */
@@ -694,7 +805,11 @@ enum {
      * uploaded before its kernel runs, so the argument moves as much data as an
      * in-out array. Without it those elements are undefined after the launch.
      */
-    CLF_ARG_PRESERVE = 1u << 1
+    CLF_ARG_PRESERVE = 1u << 1,
+    /** CLF_ARG_KIND_BUFFER: the kernel reads the buffer. */
+    CLF_ARG_READ = 1u << 8,
+    /** CLF_ARG_KIND_BUFFER: the kernel writes the buffer. */
+    CLF_ARG_WRITE = 1u << 9
 };
 
 /** \brief Reduction operations. */

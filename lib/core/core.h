@@ -128,6 +128,19 @@ clf_status clf__cmd_read(clf_fleet *fl, size_t dev, cl_command_queue q, cl_mem b
 clf_status clf__cmd_marker(clf_fleet *fl, size_t dev, cl_command_queue q, const char *what,
                            cl_uint nwait, const cl_event *wait, cl_event *ev);
 
+/* ---- the per-device kernel call (kernel.c) ---- */
+
+/* Check everything clf_kernel_enqueue() is given but the fleet, the device index (checked
+ * before) and the wait list; create the kernel and set its arguments (the hidden range
+ * parameter too). Nothing is queued. *out: release it with clReleaseKernel(). */
+clf_status clf__kernel_prepare(clf_fleet *fl, clf_program *prog, size_t dev,
+                               const clf_kernel_desc *desc, const clf_arg *args, size_t nargs,
+                               cl_kernel *out);
+/* Enqueue k (from clf__kernel_prepare() with desc) on device dev's compute queue after wait
+ * (events of the device's context) through the command path, after the enqueue fault hook. */
+clf_status clf__kernel_submit(clf_fleet *fl, size_t dev, cl_kernel k, const clf_kernel_desc *desc,
+                              cl_uint nwait, const cl_event *wait, cl_event *ev);
+
 /* ---- programs (program.c, kernels.c generated) ---- */
 
 /* CLF_SUCCESS when prog was built for fleet device dev, else CLF_ERROR_BUILD with a detail. */
