@@ -432,6 +432,25 @@ START_TEST(bad_input)
     }
 
     /* The arguments. */
+    /* A local size the device cannot take (limits well below 2^20 items). */
+    clf_kernel_desc big = ok;
+    big.global[0] = (size_t)1 << 20;
+    big.local[0] = (size_t)1 << 20;
+    REFUSE(CLF_ERROR_INVALID_ARGUMENT, f, p, 0, &big, good, 2, NULL, 0);
+    ck_assert_msg(strstr(clf_last_error(), "exceeds the maximum"), "%s", clf_last_error());
+    /* Access against the buffer's own flags. */
+    clf_buffer *ro = NULL, *wo = NULL;
+    ck_assert_ok(clf_buffer_create(&ro, f, 0, N * 4, CLF_MEM_READ_ONLY));
+    ck_assert_ok(clf_buffer_create(&wo, f, 0, N * 4, CLF_MEM_WRITE_ONLY));
+    clf_arg to_ro[] = {CLF_BUF_IN(in), CLF_BUF_OUT(ro)}, from_wo[] = {CLF_BUF_IN(wo),
+                                                                       CLF_BUF_OUT(out)};
+    REFUSE(CLF_ERROR_INVALID_ARGUMENT, f, p, 0, &ok, to_ro, 2, NULL, 0);
+    ck_assert_msg(strstr(clf_last_error(), "CLF_MEM_READ_ONLY"), "%s", clf_last_error());
+    REFUSE(CLF_ERROR_INVALID_ARGUMENT, f, p, 0, &ok, from_wo, 2, NULL, 0);
+    ck_assert_msg(strstr(clf_last_error(), "CLF_MEM_WRITE_ONLY"), "%s", clf_last_error());
+    clf_buffer_destroy(ro);
+    clf_buffer_destroy(wo);
+
     clf_arg in_ok = CLF_BUF_IN(in);
     struct {
         clf_status want;

@@ -91,6 +91,15 @@ static clf_status check_arg(const clf_fleet *fl, size_t dev, const char *kernel,
                              "kernel '%s' argument %zu: the buffer is on device %zu, the kernel "
                              "runs on device %zu (copy it there with clf_copy_async())",
                              kernel, i, b->device, dev);
+        cl_mem_flags mf = 0;
+        if (clGetMemObjectInfo(b->mem, CL_MEM_FLAGS, sizeof mf, &mf, NULL) != CL_SUCCESS)
+            mf = 0;
+        if (((a->flags & CLF_ARG_WRITE) && (mf & CL_MEM_READ_ONLY)) ||
+            ((a->flags & CLF_ARG_READ) && (mf & CL_MEM_WRITE_ONLY)))
+            return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                             "kernel '%s' argument %zu: the kernel %s the buffer, created %s",
+                             kernel, i, (a->flags & CLF_ARG_WRITE) ? "writes" : "reads",
+                             (mf & CL_MEM_READ_ONLY) ? "CLF_MEM_READ_ONLY" : "CLF_MEM_WRITE_ONLY");
         return CLF_SUCCESS;
     }
     case CLF_ARG_KIND_SCALAR:
@@ -165,6 +174,41 @@ static clf_status check_desc(const clf_kernel_desc *desc)
     return CLF_SUCCESS;
 }
 
+/* The local size against what device d and kernel k allow: OpenCL would refuse the
+ * enqueue (as launch.c's check_local()). */
+static clf_status check_local(const clf_kernel_desc *desc, const struct clf__device *d,
+                              cl_kernel k)
+{
+    size_t items[16] = {0}, dev_max = 0, k_max = 0, group = 1;
+    cl_int err = clGetDeviceInfo(d->id, CL_DEVICE_MAX_WORK_ITEM_SIZES, sizeof items, items,
+                                 NULL);
+    if (err == CL_SUCCESS)
+        err = clGetDeviceInfo(d->id, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof dev_max, &dev_max,
+                              NULL);
+    if (err == CL_SUCCESS)
+        err = clGetKernelWorkGroupInfo(k, d->id, CL_KERNEL_WORK_GROUP_SIZE, sizeof k_max, &k_max,
+                                       NULL);
+    if (err != CL_SUCCESS)
+        return clf__cl_fail(err, "work-group limits", d);
+    for (unsigned j = 0; j < desc->dims; j++) {
+        if (desc->local[j] > items[j])
+            return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                             "kernel '%s': local size %zu of dimension %u exceeds the maximum "
+                             "%zu of device %zu '%s' (CL_DEVICE_MAX_WORK_ITEM_SIZES)",
+                             desc->kernel, desc->local[j], j, items[j], d->index, d->info.name);
+        group *= desc->local[j]; /* each factor is at most items[j]: no overflow */
+    }
+    if (group > dev_max || group > k_max)
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                         "kernel '%s': work-groups of %zu items exceed the maximum %zu of device "
+                         "%zu '%s' (%s)",
+                         desc->kernel, group, group > dev_max ? dev_max : k_max, d->index,
+                         d->info.name,
+                         group > dev_max ? "CL_DEVICE_MAX_WORK_GROUP_SIZE"
+                                         : "CL_KERNEL_WORK_GROUP_SIZE of this kernel");
+    return CLF_SUCCESS;
+}
+
 clf_status clf__kernel_prepare(clf_fleet *fl, clf_program *prog, size_t dev,
                                const clf_kernel_desc *desc, const clf_arg *args, size_t nargs,
                                cl_kernel *out)
@@ -227,6 +271,8 @@ clf_status clf__kernel_prepare(clf_fleet *fl, clf_program *prog, size_t dev,
             CLF__TRY(st, clf__cl_fail(err, call, d));
         }
     }
+    if (desc->local[0])
+        CLF__TRY(st, check_local(desc, d, k));
     size_t global[3] = {1, 1, 1};
     memcpy(global, desc->global, desc->dims * sizeof *global);
     CLF__TRY(st, clf__program_set_range(prog, kn, k, global, desc->dims, d));
