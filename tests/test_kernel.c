@@ -5,6 +5,7 @@
  * an injected fault, every bad input (refused, nothing run), and PoCL's basic device.
  * References are plain C loops on the host.
  */
+#include <pthread.h>
 #include <time.h>
 
 #include "common.h"
@@ -265,6 +266,79 @@ START_TEST(event_chain_basic)
         chain(f, p, other[1], basic);
         clf_program_destroy(p);
     }
+    clf_fleet_destroy(f);
+    test_watchdog_off();
+}
+END_TEST
+
+/* ---- threads: each call has its own cl_kernel, so concurrent calls need no lock -------- */
+
+enum { TN = 4096, TCALLS = 40, TTHREADS = 4 };
+
+typedef struct tjob {
+    clf_fleet *f;
+    clf_program *p;
+    size_t dev;
+    clf_buffer *b;
+    uint32_t seed;
+    clf_status st;
+} tjob;
+
+/* Each thread: TCALLS kernels with its own seed on its own buffer, the last one waited for;
+ * the kernels of one thread are ordered by the device's in-order compute queue. */
+static void *tjob_main(void *arg)
+{
+    tjob *j = arg;
+    uint32_t rounds = 1;
+    clf_kernel_desc d = CLF_KERNEL_DESC_INIT;
+    d.kernel = "fill";
+    d.global[0] = TN;
+    j->st = CLF_SUCCESS;
+    for (int c = 0; c < TCALLS && j->st == CLF_SUCCESS; c++) {
+        uint32_t seed = j->seed + (uint32_t)c; /* copied by the call */
+        clf_arg a[] = {CLF_BUF_OUT(j->b), CLF_SCALAR(&seed), CLF_SCALAR(&rounds)};
+        j->st = c + 1 < TCALLS ? clf_kernel_enqueue(NULL, j->f, j->p, j->dev, &d, a, 3, NULL, 0)
+                               : clf_kernel_run(j->f, j->p, j->dev, &d, a, 3);
+    }
+    return NULL;
+}
+
+START_TEST(concurrent_calls)
+{
+    test_watchdog(120);
+    clf_fleet *f = test_fleet(_i ? TEST_CPUS : FLEET2, 0);
+    clf_program *p = build(f, SRC);
+    size_t basic = 0, other[2] = {0, 1};
+    if (_i && !test_find_basic(f, &basic, other, "concurrent_calls")) {
+        clf_program_destroy(p);
+        clf_fleet_destroy(f);
+        test_watchdog_off();
+        return;
+    }
+    tjob jobs[TTHREADS];
+    pthread_t th[TTHREADS];
+    for (int t = 0; t < TTHREADS; t++) {
+        /* Two threads per device: on the basic device too when there is one. */
+        size_t dev = _i ? (t & 1 ? basic : other[0]) : (size_t)(t & 1);
+        jobs[t] = (tjob){f, p, dev, buffer(f, dev, TN * 4), 1000u * (uint32_t)t, CLF_SUCCESS};
+    }
+    for (int t = 0; t < TTHREADS; t++)
+        ck_assert_int_eq(pthread_create(&th[t], NULL, tjob_main, &jobs[t]), 0);
+    for (int t = 0; t < TTHREADS; t++)
+        pthread_join(th[t], NULL);
+    uint32_t *h = malloc(TN * 4);
+    ck_assert(h);
+    for (int t = 0; t < TTHREADS; t++) {
+        ck_assert_msg(jobs[t].st == CLF_SUCCESS, "thread %d: %s", t,
+                      clf_status_name(jobs[t].st));
+        ck_assert_ok(clf_buffer_read(jobs[t].b, 0, TN * 4, h));
+        uint32_t seed = jobs[t].seed + TCALLS - 1;
+        for (uint32_t i = 0; i < TN; i++)
+            expect(h[i] == lowbias32(i ^ seed), "thread %d: x[%u] = %u", t, i, h[i]);
+        clf_buffer_destroy(jobs[t].b);
+    }
+    free(h);
+    clf_program_destroy(p);
     clf_fleet_destroy(f);
     test_watchdog_off();
 }
@@ -533,6 +607,7 @@ int main(void)
     tcase_add_loop_test(tc, ndrange_builtins, 0, (int)NNDR);
     tcase_add_loop_test(tc, event_chain, 0, 2);
     tcase_add_loop_test(tc, event_chain_basic, 0, 2);
+    tcase_add_loop_test(tc, concurrent_calls, 0, 2);
     tcase_add_test(tc, metrics_count);
     tcase_add_test(tc, injected_fault);
     tcase_add_test(tc, bad_input);
