@@ -344,6 +344,35 @@ START_TEST(concurrent_calls)
 }
 END_TEST
 
+/* ---- lifetime: the event outlives the buffer, the program and the fleet ---------------- */
+
+START_TEST(event_outlives_objects)
+{
+    clf_fleet *f = test_fleet(FLEET2, _i);
+    clf_program *p = build(f, SRC);
+    clf_buffer *b = buffer(f, 1, CN * 4), *c = buffer(f, 1, CN * 4);
+    uint32_t seed = 5, rounds = ROUNDS;
+    clf_kernel_desc d = CLF_KERNEL_DESC_INIT;
+    d.kernel = "fill";
+    d.global[0] = CN;
+    clf_arg a[] = {CLF_BUF_OUT(b), CLF_SCALAR(&seed), CLF_SCALAR(&rounds)};
+    clf_event *e1 = NULL, *e2 = NULL;
+    ck_assert_ok(clf_kernel_enqueue(&e1, f, p, 1, &d, a, 3, NULL, 0));
+    d.kernel = "twice";
+    clf_arg t[] = {CLF_BUF_IN(b), CLF_BUF_OUT(c)};
+    ck_assert_ok(clf_kernel_enqueue(&e2, f, p, 1, &d, t, 2, &e1, 1));
+    seed = rounds = 0; /* scalars were copied */
+    clf_buffer_destroy(b);
+    clf_buffer_destroy(c);
+    clf_program_destroy(p);
+    clf_fleet_destroy(f);
+    ck_assert_ok(clf_event_wait(e2));
+    ck_assert_ok(clf_event_wait(e1));
+    clf_event_release(e1);
+    clf_event_release(e2);
+}
+END_TEST
+
 /* ---- metrics ---------------------------------------------------------------------------- */
 
 static uint64_t kernels_of(clf_fleet *f, size_t dev)
@@ -608,6 +637,7 @@ int main(void)
     tcase_add_loop_test(tc, event_chain, 0, 2);
     tcase_add_loop_test(tc, event_chain_basic, 0, 2);
     tcase_add_loop_test(tc, concurrent_calls, 0, 2);
+    tcase_add_loop_test(tc, event_outlives_objects, 0, 2);
     tcase_add_test(tc, metrics_count);
     tcase_add_test(tc, injected_fault);
     tcase_add_test(tc, bad_input);
