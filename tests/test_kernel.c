@@ -595,6 +595,12 @@ START_TEST(bad_input)
                       "arg case %zu: %s", i, clf_last_error());
     }
 #undef REFUSE
+    /* A buffer argument is not a launch's. */
+    clf_launch_desc ld = CLF_LAUNCH_DESC_INIT;
+    ld.kernel = "two";
+    ld.global[0] = N;
+    ck_assert_status(clf_launch(f, p, &ld, good, 2, NULL), CLF_ERROR_UNSUPPORTED);
+    ck_assert_msg(strstr(clf_last_error(), "clf_kernel_enqueue"), "%s", clf_last_error());
     /* Nothing ran: both buffers still hold the sentinel. */
     ck_assert_ok(clf_device_finish(f, 0));
     ck_assert_ok(clf_buffer_read(out, 0, sizeof h, h));

@@ -116,6 +116,10 @@ static clf_status check_pitch(clf__launch *L, size_t i, const clf_arg *a, size_t
 static clf_status check_arg(clf__launch *L, size_t i, const clf_arg *a)
 {
     const char *k = L->desc.kernel;
+    if (a->kind == CLF_ARG_KIND_BUFFER)
+        return clf__fail(CLF_ERROR_UNSUPPORTED,
+                         "'%s' argument %zu: a clf_buffer (CLF_BUF_IN/OUT/INOUT) is for "
+                         "clf_kernel_enqueue() on its device; a launch takes host arrays", k, i);
     if (a->flags & ~(unsigned)(CLF_ARG_CHUNK_INDEXED | CLF_ARG_PRESERVE))
         return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "'%s' argument %zu: unknown flags 0x%x", k,
                          i, a->flags);
