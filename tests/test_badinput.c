@@ -973,6 +973,88 @@ static void r_launch_async(void)
     LAUNCH_CASES(run_async);
 }
 
+/* ---- kernels on one device ---------------------------------------------------------- */
+
+/* Every bad input of clf_kernel_enqueue() but the wait list; run is clf_kernel_run() or a
+ * wrapper with the same parameters. */
+#define KERNEL_CASES(run)                                                                       \
+    do {                                                                                        \
+        clf_kernel_desc d = kd;                                                                 \
+        BAD(run(NULL, P, 0, &kd, ka, 3), CLF_ERROR_NULL_POINTER);                               \
+        BAD(run(F, P, NDEV, &kd, ka, 3), CLF_ERROR_OUT_OF_RANGE);                               \
+        BAD(run(F, P, SIZE_MAX, &kd, ka, 3), CLF_ERROR_OUT_OF_RANGE);                           \
+        BAD(run(F, NULL, 0, &kd, ka, 3), CLF_ERROR_NULL_POINTER);                               \
+        BAD(run(F, PG, 0, &kd, ka, 3), CLF_ERROR_INVALID_ARGUMENT);                             \
+        BAD(run(F, P, 0, NULL, ka, 3), CLF_ERROR_NULL_POINTER);                                 \
+        BAD(run(F, P, 0, &kd, NULL, 3), CLF_ERROR_NULL_POINTER);                                \
+        BAD(run(F, P, 0, &kd, ka, 2), CLF_ERROR_INVALID_ARGUMENT);                              \
+        BAD(run(F, P, 0, &kd, ka, SIZE_MAX), CLF_ERROR_INVALID_ARGUMENT);                       \
+        BAD(run(F, P, 1, &kd, ka, 3), CLF_ERROR_INVALID_ARGUMENT); /* buffers of device 0 */    \
+        BAD(run(F, P, 0, &kd, kg, 3), CLF_ERROR_INVALID_ARGUMENT); /* another fleet's */        \
+        BAD(run(F, P, 0, &kd, kh, 3), CLF_ERROR_UNSUPPORTED);      /* a host array */           \
+        BAD(run(F, P, 0, &kd, kw, 3), CLF_ERROR_INVALID_ARGUMENT); /* writes a const */         \
+        d.kernel = NULL;                                                                        \
+        BAD(run(F, P, 0, &d, ka, 3), CLF_ERROR_NULL_POINTER);                                   \
+        d.kernel = "no_such_kernel";                                                            \
+        BAD(run(F, P, 0, &d, ka, 3), CLF_ERROR_NOT_FOUND);                                      \
+        d = kd;                                                                                 \
+        d.version = 0;                                                                          \
+        BAD(run(F, P, 0, &d, ka, 3), CLF_ERROR_INVALID_ARGUMENT);                               \
+        d.version = CLF_KERNEL_DESC_VERSION + 1;                                                \
+        BAD(run(F, P, 0, &d, ka, 3), CLF_ERROR_INVALID_ARGUMENT);                               \
+        d = kd;                                                                                 \
+        d.dims = 4;                                                                             \
+        BAD(run(F, P, 0, &d, ka, 3), CLF_ERROR_INVALID_ARGUMENT);                               \
+        d.dims = 0;                                                                             \
+        BAD(run(F, P, 0, &d, ka, 3), CLF_ERROR_INVALID_ARGUMENT);                               \
+        d = kd;                                                                                 \
+        d.global[0] = 0;                                                                        \
+        BAD(run(F, P, 0, &d, ka, 3), CLF_ERROR_ZERO_SIZE);                                      \
+        d = kd;                                                                                 \
+        d.offset[0] = SIZE_MAX;                                                                 \
+        BAD(run(F, P, 0, &d, ka, 3), CLF_ERROR_SIZE_OVERFLOW);                                  \
+        d = kd;                                                                                 \
+        d.local[0] = 3;                                                                         \
+        BAD(run(F, P, 0, &d, ka, 3), CLF_ERROR_INVALID_ARGUMENT);                               \
+        d.global[0] = d.local[0] = SIZE_MAX / 2;                                                \
+        BAD(run(F, P, 0, &d, ka, 3), CLF_ERROR_INVALID_ARGUMENT);                               \
+    } while (0)
+
+#define KERNEL_ARGS                                                                             \
+    clf_kernel_desc kd = CLF_KERNEL_DESC_INIT;                                                  \
+    kd.kernel = "vadd";                                                                         \
+    kd.global[0] = 64;                                                                          \
+    clf_arg ka[3] = {CLF_BUF_IN(B[0]), CLF_BUF_IN(B[0]), CLF_BUF_OUT(B[0])};                    \
+    clf_arg kg[3] = {CLF_BUF_IN(B[0]), CLF_BUF_IN(BG), CLF_BUF_OUT(B[0])};                      \
+    clf_arg kh[3] = {CLF_BUF_IN(B[0]), CLF_IN(host, 256, 4), CLF_BUF_OUT(B[0])};                \
+    clf_arg kw[3] = {CLF_BUF_INOUT(B[0]), CLF_BUF_IN(B[0]), CLF_BUF_OUT(B[0])}
+
+static clf_status kernel_enqueue_nowait(clf_fleet *f, clf_program *p, size_t dev,
+                                        const clf_kernel_desc *d, const clf_arg *a, size_t n)
+{
+    clf_event *e = (clf_event *)host; /* must come back NULL */
+    clf_status st = clf_kernel_enqueue(&e, f, p, dev, d, a, n, NULL, 0);
+    ck_assert_ptr_null(e);
+    return st;
+}
+static void r_kernel_enqueue(void)
+{
+    KERNEL_ARGS;
+    KERNEL_CASES(kernel_enqueue_nowait);
+    clf_event *e = valid_event(), *out = NULL;
+    clf_event *list[2] = {e, NULL};
+    BAD(clf_kernel_enqueue(&out, F, P, 0, &kd, ka, 3, NULL, 1), CLF_ERROR_NULL_POINTER);
+    BAD(clf_kernel_enqueue(&out, F, P, 0, &kd, ka, 3, list, 2), CLF_ERROR_NULL_POINTER);
+    BAD(clf_kernel_enqueue(&out, F, P, 0, &kd, ka, 3, list, SIZE_MAX), CLF_SUCCESS);
+    NEUTRAL(out == NULL);
+    clf_event_release(e);
+}
+static void r_kernel_run(void)
+{
+    KERNEL_ARGS;
+    KERNEL_CASES(clf_kernel_run);
+}
+
 /* ---- metrics and tracing ------------------------------------------------------------ */
 
 static void r_metrics_device(void)
@@ -1513,7 +1595,7 @@ static const row rows[] = {
     ROW(pipeline_run), ROW(pipeline_destroy), ROW(taskq_create), ROW(taskq_submit),
     ROW(taskq_run), ROW(taskq_task_info), ROW(taskq_destroy), ROW(cl_device), ROW(cl_context),
     ROW(cl_compute_queue), ROW(cl_transfer_queue), ROW(cl_program), ROW(cl_mem), ROW(cl_event),
-    ROW(event_from_cl), ROW(event_cl_for),
+    ROW(event_from_cl), ROW(event_cl_for), ROW(kernel_enqueue), ROW(kernel_run),
     /* Not public functions: environment rows. */
     {"env:fleet_create", r_fleet_create_env},
 };
