@@ -710,12 +710,13 @@ typedef struct clf_kernel_desc {
  * \return CLF_SUCCESS once queued; CLF_ERROR_NULL_POINTER, CLF_ERROR_OUT_OF_RANGE (device),
  *        CLF_ERROR_INVALID_ARGUMENT (a version, dims, local size or argument OpenCL would
  *        refuse; a buffer of another fleet or device; a read-only buffer on a parameter that
- *        is not const, or a written one on one that is; an argument count that differs from
- *        the kernel's), CLF_ERROR_ZERO_SIZE, CLF_ERROR_SIZE_OVERFLOW (offset + global),
+ *        is not const, or a written one on one that is, or access its CLF_MEM_* flags
+ *        forbid; an argument count that differs from the kernel's), CLF_ERROR_ZERO_SIZE, CLF_ERROR_SIZE_OVERFLOW (offset + global),
  *        CLF_ERROR_UNSUPPORTED (an argument kind of clf_launch()), CLF_ERROR_NOT_FOUND (no
  *        such kernel), CLF_ERROR_BUILD (the program did not build for the device),
- *        CLF_ERROR_OPENCL (the enqueue failed; clf_last_error() names the device); the
- *        kernel's own failure comes from clf_event_wait()
+ *        CLF_ERROR_DEVICE_FAILED (a launch found the device failed: until
+ *        clf_device_readmit()), CLF_ERROR_OPENCL (the enqueue failed; clf_last_error() names
+ *        the device); the kernel's own failure comes from clf_event_wait()
  */
 CLF_API clf_status clf_kernel_enqueue(clf_event **out_event, clf_fleet *fleet, clf_program *prog,
                                       size_t device, const clf_kernel_desc *desc,

@@ -448,6 +448,44 @@ START_TEST(injected_fault)
 }
 END_TEST
 
+/* A device a launch found failed is refused until readmitted (its results could be wrong). */
+START_TEST(failed_device_refused)
+{
+    clf_fleet_options o = CLF_FLEET_OPTIONS_INIT;
+    o.devices = FLEET2;
+    setenv("CLFLEET_FAULT_INJECT", "device=1,call=enqueue,lost", 1);
+    clf_fleet *f = NULL;
+    clf_status cst = clf_fleet_create(&f, &o);
+    unsetenv("CLFLEET_FAULT_INJECT");
+    ck_assert_ok(cst);
+    clf_program *p = build(f, SRC);
+    uint32_t h[256];
+    clf_launch_desc ld = CLF_LAUNCH_DESC_INIT;
+    ld.kernel = "plain";
+    ld.global[0] = 256;
+    ld.strategy = CLF_STATIC;
+    clf_arg la = CLF_OUT(h, sizeof h, 4);
+    ck_assert_ok(clf_launch(f, p, &ld, &la, 1, NULL)); /* device 0 does the work */
+    ck_assert(clf_device_is_failed(f, 1));
+    clf_buffer *b = buffer(f, 1, sizeof h);
+    clf_kernel_desc d = CLF_KERNEL_DESC_INIT;
+    d.kernel = "plain";
+    d.global[0] = 256;
+    clf_arg a = CLF_BUF_OUT(b);
+    ck_assert_status(clf_kernel_run(f, p, 1, &d, &a, 1), CLF_ERROR_DEVICE_FAILED);
+    ck_assert_msg(strstr(clf_last_error(), "plain") && strstr(clf_last_error(), "device 1"),
+                  "%s", clf_last_error());
+    ck_assert_ok(clf_device_readmit(f, 1));
+    ck_assert_ok(clf_kernel_run(f, p, 1, &d, &a, 1));
+    ck_assert_ok(clf_buffer_read(b, 0, sizeof h, h));
+    for (int i = 0; i < 256; i++)
+        ck_assert_uint_eq(h[i], 7u);
+    clf_buffer_destroy(b);
+    clf_program_destroy(p);
+    clf_fleet_destroy(f);
+}
+END_TEST
+
 /* ---- bad input: refused with its status, nothing run ------------------------------------ */
 
 static const char *BAD_SRC =
@@ -646,6 +684,7 @@ int main(void)
     tcase_add_loop_test(tc, event_outlives_objects, 0, 2);
     tcase_add_test(tc, metrics_count);
     tcase_add_test(tc, injected_fault);
+    tcase_add_test(tc, failed_device_refused);
     tcase_add_test(tc, bad_input);
     suite_add_tcase(s, tc);
     return test_run_fleet4_fleet2(s);
