@@ -619,6 +619,7 @@ START_TEST(bad_input)
         {CLF_ERROR_INVALID_ARGUMENT, "two", CLF_LOCAL(16), CLF_BUF_OUT(out), 2, "__local"},
         {CLF_ERROR_INVALID_ARGUMENT, "loc", CLF_BUF_OUT(out), CLF_BUF_OUT(out), 2, "__global"},
         {CLF_ERROR_ZERO_SIZE, "loc", CLF_BUF_OUT(out), CLF_LOCAL(0), 2, "0 bytes"},
+        {CLF_ERROR_INVALID_ARGUMENT, "two", CLF_SCALAR(&s), CLF_BUF_OUT(out), 2, "pointer"},
         {CLF_ERROR_NULL_POINTER, "two", in_ok, CLF__ARG(CLF_ARG_KIND_SCALAR, 0, NULL, 4, 0, 0, 0),
          2, "scalar"},
         {CLF_ERROR_INVALID_ARGUMENT, "sizes", CLF_BUF_OUT(out), CLF_SCALAR(&s), 2, "takes 1"},

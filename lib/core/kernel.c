@@ -22,8 +22,9 @@ static void param_name(cl_kernel k, size_t i, char *name, size_t n)
         name[0] = 0;
 }
 
-/* A buffer or local-memory argument against its parameter's qualifiers (where the driver
- * reports them): the memory kind, and a buffer's access mode against const. */
+/* An argument against its parameter's qualifiers (where the driver reports them): the
+ * memory kind (a value, __local, or __global/__constant), and a buffer's access mode against
+ * const. */
 static clf_status check_param(const char *kernel, cl_kernel k, size_t i, const clf_arg *a)
 {
     cl_kernel_arg_address_qualifier aq = 0;
@@ -38,6 +39,14 @@ static clf_status check_param(const char *kernel, cl_kernel k, size_t i, const c
     char name[128] = "";
     param_name(k, i, name, sizeof name);
     const char *q = name[0] ? " '" : "", *e = name[0] ? "'" : "";
+    if (a->kind == CLF_ARG_KIND_SCALAR) {
+        if (aq != CL_KERNEL_ARG_ADDRESS_PRIVATE)
+            return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                             "kernel '%s' argument %zu%s%s%s: a scalar (CLF_SCALAR) for a "
+                             "pointer parameter (pass a buffer: CLF_BUF_IN/OUT/INOUT)",
+                             kernel, i, q, name, e);
+        return CLF_SUCCESS;
+    }
     if (a->kind == CLF_ARG_KIND_LOCAL) {
         if (aq != CL_KERNEL_ARG_ADDRESS_LOCAL)
             return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
@@ -255,8 +264,7 @@ clf_status clf__kernel_prepare(clf_fleet *fl, clf_program *prog, size_t dev,
                                "given", kn, nk - (cl_uint)(hidden && nk), nargs));
     for (size_t i = 0; i < nargs; i++) {
         const clf_arg *a = &args[i];
-        if (a->kind != CLF_ARG_KIND_SCALAR)
-            CLF__TRY(st, check_param(kn, k, i, a));
+        CLF__TRY(st, check_param(kn, k, i, a));
         const clf_buffer *b = a->kind == CLF_ARG_KIND_BUFFER ? a->host : NULL;
         if (b)
             err = clSetKernelArg(k, (cl_uint)i, sizeof(cl_mem), &b->mem);
