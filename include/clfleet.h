@@ -641,7 +641,7 @@ CLF_API clf_status clf_copy(clf_buffer *dst, size_t dst_offset, clf_buffer *src,
  * for on the host.
  */
 
-typedef struct clf_arg clf_arg;
+struct clf_arg; /* defined with clf_launch() below */
 
 /** \brief What clf_kernel_enqueue() runs; fill with CLF_KERNEL_DESC_INIT. */
 typedef struct clf_kernel_desc {
@@ -686,10 +686,11 @@ typedef struct clf_kernel_desc {
 /**
  * \brief Run one kernel on one device, on buffers of that device; returns at once.
  *
- * \p args are in kernel parameter order: CLF_BUF_IN(), CLF_BUF_OUT(), CLF_BUF_INOUT(),
- * CLF_SCALAR() and CLF_LOCAL() (partitioned host arrays, broadcasts and reductions belong to
- * clf_launch()). The hidden range parameter of programs that name get_global_size() or
- * get_num_groups() is clfleet's: it is set to desc.global and not counted in \p nargs.
+ * \p args (clf_arg, defined with clf_launch()) are in kernel parameter order:
+ * CLF_BUF_IN(), CLF_BUF_OUT(), CLF_BUF_INOUT(), CLF_SCALAR() and CLF_LOCAL() (partitioned
+ * host arrays, broadcasts and reductions belong to clf_launch()). The hidden range
+ * parameter of programs that name get_global_size() or get_num_groups() is clfleet's: it
+ * is set to desc.global and not counted in \p nargs.
  * Scalars are copied: they may go once the call returns.
  *
  * The kernel starts after every event of \p wait (from any device, context or platform,
@@ -711,7 +712,8 @@ typedef struct clf_kernel_desc {
  *        CLF_ERROR_INVALID_ARGUMENT (a version, dims, local size or argument OpenCL would
  *        refuse; a buffer of another fleet or device; a read-only buffer on a parameter that
  *        is not const, or a written one on one that is, or access its CLF_MEM_* flags
- *        forbid; an argument count that differs from the kernel's), CLF_ERROR_ZERO_SIZE, CLF_ERROR_SIZE_OVERFLOW (offset + global),
+ *        forbid; an argument count that differs from the kernel's), CLF_ERROR_ZERO_SIZE,
+ *        CLF_ERROR_SIZE_OVERFLOW (offset + global),
  *        CLF_ERROR_UNSUPPORTED (an argument kind of clf_launch()), CLF_ERROR_NOT_FOUND (no
  *        such kernel), CLF_ERROR_BUILD (the program did not build for the device),
  *        CLF_ERROR_DEVICE_FAILED (a launch found the device failed: until
@@ -720,8 +722,8 @@ typedef struct clf_kernel_desc {
  */
 CLF_API clf_status clf_kernel_enqueue(clf_event **out_event, clf_fleet *fleet, clf_program *prog,
                                       size_t device, const clf_kernel_desc *desc,
-                                      const clf_arg *args, size_t nargs, clf_event *const *wait,
-                                      size_t num_wait);
+                                      const struct clf_arg *args, size_t nargs,
+                                      clf_event *const *wait, size_t num_wait);
 /**
  * \brief As clf_kernel_enqueue() with no wait list, and wait for the kernel.
  * \param fleet the fleet
@@ -733,7 +735,8 @@ CLF_API clf_status clf_kernel_enqueue(clf_event **out_event, clf_fleet *fleet, c
  * \return as clf_kernel_enqueue(), or the kernel's failure
  */
 CLF_API clf_status clf_kernel_run(clf_fleet *fleet, clf_program *prog, size_t device,
-                                  const clf_kernel_desc *desc, const clf_arg *args, size_t nargs);
+                                  const clf_kernel_desc *desc, const struct clf_arg *args,
+                                  size_t nargs);
 
 /* ------------------------------------------------------------------ */
 /* One launch across the fleet                                         */
