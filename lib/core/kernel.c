@@ -237,9 +237,6 @@ clf_status clf__kernel_prepare(clf_fleet *fl, clf_program *prog, size_t dev,
     if (nargs && !args)
         return clf__fail(CLF_ERROR_NULL_POINTER, "kernel '%s': args is NULL (%zu arguments)",
                          kn, nargs);
-    for (size_t i = 0; i < nargs; i++)
-        if ((st = check_arg(fl, dev, kn, &args[i], i)) != CLF_SUCCESS)
-            return st;
     struct clf__device *d = &fl->dev[dev];
     char why[160];
     if (clf__device_failed(fl, dev, why, sizeof why))
@@ -262,6 +259,9 @@ clf_status clf__kernel_prepare(clf_fleet *fl, clf_program *prog, size_t dev,
     if (nk != nargs + (size_t)hidden)
         CLF__TRY(st, clf__fail(CLF_ERROR_INVALID_ARGUMENT, "kernel '%s' takes %u arguments, %zu "
                                "given", kn, nk - (cl_uint)(hidden && nk), nargs));
+    /* Only now that nargs is the kernel's count are the arguments read. */
+    for (size_t i = 0; i < nargs; i++)
+        CLF__TRY(st, check_arg(fl, dev, kn, &args[i], i));
     for (size_t i = 0; i < nargs; i++) {
         const clf_arg *a = &args[i];
         CLF__TRY(st, check_param(kn, k, i, a));
