@@ -13,7 +13,6 @@
 #include "core.h"
 
 #include <stdio.h>
-#include <string.h>
 
 /* The parameter's name (for messages), or "". */
 static void param_name(cl_kernel k, size_t i, char *name, size_t n)
@@ -281,9 +280,7 @@ clf_status clf__kernel_prepare(clf_fleet *fl, clf_program *prog, size_t dev,
     }
     if (desc->local[0])
         CLF__TRY(st, check_local(desc, d, k));
-    size_t global[3] = {1, 1, 1};
-    memcpy(global, desc->global, desc->dims * sizeof *global);
-    CLF__TRY(st, clf__program_set_range(prog, kn, k, global, desc->dims, d));
+    CLF__TRY(st, clf__program_set_range(prog, kn, k, desc->global, desc->dims, d));
     *out = k;
     return CLF_SUCCESS;
 out:
