@@ -271,9 +271,9 @@ clf_status clf__kernel_prepare(clf_fleet *fl, clf_program *prog, size_t dev,
             err = clSetKernelArg(k, (cl_uint)i, a->size,
                                  a->kind == CLF_ARG_KIND_SCALAR ? a->host : NULL);
         if (err != CL_SUCCESS) {
-            char name[128] = "", call[224];
+            char name[128] = "", call[256];
             param_name(k, i, name, sizeof name);
-            snprintf(call, sizeof call, "kernel '%.64s' argument %zu%s%s%s: clSetKernelArg", kn,
+            snprintf(call, sizeof call, "kernel '%.64s' argument %zu%s%.64s%s: clSetKernelArg", kn,
                      i, name[0] ? " '" : "", name, name[0] ? "'" : "");
             CLF__TRY(st, clf__cl_fail(err, call, d));
         }
