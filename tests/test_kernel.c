@@ -486,6 +486,34 @@ START_TEST(failed_device_refused)
 }
 END_TEST
 
+/* A program that did not build for the device: CLF_ERROR_BUILD, naming the device. */
+START_TEST(not_built_there)
+{
+    clf_fleet_options o = CLF_FLEET_OPTIONS_INIT;
+    o.devices = FLEET2;
+    o.disable_cache = 1;
+    setenv("CLFLEET_FAULT_INJECT", "device=1,call=build", 1);
+    clf_fleet *f = NULL;
+    clf_status cst = clf_fleet_create(&f, &o);
+    unsetenv("CLFLEET_FAULT_INJECT");
+    ck_assert_ok(cst);
+    clf_program *p = build(f, SRC);
+    ck_assert(clf_program_device_ok(p, 0) && !clf_program_device_ok(p, 1));
+    clf_buffer *b0 = buffer(f, 0, 64 * 4), *b1 = buffer(f, 1, 64 * 4);
+    clf_kernel_desc d = CLF_KERNEL_DESC_INIT;
+    d.kernel = "plain";
+    d.global[0] = 64;
+    clf_arg a0 = CLF_BUF_OUT(b0), a1 = CLF_BUF_OUT(b1);
+    ck_assert_status(clf_kernel_run(f, p, 1, &d, &a1, 1), CLF_ERROR_BUILD);
+    ck_assert_msg(strstr(clf_last_error(), "device 1"), "%s", clf_last_error());
+    ck_assert_ok(clf_kernel_run(f, p, 0, &d, &a0, 1));
+    clf_buffer_destroy(b0);
+    clf_buffer_destroy(b1);
+    clf_program_destroy(p);
+    clf_fleet_destroy(f);
+}
+END_TEST
+
 /* ---- bad input: refused with its status, nothing run ------------------------------------ */
 
 static const char *BAD_SRC =
@@ -686,6 +714,7 @@ int main(void)
     tcase_add_test(tc, metrics_count);
     tcase_add_test(tc, injected_fault);
     tcase_add_test(tc, failed_device_refused);
+    tcase_add_test(tc, not_built_there);
     tcase_add_test(tc, bad_input);
     suite_add_tcase(s, tc);
     return test_run_fleet4_fleet2(s);
