@@ -241,8 +241,11 @@ clf_status clf__kernel_prepare(clf_fleet *fl, clf_program *prog, size_t dev,
     if (clf__device_failed(fl, dev, why, sizeof why))
         return clf__fail(CLF_ERROR_DEVICE_FAILED, "kernel '%s': device %zu '%s' failed: %s", kn,
                          dev, d->info.name, why);
-    if ((st = clf__program_check_device(prog, dev)) != CLF_SUCCESS)
-        return st;
+    if ((st = clf__program_check_device(prog, dev)) != CLF_SUCCESS) {
+        char detail[512];
+        snprintf(detail, sizeof detail, "%s", clf_last_error());
+        return clf__fail(st, "kernel '%.64s': %s", kn, detail);
+    }
     cl_int err;
     cl_kernel k = clCreateKernel(prog->prog[dev], kn, &err);
     if (err == CL_INVALID_KERNEL_NAME)
