@@ -131,11 +131,22 @@ clf_status clf__cmd_marker(clf_fleet *fl, size_t dev, cl_command_queue q, const 
 /* ---- the per-device kernel call (kernel.c) ---- */
 
 /* Check everything clf_kernel_enqueue() is given but the fleet, the device index (checked
- * before) and the wait list; create the kernel and set its arguments (the hidden range
- * parameter too). Nothing is queued. *out: release it with clReleaseKernel(). */
+ * before) and the wait list; take an idle kernel or create one, and set all its arguments
+ * (the hidden range parameter too). Nothing is queued. *out: give it back with
+ * clf__kernel_recycle() (its argument values were captured by the enqueue, if any). */
 clf_status clf__kernel_prepare(clf_fleet *fl, clf_program *prog, size_t dev,
                                const clf_kernel_desc *desc, const clf_arg *args, size_t nargs,
                                cl_kernel *out);
+/* Give k (from clf__kernel_prepare(), enqueued or not) back for later calls to reuse. */
+void clf__kernel_recycle(clf_program *prog, size_t dev, const char *name, cl_kernel k);
+/* An idle kernel of a program (clf_program.idle_kernels) for device dev; the list is
+ * kernel.c's (under its lock), clf_program_destroy() releases what is left. */
+struct clf__kernel_idle {
+    struct clf__kernel_idle *next;
+    size_t dev;
+    cl_kernel k;
+    char name[]; /* the kernel function's */
+};
 /* Enqueue k (from clf__kernel_prepare() with desc) on device dev's compute queue after wait
  * (events of the device's context) through the command path, after the enqueue fault hook. */
 clf_status clf__kernel_submit(clf_fleet *fl, size_t dev, cl_kernel k, const clf_kernel_desc *desc,

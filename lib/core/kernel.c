@@ -4,15 +4,56 @@
  * the kernel and setting its arguments, then enqueueing it through the command path
  * (clf__cmd_kernel(): metrics, trace, the basic device's rules) after the fault hook.
  *
- * Each call creates its own cl_kernel and releases it once enqueued (the queued command
- * keeps it alive, as OpenCL specifies). A kernel cached per (program, device, name) would
- * save a clCreateKernel per call, but clSetKernelArg on a shared kernel is not thread-safe
- * and the arguments stay bound to it: a cache would need a lock held from the first
- * clSetKernelArg to the enqueue, which on a sync-exec device is the whole kernel's run.
+ * Kernels are reused: clSetKernelArg on a kernel another thread is setting up or enqueueing
+ * is not thread-safe, so a call takes a kernel of (program, device, name) out of the
+ * program's idle list (or creates one), sets every argument, enqueues it and puts it back;
+ * OpenCL captures the argument values at the enqueue, so the next call may set them again
+ * at once. The lock covers only the list, never an OpenCL call. A new cl_kernel per call
+ * would be as safe, but PoCL does several microseconds of set-up at a kernel's first
+ * enqueue (measured: 9.5 us a call against 3.3 us for a reused one).
  */
 #include "core.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static pthread_mutex_t idle_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* An idle kernel of (prog, dev, name), taken out of the list; NULL when there is none. */
+static cl_kernel idle_take(clf_program *prog, size_t dev, const char *name)
+{
+    cl_kernel k = NULL;
+    pthread_mutex_lock(&idle_lock);
+    for (struct clf__kernel_idle **pp = &prog->idle_kernels; *pp; pp = &(*pp)->next) {
+        struct clf__kernel_idle *e = *pp;
+        if (e->dev == dev && !strcmp(e->name, name)) {
+            *pp = e->next;
+            k = e->k;
+            free(e);
+            break;
+        }
+    }
+    pthread_mutex_unlock(&idle_lock);
+    return k;
+}
+
+void clf__kernel_recycle(clf_program *prog, size_t dev, const char *name, cl_kernel k)
+{
+    size_t len = strlen(name);
+    struct clf__kernel_idle *e = malloc(sizeof *e + len + 1);
+    if (!e) {
+        clReleaseKernel(k); /* only the reuse is lost */
+        return;
+    }
+    e->dev = dev;
+    e->k = k;
+    memcpy(e->name, name, len + 1);
+    pthread_mutex_lock(&idle_lock);
+    e->next = prog->idle_kernels;
+    prog->idle_kernels = e;
+    pthread_mutex_unlock(&idle_lock);
+}
 
 /* The parameter's name (for messages), or "". */
 static void param_name(cl_kernel k, size_t i, char *name, size_t n)
@@ -246,8 +287,10 @@ clf_status clf__kernel_prepare(clf_fleet *fl, clf_program *prog, size_t dev,
         snprintf(detail, sizeof detail, "%s", clf_last_error());
         return clf__fail(st, "kernel '%.64s': %s", kn, detail);
     }
-    cl_int err;
-    cl_kernel k = clCreateKernel(prog->prog[dev], kn, &err);
+    cl_int err = CL_SUCCESS;
+    cl_kernel k = idle_take(prog, dev, kn);
+    if (!k)
+        k = clCreateKernel(prog->prog[dev], kn, &err);
     if (err == CL_INVALID_KERNEL_NAME)
         return clf__fail(CLF_ERROR_NOT_FOUND, "no kernel '%.128s' in the program", kn);
     if (err != CL_SUCCESS)

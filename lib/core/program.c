@@ -445,6 +445,13 @@ void clf_program_destroy(clf_program *p)
 {
     if (!p)
         return;
+    /* clf_kernel_enqueue()'s idle kernels (kernel.c; no call uses the program now): they
+     * hold the cl_programs. */
+    for (struct clf__kernel_idle *e = p->idle_kernels, *next; e; e = next) {
+        next = e->next;
+        clReleaseKernel(e->k);
+        free(e);
+    }
     for (size_t i = 0; p->prog && i < p->fleet->ndev; i++)
         if (p->prog[i])
             clReleaseProgram(p->prog[i]);

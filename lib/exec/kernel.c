@@ -73,7 +73,7 @@ clf_status clf_kernel_enqueue(clf_event **out_event, clf_fleet *fleet, clf_progr
     for (cl_uint i = 0; i < n; i++)
         clReleaseEvent(cl[i]);
     free(cl);
-    clReleaseKernel(k); /* the queued command holds it */
+    clf__kernel_recycle(prog, device, desc->kernel, k); /* the enqueue captured its arguments */
     if (st == CLF_SUCCESS && out_event)
         st = clf__event_wrap(ev, out_event);
     return st;

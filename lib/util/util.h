@@ -223,6 +223,8 @@ struct clf_program {
     int range_named;
     char **range_kernels;
     size_t nrange_kernels;
+    /* Idle kernels of clf_kernel_enqueue() (core/kernel.c), under that file's lock. */
+    struct clf__kernel_idle *idle_kernels;
 };
 
 
