@@ -286,6 +286,8 @@ typedef struct clf_device_info {
     int is_sub_device;       /**< created by splitting a device */
     int parent_index;        /**< discovery index of the root device */
     const char *extensions;  /**< space-separated; owned by the fleet */
+    /** Reserved: later versions add fields here, so that the struct keeps its size. */
+    uint64_t reserved[4];
 } clf_device_info;
 
 /**
@@ -744,12 +746,18 @@ CLF_API clf_status clf_kernel_run(clf_fleet *fleet, clf_program *prog, size_t de
 
 /** \brief How a launch's range is split over the devices. */
 typedef enum clf_strategy {
-    CLF_STRATEGY_DEFAULT = 0, /**< $CLFLEET_STRATEGY, else CLF_AUTO */
-    CLF_STATIC = 1,           /**< one chunk per device, by weights */
-    CLF_DYNAMIC = 2,          /**< equal chunks pulled by whichever device is free */
-    CLF_GUIDED = 3,           /**< HGuided: shrinking chunks by device throughput */
-    CLF_MEMORY_AWARE = 4,     /**< every chunk fits the device's memory budget; streams */
-    CLF_AUTO = 5              /**< one of the above, named in the report */
+    CLF_STRATEGY_DEFAULT = 0,      /**< $CLFLEET_STRATEGY, else CLF_STRATEGY_AUTO */
+    CLF_STRATEGY_STATIC = 1,       /**< one chunk per device, by weights */
+    CLF_STRATEGY_DYNAMIC = 2,      /**< equal chunks pulled by whichever device is free */
+    CLF_STRATEGY_GUIDED = 3,       /**< HGuided: shrinking chunks by device throughput */
+    CLF_STRATEGY_MEMORY_AWARE = 4, /**< budget-sized chunks pulled on demand; streams */
+    CLF_STRATEGY_AUTO = 5,         /**< one of the above, named in the report */
+    /* The names of clfleet 0.1's first drafts, kept for its callers. */
+    CLF_STATIC = CLF_STRATEGY_STATIC,             /**< old name of CLF_STRATEGY_STATIC */
+    CLF_DYNAMIC = CLF_STRATEGY_DYNAMIC,           /**< old name of CLF_STRATEGY_DYNAMIC */
+    CLF_GUIDED = CLF_STRATEGY_GUIDED,             /**< old name of CLF_STRATEGY_GUIDED */
+    CLF_MEMORY_AWARE = CLF_STRATEGY_MEMORY_AWARE, /**< old name of CLF_STRATEGY_MEMORY_AWARE */
+    CLF_AUTO = CLF_STRATEGY_AUTO                  /**< old name of CLF_STRATEGY_AUTO */
 } clf_strategy;
 
 /**
@@ -817,9 +825,29 @@ enum {
 };
 
 /** \brief Reduction operations. */
-typedef enum clf_reduce_op { CLF_SUM = 1, CLF_PROD, CLF_MIN, CLF_MAX } clf_reduce_op;
+typedef enum clf_reduce_op {
+    CLF_REDUCE_SUM = 1,              /**< a + b */
+    CLF_REDUCE_PROD = 2,             /**< a * b */
+    CLF_REDUCE_MIN = 3,              /**< the smaller */
+    CLF_REDUCE_MAX = 4,              /**< the larger */
+    CLF_SUM = CLF_REDUCE_SUM,        /**< old name of CLF_REDUCE_SUM */
+    CLF_PROD = CLF_REDUCE_PROD,      /**< old name of CLF_REDUCE_PROD */
+    CLF_MIN = CLF_REDUCE_MIN,        /**< old name of CLF_REDUCE_MIN */
+    CLF_MAX = CLF_REDUCE_MAX         /**< old name of CLF_REDUCE_MAX */
+} clf_reduce_op;
 /** \brief Element types of reductions (and collectives). */
-typedef enum clf_type { CLF_INT32 = 1, CLF_UINT32, CLF_INT64, CLF_FLOAT, CLF_DOUBLE } clf_type;
+typedef enum clf_type {
+    CLF_TYPE_INT32 = 1,              /**< int32_t, OpenCL int */
+    CLF_TYPE_UINT32 = 2,             /**< uint32_t, OpenCL uint */
+    CLF_TYPE_INT64 = 3,              /**< int64_t, OpenCL long */
+    CLF_TYPE_FLOAT = 4,              /**< float */
+    CLF_TYPE_DOUBLE = 5,             /**< double (devices with cl_khr_fp64) */
+    CLF_INT32 = CLF_TYPE_INT32,      /**< old name of CLF_TYPE_INT32 */
+    CLF_UINT32 = CLF_TYPE_UINT32,    /**< old name of CLF_TYPE_UINT32 */
+    CLF_INT64 = CLF_TYPE_INT64,      /**< old name of CLF_TYPE_INT64 */
+    CLF_FLOAT = CLF_TYPE_FLOAT,      /**< old name of CLF_TYPE_FLOAT */
+    CLF_DOUBLE = CLF_TYPE_DOUBLE     /**< old name of CLF_TYPE_DOUBLE */
+} clf_type;
 /**
  * \brief Bytes of one element of a clf_type (0 if unknown).
  * \param t an element type
@@ -862,14 +890,17 @@ typedef struct clf_arg {
     /** Partitioned: 0 when the split units are contiguous, else the bytes of one row of a
      *  strided array (at least the range times \p unit; \p size is a multiple of it). */
     size_t pitch;
+    /** Reserved: later versions add fields here (zero), so that arrays of clf_arg keep
+     *  their layout. */
+    size_t reserved[2];
 } clf_arg;
 
 /** \brief Internal: a clf_arg of every field but the reduction's. */
 #define CLF__ARG(kind, flags, host, size, unit, hb, ha) \
-    {(kind), (flags), (void *)(host), (size), (unit), (hb), (ha), 0, 0, 0}
+    {(kind), (flags), (void *)(host), (size), (unit), (hb), (ha), 0, 0, 0, {0, 0}}
 /** \brief Internal: a strided partitioned clf_arg (rows of \p pitch bytes). */
 #define CLF__ARG_STRIDED(kind, host, size, unit, pitch, hb, ha) \
-    {(kind), 0, (void *)(host), (size), (unit), (hb), (ha), 0, 0, (pitch)}
+    {(kind), 0, (void *)(host), (size), (unit), (hb), (ha), 0, 0, (pitch), {0, 0}}
 /** \brief Partitioned input: \p bytes in all, \p unit bytes per split index. */
 #define CLF_IN(host, bytes, unit) CLF__ARG(CLF_ARG_KIND_IN, 0, host, bytes, unit, 0, 0)
 /** \brief Partitioned input with a halo of \p before / \p after units. */
@@ -923,7 +954,7 @@ typedef struct clf_arg {
 #define CLF_LOCAL(bytes) CLF__ARG(CLF_ARG_KIND_LOCAL, 0, NULL, bytes, 0, 0, 0)
 /** \brief Reduction of \p count elements of \p type with \p op into \p host. */
 #define CLF_REDUCE(host, count, type, op) \
-    {CLF_ARG_KIND_REDUCE, 0, (void *)(host), (count), 0, 0, 0, (op), (type), 0}
+    {CLF_ARG_KIND_REDUCE, 0, (void *)(host), (count), 0, 0, 0, (op), (type), 0, {0, 0}}
 
 /** \brief What to launch and how; fill with CLF_LAUNCH_DESC_INIT. */
 typedef struct clf_launch_desc {
@@ -1001,6 +1032,8 @@ typedef struct clf_device_report {
      *  not build for it; it took no work. */
     int excluded;
     char error[160];          /**< the detail of status, or "" */
+    /** Reserved: later versions add fields here, so that the struct keeps its size. */
+    uint64_t reserved[4];
 } clf_device_report;
 
 /** \brief What a launch did. */
@@ -1020,6 +1053,8 @@ typedef struct clf_launch_report {
     uint64_t done_units;
     size_t failed_devices;   /**< devices that failed during this launch */
     uint64_t requeued_units; /**< units re-run on other devices after a failure */
+    /** Reserved: later versions add fields here, so that the struct keeps its size. */
+    uint64_t reserved[4];
 } clf_launch_report;
 
 /**
@@ -1102,9 +1137,12 @@ CLF_API clf_status clf_launch_async(clf_fleet *fleet, clf_program *prog,
 
 /** \brief Which way bytes moved. */
 typedef enum clf_direction {
-    CLF_TO_DEVICE = 0,   /**< host to device: buffer writes, launch inputs, broadcasts */
-    CLF_FROM_DEVICE = 1, /**< device to host: buffer reads, launch outputs, reductions */
-    CLF_PEER = 2         /**< device to device, counted on the receiving device */
+    CLF_DIRECTION_TO_DEVICE = 0,   /**< host to device: writes, launch inputs, broadcasts */
+    CLF_DIRECTION_FROM_DEVICE = 1, /**< device to host: reads, launch outputs, reductions */
+    CLF_DIRECTION_PEER = 2,        /**< device to device, counted on the receiving device */
+    CLF_TO_DEVICE = CLF_DIRECTION_TO_DEVICE,     /**< old name of CLF_DIRECTION_TO_DEVICE */
+    CLF_FROM_DEVICE = CLF_DIRECTION_FROM_DEVICE, /**< old name of CLF_DIRECTION_FROM_DEVICE */
+    CLF_PEER = CLF_DIRECTION_PEER                /**< old name of CLF_DIRECTION_PEER */
 } clf_direction;
 
 /** \brief Number of clf_direction values (the size of the dir[] arrays). */
@@ -1126,6 +1164,8 @@ typedef struct clf_transfer_stats {
     double seconds;   /**< their time on the device, from profiling events (host time for
                            paths without OpenCL events) */
     double bandwidth; /**< achieved: bytes / seconds, in bytes per second (0 without time) */
+    /** Reserved: later versions add fields here, so that the struct keeps its size. */
+    uint64_t reserved[4];
 } clf_transfer_stats;
 
 /**
@@ -1158,6 +1198,8 @@ typedef struct clf_device_metrics {
     double last_busy_s;   /**< kernel time in the last launch */
     double last_share;    /**< share of the last launch's range */
     double last_finish_s; /**< when it finished its part, from the last launch's start */
+    /** Reserved: later versions add fields here, so that the struct keeps its size. */
+    uint64_t reserved[4];
 } clf_device_metrics;
 
 /** \brief The fleet's totals over the same window. */
@@ -1181,6 +1223,8 @@ typedef struct clf_fleet_metrics {
     double last_makespan_s;     /**< its makespan */
     double last_imbalance;  /**< latest finish / mean finish - 1 (as clf_launch_report) */
     double last_efficiency; /**< earliest finish / latest finish */
+    /** Reserved: later versions add fields here, so that the struct keeps its size. */
+    uint64_t reserved[4];
 } clf_fleet_metrics;
 
 /**
@@ -1297,6 +1341,8 @@ typedef struct clf_profile {
     /* Private: the fleet and its counters at clf_profile_begin(). */
     const clf_fleet *fleet_; /**< private */
     double start_[12];       /**< private */
+    /** Reserved: later versions add fields here, so that the struct keeps its size. */
+    uint64_t reserved[4];
 } clf_profile;
 
 /**
@@ -1615,6 +1661,8 @@ typedef struct clf_stage_report {
     double items_per_s;     /**< work-items / busy_s */
     double utilization;     /**< busy_s / the run's wall time */
     uint64_t bytes_in;      /**< bytes it received (from the host or the previous stage) */
+    /** Reserved: later versions add fields here, so that the struct keeps its size. */
+    uint64_t reserved[4];
 } clf_stage_report;
 
 /** \brief What a pipeline run did. */
@@ -1628,6 +1676,8 @@ typedef struct clf_pipeline_report {
     /** batches_per_s over the bottleneck's batches_per_s (1: as fast as the slowest
      * stage alone). */
     double efficiency;
+    /** Reserved: later versions add fields here, so that the struct keeps its size. */
+    uint64_t reserved[4];
 } clf_pipeline_report;
 
 /**
@@ -1703,6 +1753,8 @@ typedef struct clf_task_info {
     double start_s;    /**< host time from the start of the run to the task's start */
     double end_s;      /**< host time from the start of the run to the task's end */
     double kernel_s;   /**< kernel time, from profiling */
+    /** Reserved: later versions add fields here, so that the struct keeps its size. */
+    uint64_t reserved[4];
 } clf_task_info;
 
 /** \brief What one device did in a run of a task queue. */
@@ -1712,6 +1764,8 @@ typedef struct clf_taskq_device_report {
     uint64_t stolen; /**< of which it took from other devices' deques */
     double busy_s;   /**< kernel time */
     double finish_s; /**< host time when it found no task left */
+    /** Reserved: later versions add fields here, so that the struct keeps its size. */
+    uint64_t reserved[4];
 } clf_taskq_device_report;
 
 /** \brief What a run of a task queue did. */
@@ -1722,6 +1776,8 @@ typedef struct clf_taskq_report {
     clf_taskq_device_report dev[CLF_MAX_LAUNCH_DEVICES]; /**< per device of the queue */
     double makespan_s; /**< latest finish */
     double efficiency; /**< earliest finish / latest finish */
+    /** Reserved: later versions add fields here, so that the struct keeps its size. */
+    uint64_t reserved[4];
 } clf_taskq_report;
 
 /**

@@ -735,6 +735,11 @@ static clf_launch_desc vadd_desc(void)
         /* The descriptor. */                                                              \
         d = vadd_desc(), d.version = 0;                                                    \
         BAD(run(P, &d, ok, 3), CLF_ERROR_INVALID_ARGUMENT);                                \
+        d = vadd_desc(), d.version = CLF_LAUNCH_DESC_VERSION + 1; /* a newer header */   \
+        BAD(run(P, &d, ok, 3), CLF_ERROR_INVALID_ARGUMENT);                                \
+        d = vadd_desc();                                                                   \
+        memcpy(a, ok, sizeof a), a[1].reserved[1] = 1; /* reserved must stay zero */      \
+        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                 \
         d = vadd_desc(), d.kernel = NULL;                                                  \
         BAD(run(P, &d, ok, 3), CLF_ERROR_NULL_POINTER);                                    \
         d = vadd_desc(), d.kernel = "no_such_kernel";                                      \

@@ -463,7 +463,7 @@ START_TEST(failed_device_refused)
     clf_launch_desc ld = CLF_LAUNCH_DESC_INIT;
     ld.kernel = "plain";
     ld.global[0] = 256;
-    ld.strategy = CLF_STATIC;
+    ld.strategy = CLF_STRATEGY_STATIC;
     clf_arg la = CLF_OUT(h, sizeof h, 4);
     ck_assert_ok(clf_launch(f, p, &ld, &la, 1, NULL)); /* device 0 does the work */
     ck_assert(clf_device_is_failed(f, 1));
@@ -621,7 +621,8 @@ START_TEST(bad_input)
     clf_buffer_destroy(ro);
     clf_buffer_destroy(wo);
 
-    clf_arg in_ok = CLF_BUF_IN(in);
+    clf_arg in_ok = CLF_BUF_IN(in), in_reserved = CLF_BUF_IN(in);
+    in_reserved.reserved[1] = 1;
     struct {
         clf_status want;
         const char *kernel;
@@ -640,9 +641,10 @@ START_TEST(bad_input)
         {CLF_ERROR_UNSUPPORTED, "two", CLF_IN(sentinel, sizeof sentinel, 4), CLF_BUF_OUT(out),
          2, "clf_launch"},
         {CLF_ERROR_UNSUPPORTED, "two", CLF_BUF_IN(in),
-         CLF_REDUCE(sentinel, 1, CLF_UINT32, CLF_SUM), 2, "clf_launch"},
+         CLF_REDUCE(sentinel, 1, CLF_TYPE_UINT32, CLF_REDUCE_SUM), 2, "clf_launch"},
         {CLF_ERROR_INVALID_ARGUMENT, "two", CLF__ARG(99, 0, in, 0, 0, 0, 0), CLF_BUF_OUT(out), 2,
          "unknown kind"},
+        {CLF_ERROR_INVALID_ARGUMENT, "two", in_reserved, CLF_BUF_OUT(out), 2, "reserved"},
         {CLF_ERROR_INVALID_ARGUMENT, "two", CLF_BUF_OUT(in), CLF_BUF_OUT(out), 2, "const"},
         {CLF_ERROR_INVALID_ARGUMENT, "two", CLF_BUF_IN(in), CLF_BUF_IN(out), 2, "const"},
         {CLF_ERROR_INVALID_ARGUMENT, "two", CLF_LOCAL(16), CLF_BUF_OUT(out), 2, "__local"},

@@ -78,7 +78,7 @@ static const char SRC[] =
     "__kernel void evens_chunk(__global uint *out)\n"
     "{\n"
     "    uint i = get_global_id(0);\n"
-    "    if (i % 2 == 0) out[i - get_global_offset(0)] = lowbias32(i);\n"
+    "    if (i % 2 == 0) out[CLF_CHUNK_INDEX(0)] = lowbias32(i);\n"
     "}\n"
     "__kernel void bcast_const(__constant uint *t, __global uint *out)\n"
     "{ out[get_global_id(0)] = t[get_global_id(0) & 7]; }\n"

@@ -488,7 +488,8 @@ START_TEST(taskq_bad_input)
     ck_assert_status(clf_taskq_submit(q, &d, red, 1, NULL), CLF_ERROR_UNSUPPORTED);
     clf_arg zero[] = {CLF_OUT(out, 0, 4)};
     ck_assert_status(clf_taskq_submit(q, &d, zero, 1, NULL), CLF_ERROR_ZERO_SIZE);
-    clf_arg kind[] = {{99, 0, out, 4, 4, 0, 0, 0, 0, 0}};
+    clf_arg kind[] = {CLF_OUT(out, 4, 4)};
+    kind[0].kind = 99;
     ck_assert_status(clf_taskq_submit(q, &d, kind, 1, NULL), CLF_ERROR_INVALID_ARGUMENT);
     /* Failures at run time: an unknown kernel, a wrong argument count; the others still run. */
     bad = d, bad.kernel = "no_such_kernel";

@@ -38,10 +38,10 @@ static const char *const type_names[] = {NULL, "i32", "u32", "i64", "f32", "f64"
 
 static clf_status check_opts(const clf__coll *c, const clf_collective_options *o)
 {
-    if (o && o->version != CLF_COLLECTIVE_OPTIONS_VERSION)
-        return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
-                         "%s: options version %u, expected %u (use CLF_COLLECTIVE_OPTIONS_INIT)",
-                         c->fn, o->version, CLF_COLLECTIVE_OPTIONS_VERSION);
+    if (o && clf__check_version(c->fn, o->version, CLF_COLLECTIVE_OPTIONS_VERSION,
+                                "clf_collective_options",
+                                "CLF_COLLECTIVE_OPTIONS_INIT") != CLF_SUCCESS)
+        return CLF_ERROR_INVALID_ARGUMENT;
     return CLF_SUCCESS;
 }
 

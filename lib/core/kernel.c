@@ -119,6 +119,11 @@ static clf_status check_param(const char *kernel, cl_kernel k, size_t i, const c
 static clf_status check_arg(const clf_fleet *fl, size_t dev, const char *kernel,
                             const clf_arg *a, size_t i)
 {
+    if (a->reserved[0] || a->reserved[1])
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                         "kernel '%s' argument %zu: reserved fields are not zero (fill clf_arg "
+                         "with the CLF_BUF_IN, CLF_SCALAR, ... macros)",
+                         kernel, i);
     switch (a->kind) {
     case CLF_ARG_KIND_BUFFER: {
         const clf_buffer *b = a->host;
@@ -187,11 +192,11 @@ static clf_status check_desc(const clf_kernel_desc *desc)
     if (!desc->kernel)
         return clf__fail(CLF_ERROR_NULL_POINTER, "clf_kernel_enqueue: desc.kernel is NULL");
     const char *kn = desc->kernel;
-    if (desc->version < 1 || desc->version > CLF_KERNEL_DESC_VERSION)
-        return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
-                         "kernel '%s': clf_kernel_desc.version is %u, expected 1 to %u (use "
-                         "CLF_KERNEL_DESC_INIT)",
-                         kn, desc->version, CLF_KERNEL_DESC_VERSION);
+    char who[96];
+    snprintf(who, sizeof who, "kernel '%.64s'", kn);
+    if (clf__check_version(who, desc->version, CLF_KERNEL_DESC_VERSION, "clf_kernel_desc",
+                           "CLF_KERNEL_DESC_INIT") != CLF_SUCCESS)
+        return CLF_ERROR_INVALID_ARGUMENT;
     if (desc->dims < 1 || desc->dims > 3)
         return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "kernel '%s': dims is %u, expected 1 to 3",
                          kn, desc->dims);

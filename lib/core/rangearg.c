@@ -282,7 +282,7 @@ clf_status clf__program_set_range(const clf_program *p, const char *kernel, cl_k
                          kernel);
     cl_ulong4 g;
     for (unsigned i = 0; i < 4; i++)
-        g.s[i] = i < dims ? (cl_ulong)global[i] : 1;
+        g.s[i] = i < dims && i < 3 ? (cl_ulong)global[i] : 1;
     err = clSetKernelArg(k, n - 1, sizeof g, &g);
     if (err != CL_SUCCESS)
         return clf__cl_fail(err, "clSetKernelArg (the range of get_global_size)", d);

@@ -116,6 +116,11 @@ static clf_status check_pitch(clf__launch *L, size_t i, const clf_arg *a, size_t
 static clf_status check_arg(clf__launch *L, size_t i, const clf_arg *a)
 {
     const char *k = L->desc.kernel;
+    if (a->reserved[0] || a->reserved[1])
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                         "'%s' argument %zu: reserved fields are not zero (fill clf_arg with the "
+                         "CLF_IN, CLF_OUT, ... macros)",
+                         k, i);
     if (a->kind == CLF_ARG_KIND_BUFFER)
         return clf__fail(CLF_ERROR_UNSUPPORTED,
                          "'%s' argument %zu: a clf_buffer (CLF_BUF_IN/OUT/INOUT) is for "
@@ -850,11 +855,9 @@ static clf_status prepare(clf__launch *L, clf_fleet *fl, clf_program *prog,
         return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "the program was built for another fleet");
     /* Read only the fields the caller's version of the struct has. */
     size_t dsize = desc->version == 1 ? offsetof(clf_launch_desc, split_dim) : sizeof *desc;
-    if (desc->version < 1 || desc->version > CLF_LAUNCH_DESC_VERSION)
-        return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
-                         "clf_launch_desc.version is %u, expected 1 to %u (use "
-                         "CLF_LAUNCH_DESC_INIT)",
-                         desc->version, CLF_LAUNCH_DESC_VERSION);
+    if (clf__check_version(NULL, desc->version, CLF_LAUNCH_DESC_VERSION, "clf_launch_desc",
+                           "CLF_LAUNCH_DESC_INIT") != CLF_SUCCESS)
+        return CLF_ERROR_INVALID_ARGUMENT;
     memset(L, 0, sizeof *L);
     L->fl = fl;
     L->prog = prog;

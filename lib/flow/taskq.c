@@ -127,10 +127,9 @@ clf_status clf_taskq_create(clf_taskq **out, clf_fleet *fleet, clf_program *prog
 static clf_status check_task(const clf_taskq *q, const clf_task_desc *t, const clf_arg *args,
                              size_t nargs)
 {
-    if (t->version != CLF_TASK_DESC_VERSION)
-        return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
-                         "clf_task_desc.version is %u, expected %u (use CLF_TASK_DESC_INIT)",
-                         t->version, CLF_TASK_DESC_VERSION);
+    if (clf__check_version(NULL, t->version, CLF_TASK_DESC_VERSION, "clf_task_desc",
+                           "CLF_TASK_DESC_INIT") != CLF_SUCCESS)
+        return CLF_ERROR_INVALID_ARGUMENT;
     if (!t->kernel)
         return clf__fail(CLF_ERROR_NULL_POINTER, "task: kernel is NULL");
     if (t->dims < 1 || t->dims > 3)
