@@ -73,7 +73,7 @@ static clf_status run(clf_fleet *f, clf_program *p, const float *data, float *ou
         clf_kernel_desc k = CLF_KERNEL_DESC_INIT;
         k.kernel = "update";
         k.global[0] = len[d];
-        st = clf_kernel_enqueue(&done[n], f, p, d, &k, args, 6, NULL, 0);
+        st = clf_kernel_enqueue(f, p, d, &k, args, 6, NULL, 0, &done[n]);
         if (st == CLF_SUCCESS) {
             n++;
             printf("  device %zu: %7zu elements from index %zu\n", d, len[d], first[d]);

@@ -76,7 +76,7 @@ static clf_status add_parts(clf_fleet *f, clf_program *p, clf_buffer *const *buf
         clf_kernel_desc k = CLF_KERNEL_DESC_INIT;
         k.kernel = "vadd";
         k.global[0] = len[d];
-        st = clf_kernel_enqueue(&done[n], f, p, d, &k, args, 3, NULL, 0);
+        st = clf_kernel_enqueue(f, p, d, &k, args, 3, NULL, 0, &done[n]);
         if (st == CLF_SUCCESS)
             n++;
     }

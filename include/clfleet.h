@@ -651,11 +651,11 @@ typedef struct clf_kernel_desc {
     const char *kernel; /**< kernel function name */
     unsigned dims;      /**< 1, 2 or 3 */
     /** Global work offset of each dimension, as in clEnqueueNDRangeKernel: get_global_id()
-     *  counts from it. In clfleet programs get_global_offset() returns 0 and get_group_id()
-     *  counts from index 0 (the prelude, cl/clfleet.h, serves clf_launch()'s chunks):
-     *  get_group_id(d) is OpenCL's group id plus offset[d] / get_local_size(d), and
-     *  CLF_CHUNK_OFFSET(d) returns offset[d]. With zero offsets every built-in returns what
-     *  OpenCL returns. */
+     *  counts from it, and CLF_CHUNK_OFFSET(d) returns it. The prelude (cl/clfleet.h)
+     *  counts get_group_id() and get_global_offset() from the range's start, as
+     *  clf_launch()'s chunks need, where OpenCL counts them from this offset: a nonzero
+     *  offset with a program that names them is refused (CLF_ERROR_UNSUPPORTED), so every
+     *  built-in returns what OpenCL returns. */
     size_t offset[3];
     size_t global[3]; /**< the global size of each dimension (none 0) */
     /** Work-group size, or all 0 for the driver's choice; else each must divide the global
@@ -701,7 +701,6 @@ typedef struct clf_kernel_desc {
  * clf_device_wait_events()); buffer writes and copies are ordered only by events: pass
  * theirs (clf_buffer_write() and clf_copy() have completed when they return). Nothing runs when
  * the call fails: every input is checked before anything is queued.
- * \param out_event completes with the kernel (release it), or NULL
  * \param fleet the fleet
  * \param prog a program of the fleet, built for \p device
  * \param device fleet index of the device
@@ -710,6 +709,7 @@ typedef struct clf_kernel_desc {
  * \param nargs entries of args
  * \param wait events the kernel waits for, or NULL
  * \param num_wait entries of wait
+ * \param out_event completes with the kernel (release it), or NULL
  * \return CLF_SUCCESS once queued; CLF_ERROR_NULL_POINTER, CLF_ERROR_OUT_OF_RANGE (device),
  *        CLF_ERROR_INVALID_ARGUMENT (a version, dims, local size or argument OpenCL would
  *        refuse; a buffer of another fleet or device; a read-only buffer on a parameter that
@@ -722,10 +722,10 @@ typedef struct clf_kernel_desc {
  *        clf_device_readmit()), CLF_ERROR_OPENCL (the enqueue failed; clf_last_error() names
  *        the device); the kernel's own failure comes from clf_event_wait()
  */
-CLF_API clf_status clf_kernel_enqueue(clf_event **out_event, clf_fleet *fleet, clf_program *prog,
-                                      size_t device, const clf_kernel_desc *desc,
-                                      const struct clf_arg *args, size_t nargs,
-                                      clf_event *const *wait, size_t num_wait);
+CLF_API clf_status clf_kernel_enqueue(clf_fleet *fleet, clf_program *prog, size_t device,
+                                      const clf_kernel_desc *desc, const struct clf_arg *args,
+                                      size_t nargs, clf_event *const *wait, size_t num_wait,
+                                      clf_event **out_event);
 /**
  * \brief As clf_kernel_enqueue() with no wait list, and wait for the kernel.
  * \param fleet the fleet

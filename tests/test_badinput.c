@@ -1038,7 +1038,7 @@ static clf_status kernel_enqueue_nowait(clf_fleet *f, clf_program *p, size_t dev
                                         const clf_kernel_desc *d, const clf_arg *a, size_t n)
 {
     clf_event *e = (clf_event *)host; /* must come back NULL */
-    clf_status st = clf_kernel_enqueue(&e, f, p, dev, d, a, n, NULL, 0);
+    clf_status st = clf_kernel_enqueue(f, p, dev, d, a, n, NULL, 0, &e);
     ck_assert_ptr_null(e);
     return st;
 }
@@ -1048,9 +1048,9 @@ static void r_kernel_enqueue(void)
     KERNEL_CASES(kernel_enqueue_nowait);
     clf_event *e = valid_event(), *out = NULL;
     clf_event *list[2] = {e, NULL};
-    BAD(clf_kernel_enqueue(&out, F, P, 0, &kd, ka, 3, NULL, 1), CLF_ERROR_NULL_POINTER);
-    BAD(clf_kernel_enqueue(&out, F, P, 0, &kd, ka, 3, list, 2), CLF_ERROR_NULL_POINTER);
-    BAD(clf_kernel_enqueue(&out, F, P, 0, &kd, ka, 3, list, SIZE_MAX), CLF_SUCCESS);
+    BAD(clf_kernel_enqueue(F, P, 0, &kd, ka, 3, NULL, 1, &out), CLF_ERROR_NULL_POINTER);
+    BAD(clf_kernel_enqueue(F, P, 0, &kd, ka, 3, list, 2, &out), CLF_ERROR_NULL_POINTER);
+    BAD(clf_kernel_enqueue(F, P, 0, &kd, ka, 3, list, SIZE_MAX, &out), CLF_SUCCESS);
     NEUTRAL(out == NULL);
     clf_event_release(e);
 }

@@ -54,6 +54,24 @@ static const char *IDS_SRC =
     "    p[12] = (uint)get_num_groups(get_work_dim() - 1);\n"
     "    p[13] = (uint)(get_global_offset(0) + get_global_offset(1) + get_global_offset(2));\n"
     "}\n";
+/* The same without the built-ins the prelude counts from the range's start (get_group_id,
+ * get_global_offset), which a program naming them cannot have with an offset. */
+static const char *IDS_OFFSET_SRC =
+    "__kernel void ids(__global uint *o)\n"
+    "{\n"
+    "    size_t x = get_global_id(0) - CLF_CHUNK_OFFSET(0);\n"
+    "    size_t y = get_global_id(1) - CLF_CHUNK_OFFSET(1);\n"
+    "    size_t z = get_global_id(2) - CLF_CHUNK_OFFSET(2);\n"
+    "    __global uint *p = o + ((z * get_global_size(1) + y) * get_global_size(0) + x) * 14;\n"
+    "    for (uint d = 0; d < 3; d++) {\n"
+    "        p[d] = (uint)get_global_id(d);\n"
+    "        p[3 + d] = 0xFFFFFFFFu;\n"
+    "        p[6 + d] = (uint)get_local_id(d);\n"
+    "        p[9 + d] = (uint)get_global_size(d);\n"
+    "    }\n"
+    "    p[12] = (uint)get_num_groups(get_work_dim() - 1);\n"
+    "    p[13] = 0;\n"
+    "}\n";
 
 static clf_program *build(clf_fleet *f, const char *src)
 {
@@ -135,13 +153,15 @@ START_TEST(ndrange_builtins)
 {
     const ndr *r = &NDRS[_i];
     clf_fleet *f = test_fleet(FLEET2, 0);
-    clf_program *p = build(f, IDS_SRC);
     size_t g[3] = {1, 1, 1}, l[3] = {1, 1, 1}, o[3] = {0, 0, 0};
+    int has_offset = 0;
     for (unsigned j = 0; j < r->dims; j++) {
         g[j] = r->g[j];
         l[j] = r->l[j];
         o[j] = r->off[j];
+        has_offset |= o[j] != 0;
     }
+    clf_program *p = build(f, IDS_SRC);
     size_t items = g[0] * g[1] * g[2], bytes = items * NS * 4;
     uint32_t *h = malloc(bytes);
     ck_assert(h);
@@ -155,6 +175,13 @@ START_TEST(ndrange_builtins)
     memcpy(d.global, r->g, sizeof d.global);
     memcpy(d.local, r->l, sizeof d.local);
     clf_arg a = CLF_BUF_OUT(b);
+    if (has_offset) {
+        /* get_group_id() would count from index 0, OpenCL's from the offset: refused. */
+        ck_assert_status(clf_kernel_run(f, p, 1, &d, &a, 1), CLF_ERROR_UNSUPPORTED);
+        ck_assert_msg(strstr(clf_last_error(), "get_group_id()"), "%s", clf_last_error());
+        clf_program_destroy(p);
+        p = build(f, IDS_OFFSET_SRC);
+    }
     ck_assert_ok(clf_kernel_run(f, p, 1, &d, &a, 1));
     ck_assert_ok(clf_buffer_read(b, 0, bytes, h));
     int local_given = r->l[0] != 0;
@@ -169,8 +196,8 @@ START_TEST(ndrange_builtins)
                     expect(q[9 + j] == g[j], "case %d: global size %u = %u", _i, j, q[9 + j]);
                     if (!local_given)
                         continue;
-                    /* As documented: OpenCL's group id plus offset / local size. */
-                    size_t grp = xs[j] / l[j] + o[j] / l[j];
+                    /* OpenCL's group id (without an offset, the only case it is read). */
+                    size_t grp = has_offset ? 0xFFFFFFFFu : xs[j] / l[j];
                     expect(q[3 + j] == grp, "case %d (%zu,%zu,%zu): group id %u = %u, want %zu",
                            _i, x, y, z, j, q[3 + j], grp);
                     expect(q[6 + j] == xs[j] % l[j], "case %d: local id %u = %u", _i, j,
@@ -211,15 +238,15 @@ static void chain(clf_fleet *f, clf_program *p, size_t a, size_t b)
     d.kernel = "fill";
     clf_arg fa[] = {CLF_BUF_OUT(x), CLF_SCALAR(&seed), CLF_SCALAR(&rounds)};
     clf_event *e1 = NULL, *e2 = NULL, *e3 = NULL, *e4 = NULL, *e5 = NULL;
-    ck_assert_ok(clf_kernel_enqueue(&e1, f, p, a, &d, fa, 3, NULL, 0));
+    ck_assert_ok(clf_kernel_enqueue(f, p, a, &d, fa, 3, NULL, 0, &e1));
     ck_assert_ok(clf_copy_async(y, 0, x, 0, CN * 4, &e1, 1, &e2));
     d.kernel = "twice";
     clf_arg ta[] = {CLF_BUF_IN(y), CLF_BUF_OUT(z)};
-    ck_assert_ok(clf_kernel_enqueue(&e3, f, p, b, &d, ta, 2, &e2, 1));
+    ck_assert_ok(clf_kernel_enqueue(f, p, b, &d, ta, 2, &e2, 1, &e3));
     ck_assert_ok(clf_copy_async(w, 0, z, 0, CN * 4, &e3, 1, &e4));
     clf_arg tb[] = {CLF_BUF_IN(w), CLF_BUF_OUT(v)};
     clf_event *both[] = {e4, e1};
-    ck_assert_ok(clf_kernel_enqueue(&e5, f, p, a, &d, tb, 2, both, 2));
+    ck_assert_ok(clf_kernel_enqueue(f, p, a, &d, tb, 2, both, 2, &e5));
     ck_assert_ok(clf_event_wait(e5));
     uint32_t *h = malloc(CN * 4);
     ck_assert(h);
@@ -297,7 +324,7 @@ static void *tjob_main(void *arg)
     for (int c = 0; c < TCALLS && j->st == CLF_SUCCESS; c++) {
         uint32_t seed = j->seed + (uint32_t)c; /* copied by the call */
         clf_arg a[] = {CLF_BUF_OUT(j->b), CLF_SCALAR(&seed), CLF_SCALAR(&rounds)};
-        j->st = c + 1 < TCALLS ? clf_kernel_enqueue(NULL, j->f, j->p, j->dev, &d, a, 3, NULL, 0)
+        j->st = c + 1 < TCALLS ? clf_kernel_enqueue(j->f, j->p, j->dev, &d, a, 3, NULL, 0, NULL)
                                : clf_kernel_run(j->f, j->p, j->dev, &d, a, 3);
     }
     return NULL;
@@ -357,10 +384,10 @@ START_TEST(event_outlives_objects)
     d.global[0] = CN;
     clf_arg a[] = {CLF_BUF_OUT(b), CLF_SCALAR(&seed), CLF_SCALAR(&rounds)};
     clf_event *e1 = NULL, *e2 = NULL;
-    ck_assert_ok(clf_kernel_enqueue(&e1, f, p, 1, &d, a, 3, NULL, 0));
+    ck_assert_ok(clf_kernel_enqueue(f, p, 1, &d, a, 3, NULL, 0, &e1));
     d.kernel = "twice";
     clf_arg t[] = {CLF_BUF_IN(b), CLF_BUF_OUT(c)};
-    ck_assert_ok(clf_kernel_enqueue(&e2, f, p, 1, &d, t, 2, &e1, 1));
+    ck_assert_ok(clf_kernel_enqueue(f, p, 1, &d, t, 2, &e1, 1, &e2));
     seed = rounds = 0; /* scalars were copied */
     clf_buffer_destroy(b);
     clf_buffer_destroy(c);
@@ -394,7 +421,7 @@ START_TEST(metrics_count)
     clf_arg a = CLF_BUF_OUT(b);
     for (int i = 0; i < 3; i++)
         ck_assert_ok(clf_kernel_run(f, p, 1, &d, &a, 1));
-    ck_assert_ok(clf_kernel_enqueue(NULL, f, p, 1, &d, &a, 1, NULL, 0));
+    ck_assert_ok(clf_kernel_enqueue(f, p, 1, &d, &a, 1, NULL, 0, NULL));
     ck_assert_ok(clf_device_finish(f, 1));
     /* Counted by the commands' completion callbacks: give them a moment. */
     struct timespec ts = {0, 10 * 1000 * 1000};
@@ -430,7 +457,7 @@ START_TEST(injected_fault)
     ck_assert_ok(clf_kernel_run(f, p, 1, &d, &a, 1));
     d.offset[0] = 32;
     clf_event *e = (clf_event *)&d; /* must be cleared */
-    ck_assert_status(clf_kernel_enqueue(&e, f, p, 1, &d, &a, 1, NULL, 0), CLF_ERROR_OPENCL);
+    ck_assert_status(clf_kernel_enqueue(f, p, 1, &d, &a, 1, NULL, 0, &e), CLF_ERROR_OPENCL);
     ck_assert_ptr_null(e);
     ck_assert_msg(strstr(clf_last_error(), "plain") && strstr(clf_last_error(), "injected") &&
                       strstr(clf_last_error(), "device 1"),
@@ -548,7 +575,7 @@ START_TEST(bad_input)
 #define REFUSE(want, ...)                                                                       \
     do {                                                                                        \
         clf_event *e_ = (clf_event *)&ok;                                                       \
-        ck_assert_status(clf_kernel_enqueue(&e_, __VA_ARGS__), want);                           \
+        ck_assert_status(clf_kernel_enqueue(__VA_ARGS__, &e_), want);                           \
         ck_assert_ptr_null(e_);                                                                 \
         ck_assert_msg(clf_last_error()[0], "no message");                                       \
     } while (0)

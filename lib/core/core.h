@@ -130,6 +130,10 @@ clf_status clf__cmd_marker(clf_fleet *fl, size_t dev, cl_command_queue q, const 
 
 /* ---- the per-device kernel call (kernel.c) ---- */
 
+/* The user's local size (dims entries) against device d's and kernel k's work-group limits,
+ * as the enqueue would check them: CLF_ERROR_INVALID_ARGUMENT naming kernel and device. */
+clf_status clf__check_local(const char *kernel, unsigned dims, const size_t local[3],
+                            const struct clf__device *d, cl_kernel k);
 /* Check everything clf_kernel_enqueue() is given but the fleet, the device index (checked
  * before) and the wait list; take an idle kernel or create one, and set all its arguments
  * (the hidden range parameter too). Nothing is queued. *out: give it back with
@@ -170,8 +174,14 @@ extern const char clf__kernel_prelude[];
 
 /* Its name: what a helper function that calls get_global_size() fails to find. */
 #define CLF__RANGE_ARG_NAME "clfleet_global_size_only_in_kernels"
-/* When src names get_global_size, get_num_groups or get_global_linear_id (then *named is
- * 1), or includes a file, *out is src with the hidden parameter added to every kernel
+/* What clf__range_rewrite() finds a source naming (*named, a clf_program's range_named):
+ * get_global_size, get_num_groups or get_global_linear_id (the range's sizes); and
+ * get_group_id, get_global_offset or get_global_linear_id, or an #include (built-ins that the
+ * prelude counts from the range's start, as chunks need, not from an enqueue's offset). */
+#define CLF__NAMES_SIZES 1
+#define CLF__NAMES_OFFSETS 2
+/* *named: CLF__NAMES_* bits. When src names get_global_size, get_num_groups or
+ * get_global_linear_id, or includes a file, *out is src with the hidden parameter added to every kernel
  * function found, and *names (count *nnames) those kernels' names (malloc'd); else *out
  * is NULL. */
 clf_status clf__range_rewrite(const char *src, char **out, char ***names, size_t *nnames,

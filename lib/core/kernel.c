@@ -228,10 +228,10 @@ static clf_status check_desc(const clf_kernel_desc *desc)
     return CLF_SUCCESS;
 }
 
-/* The local size against what device d and kernel k allow: OpenCL would refuse the
- * enqueue (as launch.c's check_local()). */
-static clf_status check_local(const clf_kernel_desc *desc, const struct clf__device *d,
-                              cl_kernel k)
+/* OpenCL's work-group limits for a user local size (core.h): clf_launch() and
+ * clf_kernel_enqueue() refuse what the enqueue would. */
+clf_status clf__check_local(const char *kernel, unsigned dims, const size_t local[3],
+                            const struct clf__device *d, cl_kernel k)
 {
     size_t items[16] = {0}, dev_max = 0, k_max = 0, group = 1;
     cl_int err = clGetDeviceInfo(d->id, CL_DEVICE_MAX_WORK_ITEM_SIZES, sizeof items, items,
@@ -244,19 +244,19 @@ static clf_status check_local(const clf_kernel_desc *desc, const struct clf__dev
                                        NULL);
     if (err != CL_SUCCESS)
         return clf__cl_fail(err, "work-group limits", d);
-    for (unsigned j = 0; j < desc->dims; j++) {
-        if (desc->local[j] > items[j])
+    for (unsigned j = 0; j < dims && j < 3; j++) {
+        if (local[j] > items[j])
             return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
                              "kernel '%s': local size %zu of dimension %u exceeds the maximum "
                              "%zu of device %zu '%s' (CL_DEVICE_MAX_WORK_ITEM_SIZES)",
-                             desc->kernel, desc->local[j], j, items[j], d->index, d->info.name);
-        group *= desc->local[j]; /* each factor is at most items[j]: no overflow */
+                             kernel, local[j], j, items[j], d->index, d->info.name);
+        group *= local[j]; /* each factor is at most items[j]: no overflow */
     }
     if (group > dev_max || group > k_max)
         return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
                          "kernel '%s': work-groups of %zu items exceed the maximum %zu of device "
                          "%zu '%s' (%s)",
-                         desc->kernel, group, group > dev_max ? dev_max : k_max, d->index,
+                         kernel, group, group > dev_max ? dev_max : k_max, d->index,
                          d->info.name,
                          group > dev_max ? "CL_DEVICE_MAX_WORK_GROUP_SIZE"
                                          : "CL_KERNEL_WORK_GROUP_SIZE of this kernel");
@@ -282,6 +282,19 @@ clf_status clf__kernel_prepare(clf_fleet *fl, clf_program *prog, size_t dev,
     if (nargs && !args)
         return clf__fail(CLF_ERROR_NULL_POINTER, "kernel '%s': args is NULL (%zu arguments)",
                          kn, nargs);
+    /* The prelude counts get_group_id() and get_global_offset() from the start of the range
+     * (what clf_launch()'s chunks need); with an offset of the caller's own, OpenCL counts
+     * them from that offset instead. Rather than an answer one device would not give, a
+     * program that names them is refused an offset. */
+    for (unsigned j = 0; j < desc->dims; j++)
+        if (desc->offset[j] && (prog->range_named & CLF__NAMES_OFFSETS))
+            return clf__fail(CLF_ERROR_UNSUPPORTED,
+                             "kernel '%s': an offset (%zu in dimension %u) with a program that "
+                             "names get_group_id(), get_global_offset() or "
+                             "get_global_linear_id() (or includes a file): clfleet counts "
+                             "those from the range's start, OpenCL from the offset; give offset "
+                             "0 and add it to the indices, or pass it as an argument",
+                             kn, desc->offset[j], j);
     struct clf__device *d = &fl->dev[dev];
     char why[160];
     if (clf__device_failed(fl, dev, why, sizeof why))
@@ -330,7 +343,7 @@ clf_status clf__kernel_prepare(clf_fleet *fl, clf_program *prog, size_t dev,
         }
     }
     if (desc->local[0])
-        CLF__TRY(st, check_local(desc, d, k));
+        CLF__TRY(st, clf__check_local(desc->kernel, desc->dims, desc->local, d, k));
     CLF__TRY(st, clf__program_set_range(prog, kn, k, desc->global, desc->dims, d));
     *out = k;
     return CLF_SUCCESS;

@@ -208,12 +208,16 @@ clf_status clf__range_rewrite(const char *src, char **out, char ***names, size_t
     *named = 0;
     lexer x = {src, 0, strlen(src), 1, 0};
     size_t b, l;
-    int t, uses = 0;
-    while ((t = next_tok(&x, &b, &l)) != TOK_END)
+    int t, uses = 0, offsets = 0;
+    while ((t = next_tok(&x, &b, &l)) != TOK_END) {
         uses |= t == TOK_IDENT &&
                 (tok_is(&x, b, l, "get_global_size") || tok_is(&x, b, l, "get_num_groups") ||
                  tok_is(&x, b, l, "get_global_linear_id"));
-    *named = uses;
+        offsets |= t == TOK_IDENT &&
+                   (tok_is(&x, b, l, "get_group_id") || tok_is(&x, b, l, "get_global_offset") ||
+                    tok_is(&x, b, l, "get_global_linear_id"));
+    }
+    *named = (uses ? CLF__NAMES_SIZES : 0) | (offsets || x.include ? CLF__NAMES_OFFSETS : 0);
     if (!uses && !x.include)
         return CLF_SUCCESS;
     edit *edits = NULL;
@@ -264,7 +268,7 @@ int clf__program_range_arg(const clf_program *p, const char *kernel)
  * found) that calls them fails to build, as the macros name a parameter it lacks. */
 int clf__program_range_unknown(const clf_program *p, const char *kernel)
 {
-    return p->range_named && !clf__program_range_arg(p, kernel);
+    return (p->range_named & CLF__NAMES_SIZES) && !clf__program_range_arg(p, kernel);
 }
 
 clf_status clf__program_set_range(const clf_program *p, const char *kernel, cl_kernel k,

@@ -43,9 +43,9 @@ static clf_status wait_list(clf_fleet *fl, size_t dev, const char *kernel,
     return CLF_SUCCESS;
 }
 
-clf_status clf_kernel_enqueue(clf_event **out_event, clf_fleet *fleet, clf_program *prog,
-                              size_t device, const clf_kernel_desc *desc, const clf_arg *args,
-                              size_t nargs, clf_event *const *wait, size_t num_wait)
+clf_status clf_kernel_enqueue(clf_fleet *fleet, clf_program *prog, size_t device,
+                              const clf_kernel_desc *desc, const clf_arg *args, size_t nargs,
+                              clf_event *const *wait, size_t num_wait, clf_event **out_event)
 {
     if (out_event)
         *out_event = NULL;
@@ -83,7 +83,7 @@ clf_status clf_kernel_run(clf_fleet *fleet, clf_program *prog, size_t device,
                           const clf_kernel_desc *desc, const clf_arg *args, size_t nargs)
 {
     clf_event *e = NULL;
-    clf_status st = clf_kernel_enqueue(&e, fleet, prog, device, desc, args, nargs, NULL, 0);
+    clf_status st = clf_kernel_enqueue(fleet, prog, device, desc, args, nargs, NULL, 0, &e);
     if (st != CLF_SUCCESS)
         return st;
     st = clf_event_wait(e);

@@ -739,41 +739,6 @@ static clf_status check_broadcast_const(const clf__launch *L, cl_kernel k, size_
                      L->desc.kernel, i, name[0] ? " '" : "", name, name[0] ? "'" : "");
 }
 
-/* The user's local size against what device d and the kernel k there allow (OpenCL would
- * refuse the enqueue: clfleet refuses the launch before any work runs). */
-static clf_status check_local(const clf__launch *L, const struct clf__device *d, cl_kernel k)
-{
-    const clf_launch_desc *desc = &L->desc;
-    size_t items[16] = {0}, dev_max = 0, k_max = 0, group = 1;
-    cl_int err = clGetDeviceInfo(d->id, CL_DEVICE_MAX_WORK_ITEM_SIZES, sizeof items, items,
-                                 NULL);
-    if (err == CL_SUCCESS)
-        err = clGetDeviceInfo(d->id, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof dev_max, &dev_max,
-                              NULL);
-    if (err == CL_SUCCESS)
-        err = clGetKernelWorkGroupInfo(k, d->id, CL_KERNEL_WORK_GROUP_SIZE, sizeof k_max, &k_max,
-                                       NULL);
-    if (err != CL_SUCCESS)
-        return clf__cl_fail(err, "work-group limits", d);
-    for (unsigned j = 0; j < desc->dims; j++) {
-        if (desc->local[j] > items[j])
-            return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
-                             "'%s': local size %zu of dimension %u exceeds the maximum %zu of "
-                             "device %zu '%s' (CL_DEVICE_MAX_WORK_ITEM_SIZES)",
-                             desc->kernel, desc->local[j], j, items[j], d->index, d->info.name);
-        group *= desc->local[j]; /* each factor is at most items[j]: no overflow */
-    }
-    if (group > dev_max || group > k_max)
-        return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
-                         "'%s': work-groups of %zu items exceed the maximum %zu of device %zu "
-                         "'%s' (%s)",
-                         desc->kernel, group, group > dev_max ? dev_max : k_max, d->index,
-                         d->info.name,
-                         group > dev_max ? "CL_DEVICE_MAX_WORK_GROUP_SIZE"
-                                         : "CL_KERNEL_WORK_GROUP_SIZE of this kernel");
-    return CLF_SUCCESS;
-}
-
 /* Check the kernel exists, takes as many arguments as given and no broadcast it could
  * write, and that every device of the launch takes the user's local size, before any
  * thread starts. */
@@ -806,7 +771,7 @@ static clf_status check_kernel(clf__launch *L)
                     st = check_broadcast_const(L, k, a);
         }
         if (st == CLF_SUCCESS && !L->auto_local)
-            st = check_local(L, d, k);
+            st = clf__check_local(L->desc.kernel, L->desc.dims, L->desc.local, d, k);
         clReleaseKernel(k);
         if (st != CLF_SUCCESS || L->auto_local) /* clfleet's local size needs no check */
             return st;

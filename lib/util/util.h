@@ -222,8 +222,8 @@ struct clf_program {
     unsigned char *from_cache; /* one per device */
     unsigned char *built;      /* one per device: the build succeeded there */
     char **log;                /* one per device: why it did not (NULL where it did) */
-    /* get_global_size() and get_num_groups() (core/rangearg.c): the source names them, and
-     * the kernels that got the hidden range parameter. */
+    /* The built-ins the prelude redefines (core/rangearg.c): which the source names
+     * (CLF__NAMES_* bits), and the kernels that got the hidden range parameter. */
     int range_named;
     char **range_kernels;
     size_t nrange_kernels;
