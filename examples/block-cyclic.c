@@ -57,7 +57,7 @@ static clf_status run(clf_fleet *f, clf_program *p, const float *data, float *ou
     size_t first[CLF_MAX_LAUNCH_DEVICES], len[CLF_MAX_LAUNCH_DEVICES];
     clf_status st = CLF_SUCCESS;
     for (size_t d = 0; d < ndev && st == CLF_SUCCESS; d++) {
-        st = clf_distribution_part(N, ndev, d, dist, block, &first[d], &len[d]);
+        st = clf_distribution_part(&first[d], &len[d], N, ndev, d, dist, block);
         if (st == CLF_SUCCESS) /* a buffer may not be empty */
             st = clf_buffer_create(&bufs[d], f, d, (len[d] ? len[d] : 1) * sizeof(float), 0);
     }

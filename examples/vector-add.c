@@ -100,7 +100,7 @@ static long add_distributed(clf_fleet *f, clf_program *p, const float *a, const 
            dist == CLF_DIST_BLOCK ? "" : " (blocks of 4096 elements dealt in turn)");
     for (size_t d = 0; d < ndev && st == CLF_SUCCESS; d++) {
         size_t first;
-        st = clf_distribution_part(N, ndev, d, dist, block, &first, &len[d]);
+        st = clf_distribution_part(&first, &len[d], N, ndev, d, dist, block);
         for (size_t k = 0; k < 3 && st == CLF_SUCCESS; k++) /* a buffer may not be empty */
             st = clf_buffer_create(&bufs[k * ndev + d], f, d, (len[d] ? len[d] : 1) * sizeof(float),
                                    CLF_MEM_READ_WRITE);

@@ -6,9 +6,13 @@
  * <clfleet/opencl.h> for the underlying cl_* handles (interoperability).
  *
  * Conventions: functions return a clf_status (0 on success, negative on
- * failure) and write their result through the first parameter; every
- * handle has one lifecycle (create, use, destroy) and destroy accepts NULL;
- * option structs start with a version and are filled by an _INIT macro.
+ * failure) and write their results through their first parameters (an
+ * asynchronous call gives its event through its last, after the wait list,
+ * as clEnqueue* do); every handle has one lifecycle (create, use, destroy)
+ * and destroy accepts NULL; option structs start with a version and are
+ * filled by an _INIT macro (any version from 1 to the header's is taken);
+ * output structs end in reserved fields; enum names carry their type's
+ * prefix (the short names of the first drafts remain as aliases in 0.x).
  * On failure, clf_last_error() holds a detail message for the calling
  * thread (the OpenCL call, its error name, the device, a build log).
  */
@@ -297,8 +301,7 @@ typedef struct clf_device_info {
  * \param out receives the facts
  * \return CLF_SUCCESS, or a negative clf_status (detail in clf_last_error())
  */
-CLF_API clf_status clf_device_get_info(const clf_fleet *fleet, size_t device,
-                                       clf_device_info *out);
+CLF_API clf_status clf_device_get_info(clf_device_info *out, const clf_fleet *fleet, size_t device);
 /**
  * \brief Nonzero when the device advertises extension \p name.
  * \param fleet the fleet
@@ -332,8 +335,8 @@ CLF_API int clf_device_is_failed(const clf_fleet *fleet, size_t device);
  * \param size bytes of buf
  * \return CLF_SUCCESS, or a negative clf_status (detail in clf_last_error())
  */
-CLF_API clf_status clf_device_failure(const clf_fleet *fleet, size_t device, char *buf,
-                                      size_t size);
+CLF_API clf_status clf_device_failure(char *buf, size_t size, const clf_fleet *fleet,
+                                      size_t device);
 /**
  * \brief Let a failed device take work again (once its cause was dealt with);
  * nothing happens for a device that has not failed. A device that an injected
@@ -583,8 +586,8 @@ CLF_API const char *clf_path_name(clf_path path);
  * \param path receives the path
  * \return CLF_SUCCESS, or a negative clf_status (detail in clf_last_error())
  */
-CLF_API clf_status clf_transfer_path(const clf_fleet *fleet, size_t src, size_t dst,
-                                     clf_path *path, int *direct);
+CLF_API clf_status clf_transfer_path(clf_path *path, int *direct, const clf_fleet *fleet,
+                                     size_t src, size_t dst);
 /**
  * \brief Why the CUDA peer-to-peer path is on or off (the driver found, the
  * self-test's result, or the reason it was not tried). Never NULL.
@@ -772,7 +775,7 @@ CLF_API const char *clf_strategy_name(clf_strategy s);
  * \param out receives the strategy
  * \return CLF_SUCCESS, CLF_ERROR_PARSE for an unknown name
  */
-CLF_API clf_status clf_strategy_parse(const char *name, clf_strategy *out);
+CLF_API clf_status clf_strategy_parse(clf_strategy *out, const char *name);
 
 /** \brief Where CLF_STATIC and CLF_GUIDED take device weights from. */
 typedef enum clf_weights {
@@ -1234,15 +1237,15 @@ typedef struct clf_fleet_metrics {
  * \param out receives the counters
  * \return CLF_SUCCESS; CLF_ERROR_UNSUPPORTED when the fleet counts nothing (CLFLEET_METRICS=0)
  */
-CLF_API clf_status clf_metrics_device(const clf_fleet *fleet, size_t device,
-                                      clf_device_metrics *out);
+CLF_API clf_status clf_metrics_device(clf_device_metrics *out, const clf_fleet *fleet,
+                                      size_t device);
 /**
  * \brief The fleet's totals and its last launch (see clf_fleet_metrics).
  * \param fleet the fleet
  * \param out receives the totals
  * \return CLF_SUCCESS; CLF_ERROR_UNSUPPORTED when the fleet counts nothing (CLFLEET_METRICS=0)
  */
-CLF_API clf_status clf_metrics_fleet(const clf_fleet *fleet, clf_fleet_metrics *out);
+CLF_API clf_status clf_metrics_fleet(clf_fleet_metrics *out, const clf_fleet *fleet);
 /**
  * \brief Copies from device \p src to device \p dst in the window, every path together.
  * \param fleet the fleet
@@ -1251,8 +1254,8 @@ CLF_API clf_status clf_metrics_fleet(const clf_fleet *fleet, clf_fleet_metrics *
  * \param out receives the counters
  * \return CLF_SUCCESS; CLF_ERROR_UNSUPPORTED when the fleet counts nothing (CLFLEET_METRICS=0)
  */
-CLF_API clf_status clf_metrics_peer(const clf_fleet *fleet, size_t src, size_t dst,
-                                    clf_transfer_stats *out);
+CLF_API clf_status clf_metrics_peer(clf_transfer_stats *out, const clf_fleet *fleet, size_t src,
+                                    size_t dst);
 /**
  * \brief Start a new window: counters to zero, memory peaks to the memory
  * held now, the last launch forgotten. Profile regions and the trace are not
@@ -1267,7 +1270,7 @@ CLF_API clf_status clf_metrics_reset(clf_fleet *fleet);
  * \param fleet the fleet
  * \return CLF_SUCCESS, CLF_ERROR_OUT_OF_HOST_MEMORY, CLF_ERROR_UNSUPPORTED (CLFLEET_METRICS=0)
  */
-CLF_API clf_status clf_metrics_json(const clf_fleet *fleet, char **out);
+CLF_API clf_status clf_metrics_json(char **out, const clf_fleet *fleet);
 /**
  * \brief Write clf_metrics_json()'s object (and a newline) to \p fp.
  * \param fleet the fleet
@@ -1427,9 +1430,8 @@ typedef struct clf_collective_options {
  * \param dist how the elements are dealt: CLF_DIST_BLOCK or CLF_DIST_CYCLIC
  * \return CLF_SUCCESS, or a negative clf_status (detail in clf_last_error())
  */
-CLF_API clf_status clf_distribution_part(size_t count, size_t nparts, size_t part,
-                                         clf_distribution dist, size_t block, size_t *first,
-                                         size_t *len);
+CLF_API clf_status clf_distribution_part(size_t *first, size_t *len, size_t count, size_t nparts,
+                                         size_t part, clf_distribution dist, size_t block);
 
 /**
  * \brief Ring all-reduce: afterwards every buffer holds the element-wise
@@ -1821,7 +1823,7 @@ CLF_API clf_status clf_taskq_run(clf_taskq *q, clf_taskq_report *report);
  * \param out receives what happened
  * \return CLF_SUCCESS, or a negative clf_status (detail in clf_last_error())
  */
-CLF_API clf_status clf_taskq_task_info(const clf_taskq *q, size_t id, clf_task_info *out);
+CLF_API clf_status clf_taskq_task_info(clf_task_info *out, const clf_taskq *q, size_t id);
 /**
  * \brief Release the queue and its reference to the fleet, which goes with its
  * last child (see clf_fleet_destroy()); accepts NULL. Destroy it before its

@@ -159,7 +159,7 @@ static inline int test_find_basic(clf_fleet *f, size_t *basic, size_t other[2], 
     *basic = n;
     for (size_t d = 0; d < n; d++) {
         clf_device_info in;
-        ck_assert_ok(clf_device_get_info(f, d, &in));
+        ck_assert_ok(clf_device_get_info(&in, f, d));
         if (!strncmp(in.name, "basic", 5) && *basic == n)
             *basic = d;
         else if (k < 2)

@@ -171,18 +171,18 @@ static void r_strategy_name(void)
 static void r_strategy_parse(void)
 {
     clf_strategy s = CLF_STATIC;
-    BAD(clf_strategy_parse(NULL, &s), CLF_ERROR_NULL_POINTER);
-    BAD(clf_strategy_parse("static", NULL), CLF_ERROR_NULL_POINTER);
-    BAD(clf_strategy_parse("", &s), CLF_ERROR_PARSE);
-    BAD(clf_strategy_parse("banana", &s), CLF_ERROR_PARSE);
-    BAD(clf_strategy_parse("static ", &s), CLF_ERROR_PARSE);
-    BAD(clf_strategy_parse("stat", &s), CLF_ERROR_PARSE);
-    BAD(clf_strategy_parse("static,dynamic", &s), CLF_ERROR_PARSE);
-    BAD(clf_strategy_parse("\xff\xfe", &s), CLF_ERROR_PARSE);
+    BAD(clf_strategy_parse(&s, NULL), CLF_ERROR_NULL_POINTER);
+    BAD(clf_strategy_parse(NULL, "static"), CLF_ERROR_NULL_POINTER);
+    BAD(clf_strategy_parse(&s, ""), CLF_ERROR_PARSE);
+    BAD(clf_strategy_parse(&s, "banana"), CLF_ERROR_PARSE);
+    BAD(clf_strategy_parse(&s, "static "), CLF_ERROR_PARSE);
+    BAD(clf_strategy_parse(&s, "stat"), CLF_ERROR_PARSE);
+    BAD(clf_strategy_parse(&s, "static, dynamic"), CLF_ERROR_PARSE);
+    BAD(clf_strategy_parse(&s, "\xff\xfe"), CLF_ERROR_PARSE);
     char longname[5000];
     memset(longname, 'x', sizeof longname - 1);
     longname[sizeof longname - 1] = '\0';
-    BAD(clf_strategy_parse(longname, &s), CLF_ERROR_PARSE);
+    BAD(clf_strategy_parse(&s, longname), CLF_ERROR_PARSE);
     NEUTRAL(s == CLF_STATIC); /* untouched on failure */
 }
 static void r_direction_name(void)
@@ -398,10 +398,10 @@ static void r_fleet_finish(void)
 static void r_device_get_info(void)
 {
     clf_device_info in;
-    BAD(clf_device_get_info(NULL, 0, &in), CLF_ERROR_NULL_POINTER);
-    BAD(clf_device_get_info(F, 0, NULL), CLF_ERROR_NULL_POINTER);
-    BAD(clf_device_get_info(F, NDEV, &in), CLF_ERROR_OUT_OF_RANGE);
-    BAD(clf_device_get_info(F, SIZE_MAX, &in), CLF_ERROR_OUT_OF_RANGE);
+    BAD(clf_device_get_info(&in, NULL, 0), CLF_ERROR_NULL_POINTER);
+    BAD(clf_device_get_info(NULL, F, 0), CLF_ERROR_NULL_POINTER);
+    BAD(clf_device_get_info(&in, F, NDEV), CLF_ERROR_OUT_OF_RANGE);
+    BAD(clf_device_get_info(&in, F, SIZE_MAX), CLF_ERROR_OUT_OF_RANGE);
 }
 static void r_device_has_extension(void)
 {
@@ -421,11 +421,11 @@ static void r_device_is_failed(void)
 static void r_device_failure(void)
 {
     char buf[64];
-    BAD(clf_device_failure(NULL, 0, buf, sizeof buf), CLF_ERROR_NULL_POINTER);
-    BAD(clf_device_failure(F, NDEV, buf, sizeof buf), CLF_ERROR_OUT_OF_RANGE);
-    BAD(clf_device_failure(F, SIZE_MAX, buf, sizeof buf), CLF_ERROR_OUT_OF_RANGE);
-    BAD(clf_device_failure(F, 0, NULL, sizeof buf), CLF_ERROR_NULL_POINTER);
-    BAD(clf_device_failure(F, 0, buf, 0), CLF_ERROR_NULL_POINTER);
+    BAD(clf_device_failure(buf, sizeof buf, NULL, 0), CLF_ERROR_NULL_POINTER);
+    BAD(clf_device_failure(buf, sizeof buf, F, NDEV), CLF_ERROR_OUT_OF_RANGE);
+    BAD(clf_device_failure(buf, sizeof buf, F, SIZE_MAX), CLF_ERROR_OUT_OF_RANGE);
+    BAD(clf_device_failure(NULL, sizeof buf, F, 0), CLF_ERROR_NULL_POINTER);
+    BAD(clf_device_failure(buf, 0, F, 0), CLF_ERROR_NULL_POINTER);
 }
 static void r_device_readmit(void)
 {
@@ -666,11 +666,11 @@ static void r_transfer_path(void)
 {
     clf_path p;
     int direct;
-    BAD(clf_transfer_path(NULL, 0, 1, &p, &direct), CLF_ERROR_NULL_POINTER);
-    BAD(clf_transfer_path(F, 0, 1, NULL, &direct), CLF_ERROR_NULL_POINTER);
-    BAD(clf_transfer_path(F, NDEV, 1, &p, &direct), CLF_ERROR_OUT_OF_RANGE);
-    BAD(clf_transfer_path(F, 0, NDEV, &p, &direct), CLF_ERROR_OUT_OF_RANGE);
-    BAD(clf_transfer_path(F, SIZE_MAX, SIZE_MAX, &p, &direct), CLF_ERROR_OUT_OF_RANGE);
+    BAD(clf_transfer_path(&p, &direct, NULL, 0, 1), CLF_ERROR_NULL_POINTER);
+    BAD(clf_transfer_path(NULL, &direct, F, 0, 1), CLF_ERROR_NULL_POINTER);
+    BAD(clf_transfer_path(&p, &direct, F, NDEV, 1), CLF_ERROR_OUT_OF_RANGE);
+    BAD(clf_transfer_path(&p, &direct, F, 0, NDEV), CLF_ERROR_OUT_OF_RANGE);
+    BAD(clf_transfer_path(&p, &direct, F, SIZE_MAX, SIZE_MAX), CLF_ERROR_OUT_OF_RANGE);
 }
 static void r_transfer_cuda_status(void)
 {
@@ -1065,25 +1065,25 @@ static void r_kernel_run(void)
 static void r_metrics_device(void)
 {
     clf_device_metrics m;
-    BAD(clf_metrics_device(NULL, 0, &m), CLF_ERROR_NULL_POINTER);
-    BAD(clf_metrics_device(F, 0, NULL), CLF_ERROR_NULL_POINTER);
-    BAD(clf_metrics_device(F, NDEV, &m), CLF_ERROR_OUT_OF_RANGE);
-    BAD(clf_metrics_device(F, SIZE_MAX, &m), CLF_ERROR_OUT_OF_RANGE);
+    BAD(clf_metrics_device(&m, NULL, 0), CLF_ERROR_NULL_POINTER);
+    BAD(clf_metrics_device(NULL, F, 0), CLF_ERROR_NULL_POINTER);
+    BAD(clf_metrics_device(&m, F, NDEV), CLF_ERROR_OUT_OF_RANGE);
+    BAD(clf_metrics_device(&m, F, SIZE_MAX), CLF_ERROR_OUT_OF_RANGE);
 }
 static void r_metrics_fleet(void)
 {
     clf_fleet_metrics m;
-    BAD(clf_metrics_fleet(NULL, &m), CLF_ERROR_NULL_POINTER);
-    BAD(clf_metrics_fleet(F, NULL), CLF_ERROR_NULL_POINTER);
+    BAD(clf_metrics_fleet(&m, NULL), CLF_ERROR_NULL_POINTER);
+    BAD(clf_metrics_fleet(NULL, F), CLF_ERROR_NULL_POINTER);
 }
 static void r_metrics_peer(void)
 {
     clf_transfer_stats s;
-    BAD(clf_metrics_peer(NULL, 0, 1, &s), CLF_ERROR_NULL_POINTER);
-    BAD(clf_metrics_peer(F, 0, 1, NULL), CLF_ERROR_NULL_POINTER);
-    BAD(clf_metrics_peer(F, NDEV, 1, &s), CLF_ERROR_OUT_OF_RANGE);
-    BAD(clf_metrics_peer(F, 0, NDEV, &s), CLF_ERROR_OUT_OF_RANGE);
-    BAD(clf_metrics_peer(F, SIZE_MAX, SIZE_MAX, &s), CLF_ERROR_OUT_OF_RANGE);
+    BAD(clf_metrics_peer(&s, NULL, 0, 1), CLF_ERROR_NULL_POINTER);
+    BAD(clf_metrics_peer(NULL, F, 0, 1), CLF_ERROR_NULL_POINTER);
+    BAD(clf_metrics_peer(&s, F, NDEV, 1), CLF_ERROR_OUT_OF_RANGE);
+    BAD(clf_metrics_peer(&s, F, 0, NDEV), CLF_ERROR_OUT_OF_RANGE);
+    BAD(clf_metrics_peer(&s, F, SIZE_MAX, SIZE_MAX), CLF_ERROR_OUT_OF_RANGE);
 }
 static void r_metrics_reset(void)
 {
@@ -1092,8 +1092,8 @@ static void r_metrics_reset(void)
 static void r_metrics_json(void)
 {
     char *s = (char *)&cases;
-    BAD(clf_metrics_json(NULL, &s), CLF_ERROR_NULL_POINTER);
-    BAD(clf_metrics_json(F, NULL), CLF_ERROR_NULL_POINTER);
+    BAD(clf_metrics_json(&s, NULL), CLF_ERROR_NULL_POINTER);
+    BAD(clf_metrics_json(NULL, F), CLF_ERROR_NULL_POINTER);
 }
 static void r_metrics_write_json(void)
 {
@@ -1174,29 +1174,29 @@ static void r_trace_path(void)
 static void r_distribution_part(void)
 {
     size_t first, len;
-    BAD(clf_distribution_part(10, 3, 0, CLF_DIST_BLOCK, 0, NULL, &len), CLF_ERROR_NULL_POINTER);
-    BAD(clf_distribution_part(10, 3, 0, CLF_DIST_BLOCK, 0, &first, NULL),
+    BAD(clf_distribution_part(NULL, &len, 10, 3, 0, CLF_DIST_BLOCK, 0), CLF_ERROR_NULL_POINTER);
+    BAD(clf_distribution_part(&first, NULL, 10, 3, 0, CLF_DIST_BLOCK, 0),
         CLF_ERROR_NULL_POINTER);
-    BAD(clf_distribution_part(10, 0, 0, CLF_DIST_BLOCK, 0, &first, &len),
+    BAD(clf_distribution_part(&first, &len, 10, 0, 0, CLF_DIST_BLOCK, 0),
         CLF_ERROR_OUT_OF_RANGE);
-    BAD(clf_distribution_part(10, 3, 3, CLF_DIST_BLOCK, 0, &first, &len),
+    BAD(clf_distribution_part(&first, &len, 10, 3, 3, CLF_DIST_BLOCK, 0),
         CLF_ERROR_OUT_OF_RANGE);
-    BAD(clf_distribution_part(10, 3, SIZE_MAX, CLF_DIST_CYCLIC, 2, &first, &len),
+    BAD(clf_distribution_part(&first, &len, 10, 3, SIZE_MAX, CLF_DIST_CYCLIC, 2),
         CLF_ERROR_OUT_OF_RANGE);
-    BAD(clf_distribution_part(10, 3, 0, (clf_distribution)2, 0, &first, &len),
+    BAD(clf_distribution_part(&first, &len, 10, 3, 0, (clf_distribution)2, 0),
         CLF_ERROR_INVALID_ARGUMENT);
-    BAD(clf_distribution_part(10, 3, 0, (clf_distribution)-1, 0, &first, &len),
+    BAD(clf_distribution_part(&first, &len, 10, 3, 0, (clf_distribution)-1, 0),
         CLF_ERROR_INVALID_ARGUMENT);
     /* A block larger than the array is one block, not an overflow. */
-    ck_assert_ok(clf_distribution_part(16, 3, 0, CLF_DIST_CYCLIC, SIZE_MAX, &first, &len));
+    ck_assert_ok(clf_distribution_part(&first, &len, 16, 3, 0, CLF_DIST_CYCLIC, SIZE_MAX));
     NEUTRAL(first == 0 && len == 16);
-    ck_assert_ok(clf_distribution_part(16, 3, 2, CLF_DIST_CYCLIC, SIZE_MAX, &first, &len));
+    ck_assert_ok(clf_distribution_part(&first, &len, 16, 3, 2, CLF_DIST_CYCLIC, SIZE_MAX));
     NEUTRAL(first == 16 && len == 0);
-    ck_assert_ok(clf_distribution_part(SIZE_MAX, 3, 2, CLF_DIST_CYCLIC, SIZE_MAX / 2, &first,
-                                       &len));
+    ck_assert_ok(
+        clf_distribution_part(&first, &len, SIZE_MAX, 3, 2, CLF_DIST_CYCLIC, SIZE_MAX / 2));
     NEUTRAL(first == SIZE_MAX - 1 && len == 1);
-    ck_assert_ok(clf_distribution_part(SIZE_MAX, 3, 1, CLF_DIST_CYCLIC, SIZE_MAX / 2, &first,
-                                       &len));
+    ck_assert_ok(
+        clf_distribution_part(&first, &len, SIZE_MAX, 3, 1, CLF_DIST_CYCLIC, SIZE_MAX / 2));
     NEUTRAL(first == SIZE_MAX / 2 && len == SIZE_MAX / 2);
 }
 
@@ -1472,7 +1472,7 @@ static void r_taskq_run(void)
     ck_assert_ok(clf_taskq_submit(q, &t, a, 3, &id));
     BAD_ANY(clf_taskq_run(q, &rep));
     clf_task_info info;
-    ck_assert_ok(clf_taskq_task_info(q, id, &info));
+    ck_assert_ok(clf_taskq_task_info(&info, q, id));
     ck_assert_int_ne(info.status, CLF_SUCCESS);
     /* The kernel and its parameter count are checked when the task runs (by design: a
      * failed task is reported in its info and the run's status, the others still run). */
@@ -1484,11 +1484,11 @@ static void r_taskq_run(void)
     t.kernel = "vadd";
     ck_assert_ok(clf_taskq_submit(q, &t, good, 3, &id_ok));
     BAD_ANY(clf_taskq_run(q, &rep));
-    ck_assert_ok(clf_taskq_task_info(q, id_short, &info));
+    ck_assert_ok(clf_taskq_task_info(&info, q, id_short));
     ck_assert_int_eq(info.status, CLF_ERROR_INVALID_ARGUMENT);
-    ck_assert_ok(clf_taskq_task_info(q, id_name, &info));
+    ck_assert_ok(clf_taskq_task_info(&info, q, id_name));
     ck_assert_int_eq(info.status, CLF_ERROR_NOT_FOUND);
-    ck_assert_ok(clf_taskq_task_info(q, id_ok, &info));
+    ck_assert_ok(clf_taskq_task_info(&info, q, id_ok));
     ck_assert_int_eq(info.status, CLF_SUCCESS);
     clf_taskq_destroy(q);
 }
@@ -1497,10 +1497,10 @@ static void r_taskq_task_info(void)
     clf_taskq *q = NULL;
     ck_assert_ok(clf_taskq_create(&q, F, P, NULL, 0));
     clf_task_info info;
-    BAD(clf_taskq_task_info(NULL, 0, &info), CLF_ERROR_NULL_POINTER);
-    BAD(clf_taskq_task_info(q, 0, NULL), CLF_ERROR_NULL_POINTER);
-    BAD(clf_taskq_task_info(q, 0, &info), CLF_ERROR_OUT_OF_RANGE);
-    BAD(clf_taskq_task_info(q, SIZE_MAX, &info), CLF_ERROR_OUT_OF_RANGE);
+    BAD(clf_taskq_task_info(&info, NULL, 0), CLF_ERROR_NULL_POINTER);
+    BAD(clf_taskq_task_info(NULL, q, 0), CLF_ERROR_NULL_POINTER);
+    BAD(clf_taskq_task_info(&info, q, 0), CLF_ERROR_OUT_OF_RANGE);
+    BAD(clf_taskq_task_info(&info, q, SIZE_MAX), CLF_ERROR_OUT_OF_RANGE);
     clf_taskq_destroy(q);
 }
 static void r_taskq_destroy(void)

@@ -350,7 +350,7 @@ static int one_case(const fcfg *cfg, enum kind k, clf_strategy s, enum pos p, da
     expect(r.requeued_units == vr->requeued_units, "%s: %s", what, describe(&r));
     expect(clf_device_is_failed(f, cfg->victim), "%s: not marked failed", what);
     char why[256];
-    ck_assert_ok(clf_device_failure(f, cfg->victim, why, sizeof why));
+    ck_assert_ok(clf_device_failure(why, sizeof why, f, cfg->victim));
     expect(strstr(why, "injected") && strstr(why, "mixk"), "%s: failure '%s'", what, why);
 
     /* The next launch leaves it out. */
@@ -953,9 +953,9 @@ START_TEST(count_and_devices)
     ck_assert_status(clf_device_readmit(NULL, 0), CLF_ERROR_NULL_POINTER);
     expect(!clf_device_is_failed(NULL, 0) && !clf_device_is_failed(f, 99), "bad handles");
     char buf[8];
-    ck_assert_status(clf_device_failure(f, 0, NULL, 8), CLF_ERROR_NULL_POINTER);
-    ck_assert_status(clf_device_failure(f, 99, buf, 8), CLF_ERROR_OUT_OF_RANGE);
-    ck_assert_ok(clf_device_failure(f, 0, buf, sizeof buf));
+    ck_assert_status(clf_device_failure(NULL, 8, f, 0), CLF_ERROR_NULL_POINTER);
+    ck_assert_status(clf_device_failure(buf, 8, f, 99), CLF_ERROR_OUT_OF_RANGE);
+    ck_assert_ok(clf_device_failure(buf, sizeof buf, f, 0));
     ck_assert_str_eq(buf, "");
     clf_program_destroy(p);
     clf_fleet_destroy(f);

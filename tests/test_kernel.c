@@ -405,7 +405,7 @@ END_TEST
 static uint64_t kernels_of(clf_fleet *f, size_t dev)
 {
     clf_device_metrics m;
-    ck_assert_ok(clf_metrics_device(f, dev, &m));
+    ck_assert_ok(clf_metrics_device(&m, f, dev));
     return m.kernels;
 }
 

@@ -1514,14 +1514,14 @@ START_TEST(strategy_names)
         const char *name = clf_strategy_name(all[k]);
         ck_assert_ptr_nonnull(name);
         clf_strategy back = (clf_strategy)-1;
-        ck_assert_ok(clf_strategy_parse(name, &back));
+        ck_assert_ok(clf_strategy_parse(&back, name));
         ck_assert_int_eq(back, all[k]);
     }
     ck_assert_ptr_null(clf_strategy_name((clf_strategy)42));
     clf_strategy s;
-    ck_assert_int_ne(clf_strategy_parse("nope", &s), CLF_SUCCESS);
-    ck_assert_int_ne(clf_strategy_parse(NULL, &s), CLF_SUCCESS);
-    ck_assert_int_ne(clf_strategy_parse("static", NULL), CLF_SUCCESS);
+    ck_assert_int_ne(clf_strategy_parse(&s, "nope"), CLF_SUCCESS);
+    ck_assert_int_ne(clf_strategy_parse(&s, NULL), CLF_SUCCESS);
+    ck_assert_int_ne(clf_strategy_parse(NULL, "static"), CLF_SUCCESS);
     ck_assert_uint_eq(clf_type_size(CLF_INT32), 4);
     ck_assert_uint_eq(clf_type_size(CLF_UINT32), 4);
     ck_assert_uint_eq(clf_type_size(CLF_INT64), 8);

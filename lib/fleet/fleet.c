@@ -354,7 +354,7 @@ clf_status clf_fleet_create(clf_fleet **out, const clf_fleet_options *opts)
     /* A mistyped variable fails here, before any work, not at the first launch. */
     clf_strategy strategy = CLF_AUTO;
     const char *senv = getenv("CLFLEET_STRATEGY");
-    if (senv && senv[0] && clf_strategy_parse(senv, &strategy) != CLF_SUCCESS)
+    if (senv && senv[0] && clf_strategy_parse(&strategy, senv) != CLF_SUCCESS)
         CLF__TRY(st, clf__fail(CLF_ERROR_PARSE,
                                "CLFLEET_STRATEGY: unknown strategy '%.64s' (static, dynamic, "
                                "guided, memory-aware, auto)",

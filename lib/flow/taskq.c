@@ -527,7 +527,7 @@ out:
     return st;
 }
 
-clf_status clf_taskq_task_info(const clf_taskq *q, size_t id, clf_task_info *out)
+clf_status clf_taskq_task_info(clf_task_info *out, const clf_taskq *q, size_t id)
 {
     if (!q || !out)
         return clf__fail(CLF_ERROR_NULL_POINTER, "clf_taskq_task_info: NULL argument");
