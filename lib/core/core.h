@@ -130,6 +130,10 @@ clf_status clf__cmd_marker(clf_fleet *fl, size_t dev, cl_command_queue q, const 
 
 /* ---- the per-device kernel call (kernel.c) ---- */
 
+/* Parameter i of kernel k: its address and type qualifiers and its name ("" if unknown);
+ * 0 when the driver reports no argument information (then nothing can be checked). */
+int clf__kernel_param(cl_kernel k, size_t i, cl_kernel_arg_address_qualifier *aq,
+                      cl_kernel_arg_type_qualifier *tq, char *name, size_t n);
 /* The user's local size (dims entries) against device d's and kernel k's work-group limits,
  * as the enqueue would check them: CLF_ERROR_INVALID_ARGUMENT naming kernel and device. */
 clf_status clf__check_local(const char *kernel, unsigned dims, const size_t local[3],

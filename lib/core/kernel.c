@@ -62,22 +62,31 @@ static void param_name(cl_kernel k, size_t i, char *name, size_t n)
         name[0] = 0;
 }
 
+/* Parameter i's qualifiers and name (core.h). */
+int clf__kernel_param(cl_kernel k, size_t i, cl_kernel_arg_address_qualifier *aq,
+                      cl_kernel_arg_type_qualifier *tq, char *name, size_t n)
+{
+    *aq = 0;
+    *tq = 0;
+    cl_int err = clGetKernelArgInfo(k, (cl_uint)i, CL_KERNEL_ARG_ADDRESS_QUALIFIER, sizeof *aq,
+                                    aq, NULL);
+    if (err == CL_SUCCESS)
+        err = clGetKernelArgInfo(k, (cl_uint)i, CL_KERNEL_ARG_TYPE_QUALIFIER, sizeof *tq, tq,
+                                 NULL);
+    param_name(k, i, name, n);
+    return err == CL_SUCCESS; /* else CL_KERNEL_ARG_INFO_NOT_AVAILABLE */
+}
+
 /* An argument against its parameter's qualifiers (where the driver reports them): the
  * memory kind (a value, __local, or __global/__constant), and a buffer's access mode against
  * const. */
 static clf_status check_param(const char *kernel, cl_kernel k, size_t i, const clf_arg *a)
 {
-    cl_kernel_arg_address_qualifier aq = 0;
-    cl_kernel_arg_type_qualifier tq = 0;
-    cl_int err = clGetKernelArgInfo(k, (cl_uint)i, CL_KERNEL_ARG_ADDRESS_QUALIFIER, sizeof aq,
-                                    &aq, NULL);
-    if (err == CL_SUCCESS)
-        err = clGetKernelArgInfo(k, (cl_uint)i, CL_KERNEL_ARG_TYPE_QUALIFIER, sizeof tq, &tq,
-                                 NULL);
-    if (err != CL_SUCCESS) /* CL_KERNEL_ARG_INFO_NOT_AVAILABLE: nothing to check */
-        return CLF_SUCCESS;
-    char name[128] = "";
-    param_name(k, i, name, sizeof name);
+    cl_kernel_arg_address_qualifier aq;
+    cl_kernel_arg_type_qualifier tq;
+    char name[128];
+    if (!clf__kernel_param(k, i, &aq, &tq, name, sizeof name))
+        return CLF_SUCCESS; /* no argument information: nothing to check */
     const char *q = name[0] ? " '" : "", *e = name[0] ? "'" : "";
     if (a->kind == CLF_ARG_KIND_SCALAR) {
         if (aq != CL_KERNEL_ARG_ADDRESS_PRIVATE)

@@ -717,21 +717,13 @@ static void learn(clf__launch *L)
  */
 static clf_status check_broadcast_const(const clf__launch *L, cl_kernel k, size_t i)
 {
-    cl_kernel_arg_address_qualifier aq = 0;
-    cl_kernel_arg_type_qualifier tq = 0;
-    cl_int err = clGetKernelArgInfo(k, (cl_uint)i, CL_KERNEL_ARG_ADDRESS_QUALIFIER, sizeof aq,
-                                    &aq, NULL);
-    if (err == CL_SUCCESS)
-        err = clGetKernelArgInfo(k, (cl_uint)i, CL_KERNEL_ARG_TYPE_QUALIFIER, sizeof tq, &tq,
-                                 NULL);
-    if (err != CL_SUCCESS) /* CL_KERNEL_ARG_INFO_NOT_AVAILABLE: nothing to check */
-        return CLF_SUCCESS;
+    cl_kernel_arg_address_qualifier aq;
+    cl_kernel_arg_type_qualifier tq;
+    char name[128];
+    if (!clf__kernel_param(k, i, &aq, &tq, name, sizeof name))
+        return CLF_SUCCESS; /* no argument information: nothing to check */
     if (aq == CL_KERNEL_ARG_ADDRESS_CONSTANT || (tq & CL_KERNEL_ARG_TYPE_CONST))
         return CLF_SUCCESS;
-    char name[128] = "";
-    if (clGetKernelArgInfo(k, (cl_uint)i, CL_KERNEL_ARG_NAME, sizeof name, name, NULL) !=
-        CL_SUCCESS)
-        name[0] = 0;
     return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
                      "kernel '%s' argument %zu%s%s%s is a broadcast (read only, one cached copy "
                      "per device) but its parameter may be written: declare it const (or "
