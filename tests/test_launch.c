@@ -163,29 +163,19 @@ static const char SRC[] =
 
 /* ---- helpers --------------------------------------------------------------------------- */
 
-typedef struct env {
-    const fleet_cfg *cfg;
-    clf_fleet *f;
-    clf_program *p;
-} env;
+typedef test_env env;
 
 static void env_open(env *e, int i)
 {
-    e->cfg = &CFGS[i];
-    e->f = test_fleet(e->cfg->selection, e->cfg->context_per_device);
+    test_env_open(e, &CFGS[i], SRC);
     size_t n = clf_fleet_device_count(e->f);
     if (e->cfg->devices)
         ck_assert_uint_ge(n, 4);
     else
         ck_assert_uint_eq(n, e->cfg->ndev);
-    ck_assert_ok(clf_program_build_source(&e->p, e->f, SRC, NULL));
 }
 
-static void env_close(env *e)
-{
-    clf_program_destroy(e->p);
-    clf_fleet_destroy(e->f);
-}
+#define env_close test_env_close
 
 static clf_launch_desc make_desc(const env *e, const char *kernel, clf_strategy s, unsigned dims,
                                  size_t g0, size_t g1, size_t g2)

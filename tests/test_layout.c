@@ -85,24 +85,14 @@ static const char SRC[] =
     "__kernel void bcast_written(__global uint *t, __global uint *out)\n"
     "{ out[get_global_id(0)] = t[0]; t[0] = 1; }\n";
 
-typedef struct env {
-    const fleet_cfg *cfg;
-    clf_fleet *f;
-    clf_program *p;
-} env;
+typedef test_env env;
 
 static void env_open(env *e, int i)
 {
-    e->cfg = &CFGS[i];
-    e->f = test_fleet(e->cfg->selection, e->cfg->context_per_device);
-    ck_assert_ok(clf_program_build_source(&e->p, e->f, SRC, NULL));
+    test_env_open(e, &CFGS[i], SRC);
 }
 
-static void env_close(env *e)
-{
-    clf_program_destroy(e->p);
-    clf_fleet_destroy(e->f);
-}
+#define env_close test_env_close
 
 static clf_launch_desc desc2(const env *e, const char *kernel, clf_strategy s, size_t g0,
                              size_t g1, unsigned split_dim)

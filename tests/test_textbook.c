@@ -74,24 +74,14 @@ static const char SRC[] =
     "    groups[i] = (uint)get_num_groups(0);\n"
     "}\n";
 
-typedef struct env {
-    const fleet_cfg *cfg;
-    clf_fleet *f;
-    clf_program *p;
-} env;
+typedef test_env env;
 
 static void env_open(env *e, int i)
 {
-    e->cfg = &CFGS[i];
-    e->f = test_fleet(e->cfg->selection, e->cfg->context_per_device);
-    ck_assert_ok(clf_program_build_source(&e->p, e->f, SRC, NULL));
+    test_env_open(e, &CFGS[i], SRC);
 }
 
-static void env_close(env *e)
-{
-    clf_program_destroy(e->p);
-    clf_fleet_destroy(e->f);
-}
+#define env_close test_env_close
 
 /* A 1-D launch of kernel on the configuration's devices, or on device `one` alone with a
  * single static chunk (the one-device reference) when one != SIZE_MAX. */
