@@ -62,7 +62,7 @@ static clf_status make_fleet(clf_fleet **out)
     clf_status st = clf_fleet_create(&probe, NULL);
     if (st != CLF_SUCCESS)
         return st;
-    clf_device_get_info(probe, 0, &in);
+    clf_device_get_info(&in, probe, 0);
     clf_fleet_destroy(probe);
     if (!getenv("CLFLEET_DEVICES") && in.type == CLF_DEVICE_CPU && in.compute_units >= 2)
         o.split_cpu_units = in.compute_units / 2;
@@ -90,14 +90,14 @@ static void print_devices(clf_fleet *f)
            "sub-device");
     for (size_t i = 0; i < n; i++) {
         clf_device_info in, other;
-        clf_device_get_info(f, i, &in);
+        clf_device_get_info(&in, f, i);
         /* "1 of #0": part 1 of root device #0 (numbered as clfleet-info lists them), so
          * that it cannot be read as a fleet index. */
         char parent[32] = "-";
         if (in.is_sub_device) {
             unsigned part = 0;
             for (size_t j = 0; j < i; j++)
-                part += clf_device_get_info(f, j, &other) == CLF_SUCCESS && other.is_sub_device &&
+                part += clf_device_get_info(&other, f, j) == CLF_SUCCESS && other.is_sub_device &&
                         other.parent_index == in.parent_index;
             snprintf(parent, sizeof parent, "%u of #%d", part, in.parent_index);
         }
@@ -112,7 +112,7 @@ static void print_devices(clf_fleet *f)
         for (size_t dst = 0; dst < n; dst++) {
             clf_path path;
             int direct;
-            if (clf_transfer_path(f, src, dst, &path, &direct) == CLF_SUCCESS)
+            if (clf_transfer_path(&path, &direct, f, src, dst) == CLF_SUCCESS)
                 printf(" %zu: %s%s%s", dst, clf_path_name(path), direct ? "*" : "",
                        dst + 1 < n ? "," : "\n");
         }
@@ -331,7 +331,7 @@ static int transfer(clf_fleet *f)
     double best[2];
     bad = time_copies(dst, src, back, best) != 0;
     double chosen = best[0], naive = best[1];
-    clf_transfer_path(f, 0, to, &path, NULL);
+    clf_transfer_path(&path, NULL, f, 0, to);
     if (!bad)
         printf("\nCopy of %d MiB from device 0 to device %zu: %s path %.2f GB/s, naive (through "
                "a host buffer) %.2f GB/s: %.2fx\n",

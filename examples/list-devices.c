@@ -40,7 +40,7 @@ static void describe_peers(const clf_fleet *f, size_t src, char *buf, size_t siz
     for (size_t dst = 0; dst < clf_fleet_device_count(f) && used < size; dst++) {
         clf_path path;
         int direct = 0;
-        if (dst == src || clf_transfer_path(f, src, dst, &path, &direct) != CLF_SUCCESS || !direct)
+        if (dst == src || clf_transfer_path(&path, &direct, f, src, dst) != CLF_SUCCESS || !direct)
             continue;
         used += (size_t)snprintf(buf + used, size - used, "%s %zu", any ? "," : "", dst);
         any = 1;
@@ -83,7 +83,7 @@ static void print_paths(const clf_fleet *f)
         for (size_t dst = 0; dst < n; dst++) {
             clf_path path = CLF_PATH_STAGED;
             int direct = 0;
-            clf_status st = clf_transfer_path(f, src, dst, &path, &direct);
+            clf_status st = clf_transfer_path(&path, &direct, f, src, dst);
             const char *name = clf_path_name(path);
             check(st == CLF_SUCCESS && name, "transfer path query failed", src);
             check(src != dst || path == CLF_PATH_SAME_DEVICE, "own path not same-device", src);
@@ -118,7 +118,7 @@ int main(int argc, char **argv)
            clf_version_string());
     for (size_t i = 0; i < n; i++) {
         clf_device_info in;
-        if (clf_device_get_info(f, i, &in) != CLF_SUCCESS) {
+        if (clf_device_get_info(&in, f, i) != CLF_SUCCESS) {
             check(0, clf_last_error(), i);
             continue;
         }
@@ -138,9 +138,9 @@ int main(int argc, char **argv)
     clf_device_info none;
     clf_path path;
     check(listed == n, "not every device could be listed", n);
-    check(clf_device_get_info(f, n, &none) == CLF_ERROR_OUT_OF_RANGE,
+    check(clf_device_get_info(&none, f, n) == CLF_ERROR_OUT_OF_RANGE,
           "an index past the end was not refused", n);
-    check(clf_transfer_path(f, 0, n, &path, NULL) == CLF_ERROR_OUT_OF_RANGE,
+    check(clf_transfer_path(&path, NULL, f, 0, n) == CLF_ERROR_OUT_OF_RANGE,
           "a path to a device past the end was not refused", n);
     clf_fleet_destroy(f);
     if (problems)

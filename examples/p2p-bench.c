@@ -114,7 +114,7 @@ int main(int argc, char **argv)
             clf_path path = CLF_PATH_STAGED;
             int direct = 0;
             pair_result r = {0, 0, 0};
-            if ((st = clf_transfer_path(f, s, d, &path, &direct)) != CLF_SUCCESS ||
+            if ((st = clf_transfer_path(&path, &direct, f, s, d)) != CLF_SUCCESS ||
                 (st = measure(dst[d], src[s], bytes, host, want, &r)) != CLF_SUCCESS)
                 break;
             printf("%4zu %3zu  %-12s%s %11.2f %11.2f %12.2fx  %s\n", s, d, clf_path_name(path),

@@ -54,7 +54,7 @@ static clf_status make_fleet(clf_fleet **out, size_t *devs, size_t *ndev)
     int cpus_only = 1;
     for (size_t i = 0; i < n; i++) {
         clf_device_info in;
-        clf_device_get_info(*out, i, &in);
+        clf_device_get_info(&in, *out, i);
         cpus_only &= in.type == CLF_DEVICE_CPU;
     }
     if (getenv("CLFLEET_DEVICES") || !cpus_only) {
@@ -77,10 +77,10 @@ static clf_status make_fleet(clf_fleet **out, size_t *devs, size_t *ndev)
     size_t best_count = 0;
     for (size_t i = 0; i < n; i++) {
         clf_device_info in, other;
-        clf_device_get_info(*out, i, &in);
+        clf_device_get_info(&in, *out, i);
         size_t count = 0;
         for (size_t j = 0; j < n; j++) {
-            clf_device_get_info(*out, j, &other);
+            clf_device_get_info(&other, *out, j);
             count += other.parent_index == in.parent_index && other.is_sub_device;
         }
         if (in.is_sub_device && count > best_count) {
@@ -91,7 +91,7 @@ static clf_status make_fleet(clf_fleet **out, size_t *devs, size_t *ndev)
     *ndev = 0;
     for (size_t i = 0; i < n && *ndev < 64; i++) {
         clf_device_info in;
-        clf_device_get_info(*out, i, &in);
+        clf_device_get_info(&in, *out, i);
         if (best_count == 0 ? i == 0 : (in.is_sub_device && in.parent_index == best))
             devs[(*ndev)++] = i;
     }
@@ -190,7 +190,7 @@ int main(int argc, char **argv)
            n, n, n, n, ndev);
     for (size_t i = 0; i < ndev; i++) {
         clf_device_info in;
-        clf_device_get_info(f, devs[i], &in);
+        clf_device_get_info(&in, f, devs[i]);
         printf("  %zu: %s (%u compute unit%s)\n", devs[i], in.name, in.compute_units,
                in.compute_units == 1 ? "" : "s");
     }

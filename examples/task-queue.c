@@ -78,7 +78,7 @@ static void print_run(const clf_taskq *q, const clf_taskq_report *rep)
                d->busy_s * 1e3, d->finish_s * 1e3);
         for (size_t id = 0; id < TASKS; id++) {
             clf_task_info info;
-            if (clf_taskq_task_info(q, id, &info) == CLF_SUCCESS && info.device == d->device)
+            if (clf_taskq_task_info(&info, q, id) == CLF_SUCCESS && info.device == d->device)
                 printf(" %zu%s", id, info.stolen ? "s" : "");
         }
         printf("\n");
@@ -94,7 +94,7 @@ static size_t verify(const clf_taskq *q, const task *t)
     for (size_t id = 0; id < TASKS; id++) {
         clf_task_info info;
         size_t wrong = 0;
-        if (clf_taskq_task_info(q, id, &info) != CLF_SUCCESS || info.runs != 1 ||
+        if (clf_taskq_task_info(&info, q, id) != CLF_SUCCESS || info.runs != 1 ||
             info.status != CLF_SUCCESS) {
             fprintf(stderr, "task-queue: task %zu did not run exactly once\n", id);
             bad++;

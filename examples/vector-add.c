@@ -5,9 +5,9 @@
  *    of a and b in and its part of c out, and reports who did what.
  * 2. With an explicit data distribution: clf_scatter() deals a and b to one buffer
  *    per device, in contiguous blocks (CLF_DIST_BLOCK) or in small blocks dealt in
- *    turn (CLF_DIST_CYCLIC); each device adds its part with the same kernel,
- *    enqueued on the device's own queue through <clfleet/opencl.h>; clf_gather()
- *    puts c back together.
+ *    turn (CLF_DIST_CYCLIC); each device adds its part with the same kernel
+ *    (clf_kernel_enqueue(), on the device's buffers); clf_gather() puts c back
+ *    together.
  *
  * Every result is compared with a plain C loop; a mismatch makes the exit status 1.
  * The kernel is the shipped cl/vector.cl ("vadd").
@@ -17,7 +17,6 @@
 #include <string.h>
 
 #include <clfleet.h>
-#include <clfleet/opencl.h>
 
 enum { N = 1000003, CYCLIC_BLOCK = 4096 };
 
@@ -61,31 +60,31 @@ static long add_launch(clf_fleet *f, clf_program *p, const float *a, const float
     return (long)mismatches(a, b, c, N);
 }
 
-/* Each device adds its own part: len[d] elements in its three buffers. */
+/* Each device adds its own part: len[d] elements in its three buffers, all devices at once
+ * (clf_kernel_enqueue returns at once), then wait for every kernel. */
 static clf_status add_parts(clf_fleet *f, clf_program *p, clf_buffer *const *bufs,
                             const size_t *len, size_t ndev)
 {
-    for (size_t d = 0; d < ndev; d++) {
+    clf_event *done[CLF_MAX_LAUNCH_DEVICES] = {NULL};
+    size_t n = 0;
+    clf_status st = CLF_SUCCESS;
+    for (size_t d = 0; d < ndev && st == CLF_SUCCESS; d++) {
         if (len[d] == 0)
             continue;
-        cl_int err;
-        cl_kernel k = clCreateKernel(clf_cl_program(p, d), "vadd", &err);
-        for (cl_uint arg = 0; arg < 3 && err == CL_SUCCESS; arg++) {
-            cl_mem m = clf_cl_mem(bufs[arg * ndev + d]);
-            err = clSetKernelArg(k, arg, sizeof m, &m);
-        }
-        if (err == CL_SUCCESS)
-            err = clEnqueueNDRangeKernel(clf_cl_compute_queue(f, d), k, 1, NULL, &len[d], NULL, 0,
-                                         NULL, NULL);
-        if (k)
-            clReleaseKernel(k); /* the queued command keeps it alive */
-        if (err != CL_SUCCESS) {
-            fprintf(stderr, "vector-add: OpenCL error %d on device %zu\n", (int)err, d);
-            clf_fleet_finish(f);
-            return CLF_ERROR_OPENCL;
-        }
+        clf_arg args[] = {CLF_BUF_IN(bufs[d]), CLF_BUF_IN(bufs[ndev + d]),
+                          CLF_BUF_OUT(bufs[2 * ndev + d])};
+        clf_kernel_desc k = CLF_KERNEL_DESC_INIT;
+        k.kernel = "vadd";
+        k.global[0] = len[d];
+        st = clf_kernel_enqueue(f, p, d, &k, args, 3, NULL, 0, &done[n]);
+        if (st == CLF_SUCCESS)
+            n++;
     }
-    return clf_fleet_finish(f);
+    /* Every kernel queued must finish before its buffers go, even after a failure. */
+    clf_status wst = clf_events_wait(done, n);
+    for (size_t i = 0; i < n; i++)
+        clf_event_release(done[i]);
+    return st != CLF_SUCCESS ? st : wst;
 }
 
 /* Scatter a and b by a distribution, add on each device, gather c. */
@@ -101,7 +100,7 @@ static long add_distributed(clf_fleet *f, clf_program *p, const float *a, const 
            dist == CLF_DIST_BLOCK ? "" : " (blocks of 4096 elements dealt in turn)");
     for (size_t d = 0; d < ndev && st == CLF_SUCCESS; d++) {
         size_t first;
-        st = clf_distribution_part(N, ndev, d, dist, block, &first, &len[d]);
+        st = clf_distribution_part(&first, &len[d], N, ndev, d, dist, block);
         for (size_t k = 0; k < 3 && st == CLF_SUCCESS; k++) /* a buffer may not be empty */
             st = clf_buffer_create(&bufs[k * ndev + d], f, d, (len[d] ? len[d] : 1) * sizeof(float),
                                    CLF_MEM_READ_WRITE);

@@ -6,9 +6,13 @@
  * <clfleet/opencl.h> for the underlying cl_* handles (interoperability).
  *
  * Conventions: functions return a clf_status (0 on success, negative on
- * failure) and write their result through the first parameter; every
- * handle has one lifecycle (create, use, destroy) and destroy accepts NULL;
- * option structs start with a version and are filled by an _INIT macro.
+ * failure) and write their results through their first parameters (an
+ * asynchronous call gives its event through its last, after the wait list,
+ * as clEnqueue* do); every handle has one lifecycle (create, use, destroy)
+ * and destroy accepts NULL; option structs start with a version and are
+ * filled by an _INIT macro (any version from 1 to the header's is taken);
+ * output structs end in reserved fields; enum names carry their type's
+ * prefix (the short names of the first drafts remain as aliases in 0.x).
  * On failure, clf_last_error() holds a detail message for the calling
  * thread (the OpenCL call, its error name, the device, a build log).
  */
@@ -286,6 +290,8 @@ typedef struct clf_device_info {
     int is_sub_device;       /**< created by splitting a device */
     int parent_index;        /**< discovery index of the root device */
     const char *extensions;  /**< space-separated; owned by the fleet */
+    /** Reserved: later versions add fields here, so that the struct keeps its size. */
+    uint64_t reserved[4];
 } clf_device_info;
 
 /**
@@ -295,8 +301,7 @@ typedef struct clf_device_info {
  * \param out receives the facts
  * \return CLF_SUCCESS, or a negative clf_status (detail in clf_last_error())
  */
-CLF_API clf_status clf_device_get_info(const clf_fleet *fleet, size_t device,
-                                       clf_device_info *out);
+CLF_API clf_status clf_device_get_info(clf_device_info *out, const clf_fleet *fleet, size_t device);
 /**
  * \brief Nonzero when the device advertises extension \p name.
  * \param fleet the fleet
@@ -330,8 +335,8 @@ CLF_API int clf_device_is_failed(const clf_fleet *fleet, size_t device);
  * \param size bytes of buf
  * \return CLF_SUCCESS, or a negative clf_status (detail in clf_last_error())
  */
-CLF_API clf_status clf_device_failure(const clf_fleet *fleet, size_t device, char *buf,
-                                      size_t size);
+CLF_API clf_status clf_device_failure(char *buf, size_t size, const clf_fleet *fleet,
+                                      size_t device);
 /**
  * \brief Let a failed device take work again (once its cause was dealt with);
  * nothing happens for a device that has not failed. A device that an injected
@@ -581,8 +586,8 @@ CLF_API const char *clf_path_name(clf_path path);
  * \param path receives the path
  * \return CLF_SUCCESS, or a negative clf_status (detail in clf_last_error())
  */
-CLF_API clf_status clf_transfer_path(const clf_fleet *fleet, size_t src, size_t dst,
-                                     clf_path *path, int *direct);
+CLF_API clf_status clf_transfer_path(clf_path *path, int *direct, const clf_fleet *fleet,
+                                     size_t src, size_t dst);
 /**
  * \brief Why the CUDA peer-to-peer path is on or off (the driver found, the
  * self-test's result, or the reason it was not tried). Never NULL.
@@ -628,17 +633,134 @@ CLF_API clf_status clf_copy(clf_buffer *dst, size_t dst_offset, clf_buffer *src,
                             size_t src_offset, size_t size);
 
 /* ------------------------------------------------------------------ */
+/* Kernels on one device                                               */
+/* ------------------------------------------------------------------ */
+
+/*
+ * One kernel run on one device of the fleet, on clf_buffers of that device: the
+ * building block of data that stays on the devices (one buffer per device, a
+ * kernel on each, clf_copy_async() between them). It goes through the same
+ * command path as task queues and pipelines: it is counted in the metrics and
+ * the trace, follows $CLFLEET_FAULT_INJECT's "enqueue" rules, and on a device
+ * that runs commands inside clEnqueue* (PoCL's basic) its wait list is waited
+ * for on the host.
+ */
+
+struct clf_arg; /* defined with clf_launch() below */
+
+/** \brief What clf_kernel_enqueue() runs; fill with CLF_KERNEL_DESC_INIT. */
+typedef struct clf_kernel_desc {
+    unsigned version; /**< CLF_KERNEL_DESC_VERSION */
+    const char *kernel; /**< kernel function name */
+    unsigned dims;      /**< 1, 2 or 3 */
+    /** Global work offset of each dimension, as in clEnqueueNDRangeKernel: get_global_id()
+     *  counts from it, and CLF_CHUNK_OFFSET(d) returns it. The prelude (cl/clfleet.h)
+     *  counts get_group_id() and get_global_offset() from the range's start, as
+     *  clf_launch()'s chunks need, where OpenCL counts them from this offset: a nonzero
+     *  offset with a program that names them is refused (CLF_ERROR_UNSUPPORTED), so every
+     *  built-in returns what OpenCL returns. */
+    size_t offset[3];
+    size_t global[3]; /**< the global size of each dimension (none 0) */
+    /** Work-group size, or all 0 for the driver's choice; else each must divide the global
+     *  size of its dimension. */
+    size_t local[3];
+} clf_kernel_desc;
+
+/**
+ * \brief The version of clf_kernel_desc this header describes; clf_kernel_enqueue() accepts
+ * every version from 1 up to it.
+ */
+#define CLF_KERNEL_DESC_VERSION 1
+/** \brief Fills a clf_kernel_desc with the defaults (1 dimension, no offset, driver's local
+ *  size). */
+#define CLF_KERNEL_DESC_INIT {CLF_KERNEL_DESC_VERSION, NULL, 1, {0, 0, 0}, {0, 1, 1}, {0, 0, 0}}
+
+/** \brief Internal: a clf_buffer argument of clf_kernel_enqueue() with access \p mode. */
+#define CLF__BUF(buf, mode) CLF__ARG(CLF_ARG_KIND_BUFFER, (mode), (buf), 0, 0, 0, 0)
+/**
+ * \brief A buffer the kernel only reads. The parameter must be `__constant` or a pointer to
+ * `const` (clf_kernel_enqueue() checks it where the driver reports argument information):
+ * the access mode is a promise that later dependency tracking relies on.
+ */
+#define CLF_BUF_IN(buf) CLF__BUF(buf, CLF_ARG_READ)
+/** \brief A buffer the kernel only writes (the parameter must not be const). */
+#define CLF_BUF_OUT(buf) CLF__BUF(buf, CLF_ARG_WRITE)
+/** \brief A buffer the kernel reads and writes (the parameter must not be const). */
+#define CLF_BUF_INOUT(buf) CLF__BUF(buf, CLF_ARG_READ | CLF_ARG_WRITE)
+
+/**
+ * \brief Run one kernel on one device, on buffers of that device; returns at once.
+ *
+ * \p args (clf_arg, defined with clf_launch()) are in kernel parameter order:
+ * CLF_BUF_IN(), CLF_BUF_OUT(), CLF_BUF_INOUT(), CLF_SCALAR() and CLF_LOCAL() (partitioned
+ * host arrays, broadcasts and reductions belong to clf_launch()). The hidden range
+ * parameter of programs that name get_global_size() or get_num_groups() is clfleet's: it
+ * is set to desc.global and not counted in \p nargs.
+ * Scalars are copied: they may go once the call returns.
+ *
+ * The kernel starts after every event of \p wait (from any device, context or platform,
+ * e.g. a clf_copy_async() into its input, a kernel on another device) and after the work
+ * queued before it on the device's compute queue (earlier kernels of this call,
+ * clf_device_wait_events()); buffer writes and copies are ordered only by events: pass
+ * theirs (clf_buffer_write() and clf_copy() have completed when they return). Nothing runs when
+ * the call fails: every input is checked before anything is queued.
+ * \param fleet the fleet
+ * \param prog a program of the fleet, built for \p device
+ * \param device fleet index of the device
+ * \param desc the kernel and its NDRange
+ * \param args the kernel arguments, in kernel parameter order (NULL when nargs is 0)
+ * \param nargs entries of args
+ * \param wait events the kernel waits for, or NULL
+ * \param num_wait entries of wait
+ * \param out_event completes with the kernel (release it), or NULL
+ * \return CLF_SUCCESS once queued; CLF_ERROR_NULL_POINTER, CLF_ERROR_OUT_OF_RANGE (device),
+ *        CLF_ERROR_INVALID_ARGUMENT (a version, dims, local size or argument OpenCL would
+ *        refuse; a buffer of another fleet or device; a read-only buffer on a parameter that
+ *        is not const, or a written one on one that is, or access its CLF_MEM_* flags
+ *        forbid; an argument count that differs from the kernel's), CLF_ERROR_ZERO_SIZE,
+ *        CLF_ERROR_SIZE_OVERFLOW (offset + global),
+ *        CLF_ERROR_UNSUPPORTED (an argument kind of clf_launch()), CLF_ERROR_NOT_FOUND (no
+ *        such kernel), CLF_ERROR_BUILD (the program did not build for the device),
+ *        CLF_ERROR_DEVICE_FAILED (a launch found the device failed: until
+ *        clf_device_readmit()), CLF_ERROR_OPENCL (the enqueue failed; clf_last_error() names
+ *        the device); the kernel's own failure comes from clf_event_wait()
+ */
+CLF_API clf_status clf_kernel_enqueue(clf_fleet *fleet, clf_program *prog, size_t device,
+                                      const clf_kernel_desc *desc, const struct clf_arg *args,
+                                      size_t nargs, clf_event *const *wait, size_t num_wait,
+                                      clf_event **out_event);
+/**
+ * \brief As clf_kernel_enqueue() with no wait list, and wait for the kernel.
+ * \param fleet the fleet
+ * \param prog a program of the fleet, built for \p device
+ * \param device fleet index of the device
+ * \param desc the kernel and its NDRange
+ * \param args the kernel arguments, in kernel parameter order
+ * \param nargs entries of args
+ * \return as clf_kernel_enqueue(), or the kernel's failure
+ */
+CLF_API clf_status clf_kernel_run(clf_fleet *fleet, clf_program *prog, size_t device,
+                                  const clf_kernel_desc *desc, const struct clf_arg *args,
+                                  size_t nargs);
+
+/* ------------------------------------------------------------------ */
 /* One launch across the fleet                                         */
 /* ------------------------------------------------------------------ */
 
 /** \brief How a launch's range is split over the devices. */
 typedef enum clf_strategy {
-    CLF_STRATEGY_DEFAULT = 0, /**< $CLFLEET_STRATEGY, else CLF_AUTO */
-    CLF_STATIC = 1,           /**< one chunk per device, by weights */
-    CLF_DYNAMIC = 2,          /**< equal chunks pulled by whichever device is free */
-    CLF_GUIDED = 3,           /**< HGuided: shrinking chunks by device throughput */
-    CLF_MEMORY_AWARE = 4,     /**< every chunk fits the device's memory budget; streams */
-    CLF_AUTO = 5              /**< one of the above, named in the report */
+    CLF_STRATEGY_DEFAULT = 0,      /**< $CLFLEET_STRATEGY, else CLF_STRATEGY_AUTO */
+    CLF_STRATEGY_STATIC = 1,       /**< one chunk per device, by weights */
+    CLF_STRATEGY_DYNAMIC = 2,      /**< equal chunks pulled by whichever device is free */
+    CLF_STRATEGY_GUIDED = 3,       /**< HGuided: shrinking chunks by device throughput */
+    CLF_STRATEGY_MEMORY_AWARE = 4, /**< budget-sized chunks pulled on demand; streams */
+    CLF_STRATEGY_AUTO = 5,         /**< one of the above, named in the report */
+    /* The names of clfleet 0.1's first drafts, kept for its callers. */
+    CLF_STATIC = CLF_STRATEGY_STATIC,             /**< old name of CLF_STRATEGY_STATIC */
+    CLF_DYNAMIC = CLF_STRATEGY_DYNAMIC,           /**< old name of CLF_STRATEGY_DYNAMIC */
+    CLF_GUIDED = CLF_STRATEGY_GUIDED,             /**< old name of CLF_STRATEGY_GUIDED */
+    CLF_MEMORY_AWARE = CLF_STRATEGY_MEMORY_AWARE, /**< old name of CLF_STRATEGY_MEMORY_AWARE */
+    CLF_AUTO = CLF_STRATEGY_AUTO                  /**< old name of CLF_STRATEGY_AUTO */
 } clf_strategy;
 
 /**
@@ -653,7 +775,7 @@ CLF_API const char *clf_strategy_name(clf_strategy s);
  * \param out receives the strategy
  * \return CLF_SUCCESS, CLF_ERROR_PARSE for an unknown name
  */
-CLF_API clf_status clf_strategy_parse(const char *name, clf_strategy *out);
+CLF_API clf_status clf_strategy_parse(clf_strategy *out, const char *name);
 
 /** \brief Where CLF_STATIC and CLF_GUIDED take device weights from. */
 typedef enum clf_weights {
@@ -671,24 +793,64 @@ enum {
     CLF_ARG_KIND_BROADCAST, /**< whole host array on every device (read only, cached) */
     CLF_ARG_KIND_SCALAR,    /**< a value passed as is */
     CLF_ARG_KIND_LOCAL,     /**< local memory of the given size */
-    CLF_ARG_KIND_REDUCE     /**< per-device partial results combined on the host */
+    CLF_ARG_KIND_REDUCE,    /**< per-device partial results combined on the host */
+    /** One element per work-group (CLF_OUT_PER_GROUP): clf_arg.unit bytes for the group of
+     *  linear id g0 + n0 * (g1 + n1 * g2), n_k the number of groups along dimension k. */
+    CLF_ARG_KIND_OUT_PER_GROUP,
+    /** A clf_buffer on the kernel's device (clf_kernel_enqueue() only; clf_arg.host holds the
+     *  buffer, clf_arg.flags its access: CLF_ARG_READ, CLF_ARG_WRITE or both). Use
+     *  CLF_BUF_IN(), CLF_BUF_OUT(), CLF_BUF_INOUT(). */
+    CLF_ARG_KIND_BUFFER = 16
 };
 
 /** \brief Argument flags. */
 enum {
     /**
      * A partitioned argument's device buffer holds only the chunk plus its
-     * halo; unit u of the range is at index u - get_global_offset(d) +
-     * halo_before of the buffer (cl/clfleet.h has helpers). Without it the
+     * halo; unit u of the range is at index u - CLF_CHUNK_OFFSET(d) +
+     * halo_before of the buffer, CLF_CHUNK_OFFSET(d) being the chunk's start
+     * (get_global_offset() is 0, as on one device; cl/clfleet.h has helpers:
+     * CLF_CHUNK_INDEX(d), CLF_CHUNK_UNIT(d, u, halo_before)). Without it the
      * buffer spans the whole array and kernels index it with get_global_id().
      */
-    CLF_ARG_CHUNK_INDEXED = 1u << 0
+    CLF_ARG_CHUNK_INDEXED = 1u << 0,
+    /**
+     * An output (CLF_ARG_KIND_OUT or CLF_ARG_KIND_OUT_PER_GROUP) whose elements
+     * the kernel does not write keep their host values: each chunk's region is
+     * uploaded before its kernel runs, so the argument moves as much data as an
+     * in-out array. Without it those elements are undefined after the launch.
+     */
+    CLF_ARG_PRESERVE = 1u << 1,
+    /** CLF_ARG_KIND_BUFFER: the kernel reads the buffer. */
+    CLF_ARG_READ = 1u << 8,
+    /** CLF_ARG_KIND_BUFFER: the kernel writes the buffer. */
+    CLF_ARG_WRITE = 1u << 9
 };
 
 /** \brief Reduction operations. */
-typedef enum clf_reduce_op { CLF_SUM = 1, CLF_PROD, CLF_MIN, CLF_MAX } clf_reduce_op;
+typedef enum clf_reduce_op {
+    CLF_REDUCE_SUM = 1,              /**< a + b */
+    CLF_REDUCE_PROD = 2,             /**< a * b */
+    CLF_REDUCE_MIN = 3,              /**< the smaller */
+    CLF_REDUCE_MAX = 4,              /**< the larger */
+    CLF_SUM = CLF_REDUCE_SUM,        /**< old name of CLF_REDUCE_SUM */
+    CLF_PROD = CLF_REDUCE_PROD,      /**< old name of CLF_REDUCE_PROD */
+    CLF_MIN = CLF_REDUCE_MIN,        /**< old name of CLF_REDUCE_MIN */
+    CLF_MAX = CLF_REDUCE_MAX         /**< old name of CLF_REDUCE_MAX */
+} clf_reduce_op;
 /** \brief Element types of reductions (and collectives). */
-typedef enum clf_type { CLF_INT32 = 1, CLF_UINT32, CLF_INT64, CLF_FLOAT, CLF_DOUBLE } clf_type;
+typedef enum clf_type {
+    CLF_TYPE_INT32 = 1,              /**< int32_t, OpenCL int */
+    CLF_TYPE_UINT32 = 2,             /**< uint32_t, OpenCL uint */
+    CLF_TYPE_INT64 = 3,              /**< int64_t, OpenCL long */
+    CLF_TYPE_FLOAT = 4,              /**< float */
+    CLF_TYPE_DOUBLE = 5,             /**< double (devices with cl_khr_fp64) */
+    CLF_INT32 = CLF_TYPE_INT32,      /**< old name of CLF_TYPE_INT32 */
+    CLF_UINT32 = CLF_TYPE_UINT32,    /**< old name of CLF_TYPE_UINT32 */
+    CLF_INT64 = CLF_TYPE_INT64,      /**< old name of CLF_TYPE_INT64 */
+    CLF_FLOAT = CLF_TYPE_FLOAT,      /**< old name of CLF_TYPE_FLOAT */
+    CLF_DOUBLE = CLF_TYPE_DOUBLE     /**< old name of CLF_TYPE_DOUBLE */
+} clf_type;
 /**
  * \brief Bytes of one element of a clf_type (0 if unknown).
  * \param t an element type
@@ -700,40 +862,94 @@ CLF_API size_t clf_type_size(clf_type t);
  * \brief One kernel argument of a launch, in kernel parameter order; use the
  * CLF_IN, CLF_OUT, ... macros.
  *
- * A partitioned array relates to the range along its slowest-varying
- * dimension (the last of desc.dims): \p unit bytes per index of that
- * dimension (e.g. a row of an image), \p size bytes in all (at least the
- * range times \p unit), and an optional halo of units read before and after
- * each chunk (stencils). A reduction's device buffer holds \p size elements of
+ * A partitioned array relates to the range along its split dimension
+ * (clf_launch_desc.split_dim, by default the last of desc.dims): \p unit
+ * bytes per index of that dimension (e.g. a row of an image), \p size bytes in
+ * all (at least the range times \p unit), and an optional halo of units read
+ * before and after each chunk (stencils). With a \p pitch, the array is rows of
+ * \p pitch bytes and split index u is the bytes [u * unit, (u + 1) * unit) of
+ * every row (e.g. a row-major H x W float image split by columns: unit 4, pitch
+ * 4 * W, size H * pitch); chunks then move rectangles.
+ *
+ * Elements of an output's chunk region that the kernel does not write are
+ * undefined after the launch (they may be zero, stale device memory, or
+ * another device's data), unless the argument has CLF_ARG_PRESERVE.
+ *
+ * A reduction's device buffer holds \p size elements of
  * \p type, set to the identity of \p op on each device; the kernel combines
  * into it (atomics, or one element per work-group with +=), and the launch
  * combines the devices' buffers element-wise into \p host.
  */
 typedef struct clf_arg {
     unsigned kind;  /**< CLF_ARG_KIND_* */
-    unsigned flags; /**< CLF_ARG_CHUNK_INDEXED */
+    unsigned flags; /**< CLF_ARG_CHUNK_INDEXED, CLF_ARG_PRESERVE */
     void *host;     /**< array, scalar value or reduction result */
     size_t size;    /**< bytes (array, scalar, local memory); elements for a reduction */
-    size_t unit;    /**< partitioned: bytes per split unit */
+    size_t unit;    /**< partitioned: bytes per split unit; per group: bytes per group */
     size_t halo_before; /**< partitioned inputs: units before each chunk */
     size_t halo_after;  /**< partitioned inputs: units after each chunk */
     unsigned op;        /**< reduction: a clf_reduce_op */
     unsigned type;      /**< reduction: a clf_type */
+    /** Partitioned: 0 when the split units are contiguous, else the bytes of one row of a
+     *  strided array (at least the range times \p unit; \p size is a multiple of it). */
+    size_t pitch;
+    /** Reserved: later versions add fields here (zero), so that arrays of clf_arg keep
+     *  their layout. */
+    size_t reserved[2];
 } clf_arg;
 
 /** \brief Internal: a clf_arg of every field but the reduction's. */
 #define CLF__ARG(kind, flags, host, size, unit, hb, ha) \
-    {(kind), (flags), (void *)(host), (size), (unit), (hb), (ha), 0, 0}
+    {(kind), (flags), (void *)(host), (size), (unit), (hb), (ha), 0, 0, 0, {0, 0}}
+/** \brief Internal: a strided partitioned clf_arg (rows of \p pitch bytes). */
+#define CLF__ARG_STRIDED(kind, host, size, unit, pitch, hb, ha) \
+    {(kind), 0, (void *)(host), (size), (unit), (hb), (ha), 0, 0, (pitch), {0, 0}}
 /** \brief Partitioned input: \p bytes in all, \p unit bytes per split index. */
 #define CLF_IN(host, bytes, unit) CLF__ARG(CLF_ARG_KIND_IN, 0, host, bytes, unit, 0, 0)
 /** \brief Partitioned input with a halo of \p before / \p after units. */
 #define CLF_IN_HALO(host, bytes, unit, before, after) \
     CLF__ARG(CLF_ARG_KIND_IN, 0, host, bytes, unit, before, after)
-/** \brief Partitioned output. */
+/**
+ * \brief Partitioned output. Elements of a chunk's region that the kernel does
+ * not write are undefined after the launch; see CLF_OUT_PRESERVE.
+ */
 #define CLF_OUT(host, bytes, unit) CLF__ARG(CLF_ARG_KIND_OUT, 0, host, bytes, unit, 0, 0)
 /** \brief Partitioned input and output. */
 #define CLF_INOUT(host, bytes, unit) CLF__ARG(CLF_ARG_KIND_INOUT, 0, host, bytes, unit, 0, 0)
-/** \brief The whole array on every device, kept between launches while unchanged. */
+/**
+ * \brief Partitioned output whose unwritten elements keep their host values
+ * (CLF_ARG_PRESERVE: the chunk's region is uploaded first, as for CLF_INOUT).
+ */
+#define CLF_OUT_PRESERVE(host, bytes, unit) \
+    CLF__ARG(CLF_ARG_KIND_OUT, CLF_ARG_PRESERVE, host, bytes, unit, 0, 0)
+/** \brief Strided partitioned input: rows of \p pitch bytes, \p unit bytes per split index. */
+#define CLF_IN_STRIDED(host, bytes, unit, pitch) \
+    CLF__ARG_STRIDED(CLF_ARG_KIND_IN, host, bytes, unit, pitch, 0, 0)
+/** \brief Strided partitioned input with a halo of \p before / \p after split indices. */
+#define CLF_IN_STRIDED_HALO(host, bytes, unit, pitch, before, after) \
+    CLF__ARG_STRIDED(CLF_ARG_KIND_IN, host, bytes, unit, pitch, before, after)
+/** \brief Strided partitioned output (see clf_arg.pitch). */
+#define CLF_OUT_STRIDED(host, bytes, unit, pitch) \
+    CLF__ARG_STRIDED(CLF_ARG_KIND_OUT, host, bytes, unit, pitch, 0, 0)
+/** \brief Strided partitioned input and output (see clf_arg.pitch). */
+#define CLF_INOUT_STRIDED(host, bytes, unit, pitch) \
+    CLF__ARG_STRIDED(CLF_ARG_KIND_INOUT, host, bytes, unit, pitch, 0, 0)
+/**
+ * \brief One element of \p bytes_per_group bytes per work-group, at the group's
+ * linear id g0 + n0 * (g1 + n1 * g2) (n_k: groups along dimension k), so
+ * `out[get_group_id(0)] = x` runs unchanged; \p bytes in all, at least the
+ * number of groups times \p bytes_per_group. Needs a local size in the
+ * description, dividing the global size in every dimension.
+ */
+#define CLF_OUT_PER_GROUP(host, bytes, bytes_per_group) \
+    CLF__ARG(CLF_ARG_KIND_OUT_PER_GROUP, 0, host, bytes, bytes_per_group, 0, 0)
+/**
+ * \brief The whole array on every device, kept between launches while unchanged.
+ * Read only: the kernel parameter must be `__constant` or a pointer to `const`,
+ * else the launch fails with CLF_ERROR_INVALID_ARGUMENT before any work runs
+ * (writes would be lost). Drivers without kernel argument information are not
+ * checked.
+ */
 #define CLF_BROADCAST(host, bytes) CLF__ARG(CLF_ARG_KIND_BROADCAST, 0, host, bytes, 0, 0, 0)
 /** \brief A scalar: a pointer to the value (the size is taken from it). */
 #define CLF_SCALAR(ptr) CLF__ARG(CLF_ARG_KIND_SCALAR, 0, ptr, sizeof *(ptr), 0, 0, 0)
@@ -741,15 +957,20 @@ typedef struct clf_arg {
 #define CLF_LOCAL(bytes) CLF__ARG(CLF_ARG_KIND_LOCAL, 0, NULL, bytes, 0, 0, 0)
 /** \brief Reduction of \p count elements of \p type with \p op into \p host. */
 #define CLF_REDUCE(host, count, type, op) \
-    {CLF_ARG_KIND_REDUCE, 0, (void *)(host), (count), 0, 0, 0, (op), (type)}
+    {CLF_ARG_KIND_REDUCE, 0, (void *)(host), (count), 0, 0, 0, (op), (type), 0, {0, 0}}
 
 /** \brief What to launch and how; fill with CLF_LAUNCH_DESC_INIT. */
 typedef struct clf_launch_desc {
     unsigned version;      /**< CLF_LAUNCH_DESC_VERSION */
     const char *kernel;    /**< kernel function name */
-    unsigned dims;         /**< 1, 2 or 3; split along dimension dims-1 */
+    unsigned dims;         /**< 1, 2 or 3; split along split_dim (default dims-1) */
     size_t global[3];      /**< the range */
-    size_t local[3];       /**< work-group size, or all 0 for the driver's choice */
+    /** Work-group size, or all 0 for clfleet's choice. As in OpenCL, it must divide the
+     *  range in every dimension and fit every launch device (CL_DEVICE_MAX_WORK_ITEM_SIZES,
+     *  CL_DEVICE_MAX_WORK_GROUP_SIZE, the kernel's CL_KERNEL_WORK_GROUP_SIZE), else the
+     *  launch fails with CLF_ERROR_INVALID_ARGUMENT before any work runs. Every chunk is
+     *  a multiple of it along the split dimension and runs with it. */
+    size_t local[3];
     size_t granularity;    /**< chunks are multiples of this (and of the local size) */
     clf_strategy strategy; /**< how to split; CLF_STRATEGY_DEFAULT: $CLFLEET_STRATEGY */
     const size_t *devices; /**< fleet indices to use, or NULL for every device */
@@ -763,15 +984,27 @@ typedef struct clf_launch_desc {
     /** CLF_GUIDED, CLF_MEMORY_AWARE: smallest chunk in units; 0: a device's share of the
      *  weights of the range / chunks_per_device (dynamic's chunk on equal devices) */
     size_t min_chunk;
+    /** The dimension the range is split along: CLF_SPLIT_DEFAULT (dims-1, the
+     *  slowest-varying) or CLF_SPLIT_DIM(d) (version 2). */
+    unsigned split_dim;
 } clf_launch_desc;
 
-/** \brief The version of clf_launch_desc this header describes. */
-#define CLF_LAUNCH_DESC_VERSION 1
+/** \brief clf_launch_desc.split_dim: the last dimension (dims-1). */
+#define CLF_SPLIT_DEFAULT 0u
+/** \brief clf_launch_desc.split_dim: split along dimension \p d (0, 1 or 2). */
+#define CLF_SPLIT_DIM(d) ((unsigned)(d) + 1u)
+
+/**
+ * \brief The version of clf_launch_desc this header describes. Launches accept
+ * every version from 1 up to it and read only the fields that version has
+ * (version 1 ends before split_dim).
+ */
+#define CLF_LAUNCH_DESC_VERSION 2
 /** \brief Fills a clf_launch_desc with the defaults. */
 #define CLF_LAUNCH_DESC_INIT                                                            \
     {                                                                                   \
         CLF_LAUNCH_DESC_VERSION, NULL, 1, {0, 1, 1}, {0, 0, 0}, 0, CLF_STRATEGY_DEFAULT, \
-            NULL, 0, CLF_WEIGHTS_LEARNED, NULL, NULL, 0.0, 0, 0                          \
+            NULL, 0, CLF_WEIGHTS_LEARNED, NULL, NULL, 0.0, 0, 0, CLF_SPLIT_DEFAULT       \
     }
 
 /** \brief Most devices one launch uses (the report's array size). */
@@ -804,6 +1037,8 @@ typedef struct clf_device_report {
      *  not build for it; it took no work. */
     int excluded;
     char error[160];          /**< the detail of status, or "" */
+    /** Reserved: later versions add fields here, so that the struct keeps its size. */
+    uint64_t reserved[4];
 } clf_device_report;
 
 /** \brief What a launch did. */
@@ -823,15 +1058,27 @@ typedef struct clf_launch_report {
     uint64_t done_units;
     size_t failed_devices;   /**< devices that failed during this launch */
     uint64_t requeued_units; /**< units re-run on other devices after a failure */
+    /** Reserved: later versions add fields here, so that the struct keeps its size. */
+    uint64_t reserved[4];
 } clf_launch_report;
 
 /**
  * \brief Run one kernel over the range on many devices; blocks until done.
  *
- * The range is split along its slowest-varying dimension; each chunk is
+ * The range is split along one dimension (clf_launch_desc.split_dim); each chunk is
  * launched with a global work offset, and only its part of each partitioned
  * array (plus halo) moves each way, so a kernel written for one device runs
- * unchanged. Each device is driven by its own host thread; the next chunk's
+ * unchanged. Every NDRange built-in returns in every chunk what it returns on
+ * one device: the prelude clfleet prepends to every program (cl/clfleet.h)
+ * makes get_group_id() count from the range's start and get_global_offset()
+ * 0 (the chunk's start is CLF_CHUNK_OFFSET(d)); in a program that names
+ * get_global_size() or get_num_groups() (or includes a file), every kernel
+ * function gets a hidden last parameter with the range's sizes, which
+ * clfleet sets. Those two built-ins then work only in kernel functions (a
+ * helper that calls them fails to build, with a hint: pass the value on), and
+ * a kernel whose definition clfleet cannot find in the source (made by a
+ * macro) is refused with CLF_ERROR_UNSUPPORTED when it would run in more than
+ * one chunk. Each device is driven by its own host thread; the next chunk's
  * input moves on the transfer queue while the current one computes.
  *
  * A device that fails (an enqueue, a chunk, a transfer or an allocation
@@ -842,7 +1089,10 @@ typedef struct clf_launch_report {
  * \param report receives what each device did, or NULL
  * \return CLF_SUCCESS; CLF_ERROR_DEVICE_FAILED when every device failed (or
  *         is left out): each output element is then untouched or correct, as
- *         many as the report's units say
+ *         many as the report's units say; CLF_ERROR_INVALID_ARGUMENT for a local
+ *         size OpenCL would refuse (see clf_launch_desc.local);
+ *         CLF_ERROR_UNSUPPORTED for a kernel that cannot be given the range's
+ *         sizes in chunks (above)
  * \param fleet the fleet
  * \param prog the program
  * \param desc what to launch and how
@@ -892,9 +1142,12 @@ CLF_API clf_status clf_launch_async(clf_fleet *fleet, clf_program *prog,
 
 /** \brief Which way bytes moved. */
 typedef enum clf_direction {
-    CLF_TO_DEVICE = 0,   /**< host to device: buffer writes, launch inputs, broadcasts */
-    CLF_FROM_DEVICE = 1, /**< device to host: buffer reads, launch outputs, reductions */
-    CLF_PEER = 2         /**< device to device, counted on the receiving device */
+    CLF_DIRECTION_TO_DEVICE = 0,   /**< host to device: writes, launch inputs, broadcasts */
+    CLF_DIRECTION_FROM_DEVICE = 1, /**< device to host: reads, launch outputs, reductions */
+    CLF_DIRECTION_PEER = 2,        /**< device to device, counted on the receiving device */
+    CLF_TO_DEVICE = CLF_DIRECTION_TO_DEVICE,     /**< old name of CLF_DIRECTION_TO_DEVICE */
+    CLF_FROM_DEVICE = CLF_DIRECTION_FROM_DEVICE, /**< old name of CLF_DIRECTION_FROM_DEVICE */
+    CLF_PEER = CLF_DIRECTION_PEER                /**< old name of CLF_DIRECTION_PEER */
 } clf_direction;
 
 /** \brief Number of clf_direction values (the size of the dir[] arrays). */
@@ -916,6 +1169,8 @@ typedef struct clf_transfer_stats {
     double seconds;   /**< their time on the device, from profiling events (host time for
                            paths without OpenCL events) */
     double bandwidth; /**< achieved: bytes / seconds, in bytes per second (0 without time) */
+    /** Reserved: later versions add fields here, so that the struct keeps its size. */
+    uint64_t reserved[4];
 } clf_transfer_stats;
 
 /**
@@ -948,6 +1203,8 @@ typedef struct clf_device_metrics {
     double last_busy_s;   /**< kernel time in the last launch */
     double last_share;    /**< share of the last launch's range */
     double last_finish_s; /**< when it finished its part, from the last launch's start */
+    /** Reserved: later versions add fields here, so that the struct keeps its size. */
+    uint64_t reserved[4];
 } clf_device_metrics;
 
 /** \brief The fleet's totals over the same window. */
@@ -971,6 +1228,8 @@ typedef struct clf_fleet_metrics {
     double last_makespan_s;     /**< its makespan */
     double last_imbalance;  /**< latest finish / mean finish - 1 (as clf_launch_report) */
     double last_efficiency; /**< earliest finish / latest finish */
+    /** Reserved: later versions add fields here, so that the struct keeps its size. */
+    uint64_t reserved[4];
 } clf_fleet_metrics;
 
 /**
@@ -980,15 +1239,15 @@ typedef struct clf_fleet_metrics {
  * \param out receives the counters
  * \return CLF_SUCCESS; CLF_ERROR_UNSUPPORTED when the fleet counts nothing (CLFLEET_METRICS=0)
  */
-CLF_API clf_status clf_metrics_device(const clf_fleet *fleet, size_t device,
-                                      clf_device_metrics *out);
+CLF_API clf_status clf_metrics_device(clf_device_metrics *out, const clf_fleet *fleet,
+                                      size_t device);
 /**
  * \brief The fleet's totals and its last launch (see clf_fleet_metrics).
  * \param fleet the fleet
  * \param out receives the totals
  * \return CLF_SUCCESS; CLF_ERROR_UNSUPPORTED when the fleet counts nothing (CLFLEET_METRICS=0)
  */
-CLF_API clf_status clf_metrics_fleet(const clf_fleet *fleet, clf_fleet_metrics *out);
+CLF_API clf_status clf_metrics_fleet(clf_fleet_metrics *out, const clf_fleet *fleet);
 /**
  * \brief Copies from device \p src to device \p dst in the window, every path together.
  * \param fleet the fleet
@@ -997,8 +1256,8 @@ CLF_API clf_status clf_metrics_fleet(const clf_fleet *fleet, clf_fleet_metrics *
  * \param out receives the counters
  * \return CLF_SUCCESS; CLF_ERROR_UNSUPPORTED when the fleet counts nothing (CLFLEET_METRICS=0)
  */
-CLF_API clf_status clf_metrics_peer(const clf_fleet *fleet, size_t src, size_t dst,
-                                    clf_transfer_stats *out);
+CLF_API clf_status clf_metrics_peer(clf_transfer_stats *out, const clf_fleet *fleet, size_t src,
+                                    size_t dst);
 /**
  * \brief Start a new window: counters to zero, memory peaks to the memory
  * held now, the last launch forgotten. Profile regions and the trace are not
@@ -1013,7 +1272,7 @@ CLF_API clf_status clf_metrics_reset(clf_fleet *fleet);
  * \param fleet the fleet
  * \return CLF_SUCCESS, CLF_ERROR_OUT_OF_HOST_MEMORY, CLF_ERROR_UNSUPPORTED (CLFLEET_METRICS=0)
  */
-CLF_API clf_status clf_metrics_json(const clf_fleet *fleet, char **out);
+CLF_API clf_status clf_metrics_json(char **out, const clf_fleet *fleet);
 /**
  * \brief Write clf_metrics_json()'s object (and a newline) to \p fp.
  * \param fleet the fleet
@@ -1087,6 +1346,8 @@ typedef struct clf_profile {
     /* Private: the fleet and its counters at clf_profile_begin(). */
     const clf_fleet *fleet_; /**< private */
     double start_[12];       /**< private */
+    /** Reserved: later versions add fields here, so that the struct keeps its size. */
+    uint64_t reserved[4];
 } clf_profile;
 
 /**
@@ -1171,9 +1432,8 @@ typedef struct clf_collective_options {
  * \param dist how the elements are dealt: CLF_DIST_BLOCK or CLF_DIST_CYCLIC
  * \return CLF_SUCCESS, or a negative clf_status (detail in clf_last_error())
  */
-CLF_API clf_status clf_distribution_part(size_t count, size_t nparts, size_t part,
-                                         clf_distribution dist, size_t block, size_t *first,
-                                         size_t *len);
+CLF_API clf_status clf_distribution_part(size_t *first, size_t *len, size_t count, size_t nparts,
+                                         size_t part, clf_distribution dist, size_t block);
 
 /**
  * \brief Ring all-reduce: afterwards every buffer holds the element-wise
@@ -1405,6 +1665,8 @@ typedef struct clf_stage_report {
     double items_per_s;     /**< work-items / busy_s */
     double utilization;     /**< busy_s / the run's wall time */
     uint64_t bytes_in;      /**< bytes it received (from the host or the previous stage) */
+    /** Reserved: later versions add fields here, so that the struct keeps its size. */
+    uint64_t reserved[4];
 } clf_stage_report;
 
 /** \brief What a pipeline run did. */
@@ -1418,6 +1680,8 @@ typedef struct clf_pipeline_report {
     /** batches_per_s over the bottleneck's batches_per_s (1: as fast as the slowest
      * stage alone). */
     double efficiency;
+    /** Reserved: later versions add fields here, so that the struct keeps its size. */
+    uint64_t reserved[4];
 } clf_pipeline_report;
 
 /**
@@ -1493,6 +1757,8 @@ typedef struct clf_task_info {
     double start_s;    /**< host time from the start of the run to the task's start */
     double end_s;      /**< host time from the start of the run to the task's end */
     double kernel_s;   /**< kernel time, from profiling */
+    /** Reserved: later versions add fields here, so that the struct keeps its size. */
+    uint64_t reserved[4];
 } clf_task_info;
 
 /** \brief What one device did in a run of a task queue. */
@@ -1502,6 +1768,8 @@ typedef struct clf_taskq_device_report {
     uint64_t stolen; /**< of which it took from other devices' deques */
     double busy_s;   /**< kernel time */
     double finish_s; /**< host time when it found no task left */
+    /** Reserved: later versions add fields here, so that the struct keeps its size. */
+    uint64_t reserved[4];
 } clf_taskq_device_report;
 
 /** \brief What a run of a task queue did. */
@@ -1512,6 +1780,8 @@ typedef struct clf_taskq_report {
     clf_taskq_device_report dev[CLF_MAX_LAUNCH_DEVICES]; /**< per device of the queue */
     double makespan_s; /**< latest finish */
     double efficiency; /**< earliest finish / latest finish */
+    /** Reserved: later versions add fields here, so that the struct keeps its size. */
+    uint64_t reserved[4];
 } clf_taskq_report;
 
 /**
@@ -1555,7 +1825,7 @@ CLF_API clf_status clf_taskq_run(clf_taskq *q, clf_taskq_report *report);
  * \param out receives what happened
  * \return CLF_SUCCESS, or a negative clf_status (detail in clf_last_error())
  */
-CLF_API clf_status clf_taskq_task_info(const clf_taskq *q, size_t id, clf_task_info *out);
+CLF_API clf_status clf_taskq_task_info(clf_task_info *out, const clf_taskq *q, size_t id);
 /**
  * \brief Release the queue and its reference to the fleet, which goes with its
  * last child (see clf_fleet_destroy()); accepts NULL. Destroy it before its

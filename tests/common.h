@@ -56,6 +56,16 @@ static inline uint32_t lowbias32(uint32_t x)
     return x;
 }
 
+/* A fleet of one configuration and a program built from src on it (device suites). */
+typedef struct test_env {
+    const fleet_cfg *cfg;
+    clf_fleet *f;
+    clf_program *p;
+} test_env;
+
+static inline void test_env_open(test_env *e, const fleet_cfg *cfg, const char *src);
+static inline void test_env_close(test_env *e);
+
 /* Marsaglia's xorshift64 (13, 7, 17): advances *s, which must not be 0, and returns it. */
 static inline uint64_t xorshift64(uint64_t *s)
 {
@@ -159,7 +169,7 @@ static inline int test_find_basic(clf_fleet *f, size_t *basic, size_t other[2], 
     *basic = n;
     for (size_t d = 0; d < n; d++) {
         clf_device_info in;
-        ck_assert_ok(clf_device_get_info(f, d, &in));
+        ck_assert_ok(clf_device_get_info(&in, f, d));
         if (!strncmp(in.name, "basic", 5) && *basic == n)
             *basic = d;
         else if (k < 2)
@@ -199,6 +209,21 @@ static inline int test_run_fleet4_fleet2(Suite *s)
     if (rc >= 0)
         return rc;
     return test_run(s, NULL, 0);
+}
+
+static inline void test_env_open(test_env *e, const fleet_cfg *cfg, const char *src)
+{
+    e->cfg = cfg;
+    e->f = test_fleet(cfg->selection, cfg->context_per_device);
+    clf_status st = clf_program_build_source(&e->p, e->f, src, NULL);
+    ck_assert_msg(st == CLF_SUCCESS, "%s: build: %s: %s", cfg->label, clf_status_name(st),
+                  clf_last_error());
+}
+
+static inline void test_env_close(test_env *e)
+{
+    clf_program_destroy(e->p);
+    clf_fleet_destroy(e->f);
 }
 
 #endif

@@ -45,7 +45,7 @@ START_TEST(null_handles)
     ck_assert_uint_eq(clf_fleet_context_count(NULL), 0);
     ck_assert_status(clf_fleet_finish(NULL), CLF_ERROR_NULL_POINTER);
     clf_device_info info;
-    ck_assert_status(clf_device_get_info(NULL, 0, &info), CLF_ERROR_NULL_POINTER);
+    ck_assert_status(clf_device_get_info(&info, NULL, 0), CLF_ERROR_NULL_POINTER);
     ck_assert_int_eq(clf_device_has_extension(NULL, 0, "cl_khr_fp64"), 0);
     ck_assert_str_eq(clf_device_type_name(12345), "unknown");
 

@@ -171,18 +171,18 @@ static void r_strategy_name(void)
 static void r_strategy_parse(void)
 {
     clf_strategy s = CLF_STATIC;
-    BAD(clf_strategy_parse(NULL, &s), CLF_ERROR_NULL_POINTER);
-    BAD(clf_strategy_parse("static", NULL), CLF_ERROR_NULL_POINTER);
-    BAD(clf_strategy_parse("", &s), CLF_ERROR_PARSE);
-    BAD(clf_strategy_parse("banana", &s), CLF_ERROR_PARSE);
-    BAD(clf_strategy_parse("static ", &s), CLF_ERROR_PARSE);
-    BAD(clf_strategy_parse("stat", &s), CLF_ERROR_PARSE);
-    BAD(clf_strategy_parse("static,dynamic", &s), CLF_ERROR_PARSE);
-    BAD(clf_strategy_parse("\xff\xfe", &s), CLF_ERROR_PARSE);
+    BAD(clf_strategy_parse(&s, NULL), CLF_ERROR_NULL_POINTER);
+    BAD(clf_strategy_parse(NULL, "static"), CLF_ERROR_NULL_POINTER);
+    BAD(clf_strategy_parse(&s, ""), CLF_ERROR_PARSE);
+    BAD(clf_strategy_parse(&s, "banana"), CLF_ERROR_PARSE);
+    BAD(clf_strategy_parse(&s, "static "), CLF_ERROR_PARSE);
+    BAD(clf_strategy_parse(&s, "stat"), CLF_ERROR_PARSE);
+    BAD(clf_strategy_parse(&s, "static, dynamic"), CLF_ERROR_PARSE);
+    BAD(clf_strategy_parse(&s, "\xff\xfe"), CLF_ERROR_PARSE);
     char longname[5000];
     memset(longname, 'x', sizeof longname - 1);
     longname[sizeof longname - 1] = '\0';
-    BAD(clf_strategy_parse(longname, &s), CLF_ERROR_PARSE);
+    BAD(clf_strategy_parse(&s, longname), CLF_ERROR_PARSE);
     NEUTRAL(s == CLF_STATIC); /* untouched on failure */
 }
 static void r_direction_name(void)
@@ -398,10 +398,10 @@ static void r_fleet_finish(void)
 static void r_device_get_info(void)
 {
     clf_device_info in;
-    BAD(clf_device_get_info(NULL, 0, &in), CLF_ERROR_NULL_POINTER);
-    BAD(clf_device_get_info(F, 0, NULL), CLF_ERROR_NULL_POINTER);
-    BAD(clf_device_get_info(F, NDEV, &in), CLF_ERROR_OUT_OF_RANGE);
-    BAD(clf_device_get_info(F, SIZE_MAX, &in), CLF_ERROR_OUT_OF_RANGE);
+    BAD(clf_device_get_info(&in, NULL, 0), CLF_ERROR_NULL_POINTER);
+    BAD(clf_device_get_info(NULL, F, 0), CLF_ERROR_NULL_POINTER);
+    BAD(clf_device_get_info(&in, F, NDEV), CLF_ERROR_OUT_OF_RANGE);
+    BAD(clf_device_get_info(&in, F, SIZE_MAX), CLF_ERROR_OUT_OF_RANGE);
 }
 static void r_device_has_extension(void)
 {
@@ -421,11 +421,11 @@ static void r_device_is_failed(void)
 static void r_device_failure(void)
 {
     char buf[64];
-    BAD(clf_device_failure(NULL, 0, buf, sizeof buf), CLF_ERROR_NULL_POINTER);
-    BAD(clf_device_failure(F, NDEV, buf, sizeof buf), CLF_ERROR_OUT_OF_RANGE);
-    BAD(clf_device_failure(F, SIZE_MAX, buf, sizeof buf), CLF_ERROR_OUT_OF_RANGE);
-    BAD(clf_device_failure(F, 0, NULL, sizeof buf), CLF_ERROR_NULL_POINTER);
-    BAD(clf_device_failure(F, 0, buf, 0), CLF_ERROR_NULL_POINTER);
+    BAD(clf_device_failure(buf, sizeof buf, NULL, 0), CLF_ERROR_NULL_POINTER);
+    BAD(clf_device_failure(buf, sizeof buf, F, NDEV), CLF_ERROR_OUT_OF_RANGE);
+    BAD(clf_device_failure(buf, sizeof buf, F, SIZE_MAX), CLF_ERROR_OUT_OF_RANGE);
+    BAD(clf_device_failure(NULL, sizeof buf, F, 0), CLF_ERROR_NULL_POINTER);
+    BAD(clf_device_failure(buf, 0, F, 0), CLF_ERROR_NULL_POINTER);
 }
 static void r_device_readmit(void)
 {
@@ -666,11 +666,11 @@ static void r_transfer_path(void)
 {
     clf_path p;
     int direct;
-    BAD(clf_transfer_path(NULL, 0, 1, &p, &direct), CLF_ERROR_NULL_POINTER);
-    BAD(clf_transfer_path(F, 0, 1, NULL, &direct), CLF_ERROR_NULL_POINTER);
-    BAD(clf_transfer_path(F, NDEV, 1, &p, &direct), CLF_ERROR_OUT_OF_RANGE);
-    BAD(clf_transfer_path(F, 0, NDEV, &p, &direct), CLF_ERROR_OUT_OF_RANGE);
-    BAD(clf_transfer_path(F, SIZE_MAX, SIZE_MAX, &p, &direct), CLF_ERROR_OUT_OF_RANGE);
+    BAD(clf_transfer_path(&p, &direct, NULL, 0, 1), CLF_ERROR_NULL_POINTER);
+    BAD(clf_transfer_path(NULL, &direct, F, 0, 1), CLF_ERROR_NULL_POINTER);
+    BAD(clf_transfer_path(&p, &direct, F, NDEV, 1), CLF_ERROR_OUT_OF_RANGE);
+    BAD(clf_transfer_path(&p, &direct, F, 0, NDEV), CLF_ERROR_OUT_OF_RANGE);
+    BAD(clf_transfer_path(&p, &direct, F, SIZE_MAX, SIZE_MAX), CLF_ERROR_OUT_OF_RANGE);
 }
 static void r_transfer_cuda_status(void)
 {
@@ -735,6 +735,11 @@ static clf_launch_desc vadd_desc(void)
         /* The descriptor. */                                                              \
         d = vadd_desc(), d.version = 0;                                                    \
         BAD(run(P, &d, ok, 3), CLF_ERROR_INVALID_ARGUMENT);                                \
+        d = vadd_desc(), d.version = CLF_LAUNCH_DESC_VERSION + 1; /* a newer header */   \
+        BAD(run(P, &d, ok, 3), CLF_ERROR_INVALID_ARGUMENT);                                \
+        d = vadd_desc();                                                                   \
+        memcpy(a, ok, sizeof a), a[1].reserved[1] = 1; /* reserved must stay zero */      \
+        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                 \
         d = vadd_desc(), d.kernel = NULL;                                                  \
         BAD(run(P, &d, ok, 3), CLF_ERROR_NULL_POINTER);                                    \
         d = vadd_desc(), d.kernel = "no_such_kernel";                                      \
@@ -862,6 +867,54 @@ static clf_launch_desc vadd_desc(void)
         BAD(run(P, &d, a, 3), CLF_ERROR_SIZE_OVERFLOW);                                    \
         a[0] = (clf_arg)CLF_REDUCE(NULL, 4, CLF_FLOAT, CLF_SUM);                           \
         BAD(run(P, &d, a, 3), CLF_ERROR_NULL_POINTER);                                     \
+        /* Versions, the split dimension, strided arrays, per-group outputs, flags. */    \
+        d = vadd_desc(), d.version = CLF_LAUNCH_DESC_VERSION + 1;                          \
+        BAD(run(P, &d, ok, 3), CLF_ERROR_INVALID_ARGUMENT);                                \
+        d = vadd_desc(), d.split_dim = CLF_SPLIT_DIM(1); /* a 1D range */                  \
+        BAD(run(P, &d, ok, 3), CLF_ERROR_INVALID_ARGUMENT);                                \
+        d = vadd_desc(), d.split_dim = 99;                                                 \
+        BAD(run(P, &d, ok, 3), CLF_ERROR_INVALID_ARGUMENT);                                \
+        d = vadd_desc();                                                                   \
+        memcpy(a, ok, sizeof a), a[0].pitch = sizeof la - 4; /* shorter than a row */     \
+        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                 \
+        memcpy(a, ok, sizeof a), a[0].pitch = sizeof la + 4; /* longer than the array */  \
+        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                 \
+        memcpy(a, ok, sizeof a), a[0].pitch = sizeof la, a[0].size = sizeof la + 4;        \
+        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT); /* not whole rows */            \
+        memcpy(a, ok, sizeof a), a[0].pitch = sizeof la, a[0].flags = CLF_ARG_CHUNK_INDEXED; \
+        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                 \
+        memcpy(a, ok, sizeof a), a[0].pitch = SIZE_MAX, a[0].unit = SIZE_MAX / 2;          \
+        BAD(run(P, &d, a, 3), CLF_ERROR_SIZE_OVERFLOW);                                    \
+        memcpy(a, ok, sizeof a), a[0].flags = CLF_ARG_PRESERVE; /* not an output */        \
+        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                 \
+        memcpy(a, ok, sizeof a), a[2] = (clf_arg)CLF_OUT_PER_GROUP(lc, sizeof lc, 4);      \
+        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT); /* no local size */             \
+        d.local[0] = 8, a[2].size = LN / 8 * 4 - 4;                                        \
+        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT); /* too short */                 \
+        d.local[0] = 8, a[2].size = sizeof lc, a[2].unit = 0;                              \
+        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                 \
+        a[2].unit = SIZE_MAX / 2;                                                          \
+        BAD(run(P, &d, a, 3), CLF_ERROR_SIZE_OVERFLOW);                                    \
+        a[2].unit = 4, a[2].flags = CLF_ARG_CHUNK_INDEXED;                                 \
+        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                 \
+        a[2].flags = 0, a[2].pitch = 64;                                                   \
+        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                 \
+        a[2].pitch = 0, a[2].halo_after = 1;                                               \
+        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                 \
+        a[2].halo_after = 0, a[2].host = NULL;                                             \
+        BAD(run(P, &d, a, 3), CLF_ERROR_NULL_POINTER);                                     \
+        d.local[0] = 3, a[2].host = lc; /* 1000 items: not whole groups of 3 */            \
+        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                 \
+        d.dims = 2, d.global[0] = d.global[1] = (size_t)1 << 40, d.local[0] = d.local[1] = 1; \
+        a[0] = a[2]; /* 2^80 groups */                                                     \
+        BAD(run(P, &d, a, 3), CLF_ERROR_SIZE_OVERFLOW);                                    \
+        d = vadd_desc();                                                                   \
+        memcpy(a, ok, sizeof a), a[1] = (clf_arg)CLF_SCALAR(&scalar), a[1].pitch = 4;      \
+        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT); /* a pitch on a scalar */       \
+        /* vadd's c is not const: it cannot be a broadcast, and nothing runs. */           \
+        memcpy(a, ok, sizeof a), a[2] = (clf_arg)CLF_BROADCAST(lc, sizeof lc);             \
+        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                 \
+        ck_assert_msg(strstr(clf_last_error(), "const"), "%s", clf_last_error());          \
         /* The strategy variable is read by clf_fleet_create(): a launch that asks for the  \
          * default after it changed still runs (r_fleet_create_env() tests bad values). */ \
         d = vadd_desc(), d.strategy = CLF_STRATEGY_DEFAULT;                                \
@@ -925,30 +978,112 @@ static void r_launch_async(void)
     LAUNCH_CASES(run_async);
 }
 
+/* ---- kernels on one device ---------------------------------------------------------- */
+
+/* Every bad input of clf_kernel_enqueue() but the wait list; run is clf_kernel_run() or a
+ * wrapper with the same parameters. */
+#define KERNEL_CASES(run)                                                                       \
+    do {                                                                                        \
+        clf_kernel_desc d = kd;                                                                 \
+        BAD(run(NULL, P, 0, &kd, ka, 3), CLF_ERROR_NULL_POINTER);                               \
+        BAD(run(F, P, NDEV, &kd, ka, 3), CLF_ERROR_OUT_OF_RANGE);                               \
+        BAD(run(F, P, SIZE_MAX, &kd, ka, 3), CLF_ERROR_OUT_OF_RANGE);                           \
+        BAD(run(F, NULL, 0, &kd, ka, 3), CLF_ERROR_NULL_POINTER);                               \
+        BAD(run(F, PG, 0, &kd, ka, 3), CLF_ERROR_INVALID_ARGUMENT);                             \
+        BAD(run(F, P, 0, NULL, ka, 3), CLF_ERROR_NULL_POINTER);                                 \
+        BAD(run(F, P, 0, &kd, NULL, 3), CLF_ERROR_NULL_POINTER);                                \
+        BAD(run(F, P, 0, &kd, ka, 2), CLF_ERROR_INVALID_ARGUMENT);                              \
+        BAD(run(F, P, 0, &kd, ka, SIZE_MAX), CLF_ERROR_INVALID_ARGUMENT);                       \
+        BAD(run(F, P, 1, &kd, ka, 3), CLF_ERROR_INVALID_ARGUMENT); /* buffers of device 0 */    \
+        BAD(run(F, P, 0, &kd, kg, 3), CLF_ERROR_INVALID_ARGUMENT); /* another fleet's */        \
+        BAD(run(F, P, 0, &kd, kh, 3), CLF_ERROR_UNSUPPORTED);      /* a host array */           \
+        BAD(run(F, P, 0, &kd, kw, 3), CLF_ERROR_INVALID_ARGUMENT); /* writes a const */         \
+        d.kernel = NULL;                                                                        \
+        BAD(run(F, P, 0, &d, ka, 3), CLF_ERROR_NULL_POINTER);                                   \
+        d.kernel = "no_such_kernel";                                                            \
+        BAD(run(F, P, 0, &d, ka, 3), CLF_ERROR_NOT_FOUND);                                      \
+        d = kd;                                                                                 \
+        d.version = 0;                                                                          \
+        BAD(run(F, P, 0, &d, ka, 3), CLF_ERROR_INVALID_ARGUMENT);                               \
+        d.version = CLF_KERNEL_DESC_VERSION + 1;                                                \
+        BAD(run(F, P, 0, &d, ka, 3), CLF_ERROR_INVALID_ARGUMENT);                               \
+        d = kd;                                                                                 \
+        d.dims = 4;                                                                             \
+        BAD(run(F, P, 0, &d, ka, 3), CLF_ERROR_INVALID_ARGUMENT);                               \
+        d.dims = 0;                                                                             \
+        BAD(run(F, P, 0, &d, ka, 3), CLF_ERROR_INVALID_ARGUMENT);                               \
+        d = kd;                                                                                 \
+        d.global[0] = 0;                                                                        \
+        BAD(run(F, P, 0, &d, ka, 3), CLF_ERROR_ZERO_SIZE);                                      \
+        d = kd;                                                                                 \
+        d.offset[0] = SIZE_MAX;                                                                 \
+        BAD(run(F, P, 0, &d, ka, 3), CLF_ERROR_SIZE_OVERFLOW);                                  \
+        d = kd;                                                                                 \
+        d.local[0] = 3;                                                                         \
+        BAD(run(F, P, 0, &d, ka, 3), CLF_ERROR_INVALID_ARGUMENT);                               \
+        d.global[0] = d.local[0] = SIZE_MAX / 2;                                                \
+        BAD(run(F, P, 0, &d, ka, 3), CLF_ERROR_INVALID_ARGUMENT);                               \
+    } while (0)
+
+#define KERNEL_ARGS                                                                             \
+    clf_kernel_desc kd = CLF_KERNEL_DESC_INIT;                                                  \
+    kd.kernel = "vadd";                                                                         \
+    kd.global[0] = 64;                                                                          \
+    clf_arg ka[3] = {CLF_BUF_IN(B[0]), CLF_BUF_IN(B[0]), CLF_BUF_OUT(B[0])};                    \
+    clf_arg kg[3] = {CLF_BUF_IN(B[0]), CLF_BUF_IN(BG), CLF_BUF_OUT(B[0])};                      \
+    clf_arg kh[3] = {CLF_BUF_IN(B[0]), CLF_IN(host, 256, 4), CLF_BUF_OUT(B[0])};                \
+    clf_arg kw[3] = {CLF_BUF_INOUT(B[0]), CLF_BUF_IN(B[0]), CLF_BUF_OUT(B[0])}
+
+static clf_status kernel_enqueue_nowait(clf_fleet *f, clf_program *p, size_t dev,
+                                        const clf_kernel_desc *d, const clf_arg *a, size_t n)
+{
+    clf_event *e = (clf_event *)host; /* must come back NULL */
+    clf_status st = clf_kernel_enqueue(f, p, dev, d, a, n, NULL, 0, &e);
+    ck_assert_ptr_null(e);
+    return st;
+}
+static void r_kernel_enqueue(void)
+{
+    KERNEL_ARGS;
+    KERNEL_CASES(kernel_enqueue_nowait);
+    clf_event *e = valid_event(), *out = NULL;
+    clf_event *list[2] = {e, NULL};
+    BAD(clf_kernel_enqueue(F, P, 0, &kd, ka, 3, NULL, 1, &out), CLF_ERROR_NULL_POINTER);
+    BAD(clf_kernel_enqueue(F, P, 0, &kd, ka, 3, list, 2, &out), CLF_ERROR_NULL_POINTER);
+    BAD(clf_kernel_enqueue(F, P, 0, &kd, ka, 3, list, SIZE_MAX, &out), CLF_SUCCESS);
+    NEUTRAL(out == NULL);
+    clf_event_release(e);
+}
+static void r_kernel_run(void)
+{
+    KERNEL_ARGS;
+    KERNEL_CASES(clf_kernel_run);
+}
+
 /* ---- metrics and tracing ------------------------------------------------------------ */
 
 static void r_metrics_device(void)
 {
     clf_device_metrics m;
-    BAD(clf_metrics_device(NULL, 0, &m), CLF_ERROR_NULL_POINTER);
-    BAD(clf_metrics_device(F, 0, NULL), CLF_ERROR_NULL_POINTER);
-    BAD(clf_metrics_device(F, NDEV, &m), CLF_ERROR_OUT_OF_RANGE);
-    BAD(clf_metrics_device(F, SIZE_MAX, &m), CLF_ERROR_OUT_OF_RANGE);
+    BAD(clf_metrics_device(&m, NULL, 0), CLF_ERROR_NULL_POINTER);
+    BAD(clf_metrics_device(NULL, F, 0), CLF_ERROR_NULL_POINTER);
+    BAD(clf_metrics_device(&m, F, NDEV), CLF_ERROR_OUT_OF_RANGE);
+    BAD(clf_metrics_device(&m, F, SIZE_MAX), CLF_ERROR_OUT_OF_RANGE);
 }
 static void r_metrics_fleet(void)
 {
     clf_fleet_metrics m;
-    BAD(clf_metrics_fleet(NULL, &m), CLF_ERROR_NULL_POINTER);
-    BAD(clf_metrics_fleet(F, NULL), CLF_ERROR_NULL_POINTER);
+    BAD(clf_metrics_fleet(&m, NULL), CLF_ERROR_NULL_POINTER);
+    BAD(clf_metrics_fleet(NULL, F), CLF_ERROR_NULL_POINTER);
 }
 static void r_metrics_peer(void)
 {
     clf_transfer_stats s;
-    BAD(clf_metrics_peer(NULL, 0, 1, &s), CLF_ERROR_NULL_POINTER);
-    BAD(clf_metrics_peer(F, 0, 1, NULL), CLF_ERROR_NULL_POINTER);
-    BAD(clf_metrics_peer(F, NDEV, 1, &s), CLF_ERROR_OUT_OF_RANGE);
-    BAD(clf_metrics_peer(F, 0, NDEV, &s), CLF_ERROR_OUT_OF_RANGE);
-    BAD(clf_metrics_peer(F, SIZE_MAX, SIZE_MAX, &s), CLF_ERROR_OUT_OF_RANGE);
+    BAD(clf_metrics_peer(&s, NULL, 0, 1), CLF_ERROR_NULL_POINTER);
+    BAD(clf_metrics_peer(NULL, F, 0, 1), CLF_ERROR_NULL_POINTER);
+    BAD(clf_metrics_peer(&s, F, NDEV, 1), CLF_ERROR_OUT_OF_RANGE);
+    BAD(clf_metrics_peer(&s, F, 0, NDEV), CLF_ERROR_OUT_OF_RANGE);
+    BAD(clf_metrics_peer(&s, F, SIZE_MAX, SIZE_MAX), CLF_ERROR_OUT_OF_RANGE);
 }
 static void r_metrics_reset(void)
 {
@@ -957,8 +1092,8 @@ static void r_metrics_reset(void)
 static void r_metrics_json(void)
 {
     char *s = (char *)&cases;
-    BAD(clf_metrics_json(NULL, &s), CLF_ERROR_NULL_POINTER);
-    BAD(clf_metrics_json(F, NULL), CLF_ERROR_NULL_POINTER);
+    BAD(clf_metrics_json(&s, NULL), CLF_ERROR_NULL_POINTER);
+    BAD(clf_metrics_json(NULL, F), CLF_ERROR_NULL_POINTER);
 }
 static void r_metrics_write_json(void)
 {
@@ -1039,29 +1174,29 @@ static void r_trace_path(void)
 static void r_distribution_part(void)
 {
     size_t first, len;
-    BAD(clf_distribution_part(10, 3, 0, CLF_DIST_BLOCK, 0, NULL, &len), CLF_ERROR_NULL_POINTER);
-    BAD(clf_distribution_part(10, 3, 0, CLF_DIST_BLOCK, 0, &first, NULL),
+    BAD(clf_distribution_part(NULL, &len, 10, 3, 0, CLF_DIST_BLOCK, 0), CLF_ERROR_NULL_POINTER);
+    BAD(clf_distribution_part(&first, NULL, 10, 3, 0, CLF_DIST_BLOCK, 0),
         CLF_ERROR_NULL_POINTER);
-    BAD(clf_distribution_part(10, 0, 0, CLF_DIST_BLOCK, 0, &first, &len),
+    BAD(clf_distribution_part(&first, &len, 10, 0, 0, CLF_DIST_BLOCK, 0),
         CLF_ERROR_OUT_OF_RANGE);
-    BAD(clf_distribution_part(10, 3, 3, CLF_DIST_BLOCK, 0, &first, &len),
+    BAD(clf_distribution_part(&first, &len, 10, 3, 3, CLF_DIST_BLOCK, 0),
         CLF_ERROR_OUT_OF_RANGE);
-    BAD(clf_distribution_part(10, 3, SIZE_MAX, CLF_DIST_CYCLIC, 2, &first, &len),
+    BAD(clf_distribution_part(&first, &len, 10, 3, SIZE_MAX, CLF_DIST_CYCLIC, 2),
         CLF_ERROR_OUT_OF_RANGE);
-    BAD(clf_distribution_part(10, 3, 0, (clf_distribution)2, 0, &first, &len),
+    BAD(clf_distribution_part(&first, &len, 10, 3, 0, (clf_distribution)2, 0),
         CLF_ERROR_INVALID_ARGUMENT);
-    BAD(clf_distribution_part(10, 3, 0, (clf_distribution)-1, 0, &first, &len),
+    BAD(clf_distribution_part(&first, &len, 10, 3, 0, (clf_distribution)-1, 0),
         CLF_ERROR_INVALID_ARGUMENT);
     /* A block larger than the array is one block, not an overflow. */
-    ck_assert_ok(clf_distribution_part(16, 3, 0, CLF_DIST_CYCLIC, SIZE_MAX, &first, &len));
+    ck_assert_ok(clf_distribution_part(&first, &len, 16, 3, 0, CLF_DIST_CYCLIC, SIZE_MAX));
     NEUTRAL(first == 0 && len == 16);
-    ck_assert_ok(clf_distribution_part(16, 3, 2, CLF_DIST_CYCLIC, SIZE_MAX, &first, &len));
+    ck_assert_ok(clf_distribution_part(&first, &len, 16, 3, 2, CLF_DIST_CYCLIC, SIZE_MAX));
     NEUTRAL(first == 16 && len == 0);
-    ck_assert_ok(clf_distribution_part(SIZE_MAX, 3, 2, CLF_DIST_CYCLIC, SIZE_MAX / 2, &first,
-                                       &len));
+    ck_assert_ok(
+        clf_distribution_part(&first, &len, SIZE_MAX, 3, 2, CLF_DIST_CYCLIC, SIZE_MAX / 2));
     NEUTRAL(first == SIZE_MAX - 1 && len == 1);
-    ck_assert_ok(clf_distribution_part(SIZE_MAX, 3, 1, CLF_DIST_CYCLIC, SIZE_MAX / 2, &first,
-                                       &len));
+    ck_assert_ok(
+        clf_distribution_part(&first, &len, SIZE_MAX, 3, 1, CLF_DIST_CYCLIC, SIZE_MAX / 2));
     NEUTRAL(first == SIZE_MAX / 2 && len == SIZE_MAX / 2);
 }
 
@@ -1337,7 +1472,7 @@ static void r_taskq_run(void)
     ck_assert_ok(clf_taskq_submit(q, &t, a, 3, &id));
     BAD_ANY(clf_taskq_run(q, &rep));
     clf_task_info info;
-    ck_assert_ok(clf_taskq_task_info(q, id, &info));
+    ck_assert_ok(clf_taskq_task_info(&info, q, id));
     ck_assert_int_ne(info.status, CLF_SUCCESS);
     /* The kernel and its parameter count are checked when the task runs (by design: a
      * failed task is reported in its info and the run's status, the others still run). */
@@ -1349,11 +1484,11 @@ static void r_taskq_run(void)
     t.kernel = "vadd";
     ck_assert_ok(clf_taskq_submit(q, &t, good, 3, &id_ok));
     BAD_ANY(clf_taskq_run(q, &rep));
-    ck_assert_ok(clf_taskq_task_info(q, id_short, &info));
+    ck_assert_ok(clf_taskq_task_info(&info, q, id_short));
     ck_assert_int_eq(info.status, CLF_ERROR_INVALID_ARGUMENT);
-    ck_assert_ok(clf_taskq_task_info(q, id_name, &info));
+    ck_assert_ok(clf_taskq_task_info(&info, q, id_name));
     ck_assert_int_eq(info.status, CLF_ERROR_NOT_FOUND);
-    ck_assert_ok(clf_taskq_task_info(q, id_ok, &info));
+    ck_assert_ok(clf_taskq_task_info(&info, q, id_ok));
     ck_assert_int_eq(info.status, CLF_SUCCESS);
     clf_taskq_destroy(q);
 }
@@ -1362,10 +1497,10 @@ static void r_taskq_task_info(void)
     clf_taskq *q = NULL;
     ck_assert_ok(clf_taskq_create(&q, F, P, NULL, 0));
     clf_task_info info;
-    BAD(clf_taskq_task_info(NULL, 0, &info), CLF_ERROR_NULL_POINTER);
-    BAD(clf_taskq_task_info(q, 0, NULL), CLF_ERROR_NULL_POINTER);
-    BAD(clf_taskq_task_info(q, 0, &info), CLF_ERROR_OUT_OF_RANGE);
-    BAD(clf_taskq_task_info(q, SIZE_MAX, &info), CLF_ERROR_OUT_OF_RANGE);
+    BAD(clf_taskq_task_info(&info, NULL, 0), CLF_ERROR_NULL_POINTER);
+    BAD(clf_taskq_task_info(NULL, q, 0), CLF_ERROR_NULL_POINTER);
+    BAD(clf_taskq_task_info(&info, q, 0), CLF_ERROR_OUT_OF_RANGE);
+    BAD(clf_taskq_task_info(&info, q, SIZE_MAX), CLF_ERROR_OUT_OF_RANGE);
     clf_taskq_destroy(q);
 }
 static void r_taskq_destroy(void)
@@ -1465,7 +1600,7 @@ static const row rows[] = {
     ROW(pipeline_run), ROW(pipeline_destroy), ROW(taskq_create), ROW(taskq_submit),
     ROW(taskq_run), ROW(taskq_task_info), ROW(taskq_destroy), ROW(cl_device), ROW(cl_context),
     ROW(cl_compute_queue), ROW(cl_transfer_queue), ROW(cl_program), ROW(cl_mem), ROW(cl_event),
-    ROW(event_from_cl), ROW(event_cl_for),
+    ROW(event_from_cl), ROW(event_cl_for), ROW(kernel_enqueue), ROW(kernel_run),
     /* Not public functions: environment rows. */
     {"env:fleet_create", r_fleet_create_env},
 };

@@ -370,7 +370,7 @@ START_TEST(broadcast_and_allgather)
             /* All-gather: position d holds block d of the whole array, noise elsewhere. */
             for (size_t d = 0; d < nd; d++) {
                 size_t first, len;
-                ck_assert_ok(clf_distribution_part(n, nd, d, CLF_DIST_BLOCK, 0, &first, &len));
+                ck_assert_ok(clf_distribution_part(&first, &len, n, nd, d, CLF_DIST_BLOCK, 0));
                 memcpy(init[d] + first * es, whole + first * es, len * es);
                 ck_assert_ok(clf_buffer_write(b[d], 0, bytes + pad, init[d]));
             }
@@ -414,8 +414,8 @@ START_TEST(scatter_and_gather)
             ck_assert_ok(clf_scatter(b, nd, whole, n, es, DISTS[k].dist, DISTS[k].block));
             for (size_t d = 0; d < nd; d++) {
                 size_t first, len, at = 0, blk = DISTS[k].block ? DISTS[k].block : 1;
-                ck_assert_ok(clf_distribution_part(n, nd, d, DISTS[k].dist, DISTS[k].block,
-                                                   &first, &len));
+                ck_assert_ok(
+                    clf_distribution_part(&first, &len, n, nd, d, DISTS[k].dist, DISTS[k].block));
                 if (!len)
                     continue;
                 ck_assert_ok(clf_buffer_read(b[d], 0, len * es, part));
@@ -457,8 +457,8 @@ START_TEST(distribution_parts)
                     size_t total = 0, b = blk ? blk : 1;
                     for (size_t p = 0; p < np; p++) {
                         size_t first, len, count = 0, lowest = n;
-                        ck_assert_ok(clf_distribution_part(n, np, p, (clf_distribution)dist, blk,
-                                                           &first, &len));
+                        ck_assert_ok(clf_distribution_part(&first, &len, n, np, p,
+                                                           (clf_distribution)dist, blk));
                         for (size_t i = 0; i < n; i++) {
                             int mine = dist == CLF_DIST_BLOCK ? 0 : (i / b) % np == p;
                             if (dist == CLF_DIST_BLOCK) {
@@ -480,18 +480,18 @@ START_TEST(distribution_parts)
                     expect(total == n, "parts cover %zu of %zu", total, n);
                 }
     size_t first, len;
-    ck_assert_status(clf_distribution_part(10, 0, 0, CLF_DIST_BLOCK, 0, &first, &len),
+    ck_assert_status(clf_distribution_part(&first, &len, 10, 0, 0, CLF_DIST_BLOCK, 0),
                      CLF_ERROR_OUT_OF_RANGE);
-    ck_assert_status(clf_distribution_part(10, 2, 2, CLF_DIST_BLOCK, 0, &first, &len),
+    ck_assert_status(clf_distribution_part(&first, &len, 10, 2, 2, CLF_DIST_BLOCK, 0),
                      CLF_ERROR_OUT_OF_RANGE);
-    ck_assert_status(clf_distribution_part(10, 2, 0, (clf_distribution)7, 0, &first, &len),
+    ck_assert_status(clf_distribution_part(&first, &len, 10, 2, 0, (clf_distribution)7, 0),
                      CLF_ERROR_INVALID_ARGUMENT);
-    ck_assert_status(clf_distribution_part(10, 2, 0, CLF_DIST_BLOCK, 0, NULL, &len),
+    ck_assert_status(clf_distribution_part(NULL, &len, 10, 2, 0, CLF_DIST_BLOCK, 0),
                      CLF_ERROR_NULL_POINTER);
     /* Huge counts: no overflow in the arithmetic. */
-    ck_assert_ok(clf_distribution_part(SIZE_MAX, 3, 2, CLF_DIST_CYCLIC, 7, &first, &len));
+    ck_assert_ok(clf_distribution_part(&first, &len, SIZE_MAX, 3, 2, CLF_DIST_CYCLIC, 7));
     ck_assert_uint_eq(first, 14);
-    ck_assert_ok(clf_distribution_part(SIZE_MAX, 3, 2, CLF_DIST_BLOCK, 0, &first, &len));
+    ck_assert_ok(clf_distribution_part(&first, &len, SIZE_MAX, 3, 2, CLF_DIST_BLOCK, 0));
     ck_assert_uint_eq(first + len, SIZE_MAX);
 }
 END_TEST

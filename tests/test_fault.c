@@ -29,13 +29,13 @@ static const char SRC[] =
     "__kernel void mixk_chunk(__global const uint *a, __global const uint *b,\n"
     "                         __global uint *c, uint reps)\n"
     "{\n"
-    "    size_t i = get_global_id(0) - get_global_offset(0);\n"
+    "    size_t i = get_global_id(0) - CLF_CHUNK_OFFSET(0);\n"
     "    c[i] = mix(a[i], b[i], reps);\n"
     "}\n"
     "__kernel void sum_copy_chunk(__global const int *x, __global int *y, __global uint *sum,\n"
     "                             __global int *mn)\n"
     "{\n"
-    "    size_t i = get_global_id(0) - get_global_offset(0);\n"
+    "    size_t i = get_global_id(0) - CLF_CHUNK_OFFSET(0);\n"
     "    int v = x[i];\n"
     "    y[i] = 2 * v;\n"
     "    atomic_add(sum, (uint)v);\n"
@@ -43,12 +43,12 @@ static const char SRC[] =
     "}\n"
     "__kernel void affine_chunk(__global uint *y, uint m, uint c)\n"
     "{\n"
-    "    size_t i = get_global_id(0) - get_global_offset(0);\n"
+    "    size_t i = get_global_id(0) - CLF_CHUNK_OFFSET(0);\n"
     "    y[i] = y[i] * m + c;\n"
     "}\n"
     "__kernel void affine_sum_chunk(__global uint *y, __global uint *sum)\n"
     "{\n"
-    "    size_t i = get_global_id(0) - get_global_offset(0);\n"
+    "    size_t i = get_global_id(0) - CLF_CHUNK_OFFSET(0);\n"
     "    uint v = y[i];\n"
     "    y[i] = v * 3u + 1u;\n"
     "    atomic_add(sum, v);\n"
@@ -350,7 +350,7 @@ static int one_case(const fcfg *cfg, enum kind k, clf_strategy s, enum pos p, da
     expect(r.requeued_units == vr->requeued_units, "%s: %s", what, describe(&r));
     expect(clf_device_is_failed(f, cfg->victim), "%s: not marked failed", what);
     char why[256];
-    ck_assert_ok(clf_device_failure(f, cfg->victim, why, sizeof why));
+    ck_assert_ok(clf_device_failure(why, sizeof why, f, cfg->victim));
     expect(strstr(why, "injected") && strstr(why, "mixk"), "%s: failure '%s'", what, why);
 
     /* The next launch leaves it out. */
@@ -999,9 +999,9 @@ START_TEST(count_and_devices)
     ck_assert_status(clf_device_readmit(NULL, 0), CLF_ERROR_NULL_POINTER);
     expect(!clf_device_is_failed(NULL, 0) && !clf_device_is_failed(f, 99), "bad handles");
     char buf[8];
-    ck_assert_status(clf_device_failure(f, 0, NULL, 8), CLF_ERROR_NULL_POINTER);
-    ck_assert_status(clf_device_failure(f, 99, buf, 8), CLF_ERROR_OUT_OF_RANGE);
-    ck_assert_ok(clf_device_failure(f, 0, buf, sizeof buf));
+    ck_assert_status(clf_device_failure(NULL, 8, f, 0), CLF_ERROR_NULL_POINTER);
+    ck_assert_status(clf_device_failure(buf, 8, f, 99), CLF_ERROR_OUT_OF_RANGE);
+    ck_assert_ok(clf_device_failure(buf, sizeof buf, f, 0));
     ck_assert_str_eq(buf, "");
     clf_program_destroy(p);
     clf_fleet_destroy(f);

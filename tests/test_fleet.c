@@ -25,7 +25,7 @@ START_TEST(discovers_cpu_devices)
     ck_assert_uint_eq(clf_fleet_context_count(f), 1);
     for (size_t i = 0; i < n; i++) {
         clf_device_info in;
-        ck_assert_ok(clf_device_get_info(f, i, &in));
+        ck_assert_ok(clf_device_get_info(&in, f, i));
         ck_assert_uint_eq(in.type, CLF_DEVICE_CPU);
         ck_assert_str_eq(clf_device_type_name(in.type), "cpu");
         ck_assert_msg(in.name[0] && in.vendor[0] && in.platform[0], "names");
@@ -53,9 +53,9 @@ START_TEST(discovers_cpu_devices)
     ck_assert_int_eq(clf_device_has_extension(f, 0, "cl_khr_no_such_thing"), 0);
     ck_assert_int_eq(clf_device_has_extension(f, 0, NULL), 0);
     clf_device_info in;
-    ck_assert_status(clf_device_get_info(f, n, &in), CLF_ERROR_OUT_OF_RANGE);
-    ck_assert_status(clf_device_get_info(f, (size_t)-1, &in), CLF_ERROR_OUT_OF_RANGE);
-    ck_assert_status(clf_device_get_info(f, 0, NULL), CLF_ERROR_NULL_POINTER);
+    ck_assert_status(clf_device_get_info(&in, f, n), CLF_ERROR_OUT_OF_RANGE);
+    ck_assert_status(clf_device_get_info(&in, f, (size_t)-1), CLF_ERROR_OUT_OF_RANGE);
+    ck_assert_status(clf_device_get_info(NULL, f, 0), CLF_ERROR_NULL_POINTER);
     ck_assert_ptr_null(clf_cl_device(f, n));
     ck_assert_ok(clf_fleet_finish(f));
     clf_fleet_destroy(f);
@@ -67,7 +67,7 @@ START_TEST(filters_select)
     clf_fleet *f = test_fleet(TEST_CPUS ";index=1", 0);
     ck_assert_uint_eq(clf_fleet_device_count(f), 1);
     clf_device_info in;
-    ck_assert_ok(clf_device_get_info(f, 0, &in));
+    ck_assert_ok(clf_device_get_info(&in, f, 0));
     ck_assert_msg(strstr(in.name, "pthread") != NULL, "index 1 is a pthread device: %s",
                   in.name);
     clf_fleet_destroy(f);
@@ -86,7 +86,7 @@ START_TEST(filters_select)
 
     /* The vendor of device 0, as a substring filter. */
     f = test_fleet(TEST_CPUS, 0);
-    ck_assert_ok(clf_device_get_info(f, 0, &in));
+    ck_assert_ok(clf_device_get_info(&in, f, 0));
     clf_fleet_destroy(f);
     char sel[512];
     snprintf(sel, sizeof sel, "%s;vendor= %.100s ", TEST_CPUS, in.vendor);
@@ -144,7 +144,7 @@ START_TEST(default_falls_back_to_cpus)
     size_t gpus = 0, cpus = 0;
     for (size_t i = 0; i < clf_fleet_device_count(all); i++) {
         clf_device_info in;
-        ck_assert_ok(clf_device_get_info(all, i, &in));
+        ck_assert_ok(clf_device_get_info(&in, all, i));
         gpus += in.type != CLF_DEVICE_CPU;
         cpus += in.type == CLF_DEVICE_CPU;
     }
@@ -164,14 +164,14 @@ START_TEST(sub_devices)
     size_t units = 0;
     for (size_t i = 0; i < clf_fleet_device_count(roots); i++) {
         clf_device_info in;
-        ck_assert_ok(clf_device_get_info(roots, i, &in));
+        ck_assert_ok(clf_device_get_info(&in, roots, i));
         units += in.compute_units;
     }
     clf_fleet_destroy(roots);
     ck_assert_uint_eq(n, units); /* one sub-device per compute unit */
     for (size_t i = 0; i < n; i++) {
         clf_device_info in;
-        ck_assert_ok(clf_device_get_info(f, i, &in));
+        ck_assert_ok(clf_device_get_info(&in, f, i));
         ck_assert_int_eq(in.is_sub_device, 1);
         ck_assert_int_ge(in.parent_index, 1);
         ck_assert_uint_eq(in.compute_units, 1);
@@ -205,7 +205,7 @@ START_TEST(context_per_device)
     ck_assert_uint_eq(clf_fleet_context_count(f), n);
     for (size_t i = 0; i < n; i++) {
         clf_device_info in;
-        ck_assert_ok(clf_device_get_info(f, i, &in));
+        ck_assert_ok(clf_device_get_info(&in, f, i));
         ck_assert_uint_eq(in.context_index, i);
         for (size_t j = 0; j < i; j++)
             ck_assert_ptr_ne(clf_cl_context(f, i), clf_cl_context(f, j));

@@ -487,7 +487,7 @@ START_TEST(report_and_metrics)
         ck_assert_msg(r->finish_s > 0 && r->finish_s <= rep.makespan_s, "finish %g makespan %g",
                       r->finish_s, rep.makespan_s);
         clf_device_metrics m;
-        ck_assert_ok(clf_metrics_device(f, d, &m));
+        ck_assert_ok(clf_metrics_device(&m, f, d));
         ck_assert_uint_eq(m.kernels, r->chunks);
         ck_assert_uint_eq(m.dir[CLF_TO_DEVICE].bytes, r->bytes_to_device);
         ck_assert_uint_eq(m.dir[CLF_FROM_DEVICE].bytes, r->bytes_from_device);
@@ -499,7 +499,7 @@ START_TEST(report_and_metrics)
     }
     ck_assert_msg(rep.efficiency > 0 && rep.efficiency <= 1, "efficiency %g", rep.efficiency);
     clf_fleet_metrics fm;
-    ck_assert_ok(clf_metrics_fleet(f, &fm));
+    ck_assert_ok(clf_metrics_fleet(&fm, f));
     ck_assert_uint_eq(fm.launches, 1);
     ck_assert_str_eq(fm.last_kernel, "sgemm");
     ck_assert_int_eq(fm.last_strategy, CLF_STATIC);

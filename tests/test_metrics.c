@@ -268,7 +268,7 @@ static double mono_us(void)
 static clf_device_metrics dev_metrics(clf_fleet *f, size_t d)
 {
     clf_device_metrics m;
-    ck_assert_ok(clf_metrics_device(f, d, &m));
+    ck_assert_ok(clf_metrics_device(&m, f, d));
     ck_assert_uint_eq(m.device, d);
     return m;
 }
@@ -276,7 +276,7 @@ static clf_device_metrics dev_metrics(clf_fleet *f, size_t d)
 static clf_fleet_metrics fleet_metrics(clf_fleet *f)
 {
     clf_fleet_metrics m;
-    ck_assert_ok(clf_metrics_fleet(f, &m));
+    ck_assert_ok(clf_metrics_fleet(&m, f));
     return m;
 }
 
@@ -600,7 +600,7 @@ START_TEST(json_and_table)
     run_busy(f, p, 64 * 128, 100, NULL, 0, &rep);
 
     char *s = NULL;
-    ck_assert_ok(clf_metrics_json(f, &s));
+    ck_assert_ok(clf_metrics_json(&s, f));
     ck_assert_ptr_nonnull(s);
     jv v = jparse(s);
     ck_assert_int_eq(v.type, 'o');
@@ -1199,8 +1199,8 @@ START_TEST(metrics_off)
     unsetenv("CLFLEET_METRICS");
     clf_fleet_metrics fm;
     clf_device_metrics dm;
-    ck_assert_status(clf_metrics_fleet(f, &fm), CLF_ERROR_UNSUPPORTED);
-    ck_assert_status(clf_metrics_device(f, 0, &dm), CLF_ERROR_UNSUPPORTED);
+    ck_assert_status(clf_metrics_fleet(&fm, f), CLF_ERROR_UNSUPPORTED);
+    ck_assert_status(clf_metrics_device(&dm, f, 0), CLF_ERROR_UNSUPPORTED);
     clf_program *p = build_shipped(f, "busy");
     clf_launch_report rep;
     run_busy(f, p, 64 * 16, 1, NULL, 0, &rep); /* launches still work */
@@ -1222,21 +1222,21 @@ START_TEST(bad_input)
     clf_transfer_stats ts;
     clf_profile pr;
     char *s = (char *)&s;
-    ck_assert_status(clf_metrics_device(NULL, 0, &dm), CLF_ERROR_NULL_POINTER);
-    ck_assert_status(clf_metrics_device(f, 0, NULL), CLF_ERROR_NULL_POINTER);
-    ck_assert_status(clf_metrics_device(f, n, &dm), CLF_ERROR_OUT_OF_RANGE);
-    ck_assert_status(clf_metrics_fleet(NULL, &fm), CLF_ERROR_NULL_POINTER);
-    ck_assert_status(clf_metrics_fleet(f, NULL), CLF_ERROR_NULL_POINTER);
-    ck_assert_status(clf_metrics_peer(NULL, 0, 0, &ts), CLF_ERROR_NULL_POINTER);
-    ck_assert_status(clf_metrics_peer(f, 0, 0, NULL), CLF_ERROR_NULL_POINTER);
-    ck_assert_status(clf_metrics_peer(f, 0, n, &ts), CLF_ERROR_OUT_OF_RANGE);
-    ck_assert_status(clf_metrics_peer(f, n, 0, &ts), CLF_ERROR_OUT_OF_RANGE);
-    ck_assert_ok(clf_metrics_peer(f, 0, n - 1, &ts));
+    ck_assert_status(clf_metrics_device(&dm, NULL, 0), CLF_ERROR_NULL_POINTER);
+    ck_assert_status(clf_metrics_device(NULL, f, 0), CLF_ERROR_NULL_POINTER);
+    ck_assert_status(clf_metrics_device(&dm, f, n), CLF_ERROR_OUT_OF_RANGE);
+    ck_assert_status(clf_metrics_fleet(&fm, NULL), CLF_ERROR_NULL_POINTER);
+    ck_assert_status(clf_metrics_fleet(NULL, f), CLF_ERROR_NULL_POINTER);
+    ck_assert_status(clf_metrics_peer(&ts, NULL, 0, 0), CLF_ERROR_NULL_POINTER);
+    ck_assert_status(clf_metrics_peer(NULL, f, 0, 0), CLF_ERROR_NULL_POINTER);
+    ck_assert_status(clf_metrics_peer(&ts, f, 0, n), CLF_ERROR_OUT_OF_RANGE);
+    ck_assert_status(clf_metrics_peer(&ts, f, n, 0), CLF_ERROR_OUT_OF_RANGE);
+    ck_assert_ok(clf_metrics_peer(&ts, f, 0, n - 1));
     ck_assert_uint_eq(ts.bytes, 0);
     ck_assert_status(clf_metrics_reset(NULL), CLF_ERROR_NULL_POINTER);
-    ck_assert_status(clf_metrics_json(NULL, &s), CLF_ERROR_NULL_POINTER);
+    ck_assert_status(clf_metrics_json(&s, NULL), CLF_ERROR_NULL_POINTER);
     ck_assert_ptr_null(s);
-    ck_assert_status(clf_metrics_json(f, NULL), CLF_ERROR_NULL_POINTER);
+    ck_assert_status(clf_metrics_json(NULL, f), CLF_ERROR_NULL_POINTER);
     ck_assert_status(clf_metrics_write_json(NULL, stdout), CLF_ERROR_NULL_POINTER);
     ck_assert_status(clf_metrics_write_json(f, NULL), CLF_ERROR_NULL_POINTER);
     ck_assert_status(clf_metrics_print(NULL, stdout), CLF_ERROR_NULL_POINTER);

@@ -352,7 +352,7 @@ START_TEST(taskq_random_lengths)
     ck_assert(rep.makespan_s > 0 && rep.efficiency > 0 && rep.efficiency <= 1);
     for (size_t t = 0; t < ntask; t++) {
         clf_task_info info;
-        ck_assert_ok(clf_taskq_task_info(q, t, &info));
+        ck_assert_ok(clf_taskq_task_info(&info, q, t));
         ck_assert_msg(info.runs == 1, "task %zu ran %u times", t, info.runs);
         ck_assert_int_eq(info.status, CLF_SUCCESS);
         ck_assert(info.end_s >= info.start_s && info.kernel_s > 0);
@@ -488,7 +488,8 @@ START_TEST(taskq_bad_input)
     ck_assert_status(clf_taskq_submit(q, &d, red, 1, NULL), CLF_ERROR_UNSUPPORTED);
     clf_arg zero[] = {CLF_OUT(out, 0, 4)};
     ck_assert_status(clf_taskq_submit(q, &d, zero, 1, NULL), CLF_ERROR_ZERO_SIZE);
-    clf_arg kind[] = {{99, 0, out, 4, 4, 0, 0, 0, 0}};
+    clf_arg kind[] = {CLF_OUT(out, 4, 4)};
+    kind[0].kind = 99;
     ck_assert_status(clf_taskq_submit(q, &d, kind, 1, NULL), CLF_ERROR_INVALID_ARGUMENT);
     /* Failures at run time: an unknown kernel, a wrong argument count; the others still run. */
     bad = d, bad.kernel = "no_such_kernel";
@@ -499,13 +500,13 @@ START_TEST(taskq_bad_input)
     ck_assert_status(clf_taskq_run(q, &rep), CLF_ERROR_NOT_FOUND);
     ck_assert_uint_eq(rep.failed, 2);
     clf_task_info info;
-    ck_assert_ok(clf_taskq_task_info(q, 1, &info));
+    ck_assert_ok(clf_taskq_task_info(&info, q, 1));
     ck_assert_int_eq(info.status, CLF_ERROR_INVALID_ARGUMENT);
-    ck_assert_ok(clf_taskq_task_info(q, 2, &info));
+    ck_assert_ok(clf_taskq_task_info(&info, q, 2));
     ck_assert_int_eq(info.status, CLF_SUCCESS);
     ck_assert_uint_eq(out[3], task_value(3, 1, 0));
-    ck_assert_status(clf_taskq_task_info(q, 3, &info), CLF_ERROR_OUT_OF_RANGE);
-    ck_assert_status(clf_taskq_task_info(q, 0, NULL), CLF_ERROR_NULL_POINTER);
+    ck_assert_status(clf_taskq_task_info(&info, q, 3), CLF_ERROR_OUT_OF_RANGE);
+    ck_assert_status(clf_taskq_task_info(NULL, q, 0), CLF_ERROR_NULL_POINTER);
     ck_assert_status(clf_taskq_run(NULL, NULL), CLF_ERROR_NULL_POINTER);
     clf_taskq_destroy(q);
     clf_taskq_destroy(NULL);

@@ -81,9 +81,9 @@ static void corrupt(const char *path, size_t i)
 static int has_earlier_twin(clf_fleet *f, size_t d, int per_device_contexts)
 {
     clf_device_info in, earlier;
-    ck_assert_ok(clf_device_get_info(f, d, &in));
+    ck_assert_ok(clf_device_get_info(&in, f, d));
     for (size_t e = 0; e < d && per_device_contexts; e++) {
-        ck_assert_ok(clf_device_get_info(f, e, &earlier));
+        ck_assert_ok(clf_device_get_info(&earlier, f, e));
         if (!strcmp(in.name, earlier.name) && !strcmp(in.driver_version, earlier.driver_version))
             return 1;
     }

@@ -151,7 +151,7 @@ START_TEST(soak)
     long rss1 = rss_bytes();
     int fds1 = open_fds();
     clf_fleet_metrics m;
-    ck_assert_ok(clf_metrics_fleet(f, &m));
+    ck_assert_ok(clf_metrics_fleet(&m, f));
     fprintf(stderr,
             "soak: %d launches, %d copies; after %d: RSS %.1f MiB, %d fds; after %d: RSS %.1f "
             "MiB, %d fds (growth %+.2f MiB, bound %.0f MiB)\n",

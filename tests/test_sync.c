@@ -390,7 +390,7 @@ START_TEST(copy_then_launch)
         dev2 = others[1];
     } else {
         clf_path path;
-        ck_assert_ok(clf_transfer_path(f, 0, 1, &path, NULL));
+        ck_assert_ok(clf_transfer_path(&path, NULL, f, 0, 1));
         ck_assert_int_eq(path, CLF_PATH_STAGED);
     }
     clf_program *p = NULL;

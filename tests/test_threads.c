@@ -243,8 +243,8 @@ static void *run(void *arg)
             break;
         clf_device_metrics m;
         clf_fleet_metrics fm;
-        CALL(w, clf_metrics_device(w->f, (size_t)it % clf_fleet_device_count(w->f), &m));
-        CALL(w, clf_metrics_fleet(w->f, &fm));
+        CALL(w, clf_metrics_device(&m, w->f, (size_t)it % clf_fleet_device_count(w->f)));
+        CALL(w, clf_metrics_fleet(&fm, w->f));
     }
 out:
     clf_program_destroy(own);
@@ -284,7 +284,7 @@ static void run_threads(const char *selection, int per_device)
     }
     /* The fleet's counters saw every launch of every thread. */
     clf_fleet_metrics fm;
-    ck_assert_ok(clf_metrics_fleet(f, &fm));
+    ck_assert_ok(clf_metrics_fleet(&fm, f));
     ck_assert_uint_eq(fm.launches, (uint64_t)NTHREADS * (uint64_t)iterations());
     ck_assert_ok(clf_fleet_finish(f));
     clf_program_destroy(shared);

@@ -243,7 +243,7 @@ START_TEST(path_queries)
         for (size_t d = 0; d < n; d++) {
             clf_path p;
             int direct = -1;
-            ck_assert_ok(clf_transfer_path(f, s, d, &p, &direct));
+            ck_assert_ok(clf_transfer_path(&p, &direct, f, s, d));
             const char *want = s == d ? "same-device"
                                : c->context_per_device ? "staged"
                                                        : "unified";
@@ -252,11 +252,11 @@ START_TEST(path_queries)
             ck_assert_int_ne(p, CLF_PATH_CUDA_P2P);
         }
     clf_path p;
-    ck_assert_ok(clf_transfer_path(f, 0, 1, &p, NULL));
-    ck_assert_status(clf_transfer_path(f, n, 0, &p, NULL), CLF_ERROR_OUT_OF_RANGE);
-    ck_assert_status(clf_transfer_path(f, 0, n, &p, NULL), CLF_ERROR_OUT_OF_RANGE);
-    ck_assert_status(clf_transfer_path(f, 0, 0, NULL, NULL), CLF_ERROR_NULL_POINTER);
-    ck_assert_status(clf_transfer_path(NULL, 0, 0, &p, NULL), CLF_ERROR_NULL_POINTER);
+    ck_assert_ok(clf_transfer_path(&p, NULL, f, 0, 1));
+    ck_assert_status(clf_transfer_path(&p, NULL, f, n, 0), CLF_ERROR_OUT_OF_RANGE);
+    ck_assert_status(clf_transfer_path(&p, NULL, f, 0, n), CLF_ERROR_OUT_OF_RANGE);
+    ck_assert_status(clf_transfer_path(NULL, NULL, f, 0, 0), CLF_ERROR_NULL_POINTER);
+    ck_assert_status(clf_transfer_path(&p, NULL, NULL, 0, 0), CLF_ERROR_NULL_POINTER);
     /* No NVIDIA device here: the CUDA path says so and is never chosen. */
     const char *why = clf_transfer_cuda_status(f);
     ck_assert_ptr_nonnull(why);
@@ -342,7 +342,7 @@ static void staged_everywhere(clf_fleet *f, const char *label)
         for (size_t d = 0; d < n; d++) {
             clf_path p;
             int direct = -1;
-            ck_assert_ok(clf_transfer_path(f, s, d, &p, &direct));
+            ck_assert_ok(clf_transfer_path(&p, &direct, f, s, d));
             ck_assert_int_eq(p, CLF_PATH_STAGED);
         }
     every_pair(f, label, (1u << 20) + 77);
@@ -357,13 +357,13 @@ START_TEST(forced_staging_option)
     /* Other tokens leave these PoCL pairs alone. */
     f = make_fleet(c->selection, c->context_per_device, "no-cuda, no-amd");
     clf_path p;
-    ck_assert_ok(clf_transfer_path(f, 0, 1, &p, NULL));
+    ck_assert_ok(clf_transfer_path(&p, NULL, f, 0, 1));
     ck_assert_int_eq(p, c->context_per_device ? CLF_PATH_STAGED : CLF_PATH_UNIFIED);
     done_fleet(f);
     f = make_fleet(c->selection, c->context_per_device, "no-unified");
-    ck_assert_ok(clf_transfer_path(f, 0, 1, &p, NULL));
+    ck_assert_ok(clf_transfer_path(&p, NULL, f, 0, 1));
     ck_assert_int_eq(p, CLF_PATH_STAGED);
-    ck_assert_ok(clf_transfer_path(f, 1, 1, &p, NULL));
+    ck_assert_ok(clf_transfer_path(&p, NULL, f, 1, 1));
     ck_assert_int_eq(p, CLF_PATH_SAME_DEVICE);
     every_pair(f, "no-unified", 300001);
     done_fleet(f);
@@ -382,7 +382,7 @@ START_TEST(forced_staging_env)
     f = make_fleet(FLEET_SUB, 0, "auto");
     unsetenv("CLFLEET_TRANSFER");
     clf_path p;
-    ck_assert_ok(clf_transfer_path(f, 0, 1, &p, NULL));
+    ck_assert_ok(clf_transfer_path(&p, NULL, f, 0, 1));
     ck_assert_int_eq(p, CLF_PATH_UNIFIED);
     done_fleet(f);
 }
@@ -722,9 +722,9 @@ START_TEST(cuda_emulated)
         for (size_t d = 0; d < NDEV; d++) {
             clf_path p, pb, po;
             int direct, db;
-            ck_assert_ok(clf_transfer_path(f, s, d, &p, &direct));
-            ck_assert_ok(clf_transfer_path(bad, s, d, &pb, &db));
-            ck_assert_ok(clf_transfer_path(off, s, d, &po, NULL));
+            ck_assert_ok(clf_transfer_path(&p, &direct, f, s, d));
+            ck_assert_ok(clf_transfer_path(&pb, &db, bad, s, d));
+            ck_assert_ok(clf_transfer_path(&po, NULL, off, s, d));
             clf_path want = s == d ? CLF_PATH_SAME_DEVICE
                             : s + d == 1 ? CLF_PATH_CUDA_P2P /* 0 <-> 1 */
                                          : CLF_PATH_STAGED;

@@ -224,7 +224,7 @@ static void print_table(const bench *b, const run *r, size_t nr)
            b->opt.reps);
     for (size_t d = 0; d < b->nfleet && d < MAX_DEV; d++) {
         clf_device_info in;
-        if (clf_device_get_info(b->fl, d, &in) == CLF_SUCCESS)
+        if (clf_device_get_info(&in, b->fl, d) == CLF_SUCCESS)
             printf("  device %zu: %s, %u compute unit(s)\n", d, in.name, in.compute_units);
     }
     printf("  memcpy on this host: %.2f GB/s\n\n", b->memcpy_gbps);

@@ -96,10 +96,10 @@ static void choose_devices(bench *b)
 {
     size_t n = clf_fleet_device_count(b->fl);
     clf_device_info first, in;
-    clf_device_get_info(b->fl, 0, &first);
+    clf_device_get_info(&first, b->fl, 0);
     b->ndev = 0;
     for (size_t i = 0; i < n && b->ndev < MAX_DEV; i++) {
-        clf_device_get_info(b->fl, i, &in);
+        clf_device_get_info(&in, b->fl, i);
         if (!b->self_split || !first.is_sub_device ||
             (in.is_sub_device && in.parent_index == first.parent_index))
             b->dev[b->ndev++] = i;
@@ -151,7 +151,7 @@ static void print_table(const bench *b, const figures *f)
            b->dbl ? "dgemm" : "sgemm", b->n, b->n, b->n, b->opt.reps, b->ndev);
     for (size_t i = 0; i < b->ndev; i++) {
         clf_device_info in;
-        if (clf_device_get_info(b->fl, b->dev[i], &in) == CLF_SUCCESS)
+        if (clf_device_get_info(&in, b->fl, b->dev[i]) == CLF_SUCCESS)
             printf("  %zu: %s (%u compute unit(s))\n", b->dev[i], in.name, in.compute_units);
     }
     printf("\n%-22s %10s %19s %9s %9s %9s %7s\n", "run", "median s", "[best..worst]",

@@ -216,7 +216,7 @@ static const char *const KERNEL_LABEL[2] = {"in-out floats", "no arrays"};
 static void print_table(const bench *b, const figures *f)
 {
     clf_device_info in;
-    clf_device_get_info(b->fl, b->dev[0], &in);
+    clf_device_get_info(&in, b->fl, b->dev[0]);
     printf("overhead: launches of tiny kernels on devices %zu and %zu (%s), %u rounds of %zu "
            "launches each\n",
            b->dev[0], b->dev[1], in.name, f->rounds, b->batch);

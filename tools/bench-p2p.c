@@ -177,7 +177,7 @@ static void print_table(const bench *b, const result *res, size_t nres)
            b->opt.reps);
     for (size_t i = 0; i < b->ndev; i++) {
         clf_device_info in;
-        if (clf_device_get_info(b->fl[0], i, &in) == CLF_SUCCESS)
+        if (clf_device_get_info(&in, b->fl[0], i) == CLF_SUCCESS)
             printf("  device %zu: %s (%s)\n", i, in.name, in.platform);
     }
     printf("  CUDA: %s\n\n", clf_transfer_cuda_status(b->fl[0]));
@@ -209,7 +209,7 @@ static void print_json(const bench *b, const result *res, size_t nres)
            b->shared ? "false" : "true", b->opt.reps);
     for (size_t i = 0; i < b->ndev; i++) {
         clf_device_info in;
-        clf_device_get_info(b->fl[0], i, &in);
+        clf_device_get_info(&in, b->fl[0], i);
         printf("%s", i ? ", " : "");
         clf_tool_json_string(in.name);
     }
@@ -290,7 +290,7 @@ static clf_status setup(bench *b)
     b->ndev = clf_fleet_device_count(b->fl[0]);
     for (size_t i = 0; i < b->ndev; i++) {
         clf_device_info in;
-        clf_device_get_info(b->fl[0], i, &in);
+        clf_device_get_info(&in, b->fl[0], i);
         if (b->max_bytes > in.max_alloc)
             b->max_bytes = (size_t)in.max_alloc;
     }
@@ -382,7 +382,7 @@ int clf_bench_p2p(int argc, char **argv)
             for (size_t k = 0; k < nsizes && !rc; k++) {
                 result *r = &res[nres];
                 r->src = s, r->dst = d, r->bytes = sizes[k];
-                clf_transfer_path(b.fl[0], s, d, &r->path, &r->direct);
+                clf_transfer_path(&r->path, &r->direct, b.fl[0], s, d);
                 st = measure(&b, r);
                 if (st != CLF_SUCCESS)
                     rc = clf_bench_fail("p2p", "copy", st);

@@ -86,7 +86,7 @@ static void host_bound(const bench *b, figures *f)
         return;
     for (int s = 0; s < NSTAGE; s++) {
         clf_device_info in;
-        if (clf_device_get_info(b->fl, b->dev[s], &in) != CLF_SUCCESS ||
+        if (clf_device_get_info(&in, b->fl, b->dev[s]) != CLF_SUCCESS ||
             !(in.type & CLF_DEVICE_CPU))
             return;
         double u = in.compute_units < (unsigned long)f->cores ? in.compute_units
@@ -300,7 +300,7 @@ static void print_table(const bench *b, const figures *f)
            b->batches, b->items, b->costs[0], b->costs[1], b->costs[2], b->opt.reps);
     for (int s = 0; s < NSTAGE; s++) {
         clf_device_info in;
-        if (clf_device_get_info(b->fl, b->dev[s], &in) == CLF_SUCCESS)
+        if (clf_device_get_info(&in, b->fl, b->dev[s]) == CLF_SUCCESS)
             printf("  stage %d: device %zu (%s, %u compute unit(s)), %d iterations\n", s, b->dev[s],
                    in.name, in.compute_units, b->iters[s]);
     }

@@ -193,7 +193,7 @@ static size_t split_count(const clf_fleet *f)
     size_t n = clf_fleet_device_count(f), units = 0;
     for (size_t i = 0; i < n; i++) {
         clf_device_info in;
-        if (clf_device_get_info(f, i, &in) != CLF_SUCCESS || in.type != CLF_DEVICE_CPU ||
+        if (clf_device_get_info(&in, f, i) != CLF_SUCCESS || in.type != CLF_DEVICE_CPU ||
             in.is_sub_device)
             return 0;
         if (in.compute_units >= 2)

@@ -277,10 +277,10 @@ static int pick_pair(clf_fleet *f, size_t dev[2], clf_device_info info[2])
 {
     size_t n = clf_fleet_device_count(f);
     for (size_t i = 0; i < n; i++) {
-        if (clf_device_get_info(f, i, &info[0]) != CLF_SUCCESS || !info[0].is_sub_device)
+        if (clf_device_get_info(&info[0], f, i) != CLF_SUCCESS || !info[0].is_sub_device)
             continue;
         for (size_t j = i + 1; j < n; j++)
-            if (clf_device_get_info(f, j, &info[1]) == CLF_SUCCESS && info[1].is_sub_device &&
+            if (clf_device_get_info(&info[1], f, j) == CLF_SUCCESS && info[1].is_sub_device &&
                 info[1].parent_index == info[0].parent_index) {
                 dev[0] = i;
                 dev[1] = j;
@@ -699,7 +699,7 @@ static int balance_config(const opts *o)
         else
             rc = metrics_overhead(f, pm, off, poff, &c, &mw, o);
     }
-    if (rc == EXIT_SUCCESS && (st = clf_metrics_json(f, &c.metrics_json)) != CLF_SUCCESS)
+    if (rc == EXIT_SUCCESS && (st = clf_metrics_json(&c.metrics_json, f)) != CLF_SUCCESS)
         rc = clf_bench_fail(NULL, "metrics", st);
     if (rc == EXIT_SUCCESS) {
         if (o->json) {
@@ -878,7 +878,7 @@ static int cmd_scale(const opts *o)
     size_t devs[MAX_DEV], ndev = 0;
     clf_device_info first, in;
     for (size_t i = 0; i < clf_fleet_device_count(f) && ndev < MAX_DEV; i++)
-        if (clf_device_get_info(f, i, &in) == CLF_SUCCESS && in.is_sub_device) {
+        if (clf_device_get_info(&in, f, i) == CLF_SUCCESS && in.is_sub_device) {
             if (ndev == 0)
                 first = in;
             if (in.parent_index == first.parent_index)

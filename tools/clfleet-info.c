@@ -124,7 +124,7 @@ static void json_paths(const clf_fleet *f)
             for (size_t d = 0; d < n; d++) {
                 clf_path p = CLF_PATH_STAGED;
                 int direct = 0;
-                clf_transfer_path(f, s, d, &p, &direct);
+                clf_transfer_path(&p, &direct, f, s, d);
                 if (pass)
                     printf("%s%s", d ? ", " : "", direct ? "true" : "false");
                 else
@@ -165,7 +165,7 @@ static void print_json(const clf_fleet *f, const clf_fleet *def)
     printf(",\n  \"contexts\": %zu,\n  \"devices\": [", clf_fleet_context_count(f));
     for (size_t i = 0; i < n; i++) {
         clf_device_info in;
-        if (clf_device_get_info(f, i, &in) != CLF_SUCCESS)
+        if (clf_device_get_info(&in, f, i) != CLF_SUCCESS)
             continue;
         char pci[32];
         pci_string(&in, pci, sizeof pci);
@@ -217,7 +217,7 @@ static void table_paths(const clf_fleet *f)
             clf_path p = CLF_PATH_STAGED;
             int direct = 0;
             char cell[32];
-            clf_transfer_path(f, s, d, &p, &direct);
+            clf_transfer_path(&p, &direct, f, s, d);
             snprintf(cell, sizeof cell, "%s%s", clf_path_name(p), direct ? "*" : "");
             printf(d + 1 < n ? " %-13s" : " %s", cell);
         }
@@ -234,7 +234,7 @@ static void print_table(const clf_fleet *f, const clf_fleet *def, const char *de
            clf_fleet_context_count(f));
     for (size_t i = 0; i < n; i++) {
         clf_device_info in;
-        if (clf_device_get_info(f, i, &in) != CLF_SUCCESS)
+        if (clf_device_get_info(&in, f, i) != CLF_SUCCESS)
             continue;
         if (in.platform_index != last_platform) {
             printf("\nPlatform %u: %s (%s)\n", in.platform_index, in.platform,

@@ -50,7 +50,11 @@ CLF_API cl_command_queue clf_cl_compute_queue(const clf_fleet *fleet, size_t dev
 CLF_API cl_command_queue clf_cl_transfer_queue(const clf_fleet *fleet, size_t device);
 /**
  * \brief The program object built for the device (one per device, each built for that
- * device only).
+ * device only). It was built from the source with clfleet's prelude before it; when the
+ * source names get_global_size() or get_num_groups() (or includes a file), every kernel
+ * function has one more parameter than written, last: `const ulong4`, the range's global
+ * sizes (1 past its dimensions), which a kernel you enqueue yourself must be given. The
+ * prelude also makes get_global_offset() 0 and adds the offset to get_group_id().
  * \param prog the program
  * \param device fleet index of the device
  * \return the handle (owned by clfleet), or NULL

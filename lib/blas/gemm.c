@@ -365,11 +365,9 @@ static clf_status plan(clf__gemm_run *G, uint64_t *max_units, clf_launch_report 
     const clf__gemm_args *g = &G->g;
     const clf_gemm_options *o = &G->o;
     clf_status st;
-    if (o->version != CLF_GEMM_OPTIONS_VERSION)
-        return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
-                         "%s: clf_gemm_options.version is %u, expected %u (use "
-                         "CLF_GEMM_OPTIONS_INIT)",
-                         g->fn, o->version, CLF_GEMM_OPTIONS_VERSION);
+    if (clf__check_version(g->fn, o->version, CLF_GEMM_OPTIONS_VERSION, "clf_gemm_options",
+                           "CLF_GEMM_OPTIONS_INIT") != CLF_SUCCESS)
+        return CLF_ERROR_INVALID_ARGUMENT;
     if ((unsigned)o->split > CLF_GEMM_SPLIT_N)
         return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "%s: unknown split %d", g->fn, (int)o->split);
     if ((unsigned)o->weights_mode > CLF_WEIGHTS_USER)
@@ -491,10 +489,9 @@ static clf_status gemm(clf_fleet *fl, clf__gemm_args *g, int ta, int tb,
     if (opts)
         o = *opts;
     if (g->m == 0 || g->n == 0 || g->k == 0 || g->alpha == 0.0) {
-        if (o.version != CLF_GEMM_OPTIONS_VERSION)
-            return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
-                             "%s: clf_gemm_options.version is %u, expected %u", g->fn, o.version,
-                             CLF_GEMM_OPTIONS_VERSION);
+        if (clf__check_version(g->fn, o.version, CLF_GEMM_OPTIONS_VERSION, "clf_gemm_options",
+                               "CLF_GEMM_OPTIONS_INIT") != CLF_SUCCESS)
+            return CLF_ERROR_INVALID_ARGUMENT;
         if (g->m && g->n)
             scale_c(g);
         snprintf(rep->reason, sizeof rep->reason, "%s",

@@ -38,10 +38,10 @@ static const char *const type_names[] = {NULL, "i32", "u32", "i64", "f32", "f64"
 
 static clf_status check_opts(const clf__coll *c, const clf_collective_options *o)
 {
-    if (o && o->version != CLF_COLLECTIVE_OPTIONS_VERSION)
-        return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
-                         "%s: options version %u, expected %u (use CLF_COLLECTIVE_OPTIONS_INIT)",
-                         c->fn, o->version, CLF_COLLECTIVE_OPTIONS_VERSION);
+    if (o && clf__check_version(c->fn, o->version, CLF_COLLECTIVE_OPTIONS_VERSION,
+                                "clf_collective_options",
+                                "CLF_COLLECTIVE_OPTIONS_INIT") != CLF_SUCCESS)
+        return CLF_ERROR_INVALID_ARGUMENT;
     return CLF_SUCCESS;
 }
 
@@ -480,8 +480,8 @@ clf_status clf__coll_host_io(clf__coll *c, clf_buffer *b, int write, size_t off,
 
 /* ---- partitions and chunks ----------------------------------------------------------- */
 
-clf_status clf_distribution_part(size_t count, size_t nparts, size_t part, clf_distribution dist,
-                                 size_t block, size_t *first, size_t *len)
+clf_status clf_distribution_part(size_t *first, size_t *len, size_t count, size_t nparts,
+                                 size_t part, clf_distribution dist, size_t block)
 {
     if (!first || !len)
         return clf__fail(CLF_ERROR_NULL_POINTER, "clf_distribution_part: NULL output");
@@ -560,7 +560,7 @@ static clf_status scatter_gather(const char *fn, int scatter, void *host, clf_bu
     if (st == CLF_SUCCESS && dist != CLF_DIST_BLOCK && dist != CLF_DIST_CYCLIC)
         st = clf__fail(CLF_ERROR_INVALID_ARGUMENT, "%s: unknown distribution %d", fn, (int)dist);
     for (size_t i = 0; st == CLF_SUCCESS && i < nbufs; i++) {
-        clf_distribution_part(count, nbufs, i, dist, block, &first[i], &len[i]);
+        clf_distribution_part(&first[i], &len[i], count, nbufs, i, dist, block);
         st = check_size(&c, i, len[i] * elem_size);
     }
     if (st != CLF_SUCCESS)

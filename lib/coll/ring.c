@@ -48,7 +48,7 @@ static clf_status ring_init(coll *c, ring *r, size_t count, const clf_collective
     r->n = c->n;
     size_t maxseg = 0;
     for (size_t s = 0; s < c->n; s++) {
-        clf_distribution_part(count, c->n, s, CLF_DIST_BLOCK, 0, &r->first[s], &r->len[s]);
+        clf_distribution_part(&r->first[s], &r->len[s], count, c->n, s, CLF_DIST_BLOCK, 0);
         maxseg = r->len[s] > maxseg ? r->len[s] : maxseg;
     }
     r->ce = clf__coll_chunk_elems(c, o, maxseg, CLF__MAX_RING_CHUNKS);

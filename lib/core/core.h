@@ -128,6 +128,38 @@ clf_status clf__cmd_read(clf_fleet *fl, size_t dev, cl_command_queue q, cl_mem b
 clf_status clf__cmd_marker(clf_fleet *fl, size_t dev, cl_command_queue q, const char *what,
                            cl_uint nwait, const cl_event *wait, cl_event *ev);
 
+/* ---- the per-device kernel call (kernel.c) ---- */
+
+/* Parameter i of kernel k: its address and type qualifiers and its name ("" if unknown);
+ * 0 when the driver reports no argument information (then nothing can be checked). */
+int clf__kernel_param(cl_kernel k, size_t i, cl_kernel_arg_address_qualifier *aq,
+                      cl_kernel_arg_type_qualifier *tq, char *name, size_t n);
+/* The user's local size (dims entries) against device d's and kernel k's work-group limits,
+ * as the enqueue would check them: CLF_ERROR_INVALID_ARGUMENT naming kernel and device. */
+clf_status clf__check_local(const char *kernel, unsigned dims, const size_t local[3],
+                            const struct clf__device *d, cl_kernel k);
+/* Check everything clf_kernel_enqueue() is given but the fleet, the device index (checked
+ * before) and the wait list; take an idle kernel or create one, and set all its arguments
+ * (the hidden range parameter too). Nothing is queued. *out: give it back with
+ * clf__kernel_recycle() (its argument values were captured by the enqueue, if any). */
+clf_status clf__kernel_prepare(clf_fleet *fl, clf_program *prog, size_t dev,
+                               const clf_kernel_desc *desc, const clf_arg *args, size_t nargs,
+                               cl_kernel *out);
+/* Give k (from clf__kernel_prepare(), enqueued or not) back for later calls to reuse. */
+void clf__kernel_recycle(clf_program *prog, size_t dev, const char *name, cl_kernel k);
+/* An idle kernel of a program (clf_program.idle_kernels) for device dev; the list is
+ * kernel.c's (under its lock), clf_program_destroy() releases what is left. */
+struct clf__kernel_idle {
+    struct clf__kernel_idle *next;
+    size_t dev;
+    cl_kernel k;
+    char name[]; /* the kernel function's */
+};
+/* Enqueue k (from clf__kernel_prepare() with desc) on device dev's compute queue after wait
+ * (events of the device's context) through the command path, after the enqueue fault hook. */
+clf_status clf__kernel_submit(clf_fleet *fl, size_t dev, cl_kernel k, const clf_kernel_desc *desc,
+                              cl_uint nwait, const cl_event *wait, cl_event *ev);
+
 /* ---- programs (program.c, kernels.c generated) ---- */
 
 /* CLF_SUCCESS when prog was built for fleet device dev, else CLF_ERROR_BUILD with a detail. */
@@ -141,6 +173,34 @@ extern const clf__shipped clf__shipped_kernels[]; /* NULL-terminated */
 extern const char *const clf__shipped_names[];   /* NULL-terminated */
 /* cl/clfleet.h, prepended to every program source (chunk-indexing helpers). */
 extern const char clf__kernel_prelude[];
+
+/* ---- the hidden range parameter (rangearg.c) ---- */
+
+/* Its name: what a helper function that calls get_global_size() fails to find. */
+#define CLF__RANGE_ARG_NAME "clfleet_global_size_only_in_kernels"
+/* What clf__range_rewrite() finds a source naming (*named, a clf_program's range_named):
+ * get_global_size, get_num_groups or get_global_linear_id (the range's sizes); and
+ * get_group_id, get_global_offset or get_global_linear_id, or an #include (built-ins that the
+ * prelude counts from the range's start, as chunks need, not from an enqueue's offset). */
+#define CLF__NAMES_SIZES 1
+#define CLF__NAMES_OFFSETS 2
+/* *named: CLF__NAMES_* bits. When src names get_global_size, get_num_groups or
+ * get_global_linear_id, or includes a file, *out is src with the hidden parameter added to every kernel
+ * function found, and *names (count *nnames) those kernels' names (malloc'd); else *out
+ * is NULL. */
+clf_status clf__range_rewrite(const char *src, char **out, char ***names, size_t *nnames,
+                              int *named);
+/* 1 when kernel got the hidden parameter. */
+int clf__program_range_arg(const struct clf_program *p, const char *kernel);
+/* 1 when the source names the built-ins but kernel's definition was not found: it has no
+ * hidden parameter, and chunks of it could not be given the range's sizes. */
+int clf__program_range_unknown(const struct clf_program *p, const char *kernel);
+/* Set kernel k's hidden parameter (when it has one) to the range global[0..dims-1] (1
+ * beyond); every place that creates a kernel of a user program calls it. d names the
+ * device in errors. */
+clf_status clf__program_set_range(const struct clf_program *p, const char *kernel, cl_kernel k,
+                                  const size_t global[3], unsigned dims,
+                                  const struct clf__device *d);
 
 /* ---- buffers (buffer.c) ---- */
 

@@ -145,7 +145,7 @@ clf_status clf__device_query(cl_device_id id, cl_platform_id platform, clf_devic
     return CLF_SUCCESS;
 }
 
-clf_status clf_device_get_info(const clf_fleet *fleet, size_t device, clf_device_info *out)
+clf_status clf_device_get_info(clf_device_info *out, const clf_fleet *fleet, size_t device)
 {
     clf_status st = clf__check_device(fleet, device);
     if (st != CLF_SUCCESS)

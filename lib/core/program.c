@@ -150,8 +150,9 @@ static cl_program from_cache(const clf_fleet *fl, const struct clf__device *d, c
 }
 
 /*
- * The options the device's program is built with: the user's, plus on PoCL a definition
- * that no source uses and that is unique to this (fleet, device) among the live fleets.
+ * The options the device's program is built with: the user's, -cl-kernel-arg-info, plus on
+ * PoCL a definition that no source uses and that is unique to this (fleet, device) among the
+ * live fleets.
  *
  * Why: PoCL 3.1 keeps one process-wide cache of loaded kernel binaries, keyed by the
  * kernel's build hash, its local size and specialisation (zero global offset or not, grid
@@ -170,12 +171,14 @@ static char *device_options(const clf_fleet *fl, const struct clf__device *d, co
 {
     char tag[64] = "";
     if (strstr(d->info.platform, "Portable Computing Language"))
-        snprintf(tag, sizeof tag, "%s-D__CLFLEET_POCL_TAG_%u_%zu", opts[0] ? " " : "",
-                 fl->slot, d->index);
-    size_t n = strlen(opts) + strlen(tag) + 1;
+        snprintf(tag, sizeof tag, " -D__CLFLEET_POCL_TAG_%u_%zu", fl->slot, d->index);
+    /* Argument information lets a launch refuse a broadcast the kernel may write (launch.c,
+     * check_broadcast_const). */
+    static const char arginfo[] = "-cl-kernel-arg-info";
+    size_t n = strlen(opts) + 1 + sizeof arginfo + strlen(tag);
     char *s = malloc(n);
     if (s)
-        snprintf(s, n, "%s%s", opts, tag);
+        snprintf(s, n, "%s%s%s%s", opts, opts[0] ? " " : "", arginfo, tag);
     return s;
 }
 
@@ -226,9 +229,15 @@ static clf_status build_device(clf_program *p, size_t dev, const char *src, cons
     }
     if (err != CL_BUILD_PROGRAM_FAILURE && err != CL_INVALID_BUILD_OPTIONS)
         CLF__TRY(st, clf__cl_fail(err, "clBuildProgram", d));
-    char what[600], *log = build_log(prog, d->id);
-    snprintf(what, sizeof what, "clBuildProgram: %s (%d); options '%.500s'",
-             clf__cl_error_name(err), (int)err, opts);
+    char what[1000], *log = build_log(prog, d->id);
+    snprintf(what, sizeof what, "clBuildProgram: %s (%d); options '%.500s'%s",
+             clf__cl_error_name(err), (int)err, opts,
+             log && strstr(log, CLF__RANGE_ARG_NAME)
+                 ? "\nhint: under clfleet, get_global_size() and get_num_groups() work only in "
+                   "kernel functions, which clfleet gives the range's sizes as a hidden "
+                   "parameter (" CLF__RANGE_ARG_NAME "); pass the value to helper functions "
+                   "as a parameter"
+                 : "");
     st = set_log(p, dev, what, log);
     free(log);
     goto out;
@@ -266,21 +275,29 @@ clf_status clf_program_build_source(clf_program **out, clf_fleet *fleet, const c
                          fleet ? "source" : "fleet");
     if (!source[0])
         return clf__fail(CLF_ERROR_ZERO_SIZE, "clf_program_build_source: source is empty");
-    char *full = NULL;
+    char *full = NULL, *rewritten = NULL;
     clf_program *p = calloc(1, sizeof *p);
     if (!p)
         return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "program: out of memory");
     p->fleet = fleet;
     clf__fleet_ref(fleet);
     p->holds_fleet = 1;
+    /* get_global_size() and get_num_groups() read a hidden kernel parameter (rangearg.c),
+     * switched on by CLF__RANGE_ARG in the prelude. */
+    CLF__TRY(st, clf__range_rewrite(source, &rewritten, &p->range_kernels,
+                                    &p->nrange_kernels, &p->range_named));
     /* The prelude (cl/clfleet.h) comes first; #line keeps the user's line numbers. */
-    size_t plen = strlen(clf__kernel_prelude), slen = strlen(source);
-    full = malloc(plen + slen + 16);
+    const char *body = rewritten ? rewritten : source,
+               *on = rewritten ? "#define CLF__RANGE_ARG 1\n" : "";
+    size_t olen = strlen(on), plen = strlen(clf__kernel_prelude), slen = strlen(body);
+    full = malloc(olen + plen + slen + 16);
     if (!full)
         CLF__TRY(st, clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "program: out of memory"));
-    memcpy(full, clf__kernel_prelude, plen);
-    memcpy(full + plen, "#line 1\n", 8);
-    memcpy(full + plen + 8, source, slen + 1);
+    memcpy(full, on, olen);
+    memcpy(full + olen, clf__kernel_prelude, plen);
+    memcpy(full + olen + plen, "#line 1\n", 8);
+    memcpy(full + olen + plen + 8, body, slen + 1);
+    slen = strlen(source);
     clf__sha256 h;
     unsigned char digest[32];
     clf__sha256_init(&h);
@@ -318,6 +335,7 @@ clf_status clf_program_build_source(clf_program **out, clf_fleet *fleet, const c
     }
 out:
     free(full);
+    free(rewritten);
     if (st != CLF_SUCCESS) {
         clf_program_destroy(p);
         return st;
@@ -427,6 +445,13 @@ void clf_program_destroy(clf_program *p)
 {
     if (!p)
         return;
+    /* clf_kernel_enqueue()'s idle kernels (kernel.c; no call uses the program now): they
+     * hold the cl_programs. */
+    for (struct clf__kernel_idle *e = p->idle_kernels, *next; e; e = next) {
+        next = e->next;
+        clReleaseKernel(e->k);
+        free(e);
+    }
     for (size_t i = 0; p->prog && i < p->fleet->ndev; i++)
         if (p->prog[i])
             clReleaseProgram(p->prog[i]);
@@ -436,6 +461,9 @@ void clf_program_destroy(clf_program *p)
     for (size_t d = 0; p->log && d < p->fleet->ndev; d++)
         free(p->log[d]);
     free(p->log);
+    for (size_t i = 0; i < p->nrange_kernels; i++)
+        free(p->range_kernels[i]);
+    free(p->range_kernels);
     clf_fleet *fl = p->holds_fleet ? p->fleet : NULL;
     free(p);
     if (fl)

@@ -39,6 +39,18 @@ typedef struct clf__chunk {
 
 struct clf__launch;
 
+/*
+ * Where a partitioned argument's split indices lie, in the host array and in its
+ * global-indexed device buffer alike: index j is the bytes [j * unit, (j + 1) * unit) of
+ * each of `rows` rows of `pitch` bytes (pitch 0: contiguous, one row). A chunk of the range
+ * [off, off + len) covers the indices [off / scale, (off + len) / scale): scale is 1, or for a
+ * per-group output the local size along the split dimension (chunks are multiples of it).
+ * `bytes` is the device buffer's size. Filled by launch.c (check_arg).
+ */
+typedef struct clf__layout {
+    uint64_t unit, pitch, rows, scale, bytes;
+} clf__layout;
+
 /* One device's worker: its own host thread, kernel object and buffers. */
 typedef struct clf__worker {
     struct clf__launch *L;
@@ -80,7 +92,7 @@ typedef struct clf__launch {
     size_t ndev;
     double weights[CLF_MAX_LAUNCH_DEVICES];
     uint64_t limits[CLF_MAX_LAUNCH_DEVICES];
-    unsigned split;      /* the split dimension: dims - 1 */
+    unsigned split;      /* the split dimension: desc.split_dim, by default dims - 1 */
     uint64_t total;      /* units along it */
     uint64_t per_unit;   /* work-items per unit (product of the other dimensions) */
     uint64_t gran;
@@ -97,6 +109,7 @@ typedef struct clf__launch {
      * (held), and the launch says nothing about the kernel's balance (small). */
     unsigned char held[CLF_MAX_LAUNCH_DEVICES];
     int small;
+    clf__layout lay[CLF__MAX_ARGS]; /* partitioned arguments' layouts */
 
     pthread_mutex_t lock; /* guards what follows and the reductions */
     pthread_cond_t changed;
@@ -135,15 +148,18 @@ void clf__reduce_combine(unsigned op, unsigned type, void *acc, const void *x, s
 static inline int clf__arg_partitioned(const clf_arg *a)
 {
     return a->kind == CLF_ARG_KIND_IN || a->kind == CLF_ARG_KIND_OUT ||
-           a->kind == CLF_ARG_KIND_INOUT;
+           a->kind == CLF_ARG_KIND_INOUT || a->kind == CLF_ARG_KIND_OUT_PER_GROUP;
 }
+/* Moves host to device before each chunk's kernel (an output kept with CLF_ARG_PRESERVE too). */
 static inline int clf__arg_reads(const clf_arg *a)
 {
-    return a->kind == CLF_ARG_KIND_IN || a->kind == CLF_ARG_KIND_INOUT;
+    return a->kind == CLF_ARG_KIND_IN || a->kind == CLF_ARG_KIND_INOUT ||
+           (a->flags & CLF_ARG_PRESERVE);
 }
 static inline int clf__arg_writes(const clf_arg *a)
 {
-    return a->kind == CLF_ARG_KIND_OUT || a->kind == CLF_ARG_KIND_INOUT;
+    return a->kind == CLF_ARG_KIND_OUT || a->kind == CLF_ARG_KIND_INOUT ||
+           a->kind == CLF_ARG_KIND_OUT_PER_GROUP;
 }
 
 #endif

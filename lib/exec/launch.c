@@ -28,13 +28,122 @@ static uint64_t gcd64(uint64_t a, uint64_t b)
 
 /* ---- validation ---------------------------------------------------------------- */
 
-static clf_status check_arg(const clf__launch *L, size_t i, const clf_arg *a)
+/*
+ * A per-work-group output: one element of a->unit bytes per group, at the group's linear id
+ * (dimension 0 fastest). Along the split dimension s, group index j is the bytes
+ * [j * unit, (j + 1) * unit) of each row, unit = bytes per group x groups of the dimensions
+ * below s, rows of unit x groups along s: contiguous when s is the last dimension.
+ */
+static clf_status check_per_group(clf__launch *L, size_t i, const clf_arg *a)
+{
+    const clf_launch_desc *d = &L->desc;
+    const char *k = d->kernel;
+    if (!a->host)
+        return clf__fail(CLF_ERROR_NULL_POINTER, "'%s' argument %zu: host array is NULL", k, i);
+    if (a->unit == 0)
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                         "'%s' argument %zu: bytes per work-group is zero", k, i);
+    if ((a->flags & CLF_ARG_CHUNK_INDEXED) || a->halo_before || a->halo_after || a->pitch)
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                         "'%s' argument %zu: a per-group output takes no halo, pitch or "
+                         "CLF_ARG_CHUNK_INDEXED",
+                         k, i);
+    if (d->local[0] == 0)
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                         "'%s' argument %zu: a per-group output needs a local size in the "
+                         "launch description (the groups must not depend on the driver)",
+                         k, i);
+    uint64_t n[3] = {1, 1, 1}, groups = 1, below = 1, above = 1, need;
+    for (unsigned x = 0; x < d->dims; x++) {
+        if (d->global[x] % d->local[x])
+            return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                             "'%s' argument %zu: a per-group output needs global sizes that are "
+                             "multiples of the local size (dimension %u: %zu, %zu)",
+                             k, i, x, d->global[x], d->local[x]);
+        n[x] = d->global[x] / d->local[x];
+        if (__builtin_mul_overflow(groups, n[x], &groups))
+            return clf__fail(CLF_ERROR_SIZE_OVERFLOW, "'%s' argument %zu: the number of "
+                             "work-groups overflows", k, i);
+        if (x < L->split)
+            below *= n[x];
+        if (x > L->split)
+            above *= n[x];
+    }
+    clf__layout *y = &L->lay[i];
+    if (__builtin_mul_overflow(groups, (uint64_t)a->unit, &need) || need > SIZE_MAX ||
+        __builtin_mul_overflow(below, (uint64_t)a->unit, &y->unit))
+        return clf__fail(CLF_ERROR_SIZE_OVERFLOW, "'%s' argument %zu: %llu groups x %zu bytes "
+                         "overflows", k, i, (unsigned long long)groups, a->unit);
+    if (a->size < need)
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                         "'%s' argument %zu: array of %zu bytes is shorter than the %llu "
+                         "work-groups need (%zu bytes each = %llu)",
+                         k, i, a->size, (unsigned long long)groups, a->unit,
+                         (unsigned long long)need);
+    y->scale = d->local[L->split];
+    y->rows = above;
+    y->pitch = above > 1 ? y->unit * n[L->split] : 0;
+    y->bytes = need;
+    return CLF_SUCCESS;
+}
+
+/* A strided partitioned array: rows of a->pitch bytes, each holding every split index. */
+static clf_status check_pitch(clf__launch *L, size_t i, const clf_arg *a, size_t need)
 {
     const char *k = L->desc.kernel;
-    if (a->flags & ~(unsigned)CLF_ARG_CHUNK_INDEXED)
+    if (a->flags & CLF_ARG_CHUNK_INDEXED)
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                         "'%s' argument %zu: a strided array (pitch %zu) cannot be "
+                         "CLF_ARG_CHUNK_INDEXED",
+                         k, i, a->pitch);
+    if (a->pitch < need)
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                         "'%s' argument %zu: pitch of %zu bytes is shorter than a row of the "
+                         "range (%llu units x %zu bytes = %zu)",
+                         k, i, a->pitch, (unsigned long long)L->total, a->unit, need);
+    if (a->size % a->pitch || a->size < a->pitch)
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                         "'%s' argument %zu: array of %zu bytes is not a whole number of rows "
+                         "of %zu bytes (the pitch)",
+                         k, i, a->size, a->pitch);
+    clf__layout *y = &L->lay[i];
+    y->pitch = a->pitch;
+    y->rows = a->size / a->pitch;
+    y->bytes = a->size;
+    return CLF_SUCCESS;
+}
+
+static clf_status check_arg(clf__launch *L, size_t i, const clf_arg *a)
+{
+    const char *k = L->desc.kernel;
+    if (a->reserved[0] || a->reserved[1])
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                         "'%s' argument %zu: reserved fields are not zero (fill clf_arg with the "
+                         "CLF_IN, CLF_OUT, ... macros)",
+                         k, i);
+    if (a->kind == CLF_ARG_KIND_BUFFER)
+        return clf__fail(CLF_ERROR_UNSUPPORTED,
+                         "'%s' argument %zu: a clf_buffer (CLF_BUF_IN/OUT/INOUT) is for "
+                         "clf_kernel_enqueue() on its device; a launch takes host arrays", k, i);
+    if (a->flags & ~(unsigned)(CLF_ARG_CHUNK_INDEXED | CLF_ARG_PRESERVE))
         return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "'%s' argument %zu: unknown flags 0x%x", k,
                          i, a->flags);
+    if ((a->flags & CLF_ARG_PRESERVE) && a->kind != CLF_ARG_KIND_OUT &&
+        a->kind != CLF_ARG_KIND_OUT_PER_GROUP)
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                         "'%s' argument %zu: CLF_ARG_PRESERVE is for outputs only", k, i);
+    if (a->pitch && !clf__arg_partitioned(a))
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                         "'%s' argument %zu: a pitch is for partitioned arrays only", k, i);
+    if (clf__arg_partitioned(a)) {
+        clf__layout *y = &L->lay[i];
+        y->unit = a->unit;
+        y->pitch = 0;
+        y->rows = y->scale = 1;
+    }
     switch (a->kind) {
+    case CLF_ARG_KIND_OUT_PER_GROUP:
+        return check_per_group(L, i, a);
     case CLF_ARG_KIND_IN:
     case CLF_ARG_KIND_OUT:
     case CLF_ARG_KIND_INOUT: {
@@ -66,7 +175,8 @@ static clf_status check_arg(const clf__launch *L, size_t i, const clf_arg *a)
             clf__mul_overflow(units, a->unit, &units))
             return clf__fail(CLF_ERROR_SIZE_OVERFLOW, "'%s' argument %zu: halo overflows", k,
                              i);
-        return CLF_SUCCESS;
+        L->lay[i].bytes = need;
+        return a->pitch ? check_pitch(L, i, a, need) : CLF_SUCCESS;
     }
     case CLF_ARG_KIND_BROADCAST:
     case CLF_ARG_KIND_SCALAR:
@@ -100,14 +210,16 @@ static clf_status check_arg(const clf__launch *L, size_t i, const clf_arg *a)
 
 static clf_status check_desc(clf__launch *L, const clf_launch_desc *d)
 {
-    if (d->version != CLF_LAUNCH_DESC_VERSION)
-        return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
-                         "clf_launch_desc.version is %u, expected %u (use CLF_LAUNCH_DESC_INIT)",
-                         d->version, CLF_LAUNCH_DESC_VERSION);
     if (!d->kernel)
         return clf__fail(CLF_ERROR_NULL_POINTER, "clf_launch_desc.kernel is NULL");
     if (d->dims < 1 || d->dims > 3)
         return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "dims is %u (1, 2 or 3)", d->dims);
+    if (d->split_dim > d->dims)
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                         "'%s': split_dim is %u: CLF_SPLIT_DIM(%u) names no dimension of a %uD "
+                         "range (CLF_SPLIT_DEFAULT or CLF_SPLIT_DIM(0 .. %u))",
+                         d->kernel, d->split_dim, d->split_dim - 1, d->dims, d->dims - 1);
+    const unsigned split = d->split_dim ? d->split_dim - 1 : d->dims - 1;
     int has_local = d->local[0] != 0;
     for (unsigned k = 0; k < d->dims; k++) {
         if (d->global[k] == 0)
@@ -116,17 +228,21 @@ static clf_status check_desc(clf__launch *L, const clf_launch_desc *d)
             return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
                              "'%s': give a local size for every dimension or for none",
                              d->kernel);
-        if (has_local && k != d->dims - 1 && d->global[k] % d->local[k])
+        /* As OpenCL requires, in every dimension: the split one included, so that every
+         * chunk (a multiple of the local size, the last one too) keeps the user's local
+         * size, and get_group_id() counts groups as on one device (cl/clfleet.h). */
+        if (has_local && d->global[k] % d->local[k])
             return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
                              "'%s': global size %zu of dimension %u is not a multiple of the "
                              "local size %zu",
                              d->kernel, d->global[k], k, d->local[k]);
     }
-    L->split = d->dims - 1;
+    L->split = split;
     L->total = d->global[L->split];
     L->per_unit = 1;
-    for (unsigned k = 0; k < L->split; k++)
-        if (__builtin_mul_overflow(L->per_unit, (uint64_t)d->global[k], &L->per_unit))
+    for (unsigned k = 0; k < d->dims; k++)
+        if (k != L->split &&
+            __builtin_mul_overflow(L->per_unit, (uint64_t)d->global[k], &L->per_unit))
             return clf__fail(CLF_ERROR_SIZE_OVERFLOW, "'%s': the range overflows", d->kernel);
     /* Chunks are multiples of both the local size and the granularity. */
     uint64_t g = d->granularity ? d->granularity : 1, l = has_local ? d->local[L->split] : 1;
@@ -152,6 +268,14 @@ static clf_status check_desc(clf__launch *L, const clf_launch_desc *d)
  * a granularity, the largest power of two up to 64 that divides it, so chunk
  * boundaries stay where the user asked. Across dimension 0 of a 2D or 3D
  * range: a divisor of its size up to 64.
+ *
+ * Every chunk offset is a multiple of the chunk's local size along the split
+ * dimension, as get_group_id() needs (cl/clfleet.h): chunks are multiples of
+ * it, and a final chunk that is not runs with the largest power of two that
+ * divides it (worker.c), which divides the power of two l that its offset is
+ * a multiple of. A kernel that reads get_num_groups() or get_global_size()
+ * must see one local size in every chunk (as on one device, number of groups
+ * x local size = global size): l then also divides the range.
  */
 static void auto_local(clf__launch *L)
 {
@@ -168,6 +292,9 @@ static void auto_local(clf__launch *L)
                 l /= 2;
         else
             while (l > 1 && L->total < l * 8 * L->ndev)
+                l /= 2;
+        if (clf__program_range_arg(L->prog, d->kernel))
+            while (L->total % l)
                 l /= 2;
         d->local[0] = (size_t)l;
         L->gran = L->gran / gcd64(L->gran, l) * l;
@@ -233,7 +360,7 @@ void clf__launch_footprint(const clf__launch *L, uint64_t *fixed, uint64_t *per_
             *per_unit += 2 * (uint64_t)a->unit; /* two slots: double buffering */
             *halo_units += 2 * (uint64_t)(a->halo_before + a->halo_after) * a->unit;
         } else if (clf__arg_partitioned(a)) {
-            *fixed += L->total * a->unit;
+            *fixed += L->lay[i].bytes; /* the whole array, strided or per group too */
         } else if (a->kind == CLF_ARG_KIND_BROADCAST) {
             *fixed += a->size;
         } else if (a->kind == CLF_ARG_KIND_REDUCE) {
@@ -264,7 +391,7 @@ static clf_status budgets(clf__launch *L, uint64_t *max_units)
         int fits = fixed + halo <= b;
         for (size_t a = 0; a < L->nargs && fits; a++) /* each global-indexed buffer */
             if (clf__arg_partitioned(&L->args[a]) && !(L->args[a].flags & CLF_ARG_CHUNK_INDEXED))
-                fits = L->total * L->args[a].unit <= in->max_alloc;
+                fits = L->lay[a].bytes <= in->max_alloc;
         if (fits)
             m = per_unit ? (b - fixed - halo) / per_unit : UINT64_MAX;
         /* One slot of a chunk-indexed argument must also fit one allocation. */
@@ -694,27 +821,93 @@ static void learn(clf__launch *L)
     }
 }
 
-/* Check the kernel exists and takes as many arguments as given, before any thread starts. */
+/*
+ * A broadcast is one read-only copy per device, cached between launches: a kernel that wrote
+ * it would lose its writes (or leave the next launch a stale copy). Its parameter must be
+ * __constant or point to const. Programs are built with -cl-kernel-arg-info (program.c);
+ * a driver that still has no argument information is trusted.
+ */
+static clf_status check_broadcast_const(const clf__launch *L, cl_kernel k, size_t i)
+{
+    cl_kernel_arg_address_qualifier aq;
+    cl_kernel_arg_type_qualifier tq;
+    char name[128];
+    if (!clf__kernel_param(k, i, &aq, &tq, name, sizeof name))
+        return CLF_SUCCESS; /* no argument information: nothing to check */
+    if (aq == CL_KERNEL_ARG_ADDRESS_CONSTANT || (tq & CL_KERNEL_ARG_TYPE_CONST))
+        return CLF_SUCCESS;
+    return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                     "kernel '%s' argument %zu%s%s%s is a broadcast (read only, one cached copy "
+                     "per device) but its parameter may be written: declare it const (or "
+                     "__constant)",
+                     L->desc.kernel, i, name[0] ? " '" : "", name, name[0] ? "'" : "");
+}
+
+/* Check the kernel exists, takes as many arguments as given and no broadcast it could
+ * write, and that every device of the launch takes the user's local size, before any
+ * thread starts. */
 static clf_status check_kernel(clf__launch *L)
 {
-    size_t first = 0;
-    while (L->excluded[first]) /* exclude() leaves at least one */
-        first++;
-    struct clf__device *d = &L->fl->dev[L->dev[first]];
-    cl_int err;
-    cl_kernel k = clCreateKernel(L->prog->prog[d->index], L->desc.kernel, &err);
-    if (err == CL_INVALID_KERNEL_NAME)
-        return clf__fail(CLF_ERROR_NOT_FOUND, "no kernel '%.128s' in the program",
-                         L->desc.kernel);
-    if (err != CL_SUCCESS)
-        return clf__cl_fail(err, "clCreateKernel", d);
-    cl_uint n = 0;
-    err = clGetKernelInfo(k, CL_KERNEL_NUM_ARGS, sizeof n, &n, NULL);
-    clReleaseKernel(k);
-    if (err == CL_SUCCESS && n != L->nargs)
-        return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "kernel '%s' takes %u arguments, %zu given",
-                         L->desc.kernel, n, L->nargs);
+    int hidden = clf__program_range_arg(L->prog, L->desc.kernel);
+    int checked_args = 0;
+    for (size_t i = 0; i < L->ndev; i++) {
+        if (L->excluded[i]) /* exclude() leaves at least one */
+            continue;
+        struct clf__device *d = &L->fl->dev[L->dev[i]];
+        cl_int err;
+        cl_kernel k = clCreateKernel(L->prog->prog[d->index], L->desc.kernel, &err);
+        if (err == CL_INVALID_KERNEL_NAME)
+            return clf__fail(CLF_ERROR_NOT_FOUND, "no kernel '%.128s' in the program",
+                             L->desc.kernel);
+        if (err != CL_SUCCESS)
+            return clf__cl_fail(err, "clCreateKernel", d);
+        clf_status st = CLF_SUCCESS;
+        cl_uint n = 0;
+        if (!checked_args++) {
+            /* The hidden range parameter (core/rangearg.c) is clfleet's, not the user's. */
+            err = clGetKernelInfo(k, CL_KERNEL_NUM_ARGS, sizeof n, &n, NULL);
+            if (err == CL_SUCCESS && n != L->nargs + (size_t)hidden)
+                st = clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                               "kernel '%s' takes %u arguments, %zu given", L->desc.kernel,
+                               n - (cl_uint)(hidden && n), L->nargs);
+            for (size_t a = 0; a < L->nargs && st == CLF_SUCCESS; a++)
+                if (L->args[a].kind == CLF_ARG_KIND_BROADCAST)
+                    st = check_broadcast_const(L, k, a);
+        }
+        if (st == CLF_SUCCESS && !L->auto_local)
+            st = clf__check_local(L->desc.kernel, L->desc.dims, L->desc.local, d, k);
+        clReleaseKernel(k);
+        if (st != CLF_SUCCESS || L->auto_local) /* clfleet's local size needs no check */
+            return st;
+    }
     return CLF_SUCCESS;
+}
+
+/*
+ * A kernel whose definition the source scan did not find (core/rangearg.c) has no hidden
+ * range parameter: in chunks, get_global_size() and get_num_groups() could not give the
+ * range's sizes. Such a launch is refused unless it surely runs as one chunk.
+ */
+static clf_status check_range_known(const clf__launch *L, const uint64_t *max_units)
+{
+    if (!clf__program_range_unknown(L->prog, L->desc.kernel) || L->total <= L->gran)
+        return CLF_SUCCESS;
+    size_t active = 0, only = 0;
+    for (size_t i = 0; i < L->ndev; i++)
+        if (!L->excluded[i]) {
+            active++;
+            only = i;
+        }
+    if (active == 1 && max_units[only] >= L->total &&
+        (L->part_strategy == CLF__PART_STATIC || L->part_strategy == CLF__PART_MEMORY_AWARE))
+        return CLF_SUCCESS;
+    return clf__fail(CLF_ERROR_UNSUPPORTED,
+                     "kernel '%s': the program names get_global_size() or get_num_groups(), "
+                     "and clfleet did not find this kernel's definition in its source (a "
+                     "kernel made by a macro, or in an included file), so chunks of it could "
+                     "not be given the range's sizes; it can run on one device (one device in "
+                     "desc.devices, CLF_STATIC), or define it in the source itself",
+                     L->desc.kernel);
 }
 
 static clf_status prepare(clf__launch *L, clf_fleet *fl, clf_program *prog,
@@ -729,16 +922,22 @@ static clf_status prepare(clf__launch *L, clf_fleet *fl, clf_program *prog,
         return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "more than %d arguments", CLF__MAX_ARGS);
     if (prog->fleet != fl)
         return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "the program was built for another fleet");
+    /* Read only the fields the caller's version of the struct has. */
+    size_t dsize = desc->version == 1 ? offsetof(clf_launch_desc, split_dim) : sizeof *desc;
+    if (clf__check_version(NULL, desc->version, CLF_LAUNCH_DESC_VERSION, "clf_launch_desc",
+                           "CLF_LAUNCH_DESC_INIT") != CLF_SUCCESS)
+        return CLF_ERROR_INVALID_ARGUMENT;
     /* The workers are most of the struct (64 x 5 KB): clear those of the launch's devices
      * only, once they are known. Clearing all of it cost a quarter of a small launch. */
     memset(L, 0, offsetof(clf__launch, w));
     L->fl = fl;
     L->prog = prog;
-    L->desc = *desc;
+    memcpy(&L->desc, desc, dsize);
+    L->desc.version = CLF_LAUNCH_DESC_VERSION;
     L->nargs = nargs;
     if (nargs)
         memcpy(L->args, args, nargs * sizeof *args);
-    clf_status st = check_desc(L, desc);
+    clf_status st = check_desc(L, &L->desc);
     for (size_t i = 0; st == CLF_SUCCESS && i < nargs; i++)
         st = check_arg(L, i, &args[i]);
     if (st == CLF_SUCCESS)
@@ -904,6 +1103,7 @@ static clf_status run(clf__launch *L, clf_launch_report *rep)
     CLF__TRY(st, check_kernel(L));
     CLF__TRY(st, budgets(L, max_units));
     CLF__TRY(st, choose_strategy(L, max_units, rep));
+    CLF__TRY(st, check_range_known(L, max_units));
     clf__log(CLF_LOG_DEBUG, "launch '%s': %s", L->desc.kernel, rep->reason);
     clf__part_params pp = {0};
     /* Fine enough for irregular work; a chunk costs tens of microseconds. */

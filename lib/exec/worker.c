@@ -190,14 +190,19 @@ static clf_status setup(clf__worker *w)
     w->kernel = clCreateKernel(prog, L->desc.kernel, &err);
     if (err != CL_SUCCESS)
         return cl_fail(w, err, "clCreateKernel", 0);
+    /* get_global_size() and get_num_groups() see the whole range in every chunk. */
+    clf_status rst = clf__program_set_range(L->prog, L->desc.kernel, w->kernel, L->desc.global,
+                                            L->desc.dims, w->d);
+    if (rst != CLF_SUCCESS)
+        return rst;
     for (size_t i = 0; i < L->nargs; i++) {
         const clf_arg *a = &L->args[i];
         clf_status st = CLF_SUCCESS;
         if (clf__arg_partitioned(a) && !(a->flags & CLF_ARG_CHUNK_INDEXED)) {
-            cl_mem_flags f = a->kind == CLF_ARG_KIND_IN    ? CL_MEM_READ_ONLY
-                             : a->kind == CLF_ARG_KIND_OUT ? CL_MEM_WRITE_ONLY
-                                                           : CL_MEM_READ_WRITE;
-            st = device_alloc(w, L->total * a->unit, f, &w->whole[i]);
+            cl_mem_flags f = a->kind == CLF_ARG_KIND_IN ? CL_MEM_READ_ONLY
+                             : !clf__arg_reads(a)       ? CL_MEM_WRITE_ONLY
+                                                        : CL_MEM_READ_WRITE;
+            st = device_alloc(w, (size_t)L->lay[i].bytes, f, &w->whole[i]);
             if (st == CLF_SUCCESS)
                 st = set_arg(w, i, sizeof(cl_mem), &w->whole[i]);
         } else if (a->kind == CLF_ARG_KIND_BROADCAST) {
@@ -251,6 +256,33 @@ static int late_write(const clf_arg *a)
 
 enum { WRITE_EARLY = 1, WRITE_LATE = 2, WRITE_ALL = 3 };
 
+/*
+ * Enqueue on the transfer queue the move of split indices [lo, hi) of argument i between its
+ * host array and m, where they start at index at (lo for a global-indexed buffer): one range
+ * of bytes when contiguous, else a rectangle of the layout's rows. *bytes: what moves.
+ */
+static cl_int move_indices(clf__worker *w, size_t i, int to_device, cl_mem m, uint64_t lo,
+                           uint64_t hi, uint64_t at, cl_uint nwait, const cl_event *wait,
+                           cl_event *ev, uint64_t *bytes)
+{
+    const clf__layout *y = &w->L->lay[i];
+    char *host = w->L->args[i].host;
+    cl_command_queue q = w->d->transfer;
+    size_t width = (size_t)((hi - lo) * y->unit);
+    *bytes = width * y->rows;
+    if (!y->pitch)
+        return to_device ? clEnqueueWriteBuffer(q, m, CL_FALSE, (size_t)(at * y->unit), width,
+                                                host + lo * y->unit, nwait, wait, ev)
+                         : clEnqueueReadBuffer(q, m, CL_FALSE, (size_t)(at * y->unit), width,
+                                               host + lo * y->unit, nwait, wait, ev);
+    size_t dorg[3] = {(size_t)(at * y->unit), 0, 0}, horg[3] = {(size_t)(lo * y->unit), 0, 0};
+    size_t region[3] = {width, (size_t)y->rows, 1}, pitch = (size_t)y->pitch;
+    return to_device ? clEnqueueWriteBufferRect(q, m, CL_FALSE, dorg, horg, region, pitch, 0,
+                                                pitch, 0, host, nwait, wait, ev)
+                     : clEnqueueReadBufferRect(q, m, CL_FALSE, dorg, horg, region, pitch, 0,
+                                               pitch, 0, host, nwait, wait, ev);
+}
+
 /* Enqueue the chunk's inputs on the transfer queue (and size its slots). */
 static clf_status write_inputs(clf__worker *w, clf__chunk *c, int which)
 {
@@ -272,17 +304,17 @@ static clf_status write_inputs(clf__worker *w, clf__chunk *c, int which)
         if (!clf__arg_reads(a))
             continue;
         cl_mem m = chunked ? w->slot[i][c->slot] : w->whole[i];
-        size_t dst = chunked ? (size_t)(lo - c->off + a->halo_before) * a->unit
-                             : (size_t)lo * a->unit;
-        size_t bytes = (size_t)(hi - lo) * a->unit;
+        uint64_t at = chunked ? lo - c->off + a->halo_before : lo, bytes = 0;
+        uint64_t scale = L->lay[i].scale; /* per-group outputs (no halo): group indices */
         cl_int err = CLF__FAULT(L->fl, w->d->index, CLF__FAULT_WRITE);
         int injected = err != CL_SUCCESS;
         if (!injected)
-            err = clEnqueueWriteBuffer(w->d->transfer, m, CL_FALSE, dst, bytes,
-                                       (const char *)a->host + lo * a->unit, 0, NULL,
-                                       &c->ev[c->nwrite]);
+            err = move_indices(w, i, 1, m, lo / scale, hi / scale, at / scale, 0, NULL,
+                               &c->ev[c->nwrite], &bytes);
         if (err != CL_SUCCESS)
-            return cl_fail(w, err, "clEnqueueWriteBuffer", injected);
+            return cl_fail(w, err,
+                           L->lay[i].pitch ? "clEnqueueWriteBufferRect" : "clEnqueueWriteBuffer",
+                           injected);
         c->ev_bytes[c->nwrite] = bytes;
         c->ev_arg[c->nwrite] = (unsigned char)i;
         c->nwrite++;
@@ -306,9 +338,11 @@ static clf_status enqueue_kernel(clf__worker *w, clf__chunk *c)
     memcpy(local, L->desc.local, sizeof local);
     offset[L->split] = (size_t)c->off;
     global[L->split] = (size_t)c->len;
-    /* One enqueue per chunk, always: get_global_offset() is the chunk's start. A final
-     * chunk that is not a multiple of the local size runs with the driver's choice (the
-     * user's local size), or with the largest power of two dividing it (clfleet's). */
+    /* One enqueue per chunk, always: the real global offset is the chunk's start
+     * (CLF_CHUNK_OFFSET(); the prelude makes get_global_offset() 0 and get_group_id() count
+     * from the range's start). A user's local size divides every chunk (check_desc()); a
+     * final chunk that is not a multiple of clfleet's runs with the largest power of two
+     * dividing it, which also divides the chunk's offset (auto_local()). */
     int use_local = c->len % local[L->split] == 0;
     if (!use_local && L->auto_local) {
         while (c->len % local[L->split])
@@ -371,17 +405,18 @@ static clf_status read_outputs(clf__worker *w, clf__chunk *c)
                 continue;
             int chunked = (a->flags & CLF_ARG_CHUNK_INDEXED) != 0;
             cl_mem m = chunked ? w->slot[i][c->slot] : w->whole[i];
-            size_t src = chunked ? a->halo_before * a->unit : (size_t)c->off * a->unit;
-            size_t bytes = (size_t)c->len * a->unit;
+            uint64_t at = chunked ? a->halo_before : c->off, bytes = 0;
+            uint64_t scale = L->lay[i].scale; /* per-group outputs: group indices */
             size_t k = c->nwrite + c->nread;
             cl_int err = CLF__FAULT(L->fl, w->d->index, CLF__FAULT_READ);
             int injected = err != CL_SUCCESS;
             if (!injected)
-                err = clEnqueueReadBuffer(w->d->transfer, m, CL_FALSE, src, bytes,
-                                          (char *)a->host + c->off * a->unit, 1, &c->kernel,
-                                          &c->ev[k]);
+                err = move_indices(w, i, 0, m, c->off / scale, (c->off + c->len) / scale,
+                                   at / scale, 1, &c->kernel, &c->ev[k], &bytes);
             if (err != CL_SUCCESS)
-                return cl_fail(w, err, "clEnqueueReadBuffer", injected);
+                return cl_fail(w, err,
+                               L->lay[i].pitch ? "clEnqueueReadBufferRect" : "clEnqueueReadBuffer",
+                               injected);
             c->ev_bytes[k] = bytes;
             c->ev_arg[k] = (unsigned char)i;
             c->nread++;

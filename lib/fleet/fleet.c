@@ -347,17 +347,14 @@ clf_status clf_fleet_create(clf_fleet **out, const clf_fleet_options *opts)
     *out = NULL;
     if (!opts)
         opts = &defaults;
-    if (opts->version != CLF_FLEET_OPTIONS_VERSION)
-        return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
-                         "clf_fleet_options.version is %u, expected %u "
-                         "(initialise with CLF_FLEET_OPTIONS_INIT)",
-                         opts->version, CLF_FLEET_OPTIONS_VERSION);
+    CLF__TRY(st, clf__check_version(NULL, opts->version, CLF_FLEET_OPTIONS_VERSION,
+                                    "clf_fleet_options", "CLF_FLEET_OPTIONS_INIT"));
     CLF__TRY(st, clf__log_init());
     CLF__TRY(st, options_to_filter(opts, &f));
     /* A mistyped variable fails here, before any work, not at the first launch. */
     clf_strategy strategy = CLF_AUTO;
     const char *senv = getenv("CLFLEET_STRATEGY");
-    if (senv && senv[0] && clf_strategy_parse(senv, &strategy) != CLF_SUCCESS)
+    if (senv && senv[0] && clf_strategy_parse(&strategy, senv) != CLF_SUCCESS)
         CLF__TRY(st, clf__fail(CLF_ERROR_PARSE,
                                "CLFLEET_STRATEGY: unknown strategy '%.64s' (static, dynamic, "
                                "guided, memory-aware, auto)",

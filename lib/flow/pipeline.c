@@ -69,10 +69,11 @@ struct clf_pipeline {
 static clf_status check_stage(const clf_fleet *fl, size_t i, const clf_stage_desc *d,
                               const clf_stage_desc *prev)
 {
-    if (d->version != CLF_STAGE_DESC_VERSION)
-        return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
-                         "stage %zu: version %u, expected %u (use CLF_STAGE_DESC_INIT)", i,
-                         d->version, CLF_STAGE_DESC_VERSION);
+    char who[32];
+    snprintf(who, sizeof who, "stage %zu", i);
+    if (clf__check_version(who, d->version, CLF_STAGE_DESC_VERSION, "clf_stage_desc",
+                           "CLF_STAGE_DESC_INIT") != CLF_SUCCESS)
+        return CLF_ERROR_INVALID_ARGUMENT;
     if (!d->program || !d->kernel)
         return clf__fail(CLF_ERROR_NULL_POINTER, "stage %zu: %s is NULL", i,
                          d->program ? "kernel" : "program");
@@ -153,7 +154,10 @@ static clf_status stage_setup(clf_pipeline *pl, stage *s, const clf_stage_desc *
                          d->kernel);
     if (err != CL_SUCCESS)
         return clf__cl_fail(err, "clCreateKernel", s->dev);
-    clf_status st = CLF_SUCCESS;
+    /* get_global_size() reads a hidden last parameter (core/rangearg.c): the batch's range,
+     * the same for every batch. */
+    clf_status st = clf__program_set_range(d->program, d->kernel, s->k, d->global, d->dims,
+                                           s->dev);
     for (int h = 0; h < 2 && st == CLF_SUCCESS; h++) {
         st = clf_buffer_create(&s->in[h], pl->fl, d->device, d->in_bytes, CLF_MEM_READ_WRITE);
         if (st == CLF_SUCCESS)
@@ -191,10 +195,10 @@ clf_status clf_pipeline_create(clf_pipeline **out, clf_fleet *fleet, const clf_s
     if (nstages == 0 || nstages > CLF_MAX_PIPELINE_STAGES)
         return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "clf_pipeline_create: %zu stages (1 to %d)",
                          nstages, CLF_MAX_PIPELINE_STAGES);
-    if (opts && opts->version != CLF_PIPELINE_OPTIONS_VERSION)
-        return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
-                         "clf_pipeline_options.version is %u, expected %u", opts->version,
-                         CLF_PIPELINE_OPTIONS_VERSION);
+    if (opts && clf__check_version(NULL, opts->version, CLF_PIPELINE_OPTIONS_VERSION,
+                                   "clf_pipeline_options",
+                                   "CLF_PIPELINE_OPTIONS_INIT") != CLF_SUCCESS)
+        return CLF_ERROR_INVALID_ARGUMENT;
     for (size_t i = 0; i < nstages; i++) {
         clf_status st = check_stage(fleet, i, &stages[i], i ? &stages[i - 1] : NULL);
         if (st != CLF_SUCCESS)

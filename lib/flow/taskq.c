@@ -127,10 +127,9 @@ clf_status clf_taskq_create(clf_taskq **out, clf_fleet *fleet, clf_program *prog
 static clf_status check_task(const clf_taskq *q, const clf_task_desc *t, const clf_arg *args,
                              size_t nargs)
 {
-    if (t->version != CLF_TASK_DESC_VERSION)
-        return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
-                         "clf_task_desc.version is %u, expected %u (use CLF_TASK_DESC_INIT)",
-                         t->version, CLF_TASK_DESC_VERSION);
+    if (clf__check_version(NULL, t->version, CLF_TASK_DESC_VERSION, "clf_task_desc",
+                           "CLF_TASK_DESC_INIT") != CLF_SUCCESS)
+        return CLF_ERROR_INVALID_ARGUMENT;
     if (!t->kernel)
         return clf__fail(CLF_ERROR_NULL_POINTER, "task: kernel is NULL");
     if (t->dims < 1 || t->dims > 3)
@@ -316,10 +315,16 @@ static clf_status run_task(tq_worker *w, task *t, double *kernel_s)
     if (st != CLF_SUCCESS)
         return st;
     cl_uint nk = 0;
+    /* A hidden last parameter gives get_global_size() the task's range (core/rangearg.c):
+     * it is clfleet's, not the task's. */
+    int hidden = clf__program_range_arg(w->q->prog, t->kernel);
     cl_int err = clGetKernelInfo(k, CL_KERNEL_NUM_ARGS, sizeof nk, &nk, NULL);
-    if (err == CL_SUCCESS && nk != t->nargs)
+    if (err == CL_SUCCESS && nk != t->nargs + (size_t)hidden)
         return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "kernel '%s' takes %u arguments, %zu given",
-                         t->kernel, nk, t->nargs);
+                         t->kernel, nk - (cl_uint)(hidden && nk), t->nargs);
+    if ((st = clf__program_set_range(w->q->prog, t->kernel, k, t->global, t->dims, d)) !=
+        CLF_SUCCESS)
+        return st;
     for (size_t i = 0; i < t->nargs && err == CL_SUCCESS; i++) {
         const clf_arg *a = &t->args[i];
         if (a->kind == CLF_ARG_KIND_SCALAR) {
@@ -522,7 +527,7 @@ out:
     return st;
 }
 
-clf_status clf_taskq_task_info(const clf_taskq *q, size_t id, clf_task_info *out)
+clf_status clf_taskq_task_info(clf_task_info *out, const clf_taskq *q, size_t id)
 {
     if (!q || !out)
         return clf__fail(CLF_ERROR_NULL_POINTER, "clf_taskq_task_info: NULL argument");

@@ -392,7 +392,7 @@ int clf_device_is_failed(const clf_fleet *fleet, size_t device)
     return clf__device_failed((clf_fleet *)fleet, device, NULL, 0);
 }
 
-clf_status clf_device_failure(const clf_fleet *fleet, size_t device, char *buf, size_t size)
+clf_status clf_device_failure(char *buf, size_t size, const clf_fleet *fleet, size_t device)
 {
     clf_status st = clf__check_device(fleet, device);
     if (st != CLF_SUCCESS)

@@ -592,7 +592,7 @@ static double window_s(struct clf__metrics *m)
     return now > r ? (double)(now - r) * 1e-9 : 0.0;
 }
 
-clf_status clf_metrics_device(const clf_fleet *fl, size_t device, clf_device_metrics *out)
+clf_status clf_metrics_device(clf_device_metrics *out, const clf_fleet *fl, size_t device)
 {
     clf_status st = check_metrics(fl, "clf_metrics_device");
     if (st != CLF_SUCCESS)
@@ -639,7 +639,7 @@ static void fleet_metrics(struct clf__metrics *m, double wall, clf_fleet_metrics
     pthread_mutex_unlock(&m->lock);
 }
 
-clf_status clf_metrics_fleet(const clf_fleet *fl, clf_fleet_metrics *out)
+clf_status clf_metrics_fleet(clf_fleet_metrics *out, const clf_fleet *fl)
 {
     clf_status st = check_metrics(fl, "clf_metrics_fleet");
     if (st != CLF_SUCCESS)
@@ -650,7 +650,7 @@ clf_status clf_metrics_fleet(const clf_fleet *fl, clf_fleet_metrics *out)
     return CLF_SUCCESS;
 }
 
-clf_status clf_metrics_peer(const clf_fleet *fl, size_t src, size_t dst, clf_transfer_stats *out)
+clf_status clf_metrics_peer(clf_transfer_stats *out, const clf_fleet *fl, size_t src, size_t dst)
 {
     clf_status st = check_metrics(fl, "clf_metrics_peer");
     if (st != CLF_SUCCESS)
@@ -811,7 +811,7 @@ static void json_peer_matrix(const clf_fleet *fl, clf__sb *b, const char *key, i
         clf__sb_printf(b, "%s[", s ? "," : "");
         for (size_t t = 0; t < n; t++) {
             clf_transfer_stats x;
-            clf_metrics_peer(fl, s, t, &x);
+            clf_metrics_peer(&x, fl, s, t);
             clf__sb_printf(b, "%s%llu", t ? "," : "",
                            (unsigned long long)(count ? x.count : x.bytes));
         }
@@ -888,7 +888,7 @@ static void build_json(const clf_fleet *fl, clf__sb *b)
     clf__sb_printf(b, "}");
 }
 
-clf_status clf_metrics_json(const clf_fleet *fl, char **out)
+clf_status clf_metrics_json(char **out, const clf_fleet *fl)
 {
     if (out)
         *out = NULL;
@@ -912,7 +912,7 @@ clf_status clf_metrics_write_json(const clf_fleet *fl, FILE *fp)
     if (!fp)
         return clf__fail(CLF_ERROR_NULL_POINTER, "clf_metrics_write_json: fp is NULL");
     char *s;
-    clf_status st = clf_metrics_json(fl, &s);
+    clf_status st = clf_metrics_json(&s, fl);
     if (st != CLF_SUCCESS)
         return st;
     int bad = fputs(s, fp) == EOF || fputc('\n', fp) == EOF;
@@ -996,7 +996,7 @@ clf_status clf_metrics_print(const clf_fleet *fl, FILE *fp)
         fprintf(fp, "trace: %s\n", m->trace_path);
     for (size_t i = 0; i < m->ndev; i++) {
         char why[256];
-        if (clf_device_failure(fl, i, why, sizeof why) == CLF_SUCCESS && why[0])
+        if (clf_device_failure(why, sizeof why, fl, i) == CLF_SUCCESS && why[0])
             fprintf(fp, "device %zu failed, left out of launches until clf_device_readmit(): %s\n",
                     i, why);
     }

@@ -127,3 +127,19 @@ clf_status clf__check_device(const clf_fleet *fleet, size_t device)
                          device, fleet->ndev);
     return CLF_SUCCESS;
 }
+
+/*
+ * The version rule of the option and description structs (README, "API and ABI"): a caller
+ * built against an older header passes its older, shorter struct with that header's
+ * version, so any version from 1 to the current one is taken, and only the fields that
+ * version has are read (launch.c's prepare() shows the copy once a struct has grown).
+ */
+clf_status clf__check_version(const char *who, unsigned version, unsigned current,
+                              const char *what, const char *init)
+{
+    if (version >= 1 && version <= current)
+        return CLF_SUCCESS;
+    return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                     "%s%s%s.version is %u; this library takes 1 to %u (initialise with %s)",
+                     who ? who : "", who ? ": " : "", what, version, current, init);
+}

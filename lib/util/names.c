@@ -37,7 +37,7 @@ const char *clf_strategy_name(clf_strategy s)
     return (unsigned)s < CLF__ARRAY_LEN(strategy_names) ? strategy_names[s] : NULL;
 }
 
-clf_status clf_strategy_parse(const char *name, clf_strategy *out)
+clf_status clf_strategy_parse(clf_strategy *out, const char *name)
 {
     if (!name || !out)
         return clf__fail(CLF_ERROR_NULL_POINTER, "clf_strategy_parse: NULL argument");

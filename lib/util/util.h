@@ -26,6 +26,10 @@
 /* Set the thread's detail message and return s; printf-style. */
 clf_status clf__fail(clf_status s, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* A versioned struct's version against the current one (error.c): 1 to current pass, else
+ * CLF_ERROR_INVALID_ARGUMENT naming the caller (who, or NULL), the struct and its INIT. */
+clf_status clf__check_version(const char *who, unsigned version, unsigned current,
+                              const char *what, const char *init);
 /* Append a line to the thread's detail message (build logs, several devices). */
 void clf__append_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Name of an OpenCL error code, e.g. "CL_INVALID_VALUE". */
@@ -223,6 +227,13 @@ struct clf_program {
     unsigned char *from_cache; /* one per device */
     unsigned char *built;      /* one per device: the build succeeded there */
     char **log;                /* one per device: why it did not (NULL where it did) */
+    /* The built-ins the prelude redefines (core/rangearg.c): which the source names
+     * (CLF__NAMES_* bits), and the kernels that got the hidden range parameter. */
+    int range_named;
+    char **range_kernels;
+    size_t nrange_kernels;
+    /* Idle kernels of clf_kernel_enqueue() (core/kernel.c), under that file's lock. */
+    struct clf__kernel_idle *idle_kernels;
 };
 
 

@@ -139,8 +139,8 @@ const char *clf_path_name(clf_path p)
     return clf__path_name((clf__path)p);
 }
 
-clf_status clf_transfer_path(const clf_fleet *fl, size_t src, size_t dst, clf_path *path,
-                             int *direct)
+clf_status clf_transfer_path(clf_path *path, int *direct, const clf_fleet *fl, size_t src,
+                             size_t dst)
 {
     clf_status st = clf__check_device(fl, src);
     if (st == CLF_SUCCESS)

@@ -46,7 +46,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
     }
     case 1: {
         clf_strategy s = (clf_strategy)99;
-        clf_status st = clf_strategy_parse(v, &s);
+        clf_status st = clf_strategy_parse(&s, v);
         check_status(st);
         check(st != CLF_SUCCESS || clf_strategy_name(s) != NULL, "a known strategy");
         check(st == CLF_SUCCESS || s == (clf_strategy)99, "failure leaves the output");
