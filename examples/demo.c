@@ -213,7 +213,7 @@ static int write_image(const char *path, const uint32_t *img, const size_t *row_
  */
 static int rows_by_device(const clf_launch_report *rep, size_t *row_dev)
 {
-    if (rep->strategy != CLF_STATIC || rep->failed_devices)
+    if (rep->strategy != CLF_STRATEGY_STATIC || rep->failed_devices)
         return 0;
     uint64_t y = 0;
     for (size_t i = 0; i < rep->num_devices; i++) {
@@ -241,7 +241,7 @@ static int strategies(clf_fleet *f, uint32_t *img, uint32_t *ref, clf_launch_rep
     double best = 0;
     for (size_t d = 0; d < 2 * clf_fleet_device_count(f); d++) {
         size_t dev = d / 2;
-        if ((st = mandelbrot(f, p, CLF_STATIC, &dev, 1, ref, &rep)) != CLF_SUCCESS)
+        if ((st = mandelbrot(f, p, CLF_STRATEGY_STATIC, &dev, 1, ref, &rep)) != CLF_SUCCESS)
             return clf_program_destroy(p), fail("single-device run", st);
         if (d % 2 == 1 && (best == 0 || rep.makespan_s < best))
             best = rep.makespan_s;
@@ -250,8 +250,9 @@ static int strategies(clf_fleet *f, uint32_t *img, uint32_t *ref, clf_launch_rep
            MAX_ITER, best);
     printf("  %-16s %8s %7s %8s %8s  %s\n", "strategy", "time", "eff.", "speedup", "equal",
            "per-device share of rows (chunks)");
-    static const clf_strategy all[] = {CLF_STATIC, CLF_DYNAMIC, CLF_GUIDED, CLF_MEMORY_AWARE,
-                                       CLF_AUTO};
+    static const clf_strategy all[] = {CLF_STRATEGY_STATIC, CLF_STRATEGY_DYNAMIC,
+                                       CLF_STRATEGY_GUIDED, CLF_STRATEGY_MEMORY_AWARE,
+                                       CLF_STRATEGY_AUTO};
     int bad = 0;
     for (size_t k = 0; k < sizeof all / sizeof all[0] && !bad; k++) {
         memset(img, 0xff, bytes);
@@ -260,7 +261,7 @@ static int strategies(clf_fleet *f, uint32_t *img, uint32_t *ref, clf_launch_rep
             break;
         }
         int same = memcmp(img, ref, bytes) == 0;
-        if (all[k] == CLF_STATIC)
+        if (all[k] == CLF_STRATEGY_STATIC)
             *static_rep = rep;
         /* A strategy that chooses reads "auto → static": what was asked, what ran. The arrow
          * is three bytes in UTF-8 and one column, hence the padding by hand. */
@@ -277,7 +278,7 @@ static int strategies(clf_fleet *f, uint32_t *img, uint32_t *ref, clf_launch_rep
             printf("%s%zu: %4.1f%% (%u)", i ? ", " : "", rep.dev[i].device,
                    100.0 * rep.dev[i].share, rep.dev[i].chunks);
         printf("\n");
-        if (all[k] == CLF_AUTO)
+        if (all[k] == CLF_STRATEGY_AUTO)
             printf("  (%s)\n", rep.reason);
         bad |= !same;
     }
@@ -365,7 +366,8 @@ static int allreduce(clf_fleet *f)
     double t = 0, want = (double)n * (double)n * (double)(n + 1) / 2;
     for (int run = 0; run < 2 && made == n; run++) {
         double t0 = seconds();
-        if (clf_allreduce(bufs, n, ALLREDUCE_COUNT, CLF_FLOAT, CLF_SUM, NULL) != CLF_SUCCESS)
+        if (clf_allreduce(bufs, n, ALLREDUCE_COUNT, CLF_TYPE_FLOAT, CLF_REDUCE_SUM, NULL) !=
+            CLF_SUCCESS)
             made = 0;
         t = seconds() - t0;
     }

@@ -93,7 +93,7 @@ static void print_table(const clf_launch_report *r, double best_single_s)
     printf("%s: %.1f ms, %.2fx the fastest device alone, efficiency %.2f\n",
            clf_strategy_name(r->strategy), r->makespan_s * 1e3, best_single_s / r->makespan_s,
            r->efficiency);
-    if (r->requested == CLF_AUTO)
+    if (r->requested == CLF_STRATEGY_AUTO)
         printf("  (%s)\n", r->reason);
     printf("  device   rows   share  chunks  kernel ms  finished at ms\n");
     for (size_t i = 0; i < r->num_devices; i++)
@@ -150,20 +150,21 @@ int main(int argc, char **argv)
         for (int x = 0; x < WIDTH; x++)
             want[(size_t)y * WIDTH + x] = mandel(x, y);
     if ((st = clf_program_build_source(&p, f, SOURCE, NULL)) != CLF_SUCCESS ||
-        (st = render(f, p, CLF_DYNAMIC, NULL, 0, img, &rep)) != CLF_SUCCESS) /* warm-up */
+        (st = render(f, p, CLF_STRATEGY_DYNAMIC, NULL, 0, img, &rep)) != CLF_SUCCESS) /* warm-up */
         goto out;
 
     printf("Mandelbrot %dx%d, up to %d iterations a pixel, on %zu device(s)\nalone:", WIDTH, HEIGHT,
            MAX_ITER, ndev);
     for (size_t d = 0; d < ndev && st == CLF_SUCCESS; d++) {
-        if ((st = render(f, p, CLF_STATIC, &d, 1, img, &rep)) == CLF_SUCCESS) {
+        if ((st = render(f, p, CLF_STRATEGY_STATIC, &d, 1, img, &rep)) == CLF_SUCCESS) {
             printf(" device %zu %.1f ms%s", d, rep.makespan_s * 1e3, d + 1 < ndev ? "," : "\n");
             best = best == 0 || rep.makespan_s < best ? rep.makespan_s : best;
             wrong += memcmp(img, want, pixels * sizeof *img) != 0;
         }
     }
-    static const clf_strategy all[] = {CLF_STATIC, CLF_DYNAMIC, CLF_GUIDED, CLF_MEMORY_AWARE,
-                                       CLF_AUTO};
+    static const clf_strategy all[] = {CLF_STRATEGY_STATIC, CLF_STRATEGY_DYNAMIC,
+                                       CLF_STRATEGY_GUIDED, CLF_STRATEGY_MEMORY_AWARE,
+                                       CLF_STRATEGY_AUTO};
     for (size_t k = 0; k < sizeof all / sizeof all[0] && st == CLF_SUCCESS; k++) {
         if ((st = render(f, p, all[k], NULL, 0, img, &rep)) != CLF_SUCCESS)
             break;

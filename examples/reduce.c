@@ -93,7 +93,8 @@ int main(void)
     }
     printf("%zu device(s), %d floats (%d MiB) each\n", n, COUNT, COUNT * 4 >> 20);
 
-    if ((st = clf_reduce(bufs, n, COUNT, CLF_FLOAT, CLF_SUM, root, NULL)) != CLF_SUCCESS) {
+    if ((st = clf_reduce(bufs, n, COUNT, CLF_TYPE_FLOAT, CLF_REDUCE_SUM, root, NULL)) !=
+        CLF_SUCCESS) {
         fail("clf_reduce", st);
         goto out;
     }
@@ -108,8 +109,8 @@ int main(void)
     printf("clf_reduce(sum) into device %zu:    %s\n", root, ok ? "ok" : "WRONG");
 
     if (ok && ((st = fill(bufs, n, tmp)) != CLF_SUCCESS || /* the root holds the sum */
-               (st = clf_reduce_to_host(host, bufs, n, COUNT, CLF_FLOAT, CLF_MAX, NULL)) !=
-                   CLF_SUCCESS)) {
+               (st = clf_reduce_to_host(host, bufs, n, COUNT, CLF_TYPE_FLOAT, CLF_REDUCE_MAX,
+                                        NULL)) != CLF_SUCCESS)) {
         fail("clf_reduce_to_host", st);
         goto out;
     }
@@ -119,7 +120,7 @@ int main(void)
     if (ok && (st = fill(bufs, n, tmp)) == CLF_SUCCESS) {
         struct timespec t0, t1;
         timespec_get(&t0, TIME_UTC);
-        st = clf_allreduce(bufs, n, COUNT, CLF_FLOAT, CLF_SUM, NULL);
+        st = clf_allreduce(bufs, n, COUNT, CLF_TYPE_FLOAT, CLF_REDUCE_SUM, NULL);
         timespec_get(&t1, TIME_UTC);
         double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
         if (st != CLF_SUCCESS) {

@@ -200,15 +200,16 @@ int main(int argc, char **argv)
     clf_launch_report rep;
     double single_s, s, worst = 0;
     clf_gemm_options o = CLF_GEMM_OPTIONS_INIT;
-    o.strategy = CLF_STATIC;
+    o.strategy = CLF_STRATEGY_STATIC;
     o.devices = devs;
     o.num_devices = 1;
     if ((st = run(f, &o, n, a, b, c, &single_s, &worst, &rep)) != CLF_SUCCESS)
         return fail("one device", st);
     print_row("1 device", single_s, gflop, single_s, &rep);
 
-    static const clf_strategy all[] = {CLF_STATIC, CLF_DYNAMIC, CLF_GUIDED, CLF_MEMORY_AWARE,
-                                       CLF_AUTO};
+    static const clf_strategy all[] = {CLF_STRATEGY_STATIC, CLF_STRATEGY_DYNAMIC,
+                                       CLF_STRATEGY_GUIDED, CLF_STRATEGY_MEMORY_AWARE,
+                                       CLF_STRATEGY_AUTO};
     double fastest = 1e300;
     o.num_devices = ndev;
     for (size_t k = 0; k < sizeof all / sizeof all[0]; k++) {
@@ -216,7 +217,7 @@ int main(int argc, char **argv)
         if ((st = run(f, &o, n, a, b, c, &s, &worst, &rep)) != CLF_SUCCESS)
             return fail(clf_strategy_name(all[k]), st);
         char label[64];
-        if (all[k] == CLF_AUTO)
+        if (all[k] == CLF_STRATEGY_AUTO)
             snprintf(label, sizeof label, "%zu devices auto: %s", ndev,
                      clf_strategy_name(rep.strategy));
         else
@@ -224,7 +225,7 @@ int main(int argc, char **argv)
         print_row(label, s, gflop, single_s, &rep);
         if (s < fastest)
             fastest = s;
-        if (all[k] == CLF_AUTO)
+        if (all[k] == CLF_STRATEGY_AUTO)
             printf("  (%s)\n", rep.reason);
     }
     printf("\nfleet of %zu: %.2f GFLOP/s at best, %.2fx one device (%.2f GFLOP/s)\n", ndev,

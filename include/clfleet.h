@@ -777,7 +777,7 @@ CLF_API const char *clf_strategy_name(clf_strategy s);
  */
 CLF_API clf_status clf_strategy_parse(clf_strategy *out, const char *name);
 
-/** \brief Where CLF_STATIC and CLF_GUIDED take device weights from. */
+/** \brief Where CLF_STRATEGY_STATIC and CLF_STRATEGY_GUIDED take device weights from. */
 typedef enum clf_weights {
     CLF_WEIGHTS_LEARNED = 0, /**< measured throughput of this kernel on each device (persisted
                                   in the cache directory); compute units x clock until known */
@@ -975,14 +975,14 @@ typedef struct clf_launch_desc {
     clf_strategy strategy; /**< how to split; CLF_STRATEGY_DEFAULT: $CLFLEET_STRATEGY */
     const size_t *devices; /**< fleet indices to use, or NULL for every device */
     size_t num_devices;    /**< entries of devices */
-    clf_weights weights_mode; /**< CLF_STATIC's weights: equal, user given or learned */
+    clf_weights weights_mode; /**< CLF_STRATEGY_STATIC's weights: equal, user given or learned */
     const double *weights; /**< CLF_WEIGHTS_USER: one per used device */
     /** Per used device, a memory limit in bytes for this launch (0: none), or NULL. */
     const uint64_t *mem_limits;
     double mem_safety;          /**< usable fraction of reported memory; 0: 0.8 */
-    unsigned chunks_per_device; /**< CLF_DYNAMIC: about this many chunks each; 0: 16 */
-    /** CLF_GUIDED, CLF_MEMORY_AWARE: smallest chunk in units; 0: a device's share of the
-     *  weights of the range / chunks_per_device (dynamic's chunk on equal devices) */
+    unsigned chunks_per_device; /**< CLF_STRATEGY_DYNAMIC: about this many chunks each; 0: 16 */
+    /** CLF_STRATEGY_GUIDED, CLF_STRATEGY_MEMORY_AWARE: smallest chunk in units; 0: a device's share
+     * of the weights of the range / chunks_per_device (dynamic's chunk on equal devices) */
     size_t min_chunk;
     /** The dimension the range is split along: CLF_SPLIT_DEFAULT (dims-1, the
      *  slowest-varying) or CLF_SPLIT_DIM(d) (version 2). */
@@ -1044,8 +1044,8 @@ typedef struct clf_device_report {
 /** \brief What a launch did. */
 typedef struct clf_launch_report {
     clf_strategy requested; /**< as asked (after $CLFLEET_STRATEGY) */
-    clf_strategy strategy;  /**< as run (CLF_AUTO resolved) */
-    char reason[256];       /**< why CLF_AUTO chose it, or how weights were found */
+    clf_strategy strategy;  /**< as run (CLF_STRATEGY_AUTO resolved) */
+    char reason[256];       /**< why CLF_STRATEGY_AUTO chose it, or how weights were found */
     uint64_t total_units; /**< split units in the range */
     size_t num_devices;   /**< entries of dev */
     /** Per used device (its .device: the fleet index). */

@@ -110,8 +110,9 @@ static clf_status new_buffer(ctx *c, size_t device, size_t bytes, clf_buffer **o
     return clf_buffer_create(out, c->f, device, bytes, CLF_MEM_READ_WRITE);
 }
 
-static const clf_strategy strategies[] = {CLF_STATIC, CLF_DYNAMIC, CLF_GUIDED, CLF_MEMORY_AWARE,
-                                          CLF_AUTO};
+static const clf_strategy strategies[] = {CLF_STRATEGY_STATIC, CLF_STRATEGY_DYNAMIC,
+                                          CLF_STRATEGY_GUIDED, CLF_STRATEGY_MEMORY_AWARE,
+                                          CLF_STRATEGY_AUTO};
 
 static int op_launch_grid(ctx *c, clf_strategy s, uint32_t w, uint32_t h, uint32_t seed)
 {
@@ -346,7 +347,8 @@ static int op_allreduce(ctx *c, size_t n)
         bad |= failed_call(new_buffer(c, d, n * 4, &b[d]), "clf_buffer_create") ||
                failed_call(clf_buffer_write(b[d], 0, n * 4, v), "clf_buffer_write");
     }
-    bad = bad || failed_call(clf_allreduce(b, nd, n, CLF_INT32, CLF_SUM, NULL), "clf_allreduce");
+    bad = bad || failed_call(clf_allreduce(b, nd, n, CLF_TYPE_INT32, CLF_REDUCE_SUM, NULL),
+                             "clf_allreduce");
     for (size_t d = 0; !bad && d < nd; d++) {
         bad |= failed_call(clf_buffer_read(b[d], 0, n * 4, v), "clf_buffer_read");
         if (!bad && memcmp(v, sum, n * 4) != 0) {

@@ -170,7 +170,7 @@ static void r_strategy_name(void)
 }
 static void r_strategy_parse(void)
 {
-    clf_strategy s = CLF_STATIC;
+    clf_strategy s = CLF_STRATEGY_STATIC;
     BAD(clf_strategy_parse(&s, NULL), CLF_ERROR_NULL_POINTER);
     BAD(clf_strategy_parse(NULL, "static"), CLF_ERROR_NULL_POINTER);
     BAD(clf_strategy_parse(&s, ""), CLF_ERROR_PARSE);
@@ -183,7 +183,7 @@ static void r_strategy_parse(void)
     memset(longname, 'x', sizeof longname - 1);
     longname[sizeof longname - 1] = '\0';
     BAD(clf_strategy_parse(&s, longname), CLF_ERROR_PARSE);
-    NEUTRAL(s == CLF_STATIC); /* untouched on failure */
+    NEUTRAL(s == CLF_STRATEGY_STATIC); /* untouched on failure */
 }
 static void r_direction_name(void)
 {
@@ -718,209 +718,209 @@ static clf_launch_desc vadd_desc(void)
     clf_launch_desc d = CLF_LAUNCH_DESC_INIT;
     d.kernel = "vadd";
     d.global[0] = LN;
-    d.strategy = CLF_STATIC;
+    d.strategy = CLF_STRATEGY_STATIC;
     d.weights_mode = CLF_WEIGHTS_EQUAL;
     return d;
 }
 
 /* Every way a launch can be described wrongly; run(d, args, n) is the call. */
-#define LAUNCH_CASES(run)                                                                  \
-    do {                                                                                   \
-        clf_launch_desc d;                                                                 \
-        clf_arg ok[3] = {CLF_IN(la, sizeof la, 4), CLF_IN(lb, sizeof lb, 4),               \
-                         CLF_OUT(lc, sizeof lc, 4)};                                       \
-        clf_arg a[3];                                                                      \
-        size_t devs[4] = {0, 1, 2, 2};                                                     \
-        double w[3] = {1, 1, 1};                                                           \
-        /* The descriptor. */                                                              \
-        d = vadd_desc(), d.version = 0;                                                    \
-        BAD(run(P, &d, ok, 3), CLF_ERROR_INVALID_ARGUMENT);                                \
-        d = vadd_desc(), d.version = CLF_LAUNCH_DESC_VERSION + 1; /* a newer header */   \
-        BAD(run(P, &d, ok, 3), CLF_ERROR_INVALID_ARGUMENT);                                \
-        d = vadd_desc();                                                                   \
-        memcpy(a, ok, sizeof a), a[1].reserved[1] = 1; /* reserved must stay zero */      \
-        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                 \
-        d = vadd_desc(), d.kernel = NULL;                                                  \
-        BAD(run(P, &d, ok, 3), CLF_ERROR_NULL_POINTER);                                    \
-        d = vadd_desc(), d.kernel = "no_such_kernel";                                      \
-        BAD(run(P, &d, ok, 3), CLF_ERROR_NOT_FOUND);                                       \
-        d = vadd_desc(), d.kernel = "";                                                    \
-        BAD(run(P, &d, ok, 3), CLF_ERROR_NOT_FOUND);                                       \
-        d = vadd_desc(), d.dims = 0;                                                       \
-        BAD(run(P, &d, ok, 3), CLF_ERROR_INVALID_ARGUMENT);                                \
-        d = vadd_desc(), d.dims = 4;                                                       \
-        BAD(run(P, &d, ok, 3), CLF_ERROR_INVALID_ARGUMENT);                                \
-        d = vadd_desc(), d.global[0] = 0;                                                  \
-        BAD(run(P, &d, ok, 3), CLF_ERROR_ZERO_SIZE);                                       \
-        d = vadd_desc(), d.dims = 2, d.global[1] = 0;                                      \
-        BAD(run(P, &d, ok, 3), CLF_ERROR_ZERO_SIZE);                                       \
-        d = vadd_desc(), d.dims = 3, d.global[0] = SIZE_MAX, d.global[1] = SIZE_MAX,       \
-        d.global[2] = 2;                                                                   \
-        BAD(run(P, &d, ok, 3), CLF_ERROR_SIZE_OVERFLOW);                                   \
-        d = vadd_desc(), d.global[0] = SIZE_MAX;                                           \
-        BAD(run(P, &d, ok, 3), CLF_ERROR_SIZE_OVERFLOW);                                   \
-        d = vadd_desc(), d.local[0] = 3;                                                   \
-        d.dims = 2, d.global[1] = 1, d.local[1] = 1;                                       \
-        BAD(run(P, &d, ok, 3), CLF_ERROR_INVALID_ARGUMENT); /* 1000 % 3 */                 \
-        d = vadd_desc(), d.dims = 2, d.global[1] = 1, d.local[0] = 8;                      \
-        BAD(run(P, &d, ok, 3), CLF_ERROR_INVALID_ARGUMENT); /* local for some dims */      \
-        d = vadd_desc(), d.granularity = SIZE_MAX, d.local[0] = 2;                         \
-        BAD(run(P, &d, ok, 3), CLF_ERROR_SIZE_OVERFLOW);                                   \
-        d = vadd_desc(), d.strategy = (clf_strategy)6;                                     \
-        BAD(run(P, &d, ok, 3), CLF_ERROR_INVALID_ARGUMENT);                                \
-        d = vadd_desc(), d.strategy = (clf_strategy)-1;                                    \
-        BAD(run(P, &d, ok, 3), CLF_ERROR_INVALID_ARGUMENT);                                \
-        d = vadd_desc(), d.weights_mode = (clf_weights)3;                                  \
-        BAD(run(P, &d, ok, 3), CLF_ERROR_INVALID_ARGUMENT);                                \
-        d = vadd_desc(), d.weights_mode = CLF_WEIGHTS_USER;                                \
-        BAD(run(P, &d, ok, 3), CLF_ERROR_NULL_POINTER);                                    \
-        d = vadd_desc(), d.weights_mode = CLF_WEIGHTS_USER, d.weights = w, w[1] = -1;      \
-        BAD(run(P, &d, ok, 3), CLF_ERROR_INVALID_ARGUMENT);                                \
-        w[0] = w[1] = w[2] = 0;                                                            \
-        BAD(run(P, &d, ok, 3), CLF_ERROR_INVALID_ARGUMENT);                                \
-        w[0] = 0.0 / 0.0, w[1] = w[2] = 1;                                                 \
-        BAD(run(P, &d, ok, 3), CLF_ERROR_INVALID_ARGUMENT);                                \
-        w[0] = 1;                                                                          \
-        d = vadd_desc(), d.mem_safety = 1.5;                                               \
-        BAD(run(P, &d, ok, 3), CLF_ERROR_INVALID_ARGUMENT);                                \
-        d = vadd_desc(), d.mem_safety = -0.1;                                              \
-        BAD(run(P, &d, ok, 3), CLF_ERROR_INVALID_ARGUMENT);                                \
-        d = vadd_desc(), d.mem_safety = 0.0 / 0.0;                                         \
-        BAD(run(P, &d, ok, 3), CLF_ERROR_INVALID_ARGUMENT);                                \
-        /* Devices. */                                                                     \
-        d = vadd_desc(), d.devices = devs, d.num_devices = 0;                              \
-        BAD(run(P, &d, ok, 3), CLF_ERROR_INVALID_ARGUMENT);                                \
-        d = vadd_desc(), d.devices = devs, d.num_devices = 4;                              \
-        BAD(run(P, &d, ok, 3), CLF_ERROR_INVALID_ARGUMENT); /* twice */                    \
-        d = vadd_desc(), d.devices = devs, d.num_devices = SIZE_MAX;                       \
-        BAD(run(P, &d, ok, 3), CLF_ERROR_INVALID_ARGUMENT);                                \
-        devs[3] = 99;                                                                      \
-        BAD(run(P, &d, ok, 3), CLF_ERROR_INVALID_ARGUMENT);                                \
-        d = vadd_desc(), d.devices = devs + 3, d.num_devices = 1;                          \
-        BAD(run(P, &d, ok, 3), CLF_ERROR_OUT_OF_RANGE);                                    \
-        devs[3] = SIZE_MAX;                                                                \
-        BAD(run(P, &d, ok, 3), CLF_ERROR_OUT_OF_RANGE);                                    \
-        /* Arguments. */                                                                   \
-        d = vadd_desc();                                                                   \
-        BAD(run(P, &d, NULL, 3), CLF_ERROR_NULL_POINTER);                                  \
-        BAD(run(P, &d, ok, 2), CLF_ERROR_INVALID_ARGUMENT);  /* vadd takes 3 */            \
-        BAD(run(P, &d, ok, 0), CLF_ERROR_INVALID_ARGUMENT);                                \
-        BAD(run(P, &d, ok, SIZE_MAX), CLF_ERROR_INVALID_ARGUMENT);                         \
-        BAD(run(PG, &d, ok, 3), CLF_ERROR_INVALID_ARGUMENT); /* another fleet's program */ \
-        memcpy(a, ok, sizeof a), a[2].size = sizeof lc - 4;  /* shorter than the range */  \
-        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                 \
-        memcpy(a, ok, sizeof a), a[0].size = 0;                                            \
-        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                 \
-        memcpy(a, ok, sizeof a), a[1].unit = 0;                                            \
-        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                 \
-        memcpy(a, ok, sizeof a), a[1].unit = 8; /* wrong unit: needs twice the bytes */    \
-        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                 \
-        memcpy(a, ok, sizeof a), a[1].unit = SIZE_MAX;                                     \
-        BAD(run(P, &d, a, 3), CLF_ERROR_SIZE_OVERFLOW);                                    \
-        memcpy(a, ok, sizeof a), a[1].unit = SIZE_MAX / LN + 1;                            \
-        BAD(run(P, &d, a, 3), CLF_ERROR_SIZE_OVERFLOW);                                    \
-        memcpy(a, ok, sizeof a), a[0].host = NULL;                                         \
-        BAD(run(P, &d, a, 3), CLF_ERROR_NULL_POINTER);                                     \
-        memcpy(a, ok, sizeof a), a[0].kind = 0;                                            \
-        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                 \
-        memcpy(a, ok, sizeof a), a[0].kind = 99;                                           \
-        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                 \
-        memcpy(a, ok, sizeof a), a[0].flags = 0x80;                                        \
-        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                 \
-        memcpy(a, ok, sizeof a), a[2].halo_before = 1; /* an output with a halo */         \
-        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                 \
-        memcpy(a, ok, sizeof a), a[0].halo_before = SIZE_MAX;                              \
-        BAD(run(P, &d, a, 3), CLF_ERROR_SIZE_OVERFLOW);                                    \
-        memcpy(a, ok, sizeof a), a[0].halo_before = a[0].halo_after = SIZE_MAX / 2;        \
-        BAD(run(P, &d, a, 3), CLF_ERROR_SIZE_OVERFLOW);                                    \
-        /* A halo larger than the array is clamped (documented): the launch works. */     \
-        memcpy(a, ok, sizeof a), a[0].halo_before = a[0].halo_after = SIZE_MAX / 16;       \
-        for (int i_ = 0; i_ < LN; i_++)                                                    \
-            la[i_] = (float)i_, lb[i_] = 1.0f, lc[i_] = -1;                                \
-        ck_assert_ok(run(P, &d, a, 3));                                                    \
-        for (int i_ = 0; i_ < LN; i_++)                                                    \
-            ck_assert_msg(lc[i_] == (float)i_ + 1.0f, "huge halo: c[%d] = %g", i_,         \
-                          (double)lc[i_]);                                                 \
-        cases++;                                                                           \
-        memcpy(a, ok, sizeof a);                                                           \
-        a[0] = (clf_arg)CLF_BROADCAST(NULL, sizeof la);                                    \
-        BAD(run(P, &d, a, 3), CLF_ERROR_NULL_POINTER);                                     \
-        a[0] = (clf_arg)CLF_BROADCAST(la, 0);                                              \
-        BAD(run(P, &d, a, 3), CLF_ERROR_ZERO_SIZE);                                        \
-        a[0] = (clf_arg)CLF_LOCAL(0);                                                      \
-        BAD(run(P, &d, a, 3), CLF_ERROR_ZERO_SIZE);                                        \
-        a[0] = (clf_arg)CLF_LOCAL(SIZE_MAX);                                               \
-        BAD_ANY(run(P, &d, a, 3));                                                         \
-        int scalar = 1;                                                                    \
-        a[0] = (clf_arg)CLF_SCALAR(&scalar), a[0].size = 0;                                \
-        BAD(run(P, &d, a, 3), CLF_ERROR_ZERO_SIZE);                                        \
-        a[0] = (clf_arg)CLF_SCALAR(&scalar), a[0].host = NULL;                             \
-        BAD(run(P, &d, a, 3), CLF_ERROR_NULL_POINTER);                                     \
-        float red[4];                                                                      \
-        a[0] = (clf_arg)CLF_REDUCE(red, 4, CLF_FLOAT, 99);                                 \
-        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                 \
-        a[0] = (clf_arg)CLF_REDUCE(red, 4, 99, CLF_SUM);                                   \
-        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                 \
-        a[0] = (clf_arg)CLF_REDUCE(red, 0, CLF_FLOAT, CLF_SUM);                            \
-        BAD(run(P, &d, a, 3), CLF_ERROR_ZERO_SIZE);                                        \
-        a[0] = (clf_arg)CLF_REDUCE(red, SIZE_MAX, CLF_FLOAT, CLF_SUM);                     \
-        BAD(run(P, &d, a, 3), CLF_ERROR_SIZE_OVERFLOW);                                    \
-        a[0] = (clf_arg)CLF_REDUCE(NULL, 4, CLF_FLOAT, CLF_SUM);                           \
-        BAD(run(P, &d, a, 3), CLF_ERROR_NULL_POINTER);                                     \
-        /* Versions, the split dimension, strided arrays, per-group outputs, flags. */    \
-        d = vadd_desc(), d.version = CLF_LAUNCH_DESC_VERSION + 1;                          \
-        BAD(run(P, &d, ok, 3), CLF_ERROR_INVALID_ARGUMENT);                                \
-        d = vadd_desc(), d.split_dim = CLF_SPLIT_DIM(1); /* a 1D range */                  \
-        BAD(run(P, &d, ok, 3), CLF_ERROR_INVALID_ARGUMENT);                                \
-        d = vadd_desc(), d.split_dim = 99;                                                 \
-        BAD(run(P, &d, ok, 3), CLF_ERROR_INVALID_ARGUMENT);                                \
-        d = vadd_desc();                                                                   \
-        memcpy(a, ok, sizeof a), a[0].pitch = sizeof la - 4; /* shorter than a row */     \
-        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                 \
-        memcpy(a, ok, sizeof a), a[0].pitch = sizeof la + 4; /* longer than the array */  \
-        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                 \
-        memcpy(a, ok, sizeof a), a[0].pitch = sizeof la, a[0].size = sizeof la + 4;        \
-        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT); /* not whole rows */            \
-        memcpy(a, ok, sizeof a), a[0].pitch = sizeof la, a[0].flags = CLF_ARG_CHUNK_INDEXED; \
-        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                 \
-        memcpy(a, ok, sizeof a), a[0].pitch = SIZE_MAX, a[0].unit = SIZE_MAX / 2;          \
-        BAD(run(P, &d, a, 3), CLF_ERROR_SIZE_OVERFLOW);                                    \
-        memcpy(a, ok, sizeof a), a[0].flags = CLF_ARG_PRESERVE; /* not an output */        \
-        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                 \
-        memcpy(a, ok, sizeof a), a[2] = (clf_arg)CLF_OUT_PER_GROUP(lc, sizeof lc, 4);      \
-        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT); /* no local size */             \
-        d.local[0] = 8, a[2].size = LN / 8 * 4 - 4;                                        \
-        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT); /* too short */                 \
-        d.local[0] = 8, a[2].size = sizeof lc, a[2].unit = 0;                              \
-        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                 \
-        a[2].unit = SIZE_MAX / 2;                                                          \
-        BAD(run(P, &d, a, 3), CLF_ERROR_SIZE_OVERFLOW);                                    \
-        a[2].unit = 4, a[2].flags = CLF_ARG_CHUNK_INDEXED;                                 \
-        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                 \
-        a[2].flags = 0, a[2].pitch = 64;                                                   \
-        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                 \
-        a[2].pitch = 0, a[2].halo_after = 1;                                               \
-        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                 \
-        a[2].halo_after = 0, a[2].host = NULL;                                             \
-        BAD(run(P, &d, a, 3), CLF_ERROR_NULL_POINTER);                                     \
-        d.local[0] = 3, a[2].host = lc; /* 1000 items: not whole groups of 3 */            \
-        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                 \
-        d.dims = 2, d.global[0] = d.global[1] = (size_t)1 << 40, d.local[0] = d.local[1] = 1; \
-        a[0] = a[2]; /* 2^80 groups */                                                     \
-        BAD(run(P, &d, a, 3), CLF_ERROR_SIZE_OVERFLOW);                                    \
-        d = vadd_desc();                                                                   \
-        memcpy(a, ok, sizeof a), a[1] = (clf_arg)CLF_SCALAR(&scalar), a[1].pitch = 4;      \
-        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT); /* a pitch on a scalar */       \
-        /* vadd's c is not const: it cannot be a broadcast, and nothing runs. */           \
-        memcpy(a, ok, sizeof a), a[2] = (clf_arg)CLF_BROADCAST(lc, sizeof lc);             \
-        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                 \
-        ck_assert_msg(strstr(clf_last_error(), "const"), "%s", clf_last_error());          \
-        /* The strategy variable is read by clf_fleet_create(): a launch that asks for the  \
-         * default after it changed still runs (r_fleet_create_env() tests bad values). */ \
-        d = vadd_desc(), d.strategy = CLF_STRATEGY_DEFAULT;                                \
-        env_set("CLFLEET_STRATEGY", "banana");                                             \
-        ck_assert_ok(run(P, &d, ok, 3));                                                   \
-        env_restore("CLFLEET_STRATEGY");                                                   \
+#define LAUNCH_CASES(run)                                                                          \
+    do {                                                                                           \
+        clf_launch_desc d;                                                                         \
+        clf_arg ok[3] = {CLF_IN(la, sizeof la, 4), CLF_IN(lb, sizeof lb, 4),                       \
+                         CLF_OUT(lc, sizeof lc, 4)};                                               \
+        clf_arg a[3];                                                                              \
+        size_t devs[4] = {0, 1, 2, 2};                                                             \
+        double w[3] = {1, 1, 1};                                                                   \
+        /* The descriptor. */                                                                      \
+        d = vadd_desc(), d.version = 0;                                                            \
+        BAD(run(P, &d, ok, 3), CLF_ERROR_INVALID_ARGUMENT);                                        \
+        d = vadd_desc(), d.version = CLF_LAUNCH_DESC_VERSION + 1; /* a newer header */             \
+        BAD(run(P, &d, ok, 3), CLF_ERROR_INVALID_ARGUMENT);                                        \
+        d = vadd_desc();                                                                           \
+        memcpy(a, ok, sizeof a), a[1].reserved[1] = 1; /* reserved must stay zero */               \
+        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                         \
+        d = vadd_desc(), d.kernel = NULL;                                                          \
+        BAD(run(P, &d, ok, 3), CLF_ERROR_NULL_POINTER);                                            \
+        d = vadd_desc(), d.kernel = "no_such_kernel";                                              \
+        BAD(run(P, &d, ok, 3), CLF_ERROR_NOT_FOUND);                                               \
+        d = vadd_desc(), d.kernel = "";                                                            \
+        BAD(run(P, &d, ok, 3), CLF_ERROR_NOT_FOUND);                                               \
+        d = vadd_desc(), d.dims = 0;                                                               \
+        BAD(run(P, &d, ok, 3), CLF_ERROR_INVALID_ARGUMENT);                                        \
+        d = vadd_desc(), d.dims = 4;                                                               \
+        BAD(run(P, &d, ok, 3), CLF_ERROR_INVALID_ARGUMENT);                                        \
+        d = vadd_desc(), d.global[0] = 0;                                                          \
+        BAD(run(P, &d, ok, 3), CLF_ERROR_ZERO_SIZE);                                               \
+        d = vadd_desc(), d.dims = 2, d.global[1] = 0;                                              \
+        BAD(run(P, &d, ok, 3), CLF_ERROR_ZERO_SIZE);                                               \
+        d = vadd_desc(), d.dims = 3, d.global[0] = SIZE_MAX, d.global[1] = SIZE_MAX,               \
+        d.global[2] = 2;                                                                           \
+        BAD(run(P, &d, ok, 3), CLF_ERROR_SIZE_OVERFLOW);                                           \
+        d = vadd_desc(), d.global[0] = SIZE_MAX;                                                   \
+        BAD(run(P, &d, ok, 3), CLF_ERROR_SIZE_OVERFLOW);                                           \
+        d = vadd_desc(), d.local[0] = 3;                                                           \
+        d.dims = 2, d.global[1] = 1, d.local[1] = 1;                                               \
+        BAD(run(P, &d, ok, 3), CLF_ERROR_INVALID_ARGUMENT); /* 1000 % 3 */                         \
+        d = vadd_desc(), d.dims = 2, d.global[1] = 1, d.local[0] = 8;                              \
+        BAD(run(P, &d, ok, 3), CLF_ERROR_INVALID_ARGUMENT); /* local for some dims */              \
+        d = vadd_desc(), d.granularity = SIZE_MAX, d.local[0] = 2;                                 \
+        BAD(run(P, &d, ok, 3), CLF_ERROR_SIZE_OVERFLOW);                                           \
+        d = vadd_desc(), d.strategy = (clf_strategy)6;                                             \
+        BAD(run(P, &d, ok, 3), CLF_ERROR_INVALID_ARGUMENT);                                        \
+        d = vadd_desc(), d.strategy = (clf_strategy)-1;                                            \
+        BAD(run(P, &d, ok, 3), CLF_ERROR_INVALID_ARGUMENT);                                        \
+        d = vadd_desc(), d.weights_mode = (clf_weights)3;                                          \
+        BAD(run(P, &d, ok, 3), CLF_ERROR_INVALID_ARGUMENT);                                        \
+        d = vadd_desc(), d.weights_mode = CLF_WEIGHTS_USER;                                        \
+        BAD(run(P, &d, ok, 3), CLF_ERROR_NULL_POINTER);                                            \
+        d = vadd_desc(), d.weights_mode = CLF_WEIGHTS_USER, d.weights = w, w[1] = -1;              \
+        BAD(run(P, &d, ok, 3), CLF_ERROR_INVALID_ARGUMENT);                                        \
+        w[0] = w[1] = w[2] = 0;                                                                    \
+        BAD(run(P, &d, ok, 3), CLF_ERROR_INVALID_ARGUMENT);                                        \
+        w[0] = 0.0 / 0.0, w[1] = w[2] = 1;                                                         \
+        BAD(run(P, &d, ok, 3), CLF_ERROR_INVALID_ARGUMENT);                                        \
+        w[0] = 1;                                                                                  \
+        d = vadd_desc(), d.mem_safety = 1.5;                                                       \
+        BAD(run(P, &d, ok, 3), CLF_ERROR_INVALID_ARGUMENT);                                        \
+        d = vadd_desc(), d.mem_safety = -0.1;                                                      \
+        BAD(run(P, &d, ok, 3), CLF_ERROR_INVALID_ARGUMENT);                                        \
+        d = vadd_desc(), d.mem_safety = 0.0 / 0.0;                                                 \
+        BAD(run(P, &d, ok, 3), CLF_ERROR_INVALID_ARGUMENT);                                        \
+        /* Devices. */                                                                             \
+        d = vadd_desc(), d.devices = devs, d.num_devices = 0;                                      \
+        BAD(run(P, &d, ok, 3), CLF_ERROR_INVALID_ARGUMENT);                                        \
+        d = vadd_desc(), d.devices = devs, d.num_devices = 4;                                      \
+        BAD(run(P, &d, ok, 3), CLF_ERROR_INVALID_ARGUMENT); /* twice */                            \
+        d = vadd_desc(), d.devices = devs, d.num_devices = SIZE_MAX;                               \
+        BAD(run(P, &d, ok, 3), CLF_ERROR_INVALID_ARGUMENT);                                        \
+        devs[3] = 99;                                                                              \
+        BAD(run(P, &d, ok, 3), CLF_ERROR_INVALID_ARGUMENT);                                        \
+        d = vadd_desc(), d.devices = devs + 3, d.num_devices = 1;                                  \
+        BAD(run(P, &d, ok, 3), CLF_ERROR_OUT_OF_RANGE);                                            \
+        devs[3] = SIZE_MAX;                                                                        \
+        BAD(run(P, &d, ok, 3), CLF_ERROR_OUT_OF_RANGE);                                            \
+        /* Arguments. */                                                                           \
+        d = vadd_desc();                                                                           \
+        BAD(run(P, &d, NULL, 3), CLF_ERROR_NULL_POINTER);                                          \
+        BAD(run(P, &d, ok, 2), CLF_ERROR_INVALID_ARGUMENT); /* vadd takes 3 */                     \
+        BAD(run(P, &d, ok, 0), CLF_ERROR_INVALID_ARGUMENT);                                        \
+        BAD(run(P, &d, ok, SIZE_MAX), CLF_ERROR_INVALID_ARGUMENT);                                 \
+        BAD(run(PG, &d, ok, 3), CLF_ERROR_INVALID_ARGUMENT); /* another fleet's program */         \
+        memcpy(a, ok, sizeof a), a[2].size = sizeof lc - 4;  /* shorter than the range */          \
+        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                         \
+        memcpy(a, ok, sizeof a), a[0].size = 0;                                                    \
+        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                         \
+        memcpy(a, ok, sizeof a), a[1].unit = 0;                                                    \
+        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                         \
+        memcpy(a, ok, sizeof a), a[1].unit = 8; /* wrong unit: needs twice the bytes */            \
+        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                         \
+        memcpy(a, ok, sizeof a), a[1].unit = SIZE_MAX;                                             \
+        BAD(run(P, &d, a, 3), CLF_ERROR_SIZE_OVERFLOW);                                            \
+        memcpy(a, ok, sizeof a), a[1].unit = SIZE_MAX / LN + 1;                                    \
+        BAD(run(P, &d, a, 3), CLF_ERROR_SIZE_OVERFLOW);                                            \
+        memcpy(a, ok, sizeof a), a[0].host = NULL;                                                 \
+        BAD(run(P, &d, a, 3), CLF_ERROR_NULL_POINTER);                                             \
+        memcpy(a, ok, sizeof a), a[0].kind = 0;                                                    \
+        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                         \
+        memcpy(a, ok, sizeof a), a[0].kind = 99;                                                   \
+        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                         \
+        memcpy(a, ok, sizeof a), a[0].flags = 0x80;                                                \
+        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                         \
+        memcpy(a, ok, sizeof a), a[2].halo_before = 1; /* an output with a halo */                 \
+        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                         \
+        memcpy(a, ok, sizeof a), a[0].halo_before = SIZE_MAX;                                      \
+        BAD(run(P, &d, a, 3), CLF_ERROR_SIZE_OVERFLOW);                                            \
+        memcpy(a, ok, sizeof a), a[0].halo_before = a[0].halo_after = SIZE_MAX / 2;                \
+        BAD(run(P, &d, a, 3), CLF_ERROR_SIZE_OVERFLOW);                                            \
+        /* A halo larger than the array is clamped (documented): the launch works. */              \
+        memcpy(a, ok, sizeof a), a[0].halo_before = a[0].halo_after = SIZE_MAX / 16;               \
+        for (int i_ = 0; i_ < LN; i_++)                                                            \
+            la[i_] = (float)i_, lb[i_] = 1.0f, lc[i_] = -1;                                        \
+        ck_assert_ok(run(P, &d, a, 3));                                                            \
+        for (int i_ = 0; i_ < LN; i_++)                                                            \
+            ck_assert_msg(lc[i_] == (float)i_ + 1.0f, "huge halo: c[%d] = %g", i_,                 \
+                          (double)lc[i_]);                                                         \
+        cases++;                                                                                   \
+        memcpy(a, ok, sizeof a);                                                                   \
+        a[0] = (clf_arg)CLF_BROADCAST(NULL, sizeof la);                                            \
+        BAD(run(P, &d, a, 3), CLF_ERROR_NULL_POINTER);                                             \
+        a[0] = (clf_arg)CLF_BROADCAST(la, 0);                                                      \
+        BAD(run(P, &d, a, 3), CLF_ERROR_ZERO_SIZE);                                                \
+        a[0] = (clf_arg)CLF_LOCAL(0);                                                              \
+        BAD(run(P, &d, a, 3), CLF_ERROR_ZERO_SIZE);                                                \
+        a[0] = (clf_arg)CLF_LOCAL(SIZE_MAX);                                                       \
+        BAD_ANY(run(P, &d, a, 3));                                                                 \
+        int scalar = 1;                                                                            \
+        a[0] = (clf_arg)CLF_SCALAR(&scalar), a[0].size = 0;                                        \
+        BAD(run(P, &d, a, 3), CLF_ERROR_ZERO_SIZE);                                                \
+        a[0] = (clf_arg)CLF_SCALAR(&scalar), a[0].host = NULL;                                     \
+        BAD(run(P, &d, a, 3), CLF_ERROR_NULL_POINTER);                                             \
+        float red[4];                                                                              \
+        a[0] = (clf_arg)CLF_REDUCE(red, 4, CLF_TYPE_FLOAT, 99);                                    \
+        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                         \
+        a[0] = (clf_arg)CLF_REDUCE(red, 4, 99, CLF_REDUCE_SUM);                                    \
+        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                         \
+        a[0] = (clf_arg)CLF_REDUCE(red, 0, CLF_TYPE_FLOAT, CLF_REDUCE_SUM);                        \
+        BAD(run(P, &d, a, 3), CLF_ERROR_ZERO_SIZE);                                                \
+        a[0] = (clf_arg)CLF_REDUCE(red, SIZE_MAX, CLF_TYPE_FLOAT, CLF_REDUCE_SUM);                 \
+        BAD(run(P, &d, a, 3), CLF_ERROR_SIZE_OVERFLOW);                                            \
+        a[0] = (clf_arg)CLF_REDUCE(NULL, 4, CLF_TYPE_FLOAT, CLF_REDUCE_SUM);                       \
+        BAD(run(P, &d, a, 3), CLF_ERROR_NULL_POINTER);                                             \
+        /* Versions, the split dimension, strided arrays, per-group outputs, flags. */             \
+        d = vadd_desc(), d.version = CLF_LAUNCH_DESC_VERSION + 1;                                  \
+        BAD(run(P, &d, ok, 3), CLF_ERROR_INVALID_ARGUMENT);                                        \
+        d = vadd_desc(), d.split_dim = CLF_SPLIT_DIM(1); /* a 1D range */                          \
+        BAD(run(P, &d, ok, 3), CLF_ERROR_INVALID_ARGUMENT);                                        \
+        d = vadd_desc(), d.split_dim = 99;                                                         \
+        BAD(run(P, &d, ok, 3), CLF_ERROR_INVALID_ARGUMENT);                                        \
+        d = vadd_desc();                                                                           \
+        memcpy(a, ok, sizeof a), a[0].pitch = sizeof la - 4; /* shorter than a row */              \
+        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                         \
+        memcpy(a, ok, sizeof a), a[0].pitch = sizeof la + 4; /* longer than the array */           \
+        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                         \
+        memcpy(a, ok, sizeof a), a[0].pitch = sizeof la, a[0].size = sizeof la + 4;                \
+        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT); /* not whole rows */                    \
+        memcpy(a, ok, sizeof a), a[0].pitch = sizeof la, a[0].flags = CLF_ARG_CHUNK_INDEXED;       \
+        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                         \
+        memcpy(a, ok, sizeof a), a[0].pitch = SIZE_MAX, a[0].unit = SIZE_MAX / 2;                  \
+        BAD(run(P, &d, a, 3), CLF_ERROR_SIZE_OVERFLOW);                                            \
+        memcpy(a, ok, sizeof a), a[0].flags = CLF_ARG_PRESERVE; /* not an output */                \
+        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                         \
+        memcpy(a, ok, sizeof a), a[2] = (clf_arg)CLF_OUT_PER_GROUP(lc, sizeof lc, 4);              \
+        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT); /* no local size */                     \
+        d.local[0] = 8, a[2].size = LN / 8 * 4 - 4;                                                \
+        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT); /* too short */                         \
+        d.local[0] = 8, a[2].size = sizeof lc, a[2].unit = 0;                                      \
+        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                         \
+        a[2].unit = SIZE_MAX / 2;                                                                  \
+        BAD(run(P, &d, a, 3), CLF_ERROR_SIZE_OVERFLOW);                                            \
+        a[2].unit = 4, a[2].flags = CLF_ARG_CHUNK_INDEXED;                                         \
+        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                         \
+        a[2].flags = 0, a[2].pitch = 64;                                                           \
+        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                         \
+        a[2].pitch = 0, a[2].halo_after = 1;                                                       \
+        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                         \
+        a[2].halo_after = 0, a[2].host = NULL;                                                     \
+        BAD(run(P, &d, a, 3), CLF_ERROR_NULL_POINTER);                                             \
+        d.local[0] = 3, a[2].host = lc; /* 1000 items: not whole groups of 3 */                    \
+        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                         \
+        d.dims = 2, d.global[0] = d.global[1] = (size_t)1 << 40, d.local[0] = d.local[1] = 1;      \
+        a[0] = a[2]; /* 2^80 groups */                                                             \
+        BAD(run(P, &d, a, 3), CLF_ERROR_SIZE_OVERFLOW);                                            \
+        d = vadd_desc();                                                                           \
+        memcpy(a, ok, sizeof a), a[1] = (clf_arg)CLF_SCALAR(&scalar), a[1].pitch = 4;              \
+        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT); /* a pitch on a scalar */               \
+        /* vadd's c is not const: it cannot be a broadcast, and nothing runs. */                   \
+        memcpy(a, ok, sizeof a), a[2] = (clf_arg)CLF_BROADCAST(lc, sizeof lc);                     \
+        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                         \
+        ck_assert_msg(strstr(clf_last_error(), "const"), "%s", clf_last_error());                  \
+        /* The strategy variable is read by clf_fleet_create(): a launch that asks for the         \
+         * default after it changed still runs (r_fleet_create_env() tests bad values). */         \
+        d = vadd_desc(), d.strategy = CLF_STRATEGY_DEFAULT;                                        \
+        env_set("CLFLEET_STRATEGY", "banana");                                                     \
+        ck_assert_ok(run(P, &d, ok, 3));                                                           \
+        env_restore("CLFLEET_STRATEGY");                                                           \
     } while (0)
 
 static clf_status run_sync(clf_program *p, const clf_launch_desc *d, const clf_arg *a, size_t n)
@@ -1220,16 +1220,16 @@ static void r_distribution_part(void)
 
 static clf_status allreduce3(clf_buffer *const *b, size_t n, size_t count)
 {
-    return clf_allreduce(b, n, count, CLF_FLOAT, CLF_SUM, NULL);
+    return clf_allreduce(b, n, count, CLF_TYPE_FLOAT, CLF_REDUCE_SUM, NULL);
 }
 static clf_status reduce3(clf_buffer *const *b, size_t n, size_t count)
 {
-    return clf_reduce(b, n, count, CLF_FLOAT, CLF_SUM, 0, NULL);
+    return clf_reduce(b, n, count, CLF_TYPE_FLOAT, CLF_REDUCE_SUM, 0, NULL);
 }
 static float red_host[BIG];
 static clf_status reduce_host3(clf_buffer *const *b, size_t n, size_t count)
 {
-    return clf_reduce_to_host(red_host, b, n, count, CLF_FLOAT, CLF_SUM, NULL);
+    return clf_reduce_to_host(red_host, b, n, count, CLF_TYPE_FLOAT, CLF_REDUCE_SUM, NULL);
 }
 static clf_status broadcast3(clf_buffer *const *b, size_t n, size_t count)
 {
@@ -1259,12 +1259,12 @@ static void reduction_enum_cases(int which)
     (which == 0   ? clf_allreduce(B, 3, 16, (t), (op), (opts))                        \
      : which == 1 ? clf_reduce(B, 3, 16, (t), (op), 0, (opts))                        \
                   : clf_reduce_to_host(red_host, B, 3, 16, (t), (op), (opts)))
-    BAD(RED((clf_type)0, CLF_SUM, NULL), CLF_ERROR_INVALID_ARGUMENT);
-    BAD(RED((clf_type)99, CLF_SUM, NULL), CLF_ERROR_INVALID_ARGUMENT);
-    BAD(RED(CLF_FLOAT, (clf_reduce_op)0, NULL), CLF_ERROR_INVALID_ARGUMENT);
-    BAD(RED(CLF_FLOAT, (clf_reduce_op)99, NULL), CLF_ERROR_INVALID_ARGUMENT);
+    BAD(RED((clf_type)0, CLF_REDUCE_SUM, NULL), CLF_ERROR_INVALID_ARGUMENT);
+    BAD(RED((clf_type)99, CLF_REDUCE_SUM, NULL), CLF_ERROR_INVALID_ARGUMENT);
+    BAD(RED(CLF_TYPE_FLOAT, (clf_reduce_op)0, NULL), CLF_ERROR_INVALID_ARGUMENT);
+    BAD(RED(CLF_TYPE_FLOAT, (clf_reduce_op)99, NULL), CLF_ERROR_INVALID_ARGUMENT);
     o.version = 0;
-    BAD(RED(CLF_FLOAT, CLF_SUM, &o), CLF_ERROR_INVALID_ARGUMENT);
+    BAD(RED(CLF_TYPE_FLOAT, CLF_REDUCE_SUM, &o), CLF_ERROR_INVALID_ARGUMENT);
 #undef RED
 }
 
@@ -1277,14 +1277,16 @@ static void r_reduce(void)
 {
     BUFS_CASES(reduce3);
     reduction_enum_cases(1);
-    BAD(clf_reduce(B, 3, 16, CLF_FLOAT, CLF_SUM, 3, NULL), CLF_ERROR_OUT_OF_RANGE);
-    BAD(clf_reduce(B, 3, 16, CLF_FLOAT, CLF_SUM, SIZE_MAX, NULL), CLF_ERROR_OUT_OF_RANGE);
+    BAD(clf_reduce(B, 3, 16, CLF_TYPE_FLOAT, CLF_REDUCE_SUM, 3, NULL), CLF_ERROR_OUT_OF_RANGE);
+    BAD(clf_reduce(B, 3, 16, CLF_TYPE_FLOAT, CLF_REDUCE_SUM, SIZE_MAX, NULL),
+        CLF_ERROR_OUT_OF_RANGE);
 }
 static void r_reduce_to_host(void)
 {
     BUFS_CASES(reduce_host3);
     reduction_enum_cases(2);
-    BAD(clf_reduce_to_host(NULL, B, 3, 16, CLF_FLOAT, CLF_SUM, NULL), CLF_ERROR_NULL_POINTER);
+    BAD(clf_reduce_to_host(NULL, B, 3, 16, CLF_TYPE_FLOAT, CLF_REDUCE_SUM, NULL),
+        CLF_ERROR_NULL_POINTER);
 }
 static void r_broadcast(void)
 {

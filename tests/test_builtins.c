@@ -17,8 +17,9 @@ static const fleet_cfg CFGS[] = {
 };
 #define NCFGS ((int)(sizeof CFGS / sizeof CFGS[0]))
 
-static const clf_strategy STRATEGIES[] = {CLF_STATIC, CLF_DYNAMIC, CLF_GUIDED, CLF_MEMORY_AWARE,
-                                          CLF_AUTO};
+static const clf_strategy STRATEGIES[] = {CLF_STRATEGY_STATIC, CLF_STRATEGY_DYNAMIC,
+                                          CLF_STRATEGY_GUIDED, CLF_STRATEGY_MEMORY_AWARE,
+                                          CLF_STRATEGY_AUTO};
 #define NSTRATEGIES (sizeof STRATEGIES / sizeof STRATEGIES[0])
 
 /* Per item, per dimension d (0..2): these fields at F * d + field; then work_dim, loop. */
@@ -188,7 +189,7 @@ static void run_shapes(int i, int full)
             for (size_t j = 0; j < rep.num_devices; j++)
                 chunks += rep.dev[j].chunks;
             /* The test means something only if ranges were really cut. */
-            if (STRATEGIES[s] == CLF_DYNAMIC && sh->global[sh->dims - 1] >= 16 * 8)
+            if (STRATEGIES[s] == CLF_STRATEGY_DYNAMIC && sh->global[sh->dims - 1] >= 16 * 8)
                 expect(chunks > 1, "%s: one chunk only", what);
             check_records(sh, rec, full, what);
             free(rec);
@@ -221,7 +222,7 @@ START_TEST(textbook_partial_sums)
         x[k] = (int32_t)(lowbias32((uint32_t)k) % 2001) - 1000;
     for (size_t s = 0; s < NSTRATEGIES; s++) {
         clf_arg args[] = {CLF_IN(x, N * sizeof *x, sizeof *x), CLF_LOCAL(LO * sizeof(int32_t)),
-                          CLF_REDUCE(partial, NG, CLF_INT32, CLF_SUM)};
+                          CLF_REDUCE(partial, NG, CLF_TYPE_INT32, CLF_REDUCE_SUM)};
         shape sh = {1, {N, 1, 1}, {LO, 1, 1}};
         clf_launch_desc d = shape_desc(&e, &sh, "partial_sums", STRATEGIES[s]);
         clf_launch_report rep;
@@ -340,7 +341,7 @@ START_TEST(unknown_kernel_refused_in_chunks)
     clf_launch_desc d = CLF_LAUNCH_DESC_INIT;
     d.kernel = "viamacro";
     d.global[0] = N;
-    d.strategy = CLF_DYNAMIC;
+    d.strategy = CLF_STRATEGY_DYNAMIC;
     ck_assert_status(clf_launch(f, p, &d, args, 1, NULL), CLF_ERROR_UNSUPPORTED);
     const char *msg = clf_last_error();
     ck_assert_msg(strstr(msg, "viamacro") && strstr(msg, "get_global_size") &&
@@ -351,14 +352,14 @@ START_TEST(unknown_kernel_refused_in_chunks)
     size_t one = 1;
     d.devices = &one;
     d.num_devices = 1;
-    d.strategy = CLF_STATIC;
+    d.strategy = CLF_STRATEGY_STATIC;
     ck_assert_ok(clf_launch(f, p, &d, args, 1, NULL));
     for (size_t i = 0; i < N; i++)
         ck_assert_uint_eq(out[i], 7);
     d.kernel = "size";
     d.devices = NULL;
     d.num_devices = 0;
-    d.strategy = CLF_DYNAMIC;
+    d.strategy = CLF_STRATEGY_DYNAMIC;
     ck_assert_ok(clf_launch(f, p, &d, args, 1, NULL));
     for (size_t i = 0; i < N; i++)
         ck_assert_uint_eq(out[i], N);

@@ -27,8 +27,10 @@ static const size_t SIZES[] = {1, 7, 1000, (1u << 20) + 3};
 #define NSIZES (sizeof SIZES / sizeof SIZES[0])
 #define BIG ((1u << 20) + 3)
 
-static const clf_type TYPES[] = {CLF_INT32, CLF_UINT32, CLF_INT64, CLF_FLOAT, CLF_DOUBLE};
-static const clf_reduce_op OPS[] = {CLF_SUM, CLF_PROD, CLF_MIN, CLF_MAX};
+static const clf_type TYPES[] = {CLF_TYPE_INT32, CLF_TYPE_UINT32, CLF_TYPE_INT64, CLF_TYPE_FLOAT,
+                                 CLF_TYPE_DOUBLE};
+static const clf_reduce_op OPS[] = {CLF_REDUCE_SUM, CLF_REDUCE_PROD, CLF_REDUCE_MIN,
+                                    CLF_REDUCE_MAX};
 static const char *const TYPE_NAMES[] = {"", "int32", "uint32", "int64", "float", "double"};
 static const char *const OP_NAMES[] = {"", "sum", "prod", "min", "max"};
 
@@ -57,21 +59,21 @@ static void gen(clf_type t, clf_reduce_op op, size_t n, uint64_t seed, void *out
     uint64_t s = seed * 0x9e3779b97f4a7c15ull + 1;
     for (size_t i = 0; i < n; i++) {
         uint64_t r = xorshift64(&s);
-        double small = op == CLF_SUM    ? (double)((int)(r % 101) - 50)
-                       : op == CLF_PROD ? (double)((int)(r % 7) - 3)
+        double small = op == CLF_REDUCE_SUM    ? (double)((int)(r % 101) - 50)
+                       : op == CLF_REDUCE_PROD ? (double)((int)(r % 7) - 3)
                                         : (double)((int)(r % 20001) - 10000) / 8.0;
         switch (t) {
-        case CLF_INT32:
-        case CLF_UINT32:
+        case CLF_TYPE_INT32:
+        case CLF_TYPE_UINT32:
             ((uint32_t *)out)[i] = (uint32_t)r;
             break;
-        case CLF_INT64:
+        case CLF_TYPE_INT64:
             ((uint64_t *)out)[i] = r;
             break;
-        case CLF_FLOAT:
+        case CLF_TYPE_FLOAT:
             ((float *)out)[i] = (float)small;
             break;
-        case CLF_DOUBLE:
+        case CLF_TYPE_DOUBLE:
             ((double *)out)[i] = small;
             break;
         }
@@ -81,30 +83,30 @@ static void gen(clf_type t, clf_reduce_op op, size_t n, uint64_t seed, void *out
 #define REF_LOOP(T, SUM, PROD)                                                          \
     for (size_t i = 0; i < n; i++) {                                                    \
         T a = ((T *)acc)[i], b = ((const T *)x)[i];                                     \
-        ((T *)acc)[i] = op == CLF_SUM    ? SUM                                          \
-                        : op == CLF_PROD ? PROD                                         \
-                        : op == CLF_MIN  ? (b < a ? b : a)                              \
+        ((T *)acc)[i] = op == CLF_REDUCE_SUM    ? SUM                                          \
+                        : op == CLF_REDUCE_PROD ? PROD                                         \
+                        : op == CLF_REDUCE_MIN  ? (b < a ? b : a)                              \
                                          : (b > a ? b : a);                             \
     }
 
 static void ref_combine(clf_type t, clf_reduce_op op, void *acc, const void *x, size_t n)
 {
     switch (t) {
-    case CLF_INT32:
+    case CLF_TYPE_INT32:
         REF_LOOP(int32_t, (int32_t)((uint32_t)a + (uint32_t)b),
                  (int32_t)((uint32_t)a * (uint32_t)b));
         break;
-    case CLF_UINT32:
+    case CLF_TYPE_UINT32:
         REF_LOOP(uint32_t, a + b, a * b);
         break;
-    case CLF_INT64:
+    case CLF_TYPE_INT64:
         REF_LOOP(int64_t, (int64_t)((uint64_t)a + (uint64_t)b),
                  (int64_t)((uint64_t)a * (uint64_t)b));
         break;
-    case CLF_FLOAT:
+    case CLF_TYPE_FLOAT:
         REF_LOOP(float, a + b, a * b);
         break;
-    case CLF_DOUBLE:
+    case CLF_TYPE_DOUBLE:
         REF_LOOP(double, a + b, a * b);
         break;
     }
@@ -116,13 +118,13 @@ static size_t first_diff(clf_type t, const void *a, const void *b, size_t n)
     for (size_t i = 0; i < n; i++) {
         int same;
         switch (t) {
-        case CLF_FLOAT:
+        case CLF_TYPE_FLOAT:
             same = ((const float *)a)[i] == ((const float *)b)[i];
             break;
-        case CLF_DOUBLE:
+        case CLF_TYPE_DOUBLE:
             same = ((const double *)a)[i] == ((const double *)b)[i];
             break;
-        case CLF_INT64:
+        case CLF_TYPE_INT64:
             same = ((const uint64_t *)a)[i] == ((const uint64_t *)b)[i];
             break;
         default:
@@ -231,7 +233,7 @@ END_TEST
 START_TEST(reductions_chunk_sizes)
 {
     static const size_t CHUNKS[] = {1, 4, 1000, 65536 + 12, 64u << 20};
-    red_case c = {fleets[_i], 3, 100003, CLF_FLOAT, CLF_SUM,
+    red_case c = {fleets[_i], 3, 100003, CLF_TYPE_FLOAT, CLF_REDUCE_SUM,
                   _i ? "context per device" : "shared context"};
     clf_buffer *b[3];
     void *in[3], *ref = malloc(c.n * 4), *tmp = malloc(c.n * 4);
@@ -258,7 +260,8 @@ START_TEST(reductions_with_a_basic_device)
 {
     clf_fleet *f = test_fleet(ROOTS, _i);
     ck_assert_uint_ge(clf_fleet_device_count(f), 3);
-    red_case c = {f, 3, BIG, CLF_DOUBLE, CLF_MAX, _i ? "roots, per device" : "roots, shared"};
+    red_case c = {
+        f, 3, BIG, CLF_TYPE_DOUBLE, CLF_REDUCE_MAX, _i ? "roots, per device" : "roots, shared"};
     clf_buffer *b[3];
     void *in[3], *ref = malloc(c.n * 8), *tmp = malloc(c.n * 8);
     for (size_t d = 0; d < 3; d++) {
@@ -267,7 +270,7 @@ START_TEST(reductions_with_a_basic_device)
     }
     run_reductions(&c, b, in, ref, tmp, NULL);
     c.n = 7;
-    c.op = CLF_SUM;
+    c.op = CLF_REDUCE_SUM;
     run_reductions(&c, b, in, ref, tmp, NULL);
     for (size_t d = 0; d < 3; d++) {
         clf_buffer_destroy(b[d]);
@@ -300,7 +303,7 @@ static void *concurrent_main(void *p)
                 clf_buffer_write(b[d], 0, n * 4, h) == CLF_SUCCESS;
     }
     for (int rep = 0; rep < 5 && a->ok; rep++) {
-        a->ok = clf_allreduce(b, 3, n, CLF_INT32, CLF_SUM, NULL) == CLF_SUCCESS;
+        a->ok = clf_allreduce(b, 3, n, CLF_TYPE_INT32, CLF_REDUCE_SUM, NULL) == CLF_SUCCESS;
         /* After rep + 1 rounds every element is 3^rep x (6i + 3 which). */
         int64_t mul = 1;
         for (int k = 0; k < rep; k++)
@@ -510,53 +513,60 @@ START_TEST(bad_input)
     char host[4096];
     memset(host, 0, sizeof host);
 
-    ck_assert_status(clf_allreduce(NULL, 3, 10, CLF_FLOAT, CLF_SUM, NULL), CLF_ERROR_NULL_POINTER);
-    ck_assert_status(clf_allreduce(b, 0, 10, CLF_FLOAT, CLF_SUM, NULL),
+    ck_assert_status(clf_allreduce(NULL, 3, 10, CLF_TYPE_FLOAT, CLF_REDUCE_SUM, NULL),
+                     CLF_ERROR_NULL_POINTER);
+    ck_assert_status(clf_allreduce(b, 0, 10, CLF_TYPE_FLOAT, CLF_REDUCE_SUM, NULL),
                      CLF_ERROR_INVALID_ARGUMENT);
-    ck_assert_status(clf_allreduce(b, 3, 0, CLF_FLOAT, CLF_SUM, NULL), CLF_ERROR_ZERO_SIZE);
-    ck_assert_status(clf_allreduce(b, 3, SIZE_MAX / 2, CLF_FLOAT, CLF_SUM, NULL),
+    ck_assert_status(clf_allreduce(b, 3, 0, CLF_TYPE_FLOAT, CLF_REDUCE_SUM, NULL),
+                     CLF_ERROR_ZERO_SIZE);
+    ck_assert_status(clf_allreduce(b, 3, SIZE_MAX / 2, CLF_TYPE_FLOAT, CLF_REDUCE_SUM, NULL),
                      CLF_ERROR_SIZE_OVERFLOW);
-    ck_assert_status(clf_allreduce(b, 3, 2000, CLF_DOUBLE, CLF_SUM, NULL), CLF_ERROR_OUT_OF_RANGE);
-    ck_assert_status(clf_allreduce(b, 3, 10, (clf_type)0, CLF_SUM, NULL),
+    ck_assert_status(clf_allreduce(b, 3, 2000, CLF_TYPE_DOUBLE, CLF_REDUCE_SUM, NULL),
+                     CLF_ERROR_OUT_OF_RANGE);
+    ck_assert_status(clf_allreduce(b, 3, 10, (clf_type)0, CLF_REDUCE_SUM, NULL),
                      CLF_ERROR_INVALID_ARGUMENT);
-    ck_assert_status(clf_allreduce(b, 3, 10, (clf_type)6, CLF_SUM, NULL),
+    ck_assert_status(clf_allreduce(b, 3, 10, (clf_type)6, CLF_REDUCE_SUM, NULL),
                      CLF_ERROR_INVALID_ARGUMENT);
-    ck_assert_status(clf_allreduce(b, 3, 10, CLF_FLOAT, (clf_reduce_op)0, NULL),
+    ck_assert_status(clf_allreduce(b, 3, 10, CLF_TYPE_FLOAT, (clf_reduce_op)0, NULL),
                      CLF_ERROR_INVALID_ARGUMENT);
-    ck_assert_status(clf_allreduce(b, 3, 10, CLF_FLOAT, (clf_reduce_op)5, NULL),
+    ck_assert_status(clf_allreduce(b, 3, 10, CLF_TYPE_FLOAT, (clf_reduce_op)5, NULL),
                      CLF_ERROR_INVALID_ARGUMENT);
     clf_buffer *with_null[3] = {b[0], NULL, b[2]};
-    ck_assert_status(clf_allreduce(with_null, 3, 10, CLF_FLOAT, CLF_SUM, NULL),
+    ck_assert_status(clf_allreduce(with_null, 3, 10, CLF_TYPE_FLOAT, CLF_REDUCE_SUM, NULL),
                      CLF_ERROR_NULL_POINTER);
     clf_buffer *dup[3] = {b[0], b[1], same};
-    ck_assert_status(clf_allreduce(dup, 3, 10, CLF_FLOAT, CLF_SUM, NULL),
+    ck_assert_status(clf_allreduce(dup, 3, 10, CLF_TYPE_FLOAT, CLF_REDUCE_SUM, NULL),
                      CLF_ERROR_INVALID_ARGUMENT);
     ck_assert_msg(strstr(clf_last_error(), "one buffer per device"), "%s", clf_last_error());
     clf_buffer *twice[2] = {b[0], b[0]};
-    ck_assert_status(clf_allreduce(twice, 2, 10, CLF_FLOAT, CLF_SUM, NULL),
+    ck_assert_status(clf_allreduce(twice, 2, 10, CLF_TYPE_FLOAT, CLF_REDUCE_SUM, NULL),
                      CLF_ERROR_INVALID_ARGUMENT);
     clf_buffer *mixed[2] = {b[0], other};
-    ck_assert_status(clf_allreduce(mixed, 2, 10, CLF_FLOAT, CLF_SUM, NULL),
+    ck_assert_status(clf_allreduce(mixed, 2, 10, CLF_TYPE_FLOAT, CLF_REDUCE_SUM, NULL),
                      CLF_ERROR_INVALID_ARGUMENT);
     clf_buffer *tiny[2] = {b[0], small};
-    ck_assert_status(clf_allreduce(tiny, 2, 10, CLF_FLOAT, CLF_SUM, NULL),
+    ck_assert_status(clf_allreduce(tiny, 2, 10, CLF_TYPE_FLOAT, CLF_REDUCE_SUM, NULL),
                      CLF_ERROR_OUT_OF_RANGE);
     clf_collective_options o = CLF_COLLECTIVE_OPTIONS_INIT;
     o.version = 99;
-    ck_assert_status(clf_allreduce(b, 3, 10, CLF_FLOAT, CLF_SUM, &o), CLF_ERROR_INVALID_ARGUMENT);
+    ck_assert_status(clf_allreduce(b, 3, 10, CLF_TYPE_FLOAT, CLF_REDUCE_SUM, &o),
+                     CLF_ERROR_INVALID_ARGUMENT);
     clf_buffer *many[CLF_MAX_LAUNCH_DEVICES + 1];
     for (size_t i = 0; i <= CLF_MAX_LAUNCH_DEVICES; i++)
         many[i] = b[0];
-    ck_assert_status(clf_allreduce(many, CLF_MAX_LAUNCH_DEVICES + 1, 10, CLF_FLOAT, CLF_SUM, NULL),
-                     CLF_ERROR_INVALID_ARGUMENT);
+    ck_assert_status(
+        clf_allreduce(many, CLF_MAX_LAUNCH_DEVICES + 1, 10, CLF_TYPE_FLOAT, CLF_REDUCE_SUM, NULL),
+        CLF_ERROR_INVALID_ARGUMENT);
 
-    ck_assert_status(clf_reduce(b, 3, 10, CLF_INT32, CLF_MAX, 3, NULL), CLF_ERROR_OUT_OF_RANGE);
-    ck_assert_status(clf_reduce(dup, 3, 10, CLF_INT32, CLF_MAX, 0, NULL),
+    ck_assert_status(clf_reduce(b, 3, 10, CLF_TYPE_INT32, CLF_REDUCE_MAX, 3, NULL),
+                     CLF_ERROR_OUT_OF_RANGE);
+    ck_assert_status(clf_reduce(dup, 3, 10, CLF_TYPE_INT32, CLF_REDUCE_MAX, 0, NULL),
                      CLF_ERROR_INVALID_ARGUMENT);
-    ck_assert_status(clf_reduce(b, 3, 0, CLF_INT32, CLF_MAX, 0, NULL), CLF_ERROR_ZERO_SIZE);
-    ck_assert_status(clf_reduce_to_host(NULL, b, 3, 10, CLF_INT32, CLF_MAX, NULL),
+    ck_assert_status(clf_reduce(b, 3, 0, CLF_TYPE_INT32, CLF_REDUCE_MAX, 0, NULL),
+                     CLF_ERROR_ZERO_SIZE);
+    ck_assert_status(clf_reduce_to_host(NULL, b, 3, 10, CLF_TYPE_INT32, CLF_REDUCE_MAX, NULL),
                      CLF_ERROR_NULL_POINTER);
-    ck_assert_status(clf_reduce_to_host(host, tiny, 2, 10, CLF_INT32, CLF_MAX, NULL),
+    ck_assert_status(clf_reduce_to_host(host, tiny, 2, 10, CLF_TYPE_INT32, CLF_REDUCE_MAX, NULL),
                      CLF_ERROR_OUT_OF_RANGE);
     ck_assert_status(clf_broadcast(b, 3, 4097, 0, NULL), CLF_ERROR_OUT_OF_RANGE);
     ck_assert_status(clf_broadcast(b, 3, 16, 3, NULL), CLF_ERROR_OUT_OF_RANGE);

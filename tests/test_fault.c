@@ -301,7 +301,7 @@ static unsigned calibrate(const fcfg *cfg, clf_program **pp, data *d, const job 
  * made fewer calls than the rule waits for (a dynamic launch gave it less work). */
 static int one_case(const fcfg *cfg, enum kind k, clf_strategy s, enum pos p, data *d)
 {
-    int chunked = s == CLF_STATIC || s == CLF_MEMORY_AWARE;
+    int chunked = s == CLF_STRATEGY_STATIC || s == CLF_STRATEGY_MEMORY_AWARE;
     job j;
     job_init(&j, cfg, d, s, chunked);
     clf_fleet *f;
@@ -364,7 +364,7 @@ static int one_case(const fcfg *cfg, enum kind k, clf_strategy s, enum pos p, da
     ck_assert_ok(clf_device_readmit(f, cfg->victim));
     expect(!clf_device_is_failed(f, cfg->victim), "%s: still failed", what);
     job js;
-    job_init(&js, cfg, d, CLF_STATIC, 0);
+    job_init(&js, cfg, d, CLF_STRATEGY_STATIC, 0);
     launch_exact(f, prog, &js, d, &r, ": after readmit");
     expect(r.dev[v].units > 0 && !r.dev[v].failed && !r.dev[v].excluded, "%s: after readmit %s",
            what, describe(&r));
@@ -373,7 +373,8 @@ static int one_case(const fcfg *cfg, enum kind k, clf_strategy s, enum pos p, da
     return 1;
 }
 
-static const clf_strategy STRATEGIES[] = {CLF_STATIC, CLF_DYNAMIC, CLF_GUIDED, CLF_MEMORY_AWARE};
+static const clf_strategy STRATEGIES[] = {CLF_STRATEGY_STATIC, CLF_STRATEGY_DYNAMIC,
+                                          CLF_STRATEGY_GUIDED, CLF_STRATEGY_MEMORY_AWARE};
 #define NSTRAT (sizeof STRATEGIES / sizeof STRATEGIES[0])
 
 /* _i: kind * 2 + configuration; every strategy and position. A dynamic launch may give the
@@ -420,7 +421,7 @@ START_TEST(small_launch_standby_takes_over)
     d.kernel = "mixk";
     d.dims = 1;
     d.global[0] = SMALL;
-    d.strategy = CLF_AUTO;
+    d.strategy = CLF_STRATEGY_AUTO;
     d.devices = devs;
     d.num_devices = 2;
     clf_launch_report r;
@@ -451,7 +452,7 @@ START_TEST(not_a_device_fault)
     clf_program *p;
     ck_assert_ok(clf_program_build_source(&p, f, SRC, NULL));
     job j;
-    job_init(&j, cfg, d, CLF_STATIC, 0);
+    job_init(&j, cfg, d, CLF_STRATEGY_STATIC, 0);
     snprintf(what, sizeof what, "CL_INVALID_VALUE");
     clf_launch_report r;
     launch_exact(f, p, &j, d, &r, "");
@@ -488,12 +489,13 @@ START_TEST(every_device_fails)
         "device=*,call=exec,after=1",    "device=*,call=read,after=3",
         "device=*,call=write,after=5",   "device=*,call=any,after=9,lost",
     };
-    static const clf_strategy strat[] = {CLF_DYNAMIC, CLF_STATIC, CLF_GUIDED, CLF_MEMORY_AWARE};
+    static const clf_strategy strat[] = {CLF_STRATEGY_DYNAMIC, CLF_STRATEGY_STATIC,
+                                         CLF_STRATEGY_GUIDED, CLF_STRATEGY_MEMORY_AWARE};
     const fcfg *cfg = &CFGS[_i % 2];
     data *d = data_new();
     for (size_t k = 0; k < sizeof rules / sizeof rules[0]; k++)
         for (size_t s = 0; s < sizeof strat / sizeof strat[0]; s++) {
-            int chunked = strat[s] == CLF_STATIC || strat[s] == CLF_MEMORY_AWARE;
+            int chunked = strat[s] == CLF_STRATEGY_STATIC || strat[s] == CLF_STRATEGY_MEMORY_AWARE;
             snprintf(what, sizeof what, "%s, %s, '%s'", cfg->label, clf_strategy_name(strat[s]),
                      rules[k]);
             clf_fleet *f = fault_fleet(cfg->selection, rules[k]);
@@ -545,7 +547,8 @@ START_TEST(inout_updated_once)
         "device=1,call=exec,after=1",     "device=1,call=write,after=4",
         "device=1,call=any,after=7,lost",
     };
-    static const clf_strategy strat[] = {CLF_STATIC, CLF_DYNAMIC, CLF_GUIDED, CLF_MEMORY_AWARE};
+    static const clf_strategy strat[] = {CLF_STRATEGY_STATIC, CLF_STRATEGY_DYNAMIC,
+                                         CLF_STRATEGY_GUIDED, CLF_STRATEGY_MEMORY_AWARE};
     const fcfg *cfg = &CFGS[0];
     uint32_t *y = malloc(N * sizeof *y);
     const uint32_t m = 3, c = 7;
@@ -553,7 +556,7 @@ START_TEST(inout_updated_once)
         int fired = 0;
         for (size_t s = 0; s < 4; s++) {
             /* Static and memory-aware stream a chunk-indexed array in rounds of 2048 units. */
-            int chunked = strat[s] == CLF_STATIC || strat[s] == CLF_MEMORY_AWARE;
+            int chunked = strat[s] == CLF_STRATEGY_STATIC || strat[s] == CLF_STRATEGY_MEMORY_AWARE;
             uint64_t limits[2] = {2 * 4 * 2048, 2 * 4 * 2048};
             snprintf(what, sizeof what, "affine, %s, '%s'", clf_strategy_name(strat[s]), rules[k]);
             clf_fleet *f = fault_fleet(cfg->selection, rules[k]);
@@ -582,7 +585,7 @@ START_TEST(inout_updated_once)
             expect(units_done(&r) == N, "%s", what);
             /* Static gives device 1 its share (memory-aware may steal it all): the fault
              * must fire. */
-            expect(r.dev[1].failed || strat[s] != CLF_STATIC, "%s: no fault %s", what,
+            expect(r.dev[1].failed || strat[s] != CLF_STRATEGY_STATIC, "%s: no fault %s", what,
                    describe(&r));
             fired += r.dev[1].failed;
             clf_program_destroy(p);
@@ -603,7 +606,8 @@ START_TEST(inout_halo_updated_once)
         "device=1,call=write,after=3",     "device=1,call=exec,after=1",
         "device=1,call=any,after=11,lost",
     };
-    static const clf_strategy strat[] = {CLF_STATIC, CLF_DYNAMIC, CLF_GUIDED};
+    static const clf_strategy strat[] = {CLF_STRATEGY_STATIC, CLF_STRATEGY_DYNAMIC,
+                                         CLF_STRATEGY_GUIDED};
     const fcfg *cfg = &CFGS[0];
     uint32_t *pr = malloc(2 * N * sizeof *pr);
     const uint32_t n = N;
@@ -656,7 +660,7 @@ START_TEST(inout_half_landed_stops)
     clf_launch_desc d = CLF_LAUNCH_DESC_INIT;
     d.kernel = "affine2";
     d.global[0] = N;
-    d.strategy = CLF_STATIC;
+    d.strategy = CLF_STRATEGY_STATIC;
     clf_launch_report r;
     snprintf(what, sizeof what, "affine2");
     clf_status st = clf_launch(f, p, &d, args, 2, &r);
@@ -683,7 +687,8 @@ START_TEST(reduction_survives)
         "device=1,call=read,after=3",           "device=1,call=any,after=12,lost",
         "device=1,call=read,after=0,count=all", "device=1,call=alloc",
     };
-    static const clf_strategy strat[] = {CLF_STATIC, CLF_DYNAMIC, CLF_GUIDED, CLF_MEMORY_AWARE};
+    static const clf_strategy strat[] = {CLF_STRATEGY_STATIC, CLF_STRATEGY_DYNAMIC,
+                                         CLF_STRATEGY_GUIDED, CLF_STRATEGY_MEMORY_AWARE};
     const fcfg *cfg = &CFGS[0];
     int32_t *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y);
     uint32_t want_sum = 0;
@@ -704,11 +709,12 @@ START_TEST(reduction_survives)
             int32_t mn = 7;
             for (size_t i = 0; i < N; i++)
                 y[i] = INT32_MIN;
-            clf_arg args[] = {
-                CLF_IN(x, N * sizeof *x, sizeof *x), CLF_OUT(y, N * sizeof *y, sizeof *y),
-                CLF_REDUCE(&sum, 1, CLF_UINT32, CLF_SUM), CLF_REDUCE(&mn, 1, CLF_INT32, CLF_MIN)};
+            clf_arg args[] = {CLF_IN(x, N * sizeof *x, sizeof *x),
+                              CLF_OUT(y, N * sizeof *y, sizeof *y),
+                              CLF_REDUCE(&sum, 1, CLF_TYPE_UINT32, CLF_REDUCE_SUM),
+                              CLF_REDUCE(&mn, 1, CLF_TYPE_INT32, CLF_REDUCE_MIN)};
             /* Static and memory-aware stream chunk-indexed arrays in rounds of 2048 units. */
-            int chunked = strat[s] == CLF_STATIC || strat[s] == CLF_MEMORY_AWARE;
+            int chunked = strat[s] == CLF_STRATEGY_STATIC || strat[s] == CLF_STRATEGY_MEMORY_AWARE;
             uint64_t limits[2] = {2 * 8 * 2048 + 8, 2 * 8 * 2048 + 8};
             clf_launch_desc d = CLF_LAUNCH_DESC_INIT;
             d.kernel = chunked ? "sum_copy_chunk" : "sum_copy";
@@ -728,7 +734,7 @@ START_TEST(reduction_survives)
             for (size_t i = 0; i < N; i++)
                 expect(y[i] == 2 * x[i], "%s: y[%zu] %s", what, i, describe(&r));
             /* Other strategies may give device 1 no chunk before the others are done. */
-            int sure = strat[s] == CLF_STATIC || strstr(rules[k], "alloc");
+            int sure = strat[s] == CLF_STRATEGY_STATIC || strstr(rules[k], "alloc");
             expect((r.dev[1].failed || !sure) && units_done(&r) == N, "%s: %s", what, describe(&r));
             clf_program_destroy(p);
             clf_fleet_destroy(f);
@@ -759,11 +765,11 @@ START_TEST(inout_with_reduction)
                 y[i] = (uint32_t)i;
             uint32_t sum = 0;
             clf_arg args[] = {CLF_INOUT(y, N * sizeof *y, sizeof *y),
-                              CLF_REDUCE(&sum, 1, CLF_UINT32, CLF_SUM)};
+                              CLF_REDUCE(&sum, 1, CLF_TYPE_UINT32, CLF_REDUCE_SUM)};
             clf_launch_desc d = CLF_LAUNCH_DESC_INIT;
             d.kernel = s ? "affine_sum" : "affine_sum_chunk";
             d.global[0] = N;
-            d.strategy = s ? CLF_DYNAMIC : CLF_STATIC;
+            d.strategy = s ? CLF_STRATEGY_DYNAMIC : CLF_STRATEGY_STATIC;
             d.chunks_per_device = 8;
             if (!s) { /* static: a chunk-indexed array in rounds of 2048 units */
                 args[0].flags = CLF_ARG_CHUNK_INDEXED;
@@ -809,7 +815,7 @@ START_TEST(build_fails_on_one_device)
     data *d = data_new();
     for (size_t s = 0; s < NSTRAT; s++) {
         job j;
-        job_init(&j, cfg, d, STRATEGIES[s], STRATEGIES[s] == CLF_MEMORY_AWARE);
+        job_init(&j, cfg, d, STRATEGIES[s], STRATEGIES[s] == CLF_STRATEGY_MEMORY_AWARE);
         snprintf(what, sizeof what, "%s, build failed on %zu, %s", cfg->label, bad,
                  clf_strategy_name(STRATEGIES[s]));
         clf_launch_report r;
@@ -964,7 +970,7 @@ START_TEST(count_and_devices)
     clf_program *p;
     ck_assert_ok(clf_program_build_source(&p, f, SRC, NULL));
     job j;
-    job_init(&j, cfg, d, CLF_STATIC, 0);
+    job_init(&j, cfg, d, CLF_STRATEGY_STATIC, 0);
     snprintf(what, sizeof what, "count_and_devices");
     clf_launch_report r;
     launch_exact(f, p, &j, d, &r, "");

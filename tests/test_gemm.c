@@ -43,8 +43,9 @@ static void fleets_teardown(void)
     }
 }
 
-static const clf_strategy STRATEGIES[] = {CLF_STATIC, CLF_DYNAMIC, CLF_GUIDED, CLF_MEMORY_AWARE,
-                                          CLF_AUTO};
+static const clf_strategy STRATEGIES[] = {CLF_STRATEGY_STATIC, CLF_STRATEGY_DYNAMIC,
+                                          CLF_STRATEGY_GUIDED, CLF_STRATEGY_MEMORY_AWARE,
+                                          CLF_STRATEGY_AUTO};
 #define NSTRATEGIES (sizeof STRATEGIES / sizeof STRATEGIES[0])
 static const clf_gemm_split SPLITS[] = {CLF_GEMM_SPLIT_AUTO, CLF_GEMM_SPLIT_M, CLF_GEMM_SPLIT_N};
 #define NSPLITS (sizeof SPLITS / sizeof SPLITS[0])
@@ -286,7 +287,7 @@ static void run_case(clf_fleet *f, const gcase *t, const clf_gemm_options *base,
         }
         expect(units == total, "%s: %llu units done of %llu", what, (unsigned long long)units,
                (unsigned long long)total);
-        if (t->strategy != CLF_AUTO && t->strategy != CLF_STRATEGY_DEFAULT)
+        if (t->strategy != CLF_STRATEGY_AUTO && t->strategy != CLF_STRATEGY_DEFAULT)
             expect(rep->strategy == t->strategy, "%s: ran as %s", what,
                    clf_strategy_name(rep->strategy));
     }
@@ -381,7 +382,7 @@ START_TEST(beta_zero_ignores_c)
     for (size_t l = 0; l < 2; l++)
         for (size_t sp = 1; sp < NSPLITS; sp++) {
             gcase t = mk(dbl, LAYOUTS[l], CLF_TRANS, CLF_NO_TRANS, 23, 31, 11, -1.25, 0.0,
-                         CLF_DYNAMIC, SPLITS[sp]);
+                         CLF_STRATEGY_DYNAMIC, SPLITS[sp]);
             t.pad_a = 1;
             t.pad_c = 3;
             t.nan_c = 1;
@@ -404,7 +405,7 @@ START_TEST(indirect_path)
     clf_launch_report rep;
     size_t n = under_valgrind() ? 97 : 907;
     gcase t = mk(dbl, dbl ? CLF_COL_MAJOR : CLF_ROW_MAJOR, CLF_TRANS, CLF_NO_TRANS, n + 4, n, n - 2,
-                 0.5, 2.0, CLF_STATIC, CLF_GEMM_SPLIT_AUTO);
+                 0.5, 2.0, CLF_STRATEGY_STATIC, CLF_GEMM_SPLIT_AUTO);
     t.pad_a = 3;
     t.pad_c = 1;
     run_case(f, &t, &o, 1, &rep);
@@ -466,8 +467,8 @@ START_TEST(report_and_metrics)
     clf_launch_report rep;
     ck_assert_ok(clf_metrics_reset(f));
     /* Row-major, no padding, beta != 0: rows of C (m > n), B whole. */
-    gcase t = mk(0, CLF_ROW_MAJOR, CLF_NO_TRANS, CLF_NO_TRANS, 80, 24, 16, 1.0, 0.5, CLF_STATIC,
-                 CLF_GEMM_SPLIT_AUTO);
+    gcase t = mk(0, CLF_ROW_MAJOR, CLF_NO_TRANS, CLF_NO_TRANS, 80, 24, 16, 1.0, 0.5,
+                 CLF_STRATEGY_STATIC, CLF_GEMM_SPLIT_AUTO);
     run_case(f, &t, &o, 2, &rep);
     ck_assert_ptr_nonnull(strstr(rep.reason, "rows of C"));
     ck_assert_ptr_nonnull(strstr(rep.reason, "user weights"));
@@ -489,9 +490,9 @@ START_TEST(report_and_metrics)
         clf_device_metrics m;
         ck_assert_ok(clf_metrics_device(&m, f, d));
         ck_assert_uint_eq(m.kernels, r->chunks);
-        ck_assert_uint_eq(m.dir[CLF_TO_DEVICE].bytes, r->bytes_to_device);
-        ck_assert_uint_eq(m.dir[CLF_FROM_DEVICE].bytes, r->bytes_from_device);
-        ck_assert_uint_eq(m.dir[CLF_TO_DEVICE].count, 3);
+        ck_assert_uint_eq(m.dir[CLF_DIRECTION_TO_DEVICE].bytes, r->bytes_to_device);
+        ck_assert_uint_eq(m.dir[CLF_DIRECTION_FROM_DEVICE].bytes, r->bytes_from_device);
+        ck_assert_uint_eq(m.dir[CLF_DIRECTION_TO_DEVICE].count, 3);
         ck_assert_uint_eq(m.mem_current, 0);
         ck_assert_msg(m.mem_peak == r->mem_peak, "metrics peak %llu, report %llu",
                       (unsigned long long)m.mem_peak, (unsigned long long)r->mem_peak);
@@ -502,14 +503,14 @@ START_TEST(report_and_metrics)
     ck_assert_ok(clf_metrics_fleet(&fm, f));
     ck_assert_uint_eq(fm.launches, 1);
     ck_assert_str_eq(fm.last_kernel, "sgemm");
-    ck_assert_int_eq(fm.last_strategy, CLF_STATIC);
+    ck_assert_int_eq(fm.last_strategy, CLF_STRATEGY_STATIC);
 
     /* Dynamic: many blocks, each device pulls several; beta == 0 sends no C. */
     o = (clf_gemm_options)CLF_GEMM_OPTIONS_INIT;
     o.chunks_per_device = 8;
     o.granularity = 1;
-    gcase u = mk(1, CLF_COL_MAJOR, CLF_NO_TRANS, CLF_TRANS, 16, 97, 8, 1.0, 0.0, CLF_DYNAMIC,
-                 CLF_GEMM_SPLIT_AUTO);
+    gcase u = mk(1, CLF_COL_MAJOR, CLF_NO_TRANS, CLF_TRANS, 16, 97, 8, 1.0, 0.0,
+                 CLF_STRATEGY_DYNAMIC, CLF_GEMM_SPLIT_AUTO);
     run_case(f, &u, &o, 2, &rep);
     ck_assert_ptr_nonnull(strstr(rep.reason, "columns of C"));
     unsigned chunks = rep.dev[0].chunks + rep.dev[1].chunks;
@@ -535,12 +536,12 @@ START_TEST(memory_limits_stream)
     o.mem_limits = limits;
     o.granularity = 1;
     clf_launch_report rep;
-    clf_strategy S[2] = {CLF_MEMORY_AWARE, CLF_AUTO};
+    clf_strategy S[2] = {CLF_STRATEGY_MEMORY_AWARE, CLF_STRATEGY_AUTO};
     for (int s = 0; s < 2; s++) {
         gcase t = mk(0, CLF_ROW_MAJOR, CLF_NO_TRANS, CLF_NO_TRANS, 64, 48, 32, 1.0, 1.0, S[s],
                      CLF_GEMM_SPLIT_M);
         run_case(f, &t, &o, ndev, &rep);
-        ck_assert_int_eq(rep.strategy, CLF_MEMORY_AWARE);
+        ck_assert_int_eq(rep.strategy, CLF_STRATEGY_MEMORY_AWARE);
         unsigned chunks = 0;
         for (size_t d = 0; d < ndev; d++) {
             chunks += rep.dev[d].chunks;
@@ -554,7 +555,7 @@ START_TEST(memory_limits_stream)
     for (size_t i = 0; i < 3; i++)
         limits[i] = 32 * 48 * 4;
     float a[64 * 32] = {0}, b[32 * 48] = {0}, c[64 * 48] = {0};
-    o.strategy = CLF_AUTO;
+    o.strategy = CLF_STRATEGY_AUTO;
     o.split = CLF_GEMM_SPLIT_M;
     ck_assert_status(clf_sgemm(f, CLF_ROW_MAJOR, CLF_NO_TRANS, CLF_NO_TRANS, 64, 48, 32, 1.0f, a,
                                32, b, 48, 0.0f, c, 48, &o, &rep),
@@ -572,7 +573,7 @@ START_TEST(device_subset)
     o.devices = &dev;
     o.num_devices = 1;
     clf_launch_report rep;
-    gcase t = mk(1, CLF_ROW_MAJOR, CLF_TRANS, CLF_TRANS, 30, 20, 10, 1.0, -1.0, CLF_GUIDED,
+    gcase t = mk(1, CLF_ROW_MAJOR, CLF_TRANS, CLF_TRANS, 30, 20, 10, 1.0, -1.0, CLF_STRATEGY_GUIDED,
                  CLF_GEMM_SPLIT_AUTO);
     run_case(f, &t, &o, 1, &rep);
     ck_assert_uint_eq(rep.dev[0].device, 3);
@@ -585,13 +586,13 @@ START_TEST(learned_weights)
 {
     clf_fleet *f = fleet_of(0);
     clf_launch_report rep;
-    gcase t = mk(0, CLF_ROW_MAJOR, CLF_NO_TRANS, CLF_NO_TRANS, 64, 40, 24, 1.0, 0.0, CLF_STATIC,
-                 CLF_GEMM_SPLIT_M);
+    gcase t = mk(0, CLF_ROW_MAJOR, CLF_NO_TRANS, CLF_NO_TRANS, 64, 40, 24, 1.0, 0.0,
+                 CLF_STRATEGY_STATIC, CLF_GEMM_SPLIT_M);
     for (int i = 0; i < 3; i++)
         run_case(f, &t, NULL, 2, &rep);
-    t.strategy = CLF_AUTO;
+    t.strategy = CLF_STRATEGY_AUTO;
     run_case(f, &t, NULL, 2, &rep);
-    ck_assert_int_eq(rep.strategy, CLF_STATIC);
+    ck_assert_int_eq(rep.strategy, CLF_STRATEGY_STATIC);
     ck_assert_msg(strstr(rep.reason, "learned weights") != NULL, "%s", rep.reason);
 }
 END_TEST
@@ -607,8 +608,8 @@ START_TEST(strategy_from_environment)
     clf_fleet *f = test_fleet(CFGS[0].selection, CFGS[0].context_per_device);
     unsetenv("CLFLEET_STRATEGY");
     run_case(f, &t, NULL, 2, &rep);
-    ck_assert_int_eq(rep.requested, CLF_DYNAMIC);
-    ck_assert_int_eq(rep.strategy, CLF_DYNAMIC);
+    ck_assert_int_eq(rep.requested, CLF_STRATEGY_DYNAMIC);
+    ck_assert_int_eq(rep.strategy, CLF_STRATEGY_DYNAMIC);
     clf_fleet_destroy(f);
     setenv("CLFLEET_STRATEGY", "fastest", 1);
     f = NULL;

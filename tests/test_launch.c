@@ -23,8 +23,9 @@ static const fleet_cfg CFGS[] = {
 };
 #define NCFGS ((int)(sizeof CFGS / sizeof CFGS[0]))
 
-static const clf_strategy STRATEGIES[] = {CLF_STATIC, CLF_DYNAMIC, CLF_GUIDED, CLF_MEMORY_AWARE,
-                                          CLF_AUTO};
+static const clf_strategy STRATEGIES[] = {CLF_STRATEGY_STATIC, CLF_STRATEGY_DYNAMIC,
+                                          CLF_STRATEGY_GUIDED, CLF_STRATEGY_MEMORY_AWARE,
+                                          CLF_STRATEGY_AUTO};
 #define NSTRATEGIES (sizeof STRATEGIES / sizeof STRATEGIES[0])
 
 /* 1, primes, fewer items than devices, not a multiple of any local size. */
@@ -256,8 +257,8 @@ static void check_report(const clf_launch_desc *d, const clf_launch_report *r)
            (unsigned long long)r->total_units, describe(r));
     clf_strategy want = d->strategy;
     expect(r->requested == want, "%s: requested %d %s", what, (int)r->requested, describe(r));
-    if (want == CLF_AUTO)
-        expect(r->strategy >= CLF_STATIC && r->strategy <= CLF_MEMORY_AWARE,
+    if (want == CLF_STRATEGY_AUTO)
+        expect(r->strategy >= CLF_STRATEGY_STATIC && r->strategy <= CLF_STRATEGY_MEMORY_AWARE,
                "%s: AUTO resolved to %d %s", what, (int)r->strategy, describe(r));
     else
         expect(r->strategy == want, "%s: ran as %d %s", what, (int)r->strategy, describe(r));
@@ -291,7 +292,7 @@ static void check_report(const clf_launch_desc *d, const clf_launch_report *r)
                    what);
         }
         /* Static: one chunk per device unless a memory budget forces rounds. */
-        if (r->strategy == CLF_STATIC && !d->mem_limits)
+        if (r->strategy == CLF_STRATEGY_STATIC && !d->mem_limits)
             expect(v->chunks <= 1, "%s: static gave dev %zu %u chunks %s", what, i, v->chunks,
                    describe(r));
     }
@@ -682,8 +683,8 @@ START_TEST(reduce_with_atomics)
                 want_mn = x[i] < want_mn ? x[i] : want_mn;
             }
             clf_arg args[] = {CLF_IN(x, n * sizeof *x, sizeof *x),
-                              CLF_REDUCE(&sum, 1, CLF_UINT32, CLF_SUM),
-                              CLF_REDUCE(&mn, 1, CLF_INT32, CLF_MIN)};
+                              CLF_REDUCE(&sum, 1, CLF_TYPE_UINT32, CLF_REDUCE_SUM),
+                              CLF_REDUCE(&mn, 1, CLF_TYPE_INT32, CLF_REDUCE_MIN)};
             clf_launch_desc d = make_desc(&e, "sum_min", STRATEGIES[s], 1, n, 1, 1);
             clf_launch_report r;
             launch_ok(&e, &d, args, 3, &r, NULL);
@@ -716,8 +717,8 @@ START_TEST(reduce_per_group)
                 }
                 clf_arg args[] = {CLF_IN(x, n * sizeof *x, sizeof *x),
                                   CLF_LOCAL(lo * sizeof(int64_t)), CLF_LOCAL(lo * sizeof(float)),
-                                  CLF_REDUCE(sum, ng, CLF_INT64, CLF_SUM),
-                                  CLF_REDUCE(mx, ng, CLF_FLOAT, CLF_MAX)};
+                                  CLF_REDUCE(sum, ng, CLF_TYPE_INT64, CLF_REDUCE_SUM),
+                                  CLF_REDUCE(mx, ng, CLF_TYPE_FLOAT, CLF_REDUCE_MAX)};
                 clf_launch_desc d = make_desc(&e, "group_sum_max", STRATEGIES[s], 1, n, 1, 1);
                 d.local[0] = lo;
                 clf_launch_report r;
@@ -969,7 +970,7 @@ START_TEST(static_user_and_equal_weights)
     clf_arg args[] = {CLF_OUT(out, N * 4, 4), CLF_SCALAR(&seed)};
     clf_launch_report r;
 
-    clf_launch_desc d = make_desc(&e, "hash32", CLF_STATIC, 1, N, 1, 1);
+    clf_launch_desc d = make_desc(&e, "hash32", CLF_STRATEGY_STATIC, 1, N, 1, 1);
     /* Exact shares need chunks of any length: without a granularity or a local size,
      * clfleet would choose a work-group size and round the shares to it. */
     d.granularity = 1;
@@ -989,12 +990,12 @@ START_TEST(static_user_and_equal_weights)
     expect(r.dev[0].units == N && r.dev[1].units == 0, "%s: %s", what, describe(&r));
 
     /* Guided follows user weights too: the heavier device does more. */
-    d.strategy = CLF_GUIDED;
+    d.strategy = CLF_STRATEGY_GUIDED;
     d.weights = w31;
     launch_ok(&e, &d, args, 2, &r, "guided 3:1");
     check_report(&d, &r);
 
-    d.strategy = CLF_STATIC;
+    d.strategy = CLF_STRATEGY_STATIC;
     d.weights_mode = CLF_WEIGHTS_EQUAL;
     d.weights = NULL;
     launch_ok(&e, &d, args, 2, &r, "equal weights");
@@ -1005,7 +1006,7 @@ START_TEST(static_user_and_equal_weights)
         expect(out[i] == lowbias32((uint32_t)i ^ seed), "out[%zu] = %u", i, out[i]);
 
     /* Dynamic: about chunks_per_device chunks each. */
-    d.strategy = CLF_DYNAMIC;
+    d.strategy = CLF_STRATEGY_DYNAMIC;
     d.chunks_per_device = 8;
     launch_ok(&e, &d, args, 2, &r, "dynamic, 8 a device");
     check_report(&d, &r);
@@ -1063,7 +1064,7 @@ START_TEST(learned_weights)
         ck_assert_ok(clf_fleet_create(&e.f, &o));
         ck_assert_ok(clf_program_build_source(&e.p, e.f, SRC, NULL));
         for (int run = 0; run < (process ? 1 : 4); run++) {
-            clf_launch_desc d = make_desc(&e, "hash32", CLF_STATIC, 1, N, 1, 1);
+            clf_launch_desc d = make_desc(&e, "hash32", CLF_STRATEGY_STATIC, 1, N, 1, 1);
             d.weights_mode = CLF_WEIGHTS_LEARNED;
             char extra[48];
             snprintf(extra, sizeof extra, "learned, fleet %d, run %d", process, run);
@@ -1158,7 +1159,7 @@ START_TEST(async_failure_does_not_block)
         v[i] = (uint32_t)i;
     const uint32_t m = 3, c = 1;
     clf_arg aff[] = {CLF_INOUT(v, N * sizeof *v, sizeof *v), CLF_SCALAR(&m), CLF_SCALAR(&c)};
-    clf_launch_desc d = make_desc(&e, "affine", CLF_DYNAMIC, 1, N, 1, 1);
+    clf_launch_desc d = make_desc(&e, "affine", CLF_STRATEGY_DYNAMIC, 1, N, 1, 1);
     clf_event *e1 = NULL, *e2 = NULL, *e3 = NULL;
     clf_launch_report r1, r2, r3;
     ck_assert_ok(clf_launch_async(e.f, e.p, &d, aff, 3, &r1, &e1));
@@ -1200,12 +1201,13 @@ START_TEST(reduce_every_type_and_op)
     static const struct {
         const char *kernel;
         clf_type type;
-    } types[] = {{"red_i32", CLF_INT32},
-                 {"red_u32", CLF_UINT32},
-                 {"red_i64", CLF_INT64},
-                 {"red_f32", CLF_FLOAT},
-                 {"red_f64", CLF_DOUBLE}};
-    static const clf_reduce_op ops[] = {CLF_SUM, CLF_PROD, CLF_MIN, CLF_MAX};
+    } types[] = {{"red_i32", CLF_TYPE_INT32},
+                 {"red_u32", CLF_TYPE_UINT32},
+                 {"red_i64", CLF_TYPE_INT64},
+                 {"red_f32", CLF_TYPE_FLOAT},
+                 {"red_f64", CLF_TYPE_DOUBLE}};
+    static const clf_reduce_op ops[] = {CLF_REDUCE_SUM, CLF_REDUCE_PROD, CLF_REDUCE_MIN,
+                                        CLF_REDUCE_MAX};
     enum { N = 1000, EXTRA = 3 };
     void *host = malloc((N + EXTRA) * 8);
     for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
@@ -1225,56 +1227,56 @@ START_TEST(reduce_every_type_and_op)
                 int in = i < N;
                 clf_reduce_op op = ops[o];
                 switch (types[t].type) {
-                case CLF_INT32:
+                case CLF_TYPE_INT32:
                     got = ((int32_t *)host)[i];
                     want = in               ? (int32_t)x
-                           : op == CLF_SUM  ? 0
-                           : op == CLF_PROD ? 1
-                           : op == CLF_MIN  ? INT32_MAX
+                           : op == CLF_REDUCE_SUM  ? 0
+                           : op == CLF_REDUCE_PROD ? 1
+                           : op == CLF_REDUCE_MIN  ? INT32_MAX
                                             : INT32_MIN;
                     break;
-                case CLF_UINT32:
+                case CLF_TYPE_UINT32:
                     got = ((uint32_t *)host)[i];
                     want = in               ? x
-                           : op == CLF_SUM  ? 0
-                           : op == CLF_PROD ? 1
-                           : op == CLF_MIN  ? UINT32_MAX
+                           : op == CLF_REDUCE_SUM  ? 0
+                           : op == CLF_REDUCE_PROD ? 1
+                           : op == CLF_REDUCE_MIN  ? UINT32_MAX
                                             : 0;
                     break;
-                case CLF_INT64: {
+                case CLF_TYPE_INT64: {
                     int64_t g = ((int64_t *)host)[i];
                     int64_t w = in               ? (int64_t)x * 3 - 8589934592LL
-                                : op == CLF_SUM  ? 0
-                                : op == CLF_PROD ? 1
-                                : op == CLF_MIN  ? INT64_MAX
+                                : op == CLF_REDUCE_SUM  ? 0
+                                : op == CLF_REDUCE_PROD ? 1
+                                : op == CLF_REDUCE_MIN  ? INT64_MAX
                                                  : INT64_MIN;
                     expect(g == w, "%s: %s op %d [%zu] = %lld, want %lld %s", what, types[t].kernel,
                            (int)op, i, (long long)g, (long long)w, describe(&r));
                     continue;
                 }
-                case CLF_FLOAT:
+                case CLF_TYPE_FLOAT:
                     got = ((float *)host)[i];
                     want = in               ? (float)(int32_t)(x >> 8) - 8388608.0f
-                           : op == CLF_SUM  ? 0
-                           : op == CLF_PROD ? 1
-                           : op == CLF_MIN  ? INFINITY
+                           : op == CLF_REDUCE_SUM  ? 0
+                           : op == CLF_REDUCE_PROD ? 1
+                           : op == CLF_REDUCE_MIN  ? INFINITY
                                             : -INFINITY;
                     /* FLT_MAX is an acceptable identity for min/max too. */
-                    if (!in && op == CLF_MIN && got == FLT_MAX)
+                    if (!in && op == CLF_REDUCE_MIN && got == FLT_MAX)
                         got = INFINITY;
-                    if (!in && op == CLF_MAX && got == -FLT_MAX)
+                    if (!in && op == CLF_REDUCE_MAX && got == -FLT_MAX)
                         got = -INFINITY;
                     break;
                 default:
                     got = ((double *)host)[i];
                     want = in               ? (double)x * 0.5
-                           : op == CLF_SUM  ? 0
-                           : op == CLF_PROD ? 1
-                           : op == CLF_MIN  ? INFINITY
+                           : op == CLF_REDUCE_SUM  ? 0
+                           : op == CLF_REDUCE_PROD ? 1
+                           : op == CLF_REDUCE_MIN  ? INFINITY
                                             : -INFINITY;
-                    if (!in && op == CLF_MIN && got == DBL_MAX)
+                    if (!in && op == CLF_REDUCE_MIN && got == DBL_MAX)
                         got = INFINITY;
-                    if (!in && op == CLF_MAX && got == -DBL_MAX)
+                    if (!in && op == CLF_REDUCE_MAX && got == -DBL_MAX)
                         got = -INFINITY;
                     break;
                 }
@@ -1391,7 +1393,7 @@ START_TEST(concurrent_launches)
 {
     env e;
     env_open(&e, _i);
-    racer rc[2] = {{&e, 1000, CLF_DYNAMIC, 0, ""}, {&e, 5000, CLF_GUIDED, 0, ""}};
+    racer rc[2] = {{&e, 1000, CLF_STRATEGY_DYNAMIC, 0, ""}, {&e, 5000, CLF_STRATEGY_GUIDED, 0, ""}};
     pthread_t t[2];
     for (int k = 0; k < 2; k++)
         ck_assert_int_eq(pthread_create(&t[k], NULL, race, &rc[k]), 0);
@@ -1459,17 +1461,18 @@ START_TEST(strategy_from_environment)
 
     unsetenv("CLFLEET_STRATEGY");
     ck_assert_ok(clf_launch(e.f, e.p, &d, args, 2, &r));
-    ck_assert_int_eq(r.requested, CLF_AUTO);
-    expect(r.strategy >= CLF_STATIC && r.strategy <= CLF_MEMORY_AWARE, "%d", (int)r.strategy);
+    ck_assert_int_eq(r.requested, CLF_STRATEGY_AUTO);
+    expect(r.strategy >= CLF_STRATEGY_STATIC && r.strategy <= CLF_STRATEGY_MEMORY_AWARE, "%d",
+           (int)r.strategy);
     expect(r.reason[0] != 0, "AUTO says why");
 
     static const struct {
         const char *value;
         clf_strategy want;
-    } names[] = {{"dynamic", CLF_DYNAMIC},
-                 {"STATIC", CLF_STATIC},
-                 {"guided", CLF_GUIDED},
-                 {"memory-aware", CLF_MEMORY_AWARE}};
+    } names[] = {{"dynamic", CLF_STRATEGY_DYNAMIC},
+                 {"STATIC", CLF_STRATEGY_STATIC},
+                 {"guided", CLF_STRATEGY_GUIDED},
+                 {"memory-aware", CLF_STRATEGY_MEMORY_AWARE}};
     /* The variable is read once, by clf_fleet_create(): a fleet per value. */
     for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
         setenv("CLFLEET_STRATEGY", names[k].value, 1);
@@ -1485,9 +1488,9 @@ START_TEST(strategy_from_environment)
     setenv("CLFLEET_STRATEGY", "dynamic", 1);
     env_close(&e);
     env_open(&e, 0);
-    d.strategy = CLF_GUIDED;
+    d.strategy = CLF_STRATEGY_GUIDED;
     ck_assert_ok(clf_launch(e.f, e.p, &d, args, 2, &r));
-    ck_assert_int_eq(r.strategy, CLF_GUIDED);
+    ck_assert_int_eq(r.strategy, CLF_STRATEGY_GUIDED);
     d.strategy = CLF_STRATEGY_DEFAULT;
 
     /* A bad value fails the fleet's creation, naming the value. */
@@ -1517,7 +1520,7 @@ START_TEST(auto_small_runs_on_one_device)
         size_t n = run < 2 ? SMALL : LARGE;
         memset(out, 0, n * sizeof *out);
         clf_arg args[] = {CLF_OUT(out, n * sizeof *out, sizeof *out), CLF_SCALAR(&seed)};
-        clf_launch_desc d = make_desc(&e, "hash32", CLF_AUTO, 1, n, 1, 1);
+        clf_launch_desc d = make_desc(&e, "hash32", CLF_STRATEGY_AUTO, 1, n, 1, 1);
         char extra[32];
         snprintf(extra, sizeof extra, "auto, run %d", run);
         clf_launch_report r;
@@ -1528,7 +1531,8 @@ START_TEST(auto_small_runs_on_one_device)
             busy += r.dev[i].units > 0;
         if (run < 2) {
             /* The first run knows only the size; the second the kernel's measured time. */
-            expect(r.strategy == CLF_STATIC && busy == 1 && strstr(r.reason, "too small") &&
+            expect(r.strategy == CLF_STRATEGY_STATIC && busy == 1 &&
+                       strstr(r.reason, "too small") &&
                        strstr(r.reason, run ? "kernel ran" : "work-items"),
                    "%s: reason '%s' %s", what, r.reason, describe(&r));
         } else {
@@ -1564,20 +1568,22 @@ START_TEST(auto_leaves_static_for_dynamic)
     for (int run = 0; run < RUNS; run++) {
         memset(out, 0, N * sizeof *out);
         clf_arg args[] = {CLF_OUT(out, N * sizeof *out, sizeof *out), CLF_SCALAR(&n)};
-        clf_launch_desc d = make_desc(&e, "tail_heavy", CLF_AUTO, 1, N, 1, 1);
+        clf_launch_desc d = make_desc(&e, "tail_heavy", CLF_STRATEGY_AUTO, 1, N, 1, 1);
         char extra[32];
         snprintf(extra, sizeof extra, "run %d", run);
         clf_launch_report r;
         launch_ok(&e, &d, args, 2, &r, extra);
         check_report(&d, &r);
         ck_assert_msg(memcmp(out, want, N * sizeof *out) == 0, "%s: wrong result", what);
-        bad |= (r.strategy == CLF_STATIC || r.strategy == CLF_GUIDED) && r.efficiency < 0.9;
-        if (r.strategy == CLF_DYNAMIC && dynamic_from < 0)
+        bad |= (r.strategy == CLF_STRATEGY_STATIC || r.strategy == CLF_STRATEGY_GUIDED) &&
+               r.efficiency < 0.9;
+        if (r.strategy == CLF_STRATEGY_DYNAMIC && dynamic_from < 0)
             dynamic_from = run;
         if (dynamic_from >= 0)
-            expect(r.strategy == CLF_DYNAMIC && strstr(r.reason, "balanced this kernel to"),
-                   "%s: after dynamic from run %d: reason '%s' %s", what, dynamic_from,
-                   r.reason, describe(&r));
+            expect(r.strategy == CLF_STRATEGY_DYNAMIC &&
+                       strstr(r.reason, "balanced this kernel to"),
+                   "%s: after dynamic from run %d: reason '%s' %s", what, dynamic_from, r.reason,
+                   describe(&r));
     }
     expect(bad && dynamic_from >= 0 && dynamic_from < RUNS - 2,
            "%s: static or guided badly balanced %d, dynamic from run %d", what, bad,
@@ -1590,8 +1596,9 @@ END_TEST
 
 START_TEST(strategy_names)
 {
-    static const clf_strategy all[] = {CLF_STRATEGY_DEFAULT, CLF_STATIC,       CLF_DYNAMIC,
-                                       CLF_GUIDED,           CLF_MEMORY_AWARE, CLF_AUTO};
+    static const clf_strategy all[] = {CLF_STRATEGY_DEFAULT,      CLF_STRATEGY_STATIC,
+                                       CLF_STRATEGY_DYNAMIC,      CLF_STRATEGY_GUIDED,
+                                       CLF_STRATEGY_MEMORY_AWARE, CLF_STRATEGY_AUTO};
     for (size_t k = 0; k < sizeof all / sizeof all[0]; k++) {
         const char *name = clf_strategy_name(all[k]);
         ck_assert_ptr_nonnull(name);
@@ -1604,11 +1611,11 @@ START_TEST(strategy_names)
     ck_assert_int_ne(clf_strategy_parse(&s, "nope"), CLF_SUCCESS);
     ck_assert_int_ne(clf_strategy_parse(&s, NULL), CLF_SUCCESS);
     ck_assert_int_ne(clf_strategy_parse(NULL, "static"), CLF_SUCCESS);
-    ck_assert_uint_eq(clf_type_size(CLF_INT32), 4);
-    ck_assert_uint_eq(clf_type_size(CLF_UINT32), 4);
-    ck_assert_uint_eq(clf_type_size(CLF_INT64), 8);
-    ck_assert_uint_eq(clf_type_size(CLF_FLOAT), 4);
-    ck_assert_uint_eq(clf_type_size(CLF_DOUBLE), 8);
+    ck_assert_uint_eq(clf_type_size(CLF_TYPE_INT32), 4);
+    ck_assert_uint_eq(clf_type_size(CLF_TYPE_UINT32), 4);
+    ck_assert_uint_eq(clf_type_size(CLF_TYPE_INT64), 8);
+    ck_assert_uint_eq(clf_type_size(CLF_TYPE_FLOAT), 4);
+    ck_assert_uint_eq(clf_type_size(CLF_TYPE_DOUBLE), 8);
     ck_assert_uint_eq(clf_type_size((clf_type)0), 0);
     ck_assert_uint_eq(clf_type_size((clf_type)99), 0);
 }
@@ -1635,7 +1642,7 @@ START_TEST(bad_input)
     float fout[N];
     const uint32_t seed = 1;
     clf_arg args[] = {CLF_OUT(out, sizeof out, 4), CLF_SCALAR(&seed)};
-    clf_launch_desc good = make_desc(&e, "hash32", CLF_DYNAMIC, 1, N, 1, 1);
+    clf_launch_desc good = make_desc(&e, "hash32", CLF_STRATEGY_DYNAMIC, 1, N, 1, 1);
     clf_launch_desc d;
     clf_launch_report r;
     clf_fleet *f = e.f;
@@ -1690,7 +1697,7 @@ START_TEST(bad_input)
     expect_fail(clf_launch(f, p, &d, args, 2, &r), EINV, CLF_ERROR_OUT_OF_RANGE);
 
     /* Weights. */
-    d = good, d.strategy = CLF_STATIC, d.weights_mode = CLF_WEIGHTS_USER, d.weights = NULL;
+    d = good, d.strategy = CLF_STRATEGY_STATIC, d.weights_mode = CLF_WEIGHTS_USER, d.weights = NULL;
     expect_fail(clf_launch(f, p, &d, args, 2, &r), ENULL, EINV);
     double neg[2] = {1, -1}, nan2[2] = {1, NAN}, zero[2] = {0, 0};
     d.weights = neg;
@@ -1743,17 +1750,17 @@ START_TEST(bad_input)
     int32_t x[N] = {0};
     uint32_t sum = 0;
     int32_t mn = 0;
-    clf_launch_desc dr = make_desc(&e, "sum_min", CLF_DYNAMIC, 1, N, 1, 1);
-    clf_arg red[] = {CLF_IN(x, sizeof x, 4), CLF_REDUCE(&sum, 1, CLF_UINT32, CLF_SUM),
-                     CLF_REDUCE(&mn, 1, CLF_INT32, CLF_MIN)};
+    clf_launch_desc dr = make_desc(&e, "sum_min", CLF_STRATEGY_DYNAMIC, 1, N, 1, 1);
+    clf_arg red[] = {CLF_IN(x, sizeof x, 4), CLF_REDUCE(&sum, 1, CLF_TYPE_UINT32, CLF_REDUCE_SUM),
+                     CLF_REDUCE(&mn, 1, CLF_TYPE_INT32, CLF_REDUCE_MIN)};
     ck_assert_ok(clf_launch(f, p, &dr, red, 3, &r));
     red[1].type = 99;
     expect_fail(clf_launch(f, p, &dr, red, 3, &r), EINV, EINV);
-    red[1].type = CLF_UINT32, red[1].op = 0;
+    red[1].type = CLF_TYPE_UINT32, red[1].op = 0;
     expect_fail(clf_launch(f, p, &dr, red, 3, &r), EINV, EINV);
     red[1].op = 77;
     expect_fail(clf_launch(f, p, &dr, red, 3, &r), EINV, EINV);
-    red[1].op = CLF_SUM, red[1].host = NULL;
+    red[1].op = CLF_REDUCE_SUM, red[1].host = NULL;
     expect_fail(clf_launch(f, p, &dr, red, 3, &r), ENULL, EINV);
     red[1].host = &sum, red[1].size = 0;
     expect_fail(clf_launch(f, p, &dr, red, 3, &r), CLF_ERROR_ZERO_SIZE, EINV);

@@ -15,8 +15,9 @@ static const fleet_cfg CFGS[] = {
 };
 #define NCFGS ((int)(sizeof CFGS / sizeof CFGS[0]))
 
-static const clf_strategy STRATEGIES[] = {CLF_STATIC, CLF_DYNAMIC, CLF_GUIDED, CLF_MEMORY_AWARE,
-                                          CLF_AUTO};
+static const clf_strategy STRATEGIES[] = {CLF_STRATEGY_STATIC, CLF_STRATEGY_DYNAMIC,
+                                          CLF_STRATEGY_GUIDED, CLF_STRATEGY_MEMORY_AWARE,
+                                          CLF_STRATEGY_AUTO};
 #define NSTRATEGIES (sizeof STRATEGIES / sizeof STRATEGIES[0])
 
 static const char SRC[] =
@@ -125,7 +126,7 @@ static void launch_ok(const env *e, const clf_launch_desc *d, const clf_arg *a, 
     for (size_t i = 0; i < r.num_devices; i++)
         items += r.dev[i].items, units += r.dev[i].units, chunks += r.dev[i].chunks;
     /* Dynamic cuts a range of 64 or more into several chunks: boundaries are crossed. */
-    expect(d->strategy != CLF_DYNAMIC || d->global[s] < 64 || chunks >= 4,
+    expect(d->strategy != CLF_STRATEGY_DYNAMIC || d->global[s] < 64 || chunks >= 4,
            "%s (%s): %llu chunks", what, e->cfg->label, (unsigned long long)chunks);
     expect(r.total_units == d->global[s] && units == d->global[s] && items == all,
            "%s (%s, %s): report: %llu of %llu units, %llu of %llu items", what, e->cfg->label,
@@ -266,8 +267,9 @@ START_TEST(per_group_outputs)
                                CLF_SCALAR(&skip)};
                 if (skip)
                     a[0].flags |= CLF_ARG_PRESERVE;
-                clf_launch_desc d = desc2(&e, "per_group", skip ? CLF_DYNAMIC : STRATEGIES[s],
-                                          gl[0], gl[1], CLF_SPLIT_DIM(split));
+                clf_launch_desc d =
+                    desc2(&e, "per_group", skip ? CLF_STRATEGY_DYNAMIC : STRATEGIES[s], gl[0],
+                          gl[1], CLF_SPLIT_DIM(split));
                 d.dims = dims;
                 d.global[2] = gl[2];
                 memcpy(d.local, lo, 3 * sizeof *lo);
@@ -340,7 +342,7 @@ START_TEST(interior_stencil_preserve)
     /* Preserving costs an upload of the output: the report counts it. */
     clf_arg a[] = {CLF_IN_HALO(in, bytes, row, 1, 1), CLF_OUT_PRESERVE(out, bytes, row),
                    CLF_SCALAR(&w), CLF_SCALAR(&h)};
-    clf_launch_desc d = desc2(&e, "interior", CLF_STATIC, (size_t)w, (size_t)h, 0);
+    clf_launch_desc d = desc2(&e, "interior", CLF_STRATEGY_STATIC, (size_t)w, (size_t)h, 0);
     clf_launch_report r;
     ck_assert_ok(clf_launch(e.f, e.p, &d, a, 4, &r));
     uint64_t to = 0, from = 0;
@@ -390,7 +392,8 @@ START_TEST(strided_bytes_counted)
     uint32_t *in = calloc(1, bytes), *out = calloc(1, bytes);
     clf_arg a[] = {CLF_IN_STRIDED(in, bytes, 4, pitch), CLF_OUT_STRIDED(out, bytes, 4, pitch),
                    CLF_SCALAR(&w), CLF_SCALAR(&h), CLF_SCALAR(&p)};
-    clf_launch_desc d = desc2(&e, "box_cols", CLF_STATIC, (size_t)w, (size_t)h, CLF_SPLIT_DIM(0));
+    clf_launch_desc d =
+        desc2(&e, "box_cols", CLF_STRATEGY_STATIC, (size_t)w, (size_t)h, CLF_SPLIT_DIM(0));
     clf_launch_report r;
     ck_assert_ok(clf_launch(e.f, e.p, &d, a, 5, &r));
     uint64_t to = 0, from = 0;
@@ -435,7 +438,8 @@ START_TEST(strided_survives_a_failed_device)
                    CLF_OUT_STRIDED(out, bytes, 4, pitch), CLF_SCALAR(&w), CLF_SCALAR(&h),
                    CLF_SCALAR(&p)};
     /* Static with equal weights: the failing device surely takes a chunk. */
-    clf_launch_desc d = desc2(&e, "box_cols", CLF_STATIC, (size_t)w, (size_t)h, CLF_SPLIT_DIM(0));
+    clf_launch_desc d =
+        desc2(&e, "box_cols", CLF_STRATEGY_STATIC, (size_t)w, (size_t)h, CLF_SPLIT_DIM(0));
     d.weights_mode = CLF_WEIGHTS_EQUAL;
     clf_launch_report r;
     ck_assert_ok(clf_launch(e.f, e.p, &d, a, 5, &r));
@@ -525,7 +529,7 @@ START_TEST(broadcast_must_be_const)
         t[i] = lowbias32((uint32_t)i);
     memset(out, 0, sizeof out);
     clf_arg a[] = {CLF_BROADCAST(t, sizeof t), CLF_OUT(out, sizeof out, 4)};
-    clf_launch_desc d = desc2(&e, "bcast_const", CLF_DYNAMIC, N, 1, 0);
+    clf_launch_desc d = desc2(&e, "bcast_const", CLF_STRATEGY_DYNAMIC, N, 1, 0);
     d.dims = 1;
     ck_assert_ok(clf_launch(e.f, e.p, &d, a, 2, NULL));
     for (int i = 0; i < N; i++)

@@ -351,7 +351,7 @@ START_TEST(collective_after_fleet)
         ck_assert_ok(clf_buffer_write(b[k], 0, sizeof x[k], x[k]));
     }
     clf_fleet_destroy(f);
-    ck_assert_ok(clf_allreduce(b, 2, N, CLF_UINT32, CLF_SUM, NULL));
+    ck_assert_ok(clf_allreduce(b, 2, N, CLF_TYPE_UINT32, CLF_REDUCE_SUM, NULL));
     ck_assert_ok(clf_buffer_read(b[1], 0, sizeof out, out));
     for (uint32_t i = 0; i < N; i++)
         expect(out[i] == i * 3u, "allreduce: element %u is %u", i, out[i]);

@@ -297,7 +297,7 @@ static void run_busy(clf_fleet *f, clf_program *p, size_t n, int iters, const si
     d.kernel = "busy";
     d.global[0] = n;
     d.local[0] = 64;
-    d.strategy = CLF_DYNAMIC;
+    d.strategy = CLF_STRATEGY_DYNAMIC;
     d.devices = devices;
     d.num_devices = ndev;
     ck_assert_ok(clf_launch(f, p, &d, args, 2, rep));
@@ -312,13 +312,14 @@ static void check_against_report(clf_fleet *f, const clf_launch_report *rep)
         clf_device_metrics m = dev_metrics(f, r->device);
         ck_assert_msg(m.kernels == r->chunks, "device %zu: %llu kernels, %u chunks", r->device,
                       (unsigned long long)m.kernels, r->chunks);
-        ck_assert_uint_eq(m.dir[CLF_TO_DEVICE].bytes, r->bytes_to_device);
-        ck_assert_uint_eq(m.dir[CLF_FROM_DEVICE].bytes, r->bytes_from_device);
+        ck_assert_uint_eq(m.dir[CLF_DIRECTION_TO_DEVICE].bytes, r->bytes_to_device);
+        ck_assert_uint_eq(m.dir[CLF_DIRECTION_FROM_DEVICE].bytes, r->bytes_from_device);
         ck_assert_msg(fabs(m.busy_s - r->busy_s) < 1e-9, "busy %g vs %g", m.busy_s, r->busy_s);
-        ck_assert_msg(fabs(m.dir[CLF_TO_DEVICE].seconds - r->to_device_s) < 1e-9,
-                      "to device %g vs %g", m.dir[CLF_TO_DEVICE].seconds, r->to_device_s);
-        ck_assert_msg(fabs(m.dir[CLF_FROM_DEVICE].seconds - r->from_device_s) < 1e-9,
-                      "from device %g vs %g", m.dir[CLF_FROM_DEVICE].seconds, r->from_device_s);
+        ck_assert_msg(fabs(m.dir[CLF_DIRECTION_TO_DEVICE].seconds - r->to_device_s) < 1e-9,
+                      "to device %g vs %g", m.dir[CLF_DIRECTION_TO_DEVICE].seconds, r->to_device_s);
+        ck_assert_msg(fabs(m.dir[CLF_DIRECTION_FROM_DEVICE].seconds - r->from_device_s) < 1e-9,
+                      "from device %g vs %g", m.dir[CLF_DIRECTION_FROM_DEVICE].seconds,
+                      r->from_device_s);
         ck_assert_int_eq(m.in_last_launch, 1);
         ck_assert_double_eq_tol(m.last_share, r->share, 1e-12);
         ck_assert_double_eq_tol(m.last_busy_s, r->busy_s, 1e-12);
@@ -357,19 +358,20 @@ START_TEST(buffer_counters_and_memory)
         ck_assert_ok(clf_fleet_finish(f));
 
         m = dev_metrics(f, d);
-        ck_assert_uint_eq(m.dir[CLF_TO_DEVICE].bytes, big + 1001);
-        ck_assert_uint_eq(m.dir[CLF_TO_DEVICE].count, 2);
-        ck_assert_uint_eq(m.dir[CLF_FROM_DEVICE].bytes, 777 + 500);
-        ck_assert_uint_eq(m.dir[CLF_FROM_DEVICE].count, 2);
-        ck_assert_uint_eq(m.dir[CLF_PEER].bytes, 0);
+        ck_assert_uint_eq(m.dir[CLF_DIRECTION_TO_DEVICE].bytes, big + 1001);
+        ck_assert_uint_eq(m.dir[CLF_DIRECTION_TO_DEVICE].count, 2);
+        ck_assert_uint_eq(m.dir[CLF_DIRECTION_FROM_DEVICE].bytes, 777 + 500);
+        ck_assert_uint_eq(m.dir[CLF_DIRECTION_FROM_DEVICE].count, 2);
+        ck_assert_uint_eq(m.dir[CLF_DIRECTION_PEER].bytes, 0);
         ck_assert_uint_eq(m.transfers, 4);
         ck_assert_uint_eq(m.kernels, 0);
         /* The blocking write's time is known at once, from its profiling event. */
-        ck_assert_msg(m.dir[CLF_TO_DEVICE].seconds > 0, "no transfer time");
-        ck_assert_msg(m.dir[CLF_TO_DEVICE].bandwidth > 0, "no bandwidth");
-        ck_assert_double_eq_tol(m.dir[CLF_TO_DEVICE].bandwidth,
-                                (double)m.dir[CLF_TO_DEVICE].bytes / m.dir[CLF_TO_DEVICE].seconds,
-                                1e-6 * m.dir[CLF_TO_DEVICE].bandwidth);
+        ck_assert_msg(m.dir[CLF_DIRECTION_TO_DEVICE].seconds > 0, "no transfer time");
+        ck_assert_msg(m.dir[CLF_DIRECTION_TO_DEVICE].bandwidth > 0, "no bandwidth");
+        ck_assert_double_eq_tol(m.dir[CLF_DIRECTION_TO_DEVICE].bandwidth,
+                                (double)m.dir[CLF_DIRECTION_TO_DEVICE].bytes /
+                                    m.dir[CLF_DIRECTION_TO_DEVICE].seconds,
+                                1e-6 * m.dir[CLF_DIRECTION_TO_DEVICE].bandwidth);
         ck_assert_msg(m.wait_s >= 0, "negative wait");
         for (size_t o = 0; o < n; o++)
             if (o != d) {
@@ -378,8 +380,8 @@ START_TEST(buffer_counters_and_memory)
                 ck_assert_uint_eq(x.allocations, 0);
             }
         clf_fleet_metrics fm = fleet_metrics(f);
-        ck_assert_uint_eq(fm.dir[CLF_TO_DEVICE].bytes, big + 1001);
-        ck_assert_uint_eq(fm.dir[CLF_FROM_DEVICE].bytes, 777 + 500);
+        ck_assert_uint_eq(fm.dir[CLF_DIRECTION_TO_DEVICE].bytes, big + 1001);
+        ck_assert_uint_eq(fm.dir[CLF_DIRECTION_FROM_DEVICE].bytes, 777 + 500);
         ck_assert_uint_eq(fm.mem_current, big + small);
         ck_assert_uint_eq(fm.num_devices, n);
 
@@ -392,7 +394,7 @@ START_TEST(buffer_counters_and_memory)
         m = dev_metrics(f, d);
         ck_assert_uint_eq(m.mem_peak, small);
         ck_assert_uint_eq(m.transfers, 0);
-        ck_assert_uint_eq(m.dir[CLF_TO_DEVICE].bytes, 0);
+        ck_assert_uint_eq(m.dir[CLF_DIRECTION_TO_DEVICE].bytes, 0);
         ck_assert_uint_eq(m.allocations, 0);
         clf_buffer_destroy(b);
         ck_assert_uint_eq(dev_metrics(f, d).mem_current, 0);
@@ -416,7 +418,7 @@ START_TEST(launch_counters_match_report)
     d.kernel = "vadd";
     d.global[0] = n;
     d.local[0] = 64; /* every chunk a multiple: one kernel command per chunk */
-    d.strategy = CLF_DYNAMIC;
+    d.strategy = CLF_STRATEGY_DYNAMIC;
     clf_launch_report rep;
     ck_assert_ok(clf_metrics_reset(f));
     ck_assert_ok(clf_launch(f, p, &d, args, 3, &rep));
@@ -438,10 +440,10 @@ START_TEST(launch_counters_match_report)
     clf_fleet_metrics fm = fleet_metrics(f);
     ck_assert_uint_eq(fm.kernels, chunks);
     ck_assert_uint_eq(fm.launches, 1);
-    ck_assert_uint_eq(fm.dir[CLF_TO_DEVICE].bytes, in);
-    ck_assert_uint_eq(fm.dir[CLF_FROM_DEVICE].bytes, out);
+    ck_assert_uint_eq(fm.dir[CLF_DIRECTION_TO_DEVICE].bytes, in);
+    ck_assert_uint_eq(fm.dir[CLF_DIRECTION_FROM_DEVICE].bytes, out);
     ck_assert_str_eq(fm.last_kernel, "vadd");
-    ck_assert_int_eq(fm.last_strategy, CLF_DYNAMIC);
+    ck_assert_int_eq(fm.last_strategy, CLF_STRATEGY_DYNAMIC);
     ck_assert_uint_eq(fm.last_num_devices, rep.num_devices);
     ck_assert_double_eq_tol(fm.last_imbalance, rep.imbalance, 1e-12);
     ck_assert_double_eq_tol(fm.last_efficiency, rep.efficiency, 1e-12);
@@ -455,7 +457,7 @@ START_TEST(launch_counters_match_report)
     fm = fleet_metrics(f);
     ck_assert_uint_eq(fm.kernels, 0);
     ck_assert_uint_eq(fm.launches, 0);
-    ck_assert_uint_eq(fm.dir[CLF_TO_DEVICE].bytes, 0);
+    ck_assert_uint_eq(fm.dir[CLF_DIRECTION_TO_DEVICE].bytes, 0);
     ck_assert_double_eq(fm.busy_s, 0);
     ck_assert_str_eq(fm.last_kernel, "");
     ck_assert_int_eq(dev_metrics(f, 0).in_last_launch, 0);
@@ -487,12 +489,12 @@ START_TEST(broadcast_and_reduction_counted)
     for (size_t i = 0; i < n; i++)
         want += x[i] * w[i % 16] > 0.5f;
     clf_arg args[] = {CLF_BROADCAST(w, sizeof w), CLF_IN(x, n * 4, 4),
-                      CLF_REDUCE(&cnt, 1, CLF_INT32, CLF_SUM)};
+                      CLF_REDUCE(&cnt, 1, CLF_TYPE_INT32, CLF_REDUCE_SUM)};
     clf_launch_desc d = CLF_LAUNCH_DESC_INIT;
     d.kernel = "count_over";
     d.global[0] = n;
     d.local[0] = 64;
-    d.strategy = CLF_DYNAMIC;
+    d.strategy = CLF_STRATEGY_DYNAMIC;
     for (int round = 0; round < 2; round++) { /* the second finds the broadcast cached */
         clf_launch_report rep;
         ck_assert_ok(clf_metrics_reset(f));
@@ -569,9 +571,9 @@ START_TEST(profile_region)
     }
     ck_assert_uint_eq(r.launches, 1);
     ck_assert_uint_eq(r.kernels, chunks);
-    ck_assert_uint_eq(r.bytes[CLF_TO_DEVICE], sizeof host);
-    ck_assert_uint_eq(r.bytes[CLF_FROM_DEVICE], out + 1000);
-    ck_assert_uint_eq(r.bytes[CLF_PEER], 0);
+    ck_assert_uint_eq(r.bytes[CLF_DIRECTION_TO_DEVICE], sizeof host);
+    ck_assert_uint_eq(r.bytes[CLF_DIRECTION_FROM_DEVICE], out + 1000);
+    ck_assert_uint_eq(r.bytes[CLF_DIRECTION_PEER], 0);
     ck_assert_double_eq_tol(r.compute_s, busy, 1e-9);
     ck_assert_msg(r.transfer_s > 0, "no transfer time");
     ck_assert_msg(r.wall_s > 0 && r.wall_s >= rep.makespan_s, "wall %g", r.wall_s);
@@ -617,9 +619,9 @@ START_TEST(json_and_table)
         ck_assert_double_eq(jnum(d, "device"), (double)i);
         ck_assert_double_eq(jnum(d, "kernels"), (double)m.kernels);
         const jv *to = jget(jget(d, "transfers"), "to-device");
-        ck_assert_double_eq(jnum(to, "bytes"), (double)m.dir[CLF_TO_DEVICE].bytes);
+        ck_assert_double_eq(jnum(to, "bytes"), (double)m.dir[CLF_DIRECTION_TO_DEVICE].bytes);
         const jv *from = jget(jget(d, "transfers"), "from-device");
-        ck_assert_double_eq(jnum(from, "count"), (double)m.dir[CLF_FROM_DEVICE].count);
+        ck_assert_double_eq(jnum(from, "count"), (double)m.dir[CLF_DIRECTION_FROM_DEVICE].count);
         ck_assert_ptr_nonnull(jget(jget(jget(d, "transfers"), "by_path"), "staged"));
         ck_assert_ptr_nonnull(jget(d, "memory"));
         kernels += m.kernels;
@@ -991,15 +993,15 @@ START_TEST(taskq_counted)
         expect(out[i] == in[i] * k, "element %zu: %g, expected %g", i, out[i], in[i] * k);
     clf_fleet_metrics fm = fleet_metrics(f);
     ck_assert_uint_eq(fm.kernels, TASKS);
-    ck_assert_uint_eq(fm.dir[CLF_TO_DEVICE].bytes, TASKS * ELEMS * 4);
-    ck_assert_uint_eq(fm.dir[CLF_FROM_DEVICE].bytes, TASKS * ELEMS * 4);
-    ck_assert_uint_eq(fm.dir[CLF_TO_DEVICE].count, TASKS);
-    ck_assert_uint_eq(fm.dir[CLF_FROM_DEVICE].count, TASKS);
+    ck_assert_uint_eq(fm.dir[CLF_DIRECTION_TO_DEVICE].bytes, TASKS * ELEMS * 4);
+    ck_assert_uint_eq(fm.dir[CLF_DIRECTION_FROM_DEVICE].bytes, TASKS * ELEMS * 4);
+    ck_assert_uint_eq(fm.dir[CLF_DIRECTION_TO_DEVICE].count, TASKS);
+    ck_assert_uint_eq(fm.dir[CLF_DIRECTION_FROM_DEVICE].count, TASKS);
     uint64_t want[CLF_MAX_LAUNCH_DEVICES] = {0};
     for (size_t i = 0; i < rep.num_devices; i++) {
         clf_device_metrics m = dev_metrics(f, rep.dev[i].device);
         ck_assert_uint_eq(m.kernels, rep.dev[i].tasks);
-        ck_assert_uint_eq(m.dir[CLF_TO_DEVICE].bytes, rep.dev[i].tasks * ELEMS * 4);
+        ck_assert_uint_eq(m.dir[CLF_DIRECTION_TO_DEVICE].bytes, rep.dev[i].tasks * ELEMS * 4);
         want[rep.dev[i].device] = rep.dev[i].tasks;
     }
     check_traced(f, path, "tq_scale", want);
@@ -1043,17 +1045,18 @@ START_TEST(pipeline_counted)
     clf_fleet_metrics fm = fleet_metrics(f);
     ck_assert_uint_eq(fm.kernels, STAGES * NB);
     /* Batches in at the first stage, out at the last; copies between stages are peer. */
-    ck_assert_uint_eq(fm.dir[CLF_TO_DEVICE].bytes, NB * ELEMS * 4);
-    ck_assert_uint_eq(fm.dir[CLF_FROM_DEVICE].bytes, NB * ELEMS * 4);
-    ck_assert_uint_eq(fm.dir[CLF_PEER].bytes, (STAGES - 1) * NB * ELEMS * 4);
+    ck_assert_uint_eq(fm.dir[CLF_DIRECTION_TO_DEVICE].bytes, NB * ELEMS * 4);
+    ck_assert_uint_eq(fm.dir[CLF_DIRECTION_FROM_DEVICE].bytes, NB * ELEMS * 4);
+    ck_assert_uint_eq(fm.dir[CLF_DIRECTION_PEER].bytes, (STAGES - 1) * NB * ELEMS * 4);
     uint64_t k[CLF_MAX_LAUNCH_DEVICES] = {0}, want[CLF_MAX_LAUNCH_DEVICES] = {0};
     kernels_per_device(f, k);
     for (size_t s = 0; s < STAGES; s++) {
         ck_assert_uint_eq(k[st[s].device], NB);
         want[st[s].device] = NB;
     }
-    ck_assert_uint_eq(dev_metrics(f, st[0].device).dir[CLF_TO_DEVICE].bytes, NB * ELEMS * 4);
-    ck_assert_uint_eq(dev_metrics(f, st[STAGES - 1].device).dir[CLF_FROM_DEVICE].bytes,
+    ck_assert_uint_eq(dev_metrics(f, st[0].device).dir[CLF_DIRECTION_TO_DEVICE].bytes,
+                      NB * ELEMS * 4);
+    ck_assert_uint_eq(dev_metrics(f, st[STAGES - 1].device).dir[CLF_DIRECTION_FROM_DEVICE].bytes,
                       NB * ELEMS * 4);
     check_traced(f, path, "p_inc", want);
     clf_pipeline_destroy(pl);
@@ -1087,18 +1090,18 @@ START_TEST(collectives_counted)
     ck_assert_ok(clf_scatter(b, n, host, COUNT, 4, CLF_DIST_BLOCK, 0));
     clf_fleet_metrics fm = fleet_metrics(f);
     ck_assert_uint_eq(fm.kernels, 0);
-    ck_assert_uint_eq(fm.dir[CLF_TO_DEVICE].bytes, bytes);
-    ck_assert_uint_eq(fm.dir[CLF_TO_DEVICE].count, n);
+    ck_assert_uint_eq(fm.dir[CLF_DIRECTION_TO_DEVICE].bytes, bytes);
+    ck_assert_uint_eq(fm.dir[CLF_DIRECTION_TO_DEVICE].count, n);
 
     /* All-reduce over whole buffers: a ring of n (n - 1) combines, one per device and step. */
     for (size_t d = 0; d < n; d++)
         ck_assert_ok(clf_buffer_write(b[d], 0, bytes, host));
     ck_assert_ok(clf_metrics_reset(f));
-    ck_assert_ok(clf_allreduce(b, n, COUNT, CLF_FLOAT, CLF_SUM, NULL));
+    ck_assert_ok(clf_allreduce(b, n, COUNT, CLF_TYPE_FLOAT, CLF_REDUCE_SUM, NULL));
     fm = fleet_metrics(f);
     ck_assert_uint_eq(fm.kernels, n * (n - 1));
-    ck_assert_uint_eq(fm.dir[CLF_TO_DEVICE].bytes, 0);
-    ck_assert_uint_eq(fm.dir[CLF_FROM_DEVICE].bytes, 0);
+    ck_assert_uint_eq(fm.dir[CLF_DIRECTION_TO_DEVICE].bytes, 0);
+    ck_assert_uint_eq(fm.dir[CLF_DIRECTION_FROM_DEVICE].bytes, 0);
     uint64_t k[CLF_MAX_LAUNCH_DEVICES] = {0}, want[CLF_MAX_LAUNCH_DEVICES] = {0};
     kernels_per_device(f, k);
     for (size_t d = 0; d < n; d++) {
@@ -1111,13 +1114,13 @@ START_TEST(collectives_counted)
 
     /* Reduce to the host: a chain of n - 1 combines, the result read from its end. */
     ck_assert_ok(clf_metrics_reset(f));
-    ck_assert_ok(clf_reduce_to_host(res, b, n, COUNT, CLF_FLOAT, CLF_SUM, NULL));
+    ck_assert_ok(clf_reduce_to_host(res, b, n, COUNT, CLF_TYPE_FLOAT, CLF_REDUCE_SUM, NULL));
     for (size_t i = 0; i < COUNT; i++)
         expect(res[i] == 9 * host[i], "reduce element %zu: %g", i, res[i]);
     fm = fleet_metrics(f);
     ck_assert_uint_eq(fm.kernels, n - 1);
-    ck_assert_uint_eq(fm.dir[CLF_FROM_DEVICE].bytes, bytes);
-    ck_assert_uint_eq(dev_metrics(f, n - 1).dir[CLF_FROM_DEVICE].bytes, bytes);
+    ck_assert_uint_eq(fm.dir[CLF_DIRECTION_FROM_DEVICE].bytes, bytes);
+    ck_assert_uint_eq(dev_metrics(f, n - 1).dir[CLF_DIRECTION_FROM_DEVICE].bytes, bytes);
     for (size_t d = 1; d < n; d++)
         want[d]++;
 
@@ -1126,7 +1129,7 @@ START_TEST(collectives_counted)
     ck_assert_ok(clf_broadcast(b, n, bytes, 0, NULL));
     fm = fleet_metrics(f);
     ck_assert_uint_eq(fm.kernels, 0);
-    ck_assert_uint_eq(fm.dir[CLF_PEER].bytes, (n - 1) * bytes);
+    ck_assert_uint_eq(fm.dir[CLF_DIRECTION_PEER].bytes, (n - 1) * bytes);
 
     check_traced(f, path, "clf_reduce_sum_f32", want);
     for (size_t d = 0; d < n; d++)
@@ -1153,7 +1156,7 @@ START_TEST(gemm_counted)
     for (size_t i = 0; i < K * N; i++)
         b[i] = (float)(i % 5);
     clf_gemm_options o = CLF_GEMM_OPTIONS_INIT;
-    o.strategy = CLF_DYNAMIC;
+    o.strategy = CLF_STRATEGY_DYNAMIC;
     o.chunks_per_device = 3;
     o.granularity = 1;
     o.split = CLF_GEMM_SPLIT_M;
@@ -1180,8 +1183,8 @@ START_TEST(gemm_counted)
     ck_assert_uint_ge(chunks, 2);
     clf_fleet_metrics fm = fleet_metrics(f);
     ck_assert_uint_eq(fm.kernels, chunks);
-    ck_assert_uint_eq(fm.dir[CLF_TO_DEVICE].bytes, to);
-    ck_assert_uint_eq(fm.dir[CLF_FROM_DEVICE].bytes, from);
+    ck_assert_uint_eq(fm.dir[CLF_DIRECTION_TO_DEVICE].bytes, to);
+    ck_assert_uint_eq(fm.dir[CLF_DIRECTION_FROM_DEVICE].bytes, from);
     ck_assert_uint_eq(from, M * N * 4);
     check_traced(f, path, "sgemm", want);
     clf_fleet_destroy(f);
@@ -1250,9 +1253,9 @@ START_TEST(bad_input)
     ck_assert_status(clf_trace_flush(NULL), CLF_ERROR_NULL_POINTER);
     ck_assert_ptr_null(clf_trace_path(NULL));
     clf_free(NULL);
-    ck_assert_str_eq(clf_direction_name(CLF_TO_DEVICE), "to-device");
-    ck_assert_str_eq(clf_direction_name(CLF_FROM_DEVICE), "from-device");
-    ck_assert_str_eq(clf_direction_name(CLF_PEER), "peer");
+    ck_assert_str_eq(clf_direction_name(CLF_DIRECTION_TO_DEVICE), "to-device");
+    ck_assert_str_eq(clf_direction_name(CLF_DIRECTION_FROM_DEVICE), "from-device");
+    ck_assert_str_eq(clf_direction_name(CLF_DIRECTION_PEER), "peer");
     ck_assert_ptr_null(clf_direction_name((clf_direction)CLF_NUM_DIRECTIONS));
     clf_fleet_destroy(f);
 }

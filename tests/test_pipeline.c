@@ -484,7 +484,7 @@ START_TEST(taskq_bad_input)
     bad = d, bad.affinity = 1;
     ck_assert_status(clf_taskq_submit(q, &bad, a, 3, NULL), CLF_ERROR_OUT_OF_RANGE);
     ck_assert_status(clf_taskq_submit(q, &d, NULL, 3, NULL), CLF_ERROR_NULL_POINTER);
-    clf_arg red[] = {CLF_REDUCE(out, 4, CLF_INT32, CLF_SUM)};
+    clf_arg red[] = {CLF_REDUCE(out, 4, CLF_TYPE_INT32, CLF_REDUCE_SUM)};
     ck_assert_status(clf_taskq_submit(q, &d, red, 1, NULL), CLF_ERROR_UNSUPPORTED);
     clf_arg zero[] = {CLF_OUT(out, 0, 4)};
     ck_assert_status(clf_taskq_submit(q, &d, zero, 1, NULL), CLF_ERROR_ZERO_SIZE);

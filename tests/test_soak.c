@@ -66,8 +66,9 @@ static int under_valgrind(void)
     return found;
 }
 
-static const clf_strategy strategies[] = {CLF_STATIC, CLF_DYNAMIC, CLF_GUIDED, CLF_AUTO,
-                                          CLF_MEMORY_AWARE};
+static const clf_strategy strategies[] = {CLF_STRATEGY_STATIC, CLF_STRATEGY_DYNAMIC,
+                                          CLF_STRATEGY_GUIDED, CLF_STRATEGY_AUTO,
+                                          CLF_STRATEGY_MEMORY_AWARE};
 
 START_TEST(soak)
 {

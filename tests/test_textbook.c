@@ -15,8 +15,9 @@ static const fleet_cfg CFGS[] = {
 };
 #define NCFGS ((int)(sizeof CFGS / sizeof CFGS[0]))
 
-static const clf_strategy STRATEGIES[] = {CLF_STATIC, CLF_DYNAMIC, CLF_GUIDED, CLF_MEMORY_AWARE,
-                                          CLF_AUTO};
+static const clf_strategy STRATEGIES[] = {CLF_STRATEGY_STATIC, CLF_STRATEGY_DYNAMIC,
+                                          CLF_STRATEGY_GUIDED, CLF_STRATEGY_MEMORY_AWARE,
+                                          CLF_STRATEGY_AUTO};
 #define NSTRATEGIES (sizeof STRATEGIES / sizeof STRATEGIES[0])
 
 static const char SRC[] =
@@ -90,7 +91,7 @@ static void run(const env *e, const char *kernel, clf_strategy s, size_t global,
 {
     clf_launch_desc d = CLF_LAUNCH_DESC_INIT;
     d.kernel = kernel;
-    d.strategy = one == SIZE_MAX ? s : CLF_STATIC;
+    d.strategy = one == SIZE_MAX ? s : CLF_STRATEGY_STATIC;
     d.global[0] = global;
     d.local[0] = local;
     if (one != SIZE_MAX) {
@@ -104,7 +105,7 @@ static void run(const env *e, const char *kernel, clf_strategy s, size_t global,
     clf_status st = clf_launch(e->f, e->p, &d, args, nargs, &r);
     expect(st == CLF_SUCCESS, "%s: %s %s: %s: %s", e->cfg->label, kernel,
            clf_strategy_name(d.strategy), clf_status_name(st), clf_last_error());
-    if (one == SIZE_MAX && s != CLF_AUTO)
+    if (one == SIZE_MAX && s != CLF_STRATEGY_AUTO)
         expect(r.strategy == s, "%s: %s ran %s", e->cfg->label, kernel,
                clf_strategy_name(r.strategy));
 }
@@ -124,7 +125,7 @@ START_TEST(pi_per_group_partials)
     float *ref = calloc(groups, sizeof *ref), *got = calloc(groups, sizeof *got);
     clf_arg args[] = {CLF_SCALAR(&niters), CLF_SCALAR(&step), CLF_LOCAL(local * sizeof(float)),
                       CLF_OUT_PER_GROUP(ref, groups * sizeof *ref, sizeof *ref)};
-    run(&e, "pi", CLF_STATIC, n, local, args, 4, first_device(&e));
+    run(&e, "pi", CLF_STRATEGY_STATIC, n, local, args, 4, first_device(&e));
     double pi = 0;
     for (size_t g = 0; g < groups; g++)
         pi += ref[g];
@@ -153,7 +154,7 @@ START_TEST(potential_loops_to_global_size)
     for (size_t i = 0; i < 4 * n; i++)
         pos[i] = (float)(xorshift64(&seed) % 2001) / 100.0f;
     clf_arg args[] = {CLF_BROADCAST(pos, 4 * n * sizeof *pos), CLF_OUT(ref, n * sizeof *ref, 4)};
-    run(&e, "potential", CLF_STATIC, n, 0, args, 2, first_device(&e));
+    run(&e, "potential", CLF_STRATEGY_STATIC, n, 0, args, 2, first_device(&e));
     for (size_t i = 0; i < n; i += 97) { /* the reference itself, loosely */
         double s = 0;
         for (size_t j = 0; j < n; j++) {

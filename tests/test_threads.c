@@ -65,8 +65,8 @@ static clf_status wait_release(clf_event **ev)
     return st;
 }
 
-static const clf_strategy strategies[NTHREADS] = {CLF_STATIC, CLF_DYNAMIC, CLF_GUIDED,
-                                                  CLF_AUTO};
+static const clf_strategy strategies[NTHREADS] = {CLF_STRATEGY_STATIC, CLF_STRATEGY_DYNAMIC,
+                                                  CLF_STRATEGY_GUIDED, CLF_STRATEGY_AUTO};
 
 /* One launch of the thread's kernel; checks the result. */
 static int one_launch(worker *w, clf_program *own, int it, uint32_t *seed)

@@ -128,7 +128,7 @@ static clf_status measure(bench *b, size_t n, size_t bytes, run *r)
     r->bytes = bytes;
     /* One untimed round of each, checked: warms the kernels and the staging buffers. */
     if ((st = upload(b, n, bytes)) != CLF_SUCCESS ||
-        (st = clf_allreduce(b->buf, n, count, CLF_FLOAT, CLF_SUM, &o)) != CLF_SUCCESS)
+        (st = clf_allreduce(b->buf, n, count, CLF_TYPE_FLOAT, CLF_REDUCE_SUM, &o)) != CLF_SUCCESS)
         return st;
     r->ring_ok = check(b, n, count);
     if ((st = upload(b, n, bytes)) != CLF_SUCCESS || (st = naive(b, n, count)) != CLF_SUCCESS)
@@ -143,7 +143,7 @@ static clf_status measure(bench *b, size_t n, size_t bytes, run *r)
             return st;
         double t = clf_bench_now();
         for (unsigned j = 0; j < inner && st == CLF_SUCCESS; j++)
-            st = clf_allreduce(b->buf, n, count, CLF_FLOAT, CLF_SUM, &o);
+            st = clf_allreduce(b->buf, n, count, CLF_TYPE_FLOAT, CLF_REDUCE_SUM, &o);
         ring[k] = (clf_bench_now() - t) / inner;
         if (st != CLF_SUCCESS || (st = upload(b, n, bytes)) != CLF_SUCCESS)
             return st;

@@ -29,8 +29,9 @@
 #define NRUNS 6 /* one device, then the fleet with each strategy */
 #define SAMPLES 512
 
-static const clf_strategy STRATEGIES[NRUNS - 1] = {CLF_STATIC, CLF_DYNAMIC, CLF_GUIDED,
-                                                   CLF_MEMORY_AWARE, CLF_AUTO};
+static const clf_strategy STRATEGIES[NRUNS - 1] = {CLF_STRATEGY_STATIC, CLF_STRATEGY_DYNAMIC,
+                                                   CLF_STRATEGY_GUIDED, CLF_STRATEGY_MEMORY_AWARE,
+                                                   CLF_STRATEGY_AUTO};
 
 typedef struct bench {
     clf_bench_common opt;
@@ -54,7 +55,7 @@ static clf_status call(bench *b, int run, clf_launch_report *rep)
     clf_gemm_options o = CLF_GEMM_OPTIONS_INIT;
     o.devices = b->dev;
     o.num_devices = run == 0 ? 1 : b->ndev;
-    o.strategy = run == 0 ? CLF_STATIC : STRATEGIES[run - 1];
+    o.strategy = run == 0 ? CLF_STRATEGY_STATIC : STRATEGIES[run - 1];
     size_t n = b->n;
     if (b->dbl)
         return clf_dgemm(b->fl, CLF_ROW_MAJOR, CLF_NO_TRANS, CLF_NO_TRANS, n, n, n, 1.0, b->a, n,
@@ -137,7 +138,7 @@ static const char *run_name(const figures *f, int r, char *buf, size_t len)
 {
     if (r == 0)
         snprintf(buf, len, "1 device");
-    else if (STRATEGIES[r - 1] == CLF_AUTO)
+    else if (STRATEGIES[r - 1] == CLF_STRATEGY_AUTO)
         snprintf(buf, len, "auto (%s)", clf_strategy_name(f->rep[r].strategy));
     else
         snprintf(buf, len, "%s", clf_strategy_name(STRATEGIES[r - 1]));
@@ -180,7 +181,7 @@ static void print_json(const bench *b, const figures *f)
         printf("%s\n    {\"devices\": %zu, \"strategy\": \"%s\", \"ran_as\": \"%s\", "
                "\"median_s\": ",
                r ? "," : "", r == 0 ? (size_t)1 : b->ndev,
-               clf_strategy_name(r == 0 ? CLF_STATIC : STRATEGIES[r - 1]),
+               clf_strategy_name(r == 0 ? CLF_STRATEGY_STATIC : STRATEGIES[r - 1]),
                clf_strategy_name(f->rep[r].strategy));
         clf_tool_json_num(f->median[r]);
         printf(", \"median_gflops\": ");

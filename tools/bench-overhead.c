@@ -39,7 +39,8 @@ static const char SRC[] = "__kernel void inout(__global float *x, float a)\n"
 
 enum { V_RAW, V_ONE, V_STATIC, V_DYNAMIC, V_AUTO, NVAR };
 static const char *const VAR_NAMES[NVAR] = {"raw", "one", "static", "dynamic", "auto"};
-static const clf_strategy VAR_STRATEGY[NVAR] = {0, CLF_STATIC, CLF_STATIC, CLF_DYNAMIC, CLF_AUTO};
+static const clf_strategy VAR_STRATEGY[NVAR] = {0, CLF_STRATEGY_STATIC, CLF_STRATEGY_STATIC,
+                                                CLF_STRATEGY_DYNAMIC, CLF_STRATEGY_AUTO};
 
 typedef struct bench {
     clf_bench_common opt;

@@ -41,8 +41,9 @@
 #define MAX_DEV 64
 #define NSTRAT 5
 
-static const clf_strategy STRATEGIES[NSTRAT] = {CLF_STATIC, CLF_DYNAMIC, CLF_GUIDED,
-                                                CLF_MEMORY_AWARE, CLF_AUTO};
+static const clf_strategy STRATEGIES[NSTRAT] = {CLF_STRATEGY_STATIC, CLF_STRATEGY_DYNAMIC,
+                                                CLF_STRATEGY_GUIDED, CLF_STRATEGY_MEMORY_AWARE,
+                                                CLF_STRATEGY_AUTO};
 
 typedef struct opts {
     int json, quick, verbose;
@@ -298,7 +299,7 @@ static int run_workload(clf_fleet *f, clf_program *p, const config_result *c, wo
     snprintf(r->name, sizeof r->name, "%s", w->name);
     snprintf(r->params, sizeof r->params, "%s", w->params);
     for (size_t k = 0; k < 2; k++) {
-        clf_launch_desc d = desc_for(w, CLF_STATIC, &c->dev[k], 1);
+        clf_launch_desc d = desc_for(w, CLF_STRATEGY_STATIC, &c->dev[k], 1);
         run_result one;
         if ((st = timed_launch(f, p, &d, w, 1, reps, &one)) != CLF_SUCCESS)
             return clf_bench_fail(NULL, "single-device launch", st);
@@ -308,7 +309,7 @@ static int run_workload(clf_fleet *f, clf_program *p, const config_result *c, wo
     /* Raw and clfleet runs alternate, so a drift in the machine's load hits both alike. */
     double traw[64], tclf[64], ratio[64];
     for (unsigned k = 0; k < reps && k < 64; k++) {
-        clf_launch_desc d = desc_for(w, CLF_STATIC, &c->dev[r->best], 1);
+        clf_launch_desc d = desc_for(w, CLF_STRATEGY_STATIC, &c->dev[r->best], 1);
         run_result one;
         traw[k] = raw_opencl(f, p, c->dev[r->best], w, 1);
         if (traw[k] < 0)
@@ -336,7 +337,7 @@ static int chunk_overhead(clf_fleet *f, clf_program *p, config_result *c, const 
     busy_init(&w, o->quick ? (1u << 16) : (1u << 20), 0);
     unsigned reps = o->reps ? o->reps : o->quick ? 1 : 5;
     double raw = raw_opencl(f, p, c->dev[0], &w, reps);
-    clf_launch_desc d = desc_for(&w, CLF_DYNAMIC, c->dev, 1);
+    clf_launch_desc d = desc_for(&w, CLF_STRATEGY_DYNAMIC, c->dev, 1);
     d.chunks_per_device = o->quick ? 64 : 1024;
     run_result many;
     clf_status st = timed_launch(f, p, &d, &w, 1, reps, &many);
@@ -363,7 +364,7 @@ static int metrics_overhead(clf_fleet *f, clf_program *p, clf_fleet *off, clf_pr
     unsigned pairs = o->reps ? o->reps : o->quick ? 1 : 9;
     double ton[64], toff[64], ratio[64];
     pairs = pairs > 64 ? 64 : pairs;
-    clf_launch_desc d = desc_for(w, CLF_DYNAMIC, c->dev, 2);
+    clf_launch_desc d = desc_for(w, CLF_STRATEGY_DYNAMIC, c->dev, 2);
     run_result r;
     clf_status st;
     /* One warm-up each: the first launch of a kernel builds and uploads. */

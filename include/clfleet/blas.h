@@ -53,7 +53,7 @@ typedef enum clf_gemm_split {
 /** \brief How a GEMM uses the fleet; fill with CLF_GEMM_OPTIONS_INIT. */
 typedef struct clf_gemm_options {
     unsigned version;      /**< CLF_GEMM_OPTIONS_VERSION */
-    clf_strategy strategy; /**< CLF_STRATEGY_DEFAULT: $CLFLEET_STRATEGY, else CLF_AUTO */
+    clf_strategy strategy; /**< CLF_STRATEGY_DEFAULT: $CLFLEET_STRATEGY, else CLF_STRATEGY_AUTO */
     /**
      * Fleet indices to use, or NULL: every device (for clf_dgemm(), every
      * device with double precision; a listed device without it is an error).
@@ -64,16 +64,16 @@ typedef struct clf_gemm_options {
     /** Blocks are multiples of this many rows (columns); 0: 16 when there are at least
      *  64 per device, else 1. */
     size_t granularity;
-    /** Device weights of CLF_STATIC, CLF_GUIDED and CLF_MEMORY_AWARE. Learned: the GEMM
-     *  throughput measured on each device in earlier calls (per precision, persisted with
-     *  the launches' in the cache directory); compute units x clock until known. */
+    /** Device weights of CLF_STRATEGY_STATIC, CLF_STRATEGY_GUIDED and CLF_STRATEGY_MEMORY_AWARE.
+     * Learned: the GEMM throughput measured on each device in earlier calls (per precision,
+     * persisted with the launches' in the cache directory); compute units x clock until known. */
     clf_weights weights_mode;
     const double *weights; /**< CLF_WEIGHTS_USER: one per used device */
     /** Per used device, a memory limit in bytes (0: none), or NULL. */
     const uint64_t *mem_limits;
     double mem_safety;          /**< usable fraction of reported memory; 0: 0.8 */
-    unsigned chunks_per_device; /**< CLF_DYNAMIC: about this many blocks each; 0: 4 */
-    size_t min_chunk;           /**< CLF_GUIDED: smallest block; 0: the granularity */
+    unsigned chunks_per_device; /**< CLF_STRATEGY_DYNAMIC: about this many blocks each; 0: 4 */
+    size_t min_chunk;           /**< CLF_STRATEGY_GUIDED: smallest block; 0: the granularity */
 } clf_gemm_options;
 
 /** \brief The version of clf_gemm_options this header describes. */

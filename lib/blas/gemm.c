@@ -293,14 +293,14 @@ static clf_status choose_strategy(clf__gemm_run *G, const uint64_t *max_units,
     clf_strategy s = G->o.strategy;
     if (s == CLF_STRATEGY_DEFAULT)
         s = G->fl->strategy; /* $CLFLEET_STRATEGY, parsed by clf_fleet_create() */
-    if ((unsigned)s > CLF_AUTO)
+    if ((unsigned)s > CLF_STRATEGY_AUTO)
         return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "%s: unknown strategy %d", G->g.fn, (int)s);
     rep->requested = s;
     char wreason[64];
     int learned = choose_weights(G, wreason, sizeof wreason);
     const char *split = G->split_n ? "blocks of columns of C, op(A) whole on every device"
                                    : "blocks of rows of C, op(B) whole on every device";
-    if (s == CLF_AUTO) {
+    if (s == CLF_STRATEGY_AUTO) {
         double wsum = 0;
         int tight = 0;
         for (size_t i = 0; i < G->ndev; i++)
@@ -310,16 +310,16 @@ static clf_status choose_strategy(clf__gemm_run *G, const uint64_t *max_units,
         const char *why = tight ? "memory-aware (a device's share exceeds its memory budget)"
                           : learned ? "static (throughput learned for every device)"
                                     : "guided (throughput not learned yet)";
-        s = tight ? CLF_MEMORY_AWARE : learned ? CLF_STATIC : CLF_GUIDED;
+        s = tight ? CLF_STRATEGY_MEMORY_AWARE : learned ? CLF_STRATEGY_STATIC : CLF_STRATEGY_GUIDED;
         snprintf(rep->reason, sizeof rep->reason, "auto: %s; %s; %s", why, wreason, split);
     } else {
         snprintf(rep->reason, sizeof rep->reason, "%s; %s; %s", clf_strategy_name(s), wreason,
                  split);
     }
     rep->strategy = s;
-    G->part_strategy = s == CLF_STATIC ? CLF__PART_STATIC
-                       : s == CLF_DYNAMIC ? CLF__PART_DYNAMIC
-                       : s == CLF_GUIDED ? CLF__PART_GUIDED
+    G->part_strategy = s == CLF_STRATEGY_STATIC ? CLF__PART_STATIC
+                       : s == CLF_STRATEGY_DYNAMIC ? CLF__PART_DYNAMIC
+                       : s == CLF_STRATEGY_GUIDED ? CLF__PART_GUIDED
                                          : CLF__PART_MEMORY_AWARE;
     return CLF_SUCCESS;
 }

@@ -109,7 +109,7 @@ static clf_status check_op(const clf__coll *c, clf_type type, clf_reduce_op op)
     if (clf_type_size(type) == 0)
         return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "%s: unknown element type %d", c->fn,
                          (int)type);
-    if (op < CLF_SUM || op > CLF_MAX)
+    if (op < CLF_REDUCE_SUM || op > CLF_REDUCE_MAX)
         return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "%s: unknown reduction operation %d", c->fn,
                          (int)op);
     return CLF_SUCCESS;
@@ -262,7 +262,7 @@ clf_status clf__coll_kernels(clf__coll *c, clf_type type, clf_reduce_op op)
     clf_program *p;
     for (size_t i = 0; i < c->n; i++) {
         const struct clf__device *d = &c->fl->dev[c->buf[i]->device];
-        if (type == CLF_DOUBLE && !d->info.fp64)
+        if (type == CLF_TYPE_DOUBLE && !d->info.fp64)
             return clf__fail(CLF_ERROR_UNSUPPORTED, "%s: device %zu '%s' has no double precision",
                              c->fn, d->index, d->info.name);
     }

@@ -193,7 +193,7 @@ static clf_status check_arg(clf__launch *L, size_t i, const clf_arg *a)
         size_t es = clf_type_size((clf_type)a->type), bytes;
         if (!a->host)
             return clf__fail(CLF_ERROR_NULL_POINTER, "'%s' argument %zu: result is NULL", k, i);
-        if (es == 0 || a->op < CLF_SUM || a->op > CLF_MAX)
+        if (es == 0 || a->op < CLF_REDUCE_SUM || a->op > CLF_REDUCE_MAX)
             return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
                              "'%s' argument %zu: unknown reduction type %u or operation %u", k,
                              i, a->type, a->op);
@@ -617,7 +617,7 @@ static clf_status choose_strategy(clf__launch *L, const uint64_t *max_units,
     clf_strategy s = L->desc.strategy;
     if (s == CLF_STRATEGY_DEFAULT)
         s = L->fl->strategy; /* $CLFLEET_STRATEGY, parsed by clf_fleet_create() */
-    if ((unsigned)s > CLF_AUTO)
+    if ((unsigned)s > CLF_STRATEGY_AUTO)
         return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "unknown strategy %d", (int)s);
     rep->requested = s;
     char wreason[100];
@@ -625,7 +625,7 @@ static clf_status choose_strategy(clf__launch *L, const uint64_t *max_units,
     for (size_t i = 0; i < L->ndev; i++)
         if (L->excluded[i])
             L->weights[i] = 0;
-    if (s == CLF_AUTO) {
+    if (s == CLF_STRATEGY_AUTO) {
         double wsum = 0;
         int tight = 0;
         char why[128];
@@ -635,13 +635,13 @@ static clf_status choose_strategy(clf__launch *L, const uint64_t *max_units,
         for (size_t i = 0; i < L->ndev; i++)
             tight |= (double)max_units[i] < (double)L->total * L->weights[i] / wsum;
         if (tight) {
-            s = CLF_MEMORY_AWARE;
+            s = CLF_STRATEGY_MEMORY_AWARE;
             snprintf(rep->reason, sizeof rep->reason,
                      "auto: memory-aware (a device's share exceeds its memory budget); %s",
                      wreason);
         } else if (L->ndev > 1 && (one = too_small(L, max_units, why, sizeof why)) < L->ndev) {
             /* One chunk on one device; the others stand by in case it fails (run()). */
-            s = CLF_STATIC;
+            s = CLF_STRATEGY_STATIC;
             L->small = 1;
             for (size_t i = 0; i < L->ndev; i++) {
                 L->weights[i] = i == one;
@@ -652,14 +652,14 @@ static clf_status choose_strategy(clf__launch *L, const uint64_t *max_units,
                      why);
         } else if (worse_than_dynamic(L, learned ? CLF__PART_STATIC : CLF__PART_GUIDED, why,
                                       sizeof why)) {
-            s = CLF_DYNAMIC;
+            s = CLF_STRATEGY_DYNAMIC;
             snprintf(rep->reason, sizeof rep->reason, "auto: dynamic (%s); %s", why, wreason);
         } else if (learned) {
-            s = CLF_STATIC;
+            s = CLF_STRATEGY_STATIC;
             snprintf(rep->reason, sizeof rep->reason,
                      "auto: static (throughput learned for every device); %s", wreason);
         } else {
-            s = CLF_GUIDED;
+            s = CLF_STRATEGY_GUIDED;
             snprintf(rep->reason, sizeof rep->reason,
                      "auto: guided (throughput not learned yet); %s", wreason);
         }
@@ -667,9 +667,9 @@ static clf_status choose_strategy(clf__launch *L, const uint64_t *max_units,
         snprintf(rep->reason, sizeof rep->reason, "%s; %s", clf_strategy_name(s), wreason);
     }
     rep->strategy = s;
-    L->part_strategy = s == CLF_STATIC    ? CLF__PART_STATIC
-                       : s == CLF_DYNAMIC ? CLF__PART_DYNAMIC
-                       : s == CLF_GUIDED  ? CLF__PART_GUIDED
+    L->part_strategy = s == CLF_STRATEGY_STATIC    ? CLF__PART_STATIC
+                       : s == CLF_STRATEGY_DYNAMIC ? CLF__PART_DYNAMIC
+                       : s == CLF_STRATEGY_GUIDED  ? CLF__PART_GUIDED
                                           : CLF__PART_MEMORY_AWARE;
     return CLF_SUCCESS;
 }
@@ -906,7 +906,7 @@ static clf_status check_range_known(const clf__launch *L, const uint64_t *max_un
                      "and clfleet did not find this kernel's definition in its source (a "
                      "kernel made by a macro, or in an included file), so chunks of it could "
                      "not be given the range's sizes; it can run on one device (one device in "
-                     "desc.devices, CLF_STATIC), or define it in the source itself",
+                     "desc.devices, CLF_STRATEGY_STATIC), or define it in the source itself",
                      L->desc.kernel);
 }
 

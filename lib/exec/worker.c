@@ -918,80 +918,97 @@ void clf__worker_fini(clf__worker *w)
 void clf__reduce_identity(unsigned op, unsigned type, void *out)
 {
     switch (type) {
-    case CLF_INT32: {
-        int32_t v = op == CLF_SUM ? 0 : op == CLF_PROD ? 1 : op == CLF_MIN ? INT32_MAX : INT32_MIN;
+    case CLF_TYPE_INT32: {
+        int32_t v = op == CLF_REDUCE_SUM    ? 0
+                    : op == CLF_REDUCE_PROD ? 1
+                    : op == CLF_REDUCE_MIN  ? INT32_MAX
+                                            : INT32_MIN;
         memcpy(out, &v, sizeof v);
         break;
     }
-    case CLF_UINT32: {
-        uint32_t v = op == CLF_SUM ? 0u : op == CLF_PROD ? 1u : op == CLF_MIN ? UINT32_MAX : 0u;
+    case CLF_TYPE_UINT32: {
+        uint32_t v = op == CLF_REDUCE_SUM    ? 0u
+                     : op == CLF_REDUCE_PROD ? 1u
+                     : op == CLF_REDUCE_MIN  ? UINT32_MAX
+                                             : 0u;
         memcpy(out, &v, sizeof v);
         break;
     }
-    case CLF_INT64: {
-        int64_t v = op == CLF_SUM ? 0 : op == CLF_PROD ? 1 : op == CLF_MIN ? INT64_MAX : INT64_MIN;
+    case CLF_TYPE_INT64: {
+        int64_t v = op == CLF_REDUCE_SUM    ? 0
+                    : op == CLF_REDUCE_PROD ? 1
+                    : op == CLF_REDUCE_MIN  ? INT64_MAX
+                                            : INT64_MIN;
         memcpy(out, &v, sizeof v);
         break;
     }
-    case CLF_FLOAT: {
-        float v = op == CLF_SUM ? 0.0f : op == CLF_PROD ? 1.0f : op == CLF_MIN ? INFINITY : -INFINITY;
+    case CLF_TYPE_FLOAT: {
+        float v = op == CLF_REDUCE_SUM    ? 0.0f
+                  : op == CLF_REDUCE_PROD ? 1.0f
+                  : op == CLF_REDUCE_MIN  ? INFINITY
+                                          : -INFINITY;
         memcpy(out, &v, sizeof v);
         break;
     }
-    case CLF_DOUBLE: {
-        double v = op == CLF_SUM ? 0.0 : op == CLF_PROD ? 1.0 : op == CLF_MIN ? INFINITY : -INFINITY;
+    case CLF_TYPE_DOUBLE: {
+        double v = op == CLF_REDUCE_SUM    ? 0.0
+                   : op == CLF_REDUCE_PROD ? 1.0
+                   : op == CLF_REDUCE_MIN  ? INFINITY
+                                           : -INFINITY;
         memcpy(out, &v, sizeof v);
         break;
     }
     }
 }
 
-#define CLF__COMBINE(T)                                                                   \
-    for (size_t k = 0; k < count; k++) {                                                  \
-        T a, b;                                                                           \
-        memcpy(&a, (char *)acc + k * sizeof(T), sizeof(T));                               \
-        memcpy(&b, (const char *)x + k * sizeof(T), sizeof(T));                           \
-        a = op == CLF_SUM ? (T)(a + b) : op == CLF_PROD ? (T)(a * b) : op == CLF_MIN ? (b < a ? b : a) \
-                                                                                 : (b > a ? b : a); \
-        memcpy((char *)acc + k * sizeof(T), &a, sizeof(T));                               \
+#define CLF__COMBINE(T)                                                                            \
+    for (size_t k = 0; k < count; k++) {                                                           \
+        T a, b;                                                                                    \
+        memcpy(&a, (char *)acc + k * sizeof(T), sizeof(T));                                        \
+        memcpy(&b, (const char *)x + k * sizeof(T), sizeof(T));                                    \
+        a = op == CLF_REDUCE_SUM    ? (T)(a + b)                                                   \
+            : op == CLF_REDUCE_PROD ? (T)(a * b)                                                   \
+            : op == CLF_REDUCE_MIN  ? (b < a ? b : a)                                              \
+                                    : (b > a ? b : a);                                             \
+        memcpy((char *)acc + k * sizeof(T), &a, sizeof(T));                                        \
     }
 
 void clf__reduce_combine(unsigned op, unsigned type, void *acc, const void *x, size_t count)
 {
     switch (type) {
-    case CLF_INT32: {
+    case CLF_TYPE_INT32: {
         /* Unsigned arithmetic: wrap-around, not undefined behaviour, on overflow. */
         for (size_t k = 0; k < count; k++) {
             int32_t a, b;
             memcpy(&a, (char *)acc + 4 * k, 4);
             memcpy(&b, (const char *)x + 4 * k, 4);
-            a = op == CLF_SUM    ? (int32_t)((uint32_t)a + (uint32_t)b)
-                : op == CLF_PROD ? (int32_t)((uint32_t)a * (uint32_t)b)
-                : op == CLF_MIN  ? (b < a ? b : a)
+            a = op == CLF_REDUCE_SUM    ? (int32_t)((uint32_t)a + (uint32_t)b)
+                : op == CLF_REDUCE_PROD ? (int32_t)((uint32_t)a * (uint32_t)b)
+                : op == CLF_REDUCE_MIN  ? (b < a ? b : a)
                                  : (b > a ? b : a);
             memcpy((char *)acc + 4 * k, &a, 4);
         }
         break;
     }
-    case CLF_UINT32:
+    case CLF_TYPE_UINT32:
         CLF__COMBINE(uint32_t);
         break;
-    case CLF_INT64:
+    case CLF_TYPE_INT64:
         for (size_t k = 0; k < count; k++) {
             int64_t a, b;
             memcpy(&a, (char *)acc + 8 * k, 8);
             memcpy(&b, (const char *)x + 8 * k, 8);
-            a = op == CLF_SUM    ? (int64_t)((uint64_t)a + (uint64_t)b)
-                : op == CLF_PROD ? (int64_t)((uint64_t)a * (uint64_t)b)
-                : op == CLF_MIN  ? (b < a ? b : a)
+            a = op == CLF_REDUCE_SUM    ? (int64_t)((uint64_t)a + (uint64_t)b)
+                : op == CLF_REDUCE_PROD ? (int64_t)((uint64_t)a * (uint64_t)b)
+                : op == CLF_REDUCE_MIN  ? (b < a ? b : a)
                                  : (b > a ? b : a);
             memcpy((char *)acc + 8 * k, &a, 8);
         }
         break;
-    case CLF_FLOAT:
+    case CLF_TYPE_FLOAT:
         CLF__COMBINE(float);
         break;
-    case CLF_DOUBLE:
+    case CLF_TYPE_DOUBLE:
         CLF__COMBINE(double);
         break;
     }

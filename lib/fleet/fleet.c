@@ -352,7 +352,7 @@ clf_status clf_fleet_create(clf_fleet **out, const clf_fleet_options *opts)
     CLF__TRY(st, clf__log_init());
     CLF__TRY(st, options_to_filter(opts, &f));
     /* A mistyped variable fails here, before any work, not at the first launch. */
-    clf_strategy strategy = CLF_AUTO;
+    clf_strategy strategy = CLF_STRATEGY_AUTO;
     const char *senv = getenv("CLFLEET_STRATEGY");
     if (senv && senv[0] && clf_strategy_parse(&strategy, senv) != CLF_SUCCESS)
         CLF__TRY(st, clf__fail(CLF_ERROR_PARSE,
@@ -360,7 +360,7 @@ clf_status clf_fleet_create(clf_fleet **out, const clf_fleet_options *opts)
                                "guided, memory-aware, auto)",
                                senv));
     if (strategy == CLF_STRATEGY_DEFAULT)
-        strategy = CLF_AUTO;
+        strategy = CLF_STRATEGY_AUTO;
     CLF__TRY(st, discover(&d));
     if (select_devices(&d, &f) == 0)
         CLF__TRY(st, clf__fail(CLF_ERROR_NO_DEVICE,

@@ -262,7 +262,7 @@ static void count_local(clf__devm *d, const clf__rec *r)
         break;
     case CLF__REC_TO_DEVICE:
     case CLF__REC_FROM_DEVICE: {
-        int k = r->kind == CLF__REC_TO_DEVICE ? CLF_TO_DEVICE : CLF_FROM_DEVICE;
+        int k = r->kind == CLF__REC_TO_DEVICE ? CLF_DIRECTION_TO_DEVICE : CLF_DIRECTION_FROM_DEVICE;
         if (qty) {
             d->cur.dir_bytes[k] += r->bytes;
             d->cur.dir_count[k]++;
@@ -296,12 +296,12 @@ static void count_peer(struct clf__metrics *m, const clf__rec *r)
     clf__devm *d = &m->dm[r->dst];
     pthread_mutex_lock(&d->lock);
     if (qty) {
-        d->cur.dir_bytes[CLF_PEER] += r->bytes;
-        d->cur.dir_count[CLF_PEER]++;
+        d->cur.dir_bytes[CLF_DIRECTION_PEER] += r->bytes;
+        d->cur.dir_count[CLF_DIRECTION_PEER]++;
         d->cur.path_bytes[p] += r->bytes;
         d->cur.path_count[p]++;
     }
-    d->cur.dir_s[CLF_PEER] += s;
+    d->cur.dir_s[CLF_DIRECTION_PEER] += s;
     d->cur.path_s[p] += s;
     pthread_mutex_unlock(&d->lock);
     d = &m->dm[r->src];
@@ -931,11 +931,13 @@ void clf_free(void *p)
 
 static void print_row(FILE *fp, const char *dev, const char *name, const clf_device_metrics *d)
 {
-    fprintf(fp, "%-5s %-22.22s %8llu %9.4f %6.1f %10.2f %11.2f %9.2f %7llu %8.2f %9.2f %9.2f %8.4f %8.4f\n",
-            dev, name, (unsigned long long)d->kernels, d->busy_s, 100.0 * d->utilization,
-            MB(d->dir[CLF_TO_DEVICE].bytes), MB(d->dir[CLF_FROM_DEVICE].bytes),
-            MB(d->dir[CLF_PEER].bytes), (unsigned long long)d->transfers, d->bandwidth * 1e-9,
-            MB(d->mem_current), MB(d->mem_peak), d->wait_s, d->idle_s);
+    fprintf(
+        fp,
+        "%-5s %-22.22s %8llu %9.4f %6.1f %10.2f %11.2f %9.2f %7llu %8.2f %9.2f %9.2f %8.4f %8.4f\n",
+        dev, name, (unsigned long long)d->kernels, d->busy_s, 100.0 * d->utilization,
+        MB(d->dir[CLF_DIRECTION_TO_DEVICE].bytes), MB(d->dir[CLF_DIRECTION_FROM_DEVICE].bytes),
+        MB(d->dir[CLF_DIRECTION_PEER].bytes), (unsigned long long)d->transfers, d->bandwidth * 1e-9,
+        MB(d->mem_current), MB(d->mem_peak), d->wait_s, d->idle_s);
 }
 
 clf_status clf_metrics_print(const clf_fleet *fl, FILE *fp)

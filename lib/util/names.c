@@ -47,7 +47,7 @@ clf_status clf_strategy_parse(clf_strategy *out, const char *name)
             return CLF_SUCCESS;
         }
     if (!strcasecmp(name, "memory_aware") || !strcasecmp(name, "memory")) {
-        *out = CLF_MEMORY_AWARE;
+        *out = CLF_STRATEGY_MEMORY_AWARE;
         return CLF_SUCCESS;
     }
     return clf__fail(CLF_ERROR_PARSE,
@@ -58,12 +58,12 @@ clf_status clf_strategy_parse(clf_strategy *out, const char *name)
 size_t clf_type_size(clf_type t)
 {
     switch (t) {
-    case CLF_INT32:
-    case CLF_UINT32:
-    case CLF_FLOAT:
+    case CLF_TYPE_INT32:
+    case CLF_TYPE_UINT32:
+    case CLF_TYPE_FLOAT:
         return 4;
-    case CLF_INT64:
-    case CLF_DOUBLE:
+    case CLF_TYPE_INT64:
+    case CLF_TYPE_DOUBLE:
         return 8;
     }
     return 0;

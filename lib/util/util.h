@@ -162,7 +162,7 @@ struct clf_fleet {
     size_t nctx;
     char *cache_dir; /* NULL: cache disabled */
     /* $CLFLEET_STRATEGY, parsed at creation: what launches and GEMMs asking for the
-     * default use (CLF_AUTO when unset). */
+     * default use (CLF_STRATEGY_AUTO when unset). */
     clf_strategy strategy;
     atomic_int cache_warned; /* an unusable cache was reported (once per fleet, program.c) */
 
@@ -173,7 +173,7 @@ struct clf_fleet {
     struct clf__bufcache *launch_bufs; /* device buffers kept between launches (exec/) */
     struct clf__devpool *launch_threads; /* the launches' per-device threads (exec/) */
     /* The efficiency each balancing of a kernel last reached on this fleet, per partition
-     * strategy (static, dynamic, guided, memory-aware; < 0: not seen): CLF_AUTO leaves a
+     * strategy (static, dynamic, guided, memory-aware; < 0: not seen): CLF_STRATEGY_AUTO leaves a
      * strategy that balanced the kernel worse than dynamic did. A small ring of the latest
      * kernels. */
     struct clf__kernel_seen {
