@@ -206,21 +206,54 @@ void clf__bridge_drain(clf_fleet *fl)
 }
 
 /* The bridges to launches count as the transfer layer's helpers, so that clf__xfer_fini()
- * waits for them (transfer.h). */
-void clf__xfer_helper(clf_fleet *fl, int delta)
+ * waits for them (transfer.h). A bridge thread that ends (ended: its own id) is put on the
+ * list clf__xfer_join_ended() joins; if the list cannot grow, it detaches itself. */
+void clf__xfer_helper(clf_fleet *fl, int delta, const pthread_t *ended)
 {
     struct clf__xfer *x = fl->xfer;
+    int detach = 0;
     pthread_mutex_lock(&x->lock);
+    if (ended) {
+        if (x->nended == x->capended) {
+            size_t cap = x->capended ? 2 * x->capended : 8;
+            pthread_t *v = realloc(x->ended, cap * sizeof *v);
+            if (v) {
+                x->ended = v;
+                x->capended = cap;
+            }
+        }
+        if (x->nended < x->capended)
+            x->ended[x->nended++] = *ended;
+        else
+            detach = 1;
+    }
     x->helpers = (unsigned)((int)x->helpers + delta);
     if (x->helpers == 0)
         pthread_cond_broadcast(&x->cond);
     pthread_mutex_unlock(&x->lock);
+    if (detach)
+        pthread_detach(*ended);
+}
+
+void clf__xfer_join_ended(clf_fleet *fl)
+{
+    struct clf__xfer *x = fl->xfer;
+    pthread_mutex_lock(&x->lock);
+    pthread_t *v = x->ended;
+    size_t n = x->nended;
+    x->ended = NULL;
+    x->nended = x->capended = 0;
+    pthread_mutex_unlock(&x->lock);
+    for (size_t i = 0; i < n; i++)
+        pthread_join(v[i], NULL);
+    free(v);
 }
 
 typedef struct launch_bridge {
     clf_fleet *fleet;
     clf_event *e; /* held */
     cl_event uev; /* the bridge's own reference */
+    int threaded; /* runs on a thread of its own (joined once it has ended) */
 } launch_bridge;
 
 static void *launch_bridge_main(void *arg)
@@ -232,8 +265,10 @@ static void *launch_bridge_main(void *arg)
                                        : CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST);
     clf_event_release(b->e);
     clf_fleet *fl = b->fleet;
+    int threaded = b->threaded;
     free(b);
-    clf__xfer_helper(fl, -1);
+    pthread_t self = pthread_self();
+    clf__xfer_helper(fl, -1, threaded ? &self : NULL);
     return NULL;
 }
 
@@ -280,17 +315,14 @@ clf_status clf__event_cl_for(clf_event *e, clf_fleet *fl, size_t device, cl_even
         b->uev = uev;
         clRetainEvent(uev);
         clf__event_hold(e);
-        clf__xfer_helper(fl, +1);
+        clf__xfer_helper(fl, +1, NULL);
+        clf__xfer_join_ended(fl); /* the bridges that have ended since the last one */
         pthread_t th;
-        pthread_attr_t attr;
-        int started = pthread_attr_init(&attr) == 0;
-        if (started) {
-            pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-            started = pthread_create(&th, &attr, launch_bridge_main, b) == 0;
-            pthread_attr_destroy(&attr);
-        }
-        if (!started)
+        b->threaded = 1;
+        if (pthread_create(&th, NULL, launch_bridge_main, b) != 0) {
+            b->threaded = 0;
             launch_bridge_main(b); /* no thread: wait for the launch here */
+        }
     }
     *out = uev;
     return CLF_SUCCESS;

@@ -112,6 +112,10 @@ struct clf__xfer {
     size_t nthreads, idle, running;
     int stopping;
     unsigned helpers; /* bridge threads waiting for launches (bridge.c) */
+    /* Bridge threads that have finished, to join (bridge.c): a thread still on its way out
+     * when the process exits can crash LeakSanitizer's stop-the-world, so none is detached. */
+    pthread_t *ended;
+    size_t nended, capended;
     clf__stager *quarantine; /* sets that saw a failure: freed with the fleet */
 };
 
@@ -166,6 +170,8 @@ void clf__peer_fini(clf_fleet *fleet);
 /* Wait until no bridge holds an event of the fleet's contexts (the fleet is going). */
 void clf__bridge_drain(clf_fleet *fleet);
 /* Bridge threads: count one in or out (transfer.c waits for none before the fleet goes). */
-void clf__xfer_helper(clf_fleet *fleet, int delta);
+void clf__xfer_helper(clf_fleet *fleet, int delta, const pthread_t *ended);
+/* Join the bridge threads that have ended (bridge.c); clf__xfer_fini() calls it last. */
+void clf__xfer_join_ended(clf_fleet *fleet);
 
 #endif
