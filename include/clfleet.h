@@ -800,7 +800,10 @@ enum {
     /** A clf_buffer on the kernel's device (clf_kernel_enqueue() only; clf_arg.host holds the
      *  buffer, clf_arg.flags its access: CLF_ARG_READ, CLF_ARG_WRITE or both). Use
      *  CLF_BUF_IN(), CLF_BUF_OUT(), CLF_BUF_INOUT(). */
-    CLF_ARG_KIND_BUFFER = 16
+    CLF_ARG_KIND_BUFFER = 16,
+    /** A clf_array (clf_array_launch() only; clf_arg.host holds the array, clf_arg.flags
+     *  its access). Use CLF_ARRAY_IN(), CLF_ARRAY_OUT(), CLF_ARRAY_INOUT(). */
+    CLF_ARG_KIND_ARRAY = 17
 };
 
 /** \brief Argument flags. */
@@ -1833,6 +1836,283 @@ CLF_API clf_status clf_taskq_task_info(clf_task_info *out, const clf_taskq *q, s
  * \param q the queue, or NULL
  */
 CLF_API void clf_taskq_destroy(clf_taskq *q);
+
+/* ------------------------------------------------------------------ */
+/* Distributed arrays: data that stays on the devices                  */
+/* ------------------------------------------------------------------ */
+
+/**
+ * \brief An array of 1 to 3 dimensions cut into parts along its slowest-varying dimension
+ * (the last, dims-1: rows of a row-major image, planes of a volume), each part held in a
+ * clf_buffer on one device.
+ *
+ * Kernels written for the whole array on one device run unchanged over it (see
+ * clf_array_launch()): each device runs the range it owns, with a global work offset, and
+ * its buffers are addressed with global indices. Nothing goes back to the host unless the
+ * host asks (clf_array_read(), clf_array_map()), and then only what changed since the host
+ * last had it.
+ *
+ * Every part knows its last writer and the readers since, so launches, halo exchanges and
+ * host accesses order themselves (independent parts do not wait for each other), and the
+ * calls that queue work return before it runs; clf_array_finish() waits. An error of
+ * queued work is returned by the next call that waits for it.
+ *
+ * An array must not be used by two threads at once; different arrays may.
+ */
+typedef struct clf_array clf_array;
+
+/** \brief How a clf_array is cut over its devices. */
+typedef enum clf_array_dist {
+    /** One contiguous block per device, sized by clf_array_desc.weights_mode; with
+     *  halo_before/halo_after, each part also holds that many units of its neighbours. */
+    CLF_ARRAY_BLOCK = 0,
+    /** The whole array on every device (read by kernels; written by clf_array_write(),
+     *  clf_array_reduce() and redistribution, which update every copy). */
+    CLF_ARRAY_REPLICATED = 1,
+    /** Blocks of clf_array_desc.block_size units dealt to the devices in turn. */
+    CLF_ARRAY_BLOCK_CYCLIC = 2
+} clf_array_dist;
+
+/** \brief clf_array_desc.flags: the halo wraps around (the first part's halo before is the
+ *  last units of the array, the last part's halo after its first units). */
+#define CLF_ARRAY_PERIODIC (1u << 0)
+
+/** \brief What clf_array_create() makes; fill with CLF_ARRAY_DESC_INIT. */
+typedef struct clf_array_desc {
+    unsigned version;    /**< CLF_ARRAY_DESC_VERSION */
+    size_t elem_size;    /**< bytes per element (1 to 128) */
+    unsigned dims;       /**< 1, 2 or 3 */
+    /** Elements along each dimension, dimension 0 varying fastest (as an NDRange's
+     *  global[0]): a row-major H x W image is {W, H}. The array is cut along dims-1, in
+     *  units of shape[0] * ... * shape[dims-2] elements (a row, a plane). */
+    size_t shape[3];
+    clf_array_dist dist; /**< how the units are cut */
+    /** CLF_ARRAY_BLOCK: CLF_WEIGHTS_EQUAL, CLF_WEIGHTS_USER (weights) or CLF_WEIGHTS_LEARNED
+     *  (the devices' measured speed on \p kernel, else compute units x clock). */
+    clf_weights weights_mode;
+    const double *weights; /**< CLF_WEIGHTS_USER: one per device, >= 0, not all 0 */
+    const char *kernel;    /**< CLF_WEIGHTS_LEARNED: whose measured speed, or NULL */
+    const size_t *devices; /**< fleet indices holding parts, or NULL for every device */
+    size_t num_devices;    /**< entries of devices */
+    size_t halo_before;    /**< CLF_ARRAY_BLOCK: units held before each part */
+    size_t halo_after;     /**< CLF_ARRAY_BLOCK: units held after each part */
+    unsigned flags;        /**< CLF_ARRAY_PERIODIC */
+    size_t block_size;     /**< CLF_ARRAY_BLOCK_CYCLIC: units per block (0: 1) */
+    /** Reserved: later versions add fields here (zero). */
+    size_t reserved[4];
+} clf_array_desc;
+
+/** \brief The version of clf_array_desc this header describes; every version from 1 up to
+ *  it is accepted. */
+#define CLF_ARRAY_DESC_VERSION 1
+/** \brief Fills a clf_array_desc with the defaults (equal blocks over every device). */
+#define CLF_ARRAY_DESC_INIT                                                                   \
+    {CLF_ARRAY_DESC_VERSION, 0, 1, {0, 1, 1}, CLF_ARRAY_BLOCK, CLF_WEIGHTS_EQUAL, NULL, NULL, \
+     NULL, 0, 0, 0, 0, 0, {0, 0, 0, 0}}
+
+/**
+ * \brief Create a distributed array; its contents are undefined until written.
+ * \param out receives the array
+ * \param fleet the fleet (the array holds a reference to it)
+ * \param desc shape, element size and distribution
+ * \return CLF_SUCCESS, CLF_ERROR_NULL_POINTER, CLF_ERROR_INVALID_ARGUMENT (a version, dims,
+ *         element size, distribution, weights, device list or halo wider than a part),
+ *         CLF_ERROR_ZERO_SIZE, CLF_ERROR_SIZE_OVERFLOW, CLF_ERROR_OUT_OF_RANGE (a device),
+ *         CLF_ERROR_DEVICE_FAILED, CLF_ERROR_OUT_OF_MEMORY, CLF_ERROR_OPENCL
+ */
+CLF_API clf_status clf_array_create(clf_array **out, clf_fleet *fleet,
+                                    const clf_array_desc *desc);
+/**
+ * \brief Wait for the array's queued work and release it; accepts NULL.
+ * \param arr the array, or NULL
+ */
+CLF_API void clf_array_destroy(clf_array *arr);
+
+/** \brief One part of a clf_array (from clf_array_part_info()). */
+typedef struct clf_array_part {
+    size_t device;     /**< fleet index of its device */
+    size_t first;      /**< first unit it owns along dims-1 */
+    size_t count;      /**< units it owns */
+    size_t halo_before; /**< units held before \p first (neighbours' or wrapped) */
+    size_t halo_after;  /**< units held after the owned ones */
+    clf_buffer *buffer; /**< the buffer holding it (owned by the array) */
+    /** Byte offset of unit first - halo_before in \p buffer (block-cyclic parts of one
+     *  device share a buffer). */
+    size_t offset;
+    uint64_t reserved[4]; /**< zero */
+} clf_array_part;
+
+/**
+ * \brief How many parts the array has (one per device, or one per block).
+ * \param arr the array
+ * \return the number of parts (0 for NULL)
+ */
+CLF_API size_t clf_array_part_count(const clf_array *arr);
+/**
+ * \brief Describe part \p part.
+ * \param out receives the part
+ * \param arr the array
+ * \param part below clf_array_part_count()
+ * \return CLF_SUCCESS, CLF_ERROR_NULL_POINTER or CLF_ERROR_OUT_OF_RANGE
+ */
+CLF_API clf_status clf_array_part_info(clf_array_part *out, const clf_array *arr, size_t part);
+
+/** \brief Access flags of clf_array_map(). */
+enum {
+    CLF_MAP_READ = 1u << 0,   /**< the host reads: parts newer on a device are fetched */
+    CLF_MAP_WRITE = 1u << 1,  /**< the host writes: the devices' copies are stale after unmap */
+    /** With CLF_MAP_WRITE: the host overwrites the whole region, nothing is fetched. */
+    CLF_MAP_DISCARD = 1u << 2
+};
+
+/**
+ * \brief Copy host memory into a box of the array (waits for the parts it touches; the
+ * devices' copies are updated when a device next uses them).
+ * \param arr the array
+ * \param origin first element of the box along each dimension, or NULL for 0
+ * \param region elements of the box along each dimension, or NULL for the whole array
+ * \param src the box, packed (dimension 0 fastest)
+ * \return CLF_SUCCESS, CLF_ERROR_NULL_POINTER, CLF_ERROR_OUT_OF_RANGE (the box leaves the
+ *         array), CLF_ERROR_ZERO_SIZE, or an error of earlier queued work
+ */
+CLF_API clf_status clf_array_write(clf_array *arr, const size_t *origin, const size_t *region,
+                                   const void *src);
+/**
+ * \brief Copy a box of the array to host memory, fetching only parts that a device changed
+ * since the host last had them.
+ * \param arr the array
+ * \param origin first element of the box along each dimension, or NULL for 0
+ * \param region elements of the box along each dimension, or NULL for the whole array
+ * \param dst receives the box, packed (dimension 0 fastest)
+ * \return as clf_array_write()
+ */
+CLF_API clf_status clf_array_read(clf_array *arr, const size_t *origin, const size_t *region,
+                                  void *dst);
+/**
+ * \brief Host access to the whole array in its own memory (packed, dimension 0 fastest);
+ * until clf_array_unmap() nothing else may use the array.
+ * \param out receives the host pointer
+ * \param arr the array
+ * \param flags CLF_MAP_READ, CLF_MAP_WRITE, CLF_MAP_DISCARD
+ * \return CLF_SUCCESS, CLF_ERROR_NULL_POINTER, CLF_ERROR_INVALID_ARGUMENT (flags),
+ *         CLF_ERROR_BUSY (already mapped), CLF_ERROR_OUT_OF_MEMORY, or an error of earlier
+ *         queued work
+ */
+CLF_API clf_status clf_array_map(void **out, clf_array *arr, unsigned flags);
+/**
+ * \brief End a clf_array_map(); after CLF_MAP_WRITE the devices' copies are stale.
+ * \param arr the array
+ * \return CLF_SUCCESS, CLF_ERROR_NULL_POINTER, CLF_ERROR_INVALID_ARGUMENT (not mapped)
+ */
+CLF_API clf_status clf_array_unmap(clf_array *arr);
+
+/**
+ * \brief Wait for every queued operation on the array.
+ * \param arr the array
+ * \return CLF_SUCCESS, or the first error of queued work (clf_last_error() says which)
+ */
+CLF_API clf_status clf_array_finish(clf_array *arr);
+
+/**
+ * \brief Copy each part's boundary units into its neighbours' halos, device to device by
+ * the fleet's paths (same device, unified memory, peer, pipelined staging); queued after
+ * the parts' last writers, returns at once.
+ * \param arr a CLF_ARRAY_BLOCK array with a halo
+ * \return CLF_SUCCESS (nothing to do without a halo), CLF_ERROR_NULL_POINTER,
+ *         CLF_ERROR_INVALID_ARGUMENT (not a block array), or a transfer error
+ */
+CLF_API clf_status clf_array_exchange(clf_array *arr);
+
+/**
+ * \brief Move the array to another distribution, device to device where a path exists;
+ * the contents stay. \p desc must have the same shape and element size.
+ * \param arr the array
+ * \param desc the new distribution
+ * \return CLF_SUCCESS, or as clf_array_create(); on failure the array is unchanged
+ */
+CLF_API clf_status clf_array_redistribute(clf_array *arr, const clf_array_desc *desc);
+
+/**
+ * \brief Reduce every element of \p src with \p op into one value, through the
+ * collectives; the reduction runs on the devices.
+ * \param result receives the value on the host (clf_type_size(type) bytes), or NULL
+ * \param dst a CLF_ARRAY_REPLICATED array whose element 0 receives it on every device, or
+ *        NULL
+ * \param src the array, with elements of \p type
+ * \param type element type of src (its elem_size must match)
+ * \param op CLF_REDUCE_SUM, CLF_REDUCE_MIN or CLF_REDUCE_MAX
+ * \return CLF_SUCCESS, CLF_ERROR_NULL_POINTER (both result and dst NULL),
+ *         CLF_ERROR_INVALID_ARGUMENT, or an error of the reduction
+ */
+CLF_API clf_status clf_array_reduce(void *result, clf_array *dst, clf_array *src, clf_type type,
+                                    clf_reduce_op op);
+
+/** \brief Launch flags of clf_array_launch_desc. */
+enum {
+    /** Exchange the halos of the arrays the kernel reads before it runs. */
+    CLF_ARRAY_EXCHANGE_BEFORE = 1u << 0,
+    /** Exchange the halos of the arrays the kernel writes after it: the boundary strips
+     *  run first and their halos move while the interior computes. */
+    CLF_ARRAY_EXCHANGE_AFTER = 1u << 1
+};
+
+/** \brief What clf_array_launch() runs; fill with CLF_ARRAY_LAUNCH_DESC_INIT. */
+typedef struct clf_array_launch_desc {
+    unsigned version;   /**< CLF_ARRAY_LAUNCH_DESC_VERSION */
+    const char *kernel; /**< kernel function name */
+    unsigned dims;      /**< 1, 2 or 3; dims-1 is the dimension the arrays are cut along */
+    /** The range, as on one device: global[dims-1] equals the arrays' extent along their
+     *  cut dimension; the other dimensions are free. */
+    size_t global[3];
+    size_t local[3];    /**< work-group size, or all 0 for the driver's choice */
+    unsigned flags;     /**< CLF_ARRAY_EXCHANGE_BEFORE, CLF_ARRAY_EXCHANGE_AFTER */
+    size_t reserved[4]; /**< zero */
+} clf_array_launch_desc;
+
+/** \brief The version of clf_array_launch_desc this header describes. */
+#define CLF_ARRAY_LAUNCH_DESC_VERSION 1
+/** \brief Fills a clf_array_launch_desc with the defaults. */
+#define CLF_ARRAY_LAUNCH_DESC_INIT \
+    {CLF_ARRAY_LAUNCH_DESC_VERSION, NULL, 1, {0, 1, 1}, {0, 0, 0}, 0, {0, 0, 0, 0}}
+
+/** \brief Internal: a clf_array argument of clf_array_launch() with access \p mode. */
+#define CLF__ARRAY(arr, mode) CLF__ARG(CLF_ARG_KIND_ARRAY, (mode), (arr), 0, 0, 0, 0)
+/** \brief An array the kernel reads (a pointer to const or __constant parameter). */
+#define CLF_ARRAY_IN(arr) CLF__ARRAY(arr, CLF_ARG_READ)
+/** \brief An array the kernel writes: every owned element of it, or those it does not
+ *  write are undefined. */
+#define CLF_ARRAY_OUT(arr) CLF__ARRAY(arr, CLF_ARG_WRITE)
+/** \brief An array the kernel reads and writes. */
+#define CLF_ARRAY_INOUT(arr) CLF__ARRAY(arr, CLF_ARG_READ | CLF_ARG_WRITE)
+
+/**
+ * \brief Run a kernel written for one device over distributed arrays, owner computes;
+ * returns once queued.
+ *
+ * The block arrays among \p args must be cut alike (same devices, same units per part);
+ * each part's device runs the part's owned units along dims-1, with a global work offset,
+ * and every NDRange built-in returns what it returns on one device. Buffer arguments are
+ * addressed with global indices: element i of the array is ptr[i] in the kernel, for
+ * the owned units and the halo. Replicated arrays are read whole on every device (read
+ * only). Block-cyclic arrays run one kernel per block.
+ *
+ * Each kernel waits for the last writer of every part it reads or writes (and for the
+ * readers of the parts it writes); nothing goes through the host, except parts the host
+ * wrote, which are uploaded first.
+ * \param fleet the fleet
+ * \param prog a program of the fleet
+ * \param desc the kernel and its range
+ * \param args in kernel parameter order: CLF_ARRAY_IN(), CLF_ARRAY_OUT(),
+ *        CLF_ARRAY_INOUT(), CLF_SCALAR(), CLF_LOCAL()
+ * \param nargs entries of args
+ * \return CLF_SUCCESS once queued, CLF_ERROR_NULL_POINTER, CLF_ERROR_INVALID_ARGUMENT
+ *         (arrays cut differently, a range that does not match them, a written replicated
+ *         array, an argument the kernel does not take), CLF_ERROR_UNSUPPORTED, the errors
+ *         of clf_kernel_enqueue()
+ */
+CLF_API clf_status clf_array_launch(clf_fleet *fleet, clf_program *prog,
+                                    const clf_array_launch_desc *desc,
+                                    const struct clf_arg *args, size_t nargs);
 
 #ifdef __cplusplus
 }

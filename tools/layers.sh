@@ -34,6 +34,7 @@ LAYERS='
 7 coll
 7 flow
 8 blas
+8 data
 9 fleet
 '
 

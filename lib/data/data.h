@@ -1,0 +1,83 @@
+/* lib/data: distributed arrays (clf_array) that stay on the devices. State shared by the
+ * array objects, host access, coherence, redistribution and reductions (array.c) and the
+ * owner-computes launches and halo exchange (alaunch.c, halo.c). Not installed.
+ *
+ * Layer: above exec (kernels), coll (reductions) and xfer (device-to-device copies). */
+#ifndef CLFLEET_DATA_H
+#define CLFLEET_DATA_H
+
+#include "coll/coll.h"
+#include "exec/exec.h"
+#include "xfer/xfer.h"
+
+/*
+ * Dependency tracking. Each part keeps a list of the operations queued on its buffer that
+ * may not have completed: a byte range of the part's region (0 = unit first - halo_before),
+ * whether it writes, and its event. An operation on [lo, hi) waits for every record that
+ * overlaps it and writes, and, when it writes itself, for every overlapping reader too.
+ * Completed records are pruned; a write covering a record entirely replaces it (whoever
+ * waits for the write waits for it transitively). Byte ranges, not whole parts, so that a
+ * halo copy into a part's halo does not wait for the kernel writing its owned units, and
+ * the interior of an overlapped step does not wait for the boundary strips' copies.
+ */
+typedef struct clf__access {
+    size_t lo, hi; /* bytes of the part's region */
+    int write;
+    clf_event *ev; /* held */
+} clf__access;
+
+/* Coherence of one part between the device and the host's mirror (clf_array.host). */
+enum {
+    CLF__PART_DEV_VALID = 1u << 0,  /* the device copy of the owned units is current */
+    CLF__PART_HOST_VALID = 1u << 1, /* the host mirror of the owned units is current */
+    CLF__PART_HALO_VALID = 1u << 2  /* the halo copies are current (exchanged or uploaded) */
+};
+
+typedef struct clf__array_part {
+    size_t device;                  /* fleet index */
+    size_t first, count;            /* owned units along dims-1 */
+    size_t halo_before, halo_after; /* units held around them */
+    clf_buffer *buf;                /* the device's buffer (shared by block-cyclic parts) */
+    size_t offset;                  /* bytes of unit first - halo_before in buf */
+    unsigned state;                 /* CLF__PART_* */
+    clf__access *acc;               /* pending accesses */
+    size_t nacc, cap;
+} clf__array_part;
+
+struct clf_array {
+    clf_fleet *fleet;         /* referenced */
+    clf_array_desc desc;      /* copy; desc.devices points at devices below, weights NULL */
+    size_t *devices;          /* the devices holding parts, num in desc.num_devices */
+    size_t unit_bytes;        /* elem_size * shape[0] * ... * shape[dims-2] */
+    size_t units;             /* shape[dims-1] */
+    size_t bytes;             /* unit_bytes * units */
+    clf__array_part *parts;
+    size_t nparts;
+    clf_buffer **bufs;        /* one per device of devices[] */
+    void *host;               /* the mirror (NULL until needed) */
+    unsigned mapped;          /* CLF_MAP_* flags while mapped, 0 otherwise */
+};
+
+/* Bytes of part p's region: (halo_before + count + halo_after) * unit_bytes. */
+size_t clf__array_part_bytes(const clf_array *a, size_t p);
+
+/*
+ * Before an operation on part p's bytes [lo, hi) of its region (access: CLF_ARG_READ and/or
+ * CLF_ARG_WRITE): make the device copy current where the host holds the newer data
+ * (uploading owned units and halo from the mirror), then append to *wait (grown with
+ * realloc, *nwait entries, events held: release them with clf__array_wait_free()) the events
+ * the operation must wait for.
+ */
+clf_status clf__array_deps(clf_array *a, size_t p, size_t lo, size_t hi, unsigned access,
+                           clf_event ***wait, size_t *nwait);
+void clf__array_wait_free(clf_event **wait, size_t nwait);
+/* After queueing it: record the operation's event (held by the array; NULL records nothing)
+ * and, for a write, mark the part's device copy newer than the host's (owned bytes) or its
+ * halo current (halo bytes). */
+clf_status clf__array_record(clf_array *a, size_t p, size_t lo, size_t hi, unsigned access,
+                             clf_event *ev);
+
+/* Wait for every pending access of the array (clf_array_finish()). */
+clf_status clf__array_sync(clf_array *a);
+
+#endif
