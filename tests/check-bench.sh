@@ -1,7 +1,7 @@
 #!/bin/sh
 # clfleet-bench balance and scale run (--quick) on PoCL sub-devices and write valid JSON
 # with every strategy; the table form and bad usage work too; so do p2p, allreduce,
-# pipeline, gemm and overhead.
+# pipeline, gemm, overhead and stencil.
 set -u
 b=${top_builddir:-.}
 bench=$b/tools/clfleet-bench
@@ -129,5 +129,13 @@ $bench overhead --quick --json > "$tmp.overhead" 2> "$tmp.err" ||
 $lint < "$tmp.overhead" || { echo "FAIL: overhead: invalid JSON"; cat "$tmp.overhead"; exit 1; }
 [ "$(grep -c '"ratio_to_raw": [0-9]' "$tmp.overhead")" -eq 10 ] ||
     { echo "FAIL: overhead: want 10 ratios"; cat "$tmp.overhead"; exit 1; }
+
+# stencil: the four forms, each with its bytes (the bench checks the results bit for bit).
+$bench stencil --quick --json > "$tmp.stencil" 2> "$tmp.err" ||
+    { cat "$tmp.err"; echo "FAIL: stencil"; exit 1; }
+$lint < "$tmp.stencil" || { echo "FAIL: stencil: invalid JSON"; cat "$tmp.stencil"; exit 1; }
+[ "$(grep -c '"device_to_device_bytes": [0-9]' "$tmp.stencil")" -eq 4 ] &&
+    grep -q '"resident_over_interior": [0-9]' "$tmp.stencil" ||
+    { echo "FAIL: stencil: want 4 forms and a ratio"; cat "$tmp.stencil"; exit 1; }
 
 echo "PASS: balance ($n strategy rows), scale, p2p, allreduce and pipeline, JSON valid; gemm: $gemm"
