@@ -2099,6 +2099,14 @@ typedef struct clf_array_launch_desc {
  * Each kernel waits for the last writer of every part it reads or writes (and for the
  * readers of the parts it writes); nothing goes through the host, except parts the host
  * wrote, which are uploaded first.
+ *
+ * The kernel may touch only the elements its part holds: its owned units and its halo. In
+ * a periodic array the halo holds the wrapped units at their unwrapped indices: unit -1 is
+ * the last unit, unit \p units the first. clfleet moves each `__global` and `__constant`
+ * pointer parameter by a hidden parameter (clfleet_part_offsets) so that global indices
+ * work: at most 16 of them, and none declared `* const`. With a local size, it must divide
+ * every part's units along dims-1 (each part runs whole work-groups); with none, clfleet
+ * chooses one that does.
  * \param fleet the fleet
  * \param prog a program of the fleet
  * \param desc the kernel and its range
@@ -2106,9 +2114,11 @@ typedef struct clf_array_launch_desc {
  *        CLF_ARRAY_INOUT(), CLF_SCALAR(), CLF_LOCAL()
  * \param nargs entries of args
  * \return CLF_SUCCESS once queued, CLF_ERROR_NULL_POINTER, CLF_ERROR_INVALID_ARGUMENT
- *         (arrays cut differently, a range that does not match them, a written replicated
- *         array, an argument the kernel does not take), CLF_ERROR_UNSUPPORTED, the errors
- *         of clf_kernel_enqueue()
+ *         (arrays cut differently, a range that does not match them, a local size that does
+ *         not divide a part, a written replicated array, an argument the kernel does not
+ *         take), CLF_ERROR_UNSUPPORTED (a `* const` pointer parameter, more than 16 arrays, a
+ *         kernel clfleet did not find in the source), CLF_ERROR_BUSY (a mapped array), the
+ *         errors of clf_kernel_enqueue()
  */
 CLF_API clf_status clf_array_launch(clf_fleet *fleet, clf_program *prog,
                                     const clf_array_launch_desc *desc,
