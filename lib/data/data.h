@@ -30,7 +30,10 @@ typedef struct clf__access {
 enum {
     CLF__PART_DEV_VALID = 1u << 0,  /* the device copy of the owned units is current */
     CLF__PART_HOST_VALID = 1u << 1, /* the host mirror of the owned units is current */
-    CLF__PART_HALO_VALID = 1u << 2  /* the halo copies are current (exchanged or uploaded) */
+    CLF__PART_HALO_VALID = 1u << 2, /* the halo copies are current (exchanged or uploaded) */
+    /* The host wrote the whole array (unmap after CLF_MAP_WRITE): the halo copies are
+     * uploaded from the mirror, with the owned units, before the next device use. */
+    CLF__PART_HALO_HOST = 1u << 3
 };
 
 typedef struct clf__array_part {
