@@ -273,6 +273,105 @@ START_TEST(write_read)
 }
 END_TEST
 
+/* ---- map and unmap ----------------------------------------------------------------- */
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {0, ms * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* How many region units of all parts hold global unit g (owned, halo or replica). */
+static size_t holders(clf_array *a, size_t U, size_t g)
+{
+    size_t n = 0;
+    for (size_t p = 0; p < clf_array_part_count(a); p++) {
+        clf_array_part pi;
+        ck_assert_ok(clf_array_part_info(&pi, a, p));
+        size_t R = pi.halo_before + pi.count + pi.halo_after;
+        for (size_t k = 0; k < R; k++)
+            n += (pi.first + U - pi.halo_before + k) % U == g;
+    }
+    return n;
+}
+
+/* Map READ fetches only stale parts, WRITE makes the devices' copies stale (owned units and
+ * halos are uploaded from the mirror before their next use), DISCARD fetches nothing. */
+START_TEST(map_unmap)
+{
+    const acase *c = &CASES[_i];
+    clf_array_desc d = case_desc(c);
+    clf_array *a = NULL;
+    ck_assert_ok(clf_array_create(&a, F4, &d));
+    size_t ub = unit_bytes(c), U = units_of(c), bytes = ub * U;
+    unsigned char *ref = malloc(bytes), *got = malloc(bytes);
+    uint64_t s = 0x243f6a8885a308d3ull + _i;
+    fill_random(ref, bytes, &s);
+    ck_assert_ok(clf_array_write(a, NULL, NULL, ref));
+    ck_assert_ok(clf_metrics_reset(F4));
+
+    /* READ: everything once, then nothing. */
+    void *m = NULL;
+    ck_assert_ok(clf_array_map(&m, a, CLF_MAP_READ));
+    ck_assert_msg(!memcmp(m, ref, bytes), "mapped contents differ");
+    ck_assert_ok(clf_array_unmap(a));
+    ck_assert_uint_eq(settle_bytes(CLF_DIRECTION_FROM_DEVICE, bytes), bytes);
+    ck_assert_ok(clf_array_map(&m, a, CLF_MAP_READ | CLF_MAP_WRITE));
+    ck_assert_msg(!memcmp(m, ref, bytes), "mapped contents differ");
+    /* The host changes every unit: every device copy (and halo) is stale after unmap. */
+    fill_random(ref, bytes, &s);
+    memcpy(m, ref, bytes);
+    ck_assert_ok(clf_array_unmap(a));
+    sleep_ms(20);
+    clf_fleet_metrics fm;
+    ck_assert_ok(clf_metrics_fleet(&fm, F4));
+    ck_assert_uint_eq(fm.dir[CLF_DIRECTION_FROM_DEVICE].bytes, bytes);
+    ck_assert_uint_eq(fm.dir[CLF_DIRECTION_TO_DEVICE].bytes, 0); /* lazy: nothing yet */
+    /* Reads come from the mirror. */
+    ck_assert_ok(clf_array_read(a, NULL, NULL, got));
+    ck_assert_msg(!memcmp(got, ref, bytes), "read after a mapped write differs");
+
+    /* A one-element write into each part uploads that part's region first (owned units and
+     * halos from the mirror), then writes the element. */
+    ck_assert_ok(clf_metrics_reset(F4));
+    size_t np = clf_array_part_count(a), up = 0;
+    for (size_t p = 0; p < np; p++) {
+        clf_array_part pi;
+        ck_assert_ok(clf_array_part_info(&pi, a, p));
+        size_t o[3] = {0, 0, 0}, r[3] = {1, 1, 1};
+        o[c->dims - 1] = pi.first;
+        unsigned char e[128];
+        fill_random(e, c->es, &s);
+        size_t idx = pi.first * (ub / c->es);
+        memcpy(ref + idx * c->es, e, c->es);
+        ck_assert_ok(clf_array_write(a, o, r, e));
+        up += (pi.halo_before + pi.count + pi.halo_after) * ub; /* its upload */
+        up += holders(a, U, pi.first) * c->es;                    /* the element, each copy */
+    }
+    ck_assert_uint_eq(settle_bytes(CLF_DIRECTION_TO_DEVICE, up), up);
+    check_parts(a, c, ref);
+    ck_assert_ok(clf_array_read(a, NULL, NULL, got));
+    ck_assert_msg(!memcmp(got, ref, bytes), "read after uploads differs");
+
+    /* DISCARD: nothing fetched, even where the devices hold newer data. */
+    ck_assert_ok(clf_metrics_reset(F4));
+    fill_random(ref, bytes, &s);
+    ck_assert_ok(clf_array_write(a, NULL, NULL, ref));
+    ck_assert_ok(clf_array_map(&m, a, CLF_MAP_WRITE | CLF_MAP_DISCARD));
+    fill_random(ref, bytes, &s);
+    memcpy(m, ref, bytes);
+    ck_assert_ok(clf_array_unmap(a));
+    sleep_ms(20);
+    ck_assert_ok(clf_metrics_fleet(&fm, F4));
+    ck_assert_uint_eq(fm.dir[CLF_DIRECTION_FROM_DEVICE].bytes, 0);
+    ck_assert_ok(clf_array_read(a, NULL, NULL, got));
+    ck_assert_msg(!memcmp(got, ref, bytes), "read after a discarding map differs");
+    clf_array_destroy(a); /* with stale device copies: nothing to upload, nothing leaks */
+    free(ref);
+    free(got);
+}
+END_TEST
+
 /* ---- bad input ------------------------------------------------------------------------- */
 
 START_TEST(bad_input)
@@ -386,6 +485,7 @@ int main(void)
     tcase_add_unchecked_fixture(tc, open_f4, close_f4);
     tcase_add_loop_test(tc, layout, 0, (int)NCASES);
     tcase_add_loop_test(tc, write_read, 0, (int)NCASES);
+    tcase_add_loop_test(tc, map_unmap, 0, (int)NCASES);
     tcase_add_test(tc, bad_input);
     suite_add_tcase(s, tc);
     return test_run(s, FLEET4, 4);

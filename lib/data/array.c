@@ -953,14 +953,13 @@ clf_status clf_array_map(void **out, clf_array *a, unsigned flags)
     clf_status st = need_mirror(a);
     if (st != CLF_SUCCESS)
         return st;
-    if (flags & CLF_MAP_DISCARD) {
-        /* Nothing is fetched, but the mirror must not be in use by an upload. */
-        st = clf__array_sync(a);
-    } else {
+    /* DISCARD: nothing is fetched (uploads and fetches of the mirror are complete when the
+     * calls that queue them return, so nothing else uses it). */
+    if (!(flags & CLF_MAP_DISCARD)) {
         st = fetch(a, 0, a->units);
+        if (st != CLF_SUCCESS)
+            return st;
     }
-    if (st != CLF_SUCCESS)
-        return st;
     a->mapped = flags;
     *out = a->host;
     return CLF_SUCCESS;
