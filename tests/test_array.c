@@ -372,6 +372,356 @@ START_TEST(map_unmap)
 }
 END_TEST
 
+/* ---- redistribution ------------------------------------------------------------------ */
+
+/* Distributions of one shape, each to each. */
+static clf_array_desc redist_desc(int k, unsigned dims, const size_t shape[3])
+{
+    static const size_t two[2] = {3, 1};
+    static const double w3[3] = {3, 1, 2};
+    clf_array_desc d = CLF_ARRAY_DESC_INIT;
+    d.elem_size = 4;
+    d.dims = dims;
+    memcpy(d.shape, shape, sizeof d.shape);
+    d.devices = DEV3;
+    d.num_devices = 3;
+    switch (k) {
+    case 0: /* equal blocks */
+        break;
+    case 1: /* user weights, periodic halo */
+        d.weights_mode = CLF_WEIGHTS_USER;
+        d.weights = w3;
+        d.halo_before = 1;
+        d.halo_after = 2;
+        d.flags = CLF_ARRAY_PERIODIC;
+        break;
+    case 2:
+        d.dist = CLF_ARRAY_REPLICATED;
+        break;
+    case 3:
+        d.dist = CLF_ARRAY_BLOCK_CYCLIC;
+        d.block_size = 3;
+        break;
+    case 4: /* two other devices, a halo */
+        d.devices = two;
+        d.num_devices = 2;
+        d.halo_before = 2;
+        d.halo_after = 1;
+        break;
+    default:
+        d.dist = CLF_ARRAY_BLOCK_CYCLIC;
+        d.block_size = 1;
+        d.devices = NULL;
+        d.num_devices = 0;
+        break;
+    }
+    return d;
+}
+#define NREDIST 6
+
+static const size_t RSHAPE[3][3] = {{301, 1, 1}, {5, 41, 1}, {3, 2, 19}};
+
+static acase desc_case(const clf_array_desc *d)
+{
+    acase c = {d->dist, d->dims, {d->shape[0], d->shape[1], d->shape[2]}, d->elem_size,
+               d->weights_mode, d->halo_before, d->halo_after, d->flags, d->block_size};
+    return c;
+}
+
+/* Bytes the new layout's parts hold (what a redistribution copies). */
+static size_t layout_bytes(clf_array *a, size_t ub)
+{
+    size_t n = 0;
+    for (size_t p = 0; p < clf_array_part_count(a); p++) {
+        clf_array_part pi;
+        ck_assert_ok(clf_array_part_info(&pi, a, p));
+        n += (pi.halo_before + pi.count + pi.halo_after) * ub;
+    }
+    return n;
+}
+
+/* Every distribution to every other, 1 to 3 dimensions: contents in every part's buffer,
+ * halos included; in one context the copies move no byte through the host. */
+START_TEST(redistribute)
+{
+    unsigned dims = 1 + (unsigned)_i;
+    const size_t *shape = RSHAPE[_i];
+    size_t U = shape[dims - 1], ub = 4 * (dims > 1 ? shape[0] : 1) * (dims > 2 ? shape[1] : 1);
+    size_t bytes = U * ub;
+    unsigned char *ref = malloc(bytes), *got = malloc(bytes);
+    uint64_t s = 77 + _i;
+    for (int from = 0; from < NREDIST; from++)
+        for (int to = 0; to < NREDIST; to++) {
+            clf_array_desc df = redist_desc(from, dims, shape), dt = redist_desc(to, dims, shape);
+            clf_array *a = NULL;
+            ck_assert_ok(clf_array_create(&a, F4, &df));
+            fill_random(ref, bytes, &s);
+            ck_assert_ok(clf_array_write(a, NULL, NULL, ref));
+            ck_assert_ok(clf_array_finish(a));
+            sleep_ms(5);
+            ck_assert_ok(clf_metrics_reset(F4));
+            ck_assert_ok(clf_array_redistribute(a, &dt));
+            sleep_ms(5);
+            clf_fleet_metrics fm;
+            ck_assert_ok(clf_metrics_fleet(&fm, F4));
+            expect(fm.dir[CLF_DIRECTION_TO_DEVICE].bytes == 0 &&
+                       fm.dir[CLF_DIRECTION_FROM_DEVICE].bytes == 0,
+                   "%d -> %d: %llu bytes to and %llu from the host", from, to,
+                   (unsigned long long)fm.dir[CLF_DIRECTION_TO_DEVICE].bytes,
+                   (unsigned long long)fm.dir[CLF_DIRECTION_FROM_DEVICE].bytes);
+            size_t moved = layout_bytes(a, ub);
+            expect(fm.dir[CLF_DIRECTION_PEER].bytes == moved, "%d -> %d: %llu peer bytes, %zu",
+                   from, to, (unsigned long long)fm.dir[CLF_DIRECTION_PEER].bytes, moved);
+            acase c = desc_case(&dt);
+            check_parts(a, &c, ref);
+            /* The layout is the new one. */
+            clf_array *fresh = NULL;
+            ck_assert_ok(clf_array_create(&fresh, F4, &dt));
+            ck_assert_uint_eq(clf_array_part_count(a), clf_array_part_count(fresh));
+            for (size_t p = 0; p < clf_array_part_count(a); p++) {
+                clf_array_part x, y;
+                ck_assert_ok(clf_array_part_info(&x, a, p));
+                ck_assert_ok(clf_array_part_info(&y, fresh, p));
+                expect(x.device == y.device && x.first == y.first && x.count == y.count &&
+                           x.halo_before == y.halo_before && x.halo_after == y.halo_after &&
+                           x.offset == y.offset,
+                       "%d -> %d: part %zu differs from a fresh array's", from, to, p);
+            }
+            clf_array_destroy(fresh);
+            ck_assert_ok(clf_array_read(a, NULL, NULL, got));
+            expect(!memcmp(got, ref, bytes), "%d -> %d: contents differ", from, to);
+            clf_array_destroy(a);
+        }
+    free(ref);
+    free(got);
+}
+END_TEST
+
+/* Data the host wrote last (a mapped write) moves too; a refused redistribution changes
+ * nothing; per-device contexts move the bytes by the staged path, never to the host's
+ * mirror. */
+START_TEST(redistribute_host_newer)
+{
+    size_t shape[3] = {7, 30, 1};
+    clf_fleet *f = _i ? test_fleet(FLEET4, 1) : F4;
+    clf_array_desc d = redist_desc(1, 2, shape), e = redist_desc(3, 2, shape);
+    clf_array *a = NULL;
+    ck_assert_ok(clf_array_create(&a, f, &d));
+    size_t bytes = 7 * 30 * 4;
+    unsigned char *ref = malloc(bytes), *got = malloc(bytes);
+    uint64_t s = 5;
+    void *m;
+    ck_assert_ok(clf_array_map(&m, a, CLF_MAP_WRITE | CLF_MAP_DISCARD));
+    fill_random(ref, bytes, &s);
+    memcpy(m, ref, bytes);
+    ck_assert_ok(clf_array_unmap(a));
+    clf_array_desc bad = e;
+    bad.shape[0] = 8;
+    ck_assert_status(clf_array_redistribute(a, &bad), CLF_ERROR_INVALID_ARGUMENT);
+    bad = e, bad.dist = CLF_ARRAY_BLOCK, bad.halo_before = 20;
+    ck_assert_status(clf_array_redistribute(a, &bad), CLF_ERROR_INVALID_ARGUMENT);
+    bad = e, bad.version = 0;
+    ck_assert_status(clf_array_redistribute(a, &bad), CLF_ERROR_INVALID_ARGUMENT);
+    ck_assert_status(clf_array_redistribute(a, NULL), CLF_ERROR_NULL_POINTER);
+    ck_assert_status(clf_array_redistribute(NULL, &e), CLF_ERROR_NULL_POINTER);
+    ck_assert_uint_eq(clf_array_part_count(a), 3);
+    ck_assert_ok(clf_array_redistribute(a, &e));
+    ck_assert_uint_eq(clf_array_part_count(a), 10);
+    acase c = desc_case(&e);
+    check_parts(a, &c, ref);
+    ck_assert_ok(clf_metrics_reset(f));
+    ck_assert_ok(clf_array_redistribute(a, &d));
+    sleep_ms(10);
+    clf_fleet_metrics fm;
+    ck_assert_ok(clf_metrics_fleet(&fm, f));
+    ck_assert_uint_eq(fm.dir[CLF_DIRECTION_TO_DEVICE].bytes, 0);
+    ck_assert_uint_eq(fm.dir[CLF_DIRECTION_FROM_DEVICE].bytes, 0);
+    size_t moved = layout_bytes(a, 7 * 4);
+    ck_assert_uint_eq(fm.dir[CLF_DIRECTION_PEER].bytes, moved);
+    uint64_t staged = fm.path[CLF_PATH_STAGED].bytes;
+    if (_i)
+        ck_assert_uint_gt(staged, 0); /* contexts apart: through pinned host buffers */
+    else
+        ck_assert_uint_eq(staged, 0);
+    ck_assert_ok(clf_array_read(a, NULL, NULL, got)); /* the mirror was current: no fetch */
+    ck_assert_msg(!memcmp(got, ref, bytes), "contents differ");
+    sleep_ms(10);
+    ck_assert_ok(clf_metrics_fleet(&fm, f));
+    ck_assert_uint_eq(fm.dir[CLF_DIRECTION_FROM_DEVICE].bytes, 0);
+    c = desc_case(&d);
+    check_parts(a, &c, ref);
+    clf_array_destroy(a);
+    if (_i)
+        clf_fleet_destroy(f);
+    free(ref);
+    free(got);
+}
+END_TEST
+
+/* ---- reductions ---------------------------------------------------------------------- */
+
+/* A value of type t from random bits (floats in [-1, 1), integers in a small range so
+ * sums exercise carries, and negative values). */
+static void rand_elem(clf_type t, void *out, uint64_t *s)
+{
+    uint64_t x = xorshift64(s);
+    switch (t) {
+    case CLF_TYPE_INT32: {
+        int32_t v = (int32_t)(x % 2000001) - 1000000;
+        memcpy(out, &v, 4);
+        break;
+    }
+    case CLF_TYPE_FLOAT: {
+        float v = (float)((double)(x >> 11) / 9007199254740992.0 * 2 - 1);
+        memcpy(out, &v, 4);
+        break;
+    }
+    default: {
+        double v = (double)(x >> 11) / 9007199254740992.0 * 200 - 100;
+        memcpy(out, &v, 8);
+        break;
+    }
+    }
+}
+
+START_TEST(reduce)
+{
+    static const clf_type types[3] = {CLF_TYPE_INT32, CLF_TYPE_FLOAT, CLF_TYPE_DOUBLE};
+    static const clf_reduce_op ops[3] = {CLF_REDUCE_SUM, CLF_REDUCE_MIN, CLF_REDUCE_MAX};
+    clf_type t = types[_i % 3];
+    size_t shape[3] = {13, 7, 101}, es = clf_type_size(t);
+    uint64_t s = 99 + _i;
+    for (int dk = 0; dk < NREDIST; dk++) {
+        unsigned dims = 1 + (unsigned)(dk % 3);
+        size_t sh[3] = {dims == 1 ? 1001 : shape[0], dims == 2 ? 77 : shape[1], shape[2]};
+        clf_array_desc d = redist_desc(dk, dims, sh);
+        d.elem_size = es;
+        clf_array *a = NULL;
+        ck_assert_ok(clf_array_create(&a, F4, &d));
+        size_t n = sh[0] * (dims > 1 ? sh[1] : 1) * (dims > 2 ? sh[2] : 1);
+        unsigned char *v = malloc(n * es);
+        for (size_t i = 0; i < n; i++)
+            rand_elem(t, v + i * es, &s);
+        ck_assert_ok(clf_array_write(a, NULL, NULL, v));
+        clf_array_desc rd = CLF_ARRAY_DESC_INIT;
+        rd.elem_size = es;
+        rd.shape[0] = 1;
+        rd.dist = CLF_ARRAY_REPLICATED;
+        rd.devices = DEV3 + 1;
+        rd.num_devices = 2;
+        clf_array *r = NULL;
+        ck_assert_ok(clf_array_create(&r, F4, &rd));
+        for (int o = 0; o < 3; o++) {
+            clf_reduce_op op = ops[o];
+            /* The reference: a plain C loop. */
+            double dref = 0, dabs = 0;
+            uint32_t iref = 0;
+            int32_t imm = 0;
+            for (size_t i = 0; i < n; i++) {
+                double x;
+                int32_t xi = 0;
+                if (t == CLF_TYPE_INT32) {
+                    memcpy(&xi, v + i * 4, 4);
+                    x = xi;
+                } else if (t == CLF_TYPE_FLOAT) {
+                    float f;
+                    memcpy(&f, v + i * 4, 4);
+                    x = f;
+                } else {
+                    memcpy(&x, v + i * 8, 8);
+                }
+                if (op == CLF_REDUCE_SUM) {
+                    iref += (uint32_t)xi;
+                    dref += x;
+                    dabs += fabs(x);
+                } else if (i == 0 || (op == CLF_REDUCE_MIN ? x < dref : x > dref)) {
+                    dref = x;
+                    imm = xi;
+                }
+            }
+            unsigned char res[8] = {0}, rep[8] = {0};
+            ck_assert_ok(clf_array_reduce(res, r, a, t, op));
+            for (size_t p = 0; p < clf_array_part_count(r); p++) {
+                clf_array_part pi;
+                ck_assert_ok(clf_array_part_info(&pi, r, p));
+                ck_assert_ok(clf_buffer_read(pi.buffer, pi.offset, es, rep));
+                expect(!memcmp(rep, res, es), "dist %d op %d: copy %zu of dst differs", dk,
+                       (int)op, p);
+            }
+            size_t o0[3] = {0, 0, 0}, r1[3] = {1, 1, 1};
+            memset(rep, 0, sizeof rep);
+            ck_assert_ok(clf_array_read(r, o0, r1, rep));
+            expect(!memcmp(rep, res, es), "dist %d: dst read differs", dk);
+            if (t == CLF_TYPE_INT32) {
+                int32_t got;
+                memcpy(&got, res, 4);
+                int32_t want = op == CLF_REDUCE_SUM ? (int32_t)iref : imm;
+                expect(got == want, "dist %d op %d: %d, want %d", dk, (int)op, got, want);
+            } else {
+                double got;
+                if (t == CLF_TYPE_FLOAT) {
+                    float f;
+                    memcpy(&f, res, 4);
+                    got = f;
+                } else {
+                    memcpy(&got, res, 8);
+                }
+                /* min and max are exact; a sum's order differs from the loop's. */
+                double tol = op != CLF_REDUCE_SUM ? 0
+                             : t == CLF_TYPE_FLOAT ? 2e-6 * dabs
+                                                   : 1e-13 * dabs;
+                expect(fabs(got - dref) <= tol, "dist %d op %d type %d: %.17g, want %.17g", dk,
+                       (int)op, (int)t, got, dref);
+            }
+        }
+        /* Only to the host, only to dst. */
+        unsigned char r2[8];
+        ck_assert_ok(clf_array_reduce(r2, NULL, a, t, CLF_REDUCE_MAX));
+        ck_assert_ok(clf_array_reduce(NULL, r, a, t, CLF_REDUCE_MAX));
+        clf_array_destroy(r);
+        clf_array_destroy(a);
+        free(v);
+    }
+}
+END_TEST
+
+START_TEST(reduce_bad)
+{
+    clf_array_desc d = CLF_ARRAY_DESC_INIT;
+    d.elem_size = 4;
+    d.shape[0] = 50;
+    clf_array *a = NULL, *blk = NULL, *r8 = NULL;
+    ck_assert_ok(clf_array_create(&a, F4, &d));
+    ck_assert_ok(clf_array_create(&blk, F4, &d));
+    d.dist = CLF_ARRAY_REPLICATED;
+    d.elem_size = 8;
+    ck_assert_ok(clf_array_create(&r8, F4, &d));
+    float res;
+    ck_assert_status(clf_array_reduce(&res, NULL, NULL, CLF_TYPE_FLOAT, CLF_REDUCE_SUM),
+                     CLF_ERROR_NULL_POINTER);
+    ck_assert_status(clf_array_reduce(NULL, NULL, a, CLF_TYPE_FLOAT, CLF_REDUCE_SUM),
+                     CLF_ERROR_NULL_POINTER);
+    ck_assert_status(clf_array_reduce(&res, NULL, a, (clf_type)0, CLF_REDUCE_SUM),
+                     CLF_ERROR_INVALID_ARGUMENT);
+    ck_assert_status(clf_array_reduce(&res, NULL, a, CLF_TYPE_FLOAT, (clf_reduce_op)9),
+                     CLF_ERROR_INVALID_ARGUMENT);
+    ck_assert_status(clf_array_reduce(&res, NULL, a, CLF_TYPE_DOUBLE, CLF_REDUCE_SUM),
+                     CLF_ERROR_INVALID_ARGUMENT);
+    ck_assert_status(clf_array_reduce(&res, blk, a, CLF_TYPE_FLOAT, CLF_REDUCE_SUM),
+                     CLF_ERROR_INVALID_ARGUMENT); /* dst not replicated */
+    ck_assert_status(clf_array_reduce(&res, r8, a, CLF_TYPE_FLOAT, CLF_REDUCE_SUM),
+                     CLF_ERROR_INVALID_ARGUMENT); /* dst of other elements */
+    void *m;
+    ck_assert_ok(clf_array_map(&m, a, CLF_MAP_READ));
+    ck_assert_status(clf_array_reduce(&res, NULL, a, CLF_TYPE_FLOAT, CLF_REDUCE_SUM),
+                     CLF_ERROR_BUSY);
+    ck_assert_ok(clf_array_unmap(a));
+    clf_array_destroy(a);
+    clf_array_destroy(blk);
+    clf_array_destroy(r8);
+}
+END_TEST
+
 /* ---- bad input ------------------------------------------------------------------------- */
 
 START_TEST(bad_input)
@@ -487,6 +837,10 @@ int main(void)
     tcase_add_loop_test(tc, write_read, 0, (int)NCASES);
     tcase_add_loop_test(tc, map_unmap, 0, (int)NCASES);
     tcase_add_test(tc, bad_input);
+    tcase_add_loop_test(tc, redistribute, 0, 3);
+    tcase_add_loop_test(tc, redistribute_host_newer, 0, 2);
+    tcase_add_loop_test(tc, reduce, 0, 3);
+    tcase_add_test(tc, reduce_bad);
     suite_add_tcase(s, tc);
     return test_run(s, FLEET4, 4);
 }

@@ -373,14 +373,20 @@ static void layout_install(clf_array *a, layout *L)
 
 clf_status clf_array_create(clf_array **out, clf_fleet *fleet, const clf_array_desc *desc)
 {
+    return clf__array_build(out, fleet, desc, "clf_array_create");
+}
+
+clf_status clf__array_build(clf_array **out, clf_fleet *fleet, const clf_array_desc *desc,
+                            const char *who)
+{
     if (!out)
-        return clf__fail(CLF_ERROR_NULL_POINTER, "clf_array_create: out is NULL");
+        return clf__fail(CLF_ERROR_NULL_POINTER, "%s: out is NULL", who);
     *out = NULL;
     if (!fleet || !desc)
-        return clf__fail(CLF_ERROR_NULL_POINTER, "clf_array_create: %s is NULL",
+        return clf__fail(CLF_ERROR_NULL_POINTER, "%s: %s is NULL", who,
                          fleet ? "desc" : "fleet");
     layout L;
-    clf_status st = layout_plan(&L, fleet, desc, "clf_array_create");
+    clf_status st = layout_plan(&L, fleet, desc, who);
     if (st != CLF_SUCCESS)
         return st;
     st = layout_alloc(&L, fleet);
@@ -391,13 +397,34 @@ clf_status clf_array_create(clf_array **out, clf_fleet *fleet, const clf_array_d
     clf_array *a = calloc(1, sizeof *a);
     if (!a) {
         layout_free(&L);
-        return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "clf_array_create: out of memory");
+        return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "%s: out of memory", who);
     }
     a->fleet = fleet;
     clf__fleet_ref(fleet);
     layout_install(a, &L);
     *out = a;
     return CLF_SUCCESS;
+}
+
+void clf__array_swap(clf_array *a, clf_array *b)
+{
+    clf_array t = *a;
+    a->desc = b->desc;
+    a->devices = b->devices;
+    a->unit_bytes = b->unit_bytes;
+    a->units = b->units;
+    a->bytes = b->bytes;
+    a->parts = b->parts;
+    a->nparts = b->nparts;
+    a->bufs = b->bufs;
+    b->desc = t.desc;
+    b->devices = t.devices;
+    b->unit_bytes = t.unit_bytes;
+    b->units = t.units;
+    b->bytes = t.bytes;
+    b->parts = t.parts;
+    b->nparts = t.nparts;
+    b->bufs = t.bufs;
 }
 
 /* Release the records, buffers and parts (after clf__array_sync()). */
@@ -595,6 +622,18 @@ static clf_status refresh_device(clf_array *a, size_t p)
         q->state |= CLF__PART_HALO_VALID;
     }
     return CLF_SUCCESS;
+}
+
+clf_status clf__array_ready(clf_array *a, size_t p, unsigned access)
+{
+    if (p >= a->nparts)
+        return clf__fail(CLF_ERROR_OUT_OF_RANGE, "clf_array: part %zu of %zu", p, a->nparts);
+    if (a->mapped)
+        return clf__fail(CLF_ERROR_BUSY, "clf_array: the array is mapped (clf_array_unmap())");
+    clf_status st = refresh_device(a, p);
+    if (st != CLF_SUCCESS)
+        return st;
+    return wait_range(a, p, 0, clf__array_part_bytes(a, p), (access & CLF_ARG_WRITE) != 0);
 }
 
 clf_status clf__array_deps(clf_array *a, size_t p, size_t lo, size_t hi, unsigned access,
