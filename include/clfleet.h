@@ -1918,7 +1918,7 @@ typedef struct clf_array_desc {
  * \return CLF_SUCCESS, CLF_ERROR_NULL_POINTER, CLF_ERROR_INVALID_ARGUMENT (a version, dims,
  *         element size, distribution, weights, device list or halo wider than a part),
  *         CLF_ERROR_ZERO_SIZE, CLF_ERROR_SIZE_OVERFLOW, CLF_ERROR_OUT_OF_RANGE (a device),
- *         CLF_ERROR_DEVICE_FAILED, CLF_ERROR_OUT_OF_MEMORY, CLF_ERROR_OPENCL
+ *         CLF_ERROR_DEVICE_FAILED, CLF_ERROR_OUT_OF_HOST_MEMORY, CLF_ERROR_OPENCL
  */
 CLF_API clf_status clf_array_create(clf_array **out, clf_fleet *fleet,
                                     const clf_array_desc *desc);
@@ -1995,7 +1995,7 @@ CLF_API clf_status clf_array_read(clf_array *arr, const size_t *origin, const si
  * \param arr the array
  * \param flags CLF_MAP_READ, CLF_MAP_WRITE, CLF_MAP_DISCARD
  * \return CLF_SUCCESS, CLF_ERROR_NULL_POINTER, CLF_ERROR_INVALID_ARGUMENT (flags),
- *         CLF_ERROR_BUSY (already mapped), CLF_ERROR_OUT_OF_MEMORY, or an error of earlier
+ *         CLF_ERROR_BUSY (already mapped), CLF_ERROR_OUT_OF_HOST_MEMORY, or an error of earlier
  *         queued work
  */
 CLF_API clf_status clf_array_map(void **out, clf_array *arr, unsigned flags);

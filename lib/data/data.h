@@ -30,7 +30,10 @@ typedef struct clf__access {
 enum {
     CLF__PART_DEV_VALID = 1u << 0,  /* the device copy of the owned units is current */
     CLF__PART_HOST_VALID = 1u << 1, /* the host mirror of the owned units is current */
-    CLF__PART_HALO_VALID = 1u << 2  /* the halo copies are current (exchanged or uploaded) */
+    CLF__PART_HALO_VALID = 1u << 2, /* the halo copies are current (exchanged or uploaded) */
+    /* The host wrote the whole array (unmap after CLF_MAP_WRITE): the halo copies are
+     * uploaded from the mirror, with the owned units, before the next device use. */
+    CLF__PART_HALO_HOST = 1u << 3
 };
 
 typedef struct clf__array_part {
@@ -79,5 +82,15 @@ clf_status clf__array_record(clf_array *a, size_t p, size_t lo, size_t hi, unsig
 
 /* Wait for every pending access of the array (clf_array_finish()). */
 clf_status clf__array_sync(clf_array *a);
+
+/* Blocking host-side form of clf__array_deps() for the whole region of part p: make its
+ * device copy current, then wait on the host for the accesses it must follow. */
+clf_status clf__array_ready(clf_array *a, size_t p, unsigned access);
+/* A new array (clf_array_create()'s checks and layout; who names the caller in errors). */
+clf_status clf__array_build(clf_array **out, clf_fleet *fleet, const clf_array_desc *desc,
+                            const char *who);
+/* Exchange the layouts (desc, devices, parts, buffers) of a and b; fleet, mirror and map
+ * state stay. */
+void clf__array_swap(clf_array *a, clf_array *b);
 
 #endif
