@@ -52,7 +52,15 @@ static const char SRC[] =
     "    size_t i = get_global_id(0);\n"
     "    out[i] = in[i] + k;\n"
     "}\n"
-    "kernel void cptr(global float * const out) { out[get_global_id(0)] = 1.0f; }\n";
+    "kernel void cptr(global float * const out) { out[get_global_id(0)] = 1.0f; }\n"
+    /* Local memory, and an array read and written: each group reversed in place. */
+    "kernel void rev(global int *x, local int *tmp)\n"
+    "{\n"
+    "    size_t l = get_local_id(0), n = get_local_size(0);\n"
+    "    tmp[l] = x[get_global_id(0)];\n"
+    "    barrier(CLK_LOCAL_MEM_FENCE);\n"
+    "    x[get_global_id(0)] = tmp[n - 1 - l] + (int)get_group_id(0);\n"
+    "}\n";
 
 /* The fleets: one device, two sub-devices of one root, three of four in another order. */
 static const size_t DEV1[] = {1};
@@ -346,9 +354,33 @@ START_TEST(ordering)
 }
 END_TEST
 
-/* Overlap: with EXCHANGE_AFTER the interior does not wait for the halo copies (checked by
- * the dependency records: the interior kernel's wait list). Here: results stay right when
- * the caller reads in between steps. */
+/* CLF_LOCAL and CLF_ARRAY_INOUT: groups reversed in place, twice. */
+START_TEST(local_inout)
+{
+    const fleet_cfg *c = &CFGS[_i];
+    test_env e;
+    test_env_open(&e, c, SRC);
+    enum { N = 768, L = 16 };
+    clf_array *a = make(e.f, c->devices, c->ndev, 1, N, 1, sizeof(int), 0, 0);
+    static int x[N], got[N];
+    for (int i = 0; i < N; i++)
+        x[i] = i * 7 - 1000;
+    ck_assert_ok(clf_array_write(a, NULL, NULL, x));
+    clf_array_launch_desc d = CLF_ARRAY_LAUNCH_DESC_INIT;
+    d.kernel = "rev";
+    d.global[0] = N;
+    d.local[0] = L;
+    clf_arg args[] = {CLF_ARRAY_INOUT(a), CLF_LOCAL(L * sizeof(int))};
+    ck_assert_ok(clf_array_launch(e.f, e.p, &d, args, 2));
+    ck_assert_ok(clf_array_launch(e.f, e.p, &d, args, 2));
+    ck_assert_ok(clf_array_read(a, NULL, NULL, got));
+    for (int i = 0; i < N; i++)
+        expect(got[i] == x[i] + 2 * (i / L), "%s: %d: %d, expected %d", c->label, i, got[i],
+               x[i] + 2 * (i / L));
+    clf_array_destroy(a);
+    test_env_close(&e);
+}
+END_TEST
 
 START_TEST(bad_input)
 {
@@ -471,6 +503,7 @@ static Suite *suite(void)
     tcase_add_loop_test(t, textbook, 0, NCFG);
     tcase_add_loop_test(t, cyclic_replicated, 0, NCFG);
     tcase_add_loop_test(t, ordering, 0, NCFG);
+    tcase_add_loop_test(t, local_inout, 0, NCFG);
     tcase_add_test(t, bad_input);
     tcase_add_test(t, too_many_pointers);
     suite_add_tcase(s, t);
