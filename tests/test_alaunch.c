@@ -53,6 +53,8 @@ static const char SRC[] =
     "    out[i] = in[i] + k;\n"
     "}\n"
     "kernel void cptr(global float * const out) { out[get_global_id(0)] = 1.0f; }\n"
+    "#define GPTR global float *\n"
+    "kernel void hidden(GPTR out) { out[get_global_id(0)] = 1.0f; }\n"
     /* Local memory, and an array read and written: each group reversed in place. */
     "kernel void rev(global int *x, local int *tmp)\n"
     "{\n"
@@ -451,6 +453,10 @@ START_TEST(bad_input)
     clf_arg one[] = {CLF_ARRAY_OUT(b)};
     ck_assert_status(clf_array_launch(e.f, e.p, &bd, one, 1), CLF_ERROR_UNSUPPORTED);
     ck_assert_msg(strstr(clf_last_error(), "'out'") && strstr(clf_last_error(), "const"), "%s",
+                  clf_last_error());
+    bd.kernel = "hidden"; /* its pointer is not seen in the source: refused, not wrong */
+    ck_assert_status(clf_array_launch(e.f, e.p, &bd, one, 1), CLF_ERROR_UNSUPPORTED);
+    ck_assert_msg(strstr(clf_last_error(), "'out'") && strstr(clf_last_error(), "macro"), "%s",
                   clf_last_error());
     ck_assert_status(clf_array_exchange(NULL), CLF_ERROR_NULL_POINTER);
     ck_assert_status(clf_array_exchange(rep), CLF_ERROR_INVALID_ARGUMENT);

@@ -226,17 +226,21 @@ clf_status clf__program_set_range(const struct clf_program *p, const char *kerne
  * hidden trailing parameters, the part offsets then the range (clf__program_set_range()
  * sets the last one), and its body first moves each __global/__constant pointer parameter
  * by the offset the host gives it (rangearg.c says how). *why (parallel to *names, NULL
- * entries) says why a kernel cannot run over arrays (a `* const` pointer, too many). */
+ * entries) says why a kernel cannot run over arrays (a `* const` pointer, too many);
+ * *masks (parallel too) has bit i set when parameter i is moved. */
 #define CLF__PART_ARG_NAME "clfleet_part_offsets"
 #define CLF__PART_MAX_PTRS 16
 clf_status clf__array_rewrite(const char *src, char **out, char ***names, size_t *nnames,
-                              char ***why);
+                              char ***why, uint64_t **masks);
 
 /* p's array variant (program.c), built on first use (its build errors name the variant);
  * owned by p. */
 clf_status clf__program_array_variant(struct clf_program *p, struct clf_program **out);
 /* In variant v: why kernel cannot run over arrays, or NULL. */
 const char *clf__program_array_why(const struct clf_program *v, const char *kernel);
+/* In variant v: bit i set when kernel's parameter i is moved to its part (0: none, or
+ * unknown kernel). */
+uint64_t clf__program_array_mask(const struct clf_program *v, const char *kernel);
 
 /* ---- buffers (buffer.c) ---- */
 

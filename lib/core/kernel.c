@@ -353,6 +353,26 @@ clf_status clf__kernel_prepare_part(clf_fleet *fl, clf_program *prog, size_t dev
     /* Only now that nargs is the kernel's count are the arguments read. */
     for (size_t i = 0; i < nargs; i++)
         CLF__TRY(st, check_arg(fl, dev, kn, &args[i], i));
+    /* The array variant moved the parameters its scan took for __global/__constant
+     * pointers; one it missed (the qualifier or '*' hidden in a macro or typedef) would
+     * index its part's buffer from the wrong place. */
+    uint64_t moved = prog->array_variant_of ? clf__program_array_mask(prog, kn) : 0;
+    for (size_t i = 0; i < nargs && prog->array_variant_of; i++) {
+        cl_kernel_arg_address_qualifier aq;
+        cl_kernel_arg_type_qualifier tq;
+        char name[128];
+        if (!clf__kernel_param(k, i, &aq, &tq, name, sizeof name))
+            continue;
+        int ptr = aq == CL_KERNEL_ARG_ADDRESS_GLOBAL || aq == CL_KERNEL_ARG_ADDRESS_CONSTANT;
+        if (ptr != (i < 64 && ((moved >> i) & 1)))
+            CLF__TRY(st, clf__fail(CLF_ERROR_UNSUPPORTED,
+                                   "kernel '%s' parameter %zu '%s' cannot run over arrays: "
+                                   "clfleet's scan of the source %s a __global or __constant "
+                                   "pointer (a macro or typedef hiding its qualifier or '*'?) "
+                                   "and cannot move it to its part; write them out in the "
+                                   "parameter list",
+                                   kn, i, name, ptr ? "did not find it to be" : "took it for"));
+    }
     for (size_t i = 0; i < nargs; i++) {
         const clf_arg *a = &args[i];
         CLF__TRY(st, check_param(kn, k, i, a));

@@ -285,7 +285,7 @@ static clf_status build_program(clf_program **out, clf_fleet *fleet, const char 
      * kernel, after the part offsets. */
     if (variant_of) {
         CLF__TRY(st, clf__array_rewrite(source, &rewritten, &p->range_kernels,
-                                        &p->nrange_kernels, &p->array_why));
+                                        &p->nrange_kernels, &p->array_why, &p->array_ptrs));
         p->range_named = variant_of->range_named | CLF__NAMES_SIZES;
     } else {
         CLF__TRY(st, clf__range_rewrite(source, &rewritten, &p->range_kernels,
@@ -389,6 +389,14 @@ clf_status clf__program_array_variant(clf_program *p, clf_program **out)
     *out = p->array_variant;
     pthread_mutex_unlock(&variant_lock);
     return st;
+}
+
+uint64_t clf__program_array_mask(const clf_program *v, const char *kernel)
+{
+    for (size_t i = 0; v->array_ptrs && i < v->nrange_kernels; i++)
+        if (!strcmp(v->range_kernels[i], kernel))
+            return v->array_ptrs[i];
+    return 0;
 }
 
 const char *clf__program_array_why(const clf_program *v, const char *kernel)
@@ -522,6 +530,7 @@ void clf_program_destroy(clf_program *p)
     }
     free(p->range_kernels);
     free(p->array_why);
+    free(p->array_ptrs);
     free(p->source);
     free(p->options);
     clf_program_destroy(p->array_variant);

@@ -356,7 +356,7 @@ static int str_append(char **s, const char *piece)
  * last '*' (a pointer that cannot be moved).
  */
 static clf_status scan_kernel_array(lexer *x, vedit **edits, size_t *nedits, char ***names,
-                                    size_t *nnames, char ***why)
+                                    size_t *nnames, char ***why, uint64_t **masks)
 {
     size_t b, l, name_b = 0, name_l = 0;
     int t;
@@ -375,7 +375,8 @@ static clf_status scan_kernel_array(lexer *x, vedit **edits, size_t *nedits, cha
     }
     if (t == TOK_END)
         return CLF_SUCCESS;
-    size_t open = x->i, first_b = 0, ntok = 0, nptr = 0;
+    size_t open = x->i, first_b = 0, ntok = 0, nptr = 0, pidx = 0;
+    uint64_t mask = 0; /* the parameters moved */
     int depth = 1, only_void = 0;
     /* The current parameter. */
     int star = 0, space = 0, const_after = 0;
@@ -409,8 +410,11 @@ static clf_status scan_kernel_array(lexer *x, vedit **edits, size_t *nedits, cha
                              ".s%x / (long)sizeof(*%s);", pn, (unsigned)nptr, pn);
                 if (!str_append(const_after || nptr >= MAX_PART_PTRS ? &refuse : &rebase, piece))
                     st = CLF_ERROR_OUT_OF_HOST_MEMORY;
+                if (!const_after && nptr < MAX_PART_PTRS && pidx < 64)
+                    mask |= (uint64_t)1 << pidx;
                 nptr++;
             }
+            pidx++;
             star = space = const_after = 0;
             pname_l = 0;
             if (st != CLF_SUCCESS || depth == 0)
@@ -466,14 +470,18 @@ static clf_status scan_kernel_array(lexer *x, vedit **edits, size_t *nedits, cha
     size_t before = *nnames;
     if ((st = add_name(names, nnames, x->s + name_b, name_l)) != CLF_SUCCESS)
         goto out;
-    if (*nnames != before) { /* a new kernel: why[] grows with names[] */
+    if (*nnames != before) { /* a new kernel: why[] and masks[] grow with names[] */
         char **v = realloc(*why, *nnames * sizeof *v);
-        if (!v) {
+        if (v)
+            *why = v;
+        uint64_t *m = v ? realloc(*masks, *nnames * sizeof *m) : NULL;
+        if (!m) {
             st = CLF_ERROR_OUT_OF_HOST_MEMORY;
             goto out;
         }
-        *why = v;
+        *masks = m;
         v[*nnames - 1] = NULL;
+        m[*nnames - 1] = mask;
     }
     for (size_t i = 0; refuse && i < *nnames; i++)
         if (strlen((*names)[i]) == name_l && !strncmp((*names)[i], x->s + name_b, name_l) &&
@@ -488,12 +496,13 @@ out:
 }
 
 clf_status clf__array_rewrite(const char *src, char **out, char ***names, size_t *nnames,
-                              char ***why)
+                              char ***why, uint64_t **masks)
 {
     *out = NULL;
     *names = NULL;
     *nnames = 0;
     *why = NULL;
+    *masks = NULL;
     lexer x = {src, 0, strlen(src), 1, 0};
     vedit *edits = NULL;
     size_t nedits = 0, b, l, extra = 0;
@@ -501,7 +510,7 @@ clf_status clf__array_rewrite(const char *src, char **out, char ***names, size_t
     int t;
     while (st == CLF_SUCCESS && (t = next_tok(&x, &b, &l)) != TOK_END)
         if (t == TOK_IDENT && (tok_is(&x, b, l, "kernel") || tok_is(&x, b, l, "__kernel")))
-            st = scan_kernel_array(&x, &edits, &nedits, names, nnames, why);
+            st = scan_kernel_array(&x, &edits, &nedits, names, nnames, why, masks);
     for (size_t e = 0; st == CLF_SUCCESS && e < nedits; e++)
         if (clf__add_overflow(extra, strlen(edits[e].text), &extra))
             st = CLF_ERROR_SIZE_OVERFLOW;
@@ -531,8 +540,10 @@ clf_status clf__array_rewrite(const char *src, char **out, char ***names, size_t
         }
         free(*names);
         free(*why);
+        free(*masks);
         *names = NULL;
         *why = NULL;
+        *masks = NULL;
         *nnames = 0;
         return clf__fail(st, "program: out of memory rewriting the source for arrays");
     }

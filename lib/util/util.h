@@ -242,6 +242,7 @@ struct clf_program {
     struct clf_program *array_variant;
     const struct clf_program *array_variant_of;
     char **array_why;
+    uint64_t *array_ptrs; /* per range kernel: bit i set when parameter i is moved */
 };
 
 
