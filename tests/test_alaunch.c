@@ -154,8 +154,8 @@ static void jacobi(clf_fleet *f, clf_program *p, const size_t *devs, size_t ndev
     }
     ck_assert_ok(clf_array_read(in, NULL, NULL, got));
     for (size_t i = 0; i < n; i++)
-        expect(memcmp(&got[i], &x[i], sizeof *x) == 0, "%s: element %zu: %.9g, expected %.9g", label,
-               i, (double)got[i], (double)x[i]);
+        expect(memcmp(&got[i], &x[i], sizeof *x) == 0, "%s: element %zu: %.9g, expected %.9g",
+               label, i, (double)got[i], (double)x[i]);
     clf_array_destroy(a);
     clf_array_destroy(b);
     free(x);
@@ -347,8 +347,11 @@ START_TEST(ordering)
     ck_assert_ok(clf_metrics_fleet(&m0, e.f));
     ck_assert_ok(clf_array_read(b, NULL, NULL, got));
     ck_assert_ok(clf_metrics_fleet(&m1, e.f));
-    ck_assert_msg(m1.dir[CLF_DIRECTION_FROM_DEVICE].bytes == m0.dir[CLF_DIRECTION_FROM_DEVICE].bytes &&
-                      m1.dir[CLF_DIRECTION_TO_DEVICE].bytes == m0.dir[CLF_DIRECTION_TO_DEVICE].bytes,
+    const clf_transfer_stats *from0 = &m0.dir[CLF_DIRECTION_FROM_DEVICE],
+                             *from1 = &m1.dir[CLF_DIRECTION_FROM_DEVICE],
+                             *to0 = &m0.dir[CLF_DIRECTION_TO_DEVICE],
+                             *to1 = &m1.dir[CLF_DIRECTION_TO_DEVICE];
+    ck_assert_msg(from1->bytes == from0->bytes && to1->bytes == to0->bytes,
                   "%s: a second read moved bytes", c->label);
     clf_array_destroy(a);
     clf_array_destroy(b);

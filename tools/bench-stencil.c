@@ -148,7 +148,8 @@ static clf_status run_host(bench *b, double *secs, float *out)
     d.strategy = CLF_STRATEGY_STATIC;
     double t0 = clf_bench_now();
     for (size_t k = 0; k < b->steps && st == CLF_SUCCESS; k++) {
-        clf_arg a[] = {CLF_IN_HALO(g[k % 2], bytes, row, 1, 1), CLF_OUT(g[(k + 1) % 2], bytes, row)};
+        clf_arg a[] = {CLF_IN_HALO(g[k % 2], bytes, row, 1, 1),
+                       CLF_OUT(g[(k + 1) % 2], bytes, row)};
         st = clf_launch(b->fl, b->prog, &d, a, 2, NULL);
     }
     *secs = (clf_bench_now() - t0) / (double)b->steps;
