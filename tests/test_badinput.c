@@ -1060,6 +1060,81 @@ static void r_kernel_run(void)
     KERNEL_CASES(clf_kernel_run);
 }
 
+/* ---- launches over distributed arrays ------------------------------------------------- */
+
+static clf_array *bad_array(clf_fleet *f, clf_array_dist dist)
+{
+    clf_array_desc d = CLF_ARRAY_DESC_INIT;
+    d.elem_size = sizeof(float);
+    d.shape[0] = 64;
+    d.dist = dist;
+    clf_array *a = NULL;
+    ck_assert_ok(clf_array_create(&a, f, &d));
+    return a;
+}
+
+static void r_array_launch(void)
+{
+    clf_array *a = bad_array(F, CLF_ARRAY_BLOCK), *r = bad_array(F, CLF_ARRAY_REPLICATED),
+              *g = bad_array(G, CLF_ARRAY_BLOCK);
+    clf_array_launch_desc d = CLF_ARRAY_LAUNCH_DESC_INIT, bd;
+    d.kernel = "vadd";
+    d.global[0] = 64;
+    clf_arg ok[3] = {CLF_ARRAY_IN(a), CLF_ARRAY_IN(r), CLF_ARRAY_OUT(a)};
+    clf_arg other[3] = {CLF_ARRAY_IN(a), CLF_ARRAY_IN(g), CLF_ARRAY_OUT(a)};
+    clf_arg buf[3] = {CLF_ARRAY_IN(a), CLF_BUF_IN(B[0]), CLF_ARRAY_OUT(a)};
+    clf_arg hostarr[3] = {CLF_ARRAY_IN(a), CLF_IN(host, 256, 4), CLF_ARRAY_OUT(a)};
+    clf_arg wrep[3] = {CLF_ARRAY_IN(a), CLF_ARRAY_IN(a), CLF_ARRAY_OUT(r)};
+    clf_arg nul[3] = {CLF_ARRAY_IN(a), CLF_ARRAY_IN(NULL), CLF_ARRAY_OUT(a)};
+    clf_arg flags[3] = {CLF_ARRAY_IN(a), CLF_ARRAY_IN(a), CLF__ARRAY(a, 0)};
+    BAD(clf_array_launch(NULL, P, &d, ok, 3), CLF_ERROR_NULL_POINTER);
+    BAD(clf_array_launch(F, NULL, &d, ok, 3), CLF_ERROR_NULL_POINTER);
+    BAD(clf_array_launch(F, P, NULL, ok, 3), CLF_ERROR_NULL_POINTER);
+    BAD(clf_array_launch(F, P, &d, NULL, 3), CLF_ERROR_NULL_POINTER);
+    BAD(clf_array_launch(F, PG, &d, ok, 3), CLF_ERROR_INVALID_ARGUMENT);
+    BAD(clf_array_launch(F, P, &d, ok, SIZE_MAX), CLF_ERROR_INVALID_ARGUMENT);
+    BAD(clf_array_launch(F, P, &d, ok, 2), CLF_ERROR_INVALID_ARGUMENT);
+    BAD(clf_array_launch(F, P, &d, other, 3), CLF_ERROR_INVALID_ARGUMENT);
+    BAD(clf_array_launch(F, P, &d, buf, 3), CLF_ERROR_INVALID_ARGUMENT);
+    BAD(clf_array_launch(F, P, &d, hostarr, 3), CLF_ERROR_INVALID_ARGUMENT);
+    BAD(clf_array_launch(F, P, &d, wrep, 3), CLF_ERROR_INVALID_ARGUMENT);
+    BAD(clf_array_launch(F, P, &d, nul, 3), CLF_ERROR_NULL_POINTER);
+    BAD(clf_array_launch(F, P, &d, flags, 3), CLF_ERROR_INVALID_ARGUMENT);
+    bd = d;
+    bd.version = 0;
+    BAD(clf_array_launch(F, P, &bd, ok, 3), CLF_ERROR_INVALID_ARGUMENT);
+    bd = d;
+    bd.kernel = NULL;
+    BAD(clf_array_launch(F, P, &bd, ok, 3), CLF_ERROR_NULL_POINTER);
+    bd = d;
+    bd.dims = 0;
+    BAD(clf_array_launch(F, P, &bd, ok, 3), CLF_ERROR_INVALID_ARGUMENT);
+    bd = d;
+    bd.global[0] = SIZE_MAX;
+    BAD(clf_array_launch(F, P, &bd, ok, 3), CLF_ERROR_INVALID_ARGUMENT);
+    bd = d;
+    bd.local[0] = 5;
+    BAD(clf_array_launch(F, P, &bd, ok, 3), CLF_ERROR_INVALID_ARGUMENT);
+    bd = d;
+    bd.reserved[3] = 1;
+    BAD(clf_array_launch(F, P, &bd, ok, 3), CLF_ERROR_INVALID_ARGUMENT);
+    bd = d;
+    bd.kernel = "no_such_kernel";
+    BAD(clf_array_launch(F, P, &bd, ok, 3), CLF_ERROR_NOT_FOUND);
+    ck_assert_ok(clf_array_finish(a));
+    clf_array_destroy(a);
+    clf_array_destroy(r);
+    clf_array_destroy(g);
+}
+
+static void r_array_exchange(void)
+{
+    clf_array *r = bad_array(F, CLF_ARRAY_REPLICATED);
+    BAD(clf_array_exchange(NULL), CLF_ERROR_NULL_POINTER);
+    BAD(clf_array_exchange(r), CLF_ERROR_INVALID_ARGUMENT);
+    clf_array_destroy(r);
+}
+
 /* ---- metrics and tracing ------------------------------------------------------------ */
 
 static void r_metrics_device(void)
@@ -1603,6 +1678,7 @@ static const row rows[] = {
     ROW(taskq_run), ROW(taskq_task_info), ROW(taskq_destroy), ROW(cl_device), ROW(cl_context),
     ROW(cl_compute_queue), ROW(cl_transfer_queue), ROW(cl_program), ROW(cl_mem), ROW(cl_event),
     ROW(event_from_cl), ROW(event_cl_for), ROW(kernel_enqueue), ROW(kernel_run),
+    ROW(array_launch), ROW(array_exchange),
     /* Not public functions: environment rows. */
     {"env:fleet_create", r_fleet_create_env},
 };
