@@ -2040,7 +2040,7 @@ CLF_API clf_status clf_array_redistribute(clf_array *arr, const clf_array_desc *
  *        NULL
  * \param src the array, with elements of \p type
  * \param type element type of src (its elem_size must match)
- * \param op CLF_REDUCE_SUM, CLF_REDUCE_MIN or CLF_REDUCE_MAX
+ * \param op CLF_REDUCE_SUM, CLF_REDUCE_PROD, CLF_REDUCE_MIN or CLF_REDUCE_MAX
  * \return CLF_SUCCESS, CLF_ERROR_NULL_POINTER (both result and dst NULL),
  *         CLF_ERROR_INVALID_ARGUMENT, or an error of the reduction
  */
