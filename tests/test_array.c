@@ -722,6 +722,71 @@ START_TEST(reduce_bad)
 }
 END_TEST
 
+/* ---- PoCL's basic device -------------------------------------------------------------- */
+
+/* Writes, reads, a redistribution and a reduction over the basic device (which runs commands
+ * inside clEnqueue*) and two others, one context or one per device: right and no deadlock. */
+START_TEST(basic_device)
+{
+    test_watchdog(120);
+    clf_fleet *f = test_fleet(TEST_CPUS, _i);
+    size_t basic, other[2];
+    if (test_find_basic(f, &basic, other, "basic_device")) {
+        size_t devs[3] = {other[0], basic, other[1]};
+        clf_array_desc d = CLF_ARRAY_DESC_INIT;
+        d.elem_size = 4;
+        d.dims = 2;
+        d.shape[0] = 33;
+        d.shape[1] = 40;
+        d.devices = devs;
+        d.num_devices = 3;
+        d.halo_before = d.halo_after = 2;
+        d.flags = CLF_ARRAY_PERIODIC;
+        clf_array *a = NULL;
+        ck_assert_ok(clf_array_create(&a, f, &d));
+        size_t n = 33 * 40;
+        float *v = malloc(n * 4), *got = malloc(n * 4);
+        double sum = 0, sabs = 0;
+        for (size_t i = 0; i < n; i++) {
+            v[i] = (float)((int)(lowbias32((uint32_t)i) % 2001) - 1000) / 64.0f;
+            sum += v[i];
+            sabs += fabs(v[i]);
+        }
+        ck_assert_ok(clf_array_write(a, NULL, NULL, v));
+        acase c = {CLF_ARRAY_BLOCK, 2, {33, 40, 1}, 4, CLF_WEIGHTS_EQUAL, 2, 2,
+                   CLF_ARRAY_PERIODIC, 0};
+        check_parts(a, &c, (const unsigned char *)v);
+        clf_array_desc e = d;
+        e.dist = CLF_ARRAY_BLOCK_CYCLIC;
+        e.halo_before = e.halo_after = 0;
+        e.block_size = 3;
+        ck_assert_ok(clf_array_redistribute(a, &e));
+        ck_assert_ok(clf_array_read(a, NULL, NULL, got));
+        ck_assert_msg(!memcmp(got, v, n * 4), "contents differ after redistribution");
+        clf_array_desc rd = CLF_ARRAY_DESC_INIT;
+        rd.elem_size = 4;
+        rd.shape[0] = 1;
+        rd.dist = CLF_ARRAY_REPLICATED;
+        rd.devices = devs;
+        rd.num_devices = 3;
+        clf_array *r = NULL;
+        ck_assert_ok(clf_array_create(&r, f, &rd));
+        float res = 0, cp = 0;
+        ck_assert_ok(clf_array_reduce(&res, r, a, CLF_TYPE_FLOAT, CLF_REDUCE_SUM));
+        expect(fabs(res - sum) <= 2e-6 * sabs, "sum %g, want %g", res, sum);
+        size_t o[1] = {0}, one[1] = {1};
+        ck_assert_ok(clf_array_read(r, o, one, &cp));
+        ck_assert(cp == res);
+        clf_array_destroy(r);
+        clf_array_destroy(a);
+        free(v);
+        free(got);
+    }
+    clf_fleet_destroy(f);
+    test_watchdog_off();
+}
+END_TEST
+
 /* ---- bad input ------------------------------------------------------------------------- */
 
 START_TEST(bad_input)
@@ -841,6 +906,7 @@ int main(void)
     tcase_add_loop_test(tc, redistribute_host_newer, 0, 2);
     tcase_add_loop_test(tc, reduce, 0, 3);
     tcase_add_test(tc, reduce_bad);
+    tcase_add_loop_test(tc, basic_device, 0, 2);
     suite_add_tcase(s, tc);
     return test_run(s, FLEET4, 4);
 }
