@@ -787,6 +787,43 @@ START_TEST(basic_device)
 }
 END_TEST
 
+/* One device, periodic: the part's halos wrap onto its own units (three runs of units). */
+START_TEST(one_device_periodic)
+{
+    static const size_t dev1[1] = {1};
+    acase c = {CLF_ARRAY_BLOCK, 2, {3, 6, 1}, 4, CLF_WEIGHTS_EQUAL, 5, 6, CLF_ARRAY_PERIODIC, 0};
+    clf_array_desc d = case_desc(&c);
+    d.devices = dev1;
+    d.num_devices = 1;
+    clf_array *a = NULL;
+    ck_assert_ok(clf_array_create(&a, F4, &d));
+    ck_assert_uint_eq(clf_array_part_count(a), 1);
+    clf_array_part pi;
+    ck_assert_ok(clf_array_part_info(&pi, a, 0));
+    ck_assert_uint_eq(pi.halo_before, 5);
+    ck_assert_uint_eq(pi.halo_after, 6);
+    unsigned char ref[72], box[72];
+    uint64_t s = 3;
+    fill_random(ref, sizeof ref, &s);
+    ck_assert_ok(clf_array_write(a, NULL, NULL, ref));
+    check_parts(a, &c, ref);
+    size_t o[2] = {1, 4}, r[2] = {2, 2};
+    fill_random(box, 16, &s);
+    ck_assert_ok(clf_array_write(a, o, r, box));
+    box_io(&c, ref, box, (size_t[3]){1, 4, 0}, (size_t[3]){2, 2, 1}, 0);
+    check_parts(a, &c, ref);
+    void *m;
+    ck_assert_ok(clf_array_map(&m, a, CLF_MAP_WRITE | CLF_MAP_DISCARD));
+    fill_random(ref, sizeof ref, &s);
+    memcpy(m, ref, sizeof ref);
+    ck_assert_ok(clf_array_unmap(a));
+    ck_assert_ok(clf_array_write(a, o, r, box)); /* uploads the region (halos too) first */
+    box_io(&c, ref, box, (size_t[3]){1, 4, 0}, (size_t[3]){2, 2, 1}, 0);
+    check_parts(a, &c, ref);
+    clf_array_destroy(a);
+}
+END_TEST
+
 /* ---- bad input ------------------------------------------------------------------------- */
 
 START_TEST(bad_input)
@@ -901,6 +938,7 @@ int main(void)
     tcase_add_loop_test(tc, layout, 0, (int)NCASES);
     tcase_add_loop_test(tc, write_read, 0, (int)NCASES);
     tcase_add_loop_test(tc, map_unmap, 0, (int)NCASES);
+    tcase_add_test(tc, one_device_periodic);
     tcase_add_test(tc, bad_input);
     tcase_add_loop_test(tc, redistribute, 0, 3);
     tcase_add_loop_test(tc, redistribute_host_newer, 0, 2);
