@@ -824,6 +824,48 @@ START_TEST(one_device_periodic)
 }
 END_TEST
 
+/* A failed device: left out when every device is asked for, refused when listed. */
+START_TEST(failed_device)
+{
+    clf_fleet_options o = CLF_FLEET_OPTIONS_INIT;
+    o.devices = FLEET2;
+    setenv("CLFLEET_FAULT_INJECT", "device=1,call=enqueue,lost", 1);
+    clf_fleet *f = NULL;
+    clf_status cst = clf_fleet_create(&f, &o);
+    unsetenv("CLFLEET_FAULT_INJECT");
+    ck_assert_ok(cst);
+    clf_program *p = NULL;
+    ck_assert_ok(clf_program_build_source(
+        &p, f, "__kernel void seven(__global uint *o) { o[get_global_id(0)] = 7u; }", NULL));
+    uint32_t h[256];
+    clf_launch_desc ld = CLF_LAUNCH_DESC_INIT;
+    ld.kernel = "seven";
+    ld.global[0] = 256;
+    ld.strategy = CLF_STRATEGY_STATIC;
+    clf_arg la = CLF_OUT(h, sizeof h, 4);
+    ck_assert_ok(clf_launch(f, p, &ld, &la, 1, NULL));
+    ck_assert(clf_device_is_failed(f, 1));
+    clf_array_desc d = CLF_ARRAY_DESC_INIT;
+    d.elem_size = 4;
+    d.shape[0] = 100;
+    clf_array *a = NULL;
+    ck_assert_ok(clf_array_create(&a, f, &d));
+    ck_assert_uint_eq(clf_array_part_count(a), 1);
+    clf_array_part pi;
+    ck_assert_ok(clf_array_part_info(&pi, a, 0));
+    ck_assert_uint_eq(pi.device, 0);
+    ck_assert_uint_eq(pi.count, 100);
+    clf_array_destroy(a);
+    static const size_t both[2] = {0, 1};
+    d.devices = both;
+    d.num_devices = 2;
+    ck_assert_status(clf_array_create(&a, f, &d), CLF_ERROR_DEVICE_FAILED);
+    ck_assert_msg(strstr(clf_last_error(), "device 1"), "%s", clf_last_error());
+    clf_program_destroy(p);
+    clf_fleet_destroy(f);
+}
+END_TEST
+
 /* ---- bad input ------------------------------------------------------------------------- */
 
 START_TEST(bad_input)
@@ -939,6 +981,7 @@ int main(void)
     tcase_add_loop_test(tc, write_read, 0, (int)NCASES);
     tcase_add_loop_test(tc, map_unmap, 0, (int)NCASES);
     tcase_add_test(tc, one_device_periodic);
+    tcase_add_test(tc, failed_device);
     tcase_add_test(tc, bad_input);
     tcase_add_loop_test(tc, redistribute, 0, 3);
     tcase_add_loop_test(tc, redistribute_host_newer, 0, 2);
@@ -946,5 +989,5 @@ int main(void)
     tcase_add_test(tc, reduce_bad);
     tcase_add_loop_test(tc, basic_device, 0, 2);
     suite_add_tcase(s, tc);
-    return test_run(s, FLEET4, 4);
+    return test_run_fleet4_fleet2(s);
 }
