@@ -866,6 +866,71 @@ START_TEST(failed_device)
 }
 END_TEST
 
+/* CLF_WEIGHTS_LEARNED: the throughput launches learned for the kernel (found by its function
+ * name in the fleet's model, here a model file written beforehand), else compute units x
+ * clock. PoCL's basic device has a key of its own (the pthread sub-devices share one). */
+START_TEST(learned_weights)
+{
+    char dir[] = "/tmp/clf-array-XXXXXX", path[64];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    clf_fleet_options o = CLF_FLEET_OPTIONS_INIT;
+    o.devices = TEST_CPUS;
+    clf_fleet *f = NULL;
+    ck_assert_ok(clf_fleet_create(&f, &o));
+    size_t basic, other[2];
+    int have = test_find_basic(f, &basic, other, "learned_weights");
+    clf_device_info ib, io;
+    if (have) {
+        ck_assert_ok(clf_device_get_info(&ib, f, basic));
+        ck_assert_ok(clf_device_get_info(&io, f, other[0]));
+    }
+    clf_fleet_destroy(f);
+    if (!have) {
+        rmdir(dir);
+        return;
+    }
+    snprintf(path, sizeof path, "%s/perf-v1.tsv", dir);
+    FILE *fp = fopen(path, "w");
+    ck_assert_ptr_nonnull(fp);
+    fprintf(fp, "v1\tlk@0123456789abcdef\t%s|%s|cu=%u\t1\t3000\n", io.name, io.driver_version,
+            io.compute_units);
+    fprintf(fp, "v1\tlk@0123456789abcdef\t%s|%s|cu=%u\t1\t1000\n", ib.name, ib.driver_version,
+            ib.compute_units);
+    fclose(fp);
+    o.cache_dir = dir;
+    ck_assert_ok(clf_fleet_create(&f, &o));
+    size_t devs[2] = {other[0], basic};
+    clf_array_desc d = CLF_ARRAY_DESC_INIT;
+    d.elem_size = 4;
+    d.shape[0] = 1001;
+    d.devices = devs;
+    d.num_devices = 2;
+    d.weights_mode = CLF_WEIGHTS_LEARNED;
+    d.kernel = "lk";
+    clf_array *a = NULL;
+    clf_array_part p0, p1;
+    ck_assert_ok(clf_array_create(&a, f, &d));
+    ck_assert_ok(clf_array_part_info(&p0, a, 0));
+    ck_assert_ok(clf_array_part_info(&p1, a, 1));
+    ck_assert_uint_eq(p0.count, 751); /* 750.75 and 250.25: the larger remainder */
+    ck_assert_uint_eq(p1.count, 250);
+    clf_array_destroy(a);
+    /* Not learned: compute units x clock. */
+    d.kernel = "unknown_kernel";
+    ck_assert_ok(clf_array_create(&a, f, &d));
+    ck_assert_ok(clf_array_part_info(&p0, a, 0));
+    double wo = (double)io.compute_units * (io.clock_mhz ? io.clock_mhz : 1000);
+    double wb = (double)ib.compute_units * (ib.clock_mhz ? ib.clock_mhz : 1000);
+    double share = 1001.0 * wo / (wo + wb);
+    expect(fabs((double)p0.count - share) < 1.0, "%zu units for a share of %g", p0.count,
+           share);
+    clf_array_destroy(a);
+    clf_fleet_destroy(f);
+    remove(path);
+    rmdir(dir);
+}
+END_TEST
+
 /* ---- bad input ------------------------------------------------------------------------- */
 
 START_TEST(bad_input)
@@ -982,6 +1047,7 @@ int main(void)
     tcase_add_loop_test(tc, map_unmap, 0, (int)NCASES);
     tcase_add_test(tc, one_device_periodic);
     tcase_add_test(tc, failed_device);
+    tcase_add_test(tc, learned_weights);
     tcase_add_test(tc, bad_input);
     tcase_add_loop_test(tc, redistribute, 0, 3);
     tcase_add_loop_test(tc, redistribute_host_newer, 0, 2);
