@@ -722,6 +722,215 @@ START_TEST(reduce_bad)
 }
 END_TEST
 
+/* ---- PoCL's basic device -------------------------------------------------------------- */
+
+/* Writes, reads, a redistribution and a reduction over the basic device (which runs commands
+ * inside clEnqueue*) and two others, one context or one per device: right and no deadlock. */
+START_TEST(basic_device)
+{
+    test_watchdog(120);
+    clf_fleet *f = test_fleet(TEST_CPUS, _i);
+    size_t basic, other[2];
+    if (test_find_basic(f, &basic, other, "basic_device")) {
+        size_t devs[3] = {other[0], basic, other[1]};
+        clf_array_desc d = CLF_ARRAY_DESC_INIT;
+        d.elem_size = 4;
+        d.dims = 2;
+        d.shape[0] = 33;
+        d.shape[1] = 40;
+        d.devices = devs;
+        d.num_devices = 3;
+        d.halo_before = d.halo_after = 2;
+        d.flags = CLF_ARRAY_PERIODIC;
+        clf_array *a = NULL;
+        ck_assert_ok(clf_array_create(&a, f, &d));
+        size_t n = 33 * 40;
+        float *v = malloc(n * 4), *got = malloc(n * 4);
+        double sum = 0, sabs = 0;
+        for (size_t i = 0; i < n; i++) {
+            v[i] = (float)((int)(lowbias32((uint32_t)i) % 2001) - 1000) / 64.0f;
+            sum += v[i];
+            sabs += fabs(v[i]);
+        }
+        ck_assert_ok(clf_array_write(a, NULL, NULL, v));
+        acase c = {CLF_ARRAY_BLOCK, 2, {33, 40, 1}, 4, CLF_WEIGHTS_EQUAL, 2, 2,
+                   CLF_ARRAY_PERIODIC, 0};
+        check_parts(a, &c, (const unsigned char *)v);
+        clf_array_desc e = d;
+        e.dist = CLF_ARRAY_BLOCK_CYCLIC;
+        e.halo_before = e.halo_after = 0;
+        e.block_size = 3;
+        ck_assert_ok(clf_array_redistribute(a, &e));
+        ck_assert_ok(clf_array_read(a, NULL, NULL, got));
+        ck_assert_msg(!memcmp(got, v, n * 4), "contents differ after redistribution");
+        clf_array_desc rd = CLF_ARRAY_DESC_INIT;
+        rd.elem_size = 4;
+        rd.shape[0] = 1;
+        rd.dist = CLF_ARRAY_REPLICATED;
+        rd.devices = devs;
+        rd.num_devices = 3;
+        clf_array *r = NULL;
+        ck_assert_ok(clf_array_create(&r, f, &rd));
+        float res = 0, cp = 0;
+        ck_assert_ok(clf_array_reduce(&res, r, a, CLF_TYPE_FLOAT, CLF_REDUCE_SUM));
+        expect(fabs(res - sum) <= 2e-6 * sabs, "sum %g, want %g", res, sum);
+        size_t o[1] = {0}, one[1] = {1};
+        ck_assert_ok(clf_array_read(r, o, one, &cp));
+        ck_assert(cp == res);
+        clf_array_destroy(r);
+        clf_array_destroy(a);
+        free(v);
+        free(got);
+    }
+    clf_fleet_destroy(f);
+    test_watchdog_off();
+}
+END_TEST
+
+/* One device, periodic: the part's halos wrap onto its own units (three runs of units). */
+START_TEST(one_device_periodic)
+{
+    static const size_t dev1[1] = {1};
+    acase c = {CLF_ARRAY_BLOCK, 2, {3, 6, 1}, 4, CLF_WEIGHTS_EQUAL, 5, 6, CLF_ARRAY_PERIODIC, 0};
+    clf_array_desc d = case_desc(&c);
+    d.devices = dev1;
+    d.num_devices = 1;
+    clf_array *a = NULL;
+    ck_assert_ok(clf_array_create(&a, F4, &d));
+    ck_assert_uint_eq(clf_array_part_count(a), 1);
+    clf_array_part pi;
+    ck_assert_ok(clf_array_part_info(&pi, a, 0));
+    ck_assert_uint_eq(pi.halo_before, 5);
+    ck_assert_uint_eq(pi.halo_after, 6);
+    unsigned char ref[72], box[72];
+    uint64_t s = 3;
+    fill_random(ref, sizeof ref, &s);
+    ck_assert_ok(clf_array_write(a, NULL, NULL, ref));
+    check_parts(a, &c, ref);
+    size_t o[2] = {1, 4}, r[2] = {2, 2};
+    fill_random(box, 16, &s);
+    ck_assert_ok(clf_array_write(a, o, r, box));
+    box_io(&c, ref, box, (size_t[3]){1, 4, 0}, (size_t[3]){2, 2, 1}, 0);
+    check_parts(a, &c, ref);
+    void *m;
+    ck_assert_ok(clf_array_map(&m, a, CLF_MAP_WRITE | CLF_MAP_DISCARD));
+    fill_random(ref, sizeof ref, &s);
+    memcpy(m, ref, sizeof ref);
+    ck_assert_ok(clf_array_unmap(a));
+    ck_assert_ok(clf_array_write(a, o, r, box)); /* uploads the region (halos too) first */
+    box_io(&c, ref, box, (size_t[3]){1, 4, 0}, (size_t[3]){2, 2, 1}, 0);
+    check_parts(a, &c, ref);
+    clf_array_destroy(a);
+}
+END_TEST
+
+/* A failed device: left out when every device is asked for, refused when listed. */
+START_TEST(failed_device)
+{
+    clf_fleet_options o = CLF_FLEET_OPTIONS_INIT;
+    o.devices = FLEET2;
+    setenv("CLFLEET_FAULT_INJECT", "device=1,call=enqueue,lost", 1);
+    clf_fleet *f = NULL;
+    clf_status cst = clf_fleet_create(&f, &o);
+    unsetenv("CLFLEET_FAULT_INJECT");
+    ck_assert_ok(cst);
+    clf_program *p = NULL;
+    ck_assert_ok(clf_program_build_source(
+        &p, f, "__kernel void seven(__global uint *o) { o[get_global_id(0)] = 7u; }", NULL));
+    uint32_t h[256];
+    clf_launch_desc ld = CLF_LAUNCH_DESC_INIT;
+    ld.kernel = "seven";
+    ld.global[0] = 256;
+    ld.strategy = CLF_STRATEGY_STATIC;
+    clf_arg la = CLF_OUT(h, sizeof h, 4);
+    ck_assert_ok(clf_launch(f, p, &ld, &la, 1, NULL));
+    ck_assert(clf_device_is_failed(f, 1));
+    clf_array_desc d = CLF_ARRAY_DESC_INIT;
+    d.elem_size = 4;
+    d.shape[0] = 100;
+    clf_array *a = NULL;
+    ck_assert_ok(clf_array_create(&a, f, &d));
+    ck_assert_uint_eq(clf_array_part_count(a), 1);
+    clf_array_part pi;
+    ck_assert_ok(clf_array_part_info(&pi, a, 0));
+    ck_assert_uint_eq(pi.device, 0);
+    ck_assert_uint_eq(pi.count, 100);
+    clf_array_destroy(a);
+    static const size_t both[2] = {0, 1};
+    d.devices = both;
+    d.num_devices = 2;
+    ck_assert_status(clf_array_create(&a, f, &d), CLF_ERROR_DEVICE_FAILED);
+    ck_assert_msg(strstr(clf_last_error(), "device 1"), "%s", clf_last_error());
+    clf_program_destroy(p);
+    clf_fleet_destroy(f);
+}
+END_TEST
+
+/* CLF_WEIGHTS_LEARNED: the throughput launches learned for the kernel (found by its function
+ * name in the fleet's model, here a model file written beforehand), else compute units x
+ * clock. PoCL's basic device has a key of its own (the pthread sub-devices share one). */
+START_TEST(learned_weights)
+{
+    char dir[] = "/tmp/clf-array-XXXXXX", path[64];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    clf_fleet_options o = CLF_FLEET_OPTIONS_INIT;
+    o.devices = TEST_CPUS;
+    clf_fleet *f = NULL;
+    ck_assert_ok(clf_fleet_create(&f, &o));
+    size_t basic, other[2];
+    int have = test_find_basic(f, &basic, other, "learned_weights");
+    clf_device_info ib, io;
+    if (have) {
+        ck_assert_ok(clf_device_get_info(&ib, f, basic));
+        ck_assert_ok(clf_device_get_info(&io, f, other[0]));
+    }
+    clf_fleet_destroy(f);
+    if (!have) {
+        rmdir(dir);
+        return;
+    }
+    snprintf(path, sizeof path, "%s/perf-v1.tsv", dir);
+    FILE *fp = fopen(path, "w");
+    ck_assert_ptr_nonnull(fp);
+    fprintf(fp, "v1\tlk@0123456789abcdef\t%s|%s|cu=%u\t1\t3000\n", io.name, io.driver_version,
+            io.compute_units);
+    fprintf(fp, "v1\tlk@0123456789abcdef\t%s|%s|cu=%u\t1\t1000\n", ib.name, ib.driver_version,
+            ib.compute_units);
+    fclose(fp);
+    o.cache_dir = dir;
+    ck_assert_ok(clf_fleet_create(&f, &o));
+    size_t devs[2] = {other[0], basic};
+    clf_array_desc d = CLF_ARRAY_DESC_INIT;
+    d.elem_size = 4;
+    d.shape[0] = 1001;
+    d.devices = devs;
+    d.num_devices = 2;
+    d.weights_mode = CLF_WEIGHTS_LEARNED;
+    d.kernel = "lk";
+    clf_array *a = NULL;
+    clf_array_part p0, p1;
+    ck_assert_ok(clf_array_create(&a, f, &d));
+    ck_assert_ok(clf_array_part_info(&p0, a, 0));
+    ck_assert_ok(clf_array_part_info(&p1, a, 1));
+    ck_assert_uint_eq(p0.count, 751); /* 750.75 and 250.25: the larger remainder */
+    ck_assert_uint_eq(p1.count, 250);
+    clf_array_destroy(a);
+    /* Not learned: compute units x clock. */
+    d.kernel = "unknown_kernel";
+    ck_assert_ok(clf_array_create(&a, f, &d));
+    ck_assert_ok(clf_array_part_info(&p0, a, 0));
+    double wo = (double)io.compute_units * (io.clock_mhz ? io.clock_mhz : 1000);
+    double wb = (double)ib.compute_units * (ib.clock_mhz ? ib.clock_mhz : 1000);
+    double share = 1001.0 * wo / (wo + wb);
+    expect(fabs((double)p0.count - share) < 1.0, "%zu units for a share of %g", p0.count,
+           share);
+    clf_array_destroy(a);
+    clf_fleet_destroy(f);
+    remove(path);
+    rmdir(dir);
+}
+END_TEST
+
 /* ---- bad input ------------------------------------------------------------------------- */
 
 START_TEST(bad_input)
@@ -836,11 +1045,15 @@ int main(void)
     tcase_add_loop_test(tc, layout, 0, (int)NCASES);
     tcase_add_loop_test(tc, write_read, 0, (int)NCASES);
     tcase_add_loop_test(tc, map_unmap, 0, (int)NCASES);
+    tcase_add_test(tc, one_device_periodic);
+    tcase_add_test(tc, failed_device);
+    tcase_add_test(tc, learned_weights);
     tcase_add_test(tc, bad_input);
     tcase_add_loop_test(tc, redistribute, 0, 3);
     tcase_add_loop_test(tc, redistribute_host_newer, 0, 2);
     tcase_add_loop_test(tc, reduce, 0, 3);
     tcase_add_test(tc, reduce_bad);
+    tcase_add_loop_test(tc, basic_device, 0, 2);
     suite_add_tcase(s, tc);
-    return test_run(s, FLEET4, 4);
+    return test_run_fleet4_fleet2(s);
 }
