@@ -475,6 +475,55 @@ START_TEST(bad_input)
 }
 END_TEST
 
+/* Sources the parameter scan must follow: a prototype before the definition, attributes,
+ * comments with commas, restrict, qualifiers in any order, a helper function. */
+static const char TRICKY[] =
+    "kernel void proto(global const float *in, global float *out, float k);\n"
+    "float twice(float x) { return x + x; } /* kernel void not_one(global int *p) */\n"
+    "__kernel __attribute__((reqd_work_group_size(8, 1, 1)))\n"
+    "void attr(const __global float *restrict in /* a, b */, __global float * restrict out,\n"
+    "          float k)\n"
+    "{\n"
+    "    size_t i = get_global_id(0);\n"
+    "    out[i] = twice(in[i]) * k + (float)get_group_id(0);\n"
+    "}\n"
+    "kernel void proto(global const float *in, global float *out, float k)\n"
+    "{\n"
+    "    out[get_global_id(0)] = in[get_global_id(0)] - k;\n"
+    "}\n";
+
+START_TEST(tricky_source)
+{
+    const fleet_cfg *c = &CFGS[2];
+    test_env e;
+    test_env_open(&e, c, TRICKY);
+    enum { N = 240 };
+    clf_array *a = make(e.f, c->devices, c->ndev, 1, N, 1, sizeof(float), 0, 0);
+    clf_array *b = make(e.f, c->devices, c->ndev, 1, N, 1, sizeof(float), 0, 0);
+    float x[N], got[N], k = 3.0f;
+    for (int i = 0; i < N; i++)
+        x[i] = (float)i;
+    ck_assert_ok(clf_array_write(a, NULL, NULL, x));
+    clf_array_launch_desc d = CLF_ARRAY_LAUNCH_DESC_INIT;
+    d.global[0] = N;
+    d.local[0] = 8;
+    clf_arg args[] = {CLF_ARRAY_IN(a), CLF_ARRAY_OUT(b), CLF_SCALAR(&k)};
+    d.kernel = "attr";
+    ck_assert_ok(clf_array_launch(e.f, e.p, &d, args, 3));
+    ck_assert_ok(clf_array_read(b, NULL, NULL, got));
+    for (int i = 0; i < N; i++)
+        expect(got[i] == (x[i] + x[i]) * k + (float)(i / 8), "attr %d: %g", i, (double)got[i]);
+    d.kernel = "proto";
+    ck_assert_ok(clf_array_launch(e.f, e.p, &d, args, 3));
+    ck_assert_ok(clf_array_read(b, NULL, NULL, got));
+    for (int i = 0; i < N; i++)
+        expect(got[i] == x[i] - k, "proto %d: %g", i, (double)got[i]);
+    clf_array_destroy(a);
+    clf_array_destroy(b);
+    test_env_close(&e);
+}
+END_TEST
+
 /* More than 16 pointers: refused, naming the limit. */
 START_TEST(too_many_pointers)
 {
@@ -513,6 +562,7 @@ static Suite *suite(void)
     tcase_add_loop_test(t, cyclic_replicated, 0, NCFG);
     tcase_add_loop_test(t, ordering, 0, NCFG);
     tcase_add_loop_test(t, local_inout, 0, NCFG);
+    tcase_add_test(t, tricky_source);
     tcase_add_test(t, bad_input);
     tcase_add_test(t, too_many_pointers);
     suite_add_tcase(s, t);
