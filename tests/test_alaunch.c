@@ -211,19 +211,27 @@ START_TEST(textbook)
     test_env e;
     test_env_open(&e, c, SRC);
     enum { N = 384, W = 8, H = 96 };
-    clf_array *a = make(e.f, c->devices, c->ndev, 1, N, 1, 16, 0, 0);
     uint32_t *got = malloc(N * 16);
     ck_assert(got);
     clf_array_launch_desc d = CLF_ARRAY_LAUNCH_DESC_INIT;
     d.kernel = "ids";
     d.global[0] = N;
-    static const size_t locals[] = {0, 4, 32};
-    for (size_t li = 0; li < 3; li++) {
+    /* Block, then block-cyclic in blocks of 32 (a kernel per block). */
+    clf_array_desc cd = CLF_ARRAY_DESC_INIT;
+    cd.elem_size = 16;
+    cd.shape[0] = N;
+    cd.dist = CLF_ARRAY_BLOCK_CYCLIC;
+    cd.block_size = 32;
+    cd.devices = c->devices;
+    cd.num_devices = c->ndev;
+    clf_array *blk = make(e.f, c->devices, c->ndev, 1, N, 1, 16, 0, 0), *cyc = NULL, *a = blk;
+    ck_assert_ok(clf_array_create(&cyc, e.f, &cd));
+    static const size_t locals[] = {0, 4, 32, 0, 4, 32, 16};
+    for (size_t li = 0; li < 7; li++) {
+        a = li < 3 ? blk : cyc;
         d.local[0] = locals[li];
         clf_arg args[] = {CLF_ARRAY_OUT(a)};
-        clf_status st = clf_array_launch(e.f, e.p, &d, args, 1);
-        if (st == CLF_ERROR_INVALID_ARGUMENT && locals[li]) /* does not divide a part */
-            continue;
+        clf_status st = clf_array_launch(e.f, e.p, &d, args, 1); /* 384 = 3 x 128 = 2 x 192 */
         ck_assert_msg(st == CLF_SUCCESS, "%s", clf_last_error());
         ck_assert_ok(clf_array_read(a, NULL, NULL, got));
         size_t l = locals[li];
@@ -239,7 +247,8 @@ START_TEST(textbook)
                        "%s: group %u of %u at %zu", c->label, got[4 * i + 2], got[4 * i + 3], i);
         }
     }
-    clf_array_destroy(a);
+    clf_array_destroy(blk);
+    clf_array_destroy(cyc);
     /* 2D, cut along rows. */
     clf_array *b = make(e.f, c->devices, c->ndev, 2, W, H, 16, 0, 0);
     uint32_t *g2 = malloc((size_t)W * H * 16);
