@@ -472,15 +472,17 @@ static clf_status scan_kernel_array(lexer *x, vedit **edits, size_t *nedits, cha
         goto out;
     if (*nnames != before) { /* a new kernel: why[] and masks[] grow with names[] */
         char **v = realloc(*why, *nnames * sizeof *v);
-        if (v)
+        if (v) {
             *why = v;
+            v[*nnames - 1] = NULL;
+        }
         uint64_t *m = v ? realloc(*masks, *nnames * sizeof *m) : NULL;
-        if (!m) {
+        if (!m) { /* the name goes again: why[] and masks[] cover the names */
+            free((*names)[--*nnames]);
             st = CLF_ERROR_OUT_OF_HOST_MEMORY;
             goto out;
         }
         *masks = m;
-        v[*nnames - 1] = NULL;
         m[*nnames - 1] = mask;
     }
     for (size_t i = 0; refuse && i < *nnames; i++)
