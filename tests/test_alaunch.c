@@ -487,7 +487,7 @@ END_TEST
 /* Sources the parameter scan must follow: a prototype before the definition, attributes,
  * comments with commas, restrict, qualifiers in any order, a helper function. */
 static const char TRICKY[] =
-    "kernel void proto(global const float *in, global float *out, float k);\n"
+    "kernel void proto(global const float *, global float *, float);\n"
     "float twice(float x) { return x + x; } /* kernel void not_one(global int *p) */\n"
     "__kernel __attribute__((reqd_work_group_size(8, 1, 1)))\n"
     "void attr(const __global float *restrict in /* a, b */, __global float * restrict out,\n"

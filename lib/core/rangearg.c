@@ -485,12 +485,16 @@ static clf_status scan_kernel_array(lexer *x, vedit **edits, size_t *nedits, cha
         *masks = m;
         m[*nnames - 1] = mask;
     }
-    for (size_t i = 0; refuse && i < *nnames; i++)
-        if (strlen((*names)[i]) == name_l && !strncmp((*names)[i], x->s + name_b, name_l) &&
-            !(*why)[i]) {
+    for (size_t i = 0; i < *nnames; i++) {
+        if (strlen((*names)[i]) != name_l || strncmp((*names)[i], x->s + name_b, name_l))
+            continue;
+        if (t == '{') /* the definition's parameters (a prototype's may have no names) */
+            (*masks)[i] = mask;
+        if (refuse && !(*why)[i]) {
             (*why)[i] = refuse;
             refuse = NULL;
         }
+    }
 out:
     free(rebase);
     free(refuse);
