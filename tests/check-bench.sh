@@ -70,7 +70,7 @@ $bench scale --quick --verbose --reps=1 > /dev/null 2> "$tmp.err" ||
 
 # The conventional options: --help and --version everywhere (exit 0, on stdout); a bad
 # command line exits 2 with a message; sizes take K, M and G.
-for cmd in "" balance scale p2p allreduce pipeline gemm overhead; do
+for cmd in "" balance scale p2p allreduce pipeline gemm overhead stencil; do
     $bench $cmd --help > "$tmp.help" 2> "$tmp.err" &&
         grep -q '^usage: clfleet-bench' "$tmp.help" ||
         { echo "FAIL: '$cmd --help'"; cat "$tmp.help" "$tmp.err"; exit 1; }
@@ -82,7 +82,8 @@ for bad in "" "nonsense" "--bogus" "balance --size 3" "balance --reps x" "balanc
     "balance --config nowhere" "balance --trace" "balance --trace=" "balance extra" \
     "scale --config homogeneous" "p2p --bogus" "p2p --max-size=1x" "p2p --max-size 2K" \
     "allreduce --chunk" "pipeline --costs 1,2" "pipeline --items=100" "gemm --size -1" \
-    "gemm --json=yes" "overhead --items 0" "overhead --bogus"; do
+    "gemm --json=yes" "overhead --items 0" "overhead --bogus" "stencil --size 0" \
+    "stencil --steps x"; do
     $bench $bad > /dev/null 2> "$tmp.err"
     rc=$?
     [ $rc -eq 2 ] || { echo "FAIL: '$bad' exited with $rc, not 2"; cat "$tmp.err"; exit 1; }
