@@ -44,7 +44,8 @@ static const char *const FORM_KEYS[NFORM] = {"one_device", "host_arrays", "resid
 
 typedef struct figures {
     double step_s;                    /* median time per step */
-    uint64_t to_dev, from_dev, peer;  /* bytes over the run, all repetitions */
+    uint64_t to_dev, from_dev, peer;  /* bytes of one run */
+    double util; /* kernel time over timed time x devices used: 1 when all are always busy */
 } figures;
 
 typedef struct bench {
@@ -92,15 +93,18 @@ static int own_option(void *bench_, int val, const char *arg)
     return clf_bench_number(arg, 10, 1, 100000, &b->steps);
 }
 
-static void counters(const bench *b, uint64_t v[3])
+/* Bytes to, from and between devices, and kernel seconds, so far. */
+static void counters(const bench *b, uint64_t v[3], double *busy)
 {
     clf_fleet_metrics m;
     memset(v, 0, 3 * sizeof *v);
+    *busy = 0;
     if (clf_metrics_fleet(&m, b->fl) != CLF_SUCCESS)
         return;
     v[0] = m.dir[CLF_DIRECTION_TO_DEVICE].bytes;
     v[1] = m.dir[CLF_DIRECTION_FROM_DEVICE].bytes;
     v[2] = m.dir[CLF_DIRECTION_PEER].bytes;
+    *busy = m.busy_s;
 }
 
 /* (a): one device, two buffers, a kernel per step; upload and download not timed. */
@@ -215,7 +219,8 @@ static clf_status run_form(bench *b, int form)
                                         : run_resident(b, form == FORM_RESIDENT, &t[0],
                                                        b->res[form]);
     b->steps = steps;
-    counters(b, c0);
+    double busy0, busy1, timed = 0;
+    counters(b, c0, &busy0);
     for (unsigned r = 0; r < b->opt.reps && st == CLF_SUCCESS; r++) {
         if (form == FORM_ONE)
             st = run_one(b, &t[r], b->res[form]);
@@ -224,9 +229,12 @@ static clf_status run_form(bench *b, int form)
         else
             st = run_resident(b, form == FORM_RESIDENT, &t[r], b->res[form]);
     }
-    counters(b, c1);
+    counters(b, c1, &busy1);
     if (st != CLF_SUCCESS)
         return st;
+    for (unsigned r = 0; r < b->opt.reps; r++)
+        timed += t[r] * (double)b->steps;
+    b->f[form].util = (busy1 - busy0) / (timed * (double)(form == FORM_ONE ? 1 : b->ndev));
     b->f[form].step_s = clf_bench_median(t, b->opt.reps);
     b->f[form].to_dev = (c1[0] - c0[0]) / b->opt.reps;
     b->f[form].from_dev = (c1[1] - c0[1]) / b->opt.reps;
@@ -266,12 +274,13 @@ static void print_table(const bench *b)
     const figures *f = b->f;
     printf("clfleet-bench stencil: %zu x %zu floats, %zu steps, %zu devices, median of %u\n\n",
            b->w, b->h, b->steps, b->ndev, b->opt.reps);
-    printf("%-34s %10s %9s %14s %14s %14s\n", "form", "ms/step", "speedup", "host->dev MB",
-           "dev->host MB", "dev->dev MB");
+    printf("%-34s %9s %8s %13s %13s %12s %6s\n", "form", "ms/step", "speedup", "host->dev MB",
+           "dev->host MB", "dev->dev MB", "busy");
     for (int k = 0; k < NFORM; k++)
-        printf("%-34s %10.3f %8.2fx %14.3f %14.3f %14.3f\n", FORM_NAMES[k], f[k].step_s * 1e3,
-               f[FORM_ONE].step_s / f[k].step_s, (double)f[k].to_dev / 1e6,
-               (double)f[k].from_dev / 1e6, (double)f[k].peer / 1e6);
+        printf("%-34s %9.3f %7.2fx %13.3f %13.3f %12.3f %5.0f%%\n", FORM_NAMES[k],
+               f[k].step_s * 1e3, f[FORM_ONE].step_s / f[k].step_s, (double)f[k].to_dev / 1e6,
+               (double)f[k].from_dev / 1e6, (double)f[k].peer / 1e6, f[k].util * 100);
+    printf("(busy: kernel time over the timed time of the devices used)\n");
     printf("\nresident / interior alone: %.2f (1.00: the exchange hides behind the compute)\n",
            f[FORM_RESIDENT].step_s / f[FORM_INTERIOR].step_s);
 }
@@ -288,9 +297,12 @@ static void print_json(const bench *b)
         printf(", \"speedup\": ");
         clf_tool_json_num(f[FORM_ONE].step_s / f[k].step_s);
         printf(", \"host_to_device_bytes\": %llu, \"device_to_host_bytes\": %llu, "
-               "\"device_to_device_bytes\": %llu}",
+               "\"device_to_device_bytes\": %llu",
                (unsigned long long)f[k].to_dev, (unsigned long long)f[k].from_dev,
                (unsigned long long)f[k].peer);
+        printf(", \"busy_fraction\": ");
+        clf_tool_json_num(f[k].util);
+        printf("}");
     }
     printf("\n  ],\n  \"resident_over_interior\": ");
     clf_tool_json_num(f[FORM_RESIDENT].step_s / f[FORM_INTERIOR].step_s);

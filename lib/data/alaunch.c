@@ -225,11 +225,9 @@ static clf_status check(alaunch *L)
 
 /*
  * Queue kernel part p over units [first, first + count) of it (a sub-range for the strips
- * of CLF_ARRAY_EXCHANGE_AFTER). Its writes wait as if they covered the part's owned units
- * from dep_first on, dep_count of them (first and count, or more: see clf_array_launch()).
+ * and the interior of CLF_ARRAY_EXCHANGE_AFTER).
  */
-static clf_status run_part_deps(alaunch *L, size_t p, size_t first, size_t count,
-                                size_t dep_first, size_t dep_count)
+static clf_status run_part(alaunch *L, size_t p, size_t first, size_t count)
 {
     const clf__array_part *lp = &L->layout->parts[p];
     unsigned s = L->d.dims - 1;
@@ -256,8 +254,8 @@ static clf_status run_part_deps(alaunch *L, size_t p, size_t first, size_t count
         if (a->flags & CLF_ARG_READ)
             CLF__TRY(st, clf__array_deps(arr, q, 0, rb, CLF_ARG_READ, &wait, &nwait));
         if (a->flags & CLF_ARG_WRITE) {
-            size_t lo = (dep_first - ap->first + ap->halo_before) * arr->unit_bytes;
-            CLF__TRY(st, clf__array_deps(arr, q, lo, lo + dep_count * arr->unit_bytes,
+            size_t lo = (first - ap->first + ap->halo_before) * arr->unit_bytes;
+            CLF__TRY(st, clf__array_deps(arr, q, lo, lo + count * arr->unit_bytes,
                                          CLF_ARG_WRITE, &wait, &nwait));
         }
     }
@@ -299,11 +297,6 @@ out:
     clf_event_release(ev);
     clf__array_wait_free(wait, nwait);
     return st;
-}
-
-static clf_status run_part(alaunch *L, size_t p, size_t first, size_t count)
-{
-    return run_part_deps(L, p, first, count, first, count);
 }
 
 /* The strips of part p that neighbours hold as halo of the written arrays: *head units at
@@ -396,19 +389,11 @@ clf_status clf_array_launch(clf_fleet *fleet, clf_program *prog,
         if (!seen && (st = clf_array_exchange(a->host)) != CLF_SUCCESS)
             return st;
     }
-    /* On a CPU device the copies out of a part run on the same threads as its kernels, so
-     * they cannot overlap its interior, only wait behind it, and its neighbours with them
-     * (PoCL, measured: the devices then take turns). There the interior waits for the
-     * copies of its own strips (they take microseconds), as if it wrote all its owned
-     * units; elsewhere it waits for none of them. */
     for (size_t p = 0; p < lay->nparts; p++) {
         size_t head, tail, first = lay->parts[p].first, count = lay->parts[p].count;
         strips(&L, p, &head, &tail);
-        int cpu = (fleet->dev[lay->parts[p].device].info.type & CLF_DEVICE_CPU) != 0;
         if (head + tail < count &&
-            (st = run_part_deps(&L, p, first + head, count - head - tail,
-                                cpu ? first : first + head, cpu ? count : count - head - tail)) !=
-                CLF_SUCCESS)
+            (st = run_part(&L, p, first + head, count - head - tail)) != CLF_SUCCESS)
             return st;
     }
     return CLF_SUCCESS;
