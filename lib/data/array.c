@@ -658,14 +658,16 @@ clf_status clf__array_deps(clf_array *a, size_t p, size_t lo, size_t hi, unsigne
     return collect(&a->parts[p], lo, hi, (access & CLF_ARG_WRITE) != 0, wait, nwait);
 }
 
-/* Parts other than p whose halo holds global units [g0, g1) (block arrays). */
+/* The parts whose halo holds global units [g0, g1) that part p owns (block arrays; p
+ * itself when one part's periodic halo wraps onto its own units): their halo is stale. */
 static void stale_neighbour_halos(clf_array *a, size_t p, size_t g0, size_t g1)
 {
+    (void)p;
     if (a->desc.dist != CLF_ARRAY_BLOCK)
         return;
     for (size_t j = 0; j < a->nparts; j++) {
         clf__array_part *q = &a->parts[j];
-        if (j == p || (!q->halo_before && !q->halo_after))
+        if (!q->halo_before && !q->halo_after)
             continue;
         size_t k[4], g[4], n[4], nr = part_runs(a, q, k, g, n);
         for (size_t r = 0; r < nr; r++) {

@@ -80,8 +80,9 @@ clf_status clf__array_deps(clf_array *a, size_t p, size_t lo, size_t hi, unsigne
                            clf_event ***wait, size_t *nwait);
 void clf__array_wait_free(clf_event **wait, size_t nwait);
 /* After queueing it: record the operation's event (held by the array; NULL records nothing)
- * and, for a write, mark the part's device copy newer than the host's (owned bytes) or its
- * halo current (halo bytes). */
+ * and, for a write (with or without an event), mark the part's device copy newer than the
+ * host's (owned bytes: the halos holding them in the parts around go stale, HALO_VALID
+ * cleared) or its halo current (halo bytes). */
 clf_status clf__array_record(clf_array *a, size_t p, size_t lo, size_t hi, unsigned access,
                              clf_event *ev);
 
