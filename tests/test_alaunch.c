@@ -136,7 +136,10 @@ static void jacobi(clf_fleet *f, clf_program *p, const size_t *devs, size_t ndev
     d.global[1] = h;
     d.flags = lflags;
     clf_array *in = a, *out = b;
+    clf_fleet_metrics m0, m1;
     for (int k = 0; k < STEPS; k++) {
+        if (k == 1) /* after the upload: nothing more goes through the host */
+            ck_assert_ok(clf_metrics_fleet(&m0, f));
         clf_arg args[] = {CLF_ARRAY_IN(in), CLF_ARRAY_OUT(out)};
         if (lflags == 0) /* the caller exchanges */
             ck_assert_ok(clf_array_exchange(in));
@@ -152,6 +155,13 @@ static void jacobi(clf_fleet *f, clf_program *p, const size_t *devs, size_t ndev
         x = y;
         y = u;
     }
+    ck_assert_ok(clf_array_finish(in));
+    ck_assert_ok(clf_array_finish(out));
+    ck_assert_ok(clf_metrics_fleet(&m1, f));
+    ck_assert_msg(m1.dir[CLF_DIRECTION_TO_DEVICE].bytes == m0.dir[CLF_DIRECTION_TO_DEVICE].bytes &&
+                      m1.dir[CLF_DIRECTION_FROM_DEVICE].bytes ==
+                          m0.dir[CLF_DIRECTION_FROM_DEVICE].bytes,
+                  "%s: the steps moved bytes through the host", label);
     ck_assert_ok(clf_array_read(in, NULL, NULL, got));
     for (size_t i = 0; i < n; i++)
         expect(memcmp(&got[i], &x[i], sizeof *x) == 0, "%s: element %zu: %.9g, expected %.9g",
