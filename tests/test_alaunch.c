@@ -116,8 +116,9 @@ static void jac2_ref(const float *in, float *out, size_t w, size_t h)
 enum { STEPS = 50 };
 
 /* STEPS Jacobi steps of kernel over two arrays of dims (w x h), against the reference. */
-static void jacobi(clf_fleet *f, clf_program *p, const size_t *devs, size_t ndev, unsigned dims,
-                   size_t w, size_t h, int periodic, unsigned lflags, const char *label)
+static void jacobi_halo(clf_fleet *f, clf_program *p, const size_t *devs, size_t ndev,
+                        unsigned dims, size_t w, size_t h, size_t halo, int periodic,
+                        unsigned lflags, const char *label)
 {
     size_t n = w * h;
     float *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y), *got = malloc(n * sizeof *got);
@@ -126,8 +127,8 @@ static void jacobi(clf_fleet *f, clf_program *p, const size_t *devs, size_t ndev
     for (size_t i = 0; i < n; i++)
         x[i] = (float)(xorshift64(&s) % 1000) / 8.0f;
     unsigned af = periodic ? CLF_ARRAY_PERIODIC : 0;
-    clf_array *a = make(f, devs, ndev, dims, w, h, sizeof(float), 1, af);
-    clf_array *b = make(f, devs, ndev, dims, w, h, sizeof(float), 1, af);
+    clf_array *a = make(f, devs, ndev, dims, w, h, sizeof(float), halo, af);
+    clf_array *b = make(f, devs, ndev, dims, w, h, sizeof(float), halo, af);
     ck_assert_ok(clf_array_write(a, NULL, NULL, x));
     clf_array_launch_desc d = CLF_ARRAY_LAUNCH_DESC_INIT;
     d.kernel = dims == 1 ? (periodic ? "jac1p" : "jac1") : "jac2";
@@ -173,6 +174,12 @@ static void jacobi(clf_fleet *f, clf_program *p, const size_t *devs, size_t ndev
     free(got);
 }
 
+static void jacobi(clf_fleet *f, clf_program *p, const size_t *devs, size_t ndev, unsigned dims,
+                   size_t w, size_t h, int periodic, unsigned lflags, const char *label)
+{
+    jacobi_halo(f, p, devs, ndev, dims, w, h, 1, periodic, lflags, label);
+}
+
 START_TEST(jacobi_1d_2d)
 {
     test_watchdog(300);
@@ -189,6 +196,11 @@ START_TEST(jacobi_1d_2d)
         jacobi(e.f, e.p, c->devices, c->ndev, 1, 999, 1, 1, fl, label);
         snprintf(label, sizeof label, "%s, flags %u, 2D", c->label, fl);
         jacobi(e.f, e.p, c->devices, c->ndev, 2, 37, 61, 0, fl, label);
+        /* Halos of 2 over parts of 12, 6 and 4 units: on 3 devices the strips cover the
+         * whole part. */
+        snprintf(label, sizeof label, "%s, flags %u, 1D periodic, 12 units, halo 2", c->label,
+                 fl);
+        jacobi_halo(e.f, e.p, c->devices, c->ndev, 1, 12, 1, 2, 1, fl, label);
     }
     test_env_close(&e);
     test_watchdog_off();
