@@ -1,6 +1,43 @@
 /* lib/exec: one kernel launch across the fleet. State shared by the launch coordinator
  * (launch.c) and the device workers (worker.c), and what GEMM (blas/) and the fleet's
- * teardown (fleet/) use of it. Not installed. */
+ * teardown (fleet/) use of it. Not installed.
+ *
+ * The chunk executor and its data planes (issue 15). The coordinator (launch.c) cuts a range
+ * of units with the partitioner (plan/partition.c) and runs one worker per device on the
+ * device's persistent thread (devthread.c). The worker's loop (worker.c: run_chunks) is the
+ * same for every kind of work: take a chunk, move its data in, run it, move its results
+ * out, wait for it and account for it, with one chunk of look-ahead, work stealing, and on a
+ * failure the device's chunks given back to the others (re-queued). What a chunk's data is
+ * and how it moves is the data plane's business, a small table of functions (clf__plane)
+ * the loop calls per device and per chunk:
+ *
+ *   prepare(w)              before the device takes any chunk (kernel object, whole arrays,
+ *                           broadcasts, reductions' identity);
+ *   begin(w)                once the device holds its first chunk (may be NULL: the GEMM's
+ *                           operand that every block needs, sent only to devices with work);
+ *   chunk_in(w, c, which)   enqueue the chunk's inputs on the transfer queue (events in
+ *                           c->ev[0 .. nwrite)); `which` is WRITE_EARLY/LATE (worker.c);
+ *   run(w, c)               enqueue its computation on the compute queue after them (event
+ *                           c->kernel, c->pre a marker it waits behind, or c->fault set);
+ *   chunk_out(w, c)         enqueue its results' move back to the host after c->kernel
+ *                           (events in c->ev[nwrite .. nwrite + nread));
+ *   landed(w, c)            after a failure: 1 when all the chunk's results are on the host
+ *                           (it is done), 0 when none or some that a re-run rewrites, -1
+ *                           when some that a re-run could not repeat (the launch stops);
+ *   release(w)              give back the device's buffers and objects.
+ *
+ * The executor owns everything else: waiting for a chunk's events (finish_chunk), the report
+ * (busy, transfer times and bytes from the events), metrics, the device's memory budget
+ * (clf__worker_buffer()), fault injection's execution faults, re-queueing a failed device's
+ * chunks, the strategies and AUTO's dynamic fallback (launch.c). Two planes exist:
+ *
+ *   clf__array_plane (worker.c): clf_launch's partitioned host arrays; a chunk is a range of
+ *     work-items along the split dimension, its inputs and outputs are the matching indices
+ *     of every partitioned argument, its computation one clEnqueueNDRangeKernel.
+ *   the GEMM plane (blas/gemmdev.c): a chunk is a block of rows (or columns) of C; its input
+ *     is that block of op(A) (op(B)) and of C when beta != 0, its computation a clBLAST call
+ *     (serialised on the host, see gemmdev.c), its output the block of C.
+ */
 #ifndef CLFLEET_EXEC_H
 #define CLFLEET_EXEC_H
 
@@ -35,7 +72,34 @@ typedef struct clf__chunk {
     size_t nwrite, nread;
     uint64_t bytes_in, bytes_out;
     cl_int fault; /* an injected execution fault's status: the kernel was not run (worker.c) */
+    /* A marker the plane's kernels wait behind (a library call takes no wait list), or NULL:
+     * the kernel's time on the device starts no earlier than its end. */
+    cl_event pre;
 } clf__chunk;
+
+struct clf__worker;
+struct clf__launch;
+
+/* A data plane: how a chunk's data moves in and out (see the top of this file). */
+typedef struct clf__plane {
+    const char *name;
+    clf_status (*prepare)(struct clf__worker *w);
+    clf_status (*begin)(struct clf__worker *w); /* or NULL */
+    clf_status (*chunk_in)(struct clf__worker *w, clf__chunk *c, int which);
+    clf_status (*run)(struct clf__worker *w, clf__chunk *c);
+    clf_status (*chunk_out)(struct clf__worker *w, clf__chunk *c);
+    int (*landed)(const struct clf__worker *w, const clf__chunk *c);
+    void (*release)(struct clf__worker *w);
+    /* Whether taking a chunk early pays (its input moves while the current one computes). */
+    int (*lookahead)(const struct clf__launch *L);
+} clf__plane;
+
+/* chunk_in's `which`: the inputs that may move as soon as the chunk is taken (early), those
+ * that must wait for the previous chunk's reads on the transfer queue (late), or all. */
+enum { CLF__WRITE_EARLY = 1, CLF__WRITE_LATE = 2, CLF__WRITE_ALL = 3 };
+
+/* clf_launch's plane: partitioned host arrays (worker.c). */
+extern const clf__plane clf__array_plane;
 
 struct clf__launch;
 
@@ -83,6 +147,8 @@ typedef struct clf__worker {
 } clf__worker;
 
 typedef struct clf__launch {
+    const clf__plane *plane; /* how chunks' data move (clf__array_plane for clf_launch) */
+    void *plane_ctx;         /* the plane's own state (the GEMM's), or NULL */
     clf_fleet *fl;
     clf_program *prog;
     clf_launch_desc desc;
@@ -140,6 +206,19 @@ void clf__launch_footprint(const clf__launch *L, uint64_t *fixed, uint64_t *per_
 void *clf__worker_main(void *arg);
 /* Release the worker's kernel and buffers. */
 void clf__worker_fini(clf__worker *w);
+/* For planes. A buffer of the device of at least bytes in *m (capacity *cap), counted in the
+ * worker's memory budget and metrics; kept when large enough, else released and made anew
+ * (its last user must have completed); fault injection's alloc rules apply. */
+clf_status clf__worker_buffer(clf__worker *w, cl_mem *m, size_t *cap, size_t bytes,
+                              cl_mem_flags flags);
+/* Release a buffer of clf__worker_buffer() (NULL: nothing). */
+void clf__worker_buffer_free(clf__worker *w, cl_mem *m, size_t *cap);
+/* A failed OpenCL call of the worker's device (injected: by CLFLEET_FAULT_INJECT): sets the
+ * error detail, and remembers err for the device-fault decision; returns CLF_ERROR_OPENCL. */
+clf_status clf__worker_cl_fail(clf__worker *w, cl_int err, const char *call, int injected);
+/* Account for a completed transfer outside the chunks (an operand sent once): report,
+ * metrics; releases ev; returns its seconds. to_device: its direction. */
+double clf__worker_transfer_done(clf__worker *w, cl_event ev, int to_device, uint64_t bytes);
 /* The identity element of op for type (esize bytes written to out). */
 void clf__reduce_identity(unsigned op, unsigned type, void *out);
 /* acc[i] = op(acc[i], x[i]) for count elements. */

@@ -930,6 +930,7 @@ static clf_status prepare(clf__launch *L, clf_fleet *fl, clf_program *prog,
     /* The workers are most of the struct (64 x 5 KB): clear those of the launch's devices
      * only, once they are known. Clearing all of it cost a quarter of a small launch. */
     memset(L, 0, offsetof(clf__launch, w));
+    L->plane = &clf__array_plane;
     L->fl = fl;
     L->prog = prog;
     memcpy(&L->desc, desc, dsize);
