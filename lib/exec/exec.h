@@ -92,6 +92,10 @@ typedef struct clf__plane {
     void (*release)(struct clf__worker *w);
     /* Whether taking a chunk early pays (its input moves while the current one computes). */
     int (*lookahead)(const struct clf__launch *L);
+    /* The longest chunk a device of this info can hold within budget bytes, or NULL for the
+     * array plane's footprint (clf__launch_footprint()). */
+    uint64_t (*max_units)(const struct clf__launch *L, const clf_device_info *in,
+                          uint64_t budget);
 } clf__plane;
 
 /* chunk_in's `which`: the inputs that may move as soon as the chunk is taken (early), those
@@ -149,6 +153,11 @@ typedef struct clf__worker {
 typedef struct clf__launch {
     const clf__plane *plane; /* how chunks' data move (clf__array_plane for clf_launch) */
     void *plane_ctx;         /* the plane's own state (the GEMM's), or NULL */
+    /* A plane without a program (prog NULL): the throughput model's key of its work (else
+     * kernel@program hash), what a device must hold (for the no-device-fits error), text
+     * appended to the report's reason, and work per unit for the model (0: 1). */
+    const char *key, *need, *reason_tail;
+    double learn_scale;
     clf_fleet *fl;
     clf_program *prog;
     clf_launch_desc desc;
@@ -185,6 +194,16 @@ typedef struct clf__launch {
     clf__worker w[CLF_MAX_LAUNCH_DEVICES];
 } clf__launch;
 
+/*
+ * Run a planned launch on the executor (launch.c); the caller holds the fleet's turn. L is
+ * zeroed, then gives plane (and plane_ctx), fl, desc (kernel: the report's and metrics' name;
+ * strategy, weights, devices' options, mem_limits/safety, chunks_per_device, min_chunk), dev
+ * and ndev, total, per_unit and gran; prog NULL for a plane other than the array plane (no
+ * program checks, no too-small rule). Leaves out devices failed earlier, sets budgets,
+ * chooses the strategy (AUTO's dynamic fallback included), runs the workers, re-queues a
+ * failed device's work, marks devices at fault, fills rep and learns.
+ */
+clf_status clf__exec_run(clf__launch *L, clf_launch_report *rep);
 /* Wait for and free an asynchronous launch (an event's op_wait and op_release). */
 clf_status clf__host_op_wait(struct clf__host_op *op);
 void clf__host_op_release(struct clf__host_op *op);

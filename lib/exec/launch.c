@@ -369,10 +369,36 @@ void clf__launch_footprint(const clf__launch *L, uint64_t *fixed, uint64_t *per_
     }
 }
 
+/* A plane's budgets: the largest chunk each device can hold is the plane's business. */
+static clf_status plane_budgets(clf__launch *L, uint64_t *max_units)
+{
+    double safety = L->desc.mem_safety > 0 ? L->desc.mem_safety : 0.8;
+    int any = 0;
+    for (size_t i = 0; i < L->ndev; i++) {
+        const clf_device_info *in = &L->fl->dev[L->dev[i]].info;
+        uint64_t b = (uint64_t)((double)in->global_mem * safety);
+        if (L->desc.mem_limits && L->desc.mem_limits[i] && L->desc.mem_limits[i] < b)
+            b = L->desc.mem_limits[i];
+        L->w[i].budget = b;
+        max_units[i] = L->w[i].max_units = L->excluded[i] ? 0 : L->plane->max_units(L, in, b);
+        any |= max_units[i] >= (L->gran < L->total ? L->gran : L->total);
+    }
+    if (!any)
+        return clf__fail(CLF_ERROR_OUT_OF_RANGE,
+                         "'%s': no device can hold one chunk: %s; budget of device %zu: %llu "
+                         "bytes, largest allocation %llu",
+                         L->desc.kernel, L->need ? L->need : "?", L->dev[0],
+                         (unsigned long long)L->w[0].budget,
+                         (unsigned long long)L->fl->dev[L->dev[0]].info.max_alloc);
+    return CLF_SUCCESS;
+}
+
 /* Budget and the largest chunk each device can hold; fails when no device can hold any. */
 static clf_status budgets(clf__launch *L, uint64_t *max_units)
 {
     uint64_t fixed, per_unit, halo;
+    if (L->plane->max_units)
+        return plane_budgets(L, max_units);
     clf__launch_footprint(L, &fixed, &per_unit, &halo);
     double safety = L->desc.mem_safety > 0 ? L->desc.mem_safety : 0.8;
     int any = 0;
@@ -427,7 +453,10 @@ void clf__perf_device_key(const struct clf__device *d, char *buf, size_t n)
 
 static void kernel_key(const clf__launch *L, char *buf, size_t n)
 {
-    snprintf(buf, n, "%s@%.16s", L->desc.kernel, L->prog->hash);
+    if (L->key)
+        snprintf(buf, n, "%s", L->key);
+    else
+        snprintf(buf, n, "%s@%.16s", L->desc.kernel, L->prog->hash);
 }
 
 clf__perf_model *clf__fleet_perf(clf_fleet *fl)
@@ -639,7 +668,8 @@ static clf_status choose_strategy(clf__launch *L, const uint64_t *max_units,
             snprintf(rep->reason, sizeof rep->reason,
                      "auto: memory-aware (a device's share exceeds its memory budget); %s",
                      wreason);
-        } else if (L->ndev > 1 && (one = too_small(L, max_units, why, sizeof why)) < L->ndev) {
+        } else if (L->ndev > 1 && L->prog &&
+                   (one = too_small(L, max_units, why, sizeof why)) < L->ndev) {
             /* One chunk on one device; the others stand by in case it fails (run()). */
             s = CLF_STRATEGY_STATIC;
             L->small = 1;
@@ -665,6 +695,10 @@ static clf_status choose_strategy(clf__launch *L, const uint64_t *max_units,
         }
     } else {
         snprintf(rep->reason, sizeof rep->reason, "%s; %s", clf_strategy_name(s), wreason);
+    }
+    if (L->reason_tail) {
+        size_t len = strlen(rep->reason);
+        snprintf(rep->reason + len, sizeof rep->reason - len, "; %s", L->reason_tail);
     }
     rep->strategy = s;
     L->part_strategy = s == CLF_STRATEGY_STATIC    ? CLF__PART_STATIC
@@ -815,8 +849,14 @@ static void learn(clf__launch *L)
         const clf__worker *w = &L->w[i];
         double t = w->rep.finish_s - w->t_start;
         if (w->rep.units && !w->rep.failed && t > 0) {
+            /* A plane's work per unit (the GEMM's MFLOP per row or column of C). */
+            uint64_t work = w->rep.units;
+            if (L->learn_scale > 0) {
+                double x = (double)w->rep.units * L->learn_scale;
+                work = x >= 1 ? (uint64_t)llround(x) : 1;
+            }
             clf__perf_device_key(w->d, dkey, sizeof dkey);
-            clf__perf_record(m, kkey, dkey, w->rep.units, t);
+            clf__perf_record(m, kkey, dkey, work, t);
         }
     }
 }
@@ -890,7 +930,7 @@ static clf_status check_kernel(clf__launch *L)
  */
 static clf_status check_range_known(const clf__launch *L, const uint64_t *max_units)
 {
-    if (!clf__program_range_unknown(L->prog, L->desc.kernel) || L->total <= L->gran)
+    if (!L->prog || !clf__program_range_unknown(L->prog, L->desc.kernel) || L->total <= L->gran)
         return CLF_SUCCESS;
     size_t active = 0, only = 0;
     for (size_t i = 0; i < L->ndev; i++)
@@ -969,7 +1009,7 @@ static clf_status exclude(clf__launch *L)
             w->rep.status = CLF_ERROR_DEVICE_FAILED;
             snprintf(w->rep.error, sizeof w->rep.error,
                      "failed earlier (clf_device_readmit()): %.110s", why);
-        } else if (!L->prog->built[d]) {
+        } else if (L->prog && !L->prog->built[d]) {
             w->rep.status = CLF_ERROR_BUILD;
             snprintf(w->rep.error, sizeof w->rep.error, "the program did not build for it");
         } else {
@@ -1092,7 +1132,7 @@ static void run_workers(clf__launch *L, const unsigned char *which)
 }
 
 /* Run a prepared launch; the caller holds the fleet's turn. */
-static clf_status run(clf__launch *L, clf_launch_report *rep)
+clf_status clf__exec_run(clf__launch *L, clf_launch_report *rep)
 {
     clf_status st;
     uint64_t max_units[CLF_MAX_LAUNCH_DEVICES];
@@ -1101,7 +1141,8 @@ static clf_status run(clf__launch *L, clf_launch_report *rep)
         fill_report(L, rep); /* which device is left out, and why */
         goto out;
     }
-    CLF__TRY(st, check_kernel(L));
+    if (L->prog)
+        CLF__TRY(st, check_kernel(L));
     CLF__TRY(st, budgets(L, max_units));
     CLF__TRY(st, choose_strategy(L, max_units, rep));
     CLF__TRY(st, check_range_known(L, max_units));
@@ -1250,7 +1291,7 @@ clf_status clf_launch(clf_fleet *fl, clf_program *prog, const clf_launch_desc *d
     if (st == CLF_SUCCESS) {
         uint64_t t = new_ticket(fl);
         take_turn(fl, t);
-        st = run(L, report ? report : &local);
+        st = clf__exec_run(L, report ? report : &local);
         end_turn(fl);
     }
     free(L);
@@ -1279,7 +1320,7 @@ static void *async_main(void *arg)
     struct clf__host_op *op = arg;
     clf_fleet *fl = op->L.fl;
     take_turn(fl, op->ticket);
-    op->st = run(&op->L, op->report ? op->report : &op->local);
+    op->st = clf__exec_run(&op->L, op->report ? op->report : &op->local);
     if (op->st != CLF_SUCCESS)
         snprintf(op->err, sizeof op->err, "%s", clf_last_error());
     end_turn(fl);

@@ -944,8 +944,16 @@ static void array_release(clf__worker *w)
 }
 
 const clf__plane clf__array_plane = {
-    "arrays",        array_prepare,   NULL,          array_chunk_in, array_run,
-    array_chunk_out, array_landed,    array_release, array_lookahead,
+    .name = "arrays",
+    .prepare = array_prepare,
+    .begin = NULL,
+    .chunk_in = array_chunk_in,
+    .run = array_run,
+    .chunk_out = array_chunk_out,
+    .landed = array_landed,
+    .release = array_release,
+    .lookahead = array_lookahead,
+    .max_units = NULL, /* clf__launch_footprint() */
 };
 
 void clf__worker_fini(clf__worker *w)
