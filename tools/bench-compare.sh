@@ -4,10 +4,11 @@
 # Builds clfleet at OLD (a commit of this repository) in a temporary git worktree, out of
 # tree, once (kept under $BENCH_COMPARE_DIR, default /tmp/clfleet-bench-compare/COMMIT), then
 # runs clfleet-bench's balance, p2p, allreduce, gemm and overhead subcommands from BOTH builds,
-# alternately (old, new, old, new, ...: same machine, same moment, each pair shares whatever
+# alternately (old, new, new, old, ...: same machine, same moment, each pair shares whatever
 # load the host has), and prints one line per figure: the median over the rounds of each
 # build and new/old. Times (seconds, microseconds) are better lower, rates (GB/s) higher:
-# the last column says which way is better.
+# the last column says which way is better. `overhead ... raw` is plain OpenCL, the same code
+# in both builds: its ratio shows how far the host's noise alone moves a figure.
 #
 # Usage: tools/bench-compare.sh [--rounds N] [--full] [--only "balance gemm ..."] OLD [NEW_BUILD]
 #   OLD        a commit (e.g. 26daf0f)
@@ -24,7 +25,7 @@ while [ $# -gt 0 ]; do
     --rounds) rounds=$2; shift 2 ;;
     --full) quick=; shift ;;
     --only) only=$2; shift 2 ;;
-    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,/^set -eu/{/^#/p}' "$0"; exit 0 ;;
     -*) echo "bench-compare.sh: unknown option $1" >&2; exit 99 ;;
     *) break ;;
     esac
@@ -56,8 +57,11 @@ out=$(mktemp -d "${TMPDIR:-/tmp}/bench-compare.XXXXXX")
 echo "bench-compare.sh: old $old_bench, new $new_bench, $rounds rounds, results in $out" >&2
 r=1
 while [ "$r" -le "$rounds" ]; do
+    # Odd rounds run the old build first, even rounds the new one: neither always gets the
+    # warmer (or the colder) host.
+    if [ $((r % 2)) -eq 1 ]; then order="old new"; else order="new old"; fi
     for b in $only; do
-        for side in old new; do
+        for side in $order; do
             if [ "$side" = old ]; then exe=$old_bench; else exe=$new_bench; fi
             f=$out/$b.$side.$r.json
             nice -n 10 "$exe" "$b" $quick --json >"$f" 2>"$f.err" ||
