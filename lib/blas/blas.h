@@ -6,9 +6,6 @@
 
 #include <clfleet/blas.h>
 
-/* clBLAST's caches, once no live fleet has run a GEMM (gemm.c). */
-void clf__gemm_fleet_fini(clf_fleet *fleet);
-
 /* One GEMM, either precision: alpha and beta are exact copies of the caller's values. */
 typedef struct clf__gemm_args {
     const char *fn; /* "clf_sgemm" or "clf_dgemm" */
@@ -95,6 +92,6 @@ void clf__gemm_worker_fini(clf__gemm_worker *w);
  * be loaded. */
 clf_status clf__gemm_blast_load(const char *fn);
 /* The fleet is about to run clBLAST: its caches stay until the fleet is destroyed. */
-void clf__gemm_blast_register(clf_fleet *fl);
+clf_status clf__gemm_blast_register(clf_fleet *fl);
 
 #endif

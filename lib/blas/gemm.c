@@ -414,7 +414,7 @@ static clf_status run(clf__gemm_run *G, clf_launch_report *rep)
     pp.min_chunk = G->o.min_chunk;
     CLF__TRY(st, clf__part_create(&G->part, G->part_strategy, G->total, G->gran, G->ndev,
                                   G->weights, max_units, &pp));
-    clf__gemm_blast_register(G->fl);
+    CLF__TRY(st, clf__gemm_blast_register(G->fl));
 
     pthread_mutex_init(&G->lock, NULL);
     G->t0 = clf__now();
@@ -505,9 +505,11 @@ static clf_status gemm(clf_fleet *fl, clf__gemm_args *g, int ta, int tb,
     G->fl = fl;
     G->g = *g;
     G->o = o;
-    clf__turn_begin(fl); /* one launch or GEMM at a time on the fleet, in call order */
-    st = run(G, rep);
-    clf__turn_end(fl);
+    st = clf__turn_begin(fl); /* one launch or GEMM at a time on the fleet, in call order */
+    if (st == CLF_SUCCESS) {
+        st = run(G, rep);
+        clf__turn_end(fl);
+    }
     free(G);
     return st;
 }
