@@ -1,10 +1,10 @@
 /*
  * The fleet's persistent per-device threads: the host thread that drives each device in a
  * launch (worker.c runs on it). Made on a device's first launch and kept, sleeping on a
- * condition variable, until the fleet's teardown (its state's finalizer, core/state.c): a launch then
- * hands its workers to threads that already exist instead of creating and joining one per
- * device (about 7 us each on an idle host, and a scheduler round trip more on a busy one,
- * against a 15 us enqueue-and-finish round trip of a small kernel; issue 14).
+ * condition variable, until the fleet's teardown (the pool's finalizer, core/state.c): a
+ * launch then hands its workers to threads that already exist instead of creating and
+ * joining one per device (about 7 us each on an idle host, and a scheduler round trip more on
+ * a busy one, against a 15 us enqueue-and-finish round trip of a small kernel; issue 14).
  *
  * One job at a time per thread: launches run one at a time per fleet (clf__turn_begin()), and
  * clf__devthread_run() waits should the thread still be busy. Everything a job and its
