@@ -7,9 +7,6 @@
 
 #include <clfleet/blas.h>
 
-/* clBLAST's caches, once no live fleet has run a GEMM (gemm.c). */
-void clf__gemm_fleet_fini(clf_fleet *fleet);
-
 /* One GEMM, either precision: alpha and beta are exact copies of the caller's values. */
 typedef struct clf__gemm_args {
     const char *fn; /* "clf_sgemm" or "clf_dgemm" */
@@ -67,6 +64,6 @@ extern const clf__plane clf__gemm_plane;
  * be loaded. */
 clf_status clf__gemm_blast_load(const char *fn);
 /* The fleet is about to run clBLAST: its caches stay until the fleet is destroyed. */
-void clf__gemm_blast_register(clf_fleet *fl);
+clf_status clf__gemm_blast_register(clf_fleet *fl);
 
 #endif

@@ -324,10 +324,14 @@ static clf_status gemm(clf_fleet *fl, clf__gemm_args *g, int ta, int tb,
     }
     G->g = *g;
     L->fl = fl;
-    st = plan(L, G, &o);
+    L->X = clf__exec_state_of(fl);
+    st = L->X ? plan(L, G, &o)
+              : clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "%s: out of memory", g->fn);
+    if (st == CLF_SUCCESS)
+        st = clf__gemm_blast_register(fl);
+    if (st == CLF_SUCCESS)
+        st = clf__turn_begin(fl); /* one launch or GEMM at a time on the fleet, in call order */
     if (st == CLF_SUCCESS) {
-        clf__gemm_blast_register(fl);
-        clf__turn_begin(fl); /* one launch or GEMM at a time on the fleet, in call order */
         st = clf__exec_run(L, rep);
         clf__turn_end(fl);
     }

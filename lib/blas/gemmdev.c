@@ -15,14 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifndef HAVE_CLBLAST
-
-void clf__gemm_fleet_fini(clf_fleet *fl)
-{
-    (void)fl;
-}
-
-#else
+#ifdef HAVE_CLBLAST
 
 #include <clblast_c.h>
 #include <dlfcn.h>
@@ -111,26 +104,40 @@ clf_status clf__gemm_blast_load(const char *fn)
 static pthread_mutex_t blast_lock = PTHREAD_MUTEX_INITIALIZER;
 static size_t blast_fleets;
 
-void clf__gemm_blast_register(clf_fleet *fl)
+/*
+ * A fleet that ran a GEMM holds a registration in the fleet's state registry (core/state.c):
+ * made on its first GEMM (blast_fleets counts it), finalized at its teardown: clBLAST caches
+ * programs of the contexts it saw, and once no live fleet has run a GEMM the caches go. The
+ * state itself is only a marker: GEMM keeps nothing else on the fleet.
+ */
+static void *gemm_state_create(clf_fleet *fl)
 {
-    pthread_mutex_lock(&blast_lock);
-    pthread_mutex_lock(&fl->lock);
-    if (!fl->gemm_used) {
-        fl->gemm_used = 1;
-        blast_fleets++;
-    }
-    pthread_mutex_unlock(&fl->lock);
+    (void)fl;
+    static char marker;
+    pthread_mutex_lock(&blast_lock); /* under the fleet's lock: nothing takes them reversed */
+    blast_fleets++;
     pthread_mutex_unlock(&blast_lock);
+    return &marker;
 }
 
-void clf__gemm_fleet_fini(clf_fleet *fl)
+static void gemm_state_fini(clf_fleet *fl, void *state)
 {
-    if (!fl->gemm_used)
-        return;
+    (void)fl;
+    (void)state;
     pthread_mutex_lock(&blast_lock);
     if (--blast_fleets == 0)
         blast.clear_cache(); /* a fleet ran a GEMM: clBLAST is loaded */
     pthread_mutex_unlock(&blast_lock);
+}
+
+static const clf__state_key gemm_key = {"gemm", CLF__STATE_BEFORE_XFER, gemm_state_create,
+                                        gemm_state_fini};
+
+clf_status clf__gemm_blast_register(clf_fleet *fl)
+{
+    if (!clf__fleet_state(fl, &gemm_key))
+        return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "GEMM: out of memory");
+    return CLF_SUCCESS;
 }
 
 #define E(x)                                                                                       \

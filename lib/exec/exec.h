@@ -1,6 +1,6 @@
 /* lib/exec: one kernel launch across the fleet. State shared by the launch coordinator
- * (launch.c) and the device workers (worker.c), and what GEMM (blas/) and the fleet's
- * teardown (fleet/) use of it. Not installed.
+ * (launch.c) and the device workers (worker.c), the state launches keep on a fleet, and what
+ * GEMM (blas/) uses of it. Not installed.
  *
  * The chunk executor and its data planes (issue 15). The coordinator (launch.c) cuts a range
  * of units with the partitioner (plan/partition.c) and runs one worker per device on the
@@ -43,21 +43,61 @@
 
 #include "core/core.h"
 
-/* Launch state the fleet owns (launch.c), freed at its teardown. */
-void clf__launch_fleet_fini(clf_fleet *fleet);
+/* A broadcast array kept on the devices between launches while unchanged. */
+struct clf__bcast {
+    const void *host;
+    size_t size;
+    uint64_t hash; /* of the content when it was uploaded */
+    cl_mem *mem;   /* one per fleet device, NULL until uploaded there */
+};
+
+/*
+ * What launches keep on a fleet: made on the first launch (or GEMM) through the fleet's state
+ * registry (core/state.c) and finalized at its teardown, first of all (CLF__STATE_DRAIN): the
+ * finalizer waits for the launches still queued, stops the dispatcher of asynchronous
+ * launches and releases the broadcast cache and the throughput model (launch.c). The kept
+ * buffers (bufcache.c) and the per-device threads (devthread.c) are states of their own,
+ * finalized next (CLF__STATE_BEFORE_XFER).
+ */
+typedef struct clf__exec_state {
+    pthread_mutex_t lock; /* guards what follows */
+    struct clf__perf_model *perf; /* learned throughput (NULL until the first launch) */
+    struct clf__bcast *bcast;
+    size_t nbcast;
+    /* The efficiency each balancing of a kernel last reached on this fleet, per partition
+     * strategy (static, dynamic, guided, memory-aware; < 0: not seen): CLF_STRATEGY_AUTO
+     * leaves a strategy that balanced the kernel worse than dynamic did. A small ring of the
+     * latest kernels. */
+    struct clf__kernel_seen {
+        char key[96];
+        double efficiency[4];
+        double unit_s; /* kernel seconds per unit in its last launch; < 0: not seen */
+    } static_eff[16];
+    size_t nstatic_eff;
+    /* Launches run in the order they were queued: a ticket each. */
+    pthread_cond_t turn;
+    uint64_t next_ticket, serving;
+    /* Asynchronous launches waiting for the dispatcher, in ticket order (launch.c): one
+     * thread per fleet, made on the first one, runs them one after the other. */
+    struct clf__host_op *queue_head, *queue_tail;
+    pthread_cond_t queued; /* one was queued, or the dispatcher must stop */
+    pthread_t dispatcher;
+    int dispatcher_started, stopping;
+} clf__exec_state;
+
+/* The fleet's launch state, made on first use; NULL: out of memory. */
+clf__exec_state *clf__exec_state_of(clf_fleet *fl);
 
 /* Small device buffers kept between launches (bufcache.c): take one of exactly this device,
- * flags and size (NULL: none), give one back (kept or released), release them all. */
+ * flags and size (NULL: none), give one back (kept or released); released at the teardown. */
 cl_mem clf__bufcache_get(clf_fleet *fl, size_t dev, cl_mem_flags flags, size_t bytes);
 void clf__bufcache_put(clf_fleet *fl, size_t dev, cl_mem mem);
-void clf__bufcache_fini(clf_fleet *fl);
 
 /* The fleet's persistent per-device threads (devthread.c): run fn(arg) on device dev's
- * thread, made on first use (-1: it cannot be made), wait until it returned, and stop and
- * join them all at the fleet's teardown. One job at a time per device. */
+ * thread, made on first use (-1: it cannot be made), wait until it returned; stopped and
+ * joined at the fleet's teardown. One job at a time per device. */
 int clf__devthread_run(clf_fleet *fl, size_t dev, void *(*fn)(void *), void *arg);
 void clf__devthread_wait(clf_fleet *fl, size_t dev);
-void clf__devthread_fini(clf_fleet *fl);
 
 #define CLF__MAX_ARGS 64
 
@@ -159,6 +199,7 @@ typedef struct clf__launch {
     const char *key, *need, *reason_tail;
     double learn_scale;
     clf_fleet *fl;
+    clf__exec_state *X; /* the fleet's launch state */
     clf_program *prog;
     clf_launch_desc desc;
     clf_arg args[CLF__MAX_ARGS];
@@ -212,9 +253,9 @@ void clf__host_op_release(struct clf__host_op *op);
 void clf__report_balance(clf_launch_report *rep);
 /* Wait for the fleet's turn (launches run one at a time, in the order they were queued),
  * and give it back; for other multi-device operations (gemm.c). */
-void clf__turn_begin(clf_fleet *fl);
+clf_status clf__turn_begin(clf_fleet *fl); /* fails only out of memory */
 void clf__turn_end(clf_fleet *fl);
-/* The fleet's learned throughput model, opened on first use (under the fleet's lock). */
+/* The fleet's learned throughput model, opened on first use (NULL: none). */
 struct clf__perf_model *clf__fleet_perf(clf_fleet *fl);
 /* A device's key in the throughput model: name, driver version and compute units. */
 void clf__perf_device_key(const struct clf__device *d, char *buf, size_t n);
