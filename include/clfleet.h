@@ -1916,9 +1916,10 @@ typedef struct clf_array_desc {
  * \param fleet the fleet (the array holds a reference to it)
  * \param desc shape, element size and distribution
  * \return CLF_SUCCESS, CLF_ERROR_NULL_POINTER, CLF_ERROR_INVALID_ARGUMENT (a version, dims,
- *         element size, distribution, weights, device list or halo wider than a part),
+ *         element size, distribution, weights, device list, a halo wider than a part or on
+ *         a distribution other than CLF_ARRAY_BLOCK),
  *         CLF_ERROR_ZERO_SIZE, CLF_ERROR_SIZE_OVERFLOW, CLF_ERROR_OUT_OF_RANGE (a device),
- *         CLF_ERROR_DEVICE_FAILED, CLF_ERROR_OUT_OF_MEMORY, CLF_ERROR_OPENCL
+ *         CLF_ERROR_DEVICE_FAILED, CLF_ERROR_OUT_OF_HOST_MEMORY, CLF_ERROR_OPENCL
  */
 CLF_API clf_status clf_array_create(clf_array **out, clf_fleet *fleet,
                                     const clf_array_desc *desc);
@@ -1961,7 +1962,8 @@ CLF_API clf_status clf_array_part_info(clf_array_part *out, const clf_array *arr
 enum {
     CLF_MAP_READ = 1u << 0,   /**< the host reads: parts newer on a device are fetched */
     CLF_MAP_WRITE = 1u << 1,  /**< the host writes: the devices' copies are stale after unmap */
-    /** With CLF_MAP_WRITE: the host overwrites the whole region, nothing is fetched. */
+    /** With CLF_MAP_WRITE (not CLF_MAP_READ): the host overwrites the whole array,
+     *  nothing is fetched. */
     CLF_MAP_DISCARD = 1u << 2
 };
 
@@ -1995,7 +1997,7 @@ CLF_API clf_status clf_array_read(clf_array *arr, const size_t *origin, const si
  * \param arr the array
  * \param flags CLF_MAP_READ, CLF_MAP_WRITE, CLF_MAP_DISCARD
  * \return CLF_SUCCESS, CLF_ERROR_NULL_POINTER, CLF_ERROR_INVALID_ARGUMENT (flags),
- *         CLF_ERROR_BUSY (already mapped), CLF_ERROR_OUT_OF_MEMORY, or an error of earlier
+ *         CLF_ERROR_BUSY (already mapped), CLF_ERROR_OUT_OF_HOST_MEMORY, or an error of earlier
  *         queued work
  */
 CLF_API clf_status clf_array_map(void **out, clf_array *arr, unsigned flags);
@@ -2040,7 +2042,7 @@ CLF_API clf_status clf_array_redistribute(clf_array *arr, const clf_array_desc *
  *        NULL
  * \param src the array, with elements of \p type
  * \param type element type of src (its elem_size must match)
- * \param op CLF_REDUCE_SUM, CLF_REDUCE_MIN or CLF_REDUCE_MAX
+ * \param op CLF_REDUCE_SUM, CLF_REDUCE_PROD, CLF_REDUCE_MIN or CLF_REDUCE_MAX
  * \return CLF_SUCCESS, CLF_ERROR_NULL_POINTER (both result and dst NULL),
  *         CLF_ERROR_INVALID_ARGUMENT, or an error of the reduction
  */

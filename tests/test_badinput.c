@@ -1510,6 +1510,160 @@ static void r_taskq_destroy(void)
     ACCEPTS(clf_taskq_destroy(NULL));
 }
 
+/* ---- distributed arrays --------------------------------------------------------------- */
+
+/* A 1-D array of 64 floats over every device of F. */
+static clf_array *valid_array(clf_array_dist dist)
+{
+    clf_array_desc d = CLF_ARRAY_DESC_INIT;
+    d.elem_size = 4;
+    d.shape[0] = 64;
+    d.dist = dist;
+    clf_array *a = NULL;
+    ck_assert_ok(clf_array_create(&a, F, &d));
+    return a;
+}
+
+static void r_array_create(void)
+{
+    clf_array *a = NULL;
+    clf_array_desc d = CLF_ARRAY_DESC_INIT, b;
+    d.elem_size = 4;
+    d.shape[0] = 64;
+    BAD(clf_array_create(NULL, F, &d), CLF_ERROR_NULL_POINTER);
+    BAD(clf_array_create(&a, NULL, &d), CLF_ERROR_NULL_POINTER);
+    BAD(clf_array_create(&a, F, NULL), CLF_ERROR_NULL_POINTER);
+    b = d, b.version = 0;
+    BAD(clf_array_create(&a, F, &b), CLF_ERROR_INVALID_ARGUMENT);
+    b = d, b.version = 99;
+    BAD(clf_array_create(&a, F, &b), CLF_ERROR_INVALID_ARGUMENT);
+    b = d, b.dims = 0;
+    BAD(clf_array_create(&a, F, &b), CLF_ERROR_INVALID_ARGUMENT);
+    b = d, b.elem_size = 0;
+    BAD(clf_array_create(&a, F, &b), CLF_ERROR_INVALID_ARGUMENT);
+    b = d, b.shape[0] = 0;
+    BAD(clf_array_create(&a, F, &b), CLF_ERROR_ZERO_SIZE);
+    b = d, b.dims = 2, b.shape[0] = SIZE_MAX / 2, b.shape[1] = 3;
+    BAD(clf_array_create(&a, F, &b), CLF_ERROR_SIZE_OVERFLOW);
+    b = d, b.dist = (clf_array_dist)-1;
+    BAD(clf_array_create(&a, F, &b), CLF_ERROR_INVALID_ARGUMENT);
+    b = d, b.weights_mode = CLF_WEIGHTS_USER;
+    BAD(clf_array_create(&a, F, &b), CLF_ERROR_NULL_POINTER);
+    size_t far = SIZE_MAX, dup[2] = {0, 0};
+    b = d, b.devices = &far, b.num_devices = 1;
+    BAD(clf_array_create(&a, F, &b), CLF_ERROR_OUT_OF_RANGE);
+    b = d, b.devices = dup, b.num_devices = 2;
+    BAD(clf_array_create(&a, F, &b), CLF_ERROR_INVALID_ARGUMENT);
+    b = d, b.halo_before = 65;
+    BAD(clf_array_create(&a, F, &b), CLF_ERROR_INVALID_ARGUMENT);
+    NEUTRAL(a == NULL);
+}
+static void r_array_destroy(void)
+{
+    ACCEPTS(clf_array_destroy(NULL));
+}
+static void r_array_part_count(void)
+{
+    NEUTRAL(clf_array_part_count(NULL) == 0);
+}
+static void r_array_part_info(void)
+{
+    clf_array *a = valid_array(CLF_ARRAY_BLOCK);
+    clf_array_part pi;
+    BAD(clf_array_part_info(NULL, a, 0), CLF_ERROR_NULL_POINTER);
+    BAD(clf_array_part_info(&pi, NULL, 0), CLF_ERROR_NULL_POINTER);
+    BAD(clf_array_part_info(&pi, a, clf_array_part_count(a)), CLF_ERROR_OUT_OF_RANGE);
+    BAD(clf_array_part_info(&pi, a, SIZE_MAX), CLF_ERROR_OUT_OF_RANGE);
+    clf_array_destroy(a);
+}
+/* The box errors of clf_array_write() and clf_array_read(). */
+#define ARRAY_BOX_CASES(call_with_o_r)                                              \
+    do {                                                                            \
+        size_t o_[1] = {0}, r_[1] = {0};                                            \
+        BAD(call_with_o_r, CLF_ERROR_ZERO_SIZE);                                    \
+        r_[0] = 65;                                                                 \
+        BAD(call_with_o_r, CLF_ERROR_OUT_OF_RANGE);                                 \
+        o_[0] = 64, r_[0] = 1;                                                      \
+        BAD(call_with_o_r, CLF_ERROR_OUT_OF_RANGE);                                 \
+        o_[0] = 1, r_[0] = SIZE_MAX;                                                \
+        BAD(call_with_o_r, CLF_ERROR_OUT_OF_RANGE);                                 \
+    } while (0)
+static void r_array_write(void)
+{
+    clf_array *a = valid_array(CLF_ARRAY_BLOCK);
+    BAD(clf_array_write(NULL, NULL, NULL, host), CLF_ERROR_NULL_POINTER);
+    BAD(clf_array_write(a, NULL, NULL, NULL), CLF_ERROR_NULL_POINTER);
+    ARRAY_BOX_CASES(clf_array_write(a, o_, r_, host));
+    clf_array_destroy(a);
+}
+static void r_array_read(void)
+{
+    clf_array *a = valid_array(CLF_ARRAY_BLOCK_CYCLIC);
+    BAD(clf_array_read(NULL, NULL, NULL, host), CLF_ERROR_NULL_POINTER);
+    BAD(clf_array_read(a, NULL, NULL, NULL), CLF_ERROR_NULL_POINTER);
+    ARRAY_BOX_CASES(clf_array_read(a, o_, r_, host));
+    clf_array_destroy(a);
+}
+static void r_array_map(void)
+{
+    clf_array *a = valid_array(CLF_ARRAY_REPLICATED);
+    void *m = NULL;
+    BAD(clf_array_map(NULL, a, CLF_MAP_READ), CLF_ERROR_NULL_POINTER);
+    BAD(clf_array_map(&m, NULL, CLF_MAP_READ), CLF_ERROR_NULL_POINTER);
+    BAD(clf_array_map(&m, a, 0), CLF_ERROR_INVALID_ARGUMENT);
+    BAD(clf_array_map(&m, a, ~0u), CLF_ERROR_INVALID_ARGUMENT);
+    BAD(clf_array_map(&m, a, CLF_MAP_DISCARD), CLF_ERROR_INVALID_ARGUMENT);
+    ck_assert_ok(clf_array_map(&m, a, CLF_MAP_READ));
+    BAD(clf_array_map(&m, a, CLF_MAP_READ), CLF_ERROR_BUSY);
+    BAD(clf_array_read(a, NULL, NULL, host), CLF_ERROR_BUSY);
+    ck_assert_ok(clf_array_unmap(a));
+    clf_array_destroy(a);
+}
+static void r_array_unmap(void)
+{
+    clf_array *a = valid_array(CLF_ARRAY_BLOCK);
+    BAD(clf_array_unmap(NULL), CLF_ERROR_NULL_POINTER);
+    BAD(clf_array_unmap(a), CLF_ERROR_INVALID_ARGUMENT);
+    clf_array_destroy(a);
+}
+static void r_array_finish(void)
+{
+    BAD(clf_array_finish(NULL), CLF_ERROR_NULL_POINTER);
+}
+static void r_array_redistribute(void)
+{
+    clf_array *a = valid_array(CLF_ARRAY_BLOCK);
+    clf_array_desc d = CLF_ARRAY_DESC_INIT;
+    d.elem_size = 4;
+    d.shape[0] = 64;
+    BAD(clf_array_redistribute(NULL, &d), CLF_ERROR_NULL_POINTER);
+    BAD(clf_array_redistribute(a, NULL), CLF_ERROR_NULL_POINTER);
+    d.shape[0] = 65;
+    BAD(clf_array_redistribute(a, &d), CLF_ERROR_INVALID_ARGUMENT);
+    d.shape[0] = 64, d.elem_size = 8;
+    BAD(clf_array_redistribute(a, &d), CLF_ERROR_INVALID_ARGUMENT);
+    d.elem_size = 4, d.version = 0;
+    BAD(clf_array_redistribute(a, &d), CLF_ERROR_INVALID_ARGUMENT);
+    NEUTRAL(clf_array_part_count(a) == 3);
+    clf_array_destroy(a);
+}
+static void r_array_reduce(void)
+{
+    clf_array *a = valid_array(CLF_ARRAY_BLOCK), *r = valid_array(CLF_ARRAY_REPLICATED);
+    float v;
+    BAD(clf_array_reduce(&v, NULL, NULL, CLF_TYPE_FLOAT, CLF_REDUCE_SUM),
+        CLF_ERROR_NULL_POINTER);
+    BAD(clf_array_reduce(NULL, NULL, a, CLF_TYPE_FLOAT, CLF_REDUCE_SUM), CLF_ERROR_NULL_POINTER);
+    BAD(clf_array_reduce(&v, NULL, a, (clf_type)77, CLF_REDUCE_SUM), CLF_ERROR_INVALID_ARGUMENT);
+    BAD(clf_array_reduce(&v, NULL, a, CLF_TYPE_FLOAT, (clf_reduce_op)0),
+        CLF_ERROR_INVALID_ARGUMENT);
+    BAD(clf_array_reduce(&v, NULL, a, CLF_TYPE_INT64, CLF_REDUCE_SUM),
+        CLF_ERROR_INVALID_ARGUMENT);
+    BAD(clf_array_reduce(&v, a, r, CLF_TYPE_FLOAT, CLF_REDUCE_SUM), CLF_ERROR_INVALID_ARGUMENT);
+    clf_array_destroy(a);
+    clf_array_destroy(r);
+}
+
 /* ---- interoperability (clfleet/opencl.h) -------------------------------------------- */
 
 static void r_cl_device(void)
@@ -1603,6 +1757,9 @@ static const row rows[] = {
     ROW(taskq_run), ROW(taskq_task_info), ROW(taskq_destroy), ROW(cl_device), ROW(cl_context),
     ROW(cl_compute_queue), ROW(cl_transfer_queue), ROW(cl_program), ROW(cl_mem), ROW(cl_event),
     ROW(event_from_cl), ROW(event_cl_for), ROW(kernel_enqueue), ROW(kernel_run),
+    ROW(array_create), ROW(array_destroy), ROW(array_part_count), ROW(array_part_info),
+    ROW(array_write), ROW(array_read), ROW(array_map), ROW(array_unmap), ROW(array_finish),
+    ROW(array_redistribute), ROW(array_reduce),
     /* Not public functions: environment rows. */
     {"env:fleet_create", r_fleet_create_env},
 };

@@ -1057,6 +1057,35 @@ START_TEST(test_perf_round_trip)
 }
 END_TEST
 
+/* Lookup by kernel function name (distributed arrays know no program): a key "name" or
+ * "name@program", the one with most devices known; "namex" and "nam" are other kernels. */
+START_TEST(test_perf_weights_named)
+{
+    clf__perf_model *m = NULL;
+    ck_assert_int_eq(clf__perf_open(&m, NULL), CLF_SUCCESS);
+    const char *devs[2] = {"devA", "devB"};
+    /* Two samples each: the first of each pair is cold (dropped). */
+    for (int r = 0; r < 2; r++) {
+        clf__perf_record(m, "step@1111", "devA", 100, 1.0);
+        clf__perf_record(m, "step@2222", "devA", 300, 1.0);
+        clf__perf_record(m, "step@2222", "devB", 600, 1.0);
+        clf__perf_record(m, "stepx@3333", "devA", 999, 1.0);
+        clf__perf_record(m, "stepx@3333", "devB", 999, 1.0);
+        clf__perf_record(m, "ste", "devA", 7, 1.0);
+        clf__perf_record(m, "ste", "devB", 7, 1.0);
+    }
+    double w[2];
+    ck_assert_uint_eq(clf__perf_weights_named(m, "step", 2, devs, w), 2);
+    ck_assert(w[0] == 300 && w[1] == 600);
+    ck_assert_uint_eq(clf__perf_weights_named(m, "ste", 2, devs, w), 2);
+    ck_assert(w[0] == 7 && w[1] == 7);
+    ck_assert_uint_eq(clf__perf_weights_named(m, "st", 2, devs, w), 0);
+    ck_assert(w[0] == 0 && w[1] == 0);
+    ck_assert_uint_eq(clf__perf_weights_named(m, NULL, 2, devs, w), 0);
+    clf__perf_close(m);
+}
+END_TEST
+
 START_TEST(test_perf_corrupt_file)
 {
     make_tmpdir();
@@ -1251,6 +1280,7 @@ static Suite *partition_suite(void)
     tcase_add_test(pm, test_perf_cold_and_median);
     tcase_add_test(pm, test_perf_outliers);
     tcase_add_test(pm, test_perf_round_trip);
+    tcase_add_test(pm, test_perf_weights_named);
     tcase_add_test(pm, test_perf_corrupt_file);
     tcase_add_test(pm, test_perf_merge);
     tcase_add_test(pm, test_perf_threads);

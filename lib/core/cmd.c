@@ -151,6 +151,24 @@ clf_status clf__cmd_read(clf_fleet *fl, size_t dev, cl_command_queue q, cl_mem b
     return leave(fl, dev, q, err, "clEnqueueReadBuffer", what, &r, ev, tmp);
 }
 
+clf_status clf__cmd_write_rect(clf_fleet *fl, size_t dev, cl_command_queue q, cl_mem buf,
+                               const size_t borigin[3], const size_t horigin[3],
+                               const size_t region[3], size_t brow, size_t bslice, size_t hrow,
+                               size_t hslice, const void *host, const char *what, cl_uint nwait,
+                               const cl_event *wait, cl_event *ev)
+{
+    cl_event tmp, *out = event_slot(fl, ev, &tmp);
+    clf_status st = enter(fl, dev, &nwait, &wait);
+    if (st != CLF_SUCCESS)
+        return st;
+    cl_int err = clEnqueueWriteBufferRect(q, buf, CL_FALSE, borigin, horigin, region, brow,
+                                          bslice, hrow, hslice, host, nwait, wait, out);
+    clf__rec r = {0};
+    r.kind = CLF__REC_TO_DEVICE;
+    r.bytes = region[0] * region[1] * region[2];
+    return leave(fl, dev, q, err, "clEnqueueWriteBufferRect", what, &r, ev, tmp);
+}
+
 clf_status clf__cmd_marker(clf_fleet *fl, size_t dev, cl_command_queue q, const char *what,
                            cl_uint nwait, const cl_event *wait, cl_event *ev)
 {

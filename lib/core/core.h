@@ -97,6 +97,8 @@ void clf__task_unref(struct clf__task *t);
 void clf__task_complete(struct clf__task *t, clf_status st, const char *err);
 /* Block until completed; its status, with its detail message on failure. */
 clf_status clf__task_wait(struct clf__task *t);
+/* Without blocking: 1 when completed successfully. */
+int clf__task_done_ok(struct clf__task *t);
 /* Set user event uev (retained until then) when the task completes: CL_COMPLETE, or
  * CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST on failure. */
 clf_status clf__task_subscribe(struct clf__task *t, cl_event uev);
@@ -107,6 +109,9 @@ clf_status clf__event_wrap_task(struct clf__task *t, clf_event **out);
 clf_status clf__event_wait_host(clf_event *e);
 /* Set a user event from the result of the event it stands for; releases it. */
 void clf__user_event_finish(cl_event uev, cl_int status);
+/* Without blocking: 1 when e has completed successfully, 0 when it has not completed yet or
+ * failed (a waiter then gets its error). */
+int clf__event_done(clf_event *e);
 
 /* ---- the basic-device exec lock (cmd.c) ---- */
 
@@ -156,6 +161,13 @@ clf_status clf__cmd_write(clf_fleet *fl, size_t dev, cl_command_queue q, cl_mem 
 clf_status clf__cmd_read(clf_fleet *fl, size_t dev, cl_command_queue q, cl_mem buf, size_t off,
                          size_t size, void *host, const char *what, cl_uint nwait,
                          const cl_event *wait, cl_event *ev);
+/* A box between host memory and buf (clEnqueueWriteBufferRect's arguments, origins and
+ * region in bytes, rows, slices), counted as to-device region[0] x [1] x [2] bytes. */
+clf_status clf__cmd_write_rect(clf_fleet *fl, size_t dev, cl_command_queue q, cl_mem buf,
+                               const size_t borigin[3], const size_t horigin[3],
+                               const size_t region[3], size_t brow, size_t bslice, size_t hrow,
+                               size_t hslice, const void *host, const char *what, cl_uint nwait,
+                               const cl_event *wait, cl_event *ev);
 /* A marker (not counted: it does no work). */
 clf_status clf__cmd_marker(clf_fleet *fl, size_t dev, cl_command_queue q, const char *what,
                            cl_uint nwait, const cl_event *wait, cl_event *ev);

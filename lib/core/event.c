@@ -104,6 +104,23 @@ clf_status clf__event_wait_host(clf_event *e)
     return cl_wait(e->ev);
 }
 
+int clf__event_done(clf_event *e)
+{
+    if (e->op) {
+        pthread_mutex_lock(&ev_lock);
+        int ok = e->op_state == 2 && e->op_status == CLF_SUCCESS;
+        pthread_mutex_unlock(&ev_lock);
+        return ok;
+    }
+    if (e->task)
+        return clf__task_done_ok(e->task);
+    cl_int exec = CL_QUEUED;
+    if (clGetEventInfo(e->ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof exec, &exec, NULL) !=
+        CL_SUCCESS)
+        return 0;
+    return exec == CL_COMPLETE;
+}
+
 clf_status clf_event_wait(clf_event *e)
 {
     if (!e)

@@ -100,6 +100,14 @@ clf_status clf__task_wait(struct clf__task *t)
     return CLF_SUCCESS;
 }
 
+int clf__task_done_ok(struct clf__task *t)
+{
+    pthread_mutex_lock(&t->lock);
+    int ok = t->done && t->st == CLF_SUCCESS;
+    pthread_mutex_unlock(&t->lock);
+    return ok;
+}
+
 clf_status clf__task_subscribe(struct clf__task *t, cl_event uev)
 {
     cl_int err = clRetainEvent(uev);

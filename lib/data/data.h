@@ -30,7 +30,10 @@ typedef struct clf__access {
 enum {
     CLF__PART_DEV_VALID = 1u << 0,  /* the device copy of the owned units is current */
     CLF__PART_HOST_VALID = 1u << 1, /* the host mirror of the owned units is current */
-    CLF__PART_HALO_VALID = 1u << 2  /* the halo copies are current (exchanged or uploaded) */
+    CLF__PART_HALO_VALID = 1u << 2, /* the halo copies are current (exchanged or uploaded) */
+    /* The host wrote the whole array (unmap after CLF_MAP_WRITE): the halo copies are
+     * uploaded from the mirror, with the owned units, before the next device use. */
+    CLF__PART_HALO_HOST = 1u << 3
 };
 
 typedef struct clf__array_part {
@@ -60,6 +63,11 @@ struct clf_array {
 
 /* Bytes of part p's region: (halo_before + count + halo_after) * unit_bytes. */
 size_t clf__array_part_bytes(const clf_array *a, size_t p);
+/* Part p's region as runs of consecutive global units (a periodic halo wraps): run i is
+ * region units [k[i], k[i] + n[i]) = global units [g[i], g[i] + n[i]). Returns the number of
+ * runs (at most 3, since a halo is never wider than a part). */
+size_t clf__array_part_runs(const clf_array *a, size_t p, size_t k[4], size_t g[4],
+                            size_t n[4]);
 
 /*
  * Before an operation on part p's bytes [lo, hi) of its region (access: CLF_ARG_READ and/or
@@ -72,12 +80,23 @@ clf_status clf__array_deps(clf_array *a, size_t p, size_t lo, size_t hi, unsigne
                            clf_event ***wait, size_t *nwait);
 void clf__array_wait_free(clf_event **wait, size_t nwait);
 /* After queueing it: record the operation's event (held by the array; NULL records nothing)
- * and, for a write, mark the part's device copy newer than the host's (owned bytes) or its
- * halo current (halo bytes). */
+ * and, for a write (with or without an event), mark the part's device copy newer than the
+ * host's (owned bytes: the halos holding them in the parts around go stale, HALO_VALID
+ * cleared) or its halo current (halo bytes). */
 clf_status clf__array_record(clf_array *a, size_t p, size_t lo, size_t hi, unsigned access,
                              clf_event *ev);
 
 /* Wait for every pending access of the array (clf_array_finish()). */
 clf_status clf__array_sync(clf_array *a);
+
+/* Blocking host-side form of clf__array_deps() for the whole region of part p: make its
+ * device copy current, then wait on the host for the accesses it must follow. */
+clf_status clf__array_ready(clf_array *a, size_t p, unsigned access);
+/* A new array (clf_array_create()'s checks and layout; who names the caller in errors). */
+clf_status clf__array_build(clf_array **out, clf_fleet *fleet, const clf_array_desc *desc,
+                            const char *who);
+/* Exchange the layouts (desc, devices, parts, buffers) of a and b; fleet, mirror and map
+ * state stay. */
+void clf__array_swap(clf_array *a, clf_array *b);
 
 #endif

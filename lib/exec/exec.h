@@ -257,6 +257,11 @@ clf_status clf__turn_begin(clf_fleet *fl); /* fails only out of memory */
 void clf__turn_end(clf_fleet *fl);
 /* The fleet's learned throughput model, opened on first use (NULL: none). */
 struct clf__perf_model *clf__fleet_perf(clf_fleet *fl);
+/* Weights of fleet devices dev[0..ndev-1] for kernel function `kernel` (or NULL): their
+ * learned throughput when known for every device (1 returned), else compute units x clock,
+ * as launches guess before they have measured (0). */
+int clf__device_weights(clf_fleet *fl, const char *kernel, const size_t *dev, size_t ndev,
+                        double *w);
 /* A device's key in the throughput model: name, driver version and compute units. */
 void clf__perf_device_key(const struct clf__device *d, char *buf, size_t n);
 /* Bytes of device memory the launch needs per device: fixed part and per unit. */

@@ -478,6 +478,13 @@ clf__perf_model *clf__fleet_perf(clf_fleet *fl)
     return m;
 }
 
+/* A device's speed until measured: compute units x clock. */
+static double guess_weight(const clf_device_info *in)
+{
+    return (double)(in->compute_units ? in->compute_units : 1) *
+           (in->clock_mhz ? in->clock_mhz : 1000);
+}
+
 /* Weights for STATIC, GUIDED and MEMORY_AWARE; returns 1 when learned for every device. */
 static int choose_weights(clf__launch *L, char *reason, size_t n)
 {
@@ -508,14 +515,32 @@ static int choose_weights(clf__launch *L, char *reason, size_t n)
         return 1;
     }
     /* Until measured: compute units x clock, a fair guess for devices of one kind. */
-    for (size_t i = 0; i < L->ndev; i++) {
-        const clf_device_info *in = &L->fl->dev[L->dev[i]].info;
-        double w = (double)(in->compute_units ? in->compute_units : 1) *
-                   (in->clock_mhz ? in->clock_mhz : 1000);
-        L->weights[i] = w;
-    }
+    for (size_t i = 0; i < L->ndev; i++)
+        L->weights[i] = guess_weight(&L->fl->dev[L->dev[i]].info);
     snprintf(reason, n, "weights from compute units x clock (not learned yet)");
     return 0;
+}
+
+int clf__device_weights(clf_fleet *fl, const char *kernel, const size_t *dev, size_t ndev,
+                        double *w)
+{
+    clf__perf_model *m = kernel ? clf__fleet_perf(fl) : NULL;
+    const char **dk = m ? calloc(ndev, sizeof *dk) : NULL;
+    char(*keys)[400] = dk ? calloc(ndev, sizeof *keys) : NULL;
+    int learned = 0;
+    if (keys) {
+        for (size_t i = 0; i < ndev; i++) {
+            clf__perf_device_key(&fl->dev[dev[i]], keys[i], sizeof keys[i]);
+            dk[i] = keys[i];
+        }
+        learned = clf__perf_weights_named(m, kernel, ndev, dk, w) == ndev;
+    }
+    free(keys);
+    free(dk);
+    if (!learned)
+        for (size_t i = 0; i < ndev; i++)
+            w[i] = guess_weight(&fl->dev[dev[i]].info);
+    return learned;
 }
 
 /* The kernel's entry in the fleet's ring of what launches taught (under X->lock), created

@@ -464,6 +464,39 @@ size_t clf__perf_weights(clf__perf_model *m, const char *kernel, size_t ndev,
     return known;
 }
 
+size_t clf__perf_weights_named(clf__perf_model *m, const char *name, size_t ndev,
+                               const char *const *devices, double *out)
+{
+    size_t best = 0, nl = name ? strlen(name) : 0;
+    if (!m || !name || !devices || !out)
+        return 0;
+    for (size_t i = 0; i < ndev; i++)
+        out[i] = 0;
+    double *tmp = malloc((ndev ? ndev : 1) * sizeof *tmp);
+    if (!tmp)
+        return 0;
+    pthread_mutex_lock(&m->lock);
+    for (size_t j = 0; j < m->ne; j++) {
+        const char *k = m->e[j].kernel;
+        if (strncmp(k, name, nl) != 0 || (k[nl] != '\0' && k[nl] != '@'))
+            continue;
+        size_t known = 0;
+        for (size_t i = 0; i < ndev; i++) {
+            const perf_entry *e = devices[i] ? find(m, k, devices[i], key_hash(k, devices[i]))
+                                             : NULL;
+            tmp[i] = e && e->n > 0 ? median(e) : 0;
+            known += tmp[i] > 0;
+        }
+        if (known > best) {
+            best = known;
+            memcpy(out, tmp, ndev * sizeof *tmp);
+        }
+    }
+    pthread_mutex_unlock(&m->lock);
+    free(tmp);
+    return best;
+}
+
 /* Replace the file at path with buf: temporary file, fsync, rename, fsync of the directory. */
 static clf_status write_atomically(const char *path, const char *buf, size_t len)
 {

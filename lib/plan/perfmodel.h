@@ -56,6 +56,10 @@ int clf__perf_weight(clf__perf_model *m, const char *kernel, const char *device,
  */
 size_t clf__perf_weights(clf__perf_model *m, const char *kernel, size_t ndev,
                          const char *const *devices, double *out);
+/* As clf__perf_weights() for the kernel function name (a key "name" or "name@program"): the
+ * key with the most devices known (distributed arrays know the name, not the program). */
+size_t clf__perf_weights_named(clf__perf_model *m, const char *name, size_t ndev,
+                               const char *const *devices, double *out);
 
 /*
  * Write the model to its file atomically (temporary file in the same directory, fsync,
