@@ -83,7 +83,9 @@ CLF_API const char *clf_version_string(void);
     X(ERROR_NOT_FOUND, -13, "no such kernel, program or entry")                        \
     X(ERROR_UNSUPPORTED, -14, "operation not supported by this device or build")       \
     X(ERROR_BUSY, -15, "object still in use")                                          \
-    X(ERROR_DEVICE_FAILED, -16, "a device failed (left out until clf_device_readmit())")
+    X(ERROR_DEVICE_FAILED, -16, "a device failed (left out until clf_device_readmit())") \
+    X(ERROR_TIMEOUT, -17, "timed out waiting for another rank")                        \
+    X(ERROR_MPI, -18, "an MPI call failed (another rank may have gone)")
 
 /** \brief Status returned by every fallible function. */
 typedef enum clf_status {

@@ -1441,6 +1441,91 @@ START_TEST(sync_after_async)
 }
 END_TEST
 
+/* The process's threads now (Linux: /proc/self/task), or 0 when they cannot be counted. */
+static size_t count_threads(void)
+{
+    DIR *d = opendir("/proc/self/task");
+    size_t n = 0;
+    if (!d)
+        return 0;
+    for (struct dirent *de; (de = readdir(d)) != NULL;)
+        n += de->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
+/*
+ * Many asynchronous launches queued at once are queue entries, not threads: the process's
+ * thread count stays within a few of what it was (one dispatcher per fleet; a thread per
+ * launch would add up to 200). They run in submission order, blocking launches among them
+ * too: non-commuting updates of one array, checked against the same updates on the host.
+ */
+START_TEST(async_many_bounded_threads)
+{
+    env e;
+    env_open(&e, _i);
+    enum { N = 4099, K = 200 };
+    uint32_t *v = malloc(N * sizeof *v);
+    uint32_t (*mc)[2] = malloc(K * sizeof *mc);
+    clf_launch_report *rep = calloc(K, sizeof *rep);
+    clf_event **ev = calloc(K, sizeof *ev);
+    ck_assert(v && mc && rep && ev);
+    for (size_t i = 0; i < N; i++)
+        v[i] = (uint32_t)i;
+    for (uint32_t k = 0; k < K; k++) {
+        mc[k][0] = 2 * k + 3;
+        mc[k][1] = k ^ 0x55u;
+    }
+    /* A first launch makes the fleet's per-device threads; count from there. */
+    uint32_t one = 1, zero = 0;
+    clf_arg warm[] = {CLF_INOUT(v, N * sizeof *v, sizeof *v), CLF_SCALAR(&one),
+                      CLF_SCALAR(&zero)};
+    clf_launch_desc dw = make_desc(&e, "affine", CLF_STRATEGY_DYNAMIC, 1, N, 1, 1);
+    clf_launch_report rw;
+    launch_ok(&e, &dw, warm, 3, &rw, "warm-up (identity)");
+    size_t before = count_threads(), most = before;
+    for (int k = 0; k < K; k++) {
+        clf_arg aff[] = {CLF_INOUT(v, N * sizeof *v, sizeof *v), CLF_SCALAR(&mc[k][0]),
+                         CLF_SCALAR(&mc[k][1])};
+        clf_launch_desc d = make_desc(&e, "affine", STRATEGIES[k % NSTRATEGIES], 1, N, 1, 1);
+        if (k % 50 == 49) {
+            launch_ok(&e, &d, aff, 3, &rep[k], "blocking, among asynchronous ones");
+        } else {
+            ck_assert_ok(clf_launch_async(e.f, e.p, &d, aff, 3, &rep[k], &ev[k]));
+        }
+        size_t now = count_threads();
+        most = now > most ? now : most;
+    }
+    /* Wait for the last first: once it is done, all are (they run in order). */
+    for (int k = K - 1; k >= 0; k--)
+        if (ev[k]) {
+            ck_assert_ok(clf_event_wait(ev[k]));
+            clf_event_release(ev[k]);
+        }
+    if (before)
+        expect(most <= before + 4, "%s: %zu threads before %d queued launches, %zu while queued",
+               e.cfg->label, before, K, most);
+    for (int k = 0; k < K; k++)
+        expect(rep[k].total_units == N && rep[k].done_units == N,
+               "%s: launch %d: total_units %llu, done_units %llu", e.cfg->label, k,
+               (unsigned long long)rep[k].total_units, (unsigned long long)rep[k].done_units);
+    for (size_t i = 0; i < N; i++) {
+        uint32_t want = (uint32_t)i;
+        for (int k = 0; k < K; k++)
+            want = want * mc[k][0] + mc[k][1];
+        if (v[i] != want) {
+            expect(0, "%s: v[%zu] = %u, want %u", e.cfg->label, i, v[i], want);
+            break;
+        }
+    }
+    free(v);
+    free(mc);
+    free(rep);
+    free(ev);
+    env_close(&e);
+}
+END_TEST
+
 /* ---- $CLFLEET_STRATEGY ------------------------------------------------------------------- */
 
 static void unset_strategy(void)
@@ -1831,6 +1916,7 @@ int main(void)
     tcase_add_test(tc, memory_limits_per_device);
     tcase_add_loop_test(tc, concurrent_launches, 0, NCFGS);
     tcase_add_loop_test(tc, sync_after_async, 0, NCFGS);
+    tcase_add_loop_test(tc, async_many_bounded_threads, 0, NCFGS);
     tcase_add_test(tc, strategy_names);
     tcase_add_loop_test(tc, auto_small_runs_on_one_device, 0, NCFGS);
     tcase_add_test(tc, auto_leaves_static_for_dynamic);

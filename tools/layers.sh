@@ -22,20 +22,21 @@ top=${1:-${top_srcdir:-.}}
 [ -d "$top/lib" ] || { echo "layers.sh: no $top/lib" >&2; exit 99; }
 
 # The layers, lowest first: a folder may use folders with a lower rank only. Folders on the
-# same rank (coll, flow) may not use each other (sideways). fleet/ (creation and teardown,
-# which init and fini every layer) is on top until the layers register their finalizers.
+# same rank (coll, flow) may not use each other (sideways). fleet/ (creation and teardown) is
+# an ordinary layer above xfer: the layers above it keep their state in the fleet's registry
+# (core/state.c) with its finalizers, so the teardown calls none of them by name.
 LAYERS='
 1 util
 2 plan
 3 observe
 4 core
 5 xfer
-6 exec
-7 coll
-7 flow
-8 blas
-8 data
-9 fleet
+6 fleet
+7 exec
+8 coll
+8 flow
+9 blas
+9 data
 '
 
 tmp=${TMPDIR:-/tmp}/clf-layers.$$

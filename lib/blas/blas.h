@@ -1,13 +1,11 @@
-/* lib/blas: multi-device GEMM through clBLAST. State shared by the multi-device GEMM's planner (gemm.c) and its device workers (gemmdev.c). */
+/* lib/blas: multi-device GEMM through clBLAST. State shared by the multi-device GEMM's
+ * planner (gemm.c) and its data plane on the chunk executor (gemmdev.c). */
 #ifndef CLFLEET_LIB_BLAS_H
 #define CLFLEET_LIB_BLAS_H
 
 #include "exec/exec.h"
 
 #include <clfleet/blas.h>
-
-/* clBLAST's caches, once no live fleet has run a GEMM (gemm.c). */
-void clf__gemm_fleet_fini(clf_fleet *fleet);
 
 /* One GEMM, either precision: alpha and beta are exact copies of the caller's values. */
 typedef struct clf__gemm_args {
@@ -45,56 +43,27 @@ static inline clf__gemm_block clf__gemm_block_of(clf_layout layout, size_t ld, s
     return b;
 }
 
-struct clf__gemm_run;
-
-typedef struct clf__gemm_worker {
-    struct clf__gemm_run *G;
-    size_t pos; /* among the run's devices */
-    struct clf__device *d;
-    pthread_t thread;
-    int started;
-    cl_mem whole; /* the operand every block needs */
-    cl_event whole_ev;
-    int whole_counted;
-    cl_mem sl[2], cb[2]; /* per slot: the sliced operand's block, C's block */
-    size_t sl_cap[2], cb_cap[2];
-    uint64_t budget, max_units, mem_now, mem_peak;
-    double t_start; /* host time of its first upload, from the run's start */
-    clf_device_report rep;
-    clf_status st;
-    char err[2048];
-} clf__gemm_worker;
-
+/*
+ * One GEMM as the chunk executor runs it (clf__gemm_plane): its range is C's rows (or
+ * columns), a chunk a block of them. gemm.c plans it, gemmdev.c moves the blocks.
+ */
 typedef struct clf__gemm_run {
-    clf_fleet *fl;
     clf__gemm_args g;
-    clf_gemm_options o;
     int split_n;           /* cut C's columns (else its rows) */
     uint64_t total;        /* C's rows (columns): the partitioned range */
     uint64_t other;        /* C's columns (rows) */
     clf__gemm_block whole; /* the operand every device gets whole (B, or A for SPLIT_N) */
     const void *whole_host;
     uint64_t whole_bytes;
-    uint64_t gran;
-    size_t dev[CLF_MAX_LAUNCH_DEVICES]; /* fleet indices */
-    size_t ndev;
-    double weights[CLF_MAX_LAUNCH_DEVICES];
-    clf__part_strategy part_strategy;
-    clf__part *part;
-    double t0;
-    pthread_mutex_t lock; /* guards abort */
-    int abort;            /* a device failed: the others take no more blocks */
-    clf__gemm_worker w[CLF_MAX_LAUNCH_DEVICES];
+    char need[256]; /* what a device must hold, for the executor's no-device-fits error */
 } clf__gemm_run;
 
-/* Thread body of a device's worker: its blocks until none is left for it (or one failed). */
-void *clf__gemm_worker_main(void *arg);
-/* Release the worker's buffers and events. */
-void clf__gemm_worker_fini(clf__gemm_worker *w);
+/* The GEMM's data plane of the chunk executor (gemmdev.c; lib/exec/exec.h). */
+extern const clf__plane clf__gemm_plane;
 /* Load clBLAST (once per process); CLF_ERROR_UNSUPPORTED naming fn and why when it cannot
  * be loaded. */
 clf_status clf__gemm_blast_load(const char *fn);
 /* The fleet is about to run clBLAST: its caches stay until the fleet is destroyed. */
-void clf__gemm_blast_register(clf_fleet *fl);
+clf_status clf__gemm_blast_register(clf_fleet *fl);
 
 #endif

@@ -2,10 +2,10 @@
  * Multi-device GEMM through clBLAST (include/clfleet/blas.h): the calls.
  *
  * C = alpha op(A) op(B) + beta C on host arrays: validate as BLAS does, do
- * the trivial cases on the host, choose which dimension of C to cut, the
- * devices, their memory budgets, weights and the strategy, cut C with the
- * launch partitioner (partition.c), run one worker thread per device
- * (gemmdev.c), then write the report and learn each device's throughput.
+ * the trivial cases on the host, choose which dimension of C to cut and the
+ * devices, then hand the blocks of C to the chunk executor (lib/exec) with
+ * the GEMM's data plane (gemmdev.c): budgets, weights, strategy, workers,
+ * failed devices and re-queueing, the report and learning are the executor's.
  *
  * Compiled with or without clBLAST: without it, the public functions exist
  * and return CLF_ERROR_UNSUPPORTED.
@@ -153,12 +153,12 @@ static void scale_c(const clf__gemm_args *g)
     }
 }
 
-/* ---- devices, budgets, weights, strategy ------------------------------------------------ */
+/* ---- the plan -------------------------------------------------------------------------- */
 
-static clf_status choose_devices(clf__gemm_run *G)
+/* The devices (those with double precision for dgemm when none are listed); user weights. */
+static clf_status choose_devices(clf__launch *L, const clf__gemm_run *G, const clf_gemm_options *o)
 {
-    const clf_gemm_options *o = &G->o;
-    clf_fleet *fl = G->fl;
+    clf_fleet *fl = L->fl;
     const char *fn = G->g.fn;
     if (o->devices) {
         if (o->num_devices == 0 || o->num_devices > CLF_MAX_LAUNCH_DEVICES)
@@ -177,19 +177,19 @@ static clf_status choose_devices(clf__gemm_run *G)
                 return clf__fail(CLF_ERROR_UNSUPPORTED,
                                  "%s: device %zu '%s' has no double precision (cl_khr_fp64)", fn, d,
                                  fl->dev[d].info.name);
-            G->dev[G->ndev++] = d;
+            L->dev[L->ndev++] = d;
         }
     } else {
-        for (size_t d = 0; d < fl->ndev && G->ndev < CLF_MAX_LAUNCH_DEVICES; d++)
+        for (size_t d = 0; d < fl->ndev && L->ndev < CLF_MAX_LAUNCH_DEVICES; d++)
             if (!G->g.dbl || fl->dev[d].info.fp64)
-                G->dev[G->ndev++] = d;
-        if (G->ndev == 0)
+                L->dev[L->ndev++] = d;
+        if (L->ndev == 0)
             return clf__fail(CLF_ERROR_UNSUPPORTED,
                              "%s: no device of the fleet has double precision (cl_khr_fp64)", fn);
     }
     if (o->weights_mode == CLF_WEIGHTS_USER) {
         int any = 0;
-        for (size_t i = 0; i < G->ndev; i++) {
+        for (size_t i = 0; i < L->ndev; i++) {
             if (!isfinite(o->weights[i]) || o->weights[i] < 0)
                 return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "%s: weight %zu is %g", fn, i,
                                  o->weights[i]);
@@ -202,168 +202,13 @@ static clf_status choose_devices(clf__gemm_run *G)
 }
 
 /*
- * The largest block each device can hold. Every device holds the whole operand, and per
- * unit (row or column of C) two slots of the sliced operand's and C's parts; clBLAST's
- * indirect GEMM may copy each operand into a padded temporary, counted as one more of each.
+ * The options, the split, the devices and the range, as the chunk executor takes them
+ * (clf__exec_run(), lib/exec/exec.h): budgets, weights, strategy (AUTO's dynamic fallback
+ * included), the report, failed devices and re-queueing are the executor's.
  */
-static clf_status budgets(clf__gemm_run *G, uint64_t *max_units)
+static clf_status plan(clf__launch *L, clf__gemm_run *G, const clf_gemm_options *o)
 {
     const clf__gemm_args *g = &G->g;
-    double safety = G->o.mem_safety > 0 ? G->o.mem_safety : 0.8;
-    uint64_t unit_s = (uint64_t)g->k * g->es, unit_c = G->other * g->es, per_unit;
-    int big = __builtin_add_overflow(unit_s, unit_c, &per_unit) ||
-              __builtin_mul_overflow(per_unit, 3, &per_unit);
-    uint64_t fixed = 2 * G->whole_bytes;
-    int any = 0;
-    for (size_t i = 0; i < G->ndev; i++) {
-        clf__gemm_worker *w = &G->w[i];
-        const clf_device_info *in = &G->fl->dev[G->dev[i]].info;
-        uint64_t b = (uint64_t)((double)in->global_mem * safety);
-        if (G->o.mem_limits && G->o.mem_limits[i] && G->o.mem_limits[i] < b)
-            b = G->o.mem_limits[i];
-        w->budget = b;
-        uint64_t m = 0;
-        if (!big && G->whole_bytes <= in->max_alloc && fixed <= b) {
-            m = (b - fixed) / per_unit;
-            if (unit_s && in->max_alloc / unit_s < m) /* one slot, one allocation */
-                m = in->max_alloc / unit_s;
-            if (in->max_alloc / unit_c < m)
-                m = in->max_alloc / unit_c;
-        }
-        max_units[i] = w->max_units = m;
-        any |= m >= (G->gran < G->total ? G->gran : G->total);
-    }
-    if (!any)
-        return clf__fail(CLF_ERROR_OUT_OF_RANGE,
-                         "%s: no device can hold one block: %llu bytes of %s on every device, "
-                         "plus %llu per %s of C (clBLAST's temporaries included); budget of "
-                         "device %zu: %llu bytes, largest allocation %llu",
-                         g->fn, (unsigned long long)fixed, G->split_n ? "op(A)" : "op(B)",
-                         (unsigned long long)per_unit, G->split_n ? "column" : "row", G->dev[0],
-                         (unsigned long long)G->w[0].budget,
-                         (unsigned long long)G->fl->dev[G->dev[0]].info.max_alloc);
-    return CLF_SUCCESS;
-}
-
-static const char *perf_key(const clf__gemm_run *G)
-{
-    return G->g.dbl ? "clblast-dgemm" : "clblast-sgemm";
-}
-
-/* Weights of STATIC, GUIDED and MEMORY_AWARE; returns 1 when learned for every device. */
-static int choose_weights(clf__gemm_run *G, char *reason, size_t n)
-{
-    const clf_gemm_options *o = &G->o;
-    if (o->weights_mode == CLF_WEIGHTS_USER) {
-        memcpy(G->weights, o->weights, G->ndev * sizeof *G->weights);
-        snprintf(reason, n, "user weights");
-        return 0;
-    }
-    for (size_t i = 0; i < G->ndev; i++)
-        G->weights[i] = 1.0;
-    if (o->weights_mode == CLF_WEIGHTS_EQUAL) {
-        snprintf(reason, n, "equal weights");
-        return 0;
-    }
-    char dkeys[CLF_MAX_LAUNCH_DEVICES][400];
-    const char *dk[CLF_MAX_LAUNCH_DEVICES];
-    double learned[CLF_MAX_LAUNCH_DEVICES];
-    for (size_t i = 0; i < G->ndev; i++) {
-        clf__perf_device_key(&G->fl->dev[G->dev[i]], dkeys[i], sizeof dkeys[i]);
-        dk[i] = dkeys[i];
-    }
-    clf__perf_model *m = clf__fleet_perf(G->fl);
-    if (m && clf__perf_weights(m, perf_key(G), G->ndev, dk, learned) == G->ndev) {
-        memcpy(G->weights, learned, G->ndev * sizeof *learned);
-        snprintf(reason, n, "learned weights");
-        return 1;
-    }
-    for (size_t i = 0; i < G->ndev; i++) {
-        const clf_device_info *in = &G->fl->dev[G->dev[i]].info;
-        G->weights[i] = (double)(in->compute_units ? in->compute_units : 1) *
-                        (in->clock_mhz ? in->clock_mhz : 1000);
-    }
-    snprintf(reason, n, "weights from compute units x clock (not learned yet)");
-    return 0;
-}
-
-static clf_status choose_strategy(clf__gemm_run *G, const uint64_t *max_units,
-                                  clf_launch_report *rep)
-{
-    clf_strategy s = G->o.strategy;
-    if (s == CLF_STRATEGY_DEFAULT)
-        s = G->fl->strategy; /* $CLFLEET_STRATEGY, parsed by clf_fleet_create() */
-    if ((unsigned)s > CLF_STRATEGY_AUTO)
-        return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "%s: unknown strategy %d", G->g.fn, (int)s);
-    rep->requested = s;
-    char wreason[64];
-    int learned = choose_weights(G, wreason, sizeof wreason);
-    const char *split = G->split_n ? "blocks of columns of C, op(A) whole on every device"
-                                   : "blocks of rows of C, op(B) whole on every device";
-    if (s == CLF_STRATEGY_AUTO) {
-        double wsum = 0;
-        int tight = 0;
-        for (size_t i = 0; i < G->ndev; i++)
-            wsum += G->weights[i];
-        for (size_t i = 0; i < G->ndev; i++)
-            tight |= (double)max_units[i] < (double)G->total * G->weights[i] / wsum;
-        const char *why = tight ? "memory-aware (a device's share exceeds its memory budget)"
-                          : learned ? "static (throughput learned for every device)"
-                                    : "guided (throughput not learned yet)";
-        s = tight ? CLF_STRATEGY_MEMORY_AWARE : learned ? CLF_STRATEGY_STATIC : CLF_STRATEGY_GUIDED;
-        snprintf(rep->reason, sizeof rep->reason, "auto: %s; %s; %s", why, wreason, split);
-    } else {
-        snprintf(rep->reason, sizeof rep->reason, "%s; %s; %s", clf_strategy_name(s), wreason,
-                 split);
-    }
-    rep->strategy = s;
-    G->part_strategy = s == CLF_STRATEGY_STATIC ? CLF__PART_STATIC
-                       : s == CLF_STRATEGY_DYNAMIC ? CLF__PART_DYNAMIC
-                       : s == CLF_STRATEGY_GUIDED ? CLF__PART_GUIDED
-                                         : CLF__PART_MEMORY_AWARE;
-    return CLF_SUCCESS;
-}
-
-/* ---- the call --------------------------------------------------------------------------- */
-
-static void fill_report(clf__gemm_run *G, clf_launch_report *rep)
-{
-    rep->total_units = G->total;
-    rep->num_devices = G->ndev;
-    for (size_t i = 0; i < G->ndev; i++) {
-        clf_device_report *r = &rep->dev[i];
-        *r = G->w[i].rep;
-        r->device = G->dev[i];
-        r->share = (double)r->units / (double)G->total;
-        r->mem_peak = G->w[i].mem_peak;
-        r->mem_budget = G->w[i].budget;
-    }
-    clf__report_balance(rep);
-}
-
-/* Each device's GEMM throughput (MFLOP per second of its host time) for later weights. */
-static void learn(clf__gemm_run *G)
-{
-    clf__perf_model *m = clf__fleet_perf(G->fl);
-    if (!m)
-        return;
-    char dkey[400];
-    for (size_t i = 0; i < G->ndev; i++) {
-        const clf__gemm_worker *w = &G->w[i];
-        double t = w->rep.finish_s - w->t_start;
-        double mflop = 2.0 * (double)w->rep.units * (double)G->other * (double)G->g.k * 1e-6;
-        if (w->rep.units && t > 0) {
-            clf__perf_device_key(w->d, dkey, sizeof dkey);
-            clf__perf_record(m, perf_key(G), dkey, mflop >= 1 ? (uint64_t)llround(mflop) : 1, t);
-        }
-    }
-}
-
-/* Split, devices, budgets and strategy: everything that can fail before any thread. */
-static clf_status plan(clf__gemm_run *G, uint64_t *max_units, clf_launch_report *rep)
-{
-    const clf__gemm_args *g = &G->g;
-    const clf_gemm_options *o = &G->o;
     clf_status st;
     if (clf__check_version(g->fn, o->version, CLF_GEMM_OPTIONS_VERSION, "clf_gemm_options",
                            "CLF_GEMM_OPTIONS_INIT") != CLF_SUCCESS)
@@ -378,7 +223,10 @@ static clf_status plan(clf__gemm_run *G, uint64_t *max_units, clf_launch_report 
     if (!(o->mem_safety >= 0 && o->mem_safety <= 1))
         return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "%s: mem_safety %g is not in (0, 1]", g->fn,
                          o->mem_safety);
-    CLF__TRY(st, choose_devices(G));
+    if ((unsigned)o->strategy > CLF_STRATEGY_AUTO)
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "%s: unknown strategy %d", g->fn,
+                         (int)o->strategy);
+    CLF__TRY(st, choose_devices(L, G, o));
     /* Cutting rows sends every device op(B) (k x n), cutting columns op(A) (m x k). */
     int split_n = o->split == CLF_GEMM_SPLIT_N;
     if (o->split == CLF_GEMM_SPLIT_AUTO)
@@ -396,67 +244,35 @@ static clf_status plan(clf__gemm_run *G, uint64_t *max_units, clf_launch_report 
         G->whole_host = g->a;
     }
     G->whole_bytes = (uint64_t)G->whole.lines * G->whole.len * g->es; /* within the extent */
-    G->gran = o->granularity ? o->granularity : G->total >= 64 * (uint64_t)G->ndev ? 16 : 1;
-    CLF__TRY(st, budgets(G, max_units));
-    CLF__TRY(st, choose_strategy(G, max_units, rep));
-    clf__log(CLF_LOG_DEBUG, "%s: %s", G->g.fn, rep->reason);
+    uint64_t per_unit = 3 * ((uint64_t)g->k + G->other) * g->es; /* see gemm_max_units() */
+    snprintf(G->need, sizeof G->need,
+             "%llu bytes of %s on every device, plus %llu per %s of C (clBLAST's "
+             "temporaries included)",
+             (unsigned long long)(2 * G->whole_bytes), split_n ? "op(A)" : "op(B)",
+             (unsigned long long)per_unit, split_n ? "column" : "row");
+
+    L->plane = &clf__gemm_plane;
+    L->plane_ctx = G;
+    L->prog = NULL;
+    L->desc = (clf_launch_desc)CLF_LAUNCH_DESC_INIT;
+    L->desc.kernel = g->dbl ? "dgemm" : "sgemm"; /* the report's and the metrics' name */
+    L->desc.strategy = o->strategy;
+    L->desc.weights_mode = o->weights_mode;
+    L->desc.weights = o->weights;
+    L->desc.mem_limits = o->mem_limits;
+    L->desc.mem_safety = o->mem_safety;
+    L->desc.chunks_per_device = o->chunks_per_device ? o->chunks_per_device : 4;
+    L->desc.min_chunk = o->min_chunk;
+    L->key = g->dbl ? "clblast-dgemm" : "clblast-sgemm"; /* the throughput model's */
+    L->need = G->need;
+    L->reason_tail = split_n ? "blocks of columns of C, op(A) whole on every device"
+                             : "blocks of rows of C, op(B) whole on every device";
+    /* The model learns MFLOP per second: one shape's figures then serve the next. */
+    L->learn_scale = 2.0 * (double)G->other * (double)g->k * 1e-6;
+    L->total = G->total;
+    L->per_unit = G->other;
+    L->gran = o->granularity ? o->granularity : G->total >= 64 * (uint64_t)L->ndev ? 16 : 1;
 out:
-    return st;
-}
-
-static clf_status run(clf__gemm_run *G, clf_launch_report *rep)
-{
-    uint64_t max_units[CLF_MAX_LAUNCH_DEVICES];
-    clf_status st;
-    CLF__TRY(st, plan(G, max_units, rep));
-    clf__part_params pp = {0};
-    pp.chunks_per_device = G->o.chunks_per_device ? G->o.chunks_per_device : 4;
-    pp.min_chunk = G->o.min_chunk;
-    CLF__TRY(st, clf__part_create(&G->part, G->part_strategy, G->total, G->gran, G->ndev,
-                                  G->weights, max_units, &pp));
-    clf__gemm_blast_register(G->fl);
-
-    pthread_mutex_init(&G->lock, NULL);
-    G->t0 = clf__now();
-    for (size_t i = 0; i < G->ndev; i++) {
-        clf__gemm_worker *w = &G->w[i];
-        w->G = G;
-        w->pos = i;
-        w->d = &G->fl->dev[G->dev[i]];
-        w->started = pthread_create(&w->thread, NULL, clf__gemm_worker_main, w) == 0;
-    }
-    for (size_t i = 0; i < G->ndev; i++) /* no thread: drive it from here, after the others */
-        if (!G->w[i].started)
-            clf__gemm_worker_main(&G->w[i]);
-    for (size_t i = 0; i < G->ndev; i++)
-        if (G->w[i].started)
-            pthread_join(G->w[i].thread, NULL);
-    pthread_mutex_destroy(&G->lock);
-
-    uint64_t done;
-    clf__part_counts(G->part, NULL, NULL, &done);
-    fill_report(G, rep);
-    clf__metrics_launch(G->fl, G->g.dbl ? "dgemm" : "sgemm", rep, G->t0);
-    if (done != G->total) {
-        st = CLF_ERROR_OPENCL;
-        for (size_t i = 0; i < G->ndev; i++)
-            if (G->w[i].st != CLF_SUCCESS) {
-                st = clf__fail(G->w[i].st, "%s incomplete (%llu of %llu %s of C): %s", G->g.fn,
-                               (unsigned long long)done, (unsigned long long)G->total,
-                               G->split_n ? "columns" : "rows", G->w[i].err);
-                goto out;
-            }
-        st = clf__fail(CLF_ERROR_OUT_OF_RANGE, "%s incomplete: %llu of %llu %s of C done", G->g.fn,
-                       (unsigned long long)done, (unsigned long long)G->total,
-                       G->split_n ? "columns" : "rows");
-        goto out;
-    }
-    learn(G);
-out:
-    for (size_t i = 0; i < G->ndev; i++)
-        clf__gemm_worker_fini(&G->w[i]);
-    clf__part_destroy(G->part);
-    G->part = NULL;
     return st;
 }
 
@@ -499,15 +315,27 @@ static clf_status gemm(clf_fleet *fl, clf__gemm_args *g, int ta, int tb,
                                 : "k or alpha is 0: C = beta * C on the host");
         return CLF_SUCCESS;
     }
-    clf__gemm_run *G = calloc(1, sizeof *G); /* large: not on the caller's stack */
-    if (!G)
+    clf__gemm_run *G = calloc(1, sizeof *G);
+    clf__launch *L = calloc(1, sizeof *L); /* large: not on the caller's stack */
+    if (!G || !L) {
+        free(G);
+        free(L);
         return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "%s: out of memory", g->fn);
-    G->fl = fl;
+    }
     G->g = *g;
-    G->o = o;
-    clf__turn_begin(fl); /* one launch or GEMM at a time on the fleet, in call order */
-    st = run(G, rep);
-    clf__turn_end(fl);
+    L->fl = fl;
+    L->X = clf__exec_state_of(fl);
+    st = L->X ? plan(L, G, &o)
+              : clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "%s: out of memory", g->fn);
+    if (st == CLF_SUCCESS)
+        st = clf__gemm_blast_register(fl);
+    if (st == CLF_SUCCESS)
+        st = clf__turn_begin(fl); /* one launch or GEMM at a time on the fleet, in call order */
+    if (st == CLF_SUCCESS) {
+        st = clf__exec_run(L, rep);
+        clf__turn_end(fl);
+    }
+    free(L);
     free(G);
     return st;
 }

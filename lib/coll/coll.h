@@ -5,10 +5,6 @@
 
 #include "xfer/xfer.h"
 
-/* The collectives' program and scratch buffers (collective.c), freed at the fleet's
- * teardown. */
-void clf__collective_fleet_fini(clf_fleet *fleet);
-
 #define CLF__COLL_MAXN CLF_MAX_LAUNCH_DEVICES
 /* Most chunks per ring segment and per chain: more gives no more overlap, only more
  * commands (each costs microseconds, a staged copy more). */

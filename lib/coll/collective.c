@@ -147,12 +147,43 @@ static void disown(clf_fleet *fl, int *holds_fleet)
     clf__fleet_unref(fl);
 }
 
+/*
+ * What the collectives keep on a fleet (the fleet's state registry, core/state.c): cl/
+ * reduce.cl, built on first use, and idle scratch buffers; released at the fleet's teardown,
+ * before the transfer layer's.
+ */
+typedef struct coll_state {
+    pthread_mutex_t lock; /* guards what follows */
+    clf_program *reduce_prog;
+    struct clf__scratch *scratch;
+} coll_state;
+
+static void *coll_state_create(clf_fleet *fl)
+{
+    (void)fl;
+    coll_state *S = calloc(1, sizeof *S);
+    if (S && pthread_mutex_init(&S->lock, NULL) != 0) {
+        free(S);
+        S = NULL;
+    }
+    return S;
+}
+
+static void coll_state_fini(clf_fleet *fl, void *state);
+
+static const clf__state_key coll_key = {"collectives", CLF__STATE_BEFORE_XFER, coll_state_create,
+                                        coll_state_fini};
+
 /* cl/reduce.cl, built once per fleet (on first use) and released with it. */
 static clf_status reduce_program(clf_fleet *fl, clf_program **out)
 {
-    pthread_mutex_lock(&fl->lock);
-    clf_program *p = fl->reduce_prog;
-    pthread_mutex_unlock(&fl->lock);
+    *out = NULL;
+    coll_state *S = clf__fleet_state(fl, &coll_key);
+    if (!S)
+        return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "collective: out of memory");
+    pthread_mutex_lock(&S->lock);
+    clf_program *p = S->reduce_prog;
+    pthread_mutex_unlock(&S->lock);
     if (!p) {
         /* Built outside the lock (it takes seconds when not cached); a thread that
          * loses the race drops its copy. */
@@ -161,13 +192,13 @@ static clf_status reduce_program(clf_fleet *fl, clf_program **out)
         if (st != CLF_SUCCESS)
             return st;
         disown(fl, &mine->holds_fleet);
-        pthread_mutex_lock(&fl->lock);
-        if (fl->reduce_prog)
+        pthread_mutex_lock(&S->lock);
+        if (S->reduce_prog)
             extra = mine;
         else
-            fl->reduce_prog = mine;
-        p = fl->reduce_prog;
-        pthread_mutex_unlock(&fl->lock);
+            S->reduce_prog = mine;
+        p = S->reduce_prog;
+        pthread_mutex_unlock(&S->lock);
         clf_program_destroy(extra);
     }
     *out = p;
@@ -189,15 +220,18 @@ struct clf__scratch {
 static clf_status scratch_get(clf_fleet *fl, size_t device, size_t bytes, clf_buffer **out)
 {
     struct clf__scratch **best = NULL;
-    pthread_mutex_lock(&fl->lock);
-    for (struct clf__scratch **p = &fl->scratch; *p; p = &(*p)->next)
+    coll_state *S = clf__fleet_state(fl, &coll_key);
+    if (!S)
+        return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "collective: out of memory");
+    pthread_mutex_lock(&S->lock);
+    for (struct clf__scratch **p = &S->scratch; *p; p = &(*p)->next)
         if ((*p)->buf->device == device && (*p)->buf->size >= bytes &&
             (!best || (*p)->buf->size < (*best)->buf->size))
             best = p;
     struct clf__scratch *s = best ? *best : NULL;
     if (s)
         *best = s->next;
-    pthread_mutex_unlock(&fl->lock);
+    pthread_mutex_unlock(&S->lock);
     if (s) {
         *out = s->buf;
         free(s);
@@ -215,10 +249,15 @@ static void scratch_put(clf_fleet *fl, clf_buffer *b)
 {
     if (!b)
         return;
+    coll_state *S = clf__fleet_state(fl, &coll_key); /* made by scratch_get() */
+    if (!S) {
+        clf_buffer_destroy(b);
+        return;
+    }
     struct clf__scratch *s = malloc(sizeof *s), **smallest = NULL;
     size_t kept = 0;
-    pthread_mutex_lock(&fl->lock);
-    for (struct clf__scratch **p = &fl->scratch; *p; p = &(*p)->next)
+    pthread_mutex_lock(&S->lock);
+    for (struct clf__scratch **p = &S->scratch; *p; p = &(*p)->next)
         if ((*p)->buf->device == b->device) {
             kept++;
             if (!smallest || (*p)->buf->size < (*smallest)->buf->size)
@@ -229,31 +268,34 @@ static void scratch_put(clf_fleet *fl, clf_buffer *b)
         *smallest = old->next;
         s->buf = old->buf; /* freed below, outside the lock */
         old->buf = b;
-        old->next = fl->scratch;
-        fl->scratch = old;
+        old->next = S->scratch;
+        S->scratch = old;
         b = s->buf;
     } else if (s && kept < SCRATCH_KEEP) {
         s->buf = b;
-        s->next = fl->scratch;
-        fl->scratch = s;
+        s->next = S->scratch;
+        S->scratch = s;
         b = NULL;
         s = NULL;
     }
-    pthread_mutex_unlock(&fl->lock);
+    pthread_mutex_unlock(&S->lock);
     free(s);
     clf_buffer_destroy(b);
 }
 
-void clf__collective_fleet_fini(clf_fleet *fl)
+static void coll_state_fini(clf_fleet *fl, void *state)
 {
-    clf_program_destroy(fl->reduce_prog);
-    fl->reduce_prog = NULL;
-    while (fl->scratch) {
-        struct clf__scratch *s = fl->scratch;
-        fl->scratch = s->next;
+    (void)fl;
+    coll_state *S = state;
+    clf_program_destroy(S->reduce_prog);
+    while (S->scratch) {
+        struct clf__scratch *s = S->scratch;
+        S->scratch = s->next;
         clf_buffer_destroy(s->buf);
         free(s);
     }
+    pthread_mutex_destroy(&S->lock);
+    free(S);
 }
 
 /* The combine kernel of (op, type) on every participating device. */

@@ -43,6 +43,38 @@ char *clf__cache_path(const char *dir, const unsigned char key[32]);
 void clf__fleet_ref(clf_fleet *fl);
 void clf__fleet_unref(clf_fleet *fl);
 
+/* ---- subsystems' state on a fleet (state.c) ---- */
+
+/*
+ * What a layer above core keeps on a fleet lives in a struct of its own, reached through a
+ * key the layer defines (a static clf__state_key, whose address names it): the fleet holds
+ * (key, state) pairs and none of their internals. clf__fleet_state() returns the state,
+ * made on first use by key->create(fl) under the fleet's lock (create must not take that
+ * lock, nor ask for another state; NULL from it or from the table's growth: out of memory,
+ * and the next call tries again). The fleet's teardown calls clf__fleet_state_fini() once per
+ * phase, in this order, after the last reference has gone: each state of that phase gets
+ * key->fini(fl, state), the latest made first, then it is forgotten.
+ */
+typedef enum clf__state_phase {
+    CLF__STATE_DRAIN,       /* first: waits for work still queued (launches) */
+    CLF__STATE_BEFORE_XFER, /* then, before the transfer layer's own finalizer */
+    CLF__STATE_AFTER_XFER,  /* last, after it, before the queues and contexts are released */
+    CLF__STATE_LAST = CLF__STATE_AFTER_XFER
+} clf__state_phase;
+
+typedef struct clf__state_key {
+    const char *name; /* for messages */
+    clf__state_phase phase;
+    void *(*create)(clf_fleet *fl);
+    void (*fini)(clf_fleet *fl, void *state); /* NULL: nothing but forget it */
+} clf__state_key;
+
+void *clf__fleet_state(clf_fleet *fl, const clf__state_key *key);
+/* The state if made already, else NULL (makes nothing). */
+void *clf__fleet_state_find(clf_fleet *fl, const clf__state_key *key);
+/* The teardown's finalizers of one phase (the last phase frees the table). */
+void clf__fleet_state_fini(clf_fleet *fl, clf__state_phase phase);
+
 /* Query a device's facts (name, memory, PCI address ...). */
 clf_status clf__device_query(cl_device_id id, cl_platform_id platform, clf_device_info *info,
                              char **extensions);

@@ -14,7 +14,8 @@
  * buffer counts against no launch's budget until taken.
  * Buffers are only put back once every command of their launch has completed (the workers'
  * teardown, after the launch's last wait), and launches run one at a time per fleet; the
- * cache is guarded by the fleet's lock all the same, as GEMM and launches may interleave.
+ * cache has its lock all the same, as GEMM and launches may interleave. It is the fleet's state
+ * of this file (core/state.c), released at the teardown once the launches have run.
  */
 #include "exec.h"
 
@@ -24,6 +25,7 @@
 #define CLF__BUFCACHE_MAX_BYTES ((size_t)1 << 20)
 
 struct clf__bufcache {
+    pthread_mutex_t lock; /* guards what follows */
     struct {
         cl_mem mem; /* NULL: free slot */
         size_t dev, bytes;
@@ -33,18 +35,36 @@ struct clf__bufcache {
     uint64_t clock;
 };
 
+static void *cache_create(clf_fleet *fl)
+{
+    (void)fl;
+    struct clf__bufcache *c = calloc(1, sizeof *c);
+    if (c && pthread_mutex_init(&c->lock, NULL) != 0) {
+        free(c);
+        c = NULL;
+    }
+    return c;
+}
+
+static void cache_fini(clf_fleet *fl, void *state);
+
+static const clf__state_key cache_key = {"launch buffers", CLF__STATE_BEFORE_XFER, cache_create,
+                                         cache_fini};
+
 cl_mem clf__bufcache_get(clf_fleet *fl, size_t dev, cl_mem_flags flags, size_t bytes)
 {
     cl_mem m = NULL;
-    pthread_mutex_lock(&fl->lock);
-    struct clf__bufcache *c = fl->launch_bufs;
-    for (size_t i = 0; c && i < CLF__BUFCACHE_SLOTS && !m; i++)
+    struct clf__bufcache *c = clf__fleet_state_find(fl, &cache_key);
+    if (!c)
+        return NULL; /* nothing kept yet */
+    pthread_mutex_lock(&c->lock);
+    for (size_t i = 0; i < CLF__BUFCACHE_SLOTS && !m; i++)
         if (c->slot[i].mem && c->slot[i].dev == dev && c->slot[i].flags == flags &&
             c->slot[i].bytes == bytes) {
             m = c->slot[i].mem;
             c->slot[i].mem = NULL;
         }
-    pthread_mutex_unlock(&fl->lock);
+    pthread_mutex_unlock(&c->lock);
     return m;
 }
 
@@ -60,16 +80,13 @@ void clf__bufcache_put(clf_fleet *fl, size_t dev, cl_mem mem)
         clf__metrics_free(fl, dev, bytes);
         return;
     }
-    pthread_mutex_lock(&fl->lock);
-    if (!fl->launch_bufs)
-        fl->launch_bufs = calloc(1, sizeof *fl->launch_bufs);
-    struct clf__bufcache *c = fl->launch_bufs;
+    struct clf__bufcache *c = clf__fleet_state(fl, &cache_key);
     if (!c) {
-        pthread_mutex_unlock(&fl->lock);
         clReleaseMemObject(mem);
         clf__metrics_free(fl, dev, bytes);
         return;
     }
+    pthread_mutex_lock(&c->lock);
     size_t at = 0;
     for (size_t i = 0; i < CLF__BUFCACHE_SLOTS; i++) {
         if (!c->slot[i].mem) {
@@ -86,18 +103,19 @@ void clf__bufcache_put(clf_fleet *fl, size_t dev, cl_mem mem)
     c->slot[at].bytes = bytes;
     c->slot[at].flags = flags;
     c->slot[at].age = ++c->clock;
-    pthread_mutex_unlock(&fl->lock);
+    pthread_mutex_unlock(&c->lock);
     clf__metrics_free(fl, dev, bytes); /* kept: counted as free (see the top) */
     if (evict)
         clReleaseMemObject(evict);
 }
 
-void clf__bufcache_fini(clf_fleet *fl)
+static void cache_fini(clf_fleet *fl, void *state)
 {
-    struct clf__bufcache *c = fl->launch_bufs;
-    fl->launch_bufs = NULL;
-    for (size_t i = 0; c && i < CLF__BUFCACHE_SLOTS; i++)
+    (void)fl;
+    struct clf__bufcache *c = state;
+    for (size_t i = 0; i < CLF__BUFCACHE_SLOTS; i++)
         if (c->slot[i].mem)
             clReleaseMemObject(c->slot[i].mem); /* counted as freed when kept */
+    pthread_mutex_destroy(&c->lock);
     free(c);
 }

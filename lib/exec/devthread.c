@@ -1,10 +1,10 @@
 /*
  * The fleet's persistent per-device threads: the host thread that drives each device in a
  * launch (worker.c runs on it). Made on a device's first launch and kept, sleeping on a
- * condition variable, until the fleet's teardown (clf__launch_fleet_fini()): a launch then
- * hands its workers to threads that already exist instead of creating and joining one per
- * device (about 7 us each on an idle host, and a scheduler round trip more on a busy one,
- * against a 15 us enqueue-and-finish round trip of a small kernel; issue 14).
+ * condition variable, until the fleet's teardown (the pool's finalizer, core/state.c): a
+ * launch then hands its workers to threads that already exist instead of creating and
+ * joining one per device (about 7 us each on an idle host, and a scheduler round trip more on
+ * a busy one, against a 15 us enqueue-and-finish round trip of a small kernel; issue 14).
  *
  * One job at a time per thread: launches run one at a time per fleet (clf__turn_begin()), and
  * clf__devthread_run() waits should the thread still be busy. Everything a job and its
@@ -56,29 +56,37 @@ static void *devthread_main(void *arg)
     return NULL;
 }
 
+static void *pool_create(clf_fleet *fl)
+{
+    struct clf__devpool *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    p->n = fl->ndev;
+    p->t = calloc(fl->ndev ? fl->ndev : 1, sizeof *p->t);
+    if (!p->t || pthread_mutex_init(&p->lock, NULL) != 0) {
+        free(p->t);
+        free(p);
+        return NULL;
+    }
+    for (size_t i = 0; i < p->n; i++) {
+        p->t[i].pool = p;
+        pthread_cond_init(&p->t[i].go, NULL);
+        pthread_cond_init(&p->t[i].done, NULL);
+    }
+    return p;
+}
+
+static void pool_fini(clf_fleet *fl, void *state);
+
+/* The pool is the fleet's state of this file (core/state.c), stopped at the teardown once
+ * the launches have run (after the launch state's finalizer, CLF__STATE_DRAIN). */
+static const clf__state_key pool_key = {"launch threads", CLF__STATE_BEFORE_XFER, pool_create,
+                                        pool_fini};
+
 /* The fleet's pool, made on first use (NULL: out of memory). */
 static struct clf__devpool *pool_of(clf_fleet *fl)
 {
-    pthread_mutex_lock(&fl->lock);
-    struct clf__devpool *p = fl->launch_threads;
-    if (!p && (p = calloc(1, sizeof *p)) != NULL) {
-        p->n = fl->ndev;
-        p->t = calloc(fl->ndev ? fl->ndev : 1, sizeof *p->t);
-        if (!p->t || pthread_mutex_init(&p->lock, NULL) != 0) {
-            free(p->t);
-            free(p);
-            p = NULL;
-        } else {
-            for (size_t i = 0; i < p->n; i++) {
-                p->t[i].pool = p;
-                pthread_cond_init(&p->t[i].go, NULL);
-                pthread_cond_init(&p->t[i].done, NULL);
-            }
-            fl->launch_threads = p;
-        }
-    }
-    pthread_mutex_unlock(&fl->lock);
-    return p;
+    return clf__fleet_state(fl, &pool_key);
 }
 
 int clf__devthread_run(clf_fleet *fl, size_t dev, void *(*fn)(void *), void *arg)
@@ -107,9 +115,7 @@ int clf__devthread_run(clf_fleet *fl, size_t dev, void *(*fn)(void *), void *arg
 
 void clf__devthread_wait(clf_fleet *fl, size_t dev)
 {
-    pthread_mutex_lock(&fl->lock);
-    struct clf__devpool *p = fl->launch_threads;
-    pthread_mutex_unlock(&fl->lock);
+    struct clf__devpool *p = clf__fleet_state_find(fl, &pool_key);
     if (!p || dev >= p->n)
         return;
     devthread *t = &p->t[dev];
@@ -119,12 +125,10 @@ void clf__devthread_wait(clf_fleet *fl, size_t dev)
     pthread_mutex_unlock(&p->lock);
 }
 
-void clf__devthread_fini(clf_fleet *fl)
+static void pool_fini(clf_fleet *fl, void *state)
 {
-    struct clf__devpool *p = fl->launch_threads;
-    fl->launch_threads = NULL;
-    if (!p)
-        return;
+    (void)fl;
+    struct clf__devpool *p = state;
     for (size_t i = 0; i < p->n; i++) {
         devthread *t = &p->t[i];
         pthread_mutex_lock(&p->lock);

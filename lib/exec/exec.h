@@ -1,26 +1,103 @@
 /* lib/exec: one kernel launch across the fleet. State shared by the launch coordinator
- * (launch.c) and the device workers (worker.c), and what GEMM (blas/) and the fleet's
- * teardown (fleet/) use of it. Not installed. */
+ * (launch.c) and the device workers (worker.c), the state launches keep on a fleet, and what
+ * GEMM (blas/) uses of it. Not installed.
+ *
+ * The chunk executor and its data planes (issue 15). The coordinator (launch.c) cuts a range
+ * of units with the partitioner (plan/partition.c) and runs one worker per device on the
+ * device's persistent thread (devthread.c). The worker's loop (worker.c: run_chunks) is the
+ * same for every kind of work: take a chunk, move its data in, run it, move its results
+ * out, wait for it and account for it, with one chunk of look-ahead, work stealing, and on a
+ * failure the device's chunks given back to the others (re-queued). What a chunk's data is
+ * and how it moves is the data plane's business, a small table of functions (clf__plane)
+ * the loop calls per device and per chunk:
+ *
+ *   prepare(w)              before the device takes any chunk (kernel object, whole arrays,
+ *                           broadcasts, reductions' identity);
+ *   begin(w)                once the device holds its first chunk (may be NULL: the GEMM's
+ *                           operand that every block needs, sent only to devices with work);
+ *   chunk_in(w, c, which)   enqueue the chunk's inputs on the transfer queue (events in
+ *                           c->ev[0 .. nwrite)); `which` is WRITE_EARLY/LATE (worker.c);
+ *   run(w, c)               enqueue its computation on the compute queue after them (event
+ *                           c->kernel, c->pre a marker it waits behind, or c->fault set);
+ *   chunk_out(w, c)         enqueue its results' move back to the host after c->kernel
+ *                           (events in c->ev[nwrite .. nwrite + nread));
+ *   landed(w, c)            after a failure: 1 when all the chunk's results are on the host
+ *                           (it is done), 0 when none or some that a re-run rewrites, -1
+ *                           when some that a re-run could not repeat (the launch stops);
+ *   release(w)              give back the device's buffers and objects.
+ *
+ * The executor owns everything else: waiting for a chunk's events (finish_chunk), the report
+ * (busy, transfer times and bytes from the events), metrics, the device's memory budget
+ * (clf__worker_buffer()), fault injection's execution faults, re-queueing a failed device's
+ * chunks, the strategies and AUTO's dynamic fallback (launch.c). Two planes exist:
+ *
+ *   clf__array_plane (worker.c): clf_launch's partitioned host arrays; a chunk is a range of
+ *     work-items along the split dimension, its inputs and outputs are the matching indices
+ *     of every partitioned argument, its computation one clEnqueueNDRangeKernel.
+ *   the GEMM plane (blas/gemmdev.c): a chunk is a block of rows (or columns) of C; its input
+ *     is that block of op(A) (op(B)) and of C when beta != 0, its computation a clBLAST call
+ *     (serialised on the host, see gemmdev.c), its output the block of C.
+ */
 #ifndef CLFLEET_EXEC_H
 #define CLFLEET_EXEC_H
 
 #include "core/core.h"
 
-/* Launch state the fleet owns (launch.c), freed at its teardown. */
-void clf__launch_fleet_fini(clf_fleet *fleet);
+/* A broadcast array kept on the devices between launches while unchanged. */
+struct clf__bcast {
+    const void *host;
+    size_t size;
+    uint64_t hash; /* of the content when it was uploaded */
+    cl_mem *mem;   /* one per fleet device, NULL until uploaded there */
+};
+
+/*
+ * What launches keep on a fleet: made on the first launch (or GEMM) through the fleet's state
+ * registry (core/state.c) and finalized at its teardown, first of all (CLF__STATE_DRAIN): the
+ * finalizer waits for the launches still queued, stops the dispatcher of asynchronous
+ * launches and releases the broadcast cache and the throughput model (launch.c). The kept
+ * buffers (bufcache.c) and the per-device threads (devthread.c) are states of their own,
+ * finalized next (CLF__STATE_BEFORE_XFER).
+ */
+typedef struct clf__exec_state {
+    pthread_mutex_t lock; /* guards what follows */
+    struct clf__perf_model *perf; /* learned throughput (NULL until the first launch) */
+    struct clf__bcast *bcast;
+    size_t nbcast;
+    /* The efficiency each balancing of a kernel last reached on this fleet, per partition
+     * strategy (static, dynamic, guided, memory-aware; < 0: not seen): CLF_STRATEGY_AUTO
+     * leaves a strategy that balanced the kernel worse than dynamic did. A small ring of the
+     * latest kernels. */
+    struct clf__kernel_seen {
+        char key[96];
+        double efficiency[4];
+        double unit_s; /* kernel seconds per unit in its last launch; < 0: not seen */
+    } static_eff[16];
+    size_t nstatic_eff;
+    /* Launches run in the order they were queued: a ticket each. */
+    pthread_cond_t turn;
+    uint64_t next_ticket, serving;
+    /* Asynchronous launches waiting for the dispatcher, in ticket order (launch.c): one
+     * thread per fleet, made on the first one, runs them one after the other. */
+    struct clf__host_op *queue_head, *queue_tail;
+    pthread_cond_t queued; /* one was queued, or the dispatcher must stop */
+    pthread_t dispatcher;
+    int dispatcher_started, stopping;
+} clf__exec_state;
+
+/* The fleet's launch state, made on first use; NULL: out of memory. */
+clf__exec_state *clf__exec_state_of(clf_fleet *fl);
 
 /* Small device buffers kept between launches (bufcache.c): take one of exactly this device,
- * flags and size (NULL: none), give one back (kept or released), release them all. */
+ * flags and size (NULL: none), give one back (kept or released); released at the teardown. */
 cl_mem clf__bufcache_get(clf_fleet *fl, size_t dev, cl_mem_flags flags, size_t bytes);
 void clf__bufcache_put(clf_fleet *fl, size_t dev, cl_mem mem);
-void clf__bufcache_fini(clf_fleet *fl);
 
 /* The fleet's persistent per-device threads (devthread.c): run fn(arg) on device dev's
- * thread, made on first use (-1: it cannot be made), wait until it returned, and stop and
- * join them all at the fleet's teardown. One job at a time per device. */
+ * thread, made on first use (-1: it cannot be made), wait until it returned; stopped and
+ * joined at the fleet's teardown. One job at a time per device. */
 int clf__devthread_run(clf_fleet *fl, size_t dev, void *(*fn)(void *), void *arg);
 void clf__devthread_wait(clf_fleet *fl, size_t dev);
-void clf__devthread_fini(clf_fleet *fl);
 
 /* One part of clf_array_launch() (kernel.c): clf_kernel_enqueue() with variant (the
  * program's array variant, core/program.c), whose hidden range parameter gets whole and whose
@@ -44,7 +121,38 @@ typedef struct clf__chunk {
     size_t nwrite, nread;
     uint64_t bytes_in, bytes_out;
     cl_int fault; /* an injected execution fault's status: the kernel was not run (worker.c) */
+    /* A marker the plane's kernels wait behind (a library call takes no wait list), or NULL:
+     * the kernel's time on the device starts no earlier than its end. */
+    cl_event pre;
 } clf__chunk;
+
+struct clf__worker;
+struct clf__launch;
+
+/* A data plane: how a chunk's data moves in and out (see the top of this file). */
+typedef struct clf__plane {
+    const char *name;
+    clf_status (*prepare)(struct clf__worker *w);
+    clf_status (*begin)(struct clf__worker *w); /* or NULL */
+    clf_status (*chunk_in)(struct clf__worker *w, clf__chunk *c, int which);
+    clf_status (*run)(struct clf__worker *w, clf__chunk *c);
+    clf_status (*chunk_out)(struct clf__worker *w, clf__chunk *c);
+    int (*landed)(const struct clf__worker *w, const clf__chunk *c);
+    void (*release)(struct clf__worker *w);
+    /* Whether taking a chunk early pays (its input moves while the current one computes). */
+    int (*lookahead)(const struct clf__launch *L);
+    /* The longest chunk a device of this info can hold within budget bytes, or NULL for the
+     * array plane's footprint (clf__launch_footprint()). */
+    uint64_t (*max_units)(const struct clf__launch *L, const clf_device_info *in,
+                          uint64_t budget);
+} clf__plane;
+
+/* chunk_in's `which`: the inputs that may move as soon as the chunk is taken (early), those
+ * that must wait for the previous chunk's reads on the transfer queue (late), or all. */
+enum { CLF__WRITE_EARLY = 1, CLF__WRITE_LATE = 2, CLF__WRITE_ALL = 3 };
+
+/* clf_launch's plane: partitioned host arrays (worker.c). */
+extern const clf__plane clf__array_plane;
 
 struct clf__launch;
 
@@ -92,7 +200,15 @@ typedef struct clf__worker {
 } clf__worker;
 
 typedef struct clf__launch {
+    const clf__plane *plane; /* how chunks' data move (clf__array_plane for clf_launch) */
+    void *plane_ctx;         /* the plane's own state (the GEMM's), or NULL */
+    /* A plane without a program (prog NULL): the throughput model's key of its work (else
+     * kernel@program hash), what a device must hold (for the no-device-fits error), text
+     * appended to the report's reason, and work per unit for the model (0: 1). */
+    const char *key, *need, *reason_tail;
+    double learn_scale;
     clf_fleet *fl;
+    clf__exec_state *X; /* the fleet's launch state */
     clf_program *prog;
     clf_launch_desc desc;
     clf_arg args[CLF__MAX_ARGS];
@@ -128,6 +244,16 @@ typedef struct clf__launch {
     clf__worker w[CLF_MAX_LAUNCH_DEVICES];
 } clf__launch;
 
+/*
+ * Run a planned launch on the executor (launch.c); the caller holds the fleet's turn. L is
+ * zeroed, then gives plane (and plane_ctx), fl, desc (kernel: the report's and metrics' name;
+ * strategy, weights, devices' options, mem_limits/safety, chunks_per_device, min_chunk), dev
+ * and ndev, total, per_unit and gran; prog NULL for a plane other than the array plane (no
+ * program checks, no too-small rule). Leaves out devices failed earlier, sets budgets,
+ * chooses the strategy (AUTO's dynamic fallback included), runs the workers, re-queues a
+ * failed device's work, marks devices at fault, fills rep and learns.
+ */
+clf_status clf__exec_run(clf__launch *L, clf_launch_report *rep);
 /* Wait for and free an asynchronous launch (an event's op_wait and op_release). */
 clf_status clf__host_op_wait(struct clf__host_op *op);
 void clf__host_op_release(struct clf__host_op *op);
@@ -136,9 +262,9 @@ void clf__host_op_release(struct clf__host_op *op);
 void clf__report_balance(clf_launch_report *rep);
 /* Wait for the fleet's turn (launches run one at a time, in the order they were queued),
  * and give it back; for other multi-device operations (gemm.c). */
-void clf__turn_begin(clf_fleet *fl);
+clf_status clf__turn_begin(clf_fleet *fl); /* fails only out of memory */
 void clf__turn_end(clf_fleet *fl);
-/* The fleet's learned throughput model, opened on first use (under the fleet's lock). */
+/* The fleet's learned throughput model, opened on first use (NULL: none). */
 struct clf__perf_model *clf__fleet_perf(clf_fleet *fl);
 /* Weights of fleet devices dev[0..ndev-1] for kernel function `kernel` (or NULL): their
  * learned throughput when known for every device (1 returned), else compute units x clock,
@@ -154,6 +280,19 @@ void clf__launch_footprint(const clf__launch *L, uint64_t *fixed, uint64_t *per_
 void *clf__worker_main(void *arg);
 /* Release the worker's kernel and buffers. */
 void clf__worker_fini(clf__worker *w);
+/* For planes. A buffer of the device of at least bytes in *m (capacity *cap), counted in the
+ * worker's memory budget and metrics; kept when large enough, else released and made anew
+ * (its last user must have completed); fault injection's alloc rules apply. */
+clf_status clf__worker_buffer(clf__worker *w, cl_mem *m, size_t *cap, size_t bytes,
+                              cl_mem_flags flags);
+/* Release a buffer of clf__worker_buffer() (NULL: nothing). */
+void clf__worker_buffer_free(clf__worker *w, cl_mem *m, size_t *cap);
+/* A failed OpenCL call of the worker's device (injected: by CLFLEET_FAULT_INJECT): sets the
+ * error detail, and remembers err for the device-fault decision; returns CLF_ERROR_OPENCL. */
+clf_status clf__worker_cl_fail(clf__worker *w, cl_int err, const char *call, int injected);
+/* Account for a completed transfer outside the chunks (an operand sent once): report,
+ * metrics; releases ev; returns its seconds. to_device: its direction. */
+double clf__worker_transfer_done(clf__worker *w, cl_event ev, int to_device, uint64_t bytes);
 /* The identity element of op for type (esize bytes written to out). */
 void clf__reduce_identity(unsigned op, unsigned type, void *out);
 /* acc[i] = op(acc[i], x[i]) for count elements. */

@@ -369,10 +369,36 @@ void clf__launch_footprint(const clf__launch *L, uint64_t *fixed, uint64_t *per_
     }
 }
 
+/* A plane's budgets: the largest chunk each device can hold is the plane's business. */
+static clf_status plane_budgets(clf__launch *L, uint64_t *max_units)
+{
+    double safety = L->desc.mem_safety > 0 ? L->desc.mem_safety : 0.8;
+    int any = 0;
+    for (size_t i = 0; i < L->ndev; i++) {
+        const clf_device_info *in = &L->fl->dev[L->dev[i]].info;
+        uint64_t b = (uint64_t)((double)in->global_mem * safety);
+        if (L->desc.mem_limits && L->desc.mem_limits[i] && L->desc.mem_limits[i] < b)
+            b = L->desc.mem_limits[i];
+        L->w[i].budget = b;
+        max_units[i] = L->w[i].max_units = L->excluded[i] ? 0 : L->plane->max_units(L, in, b);
+        any |= max_units[i] >= (L->gran < L->total ? L->gran : L->total);
+    }
+    if (!any)
+        return clf__fail(CLF_ERROR_OUT_OF_RANGE,
+                         "'%s': no device can hold one chunk: %s; budget of device %zu: %llu "
+                         "bytes, largest allocation %llu",
+                         L->desc.kernel, L->need ? L->need : "?", L->dev[0],
+                         (unsigned long long)L->w[0].budget,
+                         (unsigned long long)L->fl->dev[L->dev[0]].info.max_alloc);
+    return CLF_SUCCESS;
+}
+
 /* Budget and the largest chunk each device can hold; fails when no device can hold any. */
 static clf_status budgets(clf__launch *L, uint64_t *max_units)
 {
     uint64_t fixed, per_unit, halo;
+    if (L->plane->max_units)
+        return plane_budgets(L, max_units);
     clf__launch_footprint(L, &fixed, &per_unit, &halo);
     double safety = L->desc.mem_safety > 0 ? L->desc.mem_safety : 0.8;
     int any = 0;
@@ -427,22 +453,28 @@ void clf__perf_device_key(const struct clf__device *d, char *buf, size_t n)
 
 static void kernel_key(const clf__launch *L, char *buf, size_t n)
 {
-    snprintf(buf, n, "%s@%.16s", L->desc.kernel, L->prog->hash);
+    if (L->key)
+        snprintf(buf, n, "%s", L->key);
+    else
+        snprintf(buf, n, "%s@%.16s", L->desc.kernel, L->prog->hash);
 }
 
 clf__perf_model *clf__fleet_perf(clf_fleet *fl)
 {
-    pthread_mutex_lock(&fl->lock);
-    if (!fl->perf) {
+    clf__exec_state *X = clf__exec_state_of(fl);
+    if (!X)
+        return NULL;
+    pthread_mutex_lock(&X->lock);
+    if (!X->perf) {
         char path[4096];
         int persist = fl->cache_dir &&
                       snprintf(path, sizeof path, "%s/" CLF__PERF_FILE, fl->cache_dir) <
                           (int)sizeof path;
-        if (clf__perf_open(&fl->perf, persist ? path : NULL) != CLF_SUCCESS)
-            clf__perf_open(&fl->perf, NULL); /* unreadable file: learn in memory */
+        if (clf__perf_open(&X->perf, persist ? path : NULL) != CLF_SUCCESS)
+            clf__perf_open(&X->perf, NULL); /* unreadable file: learn in memory */
     }
-    clf__perf_model *m = fl->perf;
-    pthread_mutex_unlock(&fl->lock);
+    clf__perf_model *m = X->perf;
+    pthread_mutex_unlock(&X->lock);
     return m;
 }
 
@@ -511,13 +543,13 @@ int clf__device_weights(clf_fleet *fl, const char *kernel, const size_t *dev, si
     return learned;
 }
 
-/* The kernel's entry in the fleet's ring of what launches taught (under fl->lock), created
+/* The kernel's entry in the fleet's ring of what launches taught (under X->lock), created
  * when asked (the oldest kernel's place is taken), or NULL. */
 static struct clf__kernel_seen *kernel_entry(clf__launch *L, int create)
 {
     char key[96];
     kernel_key(L, key, sizeof key);
-    clf_fleet *fl = L->fl;
+    clf__exec_state *fl = L->X;
     size_t n = fl->nstatic_eff < CLF__ARRAY_LEN(fl->static_eff) ? fl->nstatic_eff
                                                                : CLF__ARRAY_LEN(fl->static_eff);
     size_t i = 0;
@@ -540,13 +572,13 @@ static struct clf__kernel_seen *kernel_entry(clf__launch *L, int create)
 static double strategy_efficiency(clf__launch *L, clf__part_strategy ps, int set, double value)
 {
     double e = -1;
-    pthread_mutex_lock(&L->fl->lock);
+    pthread_mutex_lock(&L->X->lock);
     struct clf__kernel_seen *k = kernel_entry(L, set);
     if (k && set)
         k->efficiency[ps] = value;
     else if (k)
         e = k->efficiency[ps];
-    pthread_mutex_unlock(&L->fl->lock);
+    pthread_mutex_unlock(&L->X->lock);
     return e;
 }
 
@@ -555,13 +587,13 @@ static double strategy_efficiency(clf__launch *L, clf__part_strategy ps, int set
 static double kernel_unit_s(clf__launch *L, int set, double value)
 {
     double t = -1;
-    pthread_mutex_lock(&L->fl->lock);
+    pthread_mutex_lock(&L->X->lock);
     struct clf__kernel_seen *k = kernel_entry(L, set);
     if (k && set)
         k->unit_s = value;
     else if (k)
         t = k->unit_s;
-    pthread_mutex_unlock(&L->fl->lock);
+    pthread_mutex_unlock(&L->X->lock);
     return t;
 }
 
@@ -664,7 +696,8 @@ static clf_status choose_strategy(clf__launch *L, const uint64_t *max_units,
             snprintf(rep->reason, sizeof rep->reason,
                      "auto: memory-aware (a device's share exceeds its memory budget); %s",
                      wreason);
-        } else if (L->ndev > 1 && (one = too_small(L, max_units, why, sizeof why)) < L->ndev) {
+        } else if (L->ndev > 1 && L->prog &&
+                   (one = too_small(L, max_units, why, sizeof why)) < L->ndev) {
             /* One chunk on one device; the others stand by in case it fails (run()). */
             s = CLF_STRATEGY_STATIC;
             L->small = 1;
@@ -690,6 +723,10 @@ static clf_status choose_strategy(clf__launch *L, const uint64_t *max_units,
         }
     } else {
         snprintf(rep->reason, sizeof rep->reason, "%s; %s", clf_strategy_name(s), wreason);
+    }
+    if (L->reason_tail) {
+        size_t len = strlen(rep->reason);
+        snprintf(rep->reason + len, sizeof rep->reason - len, "; %s", L->reason_tail);
     }
     rep->strategy = s;
     L->part_strategy = s == CLF_STRATEGY_STATIC    ? CLF__PART_STATIC
@@ -729,35 +766,36 @@ static void bcast_release(clf_fleet *fl, struct clf__bcast *b)
 }
 
 /* The cache entry of a broadcast array, emptied when its content changed. */
-static clf_status bcast_entry(clf_fleet *fl, const clf_arg *a, struct clf__bcast **out)
+static clf_status bcast_entry(clf_fleet *fl, clf__exec_state *X, const clf_arg *a,
+                              struct clf__bcast **out)
 {
     uint64_t h = content_hash(a->host, a->size);
     clf_status st = CLF_SUCCESS;
-    pthread_mutex_lock(&fl->lock);
+    pthread_mutex_lock(&X->lock);
     struct clf__bcast *b = NULL;
-    for (size_t i = 0; i < fl->nbcast && !b; i++)
-        if (fl->bcast[i].host == a->host && fl->bcast[i].size == a->size)
-            b = &fl->bcast[i];
+    for (size_t i = 0; i < X->nbcast && !b; i++)
+        if (X->bcast[i].host == a->host && X->bcast[i].size == a->size)
+            b = &X->bcast[i];
     if (!b) {
-        if (!fl->bcast) {
-            fl->bcast = calloc(CLF__BCAST_CACHE, sizeof *fl->bcast);
-            if (!fl->bcast) {
+        if (!X->bcast) {
+            X->bcast = calloc(CLF__BCAST_CACHE, sizeof *X->bcast);
+            if (!X->bcast) {
                 st = clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "broadcast: out of memory");
                 goto out;
             }
         }
-        if (fl->nbcast == CLF__BCAST_CACHE) { /* evict the oldest */
-            bcast_release(fl, &fl->bcast[0]);
-            cl_mem *keep = fl->bcast[0].mem;
-            memmove(fl->bcast, fl->bcast + 1, (CLF__BCAST_CACHE - 1) * sizeof *fl->bcast);
-            fl->bcast[--fl->nbcast].mem = keep;
+        if (X->nbcast == CLF__BCAST_CACHE) { /* evict the oldest */
+            bcast_release(fl, &X->bcast[0]);
+            cl_mem *keep = X->bcast[0].mem;
+            memmove(X->bcast, X->bcast + 1, (CLF__BCAST_CACHE - 1) * sizeof *X->bcast);
+            X->bcast[--X->nbcast].mem = keep;
         }
-        b = &fl->bcast[fl->nbcast];
+        b = &X->bcast[X->nbcast];
         if (!b->mem && !(b->mem = calloc(fl->ndev, sizeof *b->mem))) {
             st = clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "broadcast: out of memory");
             goto out;
         }
-        fl->nbcast++;
+        X->nbcast++;
         b->host = a->host;
         b->size = a->size;
         b->hash = h;
@@ -767,28 +805,71 @@ static clf_status bcast_entry(clf_fleet *fl, const clf_arg *a, struct clf__bcast
     }
     *out = b;
 out:
-    pthread_mutex_unlock(&fl->lock);
+    pthread_mutex_unlock(&X->lock);
     return st;
 }
 
-void clf__launch_fleet_fini(clf_fleet *fl)
+/* ---- the launch state on the fleet ---------------------------------------------------- */
+
+static void *exec_state_create(clf_fleet *fl)
 {
-    pthread_mutex_lock(&fl->lock);
-    while (fl->serving != fl->next_ticket) /* launches still queued or running */
-        pthread_cond_wait(&fl->turn, &fl->lock);
-    pthread_mutex_unlock(&fl->lock);
-    for (size_t i = 0; i < CLF__BCAST_CACHE && fl->bcast; i++) {
-        if (i < fl->nbcast)
-            bcast_release(fl, &fl->bcast[i]);
-        free(fl->bcast[i].mem);
+    (void)fl;
+    clf__exec_state *X = calloc(1, sizeof *X);
+    if (!X)
+        return NULL;
+    if (pthread_mutex_init(&X->lock, NULL) != 0) {
+        free(X);
+        return NULL;
     }
-    free(fl->bcast);
-    clf__devthread_fini(fl);
-    clf__bufcache_fini(fl);
-    if (fl->perf) {
-        clf__perf_save(fl->perf); /* best effort: learning is an optimisation */
-        clf__perf_close(fl->perf);
+    if (pthread_cond_init(&X->turn, NULL) != 0) {
+        pthread_mutex_destroy(&X->lock);
+        free(X);
+        return NULL;
     }
+    if (pthread_cond_init(&X->queued, NULL) != 0) {
+        pthread_cond_destroy(&X->turn);
+        pthread_mutex_destroy(&X->lock);
+        free(X);
+        return NULL;
+    }
+    return X;
+}
+
+static void dispatcher_stop(clf__exec_state *X);
+
+/* The teardown's first finalizer: launches still queued or running complete (they use the
+ * caller's arrays and the fleet's queues), then the dispatcher goes and the caches are freed
+ * (the per-device threads and kept buffers next, by their own finalizers). */
+static void exec_state_fini(clf_fleet *fl, void *state)
+{
+    clf__exec_state *X = state;
+    pthread_mutex_lock(&X->lock);
+    while (X->serving != X->next_ticket) /* launches still queued or running */
+        pthread_cond_wait(&X->turn, &X->lock);
+    pthread_mutex_unlock(&X->lock);
+    dispatcher_stop(X);
+    for (size_t i = 0; i < CLF__BCAST_CACHE && X->bcast; i++) {
+        if (i < X->nbcast)
+            bcast_release(fl, &X->bcast[i]);
+        free(X->bcast[i].mem);
+    }
+    free(X->bcast);
+    if (X->perf) {
+        clf__perf_save(X->perf); /* best effort: learning is an optimisation */
+        clf__perf_close(X->perf);
+    }
+    pthread_cond_destroy(&X->queued);
+    pthread_cond_destroy(&X->turn);
+    pthread_mutex_destroy(&X->lock);
+    free(X);
+}
+
+static const clf__state_key exec_key = {"launches", CLF__STATE_DRAIN, exec_state_create,
+                                        exec_state_fini};
+
+clf__exec_state *clf__exec_state_of(clf_fleet *fl)
+{
+    return clf__fleet_state(fl, &exec_key);
 }
 
 /* ---- the launch ------------------------------------------------------------------------ */
@@ -831,7 +912,9 @@ static void fill_report(clf__launch *L, clf_launch_report *rep)
 
 static void learn(clf__launch *L)
 {
-    clf__perf_model *m = L->fl->perf;
+    pthread_mutex_lock(&L->X->lock);
+    clf__perf_model *m = L->X->perf; /* opened by choose_weights() when weights are learned */
+    pthread_mutex_unlock(&L->X->lock);
     if (!m)
         return;
     char kkey[300], dkey[400];
@@ -840,8 +923,14 @@ static void learn(clf__launch *L)
         const clf__worker *w = &L->w[i];
         double t = w->rep.finish_s - w->t_start;
         if (w->rep.units && !w->rep.failed && t > 0) {
+            /* A plane's work per unit (the GEMM's MFLOP per row or column of C). */
+            uint64_t work = w->rep.units;
+            if (L->learn_scale > 0) {
+                double x = (double)w->rep.units * L->learn_scale;
+                work = x >= 1 ? (uint64_t)llround(x) : 1;
+            }
             clf__perf_device_key(w->d, dkey, sizeof dkey);
-            clf__perf_record(m, kkey, dkey, w->rep.units, t);
+            clf__perf_record(m, kkey, dkey, work, t);
         }
     }
 }
@@ -915,7 +1004,7 @@ static clf_status check_kernel(clf__launch *L)
  */
 static clf_status check_range_known(const clf__launch *L, const uint64_t *max_units)
 {
-    if (!clf__program_range_unknown(L->prog, L->desc.kernel) || L->total <= L->gran)
+    if (!L->prog || !clf__program_range_unknown(L->prog, L->desc.kernel) || L->total <= L->gran)
         return CLF_SUCCESS;
     size_t active = 0, only = 0;
     for (size_t i = 0; i < L->ndev; i++)
@@ -955,7 +1044,11 @@ static clf_status prepare(clf__launch *L, clf_fleet *fl, clf_program *prog,
     /* The workers are most of the struct (64 x 5 KB): clear those of the launch's devices
      * only, once they are known. Clearing all of it cost a quarter of a small launch. */
     memset(L, 0, offsetof(clf__launch, w));
+    L->plane = &clf__array_plane;
     L->fl = fl;
+    L->X = clf__exec_state_of(fl);
+    if (!L->X)
+        return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "launch: out of memory");
     L->prog = prog;
     memcpy(&L->desc, desc, dsize);
     L->desc.version = CLF_LAUNCH_DESC_VERSION;
@@ -993,7 +1086,7 @@ static clf_status exclude(clf__launch *L)
             w->rep.status = CLF_ERROR_DEVICE_FAILED;
             snprintf(w->rep.error, sizeof w->rep.error,
                      "failed earlier (clf_device_readmit()): %.110s", why);
-        } else if (!L->prog->built[d]) {
+        } else if (L->prog && !L->prog->built[d]) {
             w->rep.status = CLF_ERROR_BUILD;
             snprintf(w->rep.error, sizeof w->rep.error, "the program did not build for it");
         } else {
@@ -1116,7 +1209,7 @@ static void run_workers(clf__launch *L, const unsigned char *which)
 }
 
 /* Run a prepared launch; the caller holds the fleet's turn. */
-static clf_status run(clf__launch *L, clf_launch_report *rep)
+clf_status clf__exec_run(clf__launch *L, clf_launch_report *rep)
 {
     clf_status st;
     uint64_t max_units[CLF_MAX_LAUNCH_DEVICES];
@@ -1125,7 +1218,8 @@ static clf_status run(clf__launch *L, clf_launch_report *rep)
         fill_report(L, rep); /* which device is left out, and why */
         goto out;
     }
-    CLF__TRY(st, check_kernel(L));
+    if (L->prog)
+        CLF__TRY(st, check_kernel(L));
     CLF__TRY(st, budgets(L, max_units));
     CLF__TRY(st, choose_strategy(L, max_units, rep));
     CLF__TRY(st, check_range_known(L, max_units));
@@ -1157,7 +1251,7 @@ static clf_status run(clf__launch *L, clf_launch_report *rep)
     for (size_t i = 0; i < L->nargs; i++) {
         const clf_arg *a = &L->args[i];
         if (a->kind == CLF_ARG_KIND_BROADCAST)
-            CLF__TRY(st, bcast_entry(L->fl, a, &L->bcast[i]));
+            CLF__TRY(st, bcast_entry(L->fl, L->X, a, &L->bcast[i]));
         if (a->kind == CLF_ARG_KIND_REDUCE) {
             size_t es = clf_type_size((clf_type)a->type);
             if (!(L->red_acc[i] = malloc(a->size * es)))
@@ -1229,38 +1323,42 @@ out:
     return st;
 }
 
-static void take_turn(clf_fleet *fl, uint64_t ticket)
+static void take_turn(clf__exec_state *X, uint64_t ticket)
 {
-    pthread_mutex_lock(&fl->lock);
-    while (fl->serving != ticket)
-        pthread_cond_wait(&fl->turn, &fl->lock);
-    pthread_mutex_unlock(&fl->lock);
+    pthread_mutex_lock(&X->lock);
+    while (X->serving != ticket)
+        pthread_cond_wait(&X->turn, &X->lock);
+    pthread_mutex_unlock(&X->lock);
 }
 
-static void end_turn(clf_fleet *fl)
+static void end_turn(clf__exec_state *X)
 {
-    pthread_mutex_lock(&fl->lock);
-    fl->serving++;
-    pthread_cond_broadcast(&fl->turn);
-    pthread_mutex_unlock(&fl->lock);
+    pthread_mutex_lock(&X->lock);
+    X->serving++;
+    pthread_cond_broadcast(&X->turn);
+    pthread_mutex_unlock(&X->lock);
 }
 
-static uint64_t new_ticket(clf_fleet *fl)
+static uint64_t new_ticket(clf__exec_state *X)
 {
-    pthread_mutex_lock(&fl->lock);
-    uint64_t t = fl->next_ticket++;
-    pthread_mutex_unlock(&fl->lock);
+    pthread_mutex_lock(&X->lock);
+    uint64_t t = X->next_ticket++;
+    pthread_mutex_unlock(&X->lock);
     return t;
 }
 
-void clf__turn_begin(clf_fleet *fl)
+clf_status clf__turn_begin(clf_fleet *fl)
 {
-    take_turn(fl, new_ticket(fl));
+    clf__exec_state *X = clf__exec_state_of(fl);
+    if (!X)
+        return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "launch state: out of memory");
+    take_turn(X, new_ticket(X));
+    return CLF_SUCCESS;
 }
 
 void clf__turn_end(clf_fleet *fl)
 {
-    end_turn(fl);
+    end_turn(clf__exec_state_of(fl)); /* made by clf__turn_begin() */
 }
 
 clf_status clf_launch(clf_fleet *fl, clf_program *prog, const clf_launch_desc *desc,
@@ -1272,10 +1370,10 @@ clf_status clf_launch(clf_fleet *fl, clf_program *prog, const clf_launch_desc *d
         return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "launch: out of memory");
     clf_status st = prepare(L, fl, prog, desc, args, nargs);
     if (st == CLF_SUCCESS) {
-        uint64_t t = new_ticket(fl);
-        take_turn(fl, t);
-        st = run(L, report ? report : &local);
-        end_turn(fl);
+        uint64_t t = new_ticket(L->X);
+        take_turn(L->X, t);
+        st = clf__exec_run(L, report ? report : &local);
+        end_turn(L->X);
     }
     free(L);
     return st;
@@ -1283,31 +1381,104 @@ clf_status clf_launch(clf_fleet *fl, clf_program *prog, const clf_launch_desc *d
 
 /* ---- asynchronous launches ------------------------------------------------------------- */
 
+/*
+ * An asynchronous launch is an entry in the fleet's queue (X->queue_head), not a thread: one
+ * dispatcher thread per fleet, made on the first asynchronous launch and joined at the
+ * teardown, takes the entries in ticket order and runs each in its turn (launches, blocking
+ * or not, run in the order they were queued). So N queued launches cost N entries and one
+ * thread. An entry's completion is signalled under a lock of this file's own, not the
+ * fleet's: its event may be waited for and released after the fleet has gone.
+ */
 struct clf__host_op {
-    pthread_t thread;
-    int joined;
+    struct clf__host_op *next; /* in the queue (under X->lock) */
+    int done;                  /* ran (under op_lock) */
     clf_status st;
     char err[2048];
     uint64_t ticket;
-    clf__launch L;
     clf_launch_report *report;
     clf_launch_report local;
     size_t devices[CLF_MAX_LAUNCH_DEVICES];
     double weights[CLF_MAX_LAUNCH_DEVICES];
     uint64_t limits[CLF_MAX_LAUNCH_DEVICES];
     char kernel[256];
+    /* Last: the workers are most of it (64 x 5 KB), and a launch touches only its own
+     * devices' ones: the pages of the others are never touched. */
+    clf__launch L;
 };
 
-static void *async_main(void *arg)
+static pthread_mutex_t op_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t op_done = PTHREAD_COND_INITIALIZER;
+
+/* Run one queued launch in its turn and say it is done; the entry is the waiter's after. */
+static void async_run(struct clf__host_op *op)
 {
-    struct clf__host_op *op = arg;
-    clf_fleet *fl = op->L.fl;
-    take_turn(fl, op->ticket);
-    op->st = run(&op->L, op->report ? op->report : &op->local);
+    clf__exec_state *X = op->L.X;
+    take_turn(X, op->ticket);
+    op->st = clf__exec_run(&op->L, op->report ? op->report : &op->local);
     if (op->st != CLF_SUCCESS)
         snprintf(op->err, sizeof op->err, "%s", clf_last_error());
-    end_turn(fl);
+    end_turn(X);
+    pthread_mutex_lock(&op_lock);
+    op->done = 1;
+    pthread_cond_broadcast(&op_done);
+    pthread_mutex_unlock(&op_lock);
+}
+
+static void *dispatcher_main(void *arg)
+{
+    clf__exec_state *X = arg;
+    pthread_mutex_lock(&X->lock);
+    for (;;) {
+        while (!X->queue_head && !X->stopping)
+            pthread_cond_wait(&X->queued, &X->lock);
+        struct clf__host_op *op = X->queue_head;
+        if (!op)
+            break; /* stopping, and nothing queued */
+        X->queue_head = op->next;
+        if (!X->queue_head)
+            X->queue_tail = NULL;
+        pthread_mutex_unlock(&X->lock);
+        async_run(op);
+        pthread_mutex_lock(&X->lock);
+    }
+    pthread_mutex_unlock(&X->lock);
     return NULL;
+}
+
+/* At the teardown, once every launch has run: the dispatcher goes. */
+static void dispatcher_stop(clf__exec_state *X)
+{
+    pthread_mutex_lock(&X->lock);
+    X->stopping = 1;
+    pthread_cond_signal(&X->queued);
+    int started = X->dispatcher_started;
+    pthread_mutex_unlock(&X->lock);
+    if (started)
+        pthread_join(X->dispatcher, NULL);
+}
+
+/* Queue op with the next ticket; 0, or -1 when no dispatcher could be made (op not queued,
+ * its ticket taken: the caller runs it). */
+static int async_queue(clf__exec_state *X, struct clf__host_op *op)
+{
+    int queued = 0;
+    pthread_mutex_lock(&X->lock);
+    op->ticket = X->next_ticket++;
+    if (!X->dispatcher_started &&
+        pthread_create(&X->dispatcher, NULL, dispatcher_main, X) == 0)
+        X->dispatcher_started = 1;
+    if (X->dispatcher_started) {
+        /* Tickets are taken in queue order under this lock: the queue is in ticket order. */
+        if (X->queue_tail)
+            X->queue_tail->next = op;
+        else
+            X->queue_head = op;
+        X->queue_tail = op;
+        pthread_cond_signal(&X->queued);
+        queued = 1;
+    }
+    pthread_mutex_unlock(&X->lock);
+    return queued ? 0 : -1;
 }
 
 clf_status clf_launch_async(clf_fleet *fl, clf_program *prog, const clf_launch_desc *desc,
@@ -1344,12 +1515,8 @@ clf_status clf_launch_async(clf_fleet *fl, clf_program *prog, const clf_launch_d
         d->mem_limits = op->limits;
     }
     op->report = report;
-    op->ticket = new_ticket(fl);
-    if (pthread_create(&op->thread, NULL, async_main, op) != 0) {
-        /* Run it here instead, keeping the queue's order. */
-        async_main(op);
-        op->joined = 1;
-    }
+    if (async_queue(op->L.X, op) != 0)
+        async_run(op); /* no dispatcher: run it here instead, keeping the queue's order */
     ev->op = op;
     ev->op_wait = clf__host_op_wait;
     ev->op_release = clf__host_op_release;
@@ -1361,12 +1528,17 @@ out:
     return st;
 }
 
+static void op_join(struct clf__host_op *op)
+{
+    pthread_mutex_lock(&op_lock);
+    while (!op->done)
+        pthread_cond_wait(&op_done, &op_lock);
+    pthread_mutex_unlock(&op_lock);
+}
+
 clf_status clf__host_op_wait(struct clf__host_op *op)
 {
-    if (!op->joined) {
-        pthread_join(op->thread, NULL);
-        op->joined = 1;
-    }
+    op_join(op);
     if (op->st != CLF_SUCCESS)
         return clf__fail(op->st, "%s", op->err);
     return CLF_SUCCESS;
@@ -1374,7 +1546,6 @@ clf_status clf__host_op_wait(struct clf__host_op *op)
 
 void clf__host_op_release(struct clf__host_op *op)
 {
-    if (!op->joined)
-        pthread_join(op->thread, NULL);
+    op_join(op);
     free(op);
 }

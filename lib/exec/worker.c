@@ -181,8 +181,9 @@ static clf_status reset_reductions(clf__worker *w, cl_command_queue q, cl_event 
     return CLF_SUCCESS;
 }
 
-/* Kernel object, whole-array buffers, broadcasts, reductions and fixed arguments. */
-static clf_status setup(clf__worker *w)
+/* The array plane's prepare: kernel object, whole-array buffers, broadcasts, reductions and
+ * fixed arguments. */
+static clf_status array_prepare(clf__worker *w)
 {
     clf__launch *L = w->L;
     cl_int err;
@@ -254,7 +255,7 @@ static int late_write(const clf_arg *a)
            (a->halo_before || a->halo_after);
 }
 
-enum { WRITE_EARLY = 1, WRITE_LATE = 2, WRITE_ALL = 3 };
+enum { WRITE_EARLY = CLF__WRITE_EARLY, WRITE_LATE = CLF__WRITE_LATE, WRITE_ALL = CLF__WRITE_ALL };
 
 /*
  * Enqueue on the transfer queue the move of split indices [lo, hi) of argument i between its
@@ -284,7 +285,7 @@ static cl_int move_indices(clf__worker *w, size_t i, int to_device, cl_mem m, ui
 }
 
 /* Enqueue the chunk's inputs on the transfer queue (and size its slots). */
-static clf_status write_inputs(clf__worker *w, clf__chunk *c, int which)
+static clf_status array_chunk_in(clf__worker *w, clf__chunk *c, int which)
 {
     clf__launch *L = w->L;
     for (size_t i = 0; i < L->nargs; i++) {
@@ -324,7 +325,7 @@ static clf_status write_inputs(clf__worker *w, clf__chunk *c, int which)
     return CLF_SUCCESS;
 }
 
-static clf_status enqueue_kernel(clf__worker *w, clf__chunk *c)
+static clf_status array_run(clf__worker *w, clf__chunk *c)
 {
     clf__launch *L = w->L;
     for (size_t i = 0; i < L->nargs; i++)
@@ -393,7 +394,7 @@ out:
 
 /* The chunk's outputs to the host arrays: plain outputs first, in-out arrays last (a re-run
  * of a chunk whose in-out results landed would read them as its input). */
-static clf_status read_outputs(clf__worker *w, clf__chunk *c)
+static clf_status array_chunk_out(clf__worker *w, clf__chunk *c)
 {
     clf__launch *L = w->L;
     if (c->fault != CL_SUCCESS)
@@ -432,8 +433,10 @@ static void release_chunk(clf__chunk *c)
         clReleaseEvent(c->ev[j]);
     if (c->kernel)
         clReleaseEvent(c->kernel);
+    if (c->pre)
+        clReleaseEvent(c->pre);
     c->nwrite = c->nread = 0;
-    c->kernel = NULL;
+    c->kernel = c->pre = NULL;
     c->fault = CL_SUCCESS;
 }
 
@@ -443,6 +446,29 @@ static cl_int event_status(cl_event e)
     if (clGetEventInfo(e, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof s, &s, NULL) != CL_SUCCESS)
         s = CL_INVALID_EVENT;
     return s;
+}
+
+/*
+ * The chunk's kernel as a metrics record; returns its seconds on the device. Behind a marker
+ * (c->pre: a library such as clBLAST may run several kernels and return the last one's
+ * event), its time runs from the marker's end, or from when that kernel was queued if later
+ * (a first call builds its kernels on the host meanwhile; its other kernels were queued just
+ * before it), to that kernel's end.
+ */
+static double kernel_rec(clf__rec *r, const clf__chunk *c)
+{
+    double s = event_rec(r, CLF__REC_KERNEL, c->kernel, c, 0);
+    if (!c->pre)
+        return s;
+    uint64_t b0, b1;
+    cl_ulong queued = 0;
+    if (clf__event_profile(c->pre, &b0, &b1) && b1 <= r->t0)
+        r->t0 = b1;
+    if (clGetEventProfilingInfo(c->kernel, CL_PROFILING_COMMAND_QUEUED, sizeof queued, &queued,
+                                NULL) == CL_SUCCESS &&
+        queued > r->t0 && queued <= r->t1)
+        r->t0 = queued;
+    return r->t1 > r->t0 ? (double)(r->t1 - r->t0) * 1e-9 : 0.0;
 }
 
 /* Remember a finished chunk whose reduction partial is still on the device. */
@@ -477,7 +503,7 @@ static clf_status account_chunk(clf__worker *w, clf__chunk *c)
         if (st != CLF_SUCCESS)
             return st;
     }
-    w->rep.busy_s += event_rec(&rec[0], CLF__REC_KERNEL, c->kernel, c, 0);
+    w->rep.busy_s += kernel_rec(&rec[0], c);
     rec[0].name = L->desc.kernel;
     for (size_t j = 0; j < c->nwrite; j++)
         w->rep.to_device_s +=
@@ -534,7 +560,7 @@ static clf_status finish_chunk(clf__worker *w, clf__chunk *c)
 
 /* After a failure (both queues finished): 1 when every command of the chunk completed, so
  * its results are all in the host arrays; -1 when only some in-out results are. */
-static int chunk_landed(const clf__worker *w, const clf__chunk *c)
+static int array_landed(const clf__worker *w, const clf__chunk *c)
 {
     const clf__launch *L = w->L;
     size_t outputs = 0, landed = 0, inout = 0;
@@ -755,7 +781,7 @@ static void give_back(clf__worker *w, clf__chunk *c, size_t n)
  * early chunk is cut from a larger remainder (on two devices of speeds 3:1, a simulation of
  * the off-axis Mandelbrot drops from efficiency 1.00 to 0.78 with look-ahead).
  */
-static int lookahead_pays(const clf__launch *L)
+static int array_lookahead(const clf__launch *L)
 {
     for (size_t i = 0; i < L->nargs; i++)
         if (clf__arg_partitioned(&L->args[i]) && clf__arg_reads(&L->args[i]))
@@ -766,7 +792,8 @@ static int lookahead_pays(const clf__launch *L)
 static clf_status run_chunks(clf__worker *w)
 {
     clf__launch *L = w->L;
-    const int lookahead = lookahead_pays(L);
+    const clf__plane *P = L->plane;
+    const int lookahead = P->lookahead(L);
     clf__chunk c[2];
     memset(c, 0, sizeof c);
     int cur = 0, have = next_chunk(w, &c[0], 1, 0);
@@ -777,7 +804,9 @@ static clf_status run_chunks(clf__worker *w)
     if (have > 0) {
         w->t_start = clf__now() - L->t0;
         c[0].slot = 0;
-        st = write_inputs(w, &c[0], WRITE_ALL);
+        st = P->begin ? P->begin(w) : CLF_SUCCESS;
+        if (st == CLF_SUCCESS)
+            st = P->chunk_in(w, &c[0], WRITE_ALL);
     }
     int ahead = 0; /* `now` was taken as a look-ahead chunk */
     while (have > 0 && st == CLF_SUCCESS) {
@@ -793,10 +822,10 @@ static clf_status run_chunks(clf__worker *w)
             if (have < 0)
                 st = CLF_ERROR_OPENCL;
             else if (have)
-                st = write_inputs(w, now, WRITE_ALL);
+                st = P->chunk_in(w, now, WRITE_ALL);
             continue;
         }
-        st = enqueue_kernel(w, now);
+        st = P->run(w, now);
         if (st != CLF_SUCCESS)
             break;
         /* Look ahead: the next chunk's input moves while this one computes. Its slot is
@@ -807,12 +836,12 @@ static clf_status run_chunks(clf__worker *w)
         if (more)
             offer_lookahead(w, nxt);
         if (more)
-            st = write_inputs(w, nxt, WRITE_EARLY);
+            st = P->chunk_in(w, nxt, WRITE_EARLY);
         if (st == CLF_SUCCESS)
-            st = read_outputs(w, now);
+            st = P->chunk_out(w, now);
         /* After this chunk's read on the in-order transfer queue (see late_write). */
         if (st == CLF_SUCCESS && more)
-            st = write_inputs(w, nxt, WRITE_LATE);
+            st = P->chunk_in(w, nxt, WRITE_LATE);
         if (st == CLF_SUCCESS)
             st = finish_chunk(w, now);
         if (st == CLF_SUCCESS) {
@@ -825,7 +854,7 @@ static clf_status run_chunks(clf__worker *w)
         /* Nothing to look ahead to: now that this device holds no chunk, wait for one
          * (work of a failed device may still come back). */
         if (!more && (more = next_chunk(w, nxt, 1, 0)) > 0)
-            st = write_inputs(w, nxt, WRITE_ALL); /* taken now, not ahead: not offered */
+            st = P->chunk_in(w, nxt, WRITE_ALL); /* taken now, not ahead: not offered */
         if (more < 0)
             st = CLF_ERROR_OPENCL;
         have = more;
@@ -841,7 +870,7 @@ static clf_status run_chunks(clf__worker *w)
     int stolen = !claim_lookahead(w), dirty = 0;
     for (int j = 0; j < 2; j++) {
         clf__chunk *k = &c[j];
-        int landed = k->len ? chunk_landed(w, k) : 0;
+        int landed = k->len ? P->landed(w, k) : 0;
         if (k->len && stolen && k->off == w->la_off && k->len == w->la_len) {
             k->len = 0; /* a thief runs it: not ours to give back */
         } else if (landed == 0 && k->len) {
@@ -880,7 +909,7 @@ void *clf__worker_main(void *arg)
 {
     clf__worker *w = arg;
     clf__dev_exec_enter(w->L->fl, w->d->index); /* PoCL's basic device: one thread at a time */
-    clf_status st = setup(w);
+    clf_status st = w->L->plane->prepare(w);
     if (st == CLF_SUCCESS)
         st = run_chunks(w);
     else {
@@ -897,7 +926,7 @@ void *clf__worker_main(void *arg)
     return NULL;
 }
 
-void clf__worker_fini(clf__worker *w)
+static void array_release(clf__worker *w)
 {
     /* The launch's commands have completed (run_chunks() waited for the last reads, or
      * finished both queues on failure), or, for the input writes of a look-ahead chunk that
@@ -912,7 +941,66 @@ void clf__worker_fini(clf__worker *w)
     }
     if (w->kernel)
         clReleaseKernel(w->kernel);
+}
+
+const clf__plane clf__array_plane = {
+    .name = "arrays",
+    .prepare = array_prepare,
+    .begin = NULL,
+    .chunk_in = array_chunk_in,
+    .run = array_run,
+    .chunk_out = array_chunk_out,
+    .landed = array_landed,
+    .release = array_release,
+    .lookahead = array_lookahead,
+    .max_units = NULL, /* clf__launch_footprint() */
+};
+
+void clf__worker_fini(clf__worker *w)
+{
+    w->L->plane->release(w);
     free(w->pend);
+}
+
+clf_status clf__worker_buffer(clf__worker *w, cl_mem *m, size_t *cap, size_t bytes,
+                              cl_mem_flags flags)
+{
+    if (*m && *cap >= bytes)
+        return CLF_SUCCESS;
+    clf__worker_buffer_free(w, m, cap);
+    clf_status st = device_alloc(w, bytes, flags, m);
+    if (st == CLF_SUCCESS)
+        *cap = bytes;
+    return st;
+}
+
+void clf__worker_buffer_free(clf__worker *w, cl_mem *m, size_t *cap)
+{
+    if (!*m)
+        return;
+    clReleaseMemObject(*m);
+    w->mem_now -= *cap;
+    clf__metrics_free(w->L->fl, w->d->index, *cap);
+    *m = NULL;
+    *cap = 0;
+}
+
+clf_status clf__worker_cl_fail(clf__worker *w, cl_int err, const char *call, int injected)
+{
+    return cl_fail(w, err, call, injected);
+}
+
+double clf__worker_transfer_done(clf__worker *w, cl_event ev, int to_device, uint64_t bytes)
+{
+    double s = blocking_done(w, ev, to_device ? CLF__REC_TO_DEVICE : CLF__REC_FROM_DEVICE, bytes);
+    if (to_device) {
+        w->rep.to_device_s += s;
+        w->rep.bytes_to_device += bytes;
+    } else {
+        w->rep.from_device_s += s;
+        w->rep.bytes_from_device += bytes;
+    }
+    return s;
 }
 
 void clf__reduce_identity(unsigned op, unsigned type, void *out)

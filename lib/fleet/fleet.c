@@ -387,7 +387,6 @@ clf_status clf_fleet_create(clf_fleet **out, const clf_fleet_options *opts)
     atomic_init(&fl->refs, 1); /* the caller's */
     fl->teardown = fleet_free;
     pthread_mutex_init(&fl->lock, NULL);
-    pthread_cond_init(&fl->turn, NULL);
     fl->slot = slot_take();
     fl->strategy = strategy;
     size_t cap = d.ndev;
@@ -428,10 +427,12 @@ static void fleet_free(clf_fleet *fl)
 {
     if (!fl)
         return;
-    clf__launch_fleet_fini(fl);
-    clf__collective_fleet_fini(fl);
-    clf__gemm_fleet_fini(fl);
+    /* Each layer's finalizers (core/state.c), before the queues and contexts go: launches
+     * still queued first, then the collectives' and GEMM's state, then the transfers. */
+    clf__fleet_state_fini(fl, CLF__STATE_DRAIN);
+    clf__fleet_state_fini(fl, CLF__STATE_BEFORE_XFER);
     clf__xfer_fini(fl); /* copies in flight use the queues */
+    clf__fleet_state_fini(fl, CLF__STATE_AFTER_XFER);
     for (size_t i = 0; i < fl->ndev; i++) {
         struct clf__device *d = &fl->dev[i];
         cl_command_queue q[] = {d->compute, d->transfer, d->copyq};
@@ -462,7 +463,6 @@ static void fleet_free(clf_fleet *fl)
     free(fl->cache_dir);
     clf__fault_fini(fl);
     slot_give(fl->slot);
-    pthread_cond_destroy(&fl->turn);
     pthread_mutex_destroy(&fl->lock);
     free(fl);
 }

@@ -1,11 +1,11 @@
-/* lib/fleet: the fleet's life, the top layer: creation (discovery, selection, contexts,
- * queues, then every layer's state) and teardown (every layer's finalizer). It sits above
- * the layers it finalizes; once they register their finalizers (phase 2 of issue 15), it
- * can move into core. Not installed. */
+/* lib/fleet: the fleet's life: creation (discovery, selection, contexts, queues, then the
+ * transfer, metrics and fault state every layer uses) and teardown (the finalizers the
+ * layers above registered with their state, core/state.c, then its own). It uses the layers
+ * below it only; the layers above register their state with the fleet instead of being
+ * called from here. Not installed. */
 #ifndef CLFLEET_FLEET_H
 #define CLFLEET_FLEET_H
 
-#include "blas/blas.h"
-#include "coll/coll.h"
+#include "xfer/xfer.h"
 
 #endif

@@ -137,14 +137,6 @@ struct clf__device {
     pthread_mutex_t exec_lock;
 };
 
-/* A broadcast array kept on the devices between launches while unchanged. */
-struct clf__bcast {
-    const void *host;
-    size_t size;
-    uint64_t hash; /* of the content when it was uploaded */
-    cl_mem *mem;   /* one per fleet device, NULL until uploaded there */
-};
-
 struct clf__perf_model;
 struct clf__xfer;
 
@@ -167,36 +159,15 @@ struct clf_fleet {
     atomic_int cache_warned; /* an unusable cache was reported (once per fleet, program.c) */
 
     pthread_mutex_t lock; /* guards what follows */
-    struct clf__perf_model *perf; /* learned throughput (NULL until the first launch) */
-    struct clf__bcast *bcast;
-    size_t nbcast;
-    struct clf__bufcache *launch_bufs; /* device buffers kept between launches (exec/) */
-    struct clf__devpool *launch_threads; /* the launches' per-device threads (exec/) */
-    /* The efficiency each balancing of a kernel last reached on this fleet, per partition
-     * strategy (static, dynamic, guided, memory-aware; < 0: not seen): CLF_STRATEGY_AUTO leaves a
-     * strategy that balanced the kernel worse than dynamic did. A small ring of the latest
-     * kernels. */
-    struct clf__kernel_seen {
-        char key[96];
-        double efficiency[4];
-        double unit_s; /* kernel seconds per unit in its last launch; < 0: not seen */
-    } static_eff[16];
-    size_t nstatic_eff;
-    /* Launches run in the order they were queued: a ticket each. */
-    pthread_cond_t turn;
-    uint64_t next_ticket, serving;
+    /* Each layer's own state (core/state.c): the launches', the collectives', GEMM's. */
+    struct clf__state_slot *states;
+    size_t nstates, cap_states;
 
     struct clf__xfer *xfer; /* transfer paths, staging buffers, copy threads (transfer.c) */
 
     struct clf__metrics *metrics; /* counters and timeline (metrics.c); NULL: off */
 
-    struct clf_program *reduce_prog; /* cl/reduce.cl for the collectives (under lock; built
-                                        on first use, collective.c) */
-    struct clf__scratch *scratch;    /* the collectives' idle scratch buffers (under lock) */
-
     struct clf__fault *fault; /* $CLFLEET_FAULT_INJECT rules (fault.c); NULL: none */
-    int gemm_used;                   /* a GEMM ran: clBLAST caches programs of its contexts
-                                        (under lock; gemm.c) */
 };
 
 
