@@ -992,6 +992,16 @@ typedef struct clf_launch_desc {
     /** The dimension the range is split along: CLF_SPLIT_DEFAULT (dims-1, the
      *  slowest-varying) or CLF_SPLIT_DIM(d) (version 2). */
     unsigned split_dim;
+    /** Version 3: run only the units [range_first, range_first + range_units) of the
+     *  range along the split dimension, with the global ids they have in the whole range
+     *  (global[split]); range_units 0: the whole range (range_first must then be 0). The
+     *  host arrays stay the whole range's: only the sub-range's part of each partitioned
+     *  array (and the halo around it, within the whole range) moves, outputs elsewhere
+     *  are untouched; reductions cover the sub-range; per-group outputs get its groups.
+     *  Both must be multiples of the local size along the split dimension and of the
+     *  granularity, where given. One process of many (clfleet/mpi.h) runs its share so. */
+    size_t range_first;
+    size_t range_units; /**< version 3: units of the sub-range; 0: the whole range */
 } clf_launch_desc;
 
 /** \brief clf_launch_desc.split_dim: the last dimension (dims-1). */
@@ -1002,14 +1012,14 @@ typedef struct clf_launch_desc {
 /**
  * \brief The version of clf_launch_desc this header describes. Launches accept
  * every version from 1 up to it and read only the fields that version has
- * (version 1 ends before split_dim).
+ * (version 1 ends before split_dim, version 2 before range_first).
  */
-#define CLF_LAUNCH_DESC_VERSION 2
+#define CLF_LAUNCH_DESC_VERSION 3
 /** \brief Fills a clf_launch_desc with the defaults. */
 #define CLF_LAUNCH_DESC_INIT                                                            \
     {                                                                                   \
         CLF_LAUNCH_DESC_VERSION, NULL, 1, {0, 1, 1}, {0, 0, 0}, 0, CLF_STRATEGY_DEFAULT, \
-            NULL, 0, CLF_WEIGHTS_LEARNED, NULL, NULL, 0.0, 0, 0, CLF_SPLIT_DEFAULT       \
+            NULL, 0, CLF_WEIGHTS_LEARNED, NULL, NULL, 0.0, 0, 0, CLF_SPLIT_DEFAULT, 0, 0 \
     }
 
 /** \brief Most devices one launch uses (the report's array size). */

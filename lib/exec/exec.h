@@ -218,7 +218,10 @@ typedef struct clf__launch {
     double weights[CLF_MAX_LAUNCH_DEVICES];
     uint64_t limits[CLF_MAX_LAUNCH_DEVICES];
     unsigned split;      /* the split dimension: desc.split_dim, by default dims - 1 */
-    uint64_t total;      /* units along it */
+    uint64_t total;      /* units along it (of the sub-range, clf_launch_desc version 3) */
+    /* clf_launch's sub-range: chunks' offsets start at `first` (the partitioner counts from
+     * 0, worker.c adds it), halos clamp to `end`, the whole range's units (0: total). */
+    uint64_t first, end;
     uint64_t per_unit;   /* work-items per unit (product of the other dimensions) */
     uint64_t gran;
     int auto_local; /* clfleet chose desc.local (the user gave none) */

@@ -100,7 +100,7 @@ static clf_status check_pitch(clf__launch *L, size_t i, const clf_arg *a, size_t
         return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
                          "'%s' argument %zu: pitch of %zu bytes is shorter than a row of the "
                          "range (%llu units x %zu bytes = %zu)",
-                         k, i, a->pitch, (unsigned long long)L->total, a->unit, need);
+                         k, i, a->pitch, (unsigned long long)L->end, a->unit, need);
     if (a->size % a->pitch || a->size < a->pitch)
         return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
                          "'%s' argument %zu: array of %zu bytes is not a whole number of rows "
@@ -154,15 +154,15 @@ static clf_status check_arg(clf__launch *L, size_t i, const clf_arg *a)
         if (a->unit == 0)
             return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
                              "'%s' argument %zu: bytes per split unit is zero", k, i);
-        if (L->total > SIZE_MAX || clf__mul_overflow((size_t)L->total, a->unit, &need))
+        if (L->end > SIZE_MAX || clf__mul_overflow((size_t)L->end, a->unit, &need))
             return clf__fail(CLF_ERROR_SIZE_OVERFLOW,
                              "'%s' argument %zu: %llu units x %zu bytes overflows", k, i,
-                             (unsigned long long)L->total, a->unit);
+                             (unsigned long long)L->end, a->unit);
         if (a->size < need)
             return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
                              "'%s' argument %zu: array of %zu bytes is shorter than the range "
                              "needs (%llu units x %zu bytes = %zu)",
-                             k, i, a->size, (unsigned long long)L->total, a->unit, need);
+                             k, i, a->size, (unsigned long long)L->end, a->unit, need);
         if (a->kind == CLF_ARG_KIND_OUT && (a->halo_before || a->halo_after))
             return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
                              "'%s' argument %zu: an output has no halo (only inputs read one)",
@@ -238,7 +238,18 @@ static clf_status check_desc(clf__launch *L, const clf_launch_desc *d)
                              d->kernel, d->global[k], k, d->local[k]);
     }
     L->split = split;
-    L->total = d->global[L->split];
+    L->total = L->end = d->global[L->split];
+    if (d->range_units || d->range_first) {
+        if (d->range_units == 0 || d->range_first > L->end ||
+            d->range_units > L->end - d->range_first)
+            return clf__fail(CLF_ERROR_OUT_OF_RANGE,
+                             "'%s': sub-range [%zu, %zu + %zu) is not a non-empty part of the "
+                             "%llu units of dimension %u",
+                             d->kernel, d->range_first, d->range_first, d->range_units,
+                             (unsigned long long)L->end, split);
+        L->first = d->range_first;
+        L->total = d->range_units;
+    }
     L->per_unit = 1;
     for (unsigned k = 0; k < d->dims; k++)
         if (k != L->split &&
@@ -248,6 +259,12 @@ static clf_status check_desc(clf__launch *L, const clf_launch_desc *d)
     uint64_t g = d->granularity ? d->granularity : 1, l = has_local ? d->local[L->split] : 1;
     if (__builtin_mul_overflow(g / gcd64(g, l), l, &L->gran))
         return clf__fail(CLF_ERROR_SIZE_OVERFLOW, "'%s': granularity overflows", d->kernel);
+    if (L->first % L->gran || (L->total != L->end - L->first && L->total % L->gran))
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                         "'%s': sub-range [%llu, +%llu) is not made of multiples of the local "
+                         "size and granularity along dimension %u (%llu)",
+                         d->kernel, (unsigned long long)L->first, (unsigned long long)L->total,
+                         split, (unsigned long long)L->gran);
     if (d->mem_safety < 0 || d->mem_safety > 1 || isnan(d->mem_safety))
         return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "mem_safety %g is not in (0, 1]",
                          d->mem_safety);
@@ -294,8 +311,10 @@ static void auto_local(clf__launch *L)
             while (l > 1 && L->total < l * 8 * L->ndev)
                 l /= 2;
         if (clf__program_range_arg(L->prog, d->kernel))
-            while (L->total % l)
+            while ((L->total | L->end) % l)
                 l /= 2;
+        while (L->first % l) /* a sub-range's chunks start at multiples of l too */
+            l /= 2;
         d->local[0] = (size_t)l;
         L->gran = L->gran / gcd64(L->gran, l) * l;
     } else {
@@ -1004,7 +1023,9 @@ static clf_status check_kernel(clf__launch *L)
  */
 static clf_status check_range_known(const clf__launch *L, const uint64_t *max_units)
 {
-    if (!L->prog || !clf__program_range_unknown(L->prog, L->desc.kernel) || L->total <= L->gran)
+    int sub = L->first || (L->end && L->total != L->end); /* no chunk is the whole range */
+    if (!L->prog || !clf__program_range_unknown(L->prog, L->desc.kernel) ||
+        (L->total <= L->gran && !sub))
         return CLF_SUCCESS;
     size_t active = 0, only = 0;
     for (size_t i = 0; i < L->ndev; i++)
@@ -1012,7 +1033,7 @@ static clf_status check_range_known(const clf__launch *L, const uint64_t *max_un
             active++;
             only = i;
         }
-    if (active == 1 && max_units[only] >= L->total &&
+    if (active == 1 && max_units[only] >= L->total && !sub &&
         (L->part_strategy == CLF__PART_STATIC || L->part_strategy == CLF__PART_MEMORY_AWARE))
         return CLF_SUCCESS;
     return clf__fail(CLF_ERROR_UNSUPPORTED,
@@ -1037,7 +1058,9 @@ static clf_status prepare(clf__launch *L, clf_fleet *fl, clf_program *prog,
     if (prog->fleet != fl)
         return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "the program was built for another fleet");
     /* Read only the fields the caller's version of the struct has. */
-    size_t dsize = desc->version == 1 ? offsetof(clf_launch_desc, split_dim) : sizeof *desc;
+    size_t dsize = desc->version == 1   ? offsetof(clf_launch_desc, split_dim)
+                   : desc->version == 2 ? offsetof(clf_launch_desc, range_first)
+                                        : sizeof *desc;
     if (clf__check_version(NULL, desc->version, CLF_LAUNCH_DESC_VERSION, "clf_launch_desc",
                            "CLF_LAUNCH_DESC_INIT") != CLF_SUCCESS)
         return CLF_ERROR_INVALID_ARGUMENT;

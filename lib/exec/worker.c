@@ -295,8 +295,9 @@ static clf_status array_chunk_in(clf__worker *w, clf__chunk *c, int which)
         int chunked = (a->flags & CLF_ARG_CHUNK_INDEXED) != 0;
         uint64_t lo = c->off - (c->off < a->halo_before ? c->off : a->halo_before);
         uint64_t hi = c->off + c->len + a->halo_after;
-        if (hi > L->total || hi < c->off) /* clamp, and guard the sum */
-            hi = L->total;
+        uint64_t end = L->end ? L->end : L->total;
+        if (hi > end || hi < c->off) /* clamp, and guard the sum */
+            hi = end;
         if (chunked) {
             clf_status st = ensure_slot(w, i, c->slot, c->len + a->halo_before + a->halo_after);
             if (st != CLF_SUCCESS)
@@ -686,6 +687,15 @@ static int claim_lookahead(clf__worker *w)
  * device holds a chunk of held units), only try. Returns 1 with a chunk, 0
  * when there is nothing (more) for this device, -1 when combining failed.
  */
+/* The partitioner's next chunk for device dev, at its place in a sub-range (L->first). */
+static int part_next(clf__launch *L, size_t dev, clf__chunk *c)
+{
+    if (!clf__part_next(L->part, dev, &c->off, &c->len))
+        return 0;
+    c->off += L->first;
+    return 1;
+}
+
 static int next_chunk(clf__worker *w, clf__chunk *c, int wait, uint64_t held)
 {
     clf__launch *L = w->L;
@@ -699,9 +709,9 @@ static int next_chunk(clf__worker *w, clf__chunk *c, int wait, uint64_t held)
             clf__part_counts(L->part, &free_units, NULL, NULL);
             if (free_units <= (uint64_t)L->ndev * held)
                 return 0;
-            return clf__part_next(L->part, w->slot_index, &c->off, &c->len);
+            return part_next(L, w->slot_index, c);
         }
-        if (clf__part_next(L->part, w->slot_index, &c->off, &c->len))
+        if (part_next(L, w->slot_index, c))
             return 1;
         if (w->npend) {
             if (commit_reductions(w) != CLF_SUCCESS)
@@ -715,7 +725,7 @@ static int next_chunk(clf__worker *w, clf__chunk *c, int wait, uint64_t held)
             pthread_mutex_unlock(&L->lock);
             return 0;
         }
-        if (clf__part_next(L->part, w->slot_index, &c->off, &c->len) || steal(w, c)) {
+        if (part_next(L, w->slot_index, c) || steal(w, c)) {
             pthread_mutex_unlock(&L->lock);
             return 1;
         }
@@ -756,10 +766,12 @@ static void give_back(clf__worker *w, clf__chunk *c, size_t n)
     pthread_mutex_lock(&L->lock);
     back += clf__part_retire(L->part, w->slot_index); /* the rest of its static share */
     for (size_t j = 0; j < n; j++)
-        if (c[j].len && clf__part_requeue(L->part, c[j].off, c[j].len) == CLF_SUCCESS)
+        if (c[j].len &&
+            clf__part_requeue(L->part, c[j].off - L->first, c[j].len) == CLF_SUCCESS)
             back += c[j].len;
     for (size_t k = 0; k < w->npend && !w->fatal; k++)
-        if (clf__part_requeue(L->part, w->pend[k][0], w->pend[k][1]) == CLF_SUCCESS) {
+        if (clf__part_requeue(L->part, w->pend[k][0] - L->first, w->pend[k][1]) ==
+            CLF_SUCCESS) {
             back += w->pend[k][1];
             w->rep.units -= w->pend[k][1];
             w->rep.items -= w->pend[k][1] * L->per_unit;
