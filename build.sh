@@ -21,7 +21,7 @@ jobs=$(nproc 2>/dev/null || echo 2)
 
 # ---- system packages --------------------------------------------------------
 pkgs="build-essential autoconf automake libtool pkgconf ocl-icd-opencl-dev opencl-headers
-      pocl-opencl-icd check libclblast-dev libpng-dev"
+      pocl-opencl-icd check libclblast-dev libpng-dev openmpi-bin libopenmpi-dev"
 if command -v dpkg-query >/dev/null 2>&1; then
     missing=
     for p in $pkgs; do

@@ -117,6 +117,19 @@ CLF_API const char *clf_status_string(clf_status s);
 CLF_API const char *clf_last_error(void);
 /** \brief Clear the calling thread's detail message. */
 CLF_API void clf_clear_error(void);
+/**
+ * \brief Set the calling thread's detail message, as a failing clfleet call does, and
+ * return \p s: for libraries built on clfleet (libclfleet-mpi uses it) whose callers read
+ * clf_last_error(). \p fmt may take clf_last_error() as an argument (to add to it).
+ * \param s the status to return
+ * \param fmt a printf format, then its arguments
+ * \return \p s
+ */
+CLF_API clf_status clf_set_error(clf_status s, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
 
 /* ------------------------------------------------------------------ */
 /* Log                                                                 */

@@ -96,6 +96,25 @@ START_TEST(test_sha_million)
 }
 END_TEST
 
+/* clf_set_error: the message and the status come back, and the message may extend itself. */
+START_TEST(test_set_error)
+{
+    ck_assert_int_eq(clf_set_error(CLF_ERROR_MPI, "rank %d: %s", 3, "gone"), CLF_ERROR_MPI);
+    ck_assert_str_eq(clf_last_error(), "rank 3: gone");
+    ck_assert_int_eq(clf_set_error(CLF_ERROR_TIMEOUT, "allreduce: %s", clf_last_error()),
+                     CLF_ERROR_TIMEOUT);
+    ck_assert_str_eq(clf_last_error(), "allreduce: rank 3: gone");
+    char big[20000];
+    memset(big, 'x', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    clf_set_error(CLF_ERROR_MPI, "%s", big);
+    ck_assert_uint_gt(strlen(clf_last_error()), 1000);
+    ck_assert_uint_lt(strlen(clf_last_error()), sizeof big - 1);
+    clf_clear_error();
+    ck_assert_str_eq(clf_last_error(), "");
+}
+END_TEST
+
 START_TEST(test_sha_incremental)
 {
     unsigned char msg[200];
@@ -1194,6 +1213,9 @@ static Suite *pure_suite(void)
     Suite *s = suite_create("pure");
     TCase *tc;
 
+    tc = tcase_create("set_error");
+    tcase_add_test(tc, test_set_error);
+    suite_add_tcase(s, tc);
     tc = tcase_create("sha256");
     tcase_add_test(tc, test_sha_nist);
     tcase_add_test(tc, test_sha_million);

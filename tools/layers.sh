@@ -24,7 +24,8 @@ top=${1:-${top_srcdir:-.}}
 # The layers, lowest first: a folder may use folders with a lower rank only. Folders on the
 # same rank (coll, flow) may not use each other (sideways). fleet/ (creation and teardown) is
 # an ordinary layer above xfer: the layers above it keep their state in the fleet's registry
-# (core/state.c) with its finalizers, so the teardown calls none of them by name.
+# (core/state.c) with its finalizers, so the teardown calls none of them by name. mpi/ is
+# libclfleet-mpi, on top of everything (it uses the public API only).
 LAYERS='
 1 util
 2 plan
@@ -37,6 +38,7 @@ LAYERS='
 8 flow
 9 blas
 9 data
+10 mpi
 '
 
 tmp=${TMPDIR:-/tmp}/clf-layers.$$

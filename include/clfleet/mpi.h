@@ -63,7 +63,8 @@ typedef struct clf_comm_options {
  * \param opts fleet options (the selection to share), or NULL for the defaults
  * \return as clf_fleet_create(), the same on every rank
  */
-clf_status clf_comm_node_fleet(clf_fleet **out, MPI_Comm comm, const clf_fleet_options *opts);
+CLF_API clf_status clf_comm_node_fleet(clf_fleet **out, MPI_Comm comm,
+                                       const clf_fleet_options *opts);
 
 /**
  * \brief Create a communicator over fleets: \p comm is duplicated, and \p fleet is this
@@ -76,21 +77,21 @@ clf_status clf_comm_node_fleet(clf_fleet **out, MPI_Comm comm, const clf_fleet_o
  *         (MPI not initialised, or initialised with less than MPI_THREAD_FUNNELED), the
  *         same on every rank
  */
-clf_status clf_comm_create(clf_comm **out, MPI_Comm comm, clf_fleet *fleet,
-                           const clf_comm_options *opts);
+CLF_API clf_status clf_comm_create(clf_comm **out, MPI_Comm comm, clf_fleet *fleet,
+                                   const clf_comm_options *opts);
 /**
  * \brief Release the communicator (collective); accepts NULL on every rank.
  * \param c the communicator, or NULL
  */
-void clf_comm_destroy(clf_comm *c);
+CLF_API void clf_comm_destroy(clf_comm *c);
 /** \brief This rank's number (not collective). \param c the communicator \return the rank,
  *  or -1 for NULL */
-int clf_comm_rank(const clf_comm *c);
+CLF_API int clf_comm_rank(const clf_comm *c);
 /** \brief The number of ranks (not collective). \param c the communicator \return the size,
  *  or 0 for NULL */
-int clf_comm_size(const clf_comm *c);
+CLF_API int clf_comm_size(const clf_comm *c);
 /** \brief This rank's fleet (not collective). \param c the communicator \return the fleet */
-clf_fleet *clf_comm_fleet(const clf_comm *c);
+CLF_API clf_fleet *clf_comm_fleet(const clf_comm *c);
 
 /* ---- collectives across ranks, on each rank's per-device buffers ---- */
 
@@ -109,8 +110,8 @@ clf_fleet *clf_comm_fleet(const clf_comm *c);
  * \param op the reduction
  * \return CLF_SUCCESS or an error, the same on every rank
  */
-clf_status clf_comm_allreduce(clf_comm *c, clf_buffer *const *bufs, size_t nbufs, size_t count,
-                              clf_type type, clf_reduce_op op);
+CLF_API clf_status clf_comm_allreduce(clf_comm *c, clf_buffer *const *bufs, size_t nbufs,
+                                      size_t count, clf_type type, clf_reduce_op op);
 /**
  * \brief Reduce into buffer \p root_buf of rank \p root (the others' buffers keep their
  * contents).
@@ -124,8 +125,9 @@ clf_status clf_comm_allreduce(clf_comm *c, clf_buffer *const *bufs, size_t nbufs
  * \param root_buf which of its buffers
  * \return as clf_comm_allreduce()
  */
-clf_status clf_comm_reduce(clf_comm *c, clf_buffer *const *bufs, size_t nbufs, size_t count,
-                           clf_type type, clf_reduce_op op, int root, size_t root_buf);
+CLF_API clf_status clf_comm_reduce(clf_comm *c, clf_buffer *const *bufs, size_t nbufs,
+                                   size_t count, clf_type type, clf_reduce_op op, int root,
+                                   size_t root_buf);
 /**
  * \brief Copy the first \p size bytes of buffer \p root_buf of rank \p root to every buffer
  * of every rank.
@@ -137,8 +139,8 @@ clf_status clf_comm_reduce(clf_comm *c, clf_buffer *const *bufs, size_t nbufs, s
  * \param root_buf which of its buffers
  * \return as clf_comm_allreduce()
  */
-clf_status clf_comm_broadcast(clf_comm *c, clf_buffer *const *bufs, size_t nbufs, size_t size,
-                              int root, size_t root_buf);
+CLF_API clf_status clf_comm_broadcast(clf_comm *c, clf_buffer *const *bufs, size_t nbufs,
+                                      size_t size, int root, size_t root_buf);
 /**
  * \brief All-gather: the buffers of all ranks, in rank order then buffer order, each
  * contribute the \p count elements of \p elem_size bytes at their position's segment
@@ -151,8 +153,8 @@ clf_status clf_comm_broadcast(clf_comm *c, clf_buffer *const *bufs, size_t nbufs
  * \param elem_size bytes per element
  * \return as clf_comm_allreduce()
  */
-clf_status clf_comm_allgather(clf_comm *c, clf_buffer *const *bufs, size_t nbufs, size_t count,
-                              size_t elem_size);
+CLF_API clf_status clf_comm_allgather(clf_comm *c, clf_buffer *const *bufs, size_t nbufs,
+                                      size_t count, size_t elem_size);
 
 /* ---- launches across ranks ---- */
 
@@ -169,7 +171,8 @@ enum {
 
 /** \brief What one rank did in a clf_comm_launch(). */
 typedef struct clf_comm_rank_report {
-    uint64_t first, units; /**< its range along the split dimension (static) */
+    uint64_t first;        /**< its range along the split dimension (static): first unit */
+    uint64_t units;        /**< its range along the split dimension (static): units */
     uint64_t chunks;       /**< chunks it ran (dynamic) */
     double seconds;        /**< its launch time */
     uint64_t reserved[4];  /**< zero */
@@ -202,9 +205,9 @@ typedef struct clf_comm_launch_report {
  * \param report receives the report (release its rank array with clf_free()), or NULL
  * \return as clf_launch(), the same on every rank
  */
-clf_status clf_comm_launch(clf_comm *c, clf_program *prog, const clf_launch_desc *desc,
-                           const clf_arg *args, size_t nargs, unsigned flags, int root,
-                           clf_comm_launch_report *report);
+CLF_API clf_status clf_comm_launch(clf_comm *c, clf_program *prog, const clf_launch_desc *desc,
+                                   const clf_arg *args, size_t nargs, unsigned flags, int root,
+                                   clf_comm_launch_report *report);
 
 /* ---- distributed arrays across ranks ---- */
 
@@ -222,7 +225,8 @@ clf_status clf_comm_launch(clf_comm *c, clf_program *prog, const clf_launch_desc
  * \param desc the whole array (the same on every rank; devices: this rank's, or NULL)
  * \return as clf_array_create(), the same on every rank
  */
-clf_status clf_comm_array_create(clf_array **out, clf_comm *c, const clf_array_desc *desc);
+CLF_API clf_status clf_comm_array_create(clf_array **out, clf_comm *c,
+                                         const clf_array_desc *desc);
 /**
  * \brief Exchange every halo of an array from clf_comm_array_create(): inside each fleet by
  * device paths, between ranks by MPI.
@@ -230,7 +234,7 @@ clf_status clf_comm_array_create(clf_array **out, clf_comm *c, const clf_array_d
  * \param arr this rank's array
  * \return CLF_SUCCESS or an error, the same on every rank
  */
-clf_status clf_comm_array_exchange(clf_comm *c, clf_array *arr);
+CLF_API clf_status clf_comm_array_exchange(clf_comm *c, clf_array *arr);
 /**
  * \brief clf_array_launch() over arrays from clf_comm_array_create(), on every rank, with
  * the exchanges its flags ask for crossing ranks too.
@@ -241,9 +245,9 @@ clf_status clf_comm_array_exchange(clf_comm *c, clf_array *arr);
  * \param nargs entries of args
  * \return as clf_array_launch(), the same on every rank
  */
-clf_status clf_comm_array_launch(clf_comm *c, clf_program *prog,
-                                 const clf_array_launch_desc *desc, const clf_arg *args,
-                                 size_t nargs);
+CLF_API clf_status clf_comm_array_launch(clf_comm *c, clf_program *prog,
+                                         const clf_array_launch_desc *desc, const clf_arg *args,
+                                         size_t nargs);
 /**
  * \brief Read a box of the whole array into \p dst on rank \p root (others pass NULL).
  * \param c the communicator
@@ -254,8 +258,8 @@ clf_status clf_comm_array_launch(clf_comm *c, clf_program *prog,
  * \param root the rank that receives
  * \return CLF_SUCCESS or an error, the same on every rank
  */
-clf_status clf_comm_array_read(clf_comm *c, clf_array *arr, const size_t *origin,
-                               const size_t *region, void *dst, int root);
+CLF_API clf_status clf_comm_array_read(clf_comm *c, clf_array *arr, const size_t *origin,
+                                       const size_t *region, void *dst, int root);
 /**
  * \brief Write a box of the whole array from \p src on rank \p root (others pass NULL).
  * \param c the communicator
@@ -266,8 +270,8 @@ clf_status clf_comm_array_read(clf_comm *c, clf_array *arr, const size_t *origin
  * \param root the rank that sends
  * \return CLF_SUCCESS or an error, the same on every rank
  */
-clf_status clf_comm_array_write(clf_comm *c, clf_array *arr, const size_t *origin,
-                                const size_t *region, const void *src, int root);
+CLF_API clf_status clf_comm_array_write(clf_comm *c, clf_array *arr, const size_t *origin,
+                                        const size_t *region, const void *src, int root);
 
 #ifdef __cplusplus
 }

@@ -52,6 +52,18 @@ void clf_clear_error(void)
     detail[0] = '\0';
 }
 
+clf_status clf_set_error(clf_status s, const char *fmt, ...)
+{
+    /* Formatted apart first: an argument may be the detail message itself. */
+    char tmp[CLF__DETAIL_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    memcpy(detail, tmp, strlen(tmp) + 1);
+    return s;
+}
+
 clf_status clf__fail(clf_status s, const char *fmt, ...)
 {
     va_list ap;

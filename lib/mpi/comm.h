@@ -1,0 +1,43 @@
+/* The MPI layer's private header (libclfleet-mpi): the communicator over fleets, and the
+ * helpers every lib/mpi/ file uses (deadline waits, agreement on a status across ranks,
+ * the debug comparison of arguments). lib/mpi/ uses only the public API of libclfleet. */
+#ifndef CLF_MPI_COMM_H
+#define CLF_MPI_COMM_H
+
+#include <mpi.h>
+
+#include "clfleet.h"
+#include "clfleet/mpi.h"
+
+/* A communicator over fleets. */
+struct clf_comm {
+    MPI_Comm comm;        /* the duplicate, MPI_ERRORS_RETURN */
+    int rank, size;
+    clf_fleet *fleet;     /* this rank's, the caller's */
+    double timeout_s;     /* one step's deadline; < 0: none */
+    size_t chunk_bytes;   /* a pipelined chunk through host memory */
+    int thread_level;     /* what MPI provides */
+    int check;            /* $CLFLEET_MPI_CHECK: compare arguments before collectives */
+    int broken;           /* a step timed out or MPI failed: requests may be pending */
+    MPI_Comm *lanes;      /* one duplicate per device lane (collectives), made on demand */
+    int nlanes;
+};
+
+/* Wait for n requests, polling, until c->timeout_s passes: CLF_SUCCESS, CLF_ERROR_MPI
+ * (MPI's message) or CLF_ERROR_TIMEOUT; `what` names the step. Marks c broken on failure. */
+clf_status clf__comm_wait(clf_comm *c, int n, MPI_Request *req, const char *what);
+/* A status agreed by every rank: the first failing rank's status and message (naming it),
+ * else CLF_SUCCESS. `local` is this rank's, with its message in clf_last_error(). */
+clf_status clf__comm_agree(clf_comm *c, clf_status local, const char *what);
+/* With $CLFLEET_MPI_CHECK: every rank's n values against rank 0's; a mismatch fails on every
+ * rank with CLF_ERROR_INVALID_ARGUMENT naming the ranks, values and `names` (comma list). */
+clf_status clf__comm_check(clf_comm *c, const char *what, const char *names, int n,
+                           const long long *vals);
+/* The communicator of device lane `lane` (collective the first time on every rank). */
+clf_status clf__comm_lane(clf_comm *c, int lane, MPI_Comm *out);
+/* MPI's message for an error code, in a static-free buffer of the caller. */
+void clf__comm_errstr(int err, char *buf, size_t size);
+/* Seconds of a monotonic clock. */
+double clf__comm_now(void);
+
+#endif /* CLF_MPI_COMM_H */

@@ -1,0 +1,45 @@
+#!/bin/sh
+# tests/mpi-run.sh [NP...] PROGRAM [ARGS...]: run an MPI test program under mpirun, once per
+# NP (default: 2, then 3), every rank with its own PoCL devices (a pthread device of one
+# thread and a basic device: $CLF_MPI_POCL_DEVICES), Check without fork, and a timeout around
+# each mpirun so that a hung rank fails the test instead of hanging make check. The program
+# reads the size it must find in $CLF_TEST_NP: a launcher that does not match the library
+# runs N single-rank jobs, each of size 1, which then fail.
+# Exit: 0 all passed, 77 skipped (no devices, and CLFLEET_REQUIRE_DEVICES not set), else the
+# failing run's status (124: timed out).
+set -u
+nps=
+while [ $# -gt 0 ]; do
+    case $1 in
+    [0-9] | [0-9][0-9]) nps="$nps $1"; shift ;;
+    *) break ;;
+    esac
+done
+[ $# -ge 1 ] || { echo "usage: $0 [NP...] PROGRAM [ARGS...]" >&2; exit 99; }
+nps=${nps:-2 3}
+mpirun=${MPIRUN:-mpirun}
+command -v "$mpirun" > /dev/null 2>&1 || { echo "FAIL: no $mpirun"; exit 99; }
+# Open MPI: running as root, more ranks than cores; nothing from the user's settings file.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_rmaps_base_oversubscribe=1
+# Shared memory and TCP on this machine only (no network interfaces probed in containers).
+export OMPI_MCA_btl=${OMPI_MCA_btl:-self,vader,tcp} OMPI_MCA_btl_tcp_if_include=${OMPI_MCA_btl_tcp_if_include:-lo}
+export OMPI_MCA_oob_tcp_if_include=${OMPI_MCA_oob_tcp_if_include:-lo}
+export POCL_DEVICES=${CLF_MPI_POCL_DEVICES:-pthread basic} POCL_MAX_PTHREAD_COUNT=1
+export CK_FORK=no
+limit=${CLF_MPI_TEST_TIMEOUT:-300}
+prog=$1
+shift
+rc=0
+for np in $nps; do
+    echo "==> $mpirun -np $np $prog $*"
+    CLF_TEST_NP=$np timeout -k 10 "$limit" "$mpirun" -np "$np" "$prog" "$@"
+    r=$?
+    case $r in
+    0) ;;
+    77) echo "SKIP: -np $np"; [ $rc -eq 0 ] && rc=77 ;;
+    124 | 137) echo "FAIL: -np $np timed out after $limit s"; exit 124 ;;
+    *) echo "FAIL: -np $np exited with $r"; exit $r ;;
+    esac
+done
+exit $rc
