@@ -655,6 +655,123 @@ START_TEST(blur_with_local_size)
 }
 END_TEST
 
+/*
+ * clf_launch_desc version 3: a sub-range [first, first + units) of the split dimension runs
+ * with the global ids of the whole range; outputs outside it keep their host values, halos
+ * are read from the whole range's host array, reductions cover the sub-range only.
+ */
+static int32_t *signed_data(size_t n);
+
+START_TEST(sub_range_global_ids)
+{
+    env e;
+    env_open(&e, _i);
+    static const size_t subs[][2] = {{0, 1}, {1, 7}, {64, 1000}, {1000, 3099}, {4098, 1}};
+    const size_t n = 4099, w = 37, h = 1003, row = w * sizeof(uint32_t);
+    const uint32_t seed = 0x5eedu, SENT = 0xdeadbeefu;
+    uint32_t *out = malloc(n * sizeof *out), *img = test_image(w, h);
+    uint32_t *bout = malloc(h * row), *bwant = malloc(h * row);
+    int32_t *x = signed_data(n);
+    blur_ref(img, bwant, (int)w, (int)h);
+    for (size_t s = 0; s < NSTRATEGIES; s++)
+        for (size_t k = 0; k < sizeof subs / sizeof subs[0]; k++) {
+            size_t first = subs[k][0], units = subs[k][1];
+            for (size_t i = 0; i < n; i++)
+                out[i] = SENT;
+            clf_arg args[] = {CLF_OUT(out, n * sizeof *out, sizeof *out), CLF_SCALAR(&seed)};
+            clf_launch_desc d = make_desc(&e, "hash32", STRATEGIES[s], 1, n, 1, 1);
+            d.range_first = first;
+            d.range_units = units;
+            clf_launch_report r;
+            char sub[64];
+            snprintf(sub, sizeof sub, "sub-range [%zu, +%zu)", first, units);
+            launch_ok(&e, &d, args, 2, &r, sub);
+            expect(r.total_units == units, "%s: total_units %llu", what,
+                   (unsigned long long)r.total_units);
+            for (size_t i = 0; i < n; i++) {
+                uint32_t want = i >= first && i < first + units ? lowbias32((uint32_t)i ^ seed)
+                                                                : SENT;
+                expect(out[i] == want, "%s: out[%zu] = %#x, want %#x %s", what, i, out[i],
+                       want, describe(&r));
+            }
+            /* Rows of a blur: the halo rows come from outside the sub-range. */
+            size_t rf = first < h ? first : h - 1, ru = rf + units > h ? h - rf : units;
+            int iw = (int)w, ih = (int)h;
+            memset(bout, 0xab, h * row);
+            clf_arg bargs[] = {CLF_IN_HALO(img, h * row, row, 2, 2), CLF_OUT(bout, h * row, row),
+                               CLF_SCALAR(&iw), CLF_SCALAR(&ih)};
+            d = make_desc(&e, "blur", STRATEGIES[s], 2, w, h, 1);
+            d.range_first = rf;
+            d.range_units = ru;
+            launch_ok(&e, &d, bargs, 4, &r, sub);
+            for (size_t p = 0; p < w * h; p++) {
+                uint32_t want = p / w >= rf && p / w < rf + ru ? bwant[p] : 0xababababu;
+                expect(bout[p] == want, "%s: pixel (%zu, %zu) = %#x, want %#x %s", what, p % w,
+                       p / w, bout[p], want, describe(&r));
+            }
+            /* A reduction over the sub-range only. */
+            uint32_t sum = 1, want_sum = 0;
+            int32_t mn = 1, want_mn = INT32_MAX;
+            for (size_t i = first; i < first + units; i++) {
+                want_sum += (uint32_t)x[i];
+                want_mn = x[i] < want_mn ? x[i] : want_mn;
+            }
+            clf_arg rargs[] = {CLF_IN(x, n * sizeof *x, sizeof *x),
+                               CLF_REDUCE(&sum, 1, CLF_TYPE_UINT32, CLF_REDUCE_SUM),
+                               CLF_REDUCE(&mn, 1, CLF_TYPE_INT32, CLF_REDUCE_MIN)};
+            d = make_desc(&e, "sum_min", STRATEGIES[s], 1, n, 1, 1);
+            d.range_first = first;
+            d.range_units = units;
+            launch_ok(&e, &d, rargs, 3, &r, sub);
+            expect(sum == want_sum && mn == want_mn, "%s: sum %u min %d, want %u %d %s", what,
+                   sum, mn, want_sum, want_mn, describe(&r));
+        }
+    /* With a local size: the sub-range is made of whole groups, else it is refused. */
+    memset(bout, 0xab, h * row);
+    int iw = (int)w, ih = 1000;
+    clf_arg bargs[] = {CLF_IN_HALO(img, h * row, row, 2, 2), CLF_OUT(bout, h * row, row),
+                       CLF_SCALAR(&iw), CLF_SCALAR(&ih)};
+    clf_launch_desc d = make_desc(&e, "blur", CLF_STRATEGY_DYNAMIC, 2, w, 1000, 1);
+    d.local[0] = 1;
+    d.local[1] = 4;
+    d.range_first = 400;
+    d.range_units = 200;
+    clf_launch_report r;
+    blur_ref(img, bwant, iw, ih);
+    launch_ok(&e, &d, bargs, 4, &r, "sub-range [400, +200) local 1x4");
+    for (size_t p = 0; p < w * 1000; p++) {
+        uint32_t want = p / w >= 400 && p / w < 600 ? bwant[p] : 0xababababu;
+        expect(bout[p] == want, "%s: pixel (%zu, %zu) = %#x, want %#x", what, p % w, p / w,
+               bout[p], want);
+    }
+    d.range_first = 402;
+    clf_status st = clf_launch(e.f, e.p, &d, bargs, 4, NULL);
+    expect(st == CLF_ERROR_INVALID_ARGUMENT && strstr(clf_last_error(), "sub-range"),
+           "misaligned sub-range: %s: %s", clf_status_name(st), clf_last_error());
+    d.range_first = 900;
+    d.range_units = 200;
+    st = clf_launch(e.f, e.p, &d, bargs, 4, NULL);
+    expect(st == CLF_ERROR_OUT_OF_RANGE && strstr(clf_last_error(), "sub-range"),
+           "sub-range past the end: %s: %s", clf_status_name(st), clf_last_error());
+    d.range_first = 4;
+    d.range_units = 0;
+    st = clf_launch(e.f, e.p, &d, bargs, 4, NULL);
+    expect(st == CLF_ERROR_OUT_OF_RANGE, "empty sub-range: %s", clf_status_name(st));
+    /* A version-2 caller's struct ends before range_first: the whole range runs. */
+    memset(bout, 0, h * row);
+    d.version = 2;
+    d.range_first = 402;
+    launch_ok(&e, &d, bargs, 4, &r, "version 2");
+    expect(memcmp(bout, bwant, 1000 * row) == 0, "%s: version 2 ran a sub-range", what);
+    free(out);
+    free(img);
+    free(bout);
+    free(bwant);
+    free(x);
+    env_close(&e);
+}
+END_TEST
+
 /* ---- reductions -------------------------------------------------------------------------- */
 
 static int32_t *signed_data(size_t n)
@@ -1903,6 +2020,7 @@ int main(void)
     tcase_add_loop_test(tc, blur_global_indexed, 0, NCFGS);
     tcase_add_loop_test(tc, blur_chunk_indexed, 0, NCFGS);
     tcase_add_loop_test(tc, blur_with_local_size, 0, NCFGS);
+    tcase_add_loop_test(tc, sub_range_global_ids, 0, NCFGS);
     tcase_add_loop_test(tc, reduce_with_atomics, 0, NCFGS);
     tcase_add_loop_test(tc, reduce_per_group, 0, NCFGS);
     tcase_add_loop_test(tc, broadcast_sees_changes, 0, NCFGS);
