@@ -293,6 +293,7 @@ void clf_comm_destroy(clf_comm *c)
         MPI_Comm_free(&c->comm);
     }
     free(c->lanes);
+    clf__comm_launch_free(c);
     free(c);
 }
 

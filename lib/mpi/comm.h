@@ -21,6 +21,7 @@ struct clf_comm {
     int broken;           /* a step timed out or MPI failed: requests may be pending */
     MPI_Comm *lanes;      /* one duplicate per device lane (collectives), made on demand */
     int nlanes;
+    struct clf__comm_speed *speeds; /* launch.c: this rank's learned speed per kernel */
 };
 
 /* Wait for n requests, polling, until c->timeout_s passes: CLF_SUCCESS, CLF_ERROR_MPI
@@ -37,6 +38,8 @@ clf_status clf__comm_check(clf_comm *c, const char *what, const char *names, int
 clf_status clf__comm_lane(clf_comm *c, int lane, MPI_Comm *out);
 /* MPI's message for an error code, in a static-free buffer of the caller. */
 void clf__comm_errstr(int err, char *buf, size_t size);
+/* Free what launch.c keeps on a communicator (clf_comm_destroy). */
+void clf__comm_launch_free(clf_comm *c);
 /* Seconds of a monotonic clock. */
 double clf__comm_now(void);
 

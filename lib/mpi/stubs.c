@@ -6,16 +6,6 @@
 
 #include <string.h>
 
-clf_status clf_comm_launch(clf_comm *c, clf_program *prog, const clf_launch_desc *desc,
-                           const clf_arg *args, size_t nargs, unsigned flags, int root,
-                           clf_comm_launch_report *report)
-{
-    (void)c, (void)prog, (void)desc, (void)args, (void)nargs, (void)flags, (void)root;
-    if (report)
-        memset(report, 0, sizeof *report);
-    return clf_set_error(CLF_ERROR_UNSUPPORTED, "clf_comm_launch: not implemented yet");
-}
-
 clf_status clf_comm_array_create(clf_array **out, clf_comm *c, const clf_array_desc *desc)
 {
     (void)c, (void)desc;
