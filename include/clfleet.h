@@ -1923,17 +1923,32 @@ typedef struct clf_array_desc {
     size_t halo_after;     /**< CLF_ARRAY_BLOCK: units held after each part */
     unsigned flags;        /**< CLF_ARRAY_PERIODIC */
     size_t block_size;     /**< CLF_ARRAY_BLOCK_CYCLIC: units per block (0: 1) */
+    /**
+     * Version 2, a window (CLF_ARRAY_BLOCK only): the array is the units
+     * [window_first, window_first + shape[dims-1]) of a larger array of window_units units
+     * along dims-1 whose other parts live elsewhere (other processes: clfleet/mpi.h).
+     * clf_array_launch() then takes the larger array's range (global[dims-1] =
+     * window_units) and runs the window's units with the larger array's global indices;
+     * clf_array_part_info() gives global unit ranges. The halo at a window edge that has
+     * a neighbour in the larger array (or wraps, CLF_ARRAY_PERIODIC: the larger array is
+     * periodic) is held but not filled by clf_array_exchange(): write it with
+     * clf_array_write_halo(). Host boxes (clf_array_write(), clf_array_read(),
+     * clf_array_map(), clf_array_read_units()) are in the window's own units (0 is
+     * window_first). 0: not a window.
+     */
+    size_t window_units;
+    size_t window_first; /**< version 2: the window's first unit in the larger array */
     /** Reserved: later versions add fields here (zero). */
-    size_t reserved[4];
+    size_t reserved[2];
 } clf_array_desc;
 
 /** \brief The version of clf_array_desc this header describes; every version from 1 up to
- *  it is accepted. */
-#define CLF_ARRAY_DESC_VERSION 1
+ *  it is accepted (version 1 has zeros where window_units and window_first are). */
+#define CLF_ARRAY_DESC_VERSION 2
 /** \brief Fills a clf_array_desc with the defaults (equal blocks over every device). */
 #define CLF_ARRAY_DESC_INIT                                                                   \
     {CLF_ARRAY_DESC_VERSION, 0, 1, {0, 1, 1}, CLF_ARRAY_BLOCK, CLF_WEIGHTS_EQUAL, NULL, NULL, \
-     NULL, 0, 0, 0, 0, 0, {0, 0, 0, 0}}
+     NULL, 0, 0, 0, 0, 0, 0, 0, {0, 0}}
 
 /**
  * \brief Create a distributed array; its contents are undefined until written.
@@ -2039,6 +2054,31 @@ CLF_API clf_status clf_array_unmap(clf_array *arr);
  * \return CLF_SUCCESS, or the first error of queued work (clf_last_error() says which)
  */
 CLF_API clf_status clf_array_finish(clf_array *arr);
+
+/**
+ * \brief Copy the owned units [first, first + count) (the window's own units, see
+ * clf_array_desc.window_units) to host memory, waiting only for the writers of those units:
+ * a boundary strip written by the strips of a CLF_ARRAY_EXCHANGE_AFTER launch is read
+ * while the interior still computes. Blocking; the host mirror is not involved.
+ * \param arr a CLF_ARRAY_BLOCK array
+ * \param first first unit along dims-1
+ * \param count units
+ * \param dst count units, packed
+ * \return CLF_SUCCESS, CLF_ERROR_NULL_POINTER, CLF_ERROR_INVALID_ARGUMENT (not a block
+ *         array), CLF_ERROR_OUT_OF_RANGE, CLF_ERROR_BUSY (mapped), or an error of queued work
+ */
+CLF_API clf_status clf_array_read_units(clf_array *arr, size_t first, size_t count, void *dst);
+/**
+ * \brief Fill the halo a window array holds at one of its edges (clf_array_desc
+ * .window_units) from host memory: after the kernels that read the old halo, before those
+ * that read it next. Blocking.
+ * \param arr a window array
+ * \param after 0: the halo before the window's first unit, else the one after its last
+ * \param src the halo's units (halo_before or halo_after of them), packed
+ * \return CLF_SUCCESS, CLF_ERROR_NULL_POINTER, CLF_ERROR_INVALID_ARGUMENT (not a window,
+ *         or no halo at that edge), CLF_ERROR_BUSY (mapped), or an error of queued work
+ */
+CLF_API clf_status clf_array_write_halo(clf_array *arr, int after, const void *src);
 
 /**
  * \brief Copy each part's boundary units into its neighbours' halos, device to device by

@@ -992,7 +992,7 @@ START_TEST(bad_input)
     ck_assert_status(clf_array_create(&a, F4, &b), CLF_ERROR_INVALID_ARGUMENT);
     b = d, b.flags = 0x10;
     ck_assert_status(clf_array_create(&a, F4, &b), CLF_ERROR_INVALID_ARGUMENT);
-    b = d, b.reserved[2] = 1;
+    b = d, b.reserved[1] = 1;
     ck_assert_status(clf_array_create(&a, F4, &b), CLF_ERROR_INVALID_ARGUMENT);
     ck_assert_ptr_null(a);
 

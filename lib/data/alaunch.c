@@ -49,7 +49,9 @@ static size_t gcd_size(size_t a, size_t b)
 
 static int same_cut(const clf_array *a, const clf_array *b)
 {
-    if (a->nparts != b->nparts || a->units != b->units)
+    if (a->nparts != b->nparts || a->units != b->units ||
+        a->desc.window_units != b->desc.window_units ||
+        a->desc.window_first != b->desc.window_first)
         return 0;
     for (size_t p = 0; p < a->nparts; p++)
         if (a->parts[p].device != b->parts[p].device || a->parts[p].first != b->parts[p].first ||
@@ -168,10 +170,11 @@ static clf_status check(alaunch *L)
                                  "%s argument %zu: the replicated array has no copy on device "
                                  "%zu, which runs part %zu", who, i, lay->parts[p].device, p);
     }
-    if (d->global[s] != lay->units)
+    size_t whole = lay->desc.window_units ? lay->desc.window_units : lay->units;
+    if (d->global[s] != whole)
         return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
                          "%s: global size %zu of dimension %u (the cut one) is not the arrays' "
-                         "%zu units", who, d->global[s], s, lay->units);
+                         "%zu units", who, d->global[s], s, whole);
     int any_local = 0, all_local = 1;
     for (unsigned j = 0; j < d->dims; j++) {
         if (d->global[j] == 0)
@@ -189,6 +192,11 @@ static clf_status check(alaunch *L)
                 return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "%s: local size %zu does not divide "
                                  "global size %zu of dimension %u", who, d->local[j],
                                  d->global[j], j);
+        if (lay->desc.window_first % d->local[s])
+            return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                             "%s: local size %zu of dimension %u does not divide the window's "
+                             "first unit %zu: every part runs whole work-groups", who,
+                             d->local[s], s, lay->desc.window_first);
         for (size_t p = 0; p < lay->nparts; p++)
             if (lay->parts[p].count % d->local[s])
                 return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
@@ -203,7 +211,7 @@ static clf_status check(alaunch *L)
          * by the local size, so every part must start at a multiple of it. */
         for (unsigned j = 0; j < d->dims; j++)
             L->d.local[j] = 1;
-        size_t g = 0;
+        size_t g = lay->desc.window_first; /* a window's parts start there */
         for (size_t p = 0; p < lay->nparts; p++)
             g = gcd_size(g, lay->parts[p].count);
         size_t l = 1;
@@ -248,7 +256,8 @@ static clf_status run_part(alaunch *L, size_t p, size_t first, size_t count)
         args[i] = b;
         /* Where global element 0 is, from the buffer's start: may be before it (unsigned
          * wrap-around; the kernel divides it as a signed value). */
-        offs[slot++] = (cl_ulong)((ap->first - ap->halo_before) * arr->unit_bytes) -
+        offs[slot++] = (cl_ulong)((ap->first + arr->desc.window_first - ap->halo_before) *
+                                  arr->unit_bytes) -
                        (cl_ulong)ap->offset;
         size_t rb = clf__array_part_bytes(arr, q);
         if (a->flags & CLF_ARG_READ)
@@ -267,7 +276,7 @@ static clf_status run_part(alaunch *L, size_t p, size_t first, size_t count)
         kd.local[j] = L->d.local[j];
     }
     kd.global[s] = count;
-    kd.offset[s] = first;
+    kd.offset[s] = first + L->layout->desc.window_first; /* a window's global units */
     st = clf__kernel_enqueue_part(L->fl, L->var, lp->device, &kd, args, L->nargs, L->whole,
                                   offs, wait, nwait, &ev);
     if (st != CLF_SUCCESS) {
@@ -312,6 +321,16 @@ static void strips(const alaunch *L, size_t p, size_t *head, size_t *tail)
         if (!arr || !(a->flags & CLF_ARG_WRITE) || !has_halo(arr))
             continue;
         int periodic = (arr->desc.flags & CLF_ARRAY_PERIODIC) != 0;
+        const clf_array_desc *wd = &arr->desc;
+        if (wd->window_units) {
+            /* A window: the neighbours of its edges are elsewhere, holding this array's
+             * halo sizes (the larger array's). */
+            if (p > 0 || periodic || wd->window_first > 0)
+                *head = wd->halo_after > *head ? wd->halo_after : *head;
+            if (p + 1 < n || periodic || wd->window_first + arr->units < wd->window_units)
+                *tail = wd->halo_before > *tail ? wd->halo_before : *tail;
+            continue;
+        }
         if (p > 0 || periodic) {
             size_t h = arr->parts[(p + n - 1) % n].halo_after;
             *head = h > *head ? h : *head;

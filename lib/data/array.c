@@ -29,6 +29,16 @@ static size_t part_runs(const clf_array *a, const clf__array_part *q, size_t k[4
                         size_t n[4])
 {
     size_t R = region_units(q), kk = 0, nr = 0;
+    if (a->desc.window_units) {
+        /* A window: only the units inside it; its edge halos are not the host's. */
+        size_t lo = q->first >= q->halo_before ? q->first - q->halo_before : 0;
+        size_t hi = q->first + q->count + q->halo_after;
+        hi = hi < a->units ? hi : a->units;
+        k[0] = lo - (q->first - q->halo_before);
+        g[0] = lo;
+        n[0] = hi - lo;
+        return 1;
+    }
     size_t gg = q->first >= q->halo_before ? q->first - q->halo_before
                                            : a->units - (q->halo_before - q->first);
     while (kk < R && nr < 4) {
@@ -131,9 +141,11 @@ static clf_status layout_plan(layout *L, clf_fleet *fl, const clf_array_desc *d,
                          (int)d->dist);
     if (d->flags & ~CLF_ARRAY_PERIODIC)
         return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "%s: unknown flags 0x%x", who, d->flags);
-    for (unsigned i = 0; i < 4; i++)
+    for (unsigned i = 0; i < 2; i++)
         if (d->reserved[i])
             return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "%s: reserved[%u] is not zero", who, i);
+    if (d->version < 2 && (d->window_units || d->window_first))
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "%s: reserved fields are not zero", who);
     size_t ub = d->elem_size;
     for (unsigned i = 0; i < d->dims; i++) {
         if (d->shape[i] == 0)
@@ -144,6 +156,16 @@ static clf_status layout_plan(layout *L, clf_fleet *fl, const clf_array_desc *d,
     size_t units = d->shape[d->dims - 1], bytes;
     if (clf__mul_overflow(ub, units, &bytes))
         return clf__fail(CLF_ERROR_SIZE_OVERFLOW, "%s: the shape overflows", who);
+    if (d->window_units || d->window_first) {
+        if (d->dist != CLF_ARRAY_BLOCK)
+            return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "%s: a window needs CLF_ARRAY_BLOCK",
+                             who);
+        if (d->window_first > d->window_units || units > d->window_units - d->window_first)
+            return clf__fail(CLF_ERROR_OUT_OF_RANGE,
+                             "%s: window of units [%zu, %zu + %zu) is not inside the larger "
+                             "array's %zu units", who, d->window_first, d->window_first, units,
+                             d->window_units);
+    }
     if (d->dist != CLF_ARRAY_BLOCK && (d->halo_before || d->halo_after))
         return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
                          "%s: a halo (%zu before, %zu after) needs CLF_ARRAY_BLOCK", who,
@@ -281,8 +303,10 @@ static clf_status layout_plan(layout *L, clf_fleet *fl, const clf_array_desc *d,
                 free(parts);
                 goto out;
             }
-            q->halo_before = i > 0 || per ? d->halo_before : 0;
-            q->halo_after = i + 1 < np || per ? d->halo_after : 0;
+            /* A window's edges have neighbours in the larger array, or wrap around it. */
+            int before = d->window_first > 0, after = d->window_first + units < d->window_units;
+            q->halo_before = i > 0 || per || before ? d->halo_before : 0;
+            q->halo_after = i + 1 < np || per || after ? d->halo_after : 0;
         }
     } else if (d->dist == CLF_ARRAY_REPLICATED) {
         parts = calloc(k, sizeof *parts);
@@ -485,7 +509,7 @@ clf_status clf_array_part_info(clf_array_part *out, const clf_array *a, size_t p
     const clf__array_part *q = &a->parts[part];
     memset(out, 0, sizeof *out);
     out->device = q->device;
-    out->first = q->first;
+    out->first = q->first + a->desc.window_first; /* a window's parts: global units */
     out->count = q->count;
     out->halo_before = q->halo_before;
     out->halo_after = q->halo_after;

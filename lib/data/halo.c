@@ -29,7 +29,8 @@ static size_t owner(const clf_array *a, size_t u)
 static clf_status copy_units(clf_array *a, size_t p, size_t r, long long u, size_t n)
 {
     const size_t ub = a->unit_bytes, units = a->units;
-    int periodic = (a->desc.flags & CLF_ARRAY_PERIODIC) != 0;
+    /* A window's edge halos come from outside it (clf_array_write_halo()): never wrapped. */
+    int periodic = (a->desc.flags & CLF_ARRAY_PERIODIC) && !a->desc.window_units;
     clf_status st = CLF_SUCCESS;
     while (n && st == CLF_SUCCESS) {
         /* Units outside the array of a non-periodic one have no owner: left as they are. */

@@ -130,6 +130,10 @@ clf_status clf_array_redistribute(clf_array *a, const clf_array_desc *desc)
         return clf__fail(CLF_ERROR_NULL_POINTER, "%s: %s is NULL", fn, a ? "desc" : "arr");
     if (a->mapped)
         return clf__fail(CLF_ERROR_BUSY, "%s: the array is mapped", fn);
+    if (a->desc.window_units || (desc->version >= 2 && desc->version <= CLF_ARRAY_DESC_VERSION &&
+                                 desc->window_units))
+        return clf__fail(CLF_ERROR_UNSUPPORTED, "%s: a window array (window_units) is not "
+                         "redistributed", fn);
     if (desc->version >= 1 && desc->version <= CLF_ARRAY_DESC_VERSION) {
         int same = desc->dims == a->desc.dims && desc->elem_size == a->desc.elem_size;
         for (unsigned i = 0; same && i < desc->dims && i < 3; i++)
