@@ -293,7 +293,11 @@ void clf_comm_destroy(clf_comm *c)
         MPI_Comm_free(&c->comm);
     }
     free(c->lanes);
-    clf__comm_launch_free(c);
+    while (c->speeds) {
+        struct clf__comm_speed *n = c->speeds->next;
+        free(c->speeds);
+        c->speeds = n;
+    }
     free(c);
 }
 

@@ -9,6 +9,14 @@
 #include "clfleet.h"
 #include "clfleet/mpi.h"
 
+/* This rank's learned speed of one kernel (launch.c: units per second of its last launch);
+ * a list on the communicator, freed by clf_comm_destroy(). */
+struct clf__comm_speed {
+    struct clf__comm_speed *next;
+    double units_per_s;
+    char kernel[];
+};
+
 /* A communicator over fleets. */
 struct clf_comm {
     MPI_Comm comm;        /* the duplicate, MPI_ERRORS_RETURN */
@@ -38,8 +46,6 @@ clf_status clf__comm_check(clf_comm *c, const char *what, const char *names, int
 clf_status clf__comm_lane(clf_comm *c, int lane, MPI_Comm *out);
 /* MPI's message for an error code, in a static-free buffer of the caller. */
 void clf__comm_errstr(int err, char *buf, size_t size);
-/* Free what launch.c keeps on a communicator (clf_comm_destroy). */
-void clf__comm_launch_free(clf_comm *c);
 /* Seconds of a monotonic clock. */
 double clf__comm_now(void);
 

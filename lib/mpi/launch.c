@@ -20,22 +20,6 @@
 /* Dynamic mode: about this many chunks per rank. */
 #define CHUNKS_PER_RANK 8
 
-/* This rank's learned speed of one kernel (units per second of its last launch). */
-struct clf__comm_speed {
-    struct clf__comm_speed *next;
-    double units_per_s;
-    char kernel[];
-};
-
-void clf__comm_launch_free(clf_comm *c)
-{
-    while (c && c->speeds) {
-        struct clf__comm_speed *n = c->speeds->next;
-        free(c->speeds);
-        c->speeds = n;
-    }
-}
-
 static struct clf__comm_speed *speed_of(clf_comm *c, const char *kernel, int make)
 {
     for (struct clf__comm_speed *s = c->speeds; s; s = s->next)
