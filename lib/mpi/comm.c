@@ -298,6 +298,13 @@ void clf_comm_destroy(clf_comm *c)
         free(c->speeds);
         c->speeds = n;
     }
+    while (c->arrays) {
+        carray *n = c->arrays->next;
+        free(c->arrays->first);
+        free(c->arrays->count);
+        free(c->arrays);
+        c->arrays = n;
+    }
     free(c);
 }
 

@@ -17,6 +17,16 @@ struct clf__comm_speed {
     char kernel[];
 };
 
+/* What the ranks know of one array from clf_comm_array_create() (array.c): a list on the
+ * communicator, freed by clf_comm_destroy(). */
+typedef struct carray {
+    struct carray *next;
+    clf_array *arr;
+    clf_array_desc d;      /* the whole array (its pointers cleared) */
+    size_t unit_bytes;     /* bytes of one unit along dims-1 */
+    size_t *first, *count; /* per rank: its window */
+} carray;
+
 /* A communicator over fleets. */
 struct clf_comm {
     MPI_Comm comm;        /* the duplicate, MPI_ERRORS_RETURN */
@@ -30,6 +40,7 @@ struct clf_comm {
     MPI_Comm *lanes;      /* one duplicate per device lane (collectives), made on demand */
     int nlanes;
     struct clf__comm_speed *speeds; /* launch.c: this rank's learned speed per kernel */
+    carray *arrays;                 /* array.c: the arrays made on it */
 };
 
 /* Wait for n requests, polling, until c->timeout_s passes: CLF_SUCCESS, CLF_ERROR_MPI
