@@ -46,10 +46,15 @@ clf_status clf__comm_wait(clf_comm *c, int n, MPI_Request *req, const char *what
     double start = clf__comm_now();
     unsigned polls = 0;
     for (;;) {
-        int done = 0;
-        int err = MPI_Testall(n, req, &done, MPI_STATUSES_IGNORE);
-        if (err != MPI_SUCCESS)
-            return mpi_fail(c, err, what);
+        /* One by one (MPI_Test): an error is the request's, not a whole array's. */
+        int done = 1;
+        for (int i = 0; i < n; i++) {
+            int flag = 0;
+            int err = MPI_Test(&req[i], &flag, MPI_STATUS_IGNORE);
+            if (err != MPI_SUCCESS)
+                return mpi_fail(c, err, what);
+            done &= flag;
+        }
         if (done)
             return CLF_SUCCESS;
         /* Spin a little (latency), then yield, then sleep: other ranks may share the cores. */
