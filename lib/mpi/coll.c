@@ -1,11 +1,13 @@
 /* Collectives across ranks on each rank's per-device buffers: all-reduce, reduce,
- * broadcast, all-gather. The all-reduce is hierarchical (the fleet's own all-reduce, then
- * each device's shard across ranks by a pipelined host-staged MPI all-reduce on one
- * communicator per device lane, then the fleet's all-gather); the others, and the
- * all-reduce of small data or of ranks with different device counts, go through one host
- * copy per rank. Device reads, MPI and device writes overlap chunk by chunk (pipe_run). A
- * rank whose own arguments or devices fail still takes part in the MPI steps (with its
- * data unused), and a last agreement gives every rank the same status. */
+ * broadcast, all-gather. Data crosses ranks through host memory, chunk by chunk (pipe_run):
+ * device reads, MPI and device writes of different chunks overlap. The all-reduce of large
+ * data with the same device count on every rank is hierarchical (the fleet's all-reduce,
+ * each device's shard across ranks on its own lane communicator, all lanes at once, then
+ * the fleet's all-gather); small data, and ranks with different device counts, go rank by
+ * rank (every buffer read and reduced on the host, across ranks, written back). Across
+ * ranks the all-reduce is a ring of point-to-point messages per chunk (ring_post). A rank
+ * whose own arguments or devices fail still takes part in the MPI steps (its data unused),
+ * and a last agreement gives every rank the same status. */
 #include "comm.h"
 
 #include <CL/cl.h>
@@ -21,6 +23,9 @@
 
 enum { ST_READ, ST_READY, ST_MPI, ST_WRITE, ST_DONE };
 enum { P_ALLREDUCE, P_BCAST, P_REDUCE };
+/* Ring messages of chunk j of a lane carry tag j % RING_TAGS; chunk j starts only once chunk
+ * j - RING_TAGS has ended, so that no two chunks in flight share a tag. */
+#define RING_TAGS 4096
 
 typedef struct chunk {
     int lane;              /* its communicator: lanes[lane] */
@@ -31,9 +36,17 @@ typedef struct chunk {
     clf_buffer *const *dst; /* then written to these */
     size_t ndst;
     clf_event *rev;
+    clf_buffer *const *more; /* read too, into host + j * stride, and reduced into host */
+    size_t nmore, stride;
+    clf_event **mev;       /* nmore */
     clf_event **wev;       /* ndst */
     MPI_Request req;
     int stage;
+    /* The ring all-reduce of this chunk (p->ring): its step, and the step's send/receive. */
+    int step;
+    MPI_Request rr[2];
+    char *scratch;         /* a received segment before it is reduced in */
+    int tag;
 } chunk;
 
 typedef struct pipe {
@@ -46,7 +59,64 @@ typedef struct pipe {
     chunk *ch;             /* lane by lane, in order within a lane */
     size_t nch;
     clf_status local;      /* this rank's first device failure (the MPI steps go on) */
+    clf_type type;         /* of the host reduction of `more` */
+    clf_reduce_op rop;
+    size_t nmore_max;      /* the most `more` buffers of a chunk (pipe_alloc) */
+    int ring;              /* P_ALLREDUCE by a ring of point-to-point messages, not MPI's */
+    size_t esize;
 } pipe;
+
+/* dst[i] = dst[i] op src[i], n elements of type t (the host side of a reduction). */
+#define COMBINE(T)                                                                            \
+    do {                                                                                      \
+        T *a = dst;                                                                           \
+        const T *b = src;                                                                     \
+        switch (op) {                                                                         \
+        case CLF_REDUCE_SUM: for (size_t i = 0; i < n; i++) a[i] = (T)(a[i] + b[i]); break;   \
+        case CLF_REDUCE_PROD: for (size_t i = 0; i < n; i++) a[i] = (T)(a[i] * b[i]); break;  \
+        case CLF_REDUCE_MIN: for (size_t i = 0; i < n; i++) a[i] = b[i] < a[i] ? b[i] : a[i]; \
+            break;                                                                            \
+        default: for (size_t i = 0; i < n; i++) a[i] = b[i] > a[i] ? b[i] : a[i]; break;      \
+        }                                                                                     \
+    } while (0)
+
+static void combine(void *dst, const void *src, size_t n, clf_type t, clf_reduce_op op)
+{
+    switch (t) {
+    case CLF_TYPE_INT32: {
+        /* Wrapping like the devices' (and MPI's) integer sums: in unsigned arithmetic. */
+        uint32_t *a = dst;
+        const uint32_t *b = src;
+        const int32_t *sa = dst, *sb = src;
+        if (op == CLF_REDUCE_SUM)
+            for (size_t i = 0; i < n; i++) a[i] += b[i];
+        else if (op == CLF_REDUCE_PROD)
+            for (size_t i = 0; i < n; i++) a[i] *= b[i];
+        else if (op == CLF_REDUCE_MIN)
+            for (size_t i = 0; i < n; i++) a[i] = (uint32_t)(sb[i] < sa[i] ? sb[i] : sa[i]);
+        else
+            for (size_t i = 0; i < n; i++) a[i] = (uint32_t)(sb[i] > sa[i] ? sb[i] : sa[i]);
+        break;
+    }
+    case CLF_TYPE_INT64: {
+        uint64_t *a = dst;
+        const uint64_t *b = src;
+        const int64_t *sa = dst, *sb = src;
+        if (op == CLF_REDUCE_SUM)
+            for (size_t i = 0; i < n; i++) a[i] += b[i];
+        else if (op == CLF_REDUCE_PROD)
+            for (size_t i = 0; i < n; i++) a[i] *= b[i];
+        else if (op == CLF_REDUCE_MIN)
+            for (size_t i = 0; i < n; i++) a[i] = (uint64_t)(sb[i] < sa[i] ? sb[i] : sa[i]);
+        else
+            for (size_t i = 0; i < n; i++) a[i] = (uint64_t)(sb[i] > sa[i] ? sb[i] : sa[i]);
+        break;
+    }
+    case CLF_TYPE_UINT32: COMBINE(uint32_t); break;
+    case CLF_TYPE_FLOAT: COMBINE(float); break;
+    default: COMBINE(double); break;
+    }
+}
 
 static void note_local(pipe *p, clf_status st, const char *what)
 {
@@ -69,9 +139,77 @@ static int ev_poll(clf_event *e, clf_status *st)
     return 1;
 }
 
+/* Segment i of P of a chunk of n elements: [*first, *first + *len). */
+static void ring_seg(size_t n, int P, int i, size_t *first, size_t *len)
+{
+    *first = n * (size_t)i / (size_t)P;
+    *len = n * (size_t)(i + 1) / (size_t)P - *first;
+}
+
+/* Post step k->step of the ring: P - 1 steps of reduce-scatter (send a segment to the
+ * right, receive one from the left into scratch), then P - 1 of all-gather (the received
+ * segment straight into place). Point-to-point messages are single-copy in shared memory
+ * and overlap like any other, where MPI_Iallreduce (libnbc) is about half as fast here. */
+static int ring_post(pipe *p, chunk *k)
+{
+    MPI_Comm comm = p->comm[k->lane];
+    int P = p->c->size, r = p->c->rank, s = k->step;
+    int right = (r + 1) % P, left = (r + P - 1) % P;
+    size_t n = (size_t)k->n, sf, sl, rf, rl;
+    int sseg, rseg;
+    char *rdst;
+    if (s < P - 1) {
+        sseg = (r - s + P) % P;
+        rseg = (r - s - 1 + 2 * P) % P;
+    } else {
+        int t = s - (P - 1);
+        sseg = (r + 1 - t + P) % P;
+        rseg = (r - t + P) % P;
+    }
+    ring_seg(n, P, sseg, &sf, &sl);
+    ring_seg(n, P, rseg, &rf, &rl);
+    rdst = (s < P - 1 ? k->scratch : k->host) + rf * p->esize;
+    int err = MPI_Irecv(rdst, (int)rl, p->dt, left, k->tag, comm, &k->rr[0]);
+    if (err == MPI_SUCCESS)
+        err = MPI_Isend(k->host + sf * p->esize, (int)sl, p->dt, right, k->tag, comm,
+                        &k->rr[1]);
+    return err;
+}
+
+/* The ring's progress on chunk k: 1 when it has ended, 0 while it runs, else -err. */
+static int ring_test(pipe *p, chunk *k)
+{
+    int P = p->c->size;
+    for (;;) {
+        int flag = 0;
+        int err = MPI_Testall(2, k->rr, &flag, MPI_STATUSES_IGNORE);
+        if (err != MPI_SUCCESS)
+            return -err;
+        if (!flag)
+            return 0;
+        if (k->step < P - 1) {
+            size_t f, l;
+            int rseg = (p->c->rank - k->step - 1 + 2 * P) % P;
+            ring_seg((size_t)k->n, P, rseg, &f, &l);
+            combine(k->host + f * p->esize, k->scratch + f * p->esize, l, p->type, p->rop);
+        }
+        if (++k->step >= 2 * (P - 1))
+            return 1;
+        if ((err = ring_post(p, k)) != MPI_SUCCESS)
+            return -err;
+    }
+}
+
 static int start_mpi(pipe *p, chunk *k)
 {
     MPI_Comm comm = p->comm[k->lane];
+    if (p->kind == P_ALLREDUCE && p->ring) {
+        k->step = 0;
+        k->req = MPI_REQUEST_NULL;
+        if (p->c->size == 1)
+            return MPI_SUCCESS;
+        return ring_post(p, k);
+    }
     switch (p->kind) {
     case P_ALLREDUCE:
         return MPI_Iallreduce(MPI_IN_PLACE, k->host, k->n, p->dt, p->op, comm, &k->req);
@@ -95,6 +233,12 @@ static void pipe_drain(pipe *p)
             clf_event_release(k->rev);
             k->rev = NULL;
         }
+        for (size_t j = 0; k->mev && j < k->nmore; j++)
+            if (k->mev[j]) {
+                clf_event_wait(k->mev[j]);
+                clf_event_release(k->mev[j]);
+                k->mev[j] = NULL;
+            }
         for (size_t j = 0; k->wev && j < k->ndst; j++)
             if (k->wev[j]) {
                 clf_event_wait(k->wev[j]);
@@ -114,12 +258,26 @@ static clf_status pipe_run(pipe *p, const char *what)
         chunk *k = &p->ch[i];
         k->stage = ST_READY;
         k->req = MPI_REQUEST_NULL;
-        if (k->src && p->local == CLF_SUCCESS) {
-            clf_status st = clf_buffer_read_async(k->src, k->off, k->bytes, k->host, &k->rev);
+        if (k->src && p->local == CLF_SUCCESS && p->nch == 1) {
+            /* One chunk: nothing to overlap, and blocking copies cost less than events. */
+            clf_status st = clf_buffer_read(k->src, k->off, k->bytes, k->host);
+            for (size_t j = 0; st == CLF_SUCCESS && j < k->nmore; j++)
+                st = clf_buffer_read(k->more[j], k->off, k->bytes,
+                                     k->host + (j + 1) * k->stride);
             if (st != CLF_SUCCESS)
                 note_local(p, st, "reading a device buffer");
             else
-                k->stage = ST_READ;
+                for (size_t j = 0; j < k->nmore; j++)
+                    combine(k->host, k->host + (j + 1) * k->stride,
+                            k->bytes / clf_type_size(p->type), p->type, p->rop);
+        } else if (k->src && p->local == CLF_SUCCESS) {
+            clf_status st = clf_buffer_read_async(k->src, k->off, k->bytes, k->host, &k->rev);
+            for (size_t j = 0; st == CLF_SUCCESS && j < k->nmore; j++)
+                st = clf_buffer_read_async(k->more[j], k->off, k->bytes,
+                                           k->host + (j + 1) * k->stride, &k->mev[j]);
+            if (st != CLF_SUCCESS)
+                note_local(p, st, "reading a device buffer");
+            k->stage = ST_READ; /* whatever started is waited for */
         }
     }
     /* The next chunk of each lane to start in MPI (chunks start in order within a lane, the
@@ -138,14 +296,36 @@ static clf_status pipe_run(pipe *p, const char *what)
         for (int l = 0; l < nl; l++) {
             while (next[l] < p->nch && p->ch[next[l]].lane == l) {
                 chunk *k = &p->ch[next[l]];
+                if (next[l] >= RING_TAGS && p->ch[next[l] - RING_TAGS].lane == l &&
+                    p->ch[next[l] - RING_TAGS].stage == ST_MPI)
+                    break;
                 if (k->stage == ST_READ) {
                     clf_status st;
-                    if (!ev_poll(k->rev, &st))
+                    if (k->rev) {
+                        if (!ev_poll(k->rev, &st))
+                            break;
+                        if (st != CLF_SUCCESS)
+                            note_local(p, st, "reading a device buffer");
+                        clf_event_release(k->rev);
+                        k->rev = NULL;
+                    }
+                    size_t j = 0;
+                    for (; j < k->nmore; j++) {
+                        if (!k->mev[j])
+                            continue;
+                        if (!ev_poll(k->mev[j], &st))
+                            break;
+                        if (st != CLF_SUCCESS)
+                            note_local(p, st, "reading a device buffer");
+                        clf_event_release(k->mev[j]);
+                        k->mev[j] = NULL;
+                    }
+                    if (j < k->nmore)
                         break;
-                    if (st != CLF_SUCCESS)
-                        note_local(p, st, "reading a device buffer");
-                    clf_event_release(k->rev);
-                    k->rev = NULL;
+                    if (p->local == CLF_SUCCESS)
+                        for (j = 0; j < k->nmore; j++)
+                            combine(k->host, k->host + (j + 1) * k->stride,
+                                    k->bytes / clf_type_size(p->type), p->type, p->rop);
                     k->stage = ST_READY;
                 }
                 int err = start_mpi(p, k);
@@ -165,8 +345,14 @@ static clf_status pipe_run(pipe *p, const char *what)
         for (size_t i = 0; i < p->nch; i++) {
             chunk *k = &p->ch[i];
             if (k->stage == ST_MPI) {
-                int flag = 0;
-                int err = MPI_Test(&k->req, &flag, MPI_STATUS_IGNORE);
+                int flag = 0, err = MPI_SUCCESS;
+                if (p->ring && p->kind == P_ALLREDUCE) {
+                    int t = p->c->size == 1 ? 1 : ring_test(p, k);
+                    flag = t > 0;
+                    err = t < 0 ? -t : MPI_SUCCESS;
+                } else {
+                    err = MPI_Test(&k->req, &flag, MPI_STATUS_IGNORE);
+                }
                 if (err != MPI_SUCCESS) {
                     pipe_drain(p);
                     char s[MPI_MAX_ERROR_STRING];
@@ -179,7 +365,15 @@ static clf_status pipe_run(pipe *p, const char *what)
                     continue;
                 progress = 1;
                 k->stage = ST_DONE;
-                if (p->local == CLF_SUCCESS && k->ndst) {
+                if (p->local == CLF_SUCCESS && k->ndst && p->nch == 1) {
+                    for (size_t j = 0; j < k->ndst; j++) {
+                        clf_status st = clf_buffer_write(k->dst[j], k->off, k->bytes, k->host);
+                        if (st != CLF_SUCCESS) {
+                            note_local(p, st, "writing a device buffer");
+                            break;
+                        }
+                    }
+                } else if (p->local == CLF_SUCCESS && k->ndst) {
                     for (size_t j = 0; j < k->ndst; j++) {
                         clf_status st = clf_buffer_write_async(k->dst[j], k->off, k->bytes,
                                                                k->host, &k->wev[j]);
@@ -310,8 +504,10 @@ static clf_status check_bufs(clf_comm *c, const char *what, clf_buffer *const *b
 
 /* Chunks of [0, bytes) of one lane (elements of esize), appended to p->ch. */
 static void add_chunks(pipe *p, int lane, clf_buffer *src, size_t off, size_t bytes, char *host,
-                       size_t esize, clf_buffer *const *dst, size_t ndst, clf_event **wev)
+                       size_t esize, clf_buffer *const *dst, size_t ndst, clf_event **wev,
+                       clf_buffer *const *more, size_t nmore, char *scratch)
 {
+    int seq = 0;
     size_t step = p->c->chunk_bytes / esize * esize;
     if (step == 0)
         step = esize;
@@ -326,7 +522,13 @@ static void add_chunks(pipe *p, int lane, clf_buffer *src, size_t off, size_t by
         k->n = (int)(k->bytes / esize);
         k->dst = dst;
         k->ndst = ndst;
-        k->wev = wev + (p->nch - 1) * ndst;
+        k->wev = wev + (p->nch - 1) * (ndst + nmore);
+        k->more = more;
+        k->nmore = nmore;
+        k->stride = bytes;
+        k->mev = k->wev + ndst;
+        k->scratch = scratch ? scratch + o : NULL;
+        k->tag = seq++ % RING_TAGS;
     }
 }
 
@@ -339,7 +541,7 @@ static clf_status pipe_alloc(pipe *p, size_t bytes, size_t esize, int lanes, siz
         step = esize;
     size_t n = bytes / step + (size_t)lanes + 1;
     p->ch = calloc(n, sizeof *p->ch);
-    *wev = calloc(n * (ndst ? ndst : 1), sizeof **wev);
+    *wev = calloc(n * (ndst + p->nmore_max + 1), sizeof **wev);
     if (!p->ch || !*wev) {
         free(p->ch);
         free(*wev);
@@ -375,6 +577,8 @@ static clf_status allreduce_flat(clf_comm *c, clf_buffer *const *bufs, size_t nb
                                  clf_status local, const char *what)
 {
     size_t esize = clf_type_size(type), bytes = count * esize;
+    int ok = local == CLF_SUCCESS;
+    size_t nsrc = ok ? nbufs : 1;
     char *host = NULL;
     pipe p;
     memset(&p, 0, sizeof p);
@@ -382,29 +586,28 @@ static clf_status allreduce_flat(clf_comm *c, clf_buffer *const *bufs, size_t nb
     p.kind = P_ALLREDUCE;
     mpi_type(type, &p.dt);
     mpi_op(op, &p.op);
+    p.type = type;
+    p.rop = op;
     p.comm = &c->comm;
     p.nlanes = 1;
     p.local = local;
+    p.nmore_max = nsrc - 1;
     clf_event **wev = NULL;
-    clf_status st = host_mem(c, bytes, &host);
+    /* Each buffer's chunk read into its own host area, reduced on the host into the first. */
+    p.ring = 1;
+    p.esize = esize;
+    clf_status st = nsrc + 1 > SIZE_MAX / bytes
+                        ? clf_set_error(CLF_ERROR_SIZE_OVERFLOW, "%s: staging", what)
+                        : host_mem(c, (nsrc + 1) * bytes, &host); /* and the ring's scratch */
     if (st == CLF_SUCCESS)
-        st = pipe_alloc(&p, bytes, esize, 1, local == CLF_SUCCESS ? nbufs : 0, &wev);
+        st = pipe_alloc(&p, bytes, esize, 1, ok ? nbufs : 0, &wev);
     if (st != CLF_SUCCESS)
         return clf__comm_agree(c, st, what); /* no memory: every rank fails, none hangs */
-    if (p.local == CLF_SUCCESS) {
-        if (nbufs == 1) {
-            /* The pipeline reads it chunk by chunk. */
-        } else {
-            st = clf_reduce_to_host(host, bufs, nbufs, count, type, op, NULL);
-            if (st != CLF_SUCCESS)
-                note_local(&p, st, "the fleet's reduction");
-        }
-    }
-    if (p.local != CLF_SUCCESS)
+    if (!ok)
         memset(host, 0, bytes);
-    int ok = p.local == CLF_SUCCESS;
-    add_chunks(&p, 0, ok && nbufs == 1 ? bufs[0] : NULL, 0, bytes, host, esize,
-               ok ? bufs : NULL, ok ? nbufs : 0, wev);
+    add_chunks(&p, 0, ok ? bufs[0] : NULL, 0, bytes, host, esize, ok ? bufs : NULL,
+               ok ? nbufs : 0, wev, ok ? bufs + 1 : NULL, ok ? nbufs - 1 : 0,
+               host + nsrc * bytes);
     st = pipe_run(&p, what);
     free(p.ch);
     free(wev);
@@ -425,6 +628,10 @@ static clf_status allreduce_lanes(clf_comm *c, clf_buffer *const *bufs, size_t n
     p.kind = P_ALLREDUCE;
     mpi_type(type, &p.dt);
     mpi_op(op, &p.op);
+    p.type = type;
+    p.rop = op;
+    p.ring = 1;
+    p.esize = esize;
     p.nlanes = (int)nbufs;
     p.comm = malloc(nbufs * sizeof *p.comm);
     clf_event **wev = NULL;
@@ -432,7 +639,8 @@ static clf_status allreduce_lanes(clf_comm *c, clf_buffer *const *bufs, size_t n
                            : clf_set_error(CLF_ERROR_OUT_OF_HOST_MEMORY, "rank %d: memory",
                                            c->rank);
     if (st == CLF_SUCCESS)
-        st = host_mem(c, bytes, &host);
+        st = bytes > SIZE_MAX / 2 ? clf_set_error(CLF_ERROR_SIZE_OVERFLOW, "%s: staging", what)
+                                  : host_mem(c, 2 * bytes, &host); /* and the ring's scratch */
     if (st == CLF_SUCCESS)
         st = pipe_alloc(&p, bytes, esize, (int)nbufs, 1, &wev);
     st = clf__comm_agree(c, st, what);
@@ -458,7 +666,8 @@ static clf_status allreduce_lanes(clf_comm *c, clf_buffer *const *bufs, size_t n
             memset(host + first * esize, 0, len * esize);
         int ok = p.local == CLF_SUCCESS;
         add_chunks(&p, (int)d, ok ? bufs[d] : NULL, first * esize, len * esize,
-                   host + first * esize, esize, ok ? &bufs[d] : NULL, ok ? 1 : 0, wev);
+                   host + first * esize, esize, ok ? &bufs[d] : NULL, ok ? 1 : 0, wev, NULL, 0,
+                   host + bytes + first * esize);
     }
     st = pipe_run(&p, what);
     free(p.ch);
@@ -510,7 +719,10 @@ clf_status clf_comm_allreduce(clf_comm *c, clf_buffer *const *bufs, size_t nbufs
     st = clf__comm_agree_meta(c, local, what, 1, &n, &lo, &hi);
     if (st != CLF_SUCCESS)
         return st;
-    if (lo != hi || nbufs == 1)
+    /* $CLFLEET_MPI_ALLREDUCE=flat: the rank-level path for every size (for comparisons;
+     * it must be the same on every rank, as the environment of one mpirun is). */
+    const char *algo = getenv("CLFLEET_MPI_ALLREDUCE");
+    if (lo != hi || nbufs == 1 || (algo && !strcmp(algo, "flat")))
         return allreduce_flat(c, bufs, nbufs, count, type, op, CLF_SUCCESS, what);
     return allreduce_lanes(c, bufs, nbufs, count, type, op, what);
 }
@@ -551,6 +763,8 @@ clf_status clf_comm_reduce(clf_comm *c, clf_buffer *const *bufs, size_t nbufs, s
         local = clf_set_error(CLF_ERROR_OUT_OF_RANGE, "%s: root_buf %zu of %zu buffers on the "
                                                       "root rank %d", what, root_buf, nbufs,
                               root);
+    int ok = local == CLF_SUCCESS, isroot = c->rank == root;
+    size_t nsrc = ok ? nbufs : 1;
     char *host = NULL;
     pipe p;
     memset(&p, 0, sizeof p);
@@ -559,25 +773,24 @@ clf_status clf_comm_reduce(clf_comm *c, clf_buffer *const *bufs, size_t nbufs, s
     p.root = root;
     p.dt = dt;
     p.op = mo;
+    p.type = type;
+    p.rop = op;
     p.comm = &c->comm;
     p.nlanes = 1;
     p.local = local;
+    p.nmore_max = nsrc - 1;
     clf_event **wev = NULL;
-    st = host_mem(c, bytes, &host);
+    st = nsrc > SIZE_MAX / bytes ? clf_set_error(CLF_ERROR_SIZE_OVERFLOW, "%s: staging", what)
+                                 : host_mem(c, nsrc * bytes, &host);
     if (st == CLF_SUCCESS)
         st = pipe_alloc(&p, bytes, esize, 1, 1, &wev);
     if (st != CLF_SUCCESS)
         return clf__comm_agree(c, st, what);
-    if (p.local == CLF_SUCCESS && nbufs > 1) {
-        st = clf_reduce_to_host(host, bufs, nbufs, count, type, op, NULL);
-        if (st != CLF_SUCCESS)
-            note_local(&p, st, "the fleet's reduction");
-    }
-    if (p.local != CLF_SUCCESS)
+    if (!ok)
         memset(host, 0, bytes);
-    int ok = p.local == CLF_SUCCESS, isroot = c->rank == root;
-    add_chunks(&p, 0, ok && nbufs == 1 ? bufs[0] : NULL, 0, bytes, host, esize,
-               ok && isroot ? &bufs[root_buf] : NULL, ok && isroot ? 1 : 0, wev);
+    add_chunks(&p, 0, ok ? bufs[0] : NULL, 0, bytes, host, esize,
+               ok && isroot ? &bufs[root_buf] : NULL, ok && isroot ? 1 : 0, wev,
+               ok ? bufs + 1 : NULL, ok ? nbufs - 1 : 0, NULL);
     st = pipe_run(&p, what);
     free(p.ch);
     free(wev);
@@ -644,7 +857,7 @@ clf_status clf_comm_broadcast(clf_comm *c, clf_buffer *const *bufs, size_t nbufs
         memset(host, 0, size);
     int ok = p.local == CLF_SUCCESS;
     add_chunks(&p, 0, ok && isroot ? bufs[root_buf] : NULL, 0, size, host, 1,
-               ok ? dst : NULL, ok ? ndst : 0, wev);
+               ok ? dst : NULL, ok ? ndst : 0, wev, NULL, 0, NULL);
     st = pipe_run(&p, what);
     free(p.ch);
     free(wev);
