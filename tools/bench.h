@@ -54,6 +54,14 @@ int clf_bench_overhead(int argc, char **argv);
  * per step, speedup, host and device-to-device bytes. Same conventions as clf_bench_p2p().
  */
 int clf_bench_stencil(int argc, char **argv);
+#ifdef CLF_BENCH_MPI
+/*
+ * `clfleet-bench mpi-allreduce` (configure found MPI; run under mpirun): clf_comm_allreduce()
+ * against device -> host, MPI_Allreduce, host -> device, 4 KiB to 256 MiB: bus bandwidth
+ * across ranks and the ratio (tools/bench-mpi.c). Same conventions as clf_bench_p2p().
+ */
+int clf_bench_mpi_allreduce(int argc, char **argv);
+#endif
 
 /* Helpers shared by the benchmarks (bench.c). */
 double clf_bench_now(void);                             /* monotonic seconds */

@@ -1026,6 +1026,11 @@ static const subcommand COMMANDS[] = {
     {"overhead", NULL, clf_bench_overhead,
      "what a tiny launch costs: one device and two (static, dynamic, auto)\n"
      "            against the raw OpenCL round trip, per launch and per chunk"},
+#ifdef CLF_BENCH_MPI
+    {"mpi-allreduce", NULL, clf_bench_mpi_allreduce,
+     "across MPI ranks (under mpirun): clf_comm_allreduce against device -> host,\n"
+     "            MPI_Allreduce, host -> device, 4 KiB to 256 MiB: bus bandwidth"},
+#endif
 };
 #define NCOMMANDS (sizeof COMMANDS / sizeof COMMANDS[0])
 

@@ -3,13 +3,14 @@
  * \brief clfleet over MPI — one fleet per rank, and the ranks working as one.
  *
  * Link with libclfleet-mpi (pkg-config clfleet-mpi); the core library never links MPI.
- * The caller initialises MPI, preferably with MPI_Init_thread(MPI_THREAD_MULTIPLE) (the
- * device lanes of a collective then talk at once; with less, clfleet drives every MPI call
- * from one communication thread per communicator, or from the caller under
- * MPI_THREAD_FUNNELED/SERIALIZED).
+ * The caller initialises MPI with MPI_Init_thread(), at least MPI_THREAD_FUNNELED (clfleet
+ * and the drivers run threads); MPI_THREAD_MULTIPLE lets several threads each use their own
+ * communicator. A collective makes its MPI calls from the calling thread only, all
+ * non-blocking: the device lanes and chunks progress at once, polled together with the
+ * device copies.
  *
- * No MPI takes an OpenCL buffer: data crosses ranks through pinned host buffers, in
- * pipelined chunks (README, "Across machines"). Every function here is collective over the
+ * No MPI takes an OpenCL buffer: data crosses ranks through host memory, in pipelined
+ * chunks (README, "Across machines"). Every function here is collective over the
  * communicator unless it says otherwise: every rank calls it, in the same order, with
  * matching arguments. With CLFLEET_MPI_CHECK=1 in the environment, the arguments that must
  * match (counts, types, roots, shapes) are compared first, and a mismatch fails on every
@@ -43,7 +44,8 @@ typedef struct clf_comm_options {
      *  with CLF_ERROR_TIMEOUT (a dead or stuck rank); 0: $CLFLEET_MPI_TIMEOUT, else 60.
      *  Negative: wait forever. */
     double timeout_s;
-    /** Bytes of one pipelined chunk through the pinned host buffers; 0: 4 MiB. */
+    /** Bytes of one pipelined chunk through host memory; 0: 4 MiB; at most 1 GiB. The
+     *  ranks agree on the smallest at creation (it picks the algorithms). */
     size_t chunk_bytes;
     size_t reserved[4]; /**< zero */
 } clf_comm_options;
@@ -56,8 +58,10 @@ typedef struct clf_comm_options {
 /**
  * \brief Create a fleet whose devices are this rank's share of its node: the ranks of one
  * node (MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)) get disjoint devices of the selection,
- * in local-rank order (as CUDA_VISIBLE_DEVICES per rank would), every rank at least one
- * when there are as many devices as ranks. Collective over \p comm.
+ * in local-rank order (as CUDA_VISIBLE_DEVICES per rank would); with fewer devices than
+ * ranks on a node, the devices are dealt round-robin (ranks share them). The devices are
+ * the selection's root devices ("index=" terms: the selection's own index= is replaced by
+ * the rank's share; "split=" still applies). Collective over \p comm.
  * \param out receives the fleet
  * \param comm the ranks
  * \param opts fleet options (the selection to share), or NULL for the defaults
@@ -71,7 +75,7 @@ CLF_API clf_status clf_comm_node_fleet(clf_fleet **out, MPI_Comm comm,
  * rank's. Collective; fails on every rank if any rank fails (e.g. a NULL fleet on one).
  * \param out receives the communicator
  * \param comm the ranks (duplicated; the caller keeps its own)
- * \param fleet this rank's fleet (referenced until clf_comm_destroy())
+ * \param fleet this rank's fleet (kept, not owned: it must outlive the communicator)
  * \param opts options, or NULL for the defaults
  * \return CLF_SUCCESS, CLF_ERROR_NULL_POINTER, CLF_ERROR_INVALID_ARGUMENT, CLF_ERROR_UNSUPPORTED
  *         (MPI not initialised, or initialised with less than MPI_THREAD_FUNNELED), the
@@ -80,7 +84,10 @@ CLF_API clf_status clf_comm_node_fleet(clf_fleet **out, MPI_Comm comm,
 CLF_API clf_status clf_comm_create(clf_comm **out, MPI_Comm comm, clf_fleet *fleet,
                                    const clf_comm_options *opts);
 /**
- * \brief Release the communicator (collective); accepts NULL on every rank.
+ * \brief Release the communicator (collective); accepts NULL on every rank. A communicator
+ * that failed (CLF_ERROR_MPI, CLF_ERROR_TIMEOUT) is released without MPI calls: its
+ * duplicates and staging memory are left to MPI_Finalize or the process's end, as MPI may
+ * still hold requests on them.
  * \param c the communicator, or NULL
  */
 CLF_API void clf_comm_destroy(clf_comm *c);

@@ -101,6 +101,9 @@ static clf_status transfer(clf_buffer *b, int write, size_t offset, size_t size,
     if (st != CLF_SUCCESS)
         return st;
     struct clf__device *d = &b->fleet->dev[b->device];
+    cl_int ferr = CLF__FAULT(b->fleet, b->device, CLF__FAULT_BUFFER);
+    if (ferr != CL_SUCCESS)
+        return clf__cl_fail(ferr, write ? "clEnqueueWriteBuffer" : "clEnqueueReadBuffer", d);
     cl_bool blk = blocking ? CL_TRUE : CL_FALSE;
     cl_event ev = NULL;
     /* Always with an event: its profiling times feed the fleet's metrics. */

@@ -4,6 +4,7 @@
 #include "comm.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <sched.h>
 #include <stdio.h>
@@ -45,10 +46,15 @@ clf_status clf__comm_wait(clf_comm *c, int n, MPI_Request *req, const char *what
     double start = clf__comm_now();
     unsigned polls = 0;
     for (;;) {
-        int done = 0;
-        int err = MPI_Testall(n, req, &done, MPI_STATUSES_IGNORE);
-        if (err != MPI_SUCCESS)
-            return mpi_fail(c, err, what);
+        /* One by one (MPI_Test): an error is the request's, not a whole array's. */
+        int done = 1;
+        for (int i = 0; i < n; i++) {
+            int flag = 0;
+            int err = MPI_Test(&req[i], &flag, MPI_STATUS_IGNORE);
+            if (err != MPI_SUCCESS)
+                return mpi_fail(c, err, what);
+            done &= flag;
+        }
         if (done)
             return CLF_SUCCESS;
         /* Spin a little (latency), then yield, then sleep: other ranks may share the cores. */
@@ -73,35 +79,63 @@ clf_status clf__comm_wait(clf_comm *c, int n, MPI_Request *req, const char *what
     }
 }
 
-clf_status clf__comm_agree(clf_comm *c, clf_status local, const char *what)
+clf_status clf__comm_agree_meta(clf_comm *c, clf_status local, const char *what, int n,
+                                const long long *vals, long long *mins, long long *maxs)
 {
     if (c->broken)
         return local ? local
                      : clf_set_error(CLF_ERROR_MPI, "%s: the communicator failed earlier "
                                                     "(a timeout or an MPI error)", what);
-    int in[2] = {(int)local, c->rank}, res[2] = {0, 0};
+    /* One MPI_MAX all-reduce: the lowest failing rank (as INT_MAX - rank), then the values
+     * and their negations (maxima and minima). */
+    long long in[1 + 2 * CLF_COMM_META_MAX], res[1 + 2 * CLF_COMM_META_MAX];
+    if (n > CLF_COMM_META_MAX)
+        n = CLF_COMM_META_MAX;
+    in[0] = local != CLF_SUCCESS ? (long long)INT_MAX - c->rank : -1;
+    for (int i = 0; i < n; i++) {
+        in[1 + i] = vals[i];
+        in[1 + n + i] = -vals[i];
+    }
     MPI_Request r;
-    int err = MPI_Iallreduce(in, res, 1, MPI_2INT, MPI_MINLOC, c->comm, &r);
+    int err = MPI_Iallreduce(in, res, 1 + 2 * n, MPI_LONG_LONG, MPI_MAX, c->comm, &r);
     if (err != MPI_SUCCESS)
         return mpi_fail(c, err, what);
     clf_status st = clf__comm_wait(c, 1, &r, what);
     if (st != CLF_SUCCESS)
         return st;
-    if (res[0] == CLF_SUCCESS)
+    for (int i = 0; i < n; i++) {
+        if (maxs)
+            maxs[i] = res[1 + i];
+        if (mins)
+            mins[i] = -res[1 + n + i];
+    }
+    if (res[0] < 0)
         return CLF_SUCCESS;
-    /* The first failing rank (lowest status, then lowest rank) tells the others why. */
-    char msg[MSG_BYTES];
-    memset(msg, 0, sizeof msg);
-    if (c->rank == res[1])
-        snprintf(msg, sizeof msg, "%s", clf_last_error());
-    err = MPI_Ibcast(msg, MSG_BYTES, MPI_CHAR, res[1], c->comm, &r);
+    /* The first failing rank tells the others its status and why. */
+    int from = (int)((long long)INT_MAX - res[0]);
+    struct {
+        int status;
+        char text[MSG_BYTES - sizeof(int)];
+    } msg;
+    memset(&msg, 0, sizeof msg);
+    if (c->rank == from) {
+        msg.status = (int)local;
+        snprintf(msg.text, sizeof msg.text, "%s", clf_last_error());
+    }
+    err = MPI_Ibcast(&msg, (int)sizeof msg, MPI_BYTE, from, c->comm, &r);
     if (err != MPI_SUCCESS)
         return mpi_fail(c, err, what);
     st = clf__comm_wait(c, 1, &r, what);
     if (st != CLF_SUCCESS)
         return st;
-    msg[MSG_BYTES - 1] = '\0';
-    return clf_set_error((clf_status)res[0], "%s: failed on rank %d: %s", what, res[1], msg);
+    msg.text[sizeof msg.text - 1] = '\0';
+    return clf_set_error((clf_status)msg.status, "%s: failed on rank %d: %s", what, from,
+                         msg.text);
+}
+
+clf_status clf__comm_agree(clf_comm *c, clf_status local, const char *what)
+{
+    return clf__comm_agree_meta(c, local, what, 0, NULL, NULL, NULL);
 }
 
 clf_status clf__comm_check(clf_comm *c, const char *what, const char *names, int n,
@@ -215,6 +249,9 @@ static clf_status read_options(clf_comm *c, const clf_comm_options *opts)
         }
     }
     c->timeout_s = o.timeout_s < 0 ? -1.0 : o.timeout_s;
+    if (o.chunk_bytes > ((size_t)1 << 30))
+        return clf_set_error(CLF_ERROR_INVALID_ARGUMENT,
+                             "clf_comm_create: chunk_bytes %zu is above 1 GiB", o.chunk_bytes);
     c->chunk_bytes = o.chunk_bytes ? o.chunk_bytes : (size_t)4 << 20;
     const char *chk = getenv("CLFLEET_MPI_CHECK");
     c->check = chk && *chk && strcmp(chk, "0") != 0;
@@ -268,7 +305,12 @@ clf_status clf_comm_create(clf_comm **out, MPI_Comm comm, clf_fleet *fleet,
                               "MPI_THREAD_SINGLE; clfleet runs threads (drivers, devices): "
                               "initialise with MPI_Init_thread, at least MPI_THREAD_FUNNELED",
                               c->rank);
-    clf_status st = clf__comm_agree(c, local, "clf_comm_create");
+    /* The chunk size picks the collectives' algorithms: every rank takes the smallest. */
+    long long chunk = (long long)c->chunk_bytes, chunk_min = chunk;
+    clf_status st = clf__comm_agree_meta(c, local, "clf_comm_create", 1, &chunk, &chunk_min,
+                                         NULL);
+    if (st == CLF_SUCCESS)
+        c->chunk_bytes = (size_t)chunk_min;
     if (st != CLF_SUCCESS) {
         if (!c->broken)
             MPI_Comm_free(&c->comm);
@@ -292,6 +334,9 @@ void clf_comm_destroy(clf_comm *c)
             MPI_Comm_free(&c->lanes[i]);
         MPI_Comm_free(&c->comm);
     }
+    /* MPI may still write into the staging memory of a broken communicator's requests. */
+    if (!c->broken)
+        free(c->host);
     free(c->lanes);
     while (c->speeds) {
         struct clf__comm_speed *n = c->speeds->next;

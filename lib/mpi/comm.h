@@ -39,6 +39,8 @@ struct clf_comm {
     int broken;           /* a step timed out or MPI failed: requests may be pending */
     MPI_Comm *lanes;      /* one duplicate per device lane (collectives), made on demand */
     int nlanes;
+    void *host;           /* the host staging memory of the collectives, kept between calls */
+    size_t host_bytes;
     struct clf__comm_speed *speeds; /* launch.c: this rank's learned speed per kernel */
     carray *arrays;                 /* array.c: the arrays made on it */
 };
@@ -49,6 +51,11 @@ clf_status clf__comm_wait(clf_comm *c, int n, MPI_Request *req, const char *what
 /* A status agreed by every rank: the first failing rank's status and message (naming it),
  * else CLF_SUCCESS. `local` is this rank's, with its message in clf_last_error(). */
 clf_status clf__comm_agree(clf_comm *c, clf_status local, const char *what);
+/* The same, and in one all-reduce with it the minimum and maximum over the ranks of n
+ * values (at most CLF_COMM_META_MAX; mins or maxs may be NULL). */
+#define CLF_COMM_META_MAX 8
+clf_status clf__comm_agree_meta(clf_comm *c, clf_status local, const char *what, int n,
+                                const long long *vals, long long *mins, long long *maxs);
 /* With $CLFLEET_MPI_CHECK: every rank's n values against rank 0's; a mismatch fails on every
  * rank with CLF_ERROR_INVALID_ARGUMENT naming the ranks, values and `names` (comma list). */
 clf_status clf__comm_check(clf_comm *c, const char *what, const char *names, int n,

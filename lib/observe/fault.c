@@ -6,7 +6,9 @@
  * key=value items separated by ',':
  *   device=N|*   the fleet index (or every device, each counting its own calls)
  *   call=K[|K]   enqueue, exec, write, read, transfer (write|read), alloc, build, or any
- *                (every call of a launch: all but build)
+ *                (every call of a launch: all but build and buffer); buffer:
+ *                clf_buffer_read/write and their _async forms (e.g. the MPI layer's
+ *                staging), never failed by a lost device, only by their own rules
  *   after=N      the first N matching calls on the device succeed (default 0)
  *   count=N|all  how many calls fail after them (default 1)
  *   status=S     a CL_* name or a negative number (default per call)
@@ -47,8 +49,10 @@ static const struct {
     {"transfer", (1u << CLF__FAULT_WRITE) | (1u << CLF__FAULT_READ)},
     {"alloc", 1u << CLF__FAULT_ALLOC},
     {"build", 1u << CLF__FAULT_BUILD},
+    {"buffer", 1u << CLF__FAULT_BUFFER},
     /* Every call of a launch; a lost device fails its builds too. */
-    {"any", ((1u << CLF__FAULT_NCALLS) - 1) & ~(1u << CLF__FAULT_BUILD)},
+    {"any", ((1u << CLF__FAULT_NCALLS) - 1) & ~(1u << CLF__FAULT_BUILD) &
+                ~(1u << CLF__FAULT_BUFFER)},
 };
 
 /* An unsigned decimal number filling [s, s + n). */
@@ -184,8 +188,8 @@ static clf_status parse_rule(const char *s, size_t n, size_t rule, clf__fault_ru
                 CLF_ERROR_PARSE, "rule %zu: bad value '%.*s' for '%.*s' (%s)", rule,
                 (int)(vlen < 64 ? vlen : 64), val, (int)klen, item,
                 bit == 1   ? "a fleet device index or *"
-                : bit == 2 ? "enqueue, exec, write, read, transfer, alloc, build or any, joined "
-                             "by |"
+                : bit == 2 ? "enqueue, exec, write, read, transfer, alloc, build, buffer or "
+                             "any, joined by |"
                 : bit == 4 ? "a number of calls"
                 : bit == 8 ? "a number of calls, at least 1, or all"
                            : "a CL_* error name or a negative number");
@@ -199,8 +203,8 @@ static clf_status parse_rule(const char *s, size_t n, size_t rule, clf__fault_ru
         return clf__fail(CLF_ERROR_PARSE, "rule %zu: no device= (a fleet index or *)", rule);
     if (!(seen & 2))
         return clf__fail(CLF_ERROR_PARSE,
-                         "rule %zu: no call= (enqueue, exec, write, read, transfer, alloc, build "
-                         "or any)",
+                         "rule %zu: no call= (enqueue, exec, write, read, transfer, alloc, "
+                         "build, buffer or any)",
                          rule);
     return CLF_SUCCESS;
 }
@@ -328,7 +332,7 @@ cl_int clf__fault_hit(clf_fleet *fl, size_t dev, unsigned call)
     if (!f || dev >= f->ndev || call >= CLF__FAULT_NCALLS)
         return CL_SUCCESS;
     pthread_mutex_lock(&f->lock);
-    cl_int err = f->lost_status[dev];
+    cl_int err = call == CLF__FAULT_BUFFER ? CL_SUCCESS : f->lost_status[dev];
     /* Every matching rule counts the call, even when an earlier one fails it. */
     for (size_t i = 0; i < f->nrule; i++) {
         const clf__fault_rule *r = &f->rule[i];

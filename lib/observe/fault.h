@@ -19,6 +19,7 @@ enum {
     CLF__FAULT_READ,        /* a launch's device-to-host data: chunk outputs, reductions */
     CLF__FAULT_ALLOC,       /* a launch's buffer creation (clCreateBuffer) */
     CLF__FAULT_BUILD,       /* building a program for the device */
+    CLF__FAULT_BUFFER,      /* clf_buffer_read/write (and _async): only by its own rules */
     CLF__FAULT_NCALLS
 };
 
