@@ -31,6 +31,16 @@ static const char SRC[] =
     "        for (int dx = -1; dx <= 1; dx++)\n"
     "            s += in[clamp(y + dy, 0, h - 1) * w + clamp(x + dx, 0, w - 1)];\n"
     "    out[y * w + x] = s;\n"
+    "}\n"
+    "__kernel void grp(__global const uint *a, __global uint *out)\n"
+    "{\n"
+    "    if (get_local_id(0) == 0)\n"
+    "        out[get_group_id(0)] = a[get_global_id(0)] ^ (uint)get_num_groups(0);\n"
+    "}\n"
+    "__kernel void cols(__global uint *o, int w)\n"
+    "{\n"
+    "    size_t x = get_global_id(0), y = get_global_id(1);\n"
+    "    o[y * w + x] = lowbias32((uint)(y * w + x));\n"
     "}\n";
 
 static const uint32_t SENT = 0xdeadbeefu;
@@ -232,6 +242,55 @@ START_TEST(stencil_halo)
 }
 END_TEST
 
+/* Outputs laid out other than one run per share: one element per work-group, and an image
+ * split by columns (rows of a pitch); gathered to the root, by share and dealt. */
+START_TEST(per_group_and_strided)
+{
+    env e;
+    env_open(&e);
+    const size_t groups = 101, l = 64, n = groups * l, W = 301, H = 7;
+    uint32_t *a = malloc(n * sizeof *a), *out = malloc(groups * sizeof *out);
+    uint32_t *img = malloc(W * H * sizeof *img);
+    for (size_t i = 0; i < n; i++)
+        a[i] = lowbias32((uint32_t)i + 5);
+    int iw = (int)W;
+    for (int dyn = 0; dyn < 2; dyn++) {
+        unsigned flags = CLF_COMM_GATHER | (dyn ? CLF_COMM_DYNAMIC : 0);
+        memset(out, 0, groups * sizeof *out);
+        clf_arg args[] = {CLF_IN(a, n * sizeof *a, sizeof *a),
+                          CLF_OUT_PER_GROUP(out, groups * sizeof *out, sizeof *out)};
+        clf_launch_desc d = CLF_LAUNCH_DESC_INIT;
+        d.kernel = "grp";
+        d.global[0] = n;
+        d.local[0] = l;
+        clf_status st = clf_comm_launch(e.c, e.p, &d, args, 2, flags, 0, NULL);
+        ck_assert_msg(st == CLF_SUCCESS, "%s: %s", clf_status_name(st), clf_last_error());
+        for (size_t g = 0; mpi_rank == 0 && g < groups; g++)
+            ck_assert_msg(out[g] == (a[g * l] ^ (uint32_t)groups), "dyn %d group %zu: %#x", dyn,
+                          g, out[g]);
+        memset(img, 0, W * H * sizeof *img);
+        clf_arg cargs[] = {CLF_OUT_STRIDED(img, W * H * sizeof *img, sizeof *img,
+                                           W * sizeof *img),
+                           CLF_SCALAR(&iw)};
+        d = (clf_launch_desc)CLF_LAUNCH_DESC_INIT;
+        d.kernel = "cols";
+        d.dims = 2;
+        d.global[0] = W;
+        d.global[1] = H;
+        d.split_dim = CLF_SPLIT_DIM(0);
+        st = clf_comm_launch(e.c, e.p, &d, cargs, 2, flags, mpi_size - 1, NULL);
+        ck_assert_msg(st == CLF_SUCCESS, "%s: %s", clf_status_name(st), clf_last_error());
+        for (size_t i = 0; mpi_rank == mpi_size - 1 && i < W * H; i++)
+            ck_assert_msg(img[i] == lowbias32((uint32_t)i), "dyn %d pixel (%zu, %zu): %#x", dyn,
+                          i % W, i / W, img[i]);
+    }
+    free(a);
+    free(out);
+    free(img);
+    env_close(&e);
+}
+END_TEST
+
 /* Every device of rank 1 fails: every rank gets CLF_ERROR_DEVICE_FAILED naming rank 1. Bad
  * input on one rank only fails every rank too; a good launch works afterwards. */
 START_TEST(failure_on_one_rank)
@@ -292,6 +351,7 @@ static Suite *make(void)
     tcase_add_test(tc, static_hash);
     tcase_add_test(tc, dynamic_and_static_mix);
     tcase_add_test(tc, stencil_halo);
+    tcase_add_test(tc, per_group_and_strided);
     tcase_add_test(tc, failure_on_one_rank);
     suite_add_tcase(s, tc);
     return s;
