@@ -1135,6 +1135,30 @@ static void r_array_exchange(void)
     clf_array_destroy(r);
 }
 
+static void r_array_read_units(void)
+{
+    clf_array *a = valid_array(CLF_ARRAY_BLOCK), *r = bad_array(F, CLF_ARRAY_REPLICATED);
+    float buf[64];
+    BAD(clf_array_read_units(NULL, 0, 1, buf), CLF_ERROR_NULL_POINTER);
+    BAD(clf_array_read_units(a, 0, 1, NULL), CLF_ERROR_NULL_POINTER);
+    BAD(clf_array_read_units(r, 0, 1, buf), CLF_ERROR_INVALID_ARGUMENT);
+    BAD(clf_array_read_units(a, 60, 5, buf), CLF_ERROR_OUT_OF_RANGE);
+    BAD(clf_array_read_units(a, SIZE_MAX, 2, buf), CLF_ERROR_OUT_OF_RANGE);
+    BAD(clf_array_read_units(a, 1, SIZE_MAX, buf), CLF_ERROR_OUT_OF_RANGE);
+    clf_array_destroy(a);
+    clf_array_destroy(r);
+}
+
+static void r_array_write_halo(void)
+{
+    clf_array *a = valid_array(CLF_ARRAY_BLOCK);
+    float buf[4] = {0};
+    BAD(clf_array_write_halo(NULL, 0, buf), CLF_ERROR_NULL_POINTER);
+    BAD(clf_array_write_halo(a, 0, NULL), CLF_ERROR_NULL_POINTER);
+    BAD(clf_array_write_halo(a, 0, buf), CLF_ERROR_INVALID_ARGUMENT); /* not a window */
+    clf_array_destroy(a);
+}
+
 /* ---- metrics and tracing ------------------------------------------------------------ */
 
 static void r_metrics_device(void)
@@ -1835,6 +1859,7 @@ static const row rows[] = {
     ROW(array_create), ROW(array_destroy), ROW(array_part_count), ROW(array_part_info),
     ROW(array_write), ROW(array_read), ROW(array_map), ROW(array_unmap), ROW(array_finish),
     ROW(array_redistribute), ROW(array_reduce), ROW(array_launch), ROW(array_exchange),
+    ROW(array_read_units), ROW(array_write_halo),
     /* Not public functions: environment rows. */
     {"env:fleet_create", r_fleet_create_env},
 };
