@@ -122,7 +122,7 @@ CLF_API void clf_clear_error(void);
  * return \p s: for libraries built on clfleet (libclfleet-mpi uses it) whose callers read
  * clf_last_error(). \p fmt may take clf_last_error() as an argument (to add to it).
  * \param s the status to return
- * \param fmt a printf format, then its arguments
+ * \param fmt a printf format, then its arguments (NULL: an empty message)
  * \return \p s
  */
 CLF_API clf_status clf_set_error(clf_status s, const char *fmt, ...)

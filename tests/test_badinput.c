@@ -132,6 +132,16 @@ static void r_clear_error(void)
     ACCEPTS(clf_clear_error());
     NEUTRAL(clf_last_error()[0] == '\0');
 }
+static void r_set_error(void)
+{
+    /* A NULL format empties the message; the status comes back whatever it is. */
+    const char *volatile none = NULL;
+    NEUTRAL(clf_set_error(CLF_ERROR_MPI, none) == CLF_ERROR_MPI);
+    NEUTRAL(clf_last_error()[0] == '\0');
+    NEUTRAL(clf_set_error((clf_status)12345, "%s", "x") == (clf_status)12345);
+    NEUTRAL(strcmp(clf_last_error(), "x") == 0);
+    clf_clear_error();
+}
 static void r_log_set_handler(void)
 {
     /* NULL restores stderr; any pointer is passed through untouched. */
@@ -1834,7 +1844,7 @@ typedef struct row {
 #define ROW(f) {"clf_" #f, r_##f}
 static const row rows[] = {
     ROW(version), ROW(version_string), ROW(status_name), ROW(status_string), ROW(last_error),
-    ROW(clear_error), ROW(log_set_handler), ROW(perf_model_json), ROW(perf_model_reset),
+    ROW(clear_error), ROW(set_error), ROW(log_set_handler), ROW(perf_model_json), ROW(perf_model_reset),
     ROW(fleet_create), ROW(fleet_destroy), ROW(fleet_device_count),
     ROW(fleet_context_count), ROW(fleet_finish), ROW(device_get_info),
     ROW(device_has_extension), ROW(device_type_name), ROW(device_is_failed),

@@ -56,6 +56,10 @@ clf_status clf_set_error(clf_status s, const char *fmt, ...)
 {
     /* Formatted apart first: an argument may be the detail message itself. */
     char tmp[CLF__DETAIL_MAX];
+    if (!fmt) {
+        detail[0] = '\0';
+        return s;
+    }
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(tmp, sizeof tmp, fmt, ap);
