@@ -1147,7 +1147,7 @@ static void r_array_exchange(void)
 
 static void r_array_read_units(void)
 {
-    clf_array *a = valid_array(CLF_ARRAY_BLOCK), *r = bad_array(F, CLF_ARRAY_REPLICATED);
+    clf_array *a = bad_array(F, CLF_ARRAY_BLOCK), *r = bad_array(F, CLF_ARRAY_REPLICATED);
     float buf[64];
     BAD(clf_array_read_units(NULL, 0, 1, buf), CLF_ERROR_NULL_POINTER);
     BAD(clf_array_read_units(a, 0, 1, NULL), CLF_ERROR_NULL_POINTER);
@@ -1161,7 +1161,7 @@ static void r_array_read_units(void)
 
 static void r_array_write_halo(void)
 {
-    clf_array *a = valid_array(CLF_ARRAY_BLOCK);
+    clf_array *a = bad_array(F, CLF_ARRAY_BLOCK);
     float buf[4] = {0};
     BAD(clf_array_write_halo(NULL, 0, buf), CLF_ERROR_NULL_POINTER);
     BAD(clf_array_write_halo(a, 0, NULL), CLF_ERROR_NULL_POINTER);
