@@ -113,6 +113,14 @@ clf_status clf_comm_array_create(clf_array **out, clf_comm *c, const clf_array_d
         cap = desc->weights_mode == CLF_WEIGHTS_EQUAL ? 1 : capacity(c->fleet, desc);
     }
     st = clf__comm_agree(c, st, fn);
+    if (st == CLF_SUCCESS) {
+        long long v[8] = {(long long)desc->dims, (long long)desc->elem_size,
+                          (long long)desc->shape[0], (long long)desc->shape[1],
+                          (long long)desc->shape[2], (long long)desc->halo_before,
+                          (long long)desc->halo_after, (long long)desc->flags};
+        st = clf__comm_same(c, fn, "dims,elem_size,shape[0],shape[1],shape[2],halo_before,"
+                            "halo_after,flags", 8, v);
+    }
     double *w = st == CLF_SUCCESS ? malloc((size_t)P * sizeof *w) : NULL;
     if (st == CLF_SUCCESS) {
         int ok = w != NULL, okall = 0;
@@ -378,6 +386,13 @@ static clf_status box_move(clf_comm *c, clf_array *arr, const size_t *origin,
         st = clf_set_error(CLF_ERROR_NULL_POINTER, "%s: the root's host memory is NULL", fn);
     if (st == CLF_SUCCESS)
         st = box_plan(c, A, origin, region, o, r, cnt, disp, fn);
+    st = clf__comm_agree(c, st, fn);
+    if (st == CLF_SUCCESS) {
+        long long v[7] = {root, (long long)o[0], (long long)o[1], (long long)o[2],
+                          (long long)r[0], (long long)r[1], (long long)r[2]};
+        st = clf__comm_same(c, fn, "root,origin[0],origin[1],origin[2],region[0],region[1],"
+                            "region[2]", 7, v);
+    }
     int have = st == CLF_SUCCESS && local_box(c, A, o, r, lo, lr);
     size_t nb = st == CLF_SUCCESS ? (size_t)cnt[c->rank] : 0;
     if (st == CLF_SUCCESS && c->rank != root && nb && !(mine = malloc(nb)))

@@ -60,6 +60,12 @@ clf_status clf__comm_agree_meta(clf_comm *c, clf_status local, const char *what,
  * rank with CLF_ERROR_INVALID_ARGUMENT naming the ranks, values and `names` (comma list). */
 clf_status clf__comm_check(clf_comm *c, const char *what, const char *names, int n,
                            const long long *vals);
+/* Always (not only with $CLFLEET_MPI_CHECK): whether every rank passed the same n values, by
+ * one all-reduce of 2n values; a mismatch fails on every rank with CLF_ERROR_INVALID_ARGUMENT
+ * naming the first differing one of `names` (comma list) and its smallest and largest value
+ * (launch.c: a launch or array whose ranks disagree on a size would be silently wrong). */
+clf_status clf__comm_same(clf_comm *c, const char *what, const char *names, int n,
+                          const long long *vals);
 /* The communicator of device lane `lane` (collective the first time on every rank). */
 clf_status clf__comm_lane(clf_comm *c, int lane, MPI_Comm *out);
 /* MPI's message for an error code, in a static-free buffer of the caller. */

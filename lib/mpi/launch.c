@@ -38,6 +38,41 @@ static struct clf__comm_speed *speed_of(clf_comm *c, const char *kernel, int mak
     return s;
 }
 
+clf_status clf__comm_same(clf_comm *c, const char *what, const char *names, int n,
+                          const long long *vals)
+{
+    long long in[32], out[32];
+    if (n > 16)
+        return clf_set_error(CLF_ERROR_INVALID_ARGUMENT, "%s: too many values", what);
+    for (int i = 0; i < n; i++) {
+        in[i] = vals[i];
+        in[n + i] = vals[i] == LLONG_MIN ? LLONG_MAX : -vals[i];
+    }
+    MPI_Request r;
+    int err = MPI_Iallreduce(in, out, 2 * n, MPI_LONG_LONG, MPI_MIN, c->comm, &r);
+    if (err != MPI_SUCCESS) {
+        c->broken = 1;
+        return clf_set_error(CLF_ERROR_MPI, "%s: MPI_Iallreduce failed", what);
+    }
+    clf_status st = clf__comm_wait(c, 1, &r, what);
+    if (st != CLF_SUCCESS)
+        return st;
+    for (int i = 0; i < n; i++)
+        if (out[i] != -out[n + i]) {
+            const char *nm = names;
+            for (int k = 0; k < i && nm; k++) {
+                nm = strchr(nm, ',');
+                nm = nm ? nm + 1 : NULL;
+            }
+            int len = nm ? (int)strcspn(nm, ",") : 1;
+            return clf_set_error(CLF_ERROR_INVALID_ARGUMENT,
+                                 "%s: the ranks disagree on %.*s (from %lld to %lld); it must be "
+                                 "the same on every rank", what, len, nm ? nm : "?", out[i],
+                                 -out[n + i]);
+        }
+    return CLF_SUCCESS;
+}
+
 /* ---- reductions: identity and combination of clf_type elements -------------------------- */
 
 #define RED_CASES(X)                                                                           \
@@ -684,6 +719,19 @@ clf_status clf_comm_launch(clf_comm *c, clf_program *prog, const clf_launch_desc
     clf_status st = prepare(&J, c, prog, desc, args, nargs, flags, root);
     uint64_t first = 0, units = 0, chunks = 0;
     st = clf__comm_agree(c, st, "clf_comm_launch");
+    if (st == CLF_SUCCESS) {
+        long long v[8] = {(long long)J.total, (long long)J.align, (long long)flags,
+                          (flags & CLF_COMM_GATHER) ? root : 0, (long long)nargs,
+                          (long long)J.d.dims, (long long)J.split, 0};
+        for (size_t i = 0; i < nargs; i++) /* kinds, in order */
+            v[7] = v[7] * 31 + args[i].kind +
+                   (args[i].kind == CLF_ARG_KIND_REDUCE ? 8 * (args[i].size * 8 + args[i].type)
+                                                        : 0);
+        st = clf__comm_same(c, "clf_comm_launch",
+                            "the range along the split dimension,the alignment (local size "
+                            "and granularity),the flags,the root,nargs,dims,split_dim,the "
+                            "argument kinds", 8, v);
+    }
     if (st == CLF_SUCCESS && (flags & CLF_COMM_DYNAMIC)) {
         st = run_dynamic(&J, prog, &chunks); /* agreed inside */
         units = J.units;

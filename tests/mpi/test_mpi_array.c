@@ -173,13 +173,16 @@ START_TEST(bad_input_on_one_rank)
     clf_fleet *f = mpi_test_fleet();
     clf_comm *c = mpi_test_comm(f, 60);
     clf_array_desc d = CLF_ARRAY_DESC_INIT;
-    d.elem_size = mpi_rank == 1 ? 0 : 4; /* rank 1 only */
+    d.elem_size = 4;
     d.shape[0] = 100;
     clf_array *a = (clf_array *)&d;
-    clf_status st = clf_comm_array_create(&a, c, &d);
-    ck_assert_int_eq(st, CLF_ERROR_INVALID_ARGUMENT);
-    ck_assert_ptr_null(a);
+    clf_status st = clf_comm_array_create(mpi_rank == 1 ? NULL : &a, c, &d); /* rank 1 only */
+    ck_assert_int_eq(st, CLF_ERROR_NULL_POINTER);
+    ck_assert(mpi_rank == 1 || a == NULL);
     ck_assert_msg(strstr(clf_last_error(), "rank 1"), "%s", clf_last_error());
+    a = NULL;
+    d.elem_size = 0; /* refused by every rank's clf_array_create */
+    ck_assert_int_eq(clf_comm_array_create(&a, c, &d), CLF_ERROR_INVALID_ARGUMENT);
     d.elem_size = 4;
     d.shape[0] = (size_t)mpi_size - 1; /* a rank without units */
     ck_assert_int_eq(clf_comm_array_create(&a, c, &d), CLF_ERROR_INVALID_ARGUMENT);
@@ -202,8 +205,48 @@ START_TEST(bad_input_on_one_rank)
     ck_assert_int_eq(clf_comm_array_exchange(c, mpi_rank == 0 ? plain : a),
                      CLF_ERROR_INVALID_ARGUMENT);
     ck_assert_ok(clf_comm_array_exchange(c, a));
+    /* Shapes or boxes that differ between ranks are refused on every rank. */
+    clf_array *x = NULL;
+    d.shape[0] = mpi_rank == 0 ? 100 : 99;
+    ck_assert_int_eq(clf_comm_array_create(&x, c, &d), CLF_ERROR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(clf_last_error(), "disagree on shape[0]"), "%s", clf_last_error());
+    ck_assert_ptr_null(x);
+    d.shape[0] = 100;
+    r[0] = mpi_rank == 0 ? 10 : 11;
+    o[0] = 0;
+    ck_assert_int_eq(clf_comm_array_read(c, a, o, r, buf, 0), CLF_ERROR_INVALID_ARGUMENT);
     clf_array_destroy(plain);
     clf_array_destroy(a);
+    clf_comm_destroy(c);
+    clf_fleet_destroy(f);
+}
+END_TEST
+
+/* Every device of rank 1 fails its kernels: the launch fails on every rank, naming rank 1. */
+START_TEST(device_failure_on_one_rank)
+{
+    ck_assert_int_eq(mpi_size, atoi(getenv("CLF_TEST_NP")));
+    if (mpi_rank == 1)
+        setenv("CLFLEET_FAULT_INJECT", "device=*,call=enqueue,lost", 1);
+    clf_fleet *f = mpi_test_fleet();
+    unsetenv("CLFLEET_FAULT_INJECT");
+    clf_comm *c = mpi_test_comm(f, 60);
+    clf_program *p = NULL;
+    ck_assert_ok(clf_program_build_source(&p, f, SRC, NULL));
+    clf_array *a = make(c, 1, 1000, 1, 1), *b = make(c, 1, 1000, 1, 1);
+    clf_array_launch_desc d = CLF_ARRAY_LAUNCH_DESC_INIT;
+    d.kernel = "jac1p";
+    d.global[0] = 1000;
+    d.flags = CLF_ARRAY_EXCHANGE_BEFORE;
+    clf_arg args[] = {CLF_ARRAY_IN(a), CLF_ARRAY_OUT(b)};
+    clf_status st = clf_comm_array_launch(c, p, &d, args, 2);
+    ck_assert_msg((st == CLF_ERROR_OPENCL || st == CLF_ERROR_DEVICE_FAILED) &&
+                      strstr(clf_last_error(), "rank 1") &&
+                      strstr(clf_last_error(), "CL_DEVICE_NOT_AVAILABLE"),
+                  "rank %d: %s: %s", mpi_rank, clf_status_name(st), clf_last_error());
+    clf_array_destroy(a);
+    clf_array_destroy(b);
+    clf_program_destroy(p);
     clf_comm_destroy(c);
     clf_fleet_destroy(f);
 }
@@ -216,6 +259,7 @@ static Suite *make_suite(void)
     tcase_set_timeout(tc, 240);
     tcase_add_test(tc, jacobi_across_ranks);
     tcase_add_test(tc, bad_input_on_one_rank);
+    tcase_add_test(tc, device_failure_on_one_rank);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -328,6 +328,15 @@ START_TEST(failure_on_one_rank)
     ck_assert_int_eq(st, CLF_ERROR_INVALID_ARGUMENT);
     d.range_units = 0;
     ck_assert_int_eq(clf_comm_launch(NULL, e.p, &d, args, 2, 0, 0, NULL), CLF_ERROR_NULL_POINTER);
+    /* Ranks that disagree on the range (or the root) would cut it wrongly: refused on all. */
+    d.global[0] = mpi_rank == mpi_size - 1 ? n - 1 : n;
+    st = clf_comm_launch(e.c, e.p, &d, args, 2, 0, 0, NULL);
+    ck_assert_msg(st == CLF_ERROR_INVALID_ARGUMENT && strstr(clf_last_error(), "disagree"),
+                  "%s: %s", clf_status_name(st), clf_last_error());
+    d.global[0] = n;
+    st = clf_comm_launch(e.c, e.p, &d, args, 2, CLF_COMM_GATHER, mpi_rank ? 1 : 0, NULL);
+    ck_assert_msg(st == CLF_ERROR_INVALID_ARGUMENT && strstr(clf_last_error(), "root"), "%s",
+                  clf_last_error());
     free(out);
     env_close(&e);
     /* A fleet without faults: the same launch succeeds on every rank. */
