@@ -199,6 +199,7 @@ typedef struct {
     unsigned char **red_part; /* per argument: this rank's combined partial, or NULL */
     unsigned char **red_tmp;  /* per argument: one chunk launch's result (dynamic) */
     uint64_t (*runs)[2];      /* the runs this rank did (off, len) */
+    long long *gall;          /* CLF_COMM_GATHER: 3 values per rank */
     size_t nruns, cap_runs;
     clf_launch_report rep;    /* this rank's launches, summed */
     int have_rep;
@@ -458,13 +459,10 @@ static clf_status gather(job *J)
             b += run_bytes(&y, J->runs[k][0], J->runs[k][1]);
         mybytes = b > mybytes ? b : mybytes;
     }
-    long long in[3] = {n, (long long)mybytes, ok ? 1 : 0}, *all = malloc(3 * (size_t)P * 8);
-    if (!all)
-        return clf_set_error(CLF_ERROR_OUT_OF_HOST_MEMORY, "clf_comm_launch: out of memory");
+    long long in[3] = {n, (long long)mybytes, ok ? 1 : 0}, *all = J->gall; /* prepare() */
     if (MPI_Iallgather(in, 3, MPI_LONG_LONG, all, 3, MPI_LONG_LONG, c->comm, &r) !=
             MPI_SUCCESS ||
         (st = clf__comm_wait(c, 1, &r, "clf_comm_launch: gather")) != CLF_SUCCESS) {
-        free(all);
         free(cnt);
         free(disp);
         return st != CLF_SUCCESS ? st : clf_set_error(CLF_ERROR_MPI, "MPI_Iallgather failed");
@@ -549,7 +547,6 @@ static clf_status gather(job *J)
             cnt[k] = (int)all[3 * k];
     }
 out:
-    free(all);
     free(cnt);
     free(disp);
     free(runs);
@@ -667,7 +664,9 @@ static clf_status prepare(job *J, clf_comm *c, clf_program *prog, const clf_laun
     J->my = calloc(nargs + 1, sizeof *J->my);
     J->red_part = calloc(nargs + 1, sizeof *J->red_part);
     J->red_tmp = calloc(nargs + 1, sizeof *J->red_tmp);
-    if (!J->my || !J->red_part || !J->red_tmp)
+    if (flags & CLF_COMM_GATHER)
+        J->gall = malloc(3 * (size_t)c->size * sizeof *J->gall);
+    if (!J->my || !J->red_part || !J->red_tmp || ((flags & CLF_COMM_GATHER) && !J->gall))
         return clf_set_error(CLF_ERROR_OUT_OF_HOST_MEMORY, "clf_comm_launch: out of memory");
     if (nargs)
         memcpy(J->my, args, nargs * sizeof *args);
@@ -704,6 +703,7 @@ static void job_free(job *J)
     free(J->red_tmp);
     free(J->my);
     free(J->runs);
+    free(J->gall);
 }
 
 clf_status clf_comm_launch(clf_comm *c, clf_program *prog, const clf_launch_desc *desc,
