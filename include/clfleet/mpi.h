@@ -199,9 +199,18 @@ typedef struct clf_comm_launch_report {
  * \brief One launch over the fleets of every rank: the range is cut over the ranks (by
  * speed, or dealt on demand with CLF_COMM_DYNAMIC), and each rank's share over its devices
  * as clf_launch() does. The host arrays of \p args are as in clf_launch() on every rank:
- * partitioned inputs must hold (at least) the rank's share, or everything for
+ * partitioned inputs must hold (at least) the rank's share and its halo, or everything for
  * CLF_COMM_DYNAMIC; outputs receive the rank's share, or everything on \p root with
- * CLF_COMM_GATHER; reductions are combined across ranks on every rank.
+ * CLF_COMM_GATHER; reductions are combined across ranks on every rank, in rank order.
+ *
+ * Each rank runs its part as a sub-range of the whole range (clf_launch_desc.range_first,
+ * range_units: leave them 0), so kernels see the whole range's global ids. Static shares
+ * are multiples of the local size and granularity, weighted by each rank's measured speed
+ * on the kernel in its last clf_comm_launch() (compute units x clock before); dynamic
+ * chunks (about 8 per rank) come from an MPI_Fetch_and_op counter on rank 0. Ranks that
+ * disagree on the range, alignment, flags, root or argument kinds fail with
+ * CLF_ERROR_INVALID_ARGUMENT on every rank. A rank whose launch fails makes every rank
+ * fail with its status (its units are not re-run on other ranks).
  * \param c the communicator
  * \param prog this rank's program (built from the same source on every rank)
  * \param desc the launch (the same on every rank)
@@ -220,8 +229,11 @@ CLF_API clf_status clf_comm_launch(clf_comm *c, clf_program *prog, const clf_lau
 
 /**
  * \brief A distributed array whose parts lie on the devices of every rank: the units along
- * dims-1 are cut over the ranks (by \p desc's weights mode over the ranks' fleets), and each
- * rank's share over its own devices by \p desc. *out is this rank's clf_array: its parts
+ * dims-1 are cut over the ranks (CLF_WEIGHTS_EQUAL: equally, else by the compute units x
+ * clock of each rank's devices), and each rank's share over its own devices by \p desc
+ * (a CLF_ARRAY_BLOCK array; each rank's clf_array is a window, clf_array_desc version 2).
+ * Release it with clf_array_destroy(); the communicator keeps a small record of it until
+ * clf_comm_destroy(). *out is this rank's clf_array: its parts
  * are this rank's, clf_array_part_info() gives their global unit ranges, and
  * clf_array_launch() on it runs this rank's share with global indices. Halo units between
  * ranks are exchanged by clf_comm_array_exchange() (non-blocking MPI from pinned host
