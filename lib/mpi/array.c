@@ -14,15 +14,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-static carray *find(clf_comm *c, const clf_array *arr)
+static clf__comm_array *find(clf_comm *c, const clf_array *arr)
 {
-    for (carray *a = c->arrays; a; a = a->next)
+    for (clf__comm_array *a = c->arrays; a; a = a->next)
         if (a->arr == arr)
             return a;
     return NULL;
 }
 
-static void carray_free(carray *a)
+static void carray_free(clf__comm_array *a)
 {
     if (a) {
         free(a->first);
@@ -34,9 +34,9 @@ static void carray_free(carray *a)
 /* Forget arr's record (a new array at the address of a destroyed one replaces it). */
 static void forget(clf_comm *c, const clf_array *arr)
 {
-    for (carray **p = &c->arrays; *p;) {
+    for (clf__comm_array **p = &c->arrays; *p;) {
         if ((*p)->arr == arr) {
-            carray *dead = *p;
+            clf__comm_array *dead = *p;
             *p = dead->next;
             carray_free(dead);
         } else {
@@ -45,7 +45,7 @@ static void forget(clf_comm *c, const clf_array *arr)
     }
 }
 
-static void remember(clf_comm *c, carray *a)
+static void remember(clf_comm *c, clf__comm_array *a)
 {
     forget(c, a->arr);
     a->next = c->arrays;
@@ -83,7 +83,7 @@ clf_status clf_comm_array_create(clf_array **out, clf_comm *c, const clf_array_d
     if (!c)
         return clf_set_error(CLF_ERROR_NULL_POINTER, "%s: communicator is NULL", fn);
     clf_status st = CLF_SUCCESS;
-    carray *A = calloc(1, sizeof *A);
+    clf__comm_array *A = calloc(1, sizeof *A);
     int P = c->size;
     if (A) {
         A->first = calloc((size_t)P, sizeof *A->first);
@@ -188,7 +188,7 @@ clf_status clf_comm_array_create(clf_array **out, clf_comm *c, const clf_array_d
 /* Exchange the edge halos of this rank's window with its neighbours by MPI: receive into
  * host buffers, send the boundary strips (read as soon as their writers finish), then fill
  * the halos. */
-static clf_status cross(clf_comm *c, carray *A)
+static clf_status cross(clf_comm *c, clf__comm_array *A)
 {
     static const char *fn = "clf_comm_array_exchange";
     int P = c->size, me = c->rank, per = (A->d.flags & CLF_ARRAY_PERIODIC) != 0;
@@ -252,9 +252,9 @@ static clf_status cross(clf_comm *c, carray *A)
     return st;
 }
 
-static carray *lookup(clf_comm *c, const clf_array *arr, const char *fn, clf_status *st)
+static clf__comm_array *lookup(clf_comm *c, const clf_array *arr, const char *fn, clf_status *st)
 {
-    carray *A = c && arr ? find(c, arr) : NULL;
+    clf__comm_array *A = c && arr ? find(c, arr) : NULL;
     if (!c || !arr)
         *st = clf_set_error(CLF_ERROR_NULL_POINTER, "%s: %s is NULL", fn,
                             c ? "the array" : "the communicator");
@@ -271,7 +271,7 @@ clf_status clf_comm_array_exchange(clf_comm *c, clf_array *arr)
     if (!c)
         return clf_set_error(CLF_ERROR_NULL_POINTER, "%s: communicator is NULL", fn);
     clf_status st = CLF_SUCCESS;
-    carray *A = lookup(c, arr, fn, &st);
+    clf__comm_array *A = lookup(c, arr, fn, &st);
     if (st == CLF_SUCCESS)
         st = clf_array_exchange(arr); /* inside the fleet, device to device */
     st = clf__comm_agree(c, st, fn);
@@ -316,8 +316,9 @@ clf_status clf_comm_array_launch(clf_comm *c, clf_program *prog,
 
 /* The box (global) and this rank's slice of it along dims-1, as local box and byte range of
  * the packed box; per rank byte counts and displacements for the root. */
-static clf_status box_plan(clf_comm *c, carray *A, const size_t *origin, const size_t *region,
-                           size_t o[3], size_t r[3], int *cnt, int *disp, const char *fn)
+static clf_status box_plan(clf_comm *c, clf__comm_array *A, const size_t *origin,
+                           const size_t *region, size_t o[3], size_t r[3], int *cnt, int *disp,
+                           const char *fn)
 {
     const clf_array_desc *d = &A->d;
     unsigned s = d->dims - 1;
@@ -350,7 +351,7 @@ static clf_status box_plan(clf_comm *c, carray *A, const size_t *origin, const s
 }
 
 /* This rank's slice as a box of its window (0 when it holds none of the box). */
-static int local_box(clf_comm *c, const carray *A, const size_t o[3], const size_t r[3],
+static int local_box(clf_comm *c, const clf__comm_array *A, const size_t o[3], const size_t r[3],
                      size_t lo[3], size_t lr[3])
 {
     unsigned s = A->d.dims - 1;
@@ -372,7 +373,7 @@ static clf_status box_move(clf_comm *c, clf_array *arr, const size_t *origin,
     if (!c)
         return clf_set_error(CLF_ERROR_NULL_POINTER, "%s: communicator is NULL", fn);
     clf_status st = CLF_SUCCESS;
-    carray *A = lookup(c, arr, fn, &st);
+    clf__comm_array *A = lookup(c, arr, fn, &st);
     int *cnt = calloc((size_t)c->size, sizeof *cnt), *disp = calloc((size_t)c->size,
                                                                      sizeof *disp);
     size_t o[3], r[3], lo[3], lr[3];

@@ -344,7 +344,7 @@ void clf_comm_destroy(clf_comm *c)
         c->speeds = n;
     }
     while (c->arrays) {
-        carray *n = c->arrays->next;
+        clf__comm_array *n = c->arrays->next;
         free(c->arrays->first);
         free(c->arrays->count);
         free(c->arrays);

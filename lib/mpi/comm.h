@@ -19,13 +19,13 @@ struct clf__comm_speed {
 
 /* What the ranks know of one array from clf_comm_array_create() (array.c): a list on the
  * communicator, freed by clf_comm_destroy(). */
-typedef struct carray {
-    struct carray *next;
+typedef struct clf__comm_array {
+    struct clf__comm_array *next;
     clf_array *arr;
     clf_array_desc d;      /* the whole array (its pointers cleared) */
     size_t unit_bytes;     /* bytes of one unit along dims-1 */
     size_t *first, *count; /* per rank: its window */
-} carray;
+} clf__comm_array;
 
 /* A communicator over fleets. */
 struct clf_comm {
@@ -42,7 +42,7 @@ struct clf_comm {
     void *host;           /* the host staging memory of the collectives, kept between calls */
     size_t host_bytes;
     struct clf__comm_speed *speeds; /* launch.c: this rank's learned speed per kernel */
-    carray *arrays;                 /* array.c: the arrays made on it */
+    clf__comm_array *arrays;        /* array.c: the arrays made on it */
 };
 
 /* Wait for n requests, polling, until c->timeout_s passes: CLF_SUCCESS, CLF_ERROR_MPI
