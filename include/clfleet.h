@@ -839,6 +839,13 @@ enum {
      * in-out array. Without it those elements are undefined after the launch.
      */
     CLF_ARG_PRESERVE = 1u << 1,
+    /**
+     * CLF_ARG_KIND_IN, _OUT or _INOUT of a task (clf_taskq_submit()): the whole host
+     * array, copied to the device before the kernel and back after it, not a partitioned
+     * one. Use CLF_WHOLE_IN(), CLF_WHOLE_OUT(), CLF_WHOLE_INOUT(). clf_launch() refuses it:
+     * a launch partitions its arrays (CLF_BROADCAST is its whole, read-only array).
+     */
+    CLF_ARG_WHOLE = 1u << 2,
     /** CLF_ARG_KIND_BUFFER: the kernel reads the buffer. */
     CLF_ARG_READ = 1u << 8,
     /** CLF_ARG_KIND_BUFFER: the kernel writes the buffer. */
@@ -969,6 +976,13 @@ typedef struct clf_arg {
  * checked.
  */
 #define CLF_BROADCAST(host, bytes) CLF__ARG(CLF_ARG_KIND_BROADCAST, 0, host, bytes, 0, 0, 0)
+/** \brief A task's whole input array of \p bytes (clf_taskq_submit()). */
+#define CLF_WHOLE_IN(host, bytes) CLF__ARG(CLF_ARG_KIND_IN, CLF_ARG_WHOLE, host, bytes, 0, 0, 0)
+/** \brief A task's whole output array of \p bytes (clf_taskq_submit()). */
+#define CLF_WHOLE_OUT(host, bytes) CLF__ARG(CLF_ARG_KIND_OUT, CLF_ARG_WHOLE, host, bytes, 0, 0, 0)
+/** \brief A task's whole input and output array of \p bytes (clf_taskq_submit()). */
+#define CLF_WHOLE_INOUT(host, bytes) \
+    CLF__ARG(CLF_ARG_KIND_INOUT, CLF_ARG_WHOLE, host, bytes, 0, 0, 0)
 /** \brief A scalar: a pointer to the value (the size is taken from it). */
 #define CLF_SCALAR(ptr) CLF__ARG(CLF_ARG_KIND_SCALAR, 0, ptr, sizeof *(ptr), 0, 0, 0)
 /** \brief Local memory of \p bytes. */
@@ -1814,10 +1828,12 @@ typedef struct clf_taskq_report {
 CLF_API clf_status clf_taskq_create(clf_taskq **out, clf_fleet *fleet, clf_program *prog,
                                     const size_t *devices, size_t num_devices);
 /**
- * \brief Add a task. Arguments in kernel parameter order: CLF_IN, CLF_OUT,
- * CLF_INOUT (whole host arrays, copied to the device before and back after the
- * kernel; they must stay valid until clf_taskq_run() returns), CLF_BROADCAST
- * (as CLF_IN), CLF_SCALAR (the value is copied now), CLF_LOCAL.
+ * \brief Add a task. Arguments in kernel parameter order: CLF_WHOLE_IN(),
+ * CLF_WHOLE_OUT(), CLF_WHOLE_INOUT() (whole host arrays, copied to the device before and
+ * back after the kernel; they must stay valid until clf_taskq_run() returns),
+ * CLF_BROADCAST (as CLF_WHOLE_IN), CLF_SCALAR (the value is copied now), CLF_LOCAL.
+ * CLF_IN, CLF_OUT and CLF_INOUT are taken as whole arrays too, as 0.1 did (their unit is
+ * ignored); they mean partitioned arrays everywhere else, so prefer the CLF_WHOLE_ names.
  * \param id receives the task's number (0, 1, ... in submission order), or NULL
  * \param q the task queue
  * \param task the kernel and its range
@@ -2116,6 +2132,14 @@ typedef struct clf_array_launch_desc {
  * Each kernel waits for the last writer of every part it reads or writes (and for the
  * readers of the parts it writes); nothing goes through the host, except parts the host
  * wrote, which are uploaded first.
+ *
+ * The kernel may touch only the elements its part holds: its owned units and its halo. In
+ * a periodic array the halo holds the wrapped units at their unwrapped indices: unit -1 is
+ * the last unit, unit \p units the first. clfleet moves each `__global` and `__constant`
+ * pointer parameter by a hidden parameter (clfleet_part_offsets) so that global indices
+ * work: at most 16 of them, and none declared `* const`. With a local size, it must divide
+ * every part's units along dims-1 (each part runs whole work-groups); with none, clfleet
+ * chooses one that does.
  * \param fleet the fleet
  * \param prog a program of the fleet
  * \param desc the kernel and its range
@@ -2123,9 +2147,11 @@ typedef struct clf_array_launch_desc {
  *        CLF_ARRAY_INOUT(), CLF_SCALAR(), CLF_LOCAL()
  * \param nargs entries of args
  * \return CLF_SUCCESS once queued, CLF_ERROR_NULL_POINTER, CLF_ERROR_INVALID_ARGUMENT
- *         (arrays cut differently, a range that does not match them, a written replicated
- *         array, an argument the kernel does not take), CLF_ERROR_UNSUPPORTED, the errors
- *         of clf_kernel_enqueue()
+ *         (arrays cut differently, a range that does not match them, a local size that does
+ *         not divide a part, a written replicated array, an argument the kernel does not
+ *         take), CLF_ERROR_UNSUPPORTED (a `* const` pointer parameter, more than 16 arrays, a
+ *         kernel clfleet did not find in the source), CLF_ERROR_BUSY (a mapped array), the
+ *         errors of clf_kernel_enqueue()
  */
 CLF_API clf_status clf_array_launch(clf_fleet *fleet, clf_program *prog,
                                     const clf_array_launch_desc *desc,

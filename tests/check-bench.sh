@@ -1,7 +1,7 @@
 #!/bin/sh
 # clfleet-bench balance and scale run (--quick) on PoCL sub-devices and write valid JSON
 # with every strategy; the table form and bad usage work too; so do p2p, allreduce,
-# pipeline, gemm and overhead.
+# pipeline, gemm, overhead and stencil.
 set -u
 b=${top_builddir:-.}
 bench=$b/tools/clfleet-bench
@@ -70,7 +70,7 @@ $bench scale --quick --verbose --reps=1 > /dev/null 2> "$tmp.err" ||
 
 # The conventional options: --help and --version everywhere (exit 0, on stdout); a bad
 # command line exits 2 with a message; sizes take K, M and G.
-for cmd in "" balance scale p2p allreduce pipeline gemm overhead; do
+for cmd in "" balance scale p2p allreduce pipeline gemm overhead stencil; do
     $bench $cmd --help > "$tmp.help" 2> "$tmp.err" &&
         grep -q '^usage: clfleet-bench' "$tmp.help" ||
         { echo "FAIL: '$cmd --help'"; cat "$tmp.help" "$tmp.err"; exit 1; }
@@ -82,7 +82,8 @@ for bad in "" "nonsense" "--bogus" "balance --size 3" "balance --reps x" "balanc
     "balance --config nowhere" "balance --trace" "balance --trace=" "balance extra" \
     "scale --config homogeneous" "p2p --bogus" "p2p --max-size=1x" "p2p --max-size 2K" \
     "allreduce --chunk" "pipeline --costs 1,2" "pipeline --items=100" "gemm --size -1" \
-    "gemm --json=yes" "overhead --items 0" "overhead --bogus"; do
+    "gemm --json=yes" "overhead --items 0" "overhead --bogus" "stencil --size 0" \
+    "stencil --steps x"; do
     $bench $bad > /dev/null 2> "$tmp.err"
     rc=$?
     [ $rc -eq 2 ] || { echo "FAIL: '$bad' exited with $rc, not 2"; cat "$tmp.err"; exit 1; }
@@ -129,5 +130,13 @@ $bench overhead --quick --json > "$tmp.overhead" 2> "$tmp.err" ||
 $lint < "$tmp.overhead" || { echo "FAIL: overhead: invalid JSON"; cat "$tmp.overhead"; exit 1; }
 [ "$(grep -c '"ratio_to_raw": [0-9]' "$tmp.overhead")" -eq 10 ] ||
     { echo "FAIL: overhead: want 10 ratios"; cat "$tmp.overhead"; exit 1; }
+
+# stencil: the four forms, each with its bytes (the bench checks the results bit for bit).
+$bench stencil --quick --json > "$tmp.stencil" 2> "$tmp.err" ||
+    { cat "$tmp.err"; echo "FAIL: stencil"; exit 1; }
+$lint < "$tmp.stencil" || { echo "FAIL: stencil: invalid JSON"; cat "$tmp.stencil"; exit 1; }
+[ "$(grep -c '"device_to_device_bytes": [0-9]' "$tmp.stencil")" -eq 4 ] &&
+    grep -q '"resident_over_interior": [0-9]' "$tmp.stencil" ||
+    { echo "FAIL: stencil: want 4 forms and a ratio"; cat "$tmp.stencil"; exit 1; }
 
 echo "PASS: balance ($n strategy rows), scale, p2p, allreduce and pipeline, JSON valid; gemm: $gemm"

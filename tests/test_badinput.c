@@ -837,6 +837,8 @@ static clf_launch_desc vadd_desc(void)
         BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                         \
         memcpy(a, ok, sizeof a), a[0].flags = 0x80;                                                \
         BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                         \
+        memcpy(a, ok, sizeof a), a[0].flags = CLF_ARG_WHOLE; /* a task queue's whole array */      \
+        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                         \
         memcpy(a, ok, sizeof a), a[2].halo_before = 1; /* an output with a halo */                 \
         BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                         \
         memcpy(a, ok, sizeof a), a[0].halo_before = SIZE_MAX;                                      \
@@ -1068,6 +1070,81 @@ static void r_kernel_run(void)
 {
     KERNEL_ARGS;
     KERNEL_CASES(clf_kernel_run);
+}
+
+/* ---- launches over distributed arrays ------------------------------------------------- */
+
+static clf_array *bad_array(clf_fleet *f, clf_array_dist dist)
+{
+    clf_array_desc d = CLF_ARRAY_DESC_INIT;
+    d.elem_size = sizeof(float);
+    d.shape[0] = 64;
+    d.dist = dist;
+    clf_array *a = NULL;
+    ck_assert_ok(clf_array_create(&a, f, &d));
+    return a;
+}
+
+static void r_array_launch(void)
+{
+    clf_array *a = bad_array(F, CLF_ARRAY_BLOCK), *r = bad_array(F, CLF_ARRAY_REPLICATED),
+              *g = bad_array(G, CLF_ARRAY_BLOCK);
+    clf_array_launch_desc d = CLF_ARRAY_LAUNCH_DESC_INIT, bd;
+    d.kernel = "vadd";
+    d.global[0] = 64;
+    clf_arg ok[3] = {CLF_ARRAY_IN(a), CLF_ARRAY_IN(r), CLF_ARRAY_OUT(a)};
+    clf_arg other[3] = {CLF_ARRAY_IN(a), CLF_ARRAY_IN(g), CLF_ARRAY_OUT(a)};
+    clf_arg buf[3] = {CLF_ARRAY_IN(a), CLF_BUF_IN(B[0]), CLF_ARRAY_OUT(a)};
+    clf_arg hostarr[3] = {CLF_ARRAY_IN(a), CLF_IN(host, 256, 4), CLF_ARRAY_OUT(a)};
+    clf_arg wrep[3] = {CLF_ARRAY_IN(a), CLF_ARRAY_IN(a), CLF_ARRAY_OUT(r)};
+    clf_arg nul[3] = {CLF_ARRAY_IN(a), CLF_ARRAY_IN(NULL), CLF_ARRAY_OUT(a)};
+    clf_arg flags[3] = {CLF_ARRAY_IN(a), CLF_ARRAY_IN(a), CLF__ARRAY(a, 0)};
+    BAD(clf_array_launch(NULL, P, &d, ok, 3), CLF_ERROR_NULL_POINTER);
+    BAD(clf_array_launch(F, NULL, &d, ok, 3), CLF_ERROR_NULL_POINTER);
+    BAD(clf_array_launch(F, P, NULL, ok, 3), CLF_ERROR_NULL_POINTER);
+    BAD(clf_array_launch(F, P, &d, NULL, 3), CLF_ERROR_NULL_POINTER);
+    BAD(clf_array_launch(F, PG, &d, ok, 3), CLF_ERROR_INVALID_ARGUMENT);
+    BAD(clf_array_launch(F, P, &d, ok, SIZE_MAX), CLF_ERROR_INVALID_ARGUMENT);
+    BAD(clf_array_launch(F, P, &d, ok, 2), CLF_ERROR_INVALID_ARGUMENT);
+    BAD(clf_array_launch(F, P, &d, other, 3), CLF_ERROR_INVALID_ARGUMENT);
+    BAD(clf_array_launch(F, P, &d, buf, 3), CLF_ERROR_INVALID_ARGUMENT);
+    BAD(clf_array_launch(F, P, &d, hostarr, 3), CLF_ERROR_INVALID_ARGUMENT);
+    BAD(clf_array_launch(F, P, &d, wrep, 3), CLF_ERROR_INVALID_ARGUMENT);
+    BAD(clf_array_launch(F, P, &d, nul, 3), CLF_ERROR_NULL_POINTER);
+    BAD(clf_array_launch(F, P, &d, flags, 3), CLF_ERROR_INVALID_ARGUMENT);
+    bd = d;
+    bd.version = 0;
+    BAD(clf_array_launch(F, P, &bd, ok, 3), CLF_ERROR_INVALID_ARGUMENT);
+    bd = d;
+    bd.kernel = NULL;
+    BAD(clf_array_launch(F, P, &bd, ok, 3), CLF_ERROR_NULL_POINTER);
+    bd = d;
+    bd.dims = 0;
+    BAD(clf_array_launch(F, P, &bd, ok, 3), CLF_ERROR_INVALID_ARGUMENT);
+    bd = d;
+    bd.global[0] = SIZE_MAX;
+    BAD(clf_array_launch(F, P, &bd, ok, 3), CLF_ERROR_INVALID_ARGUMENT);
+    bd = d;
+    bd.local[0] = 5;
+    BAD(clf_array_launch(F, P, &bd, ok, 3), CLF_ERROR_INVALID_ARGUMENT);
+    bd = d;
+    bd.reserved[3] = 1;
+    BAD(clf_array_launch(F, P, &bd, ok, 3), CLF_ERROR_INVALID_ARGUMENT);
+    bd = d;
+    bd.kernel = "no_such_kernel";
+    BAD(clf_array_launch(F, P, &bd, ok, 3), CLF_ERROR_NOT_FOUND);
+    ck_assert_ok(clf_array_finish(a));
+    clf_array_destroy(a);
+    clf_array_destroy(r);
+    clf_array_destroy(g);
+}
+
+static void r_array_exchange(void)
+{
+    clf_array *r = bad_array(F, CLF_ARRAY_REPLICATED);
+    BAD(clf_array_exchange(NULL), CLF_ERROR_NULL_POINTER);
+    BAD(clf_array_exchange(r), CLF_ERROR_INVALID_ARGUMENT);
+    clf_array_destroy(r);
 }
 
 /* ---- metrics and tracing ------------------------------------------------------------ */
@@ -1437,7 +1514,7 @@ static void r_taskq_submit(void)
     clf_task_desc t = CLF_TASK_DESC_INIT;
     t.kernel = "vadd";
     t.global[0] = 64;
-    clf_arg ok[3] = {CLF_IN(la, 256, 4), CLF_IN(lb, 256, 4), CLF_OUT(lc, 256, 4)};
+    clf_arg ok[3] = {CLF_WHOLE_IN(la, 256), CLF_WHOLE_IN(lb, 256), CLF_WHOLE_OUT(lc, 256)};
     clf_arg a[3];
     size_t id;
     BAD(clf_taskq_submit(NULL, &t, ok, 3, &id), CLF_ERROR_NULL_POINTER);
@@ -1479,7 +1556,7 @@ static void r_taskq_run(void)
     clf_task_desc t = CLF_TASK_DESC_INIT;
     t.kernel = "vadd";
     t.global[0] = 64;
-    clf_arg a[3] = {CLF_IN(la, 256, 4), CLF_LOCAL((size_t)1 << 40), CLF_OUT(lc, 256, 4)};
+    clf_arg a[3] = {CLF_WHOLE_IN(la, 256), CLF_LOCAL((size_t)1 << 40), CLF_WHOLE_OUT(lc, 256)};
     size_t id;
     ck_assert_ok(clf_taskq_submit(q, &t, a, 3, &id));
     BAD_ANY(clf_taskq_run(q, &rep));
@@ -1487,7 +1564,8 @@ static void r_taskq_run(void)
     ck_assert_ok(clf_taskq_task_info(&info, q, id));
     ck_assert_int_ne(info.status, CLF_SUCCESS);
     /* The kernel and its parameter count are checked when the task runs (by design: a
-     * failed task is reported in its info and the run's status, the others still run). */
+     * failed task is reported in its info and the run's status, the others still run).
+     * CLF_IN and CLF_OUT: 0.1's way of giving a task whole arrays, still accepted. */
     clf_arg good[3] = {CLF_IN(la, 256, 4), CLF_IN(lb, 256, 4), CLF_OUT(lc, 256, 4)};
     size_t id_short, id_name, id_ok;
     ck_assert_ok(clf_taskq_submit(q, &t, good, 2, &id_short));
@@ -1769,7 +1847,7 @@ static const row rows[] = {
     ROW(event_from_cl), ROW(event_cl_for), ROW(kernel_enqueue), ROW(kernel_run),
     ROW(array_create), ROW(array_destroy), ROW(array_part_count), ROW(array_part_info),
     ROW(array_write), ROW(array_read), ROW(array_map), ROW(array_unmap), ROW(array_finish),
-    ROW(array_redistribute), ROW(array_reduce),
+    ROW(array_redistribute), ROW(array_reduce), ROW(array_launch), ROW(array_exchange),
     /* Not public functions: environment rows. */
     {"env:fleet_create", r_fleet_create_env},
 };

@@ -56,6 +56,14 @@ int clf_bench_overhead(int argc, char **argv);
 int clf_bench_mpi_allreduce(int argc, char **argv);
 #endif
 
+/*
+ * `clfleet-bench stencil`: Jacobi steps on a 2D grid on one device (clf_kernel_enqueue()),
+ * through host arrays (clf_launch() per step) and on arrays resident on the devices
+ * (clf_array_launch() with overlapped halo exchange), and the resident interior alone: time
+ * per step, speedup, host and device-to-device bytes. Same conventions as clf_bench_p2p().
+ */
+int clf_bench_stencil(int argc, char **argv);
+
 /* Helpers shared by the benchmarks (bench.c). */
 double clf_bench_now(void);                             /* monotonic seconds */
 int clf_bench_cmp_double(const void *a, const void *b); /* for qsort */
@@ -148,3 +156,4 @@ double clf_bench_gbps(size_t bytes, double s);
 void clf_bench_size_label(char *buf, size_t len, size_t bytes);
 
 #endif
+

@@ -1020,6 +1020,9 @@ static const subcommand COMMANDS[] = {
     {"gemm", NULL, clf_bench_gemm,
      "multi-device GEMM through clBLAST: one device against the fleet with each\n"
      "            strategy, GFLOP/s in interleaved rounds"},
+    {"stencil", NULL, clf_bench_stencil,
+     "Jacobi steps: one device, host arrays per step, and resident arrays with\n"
+     "            overlapped halo exchange: time per step, host and peer bytes"},
     {"overhead", NULL, clf_bench_overhead,
      "what a tiny launch costs: one device and two (static, dynamic, auto)\n"
      "            against the raw OpenCL round trip, per launch and per chunk"},

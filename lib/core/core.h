@@ -189,6 +189,14 @@ clf_status clf__check_local(const char *kernel, unsigned dims, const size_t loca
 clf_status clf__kernel_prepare(clf_fleet *fl, clf_program *prog, size_t dev,
                                const clf_kernel_desc *desc, const clf_arg *args, size_t nargs,
                                cl_kernel *out);
+/* As clf__kernel_prepare(), for a program's array variant too (clf_array_launch()): whole
+ * (NULL: desc.global) is the range the hidden range parameter gets, part_offsets (16, or
+ * NULL for zeros) the byte offsets of the hidden part-offsets parameter; a variant's
+ * kernel may have an offset even where the source names get_group_id(). */
+clf_status clf__kernel_prepare_part(clf_fleet *fl, clf_program *prog, size_t dev,
+                                    const clf_kernel_desc *desc, const clf_arg *args,
+                                    size_t nargs, const size_t *whole,
+                                    const cl_ulong *part_offsets, cl_kernel *out);
 /* Give k (from clf__kernel_prepare(), enqueued or not) back for later calls to reuse. */
 void clf__kernel_recycle(clf_program *prog, size_t dev, const char *name, cl_kernel k);
 /* An idle kernel of a program (clf_program.idle_kernels) for device dev; the list is
@@ -245,6 +253,26 @@ int clf__program_range_unknown(const struct clf_program *p, const char *kernel);
 clf_status clf__program_set_range(const struct clf_program *p, const char *kernel, cl_kernel k,
                                   const size_t global[3], unsigned dims,
                                   const struct clf__device *d);
+
+/* The array variant of a program (clf_array_launch()): every kernel function found gets two
+ * hidden trailing parameters, the part offsets then the range (clf__program_set_range()
+ * sets the last one), and its body first moves each __global/__constant pointer parameter
+ * by the offset the host gives it (rangearg.c says how). *why (parallel to *names, NULL
+ * entries) says why a kernel cannot run over arrays (a `* const` pointer, too many);
+ * *masks (parallel too) has bit i set when parameter i is moved. */
+#define CLF__PART_ARG_NAME "clfleet_part_offsets"
+#define CLF__PART_MAX_PTRS 16
+clf_status clf__array_rewrite(const char *src, char **out, char ***names, size_t *nnames,
+                              char ***why, uint64_t **masks);
+
+/* p's array variant (program.c), built on first use (its build errors name the variant);
+ * owned by p. */
+clf_status clf__program_array_variant(struct clf_program *p, struct clf_program **out);
+/* In variant v: why kernel cannot run over arrays, or NULL. */
+const char *clf__program_array_why(const struct clf_program *v, const char *kernel);
+/* In variant v: bit i set when kernel's parameter i is moved to its part (0: none, or
+ * unknown kernel). */
+uint64_t clf__program_array_mask(const struct clf_program *v, const char *kernel);
 
 /* ---- buffers (buffer.c) ---- */
 

@@ -276,6 +276,14 @@ clf_status clf__kernel_prepare(clf_fleet *fl, clf_program *prog, size_t dev,
                                const clf_kernel_desc *desc, const clf_arg *args, size_t nargs,
                                cl_kernel *out)
 {
+    return clf__kernel_prepare_part(fl, prog, dev, desc, args, nargs, NULL, NULL, out);
+}
+
+clf_status clf__kernel_prepare_part(clf_fleet *fl, clf_program *prog, size_t dev,
+                                    const clf_kernel_desc *desc, const clf_arg *args,
+                                    size_t nargs, const size_t *whole,
+                                    const cl_ulong *part_offsets, cl_kernel *out)
+{
     *out = NULL;
     if (!prog)
         return clf__fail(CLF_ERROR_NULL_POINTER, "clf_kernel_enqueue: prog is NULL");
@@ -295,7 +303,7 @@ clf_status clf__kernel_prepare(clf_fleet *fl, clf_program *prog, size_t dev,
      * (what clf_launch()'s chunks need); with an offset of the caller's own, OpenCL counts
      * them from that offset instead. Rather than an answer one device would not give, a
      * program that names them is refused an offset. */
-    for (unsigned j = 0; j < desc->dims; j++)
+    for (unsigned j = 0; j < desc->dims && !prog->array_variant_of; j++)
         if (desc->offset[j] && (prog->range_named & CLF__NAMES_OFFSETS))
             return clf__fail(CLF_ERROR_UNSUPPORTED,
                              "kernel '%s': an offset (%zu in dimension %u) with a program that "
@@ -323,17 +331,48 @@ clf_status clf__kernel_prepare(clf_fleet *fl, clf_program *prog, size_t dev,
     if (err != CL_SUCCESS)
         return clf__cl_fail(err, "clCreateKernel", d);
     /* The hidden range parameter is clfleet's, not the caller's (rangearg.c). */
-    int hidden = clf__program_range_arg(prog, kn);
+    const char *no_array = prog->array_variant_of ? clf__program_array_why(prog, kn) : NULL;
+    if (no_array)
+        CLF__TRY(st, clf__fail(CLF_ERROR_UNSUPPORTED, "kernel '%s' cannot run over arrays: %s",
+                               kn, no_array));
+    /* The array variant's kernels have two: the part offsets, then the range. */
+    int hidden = clf__program_range_arg(prog, kn) ? (prog->array_variant_of ? 2 : 1) : 0;
+    if (prog->array_variant_of && !hidden)
+        CLF__TRY(st, clf__fail(CLF_ERROR_UNSUPPORTED, "kernel '%s' cannot run over arrays: "
+                               "clfleet did not find its definition in the source (made by a "
+                               "macro or in an included file?), so it lacks the hidden "
+                               "parameter " CLF__PART_ARG_NAME, kn));
     cl_uint nk = 0;
     err = clGetKernelInfo(k, CL_KERNEL_NUM_ARGS, sizeof nk, &nk, NULL);
     if (err != CL_SUCCESS)
         CLF__TRY(st, clf__cl_fail(err, "clGetKernelInfo (CL_KERNEL_NUM_ARGS)", d));
     if (nk != nargs + (size_t)hidden)
         CLF__TRY(st, clf__fail(CLF_ERROR_INVALID_ARGUMENT, "kernel '%s' takes %u arguments, %zu "
-                               "given", kn, nk - (cl_uint)(hidden && nk), nargs));
+                               "given", kn, nk >= (cl_uint)hidden ? nk - (cl_uint)hidden : 0,
+                               nargs));
     /* Only now that nargs is the kernel's count are the arguments read. */
     for (size_t i = 0; i < nargs; i++)
         CLF__TRY(st, check_arg(fl, dev, kn, &args[i], i));
+    /* The array variant moved the parameters its scan took for __global/__constant
+     * pointers; one it missed (the qualifier or '*' hidden in a macro or typedef) would
+     * index its part's buffer from the wrong place. */
+    uint64_t moved = prog->array_variant_of ? clf__program_array_mask(prog, kn) : 0;
+    for (size_t i = 0; i < nargs && prog->array_variant_of; i++) {
+        cl_kernel_arg_address_qualifier aq;
+        cl_kernel_arg_type_qualifier tq;
+        char name[128];
+        if (!clf__kernel_param(k, i, &aq, &tq, name, sizeof name))
+            continue;
+        int ptr = aq == CL_KERNEL_ARG_ADDRESS_GLOBAL || aq == CL_KERNEL_ARG_ADDRESS_CONSTANT;
+        if (ptr != (i < 64 && ((moved >> i) & 1)))
+            CLF__TRY(st, clf__fail(CLF_ERROR_UNSUPPORTED,
+                                   "kernel '%s' parameter %zu '%s' cannot run over arrays: "
+                                   "clfleet's scan of the source %s a __global or __constant "
+                                   "pointer (a macro or typedef hiding its qualifier or '*'?) "
+                                   "and cannot move it to its part; write them out in the "
+                                   "parameter list",
+                                   kn, i, name, ptr ? "did not find it to be" : "took it for"));
+    }
     for (size_t i = 0; i < nargs; i++) {
         const clf_arg *a = &args[i];
         CLF__TRY(st, check_param(kn, k, i, a));
@@ -353,7 +392,16 @@ clf_status clf__kernel_prepare(clf_fleet *fl, clf_program *prog, size_t dev,
     }
     if (desc->local[0])
         CLF__TRY(st, clf__check_local(desc->kernel, desc->dims, desc->local, d, k));
-    CLF__TRY(st, clf__program_set_range(prog, kn, k, desc->global, desc->dims, d));
+    CLF__TRY(st, clf__program_set_range(prog, kn, k, whole ? whole : desc->global, desc->dims,
+                                        d));
+    if (hidden == 2) {
+        cl_ulong16 po;
+        for (unsigned i = 0; i < 16; i++)
+            po.s[i] = part_offsets ? part_offsets[i] : 0;
+        err = clSetKernelArg(k, nk - 2, sizeof po, &po);
+        if (err != CL_SUCCESS)
+            CLF__TRY(st, clf__cl_fail(err, "clSetKernelArg (" CLF__PART_ARG_NAME ")", d));
+    }
     *out = k;
     return CLF_SUCCESS;
 out:

@@ -263,18 +263,12 @@ static void append_logs(const clf_program *p)
                               p->log[d] ? p->log[d] : "(empty)");
 }
 
-clf_status clf_program_build_source(clf_program **out, clf_fleet *fleet, const char *source,
-                                    const char *options)
+/* Build source for every device of fleet: a user program, or (variant_of set) the array
+ * variant of variant_of. */
+static clf_status build_program(clf_program **out, clf_fleet *fleet, const char *source,
+                                const char *options, const clf_program *variant_of)
 {
     clf_status st = CLF_SUCCESS;
-    if (!out)
-        return clf__fail(CLF_ERROR_NULL_POINTER, "clf_program_build_source: out is NULL");
-    *out = NULL;
-    if (!fleet || !source)
-        return clf__fail(CLF_ERROR_NULL_POINTER, "clf_program_build_source: %s is NULL",
-                         fleet ? "source" : "fleet");
-    if (!source[0])
-        return clf__fail(CLF_ERROR_ZERO_SIZE, "clf_program_build_source: source is empty");
     char *full = NULL, *rewritten = NULL;
     clf_program *p = calloc(1, sizeof *p);
     if (!p)
@@ -282,10 +276,21 @@ clf_status clf_program_build_source(clf_program **out, clf_fleet *fleet, const c
     p->fleet = fleet;
     clf__fleet_ref(fleet);
     p->holds_fleet = 1;
+    p->array_variant_of = variant_of;
+    if (!variant_of && (!(p->source = strdup(source)) ||
+                        !(p->options = strdup(options ? options : ""))))
+        CLF__TRY(st, clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "program: out of memory"));
     /* get_global_size() and get_num_groups() read a hidden kernel parameter (rangearg.c),
-     * switched on by CLF__RANGE_ARG in the prelude. */
-    CLF__TRY(st, clf__range_rewrite(source, &rewritten, &p->range_kernels,
-                                    &p->nrange_kernels, &p->range_named));
+     * switched on by CLF__RANGE_ARG in the prelude. The array variant has it in every
+     * kernel, after the part offsets. */
+    if (variant_of) {
+        CLF__TRY(st, clf__array_rewrite(source, &rewritten, &p->range_kernels,
+                                        &p->nrange_kernels, &p->array_why, &p->array_ptrs));
+        p->range_named = variant_of->range_named | CLF__NAMES_SIZES;
+    } else {
+        CLF__TRY(st, clf__range_rewrite(source, &rewritten, &p->range_kernels,
+                                        &p->nrange_kernels, &p->range_named));
+    }
     /* The prelude (cl/clfleet.h) comes first; #line keeps the user's line numbers. */
     const char *body = rewritten ? rewritten : source,
                *on = rewritten ? "#define CLF__RANGE_ARG 1\n" : "";
@@ -342,6 +347,64 @@ out:
     }
     *out = p;
     return CLF_SUCCESS;
+}
+
+clf_status clf_program_build_source(clf_program **out, clf_fleet *fleet, const char *source,
+                                    const char *options)
+{
+    if (!out)
+        return clf__fail(CLF_ERROR_NULL_POINTER, "clf_program_build_source: out is NULL");
+    *out = NULL;
+    if (!fleet || !source)
+        return clf__fail(CLF_ERROR_NULL_POINTER, "clf_program_build_source: %s is NULL",
+                         fleet ? "source" : "fleet");
+    if (!source[0])
+        return clf__fail(CLF_ERROR_ZERO_SIZE, "clf_program_build_source: source is empty");
+    return build_program(out, fleet, source, options, NULL);
+}
+
+/* Serialises the first array launches of a program: one variant is built. */
+static pthread_mutex_t variant_lock = PTHREAD_MUTEX_INITIALIZER;
+
+clf_status clf__program_array_variant(clf_program *p, clf_program **out)
+{
+    clf_status st = CLF_SUCCESS;
+    *out = NULL;
+    if (p->array_variant_of)
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "program: an array variant has no variant");
+    pthread_mutex_lock(&variant_lock);
+    if (!p->array_variant) {
+        if (!p->source)
+            st = clf__fail(CLF_ERROR_UNSUPPORTED, "program %.12s: no source kept to build its "
+                           "array variant", p->hash);
+        else
+            st = build_program(&p->array_variant, p->fleet, p->source, p->options, p);
+        if (st != CLF_SUCCESS) {
+            char detail[1024];
+            snprintf(detail, sizeof detail, "%s", clf_last_error());
+            clf__fail(st, "building the array variant of program %.12s (its kernels get the "
+                      "hidden parameter " CLF__PART_ARG_NAME "): %s", p->hash, detail);
+        }
+    }
+    *out = p->array_variant;
+    pthread_mutex_unlock(&variant_lock);
+    return st;
+}
+
+uint64_t clf__program_array_mask(const clf_program *v, const char *kernel)
+{
+    for (size_t i = 0; v->array_ptrs && i < v->nrange_kernels; i++)
+        if (!strcmp(v->range_kernels[i], kernel))
+            return v->array_ptrs[i];
+    return 0;
+}
+
+const char *clf__program_array_why(const clf_program *v, const char *kernel)
+{
+    for (size_t i = 0; v->array_why && i < v->nrange_kernels; i++)
+        if (!strcmp(v->range_kernels[i], kernel))
+            return v->array_why[i];
+    return NULL;
 }
 
 clf_status clf_program_build_file(clf_program **out, clf_fleet *fleet, const char *path,
@@ -461,9 +524,16 @@ void clf_program_destroy(clf_program *p)
     for (size_t d = 0; p->log && d < p->fleet->ndev; d++)
         free(p->log[d]);
     free(p->log);
-    for (size_t i = 0; i < p->nrange_kernels; i++)
+    for (size_t i = 0; i < p->nrange_kernels; i++) {
         free(p->range_kernels[i]);
+        free(p->array_why ? p->array_why[i] : NULL);
+    }
     free(p->range_kernels);
+    free(p->array_why);
+    free(p->array_ptrs);
+    free(p->source);
+    free(p->options);
+    clf_program_destroy(p->array_variant);
     clf_fleet *fl = p->holds_fleet ? p->fleet : NULL;
     free(p);
     if (fl)

@@ -292,3 +292,266 @@ clf_status clf__program_set_range(const clf_program *p, const char *kernel, cl_k
         return clf__cl_fail(err, "clSetKernelArg (the range of get_global_size)", d);
     return CLF_SUCCESS;
 }
+
+/*
+ * The array variant (clf_array_launch(), lib/data/alaunch.c). A part's buffer holds only
+ * its units (and halo), yet the kernel indexes it with global indices. Every kernel gets
+ * two hidden trailing parameters, `const ulong16 clfleet_part_offsets` then the range
+ * parameter, and its body starts by moving each __global or __constant pointer parameter
+ * (the i-th one reads .si) back to where global element 0 would be:
+ *     P -= (long)clfleet_part_offsets.s3 / (long)sizeof(*P);
+ * The offset is signed: a block-cyclic part that is not its buffer's first has its element
+ * 0 after the buffer's start. The pointer may thus point outside its buffer, which OpenCL C
+ * leaves undefined, but the kernel only dereferences it at the part's owned and halo
+ * elements, inside the buffer; on PoCL, NVIDIA and AMD global pointers are flat 64-bit
+ * addresses and the arithmetic is plain integer arithmetic, so the round trip is exact.
+ */
+#define PART_DECL "const ulong16 " CLF__PART_ARG_NAME
+#define MAX_PART_PTRS CLF__PART_MAX_PTRS
+
+typedef struct vedit {
+    size_t from, to;
+    char *text; /* malloc'd */
+} vedit;
+
+static clf_status vedit_add(vedit **v, size_t *n, size_t from, size_t to, char *text)
+{
+    if (!text)
+        return CLF_ERROR_OUT_OF_HOST_MEMORY;
+    vedit *e = realloc(*v, (*n + 1) * sizeof *e);
+    if (!e) {
+        free(text);
+        return CLF_ERROR_OUT_OF_HOST_MEMORY;
+    }
+    *v = e;
+    e[(*n)++] = (vedit){from, to, text};
+    return CLF_SUCCESS;
+}
+
+static char *str_dup_n(const char *s, size_t n)
+{
+    char *r = malloc(n + 1);
+    if (r) {
+        memcpy(r, s, n);
+        r[n] = '\0';
+    }
+    return r;
+}
+
+/* Append piece to a malloc'd string (*s, NULL at first); 0 when out of memory. */
+static int str_append(char **s, const char *piece)
+{
+    size_t old = *s ? strlen(*s) : 0, n = strlen(piece);
+    char *r = realloc(*s, old + n + 1);
+    if (!r)
+        return 0;
+    memcpy(r + old, piece, n + 1);
+    *s = r;
+    return 1;
+}
+
+/*
+ * After `kernel` in the variant: add the hidden parameters and the rebasing statements.
+ * One parameter at a time: its pointer-ness, address space, name, and a const after its
+ * last '*' (a pointer that cannot be moved).
+ */
+static clf_status scan_kernel_array(lexer *x, vedit **edits, size_t *nedits, char ***names,
+                                    size_t *nnames, char ***why, uint64_t **masks)
+{
+    size_t b, l, name_b = 0, name_l = 0;
+    int t;
+    while ((t = next_tok(x, &b, &l)) != TOK_END) {
+        if (t == TOK_IDENT && tok_is(x, b, l, "__attribute__")) {
+            if (next_tok(x, &b, &l) != '(' || !skip_group(x))
+                return CLF_SUCCESS;
+        } else if (t == TOK_IDENT) {
+            name_b = b;
+            name_l = l;
+        } else if (t == '(' && name_l) {
+            break;
+        } else if (t != '*') {
+            return CLF_SUCCESS;
+        }
+    }
+    if (t == TOK_END)
+        return CLF_SUCCESS;
+    size_t open = x->i, first_b = 0, ntok = 0, nptr = 0, pidx = 0;
+    uint64_t mask = 0; /* the parameters moved */
+    int depth = 1, only_void = 0;
+    /* The current parameter. */
+    int star = 0, space = 0, const_after = 0;
+    size_t pname_b = 0, pname_l = 0;
+    char *rebase = NULL, *refuse = NULL;
+    clf_status st = CLF_SUCCESS;
+    for (;;) {
+        t = next_tok(x, &b, &l);
+        if (t == TOK_END)
+            goto out;
+        if (t == '(' || t == '[')
+            depth++;
+        if (t == ')' || t == ']')
+            depth--;
+        int end = depth == 0 || (depth == 1 && t == ',');
+        if (end) {
+            if (star && space && pname_l && !refuse) {
+                char pn[128], piece[640];
+                snprintf(pn, sizeof pn, "%.*s", (int)(pname_l < 100 ? pname_l : 100),
+                         x->s + pname_b);
+                if (const_after)
+                    snprintf(piece, sizeof piece, "its pointer parameter '%s' is itself const "
+                             "(`* const %s`): clfleet moves each __global or __constant "
+                             "pointer to global element 0 of its part, drop that const", pn, pn);
+                else if (nptr >= MAX_PART_PTRS)
+                    snprintf(piece, sizeof piece, "it has more than %d __global or __constant "
+                             "pointer parameters, clfleet can move at most %d to their parts",
+                             MAX_PART_PTRS, MAX_PART_PTRS);
+                else
+                    snprintf(piece, sizeof piece, " %s -= (long)" CLF__PART_ARG_NAME
+                             ".s%x / (long)sizeof(*%s);", pn, (unsigned)nptr, pn);
+                if (!str_append(const_after || nptr >= MAX_PART_PTRS ? &refuse : &rebase, piece))
+                    st = CLF_ERROR_OUT_OF_HOST_MEMORY;
+                if (!const_after && nptr < MAX_PART_PTRS && pidx < 64)
+                    mask |= (uint64_t)1 << pidx;
+                nptr++;
+            }
+            pidx++;
+            star = space = const_after = 0;
+            pname_l = 0;
+            if (st != CLF_SUCCESS || depth == 0)
+                break;
+            continue;
+        }
+        if (ntok++ == 0) {
+            first_b = b;
+            only_void = t == TOK_IDENT && tok_is(x, b, l, "void");
+        } else {
+            only_void = 0;
+        }
+        if (depth != 1)
+            continue;
+        if (t == '*') {
+            star = 1;
+            const_after = 0;
+        } else if (t == TOK_IDENT) {
+            if (tok_is(x, b, l, "__global") || tok_is(x, b, l, "global") ||
+                tok_is(x, b, l, "__constant") || tok_is(x, b, l, "constant"))
+                space = 1;
+            else if (star && tok_is(x, b, l, "const"))
+                const_after = 1;
+            else if (!tok_is(x, b, l, "restrict") && !tok_is(x, b, l, "__restrict") &&
+                     !tok_is(x, b, l, "volatile")) {
+                pname_b = b;
+                pname_l = l;
+            }
+        }
+    }
+    if (st != CLF_SUCCESS)
+        goto out;
+    size_t close = b;
+    if (ntok == 0 || only_void)
+        st = vedit_add(edits, nedits, ntok ? first_b : open, ntok ? first_b + 4 : open,
+                       str_dup_n(PART_DECL ", " HIDDEN_DECL, strlen(PART_DECL ", " HIDDEN_DECL)));
+    else
+        st = vedit_add(edits, nedits, close, close,
+                       str_dup_n(", " PART_DECL ", " HIDDEN_DECL,
+                                 strlen(", " PART_DECL ", " HIDDEN_DECL)));
+    if (st != CLF_SUCCESS)
+        goto out;
+    /* The body: after attributes, '{' (a declaration ends with ';'). */
+    while ((t = next_tok(x, &b, &l)) == TOK_IDENT && tok_is(x, b, l, "__attribute__"))
+        if (next_tok(x, &b, &l) != '(' || !skip_group(x))
+            break;
+    if (t == '{' && rebase && !refuse) {
+        st = vedit_add(edits, nedits, x->i, x->i, rebase);
+        rebase = NULL;
+        if (st != CLF_SUCCESS)
+            goto out;
+    }
+    size_t before = *nnames;
+    if ((st = add_name(names, nnames, x->s + name_b, name_l)) != CLF_SUCCESS)
+        goto out;
+    if (*nnames != before) { /* a new kernel: why[] and masks[] grow with names[] */
+        char **v = realloc(*why, *nnames * sizeof *v);
+        if (v) {
+            *why = v;
+            v[*nnames - 1] = NULL;
+        }
+        uint64_t *m = v ? realloc(*masks, *nnames * sizeof *m) : NULL;
+        if (!m) { /* the name goes again: why[] and masks[] cover the names */
+            free((*names)[--*nnames]);
+            st = CLF_ERROR_OUT_OF_HOST_MEMORY;
+            goto out;
+        }
+        *masks = m;
+        m[*nnames - 1] = mask;
+    }
+    for (size_t i = 0; i < *nnames; i++) {
+        if (strlen((*names)[i]) != name_l || strncmp((*names)[i], x->s + name_b, name_l))
+            continue;
+        if (t == '{') /* the definition's parameters (a prototype's may have no names) */
+            (*masks)[i] = mask;
+        if (refuse && !(*why)[i]) {
+            (*why)[i] = refuse;
+            refuse = NULL;
+        }
+    }
+out:
+    free(rebase);
+    free(refuse);
+    return st;
+}
+
+clf_status clf__array_rewrite(const char *src, char **out, char ***names, size_t *nnames,
+                              char ***why, uint64_t **masks)
+{
+    *out = NULL;
+    *names = NULL;
+    *nnames = 0;
+    *why = NULL;
+    *masks = NULL;
+    lexer x = {src, 0, strlen(src), 1, 0};
+    vedit *edits = NULL;
+    size_t nedits = 0, b, l, extra = 0;
+    clf_status st = CLF_SUCCESS;
+    int t;
+    while (st == CLF_SUCCESS && (t = next_tok(&x, &b, &l)) != TOK_END)
+        if (t == TOK_IDENT && (tok_is(&x, b, l, "kernel") || tok_is(&x, b, l, "__kernel")))
+            st = scan_kernel_array(&x, &edits, &nedits, names, nnames, why, masks);
+    for (size_t e = 0; st == CLF_SUCCESS && e < nedits; e++)
+        if (clf__add_overflow(extra, strlen(edits[e].text), &extra))
+            st = CLF_ERROR_SIZE_OVERFLOW;
+    char *s = st == CLF_SUCCESS ? malloc(x.n + extra + 1) : NULL;
+    if (st == CLF_SUCCESS && !s)
+        st = CLF_ERROR_OUT_OF_HOST_MEMORY;
+    if (s) {
+        size_t from = 0, o = 0;
+        for (size_t e = 0; e < nedits; e++) { /* in source order */
+            memcpy(s + o, src + from, edits[e].from - from);
+            o += edits[e].from - from;
+            size_t n = strlen(edits[e].text);
+            memcpy(s + o, edits[e].text, n);
+            o += n;
+            from = edits[e].to;
+        }
+        memcpy(s + o, src + from, x.n - from + 1);
+        *out = s;
+    }
+    for (size_t e = 0; e < nedits; e++)
+        free(edits[e].text);
+    free(edits);
+    if (st != CLF_SUCCESS) {
+        for (size_t i = 0; i < *nnames; i++) {
+            free((*names)[i]);
+            free(*why ? (*why)[i] : NULL);
+        }
+        free(*names);
+        free(*why);
+        free(*masks);
+        *names = NULL;
+        *why = NULL;
+        *masks = NULL;
+        *nnames = 0;
+        return clf__fail(st, "program: out of memory rewriting the source for arrays");
+    }
+    return CLF_SUCCESS;
+}

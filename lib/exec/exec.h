@@ -99,6 +99,15 @@ void clf__bufcache_put(clf_fleet *fl, size_t dev, cl_mem mem);
 int clf__devthread_run(clf_fleet *fl, size_t dev, void *(*fn)(void *), void *arg);
 void clf__devthread_wait(clf_fleet *fl, size_t dev);
 
+/* One part of clf_array_launch() (kernel.c): clf_kernel_enqueue() with variant (the
+ * program's array variant, core/program.c), whose hidden range parameter gets whole and whose
+ * part offsets parameter gets part_offsets (bytes, one per __global/__constant pointer). */
+clf_status clf__kernel_enqueue_part(clf_fleet *fleet, clf_program *variant, size_t device,
+                                    const clf_kernel_desc *desc, const clf_arg *args,
+                                    size_t nargs, const size_t whole[3],
+                                    const cl_ulong part_offsets[16], clf_event *const *wait,
+                                    size_t num_wait, clf_event **out_event);
+
 #define CLF__MAX_ARGS 64
 
 /* A chunk in flight on one device: its events and where its data went. */

@@ -43,9 +43,11 @@ static clf_status wait_list(clf_fleet *fl, size_t dev, const char *kernel,
     return CLF_SUCCESS;
 }
 
-clf_status clf_kernel_enqueue(clf_fleet *fleet, clf_program *prog, size_t device,
-                              const clf_kernel_desc *desc, const clf_arg *args, size_t nargs,
-                              clf_event *const *wait, size_t num_wait, clf_event **out_event)
+/* clf_kernel_enqueue(), and with whole and part_offsets an array launch's part. */
+static clf_status enqueue(clf_fleet *fleet, clf_program *prog, size_t device,
+                          const clf_kernel_desc *desc, const clf_arg *args, size_t nargs,
+                          const size_t *whole, const cl_ulong *part_offsets,
+                          clf_event *const *wait, size_t num_wait, clf_event **out_event)
 {
     if (out_event)
         *out_event = NULL;
@@ -63,7 +65,8 @@ clf_status clf_kernel_enqueue(clf_fleet *fleet, clf_program *prog, size_t device
             return clf__fail(CLF_ERROR_NULL_POINTER, "clf_kernel_enqueue: event %zu of the wait "
                              "list is NULL", i);
     cl_kernel k = NULL;
-    if ((st = clf__kernel_prepare(fleet, prog, device, desc, args, nargs, &k)) != CLF_SUCCESS)
+    if ((st = clf__kernel_prepare_part(fleet, prog, device, desc, args, nargs, whole,
+                                       part_offsets, &k)) != CLF_SUCCESS)
         return st;
     cl_event *cl = NULL, ev = NULL;
     cl_uint n = 0;
@@ -77,6 +80,24 @@ clf_status clf_kernel_enqueue(clf_fleet *fleet, clf_program *prog, size_t device
     if (st == CLF_SUCCESS && out_event)
         st = clf__event_wrap(ev, out_event);
     return st;
+}
+
+clf_status clf_kernel_enqueue(clf_fleet *fleet, clf_program *prog, size_t device,
+                              const clf_kernel_desc *desc, const clf_arg *args, size_t nargs,
+                              clf_event *const *wait, size_t num_wait, clf_event **out_event)
+{
+    return enqueue(fleet, prog, device, desc, args, nargs, NULL, NULL, wait, num_wait,
+                   out_event);
+}
+
+clf_status clf__kernel_enqueue_part(clf_fleet *fleet, clf_program *variant, size_t device,
+                                    const clf_kernel_desc *desc, const clf_arg *args,
+                                    size_t nargs, const size_t whole[3],
+                                    const cl_ulong part_offsets[16], clf_event *const *wait,
+                                    size_t num_wait, clf_event **out_event)
+{
+    return enqueue(fleet, variant, device, desc, args, nargs, whole, part_offsets, wait,
+                   num_wait, out_event);
 }
 
 clf_status clf_kernel_run(clf_fleet *fleet, clf_program *prog, size_t device,

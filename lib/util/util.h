@@ -205,6 +205,15 @@ struct clf_program {
     size_t nrange_kernels;
     /* Idle kernels of clf_kernel_enqueue() (core/kernel.c), under that file's lock. */
     struct clf__kernel_idle *idle_kernels;
+    /* clf_array_launch()'s variant (core/rangearg.c, program.c): the user's source and
+     * options kept to build it on first use, and the variant once built (under program.c's
+     * lock). In the variant itself: array_variant_of set, and per range kernel why it cannot
+     * run over arrays (NULL: it can). */
+    char *source, *options;
+    struct clf_program *array_variant;
+    const struct clf_program *array_variant_of;
+    char **array_why;
+    uint64_t *array_ptrs; /* per range kernel: bit i set when parameter i is moved */
 };
 
 

@@ -1,0 +1,400 @@
+/*
+ * Owner-computes launches over distributed arrays (clf_array_launch()).
+ *
+ * Each part of the block (or block-cyclic) arrays among the arguments runs on its device as
+ * its own NDRange, with a global work offset of the part's first unit along dims-1, through
+ * the program's array variant (core/rangearg.c): there every __global/__constant pointer
+ * parameter is moved by a hidden per-part byte offset so that the kernel indexes the part's
+ * buffer with global indices, and the hidden range parameter holds the whole range, so
+ * get_global_size(), get_num_groups() and (with the prelude's group count from the range
+ * start, right because every part starts at a multiple of the local size) get_group_id()
+ * return what they return on one device.
+ *
+ * Ordering is the arrays' (data.h): each kernel waits for what clf__array_deps() names over
+ * the bytes it may touch (reads: the part's whole region, owned units and halo; writes: the
+ * owned units it runs) and is recorded after. Nothing here waits on the host, except what
+ * the command path does on a device that runs commands inside clEnqueue* (PoCL's basic).
+ *
+ * With CLF_ARRAY_EXCHANGE_AFTER, each part runs its boundary strips first (the units its
+ * neighbours hold as halo), the halos of the written arrays are queued (halo.c), then the
+ * interior: its write range is disjoint from the copies' read ranges, so it does not wait
+ * for them, and the copies run while it computes.
+ */
+#include "data.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* One launch being queued. */
+typedef struct alaunch {
+    clf_fleet *fl;
+    clf_program *var; /* the array variant */
+    clf_array_launch_desc d;
+    const clf_arg *args;
+    size_t nargs;
+    clf_array *layout; /* the first block or block-cyclic array: its parts are the launch's */
+    size_t whole[3];
+} alaunch;
+
+static size_t gcd_size(size_t a, size_t b)
+{
+    while (b) {
+        size_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+static int same_cut(const clf_array *a, const clf_array *b)
+{
+    if (a->nparts != b->nparts || a->units != b->units)
+        return 0;
+    for (size_t p = 0; p < a->nparts; p++)
+        if (a->parts[p].device != b->parts[p].device || a->parts[p].first != b->parts[p].first ||
+            a->parts[p].count != b->parts[p].count)
+            return 0;
+    return 1;
+}
+
+static int has_halo(const clf_array *a)
+{
+    if (a->desc.dist != CLF_ARRAY_BLOCK)
+        return 0;
+    for (size_t p = 0; p < a->nparts; p++)
+        if (a->parts[p].halo_before || a->parts[p].halo_after)
+            return 1;
+    return 0;
+}
+
+/* The part of array a that kernel part p of the launch uses: the same part of a block array,
+ * the copy on p's device of a replicated one; (size_t)-1 when there is none. */
+static size_t part_of(const alaunch *L, const clf_array *a, size_t p)
+{
+    if (a->desc.dist != CLF_ARRAY_REPLICATED)
+        return p;
+    size_t dev = L->layout->parts[p].device;
+    for (size_t q = 0; q < a->nparts; q++)
+        if (a->parts[q].device == dev)
+            return q;
+    return (size_t)-1;
+}
+
+static clf_status check(alaunch *L)
+{
+    const clf_array_launch_desc *d = &L->d;
+    if (!d->kernel)
+        return clf__fail(CLF_ERROR_NULL_POINTER, "clf_array_launch: desc.kernel is NULL");
+    const char *kn = d->kernel;
+    char who[96];
+    snprintf(who, sizeof who, "clf_array_launch: kernel '%.64s'", kn);
+    if (clf__check_version(who, d->version, CLF_ARRAY_LAUNCH_DESC_VERSION,
+                           "clf_array_launch_desc", "CLF_ARRAY_LAUNCH_DESC_INIT") != CLF_SUCCESS)
+        return CLF_ERROR_INVALID_ARGUMENT;
+    for (size_t i = 0; i < 4; i++)
+        if (d->reserved[i])
+            return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "%s: desc.reserved is not zero", who);
+    if (d->dims < 1 || d->dims > 3)
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "%s: dims is %u, expected 1 to 3", who,
+                         d->dims);
+    if (d->flags & ~(unsigned)(CLF_ARRAY_EXCHANGE_BEFORE | CLF_ARRAY_EXCHANGE_AFTER))
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "%s: unknown flags 0x%x", who, d->flags);
+    if (L->var->fleet != L->fl)
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "%s: the program belongs to another fleet",
+                         who);
+    if (L->nargs && !L->args)
+        return clf__fail(CLF_ERROR_NULL_POINTER, "%s: args is NULL (%zu arguments)", who,
+                         L->nargs);
+    size_t narrays = 0;
+    for (size_t i = 0; i < L->nargs; i++) {
+        const clf_arg *a = &L->args[i];
+        if (a->reserved[0] || a->reserved[1])
+            return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "%s argument %zu: reserved fields are "
+                             "not zero (fill clf_arg with the CLF_ARRAY_IN, CLF_SCALAR, ... "
+                             "macros)", who, i);
+        if (a->kind == CLF_ARG_KIND_SCALAR || a->kind == CLF_ARG_KIND_LOCAL)
+            continue;
+        if (a->kind != CLF_ARG_KIND_ARRAY)
+            return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                             "%s argument %zu: kind %u; an array launch takes CLF_ARRAY_IN, "
+                             "CLF_ARRAY_OUT, CLF_ARRAY_INOUT, CLF_SCALAR and CLF_LOCAL (a "
+                             "buffer or host array lives on one device or the host: use "
+                             "clf_kernel_enqueue() or clf_launch())",
+                             who, i, a->kind);
+        const clf_array *arr = a->host;
+        if (!arr)
+            return clf__fail(CLF_ERROR_NULL_POINTER, "%s argument %zu: the array is NULL", who,
+                             i);
+        if (arr->fleet != L->fl)
+            return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                             "%s argument %zu: the array belongs to another fleet", who, i);
+        if (!(a->flags & (CLF_ARG_READ | CLF_ARG_WRITE)) ||
+            (a->flags & ~(unsigned)(CLF_ARG_READ | CLF_ARG_WRITE)))
+            return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "%s argument %zu: access flags 0x%x "
+                             "(use CLF_ARRAY_IN, CLF_ARRAY_OUT or CLF_ARRAY_INOUT)",
+                             who, i, a->flags);
+        if (arr->mapped)
+            return clf__fail(CLF_ERROR_BUSY, "%s argument %zu: the array is mapped "
+                             "(clf_array_unmap() first)", who, i);
+        if (arr->desc.dist == CLF_ARRAY_REPLICATED && (a->flags & CLF_ARG_WRITE))
+            return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                             "%s argument %zu: a replicated array is read only in a launch "
+                             "(its copies would differ); write it with clf_array_write()",
+                             who, i);
+        if (++narrays > CLF__PART_MAX_PTRS)
+            return clf__fail(CLF_ERROR_UNSUPPORTED, "%s: more than %d array arguments", who,
+                             CLF__PART_MAX_PTRS);
+        if (arr->desc.dist != CLF_ARRAY_REPLICATED && !L->layout)
+            L->layout = (clf_array *)arr;
+    }
+    if (!L->layout)
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "%s: no block or block-cyclic array among "
+                         "the arguments to cut the range by", who);
+    const clf_array *lay = L->layout;
+    unsigned s = d->dims - 1;
+    for (size_t i = 0; i < L->nargs; i++) {
+        const clf_arg *a = &L->args[i];
+        const clf_array *arr = a->kind == CLF_ARG_KIND_ARRAY ? a->host : NULL;
+        if (!arr)
+            continue;
+        if (arr->desc.dist != CLF_ARRAY_REPLICATED && !same_cut(arr, lay))
+            return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                             "%s argument %zu: the array is cut unlike the first block array "
+                             "(same devices and units per part needed)", who, i);
+        for (size_t p = 0; arr->desc.dist == CLF_ARRAY_REPLICATED && p < lay->nparts; p++)
+            if (part_of(L, arr, p) == (size_t)-1)
+                return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                                 "%s argument %zu: the replicated array has no copy on device "
+                                 "%zu, which runs part %zu", who, i, lay->parts[p].device, p);
+    }
+    if (d->global[s] != lay->units)
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                         "%s: global size %zu of dimension %u (the cut one) is not the arrays' "
+                         "%zu units", who, d->global[s], s, lay->units);
+    int any_local = 0, all_local = 1;
+    for (unsigned j = 0; j < d->dims; j++) {
+        if (d->global[j] == 0)
+            return clf__fail(CLF_ERROR_ZERO_SIZE, "%s: global size of dimension %u is 0", who,
+                             j);
+        any_local |= d->local[j] != 0;
+        all_local &= d->local[j] != 0;
+    }
+    if (any_local && !all_local)
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "%s: some local sizes are 0 and others are "
+                         "not (all 0: clfleet's choice)", who);
+    if (any_local) {
+        for (unsigned j = 0; j < s; j++)
+            if (d->global[j] % d->local[j])
+                return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "%s: local size %zu does not divide "
+                                 "global size %zu of dimension %u", who, d->local[j],
+                                 d->global[j], j);
+        for (size_t p = 0; p < lay->nparts; p++)
+            if (lay->parts[p].count % d->local[s])
+                return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                                 "%s: local size %zu of dimension %u does not divide part %zu's "
+                                 "%zu units (device %zu): every part runs whole work-groups "
+                                 "(choose a local size dividing each part, or weights that "
+                                 "cut in multiples of it)",
+                                 who, d->local[s], s, p, lay->parts[p].count,
+                                 lay->parts[p].device);
+    } else {
+        /* clfleet's choice, never the driver's: get_group_id() counts from the range start
+         * by the local size, so every part must start at a multiple of it. */
+        for (unsigned j = 0; j < d->dims; j++)
+            L->d.local[j] = 1;
+        size_t g = 0;
+        for (size_t p = 0; p < lay->nparts; p++)
+            g = gcd_size(g, lay->parts[p].count);
+        size_t l = 1;
+        if (s == 0) {
+            for (size_t c = 64; c > 1 && l == 1; c /= 2)
+                if (g % c == 0)
+                    l = c;
+        } else {
+            for (size_t c = 64; c > 1 && l == 1; c--)
+                if (d->global[0] % c == 0)
+                    l = c;
+        }
+        L->d.local[0] = l;
+    }
+    for (unsigned j = 0; j < 3; j++)
+        L->whole[j] = j < d->dims ? d->global[j] : 1;
+    return CLF_SUCCESS;
+}
+
+/*
+ * Queue kernel part p over units [first, first + count) of it (a sub-range for the strips
+ * and the interior of CLF_ARRAY_EXCHANGE_AFTER).
+ */
+static clf_status run_part(alaunch *L, size_t p, size_t first, size_t count)
+{
+    const clf__array_part *lp = &L->layout->parts[p];
+    unsigned s = L->d.dims - 1;
+    clf_arg args[CLF__MAX_ARGS];
+    cl_ulong offs[16] = {0};
+    clf_event **wait = NULL, *ev = NULL;
+    size_t nwait = 0, slot = 0;
+    clf_status st = CLF_SUCCESS;
+    for (size_t i = 0; i < L->nargs; i++) {
+        const clf_arg *a = &L->args[i];
+        args[i] = *a;
+        if (a->kind != CLF_ARG_KIND_ARRAY)
+            continue;
+        clf_array *arr = a->host;
+        size_t q = part_of(L, arr, p);
+        const clf__array_part *ap = &arr->parts[q];
+        clf_arg b = CLF__BUF(ap->buf, a->flags);
+        args[i] = b;
+        /* Where global element 0 is, from the buffer's start: may be before it (unsigned
+         * wrap-around; the kernel divides it as a signed value). */
+        offs[slot++] = (cl_ulong)((ap->first - ap->halo_before) * arr->unit_bytes) -
+                       (cl_ulong)ap->offset;
+        size_t rb = clf__array_part_bytes(arr, q);
+        if (a->flags & CLF_ARG_READ)
+            CLF__TRY(st, clf__array_deps(arr, q, 0, rb, CLF_ARG_READ, &wait, &nwait));
+        if (a->flags & CLF_ARG_WRITE) {
+            size_t lo = (first - ap->first + ap->halo_before) * arr->unit_bytes;
+            CLF__TRY(st, clf__array_deps(arr, q, lo, lo + count * arr->unit_bytes,
+                                         CLF_ARG_WRITE, &wait, &nwait));
+        }
+    }
+    clf_kernel_desc kd = CLF_KERNEL_DESC_INIT;
+    kd.kernel = L->d.kernel;
+    kd.dims = L->d.dims;
+    for (unsigned j = 0; j < 3; j++) {
+        kd.global[j] = L->d.global[j];
+        kd.local[j] = L->d.local[j];
+    }
+    kd.global[s] = count;
+    kd.offset[s] = first;
+    st = clf__kernel_enqueue_part(L->fl, L->var, lp->device, &kd, args, L->nargs, L->whole,
+                                  offs, wait, nwait, &ev);
+    if (st != CLF_SUCCESS) {
+        char detail[1024];
+        snprintf(detail, sizeof detail, "%s", clf_last_error());
+        clf__fail(st, "clf_array_launch: part %zu (units %zu to %zu, device %zu): %s", p, first,
+                  first + count, lp->device, detail);
+        goto out;
+    }
+    for (size_t i = 0; i < L->nargs; i++) {
+        const clf_arg *a = &L->args[i];
+        if (a->kind != CLF_ARG_KIND_ARRAY)
+            continue;
+        clf_array *arr = a->host;
+        size_t q = part_of(L, arr, p);
+        const clf__array_part *ap = &arr->parts[q];
+        if (a->flags & CLF_ARG_READ)
+            CLF__TRY(st, clf__array_record(arr, q, 0, clf__array_part_bytes(arr, q),
+                                           CLF_ARG_READ, ev));
+        if (a->flags & CLF_ARG_WRITE) {
+            size_t lo = (first - ap->first + ap->halo_before) * arr->unit_bytes;
+            CLF__TRY(st, clf__array_record(arr, q, lo, lo + count * arr->unit_bytes,
+                                           CLF_ARG_WRITE, ev));
+        }
+    }
+out:
+    clf_event_release(ev);
+    clf__array_wait_free(wait, nwait);
+    return st;
+}
+
+/* The strips of part p that neighbours hold as halo of the written arrays: *head units at
+ * its start, *tail at its end, each rounded up to whole work-groups. */
+static void strips(const alaunch *L, size_t p, size_t *head, size_t *tail)
+{
+    *head = *tail = 0;
+    const clf_array *lay = L->layout;
+    size_t n = lay->nparts, l = L->d.local[L->d.dims - 1];
+    for (size_t i = 0; i < L->nargs; i++) {
+        const clf_arg *a = &L->args[i];
+        const clf_array *arr = a->kind == CLF_ARG_KIND_ARRAY ? a->host : NULL;
+        if (!arr || !(a->flags & CLF_ARG_WRITE) || !has_halo(arr))
+            continue;
+        int periodic = (arr->desc.flags & CLF_ARRAY_PERIODIC) != 0;
+        if (p > 0 || periodic) {
+            size_t h = arr->parts[(p + n - 1) % n].halo_after;
+            *head = h > *head ? h : *head;
+        }
+        if (p + 1 < n || periodic) {
+            size_t h = arr->parts[(p + 1) % n].halo_before;
+            *tail = h > *tail ? h : *tail;
+        }
+    }
+    *head = (*head + l - 1) / l * l;
+    *tail = (*tail + l - 1) / l * l;
+}
+
+clf_status clf_array_launch(clf_fleet *fleet, clf_program *prog,
+                            const clf_array_launch_desc *desc, const struct clf_arg *args,
+                            size_t nargs)
+{
+    if (!fleet || !prog || !desc)
+        return clf__fail(CLF_ERROR_NULL_POINTER, "clf_array_launch: %s is NULL",
+                         !fleet ? "fleet" : !prog ? "prog" : "desc");
+    if (nargs > CLF__MAX_ARGS)
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "clf_array_launch: %zu arguments, at most "
+                         "%d", nargs, CLF__MAX_ARGS);
+    if (prog->fleet != fleet)
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                         "clf_array_launch: the program belongs to another fleet");
+    alaunch L = {fleet, NULL, *desc, args, nargs, NULL, {1, 1, 1}};
+    clf_status st = CLF_SUCCESS;
+    if ((st = clf__program_array_variant(prog, &L.var)) != CLF_SUCCESS)
+        return st;
+    if ((st = check(&L)) != CLF_SUCCESS)
+        return st;
+    const clf_array *lay = L.layout;
+    /* The halos of the arrays the kernel reads (each array once). */
+    for (size_t i = 0; (L.d.flags & CLF_ARRAY_EXCHANGE_BEFORE) && i < nargs; i++) {
+        const clf_arg *a = &args[i];
+        if (a->kind != CLF_ARG_KIND_ARRAY || !(a->flags & CLF_ARG_READ) || !has_halo(a->host))
+            continue;
+        int seen = 0;
+        for (size_t k = 0; k < i; k++)
+            seen |= args[k].kind == CLF_ARG_KIND_ARRAY && args[k].host == a->host &&
+                    (args[k].flags & CLF_ARG_READ);
+        if (!seen && (st = clf_array_exchange(a->host)) != CLF_SUCCESS)
+            return st;
+    }
+    int after = 0;
+    for (size_t i = 0; (L.d.flags & CLF_ARRAY_EXCHANGE_AFTER) && i < nargs; i++)
+        after |= args[i].kind == CLF_ARG_KIND_ARRAY && (args[i].flags & CLF_ARG_WRITE) &&
+                 has_halo(args[i].host);
+    if (!after) {
+        for (size_t p = 0; p < lay->nparts; p++)
+            if ((st = run_part(&L, p, lay->parts[p].first, lay->parts[p].count)) != CLF_SUCCESS)
+                return st;
+        return CLF_SUCCESS;
+    }
+    /* Boundary strips, their halos, then the interiors (which do not wait for the copies). */
+    for (size_t p = 0; p < lay->nparts; p++) {
+        size_t head, tail, first = lay->parts[p].first, count = lay->parts[p].count;
+        strips(&L, p, &head, &tail);
+        if (head + tail >= count)
+            st = run_part(&L, p, first, count);
+        else if ((!head || (st = run_part(&L, p, first, head)) == CLF_SUCCESS) && tail)
+            st = run_part(&L, p, first + count - tail, tail);
+        if (st != CLF_SUCCESS)
+            return st;
+    }
+    for (size_t i = 0; i < nargs; i++) {
+        const clf_arg *a = &args[i];
+        if (a->kind != CLF_ARG_KIND_ARRAY || !(a->flags & CLF_ARG_WRITE) || !has_halo(a->host))
+            continue;
+        int seen = 0;
+        for (size_t k = 0; k < i; k++)
+            seen |= args[k].kind == CLF_ARG_KIND_ARRAY && args[k].host == a->host &&
+                    (args[k].flags & CLF_ARG_WRITE);
+        if (!seen && (st = clf_array_exchange(a->host)) != CLF_SUCCESS)
+            return st;
+    }
+    for (size_t p = 0; p < lay->nparts; p++) {
+        size_t head, tail, first = lay->parts[p].first, count = lay->parts[p].count;
+        strips(&L, p, &head, &tail);
+        if (head + tail < count &&
+            (st = run_part(&L, p, first + head, count - head - tail)) != CLF_SUCCESS)
+            return st;
+    }
+    return CLF_SUCCESS;
+}

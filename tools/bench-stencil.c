@@ -1,0 +1,370 @@
+/*
+ * clfleet-bench stencil: Jacobi steps (5-point, 2D floats) three ways, with the bytes each
+ * moves (clf_metrics_fleet()) and its time per step:
+ *
+ *   (a) one device   clf_kernel_enqueue() per step on two clf_buffers of device 0
+ *   (b) host arrays  clf_launch() per step over the fleet (CLF_IN_HALO, CLF_OUT): the whole
+ *                    grid goes to the devices and back every step
+ *   (c) resident     clf_array_launch() per step over block arrays with a halo of one row,
+ *                    CLF_ARRAY_EXCHANGE_AFTER: only halo rows move, device to device, while
+ *                    the interiors compute
+ *   (c0) interior    (c) with no exchange at all: the compute alone, the bound of (c)
+ *
+ * The three results are compared bit for bit (same arithmetic in the same order), and with
+ * a plain C loop when the grid is small. The devices are those of --devices, else
+ * $CLFLEET_DEVICES, else the library's default; CPU devices are split into sub-devices of
+ * one compute unit when there are fewer than 2.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+#include "json.h"
+#include "clfleet.h"
+
+static const char SRC[] =
+    "kernel void jac2(global const float *in, global float *out)\n"
+    "{\n"
+    "    size_t x = get_global_id(0), y = get_global_id(1);\n"
+    "    size_t w = get_global_size(0), h = get_global_size(1), i = y * w + x;\n"
+    "    float c = in[i];\n"
+    "    if (x == 0 || y == 0 || x + 1 == w || y + 1 == h) { out[i] = c; return; }\n"
+    "    out[i] = ((in[i - 1] + in[i + 1]) + (in[i - w] + in[i + w])) * 0.25f;\n"
+    "}\n";
+
+enum { FORM_ONE, FORM_HOST, FORM_RESIDENT, FORM_INTERIOR, NFORM };
+static const char *const FORM_NAMES[NFORM] = {"one device (clf_kernel_enqueue)",
+                                              "host arrays (clf_launch)",
+                                              "resident arrays, exchange after",
+                                              "resident interior alone"};
+static const char *const FORM_KEYS[NFORM] = {"one_device", "host_arrays", "resident",
+                                             "interior_alone"};
+
+typedef struct figures {
+    double step_s;                    /* median time per step */
+    uint64_t to_dev, from_dev, peer;  /* bytes of one run */
+    double util; /* kernel time over timed time x devices used: 1 when all are always busy */
+} figures;
+
+typedef struct bench {
+    clf_bench_common opt;
+    size_t w, h, steps;
+    clf_fleet *fl;
+    clf_program *prog;
+    size_t ndev;
+    float *init, *res[NFORM];
+    figures f[NFORM];
+} bench;
+
+static void usage(FILE *to)
+{
+    fputs("usage: clfleet-bench stencil [--json] [--quick] [--verbose] [--reps N]\n"
+          "                             [--devices SELECTION] [--trace PATH]\n"
+          "                             [--size N] [--steps N]\n"
+          "Jacobi steps on an N x N float grid: one device, host arrays through clf_launch(),\n"
+          "and arrays resident on the devices with overlapped halo exchange.\n"
+          "  --json          one JSON document on standard output\n"
+          "  --quick         a 512 x 512 grid, 10 steps, one repetition\n"
+          "  --reps N        timed repetitions, medians reported (3)\n"
+          "  --devices S     devices (default: $CLFLEET_DEVICES, else the library's default)\n"
+          "  --trace PATH    a Perfetto timeline, PATH-N.json\n"
+          "  --size N        grid side (default 4096)\n"
+          "  --steps N       steps per run (default 200)\n"
+          "  -h, --help      this text; -V, --version: the version\n",
+          to);
+}
+
+enum { OPT_SIZE = CLF_BENCH_OWN, OPT_STEPS };
+static const struct option OWN[] = {{"size", required_argument, NULL, OPT_SIZE},
+                                    {"steps", required_argument, NULL, OPT_STEPS},
+                                    {NULL, 0, NULL, 0}};
+
+static int own_option(void *bench_, int val, const char *arg)
+{
+    bench *b = bench_;
+    if (val == OPT_SIZE) {
+        if (!clf_bench_number(arg, 10, 8, 32768, &b->w))
+            return 0;
+        b->h = b->w;
+        return 1;
+    }
+    return clf_bench_number(arg, 10, 1, 100000, &b->steps);
+}
+
+/* Bytes to, from and between devices, and kernel seconds, so far. */
+static void counters(const bench *b, uint64_t v[3], double *busy)
+{
+    clf_fleet_metrics m;
+    memset(v, 0, 3 * sizeof *v);
+    *busy = 0;
+    if (clf_metrics_fleet(&m, b->fl) != CLF_SUCCESS)
+        return;
+    v[0] = m.dir[CLF_DIRECTION_TO_DEVICE].bytes;
+    v[1] = m.dir[CLF_DIRECTION_FROM_DEVICE].bytes;
+    v[2] = m.dir[CLF_DIRECTION_PEER].bytes;
+    *busy = m.busy_s;
+}
+
+/* (a): one device, two buffers, a kernel per step; upload and download not timed. */
+static clf_status run_one(bench *b, double *secs, float *out)
+{
+    size_t n = b->w * b->h, bytes = n * sizeof(float);
+    clf_buffer *buf[2] = {NULL, NULL};
+    clf_status st = clf_buffer_create(&buf[0], b->fl, 0, bytes, 0);
+    if (st == CLF_SUCCESS)
+        st = clf_buffer_create(&buf[1], b->fl, 0, bytes, 0);
+    if (st == CLF_SUCCESS)
+        st = clf_buffer_write(buf[0], 0, bytes, b->init);
+    clf_kernel_desc d = CLF_KERNEL_DESC_INIT;
+    d.kernel = "jac2";
+    d.dims = 2;
+    d.global[0] = b->w;
+    d.global[1] = b->h;
+    double t0 = clf_bench_now();
+    for (size_t k = 0; k < b->steps && st == CLF_SUCCESS; k++) {
+        clf_arg a[] = {CLF_BUF_IN(buf[k % 2]), CLF_BUF_OUT(buf[(k + 1) % 2])};
+        st = k + 1 < b->steps ? clf_kernel_enqueue(b->fl, b->prog, 0, &d, a, 2, NULL, 0, NULL)
+                              : clf_kernel_run(b->fl, b->prog, 0, &d, a, 2);
+    }
+    *secs = (clf_bench_now() - t0) / (double)b->steps;
+    if (st == CLF_SUCCESS)
+        st = clf_buffer_read(buf[b->steps % 2], 0, bytes, out);
+    clf_buffer_destroy(buf[0]);
+    clf_buffer_destroy(buf[1]);
+    return st;
+}
+
+/* (b): clf_launch() per step, the grid through the host. */
+static clf_status run_host(bench *b, double *secs, float *out)
+{
+    size_t n = b->w * b->h, bytes = n * sizeof(float), row = b->w * sizeof(float);
+    float *g[2] = {malloc(bytes), malloc(bytes)};
+    clf_status st = g[0] && g[1] ? CLF_SUCCESS : CLF_ERROR_OUT_OF_HOST_MEMORY;
+    if (st == CLF_SUCCESS)
+        memcpy(g[0], b->init, bytes);
+    clf_launch_desc d = CLF_LAUNCH_DESC_INIT;
+    d.kernel = "jac2";
+    d.dims = 2;
+    d.global[0] = b->w;
+    d.global[1] = b->h;
+    d.strategy = CLF_STRATEGY_STATIC;
+    double t0 = clf_bench_now();
+    for (size_t k = 0; k < b->steps && st == CLF_SUCCESS; k++) {
+        clf_arg a[] = {CLF_IN_HALO(g[k % 2], bytes, row, 1, 1),
+                       CLF_OUT(g[(k + 1) % 2], bytes, row)};
+        st = clf_launch(b->fl, b->prog, &d, a, 2, NULL);
+    }
+    *secs = (clf_bench_now() - t0) / (double)b->steps;
+    if (st == CLF_SUCCESS)
+        memcpy(out, g[b->steps % 2], bytes);
+    free(g[0]);
+    free(g[1]);
+    return st;
+}
+
+/* (c) and (c0): resident arrays; exchange after each step, or none at all. */
+static clf_status run_resident(bench *b, int exchange, double *secs, float *out)
+{
+    clf_array_desc ad = CLF_ARRAY_DESC_INIT;
+    ad.elem_size = sizeof(float);
+    ad.dims = 2;
+    ad.shape[0] = b->w;
+    ad.shape[1] = b->h;
+    ad.halo_before = ad.halo_after = 1;
+    clf_array *a[2] = {NULL, NULL};
+    clf_status st = clf_array_create(&a[0], b->fl, &ad);
+    if (st == CLF_SUCCESS)
+        st = clf_array_create(&a[1], b->fl, &ad);
+    if (st == CLF_SUCCESS)
+        st = clf_array_write(a[0], NULL, NULL, b->init);
+    if (st == CLF_SUCCESS) /* the upload, out of the timing */
+        st = clf_array_exchange(a[0]);
+    if (st == CLF_SUCCESS)
+        st = clf_array_finish(a[0]);
+    clf_array_launch_desc d = CLF_ARRAY_LAUNCH_DESC_INIT;
+    d.kernel = "jac2";
+    d.dims = 2;
+    d.global[0] = b->w;
+    d.global[1] = b->h;
+    d.flags = exchange ? CLF_ARRAY_EXCHANGE_AFTER : 0;
+    double t0 = clf_bench_now();
+    for (size_t k = 0; k < b->steps && st == CLF_SUCCESS; k++) {
+        clf_arg args[] = {CLF_ARRAY_IN(a[k % 2]), CLF_ARRAY_OUT(a[(k + 1) % 2])};
+        st = clf_array_launch(b->fl, b->prog, &d, args, 2);
+    }
+    if (st == CLF_SUCCESS)
+        st = clf_array_finish(a[0]);
+    if (st == CLF_SUCCESS)
+        st = clf_array_finish(a[1]);
+    *secs = (clf_bench_now() - t0) / (double)b->steps;
+    if (st == CLF_SUCCESS)
+        st = clf_array_read(a[b->steps % 2], NULL, NULL, out);
+    clf_array_destroy(a[0]);
+    clf_array_destroy(a[1]);
+    return st;
+}
+
+static clf_status run_form(bench *b, int form)
+{
+    double t[CLF_BENCH_MAX_REPS];
+    uint64_t c0[3], c1[3];
+    /* A short untimed run first: builds (the array variant), PoCL's kernel compilations for
+     * each work-group size and offset, buffers. */
+    size_t steps = b->steps;
+    b->steps = 2;
+    clf_status st = form == FORM_ONE    ? run_one(b, &t[0], b->res[form])
+                    : form == FORM_HOST ? run_host(b, &t[0], b->res[form])
+                                        : run_resident(b, form == FORM_RESIDENT, &t[0],
+                                                       b->res[form]);
+    b->steps = steps;
+    double busy0, busy1, timed = 0;
+    counters(b, c0, &busy0);
+    for (unsigned r = 0; r < b->opt.reps && st == CLF_SUCCESS; r++) {
+        if (form == FORM_ONE)
+            st = run_one(b, &t[r], b->res[form]);
+        else if (form == FORM_HOST)
+            st = run_host(b, &t[r], b->res[form]);
+        else
+            st = run_resident(b, form == FORM_RESIDENT, &t[r], b->res[form]);
+    }
+    counters(b, c1, &busy1);
+    if (st != CLF_SUCCESS)
+        return st;
+    for (unsigned r = 0; r < b->opt.reps; r++)
+        timed += t[r] * (double)b->steps;
+    b->f[form].util = (busy1 - busy0) / (timed * (double)(form == FORM_ONE ? 1 : b->ndev));
+    b->f[form].step_s = clf_bench_median(t, b->opt.reps);
+    b->f[form].to_dev = (c1[0] - c0[0]) / b->opt.reps;
+    b->f[form].from_dev = (c1[1] - c0[1]) / b->opt.reps;
+    b->f[form].peer = (c1[2] - c0[2]) / b->opt.reps;
+    return CLF_SUCCESS;
+}
+
+/* A plain C reference for small grids: 1 when it matches res. */
+static int reference_ok(const bench *b, const float *res)
+{
+    size_t w = b->w, h = b->h, n = w * h;
+    float *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
+    int ok = x && y;
+    if (ok) {
+        memcpy(x, b->init, n * sizeof *x);
+        for (size_t k = 0; k < b->steps; k++) {
+            for (size_t r = 0; r < h; r++)
+                for (size_t c = 0; c < w; c++) {
+                    size_t i = r * w + c;
+                    y[i] = (c == 0 || r == 0 || c + 1 == w || r + 1 == h)
+                               ? x[i]
+                               : ((x[i - 1] + x[i + 1]) + (x[i - w] + x[i + w])) * 0.25f;
+                }
+            float *u = x;
+            x = y;
+            y = u;
+        }
+        ok = memcmp(x, res, n * sizeof *x) == 0;
+    }
+    free(x);
+    free(y);
+    return ok;
+}
+
+static void print_table(const bench *b)
+{
+    const figures *f = b->f;
+    printf("clfleet-bench stencil: %zu x %zu floats, %zu steps, %zu devices, median of %u\n\n",
+           b->w, b->h, b->steps, b->ndev, b->opt.reps);
+    printf("%-34s %9s %8s %13s %13s %12s %6s\n", "form", "ms/step", "speedup", "host->dev MB",
+           "dev->host MB", "dev->dev MB", "busy");
+    for (int k = 0; k < NFORM; k++)
+        printf("%-34s %9.3f %7.2fx %13.3f %13.3f %12.3f %5.0f%%\n", FORM_NAMES[k],
+               f[k].step_s * 1e3, f[FORM_ONE].step_s / f[k].step_s, (double)f[k].to_dev / 1e6,
+               (double)f[k].from_dev / 1e6, (double)f[k].peer / 1e6, f[k].util * 100);
+    printf("(busy: kernel time over the timed time of the devices used)\n");
+    printf("\nresident / interior alone: %.2f (1.00: the exchange hides behind the compute)\n",
+           f[FORM_RESIDENT].step_s / f[FORM_INTERIOR].step_s);
+}
+
+static void print_json(const bench *b)
+{
+    const figures *f = b->f;
+    printf("{\n  \"benchmark\": \"stencil\",\n  \"width\": %zu,\n  \"height\": %zu,\n"
+           "  \"steps\": %zu,\n  \"devices\": %zu,\n  \"repetitions\": %u,\n  \"forms\": [",
+           b->w, b->h, b->steps, b->ndev, b->opt.reps);
+    for (int k = 0; k < NFORM; k++) {
+        printf("%s\n    {\"form\": \"%s\", \"step_s\": ", k ? "," : "", FORM_KEYS[k]);
+        clf_tool_json_num(f[k].step_s);
+        printf(", \"speedup\": ");
+        clf_tool_json_num(f[FORM_ONE].step_s / f[k].step_s);
+        printf(", \"host_to_device_bytes\": %llu, \"device_to_host_bytes\": %llu, "
+               "\"device_to_device_bytes\": %llu",
+               (unsigned long long)f[k].to_dev, (unsigned long long)f[k].from_dev,
+               (unsigned long long)f[k].peer);
+        printf(", \"busy_fraction\": ");
+        clf_tool_json_num(f[k].util);
+        printf("}");
+    }
+    printf("\n  ],\n  \"resident_over_interior\": ");
+    clf_tool_json_num(f[FORM_RESIDENT].step_s / f[FORM_INTERIOR].step_s);
+    printf("\n}\n");
+}
+
+int clf_bench_stencil(int argc, char **argv)
+{
+    bench b;
+    memset(&b, 0, sizeof b);
+    b.opt = (clf_bench_common){.name = "stencil", .usage = usage, .reps = 3, .quick_reps = 1};
+    b.w = b.h = 4096;
+    b.steps = 200;
+    int rc = clf_bench_parse(&b.opt, argc, argv, OWN, own_option, &b);
+    if (rc >= 0)
+        return rc;
+    if (b.opt.quick) {
+        b.w = b.h = b.w < 512 ? b.w : 512;
+        b.steps = b.steps < 10 ? b.steps : 10;
+    }
+    rc = 0;
+    clf_fleet_options o = CLF_FLEET_OPTIONS_INIT;
+    clf_status st = clf_bench_fleet(&b.fl, &b.opt, &o, 2);
+    if (st != CLF_SUCCESS)
+        return st == CLF_ERROR_NO_DEVICE || st == CLF_ERROR_NO_PLATFORM ? CLF_BENCH_SKIP
+                                                                        : EXIT_FAILURE;
+    b.ndev = clf_fleet_device_count(b.fl);
+    size_t n = b.w * b.h;
+    b.init = malloc(n * sizeof(float));
+    for (int k = 0; k < NFORM; k++)
+        b.res[k] = malloc(n * sizeof(float));
+    if (!b.init || !b.res[0] || !b.res[1] || !b.res[2] || !b.res[3]) {
+        rc = clf_bench_fail("stencil", "memory", CLF_ERROR_OUT_OF_HOST_MEMORY);
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++)
+        b.init[i] = (float)((i * 2654435761u) % 1000) / 8.0f;
+    if ((st = clf_program_build_source(&b.prog, b.fl, SRC, NULL)) != CLF_SUCCESS) {
+        rc = clf_bench_fail("stencil", "build", st);
+        goto out;
+    }
+    for (int k = 0; k < NFORM && !rc; k++)
+        if ((st = run_form(&b, k)) != CLF_SUCCESS)
+            rc = clf_bench_fail("stencil", FORM_NAMES[k], st);
+    if (!rc && (memcmp(b.res[FORM_ONE], b.res[FORM_HOST], n * sizeof(float)) ||
+                memcmp(b.res[FORM_ONE], b.res[FORM_RESIDENT], n * sizeof(float)) ||
+                (n <= 1024 * 1024 && !reference_ok(&b, b.res[FORM_ONE])))) {
+        fprintf(stderr, "clfleet-bench stencil: the forms' results differ (or differ from the C "
+                        "reference)\n");
+        rc = EXIT_FAILURE;
+    }
+    if (!rc) {
+        if (b.opt.json)
+            print_json(&b);
+        else
+            print_table(&b);
+    }
+out:
+    clf_program_destroy(b.prog);
+    clf_fleet_destroy(b.fl);
+    free(b.init);
+    for (int k = 0; k < NFORM; k++)
+        free(b.res[k]);
+    return rc;
+}
