@@ -147,7 +147,9 @@ static clf_status dot(solver *s, clf_array *a, clf_array *b, float *out)
 {
     clf_arg args[] = {CLF_ARRAY_IN(a), CLF_ARRAY_IN(b), CLF_ARRAY_OUT(s->t)};
     clf_status st = run(s, "mul", args, 3, 0);
-    return st != CLF_SUCCESS ? st : clf_array_reduce(out, NULL, s->t, CLF_TYPE_FLOAT, CLF_REDUCE_SUM);
+    if (st == CLF_SUCCESS)
+        st = clf_array_reduce(out, NULL, s->t, CLF_TYPE_FLOAT, CLF_REDUCE_SUM);
+    return st;
 }
 
 /* CG on the devices: steps taken, or -1 (the status in *st). */

@@ -136,7 +136,7 @@ int main(void)
         d.kernel = "scramble";
         d.global[0] = t[i].len;
         d.local[0] = 64; /* one size: PoCL compiles a kernel variant per work-group size */
-        clf_arg args[] = {CLF_OUT(t[i].out, t[i].len * sizeof(uint32_t), sizeof(uint32_t)),
+        clf_arg args[] = {CLF_WHOLE_OUT(t[i].out, t[i].len * sizeof(uint32_t)),
                           CLF_SCALAR(&t[i].seed), CLF_SCALAR(&t[i].rounds)};
         if ((st = clf_taskq_submit(q, &d, args, 3, NULL)) != CLF_SUCCESS) {
             fail("clf_taskq_submit", st);

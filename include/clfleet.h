@@ -839,6 +839,13 @@ enum {
      * in-out array. Without it those elements are undefined after the launch.
      */
     CLF_ARG_PRESERVE = 1u << 1,
+    /**
+     * CLF_ARG_KIND_IN, _OUT or _INOUT of a task (clf_taskq_submit()): the whole host
+     * array, copied to the device before the kernel and back after it, not a partitioned
+     * one. Use CLF_WHOLE_IN(), CLF_WHOLE_OUT(), CLF_WHOLE_INOUT(). clf_launch() refuses it:
+     * a launch partitions its arrays (CLF_BROADCAST is its whole, read-only array).
+     */
+    CLF_ARG_WHOLE = 1u << 2,
     /** CLF_ARG_KIND_BUFFER: the kernel reads the buffer. */
     CLF_ARG_READ = 1u << 8,
     /** CLF_ARG_KIND_BUFFER: the kernel writes the buffer. */
@@ -969,6 +976,13 @@ typedef struct clf_arg {
  * checked.
  */
 #define CLF_BROADCAST(host, bytes) CLF__ARG(CLF_ARG_KIND_BROADCAST, 0, host, bytes, 0, 0, 0)
+/** \brief A task's whole input array of \p bytes (clf_taskq_submit()). */
+#define CLF_WHOLE_IN(host, bytes) CLF__ARG(CLF_ARG_KIND_IN, CLF_ARG_WHOLE, host, bytes, 0, 0, 0)
+/** \brief A task's whole output array of \p bytes (clf_taskq_submit()). */
+#define CLF_WHOLE_OUT(host, bytes) CLF__ARG(CLF_ARG_KIND_OUT, CLF_ARG_WHOLE, host, bytes, 0, 0, 0)
+/** \brief A task's whole input and output array of \p bytes (clf_taskq_submit()). */
+#define CLF_WHOLE_INOUT(host, bytes) \
+    CLF__ARG(CLF_ARG_KIND_INOUT, CLF_ARG_WHOLE, host, bytes, 0, 0, 0)
 /** \brief A scalar: a pointer to the value (the size is taken from it). */
 #define CLF_SCALAR(ptr) CLF__ARG(CLF_ARG_KIND_SCALAR, 0, ptr, sizeof *(ptr), 0, 0, 0)
 /** \brief Local memory of \p bytes. */
@@ -1824,10 +1838,12 @@ typedef struct clf_taskq_report {
 CLF_API clf_status clf_taskq_create(clf_taskq **out, clf_fleet *fleet, clf_program *prog,
                                     const size_t *devices, size_t num_devices);
 /**
- * \brief Add a task. Arguments in kernel parameter order: CLF_IN, CLF_OUT,
- * CLF_INOUT (whole host arrays, copied to the device before and back after the
- * kernel; they must stay valid until clf_taskq_run() returns), CLF_BROADCAST
- * (as CLF_IN), CLF_SCALAR (the value is copied now), CLF_LOCAL.
+ * \brief Add a task. Arguments in kernel parameter order: CLF_WHOLE_IN(),
+ * CLF_WHOLE_OUT(), CLF_WHOLE_INOUT() (whole host arrays, copied to the device before and
+ * back after the kernel; they must stay valid until clf_taskq_run() returns),
+ * CLF_BROADCAST (as CLF_WHOLE_IN), CLF_SCALAR (the value is copied now), CLF_LOCAL.
+ * CLF_IN, CLF_OUT and CLF_INOUT are taken as whole arrays too, as 0.1 did (their unit is
+ * ignored); they mean partitioned arrays everywhere else, so prefer the CLF_WHOLE_ names.
  * \param id receives the task's number (0, 1, ... in submission order), or NULL
  * \param q the task queue
  * \param task the kernel and its range

@@ -416,7 +416,7 @@ static int op_taskq(ctx *c, size_t n, size_t ntasks)
         for (size_t i = 0; i < n; i++)
             in[t * n + i] = mix((uint32_t)(t * n + i));
         add[t] = (uint32_t)t * 3 + 1;
-        clf_arg a[] = {CLF_IN(&in[t * n], n * 4, 0), CLF_OUT(&out[t * n], n * 4, 0),
+        clf_arg a[] = {CLF_WHOLE_IN(&in[t * n], n * 4), CLF_WHOLE_OUT(&out[t * n], n * 4),
                        CLF_SCALAR(&add[t])};
         clf_task_desc d = CLF_TASK_DESC_INIT;
         d.kernel = "inc";

@@ -837,6 +837,8 @@ static clf_launch_desc vadd_desc(void)
         BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                         \
         memcpy(a, ok, sizeof a), a[0].flags = 0x80;                                                \
         BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                         \
+        memcpy(a, ok, sizeof a), a[0].flags = CLF_ARG_WHOLE; /* a task queue's whole array */      \
+        BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                         \
         memcpy(a, ok, sizeof a), a[2].halo_before = 1; /* an output with a halo */                 \
         BAD(run(P, &d, a, 3), CLF_ERROR_INVALID_ARGUMENT);                                         \
         memcpy(a, ok, sizeof a), a[0].halo_before = SIZE_MAX;                                      \
@@ -1536,7 +1538,7 @@ static void r_taskq_submit(void)
     clf_task_desc t = CLF_TASK_DESC_INIT;
     t.kernel = "vadd";
     t.global[0] = 64;
-    clf_arg ok[3] = {CLF_IN(la, 256, 4), CLF_IN(lb, 256, 4), CLF_OUT(lc, 256, 4)};
+    clf_arg ok[3] = {CLF_WHOLE_IN(la, 256), CLF_WHOLE_IN(lb, 256), CLF_WHOLE_OUT(lc, 256)};
     clf_arg a[3];
     size_t id;
     BAD(clf_taskq_submit(NULL, &t, ok, 3, &id), CLF_ERROR_NULL_POINTER);
@@ -1578,7 +1580,7 @@ static void r_taskq_run(void)
     clf_task_desc t = CLF_TASK_DESC_INIT;
     t.kernel = "vadd";
     t.global[0] = 64;
-    clf_arg a[3] = {CLF_IN(la, 256, 4), CLF_LOCAL((size_t)1 << 40), CLF_OUT(lc, 256, 4)};
+    clf_arg a[3] = {CLF_WHOLE_IN(la, 256), CLF_LOCAL((size_t)1 << 40), CLF_WHOLE_OUT(lc, 256)};
     size_t id;
     ck_assert_ok(clf_taskq_submit(q, &t, a, 3, &id));
     BAD_ANY(clf_taskq_run(q, &rep));
@@ -1586,7 +1588,8 @@ static void r_taskq_run(void)
     ck_assert_ok(clf_taskq_task_info(&info, q, id));
     ck_assert_int_ne(info.status, CLF_SUCCESS);
     /* The kernel and its parameter count are checked when the task runs (by design: a
-     * failed task is reported in its info and the run's status, the others still run). */
+     * failed task is reported in its info and the run's status, the others still run).
+     * CLF_IN and CLF_OUT: 0.1's way of giving a task whole arrays, still accepted. */
     clf_arg good[3] = {CLF_IN(la, 256, 4), CLF_IN(lb, 256, 4), CLF_OUT(lc, 256, 4)};
     size_t id_short, id_name, id_ok;
     ck_assert_ok(clf_taskq_submit(q, &t, good, 2, &id_short));

@@ -454,7 +454,7 @@ START_TEST(taskq_gets_the_range)
         size_t n = 50 + 17 * t;
         g0[t] = (uint32_t)n;
         rec[t] = calloc(n * R_ALL, sizeof **rec);
-        clf_arg a[] = {CLF_OUT(rec[t], n * R_ALL * sizeof **rec, R_ALL * sizeof **rec),
+        clf_arg a[] = {CLF_WHOLE_OUT(rec[t], n * R_ALL * sizeof **rec),
                        CLF_SCALAR(&g0[t]), CLF_SCALAR(&g1)};
         clf_task_desc d = CLF_TASK_DESC_INIT;
         d.kernel = "record";

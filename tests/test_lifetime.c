@@ -136,7 +136,7 @@ static void run_taskq(clf_taskq *q)
     uint32_t add[4];
     for (uint32_t t = 0; t < 4; t++) {
         add[t] = t * 100;
-        clf_arg a[] = {CLF_OUT(out[t], sizeof out[t], 4), CLF_SCALAR(&add[t])};
+        clf_arg a[] = {CLF_WHOLE_OUT(out[t], sizeof out[t]), CLF_SCALAR(&add[t])};
         clf_task_desc d = CLF_TASK_DESC_INIT;
         d.kernel = "fill";
         d.global[0] = N;

@@ -977,8 +977,8 @@ START_TEST(taskq_counted)
     ck_assert_ok(clf_taskq_create(&q, f, p, NULL, 0));
     const float k = 3.0f;
     for (size_t t = 0; t < TASKS; t++) {
-        clf_arg a[] = {CLF_IN(in + t * ELEMS, ELEMS * 4, 4), CLF_OUT(out + t * ELEMS, ELEMS * 4, 4),
-                       CLF_SCALAR(&k)};
+        clf_arg a[] = {CLF_WHOLE_IN(in + t * ELEMS, ELEMS * 4),
+                       CLF_WHOLE_OUT(out + t * ELEMS, ELEMS * 4), CLF_SCALAR(&k)};
         clf_task_desc d = CLF_TASK_DESC_INIT;
         d.kernel = "tq_scale";
         d.global[0] = ELEMS;

@@ -329,7 +329,7 @@ START_TEST(taskq_random_lengths)
         uint32_t id = (uint32_t)t * 31u + 1;
         out[t] = malloc(len[t] * 4);
         memset(out[t], 0xee, len[t] * 4);
-        clf_arg a[] = {CLF_OUT(out[t], len[t] * 4, 4), CLF_SCALAR(&id), CLF_SCALAR(&iters)};
+        clf_arg a[] = {CLF_WHOLE_OUT(out[t], len[t] * 4), CLF_SCALAR(&id), CLF_SCALAR(&iters)};
         clf_task_desc d = CLF_TASK_DESC_INIT;
         d.kernel = "task";
         d.global[0] = len[t];
@@ -392,7 +392,7 @@ START_TEST(taskq_stealing_and_inout)
         io[t] = (uint32_t)t;
     for (size_t t = 0; t < ntask; t++) {
         uint32_t k = (uint32_t)t + 2;
-        clf_arg a[] = {CLF_INOUT(io + t * n, n * 4, 4), CLF_IN(in, n * 4, 4), CLF_SCALAR(&k),
+        clf_arg a[] = {CLF_WHOLE_INOUT(io + t * n, n * 4), CLF_WHOLE_IN(in, n * 4), CLF_SCALAR(&k),
                        CLF_LOCAL(64 * 4)};
         clf_task_desc d = CLF_TASK_DESC_INIT;
         d.kernel = "task_inout";
@@ -407,7 +407,7 @@ START_TEST(taskq_stealing_and_inout)
         uint32_t id = (uint32_t)t;
         int iters = 300000;
         spin_out[t] = malloc(64 * 4);
-        clf_arg a[] = {CLF_OUT(spin_out[t], 64 * 4, 4), CLF_SCALAR(&id), CLF_SCALAR(&iters)};
+        clf_arg a[] = {CLF_WHOLE_OUT(spin_out[t], 64 * 4), CLF_SCALAR(&id), CLF_SCALAR(&iters)};
         clf_task_desc d = CLF_TASK_DESC_INIT;
         d.kernel = "task";
         d.global[0] = 64;
@@ -430,7 +430,7 @@ START_TEST(taskq_stealing_and_inout)
     }
     /* A later submission runs in the next run only. */
     uint32_t k = 1;
-    clf_arg a[] = {CLF_INOUT(io, n * 4, 4), CLF_IN(in, n * 4, 4), CLF_SCALAR(&k),
+    clf_arg a[] = {CLF_WHOLE_INOUT(io, n * 4), CLF_WHOLE_IN(in, n * 4), CLF_SCALAR(&k),
                    CLF_LOCAL(64 * 4)};
     clf_task_desc d = CLF_TASK_DESC_INIT;
     d.kernel = "task_inout";
@@ -464,7 +464,7 @@ START_TEST(taskq_bad_input)
     ck_assert_ok(clf_taskq_create(&q, f, progs[0], twice, 1));
     uint32_t out[4], id = 1;
     int iters = 0;
-    clf_arg a[] = {CLF_OUT(out, sizeof out, 4), CLF_SCALAR(&id), CLF_SCALAR(&iters)};
+    clf_arg a[] = {CLF_WHOLE_OUT(out, sizeof out), CLF_SCALAR(&id), CLF_SCALAR(&iters)};
     clf_task_desc d = CLF_TASK_DESC_INIT;
     d.kernel = "task";
     d.global[0] = 4;
@@ -486,9 +486,9 @@ START_TEST(taskq_bad_input)
     ck_assert_status(clf_taskq_submit(q, &d, NULL, 3, NULL), CLF_ERROR_NULL_POINTER);
     clf_arg red[] = {CLF_REDUCE(out, 4, CLF_TYPE_INT32, CLF_REDUCE_SUM)};
     ck_assert_status(clf_taskq_submit(q, &d, red, 1, NULL), CLF_ERROR_UNSUPPORTED);
-    clf_arg zero[] = {CLF_OUT(out, 0, 4)};
+    clf_arg zero[] = {CLF_WHOLE_OUT(out, 0)};
     ck_assert_status(clf_taskq_submit(q, &d, zero, 1, NULL), CLF_ERROR_ZERO_SIZE);
-    clf_arg kind[] = {CLF_OUT(out, 4, 4)};
+    clf_arg kind[] = {CLF_WHOLE_OUT(out, 4)};
     kind[0].kind = 99;
     ck_assert_status(clf_taskq_submit(q, &d, kind, 1, NULL), CLF_ERROR_INVALID_ARGUMENT);
     /* Failures at run time: an unknown kernel, a wrong argument count; the others still run. */

@@ -47,13 +47,6 @@ int clf_bench_gemm(int argc, char **argv);
  */
 int clf_bench_overhead(int argc, char **argv);
 
-/*
- * `clfleet-bench stencil`: Jacobi steps on a 2D grid on one device (clf_kernel_enqueue()),
- * through host arrays (clf_launch() per step) and on arrays resident on the devices
- * (clf_array_launch() with overlapped halo exchange), and the resident interior alone: time
- * per step, speedup, host and device-to-device bytes. Same conventions as clf_bench_p2p().
- */
-int clf_bench_stencil(int argc, char **argv);
 #ifdef CLF_BENCH_MPI
 /*
  * `clfleet-bench mpi-allreduce` (configure found MPI; run under mpirun): clf_comm_allreduce()
@@ -62,6 +55,14 @@ int clf_bench_stencil(int argc, char **argv);
  */
 int clf_bench_mpi_allreduce(int argc, char **argv);
 #endif
+
+/*
+ * `clfleet-bench stencil`: Jacobi steps on a 2D grid on one device (clf_kernel_enqueue()),
+ * through host arrays (clf_launch() per step) and on arrays resident on the devices
+ * (clf_array_launch() with overlapped halo exchange), and the resident interior alone: time
+ * per step, speedup, host and device-to-device bytes. Same conventions as clf_bench_p2p().
+ */
+int clf_bench_stencil(int argc, char **argv);
 
 /* Helpers shared by the benchmarks (bench.c). */
 double clf_bench_now(void);                             /* monotonic seconds */
@@ -155,3 +156,4 @@ double clf_bench_gbps(size_t bytes, double s);
 void clf_bench_size_label(char *buf, size_t len, size_t bytes);
 
 #endif
+

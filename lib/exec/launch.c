@@ -125,6 +125,12 @@ static clf_status check_arg(clf__launch *L, size_t i, const clf_arg *a)
         return clf__fail(CLF_ERROR_UNSUPPORTED,
                          "'%s' argument %zu: a clf_buffer (CLF_BUF_IN/OUT/INOUT) is for "
                          "clf_kernel_enqueue() on its device; a launch takes host arrays", k, i);
+    if (a->flags & CLF_ARG_WHOLE)
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                         "'%s' argument %zu: a whole array (CLF_WHOLE_*) is a task queue's; a "
+                         "launch partitions its arrays (CLF_IN, CLF_OUT, CLF_INOUT), and "
+                         "CLF_BROADCAST gives every device the whole of a read-only one",
+                         k, i);
     if (a->flags & ~(unsigned)(CLF_ARG_CHUNK_INDEXED | CLF_ARG_PRESERVE))
         return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "'%s' argument %zu: unknown flags 0x%x", k,
                          i, a->flags);

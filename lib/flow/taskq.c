@@ -162,7 +162,7 @@ static clf_status check_task(const clf_taskq *q, const clf_task_desc *t, const c
         return clf__fail(CLF_ERROR_NULL_POINTER, "task '%s': args is NULL", t->kernel);
     for (size_t i = 0; i < nargs; i++) {
         const clf_arg *a = &args[i];
-        if (a->flags & ~(unsigned)CLF_ARG_CHUNK_INDEXED)
+        if (a->flags & ~(unsigned)(CLF_ARG_CHUNK_INDEXED | CLF_ARG_WHOLE))
             return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
                              "task '%s' argument %zu: unknown flags 0x%x", t->kernel, i,
                              a->flags);

@@ -54,6 +54,22 @@ START_TEST(test_create_one_fails)
         b.reserved[1] = 1;
     ck_assert_int_eq(clf_comm_create(&c, MPI_COMM_WORLD, f, &b), CLF_ERROR_INVALID_ARGUMENT);
 
+    /* A bad $CLFLEET_MPI_TIMEOUT on one rank (read when timeout_s is 0), a chunk size over
+     * 1 GiB on another. */
+    b.reserved[1] = 0;
+    b.timeout_s = 0;
+    if (mpi_rank == 0)
+        setenv("CLFLEET_MPI_TIMEOUT", "soon", 1);
+    ck_assert_int_eq(clf_comm_create(&c, MPI_COMM_WORLD, f, &b), CLF_ERROR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(clf_last_error(), "CLFLEET_MPI_TIMEOUT='soon'"), "message: %s",
+                  clf_last_error());
+    unsetenv("CLFLEET_MPI_TIMEOUT");
+    b.timeout_s = 20;
+    if (mpi_rank == mpi_size - 1)
+        b.chunk_bytes = ((size_t)1 << 30) + 1;
+    ck_assert_int_eq(clf_comm_create(&c, MPI_COMM_WORLD, f, &b), CLF_ERROR_INVALID_ARGUMENT);
+    ck_assert_ptr_null(c);
+
     /* And after all that, a good one still works. */
     c = mpi_test_comm(f, 20);
     ck_assert_int_eq(clf_comm_size(c), mpi_size);
