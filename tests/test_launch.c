@@ -686,8 +686,13 @@ START_TEST(sub_range_global_ids)
             char sub[64];
             snprintf(sub, sizeof sub, "sub-range [%zu, +%zu)", first, units);
             launch_ok(&e, &d, args, 2, &r, sub);
-            expect(r.total_units == units, "%s: total_units %llu", what,
-                   (unsigned long long)r.total_units);
+            expect(r.total_units == units && r.done_units == units, "%s: total_units %llu",
+                   what, (unsigned long long)r.total_units);
+            uint64_t did = 0;
+            for (size_t i = 0; i < r.num_devices; i++)
+                did += r.dev[i].units;
+            expect(did == units, "%s: devices did %llu units %s", what,
+                   (unsigned long long)did, describe(&r));
             for (size_t i = 0; i < n; i++) {
                 uint32_t want = i >= first && i < first + units ? lowbias32((uint32_t)i ^ seed)
                                                                 : SENT;
@@ -757,6 +762,21 @@ START_TEST(sub_range_global_ids)
     d.range_units = 0;
     st = clf_launch(e.f, e.p, &d, bargs, 4, NULL);
     expect(st == CLF_ERROR_OUT_OF_RANGE, "empty sub-range: %s", clf_status_name(st));
+    /* Asynchronous: the description (sub-range included) is copied. */
+    memset(bout, 0xab, h * row);
+    d.range_first = 200;
+    d.range_units = 100;
+    clf_event *ev = NULL;
+    st = clf_launch_async(e.f, e.p, &d, bargs, 4, NULL, &ev);
+    expect(st == CLF_SUCCESS, "async: %s: %s", clf_status_name(st), clf_last_error());
+    d.range_first = 0; /* the queued launch keeps its own copy */
+    expect(clf_event_wait(ev) == CLF_SUCCESS, "async wait: %s", clf_last_error());
+    clf_event_release(ev);
+    for (size_t p = 0; p < w * 1000; p++) {
+        uint32_t want = p / w >= 200 && p / w < 300 ? bwant[p] : 0xababababu;
+        expect(bout[p] == want, "async: pixel (%zu, %zu) = %#x, want %#x", p % w, p / w,
+               bout[p], want);
+    }
     /* A version-2 caller's struct ends before range_first: the whole range runs. */
     memset(bout, 0, h * row);
     d.version = 2;
