@@ -315,6 +315,9 @@ clf_status clf__cmd_unmap(clf_fleet *fl, size_t dev, cl_command_queue q, cl_mem 
     const clf__cmd_opt *o = opt_or_default(opt);
     if (ev)
         *ev = NULL;
+    cl_int ierr = inject(fl, dev, o);
+    if (ierr != CL_SUCCESS)
+        return fail(fl, dev, o, ierr, 1, "clEnqueueUnmapMemObject", what);
     clf_status est = enter(fl, dev, o, &nwait, &wait);
     if (est != CLF_SUCCESS)
         return est;
@@ -340,6 +343,9 @@ clf_status clf__cmd_barrier(clf_fleet *fl, size_t dev, cl_command_queue q, const
     const clf__cmd_opt *o = opt_or_default(opt);
     if (ev)
         *ev = NULL;
+    cl_int ierr = inject(fl, dev, o);
+    if (ierr != CL_SUCCESS)
+        return fail(fl, dev, o, ierr, 1, "clEnqueueBarrierWithWaitList", what);
     clf_status st = enter(fl, dev, o, &nwait, &wait);
     if (st != CLF_SUCCESS)
         return st;
