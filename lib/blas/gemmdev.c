@@ -205,26 +205,33 @@ static void chunk_blocks(const clf__gemm_run *G, uint64_t off, uint64_t len, clf
     }
 }
 
-static cl_int write_block(cl_command_queue q, cl_mem buf, const void *host, size_t es,
-                          const clf__gemm_block *b, cl_event *ev)
+/* The worker's commands through the command path (core/cmd.c): it holds the device's exec
+ * lock and accounts for them itself (worker.c); fault rule `call` applies first. */
+static clf__cmd_opt cmd_opt(unsigned flags, unsigned call)
 {
-    const char *p = (const char *)host + b->origin * es;
-    if (b->lines == 1 || b->pitch == b->len)
-        return clEnqueueWriteBuffer(q, buf, CL_FALSE, 0, b->lines * b->len * es, p, 0, NULL, ev);
-    size_t zero[3] = {0, 0, 0}, region[3] = {b->len * es, b->lines, 1};
-    return clEnqueueWriteBufferRect(q, buf, CL_FALSE, zero, zero, region, b->len * es, 0,
-                                    b->pitch * es, 0, p, 0, NULL, ev);
+    clf__cmd_opt o = {0};
+    o.flags = flags | CLF__CMD_NO_METRICS | CLF__CMD_LOCKED | CLF__CMD_FAULT;
+    o.fault = call;
+    return o;
 }
 
-static cl_int read_block(cl_command_queue q, cl_mem buf, void *host, size_t es,
-                         const clf__gemm_block *b, const cl_event *wait, cl_event *ev)
+/* Block b between host and buf on the transfer queue (*o: the command's options). */
+static clf_status move_block(clf__worker *w, int to_device, cl_mem buf, const void *host,
+                             size_t es, const clf__gemm_block *b, cl_uint nwait,
+                             const cl_event *wait, cl_event *ev, clf__cmd_opt *o)
 {
+    clf_fleet *fl = w->L->fl;
+    size_t dev = w->d->index;
+    cl_command_queue q = w->d->transfer;
     char *p = (char *)host + b->origin * es;
     if (b->lines == 1 || b->pitch == b->len)
-        return clEnqueueReadBuffer(q, buf, CL_FALSE, 0, b->lines * b->len * es, p, 1, wait, ev);
+        return to_device ? clf__cmd_write_opt(fl, dev, q, buf, 0, b->lines * b->len * es, p,
+                                              NULL, nwait, wait, ev, o)
+                         : clf__cmd_read_opt(fl, dev, q, buf, 0, b->lines * b->len * es, p, NULL,
+                                             nwait, wait, ev, o);
     size_t zero[3] = {0, 0, 0}, region[3] = {b->len * es, b->lines, 1};
-    return clEnqueueReadBufferRect(q, buf, CL_FALSE, zero, zero, region, b->len * es, 0,
-                                   b->pitch * es, 0, p, 1, wait, ev);
+    return clf__cmd_rect_opt(fl, dev, q, to_device, buf, zero, zero, region, b->len * es, 0,
+                             b->pitch * es, 0, p, NULL, nwait, wait, ev, o);
 }
 
 /* The worker's buffers: per slot (double buffering) the sliced operand's block and C's
@@ -253,17 +260,10 @@ static clf_status gemm_begin(clf__worker *w)
     if (st != CLF_SUCCESS)
         return st;
     cl_event ev = NULL;
-    cl_int err = CLF__FAULT(w->L->fl, w->d->index, CLF__FAULT_WRITE);
-    int injected = err != CL_SUCCESS;
-    if (!injected)
-        err = write_block(w->d->transfer, w->slot[2][0], G->whole_host, G->g.es, &G->whole, &ev);
-    if (err == CL_SUCCESS)
-        err = clWaitForEvents(1, &ev);
-    if (err != CL_SUCCESS) {
-        if (ev)
-            clReleaseEvent(ev);
-        return clf__worker_cl_fail(w, err, "clEnqueueWriteBuffer (GEMM operand)", injected);
-    }
+    clf__cmd_opt o = cmd_opt(CLF__CMD_BLOCKING, CLF__FAULT_WRITE);
+    if (move_block(w, 1, w->slot[2][0], G->whole_host, G->g.es, &G->whole, 0, NULL, &ev, &o) !=
+        CLF_SUCCESS)
+        return clf__worker_cl_fail(w, o.err, "clEnqueueWriteBuffer (GEMM operand)", o.injected);
     clf__worker_transfer_done(w, ev, 1, G->whole_bytes);
     return CLF_SUCCESS;
 }
@@ -273,12 +273,9 @@ static clf_status upload(clf__worker *w, clf__chunk *c, cl_mem m, const void *ho
                          const clf__gemm_block *b, const char *what)
 {
     size_t es = run_of(w)->g.es;
-    cl_int err = CLF__FAULT(w->L->fl, w->d->index, CLF__FAULT_WRITE);
-    int injected = err != CL_SUCCESS;
-    if (!injected)
-        err = write_block(w->d->transfer, m, host, es, b, &c->ev[c->nwrite]);
-    if (err != CL_SUCCESS)
-        return clf__worker_cl_fail(w, err, what, injected);
+    clf__cmd_opt o = cmd_opt(CLF__CMD_NO_FLUSH, CLF__FAULT_WRITE);
+    if (move_block(w, 1, m, host, es, b, 0, NULL, &c->ev[c->nwrite], &o) != CLF_SUCCESS)
+        return clf__worker_cl_fail(w, o.err, what, o.injected);
     c->ev_bytes[c->nwrite] = b->lines * b->len * es;
     c->ev_arg[c->nwrite] = 0;
     c->bytes_in += c->ev_bytes[c->nwrite];
@@ -330,16 +327,11 @@ static clf_status gemm_run(clf__worker *w, clf__chunk *c)
     c->fault = CLF__FAULT(w->L->fl, w->d->index, CLF__FAULT_EXEC);
     if (c->fault != CL_SUCCESS)
         return CLF_SUCCESS;
-    cl_int err = CLF__FAULT(w->L->fl, w->d->index, CLF__FAULT_ENQUEUE);
-    int injected = err != CL_SUCCESS;
-    if (!injected)
-        err = clEnqueueBarrierWithWaitList(q, (cl_uint)c->nwrite, c->nwrite ? c->ev : NULL,
-                                           &c->pre);
-    if (err != CL_SUCCESS) {
-        c->pre = NULL;
-        return clf__worker_cl_fail(w, err, "clEnqueueBarrierWithWaitList (GEMM block)",
-                                   injected);
-    }
+    clf__cmd_opt o = cmd_opt(CLF__CMD_NO_FLUSH, CLF__FAULT_ENQUEUE);
+    if (clf__cmd_barrier(w->L->fl, w->d->index, q, "GEMM block", (cl_uint)c->nwrite, c->ev,
+                         &c->pre, &o) != CLF_SUCCESS)
+        return clf__worker_cl_fail(w, o.err, "clEnqueueBarrierWithWaitList (GEMM block)",
+                                   o.injected);
     cl_mem whole = w->slot[2][0], slice = w->slot[0][s];
     cl_mem abuf = G->split_n ? whole : slice, bbuf = G->split_n ? slice : whole;
     size_t a_ld = G->split_n ? G->whole.len : sb.len, b_ld = G->split_n ? sb.len : G->whole.len;
@@ -373,13 +365,11 @@ static clf_status gemm_chunk_out(clf__worker *w, clf__chunk *c)
     size_t mc, nc;
     chunk_blocks(G, c->off, c->len, &sb, &cbk, &mc, &nc);
     size_t k = c->nwrite + c->nread;
-    cl_int err = CLF__FAULT(w->L->fl, w->d->index, CLF__FAULT_READ);
-    int injected = err != CL_SUCCESS;
-    if (!injected)
-        err = read_block(w->d->transfer, w->slot[1][c->slot], G->g.c, G->g.es, &cbk, &c->kernel,
-                         &c->ev[k]);
-    if (err != CL_SUCCESS)
-        return clf__worker_cl_fail(w, err, "clEnqueueReadBuffer (GEMM block of C)", injected);
+    clf__cmd_opt o = cmd_opt(CLF__CMD_NO_FLUSH, CLF__FAULT_READ);
+    if (move_block(w, 0, w->slot[1][c->slot], G->g.c, G->g.es, &cbk, 1, &c->kernel, &c->ev[k],
+                   &o) != CLF_SUCCESS)
+        return clf__worker_cl_fail(w, o.err, "clEnqueueReadBuffer (GEMM block of C)",
+                                   o.injected);
     c->ev_bytes[k] = cbk.lines * cbk.len * G->g.es;
     c->ev_arg[k] = 0;
     c->bytes_out += c->ev_bytes[k];

@@ -318,12 +318,12 @@ clf_status clf__coll_kernels(clf__coll *c, clf_type type, clf_reduce_op op)
         if ((st = clf__program_check_device(p, d->index)) != CLF_SUCCESS)
             return st;
         cl_int err;
-        c->k[i] = clCreateKernel(p->prog[d->index], name, &err);
+        st = clf__cmd_kernel_create(c->fl, d->index, p, name, NULL, 0, &err, &c->k[i]);
         if (err == CL_INVALID_KERNEL_NAME)
             return clf__fail(CLF_ERROR_UNSUPPORTED, "%s: no kernel %s for device %zu '%s'", c->fn,
                              name, d->index, d->info.name);
-        if (err != CL_SUCCESS)
-            return clf__cl_fail(err, "clCreateKernel", d);
+        if (st != CLF_SUCCESS)
+            return st;
         size_t max = 0;
         err = clGetKernelWorkGroupInfo(c->k[i], d->id, CL_KERNEL_WORK_GROUP_SIZE, sizeof max, &max,
                                        NULL);

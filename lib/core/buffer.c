@@ -30,18 +30,17 @@ clf_status clf_buffer_create(clf_buffer **out, clf_fleet *fleet, size_t device, 
     clf_buffer *b = calloc(1, sizeof *b);
     if (!b)
         return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "buffer: out of memory");
-    cl_int err;
-    b->mem = clCreateBuffer(d->ctx, f, size, NULL, &err);
-    if (err != CL_SUCCESS) {
+    /* Counted as the device's memory (clf_buffer_destroy() gives it back). */
+    st = clf__cmd_buffer(fleet, device, f, size, NULL, NULL, NULL, &b->mem);
+    if (st != CLF_SUCCESS) {
         free(b);
-        return clf__cl_fail(err, "clCreateBuffer", d);
+        return st;
     }
     b->fleet = fleet;
     clf__fleet_ref(fleet);
     b->holds_fleet = 1;
     b->device = device;
     b->size = size;
-    clf__metrics_alloc(fleet, device, size);
     *out = b;
     return CLF_SUCCESS;
 }
@@ -101,29 +100,22 @@ static clf_status transfer(clf_buffer *b, int write, size_t offset, size_t size,
     if (st != CLF_SUCCESS)
         return st;
     struct clf__device *d = &b->fleet->dev[b->device];
+    /* $CLFLEET_FAULT_INJECT's call=buffer rules (the MPI layer's tests fail one rank's
+     * reads and writes with them). */
     cl_int ferr = CLF__FAULT(b->fleet, b->device, CLF__FAULT_BUFFER);
     if (ferr != CL_SUCCESS)
         return clf__cl_fail(ferr, write ? "clEnqueueWriteBuffer" : "clEnqueueReadBuffer", d);
-    cl_bool blk = blocking ? CL_TRUE : CL_FALSE;
     cl_event ev = NULL;
-    /* Always with an event: its profiling times feed the fleet's metrics. */
-    clf__dev_exec_enter(b->fleet, b->device);
-    cl_int err = write ? clEnqueueWriteBuffer(d->transfer, b->mem, blk, offset, size, host, 0,
-                                              NULL, &ev)
-                       : clEnqueueReadBuffer(d->transfer, b->mem, blk, offset, size, host, 0,
-                                             NULL, &ev);
-    if (err == CL_SUCCESS && !blocking)
-        clFlush(d->transfer); /* start it now, not at the next blocking call */
-    clf__dev_exec_leave(b->fleet, b->device);
-    if (err != CL_SUCCESS)
-        return clf__cl_fail(err, write ? "clEnqueueWriteBuffer" : "clEnqueueReadBuffer", d);
-    clf__rec r = {0};
-    r.kind = write ? CLF__REC_TO_DEVICE : CLF__REC_FROM_DEVICE;
-    r.bytes = size;
-    if (blocking && clf__event_profile(ev, &r.t0, &r.t1))
-        clf__metrics_record(b->fleet, b->device, &r, 1);
-    else
-        clf__metrics_event(b->fleet, b->device, &r, ev); /* the time when it completes */
+    /* A blocking one is counted when it returns, an asynchronous one when it completes; the
+     * path flushes an asynchronous one (start it now, not at the next blocking call). */
+    clf__cmd_opt o = {0};
+    o.flags = blocking ? CLF__CMD_BLOCKING : 0;
+    st = write ? clf__cmd_write_opt(b->fleet, b->device, d->transfer, b->mem, offset, size, host,
+                                    NULL, 0, NULL, &ev, &o)
+               : clf__cmd_read_opt(b->fleet, b->device, d->transfer, b->mem, offset, size, host,
+                                   NULL, 0, NULL, &ev, &o);
+    if (st != CLF_SUCCESS)
+        return st;
     return clf__event_wrap(ev, out_event);
 }
 
@@ -166,14 +158,12 @@ clf_status clf_buffer_fill(clf_buffer *b, const void *pattern, size_t pattern_si
                          offset, size, pattern_size);
     struct clf__device *d = &b->fleet->dev[b->device];
     cl_event ev;
-    clf__dev_exec_enter(b->fleet, b->device);
-    cl_int err = clEnqueueFillBuffer(d->transfer, b->mem, pattern, pattern_size, offset, size,
-                                     0, NULL, &ev);
-    if (err == CL_SUCCESS)
-        clFlush(d->transfer);
-    clf__dev_exec_leave(b->fleet, b->device);
-    if (err != CL_SUCCESS)
-        return clf__cl_fail(err, "clEnqueueFillBuffer", d);
+    clf__cmd_opt o = {0};
+    o.flags = CLF__CMD_NO_METRICS; /* on the timeline only, below */
+    st = clf__cmd_fill(b->fleet, b->device, d->transfer, b->mem, pattern, pattern_size, offset,
+                       size, NULL, 0, NULL, &ev, &o);
+    if (st != CLF_SUCCESS)
+        return st;
     clf_event e = {.ev = ev};
     st = clf_event_wait(&e);
     if (st == CLF_SUCCESS && clf__trace_on(b->fleet)) {

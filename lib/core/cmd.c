@@ -1,20 +1,24 @@
 /*
- * The command path: the kernels, buffer reads and writes and markers that the
- * task queues, pipelines, collectives and synchronisation enqueue on a device
- * go through here, so that each is handled the same way:
+ * The command path: every command clfleet enqueues on a device (kernels, buffer reads,
+ * writes, rectangles, fills, copies, maps, barriers and markers) and every buffer and kernel
+ * object it creates goes through here, so that each is handled the same way:
  *
  *  - on a device that runs commands inside clEnqueue* (PoCL's basic), the
  *    wait list is waited for on the host first and the command is enqueued
  *    with none, so that it runs inside its own enqueue and never inside
  *    another thread's completion, where PoCL 3 can deadlock or abort; the
- *    enqueue holds the device's exec lock (clf__dev_exec_enter());
+ *    enqueue holds the device's exec lock (clf__dev_exec_enter()) unless the
+ *    caller holds it already (CLF__CMD_LOCKED: the launch workers);
+ *  - a fault rule of $CLFLEET_FAULT_INJECT is applied where the caller names one
+ *    (clf__cmd_opt.fault: the launch executor's alloc/write/read/enqueue hooks);
  *  - a failed enqueue is recorded with the device (clf__cl_fail());
  *  - every kernel and transfer is counted in the fleet's metrics and kept on
- *    the timeline of the queue it ran on (clf__metrics_event()).
+ *    the timeline of the queue it ran on (clf__metrics_event()), unless the caller
+ *    accounts for it itself (CLF__CMD_NO_METRICS: the launch executor counts its chunks
+ *    from their events in its report and then in clf__metrics_launch()).
  *
- * Launch workers (worker.c) and the transfer paths (transfer.c, staging.c)
- * keep their own enqueues: they time, batch and inject faults in ways these
- * helpers do not.
+ * tools/cmdpath.sh checks that no other file calls clEnqueue*, clCreateBuffer,
+ * clCreateSubBuffer or clCreateKernel.
  */
 #include "core.h"
 
@@ -39,10 +43,48 @@ void clf__dev_exec_leave(clf_fleet *fl, size_t dev)
         pthread_mutex_unlock(&fl->dev[dev].exec_lock);
 }
 
+static const clf__cmd_opt no_opt; /* the defaults */
+
+static const clf__cmd_opt *opt_or_default(clf__cmd_opt *o)
+{
+    if (!o)
+        return &no_opt;
+    o->err = CL_SUCCESS;
+    o->injected = 0;
+    return o;
+}
+
+/* A failed call: recorded with the device, and in *o for a caller that acts on the status. */
+static clf_status fail(clf_fleet *fl, size_t dev, const clf__cmd_opt *co, cl_int err,
+                       int injected, const char *call, const char *what)
+{
+    if (co != &no_opt) {
+        clf__cmd_opt *o = (clf__cmd_opt *)co;
+        o->err = err;
+        o->injected = injected;
+    }
+    char c[160];
+    if (what)
+        snprintf(c, sizeof c, "%s (%s)", call, what);
+    else
+        snprintf(c, sizeof c, "%s", call);
+    clf_status st = clf__cl_fail(err, c, &fl->dev[dev]);
+    if (injected)
+        clf__append_error(" (injected by CLFLEET_FAULT_INJECT)");
+    return st;
+}
+
+/* The fault rule the caller names, if any: CL_SUCCESS, or the injected status. */
+static cl_int inject(clf_fleet *fl, size_t dev, const clf__cmd_opt *o)
+{
+    return o->flags & CLF__CMD_FAULT ? CLF__FAULT(fl, dev, o->fault) : CL_SUCCESS;
+}
+
 /* Before an enqueue on device dev: a sync-exec device waits for the wait list on the host
- * (without its exec lock, which the commands waited for may need) and gets none; then the
- * exec lock. */
-static clf_status enter(clf_fleet *fl, size_t dev, cl_uint *nwait, const cl_event **wait)
+ * (without its exec lock, which the commands waited for may need, unless the caller holds
+ * it) and gets none; then the exec lock. */
+static clf_status enter(clf_fleet *fl, size_t dev, const clf__cmd_opt *o, cl_uint *nwait,
+                        const cl_event **wait)
 {
     if (*nwait == 0)
         *wait = NULL;
@@ -52,103 +94,157 @@ static clf_status enter(clf_fleet *fl, size_t dev, cl_uint *nwait, const cl_even
                  (unsigned)*nwait);
         cl_int err = clWaitForEvents(*nwait, *wait);
         if (err != CL_SUCCESS)
-            return clf__cl_fail(err, "clWaitForEvents (a command's wait list)", &fl->dev[dev]);
+            return fail(fl, dev, o, err, 0, "clWaitForEvents", "a command's wait list");
         *nwait = 0;
         *wait = NULL;
     }
-    clf__dev_exec_enter(fl, dev);
+    if (!(o->flags & CLF__CMD_LOCKED))
+        clf__dev_exec_enter(fl, dev);
     return CLF_SUCCESS;
 }
 
 /* The event the enqueue should make: the caller's, or a temporary one for the metrics. */
-static cl_event *event_slot(const clf_fleet *fl, cl_event *ev, cl_event *tmp)
+static cl_event *event_slot(const clf_fleet *fl, const clf__cmd_opt *o, cl_event *ev,
+                            cl_event *tmp)
 {
     *tmp = NULL;
     if (ev) {
         *ev = NULL;
         return ev;
     }
-    return fl->metrics ? tmp : NULL;
+    return fl->metrics && !(o->flags & CLF__CMD_NO_METRICS) ? tmp : NULL;
 }
 
 /* After the enqueue: flush (a queue of another device may wait for the command, and some
- * drivers submit nothing until a flush), give the lock back, then record the command; the
- * record goes last because on a sync-exec device the command has completed already and its
- * completion callback runs at once, in this thread. */
-static clf_status leave(clf_fleet *fl, size_t dev, cl_command_queue q, cl_int err,
-                        const char *call, const char *what, const clf__rec *r, cl_event *ev,
-                        cl_event tmp)
+ * drivers submit nothing until a flush) unless the caller flushes a batch, give the lock
+ * back, then record the command; the record goes last because on a sync-exec device the
+ * command has completed already and its completion callback runs at once, in this thread. */
+static clf_status leave(clf_fleet *fl, size_t dev, const clf__cmd_opt *o, cl_command_queue q,
+                        cl_int err, const char *call, const char *what, const clf__rec *r,
+                        cl_event *ev, cl_event tmp)
 {
     struct clf__device *d = &fl->dev[dev];
-    if (err == CL_SUCCESS)
+    if (err == CL_SUCCESS && !(o->flags & (CLF__CMD_NO_FLUSH | CLF__CMD_BLOCKING)))
         clFlush(q);
-    clf__dev_exec_leave(fl, dev);
+    if (!(o->flags & CLF__CMD_LOCKED))
+        clf__dev_exec_leave(fl, dev);
     if (err != CL_SUCCESS) {
-        char c[160];
-        snprintf(c, sizeof c, "%s (%s)", call, what);
         if (ev)
             *ev = NULL;
-        return clf__cl_fail(err, c, d);
+        return fail(fl, dev, o, err, 0, call, what);
     }
     cl_event e = ev ? *ev : tmp;
-    if (r && e) {
+    if (r && e && !(o->flags & CLF__CMD_NO_METRICS)) {
         clf__rec x = *r;
         /* The queue's own track: commands of one in-order queue never overlap there. */
         x.track = q == d->compute    ? CLF__TRACK_COMPUTE
                   : q == d->transfer ? CLF__TRACK_TRANSFER
                                      : 0;
-        clf__metrics_event(fl, dev, &x, e);
+        /* A blocking command has completed: counted now, so that the caller sees it. */
+        if ((o->flags & CLF__CMD_BLOCKING) && clf__event_profile(e, &x.t0, &x.t1))
+            clf__metrics_record(fl, dev, &x, 1);
+        else
+            clf__metrics_event(fl, dev, &x, e);
     }
     if (tmp)
         clReleaseEvent(tmp);
     return CLF_SUCCESS;
 }
 
-clf_status clf__cmd_kernel(clf_fleet *fl, size_t dev, cl_command_queue q, cl_kernel k,
-                           const char *name, cl_uint dims, const size_t *off, const size_t *gsz,
-                           const size_t *lsz, cl_uint nwait, const cl_event *wait, cl_event *ev)
+/* The common frame of an enqueue: options, fault rule, event slot, enter; the enqueue itself
+ * is the statement after it, with `out` as its event and `blk` as its blocking flag. */
+#define CMD_BEGIN(call, what)                                                                      \
+    const clf__cmd_opt *o = opt_or_default(opt);                                                   \
+    cl_event tmp, *out = event_slot(fl, o, ev, &tmp);                                              \
+    cl_int ierr = inject(fl, dev, o);                                                              \
+    if (ierr != CL_SUCCESS)                                                                        \
+        return fail(fl, dev, o, ierr, 1, (call), (what));                                          \
+    clf_status est = enter(fl, dev, o, &nwait, &wait);                                             \
+    if (est != CLF_SUCCESS)                                                                        \
+        return est;                                                                                \
+    cl_bool blk = o->flags & CLF__CMD_BLOCKING ? CL_TRUE : CL_FALSE;                              \
+    (void)blk
+
+clf_status clf__cmd_kernel_opt(clf_fleet *fl, size_t dev, cl_command_queue q, cl_kernel k,
+                               const char *name, cl_uint dims, const size_t *off,
+                               const size_t *gsz, const size_t *lsz, cl_uint nwait,
+                               const cl_event *wait, cl_event *ev, clf__cmd_opt *opt)
 {
-    cl_event tmp, *out = event_slot(fl, ev, &tmp);
-    clf_status st = enter(fl, dev, &nwait, &wait);
-    if (st != CLF_SUCCESS)
-        return st;
+    CMD_BEGIN("clEnqueueNDRangeKernel", name);
     cl_int err = clEnqueueNDRangeKernel(q, k, dims, off, gsz, lsz, nwait, wait, out);
     clf__rec r = {0};
     r.kind = CLF__REC_KERNEL;
     r.name = name;
     r.a0 = off ? (int64_t)off[0] : 0;
     r.a1 = (int64_t)gsz[0];
-    return leave(fl, dev, q, err, "clEnqueueNDRangeKernel", name, &r, ev, tmp);
+    return leave(fl, dev, o, q, err, "clEnqueueNDRangeKernel", name, &r, ev, tmp);
+}
+
+clf_status clf__cmd_kernel(clf_fleet *fl, size_t dev, cl_command_queue q, cl_kernel k,
+                           const char *name, cl_uint dims, const size_t *off, const size_t *gsz,
+                           const size_t *lsz, cl_uint nwait, const cl_event *wait, cl_event *ev)
+{
+    return clf__cmd_kernel_opt(fl, dev, q, k, name, dims, off, gsz, lsz, nwait, wait, ev, NULL);
+}
+
+clf_status clf__cmd_write_opt(clf_fleet *fl, size_t dev, cl_command_queue q, cl_mem buf,
+                              size_t off, size_t size, const void *host, const char *what,
+                              cl_uint nwait, const cl_event *wait, cl_event *ev,
+                              clf__cmd_opt *opt)
+{
+    CMD_BEGIN("clEnqueueWriteBuffer", what);
+    cl_int err = clEnqueueWriteBuffer(q, buf, blk, off, size, host, nwait, wait, out);
+    clf__rec r = {0};
+    r.kind = CLF__REC_TO_DEVICE;
+    r.bytes = size;
+    return leave(fl, dev, o, q, err, "clEnqueueWriteBuffer", what, &r, ev, tmp);
 }
 
 clf_status clf__cmd_write(clf_fleet *fl, size_t dev, cl_command_queue q, cl_mem buf, size_t off,
                           size_t size, const void *host, const char *what, cl_uint nwait,
                           const cl_event *wait, cl_event *ev)
 {
-    cl_event tmp, *out = event_slot(fl, ev, &tmp);
-    clf_status st = enter(fl, dev, &nwait, &wait);
-    if (st != CLF_SUCCESS)
-        return st;
-    cl_int err = clEnqueueWriteBuffer(q, buf, CL_FALSE, off, size, host, nwait, wait, out);
+    return clf__cmd_write_opt(fl, dev, q, buf, off, size, host, what, nwait, wait, ev, NULL);
+}
+
+clf_status clf__cmd_read_opt(clf_fleet *fl, size_t dev, cl_command_queue q, cl_mem buf,
+                             size_t off, size_t size, void *host, const char *what,
+                             cl_uint nwait, const cl_event *wait, cl_event *ev,
+                             clf__cmd_opt *opt)
+{
+    CMD_BEGIN("clEnqueueReadBuffer", what);
+    cl_int err = clEnqueueReadBuffer(q, buf, blk, off, size, host, nwait, wait, out);
     clf__rec r = {0};
-    r.kind = CLF__REC_TO_DEVICE;
+    r.kind = CLF__REC_FROM_DEVICE;
     r.bytes = size;
-    return leave(fl, dev, q, err, "clEnqueueWriteBuffer", what, &r, ev, tmp);
+    return leave(fl, dev, o, q, err, "clEnqueueReadBuffer", what, &r, ev, tmp);
 }
 
 clf_status clf__cmd_read(clf_fleet *fl, size_t dev, cl_command_queue q, cl_mem buf, size_t off,
                          size_t size, void *host, const char *what, cl_uint nwait,
                          const cl_event *wait, cl_event *ev)
 {
-    cl_event tmp, *out = event_slot(fl, ev, &tmp);
-    clf_status st = enter(fl, dev, &nwait, &wait);
-    if (st != CLF_SUCCESS)
-        return st;
-    cl_int err = clEnqueueReadBuffer(q, buf, CL_FALSE, off, size, host, nwait, wait, out);
+    return clf__cmd_read_opt(fl, dev, q, buf, off, size, host, what, nwait, wait, ev, NULL);
+}
+
+clf_status clf__cmd_rect_opt(clf_fleet *fl, size_t dev, cl_command_queue q, int to_device,
+                             cl_mem buf, const size_t borigin[3], const size_t horigin[3],
+                             const size_t region[3], size_t brow, size_t bslice, size_t hrow,
+                             size_t hslice, void *host, const char *what, cl_uint nwait,
+                             const cl_event *wait, cl_event *ev, clf__cmd_opt *opt)
+{
+    const char *call = to_device ? "clEnqueueWriteBufferRect" : "clEnqueueReadBufferRect";
+    CMD_BEGIN(call, what);
+    cl_int err = to_device ? clEnqueueWriteBufferRect(q, buf, blk, borigin, horigin, region, brow,
+                                                      bslice, hrow, hslice, host, nwait, wait,
+                                                      out)
+                           : clEnqueueReadBufferRect(q, buf, blk, borigin, horigin, region, brow,
+                                                     bslice, hrow, hslice, host, nwait, wait,
+                                                     out);
     clf__rec r = {0};
-    r.kind = CLF__REC_FROM_DEVICE;
-    r.bytes = size;
-    return leave(fl, dev, q, err, "clEnqueueReadBuffer", what, &r, ev, tmp);
+    r.kind = to_device ? CLF__REC_TO_DEVICE : CLF__REC_FROM_DEVICE;
+    r.bytes = region[0] * region[1] * region[2];
+    return leave(fl, dev, o, q, err, call, what, &r, ev, tmp);
 }
 
 clf_status clf__cmd_write_rect(clf_fleet *fl, size_t dev, cl_command_queue q, cl_mem buf,
@@ -157,16 +253,76 @@ clf_status clf__cmd_write_rect(clf_fleet *fl, size_t dev, cl_command_queue q, cl
                                size_t hslice, const void *host, const char *what, cl_uint nwait,
                                const cl_event *wait, cl_event *ev)
 {
-    cl_event tmp, *out = event_slot(fl, ev, &tmp);
-    clf_status st = enter(fl, dev, &nwait, &wait);
+    return clf__cmd_rect_opt(fl, dev, q, 1, buf, borigin, horigin, region, brow, bslice, hrow,
+                             hslice, (void *)host, what, nwait, wait, ev, NULL);
+}
+
+clf_status clf__cmd_fill(clf_fleet *fl, size_t dev, cl_command_queue q, cl_mem buf,
+                         const void *pattern, size_t pattern_size, size_t off, size_t size,
+                         const char *what, cl_uint nwait, const cl_event *wait, cl_event *ev,
+                         clf__cmd_opt *opt)
+{
+    CMD_BEGIN("clEnqueueFillBuffer", what);
+    cl_int err = clEnqueueFillBuffer(q, buf, pattern, pattern_size, off, size, nwait, wait, out);
+    if (err == CL_SUCCESS && blk)
+        err = clFinish(q);
+    clf__rec r = {0};
+    r.kind = CLF__REC_FILL;
+    r.bytes = size;
+    return leave(fl, dev, o, q, err, "clEnqueueFillBuffer", what, &r, ev, tmp);
+}
+
+clf_status clf__cmd_copy(clf_fleet *fl, size_t dev, cl_command_queue q, cl_mem src, cl_mem dst,
+                         size_t soff, size_t doff, size_t size, const char *what, cl_uint nwait,
+                         const cl_event *wait, cl_event *ev, clf__cmd_opt *opt)
+{
+    CMD_BEGIN("clEnqueueCopyBuffer", what);
+    cl_int err = clEnqueueCopyBuffer(q, src, dst, soff, doff, size, nwait, wait, out);
+    clf__rec r = {0};
+    r.kind = CLF__REC_PEER;
+    r.bytes = size;
+    return leave(fl, dev, o, q, err, "clEnqueueCopyBuffer", what, &r, ev, tmp);
+}
+
+clf_status clf__cmd_map(clf_fleet *fl, size_t dev, cl_command_queue q, cl_mem buf,
+                        cl_map_flags flags, size_t off, size_t size, const char *what,
+                        cl_uint nwait, const cl_event *wait, cl_event *ev, clf__cmd_opt *opt,
+                        void **ptr)
+{
+    const clf__cmd_opt *o = opt_or_default(opt);
+    *ptr = NULL;
+    if (ev)
+        *ev = NULL;
+    cl_int err = inject(fl, dev, o);
+    if (err != CL_SUCCESS)
+        return fail(fl, dev, o, err, 1, "clEnqueueMapBuffer", what);
+    clf_status st = enter(fl, dev, o, &nwait, &wait);
     if (st != CLF_SUCCESS)
         return st;
-    cl_int err = clEnqueueWriteBufferRect(q, buf, CL_FALSE, borigin, horigin, region, brow,
-                                          bslice, hrow, hslice, host, nwait, wait, out);
-    clf__rec r = {0};
-    r.kind = CLF__REC_TO_DEVICE;
-    r.bytes = region[0] * region[1] * region[2];
-    return leave(fl, dev, q, err, "clEnqueueWriteBufferRect", what, &r, ev, tmp);
+    void *p = clEnqueueMapBuffer(q, buf, o->flags & CLF__CMD_BLOCKING ? CL_TRUE : CL_FALSE,
+                                 flags, off, size, nwait, wait, ev, &err);
+    /* Not counted: a map moves what a transfer would count. */
+    st = leave(fl, dev, o, q, err, "clEnqueueMapBuffer", what, NULL, ev, NULL);
+    if (st == CLF_SUCCESS)
+        *ptr = p;
+    return st;
+}
+
+clf_status clf__cmd_unmap(clf_fleet *fl, size_t dev, cl_command_queue q, cl_mem buf, void *ptr,
+                          const char *what, cl_uint nwait, const cl_event *wait, cl_event *ev,
+                          clf__cmd_opt *opt)
+{
+    const clf__cmd_opt *o = opt_or_default(opt);
+    if (ev)
+        *ev = NULL;
+    cl_int ierr = inject(fl, dev, o);
+    if (ierr != CL_SUCCESS)
+        return fail(fl, dev, o, ierr, 1, "clEnqueueUnmapMemObject", what);
+    clf_status est = enter(fl, dev, o, &nwait, &wait);
+    if (est != CLF_SUCCESS)
+        return est;
+    cl_int err = clEnqueueUnmapMemObject(q, buf, ptr, nwait, wait, ev);
+    return leave(fl, dev, o, q, err, "clEnqueueUnmapMemObject", what, NULL, ev, NULL);
 }
 
 clf_status clf__cmd_marker(clf_fleet *fl, size_t dev, cl_command_queue q, const char *what,
@@ -174,9 +330,66 @@ clf_status clf__cmd_marker(clf_fleet *fl, size_t dev, cl_command_queue q, const 
 {
     if (ev)
         *ev = NULL;
-    clf_status st = enter(fl, dev, &nwait, &wait);
+    clf_status st = enter(fl, dev, &no_opt, &nwait, &wait);
     if (st != CLF_SUCCESS)
         return st;
     cl_int err = clEnqueueMarkerWithWaitList(q, nwait, wait, ev);
-    return leave(fl, dev, q, err, "clEnqueueMarkerWithWaitList", what, NULL, ev, NULL);
+    return leave(fl, dev, &no_opt, q, err, "clEnqueueMarkerWithWaitList", what, NULL, ev, NULL);
+}
+
+clf_status clf__cmd_barrier(clf_fleet *fl, size_t dev, cl_command_queue q, const char *what,
+                            cl_uint nwait, const cl_event *wait, cl_event *ev, clf__cmd_opt *opt)
+{
+    const clf__cmd_opt *o = opt_or_default(opt);
+    if (ev)
+        *ev = NULL;
+    cl_int ierr = inject(fl, dev, o);
+    if (ierr != CL_SUCCESS)
+        return fail(fl, dev, o, ierr, 1, "clEnqueueBarrierWithWaitList", what);
+    clf_status st = enter(fl, dev, o, &nwait, &wait);
+    if (st != CLF_SUCCESS)
+        return st;
+    cl_int err = clEnqueueBarrierWithWaitList(q, nwait, wait, ev);
+    return leave(fl, dev, o, q, err, "clEnqueueBarrierWithWaitList", what, NULL, ev, NULL);
+}
+
+clf_status clf__cmd_buffer(clf_fleet *fl, size_t dev, cl_mem_flags flags, size_t size,
+                           void *host, const char *what, clf__cmd_opt *opt, cl_mem *out)
+{
+    const clf__cmd_opt *o = opt_or_default(opt);
+    *out = NULL;
+    cl_int err = inject(fl, dev, o);
+    if (err != CL_SUCCESS)
+        return fail(fl, dev, o, err, 1, "clCreateBuffer", what);
+    cl_mem m = clCreateBuffer(fl->dev[dev].ctx, flags, size, host, &err);
+    if (err != CL_SUCCESS)
+        return fail(fl, dev, o, err, 0, "clCreateBuffer", what);
+    if (!(o->flags & CLF__CMD_NO_METRICS))
+        clf__metrics_alloc(fl, dev, size);
+    *out = m;
+    return CLF_SUCCESS;
+}
+
+clf_status clf__cmd_kernel_create(clf_fleet *fl, size_t dev, const struct clf_program *p,
+                                  const char *name, const size_t *range, unsigned dims,
+                                  cl_int *cl_err, cl_kernel *out)
+{
+    *out = NULL;
+    cl_int err;
+    cl_kernel k = clCreateKernel(p->prog[dev], name, &err);
+    if (cl_err)
+        *cl_err = err;
+    if (err == CL_INVALID_KERNEL_NAME)
+        return clf__fail(CLF_ERROR_NOT_FOUND, "no kernel '%.128s' in the program", name);
+    if (err != CL_SUCCESS)
+        return fail(fl, dev, &no_opt, err, 0, "clCreateKernel", NULL);
+    if (range) {
+        clf_status st = clf__program_set_range(p, name, k, range, dims, &fl->dev[dev]);
+        if (st != CLF_SUCCESS) {
+            clReleaseKernel(k);
+            return st;
+        }
+    }
+    *out = k;
+    return CLF_SUCCESS;
 }

@@ -140,14 +140,15 @@ static inline cl_int clf__device_finish_queues(struct clf__device *d)
 /* ---- the command path (cmd.c) ---- */
 
 /*
- * Commands that task queues, pipelines, collectives and markers enqueue on fleet device dev's
- * queue q (one of its queues). Each: on a sync-exec device (clf__dev_sync_exec()) waits for
+ * Every command clfleet enqueues on fleet device dev's queue q (one of its queues) goes through
+ * these (tools/cmdpath.sh checks it). Each: on a sync-exec device (clf__dev_sync_exec()) waits for
  * the wait list on the host and enqueues with none, so that the command runs inside its
  * enqueue; holds the device's exec lock while enqueueing; flushes q; records a failure with
  * the device (CLF_ERROR_OPENCL); counts the command in the metrics and the trace on q's
- * track. *ev (optional) receives the command's event, as in OpenCL. Never blocking: host
- * memory must stay valid until the command completes, as for clEnqueue*(..., CL_FALSE).
- * The caller must not hold the device's exec lock.
+ * track. *ev (optional) receives the command's event, as in OpenCL. Never blocking unless
+ * CLF__CMD_BLOCKING (below): host memory must stay valid until the command completes, as for
+ * clEnqueue*(..., CL_FALSE). The caller must not hold the device's exec lock, unless it says
+ * so (CLF__CMD_LOCKED).
  */
 /* A kernel; the timeline names it name, with the first dimension's offset and size. */
 clf_status clf__cmd_kernel(clf_fleet *fl, size_t dev, cl_command_queue q, cl_kernel k,
@@ -171,6 +172,78 @@ clf_status clf__cmd_write_rect(clf_fleet *fl, size_t dev, cl_command_queue q, cl
 /* A marker (not counted: it does no work). */
 clf_status clf__cmd_marker(clf_fleet *fl, size_t dev, cl_command_queue q, const char *what,
                            cl_uint nwait, const cl_event *wait, cl_event *ev);
+
+/*
+ * How a command goes through the path, for callers that need more than the defaults (the
+ * launch executor, the transports): NULL, or a zeroed struct, means all defaults. After a
+ * failure, err holds the OpenCL status (the driver's or an injected one) and injected says
+ * which; the failure is recorded with the device (clf__cl_fail()) either way.
+ */
+enum {
+    CLF__CMD_NO_METRICS = 1u << 0, /* the caller accounts for the command or the memory */
+    CLF__CMD_NO_FLUSH = 1u << 1,   /* the caller flushes the queue after a batch */
+    CLF__CMD_BLOCKING = 1u << 2,   /* returns once the command completed (CL_TRUE) */
+    CLF__CMD_LOCKED = 1u << 3,     /* the caller holds the device's exec lock already */
+    CLF__CMD_FAULT = 1u << 4       /* apply fault rule `fault` (CLF__FAULT_*) first */
+};
+typedef struct clf__cmd_opt {
+    unsigned flags; /* CLF__CMD_* */
+    unsigned fault; /* with CLF__CMD_FAULT: the call a $CLFLEET_FAULT_INJECT rule can fail */
+    cl_int err;     /* out: the failed call's status */
+    int injected;   /* out: err came from a fault rule (the error message says so) */
+} clf__cmd_opt;
+
+/* clf__cmd_kernel(), clf__cmd_write(), clf__cmd_read() with options. */
+clf_status clf__cmd_kernel_opt(clf_fleet *fl, size_t dev, cl_command_queue q, cl_kernel k,
+                               const char *name, cl_uint dims, const size_t *off,
+                               const size_t *gsz, const size_t *lsz, cl_uint nwait,
+                               const cl_event *wait, cl_event *ev, clf__cmd_opt *opt);
+clf_status clf__cmd_write_opt(clf_fleet *fl, size_t dev, cl_command_queue q, cl_mem buf,
+                              size_t off, size_t size, const void *host, const char *what,
+                              cl_uint nwait, const cl_event *wait, cl_event *ev,
+                              clf__cmd_opt *opt);
+clf_status clf__cmd_read_opt(clf_fleet *fl, size_t dev, cl_command_queue q, cl_mem buf,
+                             size_t off, size_t size, void *host, const char *what,
+                             cl_uint nwait, const cl_event *wait, cl_event *ev,
+                             clf__cmd_opt *opt);
+/* A box to (to_device) or from buf, as clf__cmd_write_rect(); counted as to- or from-device. */
+clf_status clf__cmd_rect_opt(clf_fleet *fl, size_t dev, cl_command_queue q, int to_device,
+                             cl_mem buf, const size_t borigin[3], const size_t horigin[3],
+                             const size_t region[3], size_t brow, size_t bslice, size_t hrow,
+                             size_t hslice, void *host, const char *what, cl_uint nwait,
+                             const cl_event *wait, cl_event *ev, clf__cmd_opt *opt);
+/* size bytes of buf at off set to the pattern (on the timeline as a fill). */
+clf_status clf__cmd_fill(clf_fleet *fl, size_t dev, cl_command_queue q, cl_mem buf,
+                         const void *pattern, size_t pattern_size, size_t off, size_t size,
+                         const char *what, cl_uint nwait, const cl_event *wait, cl_event *ev,
+                         clf__cmd_opt *opt);
+/* size bytes from src at soff to dst at doff on q, counted as a peer copy on device dev
+ * (the transports pass the receiving device, so that a copy counts once). */
+clf_status clf__cmd_copy(clf_fleet *fl, size_t dev, cl_command_queue q, cl_mem src, cl_mem dst,
+                         size_t soff, size_t doff, size_t size, const char *what, cl_uint nwait,
+                         const cl_event *wait, cl_event *ev, clf__cmd_opt *opt);
+/* Map size bytes of buf at off (*ptr: the host address; not counted), and unmap. */
+clf_status clf__cmd_map(clf_fleet *fl, size_t dev, cl_command_queue q, cl_mem buf,
+                        cl_map_flags flags, size_t off, size_t size, const char *what,
+                        cl_uint nwait, const cl_event *wait, cl_event *ev, clf__cmd_opt *opt,
+                        void **ptr);
+clf_status clf__cmd_unmap(clf_fleet *fl, size_t dev, cl_command_queue q, cl_mem buf, void *ptr,
+                          const char *what, cl_uint nwait, const cl_event *wait, cl_event *ev,
+                          clf__cmd_opt *opt);
+/* A barrier (not counted). */
+clf_status clf__cmd_barrier(clf_fleet *fl, size_t dev, cl_command_queue q, const char *what,
+                            cl_uint nwait, const cl_event *wait, cl_event *ev, clf__cmd_opt *opt);
+/* A buffer in device dev's context (clCreateBuffer's flags, size and host pointer), counted
+ * as device memory in the metrics unless CLF__CMD_NO_METRICS (the caller then frees it
+ * uncounted too); the "alloc" fault rule applies with CLF__CMD_FAULT, CLF__FAULT_ALLOC. */
+clf_status clf__cmd_buffer(clf_fleet *fl, size_t dev, cl_mem_flags flags, size_t size,
+                           void *host, const char *what, clf__cmd_opt *opt, cl_mem *out);
+/* Kernel name of program p for device dev; with range non-NULL, its hidden range parameter
+ * set to range[0..dims-1] (clf__program_set_range()). A missing kernel is
+ * CLF_ERROR_NOT_FOUND; *cl_err (optional) gets clCreateKernel's status. */
+clf_status clf__cmd_kernel_create(clf_fleet *fl, size_t dev, const struct clf_program *p,
+                                  const char *name, const size_t *range, unsigned dims,
+                                  cl_int *cl_err, cl_kernel *out);
 
 /* ---- the per-device kernel call (kernel.c) ---- */
 

@@ -324,12 +324,8 @@ clf_status clf__kernel_prepare_part(clf_fleet *fl, clf_program *prog, size_t dev
     }
     cl_int err = CL_SUCCESS;
     cl_kernel k = idle_take(prog, dev, kn);
-    if (!k)
-        k = clCreateKernel(prog->prog[dev], kn, &err);
-    if (err == CL_INVALID_KERNEL_NAME)
-        return clf__fail(CLF_ERROR_NOT_FOUND, "no kernel '%.128s' in the program", kn);
-    if (err != CL_SUCCESS)
-        return clf__cl_fail(err, "clCreateKernel", d);
+    if (!k && (st = clf__cmd_kernel_create(fl, dev, prog, kn, NULL, 0, NULL, &k)) != CLF_SUCCESS)
+        return st;
     /* The hidden range parameter is clfleet's, not the caller's (rangearg.c). */
     const char *no_array = prog->array_variant_of ? clf__program_array_why(prog, kn) : NULL;
     if (no_array)

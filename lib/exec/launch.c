@@ -993,14 +993,12 @@ static clf_status check_kernel(clf__launch *L)
         if (L->excluded[i]) /* exclude() leaves at least one */
             continue;
         struct clf__device *d = &L->fl->dev[L->dev[i]];
+        cl_kernel k;
+        clf_status st = clf__cmd_kernel_create(L->fl, d->index, L->prog, L->desc.kernel, NULL, 0,
+                                               NULL, &k);
+        if (st != CLF_SUCCESS)
+            return st;
         cl_int err;
-        cl_kernel k = clCreateKernel(L->prog->prog[d->index], L->desc.kernel, &err);
-        if (err == CL_INVALID_KERNEL_NAME)
-            return clf__fail(CLF_ERROR_NOT_FOUND, "no kernel '%.128s' in the program",
-                             L->desc.kernel);
-        if (err != CL_SUCCESS)
-            return clf__cl_fail(err, "clCreateKernel", d);
-        clf_status st = CLF_SUCCESS;
         cl_uint n = 0;
         if (!checked_args++) {
             /* The hidden range parameter (core/rangearg.c) is clfleet's, not the user's. */

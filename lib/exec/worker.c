@@ -46,6 +46,25 @@ static clf_status cl_fail(clf__worker *w, cl_int err, const char *call, int inje
     return CLF_ERROR_OPENCL;
 }
 
+/* A command the path (core/cmd.c) failed: it recorded the error; its status decides whether
+ * the device is at fault (fault.c). */
+static clf_status cmd_failed(clf__worker *w, const clf__cmd_opt *o)
+{
+    if (w->cl_err == CL_SUCCESS)
+        w->cl_err = o->err;
+    return CLF_ERROR_OPENCL;
+}
+
+/* The worker's commands: it holds its device's exec lock (clf__worker_main()) and accounts
+ * for them itself (report, then clf__metrics_launch()); fault rule `call` applies. */
+static clf__cmd_opt cmd_opt(unsigned flags, unsigned call)
+{
+    clf__cmd_opt o = {0};
+    o.flags = flags | CLF__CMD_NO_METRICS | CLF__CMD_LOCKED | CLF__CMD_FAULT;
+    o.fault = call;
+    return o;
+}
+
 static void set_stuck(clf__launch *L)
 {
     __atomic_store_n(&L->stuck, 1, __ATOMIC_RELAXED);
@@ -94,11 +113,15 @@ static clf_status device_alloc(clf__worker *w, size_t bytes, cl_mem_flags flags,
     int injected = err != CL_SUCCESS;
     /* One an earlier launch left (bufcache.c), else a new one. */
     *out = injected ? NULL : clf__bufcache_get(w->L->fl, w->d->index, flags, bytes);
-    if (!*out && !injected)
-        *out = clCreateBuffer(w->d->ctx, flags, bytes, NULL, &err);
-    if (err != CL_SUCCESS) {
-        *out = NULL;
+    if (injected)
         return cl_fail(w, err, "clCreateBuffer", injected);
+    if (!*out) {
+        /* The rule applied above, once, cached buffer or not. */
+        clf__cmd_opt o = cmd_opt(0, 0);
+        o.flags &= ~(unsigned)CLF__CMD_FAULT;
+        if (clf__cmd_buffer(w->L->fl, w->d->index, flags, bytes, NULL, NULL, &o, out) !=
+            CLF_SUCCESS)
+            return cmd_failed(w, &o);
     }
     w->mem_now += bytes;
     if (w->mem_now > w->mem_peak)
@@ -129,16 +152,13 @@ static clf_status broadcast(clf__worker *w, size_t i)
         if (st != CLF_SUCCESS)
             return st;
         cl_event ev = NULL;
-        cl_int err = CLF__FAULT(L->fl, di, CLF__FAULT_WRITE);
-        int injected = err != CL_SUCCESS;
-        if (!injected)
-            err = clEnqueueWriteBuffer(w->d->transfer, m, CL_TRUE, 0, b->size, b->host, 0, NULL,
-                                       &ev);
-        if (err != CL_SUCCESS) {
+        clf__cmd_opt o = cmd_opt(CLF__CMD_BLOCKING, CLF__FAULT_WRITE);
+        if (clf__cmd_write_opt(L->fl, di, w->d->transfer, m, 0, b->size, b->host, "broadcast", 0,
+                               NULL, &ev, &o) != CLF_SUCCESS) {
             clReleaseMemObject(m);
             w->mem_now -= b->size;
             clf__metrics_free(L->fl, di, b->size);
-            return cl_fail(w, err, "clEnqueueWriteBuffer (broadcast)", injected);
+            return cmd_failed(w, &o);
         }
         w->rep.to_device_s += blocking_done(w, ev, CLF__REC_TO_DEVICE, b->size);
         w->rep.bytes_to_device += b->size;
@@ -165,17 +185,13 @@ static clf_status reset_reductions(clf__worker *w, cl_command_queue q, cl_event 
         size_t es = clf_type_size((clf_type)a->type);
         unsigned char ident[8];
         clf__reduce_identity(a->op, a->type, ident);
-        cl_int err = CLF__FAULT(L->fl, w->d->index, CLF__FAULT_WRITE);
-        int injected = err != CL_SUCCESS;
-        if (!injected)
-            err = clEnqueueFillBuffer(q, w->whole[i], ident, es, 0, a->size * es, 0, NULL,
-                                      evs ? &evs[*nev] : NULL);
-        if (err == CL_SUCCESS && evs)
+        /* Waited for here, or by the kernel that the caller enqueues (and flushes) next. */
+        clf__cmd_opt o = cmd_opt(evs ? CLF__CMD_NO_FLUSH : CLF__CMD_BLOCKING, CLF__FAULT_WRITE);
+        if (clf__cmd_fill(L->fl, w->d->index, q, w->whole[i], ident, es, 0, a->size * es,
+                          "reduction", 0, NULL, evs ? &evs[*nev] : NULL, &o) != CLF_SUCCESS)
+            return cmd_failed(w, &o);
+        if (evs)
             (*nev)++;
-        if (err == CL_SUCCESS && !evs)
-            err = clFinish(q);
-        if (err != CL_SUCCESS)
-            return cl_fail(w, err, "clEnqueueFillBuffer (reduction)", injected);
     }
     w->red_stale = 0;
     return CLF_SUCCESS;
@@ -186,16 +202,15 @@ static clf_status reset_reductions(clf__worker *w, cl_command_queue q, cl_event 
 static clf_status array_prepare(clf__worker *w)
 {
     clf__launch *L = w->L;
-    cl_int err;
-    cl_program prog = L->prog->prog[w->d->index];
-    w->kernel = clCreateKernel(prog, L->desc.kernel, &err);
-    if (err != CL_SUCCESS)
-        return cl_fail(w, err, "clCreateKernel", 0);
     /* get_global_size() and get_num_groups() see the whole range in every chunk. */
-    clf_status rst = clf__program_set_range(L->prog, L->desc.kernel, w->kernel, L->desc.global,
-                                            L->desc.dims, w->d);
-    if (rst != CLF_SUCCESS)
+    cl_int err = CL_SUCCESS;
+    clf_status rst = clf__cmd_kernel_create(L->fl, w->d->index, L->prog, L->desc.kernel,
+                                            L->desc.global, L->desc.dims, &err, &w->kernel);
+    if (rst != CLF_SUCCESS) {
+        if (err != CL_SUCCESS && w->cl_err == CL_SUCCESS)
+            w->cl_err = err;
         return rst;
+    }
     for (size_t i = 0; i < L->nargs; i++) {
         const clf_arg *a = &L->args[i];
         clf_status st = CLF_SUCCESS;
@@ -260,28 +275,36 @@ enum { WRITE_EARLY = CLF__WRITE_EARLY, WRITE_LATE = CLF__WRITE_LATE, WRITE_ALL =
 /*
  * Enqueue on the transfer queue the move of split indices [lo, hi) of argument i between its
  * host array and m, where they start at index at (lo for a global-indexed buffer): one range
- * of bytes when contiguous, else a rectangle of the layout's rows. *bytes: what moves.
+ * of bytes when contiguous, else a rectangle of the layout's rows. *bytes: what moves. The
+ * "write" or "read" fault rule applies first; the caller flushes the batch.
  */
-static cl_int move_indices(clf__worker *w, size_t i, int to_device, cl_mem m, uint64_t lo,
-                           uint64_t hi, uint64_t at, cl_uint nwait, const cl_event *wait,
-                           cl_event *ev, uint64_t *bytes)
+static clf_status move_indices(clf__worker *w, size_t i, int to_device, cl_mem m, uint64_t lo,
+                               uint64_t hi, uint64_t at, cl_uint nwait, const cl_event *wait,
+                               cl_event *ev, uint64_t *bytes)
 {
     const clf__layout *y = &w->L->lay[i];
     char *host = w->L->args[i].host;
     cl_command_queue q = w->d->transfer;
+    clf_fleet *fl = w->L->fl;
+    size_t dev = w->d->index;
     size_t width = (size_t)((hi - lo) * y->unit);
     *bytes = width * y->rows;
-    if (!y->pitch)
-        return to_device ? clEnqueueWriteBuffer(q, m, CL_FALSE, (size_t)(at * y->unit), width,
-                                                host + lo * y->unit, nwait, wait, ev)
-                         : clEnqueueReadBuffer(q, m, CL_FALSE, (size_t)(at * y->unit), width,
-                                               host + lo * y->unit, nwait, wait, ev);
-    size_t dorg[3] = {(size_t)(at * y->unit), 0, 0}, horg[3] = {(size_t)(lo * y->unit), 0, 0};
-    size_t region[3] = {width, (size_t)y->rows, 1}, pitch = (size_t)y->pitch;
-    return to_device ? clEnqueueWriteBufferRect(q, m, CL_FALSE, dorg, horg, region, pitch, 0,
-                                                pitch, 0, host, nwait, wait, ev)
-                     : clEnqueueReadBufferRect(q, m, CL_FALSE, dorg, horg, region, pitch, 0,
-                                               pitch, 0, host, nwait, wait, ev);
+    clf__cmd_opt o = cmd_opt(CLF__CMD_NO_FLUSH, to_device ? CLF__FAULT_WRITE : CLF__FAULT_READ);
+    clf_status st;
+    if (!y->pitch) {
+        size_t off = (size_t)(at * y->unit);
+        st = to_device ? clf__cmd_write_opt(fl, dev, q, m, off, width, host + lo * y->unit,
+                                            NULL, nwait, wait, ev, &o)
+                       : clf__cmd_read_opt(fl, dev, q, m, off, width, host + lo * y->unit, NULL,
+                                           nwait, wait, ev, &o);
+    } else {
+        size_t dorg[3] = {(size_t)(at * y->unit), 0, 0};
+        size_t horg[3] = {(size_t)(lo * y->unit), 0, 0};
+        size_t region[3] = {width, (size_t)y->rows, 1}, pitch = (size_t)y->pitch;
+        st = clf__cmd_rect_opt(fl, dev, q, to_device, m, dorg, horg, region, pitch, 0, pitch, 0,
+                               host, NULL, nwait, wait, ev, &o);
+    }
+    return st == CLF_SUCCESS ? CLF_SUCCESS : cmd_failed(w, &o);
 }
 
 /* Enqueue the chunk's inputs on the transfer queue (and size its slots). */
@@ -308,15 +331,10 @@ static clf_status array_chunk_in(clf__worker *w, clf__chunk *c, int which)
         cl_mem m = chunked ? w->slot[i][c->slot] : w->whole[i];
         uint64_t at = chunked ? lo - c->off + a->halo_before : lo, bytes = 0;
         uint64_t scale = L->lay[i].scale; /* per-group outputs (no halo): group indices */
-        cl_int err = CLF__FAULT(L->fl, w->d->index, CLF__FAULT_WRITE);
-        int injected = err != CL_SUCCESS;
-        if (!injected)
-            err = move_indices(w, i, 1, m, lo / scale, hi / scale, at / scale, 0, NULL,
-                               &c->ev[c->nwrite], &bytes);
-        if (err != CL_SUCCESS)
-            return cl_fail(w, err,
-                           L->lay[i].pitch ? "clEnqueueWriteBufferRect" : "clEnqueueWriteBuffer",
-                           injected);
+        clf_status st = move_indices(w, i, 1, m, lo / scale, hi / scale, at / scale, 0, NULL,
+                                     &c->ev[c->nwrite], &bytes);
+        if (st != CLF_SUCCESS)
+            return st;
         c->ev_bytes[c->nwrite] = bytes;
         c->ev_arg[c->nwrite] = (unsigned char)i;
         c->nwrite++;
@@ -357,7 +375,6 @@ static clf_status array_run(clf__worker *w, clf__chunk *c)
     cl_uint nwait = (cl_uint)c->nwrite, first_fill = nwait;
     memcpy(wait, c->ev, c->nwrite * sizeof *wait);
     clf_status st = CLF_SUCCESS;
-    cl_int err = CL_SUCCESS;
     cl_uint end_fill = nwait;
     if (w->red_stale) {
         st = reset_reductions(w, w->d->compute, wait, &nwait);
@@ -376,17 +393,11 @@ static clf_status array_run(clf__worker *w, clf__chunk *c)
     c->fault = CLF__FAULT(L->fl, w->d->index, CLF__FAULT_EXEC);
     if (c->fault != CL_SUCCESS)
         goto out;
-    err = CLF__FAULT(L->fl, w->d->index, CLF__FAULT_ENQUEUE);
-    int injected = err != CL_SUCCESS;
-    if (!injected)
-        err = clEnqueueNDRangeKernel(w->d->compute, w->kernel, L->desc.dims, offset, global,
-                                     use_local ? local : NULL, nwait, nwait ? wait : NULL,
-                                     &c->kernel);
-    if (err != CL_SUCCESS) {
-        c->kernel = NULL;
-        CLF__TRY(st, cl_fail(w, err, "clEnqueueNDRangeKernel", injected));
-    }
-    clFlush(w->d->compute);
+    clf__cmd_opt o = cmd_opt(0, CLF__FAULT_ENQUEUE);
+    if (clf__cmd_kernel_opt(L->fl, w->d->index, w->d->compute, w->kernel, L->desc.kernel,
+                            L->desc.dims, offset, global, use_local ? local : NULL, nwait, wait,
+                            &c->kernel, &o) != CLF_SUCCESS)
+        CLF__TRY(st, cmd_failed(w, &o));
 out:
     for (cl_uint j = first_fill; j < end_fill; j++)
         clReleaseEvent(wait[j]);
@@ -410,15 +421,10 @@ static clf_status array_chunk_out(clf__worker *w, clf__chunk *c)
             uint64_t at = chunked ? a->halo_before : c->off, bytes = 0;
             uint64_t scale = L->lay[i].scale; /* per-group outputs: group indices */
             size_t k = c->nwrite + c->nread;
-            cl_int err = CLF__FAULT(L->fl, w->d->index, CLF__FAULT_READ);
-            int injected = err != CL_SUCCESS;
-            if (!injected)
-                err = move_indices(w, i, 0, m, c->off / scale, (c->off + c->len) / scale,
-                                   at / scale, 1, &c->kernel, &c->ev[k], &bytes);
-            if (err != CL_SUCCESS)
-                return cl_fail(w, err,
-                               L->lay[i].pitch ? "clEnqueueReadBufferRect" : "clEnqueueReadBuffer",
-                               injected);
+            clf_status st = move_indices(w, i, 0, m, c->off / scale, (c->off + c->len) / scale,
+                                         at / scale, 1, &c->kernel, &c->ev[k], &bytes);
+            if (st != CLF_SUCCESS)
+                return st;
             c->ev_bytes[k] = bytes;
             c->ev_arg[k] = (unsigned char)i;
             c->nread++;
@@ -599,13 +605,10 @@ static clf_status commit_reductions(clf__worker *w)
         if (!(tmp[i] = malloc(bytes)))
             CLF__TRY(st, clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "reduction: out of memory"));
         cl_event ev = NULL;
-        cl_int err = CLF__FAULT(L->fl, w->d->index, CLF__FAULT_READ);
-        int injected = err != CL_SUCCESS;
-        if (!injected)
-            err = clEnqueueReadBuffer(w->d->transfer, w->whole[i], CL_TRUE, 0, bytes, tmp[i], 0,
-                                      NULL, &ev);
-        if (err != CL_SUCCESS)
-            CLF__TRY(st, cl_fail(w, err, "clEnqueueReadBuffer (reduction)", injected));
+        clf__cmd_opt o = cmd_opt(CLF__CMD_BLOCKING, CLF__FAULT_READ);
+        if (clf__cmd_read_opt(L->fl, w->d->index, w->d->transfer, w->whole[i], 0, bytes, tmp[i],
+                              "reduction", 0, NULL, &ev, &o) != CLF_SUCCESS)
+            CLF__TRY(st, cmd_failed(w, &o));
         w->rep.from_device_s += blocking_done(w, ev, CLF__REC_FROM_DEVICE, bytes);
         w->rep.bytes_from_device += bytes;
     }

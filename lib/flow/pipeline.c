@@ -147,17 +147,14 @@ static clf_status stage_setup(clf_pipeline *pl, stage *s, const clf_stage_desc *
     clf_status bst = clf__program_check_device(d->program, s->dev->index);
     if (bst != CLF_SUCCESS)
         return bst;
+    /* get_global_size() reads a hidden last parameter (core/rangearg.c): the batch's range,
+     * the same for every batch. */
     cl_int err;
-    s->k = clCreateKernel(d->program->prog[s->dev->index], d->kernel, &err);
+    clf_status st = clf__cmd_kernel_create(pl->fl, s->dev->index, d->program, d->kernel,
+                                           d->global, d->dims, &err, &s->k);
     if (err == CL_INVALID_KERNEL_NAME)
         return clf__fail(CLF_ERROR_NOT_FOUND, "no kernel '%.128s' in the stage's program",
                          d->kernel);
-    if (err != CL_SUCCESS)
-        return clf__cl_fail(err, "clCreateKernel", s->dev);
-    /* get_global_size() reads a hidden last parameter (core/rangearg.c): the batch's range,
-     * the same for every batch. */
-    clf_status st = clf__program_set_range(d->program, d->kernel, s->k, d->global, d->dims,
-                                           s->dev);
     for (int h = 0; h < 2 && st == CLF_SUCCESS; h++) {
         st = clf_buffer_create(&s->in[h], pl->fl, d->device, d->in_bytes, CLF_MEM_READ_WRITE);
         if (st == CLF_SUCCESS)
@@ -172,10 +169,13 @@ static clf_status stage_setup(clf_pipeline *pl, stage *s, const clf_stage_desc *
         } else if (x->kind == CLF_ARG_KIND_LOCAL) {
             st = set_arg(s, idx, x->size, NULL);
         } else {
-            s->bcast[a] = clCreateBuffer(s->dev->ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
-                                         x->size, x->host, &err);
-            if (err != CL_SUCCESS)
-                return clf__cl_fail(err, "clCreateBuffer (stage broadcast)", s->dev);
+            /* Not counted as device memory, as before the command path. */
+            clf__cmd_opt o = {0};
+            o.flags = CLF__CMD_NO_METRICS;
+            st = clf__cmd_buffer(pl->fl, s->dev->index, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
+                                 x->size, x->host, "stage broadcast", &o, &s->bcast[a]);
+            if (st != CLF_SUCCESS)
+                return st;
             st = set_arg(s, idx, sizeof(cl_mem), &s->bcast[a]);
         }
         s->args[a].host = NULL; /* not kept: the caller's values need not outlive this */

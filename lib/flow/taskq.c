@@ -268,12 +268,11 @@ static clf_status get_kernel(tq_worker *w, const char *name, cl_kernel *out)
     clf_status bst = clf__program_check_device(w->q->prog, w->d->index);
     if (bst != CLF_SUCCESS)
         return bst;
-    cl_int err;
-    cl_kernel k = clCreateKernel(w->q->prog->prog[w->d->index], name, &err);
-    if (err == CL_INVALID_KERNEL_NAME)
-        return clf__fail(CLF_ERROR_NOT_FOUND, "no kernel '%.128s' in the program", name);
-    if (err != CL_SUCCESS)
-        return clf__cl_fail(err, "clCreateKernel", w->d);
+    cl_kernel k;
+    clf_status kst = clf__cmd_kernel_create(w->q->fl, w->d->index, w->q->prog, name, NULL, 0,
+                                            NULL, &k);
+    if (kst != CLF_SUCCESS)
+        return kst;
     if (!(v[w->nkernels].name = strdup(name))) {
         clReleaseKernel(k);
         return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "task queue: out of memory");
@@ -296,10 +295,13 @@ static clf_status arg_buffer(tq_worker *w, size_t i, size_t size)
         return clf__fail(CLF_ERROR_OUT_OF_RANGE,
                          "task array of %zu bytes exceeds the maximum allocation of device %zu",
                          size, w->d->index);
-    cl_int err;
-    w->mem[i] = clCreateBuffer(w->d->ctx, CL_MEM_READ_WRITE, size, NULL, &err);
-    if (err != CL_SUCCESS)
-        return clf__cl_fail(err, "clCreateBuffer (task)", w->d);
+    /* Not counted as device memory, as before the command path. */
+    clf__cmd_opt o = {0};
+    o.flags = CLF__CMD_NO_METRICS;
+    clf_status st = clf__cmd_buffer(w->q->fl, w->d->index, CL_MEM_READ_WRITE, size, NULL, "task",
+                                    &o, &w->mem[i]);
+    if (st != CLF_SUCCESS)
+        return st;
     w->cap[i] = size;
     return CLF_SUCCESS;
 }

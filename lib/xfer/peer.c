@@ -56,20 +56,18 @@ static clf_status amd_enqueue(clf__copy *c, const cl_event *wait, cl_uint nwait,
 {
     struct clf__device *A = clf__xdevice(c, 0), *B = clf__xdevice(c, 1);
     cl_command_queue q = clf__copy_queue(c, 0);
-    cl_int err;
-    const char *call;
     if (A->ctx == B->ctx) {
         /* The extension copies between contexts; in one context the runtime's own copy
-         * between devices takes the peer path itself. */
-        call = "clEnqueueCopyBuffer";
-        err = clEnqueueCopyBuffer(q, c->src, c->dst, c->soff, c->doff, c->size, nwait, wait,
-                                  ev);
-    } else {
-        call = "clEnqueueCopyBufferP2PAMD";
-        err = c->fleet->xfer->dev[c->sdev].amd_copy(q, c->src, c->dst, c->soff, c->doff,
-                                                    c->size, nwait, wait, ev);
+         * between devices takes the peer path itself. Under the copy's exec locks, counted
+         * by the caller (transfer.c). */
+        clf__cmd_opt o = {0};
+        o.flags = CLF__CMD_NO_METRICS | CLF__CMD_NO_FLUSH | CLF__CMD_LOCKED;
+        return clf__cmd_copy(c->fleet, c->sdev, q, c->src, c->dst, c->soff, c->doff, c->size,
+                             NULL, nwait, wait, ev, &o);
     }
-    return err == CL_SUCCESS ? CLF_SUCCESS : clf__cl_fail(err, call, A);
+    cl_int err = c->fleet->xfer->dev[c->sdev].amd_copy(q, c->src, c->dst, c->soff, c->doff,
+                                                       c->size, nwait, wait, ev);
+    return err == CL_SUCCESS ? CLF_SUCCESS : clf__cl_fail(err, "clEnqueueCopyBufferP2PAMD", A);
 }
 
 /* On the source's queue: the wait list usually guards the source (its producer). */
@@ -105,7 +103,7 @@ static void CL_CALLBACK emu_unmap(cl_mem m, void *user)
     free(em);
 }
 
-static clf_status emu_import(struct clf__device *d, int own, size_t size, cl_mem *out)
+static clf_status emu_import(clf_fleet *fl, size_t dev, int own, size_t size, cl_mem *out)
 {
     void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, own, 0);
     close(own);
@@ -116,9 +114,14 @@ static clf_status emu_import(struct clf__device *d, int own, size_t size, cl_mem
             munmap(p, size);
         return clf__fail(CLF_ERROR_UNSUPPORTED, "emulated CUDA import: mmap failed");
     }
-    cl_int err;
-    cl_mem m = clCreateBuffer(d->ctx, CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, size, p, &err);
-    if (err == CL_SUCCESS) {
+    /* Not counted as device memory (the CUDA allocation is the caller's). */
+    clf__cmd_opt o = {0};
+    o.flags = CLF__CMD_NO_METRICS;
+    cl_mem m;
+    clf_status st = clf__cmd_buffer(fl, dev, CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, size, p,
+                                    "emulated CUDA import", &o, &m);
+    cl_int err = o.err;
+    if (st == CLF_SUCCESS) {
         em->p = p;
         em->n = size;
         err = clSetMemObjectDestructorCallback(m, emu_unmap, em);
@@ -130,7 +133,10 @@ static clf_status emu_import(struct clf__device *d, int own, size_t size, cl_mem
     }
     munmap(p, size);
     free(em);
-    return clf__cl_fail(err, "clCreateBuffer (emulated CUDA import)", d);
+    if (st != CLF_SUCCESS)
+        return st;
+    return clf__cl_fail(err, "clSetMemObjectDestructorCallback (emulated CUDA import)",
+                        &fl->dev[dev]);
 }
 
 /* Import a CUDA allocation's fd (taking it) as a buffer on fleet device i. */
@@ -143,7 +149,7 @@ static clf_status import_fd(clf_fleet *fl, size_t i, int fd, size_t size, cl_mem
     if (own < 0)
         return clf__fail(CLF_ERROR_UNSUPPORTED, "CUDA import on device %zu: dup() failed", i);
     if (EMULATED(fl))
-        return emu_import(d, own, size, out);
+        return emu_import(fl, i, own, size, out);
     cl_mem_properties props[] = {
         CL_EXTERNAL_MEMORY_HANDLE_OPAQUE_FD_KHR, (cl_mem_properties)own,
         CL_MEM_DEVICE_HANDLE_LIST_KHR,           (cl_mem_properties)(uintptr_t)d->id,
@@ -190,9 +196,10 @@ static clf_status selftest_write(void *user, int fd, size_t size, const void *da
     if (st != CLF_SUCCESS)
         return st;
     CLF__TRY(st, ext_mem(a->fl, a->device, 1, m));
-    cl_int err = clEnqueueWriteBuffer(d->copyq, m, CL_TRUE, 0, len, data, 0, NULL, NULL);
-    if (err != CL_SUCCESS)
-        st = clf__cl_fail(err, "clEnqueueWriteBuffer (CUDA self-test)", d);
+    clf__cmd_opt o = {0};
+    o.flags = CLF__CMD_NO_METRICS | CLF__CMD_BLOCKING;
+    st = clf__cmd_write_opt(a->fl, a->device, d->copyq, m, 0, len, data, "CUDA self-test", 0,
+                            NULL, NULL, &o);
     clf_status rst = ext_mem(a->fl, a->device, 0, m);
     if (st == CLF_SUCCESS)
         st = rst;
@@ -445,12 +452,15 @@ static clf_status leg(clf_fleet *fl, size_t dev, cl_mem bounce, cl_mem from, siz
     clf_status st = ext_mem(fl, dev, 1, bounce);
     if (st != CLF_SUCCESS)
         return st;
-    cl_int err = clEnqueueCopyBuffer(d->copyq, from, to, from_off, to_off, len, 0, NULL,
-                                     fl->xfer->dev[dev].release ? NULL : ev);
-    if (err != CL_SUCCESS)
-        return clf__cl_fail(err, "clEnqueueCopyBuffer (CUDA bounce)", d);
+    /* Under the copy's exec locks, counted by the caller (transfer.c). */
+    clf__cmd_opt o = {0};
+    o.flags = CLF__CMD_NO_METRICS | CLF__CMD_NO_FLUSH | CLF__CMD_LOCKED;
+    st = clf__cmd_copy(fl, dev, d->copyq, from, to, from_off, to_off, len, "CUDA bounce", 0, NULL,
+                       fl->xfer->dev[dev].release ? NULL : ev, &o);
+    if (st != CLF_SUCCESS)
+        return st;
     if (fl->xfer->dev[dev].release) {
-        err = fl->xfer->dev[dev].release(d->copyq, 1, &bounce, 0, NULL, ev);
+        cl_int err = fl->xfer->dev[dev].release(d->copyq, 1, &bounce, 0, NULL, ev);
         if (err != CL_SUCCESS)
             return clf__cl_fail(err, "clEnqueueReleaseExternalMemObjectsKHR", d);
     }

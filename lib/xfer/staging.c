@@ -22,12 +22,23 @@
 
 /* ---- staging sets --------------------------------------------------------------------- */
 
+/* Staging's commands: under the copy's exec locks (transfer.c runs a staged copy holding
+ * them; at teardown nothing else runs), counted by the caller as one peer copy. */
+static clf__cmd_opt stage_opt(unsigned flags)
+{
+    clf__cmd_opt o = {0};
+    o.flags = flags | CLF__CMD_NO_METRICS | CLF__CMD_LOCKED;
+    return o;
+}
+
 static void stager_free(clf_fleet *fl, clf__stager *s)
 {
     struct clf__device *d = &fl->dev[s->device];
     for (size_t i = 0; i < CLF__XFER_SLOTS; i++) {
+        clf__cmd_opt o = stage_opt(CLF__CMD_NO_FLUSH);
         if (s->ptr[i])
-            clEnqueueUnmapMemObject(d->copyq, s->mem[i], s->ptr[i], 0, NULL, NULL);
+            clf__cmd_unmap(fl, s->device, d->copyq, s->mem[i], s->ptr[i], "staging", 0, NULL,
+                           NULL, &o);
         if (s->mem[i])
             clReleaseMemObject(s->mem[i]); /* freed once the unmap has run */
     }
@@ -48,19 +59,17 @@ static clf_status stager_new(clf_fleet *fl, size_t dev, clf__stager **out)
     s->chunk = fl->xfer->chunk;
     for (size_t i = 0; i < CLF__XFER_SLOTS; i++) {
         s->rdone[i].s = s->wdone[i].s = s;
-        cl_int err;
-        s->mem[i] = clCreateBuffer(d->ctx, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, s->chunk,
-                                   NULL, &err);
-        if (err == CL_SUCCESS)
-            s->ptr[i] = clEnqueueMapBuffer(d->copyq, s->mem[i], CL_TRUE,
-                                           CL_MAP_READ | CL_MAP_WRITE, 0, s->chunk, 0, NULL,
-                                           NULL, &err);
-        if (err != CL_SUCCESS) {
-            s->ptr[i] = NULL;
+        clf__cmd_opt o = stage_opt(CLF__CMD_BLOCKING);
+        clf_status st = clf__cmd_buffer(fl, dev, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR,
+                                        s->chunk, NULL, "staging", &o, &s->mem[i]);
+        if (st == CLF_SUCCESS)
+            st = clf__cmd_map(fl, dev, d->copyq, s->mem[i], CL_MAP_READ | CL_MAP_WRITE, 0,
+                              s->chunk, "staging", 0, NULL, NULL, &o, &s->ptr[i]);
+        if (st != CLF_SUCCESS) {
+            char keep[512];
+            snprintf(keep, sizeof keep, "%s", clf_last_error());
             stager_free(fl, s);
-            return clf__cl_fail(err, i && s->mem[i] ? "clEnqueueMapBuffer (staging)"
-                                                    : "clCreateBuffer (staging)",
-                                d);
+            return clf__fail(st, "%s", keep);
         }
     }
     *out = s;
@@ -137,32 +146,29 @@ static clf_status via_map(clf__copy *c, int from_src)
     struct clf__device *m = clf__xdevice(c, !from_src), *o = clf__xdevice(c, from_src);
     cl_mem mapped = from_src ? c->src : c->dst, other = from_src ? c->dst : c->src;
     size_t moff = from_src ? c->soff : c->doff, ooff = from_src ? c->doff : c->soff;
-    cl_int err;
-    void *p = clEnqueueMapBuffer(m->copyq, mapped, CL_TRUE,
+    size_t mdev = from_src ? c->sdev : c->ddev, odev = from_src ? c->ddev : c->sdev;
+    clf__cmd_opt bo = stage_opt(CLF__CMD_BLOCKING);
+    void *p;
+    clf_status st = clf__cmd_map(c->fleet, mdev, m->copyq, mapped,
                                  from_src ? CL_MAP_READ : CL_MAP_WRITE_INVALIDATE_REGION, moff,
-                                 c->size, 0, NULL, NULL, &err);
-    if (err != CL_SUCCESS)
-        return clf__cl_fail(err, "clEnqueueMapBuffer (copy)", m);
-    clf_status st = CLF_SUCCESS;
-    err = from_src ? clEnqueueWriteBuffer(o->copyq, other, CL_TRUE, ooff, c->size, p, 0, NULL,
-                                          NULL)
-                   : clEnqueueReadBuffer(o->copyq, other, CL_TRUE, ooff, c->size, p, 0, NULL,
-                                         NULL);
-    if (err != CL_SUCCESS)
-        st = clf__cl_fail(err, from_src ? "clEnqueueWriteBuffer (copy)"
-                                        : "clEnqueueReadBuffer (copy)",
-                          o);
+                                 c->size, "copy", 0, NULL, NULL, &bo, &p);
+    if (st != CLF_SUCCESS)
+        return st;
+    st = from_src ? clf__cmd_write_opt(c->fleet, odev, o->copyq, other, ooff, c->size, p, "copy",
+                                       0, NULL, NULL, &bo)
+                  : clf__cmd_read_opt(c->fleet, odev, o->copyq, other, ooff, c->size, p, "copy",
+                                      0, NULL, NULL, &bo);
     cl_event unmap = NULL;
-    err = clEnqueueUnmapMemObject(m->copyq, mapped, p, 0, NULL, &unmap);
-    if (err == CL_SUCCESS) {
+    clf__cmd_opt uo = stage_opt(CLF__CMD_NO_FLUSH);
+    clf_status ust = clf__cmd_unmap(c->fleet, mdev, m->copyq, mapped, p, "copy", 0, NULL, &unmap,
+                                    &uo);
+    if (ust == CLF_SUCCESS) {
         clf_event e = {.ev = unmap};
-        clf_status ust = clf__event_wait_host(&e);
+        ust = clf__event_wait_host(&e);
         clReleaseEvent(unmap);
-        if (st == CLF_SUCCESS)
-            st = ust;
-    } else if (st == CLF_SUCCESS) {
-        st = clf__cl_fail(err, "clEnqueueUnmapMemObject (copy)", m);
     }
+    if (st == CLF_SUCCESS)
+        st = ust;
     return st;
 }
 
@@ -276,21 +282,19 @@ static clf_status pipeline(clf__copy *c)
             clReleaseEvent(*prev), *prev = NULL;
         if (*ev)
             clReleaseEvent(*ev), *ev = NULL;
-        cl_int err = write ? clEnqueueWriteBuffer(B->copyq, c->dst, CL_FALSE, c->doff + off,
-                                                  len, s->ptr[slot], 0, NULL, ev)
-                           : clEnqueueReadBuffer(A->copyq, c->src, CL_FALSE, c->soff + off,
-                                                 len, s->ptr[slot], 0, NULL, ev);
-        if (err == CL_SUCCESS) {
-            clFlush(write ? B->copyq : A->copyq);
+        clf__cmd_opt o = stage_opt(0); /* flushed: the other side waits for it */
+        clf_status est =
+            write ? clf__cmd_write_opt(fl, c->ddev, B->copyq, c->dst, c->doff + off, len,
+                                       s->ptr[slot], "staging", 0, NULL, ev, &o)
+                  : clf__cmd_read_opt(fl, c->sdev, A->copyq, c->src, c->soff + off, len,
+                                      s->ptr[slot], "staging", 0, NULL, ev, &o);
+        if (est == CLF_SUCCESS)
             watch(*ev, f);
-        }
         pthread_mutex_lock(&s->lock);
-        if (err != CL_SUCCESS) {
+        if (est != CLF_SUCCESS) {
             s->issued--;
             *ev = NULL;
-            st = clf__cl_fail(err, write ? "clEnqueueWriteBuffer (staging)"
-                                         : "clEnqueueReadBuffer (staging)",
-                              write ? B : A);
+            st = est;
             break;
         }
         if (write)
@@ -332,13 +336,12 @@ static clf_status one_slot(clf__copy *c)
     clf_status st = stager_get(c->fleet, c->sdev, &s);
     if (st != CLF_SUCCESS)
         return st;
-    cl_int err = clEnqueueReadBuffer(A->copyq, c->src, CL_TRUE, c->soff, c->size, s->ptr[0],
-                                     0, NULL, NULL);
-    if (err != CL_SUCCESS)
-        st = clf__cl_fail(err, "clEnqueueReadBuffer (staging)", A);
-    else if ((err = clEnqueueWriteBuffer(B->copyq, c->dst, CL_TRUE, c->doff, c->size,
-                                         s->ptr[0], 0, NULL, NULL)) != CL_SUCCESS)
-        st = clf__cl_fail(err, "clEnqueueWriteBuffer (staging)", B);
+    clf__cmd_opt o = stage_opt(CLF__CMD_BLOCKING);
+    st = clf__cmd_read_opt(c->fleet, c->sdev, A->copyq, c->src, c->soff, c->size, s->ptr[0],
+                           "staging", 0, NULL, NULL, &o);
+    if (st == CLF_SUCCESS)
+        st = clf__cmd_write_opt(c->fleet, c->ddev, B->copyq, c->dst, c->doff, c->size,
+                                s->ptr[0], "staging", 0, NULL, NULL, &o);
     stager_put(c->fleet, s);
     return st;
 }

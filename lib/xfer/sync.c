@@ -88,11 +88,7 @@ static clf_status device_wait(clf_fleet *fl, size_t device, clf_event *const *ev
     size_t k = 0;
     clf_status st = events_for(fl, device, events, n, cl, &k);
     if (st == CLF_SUCCESS) {
-        cl_int err = clEnqueueBarrierWithWaitList(d->compute, (cl_uint)k, k ? cl : NULL, NULL);
-        if (err != CL_SUCCESS)
-            st = clf__cl_fail(err, "clEnqueueBarrierWithWaitList", d);
-        else
-            clFlush(d->compute);
+        st = clf__cmd_barrier(fl, device, d->compute, NULL, (cl_uint)k, cl, NULL, NULL);
     }
     for (size_t i = 0; i < k; i++)
         clReleaseEvent(cl[i]);

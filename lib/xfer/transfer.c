@@ -220,10 +220,11 @@ static void exec_lock(clf__copy *c, int take)
  * copy on its own queue, and reads stale bytes). */
 static clf_status enqueue_copy(clf__copy *c, const cl_event *wait, cl_uint nwait, cl_event *ev)
 {
-    struct clf__device *d = clf__xdevice(c, 0);
-    cl_int err = clEnqueueCopyBuffer(clf__copy_queue(c, 0), c->src, c->dst, c->soff, c->doff,
-                                     c->size, nwait, wait, ev);
-    return err == CL_SUCCESS ? CLF_SUCCESS : clf__cl_fail(err, "clEnqueueCopyBuffer", d);
+    /* Under the copy's exec locks (exec_lock()); counted by the caller, once. */
+    clf__cmd_opt o = {0};
+    o.flags = CLF__CMD_NO_METRICS | CLF__CMD_NO_FLUSH | CLF__CMD_LOCKED;
+    return clf__cmd_copy(c->fleet, c->sdev, clf__copy_queue(c, 0), c->src, c->dst, c->soff,
+                         c->doff, c->size, NULL, nwait, wait, ev, &o);
 }
 
 const clf__path_ops clf__path_same_device = {"same-device", 1, enqueue_copy, NULL};
