@@ -146,6 +146,56 @@ static clf_status add_name(char ***names, size_t *n, const char *s, size_t len)
     return CLF_SUCCESS;
 }
 
+/* Move x past the next `kernel` or `__kernel` keyword; 0 at the end of the source. */
+static int next_kernel(lexer *x)
+{
+    size_t b, l;
+    int t;
+    while ((t = next_tok(x, &b, &l)) != TOK_END)
+        if (t == TOK_IDENT && (tok_is(x, b, l, "kernel") || tok_is(x, b, l, "__kernel")))
+            return 1;
+    return 0;
+}
+
+/*
+ * After `kernel`: skip attributes and the return type to the function's name and the '(' of
+ * its parameter list (*name_b, *name_l: the name in x->s). 0 when the kernel keyword starts
+ * no function, or one that the scan cannot follow.
+ */
+static int kernel_head(lexer *x, size_t *name_b, size_t *name_l)
+{
+    size_t b, l;
+    int t;
+    *name_b = *name_l = 0;
+    while ((t = next_tok(x, &b, &l)) != TOK_END) {
+        if (t == TOK_IDENT && tok_is(x, b, l, "__attribute__")) {
+            if (next_tok(x, &b, &l) != '(' || !skip_group(x))
+                return 0;
+        } else if (t == TOK_IDENT) {
+            *name_b = b;
+            *name_l = l;
+        } else if (t == '(' && *name_l) {
+            return 1;
+        } else if (t != '*') {
+            return 0;
+        }
+    }
+    return 0;
+}
+
+/* A token (t at [b, b + l)) of a parameter list: counts it in *ntok; *first_b is where the
+ * first starts; *only_void says whether the list so far is the single word `void`. */
+static void note_param_tok(const lexer *x, int t, size_t b, size_t l, size_t *ntok,
+                           size_t *first_b, int *only_void)
+{
+    if ((*ntok)++ == 0) {
+        *first_b = b;
+        *only_void = t == TOK_IDENT && tok_is(x, b, l, "void");
+    } else {
+        *only_void = 0;
+    }
+}
+
 /*
  * After `kernel`: find the function's name and parameter list, skipping attributes. Adds
  * the edit and the name; a kernel keyword that starts no function (or that the scan cannot
@@ -154,22 +204,9 @@ static clf_status add_name(char ***names, size_t *n, const char *s, size_t len)
 static clf_status scan_kernel(lexer *x, edit **edits, size_t *nedits, char ***names,
                               size_t *nnames)
 {
-    size_t b, l, name_b = 0, name_l = 0;
+    size_t b, l, name_b, name_l;
     int t;
-    while ((t = next_tok(x, &b, &l)) != TOK_END) {
-        if (t == TOK_IDENT && tok_is(x, b, l, "__attribute__")) {
-            if (next_tok(x, &b, &l) != '(' || !skip_group(x))
-                return CLF_SUCCESS;
-        } else if (t == TOK_IDENT) {
-            name_b = b;
-            name_l = l;
-        } else if (t == '(' && name_l) {
-            break;
-        } else if (t != '*') {
-            return CLF_SUCCESS;
-        }
-    }
-    if (t == TOK_END)
+    if (!kernel_head(x, &name_b, &name_l))
         return CLF_SUCCESS;
     /* The parameter list: empty, `void`, or parameters to append to. */
     size_t open = x->i, first_b = 0, ntok = 0;
@@ -178,12 +215,7 @@ static clf_status scan_kernel(lexer *x, edit **edits, size_t *nedits, char ***na
         depth += t == '(' ? 1 : t == ')' ? -1 : 0;
         if (depth == 0)
             break;
-        if (ntok++ == 0) {
-            first_b = b;
-            only_void = t == TOK_IDENT && tok_is(x, b, l, "void");
-        } else {
-            only_void = 0;
-        }
+        note_param_tok(x, t, b, l, &ntok, &first_b, &only_void);
     }
     if (t == TOK_END)
         return CLF_SUCCESS;
@@ -224,9 +256,8 @@ clf_status clf__range_rewrite(const char *src, char **out, char ***names, size_t
     size_t nedits = 0;
     clf_status st = CLF_SUCCESS;
     x = (lexer){src, 0, strlen(src), 1, 0};
-    while (st == CLF_SUCCESS && (t = next_tok(&x, &b, &l)) != TOK_END)
-        if (t == TOK_IDENT && (tok_is(&x, b, l, "kernel") || tok_is(&x, b, l, "__kernel")))
-            st = scan_kernel(&x, &edits, &nedits, names, nnames);
+    while (st == CLF_SUCCESS && next_kernel(&x))
+        st = scan_kernel(&x, &edits, &nedits, names, nnames);
     size_t extra = 0, add = strlen(HIDDEN_DECL) + 2;
     if (st == CLF_SUCCESS && clf__mul_overflow(nedits, add, &extra))
         st = CLF_ERROR_SIZE_OVERFLOW;
@@ -358,22 +389,9 @@ static int str_append(char **s, const char *piece)
 static clf_status scan_kernel_array(lexer *x, vedit **edits, size_t *nedits, char ***names,
                                     size_t *nnames, char ***why, uint64_t **masks)
 {
-    size_t b, l, name_b = 0, name_l = 0;
+    size_t b, l, name_b, name_l;
     int t;
-    while ((t = next_tok(x, &b, &l)) != TOK_END) {
-        if (t == TOK_IDENT && tok_is(x, b, l, "__attribute__")) {
-            if (next_tok(x, &b, &l) != '(' || !skip_group(x))
-                return CLF_SUCCESS;
-        } else if (t == TOK_IDENT) {
-            name_b = b;
-            name_l = l;
-        } else if (t == '(' && name_l) {
-            break;
-        } else if (t != '*') {
-            return CLF_SUCCESS;
-        }
-    }
-    if (t == TOK_END)
+    if (!kernel_head(x, &name_b, &name_l))
         return CLF_SUCCESS;
     size_t open = x->i, first_b = 0, ntok = 0, nptr = 0, pidx = 0;
     uint64_t mask = 0; /* the parameters moved */
@@ -421,12 +439,7 @@ static clf_status scan_kernel_array(lexer *x, vedit **edits, size_t *nedits, cha
                 break;
             continue;
         }
-        if (ntok++ == 0) {
-            first_b = b;
-            only_void = t == TOK_IDENT && tok_is(x, b, l, "void");
-        } else {
-            only_void = 0;
-        }
+        note_param_tok(x, t, b, l, &ntok, &first_b, &only_void);
         if (depth != 1)
             continue;
         if (t == '*') {
@@ -511,12 +524,10 @@ clf_status clf__array_rewrite(const char *src, char **out, char ***names, size_t
     *masks = NULL;
     lexer x = {src, 0, strlen(src), 1, 0};
     vedit *edits = NULL;
-    size_t nedits = 0, b, l, extra = 0;
+    size_t nedits = 0, extra = 0;
     clf_status st = CLF_SUCCESS;
-    int t;
-    while (st == CLF_SUCCESS && (t = next_tok(&x, &b, &l)) != TOK_END)
-        if (t == TOK_IDENT && (tok_is(&x, b, l, "kernel") || tok_is(&x, b, l, "__kernel")))
-            st = scan_kernel_array(&x, &edits, &nedits, names, nnames, why, masks);
+    while (st == CLF_SUCCESS && next_kernel(&x))
+        st = scan_kernel_array(&x, &edits, &nedits, names, nnames, why, masks);
     for (size_t e = 0; st == CLF_SUCCESS && e < nedits; e++)
         if (clf__add_overflow(extra, strlen(edits[e].text), &extra))
             st = CLF_ERROR_SIZE_OVERFLOW;
