@@ -827,13 +827,7 @@ END_TEST
 /* A failed device: left out when every device is asked for, refused when listed. */
 START_TEST(failed_device)
 {
-    clf_fleet_options o = CLF_FLEET_OPTIONS_INIT;
-    o.devices = FLEET2;
-    setenv("CLFLEET_FAULT_INJECT", "device=1,call=enqueue,lost", 1);
-    clf_fleet *f = NULL;
-    clf_status cst = clf_fleet_create(&f, &o);
-    unsetenv("CLFLEET_FAULT_INJECT");
-    ck_assert_ok(cst);
+    clf_fleet *f = test_fault_fleet(FLEET2, "device=1,call=enqueue,lost");
     clf_program *p = NULL;
     ck_assert_ok(clf_program_build_source(
         &p, f, "__kernel void seven(__global uint *o) { o[get_global_id(0)] = 7u; }", NULL));
