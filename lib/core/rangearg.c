@@ -124,11 +124,66 @@ static int skip_group(lexer *x)
     return 0;
 }
 
-/* One edit of the source: replace [from, to) with the hidden declaration, after sep. */
-typedef struct edit {
+/* One edit of the source: replace [from, to) with text. */
+typedef struct vedit {
     size_t from, to;
-    const char *sep;
-} edit;
+    char *text; /* malloc'd */
+} vedit;
+
+static clf_status vedit_add(vedit **v, size_t *n, size_t from, size_t to, char *text)
+{
+    if (!text)
+        return CLF_ERROR_OUT_OF_HOST_MEMORY;
+    vedit *e = realloc(*v, (*n + 1) * sizeof *e);
+    if (!e) {
+        free(text);
+        return CLF_ERROR_OUT_OF_HOST_MEMORY;
+    }
+    *v = e;
+    e[(*n)++] = (vedit){from, to, text};
+    return CLF_SUCCESS;
+}
+
+static char *str_dup_n(const char *s, size_t n)
+{
+    char *r = malloc(n + 1);
+    if (r) {
+        memcpy(r, s, n);
+        r[n] = '\0';
+    }
+    return r;
+}
+
+/* When st (the scan's status) is a success, the source (n bytes) with the edits (in source
+ * order) applied, in *out; st otherwise. Frees the edits' texts and the list either way. */
+static clf_status apply_edits(clf_status st, const char *src, size_t n, vedit *edits,
+                              size_t nedits, char **out)
+{
+    size_t extra = 0;
+    for (size_t e = 0; st == CLF_SUCCESS && e < nedits; e++)
+        if (clf__add_overflow(extra, strlen(edits[e].text), &extra))
+            st = CLF_ERROR_SIZE_OVERFLOW;
+    char *s = st == CLF_SUCCESS ? malloc(n + extra + 1) : NULL;
+    if (st == CLF_SUCCESS && !s)
+        st = CLF_ERROR_OUT_OF_HOST_MEMORY;
+    if (s) {
+        size_t from = 0, o = 0;
+        for (size_t e = 0; e < nedits; e++) {
+            memcpy(s + o, src + from, edits[e].from - from);
+            o += edits[e].from - from;
+            size_t len = strlen(edits[e].text);
+            memcpy(s + o, edits[e].text, len);
+            o += len;
+            from = edits[e].to;
+        }
+        memcpy(s + o, src + from, n - from + 1);
+        *out = s;
+    }
+    for (size_t e = 0; e < nedits; e++)
+        free(edits[e].text);
+    free(edits);
+    return st;
+}
 
 static clf_status add_name(char ***names, size_t *n, const char *s, size_t len)
 {
@@ -201,7 +256,7 @@ static void note_param_tok(const lexer *x, int t, size_t b, size_t l, size_t *nt
  * the edit and the name; a kernel keyword that starts no function (or that the scan cannot
  * follow) adds nothing.
  */
-static clf_status scan_kernel(lexer *x, edit **edits, size_t *nedits, char ***names,
+static clf_status scan_kernel(lexer *x, vedit **edits, size_t *nedits, char ***names,
                               size_t *nnames)
 {
     size_t b, l, name_b, name_l;
@@ -219,15 +274,14 @@ static clf_status scan_kernel(lexer *x, edit **edits, size_t *nedits, char ***na
     }
     if (t == TOK_END)
         return CLF_SUCCESS;
-    edit *v = realloc(*edits, (*nedits + 1) * sizeof *v);
-    if (!v)
-        return CLF_ERROR_OUT_OF_HOST_MEMORY;
-    *edits = v;
+    clf_status st;
     if (ntok == 0 || only_void)
-        v[*nedits] = (edit){ntok ? first_b : open, ntok ? first_b + 4 : open, ""};
+        st = vedit_add(edits, nedits, ntok ? first_b : open, ntok ? first_b + 4 : open,
+                       str_dup_n(HIDDEN_DECL, strlen(HIDDEN_DECL)));
     else
-        v[*nedits] = (edit){b, b, ", "};
-    (*nedits)++;
+        st = vedit_add(edits, nedits, b, b, str_dup_n(", " HIDDEN_DECL, strlen(", " HIDDEN_DECL)));
+    if (st != CLF_SUCCESS)
+        return st;
     return add_name(names, nnames, x->s + name_b, name_l);
 }
 
@@ -252,30 +306,13 @@ clf_status clf__range_rewrite(const char *src, char **out, char ***names, size_t
     *named = (uses ? CLF__NAMES_SIZES : 0) | (offsets || x.include ? CLF__NAMES_OFFSETS : 0);
     if (!uses && !x.include)
         return CLF_SUCCESS;
-    edit *edits = NULL;
+    vedit *edits = NULL;
     size_t nedits = 0;
     clf_status st = CLF_SUCCESS;
     x = (lexer){src, 0, strlen(src), 1, 0};
     while (st == CLF_SUCCESS && next_kernel(&x))
         st = scan_kernel(&x, &edits, &nedits, names, nnames);
-    size_t extra = 0, add = strlen(HIDDEN_DECL) + 2;
-    if (st == CLF_SUCCESS && clf__mul_overflow(nedits, add, &extra))
-        st = CLF_ERROR_SIZE_OVERFLOW;
-    char *s = st == CLF_SUCCESS ? malloc(x.n + extra + 1) : NULL;
-    if (st == CLF_SUCCESS && !s)
-        st = CLF_ERROR_OUT_OF_HOST_MEMORY;
-    if (s) {
-        size_t from = 0, o = 0;
-        for (size_t e = 0; e < nedits; e++) { /* in source order */
-            memcpy(s + o, src + from, edits[e].from - from);
-            o += edits[e].from - from;
-            o += (size_t)sprintf(s + o, "%s%s", edits[e].sep, HIDDEN_DECL);
-            from = edits[e].to;
-        }
-        memcpy(s + o, src + from, x.n - from + 1);
-        *out = s;
-    }
-    free(edits);
+    st = apply_edits(st, src, x.n, edits, nedits, out);
     if (st != CLF_SUCCESS) {
         for (size_t i = 0; i < *nnames; i++)
             free((*names)[i]);
@@ -339,35 +376,6 @@ clf_status clf__program_set_range(const clf_program *p, const char *kernel, cl_k
  */
 #define PART_DECL "const ulong16 " CLF__PART_ARG_NAME
 #define MAX_PART_PTRS CLF__PART_MAX_PTRS
-
-typedef struct vedit {
-    size_t from, to;
-    char *text; /* malloc'd */
-} vedit;
-
-static clf_status vedit_add(vedit **v, size_t *n, size_t from, size_t to, char *text)
-{
-    if (!text)
-        return CLF_ERROR_OUT_OF_HOST_MEMORY;
-    vedit *e = realloc(*v, (*n + 1) * sizeof *e);
-    if (!e) {
-        free(text);
-        return CLF_ERROR_OUT_OF_HOST_MEMORY;
-    }
-    *v = e;
-    e[(*n)++] = (vedit){from, to, text};
-    return CLF_SUCCESS;
-}
-
-static char *str_dup_n(const char *s, size_t n)
-{
-    char *r = malloc(n + 1);
-    if (r) {
-        memcpy(r, s, n);
-        r[n] = '\0';
-    }
-    return r;
-}
 
 /* Append piece to a malloc'd string (*s, NULL at first); 0 when out of memory. */
 static int str_append(char **s, const char *piece)
@@ -524,32 +532,11 @@ clf_status clf__array_rewrite(const char *src, char **out, char ***names, size_t
     *masks = NULL;
     lexer x = {src, 0, strlen(src), 1, 0};
     vedit *edits = NULL;
-    size_t nedits = 0, extra = 0;
+    size_t nedits = 0;
     clf_status st = CLF_SUCCESS;
     while (st == CLF_SUCCESS && next_kernel(&x))
         st = scan_kernel_array(&x, &edits, &nedits, names, nnames, why, masks);
-    for (size_t e = 0; st == CLF_SUCCESS && e < nedits; e++)
-        if (clf__add_overflow(extra, strlen(edits[e].text), &extra))
-            st = CLF_ERROR_SIZE_OVERFLOW;
-    char *s = st == CLF_SUCCESS ? malloc(x.n + extra + 1) : NULL;
-    if (st == CLF_SUCCESS && !s)
-        st = CLF_ERROR_OUT_OF_HOST_MEMORY;
-    if (s) {
-        size_t from = 0, o = 0;
-        for (size_t e = 0; e < nedits; e++) { /* in source order */
-            memcpy(s + o, src + from, edits[e].from - from);
-            o += edits[e].from - from;
-            size_t n = strlen(edits[e].text);
-            memcpy(s + o, edits[e].text, n);
-            o += n;
-            from = edits[e].to;
-        }
-        memcpy(s + o, src + from, x.n - from + 1);
-        *out = s;
-    }
-    for (size_t e = 0; e < nedits; e++)
-        free(edits[e].text);
-    free(edits);
+    st = apply_edits(st, src, x.n, edits, nedits, out);
     if (st != CLF_SUCCESS) {
         for (size_t i = 0; i < *nnames; i++) {
             free((*names)[i]);
