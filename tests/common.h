@@ -128,6 +128,21 @@ static inline clf_fleet *test_fleet(const char *selection, int context_per_devic
     return f;
 }
 
+/* A fleet from a selection string created while CLFLEET_FAULT_INJECT holds rules (unset again
+ * before it returns); fails the test on error. */
+static inline clf_fleet *test_fault_fleet(const char *selection, const char *rules)
+{
+    clf_fleet_options o = CLF_FLEET_OPTIONS_INIT;
+    clf_fleet *f = NULL;
+    o.devices = selection;
+    setenv("CLFLEET_FAULT_INJECT", rules, 1);
+    clf_status st = clf_fleet_create(&f, &o);
+    unsetenv("CLFLEET_FAULT_INJECT");
+    ck_assert_msg(st == CLF_SUCCESS, "fleet '%s' with faults '%s': %s: %s", selection, rules,
+                  clf_status_name(st), clf_last_error());
+    return f;
+}
+
 #define ck_assert_status(expr, want)                                                    \
     do {                                                                                \
         clf_status st_ = (expr);                                                        \

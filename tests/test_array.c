@@ -73,6 +73,15 @@ static clf_array_desc case_desc(const acase *c)
     return d;
 }
 
+/* The array of a case on F4; fails the test when it cannot be created. */
+static clf_array *case_array(const acase *c)
+{
+    clf_array_desc d = case_desc(c);
+    clf_array *a = NULL;
+    ck_assert_ok(clf_array_create(&a, F4, &d));
+    return a;
+}
+
 static size_t unit_bytes(const acase *c)
 {
     size_t u = c->es;
@@ -92,9 +101,7 @@ static size_t units_of(const acase *c)
 START_TEST(layout)
 {
     const acase *c = &CASES[_i];
-    clf_array_desc d = case_desc(c);
-    clf_array *a = NULL;
-    ck_assert_ok(clf_array_create(&a, F4, &d));
+    clf_array *a = case_array(c);
     size_t np = clf_array_part_count(a), U = units_of(c), ub = unit_bytes(c);
     size_t covered = 0;
     for (size_t p = 0; p < np; p++) {
@@ -224,9 +231,7 @@ static size_t settle_bytes(clf_direction dir, uint64_t want)
 START_TEST(write_read)
 {
     const acase *c = &CASES[_i];
-    clf_array_desc d = case_desc(c);
-    clf_array *a = NULL;
-    ck_assert_ok(clf_array_create(&a, F4, &d));
+    clf_array *a = case_array(c);
     size_t ub = unit_bytes(c), U = units_of(c), bytes = ub * U;
     unsigned char *ref = malloc(bytes), *got = malloc(bytes), *box = malloc(bytes);
     uint64_t s = 0x9e3779b97f4a7c15ull + _i;
@@ -300,9 +305,7 @@ static size_t holders(clf_array *a, size_t U, size_t g)
 START_TEST(map_unmap)
 {
     const acase *c = &CASES[_i];
-    clf_array_desc d = case_desc(c);
-    clf_array *a = NULL;
-    ck_assert_ok(clf_array_create(&a, F4, &d));
+    clf_array *a = case_array(c);
     size_t ub = unit_bytes(c), U = units_of(c), bytes = ub * U;
     unsigned char *ref = malloc(bytes), *got = malloc(bytes);
     uint64_t s = 0x243f6a8885a308d3ull + _i;
@@ -827,13 +830,7 @@ END_TEST
 /* A failed device: left out when every device is asked for, refused when listed. */
 START_TEST(failed_device)
 {
-    clf_fleet_options o = CLF_FLEET_OPTIONS_INIT;
-    o.devices = FLEET2;
-    setenv("CLFLEET_FAULT_INJECT", "device=1,call=enqueue,lost", 1);
-    clf_fleet *f = NULL;
-    clf_status cst = clf_fleet_create(&f, &o);
-    unsetenv("CLFLEET_FAULT_INJECT");
-    ck_assert_ok(cst);
+    clf_fleet *f = test_fault_fleet(FLEET2, "device=1,call=enqueue,lost");
     clf_program *p = NULL;
     ck_assert_ok(clf_program_build_source(
         &p, f, "__kernel void seven(__global uint *o) { o[get_global_id(0)] = 7u; }", NULL));

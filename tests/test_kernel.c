@@ -439,13 +439,7 @@ END_TEST
 
 START_TEST(injected_fault)
 {
-    clf_fleet_options o = CLF_FLEET_OPTIONS_INIT;
-    o.devices = FLEET2;
-    setenv("CLFLEET_FAULT_INJECT", "device=1,call=enqueue,after=1,count=1", 1);
-    clf_fleet *f = NULL;
-    clf_status cst = clf_fleet_create(&f, &o);
-    unsetenv("CLFLEET_FAULT_INJECT");
-    ck_assert_ok(cst);
+    clf_fleet *f = test_fault_fleet(FLEET2, "device=1,call=enqueue,after=1,count=1");
     clf_program *p = build(f, SRC);
     uint32_t h[64], zero[64] = {0};
     clf_buffer *b = buffer(f, 1, sizeof h);
@@ -478,13 +472,7 @@ END_TEST
 /* A device a launch found failed is refused until readmitted (its results could be wrong). */
 START_TEST(failed_device_refused)
 {
-    clf_fleet_options o = CLF_FLEET_OPTIONS_INIT;
-    o.devices = FLEET2;
-    setenv("CLFLEET_FAULT_INJECT", "device=1,call=enqueue,lost", 1);
-    clf_fleet *f = NULL;
-    clf_status cst = clf_fleet_create(&f, &o);
-    unsetenv("CLFLEET_FAULT_INJECT");
-    ck_assert_ok(cst);
+    clf_fleet *f = test_fault_fleet(FLEET2, "device=1,call=enqueue,lost");
     clf_program *p = build(f, SRC);
     uint32_t h[256];
     clf_launch_desc ld = CLF_LAUNCH_DESC_INIT;

@@ -124,11 +124,66 @@ static int skip_group(lexer *x)
     return 0;
 }
 
-/* One edit of the source: replace [from, to) with the hidden declaration, after sep. */
-typedef struct edit {
+/* One edit of the source: replace [from, to) with text. */
+typedef struct vedit {
     size_t from, to;
-    const char *sep;
-} edit;
+    char *text; /* malloc'd */
+} vedit;
+
+static clf_status vedit_add(vedit **v, size_t *n, size_t from, size_t to, char *text)
+{
+    if (!text)
+        return CLF_ERROR_OUT_OF_HOST_MEMORY;
+    vedit *e = realloc(*v, (*n + 1) * sizeof *e);
+    if (!e) {
+        free(text);
+        return CLF_ERROR_OUT_OF_HOST_MEMORY;
+    }
+    *v = e;
+    e[(*n)++] = (vedit){from, to, text};
+    return CLF_SUCCESS;
+}
+
+static char *str_dup_n(const char *s, size_t n)
+{
+    char *r = malloc(n + 1);
+    if (r) {
+        memcpy(r, s, n);
+        r[n] = '\0';
+    }
+    return r;
+}
+
+/* When st (the scan's status) is a success, the source (n bytes) with the edits (in source
+ * order) applied, in *out; st otherwise. Frees the edits' texts and the list either way. */
+static clf_status apply_edits(clf_status st, const char *src, size_t n, vedit *edits,
+                              size_t nedits, char **out)
+{
+    size_t extra = 0;
+    for (size_t e = 0; st == CLF_SUCCESS && e < nedits; e++)
+        if (clf__add_overflow(extra, strlen(edits[e].text), &extra))
+            st = CLF_ERROR_SIZE_OVERFLOW;
+    char *s = st == CLF_SUCCESS ? malloc(n + extra + 1) : NULL;
+    if (st == CLF_SUCCESS && !s)
+        st = CLF_ERROR_OUT_OF_HOST_MEMORY;
+    if (s) {
+        size_t from = 0, o = 0;
+        for (size_t e = 0; e < nedits; e++) {
+            memcpy(s + o, src + from, edits[e].from - from);
+            o += edits[e].from - from;
+            size_t len = strlen(edits[e].text);
+            memcpy(s + o, edits[e].text, len);
+            o += len;
+            from = edits[e].to;
+        }
+        memcpy(s + o, src + from, n - from + 1);
+        *out = s;
+    }
+    for (size_t e = 0; e < nedits; e++)
+        free(edits[e].text);
+    free(edits);
+    return st;
+}
 
 static clf_status add_name(char ***names, size_t *n, const char *s, size_t len)
 {
@@ -146,30 +201,67 @@ static clf_status add_name(char ***names, size_t *n, const char *s, size_t len)
     return CLF_SUCCESS;
 }
 
+/* Move x past the next `kernel` or `__kernel` keyword; 0 at the end of the source. */
+static int next_kernel(lexer *x)
+{
+    size_t b, l;
+    int t;
+    while ((t = next_tok(x, &b, &l)) != TOK_END)
+        if (t == TOK_IDENT && (tok_is(x, b, l, "kernel") || tok_is(x, b, l, "__kernel")))
+            return 1;
+    return 0;
+}
+
+/*
+ * After `kernel`: skip attributes and the return type to the function's name and the '(' of
+ * its parameter list (*name_b, *name_l: the name in x->s). 0 when the kernel keyword starts
+ * no function, or one that the scan cannot follow.
+ */
+static int kernel_head(lexer *x, size_t *name_b, size_t *name_l)
+{
+    size_t b, l;
+    int t;
+    *name_b = *name_l = 0;
+    while ((t = next_tok(x, &b, &l)) != TOK_END) {
+        if (t == TOK_IDENT && tok_is(x, b, l, "__attribute__")) {
+            if (next_tok(x, &b, &l) != '(' || !skip_group(x))
+                return 0;
+        } else if (t == TOK_IDENT) {
+            *name_b = b;
+            *name_l = l;
+        } else if (t == '(' && *name_l) {
+            return 1;
+        } else if (t != '*') {
+            return 0;
+        }
+    }
+    return 0;
+}
+
+/* A token (t at [b, b + l)) of a parameter list: counts it in *ntok; *first_b is where the
+ * first starts; *only_void says whether the list so far is the single word `void`. */
+static void note_param_tok(const lexer *x, int t, size_t b, size_t l, size_t *ntok,
+                           size_t *first_b, int *only_void)
+{
+    if ((*ntok)++ == 0) {
+        *first_b = b;
+        *only_void = t == TOK_IDENT && tok_is(x, b, l, "void");
+    } else {
+        *only_void = 0;
+    }
+}
+
 /*
  * After `kernel`: find the function's name and parameter list, skipping attributes. Adds
  * the edit and the name; a kernel keyword that starts no function (or that the scan cannot
  * follow) adds nothing.
  */
-static clf_status scan_kernel(lexer *x, edit **edits, size_t *nedits, char ***names,
+static clf_status scan_kernel(lexer *x, vedit **edits, size_t *nedits, char ***names,
                               size_t *nnames)
 {
-    size_t b, l, name_b = 0, name_l = 0;
+    size_t b, l, name_b, name_l;
     int t;
-    while ((t = next_tok(x, &b, &l)) != TOK_END) {
-        if (t == TOK_IDENT && tok_is(x, b, l, "__attribute__")) {
-            if (next_tok(x, &b, &l) != '(' || !skip_group(x))
-                return CLF_SUCCESS;
-        } else if (t == TOK_IDENT) {
-            name_b = b;
-            name_l = l;
-        } else if (t == '(' && name_l) {
-            break;
-        } else if (t != '*') {
-            return CLF_SUCCESS;
-        }
-    }
-    if (t == TOK_END)
+    if (!kernel_head(x, &name_b, &name_l))
         return CLF_SUCCESS;
     /* The parameter list: empty, `void`, or parameters to append to. */
     size_t open = x->i, first_b = 0, ntok = 0;
@@ -178,24 +270,18 @@ static clf_status scan_kernel(lexer *x, edit **edits, size_t *nedits, char ***na
         depth += t == '(' ? 1 : t == ')' ? -1 : 0;
         if (depth == 0)
             break;
-        if (ntok++ == 0) {
-            first_b = b;
-            only_void = t == TOK_IDENT && tok_is(x, b, l, "void");
-        } else {
-            only_void = 0;
-        }
+        note_param_tok(x, t, b, l, &ntok, &first_b, &only_void);
     }
     if (t == TOK_END)
         return CLF_SUCCESS;
-    edit *v = realloc(*edits, (*nedits + 1) * sizeof *v);
-    if (!v)
-        return CLF_ERROR_OUT_OF_HOST_MEMORY;
-    *edits = v;
+    clf_status st;
     if (ntok == 0 || only_void)
-        v[*nedits] = (edit){ntok ? first_b : open, ntok ? first_b + 4 : open, ""};
+        st = vedit_add(edits, nedits, ntok ? first_b : open, ntok ? first_b + 4 : open,
+                       str_dup_n(HIDDEN_DECL, strlen(HIDDEN_DECL)));
     else
-        v[*nedits] = (edit){b, b, ", "};
-    (*nedits)++;
+        st = vedit_add(edits, nedits, b, b, str_dup_n(", " HIDDEN_DECL, strlen(", " HIDDEN_DECL)));
+    if (st != CLF_SUCCESS)
+        return st;
     return add_name(names, nnames, x->s + name_b, name_l);
 }
 
@@ -220,31 +306,13 @@ clf_status clf__range_rewrite(const char *src, char **out, char ***names, size_t
     *named = (uses ? CLF__NAMES_SIZES : 0) | (offsets || x.include ? CLF__NAMES_OFFSETS : 0);
     if (!uses && !x.include)
         return CLF_SUCCESS;
-    edit *edits = NULL;
+    vedit *edits = NULL;
     size_t nedits = 0;
     clf_status st = CLF_SUCCESS;
     x = (lexer){src, 0, strlen(src), 1, 0};
-    while (st == CLF_SUCCESS && (t = next_tok(&x, &b, &l)) != TOK_END)
-        if (t == TOK_IDENT && (tok_is(&x, b, l, "kernel") || tok_is(&x, b, l, "__kernel")))
-            st = scan_kernel(&x, &edits, &nedits, names, nnames);
-    size_t extra = 0, add = strlen(HIDDEN_DECL) + 2;
-    if (st == CLF_SUCCESS && clf__mul_overflow(nedits, add, &extra))
-        st = CLF_ERROR_SIZE_OVERFLOW;
-    char *s = st == CLF_SUCCESS ? malloc(x.n + extra + 1) : NULL;
-    if (st == CLF_SUCCESS && !s)
-        st = CLF_ERROR_OUT_OF_HOST_MEMORY;
-    if (s) {
-        size_t from = 0, o = 0;
-        for (size_t e = 0; e < nedits; e++) { /* in source order */
-            memcpy(s + o, src + from, edits[e].from - from);
-            o += edits[e].from - from;
-            o += (size_t)sprintf(s + o, "%s%s", edits[e].sep, HIDDEN_DECL);
-            from = edits[e].to;
-        }
-        memcpy(s + o, src + from, x.n - from + 1);
-        *out = s;
-    }
-    free(edits);
+    while (st == CLF_SUCCESS && next_kernel(&x))
+        st = scan_kernel(&x, &edits, &nedits, names, nnames);
+    st = apply_edits(st, src, x.n, edits, nedits, out);
     if (st != CLF_SUCCESS) {
         for (size_t i = 0; i < *nnames; i++)
             free((*names)[i]);
@@ -309,35 +377,6 @@ clf_status clf__program_set_range(const clf_program *p, const char *kernel, cl_k
 #define PART_DECL "const ulong16 " CLF__PART_ARG_NAME
 #define MAX_PART_PTRS CLF__PART_MAX_PTRS
 
-typedef struct vedit {
-    size_t from, to;
-    char *text; /* malloc'd */
-} vedit;
-
-static clf_status vedit_add(vedit **v, size_t *n, size_t from, size_t to, char *text)
-{
-    if (!text)
-        return CLF_ERROR_OUT_OF_HOST_MEMORY;
-    vedit *e = realloc(*v, (*n + 1) * sizeof *e);
-    if (!e) {
-        free(text);
-        return CLF_ERROR_OUT_OF_HOST_MEMORY;
-    }
-    *v = e;
-    e[(*n)++] = (vedit){from, to, text};
-    return CLF_SUCCESS;
-}
-
-static char *str_dup_n(const char *s, size_t n)
-{
-    char *r = malloc(n + 1);
-    if (r) {
-        memcpy(r, s, n);
-        r[n] = '\0';
-    }
-    return r;
-}
-
 /* Append piece to a malloc'd string (*s, NULL at first); 0 when out of memory. */
 static int str_append(char **s, const char *piece)
 {
@@ -358,22 +397,9 @@ static int str_append(char **s, const char *piece)
 static clf_status scan_kernel_array(lexer *x, vedit **edits, size_t *nedits, char ***names,
                                     size_t *nnames, char ***why, uint64_t **masks)
 {
-    size_t b, l, name_b = 0, name_l = 0;
+    size_t b, l, name_b, name_l;
     int t;
-    while ((t = next_tok(x, &b, &l)) != TOK_END) {
-        if (t == TOK_IDENT && tok_is(x, b, l, "__attribute__")) {
-            if (next_tok(x, &b, &l) != '(' || !skip_group(x))
-                return CLF_SUCCESS;
-        } else if (t == TOK_IDENT) {
-            name_b = b;
-            name_l = l;
-        } else if (t == '(' && name_l) {
-            break;
-        } else if (t != '*') {
-            return CLF_SUCCESS;
-        }
-    }
-    if (t == TOK_END)
+    if (!kernel_head(x, &name_b, &name_l))
         return CLF_SUCCESS;
     size_t open = x->i, first_b = 0, ntok = 0, nptr = 0, pidx = 0;
     uint64_t mask = 0; /* the parameters moved */
@@ -421,12 +447,7 @@ static clf_status scan_kernel_array(lexer *x, vedit **edits, size_t *nedits, cha
                 break;
             continue;
         }
-        if (ntok++ == 0) {
-            first_b = b;
-            only_void = t == TOK_IDENT && tok_is(x, b, l, "void");
-        } else {
-            only_void = 0;
-        }
+        note_param_tok(x, t, b, l, &ntok, &first_b, &only_void);
         if (depth != 1)
             continue;
         if (t == '*') {
@@ -511,34 +532,11 @@ clf_status clf__array_rewrite(const char *src, char **out, char ***names, size_t
     *masks = NULL;
     lexer x = {src, 0, strlen(src), 1, 0};
     vedit *edits = NULL;
-    size_t nedits = 0, b, l, extra = 0;
+    size_t nedits = 0;
     clf_status st = CLF_SUCCESS;
-    int t;
-    while (st == CLF_SUCCESS && (t = next_tok(&x, &b, &l)) != TOK_END)
-        if (t == TOK_IDENT && (tok_is(&x, b, l, "kernel") || tok_is(&x, b, l, "__kernel")))
-            st = scan_kernel_array(&x, &edits, &nedits, names, nnames, why, masks);
-    for (size_t e = 0; st == CLF_SUCCESS && e < nedits; e++)
-        if (clf__add_overflow(extra, strlen(edits[e].text), &extra))
-            st = CLF_ERROR_SIZE_OVERFLOW;
-    char *s = st == CLF_SUCCESS ? malloc(x.n + extra + 1) : NULL;
-    if (st == CLF_SUCCESS && !s)
-        st = CLF_ERROR_OUT_OF_HOST_MEMORY;
-    if (s) {
-        size_t from = 0, o = 0;
-        for (size_t e = 0; e < nedits; e++) { /* in source order */
-            memcpy(s + o, src + from, edits[e].from - from);
-            o += edits[e].from - from;
-            size_t n = strlen(edits[e].text);
-            memcpy(s + o, edits[e].text, n);
-            o += n;
-            from = edits[e].to;
-        }
-        memcpy(s + o, src + from, x.n - from + 1);
-        *out = s;
-    }
-    for (size_t e = 0; e < nedits; e++)
-        free(edits[e].text);
-    free(edits);
+    while (st == CLF_SUCCESS && next_kernel(&x))
+        st = scan_kernel_array(&x, &edits, &nedits, names, nnames, why, masks);
+    st = apply_edits(st, src, x.n, edits, nedits, out);
     if (st != CLF_SUCCESS) {
         for (size_t i = 0; i < *nnames; i++) {
             free((*names)[i]);

@@ -344,6 +344,25 @@ static void strips(const alaunch *L, size_t p, size_t *head, size_t *tail)
     *tail = (*tail + l - 1) / l * l;
 }
 
+/* Exchange the halos of the arrays with halos that the kernel accesses with flag
+ * (CLF_ARG_READ or CLF_ARG_WRITE), each array once. */
+static clf_status exchange_args(const struct clf_arg *args, size_t nargs, unsigned flag)
+{
+    for (size_t i = 0; i < nargs; i++) {
+        const clf_arg *a = &args[i];
+        if (a->kind != CLF_ARG_KIND_ARRAY || !(a->flags & flag) || !has_halo(a->host))
+            continue;
+        int seen = 0;
+        for (size_t k = 0; k < i; k++)
+            seen |= args[k].kind == CLF_ARG_KIND_ARRAY && args[k].host == a->host &&
+                    (args[k].flags & flag);
+        clf_status st = seen ? CLF_SUCCESS : clf_array_exchange(a->host);
+        if (st != CLF_SUCCESS)
+            return st;
+    }
+    return CLF_SUCCESS;
+}
+
 clf_status clf_array_launch(clf_fleet *fleet, clf_program *prog,
                             const clf_array_launch_desc *desc, const struct clf_arg *args,
                             size_t nargs)
@@ -364,18 +383,10 @@ clf_status clf_array_launch(clf_fleet *fleet, clf_program *prog,
     if ((st = check(&L)) != CLF_SUCCESS)
         return st;
     const clf_array *lay = L.layout;
-    /* The halos of the arrays the kernel reads (each array once). */
-    for (size_t i = 0; (L.d.flags & CLF_ARRAY_EXCHANGE_BEFORE) && i < nargs; i++) {
-        const clf_arg *a = &args[i];
-        if (a->kind != CLF_ARG_KIND_ARRAY || !(a->flags & CLF_ARG_READ) || !has_halo(a->host))
-            continue;
-        int seen = 0;
-        for (size_t k = 0; k < i; k++)
-            seen |= args[k].kind == CLF_ARG_KIND_ARRAY && args[k].host == a->host &&
-                    (args[k].flags & CLF_ARG_READ);
-        if (!seen && (st = clf_array_exchange(a->host)) != CLF_SUCCESS)
-            return st;
-    }
+    /* The halos of the arrays the kernel reads. */
+    if ((L.d.flags & CLF_ARRAY_EXCHANGE_BEFORE) &&
+        (st = exchange_args(args, nargs, CLF_ARG_READ)) != CLF_SUCCESS)
+        return st;
     int after = 0;
     for (size_t i = 0; (L.d.flags & CLF_ARRAY_EXCHANGE_AFTER) && i < nargs; i++)
         after |= args[i].kind == CLF_ARG_KIND_ARRAY && (args[i].flags & CLF_ARG_WRITE) &&
@@ -397,17 +408,8 @@ clf_status clf_array_launch(clf_fleet *fleet, clf_program *prog,
         if (st != CLF_SUCCESS)
             return st;
     }
-    for (size_t i = 0; i < nargs; i++) {
-        const clf_arg *a = &args[i];
-        if (a->kind != CLF_ARG_KIND_ARRAY || !(a->flags & CLF_ARG_WRITE) || !has_halo(a->host))
-            continue;
-        int seen = 0;
-        for (size_t k = 0; k < i; k++)
-            seen |= args[k].kind == CLF_ARG_KIND_ARRAY && args[k].host == a->host &&
-                    (args[k].flags & CLF_ARG_WRITE);
-        if (!seen && (st = clf_array_exchange(a->host)) != CLF_SUCCESS)
-            return st;
-    }
+    if ((st = exchange_args(args, nargs, CLF_ARG_WRITE)) != CLF_SUCCESS)
+        return st;
     for (size_t p = 0; p < lay->nparts; p++) {
         size_t head, tail, first = lay->parts[p].first, count = lay->parts[p].count;
         strips(&L, p, &head, &tail);

@@ -23,6 +23,14 @@ static size_t region_units(const clf__array_part *q)
     return q->halo_before + q->count + q->halo_after;
 }
 
+/* [*s, *e) = [a0, a1) intersected with [b0, b1); nonzero when that is not empty. */
+static int clip(size_t a0, size_t a1, size_t b0, size_t b1, size_t *s, size_t *e)
+{
+    *s = a0 > b0 ? a0 : b0;
+    *e = a1 < b1 ? a1 : b1;
+    return *s < *e;
+}
+
 /* The region's units as runs of consecutive global units (a periodic halo wraps): run i is
  * region units [k[i], k[i] + n[i]) = global units [g[i], g[i] + n[i]). Returns the count. */
 static size_t part_runs(const clf_array *a, const clf__array_part *q, size_t k[4], size_t g[4],
@@ -100,29 +108,12 @@ static void split_units(size_t units, const double *w, size_t nd, size_t *cnt)
     free(rem);
 }
 
-/* A layout under construction (create, redistribute): devices, parts, buffers. */
-typedef struct layout {
-    clf_array_desc desc; /* copy: devices -> devs, weights NULL */
-    size_t *devs, ndev;
-    clf__array_part *parts;
-    size_t nparts;
-    clf_buffer **bufs;
-    size_t unit_bytes, units, bytes;
-} layout;
-
-static void layout_free(layout *L)
-{
-    if (L->bufs)
-        for (size_t i = 0; i < L->ndev; i++)
-            clf_buffer_destroy(L->bufs[i]);
-    free(L->bufs);
-    free(L->parts);
-    free(L->devs);
-    memset(L, 0, sizeof *L);
-}
+/* A layout is built straight into its array (create, redistribute): desc, devices, sizes,
+ * parts and buffers; release_layout() frees what a failed build left. */
+static void release_layout(clf_array *a);
 
 /* Validate desc and compute the layout (no buffers yet). who names the caller. */
-static clf_status layout_plan(layout *L, clf_fleet *fl, const clf_array_desc *d,
+static clf_status layout_plan(clf_array *L, clf_fleet *fl, const clf_array_desc *d,
                               const char *who)
 {
     memset(L, 0, sizeof *L);
@@ -263,8 +254,14 @@ static clf_status layout_plan(layout *L, clf_fleet *fl, const clf_array_desc *d,
             w[i] = 1.0;
     }
 
-    /* Parts. */
-    clf__array_part *parts = NULL;
+    /* Parts: one per device, or for block-cyclic one per block. */
+    size_t b = d->block_size ? d->block_size : 1;
+    size_t nb = units / b + (units % b != 0);
+    clf__array_part *parts = calloc(d->dist == CLF_ARRAY_BLOCK_CYCLIC ? nb : k, sizeof *parts);
+    if (!parts) {
+        st = clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "%s: out of memory", who);
+        goto out;
+    }
     size_t np = 0, nkeep = 0;
     if (d->dist == CLF_ARRAY_BLOCK) {
         if (d->weights_mode == CLF_WEIGHTS_EQUAL) {
@@ -275,11 +272,6 @@ static clf_status layout_plan(layout *L, clf_fleet *fl, const clf_array_desc *d,
             }
         } else {
             split_units(units, w, k, cnt);
-        }
-        parts = calloc(k, sizeof *parts);
-        if (!parts) {
-            st = clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "%s: out of memory", who);
-            goto out;
         }
         size_t first = 0;
         for (size_t i = 0; i < k; i++) {
@@ -309,24 +301,12 @@ static clf_status layout_plan(layout *L, clf_fleet *fl, const clf_array_desc *d,
             q->halo_after = i + 1 < np || per || after ? d->halo_after : 0;
         }
     } else if (d->dist == CLF_ARRAY_REPLICATED) {
-        parts = calloc(k, sizeof *parts);
-        if (!parts) {
-            st = clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "%s: out of memory", who);
-            goto out;
-        }
         for (size_t i = 0; i < k; i++) {
             parts[i].device = devs[i];
             parts[i].count = units;
         }
         np = nkeep = k;
     } else {
-        size_t b = d->block_size ? d->block_size : 1;
-        size_t nb = units / b + (units % b != 0);
-        parts = calloc(nb, sizeof *parts);
-        if (!parts) {
-            st = clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "%s: out of memory", who);
-            goto out;
-        }
         nkeep = nb < k ? nb : k;
         for (size_t j = 0; j < nb; j++) {
             clf__array_part *q = &parts[j];
@@ -343,8 +323,7 @@ static clf_status layout_plan(layout *L, clf_fleet *fl, const clf_array_desc *d,
     L->desc.weights = NULL;
     L->desc.devices = devs;
     L->desc.num_devices = nkeep;
-    L->devs = devs;
-    L->ndev = nkeep;
+    L->devices = devs;
     L->parts = parts;
     L->nparts = np;
     L->unit_bytes = ub;
@@ -359,16 +338,16 @@ out:
 }
 
 /* The buffers of a planned layout: one per device, holding its parts back to back. */
-static clf_status layout_alloc(layout *L, clf_fleet *fl)
+static clf_status layout_alloc(clf_array *L, clf_fleet *fl)
 {
-    L->bufs = calloc(L->ndev, sizeof *L->bufs);
+    L->bufs = calloc(L->desc.num_devices, sizeof *L->bufs);
     if (!L->bufs)
         return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "clf_array: out of memory");
-    for (size_t i = 0; i < L->ndev; i++) {
+    for (size_t i = 0; i < L->desc.num_devices; i++) {
         size_t size = 0;
         for (size_t p = 0; p < L->nparts; p++) {
             clf__array_part *q = &L->parts[p];
-            if (q->device != L->devs[i])
+            if (q->device != L->devices[i])
                 continue;
             size_t end, rb;
             if (clf__mul_overflow(region_units(q), L->unit_bytes, &rb) ||
@@ -377,28 +356,14 @@ static clf_status layout_alloc(layout *L, clf_fleet *fl)
             if (end > size)
                 size = end;
         }
-        clf_status st = clf_buffer_create(&L->bufs[i], fl, L->devs[i], size, 0);
+        clf_status st = clf_buffer_create(&L->bufs[i], fl, L->devices[i], size, 0);
         if (st != CLF_SUCCESS)
             return st;
         for (size_t p = 0; p < L->nparts; p++)
-            if (L->parts[p].device == L->devs[i])
+            if (L->parts[p].device == L->devices[i])
                 L->parts[p].buf = L->bufs[i];
     }
     return CLF_SUCCESS;
-}
-
-/* Move a layout into the array (its previous layout must have been released). */
-static void layout_install(clf_array *a, layout *L)
-{
-    a->desc = L->desc;
-    a->devices = L->devs;
-    a->unit_bytes = L->unit_bytes;
-    a->units = L->units;
-    a->bytes = L->bytes;
-    a->parts = L->parts;
-    a->nparts = L->nparts;
-    a->bufs = L->bufs;
-    memset(L, 0, sizeof *L);
 }
 
 clf_status clf_array_create(clf_array **out, clf_fleet *fleet, const clf_array_desc *desc)
@@ -415,46 +380,41 @@ clf_status clf__array_build(clf_array **out, clf_fleet *fleet, const clf_array_d
     if (!fleet || !desc)
         return clf__fail(CLF_ERROR_NULL_POINTER, "%s: %s is NULL", who,
                          fleet ? "desc" : "fleet");
-    layout L;
-    clf_status st = layout_plan(&L, fleet, desc, who);
-    if (st != CLF_SUCCESS)
-        return st;
-    st = layout_alloc(&L, fleet);
-    if (st != CLF_SUCCESS) {
-        layout_free(&L);
-        return st;
-    }
     clf_array *a = calloc(1, sizeof *a);
-    if (!a) {
-        layout_free(&L);
+    if (!a)
         return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "%s: out of memory", who);
+    clf_status st = layout_plan(a, fleet, desc, who);
+    if (st == CLF_SUCCESS)
+        st = layout_alloc(a, fleet);
+    if (st != CLF_SUCCESS) {
+        release_layout(a);
+        free(a);
+        return st;
     }
     a->fleet = fleet;
     clf__fleet_ref(fleet);
-    layout_install(a, &L);
     *out = a;
     return CLF_SUCCESS;
+}
+
+/* Copy the layout of src (desc, devices, sizes, parts, buffers) into dst. */
+static void copy_layout(clf_array *dst, const clf_array *src)
+{
+    dst->desc = src->desc;
+    dst->devices = src->devices;
+    dst->unit_bytes = src->unit_bytes;
+    dst->units = src->units;
+    dst->bytes = src->bytes;
+    dst->parts = src->parts;
+    dst->nparts = src->nparts;
+    dst->bufs = src->bufs;
 }
 
 void clf__array_swap(clf_array *a, clf_array *b)
 {
     clf_array t = *a;
-    a->desc = b->desc;
-    a->devices = b->devices;
-    a->unit_bytes = b->unit_bytes;
-    a->units = b->units;
-    a->bytes = b->bytes;
-    a->parts = b->parts;
-    a->nparts = b->nparts;
-    a->bufs = b->bufs;
-    b->desc = t.desc;
-    b->devices = t.devices;
-    b->unit_bytes = t.unit_bytes;
-    b->units = t.units;
-    b->bytes = t.bytes;
-    b->parts = t.parts;
-    b->nparts = t.nparts;
-    b->bufs = t.bufs;
+    copy_layout(a, b);
+    copy_layout(b, &t);
 }
 
 /* Release the records, buffers and parts (after clf__array_sync()). */
@@ -569,31 +529,48 @@ static clf_status collect(clf__array_part *q, size_t lo, size_t hi, int writes,
     return CLF_SUCCESS;
 }
 
-/* Wait on the host for every event of wait; the first error. Releases the list. */
-static clf_status wait_all(clf_event **wait, size_t nwait)
+clf_status clf__evlist_push(clf__evlist *l, clf_event *e)
 {
-    clf_status st = CLF_SUCCESS;
-    for (size_t i = 0; i < nwait; i++) {
-        clf_status s = clf_event_wait(wait[i]);
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 16;
+        clf_event **g = realloc(l->ev, cap * sizeof *g);
+        if (!g) {
+            clf_event_wait(e); /* queued: it must end before its buffers go */
+            clf_event_release(e);
+            return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "clf_array: out of memory");
+        }
+        l->ev = g;
+        l->cap = cap;
+    }
+    l->ev[l->n++] = e;
+    return CLF_SUCCESS;
+}
+
+clf_status clf__evlist_finish(clf__evlist *l, clf_status st)
+{
+    for (size_t i = 0; i < l->n; i++) {
+        clf_status s = clf_event_wait(l->ev[i]);
         if (st == CLF_SUCCESS)
             st = s;
+        clf_event_release(l->ev[i]);
     }
-    clf__array_wait_free(wait, nwait);
+    free(l->ev);
+    memset(l, 0, sizeof *l);
     return st;
 }
 
 /* Wait for the accesses of part p's [lo, hi) that an access (writes or not) must follow. */
 static clf_status wait_range(clf_array *a, size_t p, size_t lo, size_t hi, int writes)
 {
-    clf_event **w = NULL;
-    size_t nw = 0;
+    clf__evlist l = {0};
     prune(&a->parts[p]);
-    clf_status st = collect(&a->parts[p], lo, hi, writes, &w, &nw);
+    clf_status st = collect(&a->parts[p], lo, hi, writes, &l.ev, &l.n);
     if (st != CLF_SUCCESS) {
-        clf__array_wait_free(w, nw);
+        clf__array_wait_free(l.ev, l.n);
         return st;
     }
-    return wait_all(w, nw);
+    l.cap = l.n;
+    return clf__evlist_finish(&l, CLF_SUCCESS);
 }
 
 /* Blocking upload of region units [k, k + n) of part p from the mirror (global units g..). */
@@ -639,9 +616,8 @@ static clf_status refresh_device(clf_array *a, size_t p)
             size_t pieces[2][2] = {{0, q->halo_before},
                                    {q->halo_before + q->count, region_units(q)}};
             for (int h = 0; h < 2; h++) {
-                size_t lo = s0 > pieces[h][0] ? s0 : pieces[h][0];
-                size_t hi = s1 < pieces[h][1] ? s1 : pieces[h][1];
-                if (lo >= hi)
+                    size_t lo, hi;
+                if (!clip(s0, s1, pieces[h][0], pieces[h][1], &lo, &hi))
                     continue;
                 st = upload_units(a, p, lo, g[r] + (lo - s0), hi - lo);
                 if (st != CLF_SUCCESS)
@@ -654,13 +630,20 @@ static clf_status refresh_device(clf_array *a, size_t p)
     return CLF_SUCCESS;
 }
 
-clf_status clf__array_ready(clf_array *a, size_t p, unsigned access)
+/* Before a device operation on part p: p exists, the array is not mapped, and the device
+ * copy is current (refresh_device()). */
+static clf_status part_ready(clf_array *a, size_t p)
 {
     if (p >= a->nparts)
         return clf__fail(CLF_ERROR_OUT_OF_RANGE, "clf_array: part %zu of %zu", p, a->nparts);
     if (a->mapped)
         return clf__fail(CLF_ERROR_BUSY, "clf_array: the array is mapped (clf_array_unmap())");
-    clf_status st = refresh_device(a, p);
+    return refresh_device(a, p);
+}
+
+clf_status clf__array_ready(clf_array *a, size_t p, unsigned access)
+{
+    clf_status st = part_ready(a, p);
     if (st != CLF_SUCCESS)
         return st;
     return wait_range(a, p, 0, clf__array_part_bytes(a, p), (access & CLF_ARG_WRITE) != 0);
@@ -671,11 +654,7 @@ clf_status clf__array_deps(clf_array *a, size_t p, size_t lo, size_t hi, unsigne
 {
     if (!a || !wait || !nwait)
         return clf__fail(CLF_ERROR_NULL_POINTER, "clf__array_deps: NULL argument");
-    if (p >= a->nparts)
-        return clf__fail(CLF_ERROR_OUT_OF_RANGE, "clf_array: part %zu of %zu", p, a->nparts);
-    if (a->mapped)
-        return clf__fail(CLF_ERROR_BUSY, "clf_array: the array is mapped (clf_array_unmap())");
-    clf_status st = refresh_device(a, p);
+    clf_status st = part_ready(a, p);
     if (st != CLF_SUCCESS)
         return st;
     prune(&a->parts[p]);
@@ -695,8 +674,8 @@ static void stale_neighbour_halos(clf_array *a, size_t p, size_t g0, size_t g1)
             continue;
         size_t k[4], g[4], n[4], nr = part_runs(a, q, k, g, n);
         for (size_t r = 0; r < nr; r++) {
-            size_t s = g[r] > g0 ? g[r] : g0, e = g[r] + n[r] < g1 ? g[r] + n[r] : g1;
-            if (s >= e)
+            size_t s, e;
+            if (!clip(g[r], g[r] + n[r], g0, g1, &s, &e))
                 continue;
             size_t ks = k[r] + (s - g[r]), ke = ks + (e - s);
             /* Only halo units count: [0, hb) and [hb + count, R). */
@@ -717,10 +696,10 @@ clf_status clf__array_record(clf_array *a, size_t p, size_t lo, size_t hi, unsig
     int writes = (access & CLF_ARG_WRITE) != 0;
     if (writes) {
         size_t olo = q->halo_before * a->unit_bytes, ohi = olo + q->count * a->unit_bytes;
-        if (lo < ohi && hi > olo) {
+        size_t s, e;
+        if (clip(lo, hi, olo, ohi, &s, &e)) {
             q->state &= ~(unsigned)CLF__PART_HOST_VALID;
             q->state |= CLF__PART_DEV_VALID;
-            size_t s = lo > olo ? lo : olo, e = hi < ohi ? hi : ohi;
             size_t u0 = q->first + (s - olo) / a->unit_bytes;
             size_t u1 = q->first + (e - olo + a->unit_bytes - 1) / a->unit_bytes;
             stale_neighbour_halos(a, p, u0, u1);
@@ -809,6 +788,18 @@ static clf_status get_box(const clf_array *a, const size_t *origin, const size_t
     return CLF_SUCCESS;
 }
 
+/* The checks that open clf_array_write() and clf_array_read() (who): the array and the
+ * host pointer ptr (named what) given, the array not mapped, the box inside it. */
+static clf_status host_box(const clf_array *a, const void *ptr, const char *what,
+                           const size_t *origin, const size_t *region, box *b, const char *who)
+{
+    if (!a || !ptr)
+        return clf__fail(CLF_ERROR_NULL_POINTER, "%s: %s is NULL", who, a ? what : "arr");
+    if (a->mapped)
+        return clf__fail(CLF_ERROR_BUSY, "%s: the array is mapped", who);
+    return get_box(a, origin, region, b, who);
+}
+
 /* Copy a box between the mirror and packed host memory. */
 static void box_copy(const clf_array *a, const box *b, void *packed, int to_packed)
 {
@@ -882,55 +873,34 @@ static clf_status write_piece(clf_array *a, size_t p, const box *b, size_t s, si
 clf_status clf_array_write(clf_array *a, const size_t *origin, const size_t *region,
                            const void *src)
 {
-    if (!a || !src)
-        return clf__fail(CLF_ERROR_NULL_POINTER, "clf_array_write: %s is NULL",
-                         a ? "src" : "arr");
-    if (a->mapped)
-        return clf__fail(CLF_ERROR_BUSY, "clf_array_write: the array is mapped");
     box b;
-    clf_status st = get_box(a, origin, region, &b, "clf_array_write");
+    clf_status st = host_box(a, src, "src", origin, region, &b, "clf_array_write");
     if (st != CLF_SUCCESS)
         return st;
     unsigned c = a->desc.dims - 1;
     size_t u0 = b.o[c], u1 = u0 + b.r[c];
-    clf_event **evs = NULL;
-    size_t nev = 0, cap = 0;
+    clf__evlist evs = {0};
     for (size_t p = 0; p < a->nparts && st == CLF_SUCCESS; p++) {
         clf__array_part *q = &a->parts[p];
         size_t k[4], g[4], n[4], nr = part_runs(a, q, k, g, n);
         for (size_t r = 0; r < nr && st == CLF_SUCCESS; r++) {
-            size_t s = g[r] > u0 ? g[r] : u0, e = g[r] + n[r] < u1 ? g[r] + n[r] : u1;
-            if (s >= e)
+            size_t s, e;
+            if (!clip(g[r], g[r] + n[r], u0, u1, &s, &e))
                 continue;
             size_t ks = k[r] + (s - g[r]);
             /* Upload what the host wrote before, then wait for the part's users. */
             st = refresh_device(a, p);
             if (st == CLF_SUCCESS)
                 st = wait_range(a, p, ks * a->unit_bytes, (ks + e - s) * a->unit_bytes, 1);
-            if (st != CLF_SUCCESS)
-                break;
-            if (nev == cap) {
-                cap = cap ? 2 * cap : 8;
-                clf_event **gr = realloc(evs, cap * sizeof *gr);
-                if (!gr) {
-                    st = clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "clf_array_write: out of memory");
-                    break;
-                }
-                evs = gr;
-            }
-            st = write_piece(a, p, &b, s, e, ks, src, &evs[nev]);
+            clf_event *ev = NULL;
             if (st == CLF_SUCCESS)
-                nev++;
+                st = write_piece(a, p, &b, s, e, ks, src, &ev);
+            if (st == CLF_SUCCESS)
+                st = clf__evlist_push(&evs, ev);
         }
     }
     /* Wait for every piece (src is the caller's); the first error. */
-    for (size_t i = 0; i < nev; i++) {
-        clf_status s = clf_event_wait(evs[i]);
-        if (st == CLF_SUCCESS)
-            st = s;
-        clf_event_release(evs[i]);
-    }
-    free(evs);
+    st = clf__evlist_finish(&evs, st);
     if (st != CLF_SUCCESS)
         return st;
     if (a->host)
@@ -990,13 +960,8 @@ static clf_status fetch(clf_array *a, size_t u0, size_t u1)
 
 clf_status clf_array_read(clf_array *a, const size_t *origin, const size_t *region, void *dst)
 {
-    if (!a || !dst)
-        return clf__fail(CLF_ERROR_NULL_POINTER, "clf_array_read: %s is NULL",
-                         a ? "dst" : "arr");
-    if (a->mapped)
-        return clf__fail(CLF_ERROR_BUSY, "clf_array_read: the array is mapped");
     box b;
-    clf_status st = get_box(a, origin, region, &b, "clf_array_read");
+    clf_status st = host_box(a, dst, "dst", origin, region, &b, "clf_array_read");
     if (st != CLF_SUCCESS)
         return st;
     unsigned c = a->desc.dims - 1;

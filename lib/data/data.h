@@ -86,6 +86,19 @@ void clf__array_wait_free(clf_event **wait, size_t nwait);
 clf_status clf__array_record(clf_array *a, size_t p, size_t lo, size_t hi, unsigned access,
                              clf_event *ev);
 
+/* A grow-on-demand list of events (held), waited for and released together. Zero it to
+ * start (clf__evlist l = {0}). */
+typedef struct clf__evlist {
+    clf_event **ev;
+    size_t n, cap;
+} clf__evlist;
+/* Append e, taking over the caller's reference. Out of memory: waits for e and releases it
+ * (queued work must end before its buffers go), then fails. */
+clf_status clf__evlist_push(clf__evlist *l, clf_event *e);
+/* Wait for every event, release them and empty the list; returns st, or the first failure
+ * when st is a success. */
+clf_status clf__evlist_finish(clf__evlist *l, clf_status st);
+
 /* Wait for every pending access of the array (clf_array_finish()). */
 clf_status clf__array_sync(clf_array *a);
 

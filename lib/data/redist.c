@@ -11,43 +11,6 @@
 
 /* ---- redistribution -------------------------------------------------------------------- */
 
-/* Grow-on-demand list of events, waited for and released together. */
-typedef struct evlist {
-    clf_event **ev;
-    size_t n, cap;
-} evlist;
-
-static clf_status evlist_push(evlist *l, clf_event *e)
-{
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? 2 * l->cap : 16;
-        clf_event **g = realloc(l->ev, cap * sizeof *g);
-        if (!g) {
-            clf_event_wait(e); /* queued: it must end before its buffers go */
-            clf_event_release(e);
-            return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "clf_array: out of memory");
-        }
-        l->ev = g;
-        l->cap = cap;
-    }
-    l->ev[l->n++] = e;
-    return CLF_SUCCESS;
-}
-
-/* Wait for all, release all; st, or the first failure when st is a success. */
-static clf_status evlist_finish(evlist *l, clf_status st)
-{
-    for (size_t i = 0; i < l->n; i++) {
-        clf_status s = clf_event_wait(l->ev[i]);
-        if (st == CLF_SUCCESS)
-            st = s;
-        clf_event_release(l->ev[i]);
-    }
-    free(l->ev);
-    memset(l, 0, sizeof *l);
-    return st;
-}
-
 /* The old part that supplies global unit g to a new part on device dev: its owner, or for
  * a replicated array the copy on dev when there is one. */
 static size_t source_part(const clf_array *a, size_t g, size_t dev)
@@ -74,7 +37,7 @@ static size_t source_part(const clf_array *a, size_t g, size_t dev)
 
 /* Copy global units [g, g + n) of the old array a into region unit k of part P of b. */
 static clf_status copy_units(clf_array *a, clf_array *b, size_t P, size_t k, size_t g, size_t n,
-                             unsigned char *used, evlist *ev)
+                             unsigned char *used, clf__evlist *ev)
 {
     const clf__array_part *d = &b->parts[P];
     size_t ub = a->unit_bytes;
@@ -95,7 +58,7 @@ static clf_status copy_units(clf_array *a, clf_array *b, size_t P, size_t k, siz
                                        s->offset + (s->halo_before + g - s->first) * ub, len * ub,
                                        NULL, 0, &e);
         if (st == CLF_SUCCESS)
-            st = evlist_push(ev, e);
+            st = clf__evlist_push(ev, e);
         if (st != CLF_SUCCESS)
             return st;
         g += len;
@@ -147,7 +110,7 @@ clf_status clf_array_redistribute(clf_array *a, const clf_array_desc *desc)
     if (st != CLF_SUCCESS)
         return st;
     unsigned char *used = calloc(a->nparts, 1);
-    evlist ev = {0};
+    clf__evlist ev = {0};
     if (!used)
         st = clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "%s: out of memory", fn);
     for (size_t P = 0; st == CLF_SUCCESS && P < b->nparts; P++) {
@@ -163,7 +126,7 @@ clf_status clf_array_redistribute(clf_array *a, const clf_array_desc *desc)
             g = 0;
         }
     }
-    st = evlist_finish(&ev, st);
+    st = clf__evlist_finish(&ev, st);
     free(used);
     if (st != CLF_SUCCESS) {
         clf_array_destroy(b); /* the array keeps its old layout and contents */
@@ -274,7 +237,7 @@ clf_status clf_array_reduce(void *result, clf_array *dst, clf_array *src, clf_ty
     if (st == CLF_SUCCESS && result)
         st = clf_buffer_read(s[0], 0, es, result);
     if (st == CLF_SUCCESS && dst) {
-        evlist ev = {0};
+        clf__evlist ev = {0};
         for (size_t p = 0; st == CLF_SUCCESS && p < dst->nparts; p++) {
             clf__array_part *q = &dst->parts[p];
             st = clf__array_ready(dst, p, CLF_ARG_WRITE);
@@ -282,9 +245,9 @@ clf_status clf_array_reduce(void *result, clf_array *dst, clf_array *src, clf_ty
             if (st == CLF_SUCCESS)
                 st = clf_copy_async(q->buf, q->offset, s[0], 0, es, NULL, 0, &e);
             if (st == CLF_SUCCESS)
-                st = evlist_push(&ev, e);
+                st = clf__evlist_push(&ev, e);
         }
-        st = evlist_finish(&ev, st);
+        st = clf__evlist_finish(&ev, st);
         /* Element 0 of every copy changed (or may have, after a failure). */
         for (size_t p = 0; p < dst->nparts; p++)
             clf__array_record(dst, p, 0, es, CLF_ARG_WRITE, NULL);
