@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -321,6 +322,32 @@ clf_status clf_comm_create(clf_comm **out, MPI_Comm comm, clf_fleet *fleet,
     return CLF_SUCCESS;
 }
 
+/*
+ * Staging memory of broken communicators. Their requests may never complete, and MPI may
+ * still write into the memory of a pending receive (a late rank's message arriving after
+ * the others timed out: cancelling a send is not dependable), so it is never freed. It is
+ * kept on this list rather than dropped, so that it stays reachable: it is held for the
+ * process's life on purpose, not lost.
+ */
+struct quarantined {
+    struct quarantined *next;
+    void *mem;
+};
+static struct quarantined *quarantine;
+static pthread_mutex_t quarantine_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void quarantine_add(void *mem)
+{
+    struct quarantined *q = malloc(sizeof *q);
+    if (!q)
+        return; /* then it is simply not freed */
+    q->mem = mem;
+    pthread_mutex_lock(&quarantine_lock);
+    q->next = quarantine;
+    quarantine = q;
+    pthread_mutex_unlock(&quarantine_lock);
+}
+
 void clf_comm_destroy(clf_comm *c)
 {
     if (!c)
@@ -337,6 +364,8 @@ void clf_comm_destroy(clf_comm *c)
     /* MPI may still write into the staging memory of a broken communicator's requests. */
     if (!c->broken)
         free(c->host);
+    else if (c->host)
+        quarantine_add(c->host);
     free(c->lanes);
     while (c->speeds) {
         struct clf__comm_speed *n = c->speeds->next;
