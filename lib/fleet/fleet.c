@@ -433,26 +433,39 @@ static void fleet_free(clf_fleet *fl)
     clf__fleet_state_fini(fl, CLF__STATE_BEFORE_XFER);
     clf__xfer_fini(fl); /* copies in flight use the queues */
     clf__fleet_state_fini(fl, CLF__STATE_AFTER_XFER);
+    /* Every queue finished before any goes: a command of one queue may wait for another's. */
     for (size_t i = 0; i < fl->ndev; i++) {
         struct clf__device *d = &fl->dev[i];
         cl_command_queue q[] = {d->compute, d->transfer, d->copyq};
         for (size_t k = 0; k < sizeof q / sizeof *q; k++)
-            if (q[k]) {
+            if (q[k])
                 clFinish(q[k]);
+    }
+    /* PoCL 3.1's worker threads still finalize a command's event just after clFinish() has
+     * returned: they release it, reading its queue and that queue's device. Releasing the
+     * queues, contexts or sub-devices before they are done crashes them (SIGSEGV in
+     * POclReleaseEvent on a pthread worker, seen in test_alaunch, whose cases create and
+     * destroy fleets one after the other, under a loaded `make -j2 check`: the worker read
+     * freed memory two pointers from the event, where its queue and device are, when the
+     * queues went before a 20 ms pause). So the pause comes
+     * before anything is released, on every PoCL fleet, and is long enough for a worker
+     * that the scheduler left waiting on a loaded machine. */
+    int pocl = 0;
+    for (size_t i = 0; i < fl->ndev; i++)
+        pocl |= strstr(fl->dev[i].info.platform, "Portable Computing Language") != NULL ||
+                fl->dev[i].owns_id;
+    if (pocl)
+        nanosleep(&(struct timespec){0, 50 * 1000 * 1000}, NULL);
+    for (size_t i = 0; i < fl->ndev; i++) {
+        struct clf__device *d = &fl->dev[i];
+        cl_command_queue q[] = {d->compute, d->transfer, d->copyq};
+        for (size_t k = 0; k < sizeof q / sizeof *q; k++)
+            if (q[k])
                 clReleaseCommandQueue(q[k]);
-            }
     }
     clf__metrics_fini(fl); /* writes the trace, once every command has completed */
     for (size_t i = 0; i < fl->nctx; i++)
         clReleaseContext(fl->ctx[i]);
-    /* PoCL 3.1's worker threads can still touch a sub-device's last events just after
-     * clFinish() returns; releasing the sub-device then crashes them (reproduced with
-     * plain OpenCL in a few percent of releases). A short pause lets them settle. */
-    int subs = 0;
-    for (size_t i = 0; i < fl->ndev; i++)
-        subs |= fl->dev[i].owns_id;
-    if (subs)
-        nanosleep(&(struct timespec){0, 20 * 1000 * 1000}, NULL);
     for (size_t i = 0; i < fl->ndev; i++) {
         if (fl->dev[i].owns_id)
             clReleaseDevice(fl->dev[i].id);
