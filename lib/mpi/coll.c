@@ -65,6 +65,8 @@ typedef struct pipe {
     int ring;              /* P_ALLREDUCE by a ring of point-to-point messages, not MPI's */
     size_t esize;
     size_t chunk;          /* bytes of a chunk; 0: c->chunk_bytes */
+    int flag;              /* the one chunk's MPI data ends with a status element (flag_put) */
+    int flag_bad;          /* that element said a rank failed */
 } pipe;
 
 /* dst[i] = dst[i] op src[i], n elements of type t (the host side of a reduction). */
@@ -138,6 +140,37 @@ static int ev_poll(clf_event *e, clf_status *st)
     }
     *st = clf_event_wait(e);
     return 1;
+}
+
+/* The status element of a one-chunk all-reduce (allreduce_flat): one more element after the
+ * data, reduced with it by the same operation, so that the status needs no collective of
+ * its own. A failing rank puts 1 (sum, max) or 0 (product, min), every other rank the
+ * operation's other value of 0 and 1: the result says whether any rank failed, exactly in
+ * every type (a sum of at most INT_MAX ones of float is inexact only above 2^24 ranks, and
+ * never 0). */
+static void flag_put(pipe *p, void *at, int failed)
+{
+    int v = p->rop == CLF_REDUCE_SUM || p->rop == CLF_REDUCE_MAX ? failed : !failed;
+    switch (p->type) {
+    case CLF_TYPE_INT32: *(int32_t *)at = v; break;
+    case CLF_TYPE_UINT32: *(uint32_t *)at = (uint32_t)v; break;
+    case CLF_TYPE_INT64: *(int64_t *)at = v; break;
+    case CLF_TYPE_FLOAT: *(float *)at = (float)v; break;
+    default: *(double *)at = v; break;
+    }
+}
+
+static int flag_failed(const pipe *p, const void *at)
+{
+    int zero;
+    switch (p->type) {
+    case CLF_TYPE_INT32: zero = *(const int32_t *)at == 0; break;
+    case CLF_TYPE_UINT32: zero = *(const uint32_t *)at == 0; break;
+    case CLF_TYPE_INT64: zero = *(const int64_t *)at == 0; break;
+    case CLF_TYPE_FLOAT: zero = *(const float *)at == 0; break;
+    default: zero = *(const double *)at == 0; break;
+    }
+    return p->rop == CLF_REDUCE_SUM || p->rop == CLF_REDUCE_MAX ? !zero : zero;
 }
 
 /* Segment i of P of a chunk of n elements: [*first, *first + *len). */
@@ -329,6 +362,8 @@ static clf_status pipe_run(pipe *p, const char *what)
                                     k->bytes / clf_type_size(p->type), p->type, p->rop);
                     k->stage = ST_READY;
                 }
+                if (p->flag)
+                    flag_put(p, k->host + k->bytes, p->local != CLF_SUCCESS);
                 int err = start_mpi(p, k);
                 if (err != MPI_SUCCESS) {
                     pipe_drain(p);
@@ -366,7 +401,9 @@ static clf_status pipe_run(pipe *p, const char *what)
                     continue;
                 progress = 1;
                 k->stage = ST_DONE;
-                if (p->local == CLF_SUCCESS && k->ndst && p->nch == 1) {
+                if (p->flag && flag_failed(p, k->host + k->bytes))
+                    p->flag_bad = 1; /* no rank writes a result: every rank fails */
+                if (p->local == CLF_SUCCESS && !p->flag_bad && k->ndst && p->nch == 1) {
                     for (size_t j = 0; j < k->ndst; j++) {
                         clf_status st = clf_buffer_write(k->dst[j], k->off, k->bytes, k->host);
                         if (st != CLF_SUCCESS) {
@@ -374,7 +411,7 @@ static clf_status pipe_run(pipe *p, const char *what)
                             break;
                         }
                     }
-                } else if (p->local == CLF_SUCCESS && k->ndst) {
+                } else if (p->local == CLF_SUCCESS && !p->flag_bad && k->ndst) {
                     for (size_t j = 0; j < k->ndst; j++) {
                         clf_status st = clf_buffer_write_async(k->dst[j], k->off, k->bytes,
                                                                k->host, &k->wev[j]);
@@ -598,9 +635,13 @@ static clf_status allreduce_flat(clf_comm *c, clf_buffer *const *bufs, size_t nb
     p.ring = 1;
     p.esize = esize;
     p.chunk = one_chunk ? bytes : 0;
-    clf_status st = nsrc + 1 > SIZE_MAX / bytes
+    /* One chunk (small data, or one_chunk): its MPI data ends with the status element, and
+     * no agreement follows (a second collective, 5-10% of a small all-reduce). */
+    p.flag = (one_chunk || bytes <= c->chunk_bytes) && count < INT_MAX;
+    size_t slot = p.flag ? bytes + esize : bytes;
+    clf_status st = slot < bytes || nsrc + 1 > SIZE_MAX / slot
                         ? clf_set_error(CLF_ERROR_SIZE_OVERFLOW, "%s: staging", what)
-                        : host_mem(c, (nsrc + 1) * bytes, &host); /* and the ring's scratch */
+                        : host_mem(c, (nsrc + 1) * slot, &host); /* and the ring's scratch */
     if (st == CLF_SUCCESS)
         st = pipe_alloc(&p, bytes, esize, 1, ok ? nbufs : 0, &wev);
     if (st != CLF_SUCCESS)
@@ -609,106 +650,27 @@ static clf_status allreduce_flat(clf_comm *c, clf_buffer *const *bufs, size_t nb
         memset(host, 0, bytes);
     add_chunks(&p, 0, ok ? bufs[0] : NULL, 0, bytes, host, esize, ok ? bufs : NULL,
                ok ? nbufs : 0, wev, ok ? bufs + 1 : NULL, ok ? nbufs - 1 : 0,
-               host + nsrc * bytes);
+               host + nsrc * slot);
+    if (p.flag) {
+        p.ch[0].stride = slot;
+        p.ch[0].n = (int)count + 1;
+    }
     st = pipe_run(&p, what);
     free(p.ch);
     free(wev);
+    if (p.flag && st == CLF_SUCCESS) {
+        /* A rank failed before the exchange: every rank saw it in the status element and
+         * wrote nothing; one agreement then carries that rank's message to all. */
+        if (p.flag_bad)
+            return clf__comm_agree(c, p.local, what);
+        /* Writing the result failed after the exchange: only this rank can know, and the
+         * others' results are complete. It fails, rather than every call pay an agreement. */
+        if (p.local != CLF_SUCCESS)
+            return clf_set_error(p.local, "%s: %s (the other ranks' results are complete)",
+                                 what, clf_last_error());
+        return CLF_SUCCESS;
+    }
     return finish(c, st, p.local, what);
-}
-
-/* Small data: the status travels in the data's own message. Its header holds the lowest
- * failing rank (as INT_MAX - rank, else -1: the larger wins) and the type and operation, so
- * that one user-defined MPI operation reduces header and data in one MPI_Iallreduce: the
- * separate status agreement, a second collective that cost 5-10% of a small all-reduce
- * against the naive way, is gone. One message element is the whole header and data (a
- * contiguous type, count 1), so MPI never splits it into segments. Up to FUSE_BYTES: above,
- * count 1 keeps MPI from its ring algorithm and the one agreement costs little. */
-#define FUSE_BYTES ((size_t)256 << 10)
-
-typedef struct fuse_head {
-    long long fail;
-    int type, op;
-} fuse_head;
-
-static void fuse_op(void *in, void *inout, int *len, MPI_Datatype *dt)
-{
-    int size = 0;
-    MPI_Type_size(*dt, &size);
-    for (int e = 0; e < *len; e++) {
-        fuse_head *a = (fuse_head *)((char *)inout + (size_t)e * (size_t)size);
-        const fuse_head *b = (const fuse_head *)((const char *)in + (size_t)e * (size_t)size);
-        size_t n = ((size_t)size - sizeof *a) / clf_type_size((clf_type)a->type);
-        if (b->fail > a->fail)
-            a->fail = b->fail;
-        combine(a + 1, b + 1, n, (clf_type)a->type, (clf_reduce_op)a->op);
-    }
-}
-
-static clf_status allreduce_fused(clf_comm *c, clf_buffer *const *bufs, size_t nbufs,
-                                  size_t count, clf_type type, clf_reduce_op op,
-                                  clf_status local, const char *what)
-{
-    size_t esize = clf_type_size(type), bytes = count * esize;
-    size_t nsrc = local == CLF_SUCCESS ? nbufs : 1;
-    char *host = NULL;
-    /* bytes <= FUSE_BYTES and nbufs <= 256 (check_bufs): no overflow. */
-    clf_status st = host_mem(c, sizeof(fuse_head) + nsrc * bytes, &host);
-    if (st != CLF_SUCCESS)
-        return clf__comm_agree(c, st, what); /* no memory: every rank fails, none hangs */
-    fuse_head *h = (fuse_head *)host;
-    char *data = host + sizeof *h;
-    for (size_t d = 0; local == CLF_SUCCESS && d < nbufs; d++) {
-        st = clf_buffer_read(bufs[d], 0, bytes, data + d * bytes);
-        if (st != CLF_SUCCESS)
-            local = clf_set_error(st, "rank %d: reading a device buffer: %s", c->rank,
-                                  clf_last_error());
-    }
-    if (local == CLF_SUCCESS)
-        for (size_t d = 1; d < nbufs; d++)
-            combine(data, data + d * bytes, count, type, op);
-    else
-        memset(data, 0, bytes);
-    h->fail = local != CLF_SUCCESS ? (long long)INT_MAX - c->rank : -1;
-    h->type = (int)type;
-    h->op = (int)op;
-    MPI_Datatype mt = MPI_DATATYPE_NULL;
-    MPI_Op mo = MPI_OP_NULL;
-    MPI_Request r = MPI_REQUEST_NULL;
-    int err = MPI_Type_contiguous((int)(sizeof *h + bytes), MPI_BYTE, &mt);
-    if (err == MPI_SUCCESS)
-        err = MPI_Type_commit(&mt);
-    if (err == MPI_SUCCESS)
-        err = MPI_Op_create(fuse_op, 1, &mo);
-    if (err == MPI_SUCCESS)
-        err = MPI_Iallreduce(MPI_IN_PLACE, host, 1, mt, mo, c->comm, &r);
-    if (err != MPI_SUCCESS) {
-        char s[MPI_MAX_ERROR_STRING];
-        clf__comm_errstr(err, s, sizeof s);
-        c->broken = 1;
-        st = clf_set_error(CLF_ERROR_MPI, "%s: %s (another rank may have failed or gone)", what,
-                           s);
-    } else {
-        st = clf__comm_wait(c, 1, &r, what);
-    }
-    if (mo != MPI_OP_NULL)
-        MPI_Op_free(&mo);
-    if (mt != MPI_DATATYPE_NULL)
-        MPI_Type_free(&mt);
-    if (st != CLF_SUCCESS)
-        return st;
-    /* A rank failed: every rank saw it in the header; the agreement carries its message. */
-    if (h->fail >= 0)
-        return clf__comm_agree(c, local, what);
-    for (size_t d = 0; d < nbufs; d++) {
-        st = clf_buffer_write(bufs[d], 0, bytes, data);
-        if (st != CLF_SUCCESS)
-            /* After the only message: this rank alone can know (the others' results are
-             * whole); it says so rather than pay a second collective on every call. */
-            return clf_set_error(st, "%s: rank %d: writing a device buffer (the other ranks' "
-                                     "results are complete): %s",
-                                 what, c->rank, clf_last_error());
-    }
-    return CLF_SUCCESS;
 }
 
 /* 1 when a buffer's device has its own memory (a GPU: copies go over PCIe and can overlap
@@ -826,8 +788,6 @@ clf_status clf_comm_allreduce(clf_comm *c, clf_buffer *const *bufs, size_t nbufs
     clf_status local = check_bufs(c, what, bufs, nbufs, bytes);
     /* Small data, or one device per rank: the rank-level path, which needs no agreement
      * first (a rank whose buffers are wrong takes part with zeros, then fails them all). */
-    if (bytes <= FUSE_BYTES && bytes <= c->chunk_bytes)
-        return allreduce_fused(c, bufs, nbufs, count, type, op, local, what);
     if (bytes <= c->chunk_bytes)
         return allreduce_flat(c, bufs, nbufs, count, type, op, local, 0, what);
     /* Large: agree on the arguments and learn every rank's device count, and whether any
