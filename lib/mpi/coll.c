@@ -69,13 +69,41 @@ typedef struct pipe {
     int flag_bad;          /* that element said a rank failed */
 } pipe;
 
+/* The sums unrolled by 4 over restrict pointers: -O2 then vectorizes them (SLP), as MPI's own
+ * operations are; the scalar loop made the host side of a 1 MiB all-reduce 10% slower than
+ * MPI_Allreduce's. */
+#define ADD_(j) (a[j] = a[j] + b[j])
+#define EACH4(E)                                                                              \
+    do {                                                                                      \
+        size_t i_ = 0;                                                                        \
+        for (; i_ + 4 <= n; i_ += 4) {                                                        \
+            E(i_);                                                                            \
+            E(i_ + 1);                                                                        \
+            E(i_ + 2);                                                                        \
+            E(i_ + 3);                                                                        \
+        }                                                                                     \
+        for (; i_ < n; i_++)                                                                  \
+            E(i_);                                                                            \
+    } while (0)
+
+/* sum_<T>(a, b, n): a[i] += b[i]. Restrict parameters (not locals) is what GCC honours. */
+#define SUMFN(T)                                                                              \
+    static void sum_##T(T *restrict a, const T *restrict b, size_t n)                         \
+    {                                                                                         \
+        EACH4(ADD_);                                                                          \
+    }
+SUMFN(uint32_t)
+SUMFN(uint64_t)
+SUMFN(float)
+SUMFN(double)
+
 /* dst[i] = dst[i] op src[i], n elements of type t (the host side of a reduction). */
 #define COMBINE(T)                                                                            \
     do {                                                                                      \
         T *a = dst;                                                                           \
         const T *b = src;                                                                     \
         switch (op) {                                                                         \
-        case CLF_REDUCE_SUM: for (size_t i = 0; i < n; i++) a[i] = (T)(a[i] + b[i]); break;   \
+        case CLF_REDUCE_SUM: sum_##T(a, b, n); break;                                         \
         case CLF_REDUCE_PROD: for (size_t i = 0; i < n; i++) a[i] = (T)(a[i] * b[i]); break;  \
         case CLF_REDUCE_MIN: for (size_t i = 0; i < n; i++) a[i] = b[i] < a[i] ? b[i] : a[i]; \
             break;                                                                            \
@@ -92,7 +120,7 @@ static void combine(void *dst, const void *src, size_t n, clf_type t, clf_reduce
         const uint32_t *b = src;
         const int32_t *sa = dst, *sb = src;
         if (op == CLF_REDUCE_SUM)
-            for (size_t i = 0; i < n; i++) a[i] += b[i];
+            sum_uint32_t(dst, src, n);
         else if (op == CLF_REDUCE_PROD)
             for (size_t i = 0; i < n; i++) a[i] *= b[i];
         else if (op == CLF_REDUCE_MIN)
@@ -106,7 +134,7 @@ static void combine(void *dst, const void *src, size_t n, clf_type t, clf_reduce
         const uint64_t *b = src;
         const int64_t *sa = dst, *sb = src;
         if (op == CLF_REDUCE_SUM)
-            for (size_t i = 0; i < n; i++) a[i] += b[i];
+            sum_uint64_t(dst, src, n);
         else if (op == CLF_REDUCE_PROD)
             for (size_t i = 0; i < n; i++) a[i] *= b[i];
         else if (op == CLF_REDUCE_MIN)
