@@ -4,10 +4,11 @@
  * data with the same device count on every rank is hierarchical (the fleet's all-reduce,
  * each device's shard across ranks on its own lane communicator, all lanes at once, then
  * the fleet's all-gather); small data, and ranks with different device counts, go rank by
- * rank (every buffer read and reduced on the host, across ranks, written back). Across
- * ranks the all-reduce is a ring of point-to-point messages per chunk (ring_post). A rank
- * whose own arguments or devices fail still takes part in the MPI steps (its data unused),
- * and a last agreement gives every rank the same status. */
+ * rank (every buffer read and reduced on the host, across ranks, written back); devices
+ * using the host's memory take one chunk (discrete_devices). Across ranks the all-reduce is
+ * a ring of point-to-point messages per chunk (ring_post). A rank whose own arguments or
+ * devices fail still takes part in the MPI steps (its data unused), and a last agreement
+ * gives every rank the same status, or in one chunk a status element in the data (flag_put). */
 #include "comm.h"
 
 #include <CL/cl.h>
@@ -489,7 +490,9 @@ static clf_status pipe_run(pipe *p, const char *what)
         }
         if (idle < 256)
             continue;
-        if (idle < 4096) {
+        /* One chunk waits like a blocking MPI call (a spin that yields): a sleep would end
+         * long after its one message (each of a ring's 2 (P - 1) steps late by ~60 us). */
+        if (idle < 4096 || p->nch == 1) {
             sched_yield();
             continue;
         }
