@@ -839,6 +839,8 @@ clf_status clf_comm_allreduce(clf_comm *c, clf_buffer *const *bufs, size_t nbufs
         pipelined = 1;
     else if (algo && !strcmp(algo, "single"))
         pipelined = 0;
+    if (count >= (size_t)INT_MAX)
+        pipelined = 1; /* one chunk is one MPI message: at most INT_MAX elements */
     if (!pipelined)
         return allreduce_flat(c, bufs, nbufs, count, type, op, CLF_SUCCESS, 1, what);
     if (lo[0] != hi[0] || nbufs == 1 || (algo && !strcmp(algo, "flat")))

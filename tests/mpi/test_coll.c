@@ -202,18 +202,18 @@ START_TEST(test_allreduce_plans)
 }
 END_TEST
 
-START_TEST(test_allreduce_fused_edge)
+START_TEST(test_allreduce_default_chunk)
 {
-    /* The default chunk: up to 256 KiB the status travels in the data's message, above it
-     * the rank-level ring and a separate agreement. */
+    /* The default chunk (4 MiB): one chunk with its status element, and just above it the
+     * large path (one chunk too on CPU devices, after the arguments' agreement). */
     clf_comm *saved = comm;
     clf_comm_options o = CLF_COMM_OPTIONS_INIT;
     o.timeout_s = 60;
     ck_assert_ok(clf_comm_create(&comm, MPI_COMM_WORLD, fleet, &o));
-    allreduce_case(65536, CLF_TYPE_FLOAT, CLF_REDUCE_SUM, 0);
-    allreduce_case(65537, CLF_TYPE_FLOAT, CLF_REDUCE_SUM, 0);
-    allreduce_case(32768, CLF_TYPE_INT64, CLF_REDUCE_MIN, 1);
-    allreduce_case(32769, CLF_TYPE_INT64, CLF_REDUCE_MAX, 1);
+    allreduce_case((size_t)1 << 20, CLF_TYPE_FLOAT, CLF_REDUCE_SUM, 0);
+    allreduce_case(((size_t)1 << 20) + 1, CLF_TYPE_FLOAT, CLF_REDUCE_SUM, 0);
+    allreduce_case((size_t)1 << 19, CLF_TYPE_INT64, CLF_REDUCE_MIN, 1);
+    allreduce_case(((size_t)1 << 19) + 1, CLF_TYPE_INT64, CLF_REDUCE_MAX, 1);
     clf_comm_destroy(comm);
     comm = saved;
 }
@@ -408,7 +408,7 @@ static Suite *make_suite(void)
     tcase_add_test(tc, test_allreduce);
     tcase_add_test(tc, test_allreduce_uneven);
     tcase_add_test(tc, test_allreduce_plans);
-    tcase_add_test(tc, test_allreduce_fused_edge);
+    tcase_add_test(tc, test_allreduce_default_chunk);
     tcase_add_test(tc, test_reduce);
     tcase_add_test(tc, test_broadcast);
     tcase_add_test(tc, test_allgather);
