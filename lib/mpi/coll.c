@@ -4,10 +4,11 @@
  * data with the same device count on every rank is hierarchical (the fleet's all-reduce,
  * each device's shard across ranks on its own lane communicator, all lanes at once, then
  * the fleet's all-gather); small data, and ranks with different device counts, go rank by
- * rank (every buffer read and reduced on the host, across ranks, written back). Across
- * ranks the all-reduce is a ring of point-to-point messages per chunk (ring_post). A rank
- * whose own arguments or devices fail still takes part in the MPI steps (its data unused),
- * and a last agreement gives every rank the same status. */
+ * rank (every buffer read and reduced on the host, across ranks, written back); devices
+ * using the host's memory take one chunk (discrete_devices). Across ranks the all-reduce is
+ * a ring of point-to-point messages per chunk (ring_post). A rank whose own arguments or
+ * devices fail still takes part in the MPI steps (its data unused), and a last agreement
+ * gives every rank the same status, or in one chunk a status element in the data (flag_put). */
 #include "comm.h"
 
 #include <CL/cl.h>
@@ -64,7 +65,38 @@ typedef struct pipe {
     size_t nmore_max;      /* the most `more` buffers of a chunk (pipe_alloc) */
     int ring;              /* P_ALLREDUCE by a ring of point-to-point messages, not MPI's */
     size_t esize;
+    size_t chunk;          /* bytes of a chunk; 0: c->chunk_bytes */
+    int flag;              /* the one chunk's MPI data ends with a status element (flag_put) */
+    int flag_bad;          /* that element said a rank failed */
 } pipe;
+
+/* The sums unrolled by 4 over restrict pointers: -O2 then vectorizes them (SLP), as MPI's own
+ * operations are; the scalar loop made the host side of a 1 MiB all-reduce 10% slower than
+ * MPI_Allreduce's. */
+#define ADD_(j) (a[j] = a[j] + b[j])
+#define EACH4(E)                                                                              \
+    do {                                                                                      \
+        size_t i_ = 0;                                                                        \
+        for (; i_ + 4 <= n; i_ += 4) {                                                        \
+            E(i_);                                                                            \
+            E(i_ + 1);                                                                        \
+            E(i_ + 2);                                                                        \
+            E(i_ + 3);                                                                        \
+        }                                                                                     \
+        for (; i_ < n; i_++)                                                                  \
+            E(i_);                                                                            \
+    } while (0)
+
+/* sum_<T>(a, b, n): a[i] += b[i]. Restrict parameters (not locals) is what GCC honours. */
+#define SUMFN(T)                                                                              \
+    static void sum_##T(T *restrict a, const T *restrict b, size_t n)                         \
+    {                                                                                         \
+        EACH4(ADD_);                                                                          \
+    }
+SUMFN(uint32_t)
+SUMFN(uint64_t)
+SUMFN(float)
+SUMFN(double)
 
 /* dst[i] = dst[i] op src[i], n elements of type t (the host side of a reduction). */
 #define COMBINE(T)                                                                            \
@@ -72,7 +104,7 @@ typedef struct pipe {
         T *a = dst;                                                                           \
         const T *b = src;                                                                     \
         switch (op) {                                                                         \
-        case CLF_REDUCE_SUM: for (size_t i = 0; i < n; i++) a[i] = (T)(a[i] + b[i]); break;   \
+        case CLF_REDUCE_SUM: sum_##T(a, b, n); break;                                         \
         case CLF_REDUCE_PROD: for (size_t i = 0; i < n; i++) a[i] = (T)(a[i] * b[i]); break;  \
         case CLF_REDUCE_MIN: for (size_t i = 0; i < n; i++) a[i] = b[i] < a[i] ? b[i] : a[i]; \
             break;                                                                            \
@@ -89,7 +121,7 @@ static void combine(void *dst, const void *src, size_t n, clf_type t, clf_reduce
         const uint32_t *b = src;
         const int32_t *sa = dst, *sb = src;
         if (op == CLF_REDUCE_SUM)
-            for (size_t i = 0; i < n; i++) a[i] += b[i];
+            sum_uint32_t(dst, src, n);
         else if (op == CLF_REDUCE_PROD)
             for (size_t i = 0; i < n; i++) a[i] *= b[i];
         else if (op == CLF_REDUCE_MIN)
@@ -103,7 +135,7 @@ static void combine(void *dst, const void *src, size_t n, clf_type t, clf_reduce
         const uint64_t *b = src;
         const int64_t *sa = dst, *sb = src;
         if (op == CLF_REDUCE_SUM)
-            for (size_t i = 0; i < n; i++) a[i] += b[i];
+            sum_uint64_t(dst, src, n);
         else if (op == CLF_REDUCE_PROD)
             for (size_t i = 0; i < n; i++) a[i] *= b[i];
         else if (op == CLF_REDUCE_MIN)
@@ -137,6 +169,37 @@ static int ev_poll(clf_event *e, clf_status *st)
     }
     *st = clf_event_wait(e);
     return 1;
+}
+
+/* The status element of a one-chunk all-reduce (allreduce_flat): one more element after the
+ * data, reduced with it by the same operation, so that the status needs no collective of
+ * its own. A failing rank puts 1 (sum, max) or 0 (product, min), every other rank the
+ * operation's other value of 0 and 1: the result says whether any rank failed, exactly in
+ * every type (a sum of at most INT_MAX ones of float is inexact only above 2^24 ranks, and
+ * never 0). */
+static void flag_put(pipe *p, void *at, int failed)
+{
+    int v = p->rop == CLF_REDUCE_SUM || p->rop == CLF_REDUCE_MAX ? failed : !failed;
+    switch (p->type) {
+    case CLF_TYPE_INT32: *(int32_t *)at = v; break;
+    case CLF_TYPE_UINT32: *(uint32_t *)at = (uint32_t)v; break;
+    case CLF_TYPE_INT64: *(int64_t *)at = v; break;
+    case CLF_TYPE_FLOAT: *(float *)at = (float)v; break;
+    default: *(double *)at = v; break;
+    }
+}
+
+static int flag_failed(const pipe *p, const void *at)
+{
+    int zero;
+    switch (p->type) {
+    case CLF_TYPE_INT32: zero = *(const int32_t *)at == 0; break;
+    case CLF_TYPE_UINT32: zero = *(const uint32_t *)at == 0; break;
+    case CLF_TYPE_INT64: zero = *(const int64_t *)at == 0; break;
+    case CLF_TYPE_FLOAT: zero = *(const float *)at == 0; break;
+    default: zero = *(const double *)at == 0; break;
+    }
+    return p->rop == CLF_REDUCE_SUM || p->rop == CLF_REDUCE_MAX ? !zero : zero;
 }
 
 /* Segment i of P of a chunk of n elements: [*first, *first + *len). */
@@ -328,6 +391,8 @@ static clf_status pipe_run(pipe *p, const char *what)
                                     k->bytes / clf_type_size(p->type), p->type, p->rop);
                     k->stage = ST_READY;
                 }
+                if (p->flag)
+                    flag_put(p, k->host + k->bytes, p->local != CLF_SUCCESS);
                 int err = start_mpi(p, k);
                 if (err != MPI_SUCCESS) {
                     pipe_drain(p);
@@ -365,7 +430,9 @@ static clf_status pipe_run(pipe *p, const char *what)
                     continue;
                 progress = 1;
                 k->stage = ST_DONE;
-                if (p->local == CLF_SUCCESS && k->ndst && p->nch == 1) {
+                if (p->flag && flag_failed(p, k->host + k->bytes))
+                    p->flag_bad = 1; /* no rank writes a result: every rank fails */
+                if (p->local == CLF_SUCCESS && !p->flag_bad && k->ndst && p->nch == 1) {
                     for (size_t j = 0; j < k->ndst; j++) {
                         clf_status st = clf_buffer_write(k->dst[j], k->off, k->bytes, k->host);
                         if (st != CLF_SUCCESS) {
@@ -373,7 +440,7 @@ static clf_status pipe_run(pipe *p, const char *what)
                             break;
                         }
                     }
-                } else if (p->local == CLF_SUCCESS && k->ndst) {
+                } else if (p->local == CLF_SUCCESS && !p->flag_bad && k->ndst) {
                     for (size_t j = 0; j < k->ndst; j++) {
                         clf_status st = clf_buffer_write_async(k->dst[j], k->off, k->bytes,
                                                                k->host, &k->wev[j]);
@@ -423,7 +490,9 @@ static clf_status pipe_run(pipe *p, const char *what)
         }
         if (idle < 256)
             continue;
-        if (idle < 4096) {
+        /* One chunk waits like a blocking MPI call (a spin that yields): a sleep would end
+         * long after its one message (each of a ring's 2 (P - 1) steps late by ~60 us). */
+        if (idle < 4096 || p->nch == 1) {
             sched_yield();
             continue;
         }
@@ -508,7 +577,7 @@ static void add_chunks(pipe *p, int lane, clf_buffer *src, size_t off, size_t by
                        clf_buffer *const *more, size_t nmore, char *scratch)
 {
     int seq = 0;
-    size_t step = p->c->chunk_bytes / esize * esize;
+    size_t step = (p->chunk ? p->chunk : p->c->chunk_bytes) / esize * esize;
     if (step == 0)
         step = esize;
     for (size_t o = 0; o < bytes; o += step) {
@@ -536,7 +605,7 @@ static void add_chunks(pipe *p, int lane, clf_buffer *src, size_t off, size_t by
 static clf_status pipe_alloc(pipe *p, size_t bytes, size_t esize, int lanes, size_t ndst,
                              clf_event ***wev)
 {
-    size_t step = p->c->chunk_bytes / esize * esize;
+    size_t step = (p->chunk ? p->chunk : p->c->chunk_bytes) / esize * esize;
     if (step == 0)
         step = esize;
     size_t n = bytes / step + (size_t)lanes + 1;
@@ -574,7 +643,7 @@ static clf_status check_args(clf_comm *c, const char *what, const char *names, i
  * result written to every buffer. Also the path of small data. */
 static clf_status allreduce_flat(clf_comm *c, clf_buffer *const *bufs, size_t nbufs,
                                  size_t count, clf_type type, clf_reduce_op op,
-                                 clf_status local, const char *what)
+                                 clf_status local, int one_chunk, const char *what)
 {
     size_t esize = clf_type_size(type), bytes = count * esize;
     int ok = local == CLF_SUCCESS;
@@ -596,9 +665,14 @@ static clf_status allreduce_flat(clf_comm *c, clf_buffer *const *bufs, size_t nb
     /* Each buffer's chunk read into its own host area, reduced on the host into the first. */
     p.ring = 1;
     p.esize = esize;
-    clf_status st = nsrc + 1 > SIZE_MAX / bytes
+    p.chunk = one_chunk ? bytes : 0;
+    /* One chunk (small data, or one_chunk): its MPI data ends with the status element, and
+     * no agreement follows (a second collective, 5-10% of a small all-reduce). */
+    p.flag = (one_chunk || bytes <= c->chunk_bytes) && count < INT_MAX;
+    size_t slot = p.flag ? bytes + esize : bytes;
+    clf_status st = slot < bytes || nsrc + 1 > SIZE_MAX / slot
                         ? clf_set_error(CLF_ERROR_SIZE_OVERFLOW, "%s: staging", what)
-                        : host_mem(c, (nsrc + 1) * bytes, &host); /* and the ring's scratch */
+                        : host_mem(c, (nsrc + 1) * slot, &host); /* and the ring's scratch */
     if (st == CLF_SUCCESS)
         st = pipe_alloc(&p, bytes, esize, 1, ok ? nbufs : 0, &wev);
     if (st != CLF_SUCCESS)
@@ -607,11 +681,44 @@ static clf_status allreduce_flat(clf_comm *c, clf_buffer *const *bufs, size_t nb
         memset(host, 0, bytes);
     add_chunks(&p, 0, ok ? bufs[0] : NULL, 0, bytes, host, esize, ok ? bufs : NULL,
                ok ? nbufs : 0, wev, ok ? bufs + 1 : NULL, ok ? nbufs - 1 : 0,
-               host + nsrc * bytes);
+               host + nsrc * slot);
+    if (p.flag) {
+        p.ch[0].stride = slot;
+        p.ch[0].n = (int)count + 1;
+    }
     st = pipe_run(&p, what);
     free(p.ch);
     free(wev);
+    if (p.flag && st == CLF_SUCCESS) {
+        /* A rank failed before the exchange: every rank saw it in the status element and
+         * wrote nothing; one agreement then carries that rank's message to all. */
+        if (p.flag_bad)
+            return clf__comm_agree(c, p.local, what);
+        /* Writing the result failed after the exchange: only this rank can know, and the
+         * others' results are complete. It fails, rather than every call pay an agreement. */
+        if (p.local != CLF_SUCCESS)
+            return clf_set_error(p.local, "%s: %s (the other ranks' results are complete)",
+                                 what, clf_last_error());
+        return CLF_SUCCESS;
+    }
     return finish(c, st, p.local, what);
+}
+
+/* 1 when a buffer's device has its own memory (a GPU: copies go over PCIe and can overlap
+ * the network), 0 when every device's memory is the host's (CPU devices, host-unified
+ * memory), where every stage of a pipeline is a memcpy on the same cores: chunks only add
+ * events and polling, and the one-chunk sequence (device to host, MPI, host to device)
+ * is the fastest plan. */
+static long long discrete_devices(clf_comm *c, clf_buffer *const *bufs, size_t nbufs)
+{
+    for (size_t i = 0; i < nbufs; i++) {
+        clf_device_info inf;
+        if (clf_device_get_info(&inf, c->fleet, clf_buffer_device(bufs[i])) != CLF_SUCCESS)
+            return 1;
+        if (!inf.host_unified && !(inf.type & CLF_DEVICE_CPU))
+            return 1;
+    }
+    return 0;
 }
 
 /* Hierarchical: the fleet's all-reduce, each device's shard across ranks on its own lane
@@ -713,17 +820,31 @@ clf_status clf_comm_allreduce(clf_comm *c, clf_buffer *const *bufs, size_t nbufs
     /* Small data, or one device per rank: the rank-level path, which needs no agreement
      * first (a rank whose buffers are wrong takes part with zeros, then fails them all). */
     if (bytes <= c->chunk_bytes)
-        return allreduce_flat(c, bufs, nbufs, count, type, op, local, what);
-    /* Large: agree on the arguments and learn every rank's device count in one step. */
-    long long n = local == CLF_SUCCESS ? (long long)nbufs : 0, lo = 0, hi = 0;
-    st = clf__comm_agree_meta(c, local, what, 1, &n, &lo, &hi);
+        return allreduce_flat(c, bufs, nbufs, count, type, op, local, 0, what);
+    /* Large: agree on the arguments and learn every rank's device count, and whether any
+     * rank has a device with its own memory, in one step. */
+    long long mv[2] = {local == CLF_SUCCESS ? (long long)nbufs : 0,
+                       local == CLF_SUCCESS ? discrete_devices(c, bufs, nbufs) : 0};
+    long long lo[2] = {0, 0}, hi[2] = {0, 0};
+    st = clf__comm_agree_meta(c, local, what, 2, mv, lo, hi);
     if (st != CLF_SUCCESS)
         return st;
-    /* $CLFLEET_MPI_ALLREDUCE=flat: the rank-level path for every size (for comparisons;
-     * it must be the same on every rank, as the environment of one mpirun is). */
+    /* $CLFLEET_MPI_ALLREDUCE (the same on every rank, as the environment of one mpirun is):
+     * flat: the rank-level path for every size (comparisons); pipelined: chunks (and lanes)
+     * even when every device's memory is the host's; single: one chunk even with discrete
+     * devices. Unset: pipelined only when some rank has a discrete device. */
     const char *algo = getenv("CLFLEET_MPI_ALLREDUCE");
-    if (lo != hi || nbufs == 1 || (algo && !strcmp(algo, "flat")))
-        return allreduce_flat(c, bufs, nbufs, count, type, op, CLF_SUCCESS, what);
+    int pipelined = hi[1] > 0;
+    if (algo && !strcmp(algo, "pipelined"))
+        pipelined = 1;
+    else if (algo && !strcmp(algo, "single"))
+        pipelined = 0;
+    if (count >= (size_t)INT_MAX)
+        pipelined = 1; /* one chunk is one MPI message: at most INT_MAX elements */
+    if (!pipelined)
+        return allreduce_flat(c, bufs, nbufs, count, type, op, CLF_SUCCESS, 1, what);
+    if (lo[0] != hi[0] || nbufs == 1 || (algo && !strcmp(algo, "flat")))
+        return allreduce_flat(c, bufs, nbufs, count, type, op, CLF_SUCCESS, 0, what);
     return allreduce_lanes(c, bufs, nbufs, count, type, op, what);
 }
 

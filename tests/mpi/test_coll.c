@@ -184,6 +184,41 @@ START_TEST(test_allreduce_uneven)
 }
 END_TEST
 
+START_TEST(test_allreduce_plans)
+{
+    /* CPU devices take one chunk for large data; $CLFLEET_MPI_ALLREDUCE forces the chunked
+     * pipeline (device lanes, many chunks: the plan of discrete devices), one chunk, or the
+     * rank level. Each must give the same result, with even and uneven device counts. */
+    static const char *const plans[] = {"pipelined", "single", "flat", NULL};
+    for (size_t pi = 0; pi < sizeof plans / sizeof plans[0]; pi++) {
+        if (plans[pi])
+            setenv("CLFLEET_MPI_ALLREDUCE", plans[pi], 1);
+        allreduce_case(50021, CLF_TYPE_FLOAT, CLF_REDUCE_SUM, 0);
+        allreduce_case(3001, CLF_TYPE_DOUBLE, CLF_REDUCE_MAX, 0);
+        allreduce_case(20000, CLF_TYPE_INT32, CLF_REDUCE_MIN, 1);
+        allreduce_case(3072, CLF_TYPE_UINT32, CLF_REDUCE_PROD, 0); /* one chunk exactly */
+        unsetenv("CLFLEET_MPI_ALLREDUCE");
+    }
+}
+END_TEST
+
+START_TEST(test_allreduce_default_chunk)
+{
+    /* The default chunk (4 MiB): one chunk with its status element, and just above it the
+     * large path (one chunk too on CPU devices, after the arguments' agreement). */
+    clf_comm *saved = comm;
+    clf_comm_options o = CLF_COMM_OPTIONS_INIT;
+    o.timeout_s = 60;
+    ck_assert_ok(clf_comm_create(&comm, MPI_COMM_WORLD, fleet, &o));
+    allreduce_case((size_t)1 << 20, CLF_TYPE_FLOAT, CLF_REDUCE_SUM, 0);
+    allreduce_case(((size_t)1 << 20) + 1, CLF_TYPE_FLOAT, CLF_REDUCE_SUM, 0);
+    allreduce_case((size_t)1 << 19, CLF_TYPE_INT64, CLF_REDUCE_MIN, 1);
+    allreduce_case(((size_t)1 << 19) + 1, CLF_TYPE_INT64, CLF_REDUCE_MAX, 1);
+    clf_comm_destroy(comm);
+    comm = saved;
+}
+END_TEST
+
 START_TEST(test_reduce)
 {
     static const size_t counts[] = {7, 30011};
@@ -372,6 +407,8 @@ static Suite *make_suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, test_allreduce);
     tcase_add_test(tc, test_allreduce_uneven);
+    tcase_add_test(tc, test_allreduce_plans);
+    tcase_add_test(tc, test_allreduce_default_chunk);
     tcase_add_test(tc, test_reduce);
     tcase_add_test(tc, test_broadcast);
     tcase_add_test(tc, test_allgather);
