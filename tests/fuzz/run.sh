@@ -27,8 +27,12 @@ libs="$(mkvar OPENCL_LIBS) -pthread $(mkvar DL_LIBS) -lm"
 
 echo "==> building the fuzz targets with $cc in $out"
 mkdir -p "$out/obj"
+# libclfleet's sources (lib/mpi/ is libclfleet-mpi, built against MPI: not fuzzed here); the
+# folder names the object, as files of different layers share names (core/ and exec/
+# kernel.c, data/ and mpi/ array.c).
 for f in "$src"/lib/*/*.c "$build/lib/kernels.c"; do
-    o=$out/obj/$(basename "$f" .c).o
+    case $f in "$src"/lib/mpi/*) continue ;; esac
+    o=$out/obj/$(basename "$(dirname "$f")")-$(basename "$f" .c).o
     # shellcheck disable=SC2086
     $cc $cflags -fsanitize=fuzzer-no-link -c "$f" -o "$o"
 done
