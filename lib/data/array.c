@@ -685,6 +685,59 @@ static void stale_neighbour_halos(clf_array *a, size_t p, size_t g0, size_t g1)
     }
 }
 
+/* Room for one more record; 0 when out of memory. */
+static int grow(clf__array_part *q)
+{
+    if (q->nacc < q->cap)
+        return 1;
+    size_t cap = q->cap ? 2 * q->cap : 4;
+    clf__access *g = realloc(q->acc, cap * sizeof *g);
+    if (!g)
+        return 0;
+    q->acc = g;
+    q->cap = cap;
+    return 1;
+}
+
+/*
+ * A write of [lo, hi) waited for every record overlapping it (clf__array_deps()), so there
+ * it stands for them: each record loses its bytes inside [lo, hi), and goes when none are
+ * left. Without this, the whole-region read records of launches queued far ahead of the
+ * devices pile up (a strip or an interior write never covers one), and every later access
+ * waits on all of them: the host's cost per step grows with the steps queued, and the
+ * driver's with the wait lists. (Out of memory to split one: it stays whole, which only
+ * makes later accesses wait longer.)
+ */
+static void supersede(clf__array_part *q, size_t lo, size_t hi)
+{
+    size_t n = q->nacc;
+    for (size_t i = 0; i < n; i++) {
+        clf__access *r = &q->acc[i];
+        if (r->hi <= lo || r->lo >= hi)
+            continue;
+        if (r->lo < lo && r->hi > hi) { /* both sides stick out: split in two */
+            if (!grow(q))
+                continue;
+            r = &q->acc[i];
+            clf__event_hold(r->ev);
+            q->acc[q->nacc++] = (clf__access){hi, r->hi, r->write, r->ev};
+            r->hi = lo;
+        } else if (r->lo < lo) {
+            r->hi = lo;
+        } else if (r->hi > hi) {
+            r->lo = hi;
+        } else {
+            clf_event_release(r->ev);
+            r->ev = NULL;
+        }
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < q->nacc; i++)
+        if (q->acc[i].ev)
+            q->acc[k++] = q->acc[i];
+    q->nacc = k;
+}
+
 clf_status clf__array_record(clf_array *a, size_t p, size_t lo, size_t hi, unsigned access,
                              clf_event *ev)
 {
@@ -711,28 +764,14 @@ clf_status clf__array_record(clf_array *a, size_t p, size_t lo, size_t hi, unsig
     }
     if (!ev)
         return CLF_SUCCESS;
-    if (writes) { /* a write replaces the records it covers: it waited for them */
-        size_t k = 0;
-        for (size_t i = 0; i < q->nacc; i++) {
-            if (q->acc[i].lo >= lo && q->acc[i].hi <= hi)
-                clf_event_release(q->acc[i].ev);
-            else
-                q->acc[k++] = q->acc[i];
-        }
-        q->nacc = k;
-    }
-    if (q->nacc == q->cap) {
-        size_t cap = q->cap ? 2 * q->cap : 4;
-        clf__access *g = realloc(q->acc, cap * sizeof *g);
-        if (!g) {
-            /* Cannot track it: wait for it now instead. */
-            clf_status st = clf_event_wait(ev);
-            return st != CLF_SUCCESS ? st
-                                     : clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY,
-                                                 "clf_array: out of memory");
-        }
-        q->acc = g;
-        q->cap = cap;
+    if (writes)
+        supersede(q, lo, hi);
+    if (!grow(q)) {
+        /* Cannot track it: wait for it now instead. */
+        clf_status st = clf_event_wait(ev);
+        return st != CLF_SUCCESS ? st
+                                 : clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY,
+                                             "clf_array: out of memory");
     }
     clf__event_hold(ev);
     q->acc[q->nacc++] = (clf__access){lo, hi, writes, ev};
