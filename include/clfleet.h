@@ -559,6 +559,33 @@ CLF_API clf_status clf_buffer_write_async(clf_buffer *buf, size_t offset, size_t
 CLF_API clf_status clf_buffer_read_async(clf_buffer *buf, size_t offset, size_t size,
                                          void *dst, clf_event **out_event);
 /**
+ * \brief Host access to \p size bytes of the buffer at \p offset; blocking. On a device
+ * that uses the host's memory (a CPU device, host-unified memory) the pointer is usually the
+ * buffer's own memory, and nothing is copied: the way to hand device data to a host library
+ * (MPI, a file) without a staging copy. Like clf_buffer_read(), it does not wait for
+ * kernels still queued on the buffer: wait for their events first. Until
+ * clf_buffer_unmap(), no command may use the region.
+ * \param out receives the host pointer
+ * \param buf the buffer
+ * \param offset byte offset in the buffer
+ * \param size bytes
+ * \param flags CLF_MAP_READ and/or CLF_MAP_WRITE; CLF_MAP_WRITE | CLF_MAP_DISCARD: the host
+ *        overwrites the whole region, whose contents are not fetched
+ * \return CLF_SUCCESS, CLF_ERROR_NULL_POINTER, CLF_ERROR_ZERO_SIZE,
+ *         CLF_ERROR_SIZE_OVERFLOW, CLF_ERROR_OUT_OF_RANGE (the region leaves the buffer),
+ *         CLF_ERROR_INVALID_ARGUMENT (flags), or the driver's error
+ */
+CLF_API clf_status clf_buffer_map(void **out, clf_buffer *buf, size_t offset, size_t size,
+                                  unsigned flags);
+/**
+ * \brief End a clf_buffer_map(): what the host wrote is the buffer's; blocking.
+ * \param buf the buffer
+ * \param ptr the pointer clf_buffer_map() gave for this buffer
+ * \return CLF_SUCCESS, CLF_ERROR_NULL_POINTER, CLF_ERROR_INVALID_ARGUMENT (not a mapping
+ *         of this buffer), or the driver's error
+ */
+CLF_API clf_status clf_buffer_unmap(clf_buffer *buf, void *ptr);
+/**
  * \brief Fill a region with a repeated pattern (1, 2, 4, ... 128 bytes);
  * \p offset and \p size must be multiples of the pattern size. Blocking.
  * \param buf the buffer
@@ -2014,7 +2041,7 @@ CLF_API size_t clf_array_part_count(const clf_array *arr);
  */
 CLF_API clf_status clf_array_part_info(clf_array_part *out, const clf_array *arr, size_t part);
 
-/** \brief Access flags of clf_array_map(). */
+/** \brief Access flags of clf_array_map() and clf_buffer_map(). */
 enum {
     CLF_MAP_READ = 1u << 0,   /**< the host reads: parts newer on a device are fetched */
     CLF_MAP_WRITE = 1u << 1,  /**< the host writes: the devices' copies are stale after unmap */

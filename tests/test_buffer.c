@@ -60,6 +60,26 @@ START_TEST(round_trip_every_device)
         ck_assert_ok(clf_buffer_fill(b, &pat, sizeof pat, 64, 4096));
         ck_assert_ok(clf_buffer_read(b, 0, size, dst));
         ck_assert_int_eq(memcmp(dst, model, size), 0);
+        /* Mapped: the host sees the buffer's bytes and what it writes there is the
+         * buffer's; a discarding map of a sub-range leaves the rest alone. */
+        unsigned char *m = NULL;
+        ck_assert_ok(clf_buffer_map((void **)&m, b, 5, size - 5, CLF_MAP_READ | CLF_MAP_WRITE));
+        ck_assert_ptr_nonnull(m);
+        ck_assert_int_eq(memcmp(m, model + 5, size - 5), 0);
+        for (size_t i = 0; i < 3000; i++)
+            m[i] ^= 0x5a;
+        ck_assert_ok(clf_buffer_unmap(b, m));
+        for (size_t i = 5; i < 3005; i++)
+            model[i] ^= 0x5a;
+        ck_assert_ok(clf_buffer_map((void **)&m, b, 100, 50, CLF_MAP_WRITE | CLF_MAP_DISCARD));
+        memset(m, 0x77, 50);
+        ck_assert_ok(clf_buffer_unmap(b, m));
+        memset(model + 100, 0x77, 50);
+        ck_assert_ok(clf_buffer_map((void **)&m, b, 0, size, CLF_MAP_READ));
+        ck_assert_int_eq(memcmp(m, model, size), 0);
+        ck_assert_ok(clf_buffer_unmap(b, m));
+        ck_assert_ok(clf_buffer_read(b, 0, size, dst));
+        ck_assert_int_eq(memcmp(dst, model, size), 0);
         free(model);
         clf_buffer_destroy(b);
         free(src), free(src2), free(dst);
@@ -98,6 +118,24 @@ START_TEST(bad_input)
     ck_assert_status(clf_buffer_fill(b, host, 4, 2, 8), CLF_ERROR_INVALID_ARGUMENT);
     ck_assert_status(clf_buffer_fill(b, host, 4, 0, 6), CLF_ERROR_INVALID_ARGUMENT);
     ck_assert_status(clf_buffer_fill(b, NULL, 4, 0, 8), CLF_ERROR_NULL_POINTER);
+    void *m = host;
+    ck_assert_status(clf_buffer_map(&m, b, 0, 65, CLF_MAP_READ), CLF_ERROR_OUT_OF_RANGE);
+    ck_assert_ptr_null(m);
+    ck_assert_status(clf_buffer_map(&m, b, SIZE_MAX, 2, CLF_MAP_READ), CLF_ERROR_SIZE_OVERFLOW);
+    ck_assert_status(clf_buffer_map(&m, b, 0, 0, CLF_MAP_READ), CLF_ERROR_ZERO_SIZE);
+    ck_assert_status(clf_buffer_map(&m, NULL, 0, 8, CLF_MAP_READ), CLF_ERROR_NULL_POINTER);
+    ck_assert_status(clf_buffer_map(NULL, b, 0, 8, CLF_MAP_READ), CLF_ERROR_NULL_POINTER);
+    ck_assert_status(clf_buffer_map(&m, b, 0, 8, 0), CLF_ERROR_INVALID_ARGUMENT);
+    ck_assert_status(clf_buffer_map(&m, b, 0, 8, 0x40 | CLF_MAP_READ),
+                     CLF_ERROR_INVALID_ARGUMENT);
+    ck_assert_status(clf_buffer_map(&m, b, 0, 8, CLF_MAP_READ | CLF_MAP_DISCARD),
+                     CLF_ERROR_INVALID_ARGUMENT);
+    ck_assert_status(clf_buffer_unmap(b, host), CLF_ERROR_INVALID_ARGUMENT); /* not mapped */
+    ck_assert_status(clf_buffer_unmap(b, NULL), CLF_ERROR_NULL_POINTER);
+    ck_assert_ok(clf_buffer_map(&m, b, 8, 8, CLF_MAP_READ));
+    ck_assert_status(clf_buffer_unmap(b, host), CLF_ERROR_INVALID_ARGUMENT); /* not its map */
+    ck_assert_ok(clf_buffer_unmap(b, m));
+    ck_assert_status(clf_buffer_unmap(b, m), CLF_ERROR_INVALID_ARGUMENT); /* twice */
     /* A failed write left the buffer as it was. */
     unsigned char ones[64], back[64];
     memset(ones, 1, sizeof ones);

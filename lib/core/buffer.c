@@ -141,6 +141,63 @@ clf_status clf_buffer_read_async(clf_buffer *b, size_t offset, size_t size, void
     return transfer(b, 0, offset, size, dst, 0, out_event);
 }
 
+clf_status clf_buffer_map(void **out, clf_buffer *b, size_t offset, size_t size,
+                          unsigned flags)
+{
+    if (!out)
+        return clf__fail(CLF_ERROR_NULL_POINTER, "clf_buffer_map: out is NULL");
+    *out = NULL;
+    clf_status st = check_region(b, offset, size, out, "clf_buffer_map");
+    if (st != CLF_SUCCESS)
+        return st;
+    unsigned rw = CLF_MAP_READ | CLF_MAP_WRITE;
+    if (!(flags & rw) || (flags & ~(rw | CLF_MAP_DISCARD)) ||
+        ((flags & CLF_MAP_DISCARD) && flags != (CLF_MAP_WRITE | CLF_MAP_DISCARD)))
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                         "clf_buffer_map: flags 0x%x (CLF_MAP_READ and/or CLF_MAP_WRITE, or "
+                         "CLF_MAP_WRITE | CLF_MAP_DISCARD)", flags);
+    cl_map_flags f = (flags & CLF_MAP_DISCARD)   ? CL_MAP_WRITE_INVALIDATE_REGION
+                     : (flags & rw) == rw        ? CL_MAP_READ | CL_MAP_WRITE
+                     : (flags & CLF_MAP_WRITE)   ? CL_MAP_WRITE
+                                                 : CL_MAP_READ;
+    struct clf__device *d = &b->fleet->dev[b->device];
+    clf__cmd_opt o = {0};
+    o.flags = CLF__CMD_BLOCKING;
+    cl_event ev = NULL;
+    st = clf__cmd_map(b->fleet, b->device, d->transfer, b->mem, f, offset, size,
+                      "clf_buffer_map", 0, NULL, &ev, &o, out);
+    if (ev)
+        clReleaseEvent(ev);
+    if (st == CLF_SUCCESS)
+        __atomic_add_fetch(&b->maps, 1, __ATOMIC_RELAXED);
+    return st;
+}
+
+clf_status clf_buffer_unmap(clf_buffer *b, void *ptr)
+{
+    if (!b || !ptr)
+        return clf__fail(CLF_ERROR_NULL_POINTER, "clf_buffer_unmap: %s is NULL",
+                         b ? "ptr" : "buffer");
+    if (__atomic_load_n(&b->maps, __ATOMIC_RELAXED) <= 0)
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                         "clf_buffer_unmap: the buffer is not mapped (clf_buffer_map())");
+    struct clf__device *d = &b->fleet->dev[b->device];
+    cl_event ev = NULL;
+    clf__cmd_opt o = {0};
+    clf_status st = clf__cmd_unmap(b->fleet, b->device, d->transfer, b->mem, ptr,
+                                   "clf_buffer_unmap", 0, NULL, &ev, &o);
+    if (st != CLF_SUCCESS && o.err == CL_INVALID_VALUE && !o.injected)
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "clf_buffer_unmap: %p is not a mapping "
+                         "of this buffer (clf_buffer_map())", ptr);
+    if (st != CLF_SUCCESS)
+        return st;
+    __atomic_sub_fetch(&b->maps, 1, __ATOMIC_RELAXED);
+    clf_event e = {.ev = ev};
+    st = clf_event_wait(&e);
+    clReleaseEvent(ev);
+    return st;
+}
+
 clf_status clf_buffer_fill(clf_buffer *b, const void *pattern, size_t pattern_size,
                            size_t offset, size_t size)
 {

@@ -224,6 +224,7 @@ struct clf_buffer {
     size_t device;
     size_t size;
     cl_mem mem;
+    int maps; /* clf_buffer_map()s not yet unmapped (atomic) */
 };
 
 #endif
