@@ -161,6 +161,9 @@ clf_status clf_buffer_map(void **out, clf_buffer *b, size_t offset, size_t size,
                      : (flags & CLF_MAP_WRITE)   ? CL_MAP_WRITE
                                                  : CL_MAP_READ;
     struct clf__device *d = &b->fleet->dev[b->device];
+    cl_int ferr = CLF__FAULT(b->fleet, b->device, CLF__FAULT_BUFFER); /* as transfer() */
+    if (ferr != CL_SUCCESS)
+        return clf__cl_fail(ferr, "clEnqueueMapBuffer", d);
     clf__cmd_opt o = {0};
     o.flags = CLF__CMD_BLOCKING;
     cl_event ev = NULL;

@@ -5,7 +5,7 @@
  * each device's shard across ranks on its own lane communicator, all lanes at once, then
  * the fleet's all-gather); small data, and ranks with different device counts, go rank by
  * rank (every buffer read and reduced on the host, across ranks, written back); devices
- * using the host's memory take one chunk (discrete_devices). Across ranks the all-reduce is
+ * using the host's memory are mapped, nothing staged (allreduce_mapped). Across ranks the all-reduce is
  * a ring of point-to-point messages per chunk (ring_post). A rank whose own arguments or
  * devices fail still takes part in the MPI steps (its data unused), and a last agreement
  * gives every rank the same status, or in one chunk a status element in the data (flag_put). */
@@ -27,6 +27,8 @@ enum { P_ALLREDUCE, P_BCAST, P_REDUCE };
 /* Ring messages of chunk j of a lane carry tag j % RING_TAGS; chunk j starts only once chunk
  * j - RING_TAGS has ended, so that no two chunks in flight share a tag. */
 #define RING_TAGS 4096
+/* The smallest all-reduce that maps buffers using the host's memory (allreduce_mapped()). */
+#define MAPPED_MIN ((size_t)256 << 10)
 
 typedef struct chunk {
     int lane;              /* its communicator: lanes[lane] */
@@ -704,20 +706,87 @@ static clf_status allreduce_flat(clf_comm *c, clf_buffer *const *bufs, size_t nb
     return finish(c, st, p.local, what);
 }
 
+/*
+ * Every rank's devices use the host's memory: this rank's buffers are mapped
+ * (clf_buffer_map(): with CPU devices the buffers' own memory) and the ring runs in the
+ * first one's memory, so no byte is staged. Against reading the buffers to the host, MPI,
+ * and writing them back, two copies of the data go, which is most of the time on a machine
+ * whose "network" is its memory. The other buffers of the rank are combined into the first
+ * before the ring (the order allreduce_flat() uses), and get the result after it. A rank
+ * whose arguments are wrong or whose map fails takes part with zeros, then every rank fails
+ * (finish()).
+ */
+static clf_status allreduce_mapped(clf_comm *c, clf_buffer *const *bufs, size_t nbufs,
+                                   size_t count, clf_type type, clf_reduce_op op,
+                                   clf_status local, const char *what)
+{
+    size_t esize = clf_type_size(type), bytes = count * esize, mapped = 0;
+    char **map = calloc(nbufs ? nbufs : 1, sizeof *map), *host = NULL;
+    pipe p;
+    memset(&p, 0, sizeof p);
+    p.c = c;
+    p.kind = P_ALLREDUCE;
+    mpi_type(type, &p.dt);
+    mpi_op(op, &p.op);
+    p.type = type;
+    p.rop = op;
+    p.comm = &c->comm;
+    p.nlanes = 1;
+    p.ring = 1;
+    p.esize = esize;
+    p.chunk = bytes;
+    p.local = local != CLF_SUCCESS ? local
+              : map            ? CLF_SUCCESS
+                               : clf_set_error(CLF_ERROR_OUT_OF_HOST_MEMORY, "rank %d: memory",
+                                               c->rank);
+    for (; p.local == CLF_SUCCESS && mapped < nbufs; mapped++) {
+        clf_status st = clf_buffer_map((void **)&map[mapped], bufs[mapped], 0, bytes,
+                                       CLF_MAP_READ | CLF_MAP_WRITE);
+        if (st != CLF_SUCCESS) {
+            note_local(&p, st, "mapping a device buffer");
+            break;
+        }
+    }
+    int ok = p.local == CLF_SUCCESS;
+    clf_event **wev = NULL;
+    /* The ring's scratch, and zeros in place of the data of a rank that failed. */
+    clf_status st = host_mem(c, ok ? bytes : 2 * bytes, &host);
+    if (st == CLF_SUCCESS)
+        st = pipe_alloc(&p, bytes, esize, 1, 0, &wev);
+    if (st == CLF_SUCCESS) {
+        char *data = ok ? map[0] : host + bytes;
+        if (ok)
+            for (size_t j = 1; j < nbufs; j++)
+                combine(data, map[j], count, type, op);
+        else
+            memset(data, 0, bytes);
+        add_chunks(&p, 0, NULL, 0, bytes, data, esize, NULL, 0, wev, NULL, 0, host);
+        st = pipe_run(&p, what);
+        for (size_t j = 1; ok && st == CLF_SUCCESS && j < nbufs; j++)
+            memcpy(map[j], data, bytes);
+    } else {
+        st = clf__comm_agree(c, st, what); /* no memory: every rank fails, none hangs */
+    }
+    for (size_t j = 0; j < mapped; j++) {
+        clf_status u = clf_buffer_unmap(bufs[j], map[j]);
+        if (u != CLF_SUCCESS)
+            note_local(&p, u, "unmapping a device buffer");
+    }
+    free(map);
+    free(p.ch);
+    free(wev);
+    return st != CLF_SUCCESS ? st : finish(c, st, p.local, what);
+}
+
 /* 1 when a buffer's device has its own memory (a GPU: copies go over PCIe and can overlap
  * the network), 0 when every device's memory is the host's (CPU devices, host-unified
  * memory), where every stage of a pipeline is a memcpy on the same cores: chunks only add
- * events and polling, and the one-chunk sequence (device to host, MPI, host to device)
- * is the fastest plan. */
+ * events and polling, and mapping the buffers (no stage at all) is the fastest plan. */
 static long long discrete_devices(clf_comm *c, clf_buffer *const *bufs, size_t nbufs)
 {
-    for (size_t i = 0; i < nbufs; i++) {
-        clf_device_info inf;
-        if (clf_device_get_info(&inf, c->fleet, clf_buffer_device(bufs[i])) != CLF_SUCCESS)
+    for (size_t i = 0; i < nbufs; i++)
+        if (clf__comm_discrete(c->fleet, clf_buffer_device(bufs[i])))
             return 1;
-        if (!inf.host_unified && !(inf.type & CLF_DEVICE_CPU))
-            return 1;
-    }
     return 0;
 }
 
@@ -817,6 +886,13 @@ clf_status clf_comm_allreduce(clf_comm *c, clf_buffer *const *bufs, size_t nbufs
                              count, esize);
     size_t bytes = count * esize;
     clf_status local = check_bufs(c, what, bufs, nbufs, bytes);
+    /* Every device of every rank uses the host's memory (agreed by clf_comm_create()): the
+     * buffers mapped, nothing staged. Below MAPPED_MIN, the staged one-message path (its
+     * status rides in the data) costs less than the mapped one's agreement at the end. */
+    const char *algo = getenv("CLFLEET_MPI_ALLREDUCE");
+    if (c->host_memory && bytes >= MAPPED_MIN && count < (size_t)INT_MAX &&
+        (!algo || !strcmp(algo, "mapped")))
+        return allreduce_mapped(c, bufs, nbufs, count, type, op, local, what);
     /* Small data, or one device per rank: the rank-level path, which needs no agreement
      * first (a rank whose buffers are wrong takes part with zeros, then fails them all). */
     if (bytes <= c->chunk_bytes)
@@ -833,7 +909,6 @@ clf_status clf_comm_allreduce(clf_comm *c, clf_buffer *const *bufs, size_t nbufs
      * flat: the rank-level path for every size (comparisons); pipelined: chunks (and lanes)
      * even when every device's memory is the host's; single: one chunk even with discrete
      * devices. Unset: pipelined only when some rank has a discrete device. */
-    const char *algo = getenv("CLFLEET_MPI_ALLREDUCE");
     int pipelined = hi[1] > 0;
     if (algo && !strcmp(algo, "pipelined"))
         pipelined = 1;
@@ -841,6 +916,8 @@ clf_status clf_comm_allreduce(clf_comm *c, clf_buffer *const *bufs, size_t nbufs
         pipelined = 0;
     if (count >= (size_t)INT_MAX)
         pipelined = 1; /* one chunk is one MPI message: at most INT_MAX elements */
+    if (!pipelined && hi[1] == 0 && (!algo || !strcmp(algo, "mapped")))
+        return allreduce_mapped(c, bufs, nbufs, count, type, op, CLF_SUCCESS, what);
     if (!pipelined)
         return allreduce_flat(c, bufs, nbufs, count, type, op, CLF_SUCCESS, 1, what);
     if (lo[0] != hi[0] || nbufs == 1 || (algo && !strcmp(algo, "flat")))

@@ -134,6 +134,14 @@ clf_status clf__comm_agree_meta(clf_comm *c, clf_status local, const char *what,
                          msg.text);
 }
 
+int clf__comm_discrete(clf_fleet *fleet, size_t dev)
+{
+    clf_device_info inf;
+    if (clf_device_get_info(&inf, fleet, dev) != CLF_SUCCESS)
+        return 1;
+    return !inf.host_unified && !(inf.type & CLF_DEVICE_CPU);
+}
+
 clf_status clf__comm_agree(clf_comm *c, clf_status local, const char *what)
 {
     return clf__comm_agree_meta(c, local, what, 0, NULL, NULL, NULL);
@@ -306,12 +314,16 @@ clf_status clf_comm_create(clf_comm **out, MPI_Comm comm, clf_fleet *fleet,
                               "MPI_THREAD_SINGLE; clfleet runs threads (drivers, devices): "
                               "initialise with MPI_Init_thread, at least MPI_THREAD_FUNNELED",
                               c->rank);
-    /* The chunk size picks the collectives' algorithms: every rank takes the smallest. */
-    long long chunk = (long long)c->chunk_bytes, chunk_min = chunk;
-    clf_status st = clf__comm_agree_meta(c, local, "clf_comm_create", 1, &chunk, &chunk_min,
-                                         NULL);
-    if (st == CLF_SUCCESS)
-        c->chunk_bytes = (size_t)chunk_min;
+    /* The chunk size and the devices' memory pick the collectives' algorithms: every rank
+     * takes the smallest chunk, and host memory only when no rank has a discrete device. */
+    long long v[2] = {(long long)c->chunk_bytes, 0}, vmin[2], vmax[2];
+    for (size_t d = 0; local == CLF_SUCCESS && d < clf_fleet_device_count(fleet); d++)
+        v[1] |= clf__comm_discrete(fleet, d);
+    clf_status st = clf__comm_agree_meta(c, local, "clf_comm_create", 2, v, vmin, vmax);
+    if (st == CLF_SUCCESS) {
+        c->chunk_bytes = (size_t)vmin[0];
+        c->host_memory = vmax[1] == 0;
+    }
     if (st != CLF_SUCCESS) {
         if (!c->broken)
             MPI_Comm_free(&c->comm);

@@ -34,6 +34,7 @@ struct clf_comm {
     clf_fleet *fleet;     /* this rank's, the caller's */
     double timeout_s;     /* one step's deadline; < 0: none */
     size_t chunk_bytes;   /* a pipelined chunk through host memory */
+    int host_memory;      /* every device of every rank uses the host's memory (agreed) */
     int thread_level;     /* what MPI provides */
     int check;            /* $CLFLEET_MPI_CHECK: compare arguments before collectives */
     int broken;           /* a step timed out or MPI failed: requests may be pending */
@@ -44,6 +45,10 @@ struct clf_comm {
     struct clf__comm_speed *speeds; /* launch.c: this rank's learned speed per kernel */
     clf__comm_array *arrays;        /* array.c: the arrays made on it */
 };
+
+/* 1 when device `dev` of the fleet has its own memory (a GPU: copies cross a bus), 0 when
+ * it uses the host's (a CPU device, host-unified memory: a map is the buffer's memory). */
+int clf__comm_discrete(clf_fleet *fleet, size_t dev);
 
 /* Wait for n requests, polling, until c->timeout_s passes: CLF_SUCCESS, CLF_ERROR_MPI
  * (MPI's message) or CLF_ERROR_TIMEOUT; `what` names the step. Marks c broken on failure. */

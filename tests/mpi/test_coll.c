@@ -166,11 +166,12 @@ static void allreduce_case(size_t count, clf_type t, clf_reduce_op op, int uneve
 
 START_TEST(test_allreduce)
 {
-    /* Every type and operation, small (one message) and large (lanes, many chunks). */
-    static const size_t counts[] = {1, 1000, 50021};
+    /* Every type and operation, small (one message), large (lanes, many chunks), and from
+     * 256 KiB on devices using the host's memory (mapped, no staging: 70001 elements). */
+    static const size_t counts[] = {1, 1000, 50021, 70001};
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++)
         for (size_t oi = 0; oi < sizeof ops / sizeof ops[0]; oi++)
-            for (size_t ci = 0; ci < 3; ci++)
+            for (size_t ci = 0; ci < sizeof counts / sizeof counts[0]; ci++)
                 allreduce_case(counts[ci], types[ti], ops[oi], 0);
 }
 END_TEST
@@ -186,10 +187,10 @@ END_TEST
 
 START_TEST(test_allreduce_plans)
 {
-    /* CPU devices take one chunk for large data; $CLFLEET_MPI_ALLREDUCE forces the chunked
-     * pipeline (device lanes, many chunks: the plan of discrete devices), one chunk, or the
-     * rank level. Each must give the same result, with even and uneven device counts. */
-    static const char *const plans[] = {"pipelined", "single", "flat", NULL};
+    /* CPU devices map their buffers for large data; $CLFLEET_MPI_ALLREDUCE forces the
+     * chunked pipeline (device lanes, many chunks: the plan of discrete devices), one staged
+     * chunk, the rank level, or the map. Each must give the same result, with even and uneven device counts. */
+    static const char *const plans[] = {"pipelined", "single", "flat", "mapped", NULL};
     for (size_t pi = 0; pi < sizeof plans / sizeof plans[0]; pi++) {
         if (plans[pi])
             setenv("CLFLEET_MPI_ALLREDUCE", plans[pi], 1);
