@@ -78,7 +78,7 @@ static void usage(FILE *to)
           "  --reps N        timed repetitions, medians reported (3)\n"
           "  --devices S     each rank's devices (default: $CLFLEET_DEVICES, else the\n"
           "                  library's default)\n"
-          "  --trace PATH    a Perfetto timeline per fleet, PATH-N.json\n"
+          "  --trace PATH    a Perfetto timeline per rank, PATH-rankR-0.json\n"
           "  --size N        grid side (default 4096)\n"
           "  --steps N       steps per run (default 200)\n"
           "  -h, --help      this text; -V, --version: the version\n",
@@ -256,7 +256,7 @@ static clf_status run_form(bench *b, int form)
     if (st == CLF_SUCCESS) {
         b->step_s[form] = clf_bench_median(t, b->opt.reps);
         size_t first = 0, rows = works ? rows_of(a[0], &first) : 0;
-        int nbr = form == FORM_ONE ? 0 : (rows > 0 && first > 0) + (first + rows < b->h);
+        int nbr = form == FORM_ONE || rows == 0 ? 0 : (first > 0) + (first + rows < b->h);
         double per = (double)b->opt.reps * (double)b->steps, mine[NR];
         mine[R_DEVICES] = (double)clf_fleet_device_count(b->fl);
         mine[R_ROWS] = (double)rows;
@@ -366,9 +366,20 @@ int clf_bench_mpi_stencil(int argc, char **argv)
         MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &b.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &b.size);
+    /* --trace: a timeline per rank (every rank's fleet is number 0 of its process). */
+    clf_status st = CLF_SUCCESS;
+    if (clf_bench_trace()) {
+        char tag[32];
+        snprintf(tag, sizeof tag, "rank%d-%%n", b.rank);
+        char *path = clf_bench_trace_name(clf_bench_trace(), tag);
+        if (!path || setenv("CLFLEET_TRACE", path, 1) != 0)
+            st = CLF_ERROR_OUT_OF_HOST_MEMORY;
+        free(path);
+    }
     clf_fleet_options fo = CLF_FLEET_OPTIONS_INIT;
     fo.devices = b.opt.devices;
-    clf_status st = clf_fleet_create(&b.fl, &fo);
+    if (st == CLF_SUCCESS)
+        st = clf_fleet_create(&b.fl, &fo);
     if (st != CLF_SUCCESS)
         fprintf(stderr, "clfleet-bench mpi-stencil: rank %d: %s: %s\n", b.rank,
                 clf_status_name(st), clf_last_error());
