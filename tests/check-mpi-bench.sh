@@ -13,6 +13,10 @@ check() { # STATUS FILE: pass on a skip; fail on any other non-zero status
     [ "$1" -eq 77 ] && { cat "$2"; echo "SKIP"; exit 77; }
     [ "$1" -eq 0 ] || { cat "$2"; echo "FAIL: exited with $1"; exit "$1"; }
 }
+# Bad usage and --help need no mpirun (nothing initialises MPI before the options).
+$bench mpi-stencil --steps 0 > /dev/null 2>&1
+[ $? -eq 2 ] || { echo "FAIL: mpi-stencil --steps 0: want exit status 2"; exit 1; }
+$bench mpi-stencil --help | grep -q -- '--size N' || { echo "FAIL: mpi-stencil --help"; exit 1; }
 $run "$bench" mpi-stencil --quick > "$tmp.out" 2>&1
 check $? "$tmp.out"
 cat "$tmp.out"
