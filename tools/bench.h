@@ -54,6 +54,15 @@ int clf_bench_overhead(int argc, char **argv);
  * across ranks and the ratio (tools/bench-mpi.c). Same conventions as clf_bench_p2p().
  */
 int clf_bench_mpi_allreduce(int argc, char **argv);
+
+/*
+ * `clfleet-bench mpi-stencil` (configure found MPI; run under mpirun): Jacobi steps with the
+ * grid on rank 0's devices alone, then over every rank's (clf_comm_array_*, halos by MPI
+ * overlapped, or exchanged before each step): the slowest rank's time per step, speedup,
+ * and per rank its rows, MPI and host<->device bytes per step (tools/bench-mpi-stencil.c).
+ * Same conventions as clf_bench_p2p().
+ */
+int clf_bench_mpi_stencil(int argc, char **argv);
 #endif
 
 /*

@@ -1030,6 +1030,10 @@ static const subcommand COMMANDS[] = {
     {"mpi-allreduce", NULL, clf_bench_mpi_allreduce,
      "across MPI ranks (under mpirun): clf_comm_allreduce against device -> host,\n"
      "            MPI_Allreduce, host -> device, 4 KiB to 256 MiB: bus bandwidth"},
+    {"mpi-stencil", NULL, clf_bench_mpi_stencil,
+     "across MPI ranks (under mpirun): Jacobi steps on rank 0 alone against every\n"
+     "            rank's devices, halos by MPI overlapped or before: time per step, bytes\n"
+     "            per rank"},
 #endif
 };
 #define NCOMMANDS (sizeof COMMANDS / sizeof COMMANDS[0])
