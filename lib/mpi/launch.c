@@ -364,15 +364,22 @@ static clf_status run_dynamic(job *J, clf_program *prog, uint64_t *chunks)
     if (agreed == CLF_SUCCESS) {
         MPI_Win_lock_all(MPI_MODE_NOCHECK, win);
         for (;;) {
+            /* A fetch-and-add as a request (MPI_Rget_accumulate), waited for under the
+             * communicator's deadline: a rank 0 that died fails this one instead of hanging
+             * it in MPI_Win_flush. */
             uint64_t got = 0;
-            err = MPI_Fetch_and_op(&chunk, &got, MPI_UINT64_T, 0, 0, MPI_SUM, win);
-            if (err == MPI_SUCCESS)
-                err = MPI_Win_flush(0, win);
+            MPI_Request rq;
+            err = MPI_Rget_accumulate(&chunk, 1, MPI_UINT64_T, &got, 1, MPI_UINT64_T, 0, 0, 1,
+                                      MPI_UINT64_T, MPI_SUM, win, &rq);
             if (err != MPI_SUCCESS) {
                 c->broken = 1;
-                st = clf_set_error(CLF_ERROR_MPI, "clf_comm_launch: MPI_Fetch_and_op failed");
+                st = clf_set_error(CLF_ERROR_MPI,
+                                   "clf_comm_launch: MPI_Rget_accumulate failed");
                 break;
             }
+            st = clf__comm_wait(c, 1, &rq, "clf_comm_launch: the chunk counter");
+            if (st != CLF_SUCCESS)
+                break;
             if (got >= J->total)
                 break;
             uint64_t len = J->total - got < chunk ? J->total - got : chunk;
@@ -381,7 +388,8 @@ static clf_status run_dynamic(job *J, clf_program *prog, uint64_t *chunks)
                 break;
             ++*chunks;
         }
-        MPI_Win_unlock_all(win);
+        if (!c->broken) /* else its pending access to a dead rank could block it */
+            MPI_Win_unlock_all(win);
     } else {
         st = agreed;
     }
