@@ -83,6 +83,72 @@ static inline uint64_t xorshift64(uint64_t *s)
     "    return x;\n"                                                                              \
     "}\n"
 
+/*
+ * Jacobi steps (test_alaunch, test_window, mpi/test_mpi_array): jac1 (1D, an end unit stands
+ * in for its missing neighbour), jac1p (1D periodic: the halo holds the wrapped units, at
+ * global indices -1 and n) and jac2 (2D 5-point, the border kept).
+ */
+#define TEST_CL_JACOBI                                                                             \
+    "kernel void jac1(global const float *in, global float *out)\n"                                \
+    "{\n"                                                                                          \
+    "    size_t i = get_global_id(0), n = get_global_size(0);\n"                                   \
+    "    float c = in[i];\n"                                                                       \
+    "    float l = i > 0 ? in[i - 1] : c, r = i + 1 < n ? in[i + 1] : c;\n"                        \
+    "    out[i] = ((l + c) + (c + r)) * 0.25f;\n"                                                  \
+    "}\n"                                                                                          \
+    "kernel void jac1p(global const float *in, global float *out)\n"                               \
+    "{\n"                                                                                          \
+    "    long i = get_global_id(0);\n"                                                             \
+    "    out[i] = ((in[i - 1] + in[i]) + (in[i] + in[i + 1])) * 0.25f;\n"                          \
+    "}\n"                                                                                          \
+    "kernel void jac2(global const float *in, global float *out)\n"                                \
+    "{\n"                                                                                          \
+    "    size_t x = get_global_id(0), y = get_global_id(1);\n"                                     \
+    "    size_t w = get_global_size(0), h = get_global_size(1), i = y * w + x;\n"                  \
+    "    float c = in[i];\n"                                                                       \
+    "    if (x == 0 || y == 0 || x + 1 == w || y + 1 == h) { out[i] = c; return; }\n"              \
+    "    out[i] = ((in[i - 1] + in[i + 1]) + (in[i - w] + in[i + w])) * 0.25f;\n"                  \
+    "}\n"
+
+/* The start grid of a Jacobi test: n floats (multiples of 1/8 below 125) from salt; free(). */
+static inline float *jacobi_grid(size_t n, uint64_t salt)
+{
+    float *x = malloc(n * sizeof *x);
+    ck_assert(x);
+    uint64_t s = 0x9e3779b97f4a7c15ull + n + salt;
+    for (size_t i = 0; i < n; i++)
+        x[i] = (float)(xorshift64(&s) % 1000) / 8.0f;
+    return x;
+}
+
+/*
+ * The plain C reference of one step of jac1 or jac1p (dims 1: w units, h is 1; periodic) or
+ * jac2 (dims 2: w x h): from *cur into *next, then swaps them, so *cur holds the new grid.
+ */
+static inline void jacobi_ref_step(float **cur, float **next, unsigned dims, size_t w, size_t h,
+                                   int periodic)
+{
+    float *in = *cur, *out = *next;
+    if (dims == 1)
+        for (size_t i = 0, n = w; i < n; i++) {
+            float c = in[i];
+            float l = i > 0 ? in[i - 1] : periodic ? in[n - 1] : c;
+            float r = i + 1 < n ? in[i + 1] : periodic ? in[0] : c;
+            out[i] = ((l + c) + (c + r)) * 0.25f;
+        }
+    else
+        for (size_t y = 0; y < h; y++)
+            for (size_t x = 0; x < w; x++) {
+                size_t i = y * w + x;
+                float c = in[i];
+                out[i] = (x == 0 || y == 0 || x + 1 == w || y + 1 == h)
+                             ? c
+                             : ((in[i - 1] + in[i + 1]) + (in[i - w] + in[i + w])) * 0.25f;
+            }
+    *cur = out;
+    *next = in;
+}
+
 /* Automake's test driver: 77 = skipped, 99 = hard error. */
 #define TEST_SKIP 77
 #define TEST_HARD_ERROR 99

@@ -8,27 +8,7 @@
 #include "common.h"
 
 static const char SRC[] =
-    "kernel void jac1(global const float *in, global float *out)\n"
-    "{\n"
-    "    size_t i = get_global_id(0), n = get_global_size(0);\n"
-    "    float c = in[i];\n"
-    "    float l = i > 0 ? in[i - 1] : c, r = i + 1 < n ? in[i + 1] : c;\n"
-    "    out[i] = ((l + c) + (c + r)) * 0.25f;\n"
-    "}\n"
-    /* Periodic: the halo holds the wrapped units, at global indices -1 and n. */
-    "kernel void jac1p(global const float *in, global float *out)\n"
-    "{\n"
-    "    long i = get_global_id(0);\n"
-    "    out[i] = ((in[i - 1] + in[i]) + (in[i] + in[i + 1])) * 0.25f;\n"
-    "}\n"
-    "kernel void jac2(global const float *in, global float *out)\n"
-    "{\n"
-    "    size_t x = get_global_id(0), y = get_global_id(1);\n"
-    "    size_t w = get_global_size(0), h = get_global_size(1), i = y * w + x;\n"
-    "    float c = in[i];\n"
-    "    if (x == 0 || y == 0 || x + 1 == w || y + 1 == h) { out[i] = c; return; }\n"
-    "    out[i] = ((in[i - 1] + in[i + 1]) + (in[i - w] + in[i + w])) * 0.25f;\n"
-    "}\n"
+    TEST_CL_JACOBI
     "kernel void ids(global uint4 *out)\n"
     "{\n"
     "    size_t i = get_global_id(0);\n"
@@ -91,28 +71,6 @@ static clf_array *make(clf_fleet *f, const size_t *devs, size_t ndev, unsigned d
     return a;
 }
 
-static void jac1_ref(const float *in, float *out, size_t n, int periodic)
-{
-    for (size_t i = 0; i < n; i++) {
-        float c = in[i];
-        float l = i > 0 ? in[i - 1] : periodic ? in[n - 1] : c;
-        float r = i + 1 < n ? in[i + 1] : periodic ? in[0] : c;
-        out[i] = ((l + c) + (c + r)) * 0.25f;
-    }
-}
-
-static void jac2_ref(const float *in, float *out, size_t w, size_t h)
-{
-    for (size_t y = 0; y < h; y++)
-        for (size_t x = 0; x < w; x++) {
-            size_t i = y * w + x;
-            float c = in[i];
-            out[i] = (x == 0 || y == 0 || x + 1 == w || y + 1 == h)
-                         ? c
-                         : ((in[i - 1] + in[i + 1]) + (in[i - w] + in[i + w])) * 0.25f;
-        }
-}
-
 enum { STEPS = 50 };
 
 /* STEPS Jacobi steps of kernel over two arrays of dims (w x h), against the reference. */
@@ -121,11 +79,8 @@ static void jacobi_halo(clf_fleet *f, clf_program *p, const size_t *devs, size_t
                         unsigned lflags, const char *label)
 {
     size_t n = w * h;
-    float *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y), *got = malloc(n * sizeof *got);
-    ck_assert(x && y && got);
-    uint64_t s = 0x9e3779b97f4a7c15ull + n + lflags;
-    for (size_t i = 0; i < n; i++)
-        x[i] = (float)(xorshift64(&s) % 1000) / 8.0f;
+    float *x = jacobi_grid(n, lflags), *y = malloc(n * sizeof *y), *got = malloc(n * sizeof *got);
+    ck_assert(y && got);
     unsigned af = periodic ? CLF_ARRAY_PERIODIC : 0;
     clf_array *a = make(f, devs, ndev, dims, w, h, sizeof(float), halo, af);
     clf_array *b = make(f, devs, ndev, dims, w, h, sizeof(float), halo, af);
@@ -148,13 +103,7 @@ static void jacobi_halo(clf_fleet *f, clf_program *p, const size_t *devs, size_t
         clf_array *t = in;
         in = out;
         out = t;
-        if (dims == 1)
-            jac1_ref(x, y, n, periodic);
-        else
-            jac2_ref(x, y, w, h);
-        float *u = x;
-        x = y;
-        y = u;
+        jacobi_ref_step(&x, &y, dims, w, h, periodic);
     }
     ck_assert_ok(clf_array_finish(in));
     ck_assert_ok(clf_array_finish(out));

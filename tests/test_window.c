@@ -8,27 +8,7 @@
  */
 #include "common.h"
 
-static const char SRC[] =
-    "kernel void jac1(global const float *in, global float *out)\n"
-    "{\n"
-    "    size_t i = get_global_id(0), n = get_global_size(0);\n"
-    "    float c = in[i];\n"
-    "    float l = i > 0 ? in[i - 1] : c, r = i + 1 < n ? in[i + 1] : c;\n"
-    "    out[i] = ((l + c) + (c + r)) * 0.25f;\n"
-    "}\n"
-    "kernel void jac1p(global const float *in, global float *out)\n"
-    "{\n"
-    "    long i = get_global_id(0);\n"
-    "    out[i] = ((in[i - 1] + in[i]) + (in[i] + in[i + 1])) * 0.25f;\n"
-    "}\n"
-    "kernel void jac2(global const float *in, global float *out)\n"
-    "{\n"
-    "    size_t x = get_global_id(0), y = get_global_id(1);\n"
-    "    size_t w = get_global_size(0), h = get_global_size(1), i = y * w + x;\n"
-    "    float c = in[i];\n"
-    "    if (x == 0 || y == 0 || x + 1 == w || y + 1 == h) { out[i] = c; return; }\n"
-    "    out[i] = ((in[i - 1] + in[i + 1]) + (in[i - w] + in[i + w])) * 0.25f;\n"
-    "}\n";
+static const char SRC[] = TEST_CL_JACOBI;
 
 static const size_t DEV2[] = {0, 1};
 static const fleet_cfg CFGS[] = {
@@ -36,28 +16,6 @@ static const fleet_cfg CFGS[] = {
     {FLEET4, 1, DEV3, 3, "3 devices, a context each"},
 };
 enum { NCFG = sizeof CFGS / sizeof CFGS[0], MAXW = 3, STEPS = 20 };
-
-static void jac1_ref(const float *in, float *out, size_t n, int periodic)
-{
-    for (size_t i = 0; i < n; i++) {
-        float c = in[i];
-        float l = i > 0 ? in[i - 1] : periodic ? in[n - 1] : c;
-        float r = i + 1 < n ? in[i + 1] : periodic ? in[0] : c;
-        out[i] = ((l + c) + (c + r)) * 0.25f;
-    }
-}
-
-static void jac2_ref(const float *in, float *out, size_t w, size_t h)
-{
-    for (size_t y = 0; y < h; y++)
-        for (size_t x = 0; x < w; x++) {
-            size_t i = y * w + x;
-            float c = in[i];
-            out[i] = (x == 0 || y == 0 || x + 1 == w || y + 1 == h)
-                         ? c
-                         : ((in[i - 1] + in[i + 1]) + (in[i - w] + in[i + w])) * 0.25f;
-        }
-}
 
 /* Windows of n units: window k holds [first[k], first[k] + cnt[k]). */
 typedef struct {
@@ -117,11 +75,8 @@ static void run(clf_fleet *f, clf_program *p, const fleet_cfg *cfg, cut *c, unsi
     size_t units = c->dims == 1 ? c->w : c->h, row = c->dims == 1 ? 1 : c->w;
     size_t n = units * row;
     c->unit = row * sizeof(float);
-    float *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y), *got = malloc(n * sizeof *x);
-    ck_assert(x && y && got);
-    uint64_t s = 0x9e3779b97f4a7c15ull + n + lflags;
-    for (size_t i = 0; i < n; i++)
-        x[i] = (float)(xorshift64(&s) % 1000) / 8.0f;
+    float *x = jacobi_grid(n, lflags), *y = malloc(n * sizeof *y), *got = malloc(n * sizeof *x);
+    ck_assert(y && got);
     clf_array *in[MAXW], *out[MAXW];
     for (size_t k = 0; k < c->nw; k++) {
         in[k] = make_window(f, cfg, c, k);
@@ -159,13 +114,7 @@ static void run(clf_fleet *f, clf_program *p, const fleet_cfg *cfg, cut *c, unsi
             in[k] = out[k];
             out[k] = t;
         }
-        if (c->dims == 1)
-            jac1_ref(x, y, n, c->periodic);
-        else
-            jac2_ref(x, y, c->w, c->h);
-        float *u = x;
-        x = y;
-        y = u;
+        jacobi_ref_step(&x, &y, c->dims, c->w, c->h, c->periodic);
     }
     for (size_t k = 0; k < c->nw; k++) {
         ck_assert_ok(clf_array_read(in[k], NULL, NULL, got + c->first[k] * row));

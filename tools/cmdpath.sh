@@ -4,9 +4,10 @@
 # metrics, the trace, fault injection and the basic-device rules once.
 #
 # It fails when a file under lib/ other than lib/core/cmd.c calls clEnqueue*, clCreateBuffer,
-# clCreateSubBuffer or clCreateKernel. Comments and string literals are removed first (as
-# tools/layers.sh does), so a comment that names a call is no call. Calls through function
-# pointers (the AMD and CUDA peer extensions' own entry points) are not named and not seen.
+# clCreateSubBuffer or clCreateKernel. Comments and string literals are removed first (by
+# tools/strip-c.awk, as for tools/layers.sh), so a comment that names a call is no call.
+# Calls through function pointers (the AMD and CUDA peer extensions' own entry points) are
+# not named and not seen.
 # The exceptions below are file:call pairs, each with its reason.
 #
 # Exit status: 0 when clean, 1 with the offending lines listed, 99 on a usage error.
@@ -15,6 +16,8 @@
 set -u
 top=${1:-${top_srcdir:-.}}
 [ -d "$top/lib" ] || { echo "cmdpath.sh: no $top/lib" >&2; exit 99; }
+strip=$(dirname "$0")/strip-c.awk
+[ -f "$strip" ] || { echo "cmdpath.sh: no $strip" >&2; exit 99; }
 
 # file:call allowed outside cmd.c, with why:
 #  - lib/observe/trace.c: the trace's clock calibration times a bare marker between two host
@@ -26,29 +29,11 @@ lib/observe/trace.c:clEnqueueMarkerWithWaitList
 
 (cd "$top" && find lib -name '*.[ch]' ! -path lib/kernels.c | LC_ALL=C sort) |
 while read -r f; do
-    awk -v f="$f" -v allowed="$ALLOWED" '
+    clean=$(awk -f "$strip" "$top/$f") || { echo "cmdpath.sh: awk failed on $f"; continue; }
+    printf '%s\n' "$clean" | awk -v f="$f" -v allowed="$ALLOWED" '
     BEGIN { n = split(allowed, a, "\n"); for (i = 1; i <= n; i++) if (a[i] != "") ok[a[i]] = 1 }
     {
-        out = ""; s = $0; len = length(s); i = 1
-        while (i <= len) {
-            c = substr(s, i, 1); c2 = substr(s, i, 2)
-            if (incom) {
-                if (c2 == "*/") { incom = 0; i += 2 } else i++
-                continue
-            }
-            if (c2 == "/*") { incom = 1; i += 2; continue }
-            if (c2 == "//") break
-            if (c == "\"" || c == "\x27") {
-                q = c; i++
-                while (i <= len && substr(s, i, 1) != q) {
-                    if (substr(s, i, 1) == "\\") i++
-                    i++
-                }
-                i++; out = out q q; continue
-            }
-            out = out c; i++
-        }
-        rest = out
+        rest = $0
         while (match(rest, /(clEnqueue[A-Za-z]*|clCreateBuffer|clCreateSubBuffer|clCreateKernel)[ \t]*\(/)) {
             call = substr(rest, RSTART, RLENGTH)
             sub(/[ \t]*\($/, "", call)
@@ -60,7 +45,7 @@ while read -r f; do
                 continue
             printf "%s:%d: %s outside the command path (lib/core/cmd.c)\n", f, NR, call
         }
-    }' "$top/$f" || echo "cmdpath.sh: awk failed on $f"
+    }' || echo "cmdpath.sh: awk failed on $f"
 done > "${TMPDIR:-/tmp}/clf-cmdpath.$$"
 bad=$(wc -l < "${TMPDIR:-/tmp}/clf-cmdpath.$$")
 cat "${TMPDIR:-/tmp}/clf-cmdpath.$$"

@@ -7,9 +7,10 @@
 #   - a mention of a clf__ function defined in another .c file: a call, or the name taken as
 #     a function pointer. A definition is a line that starts at column 0 with a lowercase
 #     letter (the return type), names clf__NAME( before any other parenthesis or "=", and
-#     does not end with ";". Comments and string literals are removed first, so a comment
-#     that names a function is no dependency. Headers count only by their includes (their
-#     prototypes name functions that the .c files define).
+#     does not end with ";". Comments and string literals are removed first (by
+#     tools/strip-c.awk), so a comment that names a function is no dependency. Headers
+#     count only by their includes (their prototypes name functions that the .c files
+#     define).
 # It prints the file -> file edges (with the names that cause them), the folder -> folder
 # summary, every circle (a strongly connected component of more than one file), and every
 # edge that goes up or sideways in the layer table below (or touches a file in no layer).
@@ -20,6 +21,8 @@
 set -u
 top=${1:-${top_srcdir:-.}}
 [ -d "$top/lib" ] || { echo "layers.sh: no $top/lib" >&2; exit 99; }
+strip=$(dirname "$0")/strip-c.awk
+[ -f "$strip" ] || { echo "layers.sh: no $strip" >&2; exit 99; }
 
 # The layers, lowest first: a folder may use folders with a lower rank only. Folders on the
 # same rank (coll, flow) may not use each other (sideways). fleet/ (creation and teardown) is
@@ -50,29 +53,7 @@ mkdir -p "$tmp/clean" || exit 99
 # Each file without comments and string or character literals, line numbers kept.
 while read -r f; do
     mkdir -p "$tmp/clean/$(dirname "$f")"
-    awk '
-    {
-        out = ""; s = $0; n = length(s); i = 1
-        while (i <= n) {
-            c = substr(s, i, 1); c2 = substr(s, i, 2)
-            if (incom) {
-                if (c2 == "*/") { incom = 0; i += 2 } else i++
-                continue
-            }
-            if (c2 == "/*") { incom = 1; i += 2; continue }
-            if (c2 == "//") break
-            if (c == "\"" || c == "\x27") {
-                q = c; i++
-                while (i <= n && substr(s, i, 1) != q) {
-                    if (substr(s, i, 1) == "\\") i++
-                    i++
-                }
-                i++; out = out q q; continue
-            }
-            out = out c; i++
-        }
-        print out
-    }' "$top/$f" > "$tmp/clean/$f"
+    awk -f "$strip" "$top/$f" > "$tmp/clean/$f"
 done < "$tmp/files"
 
 # Definitions: "name file".

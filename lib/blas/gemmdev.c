@@ -378,22 +378,14 @@ static clf_status gemm_chunk_out(clf__worker *w, clf__chunk *c)
     return CLF_SUCCESS;
 }
 
-static int complete(cl_event e)
-{
-    cl_int s = CL_COMPLETE;
-    if (clGetEventInfo(e, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof s, &s, NULL) != CL_SUCCESS)
-        return 0;
-    return s == CL_COMPLETE;
-}
-
 /* After a failure: the block is done when its C came back. Otherwise C on the host is as it
  * was (one read, after the computation), and a re-run reads it again. */
 static int gemm_landed(const clf__worker *w, const clf__chunk *c)
 {
     (void)w;
-    if (!c->kernel || c->nread == 0 || !complete(c->kernel))
+    if (!c->kernel || c->nread == 0 || clf__worker_event_status(c->kernel) != CL_COMPLETE)
         return 0;
-    return complete(c->ev[c->nwrite]);
+    return clf__worker_event_status(c->ev[c->nwrite]) == CL_COMPLETE;
 }
 
 static void gemm_release(clf__worker *w)

@@ -37,16 +37,6 @@ typedef struct alaunch {
     size_t whole[3];
 } alaunch;
 
-static size_t gcd_size(size_t a, size_t b)
-{
-    while (b) {
-        size_t t = a % b;
-        a = b;
-        b = t;
-    }
-    return a;
-}
-
 static int same_cut(const clf_array *a, const clf_array *b)
 {
     if (a->nparts != b->nparts || a->units != b->units ||
@@ -213,7 +203,7 @@ static clf_status check(alaunch *L)
             L->d.local[j] = 1;
         size_t g = lay->desc.window_first; /* a window's parts start there */
         for (size_t p = 0; p < lay->nparts; p++)
-            g = gcd_size(g, lay->parts[p].count);
+            g = (size_t)clf__gcd(g, lay->parts[p].count);
         size_t l = 1;
         if (s == 0) {
             for (size_t c = 64; c > 1 && l == 1; c /= 2)

@@ -296,6 +296,9 @@ clf_status clf__worker_cl_fail(clf__worker *w, cl_int err, const char *call, int
 /* Account for a completed transfer outside the chunks (an operand sent once): report,
  * metrics; releases ev; returns its seconds. to_device: its direction. */
 double clf__worker_transfer_done(clf__worker *w, cl_event ev, int to_device, uint64_t bytes);
+/* An event's execution status (CL_COMPLETE, ..., or a negative error; CL_INVALID_EVENT when
+ * it cannot be queried): whether a chunk's commands ran, e.g. in a plane's landed(). */
+cl_int clf__worker_event_status(cl_event e);
 /* The identity element of op for type (esize bytes written to out). */
 void clf__reduce_identity(unsigned op, unsigned type, void *out);
 /* acc[i] = op(acc[i], x[i]) for count elements. */

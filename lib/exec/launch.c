@@ -16,16 +16,6 @@
 
 #define CLF__BCAST_CACHE 16
 
-static uint64_t gcd64(uint64_t a, uint64_t b)
-{
-    while (b) {
-        uint64_t t = a % b;
-        a = b;
-        b = t;
-    }
-    return a;
-}
-
 /* ---- validation ---------------------------------------------------------------- */
 
 /*
@@ -263,7 +253,7 @@ static clf_status check_desc(clf__launch *L, const clf_launch_desc *d)
             return clf__fail(CLF_ERROR_SIZE_OVERFLOW, "'%s': the range overflows", d->kernel);
     /* Chunks are multiples of both the local size and the granularity. */
     uint64_t g = d->granularity ? d->granularity : 1, l = has_local ? d->local[L->split] : 1;
-    if (__builtin_mul_overflow(g / gcd64(g, l), l, &L->gran))
+    if (__builtin_mul_overflow(g / clf__gcd(g, l), l, &L->gran))
         return clf__fail(CLF_ERROR_SIZE_OVERFLOW, "'%s': granularity overflows", d->kernel);
     if (L->first % L->gran || (L->total != L->end - L->first && L->total % L->gran))
         return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
@@ -322,7 +312,7 @@ static void auto_local(clf__launch *L)
         while (L->first % l) /* a sub-range's chunks start at multiples of l too */
             l /= 2;
         d->local[0] = (size_t)l;
-        L->gran = L->gran / gcd64(L->gran, l) * l;
+        L->gran = L->gran / clf__gcd(L->gran, l) * l;
     } else {
         for (size_t l = 64; l > 1; l--)
             if (d->global[0] % l == 0) {

@@ -447,7 +447,7 @@ static void release_chunk(clf__chunk *c)
     c->fault = CL_SUCCESS;
 }
 
-static cl_int event_status(cl_event e)
+cl_int clf__worker_event_status(cl_event e)
 {
     cl_int s = CL_COMPLETE;
     if (clGetEventInfo(e, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof s, &s, NULL) != CL_SUCCESS)
@@ -551,7 +551,7 @@ static clf_status finish_chunk(clf__worker *w, clf__chunk *c)
     clf__dev_exec_enter(w->L->fl, w->d->index);
     cl_int exec = c->fault ? c->fault : CL_COMPLETE;
     for (size_t j = 0; j < n && exec == CL_COMPLETE; j++) {
-        cl_int s = event_status(all[j]);
+        cl_int s = clf__worker_event_status(all[j]);
         if (s < 0)
             exec = s;
     }
@@ -573,10 +573,10 @@ static int array_landed(const clf__worker *w, const clf__chunk *c)
     size_t outputs = 0, landed = 0, inout = 0;
     for (size_t i = 0; i < L->nargs; i++)
         outputs += clf__arg_writes(&L->args[i]);
-    if (!c->kernel || event_status(c->kernel) != CL_COMPLETE)
+    if (!c->kernel || clf__worker_event_status(c->kernel) != CL_COMPLETE)
         return 0;
     for (size_t j = c->nwrite; j < c->nwrite + c->nread; j++)
-        if (event_status(c->ev[j]) == CL_COMPLETE) {
+        if (clf__worker_event_status(c->ev[j]) == CL_COMPLETE) {
             landed++;
             inout += L->args[c->ev_arg[j]].kind == CLF_ARG_KIND_INOUT;
         }

@@ -56,6 +56,16 @@ static inline int clf__add_overflow(size_t a, size_t b, size_t *r)
 {
     return __builtin_add_overflow(a, b, r);
 }
+/* The greatest common divisor of a and b (Euclid); gcd(a, 0) = a, gcd(0, 0) = 0. */
+static inline uint64_t clf__gcd(uint64_t a, uint64_t b)
+{
+    while (b) {
+        uint64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
 
 /* ---- log (log.c) ---- */
 

@@ -5,42 +5,9 @@
  * by tests/mpi-run.sh under mpirun -np 2 and -np 3. */
 #include "common.h"
 
-static const char SRC[] =
-    "kernel void jac1p(global const float *in, global float *out)\n"
-    "{\n"
-    "    long i = get_global_id(0);\n"
-    "    out[i] = ((in[i - 1] + in[i]) + (in[i] + in[i + 1])) * 0.25f;\n"
-    "}\n"
-    "kernel void jac2(global const float *in, global float *out)\n"
-    "{\n"
-    "    size_t x = get_global_id(0), y = get_global_id(1);\n"
-    "    size_t w = get_global_size(0), h = get_global_size(1), i = y * w + x;\n"
-    "    float c = in[i];\n"
-    "    if (x == 0 || y == 0 || x + 1 == w || y + 1 == h) { out[i] = c; return; }\n"
-    "    out[i] = ((in[i - 1] + in[i + 1]) + (in[i - w] + in[i + w])) * 0.25f;\n"
-    "}\n";
+static const char SRC[] = TEST_CL_JACOBI;
 
 enum { STEPS = 20 };
-
-static void jac1p_ref(const float *in, float *out, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        float c = in[i], l = in[(i + n - 1) % n], r = in[(i + 1) % n];
-        out[i] = ((l + c) + (c + r)) * 0.25f;
-    }
-}
-
-static void jac2_ref(const float *in, float *out, size_t w, size_t h)
-{
-    for (size_t y = 0; y < h; y++)
-        for (size_t x = 0; x < w; x++) {
-            size_t i = y * w + x;
-            float c = in[i];
-            out[i] = (x == 0 || y == 0 || x + 1 == w || y + 1 == h)
-                         ? c
-                         : ((in[i - 1] + in[i + 1]) + (in[i - w] + in[i + w])) * 0.25f;
-        }
-}
 
 static clf_array *make(clf_comm *c, unsigned dims, size_t w, size_t h, int periodic)
 {
@@ -82,10 +49,7 @@ static void jacobi(clf_comm *c, clf_program *p, unsigned dims, size_t w, size_t 
 {
     size_t n = w * h;
     int root = mpi_size - 1;
-    float *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y), *got = malloc(n * sizeof *x);
-    uint64_t s = 0x9e3779b97f4a7c15ull + n + lflags;
-    for (size_t i = 0; i < n; i++)
-        x[i] = (float)(xorshift64(&s) % 1000) / 8.0f;
+    float *x = jacobi_grid(n, lflags), *y = malloc(n * sizeof *y), *got = malloc(n * sizeof *x);
     clf_array *a = make(c, dims, w, h, periodic), *b = make(c, dims, w, h, periodic);
     ck_assert_ok(clf_comm_array_write(c, a, NULL, NULL, mpi_rank == 0 ? x : NULL, 0));
     clf_array_launch_desc d = CLF_ARRAY_LAUNCH_DESC_INIT;
@@ -104,13 +68,7 @@ static void jacobi(clf_comm *c, clf_program *p, unsigned dims, size_t w, size_t 
         clf_array *t = in;
         in = out;
         out = t;
-        if (dims == 1)
-            jac1p_ref(x, y, n);
-        else
-            jac2_ref(x, y, w, h);
-        float *u = x;
-        x = y;
-        y = u;
+        jacobi_ref_step(&x, &y, dims, w, h, periodic);
     }
     memset(got, 0, n * sizeof *got);
     ck_assert_ok(clf_comm_array_read(c, in, NULL, NULL, mpi_rank == root ? got : NULL, root));
