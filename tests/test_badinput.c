@@ -669,6 +669,27 @@ static void r_buffer_fill(void)
     BAD(clf_buffer_fill(B[0], &pat, SIZE_MAX, 0, 8), CLF_SUCCESS);
     REGION_CASES(clf_buffer_fill(B[0], &pat, 1, off_, size_));
 }
+static void r_buffer_map(void)
+{
+    void *m = &cases;
+    BAD(clf_buffer_map(NULL, B[0], 0, 8, CLF_MAP_READ), CLF_ERROR_NULL_POINTER);
+    BAD(clf_buffer_map(&m, NULL, 0, 8, CLF_MAP_READ), CLF_ERROR_NULL_POINTER);
+    NEUTRAL(m == NULL);
+    BAD(clf_buffer_map(&m, B[0], 0, 8, 0), CLF_ERROR_INVALID_ARGUMENT);
+    BAD(clf_buffer_map(&m, B[0], 0, 8, 0x80 | CLF_MAP_WRITE), CLF_ERROR_INVALID_ARGUMENT);
+    BAD(clf_buffer_map(&m, B[0], 0, 8, CLF_MAP_DISCARD), CLF_ERROR_INVALID_ARGUMENT);
+    BAD(clf_buffer_map(&m, B[0], 0, 8, CLF_MAP_READ | CLF_MAP_DISCARD),
+        CLF_ERROR_INVALID_ARGUMENT);
+    REGION_CASES(clf_buffer_map(&m, B[0], off_, size_, CLF_MAP_READ));
+    NEUTRAL(m == NULL);
+}
+static void r_buffer_unmap(void)
+{
+    int x = 0;
+    BAD(clf_buffer_unmap(NULL, &x), CLF_ERROR_NULL_POINTER);
+    BAD(clf_buffer_unmap(B[0], NULL), CLF_ERROR_NULL_POINTER);
+    BAD(clf_buffer_unmap(B[0], &x), CLF_ERROR_INVALID_ARGUMENT); /* not mapped */
+}
 
 /* ---- transfers ---------------------------------------------------------------------- */
 
@@ -1856,7 +1877,8 @@ static const row rows[] = {
     ROW(program_device_ok), ROW(program_build_log), ROW(program_destroy), ROW(shipped_kernels), ROW(shipped_kernel_source), ROW(event_wait),
     ROW(event_release), ROW(buffer_create), ROW(buffer_destroy), ROW(buffer_size),
     ROW(buffer_device), ROW(buffer_write), ROW(buffer_read), ROW(buffer_write_async),
-    ROW(buffer_read_async), ROW(buffer_fill), ROW(path_name), ROW(transfer_path),
+    ROW(buffer_read_async), ROW(buffer_fill), ROW(buffer_map), ROW(buffer_unmap),
+    ROW(path_name), ROW(transfer_path),
     ROW(transfer_cuda_status), ROW(copy_async), ROW(copy), ROW(strategy_name),
     ROW(strategy_parse), ROW(type_size), ROW(launch), ROW(launch_async), ROW(direction_name),
     ROW(metrics_device), ROW(metrics_fleet), ROW(metrics_peer), ROW(metrics_reset),
