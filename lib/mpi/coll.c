@@ -573,6 +573,21 @@ static clf_status check_bufs(clf_comm *c, const char *what, clf_buffer *const *b
     return CLF_SUCCESS;
 }
 
+/* A pipe of `kind` for data of `type` under `op` on the communicator itself (one lane). */
+static void pipe_init(pipe *p, clf_comm *c, int kind, clf_type type, clf_reduce_op op)
+{
+    memset(p, 0, sizeof *p);
+    p->c = c;
+    p->kind = kind;
+    mpi_type(type, &p->dt);
+    mpi_op(op, &p->op);
+    p->type = type;
+    p->rop = op;
+    p->esize = clf_type_size(type);
+    p->comm = &c->comm;
+    p->nlanes = 1;
+}
+
 /* Chunks of [0, bytes) of one lane (elements of esize), appended to p->ch. */
 static void add_chunks(pipe *p, int lane, clf_buffer *src, size_t off, size_t bytes, char *host,
                        size_t esize, clf_buffer *const *dst, size_t ndst, clf_event **wev,
@@ -652,21 +667,12 @@ static clf_status allreduce_flat(clf_comm *c, clf_buffer *const *bufs, size_t nb
     size_t nsrc = ok ? nbufs : 1;
     char *host = NULL;
     pipe p;
-    memset(&p, 0, sizeof p);
-    p.c = c;
-    p.kind = P_ALLREDUCE;
-    mpi_type(type, &p.dt);
-    mpi_op(op, &p.op);
-    p.type = type;
-    p.rop = op;
-    p.comm = &c->comm;
-    p.nlanes = 1;
+    pipe_init(&p, c, P_ALLREDUCE, type, op);
     p.local = local;
     p.nmore_max = nsrc - 1;
     clf_event **wev = NULL;
     /* Each buffer's chunk read into its own host area, reduced on the host into the first. */
     p.ring = 1;
-    p.esize = esize;
     p.chunk = one_chunk ? bytes : 0;
     /* One chunk (small data, or one_chunk): its MPI data ends with the status element, and
      * no agreement follows (a second collective, 5-10% of a small all-reduce). */
@@ -723,17 +729,8 @@ static clf_status allreduce_mapped(clf_comm *c, clf_buffer *const *bufs, size_t 
     size_t esize = clf_type_size(type), bytes = count * esize, mapped = 0;
     char **map = calloc(nbufs ? nbufs : 1, sizeof *map), *host = NULL;
     pipe p;
-    memset(&p, 0, sizeof p);
-    p.c = c;
-    p.kind = P_ALLREDUCE;
-    mpi_type(type, &p.dt);
-    mpi_op(op, &p.op);
-    p.type = type;
-    p.rop = op;
-    p.comm = &c->comm;
-    p.nlanes = 1;
+    pipe_init(&p, c, P_ALLREDUCE, type, op);
     p.ring = 1;
-    p.esize = esize;
     p.chunk = bytes;
     p.local = local != CLF_SUCCESS ? local
               : map            ? CLF_SUCCESS
@@ -799,15 +796,8 @@ static clf_status allreduce_lanes(clf_comm *c, clf_buffer *const *bufs, size_t n
     size_t esize = clf_type_size(type), bytes = count * esize;
     char *host = NULL;
     pipe p;
-    memset(&p, 0, sizeof p);
-    p.c = c;
-    p.kind = P_ALLREDUCE;
-    mpi_type(type, &p.dt);
-    mpi_op(op, &p.op);
-    p.type = type;
-    p.rop = op;
+    pipe_init(&p, c, P_ALLREDUCE, type, op);
     p.ring = 1;
-    p.esize = esize;
     p.nlanes = (int)nbufs;
     p.comm = malloc(nbufs * sizeof *p.comm);
     clf_event **wev = NULL;
@@ -965,16 +955,8 @@ clf_status clf_comm_reduce(clf_comm *c, clf_buffer *const *bufs, size_t nbufs, s
     size_t nsrc = ok ? nbufs : 1;
     char *host = NULL;
     pipe p;
-    memset(&p, 0, sizeof p);
-    p.c = c;
-    p.kind = P_REDUCE;
+    pipe_init(&p, c, P_REDUCE, type, op);
     p.root = root;
-    p.dt = dt;
-    p.op = mo;
-    p.type = type;
-    p.rop = op;
-    p.comm = &c->comm;
-    p.nlanes = 1;
     p.local = local;
     p.nmore_max = nsrc - 1;
     clf_event **wev = NULL;
