@@ -32,16 +32,6 @@
 #include "clfleet/mpi.h"
 #include "json.h"
 
-static const char SRC[] =
-    "kernel void jac2(global const float *in, global float *out)\n"
-    "{\n"
-    "    size_t x = get_global_id(0), y = get_global_id(1);\n"
-    "    size_t w = get_global_size(0), h = get_global_size(1), i = y * w + x;\n"
-    "    float c = in[i];\n"
-    "    if (x == 0 || y == 0 || x + 1 == w || y + 1 == h) { out[i] = c; return; }\n"
-    "    out[i] = ((in[i - 1] + in[i + 1]) + (in[i - w] + in[i + w])) * 0.25f;\n"
-    "}\n";
-
 enum { FORM_ONE, FORM_AFTER, FORM_BEFORE, NFORM };
 static const char *const FORM_NAMES[NFORM] = {"one rank (clf_array on rank 0)",
                                               "all ranks, exchange after (overlapped)",
@@ -270,33 +260,6 @@ static clf_status run_form(bench *b, int form)
     return st;
 }
 
-/* A plain C reference: 1 when it matches res. */
-static int reference_ok(const bench *b, const float *res)
-{
-    size_t w = b->w, h = b->h, n = w * h;
-    float *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
-    int ok = x && y;
-    if (ok) {
-        memcpy(x, b->init, n * sizeof *x);
-        for (size_t k = 0; k < b->steps; k++) {
-            for (size_t r = 0; r < h; r++)
-                for (size_t c = 0; c < w; c++) {
-                    size_t i = r * w + c;
-                    y[i] = (c == 0 || r == 0 || c + 1 == w || r + 1 == h)
-                               ? x[i]
-                               : ((x[i - 1] + x[i + 1]) + (x[i - w] + x[i + w])) * 0.25f;
-                }
-            float *u = x;
-            x = y;
-            y = u;
-        }
-        ok = memcmp(x, res, n * sizeof *x) == 0;
-    }
-    free(x);
-    free(y);
-    return ok;
-}
-
 static void print_table(const bench *b, int checked_host)
 {
     printf("clfleet-bench mpi-stencil: %zu x %zu floats, %zu steps, %d ranks, time: the slowest "
@@ -399,7 +362,7 @@ int clf_bench_mpi_stencil(int argc, char **argv)
     }
     st = clf_comm_create(&b.comm, MPI_COMM_WORLD, b.fl, NULL);
     if (st == CLF_SUCCESS)
-        st = agree(clf_program_build_source(&b.prog, b.fl, SRC, NULL));
+        st = agree(clf_program_build_source(&b.prog, b.fl, CLF_BENCH_JACOBI_CL, NULL));
     int mem = 1;
     if (b.rank == 0) {
         b.init = malloc(n * sizeof(float));
@@ -409,8 +372,8 @@ int clf_bench_mpi_stencil(int argc, char **argv)
             b.per_rank[k] = malloc((size_t)b.size * NR * sizeof(double));
             mem = mem && b.res[k] && b.per_rank[k];
         }
-        for (size_t i = 0; mem && i < n; i++)
-            b.init[i] = (float)((i * 2654435761u) % 1000) / 8.0f;
+        if (mem)
+            clf_bench_jacobi_init(b.init, n);
     }
     if (st == CLF_SUCCESS)
         st = agree(mem ? CLF_SUCCESS : CLF_ERROR_OUT_OF_HOST_MEMORY);
@@ -432,7 +395,8 @@ int clf_bench_mpi_stencil(int argc, char **argv)
                             (double)b.res[k][i], FORM_NAMES[k]);
                     bad = 1;
                 }
-        if (!bad && checked_host && !reference_ok(&b, b.res[FORM_ONE])) {
+        if (!bad && checked_host &&
+            !clf_bench_jacobi_ok(b.init, b.w, b.h, b.steps, b.res[FORM_ONE])) {
             fprintf(stderr, "clfleet-bench mpi-stencil: the result differs from the host's C "
                             "loop\n");
             bad = 1;

@@ -24,16 +24,6 @@
 #include "json.h"
 #include "clfleet.h"
 
-static const char SRC[] =
-    "kernel void jac2(global const float *in, global float *out)\n"
-    "{\n"
-    "    size_t x = get_global_id(0), y = get_global_id(1);\n"
-    "    size_t w = get_global_size(0), h = get_global_size(1), i = y * w + x;\n"
-    "    float c = in[i];\n"
-    "    if (x == 0 || y == 0 || x + 1 == w || y + 1 == h) { out[i] = c; return; }\n"
-    "    out[i] = ((in[i - 1] + in[i + 1]) + (in[i - w] + in[i + w])) * 0.25f;\n"
-    "}\n";
-
 enum { FORM_ONE, FORM_HOST, FORM_RESIDENT, FORM_INTERIOR, NFORM };
 static const char *const FORM_NAMES[NFORM] = {"one device (clf_kernel_enqueue)",
                                               "host arrays (clf_launch)",
@@ -242,33 +232,6 @@ static clf_status run_form(bench *b, int form)
     return CLF_SUCCESS;
 }
 
-/* A plain C reference for small grids: 1 when it matches res. */
-static int reference_ok(const bench *b, const float *res)
-{
-    size_t w = b->w, h = b->h, n = w * h;
-    float *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
-    int ok = x && y;
-    if (ok) {
-        memcpy(x, b->init, n * sizeof *x);
-        for (size_t k = 0; k < b->steps; k++) {
-            for (size_t r = 0; r < h; r++)
-                for (size_t c = 0; c < w; c++) {
-                    size_t i = r * w + c;
-                    y[i] = (c == 0 || r == 0 || c + 1 == w || r + 1 == h)
-                               ? x[i]
-                               : ((x[i - 1] + x[i + 1]) + (x[i - w] + x[i + w])) * 0.25f;
-                }
-            float *u = x;
-            x = y;
-            y = u;
-        }
-        ok = memcmp(x, res, n * sizeof *x) == 0;
-    }
-    free(x);
-    free(y);
-    return ok;
-}
-
 static void print_table(const bench *b)
 {
     const figures *f = b->f;
@@ -338,9 +301,9 @@ int clf_bench_stencil(int argc, char **argv)
         rc = clf_bench_fail("stencil", "memory", CLF_ERROR_OUT_OF_HOST_MEMORY);
         goto out;
     }
-    for (size_t i = 0; i < n; i++)
-        b.init[i] = (float)((i * 2654435761u) % 1000) / 8.0f;
-    if ((st = clf_program_build_source(&b.prog, b.fl, SRC, NULL)) != CLF_SUCCESS) {
+    clf_bench_jacobi_init(b.init, n);
+    if ((st = clf_program_build_source(&b.prog, b.fl, CLF_BENCH_JACOBI_CL, NULL)) !=
+        CLF_SUCCESS) {
         rc = clf_bench_fail("stencil", "build", st);
         goto out;
     }
@@ -349,7 +312,8 @@ int clf_bench_stencil(int argc, char **argv)
             rc = clf_bench_fail("stencil", FORM_NAMES[k], st);
     if (!rc && (memcmp(b.res[FORM_ONE], b.res[FORM_HOST], n * sizeof(float)) ||
                 memcmp(b.res[FORM_ONE], b.res[FORM_RESIDENT], n * sizeof(float)) ||
-                (n <= 1024 * 1024 && !reference_ok(&b, b.res[FORM_ONE])))) {
+                (n <= 1024 * 1024 &&
+                 !clf_bench_jacobi_ok(b.init, b.w, b.h, b.steps, b.res[FORM_ONE])))) {
         fprintf(stderr, "clfleet-bench stencil: the forms' results differ (or differ from the C "
                         "reference)\n");
         rc = EXIT_FAILURE;

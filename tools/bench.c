@@ -277,3 +277,45 @@ void clf_bench_size_label(char *buf, size_t len, size_t bytes)
     else
         snprintf(buf, len, "%zu KiB", bytes >> 10);
 }
+
+const char CLF_BENCH_JACOBI_CL[] =
+    "kernel void jac2(global const float *in, global float *out)\n"
+    "{\n"
+    "    size_t x = get_global_id(0), y = get_global_id(1);\n"
+    "    size_t w = get_global_size(0), h = get_global_size(1), i = y * w + x;\n"
+    "    float c = in[i];\n"
+    "    if (x == 0 || y == 0 || x + 1 == w || y + 1 == h) { out[i] = c; return; }\n"
+    "    out[i] = ((in[i - 1] + in[i + 1]) + (in[i - w] + in[i + w])) * 0.25f;\n"
+    "}\n";
+
+void clf_bench_jacobi_init(float *grid, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        grid[i] = (float)((i * 2654435761u) % 1000) / 8.0f;
+}
+
+int clf_bench_jacobi_ok(const float *init, size_t w, size_t h, size_t steps, const float *res)
+{
+    size_t n = w * h;
+    float *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
+    int ok = x && y;
+    if (ok) {
+        memcpy(x, init, n * sizeof *x);
+        for (size_t k = 0; k < steps; k++) {
+            for (size_t r = 0; r < h; r++)
+                for (size_t c = 0; c < w; c++) {
+                    size_t i = r * w + c;
+                    y[i] = (c == 0 || r == 0 || c + 1 == w || r + 1 == h)
+                               ? x[i]
+                               : ((x[i - 1] + x[i + 1]) + (x[i - w] + x[i + w])) * 0.25f;
+                }
+            float *u = x;
+            x = y;
+            y = u;
+        }
+        ok = memcmp(x, res, n * sizeof *x) == 0;
+    }
+    free(x);
+    free(y);
+    return ok;
+}

@@ -78,6 +78,13 @@ double clf_bench_now(void);                             /* monotonic seconds */
 int clf_bench_cmp_double(const void *a, const void *b); /* for qsort */
 double clf_bench_median(double *v, size_t n);           /* sorts v */
 
+/* The stencil benchmarks' Jacobi step (5-point, 2D floats, edges kept): the kernel "jac2"
+ * (global_size = w x h), the start grid, and the plain C reference (1 when `steps` steps
+ * from init give res bit for bit; 0 also when out of memory). */
+extern const char CLF_BENCH_JACOBI_CL[];
+void clf_bench_jacobi_init(float *grid, size_t n);
+int clf_bench_jacobi_ok(const float *init, size_t w, size_t h, size_t steps, const float *res);
+
 #define CLF_BENCH_SKIP 77     /* exit status: no suitable device (automake's "skipped") */
 #define CLF_BENCH_USAGE 2     /* exit status: bad command line */
 #define CLF_BENCH_MAX_REPS 64 /* the most timed repetitions a benchmark takes */
