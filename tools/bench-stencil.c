@@ -66,21 +66,12 @@ static void usage(FILE *to)
           to);
 }
 
-enum { OPT_SIZE = CLF_BENCH_OWN, OPT_STEPS };
-static const struct option OWN[] = {{"size", required_argument, NULL, OPT_SIZE},
-                                    {"steps", required_argument, NULL, OPT_STEPS},
-                                    {NULL, 0, NULL, 0}};
+static const struct option OWN[] = {CLF_BENCH_GRID_OPTIONS, {NULL, 0, NULL, 0}};
 
 static int own_option(void *bench_, int val, const char *arg)
 {
     bench *b = bench_;
-    if (val == OPT_SIZE) {
-        if (!clf_bench_number(arg, 10, 8, 32768, &b->w))
-            return 0;
-        b->h = b->w;
-        return 1;
-    }
-    return clf_bench_number(arg, 10, 1, 100000, &b->steps);
+    return clf_bench_grid_option(val, arg, &b->w, &b->h, &b->steps);
 }
 
 /* Bytes to, from and between devices, and kernel seconds, so far. */

@@ -319,3 +319,14 @@ int clf_bench_jacobi_ok(const float *init, size_t w, size_t h, size_t steps, con
     free(y);
     return ok;
 }
+
+int clf_bench_grid_option(int val, const char *arg, size_t *w, size_t *h, size_t *steps)
+{
+    if (val == CLF_BENCH_OPT_SIZE) {
+        if (!clf_bench_number(arg, 10, 8, 32768, w))
+            return 0;
+        *h = *w;
+        return 1;
+    }
+    return clf_bench_number(arg, 10, 1, 100000, steps);
+}
