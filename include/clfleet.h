@@ -564,7 +564,7 @@ CLF_API clf_status clf_buffer_read_async(clf_buffer *buf, size_t offset, size_t 
  * buffer's own memory, and nothing is copied: the way to hand device data to a host library
  * (MPI, a file) without a staging copy. Like clf_buffer_read(), it does not wait for
  * kernels still queued on the buffer: wait for their events first. Until
- * clf_buffer_unmap(), no command may use the region.
+ * clf_buffer_unmap(), no command may use the region; unmap before clf_buffer_destroy().
  * \param out receives the host pointer
  * \param buf the buffer
  * \param offset byte offset in the buffer

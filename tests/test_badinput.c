@@ -1868,13 +1868,15 @@ typedef struct row {
 #define ROW(f) {"clf_" #f, r_##f}
 static const row rows[] = {
     ROW(version), ROW(version_string), ROW(status_name), ROW(status_string), ROW(last_error),
-    ROW(clear_error), ROW(set_error), ROW(log_set_handler), ROW(perf_model_json), ROW(perf_model_reset),
+    ROW(clear_error), ROW(set_error), ROW(log_set_handler), ROW(perf_model_json),
+    ROW(perf_model_reset),
     ROW(fleet_create), ROW(fleet_destroy), ROW(fleet_device_count),
     ROW(fleet_context_count), ROW(fleet_finish), ROW(device_get_info),
     ROW(device_has_extension), ROW(device_type_name), ROW(device_is_failed),
     ROW(device_failure), ROW(device_readmit), ROW(program_build_source),
     ROW(program_build_file), ROW(program_build_shipped), ROW(program_from_cache),
-    ROW(program_device_ok), ROW(program_build_log), ROW(program_destroy), ROW(shipped_kernels), ROW(shipped_kernel_source), ROW(event_wait),
+    ROW(program_device_ok), ROW(program_build_log), ROW(program_destroy), ROW(shipped_kernels),
+    ROW(shipped_kernel_source), ROW(event_wait),
     ROW(event_release), ROW(buffer_create), ROW(buffer_destroy), ROW(buffer_size),
     ROW(buffer_device), ROW(buffer_write), ROW(buffer_read), ROW(buffer_write_async),
     ROW(buffer_read_async), ROW(buffer_fill), ROW(buffer_map), ROW(buffer_unmap),

@@ -106,8 +106,8 @@ typedef struct clf_bench_common {
 
 /* The first `val` a benchmark may give its own options in clf_bench_parse(). */
 #define CLF_BENCH_OWN 0x100
-/* The stencil benchmarks' --size N (an N x N grid) and --steps N: entries of a benchmark's own option table,
- * and the handler for them (1 when the value is good). */
+/* The stencil benchmarks' --size N (an N x N grid) and --steps N: entries of a benchmark's
+ * own option table, and the handler for them (1 when the value is good). */
 enum { CLF_BENCH_OPT_SIZE = CLF_BENCH_OWN + 64, CLF_BENCH_OPT_STEPS };
 #define CLF_BENCH_GRID_OPTIONS                                                              \
     {"size", required_argument, NULL, CLF_BENCH_OPT_SIZE},                                  \

@@ -5,8 +5,8 @@
  * each device's shard across ranks on its own lane communicator, all lanes at once, then
  * the fleet's all-gather); small data, and ranks with different device counts, go rank by
  * rank (every buffer read and reduced on the host, across ranks, written back); devices
- * using the host's memory are mapped, nothing staged (allreduce_mapped). Across ranks the all-reduce is
- * a ring of point-to-point messages per chunk (ring_post). A rank whose own arguments or
+ * using the host's memory are mapped, nothing staged (allreduce_mapped). Across ranks the
+ * all-reduce is a ring of point-to-point messages per chunk (ring_post). A rank whose own arguments or
  * devices fail still takes part in the MPI steps (its data unused), and a last agreement
  * gives every rank the same status, or in one chunk a status element in the data (flag_put). */
 #include "comm.h"

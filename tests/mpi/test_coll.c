@@ -189,7 +189,8 @@ START_TEST(test_allreduce_plans)
 {
     /* CPU devices map their buffers for large data; $CLFLEET_MPI_ALLREDUCE forces the
      * chunked pipeline (device lanes, many chunks: the plan of discrete devices), one staged
-     * chunk, the rank level, or the map. Each must give the same result, with even and uneven device counts. */
+     * chunk, the rank level, or the map. Each must give the same result, with even and
+     * uneven device counts. */
     static const char *const plans[] = {"pipelined", "single", "flat", "mapped", NULL};
     for (size_t pi = 0; pi < sizeof plans / sizeof plans[0]; pi++) {
         if (plans[pi])
