@@ -447,6 +447,29 @@ static void release_chunk(clf__chunk *c)
     c->fault = CL_SUCCESS;
 }
 
+/* The commands a chunk queued: its writes, reads and kernel. */
+static size_t chunk_events(const clf__chunk *c, cl_event all[2 * CLF__MAX_ARGS + 1])
+{
+    size_t n = 0;
+    for (size_t j = 0; j < c->nwrite + c->nread; j++)
+        all[n++] = c->ev[j];
+    if (c->kernel)
+        all[n++] = c->kernel;
+    return n;
+}
+
+/* Wait, whatever their status, for the commands a chunk queued (they may use the caller's
+ * memory). Not holding the device's exec lock while blocked, as finish_chunk(). */
+static void drain_chunk(clf__worker *w, const clf__chunk *c)
+{
+    cl_event all[2 * CLF__MAX_ARGS + 1];
+    size_t n = chunk_events(c, all);
+    clf__dev_exec_leave(w->L->fl, w->d->index);
+    for (size_t j = 0; j < n; j++) /* one by one: a failed one may end a wait for all early */
+        clWaitForEvents(1, &all[j]);
+    clf__dev_exec_enter(w->L->fl, w->d->index);
+}
+
 cl_int clf__worker_event_status(cl_event e)
 {
     cl_int s = CL_COMPLETE;
@@ -539,11 +562,7 @@ static clf_status account_chunk(clf__worker *w, clf__chunk *c)
 static clf_status finish_chunk(clf__worker *w, clf__chunk *c)
 {
     cl_event all[2 * CLF__MAX_ARGS + 1];
-    size_t n = 0;
-    for (size_t j = 0; j < c->nwrite + c->nread; j++)
-        all[n++] = c->ev[j];
-    if (c->kernel)
-        all[n++] = c->kernel;
+    size_t n = chunk_events(c, all);
     /* Not holding the device's exec lock (PoCL's basic device) while blocked: the chunk may
      * wait (clf_device_wait_events) for a copy that a transfer thread runs under that lock. */
     clf__dev_exec_leave(w->L->fl, w->d->index);
@@ -827,7 +846,12 @@ static clf_status run_chunks(clf__worker *w)
     while (have > 0 && st == CLF_SUCCESS) {
         clf__chunk *now = &c[cur], *nxt = &c[cur ^ 1];
         if (ahead && !claim_lookahead(w)) {
-            /* Stolen by an idle device: its input writes were wasted, nothing else. */
+            /* Stolen by an idle device: its input writes were wasted, but they still read
+             * the caller's memory. Waited for before letting go: the thief may finish the
+             * launch first, and the caller free that memory as soon as clf_launch() returns
+             * (ASan saw PoCL's worker copy from freed memory when the last chunk was stolen
+             * and nothing else came after it on this transfer queue). */
+            drain_chunk(w, now);
             int slot = now->slot;
             release_chunk(now);
             memset(now, 0, sizeof *now);
