@@ -314,12 +314,7 @@ int clf_bench_mpi_stencil(int argc, char **argv)
         b.w = b.h = b.w < 512 ? b.w : 512;
         b.steps = b.steps < 10 ? b.steps : 10;
     }
-    int provided = 0, inited = 0;
-    MPI_Initialized(&inited);
-    if (!inited)
-        MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-    MPI_Comm_rank(MPI_COMM_WORLD, &b.rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &b.size);
+    clf_bench_mpi_start(&argc, &argv, &b.rank, &b.size);
     /* --trace: a timeline per rank (every rank's fleet is number 0 of its process). */
     clf_status st = CLF_SUCCESS;
     if (clf_bench_trace()) {

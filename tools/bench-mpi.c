@@ -156,6 +156,16 @@ static unsigned reps_for(const bench *b, size_t bytes)
     return r;
 }
 
+void clf_bench_mpi_start(int *argc, char ***argv, int *rank, int *size)
+{
+    int provided = 0, inited = 0;
+    MPI_Initialized(&inited);
+    if (!inited)
+        MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, rank);
+    MPI_Comm_size(MPI_COMM_WORLD, size);
+}
+
 int clf_bench_mpi_allreduce(int argc, char **argv)
 {
     bench b;
@@ -169,12 +179,7 @@ int clf_bench_mpi_allreduce(int argc, char **argv)
         return rc;
     if (b.opt.quick && b.max_bytes > ((size_t)16 << 20))
         b.max_bytes = (size_t)16 << 20;
-    int provided = 0, inited = 0;
-    MPI_Initialized(&inited);
-    if (!inited)
-        MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-    MPI_Comm_rank(MPI_COMM_WORLD, &b.rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &b.size);
+    clf_bench_mpi_start(&argc, &argv, &b.rank, &b.size);
     clf_fleet_options fo = CLF_FLEET_OPTIONS_INIT;
     fo.devices = b.opt.devices;
     clf_status st = clf_fleet_create(&b.fl, &fo);

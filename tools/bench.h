@@ -63,6 +63,9 @@ int clf_bench_mpi_allreduce(int argc, char **argv);
  * Same conventions as clf_bench_p2p().
  */
 int clf_bench_mpi_stencil(int argc, char **argv);
+/* MPI initialised (MPI_THREAD_MULTIPLE asked, unless the caller did it), and this process's
+ * rank and the size of MPI_COMM_WORLD (tools/bench-mpi.c). */
+void clf_bench_mpi_start(int *argc, char ***argv, int *rank, int *size);
 #endif
 
 /*
