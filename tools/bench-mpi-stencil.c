@@ -157,7 +157,7 @@ static clf_status load(bench *b, int form, clf_array **a)
     return st;
 }
 
-/* This rank's rows of a, and its neighbour ranks (0 to 2) for the MPI bytes. */
+/* This rank's rows of a, and in *first the first of them. */
 static size_t rows_of(const clf_array *a, size_t *first)
 {
     size_t rows = 0;
