@@ -67,7 +67,7 @@ static inline uint64_t clf__gcd(uint64_t a, uint64_t b)
     return a;
 }
 
-/* ---- log (log.c) ---- */
+/* ---- log (error.c) ---- */
 
 /* $CLFLEET_LOG: "error", "warn", "info" or "debug" (unset or "": warn); CLF_ERROR_PARSE naming
  * the variable. Sets the process-wide level; clf_fleet_create() calls it. */

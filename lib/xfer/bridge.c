@@ -9,7 +9,7 @@
  * queue is flushed, or its command might never be submitted and the target would wait
  * forever.
  *
- * Host-side completions (copies on transfer threads) are tasks (task.c), which set the user
+ * Host-side completions (copies on transfer threads) are tasks (event.c), which set the user
  * events subscribed to them. An asynchronous launch has no such hook (launch.c joins a
  * thread), so a bridge to it is a small thread that waits for the launch and then sets the
  * user event.
