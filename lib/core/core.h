@@ -83,6 +83,9 @@ clf_status clf__device_query(cl_device_id id, cl_platform_id platform, clf_devic
 
 /* Wrap ev (taking the reference) or release it if out is NULL. */
 clf_status clf__event_wrap(cl_event ev, clf_event **out);
+/* An OpenCL event's execution status (CL_QUEUED .. CL_COMPLETE, or a negative error), or
+ * CL_INVALID_EVENT when the query itself fails. */
+cl_int clf__cl_event_status(cl_event ev);
 /* Take a reference: the event stays valid until a matching clf_event_release(), whoever
  * else releases it. Thread-safe, as is waiting for an event from several threads. */
 void clf__event_hold(clf_event *e);

@@ -55,6 +55,14 @@ void clf__event_hold(clf_event *e)
 }
 
 /* Join a launch's thread once; later and concurrent waiters get the recorded result. */
+cl_int clf__cl_event_status(cl_event ev)
+{
+    cl_int s = CL_COMPLETE;
+    if (clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof s, &s, NULL) != CL_SUCCESS)
+        s = CL_INVALID_EVENT;
+    return s;
+}
+
 static clf_status op_wait(clf_event *e)
 {
     pthread_mutex_lock(&ev_lock);
@@ -114,11 +122,7 @@ int clf__event_done(clf_event *e)
     }
     if (e->task)
         return clf__task_done_ok(e->task);
-    cl_int exec = CL_QUEUED;
-    if (clGetEventInfo(e->ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof exec, &exec, NULL) !=
-        CL_SUCCESS)
-        return 0;
-    return exec == CL_COMPLETE;
+    return clf__cl_event_status(e->ev) == CL_COMPLETE;
 }
 
 clf_status clf_event_wait(clf_event *e)

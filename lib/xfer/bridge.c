@@ -60,20 +60,12 @@ static void fwd_fire(fwd *f, cl_int status)
         clf__user_event_finish(f->uev, status);
 }
 
-static cl_int status_of(cl_event ev)
-{
-    cl_int s = CL_COMPLETE;
-    if (clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof s, &s, NULL) != CL_SUCCESS)
-        s = CL_INVALID_EVENT;
-    return s;
-}
-
 static void CL_CALLBACK forward(cl_event ev, cl_int status, void *user)
 {
     fwd *f = user;
     /* The event's own status: PoCL passes CL_COMPLETE for an event that had failed
      * before the callback was registered. */
-    cl_int s = status_of(ev);
+    cl_int s = clf__cl_event_status(ev);
     if (s > CL_COMPLETE)
         s = status < 0 ? status : CL_COMPLETE;
     fwd_fire(f, s);
@@ -95,7 +87,7 @@ static void *watcher(void *arg)
         int ndone = 0;
         while (*pp) {
             fwd *f = *pp;
-            if (atomic_load(&f->claimed) || status_of(f->src) <= CL_COMPLETE) {
+            if (atomic_load(&f->claimed) || clf__cl_event_status(f->src) <= CL_COMPLETE) {
                 *pp = f->next;
                 f->next = done;
                 done = f;
@@ -110,7 +102,7 @@ static void *watcher(void *arg)
         while (done) {
             fwd *f = done;
             done = f->next;
-            fwd_fire(f, status_of(f->src));
+            fwd_fire(f, clf__cl_event_status(f->src));
             clReleaseEvent(f->src);
             fwd_unref(f);
         }
@@ -172,7 +164,7 @@ static clf_status bridge_cl(cl_event src, cl_event uev)
         fwd_unref(f); /* no callback: the watcher forwards */
         if (!watched) { /* nor a watcher: wait here */
             clWaitForEvents(1, &src);
-            fwd_fire(f, status_of(src));
+            fwd_fire(f, clf__cl_event_status(src));
         }
     }
     return CLF_SUCCESS;

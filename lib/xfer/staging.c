@@ -203,12 +203,8 @@ static void watch(cl_event ev, clf__stage_flag *f)
 {
     if (clSetEventCallback(ev, CL_COMPLETE, slot_done, f) == CL_SUCCESS)
         return;
-    cl_int exec = CL_COMPLETE;
     clWaitForEvents(1, &ev);
-    if (clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof exec, &exec, NULL) !=
-        CL_SUCCESS)
-        exec = CL_INVALID_EVENT;
-    slot_done(ev, exec, f);
+    slot_done(ev, clf__cl_event_status(ev), f);
 }
 
 /*
