@@ -7,13 +7,12 @@
  * clf__pipe_alloc). Its types are in pipe.h. */
 #include "pipe.h"
 
-#include <CL/cl.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "clfleet/opencl.h"
+#include "clfleet/opencl.h" /* <CL/cl.h>, at the OpenCL version clfleet targets */
 
 /* ---- the pipeline: chunks read from a device, through MPI, written to devices ---- */
 
