@@ -568,9 +568,15 @@ clf_status clf_comm_allgather(clf_comm *c, clf_buffer *const *bufs, size_t nbufs
             clf_event_release(ev[i]);
             ev[i] = NULL;
         }
-    MPI_Datatype segt;
-    MPI_Type_contiguous((int)seg, MPI_BYTE, &segt);
-    MPI_Type_commit(&segt);
+    /* The segment type; a rank that cannot make it fails like a failed MPI call (the
+     * others' deadline ends their wait). */
+    MPI_Datatype segt = MPI_DATATYPE_NULL;
+    const char *call = "MPI_Type_contiguous";
+    err = MPI_Type_contiguous((int)seg, MPI_BYTE, &segt);
+    if (err == MPI_SUCCESS) {
+        call = "MPI_Type_commit";
+        err = MPI_Type_commit(&segt);
+    }
     int *displs = rc + c->size;
     int d = 0;
     for (int q = 0; q < c->size; q++) {
@@ -578,17 +584,21 @@ clf_status clf_comm_allgather(clf_comm *c, clf_buffer *const *bufs, size_t nbufs
         displs[q] = d;
         d += counts[q];
     }
-    err = MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, host, rc, displs, segt, c->comm,
-                          &r);
+    if (err == MPI_SUCCESS) {
+        call = "MPI_Iallgatherv";
+        err = MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, host, rc, displs, segt,
+                              c->comm, &r);
+    }
     if (err != MPI_SUCCESS) {
         char m[MPI_MAX_ERROR_STRING];
         clf__comm_errstr(err, m, sizeof m);
         c->broken = 1;
-        st = clf_set_error(CLF_ERROR_MPI, "%s: MPI_Iallgatherv: %s", what, m);
+        st = clf_set_error(CLF_ERROR_MPI, "%s: %s: %s", what, call, m);
     } else {
         st = clf__comm_wait(c, 1, &r, what);
     }
-    MPI_Type_free(&segt);
+    if (segt != MPI_DATATYPE_NULL)
+        MPI_Type_free(&segt);
     free(counts);
     free(rc);
     /* Every buffer: all but its own segment, in two writes. */
