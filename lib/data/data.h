@@ -1,5 +1,6 @@
 /* lib/data: distributed arrays (clf_array) that stay on the devices. State shared by the
- * array objects, host access, coherence, redistribution and reductions (array.c) and the
+ * array objects and their layout (array.c), the per-part dependency records and coherence
+ * (deps.c), host access (host.c), redistribution and reductions (redist.c) and the
  * owner-computes launches and halo exchange (alaunch.c, halo.c). Not installed.
  *
  * Layer: above exec (kernels), coll (reductions) and xfer (device-to-device copies). */
@@ -68,6 +69,13 @@ size_t clf__array_part_bytes(const clf_array *a, size_t p);
  * runs (at most 3, since a halo is never wider than a part). */
 size_t clf__array_part_runs(const clf_array *a, size_t p, size_t k[4], size_t g[4],
                             size_t n[4]);
+/* clf__array_part_runs() of the part q points at. */
+size_t clf__part_runs(const clf_array *a, const clf__array_part *q, size_t k[4], size_t g[4],
+                      size_t n[4]);
+/* Units of a part's region: halo before, owned, halo after. */
+size_t clf__region_units(const clf__array_part *q);
+/* [*s, *e) = [a0, a1) intersected with [b0, b1); nonzero when that is not empty. */
+int clf__clip(size_t a0, size_t a1, size_t b0, size_t b1, size_t *s, size_t *e);
 
 /*
  * Before an operation on part p's bytes [lo, hi) of its region (access: CLF_ARG_READ and/or
@@ -105,6 +113,10 @@ clf_status clf__array_sync(clf_array *a);
 /* Blocking host-side form of clf__array_deps() for the whole region of part p: make its
  * device copy current, then wait on the host for the accesses it must follow. */
 clf_status clf__array_ready(clf_array *a, size_t p, unsigned access);
+/* Make part p's device copy current where the host holds newer data (owned units, halo). */
+clf_status clf__refresh_device(clf_array *a, size_t p);
+/* Wait on the host for what an access of part p's [lo, hi) (writes or not) must follow. */
+clf_status clf__wait_range(clf_array *a, size_t p, size_t lo, size_t hi, int writes);
 /* A new array (clf_array_create()'s checks and layout; who names the caller in errors). */
 clf_status clf__array_build(clf_array **out, clf_fleet *fleet, const clf_array_desc *desc,
                             const char *who);

@@ -1,6 +1,7 @@
 /*
- * State shared by the counters (metrics.c) and the timeline (trace.c). The
- * hooks the rest of the library calls are declared in observe.h.
+ * State shared by the counters (metrics.c), what callers read of them
+ * (report.c) and the timeline (trace.c). The hooks the rest of the library
+ * calls are declared in observe.h.
  */
 #ifndef CLFLEET_METRICS_H
 #define CLFLEET_METRICS_H
@@ -80,7 +81,7 @@ struct clf__metrics {
     char *trace_path; /* NULL: tracing off */
 };
 
-/* A growing string (JSON output). */
+/* A growing string (JSON output; report.c). */
 typedef struct clf__sb {
     char *s;
     size_t len, cap;
