@@ -1,5 +1,5 @@
-/* lib/coll: collectives on per-device buffers. Shared by the collectives (collective.c: the machinery, scatter and gather; ring.c: the
- * ring and chain schedules). Not installed. */
+/* lib/coll: collectives on per-device buffers. Shared by the collectives (collective.c: the
+ * machinery, scatter and gather; ring.c: the ring and chain schedules). Not installed. */
 #ifndef CLFLEET_COLL_H
 #define CLFLEET_COLL_H
 

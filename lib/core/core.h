@@ -313,9 +313,9 @@ extern const char clf__kernel_prelude[];
 #define CLF__NAMES_SIZES 1
 #define CLF__NAMES_OFFSETS 2
 /* *named: CLF__NAMES_* bits. When src names get_global_size, get_num_groups or
- * get_global_linear_id, or includes a file, *out is src with the hidden parameter added to every kernel
- * function found, and *names (count *nnames) those kernels' names (malloc'd); else *out
- * is NULL. */
+ * get_global_linear_id, or includes a file, *out is src with the hidden parameter added to
+ * every kernel function found, and *names (count *nnames) those kernels' names (malloc'd);
+ * else *out is NULL. */
 clf_status clf__range_rewrite(const char *src, char **out, char ***names, size_t *nnames,
                               int *named);
 /* 1 when kernel got the hidden parameter. */

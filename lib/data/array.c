@@ -64,13 +64,6 @@ size_t clf__part_runs(const clf_array *a, const clf__array_part *q, size_t k[4],
     return nr;
 }
 
-
-size_t clf__array_part_runs(const clf_array *a, size_t p, size_t k[4], size_t g[4],
-                            size_t n[4])
-{
-    return clf__part_runs(a, &a->parts[p], k, g, n);
-}
-
 /* Units per device from weights: a largest-remainder split of units (equal weights give
  * clf_distribution_part()'s block layout: the first units % n devices one more). */
 static void split_units(size_t units, const double *w, size_t nd, size_t *cnt)

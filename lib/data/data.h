@@ -64,12 +64,9 @@ struct clf_array {
 
 /* Bytes of part p's region: (halo_before + count + halo_after) * unit_bytes. */
 size_t clf__array_part_bytes(const clf_array *a, size_t p);
-/* Part p's region as runs of consecutive global units (a periodic halo wraps): run i is
- * region units [k[i], k[i] + n[i]) = global units [g[i], g[i] + n[i]). Returns the number of
- * runs (at most 3, since a halo is never wider than a part). */
-size_t clf__array_part_runs(const clf_array *a, size_t p, size_t k[4], size_t g[4],
-                            size_t n[4]);
-/* clf__array_part_runs() of the part q points at. */
+/* The region of the part q points at as runs of consecutive global units (a periodic halo
+ * wraps): run i is region units [k[i], k[i] + n[i]) = global units [g[i], g[i] + n[i]).
+ * Returns the number of runs (at most 3, since a halo is never wider than a part). */
 size_t clf__part_runs(const clf_array *a, const clf__array_part *q, size_t k[4], size_t g[4],
                       size_t n[4]);
 /* Units of a part's region: halo before, owned, halo after. */

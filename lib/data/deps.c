@@ -147,7 +147,7 @@ clf_status clf__refresh_device(clf_array *a, size_t p)
             size_t pieces[2][2] = {{0, q->halo_before},
                                    {q->halo_before + q->count, clf__region_units(q)}};
             for (int h = 0; h < 2; h++) {
-                    size_t lo, hi;
+                size_t lo, hi;
                 if (!clf__clip(s0, s1, pieces[h][0], pieces[h][1], &lo, &hi))
                     continue;
                 st = upload_units(a, p, lo, g[r] + (lo - s0), hi - lo);
@@ -192,11 +192,10 @@ clf_status clf__array_deps(clf_array *a, size_t p, size_t lo, size_t hi, unsigne
     return collect(&a->parts[p], lo, hi, (access & CLF_ARG_WRITE) != 0, wait, nwait);
 }
 
-/* The parts whose halo holds global units [g0, g1) that part p owns (block arrays; p
- * itself when one part's periodic halo wraps onto its own units): their halo is stale. */
-static void stale_neighbour_halos(clf_array *a, size_t p, size_t g0, size_t g1)
+/* The parts whose halo holds global units [g0, g1), which one part owns (block arrays; that
+ * part itself when its periodic halo wraps onto its own units): their halo is stale. */
+static void stale_neighbour_halos(clf_array *a, size_t g0, size_t g1)
 {
-    (void)p;
     if (a->desc.dist != CLF_ARRAY_BLOCK)
         return;
     for (size_t j = 0; j < a->nparts; j++) {
@@ -286,7 +285,7 @@ clf_status clf__array_record(clf_array *a, size_t p, size_t lo, size_t hi, unsig
             q->state |= CLF__PART_DEV_VALID;
             size_t u0 = q->first + (s - olo) / a->unit_bytes;
             size_t u1 = q->first + (e - olo + a->unit_bytes - 1) / a->unit_bytes;
-            stale_neighbour_halos(a, p, u0, u1);
+            stale_neighbour_halos(a, u0, u1);
         }
         if (lo < olo || hi > ohi) {
             q->state |= CLF__PART_HALO_VALID;

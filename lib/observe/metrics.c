@@ -20,7 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 int clf__event_profile(cl_event ev, uint64_t *t0, uint64_t *t1)

@@ -1,4 +1,5 @@
-/* lib/observe: counters, the trace, and device faults (what failed, injected faults). Not installed. */
+/* lib/observe: counters, the trace, and device faults (what failed, injected faults).
+ * Not installed. */
 #ifndef CLFLEET_OBSERVE_H
 #define CLFLEET_OBSERVE_H
 

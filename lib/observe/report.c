@@ -331,7 +331,8 @@ static void json_stats(clf__sb *b, const char *key, const clf_transfer_stats *t)
                    t->bandwidth);
 }
 
-static void json_transfers(clf__sb *b, const clf_transfer_stats *dir, const clf_transfer_stats *path)
+static void json_transfers(clf__sb *b, const clf_transfer_stats *dir,
+                           const clf_transfer_stats *path)
 {
     clf__sb_printf(b, "\"transfers\":{");
     for (int k = 0; k < CLF_NUM_DIRECTIONS; k++) {
