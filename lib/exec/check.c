@@ -282,7 +282,7 @@ static clf_status check_desc(clf__launch *L, const clf_launch_desc *d)
  * Every chunk offset is a multiple of the chunk's local size along the split
  * dimension, as get_group_id() needs (cl/clfleet.h): chunks are multiples of
  * it, and a final chunk that is not runs with the largest power of two that
- * divides it (worker.c), which divides the power of two l that its offset is
+ * divides it (arrays.c), which divides the power of two l that its offset is
  * a multiple of. A kernel that reads get_num_groups() or get_global_size()
  * must see one local size in every chunk (as on one device, number of groups
  * x local size = global size): l then also divides the range.

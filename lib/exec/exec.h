@@ -31,7 +31,7 @@
  * (clf__worker_buffer()), fault injection's execution faults, re-queueing a failed device's
  * chunks, the strategies and AUTO's dynamic fallback (choose.c, launch.c). Two planes exist:
  *
- *   clf__array_plane (worker.c): clf_launch's partitioned host arrays; a chunk is a range of
+ *   clf__array_plane (arrays.c): clf_launch's partitioned host arrays; a chunk is a range of
  *     work-items along the split dimension, its inputs and outputs are the matching indices
  *     of every partitioned argument, its computation one clEnqueueNDRangeKernel.
  *   the GEMM plane (blas/gemmdev.c): a chunk is a block of rows (or columns) of C; its input
@@ -151,7 +151,7 @@ typedef struct clf__plane {
  * that must wait for the previous chunk's reads on the transfer queue (late), or all. */
 enum { CLF__WRITE_EARLY = 1, CLF__WRITE_LATE = 2, CLF__WRITE_ALL = 3 };
 
-/* clf_launch's plane: partitioned host arrays (worker.c). */
+/* clf_launch's plane: partitioned host arrays (arrays.c). */
 extern const clf__plane clf__array_plane;
 
 struct clf__launch;
@@ -307,6 +307,17 @@ void clf__perf_device_key(const struct clf__device *d, char *buf, size_t n);
 /* Bytes of device memory the launch needs per device: fixed part and per unit. */
 void clf__launch_footprint(const clf__launch *L, uint64_t *fixed, uint64_t *per_unit,
                            uint64_t *halo_units);
+/* The worker's helpers that the array plane (arrays.c) shares with the loop (worker.c): a
+ * device buffer of the worker's budget (the alloc fault rule applies, bufcache.c's kept
+ * buffers first); the worker's command options (its exec lock held, its own accounting, fault
+ * rule call); a failed command of the command path (core/cmd.c), remembered for the
+ * device-fault decision; a blocking transfer outside the chunks accounted for (ev released,
+ * its seconds returned). */
+clf_status clf__worker_device_alloc(clf__worker *w, size_t bytes, cl_mem_flags flags,
+                                    cl_mem *out);
+clf__cmd_opt clf__worker_cmd_opt(unsigned flags, unsigned call);
+clf_status clf__worker_cmd_failed(clf__worker *w, const clf__cmd_opt *o);
+double clf__worker_blocking_done(clf__worker *w, cl_event ev, unsigned kind, uint64_t bytes);
 /* Thread body of a worker. */
 void *clf__worker_main(void *arg);
 /* Release the worker's kernel and buffers. */
