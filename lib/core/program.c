@@ -172,7 +172,7 @@ static char *device_options(const clf_fleet *fl, const struct clf__device *d, co
     char tag[64] = "";
     if (strstr(d->info.platform, "Portable Computing Language"))
         snprintf(tag, sizeof tag, " -D__CLFLEET_POCL_TAG_%u_%zu", fl->slot, d->index);
-    /* Argument information lets a launch refuse a broadcast the kernel may write (launch.c,
+    /* Argument information lets a launch refuse a broadcast the kernel may write (exec/check.c,
      * check_broadcast_const). */
     static const char arginfo[] = "-cl-kernel-arg-info";
     size_t n = strlen(opts) + 1 + sizeof arginfo + strlen(tag);

@@ -15,7 +15,7 @@
  * character literals, preprocessor lines and __attribute__((...)); a kernel made by a
  * macro or defined in an included file is not found and gets no parameter. Where the
  * source names the built-ins, a launch that splits such a kernel into chunks is refused
- * (launch.c): it could not be given the sizes.
+ * (exec/check.c): it could not be given the sizes.
  */
 #include "core.h"
 

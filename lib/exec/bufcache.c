@@ -4,7 +4,7 @@
  * 4,096-float kernel; iterative codes launch thousands of such kernels on arrays of the same
  * sizes. So the buffers a launch's workers release go to a small per-fleet cache, keyed by
  * device, flags and size, and the next launch's workers take them back instead of creating
- * new ones (worker.c, device_alloc()).
+ * new ones (worker.c, clf__worker_device_alloc()).
  *
  * Only small buffers are kept (CLF__BUFCACHE_MAX_BYTES each, CLF__BUFCACHE_SLOTS in all, the
  * oldest evicted): for a large array the copies dominate, and idle memory held on a device is

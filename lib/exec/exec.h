@@ -1,6 +1,6 @@
 /* lib/exec: one kernel launch across the fleet. State shared by the launch coordinator
- * (launch.c) and the device workers (worker.c), the state launches keep on a fleet, and what
- * GEMM (blas/) uses of it. Not installed.
+ * (launch.c, with check.c and choose.c) and the device workers (worker.c), the state launches
+ * keep on a fleet (fleetstate.c), and what GEMM (blas/) uses of it. Not installed.
  *
  * The chunk executor and its data planes (issue 15). The coordinator (launch.c) cuts a range
  * of units with the partitioner (plan/partition.c) and runs one worker per device on the
@@ -29,9 +29,9 @@
  * The executor owns everything else: waiting for a chunk's events (finish_chunk), the report
  * (busy, transfer times and bytes from the events), metrics, the device's memory budget
  * (clf__worker_buffer()), fault injection's execution faults, re-queueing a failed device's
- * chunks, the strategies and AUTO's dynamic fallback (launch.c). Two planes exist:
+ * chunks, the strategies and AUTO's dynamic fallback (choose.c, launch.c). Two planes exist:
  *
- *   clf__array_plane (worker.c): clf_launch's partitioned host arrays; a chunk is a range of
+ *   clf__array_plane (arrays.c): clf_launch's partitioned host arrays; a chunk is a range of
  *     work-items along the split dimension, its inputs and outputs are the matching indices
  *     of every partitioned argument, its computation one clEnqueueNDRangeKernel.
  *   the GEMM plane (blas/gemmdev.c): a chunk is a block of rows (or columns) of C; its input
@@ -55,7 +55,7 @@ struct clf__bcast {
  * What launches keep on a fleet: made on the first launch (or GEMM) through the fleet's state
  * registry (core/state.c) and finalized at its teardown, first of all (CLF__STATE_DRAIN): the
  * finalizer waits for the launches still queued, stops the dispatcher of asynchronous
- * launches and releases the broadcast cache and the throughput model (launch.c). The kept
+ * launches and releases the broadcast cache and the throughput model (fleetstate.c). The kept
  * buffers (bufcache.c) and the per-device threads (devthread.c) are states of their own,
  * finalized next (CLF__STATE_BEFORE_XFER).
  */
@@ -151,7 +151,7 @@ typedef struct clf__plane {
  * that must wait for the previous chunk's reads on the transfer queue (late), or all. */
 enum { CLF__WRITE_EARLY = 1, CLF__WRITE_LATE = 2, CLF__WRITE_ALL = 3 };
 
-/* clf_launch's plane: partitioned host arrays (worker.c). */
+/* clf_launch's plane: partitioned host arrays (arrays.c). */
 extern const clf__plane clf__array_plane;
 
 struct clf__launch;
@@ -162,7 +162,7 @@ struct clf__launch;
  * each of `rows` rows of `pitch` bytes (pitch 0: contiguous, one row). A chunk of the range
  * [off, off + len) covers the indices [off / scale, (off + len) / scale): scale is 1, or for a
  * per-group output the local size along the split dimension (chunks are multiples of it).
- * `bytes` is the device buffer's size. Filled by launch.c (check_arg).
+ * `bytes` is the device buffer's size. Filled by check.c (check_arg).
  */
 typedef struct clf__layout {
     uint64_t unit, pitch, rows, scale, bytes;
@@ -257,6 +257,34 @@ typedef struct clf__launch {
  * failed device's work, marks devices at fault, fills rep and learns.
  */
 clf_status clf__exec_run(clf__launch *L, clf_launch_report *rep);
+/* Check and copy a clf_launch() description and its arguments into L (L's fields before the
+ * workers: the array plane, fleet, program, arguments' layouts, devices, local size), the
+ * first step of clf_launch() and clf_launch_async() (check.c). */
+clf_status clf__launch_prepare(clf__launch *L, clf_fleet *fl, clf_program *prog,
+                               const clf_launch_desc *desc, const clf_arg *args, size_t nargs);
+/* Before a launch's workers start (check.c): the kernel on its devices (arguments, const
+ * broadcasts, local size), and whether its chunks can be given the range's sizes. */
+clf_status clf__check_kernel(clf__launch *L);
+clf_status clf__check_range_known(const clf__launch *L, const uint64_t *max_units);
+/* How a launch is cut (choose.c): each device's budget and largest chunk (fails when none
+ * holds one), the strategy (rep's requested, strategy and reason; L's weights). */
+clf_status clf__budgets(clf__launch *L, uint64_t *max_units);
+clf_status clf__choose_strategy(clf__launch *L, const uint64_t *max_units,
+                                clf_launch_report *rep);
+/* What a complete launch taught (choose.c): the throughput model's records; the kernel's
+ * efficiency under ps and its kernel seconds per unit on this fleet (set: record value,
+ * else return it, or -1 when not seen). */
+void clf__learn(clf__launch *L);
+double clf__strategy_efficiency(clf__launch *L, clf__part_strategy ps, int set, double value);
+double clf__kernel_unit_s(clf__launch *L, int set, double value);
+/* The broadcast cache's entry of a broadcast argument, emptied when its content changed
+ * (fleetstate.c). */
+clf_status clf__bcast_entry(clf_fleet *fl, clf__exec_state *X, const clf_arg *a,
+                            struct clf__bcast **out);
+/* Turns (fleetstate.c): take the next ticket, wait until it is served, serve the next. */
+uint64_t clf__new_ticket(clf__exec_state *X);
+void clf__take_turn(clf__exec_state *X, uint64_t ticket);
+void clf__end_turn(clf__exec_state *X);
 /* Wait for and free an asynchronous launch (an event's op_wait and op_release). */
 clf_status clf__host_op_wait(struct clf__host_op *op);
 void clf__host_op_release(struct clf__host_op *op);
@@ -279,6 +307,17 @@ void clf__perf_device_key(const struct clf__device *d, char *buf, size_t n);
 /* Bytes of device memory the launch needs per device: fixed part and per unit. */
 void clf__launch_footprint(const clf__launch *L, uint64_t *fixed, uint64_t *per_unit,
                            uint64_t *halo_units);
+/* The worker's helpers that the array plane (arrays.c) shares with the loop (worker.c): a
+ * device buffer of the worker's budget (the alloc fault rule applies, bufcache.c's kept
+ * buffers first); the worker's command options (its exec lock held, its own accounting, fault
+ * rule call); a failed command of the command path (core/cmd.c), remembered for the
+ * device-fault decision; a blocking transfer outside the chunks accounted for (ev released,
+ * its seconds returned). */
+clf_status clf__worker_device_alloc(clf__worker *w, size_t bytes, cl_mem_flags flags,
+                                    cl_mem *out);
+clf__cmd_opt clf__worker_cmd_opt(unsigned flags, unsigned call);
+clf_status clf__worker_cmd_failed(clf__worker *w, const clf__cmd_opt *o);
+double clf__worker_blocking_done(clf__worker *w, cl_event ev, unsigned kind, uint64_t bytes);
 /* Thread body of a worker. */
 void *clf__worker_main(void *arg);
 /* Release the worker's kernel and buffers. */

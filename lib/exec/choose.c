@@ -1,0 +1,409 @@
+/*
+ * How a launch is cut: the devices' memory budgets and the largest chunk each can hold, the
+ * weights (user, equal, learned throughput or compute units x clock), the partition strategy
+ * (AUTO's choice, the too-small rule), and what launches teach: the throughput model's
+ * records and, per kernel, each strategy's efficiency and the kernel time per unit.
+ */
+#include "exec.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+
+/* ---- memory budgets ---------------------------------------------------------------- */
+
+void clf__launch_footprint(const clf__launch *L, uint64_t *fixed, uint64_t *per_unit,
+                           uint64_t *halo_units)
+{
+    *fixed = *per_unit = *halo_units = 0;
+    for (size_t i = 0; i < L->nargs; i++) {
+        const clf_arg *a = &L->args[i];
+        if (clf__arg_partitioned(a) && (a->flags & CLF_ARG_CHUNK_INDEXED)) {
+            *per_unit += 2 * (uint64_t)a->unit; /* two slots: double buffering */
+            *halo_units += 2 * (uint64_t)(a->halo_before + a->halo_after) * a->unit;
+        } else if (clf__arg_partitioned(a)) {
+            *fixed += L->lay[i].bytes; /* the whole array, strided or per group too */
+        } else if (a->kind == CLF_ARG_KIND_BROADCAST) {
+            *fixed += a->size;
+        } else if (a->kind == CLF_ARG_KIND_REDUCE) {
+            *fixed += (uint64_t)a->size * clf_type_size((clf_type)a->type);
+        }
+    }
+}
+
+/* A plane's budgets: the largest chunk each device can hold is the plane's business. */
+static clf_status plane_budgets(clf__launch *L, uint64_t *max_units)
+{
+    double safety = L->desc.mem_safety > 0 ? L->desc.mem_safety : 0.8;
+    int any = 0;
+    for (size_t i = 0; i < L->ndev; i++) {
+        const clf_device_info *in = &L->fl->dev[L->dev[i]].info;
+        uint64_t b = (uint64_t)((double)in->global_mem * safety);
+        if (L->desc.mem_limits && L->desc.mem_limits[i] && L->desc.mem_limits[i] < b)
+            b = L->desc.mem_limits[i];
+        L->w[i].budget = b;
+        max_units[i] = L->w[i].max_units = L->excluded[i] ? 0 : L->plane->max_units(L, in, b);
+        any |= max_units[i] >= (L->gran < L->total ? L->gran : L->total);
+    }
+    if (!any)
+        return clf__fail(CLF_ERROR_OUT_OF_RANGE,
+                         "'%s': no device can hold one chunk: %s; budget of device %zu: %llu "
+                         "bytes, largest allocation %llu",
+                         L->desc.kernel, L->need ? L->need : "?", L->dev[0],
+                         (unsigned long long)L->w[0].budget,
+                         (unsigned long long)L->fl->dev[L->dev[0]].info.max_alloc);
+    return CLF_SUCCESS;
+}
+
+/* Budget and the largest chunk each device can hold; fails when no device can hold any. */
+clf_status clf__budgets(clf__launch *L, uint64_t *max_units)
+{
+    uint64_t fixed, per_unit, halo;
+    if (L->plane->max_units)
+        return plane_budgets(L, max_units);
+    clf__launch_footprint(L, &fixed, &per_unit, &halo);
+    double safety = L->desc.mem_safety > 0 ? L->desc.mem_safety : 0.8;
+    int any = 0;
+    for (size_t i = 0; i < L->ndev; i++) {
+        const clf_device_info *in = &L->fl->dev[L->dev[i]].info;
+        if (L->excluded[i]) { /* takes no work */
+            L->w[i].budget = 0;
+            max_units[i] = L->w[i].max_units = 0;
+            continue;
+        }
+        uint64_t b = (uint64_t)((double)in->global_mem * safety);
+        if (L->desc.mem_limits && L->desc.mem_limits[i] && L->desc.mem_limits[i] < b)
+            b = L->desc.mem_limits[i];
+        L->w[i].budget = b;
+        uint64_t m = 0;
+        int fits = fixed + halo <= b;
+        for (size_t a = 0; a < L->nargs && fits; a++) /* each global-indexed buffer */
+            if (clf__arg_partitioned(&L->args[a]) && !(L->args[a].flags & CLF_ARG_CHUNK_INDEXED))
+                fits = L->lay[a].bytes <= in->max_alloc;
+        if (fits)
+            m = per_unit ? (b - fixed - halo) / per_unit : UINT64_MAX;
+        /* One slot of a chunk-indexed argument must also fit one allocation. */
+        for (size_t a = 0; a < L->nargs && m; a++) {
+            const clf_arg *x = &L->args[a];
+            if (clf__arg_partitioned(x) && (x->flags & CLF_ARG_CHUNK_INDEXED)) {
+                uint64_t cap = in->max_alloc / x->unit;
+                uint64_t h = x->halo_before + x->halo_after;
+                m = cap <= h ? 0 : (cap - h < m ? cap - h : m);
+            }
+        }
+        max_units[i] = m;
+        L->w[i].max_units = m;
+        any |= m >= (L->gran < L->total ? L->gran : L->total);
+    }
+    if (!any)
+        return clf__fail(CLF_ERROR_OUT_OF_RANGE,
+                         "'%s': no device can hold one chunk: %llu bytes are needed on every "
+                         "device (global-indexed arrays, broadcasts, reductions) plus %llu "
+                         "per unit; device budget %llu (make large arrays chunk-indexed to "
+                         "stream them)",
+                         L->desc.kernel, (unsigned long long)(fixed + halo),
+                         (unsigned long long)per_unit, (unsigned long long)L->w[0].budget);
+    return CLF_SUCCESS;
+}
+
+/* ---- weights and strategy ------------------------------------------------------------- */
+
+void clf__perf_device_key(const struct clf__device *d, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s|%s|cu=%u", d->info.name, d->info.driver_version, d->info.compute_units);
+}
+
+static void kernel_key(const clf__launch *L, char *buf, size_t n)
+{
+    if (L->key)
+        snprintf(buf, n, "%s", L->key);
+    else
+        snprintf(buf, n, "%s@%.16s", L->desc.kernel, L->prog->hash);
+}
+
+/* A device's speed until measured: compute units x clock. */
+static double guess_weight(const clf_device_info *in)
+{
+    return (double)(in->compute_units ? in->compute_units : 1) *
+           (in->clock_mhz ? in->clock_mhz : 1000);
+}
+
+/* Weights for STATIC, GUIDED and MEMORY_AWARE; returns 1 when learned for every device. */
+static int choose_weights(clf__launch *L, char *reason, size_t n)
+{
+    const clf_launch_desc *d = &L->desc;
+    if (d->weights_mode == CLF_WEIGHTS_USER) {
+        memcpy(L->weights, d->weights, L->ndev * sizeof *L->weights);
+        snprintf(reason, n, "user weights");
+        return 0;
+    }
+    for (size_t i = 0; i < L->ndev; i++)
+        L->weights[i] = 1.0;
+    if (d->weights_mode == CLF_WEIGHTS_EQUAL) {
+        snprintf(reason, n, "equal weights");
+        return 0;
+    }
+    char kkey[300], dkeys[CLF_MAX_LAUNCH_DEVICES][400];
+    const char *dk[CLF_MAX_LAUNCH_DEVICES];
+    double learned[CLF_MAX_LAUNCH_DEVICES];
+    kernel_key(L, kkey, sizeof kkey);
+    for (size_t i = 0; i < L->ndev; i++) {
+        clf__perf_device_key(&L->fl->dev[L->dev[i]], dkeys[i], sizeof dkeys[i]);
+        dk[i] = dkeys[i];
+    }
+    clf__perf_model *m = clf__fleet_perf(L->fl);
+    if (m && clf__perf_weights(m, kkey, L->ndev, dk, learned) == L->ndev) {
+        memcpy(L->weights, learned, L->ndev * sizeof *learned);
+        snprintf(reason, n, "learned weights");
+        return 1;
+    }
+    /* Until measured: compute units x clock, a fair guess for devices of one kind. */
+    for (size_t i = 0; i < L->ndev; i++)
+        L->weights[i] = guess_weight(&L->fl->dev[L->dev[i]].info);
+    snprintf(reason, n, "weights from compute units x clock (not learned yet)");
+    return 0;
+}
+
+int clf__device_weights(clf_fleet *fl, const char *kernel, const size_t *dev, size_t ndev,
+                        double *w)
+{
+    clf__perf_model *m = kernel ? clf__fleet_perf(fl) : NULL;
+    const char **dk = m ? calloc(ndev, sizeof *dk) : NULL;
+    char(*keys)[400] = dk ? calloc(ndev, sizeof *keys) : NULL;
+    int learned = 0;
+    if (keys) {
+        for (size_t i = 0; i < ndev; i++) {
+            clf__perf_device_key(&fl->dev[dev[i]], keys[i], sizeof keys[i]);
+            dk[i] = keys[i];
+        }
+        learned = clf__perf_weights_named(m, kernel, ndev, dk, w) == ndev;
+    }
+    free(keys);
+    free(dk);
+    if (!learned)
+        for (size_t i = 0; i < ndev; i++)
+            w[i] = guess_weight(&fl->dev[dev[i]].info);
+    return learned;
+}
+
+/* The kernel's entry in the fleet's ring of what launches taught (under X->lock), created
+ * when asked (the oldest kernel's place is taken), or NULL. */
+static struct clf__kernel_seen *kernel_entry(clf__launch *L, int create)
+{
+    char key[96];
+    kernel_key(L, key, sizeof key);
+    clf__exec_state *fl = L->X;
+    size_t n = fl->nstatic_eff < CLF__ARRAY_LEN(fl->static_eff) ? fl->nstatic_eff
+                                                               : CLF__ARRAY_LEN(fl->static_eff);
+    size_t i = 0;
+    while (i < n && strcmp(fl->static_eff[i].key, key) != 0)
+        i++;
+    if (i < n)
+        return &fl->static_eff[i];
+    if (!create)
+        return NULL;
+    i = fl->nstatic_eff++ % CLF__ARRAY_LEN(fl->static_eff);
+    snprintf(fl->static_eff[i].key, sizeof fl->static_eff[i].key, "%s", key);
+    for (size_t k = 0; k < CLF__ARRAY_LEN(fl->static_eff[i].efficiency); k++)
+        fl->static_eff[i].efficiency[k] = -1;
+    fl->static_eff[i].unit_s = -1;
+    return &fl->static_eff[i];
+}
+
+/* The efficiency the kernel's last launch under partition strategy ps reached on this fleet
+ * (set: record value), or -1 when none did. */
+double clf__strategy_efficiency(clf__launch *L, clf__part_strategy ps, int set, double value)
+{
+    double e = -1;
+    pthread_mutex_lock(&L->X->lock);
+    struct clf__kernel_seen *k = kernel_entry(L, set);
+    if (k && set)
+        k->efficiency[ps] = value;
+    else if (k)
+        e = k->efficiency[ps];
+    pthread_mutex_unlock(&L->X->lock);
+    return e;
+}
+
+/* Kernel seconds per unit, over all the devices of the kernel's last launch (set: record
+ * value), or -1. */
+double clf__kernel_unit_s(clf__launch *L, int set, double value)
+{
+    double t = -1;
+    pthread_mutex_lock(&L->X->lock);
+    struct clf__kernel_seen *k = kernel_entry(L, set);
+    if (k && set)
+        k->unit_s = value;
+    else if (k)
+        t = k->unit_s;
+    pthread_mutex_unlock(&L->X->lock);
+    return t;
+}
+
+/*
+ * Whether AUTO should leave strategy ps (static or guided, by what it knows) for dynamic on this
+ * kernel: when ps balanced it worse than dynamic did, or, before dynamic has run, below 0.9
+ * (throughput per unit is not uniform over the range: shares by speed and large first chunks
+ * cannot balance it, chunks pulled on demand can). Writes the figures behind it to why.
+ */
+static int worse_than_dynamic(clf__launch *L, clf__part_strategy ps, char *why, size_t n)
+{
+    double e = clf__strategy_efficiency(L, ps, 0, 0),
+           dyn = clf__strategy_efficiency(L, CLF__PART_DYNAMIC, 0, 0);
+    if (e < 0)
+        return 0;
+    /* A margin: two runs of one balancing differ by a few percent on a loaded host (static
+     * 0.93 against dynamic 0.96 on a regular kernel, measured), and static's one chunk per
+     * device is the cheapest where it balances. */
+    int worse = dyn >= 0 ? e < dyn - 0.05 : e < 0.9;
+    if (worse && dyn >= 0)
+        snprintf(why, n, "%s balanced this kernel to efficiency %.2f, dynamic to %.2f",
+                 clf__part_strategy_name(ps), e, dyn);
+    else if (worse)
+        snprintf(why, n, "%s balanced this kernel to efficiency %.2f",
+                 clf__part_strategy_name(ps), e);
+    return worse;
+}
+
+/*
+ * A launch too small to split (AUTO): cutting it adds a chunk's cost on every device (tens of
+ * microseconds on PoCL: a thread, buffers, an enqueue and a wait each) and saves at most a
+ * share of a kernel that is as short. "Too small": the kernel time per unit its last launch
+ * measured (profiling, over all its devices) predicts under CLF__SMALL_LAUNCH_S; before any
+ * launch of it, at most CLF__SMALL_LAUNCH_ITEMS work-items. (The throughput model's figures
+ * include each launch's overheads, so they would call every small launch long.) Returns the
+ * device to run it on alone: the fastest by learned throughput when every device's is known,
+ * else the one of most compute units x clock (the first of equals), among those whose budget
+ * holds the whole range; or L->ndev to split it.
+ * why says which figures decided.
+ */
+#define CLF__SMALL_LAUNCH_S 100e-6
+#define CLF__SMALL_LAUNCH_ITEMS 8192
+
+static size_t too_small(clf__launch *L, const uint64_t *max_units, char *why, size_t n)
+{
+    size_t best = L->ndev, usable = 0;
+    double unit_s = clf__kernel_unit_s(L, 0, 0);
+    uint64_t items;
+    if (__builtin_mul_overflow(L->total, L->per_unit, &items))
+        return L->ndev;
+    if (unit_s >= 0 && !((double)L->total * unit_s < CLF__SMALL_LAUNCH_S))
+        return L->ndev;
+    if (unit_s < 0 && items > CLF__SMALL_LAUNCH_ITEMS)
+        return L->ndev;
+    /* L->weights: learned throughputs when known for every device, else compute units x
+     * clock (choose_weights()). */
+    for (size_t i = 0; i < L->ndev; i++) {
+        if (L->excluded[i] || max_units[i] < L->total)
+            continue;
+        usable++;
+        if (best == L->ndev || L->weights[i] > L->weights[best])
+            best = i;
+    }
+    if (usable < 2)
+        return L->ndev; /* nothing to choose, or memory-aware's business */
+    if (unit_s >= 0)
+        snprintf(why, n, "its kernel ran %.1f us, under %.0f us", (double)L->total * unit_s * 1e6,
+                 CLF__SMALL_LAUNCH_S * 1e6);
+    else
+        snprintf(why, n, "%llu work-items, at most %d before a launch of it is measured",
+                 (unsigned long long)items, CLF__SMALL_LAUNCH_ITEMS);
+    return best;
+}
+
+clf_status clf__choose_strategy(clf__launch *L, const uint64_t *max_units,
+                                clf_launch_report *rep)
+{
+    clf_strategy s = L->desc.strategy;
+    if (s == CLF_STRATEGY_DEFAULT)
+        s = L->fl->strategy; /* $CLFLEET_STRATEGY, parsed by clf_fleet_create() */
+    if ((unsigned)s > CLF_STRATEGY_AUTO)
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "unknown strategy %d", (int)s);
+    rep->requested = s;
+    char wreason[100];
+    int learned = choose_weights(L, wreason, sizeof wreason);
+    for (size_t i = 0; i < L->ndev; i++)
+        if (L->excluded[i])
+            L->weights[i] = 0;
+    if (s == CLF_STRATEGY_AUTO) {
+        double wsum = 0;
+        int tight = 0;
+        char why[128];
+        size_t one;
+        for (size_t i = 0; i < L->ndev; i++)
+            wsum += L->weights[i];
+        for (size_t i = 0; i < L->ndev; i++)
+            tight |= (double)max_units[i] < (double)L->total * L->weights[i] / wsum;
+        if (tight) {
+            s = CLF_STRATEGY_MEMORY_AWARE;
+            snprintf(rep->reason, sizeof rep->reason,
+                     "auto: memory-aware (a device's share exceeds its memory budget); %s",
+                     wreason);
+        } else if (L->ndev > 1 && L->prog &&
+                   (one = too_small(L, max_units, why, sizeof why)) < L->ndev) {
+            /* One chunk on one device; the others stand by in case it fails (run()). */
+            s = CLF_STRATEGY_STATIC;
+            L->small = 1;
+            for (size_t i = 0; i < L->ndev; i++) {
+                L->weights[i] = i == one;
+                L->held[i] = i != one && !L->excluded[i];
+            }
+            snprintf(rep->reason, sizeof rep->reason,
+                     "auto: static on device %zu alone (too small to split: %s)", L->dev[one],
+                     why);
+        } else if (worse_than_dynamic(L, learned ? CLF__PART_STATIC : CLF__PART_GUIDED, why,
+                                      sizeof why)) {
+            s = CLF_STRATEGY_DYNAMIC;
+            snprintf(rep->reason, sizeof rep->reason, "auto: dynamic (%s); %s", why, wreason);
+        } else if (learned) {
+            s = CLF_STRATEGY_STATIC;
+            snprintf(rep->reason, sizeof rep->reason,
+                     "auto: static (throughput learned for every device); %s", wreason);
+        } else {
+            s = CLF_STRATEGY_GUIDED;
+            snprintf(rep->reason, sizeof rep->reason,
+                     "auto: guided (throughput not learned yet); %s", wreason);
+        }
+    } else {
+        snprintf(rep->reason, sizeof rep->reason, "%s; %s", clf_strategy_name(s), wreason);
+    }
+    if (L->reason_tail) {
+        size_t len = strlen(rep->reason);
+        snprintf(rep->reason + len, sizeof rep->reason - len, "; %s", L->reason_tail);
+    }
+    rep->strategy = s;
+    L->part_strategy = s == CLF_STRATEGY_STATIC    ? CLF__PART_STATIC
+                       : s == CLF_STRATEGY_DYNAMIC ? CLF__PART_DYNAMIC
+                       : s == CLF_STRATEGY_GUIDED  ? CLF__PART_GUIDED
+                                          : CLF__PART_MEMORY_AWARE;
+    return CLF_SUCCESS;
+}
+
+/* ---- learning ----------------------------------------------------------------------------- */
+
+void clf__learn(clf__launch *L)
+{
+    pthread_mutex_lock(&L->X->lock);
+    clf__perf_model *m = L->X->perf; /* opened by choose_weights() when weights are learned */
+    pthread_mutex_unlock(&L->X->lock);
+    if (!m)
+        return;
+    char kkey[300], dkey[400];
+    kernel_key(L, kkey, sizeof kkey);
+    for (size_t i = 0; i < L->ndev; i++) {
+        const clf__worker *w = &L->w[i];
+        double t = w->rep.finish_s - w->t_start;
+        if (w->rep.units && !w->rep.failed && t > 0) {
+            /* A plane's work per unit (the GEMM's MFLOP per row or column of C). */
+            uint64_t work = w->rep.units;
+            if (L->learn_scale > 0) {
+                double x = (double)w->rep.units * L->learn_scale;
+                work = x >= 1 ? (uint64_t)llround(x) : 1;
+            }
+            clf__perf_device_key(w->d, dkey, sizeof dkey);
+            clf__perf_record(m, kkey, dkey, work, t);
+        }
+    }
+}
