@@ -383,9 +383,9 @@ static clf_status gemm_chunk_out(clf__worker *w, clf__chunk *c)
 static int gemm_landed(const clf__worker *w, const clf__chunk *c)
 {
     (void)w;
-    if (!c->kernel || c->nread == 0 || clf__worker_event_status(c->kernel) != CL_COMPLETE)
+    if (!c->kernel || c->nread == 0 || clf__cl_event_status(c->kernel) != CL_COMPLETE)
         return 0;
-    return clf__worker_event_status(c->ev[c->nwrite]) == CL_COMPLETE;
+    return clf__cl_event_status(c->ev[c->nwrite]) == CL_COMPLETE;
 }
 
 static void gemm_release(clf__worker *w)

@@ -1,10 +1,11 @@
 /*
  * Completion events of asynchronous operations: an OpenCL event, an asynchronous launch
- * (a host thread, launch.c) or a copy running on a transfer thread (a task, below).
+ * (an entry in the fleet's launch queue, exec/launch.c) or a copy running on a transfer
+ * thread (a task, below).
  *
  * An event can be waited for by several threads at once and outlive its caller's release
  * while clfleet still needs it (a copy waiting for it, a bridge to another context): both
- * go through one lock here. A launch's thread is joined exactly once, by whichever waiter
+ * go through one lock here. A launch's own wait runs exactly once, by whichever waiter
  * comes first; the others wait for its recorded result.
  */
 #include "core.h"

@@ -325,10 +325,10 @@ static int array_landed(const clf__worker *w, const clf__chunk *c)
     size_t outputs = 0, landed = 0, inout = 0;
     for (size_t i = 0; i < L->nargs; i++)
         outputs += clf__arg_writes(&L->args[i]);
-    if (!c->kernel || clf__worker_event_status(c->kernel) != CL_COMPLETE)
+    if (!c->kernel || clf__cl_event_status(c->kernel) != CL_COMPLETE)
         return 0;
     for (size_t j = c->nwrite; j < c->nwrite + c->nread; j++)
-        if (clf__worker_event_status(c->ev[j]) == CL_COMPLETE) {
+        if (clf__cl_event_status(c->ev[j]) == CL_COMPLETE) {
             landed++;
             inout += L->args[c->ev_arg[j]].kind == CLF_ARG_KIND_INOUT;
         }

@@ -343,7 +343,8 @@ clf_status clf__choose_strategy(clf__launch *L, const uint64_t *max_units,
                      wreason);
         } else if (L->ndev > 1 && L->prog &&
                    (one = too_small(L, max_units, why, sizeof why)) < L->ndev) {
-            /* One chunk on one device; the others stand by in case it fails (run()). */
+            /* One chunk on one device; the others stand by in case it fails
+             * (clf__exec_run()). */
             s = CLF_STRATEGY_STATIC;
             L->small = 1;
             for (size_t i = 0; i < L->ndev; i++) {

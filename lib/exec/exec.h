@@ -4,7 +4,7 @@
  *
  * The chunk executor and its data planes (issue 15). The coordinator (launch.c) cuts a range
  * of units with the partitioner (plan/partition.c) and runs one worker per device on the
- * device's persistent thread (devthread.c). The worker's loop (worker.c: run_chunks) is the
+ * device's persistent thread (fleetstate.c). The worker's loop (worker.c: run_chunks) is the
  * same for every kind of work: take a chunk, move its data in, run it, move its results
  * out, wait for it and account for it, with one chunk of look-ahead, work stealing, and on a
  * failure the device's chunks given back to the others (re-queued). What a chunk's data is
@@ -56,8 +56,8 @@ struct clf__bcast {
  * registry (core/state.c) and finalized at its teardown, first of all (CLF__STATE_DRAIN): the
  * finalizer waits for the launches still queued, stops the dispatcher of asynchronous
  * launches and releases the broadcast cache and the throughput model (fleetstate.c). The kept
- * buffers (bufcache.c) and the per-device threads (devthread.c) are states of their own,
- * finalized next (CLF__STATE_BEFORE_XFER).
+ * buffers and the per-device threads (fleetstate.c too) are states of their own, finalized
+ * next (CLF__STATE_BEFORE_XFER).
  */
 typedef struct clf__exec_state {
     pthread_mutex_t lock; /* guards what follows */
@@ -88,12 +88,12 @@ typedef struct clf__exec_state {
 /* The fleet's launch state, made on first use; NULL: out of memory. */
 clf__exec_state *clf__exec_state_of(clf_fleet *fl);
 
-/* Small device buffers kept between launches (bufcache.c): take one of exactly this device,
+/* Small device buffers kept between launches (fleetstate.c): take one of exactly this device,
  * flags and size (NULL: none), give one back (kept or released); released at the teardown. */
 cl_mem clf__bufcache_get(clf_fleet *fl, size_t dev, cl_mem_flags flags, size_t bytes);
 void clf__bufcache_put(clf_fleet *fl, size_t dev, cl_mem mem);
 
-/* The fleet's persistent per-device threads (devthread.c): run fn(arg) on device dev's
+/* The fleet's persistent per-device threads (fleetstate.c): run fn(arg) on device dev's
  * thread, made on first use (-1: it cannot be made), wait until it returned; stopped and
  * joined at the fleet's teardown. One job at a time per device. */
 int clf__devthread_run(clf_fleet *fl, size_t dev, void *(*fn)(void *), void *arg);
@@ -173,7 +173,7 @@ typedef struct clf__worker {
     struct clf__launch *L;
     size_t slot_index; /* position among the launch's devices */
     struct clf__device *d;
-    int started; /* running on its device's thread (devthread.c) */
+    int started; /* running on its device's thread (fleetstate.c) */
     cl_kernel kernel;
     cl_mem whole[CLF__MAX_ARGS];   /* global-indexed arrays and reductions (owned) */
     cl_mem slot[CLF__MAX_ARGS][2]; /* chunk-indexed slots (owned) */
@@ -308,7 +308,7 @@ void clf__perf_device_key(const struct clf__device *d, char *buf, size_t n);
 void clf__launch_footprint(const clf__launch *L, uint64_t *fixed, uint64_t *per_unit,
                            uint64_t *halo_units);
 /* The worker's helpers that the array plane (arrays.c) shares with the loop (worker.c): a
- * device buffer of the worker's budget (the alloc fault rule applies, bufcache.c's kept
+ * device buffer of the worker's budget (the alloc fault rule applies, fleetstate.c's kept
  * buffers first); the worker's command options (its exec lock held, its own accounting, fault
  * rule call); a failed command of the command path (core/cmd.c), remembered for the
  * device-fault decision; a blocking transfer outside the chunks accounted for (ev released,
@@ -335,9 +335,6 @@ clf_status clf__worker_cl_fail(clf__worker *w, cl_int err, const char *call, int
 /* Account for a completed transfer outside the chunks (an operand sent once): report,
  * metrics; releases ev; returns its seconds. to_device: its direction. */
 double clf__worker_transfer_done(clf__worker *w, cl_event ev, int to_device, uint64_t bytes);
-/* An event's execution status (CL_COMPLETE, ..., or a negative error; CL_INVALID_EVENT when
- * it cannot be queried): whether a chunk's commands ran, e.g. in a plane's landed(). */
-cl_int clf__worker_event_status(cl_event e);
 /* The identity element of op for type (esize bytes written to out). */
 void clf__reduce_identity(unsigned op, unsigned type, void *out);
 /* acc[i] = op(acc[i], x[i]) for count elements. */

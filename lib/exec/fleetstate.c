@@ -1,15 +1,18 @@
 /*
- * What launches keep on a fleet (clf__exec_state): made on first use, finalized first at the
- * teardown (queued launches complete, the dispatcher of asynchronous launches stops); the
- * learned throughput model, the cache of broadcast arrays, and the turns (a ticket each:
- * launches run in the order they were queued).
+ * What launches keep on a fleet, each a state of the fleet's registry (core/state.c) made on
+ * first use:
+ * - the launch state (clf__exec_state), finalized first at the teardown (queued launches
+ *   complete, the dispatcher of asynchronous launches stops): the learned throughput model,
+ *   the cache of broadcast arrays, and the turns (a ticket each: launches run in the order
+ *   they were queued);
+ * - the device buffers kept between launches (below);
+ * - the persistent per-device threads that drive the devices in a launch (below).
  */
 #include "exec.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
 
 #define CLF__BCAST_CACHE 16
 
@@ -218,4 +221,272 @@ clf_status clf__turn_begin(clf_fleet *fl)
 void clf__turn_end(clf_fleet *fl)
 {
     clf__end_turn(clf__exec_state_of(fl)); /* made by clf__turn_begin() */
+}
+
+/* ---- kept device buffers --------------------------------------------------------------- */
+
+/*
+ * Device buffers kept between launches. A new buffer costs PoCL about 30 us on its first
+ * use (allocation and first touch), twice the whole enqueue-and-finish round trip of a
+ * 4,096-float kernel; iterative codes launch thousands of such kernels on arrays of the same
+ * sizes. So the buffers a launch's workers release go to a small per-fleet cache, keyed by
+ * device, flags and size, and the next launch's workers take them back instead of creating
+ * new ones (worker.c, clf__worker_device_alloc()).
+ *
+ * Only small buffers are kept (CLF__BUFCACHE_MAX_BYTES each, CLF__BUFCACHE_SLOTS in all, the
+ * oldest evicted): for a large array the copies dominate, and idle memory held on a device is
+ * memory no one else can use: at most 32 MiB per fleet. The fleet's metrics count a buffer as
+ * freed when it is kept and allocated again when it is taken (so their current memory is
+ * the launches' working memory, as before: idle kept buffers do not show there), and a kept
+ * buffer counts against no launch's budget until taken.
+ * Buffers are only put back once every command of their launch has completed (the workers'
+ * teardown, after the launch's last wait), and launches run one at a time per fleet; the
+ * cache has its lock all the same, as GEMM and launches may interleave. It is the fleet's state
+ * of this file (core/state.c), released at the teardown once the launches have run.
+ */
+
+#define CLF__BUFCACHE_SLOTS 32
+#define CLF__BUFCACHE_MAX_BYTES ((size_t)1 << 20)
+
+struct clf__bufcache {
+    pthread_mutex_t lock; /* guards what follows */
+    struct {
+        cl_mem mem; /* NULL: free slot */
+        size_t dev, bytes;
+        cl_mem_flags flags;
+        uint64_t age; /* when it was put back: the lowest goes first */
+    } slot[CLF__BUFCACHE_SLOTS];
+    uint64_t clock;
+};
+
+static void *cache_create(clf_fleet *fl)
+{
+    (void)fl;
+    struct clf__bufcache *c = calloc(1, sizeof *c);
+    if (c && pthread_mutex_init(&c->lock, NULL) != 0) {
+        free(c);
+        c = NULL;
+    }
+    return c;
+}
+
+static void cache_fini(clf_fleet *fl, void *state);
+
+static const clf__state_key cache_key = {"launch buffers", CLF__STATE_BEFORE_XFER, cache_create,
+                                         cache_fini};
+
+cl_mem clf__bufcache_get(clf_fleet *fl, size_t dev, cl_mem_flags flags, size_t bytes)
+{
+    cl_mem m = NULL;
+    struct clf__bufcache *c = clf__fleet_state_find(fl, &cache_key);
+    if (!c)
+        return NULL; /* nothing kept yet */
+    pthread_mutex_lock(&c->lock);
+    for (size_t i = 0; i < CLF__BUFCACHE_SLOTS && !m; i++)
+        if (c->slot[i].mem && c->slot[i].dev == dev && c->slot[i].flags == flags &&
+            c->slot[i].bytes == bytes) {
+            m = c->slot[i].mem;
+            c->slot[i].mem = NULL;
+        }
+    pthread_mutex_unlock(&c->lock);
+    return m;
+}
+
+void clf__bufcache_put(clf_fleet *fl, size_t dev, cl_mem mem)
+{
+    cl_mem_flags flags = 0;
+    size_t bytes = 0;
+    cl_mem evict = NULL;
+    if (clGetMemObjectInfo(mem, CL_MEM_FLAGS, sizeof flags, &flags, NULL) != CL_SUCCESS ||
+        clGetMemObjectInfo(mem, CL_MEM_SIZE, sizeof bytes, &bytes, NULL) != CL_SUCCESS ||
+        bytes > CLF__BUFCACHE_MAX_BYTES) {
+        clReleaseMemObject(mem); /* not kept */
+        clf__metrics_free(fl, dev, bytes);
+        return;
+    }
+    struct clf__bufcache *c = clf__fleet_state(fl, &cache_key);
+    if (!c) {
+        clReleaseMemObject(mem);
+        clf__metrics_free(fl, dev, bytes);
+        return;
+    }
+    pthread_mutex_lock(&c->lock);
+    size_t at = 0;
+    for (size_t i = 0; i < CLF__BUFCACHE_SLOTS; i++) {
+        if (!c->slot[i].mem) {
+            at = i;
+            break;
+        }
+        if (c->slot[i].age < c->slot[at].age)
+            at = i;
+    }
+    if (c->slot[at].mem) /* full: the oldest goes */
+        evict = c->slot[at].mem;
+    c->slot[at].mem = mem;
+    c->slot[at].dev = dev;
+    c->slot[at].bytes = bytes;
+    c->slot[at].flags = flags;
+    c->slot[at].age = ++c->clock;
+    pthread_mutex_unlock(&c->lock);
+    clf__metrics_free(fl, dev, bytes); /* kept: counted as free (see the top) */
+    if (evict)
+        clReleaseMemObject(evict);
+}
+
+static void cache_fini(clf_fleet *fl, void *state)
+{
+    (void)fl;
+    struct clf__bufcache *c = state;
+    for (size_t i = 0; i < CLF__BUFCACHE_SLOTS; i++)
+        if (c->slot[i].mem)
+            clReleaseMemObject(c->slot[i].mem); /* counted as freed when kept */
+    pthread_mutex_destroy(&c->lock);
+    free(c);
+}
+
+/* ---- per-device threads ---------------------------------------------------------------- */
+
+/*
+ * The fleet's persistent per-device threads: the host thread that drives each device in a
+ * launch (worker.c runs on it). Made on a device's first launch and kept, sleeping on a
+ * condition variable, until the fleet's teardown (the pool's finalizer, core/state.c): a
+ * launch then hands its workers to threads that already exist instead of creating and
+ * joining one per device (about 7 us each on an idle host, and a scheduler round trip more on
+ * a busy one, against a 15 us enqueue-and-finish round trip of a small kernel; issue 14).
+ *
+ * One job at a time per thread: launches run one at a time per fleet (clf__turn_begin()), and
+ * clf__devthread_run() waits should the thread still be busy. Everything a job and its
+ * submitter share is handed over under the pool's mutex, so the job sees what was written
+ * before it was posted and the submitter what the job wrote once clf__devthread_wait()
+ * returns. A device's thread is a plain pthread: the one thread-local state of the library,
+ * the detail behind clf_last_error(), is copied into the worker's report by worker.c.
+ */
+
+typedef struct devthread {
+    struct clf__devpool *pool;
+    pthread_t thread;
+    int started, stop;
+    int busy;                /* a job was posted and has not returned */
+    void *(*fn)(void *);     /* the posted job, NULL once taken */
+    void *arg;
+    pthread_cond_t go, done; /* a job or stop was posted; the job returned */
+} devthread;
+
+struct clf__devpool {
+    pthread_mutex_t lock;
+    size_t n;
+    devthread *t; /* one per fleet device */
+};
+
+static void *devthread_main(void *arg)
+{
+    devthread *t = arg;
+    pthread_mutex_t *lock = &t->pool->lock;
+    pthread_mutex_lock(lock);
+    for (;;) {
+        while (!t->fn && !t->stop)
+            pthread_cond_wait(&t->go, lock);
+        if (!t->fn)
+            break; /* stop, and nothing posted */
+        void *(*fn)(void *) = t->fn;
+        void *a = t->arg;
+        t->fn = NULL;
+        pthread_mutex_unlock(lock);
+        fn(a);
+        pthread_mutex_lock(lock);
+        t->busy = 0;
+        pthread_cond_broadcast(&t->done);
+    }
+    pthread_mutex_unlock(lock);
+    return NULL;
+}
+
+static void *pool_create(clf_fleet *fl)
+{
+    struct clf__devpool *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    p->n = fl->ndev;
+    p->t = calloc(fl->ndev ? fl->ndev : 1, sizeof *p->t);
+    if (!p->t || pthread_mutex_init(&p->lock, NULL) != 0) {
+        free(p->t);
+        free(p);
+        return NULL;
+    }
+    for (size_t i = 0; i < p->n; i++) {
+        p->t[i].pool = p;
+        pthread_cond_init(&p->t[i].go, NULL);
+        pthread_cond_init(&p->t[i].done, NULL);
+    }
+    return p;
+}
+
+static void pool_fini(clf_fleet *fl, void *state);
+
+/* The pool is the fleet's state of this file (core/state.c), stopped at the teardown once
+ * the launches have run (after the launch state's finalizer, CLF__STATE_DRAIN). */
+static const clf__state_key pool_key = {"launch threads", CLF__STATE_BEFORE_XFER, pool_create,
+                                        pool_fini};
+
+/* The fleet's pool, made on first use (NULL: out of memory). */
+static struct clf__devpool *pool_of(clf_fleet *fl)
+{
+    return clf__fleet_state(fl, &pool_key);
+}
+
+int clf__devthread_run(clf_fleet *fl, size_t dev, void *(*fn)(void *), void *arg)
+{
+    struct clf__devpool *p = pool_of(fl);
+    if (!p || dev >= p->n)
+        return -1;
+    devthread *t = &p->t[dev];
+    pthread_mutex_lock(&p->lock);
+    while (t->busy)
+        pthread_cond_wait(&t->done, &p->lock);
+    if (!t->started) {
+        if (pthread_create(&t->thread, NULL, devthread_main, t) != 0) {
+            pthread_mutex_unlock(&p->lock);
+            return -1;
+        }
+        t->started = 1;
+    }
+    t->fn = fn;
+    t->arg = arg;
+    t->busy = 1;
+    pthread_cond_signal(&t->go);
+    pthread_mutex_unlock(&p->lock);
+    return 0;
+}
+
+void clf__devthread_wait(clf_fleet *fl, size_t dev)
+{
+    struct clf__devpool *p = clf__fleet_state_find(fl, &pool_key);
+    if (!p || dev >= p->n)
+        return;
+    devthread *t = &p->t[dev];
+    pthread_mutex_lock(&p->lock);
+    while (t->busy)
+        pthread_cond_wait(&t->done, &p->lock);
+    pthread_mutex_unlock(&p->lock);
+}
+
+static void pool_fini(clf_fleet *fl, void *state)
+{
+    (void)fl;
+    struct clf__devpool *p = state;
+    for (size_t i = 0; i < p->n; i++) {
+        devthread *t = &p->t[i];
+        pthread_mutex_lock(&p->lock);
+        t->stop = 1;
+        pthread_cond_signal(&t->go);
+        int started = t->started;
+        pthread_mutex_unlock(&p->lock);
+        if (started)
+            pthread_join(t->thread, NULL);
+        pthread_cond_destroy(&t->go);
+        pthread_cond_destroy(&t->done);
+    }
+    pthread_mutex_destroy(&p->lock);
+    free(p->t);
+    free(p);
 }

@@ -144,7 +144,7 @@ static clf_status incomplete(clf__launch *L, uint64_t done, uint64_t free_units)
 
 /*
  * Run the workers of the devices marked in which until they are done: each on its device's
- * persistent thread (devthread.c) but the first, which runs on the calling thread (a launch
+ * persistent thread (fleetstate.c) but the first, which runs on the calling thread (a launch
  * on one device hands nothing over, and every launch one device fewer).
  */
 static void run_workers(clf__launch *L, const unsigned char *which)

@@ -116,7 +116,7 @@ clf_status clf__worker_device_alloc(clf__worker *w, size_t bytes, cl_mem_flags f
                          (unsigned long long)w->mem_now);
     cl_int err = CLF__FAULT(w->L->fl, w->d->index, CLF__FAULT_ALLOC);
     int injected = err != CL_SUCCESS;
-    /* One an earlier launch left (bufcache.c), else a new one. */
+    /* One an earlier launch left (fleetstate.c), else a new one. */
     *out = injected ? NULL : clf__bufcache_get(w->L->fl, w->d->index, flags, bytes);
     if (injected)
         return cl_fail(w, err, "clCreateBuffer", injected);
@@ -171,14 +171,6 @@ static void drain_chunk(clf__worker *w, const clf__chunk *c)
     for (size_t j = 0; j < n; j++) /* one by one: a failed one may end a wait for all early */
         clWaitForEvents(1, &all[j]);
     clf__dev_exec_enter(w->L->fl, w->d->index);
-}
-
-cl_int clf__worker_event_status(cl_event e)
-{
-    cl_int s = CL_COMPLETE;
-    if (clGetEventInfo(e, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof s, &s, NULL) != CL_SUCCESS)
-        s = CL_INVALID_EVENT;
-    return s;
 }
 
 /*
@@ -273,7 +265,7 @@ static clf_status finish_chunk(clf__worker *w, clf__chunk *c)
     clf__dev_exec_enter(w->L->fl, w->d->index);
     cl_int exec = c->fault ? c->fault : CL_COMPLETE;
     for (size_t j = 0; j < n && exec == CL_COMPLETE; j++) {
-        cl_int s = clf__worker_event_status(all[j]);
+        cl_int s = clf__cl_event_status(all[j]);
         if (s < 0)
             exec = s;
     }

@@ -10,9 +10,9 @@
  * forever.
  *
  * Host-side completions (copies on transfer threads) are tasks (event.c), which set the user
- * events subscribed to them. An asynchronous launch has no such hook (launch.c joins a
- * thread), so a bridge to it is a small thread that waits for the launch and then sets the
- * user event.
+ * events subscribed to them. An asynchronous launch has no such hook (its wait, in
+ * exec/launch.c, blocks until the fleet's dispatcher has run it), so a bridge to it is a
+ * small thread that waits for the launch and then sets the user event.
  */
 #include "transfer.h"
 
