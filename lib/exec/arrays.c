@@ -152,8 +152,6 @@ static int late_write(const clf_arg *a)
            (a->halo_before || a->halo_after);
 }
 
-enum { WRITE_EARLY = CLF__WRITE_EARLY, WRITE_LATE = CLF__WRITE_LATE, WRITE_ALL = CLF__WRITE_ALL };
-
 /*
  * Enqueue on the transfer queue the move of split indices [lo, hi) of argument i between its
  * host array and m, where they start at index at (lo for a global-indexed buffer): one range
@@ -196,7 +194,8 @@ static clf_status array_chunk_in(clf__worker *w, clf__chunk *c, int which)
     clf__launch *L = w->L;
     for (size_t i = 0; i < L->nargs; i++) {
         const clf_arg *a = &L->args[i];
-        if (!clf__arg_partitioned(a) || !(which & (late_write(a) ? WRITE_LATE : WRITE_EARLY)))
+        if (!clf__arg_partitioned(a) ||
+            !(which & (late_write(a) ? CLF__WRITE_LATE : CLF__WRITE_EARLY)))
             continue;
         int chunked = (a->flags & CLF_ARG_CHUNK_INDEXED) != 0;
         uint64_t lo = c->off - (c->off < a->halo_before ? c->off : a->halo_before);

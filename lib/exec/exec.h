@@ -16,7 +16,7 @@
  *   begin(w)                once the device holds its first chunk (may be NULL: the GEMM's
  *                           operand that every block needs, sent only to devices with work);
  *   chunk_in(w, c, which)   enqueue the chunk's inputs on the transfer queue (events in
- *                           c->ev[0 .. nwrite)); `which` is WRITE_EARLY/LATE (worker.c);
+ *                           c->ev[0 .. nwrite)); `which` is CLF__WRITE_EARLY/LATE (worker.c);
  *   run(w, c)               enqueue its computation on the compute queue after them (event
  *                           c->kernel, c->pre a marker it waits behind, or c->fault set);
  *   chunk_out(w, c)         enqueue its results' move back to the host after c->kernel

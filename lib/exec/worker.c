@@ -135,7 +135,6 @@ clf_status clf__worker_device_alloc(clf__worker *w, size_t bytes, cl_mem_flags f
     return CLF_SUCCESS;
 }
 
-enum { WRITE_EARLY = CLF__WRITE_EARLY, WRITE_LATE = CLF__WRITE_LATE, WRITE_ALL = CLF__WRITE_ALL };
 
 static void release_chunk(clf__chunk *c)
 {
@@ -500,7 +499,7 @@ static clf_status run_chunks(clf__worker *w)
         c[0].slot = 0;
         st = P->begin ? P->begin(w) : CLF_SUCCESS;
         if (st == CLF_SUCCESS)
-            st = P->chunk_in(w, &c[0], WRITE_ALL);
+            st = P->chunk_in(w, &c[0], CLF__WRITE_ALL);
     }
     int ahead = 0; /* `now` was taken as a look-ahead chunk */
     while (have > 0 && st == CLF_SUCCESS) {
@@ -521,7 +520,7 @@ static clf_status run_chunks(clf__worker *w)
             if (have < 0)
                 st = CLF_ERROR_OPENCL;
             else if (have)
-                st = P->chunk_in(w, now, WRITE_ALL);
+                st = P->chunk_in(w, now, CLF__WRITE_ALL);
             continue;
         }
         st = P->run(w, now);
@@ -535,12 +534,12 @@ static clf_status run_chunks(clf__worker *w)
         if (more)
             offer_lookahead(w, nxt);
         if (more)
-            st = P->chunk_in(w, nxt, WRITE_EARLY);
+            st = P->chunk_in(w, nxt, CLF__WRITE_EARLY);
         if (st == CLF_SUCCESS)
             st = P->chunk_out(w, now);
         /* After this chunk's read on the in-order transfer queue (see late_write, arrays.c). */
         if (st == CLF_SUCCESS && more)
-            st = P->chunk_in(w, nxt, WRITE_LATE);
+            st = P->chunk_in(w, nxt, CLF__WRITE_LATE);
         if (st == CLF_SUCCESS)
             st = finish_chunk(w, now);
         if (st == CLF_SUCCESS) {
@@ -553,7 +552,7 @@ static clf_status run_chunks(clf__worker *w)
         /* Nothing to look ahead to: now that this device holds no chunk, wait for one
          * (work of a failed device may still come back). */
         if (!more && (more = next_chunk(w, nxt, 1, 0)) > 0)
-            st = P->chunk_in(w, nxt, WRITE_ALL); /* taken now, not ahead: not offered */
+            st = P->chunk_in(w, nxt, CLF__WRITE_ALL); /* taken now, not ahead: not offered */
         if (more < 0)
             st = CLF_ERROR_OPENCL;
         have = more;
