@@ -105,7 +105,7 @@ static pthread_mutex_t blast_lock = PTHREAD_MUTEX_INITIALIZER;
 static size_t blast_fleets;
 
 /*
- * A fleet that ran a GEMM holds a registration in the fleet's state registry (core/state.c):
+ * A fleet that ran a GEMM holds a registration in the fleet's state registry (core/device.c):
  * made on its first GEMM (blast_fleets counts it), finalized at its teardown: clBLAST caches
  * programs of the contexts it saw, and once no live fleet has run a GEMM the caches go. The
  * state itself is only a marker: GEMM keeps nothing else on the fleet.

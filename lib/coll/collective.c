@@ -148,7 +148,7 @@ static void disown(clf_fleet *fl, int *holds_fleet)
 }
 
 /*
- * What the collectives keep on a fleet (the fleet's state registry, core/state.c): cl/
+ * What the collectives keep on a fleet (the fleet's state registry, core/device.c): cl/
  * reduce.cl, built on first use, and idle scratch buffers; released at the fleet's teardown,
  * before the transfer layer's.
  */

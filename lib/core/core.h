@@ -28,6 +28,20 @@ clf_status clf__cache_store(const char *dir, const unsigned char key[32],
 /* Path of the entry for key (malloc'd). */
 char *clf__cache_path(const char *dir, const unsigned char key[32]);
 
+/* ---- SHA-256 (cache.c, pure) ---- */
+
+typedef struct clf__sha256 {
+    uint32_t h[8];
+    uint64_t len;
+    unsigned char buf[64];
+    size_t nbuf;
+} clf__sha256;
+
+void clf__sha256_init(clf__sha256 *c);
+void clf__sha256_update(clf__sha256 *c, const void *data, size_t n);
+void clf__sha256_final(clf__sha256 *c, unsigned char out[32]);
+void clf__sha256_hex(const unsigned char d[32], char hex[65]);
+
 /* ---- devices and the fleet's references (device.c) ---- */
 
 /*
@@ -43,7 +57,7 @@ char *clf__cache_path(const char *dir, const unsigned char key[32]);
 void clf__fleet_ref(clf_fleet *fl);
 void clf__fleet_unref(clf_fleet *fl);
 
-/* ---- subsystems' state on a fleet (state.c) ---- */
+/* ---- subsystems' state on a fleet (device.c) ---- */
 
 /*
  * What a layer above core keeps on a fleet lives in a struct of its own, reached through a
@@ -90,7 +104,7 @@ cl_int clf__cl_event_status(cl_event ev);
  * else releases it. Thread-safe, as is waiting for an event from several threads. */
 void clf__event_hold(clf_event *e);
 
-/* A host-side completion several parties wait for (bridge.c): created with one reference;
+/* A host-side completion several parties wait for (xfer/sync.c): created with one reference;
  * completing it wakes the waiters and sets the OpenCL user events subscribed to it. */
 struct clf__task;
 struct clf__task *clf__task_create(void);

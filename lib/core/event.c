@@ -166,7 +166,7 @@ void clf_event_release(clf_event *e)
 /*
  * Tasks: host-side completions (copies on transfer threads) that several parties wait for.
  * A lock, a condition, a result, and the OpenCL user events to set when the task completes
- * (the bridges of bridge.c subscribe them). Events wrap them (above).
+ * (the bridges of xfer/sync.c subscribe them). Events wrap them (above).
  */
 
 struct clf__task {

@@ -16,7 +16,7 @@
  * the command path does on a device that runs commands inside clEnqueue* (PoCL's basic).
  *
  * With CLF_ARRAY_EXCHANGE_AFTER, each part runs its boundary strips first (the units its
- * neighbours hold as halo), the halos of the written arrays are queued (halo.c), then the
+ * neighbours hold as halo), the halos of the written arrays are queued (exchange.c), then the
  * interior: its write range is disjoint from the copies' read ranges, so it does not wait
  * for them, and the copies run while it computes.
  */

@@ -1,7 +1,7 @@
 /* lib/data: distributed arrays (clf_array) that stay on the devices. State shared by the
  * array objects and their layout (array.c), the per-part dependency records and coherence
- * (deps.c), host access (host.c), redistribution and reductions (redist.c) and the
- * owner-computes launches and halo exchange (alaunch.c, halo.c). Not installed.
+ * (deps.c), host access (host.c), the owner-computes launches (alaunch.c) and the data
+ * between parts: halo exchange, redistribution and reductions (exchange.c). Not installed.
  *
  * Layer: above exec (kernels), coll (reductions) and xfer (device-to-device copies). */
 #ifndef CLFLEET_DATA_H

@@ -53,7 +53,7 @@ struct clf__bcast {
 
 /*
  * What launches keep on a fleet: made on the first launch (or GEMM) through the fleet's state
- * registry (core/state.c) and finalized at its teardown, first of all (CLF__STATE_DRAIN): the
+ * registry (core/device.c) and finalized at its teardown, first of all (CLF__STATE_DRAIN): the
  * finalizer waits for the launches still queued, stops the dispatcher of asynchronous
  * launches and releases the broadcast cache and the throughput model (fleetstate.c). The kept
  * buffers and the per-device threads (fleetstate.c too) are states of their own, finalized
@@ -99,7 +99,7 @@ void clf__bufcache_put(clf_fleet *fl, size_t dev, cl_mem mem);
 int clf__devthread_run(clf_fleet *fl, size_t dev, void *(*fn)(void *), void *arg);
 void clf__devthread_wait(clf_fleet *fl, size_t dev);
 
-/* One part of clf_array_launch() (kernel.c): clf_kernel_enqueue() with variant (the
+/* One part of clf_array_launch() (launch.c): clf_kernel_enqueue() with variant (the
  * program's array variant, core/program.c), whose hidden range parameter gets whole and whose
  * part offsets parameter gets part_offsets (bytes, one per __global/__constant pointer). */
 clf_status clf__kernel_enqueue_part(clf_fleet *fleet, clf_program *variant, size_t device,

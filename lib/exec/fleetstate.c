@@ -1,5 +1,5 @@
 /*
- * What launches keep on a fleet, each a state of the fleet's registry (core/state.c) made on
+ * What launches keep on a fleet, each a state of the fleet's registry (core/device.c) made on
  * first use:
  * - the launch state (clf__exec_state), finalized first at the teardown (queued launches
  *   complete, the dispatcher of asynchronous launches stops): the learned throughput model,
@@ -242,7 +242,7 @@ void clf__turn_end(clf_fleet *fl)
  * Buffers are only put back once every command of their launch has completed (the workers'
  * teardown, after the launch's last wait), and launches run one at a time per fleet; the
  * cache has its lock all the same, as GEMM and launches may interleave. It is the fleet's state
- * of this file (core/state.c), released at the teardown once the launches have run.
+ * of this file (core/device.c), released at the teardown once the launches have run.
  */
 
 #define CLF__BUFCACHE_SLOTS 32
@@ -349,7 +349,7 @@ static void cache_fini(clf_fleet *fl, void *state)
 /*
  * The fleet's persistent per-device threads: the host thread that drives each device in a
  * launch (worker.c runs on it). Made on a device's first launch and kept, sleeping on a
- * condition variable, until the fleet's teardown (the pool's finalizer, core/state.c): a
+ * condition variable, until the fleet's teardown (the pool's finalizer, core/device.c): a
  * launch then hands its workers to threads that already exist instead of creating and
  * joining one per device (about 7 us each on an idle host, and a scheduler round trip more on
  * a busy one, against a 15 us enqueue-and-finish round trip of a small kernel; issue 14).
@@ -423,7 +423,7 @@ static void *pool_create(clf_fleet *fl)
 
 static void pool_fini(clf_fleet *fl, void *state);
 
-/* The pool is the fleet's state of this file (core/state.c), stopped at the teardown once
+/* The pool is the fleet's state of this file (core/device.c), stopped at the teardown once
  * the launches have run (after the launch state's finalizer, CLF__STATE_DRAIN). */
 static const clf__state_key pool_key = {"launch threads", CLF__STATE_BEFORE_XFER, pool_create,
                                         pool_fini};

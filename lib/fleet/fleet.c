@@ -427,7 +427,7 @@ static void fleet_free(clf_fleet *fl)
 {
     if (!fl)
         return;
-    /* Each layer's finalizers (core/state.c), before the queues and contexts go: launches
+    /* Each layer's finalizers (core/device.c), before the queues and contexts go: launches
      * still queued first, then the collectives' and GEMM's state, then the transfers. */
     clf__fleet_state_fini(fl, CLF__STATE_DRAIN);
     clf__fleet_state_fini(fl, CLF__STATE_BEFORE_XFER);

@@ -9,7 +9,7 @@
 #include "pathsel.h"
 #include "perfmodel.h"
 
-/* ---- device selection (filter.c, pure) ---- */
+/* ---- device selection (select.c, pure) ---- */
 
 #define CLF__MAX_INDEX 256
 #define CLF__MAX_SPLIT 64

@@ -1,9 +1,18 @@
-/* Names and clocks every layer shares: the strategies', the element types' sizes, the
- * transfer paths' names as the counters and the trace write them, a string as JSON writes
- * it, and the host's monotonic clock (seconds and nanoseconds). */
+/*
+ * Names, words and clocks every layer shares:
+ * - values to names: the strategies', the element types' sizes, the transfer paths' names as
+ *   the counters and the trace write them, a string as JSON writes it;
+ * - words to values: the parsers of the tuning variables read at fleet creation (pure: no
+ *   OpenCL, no getenv), and the binary cache's default directory (from the environment).
+ *   A malformed value is CLF_ERROR_PARSE naming the variable, never silently ignored: a typo
+ *   in a knob that changes nothing would mislead a measurement;
+ * - the host's monotonic clock (seconds and nanoseconds).
+ */
 #include "util.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <strings.h>
 #include <time.h>
 
@@ -84,4 +93,109 @@ uint64_t clf__mono_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Case-insensitive exact match against a NULL-terminated word list. */
+static int one_of(const char *v, const char *const *words)
+{
+    for (; *words; words++)
+        if (strcasecmp(v, *words) == 0)
+            return 1;
+    return 0;
+}
+
+/* *set = 0 for an unset or empty value or one of dflt, 1 for one of other; else a parse
+ * error naming the variable and what it takes. */
+static clf_status choice(const char *v, const char *const *dflt, const char *const *other,
+                         int *set, const char *fn, const char *var, const char *takes)
+{
+    if (!set)
+        return clf__fail(CLF_ERROR_NULL_POINTER, "%s: output is NULL", fn);
+    *set = 0;
+    if (!v || !*v || one_of(v, dflt))
+        return CLF_SUCCESS;
+    if (one_of(v, other)) {
+        *set = 1;
+        return CLF_SUCCESS;
+    }
+    return clf__fail(CLF_ERROR_PARSE, "%s: '%.64s' is not %s", var, v, takes);
+}
+
+clf_status clf__env_metrics(const char *v, int *off)
+{
+    static const char *const yes[] = {"1", "on", "yes", "true", NULL};
+    static const char *const no[] = {"0", "off", "no", "false", NULL};
+    return choice(v, yes, no, off, "clf__env_metrics", "CLFLEET_METRICS", "0, 1, off or on");
+}
+
+clf_status clf__env_transfer_chunk(const char *v, size_t dflt, size_t *out)
+{
+    if (!out)
+        return clf__fail(CLF_ERROR_NULL_POINTER, "clf__env_transfer_chunk: out is NULL");
+    *out = dflt;
+    if (!v || !*v)
+        return CLF_SUCCESS;
+    /* Decimal digits, an optional K or M suffix; no sign, space or base prefix. */
+    uint64_t n = 0;
+    const char *p = v;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        if (n > (UINT64_MAX - (uint64_t)(*p - '0')) / 10)
+            goto bad;
+        n = n * 10 + (uint64_t)(*p - '0');
+    }
+    if (p == v)
+        goto bad;
+    unsigned shift = 0;
+    if (*p == 'k' || *p == 'K')
+        shift = 10, p++;
+    else if (*p == 'm' || *p == 'M')
+        shift = 20, p++;
+    if (*p || n > (UINT64_MAX >> shift))
+        goto bad;
+    n <<= shift;
+    if (n < ((uint64_t)64 << 10) || n > ((uint64_t)64 << 20) || (n & (n - 1)))
+        goto bad;
+    *out = (size_t)n;
+    return CLF_SUCCESS;
+bad:
+    return clf__fail(CLF_ERROR_PARSE,
+                     "CLFLEET_TRANSFER_CHUNK: '%.64s' is not a power of two from 64K to 64M "
+                     "(bytes, or a number with K or M)",
+                     v);
+}
+
+clf_status clf__env_staging(const char *v, int *pipeline)
+{
+    static const char *const autos[] = {"auto", NULL};
+    static const char *const pipelines[] = {"pipeline", NULL};
+    return choice(v, autos, pipelines, pipeline, "clf__env_staging", "CLFLEET_TRANSFER_STAGING",
+                  "pipeline or auto");
+}
+
+char *clf__concat(const char *a, const char *b)
+{
+    size_t na = strlen(a), nb = strlen(b), n;
+    if (clf__add_overflow(na, nb, &n) || clf__add_overflow(n, 1, &n))
+        return NULL;
+    char *s = malloc(n);
+    if (s) {
+        memcpy(s, a, na);
+        memcpy(s + na, b, nb + 1);
+    }
+    return s;
+}
+
+char *clf__cache_default_dir(void)
+{
+    const char *v = getenv("CLFLEET_CACHE_DIR");
+    if (v && *v)
+        return clf__concat(v, "");
+    /* The XDG spec says a relative $XDG_CACHE_HOME is invalid and must be ignored. */
+    v = getenv("XDG_CACHE_HOME");
+    if (v && v[0] == '/')
+        return clf__concat(v, "/clfleet");
+    v = getenv("HOME");
+    if (v && *v)
+        return clf__concat(v, "/.cache/clfleet");
+    return NULL;
 }

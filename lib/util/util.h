@@ -1,6 +1,6 @@
-/* lib/util: what every layer uses: status details, names, clocks, tuning variables,
- * SHA-256, and the layout of the handles (fleet, device, event, program, buffer) that the
- * layers above make and read. Not installed. */
+/* lib/util: what every layer uses: status details, names, clocks, tuning variables, and the
+ * layout of the handles (fleet, device, event, program, buffer) that the layers above make
+ * and read. Not installed. */
 #ifndef CLFLEET_UTIL_H
 #define CLFLEET_UTIL_H
 
@@ -90,7 +90,7 @@ uint64_t clf__mono_ns(void);
 /* The name of a clf_path ("staged" ...), "unknown" out of range. */
 const char *clf__metrics_path_name(unsigned path);
 
-/* ---- tuning variables (env.c, pure): CLF_ERROR_PARSE naming the variable ---- */
+/* ---- tuning variables (names.c, pure): CLF_ERROR_PARSE naming the variable ---- */
 
 /* $CLFLEET_METRICS: unset, "", 1/on/yes/true: counting; 0/off/no/false: *off = 1. */
 clf_status clf__env_metrics(const char *v, int *off);
@@ -105,20 +105,6 @@ char *clf__cache_default_dir(void);
 void clf__json_str(FILE *f, const char *s);
 /* a then b in a new string (malloc'd; NULL on overflow or out of memory). */
 char *clf__concat(const char *a, const char *b);
-
-/* ---- SHA-256 (sha256.c, pure) ---- */
-
-typedef struct clf__sha256 {
-    uint32_t h[8];
-    uint64_t len;
-    unsigned char buf[64];
-    size_t nbuf;
-} clf__sha256;
-
-void clf__sha256_init(clf__sha256 *c);
-void clf__sha256_update(clf__sha256 *c, const void *data, size_t n);
-void clf__sha256_final(clf__sha256 *c, unsigned char out[32]);
-void clf__sha256_hex(const unsigned char d[32], char hex[65]);
 
 /* ---- the handles every layer sees (made in core/ and fleet/) ---- */
 
@@ -169,7 +155,7 @@ struct clf_fleet {
     atomic_int cache_warned; /* an unusable cache was reported (once per fleet, program.c) */
 
     pthread_mutex_t lock; /* guards what follows */
-    /* Each layer's own state (core/state.c): the launches', the collectives', GEMM's. */
+    /* Each layer's own state (core/device.c): the launches', the collectives', GEMM's. */
     struct clf__state_slot *states;
     size_t nstates, cap_states;
 
@@ -192,7 +178,7 @@ struct clf_event {
      * (launch.c), as libuv's handles carry their callbacks: events stay below launches. */
     clf_status (*op_wait)(struct clf__host_op *op);
     void (*op_release)(struct clf__host_op *op);
-    struct clf__task *task;  /* non-NULL for a copy on a transfer thread (bridge.c) */
+    struct clf__task *task;  /* non-NULL for a copy on a transfer thread (xfer/sync.c) */
     unsigned holds;          /* references taken by clf__event_hold(), beyond the caller's */
     int op_state;            /* op: 0 not joined, 1 being joined, 2 joined */
     clf_status op_status;    /* op: its result once joined */

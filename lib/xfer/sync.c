@@ -12,13 +12,359 @@
  * that depends on others there). Buffer transfers and copies follow their own
  * wait lists. On PoCL's basic device the waits happen on the host instead
  * (clf__dev_sync_exec()).
+ *
+ * The event bridge (the first half of this file) carries events across contexts and between
+ * the host and OpenCL. A wait list may only name events of the queue's context
+ * (CL_INVALID_CONTEXT otherwise), so an event of another context is bridged: a user event
+ * in the target context, set from a callback on the source event. The callback only sets
+ * the user event (it never blocks), forwards a negative status, and holds its own reference
+ * until it has set the event, so the last reference to a user event is never released while
+ * it is unsignalled. The source queue is flushed, or its command might never be submitted
+ * and the target would wait forever.
+ *
+ * Host-side completions (copies on transfer threads) are tasks (event.c), which set the user
+ * events subscribed to them. An asynchronous launch has no such hook (its wait, in
+ * exec/launch.c, blocks until the fleet's dispatcher has run it), so a bridge to it is a
+ * small thread that waits for the launch and then sets the user event.
  */
-#include "xfer.h"
+#include "transfer.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
 #include "clfleet/opencl.h"
+
+/* ---- bridges -------------------------------------------------------------------------- */
+
+/*
+ * One forwarding from a source event to a user event of another context. The callback is
+ * the fast path. Some drivers never call a CL_COMPLETE callback for a command that fails
+ * (PoCL 3 only calls callbacks whose trigger equals the new status, and a failure is
+ * negative), so a watcher thread also polls the sources still pending, every few
+ * milliseconds, and forwards a failure itself. Whichever comes first forwards, once.
+ */
+typedef struct fwd {
+    struct fwd *next;
+    cl_event src;         /* retained while listed */
+    cl_context ctx;       /* src's context: clf__bridge_drain() waits for its fleet's */
+    cl_event uev;         /* the forwarder's reference, dropped when it is set */
+    atomic_int claimed;   /* set by whoever forwards */
+    atomic_int refs;      /* the callback's and the list's */
+} fwd;
+
+static pthread_mutex_t w_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t w_cond = PTHREAD_COND_INITIALIZER;
+static fwd *w_list;
+static int w_started;
+/* Taken off the list by the watcher and not yet released; signalled after each pass. */
+static int w_inflight;
+static pthread_cond_t w_gone = PTHREAD_COND_INITIALIZER;
+
+static void fwd_unref(fwd *f)
+{
+    if (atomic_fetch_sub(&f->refs, 1) == 1)
+        free(f);
+}
+
+static void fwd_fire(fwd *f, cl_int status)
+{
+    int expected = 0;
+    if (atomic_compare_exchange_strong(&f->claimed, &expected, 1))
+        clf__user_event_finish(f->uev, status);
+}
+
+static void CL_CALLBACK forward(cl_event ev, cl_int status, void *user)
+{
+    fwd *f = user;
+    /* The event's own status: PoCL passes CL_COMPLETE for an event that had failed
+     * before the callback was registered. */
+    cl_int s = clf__cl_event_status(ev);
+    if (s > CL_COMPLETE)
+        s = status < 0 ? status : CL_COMPLETE;
+    fwd_fire(f, s);
+    fwd_unref(f); /* sets nothing after this: the callback never blocks */
+}
+
+static void *watcher(void *arg)
+{
+    (void)arg;
+    unsigned wait_ms = 2;
+    pthread_mutex_lock(&w_lock);
+    for (;;) {
+        while (!w_list) {
+            wait_ms = 2;
+            pthread_cond_wait(&w_cond, &w_lock);
+        }
+        /* Take the finished ones off the list; forward outside the lock. */
+        fwd *done = NULL, **pp = &w_list;
+        int ndone = 0;
+        while (*pp) {
+            fwd *f = *pp;
+            if (atomic_load(&f->claimed) || clf__cl_event_status(f->src) <= CL_COMPLETE) {
+                *pp = f->next;
+                f->next = done;
+                done = f;
+                ndone++;
+            } else {
+                pp = &f->next;
+            }
+        }
+        w_inflight += ndone;
+        pthread_mutex_unlock(&w_lock);
+        wait_ms = done ? 2 : (wait_ms < 64 ? 2 * wait_ms : 64);
+        while (done) {
+            fwd *f = done;
+            done = f->next;
+            fwd_fire(f, clf__cl_event_status(f->src));
+            clReleaseEvent(f->src);
+            fwd_unref(f);
+        }
+        pthread_mutex_lock(&w_lock);
+        w_inflight -= ndone;
+        pthread_cond_broadcast(&w_gone);
+        if (!w_list)
+            continue;
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += (long)wait_ms * 1000000L;
+        ts.tv_sec += ts.tv_nsec / 1000000000L;
+        ts.tv_nsec %= 1000000000L;
+        pthread_cond_timedwait(&w_cond, &w_lock, &ts);
+    }
+    return NULL;
+}
+
+/* Submit the event's command, so that a wait in another context can end. */
+static void flush_source(cl_event ev)
+{
+    cl_command_queue q = NULL;
+    if (clGetEventInfo(ev, CL_EVENT_COMMAND_QUEUE, sizeof q, &q, NULL) == CL_SUCCESS && q)
+        clFlush(q);
+}
+
+/* Set uev (taking the caller's reference to it) when src completes or fails. */
+static clf_status bridge_cl(cl_event src, cl_event uev)
+{
+    fwd *f = calloc(1, sizeof *f);
+    if (!f) {
+        clf__user_event_finish(uev, CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST);
+        return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "event bridge: out of memory");
+    }
+    clRetainEvent(src);
+    f->src = src;
+    if (clGetEventInfo(src, CL_EVENT_CONTEXT, sizeof f->ctx, &f->ctx, NULL) != CL_SUCCESS)
+        f->ctx = NULL;
+    f->uev = uev;
+    atomic_init(&f->claimed, 0);
+    atomic_init(&f->refs, 2);
+    pthread_mutex_lock(&w_lock);
+    if (!w_started) {
+        pthread_t th;
+        pthread_attr_t attr;
+        if (pthread_attr_init(&attr) == 0) {
+            pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+            w_started = pthread_create(&th, &attr, watcher, NULL) == 0;
+            pthread_attr_destroy(&attr);
+        }
+    }
+    f->next = w_list;
+    w_list = f;
+    pthread_cond_signal(&w_cond);
+    int watched = w_started;
+    pthread_mutex_unlock(&w_lock);
+    flush_source(src);
+    if (clSetEventCallback(src, CL_COMPLETE, forward, f) != CL_SUCCESS) {
+        fwd_unref(f); /* no callback: the watcher forwards */
+        if (!watched) { /* nor a watcher: wait here */
+            clWaitForEvents(1, &src);
+            fwd_fire(f, clf__cl_event_status(src));
+        }
+    }
+    return CLF_SUCCESS;
+}
+
+/*
+ * Before a fleet goes: the watcher must have let go of every source event of the fleet's
+ * contexts, since releasing an event after its (sub-)device is released crashes PoCL 3.
+ * The sources complete once the fleet's queues are idle; the watcher is woken to drop them.
+ */
+void clf__bridge_drain(clf_fleet *fl)
+{
+    for (size_t i = 0; i < fl->ndev; i++) {
+        if (fl->dev[i].compute)
+            clFinish(fl->dev[i].compute);
+        if (fl->dev[i].transfer)
+            clFinish(fl->dev[i].transfer);
+    }
+    pthread_mutex_lock(&w_lock);
+    for (;;) {
+        int mine = w_inflight > 0;
+        for (fwd *f = w_list; f && !mine; f = f->next)
+            for (size_t c = 0; c < fl->nctx && !mine; c++)
+                mine = f->ctx == fl->ctx[c];
+        if (!mine || !w_started)
+            break;
+        pthread_cond_signal(&w_cond);
+        pthread_cond_wait(&w_gone, &w_lock);
+    }
+    pthread_mutex_unlock(&w_lock);
+}
+
+/* The bridges to launches count as the transfer layer's helpers, so that clf__xfer_fini()
+ * waits for them (transfer.h). A bridge thread that ends (ended: its own id) is put on the
+ * list clf__xfer_join_ended() joins; if the list cannot grow, it detaches itself. */
+void clf__xfer_helper(clf_fleet *fl, int delta, const pthread_t *ended)
+{
+    struct clf__xfer *x = fl->xfer;
+    int detach = 0;
+    pthread_mutex_lock(&x->lock);
+    if (ended) {
+        if (x->nended == x->capended) {
+            size_t cap = x->capended ? 2 * x->capended : 8;
+            pthread_t *v = realloc(x->ended, cap * sizeof *v);
+            if (v) {
+                x->ended = v;
+                x->capended = cap;
+            }
+        }
+        if (x->nended < x->capended)
+            x->ended[x->nended++] = *ended;
+        else
+            detach = 1;
+    }
+    x->helpers = (unsigned)((int)x->helpers + delta);
+    if (x->helpers == 0)
+        pthread_cond_broadcast(&x->cond);
+    pthread_mutex_unlock(&x->lock);
+    if (detach)
+        pthread_detach(*ended);
+}
+
+void clf__xfer_join_ended(clf_fleet *fl)
+{
+    struct clf__xfer *x = fl->xfer;
+    pthread_mutex_lock(&x->lock);
+    pthread_t *v = x->ended;
+    size_t n = x->nended;
+    x->ended = NULL;
+    x->nended = x->capended = 0;
+    pthread_mutex_unlock(&x->lock);
+    for (size_t i = 0; i < n; i++)
+        pthread_join(v[i], NULL);
+    free(v);
+}
+
+typedef struct launch_bridge {
+    clf_fleet *fleet;
+    clf_event *e; /* held */
+    cl_event uev; /* the bridge's own reference */
+    int threaded; /* runs on a thread of its own (joined once it has ended) */
+} launch_bridge;
+
+static void *launch_bridge_main(void *arg)
+{
+    launch_bridge *b = arg;
+    clf_status st = clf__event_wait_host(b->e);
+    clf__user_event_finish(b->uev, st == CLF_SUCCESS
+                                       ? CL_COMPLETE
+                                       : CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST);
+    clf_event_release(b->e);
+    clf_fleet *fl = b->fleet;
+    int threaded = b->threaded;
+    free(b);
+    pthread_t self = pthread_self();
+    clf__xfer_helper(fl, -1, threaded ? &self : NULL);
+    return NULL;
+}
+
+clf_status clf__event_cl_for(clf_event *e, clf_fleet *fl, size_t device, cl_event *out)
+{
+    *out = NULL;
+    cl_context target = fl->dev[device].ctx;
+    cl_int err;
+    if (e->ev) {
+        cl_context ctx = NULL;
+        err = clGetEventInfo(e->ev, CL_EVENT_CONTEXT, sizeof ctx, &ctx, NULL);
+        if (err != CL_SUCCESS)
+            return clf__cl_fail(err, "clGetEventInfo(CL_EVENT_CONTEXT)", &fl->dev[device]);
+        if (ctx == target) {
+            clRetainEvent(e->ev);
+            *out = e->ev;
+            return CLF_SUCCESS;
+        }
+    }
+    cl_event uev = clCreateUserEvent(target, &err);
+    if (err != CL_SUCCESS)
+        return clf__cl_fail(err, "clCreateUserEvent", &fl->dev[device]);
+    if (e->ev) {
+        clRetainEvent(uev); /* the forwarder's reference */
+        clf_status st = bridge_cl(e->ev, uev);
+        if (st != CLF_SUCCESS) {
+            clReleaseEvent(uev); /* set by bridge_cl() */
+            return st;
+        }
+    } else if (e->task) {
+        clf_status st = clf__task_subscribe(e->task, uev);
+        if (st != CLF_SUCCESS) {
+            clf__user_event_finish(uev, CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST);
+            return st;
+        }
+    } else {
+        launch_bridge *b = malloc(sizeof *b);
+        if (!b) {
+            clf__user_event_finish(uev, CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST);
+            return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "event bridge: out of memory");
+        }
+        b->fleet = fl;
+        b->e = e;
+        b->uev = uev;
+        clRetainEvent(uev);
+        clf__event_hold(e);
+        clf__xfer_helper(fl, +1, NULL);
+        clf__xfer_join_ended(fl); /* the bridges that have ended since the last one */
+        pthread_t th;
+        b->threaded = 1;
+        if (pthread_create(&th, NULL, launch_bridge_main, b) != 0) {
+            b->threaded = 0;
+            launch_bridge_main(b); /* no thread: wait for the launch here */
+        }
+    }
+    *out = uev;
+    return CLF_SUCCESS;
+}
+
+/* ---- the bridge's public calls -------------------------------------------------------- */
+
+clf_status clf_event_from_cl(cl_event ev, clf_event **out)
+{
+    if (!out)
+        return clf__fail(CLF_ERROR_NULL_POINTER, "clf_event_from_cl: out is NULL");
+    *out = NULL;
+    if (!ev)
+        return clf__fail(CLF_ERROR_NULL_POINTER, "clf_event_from_cl: event is NULL");
+    cl_int err = clRetainEvent(ev);
+    if (err != CL_SUCCESS)
+        return clf__cl_fail(err, "clRetainEvent", NULL);
+    return clf__event_wrap(ev, out);
+}
+
+clf_status clf_event_cl_for(clf_event *ev, clf_fleet *fleet, size_t device, cl_event *out)
+{
+    if (!out)
+        return clf__fail(CLF_ERROR_NULL_POINTER, "clf_event_cl_for: out is NULL");
+    *out = NULL;
+    if (!ev)
+        return clf__fail(CLF_ERROR_NULL_POINTER, "clf_event_cl_for: event is NULL");
+    clf_status st = clf__check_device(fleet, device);
+    if (st != CLF_SUCCESS)
+        return st;
+    return clf__event_cl_for(ev, fleet, device, out);
+}
+
+/* ---- recorded events, barriers, waits ------------------------------------------------- */
 
 clf_status clf__device_marker(clf_fleet *fl, size_t device, cl_event *out)
 {

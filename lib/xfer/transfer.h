@@ -1,7 +1,7 @@
 /*
  * Device-to-device transfers, shared by transfer.c (state, queries, dispatch, transfer
  * threads), staging.c (pipelined host staging), peer.c (AMD and CUDA peer-to-peer) and
- * bridge.c (events across contexts). Not installed.
+ * sync.c (the event bridge). Not installed.
  */
 #ifndef CLFLEET_TRANSFER_H
 #define CLFLEET_TRANSFER_H
@@ -111,8 +111,8 @@ struct clf__xfer {
     pthread_t threads[CLF__XFER_THREADS];
     size_t nthreads, idle, running;
     int stopping;
-    unsigned helpers; /* bridge threads waiting for launches (bridge.c) */
-    /* Bridge threads that have finished, to join (bridge.c): a thread still on its way out
+    unsigned helpers; /* bridge threads waiting for launches (sync.c) */
+    /* Bridge threads that have finished, to join (sync.c): a thread still on its way out
      * when the process exits can crash LeakSanitizer's stop-the-world, so none is detached. */
     pthread_t *ended;
     size_t nended, capended;
@@ -166,12 +166,12 @@ clf_status clf__peer_init(clf_fleet *fleet);
 /* Free the bounce buffers. */
 void clf__peer_fini(clf_fleet *fleet);
 
-/* ---- bridge.c ---- */
+/* ---- the event bridge (sync.c) ---- */
 /* Wait until no bridge holds an event of the fleet's contexts (the fleet is going). */
 void clf__bridge_drain(clf_fleet *fleet);
 /* Bridge threads: count one in or out (transfer.c waits for none before the fleet goes). */
 void clf__xfer_helper(clf_fleet *fleet, int delta, const pthread_t *ended);
-/* Join the bridge threads that have ended (bridge.c); clf__xfer_fini() calls it last. */
+/* Join the bridge threads that have ended (sync.c); clf__xfer_fini() calls it last. */
 void clf__xfer_join_ended(clf_fleet *fleet);
 
 #endif

@@ -14,7 +14,7 @@ clf_status clf__xfer_init(clf_fleet *fleet, const char *transfer);
 void clf__xfer_fini(clf_fleet *fleet);
 /* Wait until no copy is queued for or running on a transfer thread. */
 void clf__xfer_drain(clf_fleet *fleet);
-/* ---- events across contexts (bridge.c) ---- */
+/* ---- events across contexts (sync.c) ---- */
 
 /* An OpenCL event in device's context that completes with e (bridged through a user event
  * when e belongs to another context or to the host); release it with clReleaseEvent(). */

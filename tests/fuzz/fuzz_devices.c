@@ -1,4 +1,4 @@
-/* libFuzzer target: the device selection parser ($CLFLEET_DEVICES, lib/plan/filter.c)
+/* libFuzzer target: the device selection parser ($CLFLEET_DEVICES, lib/plan/select.c)
  * and the matcher it feeds. The input is the selection string; an embedded NUL
  * ends it, as in C. Checks: a status of success or CLF_ERROR_PARSE, a detail
  * message on failure, a failure leaves the filter untouched, and a parsed

@@ -1,15 +1,114 @@
 /*
- * Distributed arrays: redistribution to another distribution (device to device with
- * clf_copy_async(), which picks the same-device, unified, peer or staged path) and
- * reductions of an array to one value (per-device tree of the collectives' combine kernel,
- * then clf_reduce() over the devices' partial results).
+ * Distributed arrays' data between parts: halo exchange, redistribution to another
+ * distribution, and reductions of an array to one value. Every copy goes through
+ * clf_copy_async(), which picks the path: same device, unified memory, peer, pipelined
+ * staging, across contexts and platforms.
+ *
+ * Halo exchange (clf_array_exchange()): each part's halo units are copied from the parts
+ * that own them.
+ *
+ * Each copy waits for what clf__array_deps() names over its source bytes (a read: the last
+ * writer of those owned units, e.g. the boundary strip of an overlapped launch) and its
+ * destination bytes (a write: the readers of the old halo), and is recorded on both; so a
+ * kernel that writes the owned interior of either part does not wait for it, and the next
+ * kernel that reads the halo does. Nothing waits on the host here.
+ *
+ * Reductions run a per-device tree of the collectives' combine kernel, then clf_reduce()
+ * over the devices' partial results.
  */
 #include "data.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- redistribution -------------------------------------------------------------------- */
+/* ---- halo exchange ------------------------------------------------------------------- */
+
+/* The part owning unit u (parts are in unit order); a->nparts when none does. */
+static size_t owner(const clf_array *a, size_t u)
+{
+    for (size_t q = 0; q < a->nparts; q++)
+        if (u >= a->parts[q].first && u - a->parts[q].first < a->parts[q].count)
+            return q;
+    return a->nparts;
+}
+
+/* Copy n units of global units, the first of which is u (before wrapping, as a signed
+ * distance from 0: -1 is the last unit of a periodic array), into part p's region at
+ * unit index r (0 = its first halo unit). */
+static clf_status halo_units(clf_array *a, size_t p, size_t r, long long u, size_t n)
+{
+    const size_t ub = a->unit_bytes, units = a->units;
+    /* A window's edge halos come from outside it (clf_array_write_halo()): never wrapped. */
+    int periodic = (a->desc.flags & CLF_ARRAY_PERIODIC) && !a->desc.window_units;
+    clf_status st = CLF_SUCCESS;
+    while (n && st == CLF_SUCCESS) {
+        /* Units outside the array of a non-periodic one have no owner: left as they are. */
+        if (!periodic && (u < 0 || (unsigned long long)u >= units)) {
+            u++, r++, n--;
+            continue;
+        }
+        long long m = (long long)units;
+        size_t w = (size_t)(((u % m) + m) % m);
+        size_t q = owner(a, w);
+        if (q == a->nparts)
+            return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "clf_array_exchange: unit %zu has no "
+                             "owner", w);
+        const clf__array_part *sp = &a->parts[q];
+        size_t run = sp->first + sp->count - w;
+        run = run < n ? run : n;
+        size_t src_lo = (w - sp->first + sp->halo_before) * ub, dst_lo = r * ub, len = run * ub;
+        clf_event **wait = NULL, *ev = NULL;
+        size_t nwait = 0;
+        st = clf__array_deps(a, q, src_lo, src_lo + len, CLF_ARG_READ, &wait, &nwait);
+        if (st == CLF_SUCCESS)
+            st = clf__array_deps(a, p, dst_lo, dst_lo + len, CLF_ARG_WRITE, &wait, &nwait);
+        if (st == CLF_SUCCESS)
+            st = clf_copy_async(a->parts[p].buf, a->parts[p].offset + dst_lo, sp->buf,
+                                sp->offset + src_lo, len, wait, nwait, &ev);
+        if (st != CLF_SUCCESS) {
+            char detail[1024];
+            snprintf(detail, sizeof detail, "%s", clf_last_error());
+            clf__fail(st, "clf_array_exchange: halo of part %zu (device %zu) from part %zu "
+                      "(device %zu): %s", p, a->parts[p].device, q, sp->device, detail);
+        }
+        if (st == CLF_SUCCESS)
+            st = clf__array_record(a, q, src_lo, src_lo + len, CLF_ARG_READ, ev);
+        if (st == CLF_SUCCESS)
+            st = clf__array_record(a, p, dst_lo, dst_lo + len, CLF_ARG_WRITE, ev);
+        clf_event_release(ev);
+        clf__array_wait_free(wait, nwait);
+        u += (long long)run;
+        r += run;
+        n -= run;
+    }
+    return st;
+}
+
+clf_status clf_array_exchange(clf_array *arr)
+{
+    if (!arr)
+        return clf__fail(CLF_ERROR_NULL_POINTER, "clf_array_exchange: arr is NULL");
+    if (arr->desc.dist != CLF_ARRAY_BLOCK)
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                         "clf_array_exchange: only CLF_ARRAY_BLOCK arrays have halos");
+    if (arr->mapped)
+        return clf__fail(CLF_ERROR_BUSY, "clf_array_exchange: the array is mapped "
+                         "(clf_array_unmap() first)");
+    clf_status st = CLF_SUCCESS;
+    for (size_t p = 0; p < arr->nparts && st == CLF_SUCCESS; p++) {
+        const clf__array_part *pp = &arr->parts[p];
+        long long first = (long long)pp->first;
+        if (pp->halo_before)
+            st = halo_units(arr, p, 0, first - (long long)pp->halo_before, pp->halo_before);
+        if (st == CLF_SUCCESS && pp->halo_after)
+            st = halo_units(arr, p, pp->halo_before + pp->count, first + (long long)pp->count,
+                            pp->halo_after);
+    }
+    return st;
+}
+
+/* ---- redistribution ------------------------------------------------------------------- */
 
 /* The old part that supplies global unit g to a new part on device dev: its owner, or for
  * a replicated array the copy on dev when there is one. */
@@ -143,7 +242,7 @@ clf_status clf_array_redistribute(clf_array *a, const clf_array_desc *desc)
     return CLF_SUCCESS;
 }
 
-/* ---- reductions ------------------------------------------------------------------------ */
+/* ---- reductions ----------------------------------------------------------------------- */
 
 /* What one device reduces: bytes [off, off + n * es) of buf. */
 typedef struct span {
