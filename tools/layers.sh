@@ -14,7 +14,11 @@
 # It prints the file -> file edges (with the names that cause them), the folder -> folder
 # summary, every circle (a strongly connected component of more than one file), and every
 # edge that goes up or sideways in the layer table below (or touches a file in no layer).
-# Exit status: 0 with no circle and no bad edge, 1 otherwise, 99 on a usage error.
+# Last it checks the files' shape: each file opens with a comment (what it holds), and no .c
+# file has more than 800 lines (split it by concept); .c files under 200 lines are listed,
+# as candidates to join a neighbour, without failing.
+# Exit status: 0 with no circle, no bad edge and no misshapen file, 1 otherwise, 99 on a
+# usage error.
 #
 # Usage: tools/layers.sh [top_srcdir]   (default: $top_srcdir, else .)
 # POSIX sh, find, sed, awk, sort; nothing to build.
@@ -27,7 +31,7 @@ strip=$(dirname "$0")/strip-c.awk
 # The layers, lowest first: a folder may use folders with a lower rank only. Folders on the
 # same rank (coll, flow) may not use each other (sideways). fleet/ (creation and teardown) is
 # an ordinary layer above xfer: the layers above it keep their state in the fleet's registry
-# (core/state.c) with its finalizers, so the teardown calls none of them by name. mpi/ is
+# (core/device.c) with its finalizers, so the teardown calls none of them by name. mpi/ is
 # libclfleet-mpi, on top of everything (it uses the public API only).
 LAYERS='
 1 util
@@ -151,3 +155,26 @@ END {
     printf "== %d files with edges, %d edges, %d circles, %d bad edges\n", nn, ne, nc, nb
     exit (nc > 0 || nb > 0) ? 1 : 0
 }' "$tmp/layers" "$tmp/edges"
+rc=$?
+
+echo "== file shapes (a first comment; .c files of at most 800 lines, 200 or more preferred)"
+nbad=0
+while read -r f; do
+    if ! head -n 1 "$top/$f" | grep -q '^/\*'; then
+        echo "  NO FIRST COMMENT: $f"
+        nbad=$((nbad + 1))
+    fi
+    case $f in
+    *.c)
+        n=$(wc -l < "$top/$f")
+        if [ "$n" -gt 800 ]; then
+            echo "  TOO LONG: $f ($n lines)"
+            nbad=$((nbad + 1))
+        elif [ "$n" -lt 200 ]; then
+            echo "  small: $f ($n lines)"
+        fi
+        ;;
+    esac
+done < "$tmp/files"
+echo "== $nbad misshapen files"
+[ "$rc" -eq 0 ] && [ "$nbad" -eq 0 ]
