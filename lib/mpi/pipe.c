@@ -63,38 +63,30 @@ SUMFN(double)
         }                                                                                     \
     } while (0)
 
+/* The signed integers: sums and products wrap like the devices' (and MPI's), in U, the
+ * unsigned type of the same width; minimum and maximum compare as S. */
+#define COMBINE_SIGNED(U, S)                                                                  \
+    do {                                                                                      \
+        U *a = dst;                                                                           \
+        const U *b = src;                                                                     \
+        const S *sa = dst, *sb = src;                                                         \
+        switch (op) {                                                                         \
+        case CLF_REDUCE_SUM: sum_##U(a, b, n); break;                                         \
+        case CLF_REDUCE_PROD: for (size_t i = 0; i < n; i++) a[i] *= b[i]; break;             \
+        case CLF_REDUCE_MIN:                                                                  \
+            for (size_t i = 0; i < n; i++) a[i] = (U)(sb[i] < sa[i] ? sb[i] : sa[i]);         \
+            break;                                                                            \
+        default:                                                                              \
+            for (size_t i = 0; i < n; i++) a[i] = (U)(sb[i] > sa[i] ? sb[i] : sa[i]);         \
+            break;                                                                            \
+        }                                                                                     \
+    } while (0)
+
 void clf__combine(void *dst, const void *src, size_t n, clf_type t, clf_reduce_op op)
 {
     switch (t) {
-    case CLF_TYPE_INT32: {
-        /* Wrapping like the devices' (and MPI's) integer sums: in unsigned arithmetic. */
-        uint32_t *a = dst;
-        const uint32_t *b = src;
-        const int32_t *sa = dst, *sb = src;
-        if (op == CLF_REDUCE_SUM)
-            sum_uint32_t(dst, src, n);
-        else if (op == CLF_REDUCE_PROD)
-            for (size_t i = 0; i < n; i++) a[i] *= b[i];
-        else if (op == CLF_REDUCE_MIN)
-            for (size_t i = 0; i < n; i++) a[i] = (uint32_t)(sb[i] < sa[i] ? sb[i] : sa[i]);
-        else
-            for (size_t i = 0; i < n; i++) a[i] = (uint32_t)(sb[i] > sa[i] ? sb[i] : sa[i]);
-        break;
-    }
-    case CLF_TYPE_INT64: {
-        uint64_t *a = dst;
-        const uint64_t *b = src;
-        const int64_t *sa = dst, *sb = src;
-        if (op == CLF_REDUCE_SUM)
-            sum_uint64_t(dst, src, n);
-        else if (op == CLF_REDUCE_PROD)
-            for (size_t i = 0; i < n; i++) a[i] *= b[i];
-        else if (op == CLF_REDUCE_MIN)
-            for (size_t i = 0; i < n; i++) a[i] = (uint64_t)(sb[i] < sa[i] ? sb[i] : sa[i]);
-        else
-            for (size_t i = 0; i < n; i++) a[i] = (uint64_t)(sb[i] > sa[i] ? sb[i] : sa[i]);
-        break;
-    }
+    case CLF_TYPE_INT32: COMBINE_SIGNED(uint32_t, int32_t); break;
+    case CLF_TYPE_INT64: COMBINE_SIGNED(uint64_t, int64_t); break;
     case CLF_TYPE_UINT32: COMBINE(uint32_t); break;
     case CLF_TYPE_FLOAT: COMBINE(float); break;
     default: COMBINE(double); break;
