@@ -52,14 +52,6 @@ static void remember(clf_comm *c, clf__comm_array *a)
     c->arrays = a;
 }
 
-static clf_status mpi_err(clf_comm *c, int err, const char *what)
-{
-    char s[MPI_MAX_ERROR_STRING];
-    clf__comm_errstr(err, s, sizeof s);
-    c->broken = 1;
-    return clf_set_error(CLF_ERROR_MPI, "%s: %s", what, s);
-}
-
 /* ---- creation ---------------------------------------------------------------------------- */
 
 static double capacity(clf_fleet *f, const clf_array_desc *d)
@@ -126,12 +118,12 @@ clf_status clf_comm_array_create(clf_array **out, clf_comm *c, const clf_array_d
         int ok = w != NULL, okall = 0;
         MPI_Request r;
         int err = MPI_Iallreduce(&ok, &okall, 1, MPI_INT, MPI_MIN, c->comm, &r);
-        st = err ? mpi_err(c, err, fn) : clf__comm_wait(c, 1, &r, fn);
+        st = err ? clf__comm_mpi_fail(c, err, fn) : clf__comm_wait(c, 1, &r, fn);
         if (st == CLF_SUCCESS && !okall)
             st = clf_set_error(CLF_ERROR_OUT_OF_HOST_MEMORY, "%s: out of memory on a rank", fn);
         if (st == CLF_SUCCESS) {
             err = MPI_Iallgather(&cap, 1, MPI_DOUBLE, w, 1, MPI_DOUBLE, c->comm, &r);
-            st = err ? mpi_err(c, err, fn) : clf__comm_wait(c, 1, &r, fn);
+            st = err ? clf__comm_mpi_fail(c, err, fn) : clf__comm_wait(c, 1, &r, fn);
         }
     }
     clf_array *arr = NULL;
@@ -233,7 +225,7 @@ static clf_status cross(clf_comm *c, clf__comm_array *A)
     /* A rank whose strip read failed sends nothing: its neighbours must not wait for it.
      * Agree first (the posted receives are then cancelled). */
     if (st == CLF_SUCCESS)
-        st = err ? mpi_err(c, err, fn) : clf__comm_agree(c, local, fn);
+        st = err ? clf__comm_mpi_fail(c, err, fn) : clf__comm_agree(c, local, fn);
     if (st != CLF_SUCCESS) {
         for (int i = 0; i < nreq && !c->broken; i++) {
             MPI_Cancel(&req[i]);
@@ -413,7 +405,7 @@ static clf_status box_move(clf_comm *c, clf_array *arr, const size_t *origin,
         else
             err = MPI_Igatherv(c->rank == root ? MPI_IN_PLACE : (void *)mine, (int)nb,
                                MPI_BYTE, host, cnt, disp, MPI_BYTE, root, c->comm, &q);
-        st = err ? mpi_err(c, err, fn) : clf__comm_wait(c, 1, &q, fn);
+        st = err ? clf__comm_mpi_fail(c, err, fn) : clf__comm_wait(c, 1, &q, fn);
         if (st == CLF_SUCCESS && have && write)
             st = clf_array_write(arr, lo, lr, at);
         st = c->broken ? st : clf__comm_agree(c, st, fn);

@@ -571,10 +571,10 @@ clf_status clf_comm_allgather(clf_comm *c, clf_buffer *const *bufs, size_t nbufs
     /* The segment type; a rank that cannot make it fails like a failed MPI call (the
      * others' deadline ends their wait). */
     MPI_Datatype segt = MPI_DATATYPE_NULL;
-    const char *call = "MPI_Type_contiguous";
+    const char *call = "clf_comm_allgather: MPI_Type_contiguous";
     err = MPI_Type_contiguous((int)seg, MPI_BYTE, &segt);
     if (err == MPI_SUCCESS) {
-        call = "MPI_Type_commit";
+        call = "clf_comm_allgather: MPI_Type_commit";
         err = MPI_Type_commit(&segt);
     }
     int *displs = rc + c->size;
@@ -585,18 +585,14 @@ clf_status clf_comm_allgather(clf_comm *c, clf_buffer *const *bufs, size_t nbufs
         d += counts[q];
     }
     if (err == MPI_SUCCESS) {
-        call = "MPI_Iallgatherv";
+        call = "clf_comm_allgather: MPI_Iallgatherv";
         err = MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, host, rc, displs, segt,
                               c->comm, &r);
     }
-    if (err != MPI_SUCCESS) {
-        char m[MPI_MAX_ERROR_STRING];
-        clf__comm_errstr(err, m, sizeof m);
-        c->broken = 1;
-        st = clf_set_error(CLF_ERROR_MPI, "%s: %s: %s", what, call, m);
-    } else {
+    if (err != MPI_SUCCESS)
+        st = clf__comm_mpi_fail(c, err, call);
+    else
         st = clf__comm_wait(c, 1, &r, what);
-    }
     if (segt != MPI_DATATYPE_NULL)
         MPI_Type_free(&segt);
     free(counts);

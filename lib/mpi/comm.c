@@ -23,19 +23,12 @@ double clf__comm_now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-void clf__comm_errstr(int err, char *buf, size_t size)
+clf_status clf__comm_mpi_fail(clf_comm *c, int err, const char *what)
 {
     char s[MPI_MAX_ERROR_STRING];
     int len = 0;
     if (MPI_Error_string(err, s, &len) != MPI_SUCCESS)
         snprintf(s, sizeof s, "MPI error %d", err);
-    snprintf(buf, size, "%s", s);
-}
-
-static clf_status mpi_fail(clf_comm *c, int err, const char *what)
-{
-    char s[MPI_MAX_ERROR_STRING];
-    clf__comm_errstr(err, s, sizeof s);
     if (c)
         c->broken = 1;
     return clf_set_error(CLF_ERROR_MPI, "%s: %s (another rank may have failed or gone)", what,
@@ -53,7 +46,7 @@ clf_status clf__comm_wait(clf_comm *c, int n, MPI_Request *req, const char *what
             int flag = 0;
             int err = MPI_Test(&req[i], &flag, MPI_STATUS_IGNORE);
             if (err != MPI_SUCCESS)
-                return mpi_fail(c, err, what);
+                return clf__comm_mpi_fail(c, err, what);
             done &= flag;
         }
         if (done)
@@ -100,7 +93,7 @@ clf_status clf__comm_agree_meta(clf_comm *c, clf_status local, const char *what,
     MPI_Request r;
     int err = MPI_Iallreduce(in, res, 1 + 2 * n, MPI_LONG_LONG, MPI_MAX, c->comm, &r);
     if (err != MPI_SUCCESS)
-        return mpi_fail(c, err, what);
+        return clf__comm_mpi_fail(c, err, what);
     clf_status st = clf__comm_wait(c, 1, &r, what);
     if (st != CLF_SUCCESS)
         return st;
@@ -125,7 +118,7 @@ clf_status clf__comm_agree_meta(clf_comm *c, clf_status local, const char *what,
     }
     err = MPI_Ibcast(&msg, (int)sizeof msg, MPI_BYTE, from, c->comm, &r);
     if (err != MPI_SUCCESS)
-        return mpi_fail(c, err, what);
+        return clf__comm_mpi_fail(c, err, what);
     st = clf__comm_wait(c, 1, &r, what);
     if (st != CLF_SUCCESS)
         return st;
@@ -160,7 +153,7 @@ clf_status clf__comm_check(clf_comm *c, const char *what, const char *names, int
     int err = MPI_Iallreduce(&ok, &okall, 1, MPI_INT, MPI_MIN, c->comm, &r);
     if (err != MPI_SUCCESS) {
         free(all);
-        return mpi_fail(c, err, what);
+        return clf__comm_mpi_fail(c, err, what);
     }
     clf_status st = clf__comm_wait(c, 1, &r, what);
     if (st == CLF_SUCCESS && !okall)
@@ -173,7 +166,7 @@ clf_status clf__comm_check(clf_comm *c, const char *what, const char *names, int
     err = MPI_Iallgather(vals, n, MPI_LONG_LONG, all, n, MPI_LONG_LONG, c->comm, &r);
     if (err != MPI_SUCCESS) {
         free(all);
-        return mpi_fail(c, err, what);
+        return clf__comm_mpi_fail(c, err, what);
     }
     st = clf__comm_wait(c, 1, &r, what);
     for (int p = 1; st == CLF_SUCCESS && p < c->size; p++)
@@ -213,7 +206,7 @@ clf_status clf__comm_lane(clf_comm *c, int lane, MPI_Comm *out)
         MPI_Comm d = MPI_COMM_NULL;
         int err = MPI_Comm_idup(c->comm, &d, &r);
         if (err != MPI_SUCCESS)
-            return mpi_fail(c, err, "MPI_Comm_idup (a device lane)");
+            return clf__comm_mpi_fail(c, err, "MPI_Comm_idup (a device lane)");
         clf_status st = clf__comm_wait(c, 1, &r, "MPI_Comm_idup (a device lane)");
         if (st != CLF_SUCCESS)
             return st;
@@ -289,7 +282,7 @@ clf_status clf_comm_create(clf_comm **out, MPI_Comm comm, clf_fleet *fleet,
     /* Every rank duplicates, whatever it found wrong, so that no rank hangs in the dup. */
     int err = MPI_Comm_dup(comm, &c->comm);
     if (err != MPI_SUCCESS) {
-        clf_status st = mpi_fail(NULL, err, "clf_comm_create: MPI_Comm_dup");
+        clf_status st = clf__comm_mpi_fail(NULL, err, "clf_comm_create: MPI_Comm_dup");
         free(c);
         return st;
     }
@@ -442,7 +435,7 @@ clf_status clf_comm_node_fleet(clf_fleet **out, MPI_Comm comm, const clf_fleet_o
     MPI_Comm node = MPI_COMM_NULL;
     int err = MPI_Comm_dup(comm, &tmp.comm);
     if (err != MPI_SUCCESS)
-        return mpi_fail(NULL, err, "clf_comm_node_fleet: MPI_Comm_dup");
+        return clf__comm_mpi_fail(NULL, err, "clf_comm_node_fleet: MPI_Comm_dup");
     MPI_Comm_set_errhandler(tmp.comm, MPI_ERRORS_RETURN);
     MPI_Comm_rank(tmp.comm, &tmp.rank);
     MPI_Comm_size(tmp.comm, &tmp.size);
@@ -450,7 +443,7 @@ clf_status clf_comm_node_fleet(clf_fleet **out, MPI_Comm comm, const clf_fleet_o
     clf_status local = CLF_SUCCESS;
     int lrank = 0, lsize = 1;
     if (err != MPI_SUCCESS)
-        local = mpi_fail(NULL, err, "clf_comm_node_fleet: MPI_Comm_split_type");
+        local = clf__comm_mpi_fail(NULL, err, "clf_comm_node_fleet: MPI_Comm_split_type");
     else {
         MPI_Comm_rank(node, &lrank);
         MPI_Comm_size(node, &lsize);

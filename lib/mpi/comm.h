@@ -73,8 +73,9 @@ clf_status clf__comm_same(clf_comm *c, const char *what, const char *names, int 
                           const long long *vals);
 /* The communicator of device lane `lane` (collective the first time on every rank). */
 clf_status clf__comm_lane(clf_comm *c, int lane, MPI_Comm *out);
-/* MPI's message for an error code, in a static-free buffer of the caller. */
-void clf__comm_errstr(int err, char *buf, size_t size);
+/* A failed MPI call (err): marks c broken (c may be NULL) and returns CLF_ERROR_MPI with
+ * "what: MPI's message for err (another rank may have failed or gone)". */
+clf_status clf__comm_mpi_fail(clf_comm *c, int err, const char *what);
 /* Seconds of a monotonic clock. */
 double clf__comm_now(void);
 

@@ -50,10 +50,8 @@ clf_status clf__comm_same(clf_comm *c, const char *what, const char *names, int 
     }
     MPI_Request r;
     int err = MPI_Iallreduce(in, out, 2 * n, MPI_LONG_LONG, MPI_MIN, c->comm, &r);
-    if (err != MPI_SUCCESS) {
-        c->broken = 1;
-        return clf_set_error(CLF_ERROR_MPI, "%s: MPI_Iallreduce failed", what);
-    }
+    if (err != MPI_SUCCESS)
+        return clf__comm_mpi_fail(c, err, what);
     clf_status st = clf__comm_wait(c, 1, &r, what);
     if (st != CLF_SUCCESS)
         return st;
@@ -350,10 +348,8 @@ static clf_status run_dynamic(job *J, clf_program *prog, uint64_t *chunks)
     MPI_Win win;
     MPI_Aint bytes = c->rank == 0 ? (MPI_Aint)sizeof(uint64_t) : 0;
     int err = MPI_Win_allocate(bytes, sizeof(uint64_t), MPI_INFO_NULL, c->comm, &base, &win);
-    if (err != MPI_SUCCESS) {
-        c->broken = 1;
-        return clf_set_error(CLF_ERROR_MPI, "clf_comm_launch: MPI_Win_allocate failed");
-    }
+    if (err != MPI_SUCCESS)
+        return clf__comm_mpi_fail(c, err, "clf_comm_launch: MPI_Win_allocate");
     if (c->rank == 0)
         *base = 0;
     /* The counter is zero before anyone takes a chunk: a barrier that also agrees. */
@@ -372,9 +368,7 @@ static clf_status run_dynamic(job *J, clf_program *prog, uint64_t *chunks)
             err = MPI_Rget_accumulate(&chunk, 1, MPI_UINT64_T, &got, 1, MPI_UINT64_T, 0, 0, 1,
                                       MPI_UINT64_T, MPI_SUM, win, &rq);
             if (err != MPI_SUCCESS) {
-                c->broken = 1;
-                st = clf_set_error(CLF_ERROR_MPI,
-                                   "clf_comm_launch: MPI_Rget_accumulate failed");
+                st = clf__comm_mpi_fail(c, err, "clf_comm_launch: MPI_Rget_accumulate");
                 break;
             }
             st = clf__comm_wait(c, 1, &rq, "clf_comm_launch: the chunk counter");

@@ -339,11 +339,7 @@ clf_status clf__pipe_run(clf__pipe *p, const char *what)
                 int err = start_mpi(p, k);
                 if (err != MPI_SUCCESS) {
                     pipe_drain(p);
-                    char s[MPI_MAX_ERROR_STRING];
-                    clf__comm_errstr(err, s, sizeof s);
-                    c->broken = 1;
-                    return clf_set_error(CLF_ERROR_MPI, "%s: %s (another rank may have failed "
-                                                        "or gone)", what, s);
+                    return clf__comm_mpi_fail(c, err, what);
                 }
                 k->stage = ST_MPI;
                 next[l]++;
@@ -363,11 +359,7 @@ clf_status clf__pipe_run(clf__pipe *p, const char *what)
                 }
                 if (err != MPI_SUCCESS) {
                     pipe_drain(p);
-                    char s[MPI_MAX_ERROR_STRING];
-                    clf__comm_errstr(err, s, sizeof s);
-                    c->broken = 1;
-                    return clf_set_error(CLF_ERROR_MPI, "%s: %s (another rank may have failed "
-                                                        "or gone)", what, s);
+                    return clf__comm_mpi_fail(c, err, what);
                 }
                 if (!flag)
                     continue;
