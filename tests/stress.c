@@ -1,7 +1,8 @@
 /*
  * stress: drive one fleet hard and check every result against plain C.
  *
- *   stress [--rounds N] [--mixed] [--seed S] [--timeout SECONDS] [--expect-cached]
+ *   stress [--rounds N] [--mixed] [--threads T] [--pingpong STEPS] [--seed S]
+ *          [--timeout SECONDS] [--expect-cached]
  *
  * The fleet is the default one: set the devices with POCL_DEVICES and CLFLEET_DEVICES
  * (tests/test_matrix.sh runs it on every PoCL configuration people use). Each round runs,
@@ -11,8 +12,14 @@
  * of the boundary rows with the kernels' events as wait lists, then clf_fleet_finish()),
  * copies both ways between every pair of devices, an all-reduce, a pipeline over the
  * devices and a task queue. With --mixed, each round is one of those picked at random
- * instead, with random sizes. A watchdog ends the run if one operation takes longer than
- * the timeout, naming it. With --expect-cached, every device's program must come from
+ * instead, with random sizes. With --threads T (and --mixed), T host threads each run
+ * --rounds random operations on the one fleet at once, array steps among them: launches
+ * next to pipelines, copies, halo exchanges, task queues and collectives, the mix that once
+ * deadlocked on PoCL's basic device. A watchdog ends the run if one operation takes longer
+ * than the timeout, naming it (every thread's, with --threads). With --pingpong STEPS, the
+ * run is one halo ping-pong of STEPS steps between devices 0 and 1 (interop kernels and
+ * clf_copy_async() waiting for each other, no host synchronisation between steps). With
+ * --expect-cached, every device's program must come from
  * clfleet's binary cache (a second process, after a first one built it).
  *
  * Prints one line per kind of operation, and exits 0 when every result matched, 1 on a
@@ -22,7 +29,13 @@
 #include "clfleet/opencl.h"
 #include "common.h" /* lowbias32, xorshift64, test_devices_required (not Check itself) */
 
+#include <pthread.h>
+
 #define mix lowbias32
+
+/* The array steps' kernels, apart: their get_global_size() gives every kernel of their
+ * program a hidden range parameter, which the interop kernel "inc" must not have. */
+static const char JACOBI[] = TEST_CL_JACOBI;
 
 static const char SOURCE[] = TEST_CL_LOWBIAS32
     "#define mix lowbias32\n"
@@ -60,7 +73,8 @@ static const char SOURCE[] = TEST_CL_LOWBIAS32
     "    out[i] = in[i] + add;\n"
     "}\n";
 
-static uint64_t rng = 0x9e3779b97f4a7c15ull;
+/* Each thread its own generator (--threads): the sequence of one seed stays reproducible. */
+static _Thread_local uint64_t rng = 0x9e3779b97f4a7c15ull;
 static uint32_t rnd(uint32_t n)
 {
     return (uint32_t)(xorshift64(&rng) % n);
@@ -68,25 +82,44 @@ static uint32_t rnd(uint32_t n)
 
 /* ---- the watchdog ---- */
 
-static const char *volatile current = "start-up";
+#define MAX_THREADS 8
+
+/* What each thread is doing; the main thread is slot 0 without --threads. */
+static const char *volatile doing[MAX_THREADS] = {"start-up"};
+static _Thread_local unsigned slot;
+#define current doing[slot]
 
 static void watchdog_fired(int sig)
 {
     (void)sig;
-    const char *a = "stress: HANG: no progress in '";
-    const char *c = current;
-    ssize_t w = write(2, a, strlen(a));
-    w = write(2, c, strlen(c));
-    w = write(2, "' before the watchdog fired\n", 28);
-    (void)w;
+    for (unsigned t = 0; t < MAX_THREADS; t++) {
+        const char *c = doing[t];
+        if (!c)
+            continue;
+        const char *a = "stress: HANG: no progress in '";
+        ssize_t w = write(2, a, strlen(a));
+        w = write(2, c, strlen(c));
+        w = write(2, "' before the watchdog fired\n", 28);
+        (void)w;
+    }
     _exit(1);
 }
 
 /* ---- counting ---- */
 
-enum { OP_LAUNCH, OP_HALO, OP_COPY, OP_ALLREDUCE, OP_PIPELINE, OP_TASKQ, NOPS };
-static const char *const op_names[NOPS] = {"launch", "halo", "copy", "allreduce", "pipeline",
-                                           "taskq"};
+enum {
+    OP_LAUNCH,
+    OP_HALO,
+    OP_COPY,
+    OP_ALLREDUCE,
+    OP_PIPELINE,
+    OP_TASKQ,
+    OP_ARRAY,
+    OP_PINGPONG,
+    NOPS
+};
+static const char *const op_names[NOPS] = {"launch", "halo",  "copy",  "allreduce",
+                                           "pipeline", "taskq", "array", "ping-pong"};
 static unsigned long done[NOPS], wrong[NOPS];
 
 static int failed_call(clf_status st, const char *what)
@@ -101,7 +134,7 @@ static int failed_call(clf_status st, const char *what)
 
 typedef struct ctx {
     clf_fleet *f;
-    clf_program *p;
+    clf_program *p, *jacobi;
     size_t ndev;
 } ctx;
 
@@ -156,8 +189,9 @@ enum { MB_W = 256, MB_H = 160, MB_ITER = 192 };
 
 static int op_launch_mandel(ctx *c, clf_strategy s)
 {
-    static uint32_t ref[MB_H][MB_W], img[MB_H][MB_W];
-    static int have_ref;
+    /* Each thread its own (--threads). */
+    static _Thread_local uint32_t ref[MB_H][MB_W], img[MB_H][MB_W];
+    static _Thread_local int have_ref;
     int64_t step = (7 * MB_ONE / 2) / MB_W, x0 = -9 * MB_ONE / 4, y0 = -3 * MB_ONE / 2;
     int width = MB_W, max_iter = MB_ITER;
     for (int y = 0; !have_ref && y < MB_H; y++)
@@ -222,27 +256,108 @@ static int op_launch_scale(ctx *c, clf_strategy s, size_t n, uint32_t a)
 }
 
 /* A kernel through the interop header on device d's compute queue: buf[off + i] += add for
- * i < n, in place. */
+ * i < n, in place, after the clfleet events wait[0 .. nwait) (through clf_event_cl_for()). */
+static int interop_inc_after(ctx *c, size_t d, clf_buffer *buf, size_t off, size_t n,
+                             uint32_t add, clf_event *const *wait, size_t nwait, clf_event **ev)
+{
+    cl_event cw[4] = {0};
+    cl_uint nw = 0;
+    for (size_t i = 0; i < nwait && i < 4; i++)
+        if (wait[i] && failed_call(clf_event_cl_for(wait[i], c->f, d, &cw[nw++]),
+                                   "clf_event_cl_for"))
+            nw--;
+    cl_int err;
+    cl_kernel k = clCreateKernel(clf_cl_program(c->p, d), "inc", &err);
+    cl_mem m = clf_cl_mem(buf);
+    cl_event e = NULL;
+    if (err == CL_SUCCESS) {
+        err = clSetKernelArg(k, 0, sizeof m, &m);
+        err |= clSetKernelArg(k, 1, sizeof m, &m);
+        err |= clSetKernelArg(k, 2, sizeof add, &add);
+        /* Other threads of this process enqueue to the device too (--threads). */
+        clf_cl_lock(c->f, d);
+        if (err == CL_SUCCESS)
+            err = clEnqueueNDRangeKernel(clf_cl_compute_queue(c->f, d), k, 1, &off, &n, NULL,
+                                         nw, nw ? cw : NULL, &e);
+        if (err == CL_SUCCESS)
+            clFlush(clf_cl_compute_queue(c->f, d));
+        clf_cl_unlock(c->f, d);
+        clReleaseKernel(k);
+    }
+    for (cl_uint i = 0; i < nw; i++)
+        clReleaseEvent(cw[i]);
+    if (err != CL_SUCCESS)
+        return fprintf(stderr, "stress: interop kernel: %d\n", err), 1;
+    return failed_call(clf_event_from_cl(e, ev), "clf_event_from_cl");
+}
+
+/*
+ * The halo ping-pong of two devices, with no host synchronisation until the end: each step
+ * an interop kernel per device (in place, +1 on its n own values) waits through
+ * clf_event_cl_for() for the copies of the step before, then clf_copy_async() puts each
+ * device's first h values into the other's halo, waiting for both kernels. Once hung on
+ * PoCL's basic device at its first steps.
+ */
+static int op_pingpong(ctx *c, size_t n, size_t h, unsigned steps)
+{
+    clf_buffer *x[2] = {0};
+    clf_event *k[2] = {0}, *cp[2] = {0};
+    uint32_t *ref = calloc(2 * (n + h), 4), *got = calloc(n + h, 4);
+    int bad = !ref || !got;
+    for (size_t d = 0; !bad && d < 2; d++) {
+        for (size_t i = 0; i < n + h; i++)
+            ref[d * (n + h) + i] = (uint32_t)(d * 7777u + i);
+        bad = failed_call(new_buffer(c, d, (n + h) * 4, &x[d]), "clf_buffer_create") ||
+              failed_call(clf_buffer_write(x[d], 0, (n + h) * 4, &ref[d * (n + h)]),
+                          "clf_buffer_write");
+    }
+    for (unsigned s = 0; !bad && s < steps; s++) {
+        for (size_t d = 0; !bad && d < 2; d++) {
+            clf_event *w[1] = {cp[d]};
+            bad = interop_inc_after(c, d, x[d], 0, n, 1, w, cp[d] ? 1 : 0, &k[d]);
+        }
+        for (size_t d = 0; d < 2; d++) {
+            clf_event_release(cp[d]);
+            cp[d] = NULL;
+        }
+        /* cp[d]: into device d's halo, from the other device's first h values. */
+        for (size_t d = 0; !bad && d < 2; d++)
+            bad = failed_call(clf_copy_async(x[d], n * 4, x[1 - d], 0, h * 4, k, 2, &cp[d]),
+                              "clf_copy_async (ping-pong)");
+        for (size_t d = 0; d < 2; d++) {
+            clf_event_release(k[d]);
+            k[d] = NULL;
+        }
+        for (size_t d = 0; d < 2; d++)
+            for (size_t i = 0; i < n; i++)
+                ref[d * (n + h) + i]++;
+        for (size_t d = 0; d < 2; d++)
+            memcpy(&ref[d * (n + h) + n], &ref[(1 - d) * (n + h)], h * 4);
+    }
+    for (size_t d = 0; d < 2; d++)
+        bad |= cp[d] && failed_call(clf_event_wait(cp[d]), "clf_event_wait (ping-pong)");
+    for (size_t d = 0; !bad && d < 2; d++) {
+        bad = failed_call(clf_buffer_read(x[d], 0, (n + h) * 4, got), "clf_buffer_read");
+        if (!bad && memcmp(got, &ref[d * (n + h)], (n + h) * 4) != 0) {
+            fprintf(stderr, "stress: ping-pong wrong on device %zu\n", d);
+            bad = 1;
+        }
+    }
+    for (size_t d = 0; d < 2; d++) {
+        clf_event_release(k[d]);
+        clf_event_release(cp[d]);
+        clf_buffer_destroy(x[d]);
+    }
+    free(ref);
+    free(got);
+    return bad;
+}
+
+/* As interop_inc_after(), with no wait list. */
 static int interop_inc(ctx *c, size_t d, clf_buffer *buf, size_t off, size_t n, uint32_t add,
                        clf_event **ev)
 {
-    cl_int err;
-    cl_kernel k = clCreateKernel(clf_cl_program(c->p, d), "inc", &err);
-    if (err != CL_SUCCESS)
-        return fprintf(stderr, "stress: clCreateKernel: %d\n", err), 1;
-    cl_mem m = clf_cl_mem(buf);
-    cl_event e = NULL;
-    err = clSetKernelArg(k, 0, sizeof m, &m);
-    err |= clSetKernelArg(k, 1, sizeof m, &m);
-    err |= clSetKernelArg(k, 2, sizeof add, &add);
-    if (err == CL_SUCCESS)
-        err = clEnqueueNDRangeKernel(clf_cl_compute_queue(c->f, d), k, 1, &off, &n, NULL, 0,
-                                     NULL, &e);
-    clReleaseKernel(k);
-    if (err != CL_SUCCESS)
-        return fprintf(stderr, "stress: clEnqueueNDRangeKernel: %d\n", err), 1;
-    clFlush(clf_cl_compute_queue(c->f, d));
-    return failed_call(clf_event_from_cl(e, ev), "clf_event_from_cl");
+    return interop_inc_after(c, d, buf, off, n, add, NULL, 0, ev);
 }
 
 /*
@@ -436,12 +551,54 @@ static int op_taskq(ctx *c, size_t n, size_t ntasks)
     return bad;
 }
 
+/* Steps of a 1D Jacobi on block arrays with a halo of 1 over every device (exchange, then
+ * clf_array_launch()), against the plain C reference. */
+static int op_array(ctx *c, size_t n, unsigned steps)
+{
+    clf_array_desc ad = CLF_ARRAY_DESC_INIT;
+    ad.elem_size = 4;
+    ad.dims = 1;
+    ad.shape[0] = n;
+    ad.halo_before = ad.halo_after = 1;
+    clf_array *a = NULL, *b = NULL;
+    float *x = malloc(n * 4), *y = malloc(n * 4), *got = malloc(n * 4);
+    for (size_t i = 0; x && i < n; i++) /* multiples of 1/8: the sums stay exact */
+        x[i] = (float)(mix((uint32_t)(i + steps)) % 1000) / 8.0f;
+    int bad = !x || !y || !got ||
+              failed_call(clf_array_create(&a, c->f, &ad), "clf_array_create") ||
+              failed_call(clf_array_create(&b, c->f, &ad), "clf_array_create") ||
+              failed_call(clf_array_write(a, NULL, NULL, x), "clf_array_write");
+    clf_array_launch_desc d = CLF_ARRAY_LAUNCH_DESC_INIT;
+    d.kernel = "jac1";
+    d.global[0] = n;
+    for (unsigned k = 0; !bad && k < steps; k++) {
+        clf_arg args[] = {CLF_ARRAY_IN(a), CLF_ARRAY_OUT(b)};
+        bad = failed_call(clf_array_exchange(a), "clf_array_exchange") ||
+              failed_call(clf_array_launch(c->f, c->jacobi, &d, args, 2), "clf_array_launch");
+        clf_array *t = a;
+        a = b;
+        b = t;
+        jacobi_ref_step(&x, &y, 1, n, 1, 0);
+    }
+    bad = bad || failed_call(clf_array_read(a, NULL, NULL, got), "clf_array_read");
+    if (!bad && memcmp(got, x, n * 4) != 0) {
+        fprintf(stderr, "stress: array Jacobi of %zu units wrong\n", n);
+        bad = 1;
+    }
+    clf_array_destroy(a);
+    clf_array_destroy(b);
+    free(x);
+    free(y);
+    free(got);
+    return bad;
+}
+
 /* ---- the driver ---- */
 
 static void count(int op, int bad)
 {
-    done[op]++;
-    wrong[op] += bad != 0;
+    __atomic_add_fetch(&done[op], 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&wrong[op], bad != 0, __ATOMIC_RELAXED);
 }
 
 static void round_all(ctx *c, unsigned r)
@@ -467,6 +624,10 @@ static void round_all(ctx *c, unsigned r)
     count(OP_PIPELINE, op_pipeline(c, 4096, 6));
     current = "task queue";
     count(OP_TASKQ, op_taskq(c, 2048, 8));
+    current = "array steps";
+    count(OP_ARRAY, op_array(c, 50000 + r, 4));
+    current = "ping-pong";
+    count(OP_PINGPONG, op_pingpong(c, 4096 + r, 64, 20));
 }
 
 static void round_mixed(ctx *c)
@@ -505,6 +666,16 @@ static void round_mixed(ctx *c)
         current = "pipeline";
         count(op, op_pipeline(c, 1 + rnd(8192), 1 + rnd(8)));
         break;
+    case OP_ARRAY:
+        current = "array steps";
+        count(op, op_array(c, 64 + rnd(1u << 16), 1 + rnd(6)));
+        break;
+    case OP_PINGPONG: {
+        current = "ping-pong";
+        size_t n = 16 + rnd(8192);
+        count(op, op_pingpong(c, n, 1 + rnd((uint32_t)n), 1 + rnd(20)));
+        break;
+    }
     default:
         current = "task queue";
         count(op, op_taskq(c, 1 + rnd(8192), 1 + rnd(12)));
@@ -512,22 +683,83 @@ static void round_mixed(ctx *c)
     }
 }
 
+/* --threads: one thread's random operations. */
+typedef struct thread_arg {
+    ctx *c;
+    unsigned index;
+    unsigned long rounds, seed;
+} thread_arg;
+
+static void *thread_main(void *p)
+{
+    thread_arg *t = p;
+    slot = t->index;
+    rng ^= (t->seed + 7919 * t->index) * 0x2545f4914f6cdd1dull;
+    if (!rng)
+        rng = 1;
+    for (unsigned long r = 0; r < t->rounds; r++)
+        round_mixed(t->c);
+    current = NULL; /* finished: nothing to name if the watchdog fires */
+    return NULL;
+}
+
+/* T threads at once; the watchdog is re-armed while any thread still makes progress. */
+static int run_threads(ctx *c, unsigned threads, unsigned long rounds, unsigned long seed,
+                       unsigned long timeout)
+{
+    pthread_t tid[MAX_THREADS];
+    thread_arg ta[MAX_THREADS];
+    unsigned started = 0;
+    for (unsigned t = 0; t < threads; t++) {
+        ta[t] = (thread_arg){c, t, rounds, seed};
+        doing[t] = "start-up";
+        if (pthread_create(&tid[t], NULL, thread_main, &ta[t]) != 0) {
+            fprintf(stderr, "stress: cannot start thread %u\n", t);
+            doing[t] = NULL;
+            break;
+        }
+        started++;
+    }
+    /* Progress is any operation counted; the alarm fires after `timeout` seconds without. */
+    unsigned long last = ~0ul;
+    for (;;) {
+        unsigned long total = 0;
+        for (int op = 0; op < NOPS; op++)
+            total += __atomic_load_n(&done[op], __ATOMIC_RELAXED);
+        if (total != last) {
+            alarm((unsigned)timeout);
+            last = total;
+        }
+        int running = 0;
+        for (unsigned t = 0; t < started; t++)
+            running |= doing[t] != NULL;
+        if (!running)
+            break;
+        usleep(100000);
+    }
+    for (unsigned t = 0; t < started; t++)
+        pthread_join(tid[t], NULL);
+    return started == threads ? 0 : 1;
+}
+
 static int usage(void)
 {
-    fprintf(stderr, "usage: stress [--rounds N] [--mixed] [--seed S] [--timeout SECONDS] "
-                    "[--expect-cached]\n");
+    fprintf(stderr, "usage: stress [--rounds N] [--mixed] [--threads T] [--pingpong STEPS] "
+                    "[--seed S] [--timeout SECONDS] [--expect-cached]\n");
     return 2;
 }
 
 int main(int argc, char **argv)
 {
-    unsigned long rounds = 20, seed = 1, timeout = 120;
+    unsigned long rounds = 20, seed = 1, timeout = 120, threads = 0, pingpong = 0;
     int mixed = 0, cached = 0;
     for (int i = 1; i < argc; i++) {
         char *end = NULL;
         unsigned long *v = !strcmp(argv[i], "--rounds")    ? &rounds
                            : !strcmp(argv[i], "--seed")    ? &seed
                            : !strcmp(argv[i], "--timeout") ? &timeout
+                           : !strcmp(argv[i], "--threads") ? &threads
+                           : !strcmp(argv[i], "--pingpong") ? &pingpong
                                                            : NULL;
         if (!strcmp(argv[i], "--mixed"))
             mixed = 1;
@@ -536,6 +768,8 @@ int main(int argc, char **argv)
         else if (!v || i + 1 >= argc || (*v = strtoul(argv[++i], &end, 10), *end) || !*v)
             return usage();
     }
+    if (threads > MAX_THREADS || (threads && !mixed))
+        return usage();
     rng ^= seed * 0x2545f4914f6cdd1dull; /* never 0: the constant is odd */
     signal(SIGALRM, watchdog_fired);
     alarm((unsigned)timeout);
@@ -553,7 +787,8 @@ int main(int argc, char **argv)
     if (c.ndev < 2) {
         fprintf(stderr, "stress: FAIL: the fleet has %zu device; it needs two\n", c.ndev);
         rc = 1;
-    } else if (failed_call(clf_program_build_source(&c.p, c.f, SOURCE, NULL), "build")) {
+    } else if (failed_call(clf_program_build_source(&c.p, c.f, SOURCE, NULL), "build") ||
+               failed_call(clf_program_build_source(&c.jacobi, c.f, JACOBI, NULL), "build")) {
         rc = 1;
     }
     for (size_t d = 0; rc == 0 && cached && d < c.ndev; d++)
@@ -564,7 +799,13 @@ int main(int argc, char **argv)
         }
     if (rc == 0 && cached)
         printf("stress: every device's program came from clfleet's binary cache\n");
-    for (unsigned long r = 0; rc == 0 && r < rounds; r++) {
+    if (rc == 0 && threads)
+        rc = run_threads(&c, (unsigned)threads, rounds, seed, timeout);
+    if (rc == 0 && pingpong) {
+        current = "ping-pong";
+        count(OP_PINGPONG, op_pingpong(&c, 1 << 16, 256, (unsigned)pingpong));
+    }
+    for (unsigned long r = 0; rc == 0 && !threads && !pingpong && r < rounds; r++) {
         alarm((unsigned)timeout); /* per round: a hang ends the run, slowness does not */
         if (mixed)
             round_mixed(&c);
@@ -573,6 +814,7 @@ int main(int argc, char **argv)
     }
     current = "teardown";
     clf_program_destroy(c.p);
+    clf_program_destroy(c.jacobi);
     clf_fleet_destroy(c.f);
     alarm(0);
     unsigned long total = 0, bad = 0;
@@ -584,7 +826,7 @@ int main(int argc, char **argv)
     }
     if (mixed)
         printf("stress: random operations from seed %lu\n", seed);
-    printf("stress: %lu passed, %lu failed (%zu devices, %s)\n", total - bad, bad, c.ndev,
-           mixed ? "mixed" : "every kind each round");
+    printf("stress: %lu passed, %lu failed (%zu devices, %s%s)\n", total - bad, bad, c.ndev,
+           mixed ? "mixed" : "every kind each round", threads ? ", threads at once" : "");
     return rc || bad ? 1 : 0;
 }

@@ -3,12 +3,16 @@
 # each in one context per platform and with one context per device. Every configuration
 # runs every strategy's launch, a halo exchange through interop kernels and event wait
 # lists, copies both ways, an all-reduce, a pipeline and a task queue, ROUNDS times,
-# each compared with plain C. No retry: an abort, a hang (the stress watchdog) or a
-# wrong result fails. Then a second process, with PoCL's own kernel cache off, must get
+# each compared with plain C; then three host threads mixing all of those (array steps and
+# ping-pongs too) on the one fleet at once; then a two-device halo ping-pong of 200 steps
+# (interop kernels and clf_copy_async() waiting for each other), PINGPONGS times. No retry:
+# an abort, a hang (the stress watchdog) or a wrong result fails. Then a second process, with PoCL's own kernel cache off, must get
 # every device's program from clfleet's binary cache (sub-devices included).
 #
 #   STRESS_ROUNDS=N   rounds per configuration (default 50)
 #   STRESS_MIXED=N    then N random operations per configuration (default 0; CI sets it)
+#   STRESS_THREADS=N  random operations per thread of the three-thread run (default 20)
+#   STRESS_PINGPONGS=N  ping-pong runs per configuration (default 20)
 set -u
 b=${top_builddir:-.}
 stress=$b/tests/stress
@@ -16,6 +20,8 @@ rounds=${STRESS_ROUNDS:-50}
 cache=${TMPDIR:-/tmp}/clf-matrix-cache.$$
 trap 'rm -rf "$cache" "$cache.list"' EXIT
 mixed=${STRESS_MIXED:-0}
+threaded=${STRESS_THREADS:-20}
+pingpongs=${STRESS_PINGPONGS:-20}
 fail=0
 # Name | POCL_DEVICES | POCL_MAX_PTHREAD_COUNT (or -) | selection
 configs='basic-basic|basic basic|-|type=cpu
@@ -52,6 +58,21 @@ while IFS='|' read -r name devs threads sel; do
         [ "$mixed" -gt 0 ] &&
             run "$name/context=$ctx/mixed" "$@" CLFLEET_DEVICES="$sel;context=$ctx" \
                 "$stress" --mixed --rounds "$mixed" --seed "$(date +%s)"
+        # A deadlock shows as the watchdog's HANG (60 s without an operation finishing).
+        run "$name/context=$ctx/threads" "$@" CLFLEET_DEVICES="$sel;context=$ctx" \
+            "$stress" --mixed --threads 3 --rounds "$threaded" --seed "$(date +%s)" --timeout 60
+        k=0
+        while [ "$k" -lt "$pingpongs" ]; do
+            k=$((k + 1))
+            out=$(env "$@" CLFLEET_DEVICES="$sel;context=$ctx" "$stress" --pingpong 200 \
+                --timeout 60 2>&1) || {
+                printf '%s\n' "$out"
+                echo "FAIL: $name/context=$ctx/ping-pong run $k"
+                fail=1
+                break
+            }
+        done
+        echo "$name/context=$ctx/ping-pong: $k of $pingpongs runs of 200 steps"
     done
 done < "$cache.list"
 exit $fail

@@ -82,7 +82,12 @@ CLF_API clf_status clf_event_from_cl(cl_event ev, clf_event **out);
 /**
  * \brief An OpenCL event in device \p device's context that completes with
  * \p ev (a user event set from a callback when \p ev belongs to another
- * context, or to the host). Release it with clReleaseEvent().
+ * context, or to the host). Release it with clReleaseEvent(). On a device that runs
+ * commands inside clEnqueue* (PoCL's basic device), a command waiting for an event that is
+ * not complete yet would run inside another thread's completion, where PoCL 3 deadlocks:
+ * there this call waits for \p ev on the host and returns an event that has completed
+ * (with an error status if \p ev failed, so that a command waiting for it fails as in
+ * OpenCL).
  * \param ev the clfleet event
  * \param fleet the fleet
  * \param device fleet index of the device
@@ -91,6 +96,27 @@ CLF_API clf_status clf_event_from_cl(cl_event ev, clf_event **out);
  */
 CLF_API clf_status clf_event_cl_for(clf_event *ev, clf_fleet *fleet, size_t device,
                                     cl_event *out);
+
+/**
+ * \brief Take the device's enqueue lock around your own clEnqueue* calls on it.
+ *
+ * A device that runs commands inside clEnqueue* (PoCL's basic device) deadlocks when two
+ * host threads enqueue to it at once, and clfleet enqueues from its own threads (launch
+ * workers, copies, pipelines). Every clfleet enqueue to such a device holds this lock for
+ * that call alone; code of yours that enqueues to the device while clfleet may be running
+ * work on it must do the same: clf_cl_lock(), clEnqueue...(), clf_cl_unlock(). Never hold it
+ * while waiting (clWaitForEvents, clFinish, a clfleet wait): the work waited for may need
+ * it. Other devices need no lock: this does nothing there (and for an index out of range).
+ * \param fleet the fleet
+ * \param device fleet index of the device
+ */
+CLF_API void clf_cl_lock(clf_fleet *fleet, size_t device);
+/**
+ * \brief Give back the lock of clf_cl_lock().
+ * \param fleet the fleet
+ * \param device fleet index of the device
+ */
+CLF_API void clf_cl_unlock(clf_fleet *fleet, size_t device);
 
 #ifdef __cplusplus
 }

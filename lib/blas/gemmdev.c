@@ -205,12 +205,12 @@ static void chunk_blocks(const clf__gemm_run *G, uint64_t off, uint64_t len, clf
     }
 }
 
-/* The worker's commands through the command path (core/cmd.c): it holds the device's exec
- * lock and accounts for them itself (worker.c); fault rule `call` applies first. */
+/* The worker's commands through the command path (core/cmd.c): it accounts for them itself
+ * (worker.c); fault rule `call` applies first. */
 static clf__cmd_opt cmd_opt(unsigned flags, unsigned call)
 {
     clf__cmd_opt o = {0};
-    o.flags = flags | CLF__CMD_NO_METRICS | CLF__CMD_LOCKED | CLF__CMD_FAULT;
+    o.flags = flags | CLF__CMD_NO_METRICS | CLF__CMD_FAULT;
     o.fault = call;
     return o;
 }
@@ -340,12 +340,16 @@ static clf_status gemm_run(clf__worker *w, clf__chunk *c)
     CLBlastTranspose tb = g->tb ? CLBlastTransposeYes : CLBlastTransposeNo;
     CLBlastStatusCode bs;
     pthread_mutex_lock(&blast_lock); /* one thread in clBLAST at a time (see above) */
+    /* clBLAST enqueues on its own, outside the command path: on PoCL's basic device it takes
+     * the exec lock for those enqueues alone (core.h). */
+    clf__dev_exec_enter(w->L->fl, w->d->index);
     if (g->dbl)
         bs = blast.dgemm(lay, ta, tb, mc, nc, g->k, g->alpha, abuf, 0, a_ld, bbuf, 0, b_ld,
                          g->beta, w->slot[1][s], 0, cbk.len, &q, &c->kernel);
     else
         bs = blast.sgemm(lay, ta, tb, mc, nc, g->k, (float)g->alpha, abuf, 0, a_ld, bbuf, 0, b_ld,
                          (float)g->beta, w->slot[1][s], 0, cbk.len, &q, &c->kernel);
+    clf__dev_exec_leave(w->L->fl, w->d->index);
     pthread_mutex_unlock(&blast_lock);
     if (bs != CLBlastSuccess) {
         c->kernel = NULL;

@@ -7,8 +7,8 @@
  *    wait list is waited for on the host first and the command is enqueued
  *    with none, so that it runs inside its own enqueue and never inside
  *    another thread's completion, where PoCL 3 can deadlock or abort; the
- *    enqueue holds the device's exec lock (clf__dev_exec_enter()) unless the
- *    caller holds it already (CLF__CMD_LOCKED: the launch workers);
+ *    enqueue, and only the enqueue, holds the device's exec lock
+ *    (clf__dev_exec_enter());
  *  - a fault rule of $CLFLEET_FAULT_INJECT is applied where the caller names one
  *    (clf__cmd_opt.fault: the launch executor's alloc/write/read/enqueue hooks);
  *  - a failed enqueue is recorded with the device (clf__cl_fail());
@@ -23,6 +23,8 @@
 #include "core.h"
 
 #include <stdio.h>
+
+#include "clfleet/opencl.h" /* clf_cl_lock() */
 
 /* The basic-device exec lock (core.h says why); the flag and the lock live in the
  * device, set up by clf__xfer_init() (transfer.c). */
@@ -41,6 +43,17 @@ void clf__dev_exec_leave(clf_fleet *fl, size_t dev)
 {
     if (clf__dev_sync_exec(fl, dev))
         pthread_mutex_unlock(&fl->dev[dev].exec_lock);
+}
+
+/* The same lock for interop users' own enqueues (clfleet/opencl.h). */
+void clf_cl_lock(clf_fleet *fl, size_t dev)
+{
+    clf__dev_exec_enter(fl, dev);
+}
+
+void clf_cl_unlock(clf_fleet *fl, size_t dev)
+{
+    clf__dev_exec_leave(fl, dev);
 }
 
 static const clf__cmd_opt no_opt; /* the defaults */
@@ -81,8 +94,8 @@ static cl_int inject(clf_fleet *fl, size_t dev, const clf__cmd_opt *o)
 }
 
 /* Before an enqueue on device dev: a sync-exec device waits for the wait list on the host
- * (without its exec lock, which the commands waited for may need, unless the caller holds
- * it) and gets none; then the exec lock. */
+ * (without its exec lock, which the commands waited for may need) and gets none; then the
+ * exec lock. */
 static clf_status enter(clf_fleet *fl, size_t dev, const clf__cmd_opt *o, cl_uint *nwait,
                         const cl_event **wait)
 {
@@ -98,8 +111,7 @@ static clf_status enter(clf_fleet *fl, size_t dev, const clf__cmd_opt *o, cl_uin
         *nwait = 0;
         *wait = NULL;
     }
-    if (!(o->flags & CLF__CMD_LOCKED))
-        clf__dev_exec_enter(fl, dev);
+    clf__dev_exec_enter(fl, dev);
     return CLF_SUCCESS;
 }
 
@@ -126,8 +138,7 @@ static clf_status leave(clf_fleet *fl, size_t dev, const clf__cmd_opt *o, cl_com
     struct clf__device *d = &fl->dev[dev];
     if (err == CL_SUCCESS && !(o->flags & (CLF__CMD_NO_FLUSH | CLF__CMD_BLOCKING)))
         clFlush(q);
-    if (!(o->flags & CLF__CMD_LOCKED))
-        clf__dev_exec_leave(fl, dev);
+    clf__dev_exec_leave(fl, dev);
     if (err != CL_SUCCESS) {
         if (ev)
             *ev = NULL;

@@ -133,9 +133,13 @@ int clf__event_done(clf_event *e);
 /* ---- the basic-device exec lock (cmd.c) ---- */
 
 /* A device that runs commands inside clEnqueue* (PoCL's "basic"): two host threads
- * enqueueing to it at once can deadlock inside PoCL 3, so every host thread that enqueues to
- * it (copies, buffer reads, writes and fills, a launch's worker) holds its lock meanwhile.
- * No-ops for other devices. */
+ * enqueueing to it at once can deadlock inside PoCL 3, so every enqueue to it holds its
+ * lock for that one call: the command path does (cmd.c), and code that enqueues through a
+ * library (clBLAST) takes it around that call alone. Never held across a wait for anything
+ * (a chunk, an event, another thread or device): a thread holding it while it waited for
+ * work that another thread's enqueue to the device would finish deadlocked (a launch's
+ * worker held it while waiting for its next chunk; a copy held both devices' locks while
+ * it waited for its wait list). No-ops for other devices. */
 void clf__dev_exec_enter(clf_fleet *fleet, size_t device);
 void clf__dev_exec_leave(clf_fleet *fleet, size_t device);
 /* Nonzero for such a device. It also runs a command inside whichever thread makes it ready
@@ -164,8 +168,7 @@ static inline cl_int clf__device_finish_queues(struct clf__device *d)
  * the device (CLF_ERROR_OPENCL); counts the command in the metrics and the trace on q's
  * track. *ev (optional) receives the command's event, as in OpenCL. Never blocking unless
  * CLF__CMD_BLOCKING (below): host memory must stay valid until the command completes, as for
- * clEnqueue*(..., CL_FALSE). The caller must not hold the device's exec lock, unless it says
- * so (CLF__CMD_LOCKED).
+ * clEnqueue*(..., CL_FALSE). The caller must not hold the device's exec lock.
  */
 /* A kernel; the timeline names it name, with the first dimension's offset and size. */
 clf_status clf__cmd_kernel(clf_fleet *fl, size_t dev, cl_command_queue q, cl_kernel k,
@@ -200,7 +203,6 @@ enum {
     CLF__CMD_NO_METRICS = 1u << 0, /* the caller accounts for the command or the memory */
     CLF__CMD_NO_FLUSH = 1u << 1,   /* the caller flushes the queue after a batch */
     CLF__CMD_BLOCKING = 1u << 2,   /* returns once the command completed (CL_TRUE) */
-    CLF__CMD_LOCKED = 1u << 3,     /* the caller holds the device's exec lock already */
     CLF__CMD_FAULT = 1u << 4       /* apply fault rule `fault` (CLF__FAULT_*) first */
 };
 typedef struct clf__cmd_opt {

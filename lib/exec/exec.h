@@ -309,7 +309,7 @@ void clf__launch_footprint(const clf__launch *L, uint64_t *fixed, uint64_t *per_
                            uint64_t *halo_units);
 /* The worker's helpers that the array plane (arrays.c) shares with the loop (worker.c): a
  * device buffer of the worker's budget (the alloc fault rule applies, fleetstate.c's kept
- * buffers first); the worker's command options (its exec lock held, its own accounting, fault
+ * buffers first); the worker's command options (its own accounting, fault
  * rule call); a failed command of the command path (core/cmd.c), remembered for the
  * device-fault decision; a blocking transfer outside the chunks accounted for (ev released,
  * its seconds returned). */

@@ -59,12 +59,12 @@ clf_status clf__worker_cmd_failed(clf__worker *w, const clf__cmd_opt *o)
     return CLF_ERROR_OPENCL;
 }
 
-/* The worker's commands: it holds its device's exec lock (clf__worker_main()) and accounts
- * for them itself (report, then clf__metrics_launch()); fault rule `call` applies. */
+/* The worker's commands: it accounts for them itself (report, then clf__metrics_launch());
+ * fault rule `call` applies. */
 clf__cmd_opt clf__worker_cmd_opt(unsigned flags, unsigned call)
 {
     clf__cmd_opt o = {0};
-    o.flags = flags | CLF__CMD_NO_METRICS | CLF__CMD_LOCKED | CLF__CMD_FAULT;
+    o.flags = flags | CLF__CMD_NO_METRICS | CLF__CMD_FAULT;
     o.fault = call;
     return o;
 }
@@ -161,15 +161,13 @@ static size_t chunk_events(const clf__chunk *c, cl_event all[2 * CLF__MAX_ARGS +
 }
 
 /* Wait, whatever their status, for the commands a chunk queued (they may use the caller's
- * memory). Not holding the device's exec lock while blocked, as finish_chunk(). */
-static void drain_chunk(clf__worker *w, const clf__chunk *c)
+ * memory). */
+static void drain_chunk(const clf__chunk *c)
 {
     cl_event all[2 * CLF__MAX_ARGS + 1];
     size_t n = chunk_events(c, all);
-    clf__dev_exec_leave(w->L->fl, w->d->index);
     for (size_t j = 0; j < n; j++) /* one by one: a failed one may end a wait for all early */
         clWaitForEvents(1, &all[j]);
-    clf__dev_exec_enter(w->L->fl, w->d->index);
 }
 
 /*
@@ -257,11 +255,7 @@ static clf_status finish_chunk(clf__worker *w, clf__chunk *c)
 {
     cl_event all[2 * CLF__MAX_ARGS + 1];
     size_t n = chunk_events(c, all);
-    /* Not holding the device's exec lock (PoCL's basic device) while blocked: the chunk may
-     * wait (clf_device_wait_events) for a copy that a transfer thread runs under that lock. */
-    clf__dev_exec_leave(w->L->fl, w->d->index);
     cl_int err = n ? clWaitForEvents((cl_uint)n, all) : CL_SUCCESS;
-    clf__dev_exec_enter(w->L->fl, w->d->index);
     cl_int exec = c->fault ? c->fault : CL_COMPLETE;
     for (size_t j = 0; j < n && exec == CL_COMPLETE; j++) {
         cl_int s = clf__cl_event_status(all[j]);
@@ -510,7 +504,7 @@ static clf_status run_chunks(clf__worker *w)
              * launch first, and the caller free that memory as soon as clf_launch() returns
              * (ASan saw PoCL's worker copy from freed memory when the last chunk was stolen
              * and nothing else came after it on this transfer queue). */
-            drain_chunk(w, now);
+            drain_chunk(now);
             int slot = now->slot;
             release_chunk(now);
             memset(now, 0, sizeof *now);
@@ -606,7 +600,8 @@ static clf_status run_chunks(clf__worker *w)
 void *clf__worker_main(void *arg)
 {
     clf__worker *w = arg;
-    clf__dev_exec_enter(w->L->fl, w->d->index); /* PoCL's basic device: one thread at a time */
+    /* No lock is held here: PoCL's basic device takes its exec lock for each enqueue alone
+     * (core/cmd.c), never while this thread waits for its chunks or for the partitioner. */
     clf_status st = w->L->plane->prepare(w);
     if (st == CLF_SUCCESS)
         st = run_chunks(w);
@@ -614,7 +609,6 @@ void *clf__worker_main(void *arg)
         worker_fail(w, st);
         give_back(w, NULL, 0);
     }
-    clf__dev_exec_leave(w->L->fl, w->d->index);
     if (st != CLF_SUCCESS)
         worker_fail(w, st);
     pthread_mutex_lock(&w->L->lock);

@@ -125,10 +125,10 @@ struct clf__device {
      * device out until clf_device_readmit(). */
     int failed;
     char fail_why[256];
-    /* Runs commands inside clEnqueue* (PoCL's "basic" device): copies touching it take
-     * exec_lock for their whole duration, since two host threads enqueueing to such a
-     * device at once can deadlock inside PoCL 3. Set by clf__xfer_init() (transfer.c);
-     * taken through clf__dev_exec_enter() (cmd.c). */
+    /* Runs commands inside clEnqueue* (PoCL's "basic" device): every enqueue to it takes
+     * exec_lock for that call alone, since two host threads enqueueing to such a device at
+     * once can deadlock inside PoCL 3 (core.h). Set by clf__xfer_init() (transfer.c); taken
+     * through clf__dev_exec_enter() (cmd.c). */
     int sync_exec;
     pthread_mutex_t exec_lock;
 };

@@ -58,10 +58,9 @@ static clf_status amd_enqueue(clf__copy *c, const cl_event *wait, cl_uint nwait,
     cl_command_queue q = clf__copy_queue(c, 0);
     if (A->ctx == B->ctx) {
         /* The extension copies between contexts; in one context the runtime's own copy
-         * between devices takes the peer path itself. Under the copy's exec locks, counted
-         * by the caller (transfer.c). */
+         * between devices takes the peer path itself. Counted by the caller (transfer.c). */
         clf__cmd_opt o = {0};
-        o.flags = CLF__CMD_NO_METRICS | CLF__CMD_NO_FLUSH | CLF__CMD_LOCKED;
+        o.flags = CLF__CMD_NO_METRICS | CLF__CMD_NO_FLUSH;
         return clf__cmd_copy(c->fleet, c->sdev, q, c->src, c->dst, c->soff, c->doff, c->size,
                              NULL, nwait, wait, ev, &o);
     }
@@ -452,9 +451,9 @@ static clf_status leg(clf_fleet *fl, size_t dev, cl_mem bounce, cl_mem from, siz
     clf_status st = ext_mem(fl, dev, 1, bounce);
     if (st != CLF_SUCCESS)
         return st;
-    /* Under the copy's exec locks, counted by the caller (transfer.c). */
+    /* Counted by the caller (transfer.c). */
     clf__cmd_opt o = {0};
-    o.flags = CLF__CMD_NO_METRICS | CLF__CMD_NO_FLUSH | CLF__CMD_LOCKED;
+    o.flags = CLF__CMD_NO_METRICS | CLF__CMD_NO_FLUSH;
     st = clf__cmd_copy(fl, dev, d->copyq, from, to, from_off, to_off, len, "CUDA bounce", 0, NULL,
                        fl->xfer->dev[dev].release ? NULL : ev, &o);
     if (st != CLF_SUCCESS)

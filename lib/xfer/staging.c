@@ -22,12 +22,11 @@
 
 /* ---- staging sets --------------------------------------------------------------------- */
 
-/* Staging's commands: under the copy's exec locks (transfer.c runs a staged copy holding
- * them; at teardown nothing else runs), counted by the caller as one peer copy. */
+/* Staging's commands: counted by the caller as one peer copy. */
 static clf__cmd_opt stage_opt(unsigned flags)
 {
     clf__cmd_opt o = {0};
-    o.flags = flags | CLF__CMD_NO_METRICS | CLF__CMD_LOCKED;
+    o.flags = flags | CLF__CMD_NO_METRICS;
     return o;
 }
 

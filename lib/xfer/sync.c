@@ -361,6 +361,28 @@ clf_status clf_event_cl_for(clf_event *ev, clf_fleet *fleet, size_t device, cl_e
     clf_status st = clf__check_device(fleet, device);
     if (st != CLF_SUCCESS)
         return st;
+    if (clf__dev_sync_exec(fleet, device)) {
+        /* PoCL's basic device runs a command inside whichever thread completes its wait
+         * list (here: the bridge's, or another device's driver thread), where PoCL 3
+         * deadlocks on its own locks (a two-device halo ping-pong hung at its first steps).
+         * So the wait happens here, on the host, as the command path does for clfleet's own
+         * commands (core/cmd.c), and the event handed out has completed already: the
+         * caller's command then runs inside its own enqueue. */
+        cl_int err;
+        cl_event uev = clCreateUserEvent(fleet->dev[device].ctx, &err);
+        if (err != CL_SUCCESS)
+            return clf__cl_fail(err, "clCreateUserEvent", &fleet->dev[device]);
+        clf_status ws = clf_event_wait(ev);
+        err = clSetUserEventStatus(uev, ws == CLF_SUCCESS
+                                            ? CL_COMPLETE
+                                            : CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST);
+        if (err != CL_SUCCESS) {
+            clReleaseEvent(uev);
+            return clf__cl_fail(err, "clSetUserEventStatus", &fleet->dev[device]);
+        }
+        *out = uev;
+        return CLF_SUCCESS;
+    }
     return clf__event_cl_for(ev, fleet, device, out);
 }
 

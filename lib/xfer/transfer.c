@@ -194,24 +194,6 @@ clf_status clf__copy_wait_deps(clf__copy *c)
     return CLF_SUCCESS;
 }
 
-/* Take (or give back) the execution locks of the copy's synchronous devices, in index
- * order. */
-static void exec_lock(clf__copy *c, int take)
-{
-    struct clf__device *xd = c->fleet->dev;
-    size_t order[2] = {c->sdev < c->ddev ? c->sdev : c->ddev,
-                       c->sdev < c->ddev ? c->ddev : c->sdev};
-    for (int k = 0; k < (order[0] == order[1] ? 1 : 2); k++) {
-        size_t i = order[k];
-        if (!xd[i].sync_exec)
-            continue;
-        if (take)
-            pthread_mutex_lock(&xd[i].exec_lock);
-        else
-            pthread_mutex_unlock(&xd[i].exec_lock);
-    }
-}
-
 /* ---- the paths ----------------------------------------------------------------------- */
 
 /* Same device, or one context whose devices share memory with the host: the runtime copies
@@ -220,9 +202,9 @@ static void exec_lock(clf__copy *c, int take)
  * copy on its own queue, and reads stale bytes). */
 static clf_status enqueue_copy(clf__copy *c, const cl_event *wait, cl_uint nwait, cl_event *ev)
 {
-    /* Under the copy's exec locks (exec_lock()); counted by the caller, once. */
+    /* Counted by the caller, once. */
     clf__cmd_opt o = {0};
-    o.flags = CLF__CMD_NO_METRICS | CLF__CMD_NO_FLUSH | CLF__CMD_LOCKED;
+    o.flags = CLF__CMD_NO_METRICS | CLF__CMD_NO_FLUSH;
     return clf__cmd_copy(c->fleet, c->sdev, clf__copy_queue(c, 0), c->src, c->dst, c->soff,
                          c->doff, c->size, NULL, nwait, wait, ev, &o);
 }
@@ -257,7 +239,6 @@ static clf_status run_host(clf__copy *c)
     clf_status st;
     clf__rec r = {0};
     r.path = (clf_path)c->path;
-    exec_lock(c, 1);
     r.t0 = clf__mono_ns();
     st = PATHS[c->path]->run ? PATHS[c->path]->run(c) : enqueue_wait(c);
     /* A path that cannot run here (no memory for CUDA's bounce buffers): staging always
@@ -267,7 +248,6 @@ static clf_status run_host(clf__copy *c)
         st = clf__path_staged.run(c);
     }
     r.t1 = clf__mono_ns();
-    exec_lock(c, 0);
     if (st == CLF_SUCCESS) { /* timed on the host: its commands are several, on two queues */
         r.kind = CLF__REC_PEER;
         r.flags = CLF__REC_HOST_TIME;
@@ -367,11 +347,9 @@ static clf_status enqueue_direct(clf__copy *c, clf_event *const *wait, size_t nw
         return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "copy: out of memory");
     for (; nev < nwait; nev++)
         CLF__TRY(st, clf__event_cl_for(wait[nev], fl, qdev, &ev[nev]));
-    exec_lock(c, 1);
     st = ops->enqueue(c, ev, (cl_uint)nev, &done);
     if (st == CLF_SUCCESS)
         clFlush(d->transfer); /* start it now, not at the next blocking call */
-    exec_lock(c, 0);
     if (st == CLF_SUCCESS) {
         clf__rec r = {0};
         r.kind = CLF__REC_PEER;
