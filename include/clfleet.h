@@ -2054,11 +2054,14 @@ enum {
  * \brief Copy host memory into a box of the array (waits for the parts it touches; the
  * devices' copies are updated when a device next uses them).
  * \param arr the array
- * \param origin first element of the box along each dimension, or NULL for 0
- * \param region elements of the box along each dimension, or NULL for the whole array
+ * \param origin first element of the box along each of three dimensions, or NULL for 0;
+ *        0 in a dimension the array does not have
+ * \param region elements of the box along each of three dimensions, or NULL for the whole
+ *        array; 1 in a dimension the array does not have
  * \param src the box, packed (dimension 0 fastest)
  * \return CLF_SUCCESS, CLF_ERROR_NULL_POINTER, CLF_ERROR_OUT_OF_RANGE (the box leaves the
- *         array), CLF_ERROR_ZERO_SIZE, or an error of earlier queued work
+ *         array in some dimension, the array's or not), CLF_ERROR_ZERO_SIZE, or an error of
+ *         earlier queued work
  */
 CLF_API clf_status clf_array_write(clf_array *arr, const size_t *origin, const size_t *region,
                                    const void *src);
@@ -2066,8 +2069,9 @@ CLF_API clf_status clf_array_write(clf_array *arr, const size_t *origin, const s
  * \brief Copy a box of the array to host memory, fetching only parts that a device changed
  * since the host last had them.
  * \param arr the array
- * \param origin first element of the box along each dimension, or NULL for 0
- * \param region elements of the box along each dimension, or NULL for the whole array
+ * \param origin first element of the box along each of three dimensions, or NULL for 0
+ * \param region elements of the box along each of three dimensions, or NULL for the whole
+ *        array (as clf_array_write())
  * \param dst receives the box, packed (dimension 0 fastest)
  * \return as clf_array_write()
  */

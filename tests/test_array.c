@@ -777,7 +777,7 @@ START_TEST(basic_device)
         float res = 0, cp = 0;
         ck_assert_ok(clf_array_reduce(&res, r, a, CLF_TYPE_FLOAT, CLF_REDUCE_SUM));
         expect(fabs(res - sum) <= 2e-6 * sabs, "sum %g, want %g", res, sum);
-        size_t o[1] = {0}, one[1] = {1};
+        size_t o[3] = {0, 0, 0}, one[3] = {1, 1, 1};
         ck_assert_ok(clf_array_read(r, o, one, &cp));
         ck_assert(cp == res);
         clf_array_destroy(r);
@@ -810,7 +810,7 @@ START_TEST(one_device_periodic)
     fill_random(ref, sizeof ref, &s);
     ck_assert_ok(clf_array_write(a, NULL, NULL, ref));
     check_parts(a, &c, ref);
-    size_t o[2] = {1, 4}, r[2] = {2, 2};
+    size_t o[3] = {1, 4, 0}, r[3] = {2, 2, 1};
     fill_random(box, 16, &s);
     ck_assert_ok(clf_array_write(a, o, r, box));
     box_io(&c, ref, box, (size_t[3]){1, 4, 0}, (size_t[3]){2, 2, 1}, 0);
@@ -997,7 +997,7 @@ START_TEST(bad_input)
     d.dims = 2, d.shape[0] = 10, d.shape[1] = 20;
     ck_assert_ok(clf_array_create(&a, F4, &d));
     unsigned buf[200] = {0};
-    size_t o[2] = {0, 0}, r[2] = {10, 20};
+    size_t o[3] = {0, 0, 0}, r[3] = {10, 20, 1};
     ck_assert_status(clf_array_write(NULL, NULL, NULL, buf), CLF_ERROR_NULL_POINTER);
     ck_assert_status(clf_array_write(a, NULL, NULL, NULL), CLF_ERROR_NULL_POINTER);
     ck_assert_status(clf_array_read(a, NULL, NULL, NULL), CLF_ERROR_NULL_POINTER);
@@ -1034,6 +1034,86 @@ START_TEST(bad_input)
 }
 END_TEST
 
+/* A box must fit the array in all three dimensions, those the array does not have included
+ * (extent 1 there): a region {10, 2, 1} on a 1-D array of 10 elements used to move the first
+ * 10 elements and succeed. A refused box moves nothing; a valid 2-D box still moves exactly
+ * its elements (against a plain C copy). */
+START_TEST(box_outside_dims)
+{
+    clf_array_desc d = CLF_ARRAY_DESC_INIT;
+    d.elem_size = 4;
+    d.dims = 1;
+    d.shape[0] = 10;
+    d.devices = DEV3;
+    d.num_devices = 3;
+    clf_array *a = NULL;
+    ck_assert_ok(clf_array_create(&a, F4, &d));
+    int32_t ref[10], big[40], got[64];
+    for (int i = 0; i < 10; i++)
+        ref[i] = 100 + i;
+    for (int i = 0; i < 40; i++)
+        big[i] = -1 - i;
+    ck_assert_ok(clf_array_write(a, NULL, NULL, ref));
+    static const struct {
+        size_t o[3], r[3];
+    } bad[] = {
+        {{0, 0, 0}, {10, 2, 1}},        {{0, 0, 0}, {10, 1, 2}},
+        {{0, 0, 0}, {5, 1, 4}},         {{0, 1, 0}, {10, 1, 1}},
+        {{0, 0, 1}, {1, 1, 1}},         {{0, 0, 0}, {1, SIZE_MAX, 1}},
+        {{0, SIZE_MAX, 0}, {1, 1, 1}},  {{0, 0, SIZE_MAX}, {1, 1, 2}},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        clf_clear_error();
+        ck_assert_status(clf_array_write(a, bad[i].o, bad[i].r, big), CLF_ERROR_OUT_OF_RANGE);
+        ck_assert_msg(strstr(clf_last_error(), "clf_array_write") &&
+                          strstr(clf_last_error(), "does not have"),
+                      "case %zu: message '%s'", i, clf_last_error());
+        ck_assert_status(clf_array_read(a, bad[i].o, bad[i].r, got), CLF_ERROR_OUT_OF_RANGE);
+        ck_assert_msg(strstr(clf_last_error(), "clf_array_read"), "case %zu: '%s'", i,
+                      clf_last_error());
+    }
+    /* Zero in a dimension the array does not have is as empty as anywhere. */
+    ck_assert_status(clf_array_write(a, NULL, (size_t[3]){10, 1, 0}, big), CLF_ERROR_ZERO_SIZE);
+    memset(got, 0, sizeof got);
+    ck_assert_ok(clf_array_read(a, NULL, NULL, got));
+    ck_assert_msg(!memcmp(got, ref, sizeof ref), "a refused write changed the array");
+    /* The same box within the array's own dimension is fine. */
+    ck_assert_ok(clf_array_write(a, (size_t[3]){3, 0, 0}, (size_t[3]){4, 1, 1}, big));
+    memcpy(ref + 3, big, 4 * sizeof *big);
+    ck_assert_ok(clf_array_read(a, NULL, NULL, got));
+    ck_assert_msg(!memcmp(got, ref, sizeof ref), "1-D box write differs");
+    clf_array_destroy(a);
+
+    /* 2-D, 7 x 6 (dimension 0 fastest): the box origin {2, 1}, region {4, 3}. */
+    d.dims = 2, d.shape[0] = 7, d.shape[1] = 6;
+    ck_assert_ok(clf_array_create(&a, F4, &d));
+    int32_t full[42], box[12];
+    for (int i = 0; i < 42; i++)
+        full[i] = 7 * i + 1;
+    for (int i = 0; i < 12; i++)
+        box[i] = -100 - i;
+    ck_assert_ok(clf_array_write(a, NULL, NULL, full));
+    size_t o[3] = {2, 1, 0}, r[3] = {4, 3, 1};
+    ck_assert_ok(clf_array_write(a, o, r, box));
+    for (size_t y = 0; y < 3; y++)
+        for (size_t x = 0; x < 4; x++)
+            full[(o[1] + y) * 7 + o[0] + x] = box[y * 4 + x];
+    ck_assert_ok(clf_array_read(a, NULL, NULL, got));
+    for (int i = 0; i < 42; i++)
+        ck_assert_msg(got[i] == full[i], "2-D box write: element %d is %d, want %d", i, got[i],
+                      full[i]);
+    size_t o2[3] = {1, 3, 0}, r2[3] = {5, 3, 1};
+    ck_assert_ok(clf_array_read(a, o2, r2, got));
+    for (size_t y = 0; y < 3; y++)
+        for (size_t x = 0; x < 5; x++)
+            ck_assert_int_eq(got[y * 5 + x], full[(o2[1] + y) * 7 + o2[0] + x]);
+    /* And a third dimension it does not have is refused there too. */
+    r2[2] = 2;
+    ck_assert_status(clf_array_read(a, o2, r2, got), CLF_ERROR_OUT_OF_RANGE);
+    clf_array_destroy(a);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("array");
@@ -1046,6 +1126,7 @@ int main(void)
     tcase_add_test(tc, failed_device);
     tcase_add_test(tc, learned_weights);
     tcase_add_test(tc, bad_input);
+    tcase_add_test(tc, box_outside_dims);
     tcase_add_loop_test(tc, redistribute, 0, 3);
     tcase_add_loop_test(tc, redistribute_host_newer, 0, 2);
     tcase_add_loop_test(tc, reduce, 0, 3);

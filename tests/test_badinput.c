@@ -1712,7 +1712,7 @@ static void r_array_part_info(void)
 /* The box errors of clf_array_write() and clf_array_read(). */
 #define ARRAY_BOX_CASES(call_with_o_r)                                              \
     do {                                                                            \
-        size_t o_[1] = {0}, r_[1] = {0};                                            \
+        size_t o_[3] = {0, 0, 0}, r_[3] = {0, 1, 1};                                \
         BAD(call_with_o_r, CLF_ERROR_ZERO_SIZE);                                    \
         r_[0] = 65;                                                                 \
         BAD(call_with_o_r, CLF_ERROR_OUT_OF_RANGE);                                 \

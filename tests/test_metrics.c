@@ -12,8 +12,11 @@
 #include <clfleet/blas.h>
 
 #include <ctype.h>
+#include <errno.h>
+#include <locale.h>
 #include <math.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1216,6 +1219,168 @@ START_TEST(metrics_off)
 }
 END_TEST
 
+/* ---- files: a full disk, a decimal-comma locale ------------------------------------------- */
+
+/* Every write of the metrics and the trace reports a full disk, naming the file: /dev/full
+ * takes nothing, but fprintf() into a stream's buffer succeeds until the buffer goes out. */
+START_TEST(writes_to_full_disk)
+{
+    char path[512], tmp[600];
+    temp_path(path, sizeof path, "fulltrace");
+    clf_fleet_options o = CLF_FLEET_OPTIONS_INIT;
+    o.devices = SPLIT_CPUS;
+    o.trace = path;
+    clf_fleet *f = NULL;
+    ck_assert_ok(clf_fleet_create(&f, &o));
+    clf_program *p = build_shipped(f, "busy");
+    run_busy(f, p, 64 * 128, 100, NULL, 0, NULL);
+    FILE *full = fopen("/dev/full", "w");
+    if (!full) {
+        fprintf(stderr, "writes_to_full_disk: no /dev/full here (%s); check skipped\n",
+                strerror(errno));
+    } else {
+        clf_clear_error();
+        ck_assert_status(clf_metrics_write_json(f, full), CLF_ERROR_IO);
+        ck_assert_msg(strstr(clf_last_error(), "clf_metrics_write_json") &&
+                          strstr(clf_last_error(), "/dev/full"),
+                      "message '%s'", clf_last_error());
+        clearerr(full);
+        clf_clear_error();
+        ck_assert_status(clf_metrics_print(f, full), CLF_ERROR_IO);
+        ck_assert_msg(strstr(clf_last_error(), "clf_metrics_print") &&
+                          strstr(clf_last_error(), "/dev/full"),
+                      "message '%s'", clf_last_error());
+        fclose(full);
+        /* The trace is written beside its path and renamed: the file it writes first is a
+         * link to /dev/full here. The failure names it, and the old trace stays. */
+        ck_assert_ok(clf_trace_flush(f));
+        snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+        ck_assert_int_eq(symlink("/dev/full", tmp), 0);
+        clf_clear_error();
+        ck_assert_status(clf_trace_flush(f), CLF_ERROR_IO);
+        ck_assert_msg(strstr(clf_last_error(), tmp), "message '%s'", clf_last_error());
+        trace_view t;
+        trace_load(&t, path);
+        trace_free(&t);
+        unlink(tmp);
+    }
+    clf_program_destroy(p);
+    clf_fleet_destroy(f);
+    remove(path);
+}
+END_TEST
+
+static int decimal_comma(void)
+{
+    const struct lconv *lc = localeconv();
+    return lc && lc->decimal_point && lc->decimal_point[0] == ',';
+}
+
+/*
+ * Switch the process to a locale whose decimal point is a comma: one installed, else one
+ * that localedef (package locales) makes from its sources into dir, found through LOCPATH
+ * (no root needed). Returns its name, or NULL with the C locale kept.
+ */
+static const char *comma_locale(char *dir, size_t n)
+{
+    static const char *const names[] = {"de_DE.UTF-8", "de_DE.utf8", "fr_FR.UTF-8",
+                                        "nl_NL.UTF-8", "ru_RU.UTF-8", "de_DE"};
+    dir[0] = '\0';
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (setlocale(LC_ALL, names[i]) && decimal_comma())
+            return names[i];
+    setlocale(LC_ALL, "C");
+    const char *t = getenv("TMPDIR");
+    snprintf(dir, n, "%s/clf-locale-XXXXXX", t && t[0] ? t : "/tmp");
+    if (!mkdtemp(dir)) {
+        dir[0] = '\0';
+        return NULL;
+    }
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "localedef -i de_DE -f UTF-8 '%s/de_DE.UTF-8' >/dev/null 2>&1",
+             dir);
+    if (system(cmd) == 0 && setenv("LOCPATH", dir, 1) == 0 &&
+        setlocale(LC_ALL, "de_DE.UTF-8") && decimal_comma())
+        return "de_DE.UTF-8 (made by localedef)";
+    setlocale(LC_ALL, "C");
+    return NULL;
+}
+
+/* The metrics' JSON, the trace and the performance model's JSON hold JSON numbers whatever
+ * locale the program set: "0,5" is not one. */
+START_TEST(json_in_comma_locale)
+{
+    char path[512], cache[512], model[600], ldir[512];
+    temp_path(path, sizeof path, "localetrace");
+    temp_path(cache, sizeof cache, "localecache");
+    ck_assert_int_eq(mkdir(cache, 0700), 0);
+    snprintf(model, sizeof model, "%s/perf-v1.tsv", cache);
+    FILE *mf = fopen(model, "w");
+    ck_assert_ptr_nonnull(mf);
+    fputs("v1\tbusy\tsome device\t2\t1234.5\t0.25\n", mf);
+    ck_assert_int_eq(fclose(mf), 0);
+    clf_fleet_options o = CLF_FLEET_OPTIONS_INIT;
+    o.devices = SPLIT_CPUS;
+    o.trace = path;
+    clf_fleet *f = NULL;
+    ck_assert_ok(clf_fleet_create(&f, &o));
+    clf_program *p = build_shipped(f, "busy");
+    run_busy(f, p, 64 * 128, 100, NULL, 0, NULL);
+    ck_assert_ok(clf_fleet_finish(f));
+
+    const char *loc = comma_locale(ldir, sizeof ldir);
+    char *mj = NULL, *pj = NULL;
+    clf_status st_m = CLF_SUCCESS, st_t = CLF_SUCCESS, st_p = CLF_SUCCESS;
+    if (loc) {
+        st_m = clf_metrics_json(&mj, f);
+        st_t = clf_trace_flush(f);
+        st_p = clf_perf_model_json(&pj, cache);
+        setlocale(LC_ALL, "C"); /* before any assertion: later tests run in this process */
+    }
+    if (ldir[0]) {
+        char cmd[600];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", ldir);
+        ck_assert_int_eq(system(cmd), 0);
+        unsetenv("LOCPATH");
+    }
+    if (!loc) {
+        fprintf(stderr, "json_in_comma_locale: no decimal-comma locale is installed and "
+                        "localedef could not make one (package locales: /usr/share/i18n); "
+                        "check skipped\n");
+    } else {
+        ck_assert_ok(st_m);
+        ck_assert_ok(st_t);
+        ck_assert_ok(st_p);
+        jv v = jparse(mj);
+        ck_assert_double_gt(jnum(&v, "wall_s"), 0);
+        jfree(&v);
+        v = jparse(pj);
+        const jv *e = jget(&v, "entries");
+        ck_assert_msg(e && e->type == 'a' && e->n == 1, "model: %s", pj);
+        ck_assert_double_eq_tol(jnum(&e->items[0], "units_per_s"), (1234.5 + 0.25) / 2, 1e-3);
+        jfree(&v);
+        trace_view t;
+        trace_load(&t, path);
+        size_t launches = 0;
+        for (size_t k = 0; k < t.n; k++)
+            if (t.ev[k].pid == 0 && t.ev[k].tid == 1) {
+                double eff = jnum(t.ev[k].args, "efficiency");
+                ck_assert_msg(eff > 0 && eff <= 1.0001, "efficiency %g", eff);
+                launches++;
+            }
+        ck_assert_uint_eq(launches, 1);
+        trace_free(&t);
+    }
+    clf_free(mj);
+    clf_free(pj);
+    clf_program_destroy(p);
+    clf_fleet_destroy(f);
+    remove(path);
+    remove(model);
+    rmdir(cache);
+}
+END_TEST
+
 START_TEST(bad_input)
 {
     clf_fleet *f = test_fleet(TEST_CPUS, 0);
@@ -1280,6 +1445,8 @@ static Suite *suite(void)
     tcase_add_test(tc, collectives_counted);
     tcase_add_test(tc, gemm_counted);
     tcase_add_test(tc, metrics_off);
+    tcase_add_test(tc, writes_to_full_disk);
+    tcase_add_test(tc, json_in_comma_locale);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -3,6 +3,8 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -274,7 +276,9 @@ static void keep_entry(const char *path, size_t i)
     fclose(fp);
 }
 
-static int bad_kind; /* 0 garbage, 1 another key's entry, 2 unreadable (a directory) */
+/* 0 garbage, 1 another key's entry, 2 unreadable (an empty directory), 3 a directory that
+ * cannot be removed (it holds a file) */
+static int bad_kind;
 
 static void spoil(const char *path, size_t i)
 {
@@ -283,6 +287,15 @@ static void spoil(const char *path, size_t i)
         /* The tests run as root, who reads a chmod 000 file: a directory in the entry's
          * place is what root cannot read as an entry. */
         ck_assert_int_eq(mkdir(path, 0700), 0);
+        return;
+    }
+    if (bad_kind == 3) {
+        char inner[600];
+        ck_assert_int_eq(mkdir(path, 0700), 0);
+        snprintf(inner, sizeof inner, "%s/keep", path);
+        FILE *fp = fopen(inner, "wb");
+        ck_assert_ptr_nonnull(fp);
+        fclose(fp);
         return;
     }
     FILE *fp = fopen(path, "wb");
@@ -303,12 +316,27 @@ static void unspoil(const char *path, size_t i)
 {
     (void)i;
     struct stat sb;
+    char inner[600];
+    snprintf(inner, sizeof inner, "%s/keep", path);
+    unlink(inner);
     if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
         ck_assert_int_eq(rmdir(path), 0);
 }
 
-/* Garbage, an entry of another device's (another key's) program, and an unreadable entry:
- * each is ignored, the program is rebuilt from source and runs, and the cache heals. */
+/* The warnings about the cache that the library logged. */
+static atomic_int cache_warnings;
+
+static void count_cache_warnings(void *user, clf_log_level level, const char *msg)
+{
+    (void)user;
+    if (level == CLF_LOG_WARN && strstr(msg, "cache"))
+        atomic_fetch_add(&cache_warnings, 1);
+}
+
+/* Garbage, an entry of another device's (another key's) program, and an unreadable entry
+ * (an empty directory): each is ignored, the program is rebuilt from source and runs, and
+ * the cache heals at once. A directory that cannot be removed: every build compiles, and
+ * that is said once per process, not at every build or fleet. */
 START_TEST(cache_bad_entries_rebuilt)
 {
     bad_kind = _i;
@@ -337,18 +365,29 @@ START_TEST(cache_bad_entries_rebuilt)
     clf_program_destroy(p);
     size_t entries = for_each_entry(spoil);
     ck_assert_uint_ge(entries, 1);
-    for (int round = 0; round < 2; round++) {
-        /* The spoiled entries are ignored; with a directory in the way the rebuilt binary
-         * cannot be stored, so the next build compiles again. */
+    atomic_store(&cache_warnings, 0);
+    clf_log_set_handler(count_cache_warnings, NULL);
+    for (int round = 0; round < 4; round++) {
+        /* The spoiled entries are ignored and the rebuilt binaries replace them, but for a
+         * directory that cannot be removed, so there the next build compiles again. A new
+         * fleet from round 2: the report is once per process. */
+        if (round == 2) {
+            clf_fleet_destroy(f);
+            ck_assert_ok(clf_fleet_create(&f, &o));
+        }
         ck_assert_ok(clf_program_build_source(&p, f, src, NULL));
         for (size_t d = 0; d < n; d++) {
-            ck_assert_msg(clf_program_from_cache(p, d) == (bad_kind != 2 && round == 1),
+            ck_assert_msg(clf_program_from_cache(p, d) == (bad_kind != 3 && round > 0),
                           "kind %d round %d device %zu: from cache %d", bad_kind, round, d,
                           clf_program_from_cache(p, d));
             run_vadd(f, p, d);
         }
         clf_program_destroy(p);
     }
+    clf_log_set_handler(NULL, NULL);
+    int warned = atomic_load(&cache_warnings);
+    ck_assert_msg(warned == (bad_kind == 3), "kind %d: %d warnings about the cache", bad_kind,
+                  warned);
     /* Out of the way, the entry is written again and then hits. */
     for_each_entry(unspoil);
     ck_assert_ok(clf_program_build_source(&p, f, src, NULL));
@@ -360,6 +399,46 @@ START_TEST(cache_bad_entries_rebuilt)
     }
     clf_program_destroy(p);
     clf_fleet_destroy(f);
+    remove_cache_dir();
+}
+END_TEST
+
+/* A writer killed between creating its temporary file and renaming it leaves the file: a
+ * store removes those older than an hour, and leaves younger ones (a live writer's). */
+START_TEST(cache_stale_temp_files_removed)
+{
+    make_cache_dir();
+    char old_tmp[512], new_tmp[512], other[512];
+    snprintf(old_tmp, sizeof old_tmp, "%s/.tmp-AbC123", cache_dir);
+    snprintf(new_tmp, sizeof new_tmp, "%s/.tmp-XyZ789", cache_dir);
+    snprintf(other, sizeof other, "%s/notes.txt", cache_dir);
+    const char *files[] = {old_tmp, new_tmp, other};
+    for (size_t i = 0; i < 3; i++) {
+        FILE *fp = fopen(files[i], "wb");
+        ck_assert_ptr_nonnull(fp);
+        fputs("half an entry", fp);
+        fclose(fp);
+    }
+    time_t now = time(NULL);
+    struct timespec two_hours_ago[2] = {{now - 7200, 0}, {now - 7200, 0}};
+    ck_assert_int_eq(utimensat(AT_FDCWD, old_tmp, two_hours_ago, 0), 0);
+    ck_assert_int_eq(utimensat(AT_FDCWD, other, two_hours_ago, 0), 0);
+    clf_fleet_options o = CLF_FLEET_OPTIONS_INIT;
+    o.devices = TEST_CPUS;
+    o.cache_dir = cache_dir;
+    clf_fleet *f;
+    ck_assert_ok(clf_fleet_create(&f, &o));
+    char src[8192];
+    unique_vadd_source(src, sizeof src, "stale");
+    clf_program *p;
+    ck_assert_ok(clf_program_build_source(&p, f, src, NULL));
+    ck_assert_uint_ge(for_each_entry(NULL), 1);
+    ck_assert_msg(access(old_tmp, F_OK) != 0, "%s is still there", old_tmp);
+    ck_assert_msg(access(new_tmp, F_OK) == 0, "a young temporary file was removed");
+    ck_assert_msg(access(other, F_OK) == 0, "a file that is not the cache's was removed");
+    clf_program_destroy(p);
+    clf_fleet_destroy(f);
+    unlink(other);
     remove_cache_dir();
 }
 END_TEST
@@ -488,7 +567,8 @@ int main(int argc, char **argv)
     tcase_add_loop_test(tc, bad_build_reports_every_device, 0, 2);
     tcase_add_loop_test(tc, cache_hit_and_rebuild_after_corruption, 0, 2);
     tcase_add_test(tc, build_from_file);
-    tcase_add_loop_test(tc, cache_bad_entries_rebuilt, 0, 3);
+    tcase_add_loop_test(tc, cache_bad_entries_rebuilt, 0, 4);
+    tcase_add_test(tc, cache_stale_temp_files_removed);
     tcase_add_test(tc, cache_concurrent_processes);
     suite_add_tcase(s, tc);
     return test_run(s, TEST_CPUS, 3);

@@ -12,6 +12,9 @@
  * foreign or misplaced file is a miss (and is removed so it gets rebuilt),
  * never a bad binary handed to the driver. Entries are written to a temporary
  * file and renamed into place, so readers see either nothing or a whole file.
+ * A writer killed between the two leaves its temporary file: each store removes those
+ * older than an hour (TMP_MAX_AGE_S). A directory in an entry's place (which rename()
+ * cannot replace) is removed when empty, else reported once per process and left alone.
  *
  * The SHA-256 (FIPS 180-4) that keys and checks the entries (and names a program in the
  * performance model) is at the end of this file. A local copy keeps the library free of a
@@ -22,15 +25,21 @@
 #endif
 #include "core.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define CACHE_VERSION 1u
+/* A temporary entry older than this was left by a writer that died before its rename: a
+ * live one writes and syncs at most 1 GiB, in seconds, not in an hour. */
+#define TMP_MAX_AGE_S 3600
 #define CACHE_HEADER (8 + 4 + 32 + 8 + 32)
 #define CACHE_MAX_PAYLOAD ((uint64_t)1 << 30)
 /* Keep each read()/write() far below SSIZE_MAX, whose result is otherwise unspecified. */
@@ -218,6 +227,44 @@ static clf_status make_dirs(const char *dir)
     return CLF_SUCCESS;
 }
 
+/* Remove dir's temporary entries (".tmp-*", regular files) older than TMP_MAX_AGE_S. Best
+ * effort: a sweep that fails costs only disk space, and another process may sweep too. */
+static void sweep_stale(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    time_t now = time(NULL);
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        struct stat st;
+        if (strncmp(e->d_name, ".tmp-", 5) != 0 ||
+            fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+            !S_ISREG(st.st_mode) || now - st.st_mtime < TMP_MAX_AGE_S)
+            continue;
+        if (unlinkat(dirfd(d), e->d_name, 0) == 0)
+            clf__log(CLF_LOG_DEBUG, "cache: removed %s/%s, left by a writer an hour ago or more",
+                     dir, e->d_name);
+    }
+    closedir(d);
+}
+
+/* 0 when nothing that rename() cannot replace is at path; else 1 (reported once per
+ * process): a directory there, or one that cannot be removed. An empty directory is removed
+ * (the entry then takes its place). Any other file is replaced by the rename itself. */
+static int entry_blocked(const char *path)
+{
+    static atomic_int reported;
+    struct stat st;
+    if (lstat(path, &st) != 0 || !S_ISDIR(st.st_mode) || rmdir(path) == 0)
+        return 0;
+    int err = errno;
+    if (!atomic_exchange(&reported, 1))
+        clf__log(CLF_LOG_WARN, "cache: %s is a directory that cannot be removed (%s), so that "
+                 "binary is built from source each time (reported once)", path, strerror(err));
+    return 1;
+}
+
 clf_status clf__cache_store(const char *dir, const unsigned char key[32],
                             const unsigned char *bin, size_t len)
 {
@@ -239,6 +286,11 @@ clf_status clf__cache_store(const char *dir, const unsigned char key[32],
         goto out;
     }
     CLF__TRY(st, make_dirs(dir));
+    sweep_stale(dir);
+    if (entry_blocked(path)) {
+        tmp[0] = '\0'; /* not created */
+        goto out;       /* reported; the cache only saves time, the build goes on */
+    }
 
     memcpy(hdr, "CLFLEETB", 8);
     put_le(hdr + 8, CACHE_VERSION, 4);

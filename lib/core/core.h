@@ -22,7 +22,10 @@ int clf__cache_load(const char *dir, const unsigned char key[32], unsigned char 
  * invalid (torn, corrupt, foreign), 0 otherwise (a hit, nothing there, or unreadable). */
 int clf__cache_load_ex(const char *dir, const unsigned char key[32], unsigned char **bin,
                        size_t *len, int *rejected);
-/* Write atomically (temp file, fsync, rename), mode 0600, dir 0700. */
+/* Write atomically (temp file, fsync, rename), mode 0600, dir 0700. Removes the temporary
+ * files older than an hour that killed writers left. An empty directory in the entry's place
+ * is removed; one that cannot be is reported once per process and the entry not written
+ * (CLF_SUCCESS: the cache only saves time). */
 clf_status clf__cache_store(const char *dir, const unsigned char key[32],
                             const unsigned char *bin, size_t len);
 /* Path of the entry for key (malloc'd). */

@@ -16,21 +16,29 @@ typedef struct box {
     size_t o[3], r[3];
 } box;
 
+/* origin and region hold three entries, as OpenCL's rectangle copies and
+ * clf_comm_array_read() take them. A dimension the array does not have has extent 1, so
+ * only origin 0 and region 1 fit there: a 1-D array given region {10, 2, 1} would otherwise
+ * move the first row of a box that the caller meant to be two rows long, and succeed. */
 static clf_status get_box(const clf_array *a, const size_t *origin, const size_t *region,
                           box *b, const char *who)
 {
     for (unsigned i = 0; i < 3; i++) {
-        int used = i < a->desc.dims;
-        b->o[i] = used && origin ? origin[i] : 0;
-        b->r[i] = !used ? 1 : region ? region[i] : a->desc.shape[i] - b->o[i];
-        if (used && region && region[i] == 0)
+        size_t ext = i < a->desc.dims ? a->desc.shape[i] : 1, end;
+        b->o[i] = origin ? origin[i] : 0;
+        if (region && region[i] == 0)
             return clf__fail(CLF_ERROR_ZERO_SIZE, "%s: region[%u] is zero", who, i);
-        size_t end;
-        if (used && (b->o[i] >= a->desc.shape[i] || clf__add_overflow(b->o[i], b->r[i], &end) ||
-                     end > a->desc.shape[i]))
+        if (b->o[i] >= ext)
             return clf__fail(CLF_ERROR_OUT_OF_RANGE,
-                             "%s: the box's dimension %u [%zu, +%zu) leaves the array's %zu",
-                             who, i, b->o[i], b->r[i], a->desc.shape[i]);
+                             "%s: origin[%u] = %zu leaves the array's extent %zu there%s", who,
+                             i, b->o[i], ext,
+                             i < a->desc.dims ? "" : " (a dimension the array does not have)");
+        b->r[i] = region ? region[i] : ext - b->o[i];
+        if (clf__add_overflow(b->o[i], b->r[i], &end) || end > ext)
+            return clf__fail(CLF_ERROR_OUT_OF_RANGE,
+                             "%s: the box's dimension %u [%zu, +%zu) leaves the array's %zu%s",
+                             who, i, b->o[i], b->r[i], ext,
+                             i < a->desc.dims ? "" : " (a dimension the array does not have)");
     }
     return CLF_SUCCESS;
 }

@@ -81,17 +81,6 @@ struct clf__metrics {
     char *trace_path; /* NULL: tracing off */
 };
 
-/* A growing string (JSON output; report.c). */
-typedef struct clf__sb {
-    char *s;
-    size_t len, cap;
-    int oom;
-} clf__sb;
-
-void clf__sb_printf(clf__sb *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Append s as a JSON string (quoted, escaped). */
-void clf__sb_json_string(clf__sb *b, const char *s);
-
 /* trace.c: find each device's clock offset (tracing on only). */
 void clf__trace_calibrate(clf_fleet *fl);
 /* trace.c: keep one event (the device's lock held). */

@@ -1,12 +1,12 @@
 /*
  * What callers read of the counters (metrics.c counts): per device and per fleet, with
  * the utilization of the window since the last reset; copies between two devices; reset;
- * profile regions; the JSON export (with its growing string, clf__sb) and the summary
- * table; the names of the transfer directions.
+ * profile regions; the JSON export (through util's clf__sb) and the summary table; the
+ * names of the transfer directions.
  */
 #include "metrics.h"
 
-#include <stdarg.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,53 +15,6 @@ static const char *const dir_names[CLF_NUM_DIRECTIONS] = {"to-device", "from-dev
 const char *clf_direction_name(clf_direction d)
 {
     return (unsigned)d < CLF_NUM_DIRECTIONS ? dir_names[d] : NULL;
-}
-
-/* ---- a growing string ------------------------------------------------------------------ */
-
-void clf__sb_printf(clf__sb *b, const char *fmt, ...)
-{
-    if (b->oom)
-        return;
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(b->s ? b->s + b->len : NULL, b->s ? b->cap - b->len : 0, fmt, ap);
-        va_end(ap);
-        if (n < 0) {
-            b->oom = 1;
-            return;
-        }
-        if (b->s && b->len + (size_t)n < b->cap) {
-            b->len += (size_t)n;
-            return;
-        }
-        size_t cap = b->cap ? b->cap : 4096;
-        while (cap <= b->len + (size_t)n)
-            cap *= 2;
-        char *s = realloc(b->s, cap);
-        if (!s) {
-            b->oom = 1;
-            return;
-        }
-        b->s = s;
-        b->cap = cap;
-    }
-}
-
-void clf__sb_json_string(clf__sb *b, const char *s)
-{
-    clf__sb_printf(b, "\"");
-    for (; s && *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            clf__sb_printf(b, "\\%c", c);
-        else if (c < 0x20)
-            clf__sb_printf(b, "\\u%04x", c);
-        else
-            clf__sb_printf(b, "%c", c);
-    }
-    clf__sb_printf(b, "\"");
 }
 
 /* ---- getters --------------------------------------------------------------------------- */
@@ -461,9 +414,12 @@ clf_status clf_metrics_write_json(const clf_fleet *fl, FILE *fp)
     clf_status st = clf_metrics_json(&s, fl);
     if (st != CLF_SUCCESS)
         return st;
-    int bad = fputs(s, fp) == EOF || fputc('\n', fp) == EOF;
+    /* The flush too: a full disk shows only when the stream's buffer goes out. */
+    errno = 0;
+    int bad = fputs(s, fp) == EOF || fputc('\n', fp) == EOF || fflush(fp) != 0;
+    int err = errno;
     free(s);
-    return bad ? clf__fail(CLF_ERROR_IO, "clf_metrics_write_json: write failed") : CLF_SUCCESS;
+    return bad ? clf__stream_fail(fp, err, "clf_metrics_write_json") : CLF_SUCCESS;
 }
 
 void clf_free(void *p)
@@ -548,5 +504,9 @@ clf_status clf_metrics_print(const clf_fleet *fl, FILE *fp)
             fprintf(fp, "device %zu failed, left out of launches until clf_device_readmit(): %s\n",
                     i, why);
     }
-    return ferror(fp) ? clf__fail(CLF_ERROR_IO, "clf_metrics_print: write failed") : CLF_SUCCESS;
+    /* A failed fprintf() above leaves the error flag set; the flush finds a full disk. */
+    errno = 0;
+    if (fflush(fp) != 0 || ferror(fp))
+        return clf__stream_fail(fp, errno, "clf_metrics_print");
+    return CLF_SUCCESS;
 }

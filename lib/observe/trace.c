@@ -206,94 +206,118 @@ static const char *const kind_cat[] = {"kernel", "transfer", "transfer", "peer",
                                        "fill",   "wait",     "idle",     "launch"};
 
 /* ns as microseconds with three decimals, exactly. */
-static void put_us(FILE *f, int64_t ns)
+static void put_us(clf__sb *b, int64_t ns)
 {
     uint64_t a = ns < 0 ? (uint64_t)(-(ns + 1)) + 1 : (uint64_t)ns;
-    fprintf(f, "%s%llu.%03llu", ns < 0 ? "-" : "", (unsigned long long)(a / 1000),
-            (unsigned long long)(a % 1000));
+    clf__sb_printf(b, "%s%llu.%03llu", ns < 0 ? "-" : "", (unsigned long long)(a / 1000),
+                   (unsigned long long)(a % 1000));
 }
 
-static void put_meta(FILE *f, int *first, int pid, int tid, const char *what, const char *name,
-                     int sort)
+static void put_meta(clf__sb *b, int *first, int pid, int tid, const char *what,
+                     const char *name, int sort)
 {
-    fprintf(f, "%s\n{\"ph\":\"M\",\"pid\":%d,", *first ? "" : ",", pid);
+    clf__sb_printf(b, "%s\n{\"ph\":\"M\",\"pid\":%d,", *first ? "" : ",", pid);
     *first = 0;
     if (tid >= 0)
-        fprintf(f, "\"tid\":%d,", tid);
-    fprintf(f, "\"name\":\"%s_name\",\"args\":{\"name\":", what);
-    clf__json_str(f, name);
-    fprintf(f, "}},\n{\"ph\":\"M\",\"pid\":%d,", pid);
+        clf__sb_printf(b, "\"tid\":%d,", tid);
+    clf__sb_printf(b, "\"name\":\"%s_name\",\"args\":{\"name\":", what);
+    clf__sb_json_string(b, name);
+    clf__sb_printf(b, "}},\n{\"ph\":\"M\",\"pid\":%d,", pid);
     if (tid >= 0)
-        fprintf(f, "\"tid\":%d,", tid);
-    fprintf(f, "\"name\":\"%s_sort_index\",\"args\":{\"sort_index\":%d}}", what, sort);
+        clf__sb_printf(b, "\"tid\":%d,", tid);
+    clf__sb_printf(b, "\"name\":\"%s_sort_index\",\"args\":{\"sort_index\":%d}}", what, sort);
 }
 
-static void put_event(FILE *f, int pid, const clf__tev *e)
+static void put_event(clf__sb *b, int pid, const clf__tev *e)
 {
     unsigned k = e->kind < CLF__ARRAY_LEN(kind_cat) ? e->kind : CLF__REC_LAUNCH;
-    fprintf(f, ",\n{\"ph\":\"X\",\"pid\":%d,\"tid\":%u,\"ts\":", pid, (unsigned)e->track);
-    put_us(f, e->ts);
-    fprintf(f, ",\"dur\":");
-    put_us(f, e->dur);
-    fprintf(f, ",\"name\":");
-    clf__json_str(f, e->name);
-    fprintf(f, ",\"cat\":\"%s\",\"args\":{", kind_cat[k]);
+    clf__sb_printf(b, ",\n{\"ph\":\"X\",\"pid\":%d,\"tid\":%u,\"ts\":", pid,
+                   (unsigned)e->track);
+    put_us(b, e->ts);
+    clf__sb_printf(b, ",\"dur\":");
+    put_us(b, e->dur);
+    clf__sb_printf(b, ",\"name\":");
+    clf__sb_json_string(b, e->name);
+    clf__sb_printf(b, ",\"cat\":\"%s\",\"args\":{", kind_cat[k]);
     switch (k) {
     case CLF__REC_KERNEL:
-        fprintf(f, "\"offset\":%lld,\"units\":%lld", (long long)e->a0, (long long)e->a1);
+        clf__sb_printf(b, "\"offset\":%lld,\"units\":%lld", (long long)e->a0, (long long)e->a1);
         break;
     case CLF__REC_TO_DEVICE:
     case CLF__REC_FROM_DEVICE:
     case CLF__REC_FILL:
-        fprintf(f, "\"bytes\":%llu", (unsigned long long)e->bytes);
+        clf__sb_printf(b, "\"bytes\":%llu", (unsigned long long)e->bytes);
         if (e->a1)
-            fprintf(f, ",\"offset\":%lld,\"units\":%lld", (long long)e->a0, (long long)e->a1);
+            clf__sb_printf(b, ",\"offset\":%lld,\"units\":%lld", (long long)e->a0,
+                           (long long)e->a1);
         break;
     case CLF__REC_PEER: {
-        fprintf(f, "\"bytes\":%llu,\"src\":%d,\"dst\":%d,\"path\":\"%s\"",
-                (unsigned long long)e->bytes, e->src, e->dst, clf__metrics_path_name(e->path));
+        clf__sb_printf(b, "\"bytes\":%llu,\"src\":%d,\"dst\":%d,\"path\":\"%s\"",
+                       (unsigned long long)e->bytes, e->src, e->dst,
+                       clf__metrics_path_name(e->path));
         break;
     }
     case CLF__REC_LAUNCH:
-        fprintf(f, "\"units\":%lld,\"devices\":%lld", (long long)e->a0, (long long)e->a1);
+        clf__sb_printf(b, "\"units\":%lld,\"devices\":%lld", (long long)e->a0,
+                       (long long)e->a1);
         if (clf_strategy_name((clf_strategy)e->path))
-            fprintf(f, ",\"strategy\":\"%s\"", clf_strategy_name((clf_strategy)e->path));
-        fprintf(f, ",\"efficiency\":%.4f", (double)e->bytes / 1e6);
+            clf__sb_printf(b, ",\"strategy\":\"%s\"", clf_strategy_name((clf_strategy)e->path));
+        clf__sb_printf(b, ",\"efficiency\":%.4f", (double)e->bytes / 1e6);
         break;
     default:
         break;
     }
-    fprintf(f, "}}");
+    clf__sb_printf(b, "}}");
 }
 
-static clf_status write_file(clf_fleet *fl, FILE *f)
+/* The trace goes out through b in pieces of about this size, so that a long trace never
+ * needs a second copy of itself in memory. */
+#define TRACE_CHUNK ((size_t)1 << 16)
+
+/* Write b's text to f (named path in the message) and empty b. */
+static clf_status put_out(clf__sb *b, FILE *f, const char *path)
+{
+    if (b->oom)
+        return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "trace: out of memory");
+    if (clf__sb_flush(b, f) != 0)
+        return clf__fail(CLF_ERROR_IO, "trace '%s': %s", path, strerror(errno));
+    return CLF_SUCCESS;
+}
+
+static clf_status write_file(clf_fleet *fl, FILE *f, const char *path)
 {
     struct clf__metrics *m = fl->metrics;
     static const char *const tracks[] = {NULL, "compute", "transfer", "sync", "peer (host-timed)"};
     int first = 1;
-    fprintf(f, "{\"displayTimeUnit\":\"ms\",\n\"otherData\":{\"producer\":\"clfleet ");
-    fprintf(f, "%s\",\"time_base\":\"host CLOCK_MONOTONIC, microseconds since the fleet was "
-               "created\",\"devices\":[",
-            clf_version_string());
+    clf__sb b = {0};
+    clf_status st = CLF_SUCCESS;
+    clf__sb_printf(&b, "{\"displayTimeUnit\":\"ms\",\n\"otherData\":{\"producer\":");
+    char producer[64];
+    snprintf(producer, sizeof producer, "clfleet %s", clf_version_string());
+    clf__sb_json_string(&b, producer);
+    clf__sb_printf(&b, ",\"time_base\":\"host CLOCK_MONOTONIC, microseconds since the fleet "
+                       "was created\",\"devices\":[");
     for (size_t i = 0; i < m->ndev; i++) {
         clf__devm *d = &m->dm[i];
         pthread_mutex_lock(&d->lock);
-        fprintf(f, "%s{\"device\":%zu,\"clock\":\"%s\",\"offset_ns\":%lld,\"dropped\":%llu}",
-                i ? "," : "", i, d->clock, (long long)d->offset_ns,
-                (unsigned long long)d->dropped);
+        clf__sb_printf(&b, "%s{\"device\":%zu,\"clock\":\"%s\",\"offset_ns\":%lld,"
+                           "\"dropped\":%llu}",
+                       i ? "," : "", i, d->clock, (long long)d->offset_ns,
+                       (unsigned long long)d->dropped);
         pthread_mutex_unlock(&d->lock);
     }
-    fprintf(f, "]},\n\"traceEvents\":[");
-    put_meta(f, &first, 0, -1, "process", "clfleet host", 0);
-    put_meta(f, &first, 0, 1, "thread", "launches", 1);
-    put_meta(f, &first, 0, CLF__TRACK_SYNC, "thread", "sync", CLF__TRACK_SYNC);
+    clf__sb_printf(&b, "]},\n\"traceEvents\":[");
+    put_meta(&b, &first, 0, -1, "process", "clfleet host", 0);
+    put_meta(&b, &first, 0, 1, "thread", "launches", 1);
+    put_meta(&b, &first, 0, CLF__TRACK_SYNC, "thread", "sync", CLF__TRACK_SYNC);
     for (size_t i = 0; i < m->ndev; i++) {
         char name[300];
         snprintf(name, sizeof name, "%zu: %s", i, fl->dev[i].info.name);
-        put_meta(f, &first, (int)i + 1, -1, "process", name, (int)i + 1);
+        put_meta(&b, &first, (int)i + 1, -1, "process", name, (int)i + 1);
         for (int t = 1; t < (int)CLF__ARRAY_LEN(tracks); t++)
-            put_meta(f, &first, (int)i + 1, t, "thread", tracks[t], t);
+            put_meta(&b, &first, (int)i + 1, t, "thread", tracks[t], t);
     }
+    CLF__TRY(st, put_out(&b, f, path));
     for (size_t i = 0; i <= m->ndev; i++) {
         clf__devm *d = &m->dm[i];
         /* A copy, so that the device's worker is not held up by the file system. */
@@ -303,15 +327,25 @@ static clf_status write_file(clf_fleet *fl, FILE *f)
         if (ev)
             memcpy(ev, d->ev, n * sizeof *ev);
         pthread_mutex_unlock(&d->lock);
-        if (n && !ev)
-            return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "trace: out of memory");
+        if (n && !ev) {
+            st = clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "trace: out of memory");
+            goto out;
+        }
         int pid = i == m->ndev ? 0 : (int)i + 1;
-        for (size_t k = 0; k < n; k++)
-            put_event(f, pid, &ev[k]);
+        for (size_t k = 0; k < n && st == CLF_SUCCESS; k++) {
+            put_event(&b, pid, &ev[k]);
+            if (b.len >= TRACE_CHUNK || b.oom)
+                st = put_out(&b, f, path);
+        }
         free(ev);
+        if (st != CLF_SUCCESS)
+            goto out;
     }
-    fprintf(f, "\n]}\n");
-    return CLF_SUCCESS;
+    clf__sb_printf(&b, "\n]}\n");
+    st = put_out(&b, f, path);
+out:
+    free(b.s);
+    return st;
 }
 
 clf_status clf__trace_write(clf_fleet *fl)
@@ -329,7 +363,8 @@ clf_status clf__trace_write(clf_fleet *fl)
         free(tmp);
         return st;
     }
-    clf_status st = write_file(fl, f);
+    clf_status st = write_file(fl, f, tmp);
+    /* The last of the buffer goes out in fclose(): a full disk may show only there. */
     if (fclose(f) != 0 && st == CLF_SUCCESS)
         st = clf__fail(CLF_ERROR_IO, "trace '%s': %s", tmp, strerror(errno));
     if (st == CLF_SUCCESS && rename(tmp, m->trace_path) != 0)

@@ -13,11 +13,11 @@
  * not exactly of this form, including a last line without its newline, is skipped.
  */
 #ifndef _GNU_SOURCE
-#define _GNU_SOURCE /* newlocale/uselocale, getline, open_memstream, fsync, mkstemp, fchmod */
+#define _GNU_SOURCE /* newlocale/uselocale, getline, fsync, mkstemp, fchmod */
 #endif
 
 #include "perfmodel.h"
-#include "util/util.h" /* clf__cache_default_dir */
+#include "util/util.h" /* clf__cache_default_dir, clf__sb */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -165,15 +165,15 @@ static char *dup_str(const char *s)
 
 /* ---- the file ---- */
 
-static void write_escaped(FILE *f, const char *s)
+static void write_escaped(clf__sb *b, const char *s)
 {
     for (; *s; s++) {
         switch (*s) {
-        case '\\': fputs("\\\\", f); break;
-        case '\t': fputs("\\t", f); break;
-        case '\n': fputs("\\n", f); break;
-        case '\r': fputs("\\r", f); break;
-        default: fputc(*s, f);
+        case '\\': clf__sb_printf(b, "\\\\"); break;
+        case '\t': clf__sb_printf(b, "\\t"); break;
+        case '\n': clf__sb_printf(b, "\\n"); break;
+        case '\r': clf__sb_printf(b, "\\r"); break;
+        default: clf__sb_printf(b, "%c", *s);
         }
     }
 }
@@ -321,28 +321,23 @@ static int make_parents(const char *path)
     return rc;
 }
 
-static int write_entries(const clf__perf_model *m, FILE *f)
+/* The file's lines into b; its numbers in the C locale (clf__sb_printf()), which load()
+ * reads back. */
+static void write_entries(const clf__perf_model *m, clf__sb *b)
 {
-    locale_t c = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
-    if (!c)
-        return -1;
-    locale_t old = uselocale(c);
     for (size_t i = 0; i < m->ne; i++) {
         const perf_entry *e = &m->e[i];
         if (e->n == 0)
             continue;
-        fputs("v1\t", f);
-        write_escaped(f, e->kernel);
-        fputc('\t', f);
-        write_escaped(f, e->device);
-        fprintf(f, "\t%u", e->n);
+        clf__sb_printf(b, "v1\t");
+        write_escaped(b, e->kernel);
+        clf__sb_printf(b, "\t");
+        write_escaped(b, e->device);
+        clf__sb_printf(b, "\t%u", e->n);
         for (unsigned j = 0; j < e->n; j++)
-            fprintf(f, "\t%.17g", e->s[(e->head + j) % CLF__PERF_WINDOW]);
-        fputc('\n', f);
+            clf__sb_printf(b, "\t%.17g", e->s[(e->head + j) % CLF__PERF_WINDOW]);
+        clf__sb_printf(b, "\n");
     }
-    uselocale(old);
-    freelocale(c);
-    return ferror(f) ? -1 : 0;
 }
 
 /* ---- API ---- */
@@ -583,8 +578,7 @@ out:
 clf_status clf__perf_save(clf__perf_model *m)
 {
     clf_status st = CLF_SUCCESS;
-    char *buf = NULL;
-    size_t len = 0;
+    clf__sb b = {0};
     if (!m)
         return clf__fail(CLF_ERROR_NULL_POINTER, "perfmodel: NULL model");
     if (!m->path)
@@ -595,16 +589,13 @@ clf_status clf__perf_save(clf__perf_model *m)
     /* Keep what other processes saved under keys we never saw; ours win for the rest. */
     (void)load(m, 1);
     /* Only the snapshot is taken under the lock: recording threads never wait on a disk. */
-    FILE *mem = open_memstream(&buf, &len);
-    int bad = !mem || write_entries(m, mem) != 0;
-    if (mem && fclose(mem) != 0)
-        bad = 1;
+    write_entries(m, &b);
     pthread_mutex_unlock(&m->lock);
-    if (bad)
+    if (b.oom)
         st = clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "perfmodel: out of memory");
     else
-        st = write_atomically(m->path, buf, len);
-    free(buf);
+        st = write_atomically(m->path, b.s ? b.s : "", b.len);
+    free(b.s);
     pthread_mutex_unlock(&m->save_lock);
     return st;
 }
@@ -645,41 +636,28 @@ clf_status clf_perf_model_json(char **out, const char *cache_dir)
         free(path);
         return st;
     }
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    if (!f) {
-        st = clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "clf_perf_model_json: out of memory");
-        goto out;
-    }
-    /* Numbers in the C locale, whatever the program set: JSON has one decimal point. */
-    locale_t c = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
-    locale_t old = c ? uselocale(c) : (locale_t)0;
-    fputs("{\"file\":", f);
-    clf__json_str(f, path);
-    fputs(",\"entries\":[", f);
+    clf__sb b = {0};
+    clf__sb_printf(&b, "{\"file\":");
+    clf__sb_json_string(&b, path);
+    clf__sb_printf(&b, ",\"entries\":[");
     size_t k = 0;
     for (size_t i = 0; i < m->ne; i++) {
         const perf_entry *e = &m->e[i];
         if (e->n == 0)
             continue;
-        fputs(k++ ? ",\n{\"kernel\":" : "\n{\"kernel\":", f);
-        clf__json_str(f, e->kernel);
-        fputs(",\"device\":", f);
-        clf__json_str(f, e->device);
-        fprintf(f, ",\"samples\":%u,\"units_per_s\":%.6g}", e->n, median(e));
+        clf__sb_printf(&b, k++ ? ",\n{\"kernel\":" : "\n{\"kernel\":");
+        clf__sb_json_string(&b, e->kernel);
+        clf__sb_printf(&b, ",\"device\":");
+        clf__sb_json_string(&b, e->device);
+        clf__sb_printf(&b, ",\"samples\":%u,\"units_per_s\":%.6g}", e->n, median(e));
     }
-    fputs("\n]}", f);
-    if (c) {
-        uselocale(old);
-        freelocale(c);
-    }
-    if (fclose(f) != 0 || !buf) {
-        free(buf);
+    clf__sb_printf(&b, "\n]}");
+    if (b.oom) {
+        free(b.s);
         st = clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "clf_perf_model_json: out of memory");
         goto out;
     }
-    *out = buf;
+    *out = b.s;
 out:
     clf__perf_close(m);
     free(path);

@@ -27,16 +27,19 @@
  *   name=     TEXT   substring of the device name     (TEXT: at most 127 bytes,
  *                    compared case-insensitively; it may hold any byte but ';')
  *   index=    ITEM { ',' ITEM }    ITEM := N | N '-' M    0 <= N <= M <= 255
- *                    discovery indices; replaces any earlier index= set
+ *                    discovery indices
  *   min_cu=   N      at least N compute units
  *   require=  REQ { ',' REQ }      REQ := fp64 | unified | cl_NAME
  *                    NAME made of [A-Za-z0-9_], whole name at most 63 bytes,
- *                    at most 8 extensions; adds to earlier requirements
+ *                    at most 8 extensions; adds to those already in the filter
  *   split=    N (N >= 1 units per CPU sub-device) | N '+' N { '+' N } (counts,
  *             each >= 1, at most 64) | none
  *   context=  device | platform    one context per device, or per platform
  *
  *   N := one or more decimal digits, value at most UINT_MAX (no sign).
+ *
+ * Each key at most once per selection string: a second term with the same key (type=cpu;
+ * type=gpu, split=1;split=2) is an error naming the key, as neither value is surely meant.
  *
  * Anything else is CLF_ERROR_PARSE, with a message naming the term. The
  * parser works on a copy so a failure leaves the caller's filter untouched,
@@ -329,6 +332,10 @@ clf_status clf__filter_parse(clf__filter *f, const char *s)
 
     clf__filter tmp = *f;
     span rest = {s, strlen(s)}, term;
+    /* The keys seen so far: a key given twice is an error, not "the last one wins", since
+     * either value may be the one the user meant and a silent choice picks devices wrong. */
+    unsigned seen = 0;
+    char twice[96];
     while (next_item(&rest, ';', &term)) {
         if (term.n == 0)
             continue;
@@ -347,8 +354,15 @@ clf_status clf__filter_parse(clf__filter *f, const char *s)
                       "split, context)";
             else if (val.n == 0)
                 why = "empty value";
-            else
+            else if (seen & (1u << k)) {
+                snprintf(twice, sizeof twice,
+                         "key '%s' given twice (once per selection; list values in one term)",
+                         keys[k].key);
+                why = twice;
+            } else {
+                seen |= 1u << k;
                 why = keys[k].set(&tmp, val, &bad);
+            }
         }
         if (why) {
             char qt[56], qb[56];

@@ -1,7 +1,10 @@
 /*
  * Names, words and clocks every layer shares:
  * - values to names: the strategies', the element types' sizes, the transfer paths' names as
- *   the counters and the trace write them, a string as JSON writes it;
+ *   the counters and the trace write them;
+ * - text for files: the growing string that the metrics' JSON, the trace and the performance
+ *   model are written through, with the one number formatter (always the C locale) and the
+ *   one JSON string escaper, and the check of a write to a stream;
  * - words to values: the parsers of the tuning variables read at fleet creation (pure: no
  *   OpenCL, no getenv), and the binary cache's default directory (from the environment).
  *   A malformed value is CLF_ERROR_PARSE naming the variable, never silently ignored: a typo
@@ -10,25 +13,120 @@
  */
 #include "util.h"
 
+#include <errno.h>
+#include <locale.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <unistd.h>
 
-void clf__json_str(FILE *f, const char *s)
+/* ---- text for files ---- */
+
+/* The C locale, made once and never freed: clf__sb_printf() formats in it. */
+static locale_t c_locale;
+static pthread_once_t c_locale_once = PTHREAD_ONCE_INIT;
+
+static void make_c_locale(void)
 {
-    fputc('"', f);
-    for (; *s; s++) {
+    c_locale = newlocale(LC_ALL_MASK, "C", (locale_t)0);
+}
+
+void clf__sb_printf(clf__sb *b, const char *fmt, ...)
+{
+    if (b->oom)
+        return;
+    /* Only this thread's locale changes (uselocale), and only for the formatting: the
+     * program's setlocale() is not ours to change, and another thread may print meanwhile. */
+    if (pthread_once(&c_locale_once, make_c_locale) != 0 || !c_locale) {
+        b->oom = 1;
+        return;
+    }
+    locale_t old = uselocale(c_locale);
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(b->s ? b->s + b->len : NULL, b->s ? b->cap - b->len : 0, fmt, ap);
+        va_end(ap);
+        if (n < 0) {
+            b->oom = 1;
+            break;
+        }
+        if (b->s && b->len + (size_t)n < b->cap) {
+            b->len += (size_t)n;
+            break;
+        }
+        size_t cap = b->cap ? b->cap : 4096, need;
+        if (clf__add_overflow(b->len, (size_t)n, &need)) {
+            b->oom = 1;
+            break;
+        }
+        while (cap <= need && cap <= SIZE_MAX / 2)
+            cap *= 2;
+        char *s = cap > need ? realloc(b->s, cap) : NULL;
+        if (!s) {
+            b->oom = 1;
+            break;
+        }
+        b->s = s;
+        b->cap = cap;
+    }
+    if (old)
+        uselocale(old);
+}
+
+void clf__sb_json_string(clf__sb *b, const char *s)
+{
+    clf__sb_printf(b, "\"");
+    for (; s && *s; s++) {
         unsigned char c = (unsigned char)*s;
         if (c == '"' || c == '\\')
-            fprintf(f, "\\%c", c);
+            clf__sb_printf(b, "\\%c", c);
         else if (c < 0x20)
-            fprintf(f, "\\u%04x", c);
+            clf__sb_printf(b, "\\u%04x", c);
         else
-            fputc(c, f);
+            clf__sb_printf(b, "%c", c);
     }
-    fputc('"', f);
+    clf__sb_printf(b, "\"");
+}
+
+int clf__sb_flush(clf__sb *b, FILE *f)
+{
+    if (b->oom) {
+        errno = ENOMEM;
+        return -1;
+    }
+    errno = 0;
+    if (b->len && fwrite(b->s, 1, b->len, f) != b->len) {
+        if (!errno)
+            errno = EIO;
+        return -1;
+    }
+    b->len = 0;
+    return 0;
+}
+
+clf_status clf__stream_fail(FILE *fp, int err, const char *who)
+{
+    char link[64], name[512];
+    ssize_t n = -1;
+    int fd = fp ? fileno(fp) : -1;
+    if (!err)
+        err = EIO;
+    if (fd >= 0) {
+        snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+        n = readlink(link, name, sizeof name - 1);
+    }
+    if (n > 0) {
+        name[n] = '\0';
+        return clf__fail(CLF_ERROR_IO, "%s: cannot write '%s' (descriptor %d): %s", who, name,
+                         fd, strerror(err));
+    }
+    if (fd >= 0)
+        return clf__fail(CLF_ERROR_IO, "%s: cannot write descriptor %d: %s", who, fd,
+                         strerror(err));
+    return clf__fail(CLF_ERROR_IO, "%s: cannot write the stream: %s", who, strerror(err));
 }
 
 double clf__now(void)

@@ -101,8 +101,28 @@ clf_status clf__env_staging(const char *v, int *pipeline);
 /* The binary cache's default directory: $CLFLEET_CACHE_DIR, $XDG_CACHE_HOME/clfleet,
  * ~/.cache/clfleet (malloc'd; NULL when none). */
 char *clf__cache_default_dir(void);
-/* s as a JSON string, quoted and escaped (names.c). */
-void clf__json_str(FILE *f, const char *s);
+
+/* ---- text for files (names.c): the JSON of the metrics, the trace and the model ---- */
+
+/* A growing string. */
+typedef struct clf__sb {
+    char *s;
+    size_t len, cap;
+    int oom; /* out of memory (or a formatting error): the text is incomplete */
+} clf__sb;
+
+/* Append printf-style, numbers always in the C locale (a decimal point, no grouping):
+ * the one formatter of numbers that files and JSON hold, whatever setlocale() the program
+ * made, since "0,5" is not a JSON number. Sets oom on failure. */
+void clf__sb_printf(clf__sb *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Append s as a JSON string (quoted; '"', '\\' and control bytes escaped); the one
+ * escaper. NULL is written as "". */
+void clf__sb_json_string(clf__sb *b, const char *s);
+/* Write b's text to f and empty b; 0, or -1 with errno set (also when b->oom). */
+int clf__sb_flush(clf__sb *b, FILE *f);
+/* CLF_ERROR_IO for a write to fp that failed with errno err, the message naming who and the
+ * stream's file (from /proc/self/fd where there is one, else its descriptor). */
+clf_status clf__stream_fail(FILE *fp, int err, const char *who);
 /* a then b in a new string (malloc'd; NULL on overflow or out of memory). */
 char *clf__concat(const char *a, const char *b);
 
