@@ -464,10 +464,21 @@ clf_status clf__launch_prepare(clf__launch *L, const char *call, clf_fleet *fl,
         memset(L->w, 0, L->ndev * sizeof *L->w);
     if (st == CLF_SUCCESS)
         auto_local(L);
-    /* clfleet's local size too makes work-groups PoCL must be able to count. */
-    if (st == CLF_SUCCESS && L->auto_local)
-        st = clf__check_range(call, L->desc.kernel, L->desc.dims, L->desc.global, L->desc.local,
-                              NULL, NULL, NULL);
+    /* clfleet's local size too makes work-groups PoCL must be able to count. It need not
+     * divide the range (a last chunk runs with a smaller one, arrays.c): the groups are
+     * counted over the range rounded up to it. */
+    if (st == CLF_SUCCESS && L->auto_local) {
+        size_t up[3] = {1, 1, 1};
+        int fits = 1;
+        for (unsigned j = 0; j < L->desc.dims; j++) {
+            size_t l = L->desc.local[j];
+            fits &= !clf__add_overflow(L->desc.global[j], l - 1, &up[j]);
+            up[j] = up[j] / l * l;
+        }
+        if (fits)
+            st = clf__check_range(call, L->desc.kernel, L->desc.dims, up, L->desc.local, NULL,
+                                  NULL, NULL);
+    }
     if (st == CLF_SUCCESS)
         st = check_kernel(L, call);
     for (size_t i = 0; i < nargs; i++) {
