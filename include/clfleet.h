@@ -941,7 +941,12 @@ typedef struct clf_arg {
     size_t halo_before; /**< partitioned inputs: units before each chunk */
     size_t halo_after;  /**< partitioned inputs: units after each chunk */
     unsigned op;        /**< reduction: a clf_reduce_op */
-    unsigned type;      /**< reduction: a clf_type */
+    /** Reduction: a clf_type. Scalar (CLF_SCALAR()): the C type class of the value, 1 for an
+     *  integer, 2 for a floating-point type, 0 when unknown (a struct, a vector type, C
+     *  before C11, C++); a call refuses an integer value for a half, float or double
+     *  parameter and a floating-point one for an integer parameter. With 0 only the size is
+     *  checked against the parameter's type. */
+    unsigned type;
     /** Partitioned: 0 when the split units are contiguous, else the bytes of one row of a
      *  strided array (at least the range times \p unit; \p size is a multiple of it). */
     size_t pitch;
@@ -1010,8 +1015,21 @@ typedef struct clf_arg {
 /** \brief A task's whole input and output array of \p bytes (clf_taskq_submit()). */
 #define CLF_WHOLE_INOUT(host, bytes) \
     CLF__ARG(CLF_ARG_KIND_INOUT, CLF_ARG_WHOLE, host, bytes, 0, 0, 0)
-/** \brief A scalar: a pointer to the value (the size is taken from it). */
-#define CLF_SCALAR(ptr) CLF__ARG(CLF_ARG_KIND_SCALAR, 0, ptr, sizeof *(ptr), 0, 0, 0)
+/** \brief Internal: the C type class of an expression (clf_arg.type of a scalar). */
+#if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L && !defined(__cplusplus)
+#define CLF__SCALAR_CLASS(x)                                                               \
+    _Generic((x), _Bool: 1, char: 1, signed char: 1, unsigned char: 1, short: 1,           \
+             unsigned short: 1, int: 1, unsigned: 1, long: 1, unsigned long: 1,              \
+             long long: 1, unsigned long long: 1, float: 2, double: 2, long double: 2,       \
+             default: 0)
+#else
+#define CLF__SCALAR_CLASS(x) 0
+#endif
+/** \brief A scalar: a pointer to the value (the size, and in C11 the type class, are taken
+ *  from it: see clf_arg.type). */
+#define CLF_SCALAR(ptr)                                                                     \
+    {CLF_ARG_KIND_SCALAR, 0, (void *)(ptr), sizeof *(ptr), 0, 0, 0, 0,                      \
+     CLF__SCALAR_CLASS(*(ptr)), 0, {0, 0}}
 /** \brief Local memory of \p bytes. */
 #define CLF_LOCAL(bytes) CLF__ARG(CLF_ARG_KIND_LOCAL, 0, NULL, bytes, 0, 0, 0)
 /** \brief Reduction of \p count elements of \p type with \p op into \p host. */

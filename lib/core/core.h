@@ -267,16 +267,53 @@ clf_status clf__cmd_kernel_create(clf_fleet *fl, size_t dev, const struct clf_pr
                                   const char *name, const size_t *range, unsigned dims,
                                   cl_int *cl_err, cl_kernel *out);
 
-/* ---- the per-device kernel call (kernel.c) ---- */
+/* ---- checking a call against its kernel (argcheck.c) ---- */
 
+/*
+ * Every path that runs a user kernel checks its call with these, before any argument is set
+ * or any work queued. `call` names the user's call in messages ("clf_launch",
+ * "clf_pipeline_create: stage 1"), kernel the kernel function.
+ */
 /* Parameter i of kernel k: its address and type qualifiers and its name ("" if unknown);
  * 0 when the driver reports no argument information (then nothing can be checked). */
 int clf__kernel_param(cl_kernel k, size_t i, cl_kernel_arg_address_qualifier *aq,
                       cl_kernel_arg_type_qualifier *tq, char *name, size_t n);
-/* The user's local size (dims entries) against device d's and kernel k's work-group limits,
- * as the enqueue would check them: CLF_ERROR_INVALID_ARGUMENT naming kernel and device. */
-clf_status clf__check_local(const char *kernel, unsigned dims, const size_t local[3],
+/* args[0 .. nargs-1], the parameters first .. first+nargs-1 of kernel k of program p (a
+ * pipeline stage's extra arguments come after its input and output: first 2) on device d:
+ * the count against CL_KERNEL_NUM_ARGS less clfleet's hidden parameters; per argument its
+ * kind against the parameter's qualifiers (a value for a private parameter, CLF_LOCAL for a
+ * __local pointer, memory for a __global/__constant one, never written through a const
+ * one, BUFFER/ARRAY/BROADCAST read only only through a const one), and a value's size and
+ * type class (clf_arg.type) against a built-in type name; with locals_set 0, the CLF_LOCAL
+ * sizes and the kernel's own local memory against the device's (k then has no __local
+ * argument set: CL_KERNEL_LOCAL_MEM_SIZE counts those set). CLF_ERROR_INVALID_ARGUMENT
+ * naming the call, kernel, argument and parameter. Kinds outside the list are the caller's
+ * to refuse. */
+clf_status clf__check_args(const char *call, const struct clf_program *p, const char *kernel,
+                           cl_kernel k, const struct clf__device *d, size_t first,
+                           const clf_arg *args, size_t nargs, int locals_set);
+/* Kernel k's local memory (CL_KERNEL_LOCAL_MEM_SIZE, with the __local arguments set so far)
+ * plus unset bytes more against device d's CL_DEVICE_LOCAL_MEM_SIZE. */
+clf_status clf__check_local_mem(const char *call, const char *kernel, cl_kernel k,
+                                const struct clf__device *d, size_t unset);
+/* An NDRange: dims 1..3, no zero global size, offset + global without overflow (offset may
+ * be NULL), the product of the global sizes within size_t; local (NULL: not checked here;
+ * all 0: the driver's choice) given for every dimension or none, dividing the global sizes,
+ * and at most 2^32 - 1 work-groups in all (PoCL aborts past it). With d, the product within
+ * its CL_DEVICE_ADDRESS_BITS; with d and k too, the local size against
+ * CL_DEVICE_MAX_WORK_ITEM_SIZES, CL_DEVICE_MAX_WORK_GROUP_SIZE and k's
+ * CL_KERNEL_WORK_GROUP_SIZE. CLF_ERROR_INVALID_ARGUMENT, CLF_ERROR_ZERO_SIZE or
+ * CLF_ERROR_SIZE_OVERFLOW naming the call and kernel. */
+clf_status clf__check_range(const char *call, const char *kernel, unsigned dims,
+                            const size_t *global, const size_t *local, const size_t *offset,
                             const struct clf__device *d, cl_kernel k);
+/* clSetKernelArg's failure err for argument i (kernel parameter param) of kernel k, naming
+ * the call, the kernel, the argument and its parameter (CLF_ERROR_OPENCL). */
+clf_status clf__arg_set_fail(const char *call, const char *kernel, cl_kernel k, size_t param,
+                             size_t i, cl_int err, const struct clf__device *d);
+
+/* ---- the per-device kernel call (kernel.c) ---- */
+
 /* Check everything clf_kernel_enqueue() is given but the fleet, the device index (checked
  * before) and the wait list; take an idle kernel or create one, and set all its arguments
  * (the hidden range parameter too). Nothing is queued. *out: give it back with

@@ -1,6 +1,7 @@
 /*
- * The per-device kernel call (clf_kernel_enqueue(), whose public face is in exec/kernel.c,
- * above the event bridge it needs): checking the description and the arguments, creating
+ * The per-device kernel call (clf_kernel_enqueue(), whose public face is in exec/launch.c,
+ * above the event bridge it needs): checking the description and the arguments (what this
+ * call takes here, the rest against the kernel in argcheck.c), creating
  * the kernel and setting its arguments, then enqueueing it through the command path
  * (clf__cmd_kernel(): metrics, trace, the basic device's rules) after the fault hook.
  *
@@ -53,75 +54,6 @@ void clf__kernel_recycle(clf_program *prog, size_t dev, const char *name, cl_ker
     e->next = prog->idle_kernels;
     prog->idle_kernels = e;
     pthread_mutex_unlock(&idle_lock);
-}
-
-/* The parameter's name (for messages), or "". */
-static void param_name(cl_kernel k, size_t i, char *name, size_t n)
-{
-    if (clGetKernelArgInfo(k, (cl_uint)i, CL_KERNEL_ARG_NAME, n, name, NULL) != CL_SUCCESS)
-        name[0] = 0;
-}
-
-/* Parameter i's qualifiers and name (core.h). */
-int clf__kernel_param(cl_kernel k, size_t i, cl_kernel_arg_address_qualifier *aq,
-                      cl_kernel_arg_type_qualifier *tq, char *name, size_t n)
-{
-    *aq = 0;
-    *tq = 0;
-    cl_int err = clGetKernelArgInfo(k, (cl_uint)i, CL_KERNEL_ARG_ADDRESS_QUALIFIER, sizeof *aq,
-                                    aq, NULL);
-    if (err == CL_SUCCESS)
-        err = clGetKernelArgInfo(k, (cl_uint)i, CL_KERNEL_ARG_TYPE_QUALIFIER, sizeof *tq, tq,
-                                 NULL);
-    param_name(k, i, name, n);
-    return err == CL_SUCCESS; /* else CL_KERNEL_ARG_INFO_NOT_AVAILABLE */
-}
-
-/* An argument against its parameter's qualifiers (where the driver reports them): the
- * memory kind (a value, __local, or __global/__constant), and a buffer's access mode against
- * const. */
-static clf_status check_param(const char *kernel, cl_kernel k, size_t i, const clf_arg *a)
-{
-    cl_kernel_arg_address_qualifier aq;
-    cl_kernel_arg_type_qualifier tq;
-    char name[128];
-    if (!clf__kernel_param(k, i, &aq, &tq, name, sizeof name))
-        return CLF_SUCCESS; /* no argument information: nothing to check */
-    const char *q = name[0] ? " '" : "", *e = name[0] ? "'" : "";
-    if (a->kind == CLF_ARG_KIND_SCALAR) {
-        if (aq != CL_KERNEL_ARG_ADDRESS_PRIVATE)
-            return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
-                             "kernel '%s' argument %zu%s%s%s: a scalar (CLF_SCALAR) for a "
-                             "pointer parameter (pass a buffer: CLF_BUF_IN/OUT/INOUT)",
-                             kernel, i, q, name, e);
-        return CLF_SUCCESS;
-    }
-    if (a->kind == CLF_ARG_KIND_LOCAL) {
-        if (aq != CL_KERNEL_ARG_ADDRESS_LOCAL)
-            return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
-                             "kernel '%s' argument %zu%s%s%s: local memory (CLF_LOCAL) for a "
-                             "parameter that is not a __local pointer",
-                             kernel, i, q, name, e);
-        return CLF_SUCCESS;
-    }
-    if (aq != CL_KERNEL_ARG_ADDRESS_GLOBAL && aq != CL_KERNEL_ARG_ADDRESS_CONSTANT)
-        return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
-                         "kernel '%s' argument %zu%s%s%s: a buffer for a parameter that is not "
-                         "a __global or __constant pointer",
-                         kernel, i, q, name, e);
-    int ro = aq == CL_KERNEL_ARG_ADDRESS_CONSTANT || (tq & CL_KERNEL_ARG_TYPE_CONST);
-    if (!(a->flags & CLF_ARG_WRITE) && !ro)
-        return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
-                         "kernel '%s' argument %zu%s%s%s is read only (CLF_BUF_IN) but its "
-                         "parameter may be written: declare it const (or __constant), or pass "
-                         "CLF_BUF_INOUT",
-                         kernel, i, q, name, e);
-    if ((a->flags & CLF_ARG_WRITE) && ro)
-        return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
-                         "kernel '%s' argument %zu%s%s%s is written (CLF_BUF_OUT or "
-                         "CLF_BUF_INOUT) but its parameter is const: pass CLF_BUF_IN",
-                         kernel, i, q, name, e);
-    return CLF_SUCCESS;
 }
 
 /* One argument, before the kernel exists: its kind and what it holds. */
@@ -195,81 +127,18 @@ static clf_status check_arg(const clf_fleet *fl, size_t dev, const char *kernel,
     }
 }
 
-/* The description: version, dims, sizes, local sizes, offsets (OpenCL's rules). */
-static clf_status check_desc(const clf_kernel_desc *desc)
+/* The description: its version, then the range's device-independent rules (argcheck.c). */
+static clf_status check_desc(const char *call, const clf_kernel_desc *desc)
 {
     if (!desc->kernel)
-        return clf__fail(CLF_ERROR_NULL_POINTER, "clf_kernel_enqueue: desc.kernel is NULL");
-    const char *kn = desc->kernel;
-    char who[96];
-    snprintf(who, sizeof who, "kernel '%.64s'", kn);
+        return clf__fail(CLF_ERROR_NULL_POINTER, "%s: desc.kernel is NULL", call);
+    char who[160];
+    snprintf(who, sizeof who, "%s: kernel '%.64s'", call, desc->kernel);
     if (clf__check_version(who, desc->version, CLF_KERNEL_DESC_VERSION, "clf_kernel_desc",
                            "CLF_KERNEL_DESC_INIT") != CLF_SUCCESS)
         return CLF_ERROR_INVALID_ARGUMENT;
-    if (desc->dims < 1 || desc->dims > 3)
-        return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "kernel '%s': dims is %u, expected 1 to 3",
-                         kn, desc->dims);
-    int any_local = 0, all_local = 1;
-    for (unsigned j = 0; j < desc->dims; j++) {
-        any_local |= desc->local[j] != 0;
-        all_local &= desc->local[j] != 0;
-    }
-    for (unsigned j = 0; j < desc->dims; j++) {
-        size_t end;
-        if (desc->global[j] == 0)
-            return clf__fail(CLF_ERROR_ZERO_SIZE, "kernel '%s': global size of dimension %u is 0",
-                             kn, j);
-        if (clf__add_overflow(desc->offset[j], desc->global[j], &end))
-            return clf__fail(CLF_ERROR_SIZE_OVERFLOW,
-                             "kernel '%s': offset %zu + global size %zu of dimension %u overflow",
-                             kn, desc->offset[j], desc->global[j], j);
-        if (any_local && !all_local)
-            return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
-                             "kernel '%s': local size of dimension %u is 0 and others are not "
-                             "(all 0: the driver's choice)",
-                             kn, j);
-        if (any_local && desc->global[j] % desc->local[j])
-            return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
-                             "kernel '%s': local size %zu does not divide global size %zu of "
-                             "dimension %u",
-                             kn, desc->local[j], desc->global[j], j);
-    }
-    return CLF_SUCCESS;
-}
-
-/* OpenCL's work-group limits for a user local size (core.h): clf_launch() and
- * clf_kernel_enqueue() refuse what the enqueue would. */
-clf_status clf__check_local(const char *kernel, unsigned dims, const size_t local[3],
-                            const struct clf__device *d, cl_kernel k)
-{
-    size_t items[16] = {0}, dev_max = 0, k_max = 0, group = 1;
-    cl_int err = clGetDeviceInfo(d->id, CL_DEVICE_MAX_WORK_ITEM_SIZES, sizeof items, items,
-                                 NULL);
-    if (err == CL_SUCCESS)
-        err = clGetDeviceInfo(d->id, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof dev_max, &dev_max,
-                              NULL);
-    if (err == CL_SUCCESS)
-        err = clGetKernelWorkGroupInfo(k, d->id, CL_KERNEL_WORK_GROUP_SIZE, sizeof k_max, &k_max,
-                                       NULL);
-    if (err != CL_SUCCESS)
-        return clf__cl_fail(err, "work-group limits", d);
-    for (unsigned j = 0; j < dims && j < 3; j++) {
-        if (local[j] > items[j])
-            return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
-                             "kernel '%s': local size %zu of dimension %u exceeds the maximum "
-                             "%zu of device %zu '%s' (CL_DEVICE_MAX_WORK_ITEM_SIZES)",
-                             kernel, local[j], j, items[j], d->index, d->info.name);
-        group *= local[j]; /* each factor is at most items[j]: no overflow */
-    }
-    if (group > dev_max || group > k_max)
-        return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
-                         "kernel '%s': work-groups of %zu items exceed the maximum %zu of device "
-                         "%zu '%s' (%s)",
-                         kernel, group, group > dev_max ? dev_max : k_max, d->index,
-                         d->info.name,
-                         group > dev_max ? "CL_DEVICE_MAX_WORK_GROUP_SIZE"
-                                         : "CL_KERNEL_WORK_GROUP_SIZE of this kernel");
-    return CLF_SUCCESS;
+    return clf__check_range(call, desc->kernel, desc->dims, desc->global, desc->local,
+                            desc->offset, NULL, NULL);
 }
 
 clf_status clf__kernel_prepare(clf_fleet *fl, clf_program *prog, size_t dev,
@@ -289,7 +158,9 @@ clf_status clf__kernel_prepare_part(clf_fleet *fl, clf_program *prog, size_t dev
         return clf__fail(CLF_ERROR_NULL_POINTER, "clf_kernel_enqueue: prog is NULL");
     if (!desc)
         return clf__fail(CLF_ERROR_NULL_POINTER, "clf_kernel_enqueue: desc is NULL");
-    clf_status st = check_desc(desc);
+    /* An array launch's parts come here through the program's array variant. */
+    const char *call = prog->array_variant_of ? "clf_array_launch" : "clf_kernel_enqueue";
+    clf_status st = check_desc(call, desc);
     if (st != CLF_SUCCESS)
         return st;
     const char *kn = desc->kernel;
@@ -338,17 +209,14 @@ clf_status clf__kernel_prepare_part(clf_fleet *fl, clf_program *prog, size_t dev
                                "clfleet did not find its definition in the source (made by a "
                                "macro or in an included file?), so it lacks the hidden "
                                "parameter " CLF__PART_ARG_NAME, kn));
-    cl_uint nk = 0;
-    err = clGetKernelInfo(k, CL_KERNEL_NUM_ARGS, sizeof nk, &nk, NULL);
-    if (err != CL_SUCCESS)
-        CLF__TRY(st, clf__cl_fail(err, "clGetKernelInfo (CL_KERNEL_NUM_ARGS)", d));
-    if (nk != nargs + (size_t)hidden)
-        CLF__TRY(st, clf__fail(CLF_ERROR_INVALID_ARGUMENT, "kernel '%s' takes %u arguments, %zu "
-                               "given", kn, nk >= (cl_uint)hidden ? nk - (cl_uint)hidden : 0,
-                               nargs));
-    /* Only now that nargs is the kernel's count are the arguments read. */
+    /* What this call takes, then the arguments against the kernel (argcheck.c). */
     for (size_t i = 0; i < nargs; i++)
         CLF__TRY(st, check_arg(fl, dev, kn, &args[i], i));
+    /* A reused kernel holds the last call's __local sizes, which CL_KERNEL_LOCAL_MEM_SIZE
+     * counts: local memory is checked once this call's are set (below). */
+    CLF__TRY(st, clf__check_args(call, prog, kn, k, d, 0, args, nargs, 1));
+    CLF__TRY(st, clf__check_range(call, kn, desc->dims, desc->global, desc->local, desc->offset,
+                                  d, k));
     /* The array variant moved the parameters its scan took for __global/__constant
      * pointers; one it missed (the qualifier or '*' hidden in a macro or typedef) would
      * index its part's buffer from the wrong place. */
@@ -371,30 +239,23 @@ clf_status clf__kernel_prepare_part(clf_fleet *fl, clf_program *prog, size_t dev
     }
     for (size_t i = 0; i < nargs; i++) {
         const clf_arg *a = &args[i];
-        CLF__TRY(st, check_param(kn, k, i, a));
         const clf_buffer *b = a->kind == CLF_ARG_KIND_BUFFER ? a->host : NULL;
         if (b)
             err = clSetKernelArg(k, (cl_uint)i, sizeof(cl_mem), &b->mem);
         else
             err = clSetKernelArg(k, (cl_uint)i, a->size,
                                  a->kind == CLF_ARG_KIND_SCALAR ? a->host : NULL);
-        if (err != CL_SUCCESS) {
-            char name[128] = "", call[256];
-            param_name(k, i, name, sizeof name);
-            snprintf(call, sizeof call, "kernel '%.64s' argument %zu%s%.64s%s: clSetKernelArg", kn,
-                     i, name[0] ? " '" : "", name, name[0] ? "'" : "");
-            CLF__TRY(st, clf__cl_fail(err, call, d));
-        }
+        if (err != CL_SUCCESS)
+            CLF__TRY(st, clf__arg_set_fail(call, kn, k, i, i, err, d));
     }
-    if (desc->local[0])
-        CLF__TRY(st, clf__check_local(desc->kernel, desc->dims, desc->local, d, k));
+    CLF__TRY(st, clf__check_local_mem(call, kn, k, d, 0));
     CLF__TRY(st, clf__program_set_range(prog, kn, k, whole ? whole : desc->global, desc->dims,
                                         d));
     if (hidden == 2) {
         cl_ulong16 po;
         for (unsigned i = 0; i < 16; i++)
             po.s[i] = part_offsets ? part_offsets[i] : 0;
-        err = clSetKernelArg(k, nk - 2, sizeof po, &po);
+        err = clSetKernelArg(k, (cl_uint)nargs, sizeof po, &po); /* then the range */
         if (err != CL_SUCCESS)
             CLF__TRY(st, clf__cl_fail(err, "clSetKernelArg (" CLF__PART_ARG_NAME ")", d));
     }

@@ -87,9 +87,13 @@ static clf_status check(alaunch *L)
     for (size_t i = 0; i < 4; i++)
         if (d->reserved[i])
             return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "%s: desc.reserved is not zero", who);
-    if (d->dims < 1 || d->dims > 3)
-        return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "%s: dims is %u, expected 1 to 3", who,
-                         d->dims);
+    /* The range's device-independent rules (core/argcheck.c); the local size's are below
+     * (a window's parts need not divide the whole), and each part's range and arguments
+     * are checked against the kernel on its device (core/kernel.c). */
+    clf_status st = clf__check_range("clf_array_launch", kn, d->dims, d->global, NULL, NULL,
+                                     NULL, NULL);
+    if (st != CLF_SUCCESS)
+        return st;
     if (d->flags & ~(unsigned)(CLF_ARRAY_EXCHANGE_BEFORE | CLF_ARRAY_EXCHANGE_AFTER))
         return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "%s: unknown flags 0x%x", who, d->flags);
     if (L->var->fleet != L->fl)
@@ -167,9 +171,6 @@ static clf_status check(alaunch *L)
                          "%zu units", who, d->global[s], s, whole);
     int any_local = 0, all_local = 1;
     for (unsigned j = 0; j < d->dims; j++) {
-        if (d->global[j] == 0)
-            return clf__fail(CLF_ERROR_ZERO_SIZE, "%s: global size of dimension %u is 0", who,
-                             j);
         any_local |= d->local[j] != 0;
         all_local &= d->local[j] != 0;
     }

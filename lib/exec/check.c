@@ -1,8 +1,9 @@
 /*
  * Checking a launch before it runs: the description read as its version has it, its
  * arguments (and partitioned arguments' layouts), the devices and their weights, clfleet's
- * local size when the user gave none (clf__launch_prepare()); then, once devices are left
- * out, the kernel on the devices and the range's sizes its chunks need (clf__exec_run()).
+ * local size when the user gave none, and the arguments and range against the kernel on
+ * the devices (core/argcheck.c), all before any worker starts (clf__launch_prepare()); then
+ * the range's sizes its chunks need (clf__exec_run()).
  */
 #include "exec.h"
 
@@ -201,35 +202,25 @@ static clf_status check_arg(clf__launch *L, size_t i, const clf_arg *a)
                      a->kind);
 }
 
-static clf_status check_desc(clf__launch *L, const clf_launch_desc *d)
+static clf_status check_desc(clf__launch *L, const char *call, const clf_launch_desc *d)
 {
     if (!d->kernel)
-        return clf__fail(CLF_ERROR_NULL_POINTER, "clf_launch_desc.kernel is NULL");
-    if (d->dims < 1 || d->dims > 3)
-        return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "dims is %u (1, 2 or 3)", d->dims);
+        return clf__fail(CLF_ERROR_NULL_POINTER, "%s: clf_launch_desc.kernel is NULL", call);
+    clf_status st = clf__check_range(call, d->kernel, d->dims, d->global, d->local, NULL, NULL,
+                                     NULL);
+    if (st != CLF_SUCCESS)
+        return st;
     if (d->split_dim > d->dims)
         return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
                          "'%s': split_dim is %u: CLF_SPLIT_DIM(%u) names no dimension of a %uD "
                          "range (CLF_SPLIT_DEFAULT or CLF_SPLIT_DIM(0 .. %u))",
                          d->kernel, d->split_dim, d->split_dim - 1, d->dims, d->dims - 1);
     const unsigned split = d->split_dim ? d->split_dim - 1 : d->dims - 1;
+    /* The local size divides the global size in every dimension, as OpenCL requires: the
+     * split one included, so that every chunk (a multiple of the local size, the last one
+     * too) keeps the user's local size, and get_group_id() counts groups as on one device
+     * (cl/clfleet.h). */
     int has_local = d->local[0] != 0;
-    for (unsigned k = 0; k < d->dims; k++) {
-        if (d->global[k] == 0)
-            return clf__fail(CLF_ERROR_ZERO_SIZE, "'%s': global size %u is zero", d->kernel, k);
-        if ((d->local[k] != 0) != has_local)
-            return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
-                             "'%s': give a local size for every dimension or for none",
-                             d->kernel);
-        /* As OpenCL requires, in every dimension: the split one included, so that every
-         * chunk (a multiple of the local size, the last one too) keeps the user's local
-         * size, and get_group_id() counts groups as on one device (cl/clfleet.h). */
-        if (has_local && d->global[k] % d->local[k])
-            return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
-                             "'%s': global size %zu of dimension %u is not a multiple of the "
-                             "local size %zu",
-                             d->kernel, d->global[k], k, d->local[k]);
-    }
     L->split = split;
     L->total = L->end = d->global[L->split];
     if (d->range_units || d->range_first) {
@@ -363,61 +354,38 @@ static clf_status choose_devices(clf__launch *L)
 /* ---- the kernel on the devices ------------------------------------------------------------ */
 
 /*
- * A broadcast is one read-only copy per device, cached between launches: a kernel that wrote
- * it would lose its writes (or leave the next launch a stale copy). Its parameter must be
- * __constant or point to const. Programs are built with -cl-kernel-arg-info (program.c);
- * a driver that still has no argument information is trusted.
+ * The arguments and the range against the kernel (core/argcheck.c) on the launch's devices
+ * that will run (not failed, the program built: launch.c's exclude() leaves the others
+ * out), before any worker starts: a worker sets the arguments as given, and PoCL crashes on
+ * a value for a pointer. Kinds and sizes are the same on every device; local memory and
+ * work-group limits are not, and are checked on each one that has something to check.
  */
-static clf_status check_broadcast_const(const clf__launch *L, cl_kernel k, size_t i)
+static clf_status check_kernel(clf__launch *L, const char *call)
 {
-    cl_kernel_arg_address_qualifier aq;
-    cl_kernel_arg_type_qualifier tq;
-    char name[128];
-    if (!clf__kernel_param(k, i, &aq, &tq, name, sizeof name))
-        return CLF_SUCCESS; /* no argument information: nothing to check */
-    if (aq == CL_KERNEL_ARG_ADDRESS_CONSTANT || (tq & CL_KERNEL_ARG_TYPE_CONST))
-        return CLF_SUCCESS;
-    return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
-                     "kernel '%s' argument %zu%s%s%s is a broadcast (read only, one cached copy "
-                     "per device) but its parameter may be written: declare it const (or "
-                     "__constant)",
-                     L->desc.kernel, i, name[0] ? " '" : "", name, name[0] ? "'" : "");
-}
-
-/* Check the kernel exists, takes as many arguments as given and no broadcast it could
- * write, and that every device of the launch takes the user's local size, before any
- * thread starts. */
-clf_status clf__check_kernel(clf__launch *L)
-{
-    int hidden = clf__program_range_arg(L->prog, L->desc.kernel);
-    int checked_args = 0;
-    for (size_t i = 0; i < L->ndev; i++) {
-        if (L->excluded[i]) /* exclude() leaves at least one */
+    const char *kn = L->desc.kernel;
+    int has_local = !L->auto_local;
+    for (size_t a = 0; a < L->nargs; a++)
+        has_local |= L->args[a].kind == CLF_ARG_KIND_LOCAL;
+    int checked = 0;
+    for (size_t i = 0; i < L->ndev && (has_local || !checked); i++) {
+        size_t dev = L->dev[i];
+        if (clf__device_failed(L->fl, dev, NULL, 0) || !L->prog->built[dev])
             continue;
-        struct clf__device *d = &L->fl->dev[L->dev[i]];
+        struct clf__device *d = &L->fl->dev[dev];
         cl_kernel k;
-        clf_status st = clf__cmd_kernel_create(L->fl, d->index, L->prog, L->desc.kernel, NULL, 0,
-                                               NULL, &k);
+        clf_status st = clf__cmd_kernel_create(L->fl, dev, L->prog, kn, NULL, 0, NULL, &k);
         if (st != CLF_SUCCESS)
             return st;
-        cl_int err;
-        cl_uint n = 0;
-        if (!checked_args++) {
-            /* The hidden range parameter (core/rangearg.c) is clfleet's, not the user's. */
-            err = clGetKernelInfo(k, CL_KERNEL_NUM_ARGS, sizeof n, &n, NULL);
-            if (err == CL_SUCCESS && n != L->nargs + (size_t)hidden)
-                st = clf__fail(CLF_ERROR_INVALID_ARGUMENT,
-                               "kernel '%s' takes %u arguments, %zu given", L->desc.kernel,
-                               n - (cl_uint)(hidden && n), L->nargs);
-            for (size_t a = 0; a < L->nargs && st == CLF_SUCCESS; a++)
-                if (L->args[a].kind == CLF_ARG_KIND_BROADCAST)
-                    st = check_broadcast_const(L, k, a);
-        }
-        if (st == CLF_SUCCESS && !L->auto_local)
-            st = clf__check_local(L->desc.kernel, L->desc.dims, L->desc.local, d, k);
+        st = clf__check_args(call, L->prog, kn, k, d, 0, L->args, L->nargs, 0);
+        /* clfleet's own local size is within every device's limits. */
+        if (st == CLF_SUCCESS)
+            st = clf__check_range(call, kn, L->desc.dims, L->desc.global,
+                                  L->auto_local ? NULL : L->desc.local, NULL, d,
+                                  L->auto_local ? NULL : k);
         clReleaseKernel(k);
-        if (st != CLF_SUCCESS || L->auto_local) /* clfleet's local size needs no check */
+        if (st != CLF_SUCCESS)
             return st;
+        checked = 1;
     }
     return CLF_SUCCESS;
 }
@@ -453,14 +421,15 @@ clf_status clf__check_range_known(const clf__launch *L, const uint64_t *max_unit
 
 /* ---- the launch's description ------------------------------------------------------------- */
 
-clf_status clf__launch_prepare(clf__launch *L, clf_fleet *fl, clf_program *prog,
-                               const clf_launch_desc *desc, const clf_arg *args, size_t nargs)
+clf_status clf__launch_prepare(clf__launch *L, const char *call, clf_fleet *fl,
+                               clf_program *prog, const clf_launch_desc *desc,
+                               const clf_arg *args, size_t nargs)
 {
     if (!fl || !prog || !desc)
-        return clf__fail(CLF_ERROR_NULL_POINTER, "clf_launch: %s is NULL",
+        return clf__fail(CLF_ERROR_NULL_POINTER, "%s: %s is NULL", call,
                          !fl ? "fleet" : !prog ? "program" : "desc");
     if (nargs && !args)
-        return clf__fail(CLF_ERROR_NULL_POINTER, "clf_launch: args is NULL");
+        return clf__fail(CLF_ERROR_NULL_POINTER, "%s: args is NULL", call);
     if (nargs > CLF__MAX_ARGS)
         return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "more than %d arguments", CLF__MAX_ARGS);
     if (prog->fleet != fl)
@@ -486,7 +455,7 @@ clf_status clf__launch_prepare(clf__launch *L, clf_fleet *fl, clf_program *prog,
     L->nargs = nargs;
     if (nargs)
         memcpy(L->args, args, nargs * sizeof *args);
-    clf_status st = check_desc(L, &L->desc);
+    clf_status st = check_desc(L, call, &L->desc);
     for (size_t i = 0; st == CLF_SUCCESS && i < nargs; i++)
         st = check_arg(L, i, &args[i]);
     if (st == CLF_SUCCESS)
@@ -495,6 +464,23 @@ clf_status clf__launch_prepare(clf__launch *L, clf_fleet *fl, clf_program *prog,
         memset(L->w, 0, L->ndev * sizeof *L->w);
     if (st == CLF_SUCCESS)
         auto_local(L);
+    /* clfleet's local size too makes work-groups PoCL must be able to count. It need not
+     * divide the range (a last chunk runs with a smaller one, arrays.c): the groups are
+     * counted over the range rounded up to it. */
+    if (st == CLF_SUCCESS && L->auto_local) {
+        size_t up[3] = {1, 1, 1};
+        int fits = 1;
+        for (unsigned j = 0; j < L->desc.dims; j++) {
+            size_t l = L->desc.local[j];
+            fits &= !clf__add_overflow(L->desc.global[j], l - 1, &up[j]);
+            up[j] = up[j] / l * l;
+        }
+        if (fits)
+            st = clf__check_range(call, L->desc.kernel, L->desc.dims, up, L->desc.local, NULL,
+                                  NULL, NULL);
+    }
+    if (st == CLF_SUCCESS)
+        st = check_kernel(L, call);
     for (size_t i = 0; i < nargs; i++) {
         L->has_reduce |= args[i].kind == CLF_ARG_KIND_REDUCE;
         L->has_inout |= args[i].kind == CLF_ARG_KIND_INOUT;

@@ -258,13 +258,15 @@ typedef struct clf__launch {
  */
 clf_status clf__exec_run(clf__launch *L, clf_launch_report *rep);
 /* Check and copy a clf_launch() description and its arguments into L (L's fields before the
- * workers: the array plane, fleet, program, arguments' layouts, devices, local size), the
- * first step of clf_launch() and clf_launch_async() (check.c). */
-clf_status clf__launch_prepare(clf__launch *L, clf_fleet *fl, clf_program *prog,
-                               const clf_launch_desc *desc, const clf_arg *args, size_t nargs);
-/* Before a launch's workers start (check.c): the kernel on its devices (arguments, const
- * broadcasts, local size), and whether its chunks can be given the range's sizes. */
-clf_status clf__check_kernel(clf__launch *L);
+ * workers: the array plane, fleet, program, arguments' layouts, devices, local size), and
+ * check the arguments and range against the kernel on the devices that will run it, the
+ * first step of clf_launch() and clf_launch_async() (check.c); call names the one the user
+ * made, in messages. */
+clf_status clf__launch_prepare(clf__launch *L, const char *call, clf_fleet *fl,
+                               clf_program *prog, const clf_launch_desc *desc,
+                               const clf_arg *args, size_t nargs);
+/* Before a launch's workers start (check.c): whether its chunks can be given the range's
+ * sizes. */
 clf_status clf__check_range_known(const clf__launch *L, const uint64_t *max_units);
 /* How a launch is cut (choose.c): each device's budget and largest chunk (fails when none
  * holds one), the strategy (rep's requested, strategy and reason; L's weights). */

@@ -1,6 +1,6 @@
 /*
- * One kernel launch across the fleet (clf__exec_run()): leave out failed devices, check the
- * kernel (check.c), choose budgets, weights and strategy (choose.c), cut the range
+ * One kernel launch across the fleet (clf__exec_run()): leave out failed devices (the
+ * kernel was checked on the others by clf__launch_prepare(), check.c), choose budgets, weights and strategy (choose.c), cut the range
  * (partition.c), run one worker per device (worker.c), re-queue a failed device's work,
  * combine reductions and write the report; clf_launch() and asynchronous launches.
  *
@@ -202,8 +202,6 @@ clf_status clf__exec_run(clf__launch *L, clf_launch_report *rep)
         fill_report(L, rep); /* which device is left out, and why */
         goto out;
     }
-    if (L->prog)
-        CLF__TRY(st, clf__check_kernel(L));
     CLF__TRY(st, clf__budgets(L, max_units));
     CLF__TRY(st, clf__choose_strategy(L, max_units, rep));
     CLF__TRY(st, clf__check_range_known(L, max_units));
@@ -314,7 +312,7 @@ clf_status clf_launch(clf_fleet *fl, clf_program *prog, const clf_launch_desc *d
     clf_launch_report local;
     if (!L)
         return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "launch: out of memory");
-    clf_status st = clf__launch_prepare(L, fl, prog, desc, args, nargs);
+    clf_status st = clf__launch_prepare(L, "clf_launch", fl, prog, desc, args, nargs);
     if (st == CLF_SUCCESS) {
         uint64_t t = clf__new_ticket(L->X);
         clf__take_turn(L->X, t);
@@ -427,7 +425,8 @@ clf_status clf_launch_async(clf_fleet *fl, clf_program *prog, const clf_launch_d
     clf_status st = CLF_SUCCESS;
     if (!op || !ev)
         CLF__TRY(st, clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "launch: out of memory"));
-    CLF__TRY(st, clf__launch_prepare(&op->L, fl, prog, desc, args, nargs));
+    CLF__TRY(st, clf__launch_prepare(&op->L, "clf_launch_async", fl, prog, desc,
+                                      args, nargs));
     /* The description's pointers need not outlive this call: copy what they point to. */
     clf_launch_desc *d = &op->L.desc;
     if (strlen(desc->kernel) >= sizeof op->kernel)

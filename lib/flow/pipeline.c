@@ -89,18 +89,11 @@ static clf_status check_stage(const clf_fleet *fl, size_t i, const clf_stage_des
         return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
                          "stage %zu takes %zu bytes per batch, stage %zu gives %zu", i, d->in_bytes,
                          i - 1, prev->out_bytes);
-    if (d->dims < 1 || d->dims > 3)
-        return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "stage %zu: dims is %u", i, d->dims);
-    int has_local = d->local[0] != 0;
-    for (unsigned k = 0; k < d->dims; k++) {
-        if (d->global[k] == 0)
-            return clf__fail(CLF_ERROR_ZERO_SIZE, "stage %zu: global size %u is zero", i, k);
-        if ((d->local[k] != 0) != has_local || (has_local && d->global[k] % d->local[k] != 0))
-            return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
-                             "stage %zu: local size must be given for every dimension and "
-                             "divide the global size",
-                             i);
-    }
+    char call[64];
+    snprintf(call, sizeof call, "clf_pipeline_create: stage %zu", i);
+    if ((st = clf__check_range(call, d->kernel, d->dims, d->global, d->local, NULL, NULL,
+                               NULL)) != CLF_SUCCESS)
+        return st;
     if (d->nargs > MAX_EXTRA)
         return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "stage %zu: more than %d extra arguments", i,
                          MAX_EXTRA);
@@ -122,18 +115,24 @@ static clf_status check_stage(const clf_fleet *fl, size_t i, const clf_stage_des
     return CLF_SUCCESS;
 }
 
-static clf_status set_arg(stage *s, cl_uint i, size_t size, const void *v)
+/* Extra argument a of stage si (kernel parameter a + 2). */
+static clf_status set_arg(stage *s, size_t si, size_t a, size_t size, const void *v)
 {
-    cl_int err = clSetKernelArg(s->k, i, size, v);
-    if (err != CL_SUCCESS)
-        return clf__fail(CLF_ERROR_OPENCL, "stage kernel '%s' argument %u: clSetKernelArg: %s",
-                         s->kernel_name, i, clf__cl_error_name(err));
+    cl_int err = clSetKernelArg(s->k, (cl_uint)(a + 2), size, v);
+    if (err != CL_SUCCESS) {
+        char call[64];
+        snprintf(call, sizeof call, "clf_pipeline_create: stage %zu", si);
+        return clf__arg_set_fail(call, s->kernel_name, s->k, a + 2, a, err, s->dev);
+    }
     return CLF_SUCCESS;
 }
 
 /* Kernel, buffers and the extra arguments (set once: they do not change per batch). */
-static clf_status stage_setup(clf_pipeline *pl, stage *s, const clf_stage_desc *d)
+static clf_status stage_setup(clf_pipeline *pl, size_t si, const clf_stage_desc *d)
 {
+    stage *s = &pl->s[si];
+    char call[64];
+    snprintf(call, sizeof call, "clf_pipeline_create: stage %zu", si);
     s->d = *d;
     s->dev = &pl->fl->dev[d->device];
     s->kernel_name = strdup(d->kernel);
@@ -153,8 +152,14 @@ static clf_status stage_setup(clf_pipeline *pl, stage *s, const clf_stage_desc *
     clf_status st = clf__cmd_kernel_create(pl->fl, s->dev->index, d->program, d->kernel,
                                            d->global, d->dims, &err, &s->k);
     if (err == CL_INVALID_KERNEL_NAME)
-        return clf__fail(CLF_ERROR_NOT_FOUND, "no kernel '%.128s' in the stage's program",
-                         d->kernel);
+        return clf__fail(CLF_ERROR_NOT_FOUND, "%s: no kernel '%.128s' in the stage's program",
+                         call, d->kernel);
+    /* The extra arguments (after the input and output) and the range against the kernel
+     * (core/argcheck.c), before any is set: PoCL crashes on a value for a pointer. */
+    if (st == CLF_SUCCESS)
+        st = clf__check_args(call, d->program, d->kernel, s->k, s->dev, 2, d->args, d->nargs, 0);
+    if (st == CLF_SUCCESS)
+        st = clf__check_range(call, d->kernel, d->dims, d->global, d->local, NULL, s->dev, s->k);
     for (int h = 0; h < 2 && st == CLF_SUCCESS; h++) {
         st = clf_buffer_create(&s->in[h], pl->fl, d->device, d->in_bytes, CLF_MEM_READ_WRITE);
         if (st == CLF_SUCCESS)
@@ -163,11 +168,10 @@ static clf_status stage_setup(clf_pipeline *pl, stage *s, const clf_stage_desc *
     for (size_t a = 0; a < d->nargs && st == CLF_SUCCESS; a++) {
         const clf_arg *x = &d->args[a];
         s->args[a] = *x;
-        cl_uint idx = (cl_uint)(a + 2);
         if (x->kind == CLF_ARG_KIND_SCALAR) {
-            st = set_arg(s, idx, x->size, x->host); /* OpenCL copies the value */
+            st = set_arg(s, si, a, x->size, x->host); /* OpenCL copies the value */
         } else if (x->kind == CLF_ARG_KIND_LOCAL) {
-            st = set_arg(s, idx, x->size, NULL);
+            st = set_arg(s, si, a, x->size, NULL);
         } else {
             /* Not counted as device memory, as before the command path. */
             clf__cmd_opt o = {0};
@@ -176,7 +180,7 @@ static clf_status stage_setup(clf_pipeline *pl, stage *s, const clf_stage_desc *
                                  x->size, x->host, "stage broadcast", &o, &s->bcast[a]);
             if (st != CLF_SUCCESS)
                 return st;
-            st = set_arg(s, idx, sizeof(cl_mem), &s->bcast[a]);
+            st = set_arg(s, si, a, sizeof(cl_mem), &s->bcast[a]);
         }
         s->args[a].host = NULL; /* not kept: the caller's values need not outlive this */
     }
@@ -215,7 +219,7 @@ clf_status clf_pipeline_create(clf_pipeline **out, clf_fleet *fleet, const clf_s
     pthread_mutex_init(&pl->lock, NULL);
     pthread_cond_init(&pl->cond, NULL);
     for (size_t i = 0; i < nstages; i++) {
-        clf_status st = stage_setup(pl, &pl->s[i], &stages[i]);
+        clf_status st = stage_setup(pl, i, &stages[i]);
         if (st != CLF_SUCCESS) {
             clf_pipeline_destroy(pl);
             return st;

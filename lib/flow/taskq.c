@@ -66,6 +66,9 @@ struct clf_taskq {
     task *tasks;
     size_t ntasks, cap;
     size_t pending; /* tasks [pending, ntasks) have not run yet */
+    tq_kernel *checks; /* one kernel per name, never given arguments: clf_taskq_submit() checks
+                        * tasks against it (CL_KERNEL_LOCAL_MEM_SIZE counts __local ones set) */
+    size_t nchecks;
 
     pthread_mutex_t lock; /* guards the deques, running, the first failure */
     deque dq[CLF_MAX_LAUNCH_DEVICES];
@@ -124,32 +127,52 @@ clf_status clf_taskq_create(clf_taskq **out, clf_fleet *fleet, clf_program *prog
     return CLF_SUCCESS;
 }
 
-static clf_status check_task(const clf_taskq *q, const clf_task_desc *t, const clf_arg *args,
+/*
+ * The kernel that name's tasks are checked against (created once, on the first of the
+ * queue's devices that has the program: kinds and sizes are the same on every device), and
+ * that device. A kernel the program lacks is CLF_ERROR_NOT_FOUND.
+ */
+static clf_status check_kernel(clf_taskq *q, const char *name, cl_kernel *k,
+                               struct clf__device **d)
+{
+    size_t w = 0;
+    while (w < q->ndev && !q->prog->built[q->w[w].d->index])
+        w++;
+    if (w == q->ndev)
+        return clf__program_check_device(q->prog, q->w[0].d->index);
+    *d = q->w[w].d;
+    for (size_t i = 0; i < q->nchecks; i++)
+        if (!strcmp(q->checks[i].name, name)) {
+            *k = q->checks[i].k;
+            return CLF_SUCCESS;
+        }
+    tq_kernel *v = realloc(q->checks, (q->nchecks + 1) * sizeof *v);
+    if (!v)
+        return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "task queue: out of memory");
+    q->checks = v;
+    clf_status st = clf__cmd_kernel_create(q->fl, (*d)->index, q->prog, name, NULL, 0, NULL, k);
+    if (st != CLF_SUCCESS)
+        return st;
+    if (!(v[q->nchecks].name = strdup(name))) {
+        clReleaseKernel(*k);
+        return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "task queue: out of memory");
+    }
+    v[q->nchecks++].k = *k;
+    return CLF_SUCCESS;
+}
+
+static clf_status check_task(clf_taskq *q, const clf_task_desc *t, const clf_arg *args,
                              size_t nargs)
 {
     if (clf__check_version(NULL, t->version, CLF_TASK_DESC_VERSION, "clf_task_desc",
                            "CLF_TASK_DESC_INIT") != CLF_SUCCESS)
         return CLF_ERROR_INVALID_ARGUMENT;
     if (!t->kernel)
-        return clf__fail(CLF_ERROR_NULL_POINTER, "task: kernel is NULL");
-    if (t->dims < 1 || t->dims > 3)
-        return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "task '%s': dims is %u", t->kernel, t->dims);
-    int has_local = t->local[0] != 0;
-    for (unsigned k = 0; k < t->dims; k++) {
-        if (t->global[k] == 0)
-            return clf__fail(CLF_ERROR_ZERO_SIZE, "task '%s': global size %u is zero", t->kernel,
-                             k);
-        if ((t->local[k] != 0) != has_local || (has_local && t->global[k] % t->local[k]))
-            return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
-                             "task '%s': local size must be given for every dimension and "
-                             "divide the global size",
-                             t->kernel);
-    }
-    size_t items = 1;
-    for (unsigned k = 0; k < t->dims; k++)
-        if (clf__mul_overflow(items, t->global[k], &items))
-            return clf__fail(CLF_ERROR_SIZE_OVERFLOW, "task '%s': the range overflows",
-                             t->kernel);
+        return clf__fail(CLF_ERROR_NULL_POINTER, "clf_taskq_submit: kernel is NULL");
+    clf_status rst = clf__check_range("clf_taskq_submit", t->kernel, t->dims, t->global,
+                                      t->local, NULL, NULL, NULL);
+    if (rst != CLF_SUCCESS)
+        return rst;
     if (t->affinity != CLF_TASK_ANY_DEVICE && t->affinity >= q->ndev)
         return clf__fail(CLF_ERROR_OUT_OF_RANGE,
                          "task '%s': affinity %zu, the queue has %zu "
@@ -191,7 +214,17 @@ static clf_status check_task(const clf_taskq *q, const clf_task_desc *t, const c
                              t->kernel, i, a->kind);
         }
     }
-    return CLF_SUCCESS;
+    /* The kernel, the arguments and the range (core/argcheck.c), at submission: a run
+     * would set the arguments as given, and PoCL crashes on a value for a pointer. */
+    cl_kernel k = NULL;
+    struct clf__device *d = NULL;
+    clf_status st = check_kernel(q, t->kernel, &k, &d);
+    if (st == CLF_SUCCESS)
+        st = clf__check_args("clf_taskq_submit", q->prog, t->kernel, k, d, 0, args, nargs, 0);
+    if (st == CLF_SUCCESS)
+        st = clf__check_range("clf_taskq_submit", t->kernel, t->dims, t->global, t->local, NULL,
+                              d, k);
+    return st;
 }
 
 clf_status clf_taskq_submit(clf_taskq *q, const clf_task_desc *t, const clf_arg *args, size_t nargs,
@@ -316,19 +349,15 @@ static clf_status run_task(tq_worker *w, task *t, double *kernel_s)
     clf_status st = get_kernel(w, t->kernel, &k);
     if (st != CLF_SUCCESS)
         return st;
-    cl_uint nk = 0;
-    /* A hidden last parameter gives get_global_size() the task's range (core/rangearg.c):
-     * it is clfleet's, not the task's. */
-    int hidden = clf__program_range_arg(w->q->prog, t->kernel);
-    cl_int err = clGetKernelInfo(k, CL_KERNEL_NUM_ARGS, sizeof nk, &nk, NULL);
-    if (err == CL_SUCCESS && nk != t->nargs + (size_t)hidden)
-        return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "kernel '%s' takes %u arguments, %zu given",
-                         t->kernel, nk - (cl_uint)(hidden && nk), t->nargs);
+    /* clf_taskq_submit() checked the arguments against the kernel (argcheck.c). */
+    cl_int err = CL_SUCCESS;
+    size_t failed = 0;
     if ((st = clf__program_set_range(w->q->prog, t->kernel, k, t->global, t->dims, d)) !=
         CLF_SUCCESS)
         return st;
     for (size_t i = 0; i < t->nargs && err == CL_SUCCESS; i++) {
         const clf_arg *a = &t->args[i];
+        failed = i;
         if (a->kind == CLF_ARG_KIND_SCALAR) {
             err = clSetKernelArg(k, (cl_uint)i, a->size, a->host);
         } else if (a->kind == CLF_ARG_KIND_LOCAL) {
@@ -346,7 +375,7 @@ static clf_status run_task(tq_worker *w, task *t, double *kernel_s)
         }
     }
     if (st == CLF_SUCCESS && err != CL_SUCCESS)
-        st = clf__cl_fail(err, "clSetKernelArg (task)", d);
+        st = clf__arg_set_fail("clf_taskq_run", t->kernel, k, failed, failed, err, d);
     if (st == CLF_SUCCESS)
         st = clf__cmd_kernel(fl, d->index, cq, k, t->kernel, t->dims, NULL, t->global,
                              t->local[0] ? t->local : NULL, 0, NULL, &kev);
@@ -486,7 +515,10 @@ clf_status clf_taskq_run(clf_taskq *q, clf_taskq_report *report)
         if (!clf__device_failed(q->fl, d, NULL, 0) && q->prog->built[d])
             usable |= (size_t)1 << i, first_usable = i;
     }
-    if (!usable) /* the tasks stay queued for a later run */
+    /* The tasks stay queued for a later run, and say why they did not run. */
+    for (size_t id = q->pending; !usable && id < q->ntasks; id++)
+        q->tasks[id].info.status = CLF_ERROR_DEVICE_FAILED;
+    if (!usable)
         CLF__TRY(st, clf__fail(CLF_ERROR_DEVICE_FAILED,
                                "clf_taskq_run: every device of the queue failed "
                                "(clf_device_readmit()) or lacks the program "
@@ -556,6 +588,11 @@ void clf_taskq_destroy(clf_taskq *q)
                 clReleaseMemObject(w->mem[a]);
         free(q->dq[i].v);
     }
+    for (size_t i = 0; i < q->nchecks; i++) {
+        clReleaseKernel(q->checks[i].k);
+        free(q->checks[i].name);
+    }
+    free(q->checks);
     for (size_t i = 0; i < q->ntasks; i++) {
         free(q->tasks[i].kernel);
         free(q->tasks[i].args);
