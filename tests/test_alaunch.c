@@ -317,8 +317,8 @@ START_TEST(ordering)
     ck_assert_ok(clf_array_launch(e.f, e.p, &d, a2, 3));   /* a = b + 1000 */
     for (int i = 0; i < N; i++)
         x[i] = -i;
-    size_t org = 100, reg = 50;
-    ck_assert_ok(clf_array_write(b, &org, &reg, x));       /* after the launch read b */
+    size_t org[3] = {100, 0, 0}, reg[3] = {50, 1, 1};
+    ck_assert_ok(clf_array_write(b, org, reg, x));         /* after the launch read b */
     ck_assert_ok(clf_array_launch(e.f, e.p, &d, a1, 3));   /* b = a + 5 */
     ck_assert_ok(clf_array_read(b, NULL, NULL, got));
     for (int i = 0; i < N; i++)

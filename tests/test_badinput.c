@@ -1823,6 +1823,28 @@ static void r_cl_transfer_queue(void)
     NEUTRAL(clf_cl_transfer_queue(NULL, 0) == NULL);
     NEUTRAL(clf_cl_transfer_queue(F, SIZE_MAX) == NULL);
 }
+/* No status to give: out of range or no fleet is a no-op, never a crash; and a lock given
+ * back can be taken again (it was released). */
+static void r_cl_lock(void)
+{
+    clf_cl_lock(NULL, 0);
+    clf_cl_lock(F, NDEV);
+    clf_cl_lock(F, SIZE_MAX);
+    for (size_t d = 0; d < NDEV; d++) {
+        clf_cl_lock(F, d);
+        clf_cl_unlock(F, d);
+        clf_cl_lock(F, d);
+        clf_cl_unlock(F, d);
+    }
+    NEUTRAL(1);
+}
+static void r_cl_unlock(void)
+{
+    clf_cl_unlock(NULL, 0);
+    clf_cl_unlock(F, NDEV);
+    clf_cl_unlock(F, SIZE_MAX);
+    NEUTRAL(1);
+}
 static void r_cl_program(void)
 {
     NEUTRAL(clf_cl_program(NULL, 0) == NULL);
@@ -1894,7 +1916,8 @@ static const row rows[] = {
     ROW(barrier), ROW(device_finish), ROW(events_wait), ROW(pipeline_create),
     ROW(pipeline_run), ROW(pipeline_destroy), ROW(taskq_create), ROW(taskq_submit),
     ROW(taskq_run), ROW(taskq_task_info), ROW(taskq_destroy), ROW(cl_device), ROW(cl_context),
-    ROW(cl_compute_queue), ROW(cl_transfer_queue), ROW(cl_program), ROW(cl_mem), ROW(cl_event),
+    ROW(cl_compute_queue), ROW(cl_transfer_queue), ROW(cl_lock), ROW(cl_unlock),
+    ROW(cl_program), ROW(cl_mem), ROW(cl_event),
     ROW(event_from_cl), ROW(event_cl_for), ROW(kernel_enqueue), ROW(kernel_run),
     ROW(array_create), ROW(array_destroy), ROW(array_part_count), ROW(array_part_info),
     ROW(array_write), ROW(array_read), ROW(array_map), ROW(array_unmap), ROW(array_finish),

@@ -136,10 +136,13 @@ static clf_status check_kernel(clf_taskq *q, const char *name, cl_kernel *k,
                                struct clf__device **d)
 {
     size_t w = 0;
+    *k = NULL;
     while (w < q->ndev && !q->prog->built[q->w[w].d->index])
         w++;
+    /* No device of the queue has the program: nothing to check the task against, and no
+     * device to run it on, which clf_taskq_run() reports (CLF_ERROR_DEVICE_FAILED). */
     if (w == q->ndev)
-        return clf__program_check_device(q->prog, q->w[0].d->index);
+        return CLF_SUCCESS;
     *d = q->w[w].d;
     for (size_t i = 0; i < q->nchecks; i++)
         if (!strcmp(q->checks[i].name, name)) {
@@ -219,6 +222,8 @@ static clf_status check_task(clf_taskq *q, const clf_task_desc *t, const clf_arg
     cl_kernel k = NULL;
     struct clf__device *d = NULL;
     clf_status st = check_kernel(q, t->kernel, &k, &d);
+    if (st != CLF_SUCCESS || !k)
+        return st;
     if (st == CLF_SUCCESS)
         st = clf__check_args("clf_taskq_submit", q->prog, t->kernel, k, d, 0, args, nargs, 0);
     if (st == CLF_SUCCESS)
