@@ -18,7 +18,7 @@ b=${top_builddir:-.}
 stress=$b/tests/stress
 rounds=${STRESS_ROUNDS:-50}
 cache=${TMPDIR:-/tmp}/clf-matrix-cache.$$
-trap 'rm -rf "$cache" "$cache.list"' EXIT
+trap 'rm -rf "$cache" "$cache.list" "$cache.pocl"' EXIT
 mixed=${STRESS_MIXED:-0}
 threaded=${STRESS_THREADS:-20}
 pingpongs=${STRESS_PINGPONGS:-20}
@@ -53,8 +53,13 @@ while IFS='|' read -r name devs threads sel; do
         rm -rf "$cache"
         run "$name/context=$ctx" "$@" CLFLEET_DEVICES="$sel;context=$ctx" \
             CLFLEET_CACHE_DIR="$cache" "$stress" --rounds "$rounds"
+        # PoCL's kernel cache off, in a PoCL cache directory of its own: PoCL 3.1 unpacks a
+        # program created from a binary into $POCL_CACHE_DIR under the binary's build hash even
+        # then, and removes that directory when the program is released, under any other
+        # process building the same program there ("Final linking of kernel ... failed").
         run "$name/context=$ctx/cached" "$@" CLFLEET_DEVICES="$sel;context=$ctx" \
-            CLFLEET_CACHE_DIR="$cache" POCL_KERNEL_CACHE=0 "$stress" --rounds 1 --expect-cached
+            CLFLEET_CACHE_DIR="$cache" POCL_CACHE_DIR="$cache.pocl" POCL_KERNEL_CACHE=0 \
+            "$stress" --rounds 1 --expect-cached
         [ "$mixed" -gt 0 ] &&
             run "$name/context=$ctx/mixed" "$@" CLFLEET_DEVICES="$sel;context=$ctx" \
                 "$stress" --mixed --rounds "$mixed" --seed "$(date +%s)"

@@ -2,7 +2,8 @@
  * Synchronisation across devices: an event recorded on one device that another waits for,
  * in one shared context and with one context per device (user-event bridge); a
  * producer/consumer chain across three contexts repeated 100 times; a barrier where a
- * late device must be waited for; waiting for a host-side event (an asynchronous launch);
+ * late device must be waited for; waiting for a host-side event (an asynchronous launch),
+ * from clfleet's calls and from a raw command on the queue clf_cl_compute_queue() hands out;
  * every bad input.
  *
  * Ordering is checked by state, not by timing alone: when a device's marker completes, the
@@ -357,6 +358,60 @@ START_TEST(wait_for_a_launch)
 }
 END_TEST
 
+/* ---- a raw command that waits for a launch, on the queue clfleet hands out -------------- */
+
+/*
+ * 200 asynchronous launches on devices 0 and 1 (sub-devices of one root), each followed by a
+ * one-item kernel that the caller enqueues on device 0's clf_cl_compute_queue(), waiting
+ * through clf_event_cl_for() for that launch. The launch's chunks are enqueued later, by the
+ * fleet's dispatcher: when that queue was the one clfleet enqueues its launches on, they
+ * queued behind the caller's kernel, which waited for them, and nothing ever finished. The
+ * watchdog turns such a hang into a failure. Loop: shared context, then one per device.
+ */
+START_TEST(raw_wait_for_a_launch_on_the_handed_out_queue)
+{
+    rig r;
+    rig_up(&r, FLEET4, _i);
+    enum { ROUNDS = 200, N = 4096 };
+    uint32_t *out = calloc(N, 4);
+    ck_assert_ptr_nonnull(out);
+    const int iters = 4, one_iter = 1;
+    const size_t devs[2] = {0, 1}, one = 1;
+    cl_command_queue q = clf_cl_compute_queue(r.f, 0);
+    ck_assert_ptr_nonnull(q);
+    cl_mem m = clf_cl_mem(r.scratch[0]);
+    ck_assert_int_eq(clSetKernelArg(r.spin[0], 0, sizeof m, &m), CL_SUCCESS);
+    ck_assert_int_eq(clSetKernelArg(r.spin[0], 1, sizeof one_iter, &one_iter), CL_SUCCESS);
+    test_watchdog(120);
+    for (uint32_t round = 0; round < ROUNDS; round++) {
+        const uint32_t seed = round;
+        clf_arg args[] = {CLF_OUT(out, N * 4, 4), CLF_SCALAR(&seed), CLF_SCALAR(&iters)};
+        clf_launch_desc d = CLF_LAUNCH_DESC_INIT;
+        d.kernel = "produce";
+        d.global[0] = N;
+        d.devices = devs;
+        d.num_devices = 2;
+        clf_event *launch;
+        ck_assert_ok(clf_launch_async(r.f, r.p, &d, args, 3, NULL, &launch));
+        cl_event ready, k;
+        ck_assert_ok(clf_event_cl_for(launch, r.f, 0, &ready));
+        ck_assert_int_eq(clEnqueueNDRangeKernel(q, r.spin[0], 1, NULL, &one, NULL, 1, &ready, &k),
+                         CL_SUCCESS);
+        clReleaseEvent(ready);
+        clFlush(q);
+        ck_assert_int_eq(clWaitForEvents(1, &k), CL_SUCCESS);
+        clReleaseEvent(k);
+        wait_release(launch);
+        for (size_t i = 0; i < N; i += 1 + i % 61)
+            if (out[i] != lowbias32((uint32_t)i ^ seed))
+                ck_abort_msg("round %u: element %zu is %u", round, i, out[i]);
+    }
+    test_watchdog_off();
+    free(out);
+    rig_down(&r);
+}
+END_TEST
+
 /* ---- a host-driven copy that a device waits for ------------------------------------------ */
 
 /*
@@ -499,6 +554,7 @@ int main(void)
     tcase_add_loop_test(tc, barrier_waits_for_the_late_device, 0, 2);
     tcase_add_loop_test(tc, producer_consumer_chain, 0, 2);
     tcase_add_loop_test(tc, wait_for_a_launch, 0, 2);
+    tcase_add_loop_test(tc, raw_wait_for_a_launch_on_the_handed_out_queue, 0, 2);
     tcase_add_loop_test(tc, copy_then_launch, 0, 8);
     tcase_add_test(tc, bad_input);
     suite_add_tcase(s, tc);

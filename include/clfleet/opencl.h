@@ -35,10 +35,20 @@ CLF_API cl_device_id clf_cl_device(const clf_fleet *fleet, size_t device);
  */
 CLF_API cl_context clf_cl_context(const clf_fleet *fleet, size_t device);
 /**
- * \brief The device's in-order compute queue (profiling enabled).
+ * \brief An in-order queue (profiling enabled) on the device for your own commands.
+ *
+ * It is reserved for you: clfleet enqueues none of its launches, kernels, copies or
+ * collectives on it, so a command of yours there may wait for any clfleet event (through
+ * clf_event_cl_for(), e.g. for a clf_launch_async() whose chunks are not queued yet) without
+ * holding that work up. It is made on the first call (the same queue on every later call)
+ * and starts after the work clfleet had queued on the device by then. clf_event_record(),
+ * clf_barrier(), clf_device_wait_events(), clf_device_finish() and clf_fleet_finish() cover
+ * it as they cover clfleet's queues; clfleet's other calls are not ordered with it, so give
+ * them its commands' events (clf_event_from_cl()) to wait for.
  * \param fleet the fleet
  * \param device fleet index of the device
- * \return the handle (owned by clfleet), or NULL
+ * \return the handle (owned by clfleet), or NULL (out of range, or the queue could not be
+ *         made)
  */
 CLF_API cl_command_queue clf_cl_compute_queue(const clf_fleet *fleet, size_t device);
 /**

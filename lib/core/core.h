@@ -151,7 +151,7 @@ void clf__dev_exec_leave(clf_fleet *fleet, size_t device);
  * events of other queues. */
 int clf__dev_sync_exec(const clf_fleet *fleet, size_t device);
 
-/* clFinish() on each of the device's queues; the first error. */
+/* clFinish() on each of the device's queues (the caller's too, once made); the first error. */
 static inline cl_int clf__device_finish_queues(struct clf__device *d)
 {
     cl_int err = clFinish(d->compute);
@@ -159,6 +159,9 @@ static inline cl_int clf__device_finish_queues(struct clf__device *d)
         err = clFinish(d->transfer);
     if (err == CL_SUCCESS)
         err = clFinish(d->copyq);
+    cl_command_queue user = atomic_load(&d->user);
+    if (err == CL_SUCCESS && user)
+        err = clFinish(user);
     return err;
 }
 /* ---- the command path (cmd.c) ---- */

@@ -303,9 +303,49 @@ cl_context clf_cl_context(const clf_fleet *fl, size_t i)
     return dev(fl, i) ? dev(fl, i)->ctx : NULL;
 }
 
+/*
+ * The caller's queue on device i, made on first use (NULL if it cannot be made). Not
+ * clfleet's own compute queue: an asynchronous launch enqueues its chunks from the
+ * dispatcher after clf_launch_async() has returned, so on that queue they could land behind
+ * a command of the caller's that waits for the launch (clf_event_cl_for()), and neither would
+ * ever run. Its first command is a barrier after a marker of the compute queue: work the
+ * caller queues there starts after what clfleet had queued, and after every
+ * clf_device_wait_events() made before the queue was (as when the two were one queue).
+ * Two threads may race to make it: the loser releases its queue and returns the winner's.
+ */
 cl_command_queue clf_cl_compute_queue(const clf_fleet *fl, size_t i)
 {
-    return dev(fl, i) ? dev(fl, i)->compute : NULL;
+    if (!dev(fl, i))
+        return NULL;
+    struct clf__device *d = (struct clf__device *)dev(fl, i);
+    cl_command_queue q = atomic_load(&d->user);
+    if (q)
+        return q;
+    cl_int err = CL_SUCCESS;
+    if (d->info.cl_major >= 2) {
+        cl_queue_properties props[] = {CL_QUEUE_PROPERTIES, CL_QUEUE_PROFILING_ENABLE, 0};
+        q = clCreateCommandQueueWithProperties(d->ctx, d->id, props, &err);
+    } else {
+        q = clCreateCommandQueue(d->ctx, d->id, CL_QUEUE_PROFILING_ENABLE, &err);
+    }
+    if (err != CL_SUCCESS || !q)
+        return NULL;
+    clf_fleet *f = (clf_fleet *)fl;
+    cl_event m = NULL;
+    if (clf__cmd_marker(f, i, d->compute, "compute queue", 0, NULL, &m) != CLF_SUCCESS ||
+        clf__cmd_barrier(f, i, q, "caller's queue", 1, &m, NULL, NULL) != CLF_SUCCESS) {
+        if (m)
+            clReleaseEvent(m);
+        clReleaseCommandQueue(q);
+        return NULL;
+    }
+    clReleaseEvent(m);
+    cl_command_queue none = NULL;
+    if (!atomic_compare_exchange_strong(&d->user, &none, q)) {
+        clReleaseCommandQueue(q);
+        q = none;
+    }
+    return q;
 }
 
 cl_command_queue clf_cl_transfer_queue(const clf_fleet *fl, size_t i)

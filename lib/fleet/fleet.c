@@ -436,7 +436,7 @@ static void fleet_free(clf_fleet *fl)
     /* Every queue finished before any goes: a command of one queue may wait for another's. */
     for (size_t i = 0; i < fl->ndev; i++) {
         struct clf__device *d = &fl->dev[i];
-        cl_command_queue q[] = {d->compute, d->transfer, d->copyq};
+        cl_command_queue q[] = {d->compute, d->transfer, d->copyq, atomic_load(&d->user)};
         for (size_t k = 0; k < sizeof q / sizeof *q; k++)
             if (q[k])
                 clFinish(q[k]);
@@ -458,7 +458,7 @@ static void fleet_free(clf_fleet *fl)
         nanosleep(&(struct timespec){0, 50 * 1000 * 1000}, NULL);
     for (size_t i = 0; i < fl->ndev; i++) {
         struct clf__device *d = &fl->dev[i];
-        cl_command_queue q[] = {d->compute, d->transfer, d->copyq};
+        cl_command_queue q[] = {d->compute, d->transfer, d->copyq, atomic_load(&d->user)};
         for (size_t k = 0; k < sizeof q / sizeof *q; k++)
             if (q[k])
                 clReleaseCommandQueue(q[k]);

@@ -137,6 +137,13 @@ struct clf__device {
     /* Copies the host drives (staging, CUDA bounces) enqueue here as they run, so that they
      * never queue behind commands that wait for them (transfer.c). */
     cl_command_queue copyq;
+    /* The in-order queue clf_cl_compute_queue() hands the caller, created on first use
+     * (core/device.c; NULL until then). clfleet enqueues none of its own launches, copies or
+     * collectives there: a launch's chunks are enqueued later, by the dispatcher, and on a
+     * queue shared with the caller they would queue behind a raw command that waits for
+     * that launch (clf_event_cl_for()), a cycle that never ends. clf_event_record(),
+     * clf_barrier(), clf_device_wait_events() and the finishes cover it (xfer/sync.c). */
+    _Atomic(cl_command_queue) user;
     clf_device_info info;
     char *extensions;
     size_t index;     /* position in the fleet */

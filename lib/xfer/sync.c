@@ -5,9 +5,11 @@
  * devices, and waiting for one device.
  *
  * Every device has a compute and a transfer queue (and a third for the copies
- * the host drives, transfer.c). A recorded event covers the first two: a
- * marker on the compute queue that also waits for a marker on the transfer
- * queue. A wait is a barrier on the compute queue, which orders kernels,
+ * the host drives, transfer.c, and, once clf_cl_compute_queue() has made it, the
+ * caller's). A recorded event covers the first two and the caller's: a marker on
+ * the compute queue that also waits for a marker on the transfer queue, then one
+ * on the caller's queue that waits for it. A wait is a barrier on the compute
+ * queue (and the caller's), which orders kernels,
  * launches, collectives, pipelines and task queues (they queue every command
  * that depends on others there). Buffer transfers and copies follow their own
  * wait lists. On PoCL's basic device the waits happen on the host instead
@@ -198,6 +200,9 @@ void clf__bridge_drain(clf_fleet *fl)
             clFinish(fl->dev[i].compute);
         if (fl->dev[i].transfer)
             clFinish(fl->dev[i].transfer);
+        cl_command_queue user = atomic_load(&fl->dev[i].user);
+        if (user)
+            clFinish(user);
     }
     pthread_mutex_lock(&w_lock);
     for (;;) {
@@ -404,6 +409,28 @@ clf_status clf__device_marker(clf_fleet *fl, size_t device, cl_event *out)
     return st;
 }
 
+/*
+ * A marker for the public calls: the device's own queues, then the caller's queue (the one
+ * clf_cl_compute_queue() hands out) when it has been made, so that a recorded event or a
+ * barrier covers raw commands there as it did when they shared the compute queue. The
+ * caller's marker waits for clfleet's, not the other way round: clfleet's queues never wait
+ * for the caller's, so a raw command there that waits for a launch cannot hold it up.
+ * (Collectives use clf__device_marker(): they order after clfleet's work only.)
+ */
+static clf_status device_marker_all(clf_fleet *fl, size_t device, cl_event *out)
+{
+    cl_event mc;
+    clf_status st = clf__device_marker(fl, device, &mc);
+    cl_command_queue user = atomic_load(&fl->dev[device].user);
+    if (st != CLF_SUCCESS || !user) {
+        *out = st == CLF_SUCCESS ? mc : NULL;
+        return st;
+    }
+    st = clf__cmd_marker(fl, device, user, "caller's queue", 1, &mc, out);
+    clReleaseEvent(mc);
+    return st;
+}
+
 clf_status clf_event_record(clf_event **out, clf_fleet *fleet, size_t device)
 {
     if (!out)
@@ -413,7 +440,7 @@ clf_status clf_event_record(clf_event **out, clf_fleet *fleet, size_t device)
     if (st != CLF_SUCCESS)
         return st;
     cl_event m;
-    st = clf__device_marker(fleet, device, &m);
+    st = device_marker_all(fleet, device, &m);
     if (st != CLF_SUCCESS)
         return st;
     return clf__event_wrap(m, out);
@@ -443,8 +470,9 @@ static clf_status events_for(clf_fleet *fl, size_t device, clf_event *const *eve
     return CLF_SUCCESS;
 }
 
-/* Work queued on device from now on starts after events: a barrier on its compute queue,
- * or on the host for a device that must not wait for other queues (clf__dev_sync_exec()). */
+/* Work queued on device from now on starts after events: a barrier on its compute queue
+ * (and on the caller's queue, once made: raw commands there are the device's work too), or
+ * on the host for a device that must not wait for other queues (clf__dev_sync_exec()). */
 static clf_status device_wait(clf_fleet *fl, size_t device, clf_event *const *events, size_t n)
 {
     if (clf__dev_sync_exec(fl, device))
@@ -457,6 +485,9 @@ static clf_status device_wait(clf_fleet *fl, size_t device, clf_event *const *ev
     clf_status st = events_for(fl, device, events, n, cl, &k);
     if (st == CLF_SUCCESS) {
         st = clf__cmd_barrier(fl, device, d->compute, NULL, (cl_uint)k, cl, NULL, NULL);
+        cl_command_queue user = atomic_load(&d->user);
+        if (st == CLF_SUCCESS && user)
+            st = clf__cmd_barrier(fl, device, user, "caller's queue", (cl_uint)k, cl, NULL, NULL);
     }
     for (size_t i = 0; i < k; i++)
         clReleaseEvent(cl[i]);
@@ -510,7 +541,7 @@ clf_status clf_barrier(clf_fleet *fleet, const size_t *devices, size_t num_devic
     /* Every device reaches the barrier: a marker after all its queued work. */
     for (size_t i = 0; i < n; i++) {
         cl_event m;
-        CLF__TRY(st, clf__device_marker(fleet, dev[i], &m));
+        CLF__TRY(st, device_marker_all(fleet, dev[i], &m));
         CLF__TRY(st, clf__event_wrap(m, &marks[i]));
     }
     /* Then no device goes on before every device has reached it (its own marker too:
@@ -520,7 +551,7 @@ clf_status clf_barrier(clf_fleet *fleet, const size_t *devices, size_t num_devic
     if (out_event) {
         /* Past the barrier on the first device means every device reached it. */
         cl_event m;
-        CLF__TRY(st, clf__device_marker(fleet, dev[0], &m));
+        CLF__TRY(st, device_marker_all(fleet, dev[0], &m));
         CLF__TRY(st, clf__event_wrap(m, out_event));
     }
 out:
