@@ -270,6 +270,7 @@ static int interop_inc_after(ctx *c, size_t d, clf_buffer *buf, size_t off, size
     cl_kernel k = clCreateKernel(clf_cl_program(c->p, d), "inc", &err);
     cl_mem m = clf_cl_mem(buf);
     cl_event e = NULL;
+    cl_command_queue q = clf_cl_compute_queue(c->f, d);
     if (err == CL_SUCCESS) {
         err = clSetKernelArg(k, 0, sizeof m, &m);
         err |= clSetKernelArg(k, 1, sizeof m, &m);
@@ -277,10 +278,9 @@ static int interop_inc_after(ctx *c, size_t d, clf_buffer *buf, size_t off, size
         /* Other threads of this process enqueue to the device too (--threads). */
         clf_cl_lock(c->f, d);
         if (err == CL_SUCCESS)
-            err = clEnqueueNDRangeKernel(clf_cl_compute_queue(c->f, d), k, 1, &off, &n, NULL,
-                                         nw, nw ? cw : NULL, &e);
+            err = clEnqueueNDRangeKernel(q, k, 1, &off, &n, NULL, nw, nw ? cw : NULL, &e);
         if (err == CL_SUCCESS)
-            clFlush(clf_cl_compute_queue(c->f, d));
+            clFlush(q);
         clf_cl_unlock(c->f, d);
         clReleaseKernel(k);
     }

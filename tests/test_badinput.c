@@ -1833,10 +1833,11 @@ static void r_cl_lock(void)
     for (size_t d = 0; d < NDEV; d++) {
         clf_cl_lock(F, d);
         clf_cl_unlock(F, d);
+        /* Held, clfleet calls that enqueue to the device still work (it is recursive). */
         clf_cl_lock(F, d);
+        NEUTRAL(clf_cl_compute_queue(F, d) != NULL);
         clf_cl_unlock(F, d);
     }
-    NEUTRAL(1);
 }
 static void r_cl_unlock(void)
 {

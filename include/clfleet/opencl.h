@@ -116,6 +116,7 @@ CLF_API clf_status clf_event_cl_for(clf_event *ev, clf_fleet *fleet, size_t devi
  * that call alone; code of yours that enqueues to the device while clfleet may be running
  * work on it must do the same: clf_cl_lock(), clEnqueue...(), clf_cl_unlock(). Never hold it
  * while waiting (clWaitForEvents, clFinish, a clfleet wait): the work waited for may need
+ * it. It is recursive: clfleet calls that enqueue to the device may be made while holding
  * it. Other devices need no lock: this does nothing there (and for an index out of range).
  * \param fleet the fleet
  * \param device fleet index of the device

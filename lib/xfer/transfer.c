@@ -74,7 +74,14 @@ clf_status clf__xfer_init(clf_fleet *fl, const char *opt)
                            contains_nocase(in->platform_vendor, "NVIDIA");
         fl->dev[i].sync_exec = strncmp(in->name, "basic", 5) == 0 &&
                                contains_nocase(in->platform, "Portable Computing Language");
-        pthread_mutex_init(&fl->dev[i].exec_lock, NULL);
+        /* Recursive: a caller that holds it (clf_cl_lock()) may call clfleet functions
+         * that enqueue to the device, clf_cl_compute_queue()'s first call among them; a plain
+         * mutex deadlocked that thread on itself. */
+        pthread_mutexattr_t ma;
+        pthread_mutexattr_init(&ma);
+        pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE);
+        pthread_mutex_init(&fl->dev[i].exec_lock, &ma);
+        pthread_mutexattr_destroy(&ma);
     }
     st = clf__peer_init(fl);
     if (st != CLF_SUCCESS)
