@@ -1015,6 +1015,340 @@ START_TEST(count_and_devices)
 }
 END_TEST
 
+/* ---- every subsystem: task queues, pipelines, collectives, copies, array launches -------- */
+
+static const char SUB_SRC[] =
+    "__kernel void add1(__global const uint *in, __global uint *out)\n"
+    "{\n"
+    "    size_t i = get_global_id(0);\n"
+    "    out[i] = in[i] + 1u;\n"
+    "}\n"
+    "__kernel void inc(__global uint *x) { x[get_global_id(0)] += 1u; }\n";
+
+#define SUB_N 256
+#define SUB_TASKS 8
+
+/* A fleet of two devices with the rules, and the subsystems' program. */
+static clf_fleet *sub_fleet(const char *rules, clf_program **p)
+{
+    clf_fleet *f = fault_fleet(FLEET2, rules);
+    *p = NULL;
+    ck_assert_ok(clf_program_build_source(p, f, SUB_SRC, NULL));
+    test_watchdog(120); /* a fault must never hang a subsystem */
+    return f;
+}
+
+static void sub_done(clf_fleet *f, clf_program *p)
+{
+    test_watchdog_off();
+    clf_program_destroy(p);
+    clf_fleet_destroy(f);
+}
+
+/* A call a rule failed, or that the failed device refused: an error naming device 1. */
+static void expect_names_device1(clf_status st, const char *call)
+{
+    expect(st != CLF_SUCCESS, "%s succeeded though a rule fails it", call);
+    expect(strstr(clf_last_error(), "device 1") != NULL, "%s: %s: %s", call,
+           clf_status_name(st), clf_last_error());
+}
+
+/* SUB_TASKS tasks of add1, all dealt to device 1, the queue's first device (then device 0
+ * when ndev is 2: it steals them, but device 1's thread starts first and takes some before
+ * device 0 could take them all); a task that says it succeeded has the right result. The
+ * run's status, its error in err, the report in *r. */
+static clf_status taskq_round(clf_fleet *f, clf_program *p, size_t ndev, clf_taskq_report *r,
+                              char *err, size_t n)
+{
+    static uint32_t in[SUB_TASKS][SUB_N], out[SUB_TASKS][SUB_N];
+    static const size_t devs[2] = {1, 0};
+    clf_taskq *q = NULL;
+    ck_assert_ok(clf_taskq_create(&q, f, p, devs, ndev));
+    for (size_t t = 0; t < SUB_TASKS; t++) {
+        for (size_t i = 0; i < SUB_N; i++)
+            in[t][i] = (uint32_t)(t * 1000 + i), out[t][i] = 0;
+        clf_arg a[] = {CLF_WHOLE_IN(in[t], sizeof in[t]), CLF_WHOLE_OUT(out[t], sizeof out[t])};
+        clf_task_desc d = CLF_TASK_DESC_INIT;
+        d.kernel = "add1";
+        d.global[0] = SUB_N;
+        d.affinity = 0;
+        ck_assert_ok(clf_taskq_submit(q, &d, a, 2, NULL));
+    }
+    clf_status st = clf_taskq_run(q, r);
+    snprintf(err, n, "%s", clf_last_error());
+    for (size_t t = 0; t < SUB_TASKS; t++) {
+        clf_task_info ti;
+        ck_assert_ok(clf_taskq_task_info(&ti, q, t));
+        for (size_t i = 0; ti.status == CLF_SUCCESS && i < SUB_N; i++)
+            ck_assert_msg(out[t][i] == in[t][i] + 1u, "task %zu [%zu]: %u", t, i, out[t][i]);
+    }
+    clf_taskq_destroy(q);
+    return st;
+}
+
+static const char *const ONE_CALL_RULES[] = {"device=1,call=enqueue", "device=1,call=exec",
+                                             "device=1,call=write", "device=1,call=read",
+                                             "device=1,call=any,after=2"};
+#define N_ONE_CALL ((int)(sizeof ONE_CALL_RULES / sizeof *ONE_CALL_RULES))
+
+/* A rule that fails one call of a task on device 1 (the queue's only device: nothing can
+ * steal its tasks before the rule fires): that task fails clearly, the others have the right
+ * result. */
+START_TEST(taskq_one_call_fails)
+{
+    clf_program *p;
+    clf_fleet *f = sub_fleet(ONE_CALL_RULES[_i], &p);
+    clf_taskq_report r;
+    char err[512];
+    clf_status st = taskq_round(f, p, 1, &r, err, sizeof err);
+    expect(st != CLF_SUCCESS && r.failed == 1, "rule '%s': %s, %llu failed", ONE_CALL_RULES[_i],
+           clf_status_name(st), (unsigned long long)r.failed);
+    expect(strstr(err, "device 1") && strstr(err, "injected"), "rule '%s': %s",
+           ONE_CALL_RULES[_i], err);
+    sub_done(f, p);
+}
+END_TEST
+
+/* A lost device: its task moves to device 0 (every result right), the next run leaves it out,
+ * and after clf_device_readmit() it takes tasks again. */
+START_TEST(taskq_lost_device)
+{
+    clf_program *p;
+    clf_fleet *f = sub_fleet(_i ? "device=1,call=read,lost" : "device=1,call=enqueue,lost", &p);
+    clf_taskq_report r;
+    char err[512];
+    /* Until device 1 took a task (the rule fires on its first): every task right anyway. */
+    for (int k = 0; k < 10 && !clf_device_is_failed(f, 1); k++) {
+        ck_assert_msg(taskq_round(f, p, 2, &r, err, sizeof err) == CLF_SUCCESS, "%s", err);
+        expect(r.failed == 0, "%llu failed", (unsigned long long)r.failed);
+    }
+    expect(clf_device_is_failed(f, 1), "device 1 not failed");
+    /* r.dev is by queue position: device 1 first. */
+    ck_assert_msg(taskq_round(f, p, 2, &r, err, sizeof err) == CLF_SUCCESS, "%s", err);
+    expect(r.dev[0].tasks == 0 && r.dev[1].tasks == SUB_TASKS, "after the loss: %llu + %llu",
+           (unsigned long long)r.dev[1].tasks, (unsigned long long)r.dev[0].tasks);
+    /* A queue of device 1 alone has nothing to run on: its tasks fail clearly. */
+    clf_status st = taskq_round(f, p, 1, &r, err, sizeof err);
+    expect(st == CLF_ERROR_DEVICE_FAILED && strstr(err, "device 1"),
+           "device 1 alone: %s: %s", clf_status_name(st), err);
+    ck_assert_ok(clf_device_readmit(f, 1));
+    ck_assert_msg(taskq_round(f, p, 2, &r, err, sizeof err) == CLF_SUCCESS, "%s", err);
+    expect(r.dev[0].tasks > 0, "readmitted device 1 took no task");
+    sub_done(f, p);
+}
+END_TEST
+
+/* A two-stage pipeline, device 0 then device 1, add1 in each: 4 batches. */
+static clf_status pipeline_round(clf_fleet *f, clf_program *p)
+{
+    static uint32_t in[4 * SUB_N], out[4 * SUB_N];
+    clf_stage_desc sd[2] = {CLF_STAGE_DESC_INIT, CLF_STAGE_DESC_INIT};
+    for (size_t s = 0; s < 2; s++) {
+        sd[s].device = s;
+        sd[s].program = p;
+        sd[s].kernel = "add1";
+        sd[s].in_bytes = sd[s].out_bytes = SUB_N * 4;
+        sd[s].global[0] = SUB_N;
+    }
+    for (size_t i = 0; i < 4 * SUB_N; i++)
+        in[i] = (uint32_t)i * 3u, out[i] = 0;
+    clf_pipeline *pl = NULL;
+    clf_status st = clf_pipeline_create(&pl, f, sd, 2, NULL);
+    if (st != CLF_SUCCESS)
+        return st;
+    st = clf_pipeline_run(pl, in, out, 4, NULL);
+    char err[512];
+    snprintf(err, sizeof err, "%s", clf_last_error());
+    for (size_t i = 0; st == CLF_SUCCESS && i < 4 * SUB_N; i++)
+        ck_assert_msg(out[i] == in[i] + 2u, "pipeline [%zu]: %u", i, out[i]);
+    clf_pipeline_destroy(pl);
+    if (st != CLF_SUCCESS)
+        clf_set_error(st, "%s", err);
+    return st;
+}
+
+/* One failed call of the stage on device 1 fails the run clearly; a lost device 1 fails
+ * the next run too (refused), until readmitted. */
+START_TEST(pipeline_faults)
+{
+    clf_program *p;
+    clf_fleet *f = sub_fleet(_i < N_ONE_CALL ? ONE_CALL_RULES[_i] : "device=1,call=exec,lost",
+                             &p);
+    expect_names_device1(pipeline_round(f, p), "clf_pipeline_run");
+    if (_i == N_ONE_CALL) {
+        expect(clf_device_is_failed(f, 1), "device 1 not failed");
+        clf_status st = pipeline_round(f, p);
+        expect(st == CLF_ERROR_DEVICE_FAILED, "after the loss: %s: %s", clf_status_name(st),
+               clf_last_error());
+        expect_names_device1(st, "clf_pipeline_run after the loss");
+        ck_assert_ok(clf_device_readmit(f, 1));
+    }
+    ck_assert_ok(pipeline_round(f, p)); /* the rule fired: the next run is right */
+    sub_done(f, p);
+}
+END_TEST
+
+/* Two buffers, on devices 0 and 1: b[k][i] = k * 100 + i. */
+static void coll_buffers(clf_fleet *f, clf_buffer *b[2])
+{
+    uint32_t h[SUB_N];
+    for (size_t k = 0; k < 2; k++) {
+        ck_assert_ok(clf_buffer_create(&b[k], f, k, sizeof h, CLF_MEM_READ_WRITE));
+        for (size_t i = 0; i < SUB_N; i++)
+            h[i] = (uint32_t)(k * 100 + i);
+        ck_assert_ok(clf_buffer_write(b[k], 0, sizeof h, h));
+    }
+}
+
+static void coll_free(clf_buffer *b[2])
+{
+    clf_buffer_destroy(b[0]);
+    clf_buffer_destroy(b[1]);
+}
+
+/* An all-reduce (sum) or a broadcast from 0; the buffers checked when it succeeds. */
+static clf_status coll_run(clf_buffer *b[2], int allreduce)
+{
+    clf_status st = allreduce ? clf_allreduce(b, 2, SUB_N, CLF_TYPE_UINT32, CLF_REDUCE_SUM, NULL)
+                              : clf_broadcast(b, 2, SUB_N * 4, 0, NULL);
+    uint32_t h[SUB_N];
+    for (size_t k = 0; st == CLF_SUCCESS && k < 2; k++) {
+        ck_assert_ok(clf_buffer_read(b[k], 0, sizeof h, h));
+        for (size_t i = 0; i < SUB_N; i++) {
+            uint32_t want = allreduce ? (uint32_t)(100 + 2 * i) : (uint32_t)i;
+            ck_assert_msg(h[i] == want, "buffer %zu [%zu]: %u, not %u", k, i, h[i], want);
+        }
+    }
+    return st;
+}
+
+/* All-reduce (combine kernels and copies) and broadcast (copies): a rule failing one of
+ * their calls on device 1 fails them clearly; after a loss, the next one including device
+ * 1's buffer is refused until readmitted. */
+START_TEST(collective_faults)
+{
+    static const char *const rules[] = {"device=1,call=enqueue", "device=1,call=exec",
+                                        "device=1,call=write", "device=1,call=write,lost"};
+    int allreduce = _i < 2 || _i == 3;
+    clf_program *p;
+    clf_fleet *f = sub_fleet(rules[_i], &p);
+    clf_buffer *b[2];
+    coll_buffers(f, b);
+    expect_names_device1(coll_run(b, allreduce), allreduce ? "clf_allreduce" : "clf_broadcast");
+    coll_free(b);
+    coll_buffers(f, b);
+    if (_i == 3) {
+        clf_status st = coll_run(b, 0);
+        expect(st == CLF_ERROR_DEVICE_FAILED, "broadcast after the loss: %s: %s",
+               clf_status_name(st), clf_last_error());
+        expect_names_device1(st, "clf_broadcast after the loss");
+        ck_assert_ok(clf_device_readmit(f, 1));
+        coll_free(b);
+        coll_buffers(f, b);
+    }
+    ck_assert_ok(coll_run(b, allreduce)); /* the rule fired once */
+    coll_free(b);
+    sub_done(f, p);
+}
+END_TEST
+
+/* clf_copy and clf_copy_async between devices 0 and 1: a rule failing the read of the source
+ * or the write of the destination fails the copy clearly (the next one is right); after a
+ * loss every copy to or from device 1 is refused until readmitted. */
+START_TEST(copy_faults)
+{
+    static const char *const rules[] = {"device=1,call=write", "device=0,call=read",
+                                        "device=1,call=transfer,lost"};
+    clf_program *p;
+    clf_fleet *f = sub_fleet(rules[_i % 3], &p);
+    int async = _i >= 3;
+    clf_buffer *b[2];
+    coll_buffers(f, b);
+    uint32_t h[SUB_N];
+    for (int round = 0; round < 3; round++) {
+        clf_status st;
+        if (async) {
+            clf_event *e = NULL;
+            st = clf_copy_async(b[1], 0, b[0], 0, sizeof h, NULL, 0, &e);
+            if (st == CLF_SUCCESS) {
+                st = clf_event_wait(e);
+                clf_event_release(e);
+            }
+        } else {
+            st = clf_copy(b[1], 0, b[0], 0, sizeof h);
+        }
+        if (round == 0) {
+            expect(st != CLF_SUCCESS &&
+                       strstr(clf_last_error(), _i % 3 == 1 ? "device 0" : "device 1"),
+                   "rule '%s': %s: %s", rules[_i % 3], clf_status_name(st), clf_last_error());
+            continue;
+        }
+        if (round == 1 && _i % 3 == 2) {
+            expect(st == CLF_ERROR_DEVICE_FAILED, "copy after the loss: %s: %s",
+                   clf_status_name(st), clf_last_error());
+            expect_names_device1(st, "clf_copy after the loss");
+            expect_names_device1(clf_copy(b[0], 0, b[1], 0, sizeof h), "clf_copy from device 1");
+            ck_assert_ok(clf_device_readmit(f, 1));
+            continue;
+        }
+        ck_assert_msg(st == CLF_SUCCESS, "round %d: %s", round, clf_last_error());
+        ck_assert_ok(clf_buffer_read(b[1], 0, sizeof h, h));
+        for (size_t i = 0; i < SUB_N; i++)
+            ck_assert_uint_eq(h[i], i);
+    }
+    coll_free(b);
+    sub_done(f, p);
+}
+END_TEST
+
+/* An array over both devices, inc on each part: the rule fails device 1's part clearly; a
+ * lost device 1 refuses the next array launch, until readmitted. */
+START_TEST(array_launch_faults)
+{
+    static const char *const rules[] = {"device=1,call=exec", "device=1,call=exec,lost"};
+    clf_program *p;
+    clf_fleet *f = sub_fleet(rules[_i], &p);
+    clf_array_desc d = CLF_ARRAY_DESC_INIT;
+    d.elem_size = 4;
+    d.shape[0] = SUB_N;
+    clf_array *a = NULL;
+    ck_assert_ok(clf_array_create(&a, f, &d));
+    ck_assert_uint_eq(clf_array_part_count(a), 2);
+    uint32_t h[SUB_N];
+    for (size_t i = 0; i < SUB_N; i++)
+        h[i] = (uint32_t)i;
+    ck_assert_ok(clf_array_write(a, NULL, NULL, h));
+    clf_array_launch_desc ld = CLF_ARRAY_LAUNCH_DESC_INIT;
+    ld.kernel = "inc";
+    ld.global[0] = SUB_N;
+    clf_arg arg = CLF_ARRAY_INOUT(a);
+    clf_status st = clf_array_launch(f, p, &ld, &arg, 1);
+    if (st == CLF_SUCCESS)
+        st = clf_array_finish(a);
+    expect_names_device1(st, "clf_array_launch");
+    if (_i == 1) {
+        expect(clf_device_is_failed(f, 1), "device 1 not failed");
+        st = clf_array_launch(f, p, &ld, &arg, 1);
+        expect(st == CLF_ERROR_DEVICE_FAILED, "after the loss: %s: %s", clf_status_name(st),
+               clf_last_error());
+        expect_names_device1(st, "clf_array_launch after the loss");
+        ck_assert_ok(clf_device_readmit(f, 1));
+    }
+    clf_array_destroy(a);
+    a = NULL;
+    ck_assert_ok(clf_array_create(&a, f, &d));
+    ck_assert_ok(clf_array_write(a, NULL, NULL, h));
+    clf_arg arg2 = CLF_ARRAY_INOUT(a);
+    ck_assert_ok(clf_array_launch(f, p, &ld, &arg2, 1)); /* the rule fired: now right */
+    ck_assert_ok(clf_array_read(a, NULL, NULL, h));
+    for (size_t i = 0; i < SUB_N; i++)
+        ck_assert_uint_eq(h[i], i + 1);
+    clf_array_destroy(a);
+    sub_done(f, p);
+}
+END_TEST
+
+
 int main(void)
 {
     Suite *s = suite_create("fault");
@@ -1034,6 +1368,12 @@ int main(void)
     tcase_add_test(tc, inout_halo_updated_once);
     tcase_add_test(tc, reduction_survives);
     tcase_add_test(tc, inout_with_reduction);
+    tcase_add_loop_test(tc, taskq_one_call_fails, 0, N_ONE_CALL);
+    tcase_add_loop_test(tc, taskq_lost_device, 0, 2);
+    tcase_add_loop_test(tc, pipeline_faults, 0, N_ONE_CALL + 1);
+    tcase_add_loop_test(tc, collective_faults, 0, 4);
+    tcase_add_loop_test(tc, copy_faults, 0, 6);
+    tcase_add_loop_test(tc, array_launch_faults, 0, 2);
     suite_add_tcase(s, tc);
     return test_run_fleet4_fleet2(s);
 }

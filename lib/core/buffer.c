@@ -30,8 +30,11 @@ clf_status clf_buffer_create(clf_buffer **out, clf_fleet *fleet, size_t device, 
     clf_buffer *b = calloc(1, sizeof *b);
     if (!b)
         return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "buffer: out of memory");
-    /* Counted as the device's memory (clf_buffer_destroy() gives it back). */
-    st = clf__cmd_buffer(fleet, device, f, size, NULL, NULL, NULL, &b->mem);
+    /* Counted as the device's memory (clf_buffer_destroy() gives it back). Buffers are
+     * failed by their own fault class only (README), never by a failed device. */
+    clf__cmd_opt o = {0};
+    o.flags = CLF__CMD_NO_FAULT;
+    st = clf__cmd_buffer(fleet, device, f, size, NULL, NULL, &o, &b->mem);
     if (st != CLF_SUCCESS) {
         free(b);
         return st;
@@ -109,7 +112,7 @@ static clf_status transfer(clf_buffer *b, int write, size_t offset, size_t size,
     /* A blocking one is counted when it returns, an asynchronous one when it completes; the
      * path flushes an asynchronous one (start it now, not at the next blocking call). */
     clf__cmd_opt o = {0};
-    o.flags = blocking ? CLF__CMD_BLOCKING : 0;
+    o.flags = (blocking ? CLF__CMD_BLOCKING : 0) | CLF__CMD_NO_FAULT; /* the rule is above */
     st = write ? clf__cmd_write_opt(b->fleet, b->device, d->transfer, b->mem, offset, size, host,
                                     NULL, 0, NULL, &ev, &o)
                : clf__cmd_read_opt(b->fleet, b->device, d->transfer, b->mem, offset, size, host,
@@ -165,7 +168,7 @@ clf_status clf_buffer_map(void **out, clf_buffer *b, size_t offset, size_t size,
     if (ferr != CL_SUCCESS)
         return clf__cl_fail(ferr, "clEnqueueMapBuffer", d);
     clf__cmd_opt o = {0};
-    o.flags = CLF__CMD_BLOCKING;
+    o.flags = CLF__CMD_BLOCKING | CLF__CMD_NO_FAULT;
     cl_event ev = NULL;
     st = clf__cmd_map(b->fleet, b->device, d->transfer, b->mem, f, offset, size,
                       "clf_buffer_map", 0, NULL, &ev, &o, out);
@@ -187,6 +190,7 @@ clf_status clf_buffer_unmap(clf_buffer *b, void *ptr)
     struct clf__device *d = &b->fleet->dev[b->device];
     cl_event ev = NULL;
     clf__cmd_opt o = {0};
+    o.flags = CLF__CMD_NO_FAULT;
     clf_status st = clf__cmd_unmap(b->fleet, b->device, d->transfer, b->mem, ptr,
                                    "clf_buffer_unmap", 0, NULL, &ev, &o);
     if (st != CLF_SUCCESS && o.err == CL_INVALID_VALUE && !o.injected)
@@ -219,7 +223,7 @@ clf_status clf_buffer_fill(clf_buffer *b, const void *pattern, size_t pattern_si
     struct clf__device *d = &b->fleet->dev[b->device];
     cl_event ev;
     clf__cmd_opt o = {0};
-    o.flags = CLF__CMD_NO_METRICS; /* on the timeline only, below */
+    o.flags = CLF__CMD_NO_METRICS | CLF__CMD_NO_FAULT; /* on the timeline only, below */
     st = clf__cmd_fill(b->fleet, b->device, d->transfer, b->mem, pattern, pattern_size, offset,
                        size, NULL, 0, NULL, &ev, &o);
     if (st != CLF_SUCCESS)

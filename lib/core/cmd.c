@@ -9,8 +9,11 @@
  *    another thread's completion, where PoCL 3 can deadlock or abort; the
  *    enqueue, and only the enqueue, holds the device's exec lock
  *    (clf__dev_exec_enter());
- *  - a fault rule of $CLFLEET_FAULT_INJECT is applied where the caller names one
- *    (clf__cmd_opt.fault: the launch executor's alloc/write/read/enqueue hooks);
+ *  - a fault rule of $CLFLEET_FAULT_INJECT is applied: the one the caller names
+ *    (clf__cmd_opt.fault: the launch executor's alloc/write/read/enqueue hooks), else the
+ *    class of the command's kind, so that task queues, pipelines and collectives are
+ *    reached without naming one; such a command on a device marked failed fails
+ *    (CLF_ERROR_DEVICE_FAILED) until clf_device_readmit() (core.h lists who opts out);
  *  - a failed enqueue is recorded with the device (clf__cl_fail());
  *  - every kernel and transfer is counted in the fleet's metrics and kept on
  *    the timeline of the queue it ran on (clf__metrics_event()), unless the caller
@@ -87,10 +90,57 @@ static clf_status fail(clf_fleet *fl, size_t dev, const clf__cmd_opt *co, cl_int
     return st;
 }
 
-/* The fault rule the caller names, if any: CL_SUCCESS, or the injected status. */
-static cl_int inject(clf_fleet *fl, size_t dev, const clf__cmd_opt *o)
+/* No fault class: markers and barriers do no work a device could fail. */
+#define NO_CLASS CLF__FAULT_NCALLS
+
+/* A device marked failed refuses a command of the default path: its results could be wrong,
+ * and the subsystems then fail clearly (or give the work to another device) instead of
+ * running on it. The flag is read without the lock first: it is set rarely. */
+static clf_status refuse_failed(clf_fleet *fl, size_t dev, const clf__cmd_opt *co,
+                                const char *what)
 {
-    return o->flags & CLF__CMD_FAULT ? CLF__FAULT(fl, dev, o->fault) : CL_SUCCESS;
+    if (!__atomic_load_n(&fl->dev[dev].failed, __ATOMIC_RELAXED))
+        return CLF_SUCCESS;
+    char why[200];
+    if (!clf__device_failed(fl, dev, why, sizeof why))
+        return CLF_SUCCESS;
+    if (co != &no_opt) {
+        clf__cmd_opt *o = (clf__cmd_opt *)co;
+        o->err = CL_DEVICE_NOT_AVAILABLE;
+        o->injected = 0;
+    }
+    return clf__fail(CLF_ERROR_DEVICE_FAILED,
+                     "%s: device %zu '%s' failed earlier and is left out until "
+                     "clf_device_readmit(): %s",
+                     what ? what : "command", dev, fl->dev[dev].info.name, why);
+}
+
+/* The fault rule that applies (the caller's, else the kind's class unless it opted out):
+ * CL_SUCCESS, or the injected status. A failed device's refusal comes first (*st). */
+static cl_int inject(clf_fleet *fl, size_t dev, const clf__cmd_opt *o, unsigned kind,
+                     const char *what, clf_status *st)
+{
+    *st = CLF_SUCCESS;
+    if (o->flags & CLF__CMD_FAULT)
+        return CLF__FAULT(fl, dev, o->fault);
+    if ((o->flags & CLF__CMD_NO_FAULT) || kind == NO_CLASS)
+        return CL_SUCCESS;
+    if ((*st = refuse_failed(fl, dev, o, what)) != CLF_SUCCESS)
+        return CL_DEVICE_NOT_AVAILABLE;
+    cl_int err = CLF__FAULT(fl, dev, kind);
+    /* A kernel is also an exec call: here it fails before it runs rather than while. */
+    if (err == CL_SUCCESS && kind == CLF__FAULT_ENQUEUE)
+        err = CLF__FAULT(fl, dev, CLF__FAULT_EXEC);
+    return err;
+}
+
+clf_status clf__cmd_check(clf_fleet *fl, size_t dev, unsigned call, const char *what)
+{
+    clf_status st = refuse_failed(fl, dev, &no_opt, what);
+    if (st != CLF_SUCCESS)
+        return st;
+    cl_int err = CLF__FAULT(fl, dev, call);
+    return err == CL_SUCCESS ? CLF_SUCCESS : fail(fl, dev, &no_opt, err, 1, what, NULL);
 }
 
 /* Before an enqueue on device dev: a sync-exec device waits for the wait list on the host
@@ -164,10 +214,13 @@ static clf_status leave(clf_fleet *fl, size_t dev, const clf__cmd_opt *o, cl_com
 
 /* The common frame of an enqueue: options, fault rule, event slot, enter; the enqueue itself
  * is the statement after it, with `out` as its event and `blk` as its blocking flag. */
-#define CMD_BEGIN(call, what)                                                                      \
+#define CMD_BEGIN(call, what, kind)                                                                \
     const clf__cmd_opt *o = opt_or_default(opt);                                                   \
     cl_event tmp, *out = event_slot(fl, o, ev, &tmp);                                              \
-    cl_int ierr = inject(fl, dev, o);                                                              \
+    clf_status rst;                                                                                \
+    cl_int ierr = inject(fl, dev, o, (kind), (what), &rst);                                        \
+    if (rst != CLF_SUCCESS)                                                                        \
+        return rst;                                                                                \
     if (ierr != CL_SUCCESS)                                                                        \
         return fail(fl, dev, o, ierr, 1, (call), (what));                                          \
     clf_status est = enter(fl, dev, o, &nwait, &wait);                                             \
@@ -181,7 +234,7 @@ clf_status clf__cmd_kernel_opt(clf_fleet *fl, size_t dev, cl_command_queue q, cl
                                const size_t *gsz, const size_t *lsz, cl_uint nwait,
                                const cl_event *wait, cl_event *ev, clf__cmd_opt *opt)
 {
-    CMD_BEGIN("clEnqueueNDRangeKernel", name);
+    CMD_BEGIN("clEnqueueNDRangeKernel", name, CLF__FAULT_ENQUEUE);
     cl_int err = clEnqueueNDRangeKernel(q, k, dims, off, gsz, lsz, nwait, wait, out);
     clf__rec r = {0};
     r.kind = CLF__REC_KERNEL;
@@ -203,7 +256,7 @@ clf_status clf__cmd_write_opt(clf_fleet *fl, size_t dev, cl_command_queue q, cl_
                               cl_uint nwait, const cl_event *wait, cl_event *ev,
                               clf__cmd_opt *opt)
 {
-    CMD_BEGIN("clEnqueueWriteBuffer", what);
+    CMD_BEGIN("clEnqueueWriteBuffer", what, CLF__FAULT_WRITE);
     cl_int err = clEnqueueWriteBuffer(q, buf, blk, off, size, host, nwait, wait, out);
     clf__rec r = {0};
     r.kind = CLF__REC_TO_DEVICE;
@@ -223,7 +276,7 @@ clf_status clf__cmd_read_opt(clf_fleet *fl, size_t dev, cl_command_queue q, cl_m
                              cl_uint nwait, const cl_event *wait, cl_event *ev,
                              clf__cmd_opt *opt)
 {
-    CMD_BEGIN("clEnqueueReadBuffer", what);
+    CMD_BEGIN("clEnqueueReadBuffer", what, CLF__FAULT_READ);
     cl_int err = clEnqueueReadBuffer(q, buf, blk, off, size, host, nwait, wait, out);
     clf__rec r = {0};
     r.kind = CLF__REC_FROM_DEVICE;
@@ -245,7 +298,7 @@ clf_status clf__cmd_rect_opt(clf_fleet *fl, size_t dev, cl_command_queue q, int 
                              const cl_event *wait, cl_event *ev, clf__cmd_opt *opt)
 {
     const char *call = to_device ? "clEnqueueWriteBufferRect" : "clEnqueueReadBufferRect";
-    CMD_BEGIN(call, what);
+    CMD_BEGIN(call, what, to_device ? CLF__FAULT_WRITE : CLF__FAULT_READ);
     cl_int err = to_device ? clEnqueueWriteBufferRect(q, buf, blk, borigin, horigin, region, brow,
                                                       bslice, hrow, hslice, host, nwait, wait,
                                                       out)
@@ -273,7 +326,7 @@ clf_status clf__cmd_fill(clf_fleet *fl, size_t dev, cl_command_queue q, cl_mem b
                          const char *what, cl_uint nwait, const cl_event *wait, cl_event *ev,
                          clf__cmd_opt *opt)
 {
-    CMD_BEGIN("clEnqueueFillBuffer", what);
+    CMD_BEGIN("clEnqueueFillBuffer", what, CLF__FAULT_WRITE);
     cl_int err = clEnqueueFillBuffer(q, buf, pattern, pattern_size, off, size, nwait, wait, out);
     if (err == CL_SUCCESS && blk)
         err = clFinish(q);
@@ -287,7 +340,7 @@ clf_status clf__cmd_copy(clf_fleet *fl, size_t dev, cl_command_queue q, cl_mem s
                          size_t soff, size_t doff, size_t size, const char *what, cl_uint nwait,
                          const cl_event *wait, cl_event *ev, clf__cmd_opt *opt)
 {
-    CMD_BEGIN("clEnqueueCopyBuffer", what);
+    CMD_BEGIN("clEnqueueCopyBuffer", what, CLF__FAULT_WRITE);
     cl_int err = clEnqueueCopyBuffer(q, src, dst, soff, doff, size, nwait, wait, out);
     clf__rec r = {0};
     r.kind = CLF__REC_PEER;
@@ -304,10 +357,14 @@ clf_status clf__cmd_map(clf_fleet *fl, size_t dev, cl_command_queue q, cl_mem bu
     *ptr = NULL;
     if (ev)
         *ev = NULL;
-    cl_int err = inject(fl, dev, o);
+    clf_status st;
+    cl_int err = inject(fl, dev, o, flags & CL_MAP_READ ? CLF__FAULT_READ : CLF__FAULT_WRITE,
+                        what, &st);
+    if (st != CLF_SUCCESS)
+        return st;
     if (err != CL_SUCCESS)
         return fail(fl, dev, o, err, 1, "clEnqueueMapBuffer", what);
-    clf_status st = enter(fl, dev, o, &nwait, &wait);
+    st = enter(fl, dev, o, &nwait, &wait);
     if (st != CLF_SUCCESS)
         return st;
     void *p = clEnqueueMapBuffer(q, buf, o->flags & CLF__CMD_BLOCKING ? CL_TRUE : CL_FALSE,
@@ -326,7 +383,10 @@ clf_status clf__cmd_unmap(clf_fleet *fl, size_t dev, cl_command_queue q, cl_mem 
     const clf__cmd_opt *o = opt_or_default(opt);
     if (ev)
         *ev = NULL;
-    cl_int ierr = inject(fl, dev, o);
+    clf_status rst;
+    cl_int ierr = inject(fl, dev, o, NO_CLASS, what, &rst); /* the map was the transfer */
+    if (rst != CLF_SUCCESS)
+        return rst;
     if (ierr != CL_SUCCESS)
         return fail(fl, dev, o, ierr, 1, "clEnqueueUnmapMemObject", what);
     clf_status est = enter(fl, dev, o, &nwait, &wait);
@@ -354,10 +414,13 @@ clf_status clf__cmd_barrier(clf_fleet *fl, size_t dev, cl_command_queue q, const
     const clf__cmd_opt *o = opt_or_default(opt);
     if (ev)
         *ev = NULL;
-    cl_int ierr = inject(fl, dev, o);
+    clf_status st;
+    cl_int ierr = inject(fl, dev, o, NO_CLASS, what, &st);
+    if (st != CLF_SUCCESS)
+        return st;
     if (ierr != CL_SUCCESS)
         return fail(fl, dev, o, ierr, 1, "clEnqueueBarrierWithWaitList", what);
-    clf_status st = enter(fl, dev, o, &nwait, &wait);
+    st = enter(fl, dev, o, &nwait, &wait);
     if (st != CLF_SUCCESS)
         return st;
     cl_int err = clEnqueueBarrierWithWaitList(q, nwait, wait, ev);
@@ -369,7 +432,10 @@ clf_status clf__cmd_buffer(clf_fleet *fl, size_t dev, cl_mem_flags flags, size_t
 {
     const clf__cmd_opt *o = opt_or_default(opt);
     *out = NULL;
-    cl_int err = inject(fl, dev, o);
+    clf_status st;
+    cl_int err = inject(fl, dev, o, CLF__FAULT_ALLOC, what, &st);
+    if (st != CLF_SUCCESS)
+        return st;
     if (err != CL_SUCCESS)
         return fail(fl, dev, o, err, 1, "clCreateBuffer", what);
     cl_mem m = clCreateBuffer(fl->dev[dev].ctx, flags, size, host, &err);

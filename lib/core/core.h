@@ -209,14 +209,32 @@ enum {
     CLF__CMD_NO_METRICS = 1u << 0, /* the caller accounts for the command or the memory */
     CLF__CMD_NO_FLUSH = 1u << 1,   /* the caller flushes the queue after a batch */
     CLF__CMD_BLOCKING = 1u << 2,   /* returns once the command completed (CL_TRUE) */
-    CLF__CMD_FAULT = 1u << 4       /* apply fault rule `fault` (CLF__FAULT_*) first */
+    CLF__CMD_FAULT = 1u << 4,      /* apply fault rule `fault` (CLF__FAULT_*) first */
+    CLF__CMD_NO_FAULT = 1u << 5    /* no fault rule, and no failed-device check (below) */
 };
+/*
+ * Without CLF__CMD_FAULT or CLF__CMD_NO_FAULT, a command gets the fault class of its kind, so
+ * that $CLFLEET_FAULT_INJECT reaches every subsystem (task queues, pipelines, collectives)
+ * without each naming one: a kernel is an enqueue then an exec call, a write or fill a write,
+ * a read a read, a buffer creation an alloc, a map a read or write by its flags; markers and
+ * barriers have none. Such a command on a device marked failed (clf__device_failed()) fails
+ * with CLF_ERROR_DEVICE_FAILED, naming the device, until clf_device_readmit(). Callers that
+ * account for faults themselves opt out: the launch executor (it names its own classes and
+ * leaves failed devices out when it starts), clf_buffer_* (the buffer class only), and the
+ * transports (clf_copy() checks both devices once, clf__cmd_check()).
+ */
 typedef struct clf__cmd_opt {
     unsigned flags; /* CLF__CMD_* */
     unsigned fault; /* with CLF__CMD_FAULT: the call a $CLFLEET_FAULT_INJECT rule can fail */
     cl_int err;     /* out: the failed call's status */
     int injected;   /* out: err came from a fault rule (the error message says so) */
 } clf__cmd_opt;
+
+/* What a command of fault class call (CLF__FAULT_*) on device dev does first: fail with
+ * CLF_ERROR_DEVICE_FAILED when the device is marked failed, else apply the fault rules
+ * (CLF_ERROR_OPENCL with the injected status, recorded with the device); what names the
+ * caller's operation in the error. For operations made of several commands (clf_copy()). */
+clf_status clf__cmd_check(clf_fleet *fl, size_t dev, unsigned call, const char *what);
 
 /* clf__cmd_kernel(), clf__cmd_write(), clf__cmd_read() with options. */
 clf_status clf__cmd_kernel_opt(clf_fleet *fl, size_t dev, cl_command_queue q, cl_kernel k,

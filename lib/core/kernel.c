@@ -271,14 +271,7 @@ clf_status clf__kernel_submit(clf_fleet *fl, size_t dev, cl_kernel k, const clf_
 {
     if (ev)
         *ev = NULL;
-    cl_int err = CLF__FAULT(fl, dev, CLF__FAULT_ENQUEUE);
-    if (err != CL_SUCCESS) {
-        char call[160];
-        snprintf(call, sizeof call, "clEnqueueNDRangeKernel (kernel '%.64s')", desc->kernel);
-        clf__cl_fail(err, call, &fl->dev[dev]);
-        clf__append_error(" (injected by CLFLEET_FAULT_INJECT)");
-        return CLF_ERROR_OPENCL;
-    }
+    /* The command path applies the enqueue and exec rules (the kernel's default class). */
     int local = desc->local[0] != 0;
     return clf__cmd_kernel(fl, dev, fl->dev[dev].compute, k, desc->kernel, desc->dims,
                            desc->offset, desc->global, local ? desc->local : NULL, nwait, wait,

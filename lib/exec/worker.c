@@ -123,7 +123,7 @@ clf_status clf__worker_device_alloc(clf__worker *w, size_t bytes, cl_mem_flags f
     if (!*out) {
         /* The rule applied above, once, cached buffer or not. */
         clf__cmd_opt o = clf__worker_cmd_opt(0, 0);
-        o.flags &= ~(unsigned)CLF__CMD_FAULT;
+        o.flags = (o.flags & ~(unsigned)CLF__CMD_FAULT) | CLF__CMD_NO_FAULT;
         if (clf__cmd_buffer(w->L->fl, w->d->index, flags, bytes, NULL, NULL, &o, out) !=
             CLF_SUCCESS)
             return clf__worker_cmd_failed(w, &o);

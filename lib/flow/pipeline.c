@@ -44,6 +44,7 @@ typedef struct stage {
     int started;
     clf_status st;
     char err[1024];
+    int knock_on; /* it stopped because another stage failed (err says no more) */
 } stage;
 
 struct clf_pipeline {
@@ -432,8 +433,14 @@ static void *stage_thread(void *arg)
     stage_arg *a = arg;
     clf_clear_error();
     clf_status st = stage_run(a->pl, a->si);
-    if (st != CLF_SUCCESS)
+    if (st != CLF_SUCCESS) {
+        /* A stage that only saw another stage stop is not the one to report. */
+        if (!*clf_last_error()) {
+            a->pl->s[a->si].knock_on = 1;
+            clf__fail(st, "stopped: another stage failed");
+        }
         stage_fail(a->pl, &a->pl->s[a->si], st);
+    }
     return NULL;
 }
 
@@ -521,6 +528,7 @@ clf_status clf_pipeline_run(clf_pipeline *pl, const void *in, void *out, size_t 
     for (size_t i = 0; i < pl->n; i++) {
         stage *s = &pl->s[i];
         s->st = CLF_SUCCESS;
+        s->knock_on = 0;
         s->started = 0;
         args[i].pl = pl;
         args[i].si = i;
@@ -545,7 +553,12 @@ clf_status clf_pipeline_run(clf_pipeline *pl, const void *in, void *out, size_t 
         if (pl->rdev[b])
             clf_event_wait(pl->rdev[b]);
     double wall = (double)(clf__mono_ns() - t0) * 1e-9;
-    for (size_t i = 0; i < pl->n; i++)
+    /* The stage that failed first-hand, else the first that stopped. */
+    size_t failed = pl->n;
+    for (size_t i = pl->n; i-- > 0;)
+        if (pl->s[i].st != CLF_SUCCESS && (failed == pl->n || !pl->s[i].knock_on))
+            failed = i;
+    for (size_t i = failed; i < pl->n; i++)
         if (pl->s[i].st != CLF_SUCCESS) {
             st = clf__fail(pl->s[i].st, "pipeline stage %zu ('%s' on device %zu): %s", i,
                            pl->s[i].kernel_name, pl->s[i].d.device, pl->s[i].err);

@@ -451,6 +451,30 @@ static int take(clf_taskq *q, tq_worker *w, size_t *id, int *stolen)
     return found;
 }
 
+/* Give task id back to worker w's deque, for the others to steal (its device failed). */
+static void give_back(clf_taskq *q, tq_worker *w, size_t id)
+{
+    pthread_mutex_lock(&q->lock);
+    deque *own = &q->dq[w->pos];
+    /* The deque holds at most the run's tasks, and this one is not among them. */
+    if (own->head > 0)
+        own->v[--own->head] = id;
+    else
+        own->v[own->tail++] = id;
+    pthread_mutex_unlock(&q->lock);
+}
+
+/* Tasks that no running worker took. */
+static int tasks_left(clf_taskq *q)
+{
+    int left = 0;
+    pthread_mutex_lock(&q->lock);
+    for (size_t i = 0; i < q->ndev; i++)
+        left |= q->dq[i].head < q->dq[i].tail;
+    pthread_mutex_unlock(&q->lock);
+    return left;
+}
+
 static void *worker_main(void *arg)
 {
     tq_worker *w = arg;
@@ -471,6 +495,14 @@ static void *worker_main(void *arg)
         w->rep.tasks++;
         w->rep.stolen += (uint64_t)stolen;
         w->rep.busy_s += ks;
+        /* The device failed (lost, or refused as failed): the task goes to the other
+         * devices, and this worker takes no more. */
+        if (st != CLF_SUCCESS && clf__device_failed(q->fl, w->d->index, NULL, 0)) {
+            clf__log(CLF_LOG_WARN, "task %zu ('%s'): device %zu failed, the task moves to "
+                     "another device: %s", id, t->kernel, w->d->index, clf_last_error());
+            give_back(q, w, id);
+            break;
+        }
         if (st != CLF_SUCCESS) {
             pthread_mutex_lock(&q->lock);
             if (q->first == CLF_SUCCESS) {
@@ -523,11 +555,17 @@ clf_status clf_taskq_run(clf_taskq *q, clf_taskq_report *report)
     /* The tasks stay queued for a later run, and say why they did not run. */
     for (size_t id = q->pending; !usable && id < q->ntasks; id++)
         q->tasks[id].info.status = CLF_ERROR_DEVICE_FAILED;
-    if (!usable)
+    if (!usable) {
+        char why[160];
+        size_t d0 = q->w[0].d->index;
+        if (!clf__device_failed(q->fl, d0, why, sizeof why))
+            snprintf(why, sizeof why, "the program did not build for it");
         CLF__TRY(st, clf__fail(CLF_ERROR_DEVICE_FAILED,
                                "clf_taskq_run: every device of the queue failed "
                                "(clf_device_readmit()) or lacks the program "
-                               "(clf_program_device_ok())"));
+                               "(clf_program_device_ok()); device %zu '%s': %s",
+                               d0, q->w[0].d->info.name, why));
+    }
     for (size_t i = 0; i < q->ndev; i++)
         if ((usable & (size_t)1 << i) &&
             pthread_create(&q->w[i].thread, NULL, worker_main, &q->w[i]) == 0)
@@ -538,6 +576,21 @@ clf_status clf_taskq_run(clf_taskq *q, clf_taskq_report *report)
     for (size_t i = 0; i < q->ndev; i++)
         if (started & (size_t)1 << i)
             pthread_join(q->w[i].thread, NULL);
+    /* A device failed while the others had finished: a device still working runs what it
+     * gave back, here; with none left, the tasks fail and say why. */
+    for (size_t i = 0; i < q->ndev && tasks_left(q); i++)
+        if ((usable & (size_t)1 << i) && !clf__device_failed(q->fl, q->w[i].d->index, NULL, 0))
+            worker_main(&q->w[i]);
+    for (size_t i = 0; i < q->ndev; i++)
+        for (size_t k = q->dq[i].head; k < q->dq[i].tail; k++) {
+            q->tasks[q->dq[i].v[k]].info.status = CLF_ERROR_DEVICE_FAILED;
+            if (q->first == CLF_SUCCESS) {
+                q->first = CLF_ERROR_DEVICE_FAILED;
+                snprintf(q->err, sizeof q->err, "task %zu ('%s'): every device of the queue "
+                         "failed (clf_device_readmit())", q->dq[i].v[k],
+                         q->tasks[q->dq[i].v[k]].kernel);
+            }
+        }
     q->pending = q->ntasks;
     if (report) {
         memset(report, 0, sizeof *report);

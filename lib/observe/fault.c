@@ -12,8 +12,8 @@
  *   after=N      the first N matching calls on the device succeed (default 0)
  *   count=N|all  how many calls fail after them (default 1)
  *   status=S     a CL_* name or a negative number (default per call)
- *   lost         the failing call loses the device: every later call of any kind
- *                fails (CL_DEVICE_NOT_AVAILABLE) until clf_device_readmit()
+ *   lost         the failing call loses the device: it is marked failed at once, and every
+ *                later call of any kind fails until clf_device_readmit()
  * e.g. "device=1,call=enqueue,after=3;device=0,call=alloc,status=CL_OUT_OF_RESOURCES".
  */
 #include "fault.h"
@@ -331,6 +331,9 @@ cl_int clf__fault_hit(clf_fleet *fl, size_t dev, unsigned call)
     struct clf__fault *f = fl ? fl->fault : NULL;
     if (!f || dev >= f->ndev || call >= CLF__FAULT_NCALLS)
         return CL_SUCCESS;
+    static const char *const names[CLF__FAULT_NCALLS] = {"enqueue", "exec", "write", "read",
+                                                         "alloc", "build", "buffer"};
+    int lost_now = 0;
     pthread_mutex_lock(&f->lock);
     cl_int err = call == CLF__FAULT_BUFFER ? CL_SUCCESS : f->lost_status[dev];
     /* Every matching rule counts the call, even when an earlier one fails it. */
@@ -345,10 +348,20 @@ cl_int clf__fault_hit(clf_fleet *fl, size_t dev, unsigned call)
         if (!fire || err != CL_SUCCESS)
             continue;
         err = r->status ? r->status : r->lost ? CL_DEVICE_NOT_AVAILABLE : default_status(call);
-        if (r->lost)
+        if (r->lost) {
             f->lost_status[dev] = err;
+            lost_now = 1;
+        }
     }
     pthread_mutex_unlock(&f->lock);
+    /* A lost device is marked failed at once, not only by a launch that sees the error: task
+     * queues, pipelines, collectives and copies then leave it out or refuse it too. */
+    if (lost_now) {
+        char why[96];
+        snprintf(why, sizeof why, "lost by CLFLEET_FAULT_INJECT (call=%s: %s)", names[call],
+                 clf__cl_error_name(err));
+        clf__device_mark_failed(fl, dev, why);
+    }
     return err;
 }
 
@@ -372,10 +385,12 @@ void clf__device_mark_failed(clf_fleet *fl, size_t dev, const char *why)
 {
     pthread_mutex_lock(&fl->lock);
     struct clf__device *d = &fl->dev[dev];
-    d->failed = 1;
+    int again = d->failed;
+    __atomic_store_n(&d->failed, 1, __ATOMIC_RELAXED); /* the command path reads it unlocked */
     snprintf(d->fail_why, sizeof d->fail_why, "%s", why ? why : "");
     pthread_mutex_unlock(&fl->lock);
-    clf__log(CLF_LOG_WARN, "device %zu '%s' failed, left out of launches until "
+    if (!again) /* once: a lost device is marked when lost, then by the launch that saw it */
+        clf__log(CLF_LOG_WARN, "device %zu '%s' failed, left out of launches until "
              "clf_device_readmit(): %s", dev, d->info.name, why ? why : "");
 }
 
@@ -414,7 +429,7 @@ clf_status clf_device_readmit(clf_fleet *fleet, size_t device)
         return st;
     pthread_mutex_lock(&fleet->lock);
     struct clf__device *d = &fleet->dev[device];
-    d->failed = 0;
+    __atomic_store_n(&d->failed, 0, __ATOMIC_RELAXED);
     d->fail_why[0] = '\0';
     pthread_mutex_unlock(&fleet->lock);
     /* A device lost by injection comes back as if it had been reset. */

@@ -11,7 +11,9 @@
 
 #include "plan/plan.h"
 
-/* The calls a rule can fail (bits of clf__fault_rule.calls). */
+/* The calls a rule can fail (bits of clf__fault_rule.calls). Besides the launch executor's
+ * hooks, the command path (core/cmd.c) gives every command the class of its kind, so that
+ * task queues, pipelines, collectives, copies and array launches are reached too. */
 enum {
     CLF__FAULT_ENQUEUE = 0, /* a launch's kernel enqueue (clEnqueueNDRangeKernel) */
     CLF__FAULT_EXEC,        /* the kernel fails while it runs (the enqueue succeeds) */
@@ -59,7 +61,8 @@ void clf__fault_fini(clf_fleet *fl);
 /* Nonzero for an OpenCL error that means the device (not the caller) failed: out of
  * resources or device memory, not available, a failed command, a vendor's fault code. */
 int clf__cl_device_fault(cl_int err);
-/* Record that device dev failed (launches leave it out until clf_device_readmit()). */
+/* Record that device dev failed: launches and task queues leave it out, and the command path
+ * refuses it (CLF_ERROR_DEVICE_FAILED), until clf_device_readmit(). A `lost` rule marks it. */
 void clf__device_mark_failed(clf_fleet *fl, size_t dev, const char *why);
 /* Nonzero when dev is marked failed; its detail copied to why (n bytes) if non-NULL. */
 int clf__device_failed(clf_fleet *fl, size_t dev, char *why, size_t n);

@@ -60,7 +60,7 @@ static clf_status amd_enqueue(clf__copy *c, const cl_event *wait, cl_uint nwait,
         /* The extension copies between contexts; in one context the runtime's own copy
          * between devices takes the peer path itself. Counted by the caller (transfer.c). */
         clf__cmd_opt o = {0};
-        o.flags = CLF__CMD_NO_METRICS | CLF__CMD_NO_FLUSH;
+        o.flags = CLF__CMD_NO_METRICS | CLF__CMD_NO_FLUSH | CLF__CMD_NO_FAULT; /* clf_copy() */
         return clf__cmd_copy(c->fleet, c->sdev, q, c->src, c->dst, c->soff, c->doff, c->size,
                              NULL, nwait, wait, ev, &o);
     }
@@ -115,7 +115,7 @@ static clf_status emu_import(clf_fleet *fl, size_t dev, int own, size_t size, cl
     }
     /* Not counted as device memory (the CUDA allocation is the caller's). */
     clf__cmd_opt o = {0};
-    o.flags = CLF__CMD_NO_METRICS;
+    o.flags = CLF__CMD_NO_METRICS | CLF__CMD_NO_FAULT;
     cl_mem m;
     clf_status st = clf__cmd_buffer(fl, dev, CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, size, p,
                                     "emulated CUDA import", &o, &m);
@@ -196,7 +196,7 @@ static clf_status selftest_write(void *user, int fd, size_t size, const void *da
         return st;
     CLF__TRY(st, ext_mem(a->fl, a->device, 1, m));
     clf__cmd_opt o = {0};
-    o.flags = CLF__CMD_NO_METRICS | CLF__CMD_BLOCKING;
+    o.flags = CLF__CMD_NO_METRICS | CLF__CMD_BLOCKING | CLF__CMD_NO_FAULT;
     st = clf__cmd_write_opt(a->fl, a->device, d->copyq, m, 0, len, data, "CUDA self-test", 0,
                             NULL, NULL, &o);
     clf_status rst = ext_mem(a->fl, a->device, 0, m);
@@ -453,7 +453,7 @@ static clf_status leg(clf_fleet *fl, size_t dev, cl_mem bounce, cl_mem from, siz
         return st;
     /* Counted by the caller (transfer.c). */
     clf__cmd_opt o = {0};
-    o.flags = CLF__CMD_NO_METRICS | CLF__CMD_NO_FLUSH;
+    o.flags = CLF__CMD_NO_METRICS | CLF__CMD_NO_FLUSH | CLF__CMD_NO_FAULT; /* clf_copy() */
     st = clf__cmd_copy(fl, dev, d->copyq, from, to, from_off, to_off, len, "CUDA bounce", 0, NULL,
                        fl->xfer->dev[dev].release ? NULL : ev, &o);
     if (st != CLF_SUCCESS)

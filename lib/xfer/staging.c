@@ -26,7 +26,7 @@
 static clf__cmd_opt stage_opt(unsigned flags)
 {
     clf__cmd_opt o = {0};
-    o.flags = flags | CLF__CMD_NO_METRICS;
+    o.flags = flags | CLF__CMD_NO_METRICS | CLF__CMD_NO_FAULT; /* clf_copy() checked */
     return o;
 }
 

@@ -211,7 +211,7 @@ static clf_status enqueue_copy(clf__copy *c, const cl_event *wait, cl_uint nwait
 {
     /* Counted by the caller, once. */
     clf__cmd_opt o = {0};
-    o.flags = CLF__CMD_NO_METRICS | CLF__CMD_NO_FLUSH;
+    o.flags = CLF__CMD_NO_METRICS | CLF__CMD_NO_FLUSH | CLF__CMD_NO_FAULT; /* copy() checked */
     return clf__cmd_copy(c->fleet, c->sdev, clf__copy_queue(c, 0), c->src, c->dst, c->soff,
                          c->doff, c->size, NULL, nwait, wait, ev, &o);
 }
@@ -421,6 +421,14 @@ static clf_status copy(clf_buffer *dst, size_t doff, clf_buffer *src, size_t sof
                          fn, soff, soff + size, doff, doff + size);
 
     clf_fleet *fl = src->fleet;
+    /* The fault rules and a failed device's refusal, once per copy whatever the path (the
+     * transports' own commands opt out): the source is read, the destination written. */
+    char what[96];
+    snprintf(what, sizeof what, "%s from device %zu to device %zu", fn, src->device,
+             dst->device);
+    if ((st = clf__cmd_check(fl, src->device, CLF__FAULT_READ, what)) != CLF_SUCCESS ||
+        (st = clf__cmd_check(fl, dst->device, CLF__FAULT_WRITE, what)) != CLF_SUCCESS)
+        return st;
     struct clf__xfer *x = fl->xfer;
     clf__copy *c = calloc(1, sizeof *c);
     if (!c)
