@@ -1118,7 +1118,9 @@ START_TEST(taskq_lost_device)
     clf_taskq_report r;
     char err[512];
     /* Until device 1 took a task (the rule fires on its first): every task right anyway. */
-    for (int k = 0; k < 10 && !clf_device_is_failed(f, 1); k++) {
+    /* Device 0 may take every task of a round before device 1 starts (a loaded machine):
+     * rounds are cheap, so many of them, until device 1 took one. */
+    for (int k = 0; k < 200 && !clf_device_is_failed(f, 1); k++) {
         ck_assert_msg(taskq_round(f, p, 2, &r, err, sizeof err) == CLF_SUCCESS, "%s", err);
         expect(r.failed == 0, "%llu failed", (unsigned long long)r.failed);
     }
@@ -1132,8 +1134,11 @@ START_TEST(taskq_lost_device)
     expect(st == CLF_ERROR_DEVICE_FAILED && strstr(err, "device 1"),
            "device 1 alone: %s: %s", clf_status_name(st), err);
     ck_assert_ok(clf_device_readmit(f, 1));
-    ck_assert_msg(taskq_round(f, p, 2, &r, err, sizeof err) == CLF_SUCCESS, "%s", err);
-    expect(r.dev[0].tasks > 0, "readmitted device 1 took no task");
+    /* Readmitted, device 1 alone runs them all (with device 0 beside it, device 0 might
+     * take every task: a timing, not a verdict). */
+    ck_assert_msg(taskq_round(f, p, 1, &r, err, sizeof err) == CLF_SUCCESS, "%s", err);
+    expect(r.dev[0].tasks == SUB_TASKS, "readmitted device 1 ran %llu of %d tasks",
+           (unsigned long long)r.dev[0].tasks, SUB_TASKS);
     sub_done(f, p);
 }
 END_TEST
