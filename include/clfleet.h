@@ -200,8 +200,8 @@ typedef struct clf_fleet_options {
      */
     const char *devices;
     unsigned device_types;      /**< CLF_DEVICE_* mask; 0: from the selection string */
-    /** 0: from the selection string. Applies to the devices the fleet gets: with a split, to
-     *  the sub-devices (the smallest count), so min 2 and split 1 select nothing. */
+    /** 0: from the selection string. Counts the units of the root device, before any split:
+     *  2 with split_cpu_units 1 selects the CPU devices that give two or more sub-devices. */
     unsigned min_compute_units;
     unsigned require;           /**< CLF_CAP_* bits added to the selection's */
     /** Split each selected CPU device equally into sub-devices of this many units. */

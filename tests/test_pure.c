@@ -691,13 +691,15 @@ START_TEST(test_filter_why)
         {"type=gpu;min_cu=9;name=i9", 1, 0,
          "type=gpu (it is a cpu device), name=i9 (its name is 'pthread-Intel(R) Core(TM) i7'), "
          "min_cu=9 (it has 8)"},
-        /* The minimum applies to the sub-devices a split gives (and only to CPU devices). */
-        {"min_cu=2;split=1", 1, 0, "min_cu=2 (it has 8, and split=1 gives sub-devices of 1)"},
-        {"min_cu=2;split=4+1", 1, 0,
-         "min_cu=2 (it has 8, and split=4+1 gives sub-devices of 1)"},
-        {"min_cu=2;split=2", 1, 0, NULL},
-        {"min_cu=2;split=3+2", 1, 0, NULL},
-        {"min_cu=1;split=2", 0, 0, NULL}, /* a GPU is not split */
+        /* The minimum is of the root device, before a split (min_cu=2;split=1: the devices
+         * that give two or more sub-devices), and the reason says so. */
+        {"min_cu=2;split=1", 1, 0, NULL},
+        {"min_cu=8;split=4+1", 1, 0, NULL},
+        {"min_cu=9;split=1", 1, 0, "min_cu=9 (it has 8; the minimum is of the device before "
+                                   "split=1)"},
+        {"min_cu=9;split=4+1", 1, 0,
+         "min_cu=9 (it has 8; the minimum is of the device before split=4+1)"},
+        {"min_cu=2;split=1", 0, 0, "min_cu=2 (it has 1)"}, /* a GPU is not split */
     };
     for (size_t i = 0; i < CLF__ARRAY_LEN(t); i++) {
         clf__filter f;
@@ -735,18 +737,17 @@ START_TEST(test_filter_why)
     ck_assert_str_eq(clf__filter_why(&f, &d, 0, why, sizeof why),
                      "require=CLF_CAP_FP64 (it has no double precision)");
     f.require = 0;
-    f.min_cu = 2;
+    f.min_cu = 9;
     f.split_counts[0] = 3;
     f.split_counts[1] = 1;
     f.nsplit_counts = 2;
     f.from_options = CLF__FROM_MIN_CU | CLF__FROM_SPLIT;
     ck_assert_str_eq(clf__filter_why(&f, &d, 0, why, sizeof why),
-                     "min_compute_units=2 (it has 8, and split_cpu_counts={3,1} gives "
-                     "sub-devices of 1)");
+                     "min_compute_units=9 (it has 8; the minimum is of the device before "
+                     "split_cpu_counts={3,1})");
     /* A short buffer cuts the reason, and still says the device fails. */
     ck_assert_str_eq(clf__filter_why(&f, &d, 0, why, 8), "min_com");
-    ck_assert_uint_eq(clf__filter_units(&f, &d), 1);
-    ck_assert_uint_eq(clf__filter_units(NULL, &d), 0);
+    ck_assert_ptr_null(clf__filter_why(&f, &d, 0, NULL, 0));
 }
 END_TEST
 

@@ -51,9 +51,6 @@ int clf__filter_match(const clf__filter *f, const clf_device_info *info, unsigne
  * clf__filter_match()); the default type rule does not, since it needs the whole list. */
 const char *clf__filter_why(const clf__filter *f, const clf_device_info *info, unsigned index,
                             char *out, size_t cap);
-/* The compute units each device the fleet gets from this root device has: a CPU device that
- * the filter splits gives sub-devices of split_units, or of its smallest count. */
-unsigned clf__filter_units(const clf__filter *f, const clf_device_info *info);
 /* Why the filter's split cannot be made of this device (more units asked than it has): NULL
  * when it can (or the filter does not split it), else out, naming the device. */
 const char *clf__filter_split_why(const clf__filter *f, const clf_device_info *info,

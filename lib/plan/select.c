@@ -28,8 +28,8 @@
  *   index=    ITEM { ',' ITEM }    ITEM := N | N '-' M    0 <= N <= M <= 255
  *                    discovery indices (one with no device is an error at fleet
  *                    creation, clf__filter_missing())
- *   min_cu=   N      at least N compute units in each device the fleet gets: with
- *                    split=, in each sub-device (clf__filter_units())
+ *   min_cu=   N      at least N compute units in the root device, before any split
+ *                    (min_cu=2;split=1: the CPU devices that give two or more)
  *   require=  REQ { ',' REQ }      REQ := fp64 | unified | cl_NAME
  *                    NAME made of [A-Za-z0-9_], whole name at most 63 bytes,
  *                    at most 8 extensions; adds to those already in the filter
@@ -471,21 +471,6 @@ static int splits(const clf__filter *f, const clf_device_info *info)
     return (f->split_units || f->nsplit_counts) && info->type == CLF_DEVICE_CPU;
 }
 
-unsigned clf__filter_units(const clf__filter *f, const clf_device_info *info)
-{
-    if (!f || !info)
-        return 0;
-    if (!splits(f, info))
-        return info->compute_units;
-    if (!f->nsplit_counts)
-        return f->split_units;
-    unsigned least = UINT_MAX;
-    for (size_t i = 0; i < f->nsplit_counts && i < CLF__MAX_SPLIT; i++)
-        if (f->split_counts[i] < least)
-            least = f->split_counts[i];
-    return least;
-}
-
 const char *clf__filter_why(const clf__filter *f, const clf_device_info *info, unsigned index,
                             char *out, size_t cap)
 {
@@ -526,22 +511,20 @@ const char *clf__filter_why(const clf__filter *f, const clf_device_info *info, u
         put_indices(out, cap, &len, f, 0);
         put(out, cap, &len, " (its index is %u)", index);
     }
-    /* The minimum applies to the devices the fleet gets: the sub-devices of a split device,
-     * since those are what kernels run on (min_cu=2;split=1 would otherwise give 1-unit
-     * devices that the caller asked to leave out). */
-    unsigned units = clf__filter_units(f, info);
-    if (units < f->min_cu) {
+    /* The minimum applies to the root device, before any split: "min_cu=2;split=1" is how
+     * examples/sgemm.c and clfleet-bench ask for the CPU devices that give two or more
+     * sub-devices, so the reason says so when the device would have been split. */
+    if (info->compute_units < f->min_cu) {
         reason(out, cap, &len);
-        put(out, cap, &len, "%s=%u", f->from_options & CLF__FROM_MIN_CU ? "min_compute_units"
-                                                                       : "min_cu",
-            f->min_cu);
+        put(out, cap, &len, "%s=%u (it has %u", f->from_options & CLF__FROM_MIN_CU
+                                                     ? "min_compute_units"
+                                                     : "min_cu",
+            f->min_cu, info->compute_units);
         if (splits(f, info)) {
-            put(out, cap, &len, " (it has %u, and ", info->compute_units);
+            put(out, cap, &len, "; the minimum is of the device before ");
             put_split(out, cap, &len, f);
-            put(out, cap, &len, " gives sub-devices of %u)", units);
-        } else {
-            put(out, cap, &len, " (it has %u)", units);
         }
+        put(out, cap, &len, ")");
     }
     static const struct {
         unsigned bit;
