@@ -826,6 +826,31 @@ START_TEST(test_filter_missing)
 }
 END_TEST
 
+/* The on/off variables take every word their message lists, and the message lists every
+ * word they take. */
+START_TEST(test_env_words)
+{
+    static const char *const on[] = {"", "1", "on", "yes", "true", "ON", "Yes", "TRUE"};
+    static const char *const off[] = {"0", "off", "no", "false", "OFF", "No", "False"};
+    int v = -1;
+    for (size_t i = 0; i < CLF__ARRAY_LEN(on); i++) {
+        ck_assert_int_eq(clf__env_metrics(on[i], &v), CLF_SUCCESS);
+        ck_assert_msg(v == 0, "'%s' turns metrics off", on[i]);
+    }
+    for (size_t i = 0; i < CLF__ARRAY_LEN(off); i++) {
+        ck_assert_int_eq(clf__env_metrics(off[i], &v), CLF_SUCCESS);
+        ck_assert_msg(v == 1, "'%s' leaves metrics on", off[i]);
+    }
+    ck_assert_int_eq(clf__env_metrics("maybe", &v), CLF_ERROR_PARSE);
+    ck_assert_str_eq(clf_last_error(), "CLFLEET_METRICS: 'maybe' is not 1, on, yes, true, 0, off, "
+                                       "no or false (any case)");
+    ck_assert_int_eq(clf__env_staging("sometimes", &v), CLF_ERROR_PARSE);
+    ck_assert_str_eq(clf_last_error(),
+                     "CLFLEET_TRANSFER_STAGING: 'sometimes' is not auto or pipeline (any case)");
+    ck_assert_int_eq(clf__env_metrics("1", NULL), CLF_ERROR_NULL_POINTER);
+}
+END_TEST
+
 START_TEST(test_ext_listed)
 {
     static const struct {
@@ -1448,6 +1473,7 @@ static Suite *pure_suite(void)
     tcase_add_test(tc, test_filter_why);
     tcase_add_test(tc, test_filter_split_why);
     tcase_add_test(tc, test_filter_missing);
+    tcase_add_test(tc, test_env_words);
     tcase_add_test(tc, test_ext_listed);
     suite_add_tcase(s, tc);
 
