@@ -125,6 +125,15 @@ START_TEST(filters_select)
     /* An option field that excluded the devices is named, not just the selection string. */
     ck_assert_msg(strstr(clf_last_error(), "excluded by min_compute_units=100000 (it has "),
                   "%s", clf_last_error());
+    if (!getenv("CLFLEET_DEVICES")) {
+        /* Options alone: no selection string to quote, the field still named. */
+        o.devices = NULL;
+        ck_assert_status(clf_fleet_create(&f, &o), CLF_ERROR_NO_DEVICE);
+        ck_assert_msg(strstr(clf_last_error(), "matches the options (no selection string): ") &&
+                          strstr(clf_last_error(), "excluded by min_compute_units=100000"),
+                      "%s", clf_last_error());
+        o.devices = "platform=portable";
+    }
     o.min_compute_units = 0;
     o.device_types = CLF_DEVICE_GPU;
     ck_assert_status(clf_fleet_create(&f, &o), CLF_ERROR_NO_DEVICE);

@@ -164,9 +164,15 @@ static clf_status check_indices(const discovery *d, const clf__filter *f)
 static clf_status refuse(const discovery *d, const clf__filter *f, const clf_fleet_options *o)
 {
     const char *sel = o->devices ? o->devices : getenv("CLFLEET_DEVICES");
-    clf__fail(CLF_ERROR_NO_DEVICE, "none of the %zu device(s) on %u platform(s) matches the "
-                                   "selection (%s'%s')",
-              d->ndev, (unsigned)d->nplat, o->devices ? "" : "CLFLEET_DEVICES=", sel ? sel : "");
+    if (sel && *sel)
+        clf__fail(CLF_ERROR_NO_DEVICE,
+                  "none of the %zu device(s) on %u platform(s) matches the selection (%s'%s')",
+                  d->ndev, (unsigned)d->nplat, o->devices ? "" : "CLFLEET_DEVICES=", sel);
+    else
+        clf__fail(CLF_ERROR_NO_DEVICE,
+                  "none of the %zu device(s) on %u platform(s) matches the options (no "
+                  "selection string)",
+                  d->ndev, (unsigned)d->nplat);
     for (size_t i = 0; i < d->ndev; i++) {
         char why[CLF__WHY_MAX];
         unsigned cu = d->dev[i].info.compute_units;
