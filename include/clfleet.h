@@ -200,7 +200,9 @@ typedef struct clf_fleet_options {
      */
     const char *devices;
     unsigned device_types;      /**< CLF_DEVICE_* mask; 0: from the selection string */
-    unsigned min_compute_units; /**< 0: from the selection string */
+    /** 0: from the selection string. Counts the units of the root device, before any split:
+     *  2 with split_cpu_units 1 selects the CPU devices that give two or more sub-devices. */
+    unsigned min_compute_units;
     unsigned require;           /**< CLF_CAP_* bits added to the selection's */
     /** Split each selected CPU device equally into sub-devices of this many units. */
     unsigned split_cpu_units;
@@ -240,8 +242,11 @@ typedef struct clf_fleet_options {
  * and one for the copies the host drives).
  * \param out receives the fleet
  * \param opts options, or NULL for the defaults
- * \return CLF_SUCCESS, CLF_ERROR_NO_PLATFORM, CLF_ERROR_NO_DEVICE,
- *         CLF_ERROR_PARSE for a bad selection, CLF_ERROR_OPENCL
+ * \return CLF_SUCCESS, CLF_ERROR_NO_PLATFORM, CLF_ERROR_NO_DEVICE (nothing matches, the
+ *         detail naming per device the term or field that excluded it; or index= names a
+ *         device that does not exist), CLF_ERROR_PARSE for a bad selection,
+ *         CLF_ERROR_INVALID_ARGUMENT (a split asks more compute units than a selected CPU
+ *         device has), CLF_ERROR_OPENCL
  */
 CLF_API clf_status clf_fleet_create(clf_fleet **out, const clf_fleet_options *opts);
 /**

@@ -100,12 +100,43 @@ CLFLEET_DEVICES='type=banana' $info 2>&1 >/dev/null | grep -q "CLFLEET_DEVICES='
 # The conventional options: --help and --version on stdout (0); a bad command line is 2.
 $info --help | grep -q '^usage: clfleet-info' || { echo "FAIL: --help"; exit 1; }
 $info --version | grep -q '^clfleet-info [0-9]' || { echo "FAIL: --version"; exit 1; }
-for bad in "--bogus" "--devices" "--split x" "--split-counts=3-1" "--json=yes" "extra" "-x"; do
+# A usage error is one line saying what is wrong, then where to read more (not the usage text).
+for bad in "--bogus" "--devices" "--split x" "--split-counts=3-1" "--json=yes" "extra" "-x" \
+    "--perf --perf-reset"; do
     $info $bad > /dev/null 2> "$tmp.err"
     rc=$?
     [ $rc -eq 2 ] || { echo "FAIL: '$bad' exited with $rc, not 2"; cat "$tmp.err"; exit 1; }
-    [ -s "$tmp.err" ] || { echo "FAIL: '$bad' without a message"; exit 1; }
+    [ "$(wc -l < "$tmp.err")" -eq 2 ] && grep -q '^clfleet-info: ' "$tmp.err" &&
+        [ "$(sed -n 2p "$tmp.err")" = "Try 'clfleet-info --help'." ] ||
+        { echo "FAIL: '$bad': not one line and a pointer to --help"; cat "$tmp.err"; exit 1; }
 done
+
+# An explicit selection that matches nothing is a failure (1), saying per device why.
+$info --devices 'type=cpu;platform=portable;min_cu=100000' > /dev/null 2> "$tmp.err"
+rc=$?
+[ $rc -eq 1 ] || { echo "FAIL: a selection matching nothing exited with $rc, not 1"; exit 1; }
+grep -q "device 1 'pthread.*excluded by min_cu=100000 (it has [0-9]*)" "$tmp.err" ||
+    { echo "FAIL: no reason per device"; cat "$tmp.err"; exit 1; }
+# So is index= naming a device that does not exist, and a split larger than a device.
+$info --devices 'type=cpu;platform=portable;index=1,200-201' > /dev/null 2> "$tmp.err"
+rc=$?
+[ $rc -eq 1 ] && grep -q 'index=200-201: no such devices (there are 3 devices' "$tmp.err" ||
+    { echo "FAIL: index=200-201 ($rc)"; cat "$tmp.err"; exit 1; }
+$info --devices 'type=cpu;platform=portable;name=pthread' --split 100000 > /dev/null \
+    2> "$tmp.err"
+rc=$?
+[ $rc -eq 1 ] && grep -q "cannot split device 1 'pthread.* (cpu, [0-9]* compute unit" "$tmp.err" ||
+    { echo "FAIL: --split 100000 ($rc)"; cat "$tmp.err"; exit 1; }
+
+# A device name longer than the table's column ends in "...", the cut showing.
+name=$(sed -n 's/.*"name": "\(pthread[^"]*\)".*/\1/p' "$tmp.json" | head -n 1)
+if [ ${#name} -gt 34 ]; then
+    cut=$(printf '%s' "$name" | cut -c 1-31)
+    grep -qF " $cut... " "$tmp.txt" ||
+        { echo "FAIL: '$name' not cut with '...'"; cat "$tmp.txt"; exit 1; }
+else
+    grep -qF " $name " "$tmp.txt" || { echo "FAIL: '$name' not in the table"; exit 1; }
+fi
 
 # --perf shows the speeds learned in the cache directory (the median of each entry's samples),
 # --perf-reset forgets them; neither needs a device.

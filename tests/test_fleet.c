@@ -100,16 +100,46 @@ START_TEST(filters_select)
     ck_assert_status(clf_fleet_create(&f, &o), CLF_ERROR_NO_DEVICE);
     ck_assert_ptr_null(f);
     ck_assert_msg(strstr(clf_last_error(), "matches") != NULL, "%s", clf_last_error());
+    /* Per device, the term that excluded it and the device's own value. */
+    ck_assert_msg(strstr(clf_last_error(), "device 1 'pthread") &&
+                      strstr(clf_last_error(), "excluded by min_cu=100000 (it has "),
+                  "%s", clf_last_error());
     o.devices = TEST_CPUS ";require=cl_khr_no_such_extension";
     ck_assert_status(clf_fleet_create(&f, &o), CLF_ERROR_NO_DEVICE);
     o.devices = "platform=No Such Platform";
     ck_assert_status(clf_fleet_create(&f, &o), CLF_ERROR_NO_DEVICE);
+
+    /* index= naming devices that do not exist is an error naming them and the device count,
+     * even when other indices exist. */
+    o.devices = TEST_CPUS ";index=1,200-201";
+    ck_assert_status(clf_fleet_create(&f, &o), CLF_ERROR_NO_DEVICE);
+    ck_assert_ptr_null(f);
+    ck_assert_msg(strstr(clf_last_error(), "index=200-201: no such devices (there are "),
+                  "%s", clf_last_error());
 
     /* Option fields refine the selection string. */
     o.devices = "platform=portable";
     o.device_types = CLF_DEVICE_CPU;
     o.min_compute_units = 100000;
     ck_assert_status(clf_fleet_create(&f, &o), CLF_ERROR_NO_DEVICE);
+    /* An option field that excluded the devices is named, not just the selection string. */
+    ck_assert_msg(strstr(clf_last_error(), "excluded by min_compute_units=100000 (it has "),
+                  "%s", clf_last_error());
+    if (!getenv("CLFLEET_DEVICES")) {
+        /* Options alone: no selection string to quote, the field still named. */
+        o.devices = NULL;
+        ck_assert_status(clf_fleet_create(&f, &o), CLF_ERROR_NO_DEVICE);
+        ck_assert_msg(strstr(clf_last_error(), "matches the options (no selection string): ") &&
+                          strstr(clf_last_error(), "excluded by min_compute_units=100000"),
+                      "%s", clf_last_error());
+        o.devices = "platform=portable";
+    }
+    o.min_compute_units = 0;
+    o.device_types = CLF_DEVICE_GPU;
+    ck_assert_status(clf_fleet_create(&f, &o), CLF_ERROR_NO_DEVICE);
+    ck_assert_msg(strstr(clf_last_error(), "excluded by device_types=gpu (it is a cpu device)"),
+                  "%s", clf_last_error());
+    o.device_types = CLF_DEVICE_CPU;
     o.min_compute_units = 1;
     o.require = CLF_CAP_HOST_UNIFIED;
     ck_assert_ok(clf_fleet_create(&f, &o));
@@ -188,13 +218,51 @@ START_TEST(sub_devices)
     ck_assert_uint_eq(clf_fleet_device_count(f), 2);
     clf_fleet_destroy(f);
 
-    /* More units than the device has: a clear error naming the device. */
+    /* More units than the device has: a clear error naming the device and its units, not
+     * clCreateSubDevices' CL_INVALID_VALUE. */
     o.split_cpu_counts = NULL;
     o.num_split_cpu_counts = 0;
     o.split_cpu_units = 1000;
-    ck_assert_status(clf_fleet_create(&f, &o), CLF_ERROR_UNSUPPORTED);
-    ck_assert_msg(strstr(clf_last_error(), "cannot split") != NULL, "%s", clf_last_error());
+    ck_assert_status(clf_fleet_create(&f, &o), CLF_ERROR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(clf_last_error(), "cannot split device 1 'pthread") != NULL &&
+                      strstr(clf_last_error(), "split_cpu_units=1000 asks for 1000 units") &&
+                      !strstr(clf_last_error(), "CL_INVALID"),
+                  "%s", clf_last_error());
     ck_assert_ptr_null(f);
+    clf_device_info root;
+    clf_fleet *one = test_fleet(TEST_CPUS ";index=1", 0);
+    ck_assert_ok(clf_device_get_info(&root, one, 0));
+    clf_fleet_destroy(one);
+    char sel2[256], units2[64];
+    snprintf(sel2, sizeof sel2, TEST_CPUS ";index=1;split=%u", root.compute_units + 1);
+    snprintf(units2, sizeof units2, "(cpu, %u compute unit", root.compute_units);
+    ck_assert_status(clf_fleet_create(&f, &(clf_fleet_options){.version =
+                                                                   CLF_FLEET_OPTIONS_VERSION,
+                                                               .devices = sel2}),
+                     CLF_ERROR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(clf_last_error(), units2) != NULL, "%s", clf_last_error());
+
+    /* The minimum is of the root device, before the split: min_cu=2;split=1 splits the
+     * devices of two or more units (examples/sgemm.c and clfleet-bench rely on it), and
+     * leaves out those of fewer, saying so. */
+    o = (clf_fleet_options)CLF_FLEET_OPTIONS_INIT;
+    o.devices = TEST_CPUS ";min_cu=2;split=1";
+    if (root.compute_units >= 2) {
+        ck_assert_ok(clf_fleet_create(&f, &o));
+        for (size_t i = 0; i < clf_fleet_device_count(f); i++) {
+            clf_device_info in;
+            ck_assert_ok(clf_device_get_info(&in, f, i));
+            ck_assert_int_eq(in.is_sub_device, 1);
+            ck_assert_int_ge(in.parent_index, 1); /* not the 1-unit basic device 0 */
+        }
+        clf_fleet_destroy(f);
+    }
+    snprintf(sel2, sizeof sel2, TEST_CPUS ";name=pthread;min_cu=%u;split=1",
+             root.compute_units + 1);
+    o.devices = sel2;
+    ck_assert_status(clf_fleet_create(&f, &o), CLF_ERROR_NO_DEVICE);
+    ck_assert_msg(strstr(clf_last_error(), "; the minimum is of the device before split=1)"),
+                  "%s", clf_last_error());
 }
 END_TEST
 
@@ -333,6 +401,31 @@ START_TEST(log_lines)
 }
 END_TEST
 
+/* At info, each device left out says which term excluded it, also when nothing matches. */
+START_TEST(log_exclusions)
+{
+    log_len = 0;
+    log_buf[0] = '\0';
+    clf_log_set_handler(log_keep, log_buf);
+    setenv("CLFLEET_LOG", "info", 1);
+    clf_fleet *f = test_fleet(TEST_CPUS ";name=pthread", 0);
+    clf_fleet_destroy(f);
+    ck_assert_msg(
+        log_find(0, "2|device 0 'basic", "excluded by name=pthread (its name is 'basic") >= 0,
+        "%s", log_buf);
+    ck_assert_msg(log_find(0, "2|device 1 'pthread", "selected") >= 0, "%s", log_buf);
+    log_len = 0;
+    log_buf[0] = '\0';
+    clf_fleet_options o = CLF_FLEET_OPTIONS_INIT;
+    o.devices = TEST_CPUS;
+    o.min_compute_units = 100000;
+    ck_assert_status(clf_fleet_create(&f, &o), CLF_ERROR_NO_DEVICE);
+    unsetenv("CLFLEET_LOG");
+    clf_log_set_handler(NULL, NULL);
+    ck_assert_msg(log_count("excluded by min_compute_units=100000 (it has ") >= 3, "%s", log_buf);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("fleet");
@@ -346,6 +439,7 @@ int main(void)
     tcase_add_test(tc, context_per_device);
     tcase_add_test(tc, create_destroy_100);
     tcase_add_test(tc, log_lines);
+    tcase_add_test(tc, log_exclusions);
     suite_add_tcase(s, tc);
     return test_run(s, TEST_CPUS, 3);
 }

@@ -665,6 +665,192 @@ START_TEST(test_filter_match)
 }
 END_TEST
 
+/* Why a device is left out: each failing term or option field, with the device's own value. */
+START_TEST(test_filter_why)
+{
+    static const struct {
+        const char *sel;
+        int full;
+        unsigned index;
+        const char *want; /* NULL: it passes */
+    } t[] = {
+        {"", 1, 0, NULL},
+        {"type=cpu", 1, 0, NULL},
+        {"type=gpu,accelerator", 1, 0, "type=gpu,accelerator (it is a cpu device)"},
+        {"platform=nvidia", 1, 0,
+         "platform=nvidia (its platform is 'Portable Computing Language', vendor 'The pocl "
+         "project')"},
+        {"vendor=amd", 1, 0, "vendor=amd (its vendor is 'GenuineIntel')"},
+        {"name=i9", 1, 0, "name=i9 (its name is 'pthread-Intel(R) Core(TM) i7')"},
+        {"index=0-1,5", 1, 3, "index=0-1,5 (its index is 3)"},
+        {"min_cu=9", 1, 0, "min_cu=9 (it has 8)"},
+        {"require=fp64", 0, 0, "require=fp64 (it has no double precision)"},
+        {"require=unified", 0, 0, "require=unified (it has no memory shared with the host)"},
+        {"require=cl_khr_fp16,cl_nope", 1, 0, "require=cl_nope (it lacks that extension)"},
+        /* Every reason, in the order of the grammar. */
+        {"type=gpu;min_cu=9;name=i9", 1, 0,
+         "type=gpu (it is a cpu device), name=i9 (its name is 'pthread-Intel(R) Core(TM) i7'), "
+         "min_cu=9 (it has 8)"},
+        /* The minimum is of the root device, before a split (min_cu=2;split=1: the devices
+         * that give two or more sub-devices), and the reason says so. */
+        {"min_cu=2;split=1", 1, 0, NULL},
+        {"min_cu=8;split=4+1", 1, 0, NULL},
+        {"min_cu=9;split=1", 1, 0, "min_cu=9 (it has 8; the minimum is of the device before "
+                                   "split=1)"},
+        {"min_cu=9;split=4+1", 1, 0,
+         "min_cu=9 (it has 8; the minimum is of the device before split=4+1)"},
+        {"min_cu=2;split=1", 0, 0, "min_cu=2 (it has 1)"}, /* a GPU is not split */
+    };
+    for (size_t i = 0; i < CLF__ARRAY_LEN(t); i++) {
+        clf__filter f;
+        clf_device_info d = make_info(t[i].full);
+        char why[512];
+        memset(&f, 0, sizeof f);
+        ck_assert_int_eq(clf__filter_parse(&f, t[i].sel), CLF_SUCCESS);
+        const char *got = clf__filter_why(&f, &d, t[i].index, why, sizeof why);
+        if (!t[i].want)
+            ck_assert_msg(got == NULL, "'%s': want a match, got '%s'", t[i].sel, why);
+        else
+            ck_assert_msg(got && strcmp(got, t[i].want) == 0, "'%s': want '%s', got '%s'",
+                          t[i].sel, t[i].want, got ? got : "(match)");
+        /* clf__filter_match() agrees, the type aside. */
+        f.types = 0;
+        ck_assert_int_eq(clf__filter_match(&f, &d, t[i].index),
+                         clf__filter_why(&f, &d, t[i].index, why, sizeof why) == NULL);
+    }
+
+    /* Fields set through clf_fleet_options are named as the caller wrote them. */
+    clf__filter f;
+    clf_device_info d = make_info(1);
+    char why[512];
+    memset(&f, 0, sizeof f);
+    f.types = CLF_DEVICE_GPU;
+    f.min_cu = 9;
+    f.require = CLF_CAP_FP64;
+    f.from_options = CLF__FROM_TYPES | CLF__FROM_MIN_CU;
+    ck_assert_str_eq(clf__filter_why(&f, &d, 0, why, sizeof why),
+                     "device_types=gpu (it is a cpu device), min_compute_units=9 (it has 8)");
+    d.fp64 = 0;
+    f.types = 0;
+    f.min_cu = 0;
+    f.require_from_options = CLF_CAP_FP64;
+    ck_assert_str_eq(clf__filter_why(&f, &d, 0, why, sizeof why),
+                     "require=CLF_CAP_FP64 (it has no double precision)");
+    f.require = 0;
+    f.min_cu = 9;
+    f.split_counts[0] = 3;
+    f.split_counts[1] = 1;
+    f.nsplit_counts = 2;
+    f.from_options = CLF__FROM_MIN_CU | CLF__FROM_SPLIT;
+    ck_assert_str_eq(clf__filter_why(&f, &d, 0, why, sizeof why),
+                     "min_compute_units=9 (it has 8; the minimum is of the device before "
+                     "split_cpu_counts={3,1})");
+    /* A short buffer cuts the reason, and still says the device fails. */
+    ck_assert_str_eq(clf__filter_why(&f, &d, 0, why, 8), "min_com");
+    ck_assert_ptr_null(clf__filter_why(&f, &d, 0, NULL, 0));
+}
+END_TEST
+
+/* A split that asks more units than the device has is refused, naming the device. */
+START_TEST(test_filter_split_why)
+{
+    static const struct {
+        const char *sel;
+        int full;
+        const char *want;
+    } t[] = {
+        {"", 1, NULL},
+        {"split=8", 1, NULL},
+        {"split=5", 1, NULL}, /* one sub-device of 5; PoCL leaves 3 units out */
+        {"split=9", 1,
+         "cannot split device 4 'pthread-Intel(R) Core(TM) i7' (cpu, 8 compute units): split=9 "
+         "asks for 9 units per sub-device"},
+        {"split=4+4", 1, NULL},
+        {"split=4+4+1", 1,
+         "cannot split device 4 'pthread-Intel(R) Core(TM) i7' (cpu, 8 compute units): "
+         "split=4+4+1 asks for 9 units in all"},
+        {"split=9", 0, NULL}, /* only CPU devices are split */
+    };
+    for (size_t i = 0; i < CLF__ARRAY_LEN(t); i++) {
+        clf__filter f;
+        clf_device_info d = make_info(t[i].full);
+        char why[512];
+        memset(&f, 0, sizeof f);
+        ck_assert_int_eq(clf__filter_parse(&f, t[i].sel), CLF_SUCCESS);
+        const char *got = clf__filter_split_why(&f, &d, 4, why, sizeof why);
+        if (!t[i].want)
+            ck_assert_msg(got == NULL, "'%s': want no error, got '%s'", t[i].sel, why);
+        else
+            ck_assert_msg(got && strcmp(got, t[i].want) == 0, "'%s': want '%s', got '%s'",
+                          t[i].sel, t[i].want, got ? got : "(none)");
+    }
+    clf__filter f;
+    clf_device_info d = make_info(1);
+    char why[512];
+    memset(&f, 0, sizeof f);
+    d.compute_units = 1;
+    f.split_units = 2;
+    f.from_options = CLF__FROM_SPLIT;
+    ck_assert_str_eq(clf__filter_split_why(&f, &d, 0, why, sizeof why),
+                     "cannot split device 0 'pthread-Intel(R) Core(TM) i7' (cpu, 1 compute "
+                     "unit): split_cpu_units=2 asks for 2 units per sub-device");
+}
+END_TEST
+
+/* The indices a selection names beyond the devices there are. */
+START_TEST(test_filter_missing)
+{
+    static const struct {
+        const char *sel;
+        size_t ndev, want;
+        const char *list;
+    } t[] = {
+        {"", 0, 0, ""},
+        {"type=cpu", 3, 0, ""},
+        {"index=0-2", 3, 0, ""},
+        {"index=2-3", 2, 2, "2-3"},
+        {"index=0,2-3,7", 3, 2, "3,7"},
+        {"index=0-255", 0, 256, "0-255"},
+        {"index=255", 255, 1, "255"},
+        {"index=255", 256, 0, ""},
+    };
+    for (size_t i = 0; i < CLF__ARRAY_LEN(t); i++) {
+        clf__filter f;
+        char list[64];
+        memset(&f, 0, sizeof f);
+        ck_assert_int_eq(clf__filter_parse(&f, t[i].sel), CLF_SUCCESS);
+        ck_assert_uint_eq(clf__filter_missing(&f, t[i].ndev, list, sizeof list), t[i].want);
+        ck_assert_str_eq(list, t[i].list);
+        ck_assert_uint_eq(clf__filter_missing(&f, t[i].ndev, NULL, 0), t[i].want);
+    }
+}
+END_TEST
+
+/* The on/off variables take every word their message lists, and the message lists every
+ * word they take. */
+START_TEST(test_env_words)
+{
+    static const char *const on[] = {"", "1", "on", "yes", "true", "ON", "Yes", "TRUE"};
+    static const char *const off[] = {"0", "off", "no", "false", "OFF", "No", "False"};
+    int v = -1;
+    for (size_t i = 0; i < CLF__ARRAY_LEN(on); i++) {
+        ck_assert_int_eq(clf__env_metrics(on[i], &v), CLF_SUCCESS);
+        ck_assert_msg(v == 0, "'%s' turns metrics off", on[i]);
+    }
+    for (size_t i = 0; i < CLF__ARRAY_LEN(off); i++) {
+        ck_assert_int_eq(clf__env_metrics(off[i], &v), CLF_SUCCESS);
+        ck_assert_msg(v == 1, "'%s' leaves metrics on", off[i]);
+    }
+    ck_assert_int_eq(clf__env_metrics("maybe", &v), CLF_ERROR_PARSE);
+    ck_assert_str_eq(clf_last_error(), "CLFLEET_METRICS: 'maybe' is not 1, on, yes, true, 0, off, "
+                                       "no or false (any case)");
+    ck_assert_int_eq(clf__env_staging("sometimes", &v), CLF_ERROR_PARSE);
+    ck_assert_str_eq(clf_last_error(),
+                     "CLFLEET_TRANSFER_STAGING: 'sometimes' is not auto or pipeline (any case)");
+    ck_assert_int_eq(clf__env_metrics("1", NULL), CLF_ERROR_NULL_POINTER);
+}
+END_TEST
+
 START_TEST(test_ext_listed)
 {
     static const struct {
@@ -1284,6 +1470,10 @@ static Suite *pure_suite(void)
     tcase_add_test(tc, test_filter_key_twice);
     tcase_add_test(tc, test_filter_unchanged);
     tcase_add_test(tc, test_filter_match);
+    tcase_add_test(tc, test_filter_why);
+    tcase_add_test(tc, test_filter_split_why);
+    tcase_add_test(tc, test_filter_missing);
+    tcase_add_test(tc, test_env_words);
     tcase_add_test(tc, test_ext_listed);
     suite_add_tcase(s, tc);
 

@@ -1,5 +1,6 @@
 /* clfleet-info: every OpenCL platform and device, with the facts clfleet uses. */
 #include <getopt.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,36 @@ static void usage(FILE *to)
           "  -V, --version         the version\n"
           "Exit status: 0 success, 1 failure (no device, a bad selection), 2 bad command line.\n",
           to);
+}
+
+/* The table's name column: a longer name ends in "..." so that a cut one does not pass for
+ * the whole name (ASCII dots, since printf pads by bytes; the cut never splits a UTF-8
+ * character). */
+#define NAME_COLUMN 34
+static const char *name_cell(const char *name, char out[NAME_COLUMN + 1])
+{
+    size_t n = strlen(name);
+    if (n <= NAME_COLUMN)
+        return name;
+    n = NAME_COLUMN - 3;
+    while (n > 0 && ((unsigned char)name[n] & 0xc0) == 0x80)
+        n--;
+    snprintf(out, NAME_COLUMN + 1, "%.*s...", (int)n, name);
+    return out;
+}
+
+/* A bad command line: one line saying what is wrong and where to read more (as clfleet-bench
+ * does), not the whole usage text, which would push the message off the screen. */
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int usage_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("clfleet-info: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputs("\nTry 'clfleet-info --help'.\n", stderr);
+    return 2;
 }
 
 /*
@@ -244,12 +275,13 @@ static void print_table(const clf_fleet *f, const clf_fleet *def, const char *de
                    "fp64", "PCI", "P2P", "sub-device");
             last_platform = in.platform_index;
         }
-        char pci[32], sub[32];
+        char pci[32], sub[32], name[NAME_COLUMN + 1];
         pci_string(&in, pci, sizeof pci);
         sub_string(f, i, &in, sub, sizeof sub);
         printf("  %c %-3zu %-5s %-34.34s %u.%-4u %6.1f GiB %5.1f GiB %4u %6u %-4s %-4s %-12s "
                "%-5s %s\n",
-               in_default(f, i, def) ? '*' : ' ', i, clf_device_type_name(in.type), in.name,
+               in_default(f, i, def) ? '*' : ' ', i, clf_device_type_name(in.type),
+               name_cell(in.name, name),
                in.cl_major, in.cl_minor,
                (double)in.global_mem / (1u << 30), (double)in.max_alloc / (1u << 30),
                in.compute_units, in.clock_mhz, in.host_unified ? "yes" : "no",
@@ -401,11 +433,10 @@ int main(int argc, char **argv)
             }
             if (!*optarg || strspn(optarg, "0123456789+") != strlen(optarg) ||
                 (val == 's' && strchr(optarg, '+'))) {
-                fprintf(stderr, "clfleet-info: --%s wants %s, not '%s'\n",
-                        val == 's' ? "split" : "split-counts",
-                        val == 's' ? "a number of compute units (or none)" : "counts such as 3+1",
-                        optarg);
-                return 2;
+                return usage_error("--%s wants %s, not '%s'", val == 's' ? "split" : "split-counts",
+                                   val == 's' ? "a number of compute units (or none)"
+                                              : "counts such as 3+1",
+                                   optarg);
             }
             split = optarg;
             break;
@@ -419,26 +450,16 @@ int main(int argc, char **argv)
             printf("clfleet-info %s\n", clf_version_string());
             return 0;
         case ':':
-            fprintf(stderr, "clfleet-info: '%s' needs a value\n", argv[optind - 1]);
-            usage(stderr);
-            return 2;
+            return usage_error("'%s' needs a value", argv[optind - 1]);
         default:
-            fprintf(stderr, "clfleet-info: unknown option '%s'\n", argv[optind - 1]);
-            usage(stderr);
-            return 2;
+            return usage_error("unknown option '%s'", argv[optind - 1]);
         }
     }
-    if (optind < argc) {
-        fprintf(stderr, "clfleet-info: unexpected argument '%s'\n", argv[optind]);
-        usage(stderr);
-        return 2;
-    }
+    if (optind < argc)
+        return usage_error("unexpected argument '%s'", argv[optind]);
     if (perf || perf_reset) {
-        if (perf && perf_reset) {
-            fprintf(stderr, "clfleet-info: --perf and --perf-reset exclude each other\n");
-            usage(stderr);
-            return 2;
-        }
+        if (perf && perf_reset)
+            return usage_error("--perf and --perf-reset exclude each other");
         return perf ? print_perf(json) : reset_perf();
     }
     /* Where the selection comes from, so that an error names it. */
@@ -461,7 +482,7 @@ int main(int argc, char **argv)
     if (st != CLF_SUCCESS) {
         fprintf(stderr, "clfleet-info: %s: %s: %s\n", source, clf_status_string(st),
                 clf_last_error());
-        if (split && st == CLF_ERROR_UNSUPPORTED)
+        if (split && (st == CLF_ERROR_UNSUPPORTED || st == CLF_ERROR_INVALID_ARGUMENT))
             fprintf(stderr, "clfleet-info: devices that cannot be split can be left out with "
                             "'min_cu=2' (or name=...) in --devices\n");
         return 1;

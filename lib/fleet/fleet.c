@@ -123,6 +123,67 @@ static unsigned kept_types(const discovery *d)
     return t;
 }
 
+/* Room for one device's reasons: every term may fail at once, each quoting a value. */
+#define CLF__WHY_MAX 1024
+
+/* Why device i was left out: the terms and fields it fails, else the default type rule (a
+ * device that meets every term but was not kept is of a type the rule passed over). */
+static const char *why_left_out(const discovery *d, const clf__filter *f, size_t i,
+                                char why[CLF__WHY_MAX])
+{
+    if (clf__filter_why(f, &d->dev[i].info, (unsigned)i, why, CLF__WHY_MAX))
+        return why;
+    snprintf(why, CLF__WHY_MAX, "the default type rule (GPUs and accelerators first, else "
+                                "CPUs; this fleet has %s devices)",
+             kept_types(d) & (CLF_DEVICE_GPU | CLF_DEVICE_ACCELERATOR) ? "GPU or accelerator"
+                                                                       : "CPU");
+    return why;
+}
+
+/* index= naming a device that does not exist is an error, not a term that quietly matches
+ * nothing: the caller counted the devices wrong, and the fleet would not be what was meant. */
+static clf_status check_indices(const discovery *d, const clf__filter *f)
+{
+    char list[1024];
+    size_t n = clf__filter_missing(f, d->ndev, list, sizeof list);
+    if (n == 0)
+        return CLF_SUCCESS;
+    if (d->ndev == 0)
+        return clf__fail(CLF_ERROR_NO_DEVICE,
+                         "device selection index=%s: there is no device on %u platform(s)",
+                         list, (unsigned)d->nplat);
+    return clf__fail(CLF_ERROR_NO_DEVICE,
+                     "device selection index=%s: no such device%s (there %s %zu device%s, "
+                     "index 0%s%zu; clfleet-info --devices type=all lists them)",
+                     list, n == 1 ? "" : "s", d->ndev == 1 ? "is" : "are", d->ndev,
+                     d->ndev == 1 ? "" : "s", d->ndev == 1 ? "" : " to ",
+                     d->ndev == 1 ? (size_t)0 : d->ndev - 1);
+}
+
+/* Nothing matched: say, per device, which term or option field excluded it. */
+static clf_status refuse(const discovery *d, const clf__filter *f, const clf_fleet_options *o)
+{
+    const char *sel = o->devices ? o->devices : getenv("CLFLEET_DEVICES");
+    if (sel && *sel)
+        clf__fail(CLF_ERROR_NO_DEVICE,
+                  "none of the %zu device(s) on %u platform(s) matches the selection (%s'%s')",
+                  d->ndev, (unsigned)d->nplat, o->devices ? "" : "CLFLEET_DEVICES=", sel);
+    else
+        clf__fail(CLF_ERROR_NO_DEVICE,
+                  "none of the %zu device(s) on %u platform(s) matches the options (no "
+                  "selection string)",
+                  d->ndev, (unsigned)d->nplat);
+    for (size_t i = 0; i < d->ndev; i++) {
+        char why[CLF__WHY_MAX];
+        unsigned cu = d->dev[i].info.compute_units;
+        clf__append_error("%s device %zu '%.64s' (%s, %u unit%s): excluded by %s",
+                          i ? ";" : ":", i, d->dev[i].info.name,
+                          clf_device_type_name(d->dev[i].info.type), cu, cu == 1 ? "" : "s",
+                          why_left_out(d, f, i, why));
+    }
+    return CLF_ERROR_NO_DEVICE;
+}
+
 static clf_status add_device(clf_fleet *fl, cl_device_id id, const found *root, size_t root_index,
                              int sub)
 {
@@ -273,10 +334,11 @@ static clf_status options_to_filter(const clf_fleet_options *o, clf__filter *f)
         return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "require 0x%x has unknown bits",
                          o->require);
     if (o->device_types)
-        f->types = o->device_types;
+        f->types = o->device_types, f->from_options |= CLF__FROM_TYPES;
     if (o->min_compute_units)
-        f->min_cu = o->min_compute_units;
+        f->min_cu = o->min_compute_units, f->from_options |= CLF__FROM_MIN_CU;
     f->require |= o->require;
+    f->require_from_options = o->require;
     if (o->num_split_cpu_counts) {
         if (!o->split_cpu_counts)
             return clf__fail(CLF_ERROR_NULL_POINTER, "split_cpu_counts is NULL");
@@ -290,9 +352,11 @@ static clf_status options_to_filter(const clf_fleet_options *o, clf__filter *f)
         }
         f->nsplit_counts = o->num_split_cpu_counts;
         f->split_units = 0;
+        f->from_options |= CLF__FROM_SPLIT;
     } else if (o->split_cpu_units) {
         f->split_units = o->split_cpu_units;
         f->nsplit_counts = 0;
+        f->from_options |= CLF__FROM_SPLIT;
     }
     if (o->context_per_device)
         f->context_per_device = 1;
@@ -362,24 +426,27 @@ clf_status clf_fleet_create(clf_fleet **out, const clf_fleet_options *opts)
     if (strategy == CLF_STRATEGY_DEFAULT)
         strategy = CLF_STRATEGY_AUTO;
     CLF__TRY(st, discover(&d));
-    if (select_devices(&d, &f) == 0)
-        CLF__TRY(st, clf__fail(CLF_ERROR_NO_DEVICE,
-                               "none of the %zu device(s) on %u platform(s) matches the "
-                               "selection (%s'%s')",
-                               d.ndev, (unsigned)d.nplat,
-                               opts->devices ? "" : "CLFLEET_DEVICES=",
-                               opts->devices ? opts->devices
-                                             : (getenv("CLFLEET_DEVICES")
-                                                    ? getenv("CLFLEET_DEVICES")
-                                                    : "")));
-
-    for (size_t i = 0; i < d.ndev; i++)
-        clf__log(CLF_LOG_INFO, "device %zu '%s' (%s, platform '%s'): %s", i, d.dev[i].info.name,
-                 clf_device_type_name(d.dev[i].info.type), d.dev[i].info.platform,
-                 d.dev[i].keep ? "selected"
-                 : !(d.dev[i].info.type & (f.types ? f.types : kept_types(&d)))
-                     ? "left out: not of the selected type (GPUs and accelerators first, else CPUs)"
-                     : "left out: does not match the selection");
+    CLF__TRY(st, check_indices(&d, &f));
+    size_t kept = select_devices(&d, &f);
+    /* Each device's fate is logged before a refusal, so CLFLEET_LOG=info says why even when
+     * nothing matches (the error detail says it too). */
+    for (size_t i = 0; i < d.ndev; i++) {
+        char why[CLF__WHY_MAX];
+        unsigned cu = d.dev[i].info.compute_units;
+        clf__log(CLF_LOG_INFO, "device %zu '%s' (%s, %u unit%s, platform '%s'): %s%s", i,
+                 d.dev[i].info.name, clf_device_type_name(d.dev[i].info.type), cu,
+                 cu == 1 ? "" : "s", d.dev[i].info.platform,
+                 d.dev[i].keep ? "selected" : "excluded by ",
+                 d.dev[i].keep ? "" : why_left_out(&d, &f, i, why));
+    }
+    if (kept == 0)
+        CLF__TRY(st, refuse(&d, &f, opts));
+    for (size_t i = 0; i < d.ndev; i++) {
+        char why[CLF__WHY_MAX];
+        if (d.dev[i].keep &&
+            clf__filter_split_why(&f, &d.dev[i].info, (unsigned)i, why, sizeof why))
+            CLF__TRY(st, clf__fail(CLF_ERROR_INVALID_ARGUMENT, "%s", why));
+    }
 
     fl = calloc(1, sizeof *fl);
     if (!fl)

@@ -1,15 +1,14 @@
 /*
- * Selection rules (pure: no OpenCL, no CUDA, every rule unit-tested on synthetic facts):
- * which devices a selection string names, and which path a copy from one device to another
- * takes (DESIGN.md "Transfer path selector"; the transfer code gathers the devices' facts
- * once at fleet creation).
+ * Device selection (pure: no OpenCL, every rule unit-tested on synthetic facts): which devices
+ * a selection string names, and why each of the others is left out. Transfer path selection
+ * is in pathsel.c.
  */
 #include "plan.h"
 
-#include <ctype.h>
 #include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
-#include <strings.h>
 
 /* ---- device selection ---- */
 
@@ -27,8 +26,10 @@
  *   name=     TEXT   substring of the device name     (TEXT: at most 127 bytes,
  *                    compared case-insensitively; it may hold any byte but ';')
  *   index=    ITEM { ',' ITEM }    ITEM := N | N '-' M    0 <= N <= M <= 255
- *                    discovery indices
- *   min_cu=   N      at least N compute units
+ *                    discovery indices (one with no device is an error at fleet
+ *                    creation, clf__filter_missing())
+ *   min_cu=   N      at least N compute units in the root device, before any split
+ *                    (min_cu=2;split=1: the CPU devices that give two or more)
  *   require=  REQ { ',' REQ }      REQ := fp64 | unified | cl_NAME
  *                    NAME made of [A-Za-z0-9_], whole name at most 63 bytes,
  *                    at most 8 extensions; adds to those already in the filter
@@ -399,32 +400,225 @@ static int contains_ci(const char *hay, size_t cap, const char *needle, size_t n
     return 0;
 }
 
+/* Append to a reason being built; a message cut at cap is still a string. */
+static void put(char *out, size_t cap, size_t *len, const char *fmt, ...)
+{
+    if (*len + 1 >= cap)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(out + *len, cap - *len, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        *len = (size_t)n >= cap - *len ? cap - 1 : *len + (size_t)n;
+}
+
+/* Start one more reason: the separator between them. */
+static void reason(char *out, size_t cap, size_t *len)
+{
+    if (*len)
+        put(out, cap, len, ", ");
+}
+
+static const char *type_word(unsigned type)
+{
+    switch (type) {
+    case CLF_DEVICE_CPU:
+        return "cpu";
+    case CLF_DEVICE_GPU:
+        return "gpu";
+    case CLF_DEVICE_ACCELERATOR:
+        return "accelerator";
+    case CLF_DEVICE_CUSTOM:
+        return "custom";
+    }
+    return "unknown";
+}
+
+/* The types of a mask as the selection string spells them ("gpu,accelerator"). */
+static void put_types(char *out, size_t cap, size_t *len, unsigned types)
+{
+    static const unsigned order[] = {CLF_DEVICE_GPU, CLF_DEVICE_ACCELERATOR, CLF_DEVICE_CPU,
+                                     CLF_DEVICE_CUSTOM};
+    int first = 1;
+    for (size_t i = 0; i < CLF__ARRAY_LEN(order); i++)
+        if (types & order[i]) {
+            put(out, cap, len, "%s%s", first ? "" : ",", type_word(order[i]));
+            first = 0;
+        }
+}
+
+/* The split as the caller wrote it: "split=3", "split=1+2", or the option field. */
+static void put_split(char *out, size_t cap, size_t *len, const clf__filter *f)
+{
+    int opt = (f->from_options & CLF__FROM_SPLIT) != 0;
+    if (!f->nsplit_counts) {
+        put(out, cap, len, "%s=%u", opt ? "split_cpu_units" : "split", f->split_units);
+        return;
+    }
+    put(out, cap, len, "%s", opt ? "split_cpu_counts={" : "split=");
+    for (size_t i = 0; i < f->nsplit_counts && i < CLF__MAX_SPLIT; i++)
+        put(out, cap, len, "%s%u", i ? (opt ? "," : "+") : "", f->split_counts[i]);
+    if (opt)
+        put(out, cap, len, "}");
+}
+
+static size_t put_indices(char *out, size_t cap, size_t *len, const clf__filter *f,
+                          size_t first);
+
+static int splits(const clf__filter *f, const clf_device_info *info)
+{
+    return (f->split_units || f->nsplit_counts) && info->type == CLF_DEVICE_CPU;
+}
+
+const char *clf__filter_why(const clf__filter *f, const clf_device_info *info, unsigned index,
+                            char *out, size_t cap)
+{
+    size_t len = 0;
+    if (!out || cap == 0)
+        return NULL;
+    out[0] = '\0';
+    if (!f || !info) {
+        put(out, cap, &len, "no filter or no device facts");
+        return out;
+    }
+    if (f->types && !(info->type & f->types)) {
+        reason(out, cap, &len);
+        put(out, cap, &len, "%s=", f->from_options & CLF__FROM_TYPES ? "device_types" : "type");
+        put_types(out, cap, &len, f->types);
+        put(out, cap, &len, " (it is a %s device)", type_word(info->type));
+    }
+    if (f->platform[0] &&
+        !contains_ci(info->platform, sizeof info->platform, f->platform, sizeof f->platform) &&
+        !contains_ci(info->platform_vendor, sizeof info->platform_vendor, f->platform,
+                     sizeof f->platform)) {
+        reason(out, cap, &len);
+        put(out, cap, &len, "platform=%s (its platform is '%.64s', vendor '%.64s')", f->platform,
+            info->platform, info->platform_vendor);
+    }
+    if (f->vendor[0] &&
+        !contains_ci(info->vendor, sizeof info->vendor, f->vendor, sizeof f->vendor)) {
+        reason(out, cap, &len);
+        put(out, cap, &len, "vendor=%s (its vendor is '%.64s')", f->vendor, info->vendor);
+    }
+    if (f->name[0] && !contains_ci(info->name, sizeof info->name, f->name, sizeof f->name)) {
+        reason(out, cap, &len);
+        put(out, cap, &len, "name=%s (its name is '%.64s')", f->name, info->name);
+    }
+    if (f->has_index && (index >= CLF__MAX_INDEX || !f->index[index])) {
+        reason(out, cap, &len);
+        put(out, cap, &len, "index=");
+        put_indices(out, cap, &len, f, 0);
+        put(out, cap, &len, " (its index is %u)", index);
+    }
+    /* The minimum applies to the root device, before any split: "min_cu=2;split=1" is how
+     * examples/sgemm.c and clfleet-bench ask for the CPU devices that give two or more
+     * sub-devices, so the reason says so when the device would have been split. */
+    if (info->compute_units < f->min_cu) {
+        reason(out, cap, &len);
+        put(out, cap, &len, "%s=%u (it has %u", f->from_options & CLF__FROM_MIN_CU
+                                                     ? "min_compute_units"
+                                                     : "min_cu",
+            f->min_cu, info->compute_units);
+        if (splits(f, info)) {
+            put(out, cap, &len, "; the minimum is of the device before ");
+            put_split(out, cap, &len, f);
+        }
+        put(out, cap, &len, ")");
+    }
+    static const struct {
+        unsigned bit;
+        const char *term, *option, *lacks;
+    } caps[] = {
+        {CLF_CAP_FP64, "require=fp64", "require=CLF_CAP_FP64", "no double precision"},
+        {CLF_CAP_HOST_UNIFIED, "require=unified", "require=CLF_CAP_HOST_UNIFIED",
+         "no memory shared with the host"},
+    };
+    for (size_t i = 0; i < CLF__ARRAY_LEN(caps); i++) {
+        int has = caps[i].bit == CLF_CAP_FP64 ? info->fp64 : info->host_unified;
+        if ((f->require & caps[i].bit) && !has) {
+            reason(out, cap, &len);
+            put(out, cap, &len, "%s (it has %s)",
+                f->require_from_options & caps[i].bit ? caps[i].option : caps[i].term,
+                caps[i].lacks);
+        }
+    }
+    for (size_t i = 0; i < f->nexts && i < CLF__MAX_EXTS; i++)
+        if (!clf__ext_listed(info->extensions, f->exts[i])) {
+            reason(out, cap, &len);
+            put(out, cap, &len, "require=%s (it lacks that extension)", f->exts[i]);
+        }
+    return len ? out : NULL;
+}
+
 int clf__filter_match(const clf__filter *f, const clf_device_info *info, unsigned index)
 {
     if (!f || !info)
         return 0;
-    if (f->platform[0] &&
-        !contains_ci(info->platform, sizeof info->platform, f->platform, sizeof f->platform) &&
-        !contains_ci(info->platform_vendor, sizeof info->platform_vendor, f->platform,
-                     sizeof f->platform))
+    /* The type is left to the caller (the default rule needs the whole list). */
+    clf__filter g = *f;
+    g.types = 0;
+    char why[8];
+    return clf__filter_why(&g, info, index, why, sizeof why) == NULL;
+}
+
+const char *clf__filter_split_why(const clf__filter *f, const clf_device_info *info,
+                                  unsigned index, char *out, size_t cap)
+{
+    size_t len = 0;
+    if (!out || cap == 0)
+        return NULL;
+    out[0] = '\0';
+    if (!f || !info || !splits(f, info))
+        return NULL;
+    unsigned long long asked = 0;
+    for (size_t i = 0; i < f->nsplit_counts && i < CLF__MAX_SPLIT; i++)
+        asked += f->split_counts[i];
+    if (!f->nsplit_counts)
+        asked = f->split_units;
+    if (asked <= info->compute_units)
+        return NULL;
+    put(out, cap, &len, "cannot split device %u '%.64s' (cpu, %u compute unit%s): ", index,
+        info->name, info->compute_units, info->compute_units == 1 ? "" : "s");
+    put_split(out, cap, &len, f);
+    if (f->nsplit_counts)
+        put(out, cap, &len, " asks for %llu units in all", asked);
+    else
+        put(out, cap, &len, " asks for %llu units per sub-device", asked);
+    return out;
+}
+
+/* The indices from first on that the filter names, as ranges ("2-3,7"); how many there are. */
+static size_t put_indices(char *out, size_t cap, size_t *len, const clf__filter *f, size_t first)
+{
+    size_t count = 0;
+    int any = 0;
+    for (size_t i = first; i < CLF__MAX_INDEX; i++) {
+        if (!f->index[i])
+            continue;
+        size_t j = i;
+        while (j + 1 < CLF__MAX_INDEX && f->index[j + 1])
+            j++;
+        count += j - i + 1;
+        put(out, cap, len, "%s%zu", any ? "," : "", i);
+        if (j > i)
+            put(out, cap, len, "-%zu", j);
+        any = 1;
+        i = j;
+    }
+    return count;
+}
+
+size_t clf__filter_missing(const clf__filter *f, size_t ndev, char *out, size_t cap)
+{
+    size_t len = 0;
+    char none[1];
+    if (!out || cap == 0)
+        out = none, cap = sizeof none;
+    out[0] = '\0';
+    if (!f || !f->has_index)
         return 0;
-    if (f->vendor[0] &&
-        !contains_ci(info->vendor, sizeof info->vendor, f->vendor, sizeof f->vendor))
-        return 0;
-    if (f->name[0] && !contains_ci(info->name, sizeof info->name, f->name, sizeof f->name))
-        return 0;
-    if (f->has_index && (index >= CLF__MAX_INDEX || !f->index[index]))
-        return 0;
-    if (info->compute_units < f->min_cu)
-        return 0;
-    if ((f->require & CLF_CAP_FP64) && !info->fp64)
-        return 0;
-    if ((f->require & CLF_CAP_HOST_UNIFIED) && !info->host_unified)
-        return 0;
-    for (size_t i = 0; i < f->nexts && i < CLF__MAX_EXTS; i++)
-        if (!clf__ext_listed(info->extensions, f->exts[i]))
-            return 0;
-    return 1;
+    return put_indices(out, cap, &len, f, ndev);
 }
 
 int clf__ext_listed(const char *list, const char *name)
@@ -443,169 +637,4 @@ int clf__ext_listed(const char *list, const char *name)
             return 1;
     }
     return 0;
-}
-
-/* ---- transfer path selection ---- */
-
-static const char *const path_names[CLF__PATH_COUNT] = {
-    "same-device", "unified", "amd-p2p", "cuda-p2p", "staged",
-};
-
-const char *clf__path_name(clf__path p)
-{
-    if ((unsigned)p >= CLF__PATH_COUNT)
-        return "unknown";
-    return path_names[p];
-}
-
-static int amd_listed(const clf__path_dev *a, size_t ib)
-{
-    if (!a->amd_peers)
-        return 0;
-    for (size_t i = 0; i < a->namd_peers; i++)
-        if (a->amd_peers[i] == ib)
-            return 1;
-    return 0;
-}
-
-static int cuda_peer(const clf__path_dev *a, const clf__path_dev *b, const clf__path_env *env)
-{
-    if (!env || !env->cuda_ok || !a->pci_known || !b->pci_known)
-        return 0;
-    if (a->cuda_ordinal < 0 || b->cuda_ordinal < 0 || !a->cuda_import || !b->cuda_import)
-        return 0;
-    size_t s = (size_t)a->cuda_ordinal, d = (size_t)b->cuda_ordinal;
-    if (s >= env->ncuda || d >= env->ncuda)
-        return 0;
-    /* Two OpenCL devices on one GPU (two platforms): a copy inside one CUDA device needs no
-     * peer access, and cuDeviceCanAccessPeer() refuses to answer for it. */
-    if (s == d)
-        return 1;
-    return env->cuda_peer && env->cuda_peer[s * env->ncuda + d];
-}
-
-/* Whether path p applies to the pair, ignoring any mask. */
-static int applies(clf__path p, const clf__path_dev *a, size_t ia, const clf__path_dev *b,
-                   size_t ib, const clf__path_env *env)
-{
-    switch (p) {
-    case CLF__PATH_SAME_DEVICE:
-        return ia == ib;
-    case CLF__PATH_UNIFIED:
-        return a->host_unified && b->host_unified && a->context == b->context;
-    case CLF__PATH_AMD_P2P:
-        return a->amd_p2p && amd_listed(a, ib);
-    case CLF__PATH_CUDA_P2P:
-        return cuda_peer(a, b, env);
-    default:
-        return 1;
-    }
-}
-
-clf__path clf__path_select(const clf__path_dev *a, size_t ia, const clf__path_dev *b, size_t ib,
-                           const clf__path_env *env, unsigned disabled, int *direct)
-{
-    clf__path chosen = CLF__PATH_STAGED;
-    int any = 0;
-    for (int p = CLF__PATH_SAME_DEVICE; p < CLF__PATH_STAGED; p++) {
-        if (!applies((clf__path)p, a, ia, b, ib, env))
-            continue;
-        any = 1;
-        if (!(disabled & CLF__PATH_BIT(p))) {
-            chosen = (clf__path)p;
-            break;
-        }
-    }
-    /* The loop stops only after a path applied, so any also covers the paths it did not
-     * reach: it reports what the hardware allows even when the mask hides it. */
-    if (direct)
-        *direct = any;
-    return chosen;
-}
-
-static const struct {
-    const char *name;
-    unsigned mask;
-} tokens[] = {
-    {"auto", 0},
-    {"staged", CLF__PATH_FORCE_STAGED},
-    {"force-staged", CLF__PATH_FORCE_STAGED},
-    {"no-unified", CLF__PATH_BIT(CLF__PATH_UNIFIED)},
-    {"no-amd", CLF__PATH_BIT(CLF__PATH_AMD_P2P)},
-    {"no-cuda", CLF__PATH_BIT(CLF__PATH_CUDA_P2P)},
-    {"no-p2p", CLF__PATH_BIT(CLF__PATH_AMD_P2P) | CLF__PATH_BIT(CLF__PATH_CUDA_P2P)},
-};
-
-static int token_is(const char *t, size_t n, const char *name)
-{
-    return strlen(name) == n && strncasecmp(t, name, n) == 0;
-}
-
-clf_status clf__path_parse_env(const char *s, unsigned *disabled)
-{
-    if (!disabled)
-        return clf__fail(CLF_ERROR_NULL_POINTER, "clf__path_parse_env: disabled is NULL");
-    unsigned mask = 0;
-    const char *p = s ? s : "";
-    while (isspace((unsigned char)*p))
-        p++;
-    if (*p == '\0') {
-        *disabled = 0;
-        return CLF_SUCCESS;
-    }
-    for (;;) {
-        while (isspace((unsigned char)*p))
-            p++;
-        const char *t = p;
-        while (*p && *p != ',')
-            p++;
-        size_t n = (size_t)(p - t);
-        while (n > 0 && isspace((unsigned char)t[n - 1]))
-            n--;
-        size_t k = 0;
-        while (k < CLF__ARRAY_LEN(tokens) && !token_is(t, n, tokens[k].name))
-            k++;
-        if (k == CLF__ARRAY_LEN(tokens))
-            return clf__fail(CLF_ERROR_PARSE,
-                             "CLFLEET_TRANSFER: unknown token '%.*s' in '%s' (expected auto, "
-                             "staged, force-staged, no-unified, no-amd, no-cuda, no-p2p)",
-                             (int)(n > 64 ? 64 : n), t, s);
-        mask |= tokens[k].mask;
-        if (*p == '\0')
-            break;
-        p++; /* the comma; a trailing one leaves an empty token, which is an error */
-    }
-    *disabled = mask;
-    return CLF_SUCCESS;
-}
-
-/* Exact match in a space-separated list (a prefix of a longer name does not count). */
-static int ext_listed(const char *list, const char *name)
-{
-    size_t n = strlen(name);
-    for (const char *p = list; p && *p;) {
-        while (*p == ' ')
-            p++;
-        const char *e = p;
-        while (*e && *e != ' ')
-            e++;
-        if ((size_t)(e - p) == n && memcmp(p, name, n) == 0)
-            return 1;
-        p = e;
-    }
-    return 0;
-}
-
-void clf__path_dev_from_info(clf__path_dev *out, const clf_device_info *info)
-{
-    memset(out, 0, sizeof *out);
-    out->host_unified = info->host_unified != 0;
-    out->context = info->context_index;
-    out->amd_p2p = ext_listed(info->extensions, "cl_amd_copy_buffer_p2p");
-    out->pci_known = info->pci_known != 0;
-    out->pci_domain = info->pci_domain;
-    out->pci_bus = info->pci_bus;
-    out->pci_device = info->pci_device;
-    out->pci_function = info->pci_function;
-    out->cuda_ordinal = -1;
 }

@@ -203,9 +203,10 @@ static int one_of(const char *v, const char *const *words)
 }
 
 /* *set = 0 for an unset or empty value or one of dflt, 1 for one of other; else a parse
- * error naming the variable and what it takes. */
+ * error naming the variable and every word it takes, listed from the same tables that are
+ * matched, so that the message cannot leave out a word that works. */
 static clf_status choice(const char *v, const char *const *dflt, const char *const *other,
-                         int *set, const char *fn, const char *var, const char *takes)
+                         int *set, const char *fn, const char *var)
 {
     if (!set)
         return clf__fail(CLF_ERROR_NULL_POINTER, "%s: output is NULL", fn);
@@ -216,14 +217,26 @@ static clf_status choice(const char *v, const char *const *dflt, const char *con
         *set = 1;
         return CLF_SUCCESS;
     }
-    return clf__fail(CLF_ERROR_PARSE, "%s: '%.64s' is not %s", var, v, takes);
+    char takes[256] = "";
+    size_t n = 0, total = 0;
+    for (const char *const *w = dflt; *w; w++)
+        total++;
+    for (const char *const *w = other; *w; w++)
+        total++;
+    for (int list = 0; list < 2; list++)
+        for (const char *const *w = list ? other : dflt; *w; w++, n++) {
+            size_t len = strlen(takes);
+            snprintf(takes + len, sizeof takes - len, "%s%s",
+                     n == 0 ? "" : n + 1 == total ? " or " : ", ", *w);
+        }
+    return clf__fail(CLF_ERROR_PARSE, "%s: '%.64s' is not %s (any case)", var, v, takes);
 }
 
 clf_status clf__env_metrics(const char *v, int *off)
 {
     static const char *const yes[] = {"1", "on", "yes", "true", NULL};
     static const char *const no[] = {"0", "off", "no", "false", NULL};
-    return choice(v, yes, no, off, "clf__env_metrics", "CLFLEET_METRICS", "0, 1, off or on");
+    return choice(v, yes, no, off, "clf__env_metrics", "CLFLEET_METRICS");
 }
 
 clf_status clf__env_transfer_chunk(const char *v, size_t dflt, size_t *out)
@@ -266,8 +279,7 @@ clf_status clf__env_staging(const char *v, int *pipeline)
 {
     static const char *const autos[] = {"auto", NULL};
     static const char *const pipelines[] = {"pipeline", NULL};
-    return choice(v, autos, pipelines, pipeline, "clf__env_staging", "CLFLEET_TRANSFER_STAGING",
-                  "pipeline or auto");
+    return choice(v, autos, pipelines, pipeline, "clf__env_staging", "CLFLEET_TRANSFER_STAGING");
 }
 
 char *clf__concat(const char *a, const char *b)

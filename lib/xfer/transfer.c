@@ -2,7 +2,7 @@
  * Device-to-device copies: the fleet's path matrix, the queries, and clf_copy_async().
  *
  * The path for each ordered device pair is chosen once, at fleet creation, by the pure
- * selector of plan/select.c from facts gathered here and in peer.c. A copy on a path the
+ * selector of plan/pathsel.c from facts gathered here and in peer.c. A copy on a path the
  * OpenCL runtime can do by itself (same device, host-unified memory in one context, AMD
  * peer-to-peer) is one enqueued command whose wait list is bridged into the queue's
  * context. A copy that the host must drive (pipelined staging, CUDA peer copies) runs on a

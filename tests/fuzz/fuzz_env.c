@@ -1,6 +1,6 @@
 /* libFuzzer target: the parsers of the other environment variables and option
  * strings. The first byte picks the parser, the rest is the value (an embedded
- * NUL ends it): CLFLEET_TRANSFER (lib/plan/select.c), CLFLEET_STRATEGY
+ * NUL ends it): CLFLEET_TRANSFER (lib/plan/pathsel.c), CLFLEET_STRATEGY
  * (clf_strategy_parse), CLFLEET_METRICS, CLFLEET_TRANSFER_CHUNK and
  * CLFLEET_TRANSFER_STAGING (lib/util/names.c). Checks: success or CLF_ERROR_PARSE, a
  * detail message on failure, outputs within their documented ranges. */
