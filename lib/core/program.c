@@ -44,12 +44,15 @@ out:
     return st;
 }
 
+/* The cache key of the device's program: source, options, device, driver, platform, and the
+ * digest of the included files (includes, "" when there are none). */
 static void device_key(const struct clf__device *d, const char *src, const char *opts,
-                       unsigned char key[32])
+                       const char *includes, unsigned char key[32])
 {
     char platform[sizeof d->info.platform + sizeof d->info.platform_vendor + 2];
     snprintf(platform, sizeof platform, "%s\n%s", d->info.platform, d->info.platform_vendor);
-    clf__cache_key_parts parts = {src, opts, d->info.name, d->info.driver_version, platform};
+    clf__cache_key_parts parts = {src, opts, d->info.name, d->info.driver_version, platform,
+                                  includes[0] ? includes : NULL};
     clf__cache_key(key, &parts);
 }
 
@@ -86,7 +89,7 @@ static char *build_log(cl_program prog, cl_device_id id)
  * to store.
  */
 static clf_status store_binary(cl_program prog, const clf_fleet *fl, const struct clf__device *d,
-                         const char *src, const char *opts)
+                               const char *src, const char *opts, const char *includes)
 {
     cl_uint np = 0;
     clf_status stored = CLF_SUCCESS;
@@ -115,7 +118,7 @@ static clf_status store_binary(cl_program prog, const clf_fleet *fl, const struc
     if (clGetProgramInfo(prog, CL_PROGRAM_BINARIES, np * sizeof *bins, bins, NULL) != CL_SUCCESS)
         goto out;
     unsigned char key[32];
-    device_key(d, src, opts, key);
+    device_key(d, src, opts, includes, key);
     stored = clf__cache_store(fl->cache_dir, key, bins[mine], sizes[mine]);
 out:
     for (cl_uint j = 0; bins && j < np; j++)
@@ -128,11 +131,11 @@ out:
 
 /* The device's program from its cached binary, or NULL. */
 static cl_program from_cache(const clf_fleet *fl, const struct clf__device *d, const char *src,
-                             const char *opts)
+                             const char *opts, const char *includes)
 {
     unsigned char key[32], *bin = NULL;
     size_t len = 0;
-    device_key(d, src, opts, key);
+    device_key(d, src, opts, includes, key);
     if (!clf__cache_load(fl->cache_dir, key, &bin, &len))
         return NULL;
     cl_int err, bst = CL_SUCCESS;
@@ -183,6 +186,25 @@ static char *device_options(const clf_fleet *fl, const struct clf__device *d, co
 }
 
 /*
+ * Whether the files the source includes are still those keyed before the build. A header
+ * changed while the compiler read it would otherwise store the new binary under the old
+ * header's key, and the old header's next build would load it.
+ */
+static int includes_unchanged(const clf_program *p, size_t dev)
+{
+    if (!p->includes[0])
+        return 1;
+    char hex[65], why[300];
+    const char *src = p->array_variant_of ? p->array_variant_of->source : p->source;
+    const char *opts = p->array_variant_of ? p->array_variant_of->options : p->options;
+    if (clf__include_digest(src, opts, hex, why, sizeof why) == 1 && !strcmp(hex, p->includes))
+        return 1;
+    clf__log(CLF_LOG_DEBUG, "program %.12s: device %zu: the included files changed during the "
+             "build, its binary is not cached", p->hash, dev);
+    return 0;
+}
+
+/*
  * Build the program of fleet device dev: from the binary cache when it has it, else from
  * source. A device whose build fails (or an injected fault) is noted with its log and left
  * out. Only an error that is not the build's (out of memory, say) fails the call.
@@ -204,13 +226,14 @@ static clf_status build_device(clf_program *p, size_t dev, const char *src, cons
         CLF__TRY(st, set_log(p, dev, what, NULL));
         goto out;
     }
-    if (fl->cache_dir && (prog = from_cache(fl, d, src, dopts)) != NULL) {
+    int cache = fl->cache_dir && !p->no_cache;
+    if (cache && (prog = from_cache(fl, d, src, dopts, p->includes)) != NULL) {
         p->from_cache[dev] = 1;
         clf__log(CLF_LOG_DEBUG, "program %.12s: device %zu '%s': binary cache hit", p->hash, dev,
                  d->info.name);
         goto built;
     }
-    if (fl->cache_dir)
+    if (cache)
         clf__log(CLF_LOG_DEBUG, "program %.12s: device %zu '%s': binary cache miss, building "
                  "from source", p->hash, dev, d->info.name);
     prog = clCreateProgramWithSource(d->ctx, 1, &src, NULL, &err);
@@ -221,7 +244,8 @@ static clf_status build_device(clf_program *p, size_t dev, const char *src, cons
     err = clBuildProgram(prog, 1, &d->id, dopts, NULL, NULL);
     if (err == CL_SUCCESS) {
         /* A failed store is not the build's failure: the cache only saves time. */
-        if (fl->cache_dir && store_binary(prog, fl, d, src, dopts) != CLF_SUCCESS &&
+        if (cache && includes_unchanged(p, dev) &&
+            store_binary(prog, fl, d, src, dopts, p->includes) != CLF_SUCCESS &&
             !atomic_exchange(&fl->cache_warned, 1))
             clf__log(CLF_LOG_WARN, "binary cache '%s' unusable, programs are built from source: "
                      "%s", fl->cache_dir, clf_last_error());
@@ -311,6 +335,16 @@ static clf_status build_program(clf_program **out, clf_fleet *fleet, const char 
     clf__sha256_update(&h, options ? options : "", options ? strlen(options) : 0);
     clf__sha256_final(&h, digest);
     clf__sha256_hex(digest, p->hash);
+    /* The included files are part of the binary's key; where they cannot be followed, a
+     * cached binary could be stale, so the cache is not used at all. */
+    if (fleet->cache_dir) {
+        char why[300];
+        if (clf__include_digest(source, options, p->includes, why, sizeof why) < 0) {
+            p->no_cache = 1;
+            clf__log(CLF_LOG_DEBUG, "program %.12s: not using the binary cache: %s", p->hash,
+                     why);
+        }
+    }
     p->prog = calloc(fleet->ndev, sizeof *p->prog);
     p->from_cache = calloc(fleet->ndev, 1);
     p->built = calloc(fleet->ndev, 1);
