@@ -287,6 +287,129 @@ static void append_logs(const clf_program *p)
                               p->log[d] ? p->log[d] : "(empty)");
 }
 
+/* 1 when name is one of the n names. */
+static int listed(char *const *names, size_t n, const char *name)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(names[i], name))
+            return 1;
+    return 0;
+}
+
+/* Whether kernel name of device dev's program has the hidden range parameter: its last
+ * parameter's name (the program is built with -cl-kernel-arg-info). 0 when unknown. */
+static int has_range_param(clf_program *p, size_t dev, const char *name)
+{
+    cl_kernel k = NULL;
+    cl_uint n = 0;
+    char last[sizeof CLF__RANGE_ARG_NAME + 1] = "";
+    int has = clf__cmd_kernel_create(p->fleet, dev, p, name, NULL, 0, NULL, &k) == CLF_SUCCESS &&
+              clGetKernelInfo(k, CL_KERNEL_NUM_ARGS, sizeof n, &n, NULL) == CL_SUCCESS && n &&
+              clGetKernelArgInfo(k, n - 1, CL_KERNEL_ARG_NAME, sizeof last, last, NULL) ==
+                  CL_SUCCESS &&
+              !strcmp(last, CLF__RANGE_ARG_NAME);
+    if (k)
+        clReleaseKernel(k);
+    return has;
+}
+
+/* Add kernel name to the range kernels; in the array variant with the pointer mask and the
+ * refusal (may be NULL) it has. */
+static clf_status add_range_kernel(clf_program *p, const char *name, uint64_t mask,
+                                   const char *why)
+{
+    size_t n = p->nrange_kernels;
+    char **v = realloc(p->range_kernels, (n + 1) * sizeof *v);
+    if (!v)
+        return CLF_ERROR_OUT_OF_HOST_MEMORY;
+    p->range_kernels = v;
+    if (p->array_variant_of) {
+        char **w = realloc(p->array_why, (n + 1) * sizeof *w);
+        if (!w)
+            return CLF_ERROR_OUT_OF_HOST_MEMORY;
+        p->array_why = w;
+        uint64_t *m = realloc(p->array_ptrs, (n + 1) * sizeof *m);
+        if (!m)
+            return CLF_ERROR_OUT_OF_HOST_MEMORY;
+        p->array_ptrs = m;
+        m[n] = mask;
+        if (!(w[n] = why ? strdup(why) : NULL) && why)
+            return CLF_ERROR_OUT_OF_HOST_MEMORY;
+    }
+    if (!(v[n] = strdup(name))) {
+        if (p->array_variant_of)
+            free(p->array_why[n]);
+        return CLF_ERROR_OUT_OF_HOST_MEMORY;
+    }
+    p->nrange_kernels = n + 1;
+    return CLF_SUCCESS;
+}
+
+/*
+ * The kernels that have the hidden range parameter, as the driver names them. The source
+ * scan (rangearg.c) names a kernel by the word before its '(': a kernel whose name is a
+ * macro (`#define KNAME my_kernel`, `__kernel void KNAME(...)`) got the parameter under a
+ * name no call uses, and a launch of my_kernel would then set no range and count one
+ * argument too many. The driver's kernel names (built on device dev) and each unlisted
+ * kernel's last parameter say which kernels really have it. In the array variant, a kernel
+ * found so takes the pointer mask of the one scanned name the driver lacks; with several
+ * such names, which is which is unknown, and clf_array_launch refuses the kernel.
+ */
+static clf_status range_kernels_from_driver(clf_program *p, size_t dev)
+{
+    clf_status st = CLF_SUCCESS;
+    size_t len = 0;
+    char *all = NULL;
+    if (!p->nrange_kernels ||
+        clGetProgramInfo(p->prog[dev], CL_PROGRAM_KERNEL_NAMES, 0, NULL, &len) != CL_SUCCESS ||
+        !len)
+        return CLF_SUCCESS; /* nothing got the parameter, or the driver cannot say */
+    if (!(all = calloc(len + 1, 1)))
+        return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "program: out of memory");
+    if (clGetProgramInfo(p->prog[dev], CL_PROGRAM_KERNEL_NAMES, len, all, NULL) != CL_SUCCESS)
+        goto out;
+    /* The scanned names the driver does not have: macro names. */
+    size_t scanned = p->nrange_kernels, stray = 0, stray_at = 0;
+    for (size_t i = 0; i < scanned; i++) {
+        int found = 0;
+        for (char *k = all; *k && !found;) {
+            size_t l = strcspn(k, ";");
+            found = l == strlen(p->range_kernels[i]) && !strncmp(k, p->range_kernels[i], l);
+            k += l + (k[l] == ';');
+        }
+        if (!found) {
+            stray++;
+            stray_at = i;
+        }
+    }
+    if (!stray)
+        goto out;
+    for (char *save = NULL, *k = strtok_r(all, ";", &save); k && st == CLF_SUCCESS;
+         k = strtok_r(NULL, ";", &save)) {
+        if (listed(p->range_kernels, p->nrange_kernels, k) || !has_range_param(p, dev, k))
+            continue;
+        uint64_t mask = 0;
+        const char *why = NULL;
+        char buf[400];
+        if (p->array_variant_of && stray == 1) {
+            mask = p->array_ptrs[stray_at];
+            why = p->array_why[stray_at];
+        } else if (p->array_variant_of) {
+            snprintf(buf, sizeof buf, "its name is made by a macro, like %zu other kernels of "
+                     "the program, and clfleet cannot tell which of the source's kernel "
+                     "definitions it is; define it under its own name", stray - 1);
+            why = buf;
+        }
+        clf__log(CLF_LOG_DEBUG, "program %.12s: kernel '%s' has the hidden range parameter "
+                 "under a macro name", p->hash, k);
+        if (add_range_kernel(p, k, mask, why) != CLF_SUCCESS)
+            st = clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "program: out of memory");
+    }
+out:
+    free(all);
+    return st;
+}
+
 /* Build source for every device of fleet: a user program, or (variant_of set) the array
  * variant of variant_of. */
 static clf_status build_program(clf_program **out, clf_fleet *fleet, const char *source,
@@ -364,6 +487,11 @@ static clf_status build_program(clf_program **out, clf_fleet *fleet, const char 
         st = CLF_ERROR_BUILD;
         goto out;
     }
+    for (size_t d = 0; d < fleet->ndev; d++)
+        if (p->built[d]) {
+            CLF__TRY(st, range_kernels_from_driver(p, d));
+            break;
+        }
     clf_clear_error();
     if (built < fleet->ndev) {
         /* Not a failure: the detail says which devices launches will leave out. */
