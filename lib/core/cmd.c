@@ -383,7 +383,9 @@ clf_status clf__cmd_buffer(clf_fleet *fl, size_t dev, cl_mem_flags flags, size_t
     return CLF_SUCCESS;
 }
 
-int clf__program_kernel_names(cl_program prog, char *out, size_t n)
+/* The kernels of a built program, as the driver names them ("a, b, c"; "..." when they do not
+ * fit in out), for the refusal of a name it lacks. 0 when the driver does not say. */
+static int kernel_names(cl_program prog, char *out, size_t n)
 {
     size_t len = 0;
     if (n < 5 || clGetProgramInfo(prog, CL_PROGRAM_KERNEL_NAMES, 0, NULL, &len) != CL_SUCCESS ||
@@ -424,7 +426,7 @@ clf_status clf__cmd_kernel_create(clf_fleet *fl, size_t dev, const struct clf_pr
         *cl_err = err;
     if (err == CL_INVALID_KERNEL_NAME) {
         char names[600];
-        if (clf__program_kernel_names(p->prog[dev], names, sizeof names))
+        if (kernel_names(p->prog[dev], names, sizeof names))
             return clf__fail(CLF_ERROR_NOT_FOUND, "no kernel '%.128s' in the program (it has: "
                              "%s)", name, names);
         return clf__fail(CLF_ERROR_NOT_FOUND, "no kernel '%.128s' in the program", name);

@@ -228,10 +228,6 @@ typedef struct clf__cmd_opt {
     int injected;   /* out: err came from a fault rule (the error message says so) */
 } clf__cmd_opt;
 
-/* The kernels of a built program, as the driver names them ("a, b, c"; "..." when they do not
- * fit in out). 0 when the driver does not say. */
-int clf__program_kernel_names(cl_program prog, char *out, size_t n);
-
 /* clf__cmd_kernel(), clf__cmd_write(), clf__cmd_read() with options. */
 clf_status clf__cmd_kernel_opt(clf_fleet *fl, size_t dev, cl_command_queue q, cl_kernel k,
                                const char *name, cl_uint dims, const size_t *off,
