@@ -585,6 +585,23 @@ START_TEST(macro_named_kernel)
                       "%s", clf_last_error());
         clf_buffer_destroy(b);
     }
+    /* Over a block array (the array variant, whose kernels also move their pointers). */
+    clf_array_desc ad = CLF_ARRAY_DESC_INIT;
+    ad.elem_size = 4;
+    ad.shape[0] = N;
+    clf_array *arr = NULL;
+    ck_assert_ok(clf_array_create(&arr, f, &ad));
+    clf_array_launch_desc al = CLF_ARRAY_LAUNCH_DESC_INIT;
+    al.kernel = "my_kernel";
+    al.global[0] = N;
+    clf_arg aa[2] = {CLF_ARRAY_OUT(arr), CLF_SCALAR(&add)};
+    st = clf_array_launch(f, p, &al, aa, 2);
+    ck_assert_msg(st == CLF_SUCCESS, "clf_array_launch: %s: %s", clf_status_name(st),
+                  clf_last_error());
+    ck_assert_ok(clf_array_read(arr, NULL, NULL, h));
+    for (uint32_t i = 0; i < N; i++)
+        ck_assert_msg(h[i] == N * 10u + i + add, "array h[%u] = %u", i, h[i]);
+    clf_array_destroy(arr);
     /* The kernel defined under its own name beside it is unaffected. */
     ld.kernel = "named";
     clf_arg ln = CLF_OUT(h, sizeof h, 4);
