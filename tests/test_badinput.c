@@ -41,6 +41,11 @@ static void expect_fail(clf_status st, clf_status want, const char *what, int li
         clf_clear_error();                               \
         expect_fail((expr), (want), #expr, __LINE__);    \
     } while (0)
+/* The last refusal was an unknown kernel name: its message lists the kernels the program has
+ * (the driver's names), so that a typo is seen at once. */
+#define LISTS_KERNELS()                                                                     \
+    ck_assert_msg(strstr(clf_last_error(), "(it has: ") && strstr(clf_last_error(), "vadd"), \
+                  "line %d: the kernels are not listed: %s", __LINE__, clf_last_error())
 /* A failure of any kind (the exact status depends on the driver), with a detail. */
 #define BAD_ANY(expr) BAD(expr, CLF_SUCCESS)
 /* A function without a status: its neutral value for bad input. */
@@ -775,6 +780,11 @@ static clf_launch_desc vadd_desc(void)
         BAD(run(P, &d, ok, 3), CLF_ERROR_NULL_POINTER);                                            \
         d = vadd_desc(), d.kernel = "no_such_kernel";                                              \
         BAD(run(P, &d, ok, 3), CLF_ERROR_NOT_FOUND);                                               \
+        LISTS_KERNELS();                                                                           \
+        d = vadd_desc(), d.kernel = "vad"; /* a typo */                                            \
+        BAD(run(P, &d, ok, 3), CLF_ERROR_NOT_FOUND);                                               \
+        ck_assert_msg(strstr(clf_last_error(), "no kernel 'vad' in the program (it has: "),        \
+                      "%s", clf_last_error());                                                     \
         d = vadd_desc(), d.kernel = "";                                                            \
         BAD(run(P, &d, ok, 3), CLF_ERROR_NOT_FOUND);                                               \
         d = vadd_desc(), d.dims = 0;                                                               \
@@ -1035,6 +1045,7 @@ static void r_launch_async(void)
         BAD(run(F, P, 0, &d, ka, 3), CLF_ERROR_NULL_POINTER);                                   \
         d.kernel = "no_such_kernel";                                                            \
         BAD(run(F, P, 0, &d, ka, 3), CLF_ERROR_NOT_FOUND);                                      \
+        LISTS_KERNELS();                                                                        \
         d = kd;                                                                                 \
         d.version = 0;                                                                          \
         BAD(run(F, P, 0, &d, ka, 3), CLF_ERROR_INVALID_ARGUMENT);                               \
@@ -1496,6 +1507,7 @@ static void r_pipeline_create(void)
     STAGE_BAD(s2[0].program = PG, CLF_ERROR_INVALID_ARGUMENT);
     STAGE_BAD(s2[0].kernel = NULL, CLF_ERROR_NULL_POINTER);
     STAGE_BAD(s2[0].kernel = "no_such_kernel", CLF_ERROR_NOT_FOUND);
+    LISTS_KERNELS();
     STAGE_BAD(s2[0].in_bytes = 0, CLF_ERROR_ZERO_SIZE);
     STAGE_BAD(s2[0].out_bytes = 0, CLF_ERROR_ZERO_SIZE);
     STAGE_BAD(s2[1].in_bytes = 128, CLF_ERROR_INVALID_ARGUMENT); /* != previous out_bytes */
@@ -1622,6 +1634,7 @@ static void r_taskq_run(void)
     BAD(clf_taskq_submit(q, &t, good, 2, &id), CLF_ERROR_INVALID_ARGUMENT);
     t.kernel = "no_such_kernel";
     BAD(clf_taskq_submit(q, &t, good, 3, &id), CLF_ERROR_NOT_FOUND);
+    LISTS_KERNELS();
     t.kernel = "vadd";
     ck_assert_ok(clf_taskq_submit(q, &t, good, 3, &id));
     ck_assert_ok(clf_taskq_run(q, &rep));

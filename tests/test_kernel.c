@@ -532,6 +532,87 @@ END_TEST
 
 /* ---- bad input: refused with its status, nothing run ------------------------------------ */
 
+/*
+ * A kernel whose name is a macro: the source scan gives it the hidden range parameter under
+ * the macro's name, the driver knows it by its own. clf_launch (in chunks over the devices)
+ * and clf_kernel_enqueue run it with the result one device gives, and a typo of its name
+ * lists the driver's names.
+ */
+static const char *MACRO_SRC =
+    "#define KNAME my_kernel\n"
+    "__kernel void KNAME(__global uint *o, uint add)\n"
+    "{\n"
+    "    o[get_global_id(0)] = (uint)get_global_size(0) * 10u + (uint)get_global_id(0) + add;\n"
+    "}\n"
+    "__kernel void named(__global uint *o) { o[get_global_id(0)] = (uint)get_global_size(0); }\n";
+
+START_TEST(macro_named_kernel)
+{
+    enum { N = 4096 };
+    clf_fleet *f = test_fleet(FLEET2, 0);
+    clf_program *p = build(f, MACRO_SRC);
+    static uint32_t h[N];
+    uint32_t add = 5;
+    clf_launch_desc ld = CLF_LAUNCH_DESC_INIT;
+    ld.kernel = "my_kernel";
+    ld.global[0] = N;
+    ld.local[0] = 64;
+    ld.strategy = CLF_STRATEGY_STATIC; /* a chunk per device: each needs the whole range */
+    clf_arg la[2] = {CLF_OUT(h, sizeof h, 4), CLF_SCALAR(&add)};
+    clf_status st = clf_launch(f, p, &ld, la, 2, NULL);
+    ck_assert_msg(st == CLF_SUCCESS, "clf_launch: %s: %s", clf_status_name(st), clf_last_error());
+    for (uint32_t i = 0; i < N; i++)
+        ck_assert_msg(h[i] == N * 10u + i + add, "h[%u] = %u", i, h[i]);
+    /* One device, through clf_kernel_enqueue (clf_kernel_run waits for it). */
+    for (size_t dev = 0; dev < clf_fleet_device_count(f); dev++) {
+        clf_buffer *b = buffer(f, dev, sizeof h);
+        clf_kernel_desc d = CLF_KERNEL_DESC_INIT;
+        d.kernel = "my_kernel";
+        d.global[0] = 1000;
+        clf_arg a[2] = {CLF_BUF_OUT(b), CLF_SCALAR(&add)};
+        st = clf_kernel_run(f, p, dev, &d, a, 2);
+        ck_assert_msg(st == CLF_SUCCESS, "device %zu: %s: %s", dev, clf_status_name(st),
+                      clf_last_error());
+        ck_assert_ok(clf_buffer_read(b, 0, 1000 * sizeof *h, h));
+        for (uint32_t i = 0; i < 1000; i++)
+            ck_assert_msg(h[i] == 10000u + i + add, "device %zu h[%u] = %u", dev, i, h[i]);
+        /* The scanned name is no kernel; the refusal lists the driver's names. */
+        d.kernel = "KNAME";
+        ck_assert_status(clf_kernel_run(f, p, dev, &d, a, 2), CLF_ERROR_NOT_FOUND);
+        ck_assert_msg(strstr(clf_last_error(), "no kernel 'KNAME' in the program (it has: ") &&
+                          strstr(clf_last_error(), "my_kernel") &&
+                          strstr(clf_last_error(), "named"),
+                      "%s", clf_last_error());
+        clf_buffer_destroy(b);
+    }
+    /* Over a block array (the array variant, whose kernels also move their pointers). */
+    clf_array_desc ad = CLF_ARRAY_DESC_INIT;
+    ad.elem_size = 4;
+    ad.shape[0] = N;
+    clf_array *arr = NULL;
+    ck_assert_ok(clf_array_create(&arr, f, &ad));
+    clf_array_launch_desc al = CLF_ARRAY_LAUNCH_DESC_INIT;
+    al.kernel = "my_kernel";
+    al.global[0] = N;
+    clf_arg aa[2] = {CLF_ARRAY_OUT(arr), CLF_SCALAR(&add)};
+    st = clf_array_launch(f, p, &al, aa, 2);
+    ck_assert_msg(st == CLF_SUCCESS, "clf_array_launch: %s: %s", clf_status_name(st),
+                  clf_last_error());
+    ck_assert_ok(clf_array_read(arr, NULL, NULL, h));
+    for (uint32_t i = 0; i < N; i++)
+        ck_assert_msg(h[i] == N * 10u + i + add, "array h[%u] = %u", i, h[i]);
+    clf_array_destroy(arr);
+    /* The kernel defined under its own name beside it is unaffected. */
+    ld.kernel = "named";
+    clf_arg ln = CLF_OUT(h, sizeof h, 4);
+    ck_assert_ok(clf_launch(f, p, &ld, &ln, 1, NULL));
+    for (uint32_t i = 0; i < N; i++)
+        ck_assert_msg(h[i] == N, "named h[%u] = %u", i, h[i]);
+    clf_program_destroy(p);
+    clf_fleet_destroy(f);
+}
+END_TEST
+
 static const char *BAD_SRC =
     "__kernel void two(__global const uint *in, __global uint *out)\n"
     "{ out[get_global_id(0)] = in[get_global_id(0)] + 1u; }\n"
@@ -734,6 +815,7 @@ int main(void)
     tcase_add_test(tc, failed_device_refused);
     tcase_add_test(tc, not_built_there);
     tcase_add_test(tc, bad_input);
+    tcase_add_test(tc, macro_named_kernel);
     suite_add_tcase(s, tc);
     return test_run_fleet4_fleet2(s);
 }

@@ -236,6 +236,111 @@ START_TEST(cache_hit_and_rebuild_after_corruption)
 }
 END_TEST
 
+/* Write text to dir/name (a header a program includes). */
+static void write_header(const char *dir, const char *name, const char *text)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_ge(fputs(text, f), 0);
+    ck_assert_int_eq(fclose(f), 0);
+}
+
+/* K as the program built in a new fleet (as a new process would) computes it, and whether
+ * every device's binary came from the cache (1), none did (0), or some did (-1). */
+static float build_and_run_k(const char *src, const char *opts, int *cached)
+{
+    clf_fleet_options o = CLF_FLEET_OPTIONS_INIT;
+    o.devices = TEST_CPUS;
+    o.cache_dir = cache_dir;
+    clf_fleet *f;
+    ck_assert_ok(clf_fleet_create(&f, &o));
+    clf_program *p;
+    ck_assert_ok(clf_program_build_source(&p, f, src, opts));
+    size_t n = clf_fleet_device_count(f), hits = 0;
+    for (size_t d = 0; d < n; d++)
+        hits += (size_t)clf_program_from_cache(p, d);
+    *cached = hits == n ? 1 : hits == 0 ? 0 : -1;
+    float out[64];
+    clf_launch_desc ld = CLF_LAUNCH_DESC_INIT;
+    ld.kernel = "k_value";
+    ld.global[0] = 64;
+    clf_arg a = CLF_OUT(out, sizeof out, sizeof *out);
+    ck_assert_ok(clf_launch(f, p, &ld, &a, 1, NULL));
+    for (int i = 1; i < 64; i++)
+        ck_assert_msg(out[i] == out[0], "out[%d] = %g, out[0] = %g", i, (double)out[i],
+                      (double)out[0]);
+    clf_program_destroy(p);
+    clf_fleet_destroy(f);
+    return out[0];
+}
+
+/* A header the source includes is part of the binary's key: a changed header is rebuilt (and
+ * its new value computed), an unchanged one comes from the cache; so is a header it includes
+ * in turn, and one found through CLFLEET_KERNEL_DIR-like -I paths with a trailing slash. */
+START_TEST(cache_keys_included_headers)
+{
+    make_cache_dir();
+    char inc[256];
+    snprintf(inc, sizeof inc, "%s/clfleet-inc-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR")
+                                                                          : "/tmp");
+    ck_assert_ptr_nonnull(mkdtemp(inc));
+    char src[512], opts[320];
+    /* A source no earlier run has built. */
+    snprintf(src, sizeof src,
+             "/* %ld %d */\n#include \"k.h\"\n"
+             "__kernel void k_value(__global float *o) { o[get_global_id(0)] = K + K2; }\n",
+             (long)time(NULL), (int)getpid());
+    snprintf(opts, sizeof opts, "-I %s", inc);
+    write_header(inc, "k.h", "#include <k2.h>\n#define K 1.0f\n");
+    write_header(inc, "k2.h", "#define K2 0.25f\n");
+    int cached;
+    ck_assert(build_and_run_k(src, opts, &cached) == 1.25f);
+    ck_assert_int_eq(cached, 0);
+    /* Unchanged headers: the cached binary. */
+    ck_assert(build_and_run_k(src, opts, &cached) == 1.25f);
+    ck_assert_int_eq(cached, 1);
+    /* The header changed: not the old binary, the new value. */
+    write_header(inc, "k.h", "#include <k2.h>\n#define K 2.0f\n");
+    ck_assert(build_and_run_k(src, opts, &cached) == 2.25f);
+    ck_assert_int_eq(cached, 0);
+    ck_assert(build_and_run_k(src, opts, &cached) == 2.25f);
+    ck_assert_int_eq(cached, 1);
+    /* A header included by the header changed. */
+    write_header(inc, "k2.h", "#define K2 0.5f\n");
+    ck_assert(build_and_run_k(src, opts, &cached) == 2.5f);
+    ck_assert_int_eq(cached, 0);
+    /* The same directory spelled -Idir/ keys the same files (the options differ, so the first
+     * build compiles; the second hits). */
+    snprintf(opts, sizeof opts, "-I%s/", inc);
+    ck_assert(build_and_run_k(src, opts, &cached) == 2.5f);
+    ck_assert_int_eq(cached, 0);
+    write_header(inc, "k.h", "#include \"k2.h\"\n#define K 3.0f\n");
+    ck_assert(build_and_run_k(src, opts, &cached) == 3.5f);
+    ck_assert_int_eq(cached, 0);
+    ck_assert(build_and_run_k(src, opts, &cached) == 3.5f);
+    ck_assert_int_eq(cached, 1);
+    /* An include clfleet cannot follow (a name made by a macro): never from the cache. */
+    char msrc[600];
+    snprintf(msrc, sizeof msrc, "#define HDR \"k.h\"\n#include HDR\n%s", src);
+    ck_assert(build_and_run_k(msrc, opts, &cached) == 3.5f);
+    ck_assert_int_eq(cached, 0);
+    ck_assert(build_and_run_k(msrc, opts, &cached) == 3.5f);
+    ck_assert_int_eq(cached, 0);
+    write_header(inc, "k.h", "#include \"k2.h\"\n#define K 4.0f\n");
+    ck_assert(build_and_run_k(msrc, opts, &cached) == 4.5f);
+    ck_assert_int_eq(cached, 0);
+    char path[512];
+    snprintf(path, sizeof path, "%s/k.h", inc);
+    ck_assert_int_eq(unlink(path), 0);
+    snprintf(path, sizeof path, "%s/k2.h", inc);
+    ck_assert_int_eq(unlink(path), 0);
+    ck_assert_int_eq(rmdir(inc), 0);
+    remove_cache_dir();
+}
+END_TEST
+
 START_TEST(build_from_file)
 {
     clf_fleet *f = test_fleet(TEST_CPUS, 0);
@@ -567,6 +672,7 @@ int main(int argc, char **argv)
     tcase_add_loop_test(tc, bad_build_reports_every_device, 0, 2);
     tcase_add_loop_test(tc, cache_hit_and_rebuild_after_corruption, 0, 2);
     tcase_add_test(tc, build_from_file);
+    tcase_add_test(tc, cache_keys_included_headers);
     tcase_add_loop_test(tc, cache_bad_entries_rebuilt, 0, 4);
     tcase_add_test(tc, cache_stale_temp_files_removed);
     tcase_add_test(tc, cache_concurrent_processes);

@@ -955,7 +955,7 @@ static void assert_no_temp(const char *dir)
 
 static void make_key(unsigned char key[32], const char *source)
 {
-    clf__cache_key_parts p = {source, "-cl-fast-relaxed-math", "dev", "drv 1.0", "plat"};
+    clf__cache_key_parts p = {source, "-cl-fast-relaxed-math", "dev", "drv 1.0", "plat", NULL};
     clf__cache_key(key, &p);
 }
 
@@ -964,10 +964,10 @@ START_TEST(test_cache_key)
     static const char *const base[5] = {"src", "-O2", "dev", "drv", "plat"};
     unsigned char k0[32], k[32];
     char hex[65];
-    const char *v[5];
+    const char *v[5], *inc = NULL;
 #define KEY(out)                                                                \
     do {                                                                        \
-        clf__cache_key_parts p_ = {v[0], v[1], v[2], v[3], v[4]};               \
+        clf__cache_key_parts p_ = {v[0], v[1], v[2], v[3], v[4], inc};          \
         clf__cache_key(out, &p_);                                               \
     } while (0)
 
@@ -984,6 +984,18 @@ START_TEST(test_cache_key)
             ck_assert_msg(memcmp(k0, k, 32) != 0, "part %d variant %zu", i, a);
         }
     }
+    /* The digest of the included files: absent (NULL), the key is as before it was keyed;
+     * present, each digest is another key. */
+    memcpy(v, base, sizeof v);
+    inc = "";
+    KEY(k);
+    ck_assert_int_ne(memcmp(k0, k, 32), 0);
+    unsigned char kinc[32];
+    inc = "0123";
+    KEY(kinc);
+    ck_assert_int_ne(memcmp(kinc, k, 32), 0);
+    ck_assert_int_ne(memcmp(kinc, k0, 32), 0);
+    inc = NULL;
     /* Moving the boundary between two neighbouring parts changes the key. */
     for (int i = 0; i < 4; i++) {
         unsigned char k1[32];

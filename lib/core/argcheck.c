@@ -232,6 +232,19 @@ clf_status clf__check_args(const char *call, const struct clf_program *p, const 
     if (err != CL_SUCCESS)
         return clf__cl_fail(err, "clGetKernelInfo (CL_KERNEL_NUM_ARGS)", d);
     if (nk != first + nargs + hidden) {
+        /* A hidden parameter clfleet does not know the kernel has (program.c asks the driver
+         * which kernels have it; a driver without argument information cannot say): the
+         * count would be one off, and wrong. */
+        cl_kernel_arg_address_qualifier aq;
+        cl_kernel_arg_type_qualifier tq;
+        char last[128];
+        if (!hidden && nk && clf__kernel_param(k, nk - 1, &aq, &tq, last, sizeof last) &&
+            !strcmp(last, CLF__RANGE_ARG_NAME))
+            return clf__fail(CLF_ERROR_UNSUPPORTED, "%s: kernel '%s' has clfleet's hidden range "
+                             "parameter (" CLF__RANGE_ARG_NAME "), but the source scan found its "
+                             "definition under another name (a kernel name made by a macro?) "
+                             "and the driver could not say which kernel it is; define the kernel "
+                             "under its own name", call, kernel);
         size_t takes = nk >= first + hidden ? nk - first - hidden : 0;
         return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "%s: kernel '%s' takes %zu arguments%s, %zu "
                          "given", call, kernel, takes,

@@ -1,5 +1,5 @@
 /* On-disk cache of program binaries, one file per (source, options, device,
- * driver, platform) key.
+ * driver, platform, included files) key.
  *
  * Entry layout, all integers little-endian:
  *   "CLFLEETB"  8 bytes   magic
@@ -61,17 +61,21 @@ static uint64_t get_le(const unsigned char *p, unsigned bytes)
 
 void clf__cache_key(unsigned char key[32], const clf__cache_key_parts *p)
 {
-    const char *parts[5] = {NULL, NULL, NULL, NULL, NULL};
+    const char *parts[6] = {NULL, NULL, NULL, NULL, NULL, NULL};
     if (p) {
         parts[0] = p->source;
         parts[1] = p->options;
         parts[2] = p->device;
         parts[3] = p->driver;
         parts[4] = p->platform;
+        parts[5] = p->includes;
     }
     clf__sha256 c;
     clf__sha256_init(&c);
     for (size_t i = 0; i < CLF__ARRAY_LEN(parts); i++) {
+        /* A source without includes keeps the key it had before they were keyed. */
+        if (i == 5 && !parts[i])
+            break;
         /* The length prefix makes the encoding unambiguous: ("ab","c") and
          * ("a","bc") differ, and a NULL part (UINT64_MAX) differs from "". */
         size_t n = parts[i] ? strlen(parts[i]) : 0;

@@ -26,6 +26,8 @@
 #include "core.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "clfleet/opencl.h" /* clf_cl_lock() */
 
@@ -447,6 +449,38 @@ clf_status clf__cmd_buffer(clf_fleet *fl, size_t dev, cl_mem_flags flags, size_t
     return CLF_SUCCESS;
 }
 
+/* The kernels of a built program, as the driver names them ("a, b, c"; "..." when they do not
+ * fit in out), for the refusal of a name it lacks. 0 when the driver does not say. */
+static int kernel_names(cl_program prog, char *out, size_t n)
+{
+    size_t len = 0;
+    if (n < 5 || clGetProgramInfo(prog, CL_PROGRAM_KERNEL_NAMES, 0, NULL, &len) != CL_SUCCESS ||
+        len == 0)
+        return 0;
+    char *all = malloc(len + 1);
+    if (!all || clGetProgramInfo(prog, CL_PROGRAM_KERNEL_NAMES, len, all, NULL) != CL_SUCCESS) {
+        free(all);
+        return 0;
+    }
+    all[len] = '\0';
+    /* The driver separates the names with ';'; a reader expects ", ". A list too long for out
+     * ends with "..." rather than with half a name. */
+    size_t o = 0;
+    int any = 0;
+    out[0] = '\0';
+    for (char *save = NULL, *k = strtok_r(all, ";", &save); k; k = strtok_r(NULL, ";", &save)) {
+        size_t need = strlen(k) + (any ? 2 : 0);
+        if (o + need + 4 >= n) {
+            snprintf(out + o, n - o, "%s...", any ? ", " : "");
+            break;
+        }
+        o += (size_t)snprintf(out + o, n - o, "%s%s", any ? ", " : "", k);
+        any = 1;
+    }
+    free(all);
+    return out[0] != '\0';
+}
+
 clf_status clf__cmd_kernel_create(clf_fleet *fl, size_t dev, const struct clf_program *p,
                                   const char *name, const size_t *range, unsigned dims,
                                   cl_int *cl_err, cl_kernel *out)
@@ -456,8 +490,13 @@ clf_status clf__cmd_kernel_create(clf_fleet *fl, size_t dev, const struct clf_pr
     cl_kernel k = clCreateKernel(p->prog[dev], name, &err);
     if (cl_err)
         *cl_err = err;
-    if (err == CL_INVALID_KERNEL_NAME)
+    if (err == CL_INVALID_KERNEL_NAME) {
+        char names[600];
+        if (kernel_names(p->prog[dev], names, sizeof names))
+            return clf__fail(CLF_ERROR_NOT_FOUND, "no kernel '%.128s' in the program (it has: "
+                             "%s)", name, names);
         return clf__fail(CLF_ERROR_NOT_FOUND, "no kernel '%.128s' in the program", name);
+    }
     if (err != CL_SUCCESS)
         return fail(fl, dev, &no_opt, err, 0, "clCreateKernel", NULL);
     if (range) {

@@ -11,6 +11,7 @@
 
 typedef struct clf__cache_key_parts {
     const char *source, *options, *device, *driver, *platform;
+    const char *includes; /* clf__include_digest(); NULL (not hashed) for a source without */
 } clf__cache_key_parts;
 
 /* key = SHA-256 over the length-prefixed parts (no two inputs share a key). */
@@ -30,6 +31,15 @@ clf_status clf__cache_store(const char *dir, const unsigned char key[32],
                             const unsigned char *bin, size_t len);
 /* Path of the entry for key (malloc'd). */
 char *clf__cache_path(const char *dir, const unsigned char key[32]);
+
+/* ---- what a source includes (includes.c) ---- */
+
+/* The digest (hex) of every file the #include directives of source (and the -include files
+ * of options) may bring into its build, for the cache key. 0: no include at all (hex is "");
+ * 1: hex is set; -1: an include clfleet cannot follow, why says which (the program must not
+ * use the binary cache). */
+int clf__include_digest(const char *source, const char *options, char hex[65], char *why,
+                        size_t whylen);
 
 /* ---- SHA-256 (cache.c, pure) ---- */
 

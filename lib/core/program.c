@@ -44,12 +44,15 @@ out:
     return st;
 }
 
+/* The cache key of the device's program: source, options, device, driver, platform, and the
+ * digest of the included files (includes, "" when there are none). */
 static void device_key(const struct clf__device *d, const char *src, const char *opts,
-                       unsigned char key[32])
+                       const char *includes, unsigned char key[32])
 {
     char platform[sizeof d->info.platform + sizeof d->info.platform_vendor + 2];
     snprintf(platform, sizeof platform, "%s\n%s", d->info.platform, d->info.platform_vendor);
-    clf__cache_key_parts parts = {src, opts, d->info.name, d->info.driver_version, platform};
+    clf__cache_key_parts parts = {src, opts, d->info.name, d->info.driver_version, platform,
+                                  includes[0] ? includes : NULL};
     clf__cache_key(key, &parts);
 }
 
@@ -86,7 +89,7 @@ static char *build_log(cl_program prog, cl_device_id id)
  * to store.
  */
 static clf_status store_binary(cl_program prog, const clf_fleet *fl, const struct clf__device *d,
-                         const char *src, const char *opts)
+                               const char *src, const char *opts, const char *includes)
 {
     cl_uint np = 0;
     clf_status stored = CLF_SUCCESS;
@@ -115,7 +118,7 @@ static clf_status store_binary(cl_program prog, const clf_fleet *fl, const struc
     if (clGetProgramInfo(prog, CL_PROGRAM_BINARIES, np * sizeof *bins, bins, NULL) != CL_SUCCESS)
         goto out;
     unsigned char key[32];
-    device_key(d, src, opts, key);
+    device_key(d, src, opts, includes, key);
     stored = clf__cache_store(fl->cache_dir, key, bins[mine], sizes[mine]);
 out:
     for (cl_uint j = 0; bins && j < np; j++)
@@ -128,11 +131,11 @@ out:
 
 /* The device's program from its cached binary, or NULL. */
 static cl_program from_cache(const clf_fleet *fl, const struct clf__device *d, const char *src,
-                             const char *opts)
+                             const char *opts, const char *includes)
 {
     unsigned char key[32], *bin = NULL;
     size_t len = 0;
-    device_key(d, src, opts, key);
+    device_key(d, src, opts, includes, key);
     if (!clf__cache_load(fl->cache_dir, key, &bin, &len))
         return NULL;
     cl_int err, bst = CL_SUCCESS;
@@ -183,6 +186,25 @@ static char *device_options(const clf_fleet *fl, const struct clf__device *d, co
 }
 
 /*
+ * Whether the files the source includes are still those keyed before the build. A header
+ * changed while the compiler read it would otherwise store the new binary under the old
+ * header's key, and the old header's next build would load it.
+ */
+static int includes_unchanged(const clf_program *p, size_t dev)
+{
+    if (!p->includes[0])
+        return 1;
+    char hex[65], why[300];
+    const char *src = p->array_variant_of ? p->array_variant_of->source : p->source;
+    const char *opts = p->array_variant_of ? p->array_variant_of->options : p->options;
+    if (clf__include_digest(src, opts, hex, why, sizeof why) == 1 && !strcmp(hex, p->includes))
+        return 1;
+    clf__log(CLF_LOG_DEBUG, "program %.12s: device %zu: the included files changed during the "
+             "build, its binary is not cached", p->hash, dev);
+    return 0;
+}
+
+/*
  * Build the program of fleet device dev: from the binary cache when it has it, else from
  * source. A device whose build fails (or an injected fault) is noted with its log and left
  * out. Only an error that is not the build's (out of memory, say) fails the call.
@@ -204,13 +226,14 @@ static clf_status build_device(clf_program *p, size_t dev, const char *src, cons
         CLF__TRY(st, set_log(p, dev, what, NULL));
         goto out;
     }
-    if (fl->cache_dir && (prog = from_cache(fl, d, src, dopts)) != NULL) {
+    int cache = fl->cache_dir && !p->no_cache;
+    if (cache && (prog = from_cache(fl, d, src, dopts, p->includes)) != NULL) {
         p->from_cache[dev] = 1;
         clf__log(CLF_LOG_DEBUG, "program %.12s: device %zu '%s': binary cache hit", p->hash, dev,
                  d->info.name);
         goto built;
     }
-    if (fl->cache_dir)
+    if (cache)
         clf__log(CLF_LOG_DEBUG, "program %.12s: device %zu '%s': binary cache miss, building "
                  "from source", p->hash, dev, d->info.name);
     prog = clCreateProgramWithSource(d->ctx, 1, &src, NULL, &err);
@@ -221,7 +244,8 @@ static clf_status build_device(clf_program *p, size_t dev, const char *src, cons
     err = clBuildProgram(prog, 1, &d->id, dopts, NULL, NULL);
     if (err == CL_SUCCESS) {
         /* A failed store is not the build's failure: the cache only saves time. */
-        if (fl->cache_dir && store_binary(prog, fl, d, src, dopts) != CLF_SUCCESS &&
+        if (cache && includes_unchanged(p, dev) &&
+            store_binary(prog, fl, d, src, dopts, p->includes) != CLF_SUCCESS &&
             !atomic_exchange(&fl->cache_warned, 1))
             clf__log(CLF_LOG_WARN, "binary cache '%s' unusable, programs are built from source: "
                      "%s", fl->cache_dir, clf_last_error());
@@ -261,6 +285,129 @@ static void append_logs(const clf_program *p)
             clf__append_error("\n--- device %zu '%s' (%s) build log ---\n%s", d,
                               fl->dev[d].info.name, fl->dev[d].info.platform,
                               p->log[d] ? p->log[d] : "(empty)");
+}
+
+/* 1 when name is one of the n names. */
+static int listed(char *const *names, size_t n, const char *name)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(names[i], name))
+            return 1;
+    return 0;
+}
+
+/* Whether kernel name of device dev's program has the hidden range parameter: its last
+ * parameter's name (the program is built with -cl-kernel-arg-info). 0 when unknown. */
+static int has_range_param(clf_program *p, size_t dev, const char *name)
+{
+    cl_kernel k = NULL;
+    cl_uint n = 0;
+    char last[sizeof CLF__RANGE_ARG_NAME + 1] = "";
+    int has = clf__cmd_kernel_create(p->fleet, dev, p, name, NULL, 0, NULL, &k) == CLF_SUCCESS &&
+              clGetKernelInfo(k, CL_KERNEL_NUM_ARGS, sizeof n, &n, NULL) == CL_SUCCESS && n &&
+              clGetKernelArgInfo(k, n - 1, CL_KERNEL_ARG_NAME, sizeof last, last, NULL) ==
+                  CL_SUCCESS &&
+              !strcmp(last, CLF__RANGE_ARG_NAME);
+    if (k)
+        clReleaseKernel(k);
+    return has;
+}
+
+/* Add kernel name to the range kernels; in the array variant with the pointer mask and the
+ * refusal (may be NULL) it has. */
+static clf_status add_range_kernel(clf_program *p, const char *name, uint64_t mask,
+                                   const char *why)
+{
+    size_t n = p->nrange_kernels;
+    char **v = realloc(p->range_kernels, (n + 1) * sizeof *v);
+    if (!v)
+        return CLF_ERROR_OUT_OF_HOST_MEMORY;
+    p->range_kernels = v;
+    if (p->array_variant_of) {
+        char **w = realloc(p->array_why, (n + 1) * sizeof *w);
+        if (!w)
+            return CLF_ERROR_OUT_OF_HOST_MEMORY;
+        p->array_why = w;
+        uint64_t *m = realloc(p->array_ptrs, (n + 1) * sizeof *m);
+        if (!m)
+            return CLF_ERROR_OUT_OF_HOST_MEMORY;
+        p->array_ptrs = m;
+        m[n] = mask;
+        if (!(w[n] = why ? strdup(why) : NULL) && why)
+            return CLF_ERROR_OUT_OF_HOST_MEMORY;
+    }
+    if (!(v[n] = strdup(name))) {
+        if (p->array_variant_of)
+            free(p->array_why[n]);
+        return CLF_ERROR_OUT_OF_HOST_MEMORY;
+    }
+    p->nrange_kernels = n + 1;
+    return CLF_SUCCESS;
+}
+
+/*
+ * The kernels that have the hidden range parameter, as the driver names them. The source
+ * scan (rangearg.c) names a kernel by the word before its '(': a kernel whose name is a
+ * macro (`#define KNAME my_kernel`, `__kernel void KNAME(...)`) got the parameter under a
+ * name no call uses, and a launch of my_kernel would then set no range and count one
+ * argument too many. The driver's kernel names (built on device dev) and each unlisted
+ * kernel's last parameter say which kernels really have it. In the array variant, a kernel
+ * found so takes the pointer mask of the one scanned name the driver lacks; with several
+ * such names, which is which is unknown, and clf_array_launch refuses the kernel.
+ */
+static clf_status range_kernels_from_driver(clf_program *p, size_t dev)
+{
+    clf_status st = CLF_SUCCESS;
+    size_t len = 0;
+    char *all = NULL;
+    if (!p->nrange_kernels ||
+        clGetProgramInfo(p->prog[dev], CL_PROGRAM_KERNEL_NAMES, 0, NULL, &len) != CL_SUCCESS ||
+        !len)
+        return CLF_SUCCESS; /* nothing got the parameter, or the driver cannot say */
+    if (!(all = calloc(len + 1, 1)))
+        return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "program: out of memory");
+    if (clGetProgramInfo(p->prog[dev], CL_PROGRAM_KERNEL_NAMES, len, all, NULL) != CL_SUCCESS)
+        goto out;
+    /* The scanned names the driver does not have: macro names. */
+    size_t scanned = p->nrange_kernels, stray = 0, stray_at = 0;
+    for (size_t i = 0; i < scanned; i++) {
+        int found = 0;
+        for (char *k = all; *k && !found;) {
+            size_t l = strcspn(k, ";");
+            found = l == strlen(p->range_kernels[i]) && !strncmp(k, p->range_kernels[i], l);
+            k += l + (k[l] == ';');
+        }
+        if (!found) {
+            stray++;
+            stray_at = i;
+        }
+    }
+    if (!stray)
+        goto out;
+    for (char *save = NULL, *k = strtok_r(all, ";", &save); k && st == CLF_SUCCESS;
+         k = strtok_r(NULL, ";", &save)) {
+        if (listed(p->range_kernels, p->nrange_kernels, k) || !has_range_param(p, dev, k))
+            continue;
+        uint64_t mask = 0;
+        const char *why = NULL;
+        char buf[400];
+        if (p->array_variant_of && stray == 1) {
+            mask = p->array_ptrs[stray_at];
+            why = p->array_why[stray_at];
+        } else if (p->array_variant_of) {
+            snprintf(buf, sizeof buf, "its name is made by a macro, like %zu other kernels of "
+                     "the program, and clfleet cannot tell which of the source's kernel "
+                     "definitions it is; define it under its own name", stray - 1);
+            why = buf;
+        }
+        clf__log(CLF_LOG_DEBUG, "program %.12s: kernel '%s' has the hidden range parameter "
+                 "under a macro name", p->hash, k);
+        if (add_range_kernel(p, k, mask, why) != CLF_SUCCESS)
+            st = clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "program: out of memory");
+    }
+out:
+    free(all);
+    return st;
 }
 
 /* Build source for every device of fleet: a user program, or (variant_of set) the array
@@ -311,6 +458,16 @@ static clf_status build_program(clf_program **out, clf_fleet *fleet, const char 
     clf__sha256_update(&h, options ? options : "", options ? strlen(options) : 0);
     clf__sha256_final(&h, digest);
     clf__sha256_hex(digest, p->hash);
+    /* The included files are part of the binary's key; where they cannot be followed, a
+     * cached binary could be stale, so the cache is not used at all. */
+    if (fleet->cache_dir) {
+        char why[300];
+        if (clf__include_digest(source, options, p->includes, why, sizeof why) < 0) {
+            p->no_cache = 1;
+            clf__log(CLF_LOG_DEBUG, "program %.12s: not using the binary cache: %s", p->hash,
+                     why);
+        }
+    }
     p->prog = calloc(fleet->ndev, sizeof *p->prog);
     p->from_cache = calloc(fleet->ndev, 1);
     p->built = calloc(fleet->ndev, 1);
@@ -330,6 +487,11 @@ static clf_status build_program(clf_program **out, clf_fleet *fleet, const char 
         st = CLF_ERROR_BUILD;
         goto out;
     }
+    for (size_t d = 0; d < fleet->ndev; d++)
+        if (p->built[d]) {
+            CLF__TRY(st, range_kernels_from_driver(p, d));
+            break;
+        }
     clf_clear_error();
     if (built < fleet->ndev) {
         /* Not a failure: the detail says which devices launches will leave out. */

@@ -13,7 +13,9 @@
  *
  * Kernel definitions are found by a small tokenizer that skips comments, string and
  * character literals, preprocessor lines and __attribute__((...)); a kernel made by a
- * macro or defined in an included file is not found and gets no parameter. Where the
+ * macro or defined in an included file is not found and gets no parameter. A kernel whose
+ * name alone is a macro gets it under the macro's name: program.c learns its real name from
+ * the driver after the build (range_kernels_from_driver()). Where the
  * source names the built-ins, a launch that splits such a kernel into chunks is refused
  * (exec/check.c): it could not be given the sizes.
  */

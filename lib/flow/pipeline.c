@@ -152,9 +152,12 @@ static clf_status stage_setup(clf_pipeline *pl, size_t si, const clf_stage_desc 
     cl_int err;
     clf_status st = clf__cmd_kernel_create(pl->fl, s->dev->index, d->program, d->kernel,
                                            d->global, d->dims, &err, &s->k);
-    if (err == CL_INVALID_KERNEL_NAME)
-        return clf__fail(CLF_ERROR_NOT_FOUND, "%s: no kernel '%.128s' in the stage's program",
-                         call, d->kernel);
+    if (err == CL_INVALID_KERNEL_NAME) {
+        /* The command path's message lists the kernels the program has. */
+        char why[800];
+        snprintf(why, sizeof why, "%s", clf_last_error());
+        return clf__fail(CLF_ERROR_NOT_FOUND, "%s: the stage's program: %s", call, why);
+    }
     /* The extra arguments (after the input and output) and the range against the kernel
      * (core/argcheck.c), before any is set: PoCL crashes on a value for a pointer. */
     if (st == CLF_SUCCESS)

@@ -220,6 +220,11 @@ struct clf_program {
     cl_program *prog;        /* one per fleet device (program.c says why) */
     unsigned char *from_cache; /* one per device */
     unsigned char *built;      /* one per device: the build succeeded there */
+    /* The digest of the files the source includes (core/includes.c), part of the cache key
+     * ("" when it includes none); no_cache: an include could not be followed, so the binary
+     * cache is not used for this program. */
+    char includes[65];
+    int no_cache;
     char **log;                /* one per device: why it did not (NULL where it did) */
     /* The built-ins the prelude redefines (core/rangearg.c): which the source names
      * (CLF__NAMES_* bits), and the kernels that got the hidden range parameter. */

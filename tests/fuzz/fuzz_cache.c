@@ -41,7 +41,7 @@ static void setup(void)
     snprintf(dir, sizeof dir, "%s/clfleet-fuzz-cache-XXXXXX",
              access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp");
     check(mkdtemp(dir) != NULL, "a temporary directory");
-    clf__cache_key_parts parts = {"source", "", "device", "driver", "platform"};
+    clf__cache_key_parts parts = {"source", "", "device", "driver", "platform", NULL};
     clf__cache_key(key, &parts);
     atexit(cleanup);
 }
