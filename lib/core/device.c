@@ -177,21 +177,6 @@ int clf_device_has_extension(const clf_fleet *fleet, size_t device, const char *
     return clf__ext_listed(fleet->dev[device].extensions, name);
 }
 
-const char *clf_device_type_name(unsigned type)
-{
-    switch (type) {
-    case CLF_DEVICE_CPU:
-        return "cpu";
-    case CLF_DEVICE_GPU:
-        return "gpu";
-    case CLF_DEVICE_ACCELERATOR:
-        return "accelerator";
-    case CLF_DEVICE_CUSTOM:
-        return "custom";
-    }
-    return "unknown";
-}
-
 /* A fleet's references (core.h); the last one tears it down through the teardown its
  * creator registered (fleet.c), which finalizes every layer. */
 void clf__fleet_ref(clf_fleet *fl)

@@ -420,21 +420,6 @@ static void reason(char *out, size_t cap, size_t *len)
         put(out, cap, len, ", ");
 }
 
-static const char *type_word(unsigned type)
-{
-    switch (type) {
-    case CLF_DEVICE_CPU:
-        return "cpu";
-    case CLF_DEVICE_GPU:
-        return "gpu";
-    case CLF_DEVICE_ACCELERATOR:
-        return "accelerator";
-    case CLF_DEVICE_CUSTOM:
-        return "custom";
-    }
-    return "unknown";
-}
-
 /* The types of a mask as the selection string spells them ("gpu,accelerator"). */
 static void put_types(char *out, size_t cap, size_t *len, unsigned types)
 {
@@ -443,7 +428,7 @@ static void put_types(char *out, size_t cap, size_t *len, unsigned types)
     int first = 1;
     for (size_t i = 0; i < CLF__ARRAY_LEN(order); i++)
         if (types & order[i]) {
-            put(out, cap, len, "%s%s", first ? "" : ",", type_word(order[i]));
+            put(out, cap, len, "%s%s", first ? "" : ",", clf_device_type_name(order[i]));
             first = 0;
         }
 }
@@ -486,7 +471,7 @@ const char *clf__filter_why(const clf__filter *f, const clf_device_info *info, u
         reason(out, cap, &len);
         put(out, cap, &len, "%s=", f->from_options & CLF__FROM_TYPES ? "device_types" : "type");
         put_types(out, cap, &len, f->types);
-        put(out, cap, &len, " (it is a %s device)", type_word(info->type));
+        put(out, cap, &len, " (it is a %s device)", clf_device_type_name(info->type));
     }
     if (f->platform[0] &&
         !contains_ci(info->platform, sizeof info->platform, f->platform, sizeof f->platform) &&

@@ -139,6 +139,21 @@ double clf__now(void)
 static const char *const strategy_names[] = {"default", "static", "dynamic",
                                              "guided",  "memory-aware", "auto"};
 
+const char *clf_device_type_name(unsigned type)
+{
+    switch (type) {
+    case CLF_DEVICE_CPU:
+        return "cpu";
+    case CLF_DEVICE_GPU:
+        return "gpu";
+    case CLF_DEVICE_ACCELERATOR:
+        return "accelerator";
+    case CLF_DEVICE_CUSTOM:
+        return "custom";
+    }
+    return "unknown";
+}
+
 const char *clf_strategy_name(clf_strategy s)
 {
     return (unsigned)s < CLF__ARRAY_LEN(strategy_names) ? strategy_names[s] : NULL;
