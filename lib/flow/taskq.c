@@ -224,8 +224,7 @@ static clf_status check_task(clf_taskq *q, const clf_task_desc *t, const clf_arg
     clf_status st = check_kernel(q, t->kernel, &k, &d);
     if (st != CLF_SUCCESS || !k)
         return st;
-    if (st == CLF_SUCCESS)
-        st = clf__check_args("clf_taskq_submit", q->prog, t->kernel, k, d, 0, args, nargs, 0);
+    st = clf__check_args("clf_taskq_submit", q->prog, t->kernel, k, d, 0, args, nargs, 0);
     if (st == CLF_SUCCESS)
         st = clf__check_range("clf_taskq_submit", t->kernel, t->dims, t->global, t->local, NULL,
                               d, k);
