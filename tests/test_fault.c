@@ -377,8 +377,9 @@ static const clf_strategy STRATEGIES[] = {CLF_STRATEGY_STATIC, CLF_STRATEGY_DYNA
                                           CLF_STRATEGY_GUIDED, CLF_STRATEGY_MEMORY_AWARE};
 #define NSTRAT (sizeof STRATEGIES / sizeof STRATEGIES[0])
 
-/* _i: kind * 2 + configuration; every strategy and position. A dynamic launch may give the
- * victim less work than its calibration run: try again (a few times) until the fault fires. */
+/* _i: kind * 2 + configuration; every strategy and position. A dynamic, guided or
+ * memory-aware launch may give the victim less work than its calibration run: try again
+ * until the fault fires. */
 START_TEST(one_device_fails)
 {
     enum kind k = (enum kind)(_i / 2);
@@ -388,7 +389,11 @@ START_TEST(one_device_fails)
         for (int p = 0; p < P_COUNT; p++) {
             /* Static without limits runs one chunk per device: only its first is there. */
             int fired = 0;
-            for (int attempt = 0; attempt < 12 && !fired; attempt++)
+            /* Guided and memory-aware chunks come from one shared pool since issue 14, so
+             * the victim's chunk count varies too: a fresh CI clone once saw 12 attempts
+             * in a row give it fewer than the 16 of its calibration. Each attempt is cheap,
+             * and one where the fault fires checks everything. */
+            for (int attempt = 0; attempt < 60 && !fired; attempt++)
                 fired = one_case(cfg, k, STRATEGIES[s], (enum pos)p, d);
             expect(fired, "%s: the fault never fired", what);
         }
