@@ -434,9 +434,9 @@ static void advise_split(void)
     clf_fleet_destroy(f);
     if (n < 2)
         return;
-    printf("\nThe default fleet here is one CPU device%s: clfleet-info, clfleet-bench\n"
-           "and your programs get that one device. For %zu devices that run at once, one per\n"
-           "compute unit (doc/02-devices.md, \"Device selection\"):\n"
+    printf("\nThe default fleet here is one CPU device%s.\n"
+           "clfleet-info, clfleet-bench and your programs get that one device; for %zu devices\n"
+           "that run at once, one per compute unit (doc/02-devices.md, \"Device selection\"):\n"
            "  export CLFLEET_DEVICES=\"%s\"\n\n",
            demo_split ? " (this demo split it itself)" : "", n, want);
 }
