@@ -94,7 +94,8 @@ int clf_bench_jacobi_ok(const float *init, size_t w, size_t h, size_t steps, con
 
 /*
  * The options every benchmark takes: --json, --quick, --verbose, --reps N (1 to
- * CLF_BENCH_MAX_REPS), --devices SELECTION, --trace PATH, --help (-h) and --version (-V).
+ * CLF_BENCH_MAX_REPS), --devices SELECTION, --trace PATH, --help (-h) and --version (-V);
+ * and --plot FILE.svg where the benchmark sets can_plot (elsewhere it is a usage error).
  * The benchmark sets name, usage and the defaults before clf_bench_parse().
  */
 typedef struct clf_bench_common {
@@ -105,6 +106,8 @@ typedef struct clf_bench_common {
     unsigned quick_reps;      /* --quick: at most this many repetitions */
     const char *devices;      /* --devices SELECTION; NULL: $CLFLEET_DEVICES, else the default */
     const char *trace;        /* --trace PATH; NULL: none */
+    int can_plot;             /* set by the benchmark: it takes --plot */
+    const char *plot;         /* --plot FILE.svg; NULL: none */
 } clf_bench_common;
 
 /* The first `val` a benchmark may give its own options in clf_bench_parse(). */
@@ -125,8 +128,9 @@ typedef int (*clf_bench_own_option)(void *bench, int val, const char *arg);
 
 /*
  * The command line argv[1..argc) through getopt_long(): the common options into c, the
- * benchmark's own (`own_options`, terminated by a zero entry, vals from CLF_BENCH_OWN on;
- * may be NULL) through own(bench, ...). `--opt value` and `--opt=value` both work. Then
+ * benchmark's own (`own_options`, terminated by a zero entry, vals from CLF_BENCH_OWN on, or
+ * a letter other than h and V, which then is also the option's short form, "-b 4K"; may be
+ * NULL) through own(bench, ...). `--opt value` and `--opt=value` both work. Then
  * --quick caps c->reps at c->quick_reps, and --trace sets $CLFLEET_TRACE so that every fleet
  * writes a timeline. Returns -1 to go on, or the exit status to return at once: 0 after
  * --help (usage on stdout) or --version, CLF_BENCH_USAGE after a bad argument (what was wrong
@@ -177,6 +181,15 @@ int clf_bench_setup_failed(const char *cmd, const char *what, clf_status st);
 
 /* GB/s (1e9 bytes/s) of bytes in s seconds; NAN unless s > 0. */
 double clf_bench_gbps(size_t bytes, double s);
+
+/*
+ * Write `plot` (a clf_plot) to `path` (c->plot, or a name made from it) and say where on
+ * stderr; returns 0, or 1 after a message when it could not be written (out of memory, or
+ * the file). Does nothing when path is NULL. The plot is not destroyed.
+ */
+struct clf_plot;
+int clf_bench_plot_write(const clf_bench_common *c, const struct clf_plot *plot,
+                         const char *path);
 
 /* "N MiB" from 1 MiB on, else "N KiB". */
 void clf_bench_size_label(char *buf, size_t len, size_t bytes);
