@@ -212,6 +212,7 @@ typedef struct axis {
     double lo, hi; /* in axis units: the value, or its logarithm */
     double step;  /* between ticks, in axis units */
     int bytes;    /* tick labels as sizes: 4K, 1M */
+    int whole;    /* linear, whole numbers only: steps of 1 or more */
 } axis;
 
 static double to_axis(const axis *a, double v)
@@ -258,6 +259,8 @@ static void axis_fit(axis *a, double lo, double hi, int from_zero)
             lo = 0;
     }
     a->step = nice_step((hi - lo) / 5);
+    if (a->whole && a->step < 1)
+        a->step = 1;
     a->lo = floor(lo / a->step) * a->step;
     a->hi = ceil(hi / a->step) * a->step;
 }
@@ -329,7 +332,7 @@ static double left_margin(const panel *q)
     size_t longest = 4;
     for (size_t r = 0; r < q->nrows; r++)
         longest = strlen(q->rows[r]) > longest ? strlen(q->rows[r]) : longest;
-    double m = 16 + 6.6 * (double)longest;
+    double m = 16 + 7.2 * (double)longest; /* about 7 px per character at 12 px */
     return m > 260 ? 260 : m;
 }
 
@@ -373,7 +376,8 @@ static void draw_xy(FILE *f, const panel *q, double top)
     double x0 = left_margin(q), x1 = WIDTH - MARGIN_R, y0 = top + PANEL_TOP,
            y1 = y0 + XY_HEIGHT;
     axis ax = {.log = q->flags & CLF_PLOT_LOG_X ? (q->flags & CLF_PLOT_X_BYTES ? 2 : 10) : 0,
-               .bytes = !!(q->flags & CLF_PLOT_X_BYTES)};
+               .bytes = !!(q->flags & CLF_PLOT_X_BYTES),
+               .whole = !!(q->flags & CLF_PLOT_X_WHOLE)};
     axis ay = {.log = q->flags & CLF_PLOT_LOG_Y ? 10 : 0};
     double xlo = INFINITY, xhi = -INFINITY, ylo = INFINITY, yhi = -INFINITY;
     for (size_t i = 0; i < q->ns; i++)

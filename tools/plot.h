@@ -21,7 +21,8 @@ enum {
     CLF_PLOT_LOG_Y = 1u << 1,   /* y on a log scale (points with y <= 0 are left out) */
     CLF_PLOT_X_BYTES = 1u << 2, /* x is a size in bytes: ticks at powers of two, "4K", "1M" */
     CLF_PLOT_ROWS = 1u << 3,    /* a chart of rows with bars (clf_plot_bar()), not lines */
-    CLF_PLOT_Y_ZERO = 1u << 4   /* a linear y axis that starts at 0 (bandwidths, speedups) */
+    CLF_PLOT_Y_ZERO = 1u << 4,  /* a linear y axis that starts at 0 (bandwidths, speedups) */
+    CLF_PLOT_X_WHOLE = 1u << 5  /* a linear x axis of whole numbers: ticks 1 apart or more */
 };
 
 /* A new, empty chart titled `title`; NULL when out of memory (clf_plot_destroy(NULL) is fine). */
