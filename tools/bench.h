@@ -18,10 +18,11 @@
 int clf_bench_p2p(int argc, char **argv);
 
 /*
- * `clfleet-bench allreduce`: clf_allreduce() (ring, float sum) against the naive way
- * (gather to the host, add, write back) on 2 and 3 devices, 4 KiB to 256 MiB: time,
- * algorithm bandwidth and bus bandwidth (NCCL's busbw = size / time x 2(n-1)/n). Same
- * conventions as clf_bench_p2p().
+ * `clfleet-bench allreduce`: clf_allreduce() (a ring; float sum unless -d/-o say otherwise)
+ * against the naive way (gather to the host, combine, write back) on 2 and 3 devices, 4 KiB
+ * to 256 MiB, in nccl-tests' conventions (all_reduce_perf's options and columns: time,
+ * algbw, busbw = algbw x 2(n-1)/n, #wrong, out-of-place and in-place, the footer). Same
+ * conventions as clf_bench_p2p() otherwise.
  */
 int clf_bench_allreduce(int argc, char **argv);
 
@@ -50,8 +51,9 @@ int clf_bench_overhead(int argc, char **argv);
 #ifdef CLF_BENCH_MPI
 /*
  * `clfleet-bench mpi-allreduce` (configure found MPI; run under mpirun): clf_comm_allreduce()
- * against device -> host, MPI_Allreduce, host -> device, 4 KiB to 256 MiB: bus bandwidth
- * across ranks and the ratio (tools/bench-mpi.c). Same conventions as clf_bench_p2p().
+ * against device -> host, MPI_Allreduce, host -> device, 4 KiB to 256 MiB, in the columns of
+ * `clfleet-bench allreduce`, with bus bandwidth across ranks (tools/bench-mpi.c). Same
+ * conventions as clf_bench_p2p().
  */
 int clf_bench_mpi_allreduce(int argc, char **argv);
 

@@ -1273,8 +1273,7 @@ static const subcommand COMMANDS[] = {
      "            path, forced staging and the naive read-then-write, against memcpy"},
     {"allreduce", NULL, clf_bench_allreduce,
      "clf_allreduce against gather-combine-write on 2 and 3 devices, in\n"
-     "            nccl-tests' form: sizes -b/-e/-f, -d type, -o op, time, algbw, busbw,\n"
-     "            #wrong"},
+     "            nccl-tests' form: -b/-e/-f, -d type, -o op, busbw, #wrong"},
     {"pipeline", NULL, clf_bench_pipeline,
      "a 3-stage pipeline against the stages one after another and the ideal"},
     {"gemm", NULL, clf_bench_gemm,
