@@ -18,7 +18,7 @@
 #include <string.h>
 
 #define WIDTH 820.0     /* the whole chart */
-#define MARGIN_R 200.0  /* legend column at the right of each panel */
+#define CHAR_W 7.2      /* about the width of a character at 12 px, for the layout */
 #define XY_HEIGHT 260.0 /* plot area of an x-y panel */
 #define ROW_HEIGHT 22.0 /* one row of a rows panel */
 #define PANEL_TOP 34.0  /* panel title above the plot area */
@@ -324,6 +324,18 @@ static double panel_height(const panel *q)
     return PANEL_TOP + area + PANEL_BOTTOM;
 }
 
+/* The right margin: the legend column, as wide as its longest name (within limits). */
+static double right_margin(const panel *q)
+{
+    size_t longest = 8;
+    for (size_t i = 0; i < q->ns; i++)
+        longest = strlen(q->s[i].name) > longest ? strlen(q->s[i].name) : longest;
+    for (size_t i = 0; i < q->nk; i++)
+        longest = strlen(q->k[i].name) > longest ? strlen(q->k[i].name) : longest;
+    double m = 14 + 28 + CHAR_W * (double)longest + 8;
+    return m > 300 ? 300 : m;
+}
+
 /* The left margin: room for the y tick labels, or for the row names. */
 static double left_margin(const panel *q)
 {
@@ -332,7 +344,7 @@ static double left_margin(const panel *q)
     size_t longest = 4;
     for (size_t r = 0; r < q->nrows; r++)
         longest = strlen(q->rows[r]) > longest ? strlen(q->rows[r]) : longest;
-    double m = 16 + 7.2 * (double)longest; /* about 7 px per character at 12 px */
+    double m = 16 + CHAR_W * (double)longest;
     return m > 260 ? 260 : m;
 }
 
@@ -371,9 +383,9 @@ static void draw_ticks(FILE *f, const axis *a, int vertical, double x0, double y
     }
 }
 
-static void draw_xy(FILE *f, const panel *q, double top)
+static void draw_xy(FILE *f, const panel *q, double top, double right)
 {
-    double x0 = left_margin(q), x1 = WIDTH - MARGIN_R, y0 = top + PANEL_TOP,
+    double x0 = left_margin(q), x1 = WIDTH - right, y0 = top + PANEL_TOP,
            y1 = y0 + XY_HEIGHT;
     axis ax = {.log = q->flags & CLF_PLOT_LOG_X ? (q->flags & CLF_PLOT_X_BYTES ? 2 : 10) : 0,
                .bytes = !!(q->flags & CLF_PLOT_X_BYTES),
@@ -433,9 +445,9 @@ static void draw_xy(FILE *f, const panel *q, double top)
     }
 }
 
-static void draw_rows(FILE *f, const panel *q, double top)
+static void draw_rows(FILE *f, const panel *q, double top, double right)
 {
-    double x0 = left_margin(q), x1 = WIDTH - MARGIN_R, y0 = top + PANEL_TOP,
+    double x0 = left_margin(q), x1 = WIDTH - right, y0 = top + PANEL_TOP,
            y1 = y0 + ROW_HEIGHT * (double)(q->nrows ? q->nrows : 1);
     axis ax = {0};
     double lo = INFINITY, hi = -INFINITY;
@@ -491,16 +503,27 @@ static void write_svg(FILE *f, const clf_plot *p)
     put_text(f, p->title);
     fputs("</title>\n", f);
     fputs("<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n", f);
-    text_at(f, WIDTH / 2, 24, "middle", "font-size=\"15\" font-weight=\"bold\"", p->title);
+    /* A long title gets a smaller font rather than running off the chart (bold 15 px: about
+     * 10 px per character). */
+    double size = 15, want = 10 * (double)strlen(p->title);
+    if (want > WIDTH - 20)
+        size = fmax(8, 15 * (WIDTH - 20) / want);
+    char attrs[64];
+    snprintf(attrs, sizeof attrs, "font-size=\"%.1f\" font-weight=\"bold\"", size);
+    text_at(f, WIDTH / 2, 24, "middle", attrs, p->title);
+    /* One legend column for every panel, so that the plot areas end at the same x. */
+    double right = 0;
+    for (size_t i = 0; i < p->np; i++)
+        right = fmax(right, right_margin(&p->p[i]));
     double top = 40;
     for (size_t i = 0; i < p->np; i++) {
         const panel *q = &p->p[i];
         fputs("<g class=\"panel\">\n", f);
         text_at(f, left_margin(q), top + 20, "start", "font-weight=\"bold\"", q->title);
         if (q->flags & CLF_PLOT_ROWS)
-            draw_rows(f, q, top);
+            draw_rows(f, q, top, right);
         else
-            draw_xy(f, q, top);
+            draw_xy(f, q, top, right);
         fputs("</g>\n", f);
         top += panel_height(q);
     }
