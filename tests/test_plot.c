@@ -133,6 +133,31 @@ START_TEST(test_axes)
 }
 END_TEST
 
+/* Extreme values still give a finite chart, with no "inf" or "nan" in it. */
+START_TEST(test_extremes)
+{
+    make_path();
+    clf_plot *p = clf_plot_create("extremes");
+    double x[] = {-1.7e308, 1.7e308}, y[] = {4.9e-324, 9.9e-324};
+    double same[] = {3, 3};
+    clf_plot_panel(p, 0, "huge x, tiny y", "x", "y");
+    clf_plot_line(p, "a", x, y, 2);
+    clf_plot_panel(p, CLF_PLOT_LOG_Y, "flat", "x", "y");
+    clf_plot_line(p, "b", same, same, 2);
+    clf_plot_panel(p, CLF_PLOT_ROWS, "rows", "t", NULL);
+    clf_plot_bar(p, "r", INFINITY, 1, 0, NULL);
+    clf_plot_bar(p, "r", 2, 2, 0, "empty");
+    ck_assert_int_eq(clf_plot_write(p, path), 0);
+    clf_plot_destroy(p);
+    char *s = slurp();
+    ck_assert_ptr_null(strstr(s, "inf"));
+    ck_assert_ptr_null(strstr(s, "nan"));
+    ck_assert_uint_eq(count(s, "<circle class=\"point\""), 4);
+    ck_assert_uint_eq(count(s, "<rect class=\"bar\""), 1); /* the infinite one is left out */
+    free(s);
+}
+END_TEST
+
 START_TEST(test_errors)
 {
     clf_plot *p = clf_plot_create("x");
@@ -182,6 +207,7 @@ int main(void)
     TCase *tc = tcase_create("svg");
     tcase_add_test(tc, test_content);
     tcase_add_test(tc, test_axes);
+    tcase_add_test(tc, test_extremes);
     tcase_add_test(tc, test_errors);
     tcase_add_test(tc, test_locale);
     suite_add_tcase(s, tc);

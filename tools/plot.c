@@ -220,6 +220,14 @@ static double to_axis(const axis *a, double v)
     return a->log == 10 ? log10(v) : a->log == 2 ? log2(v) : v;
 }
 
+/* Pixels from u (0..1 of the axis) over [p0, p1], kept finite and within a sane distance
+ * of the chart: a point far outside its axis (see axis_fit()) lands at the edge of that. */
+static double px(double u, double p0, double p1)
+{
+    double v = p0 + u * (p1 - p0);
+    return isfinite(v) ? fmax(-1e5, fmin(1e5, v)) : p0;
+}
+
 static int usable(const axis *a, double v)
 {
     return isfinite(v) && (!a->log || v > 0);
@@ -232,8 +240,23 @@ static double nice_step(double v)
     return (m <= 1 ? 1 : m <= 2 ? 2 : m <= 5 ? 5 : 10) * e;
 }
 
-/* The axis over [lo, hi] (data values; lo > hi: no data). */
+static void axis_fit_range(axis *a, double lo, double hi, int from_zero);
+
+/* The axis over [lo, hi] (data values; lo > hi: no data). Values so extreme that no tick
+ * step can be found (a range that overflows, or one below the smallest double) give the
+ * unit range instead: the chart is then wrong, but finite and drawn. */
 static void axis_fit(axis *a, double lo, double hi, int from_zero)
+{
+    axis_fit_range(a, lo, hi, from_zero);
+    if (!(a->step > 0) || !isfinite(a->step) || !isfinite(a->lo) || !isfinite(a->hi) ||
+        !(a->hi > a->lo) || (a->hi - a->lo) / a->step > 1000) {
+        a->lo = 0;
+        a->hi = 1;
+        a->step = a->log ? 1 : 0.2;
+    }
+}
+
+static void axis_fit_range(axis *a, double lo, double hi, int from_zero)
 {
     if (lo > hi) /* nothing to show: a unit range */
         lo = a->log ? 1 : 0, hi = a->log ? 10 : 1;
@@ -425,8 +448,8 @@ static void draw_xy(FILE *f, const panel *q, double top, double right)
                 fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"", c);
             if (ok)
                 fprintf(f, "%s%.1f,%.1f", open ? " " : "",
-                        x0 + (to_axis(&ax, s->x[j]) - ax.lo) / (ax.hi - ax.lo) * (x1 - x0),
-                        y1 - (to_axis(&ay, s->y[j]) - ay.lo) / (ay.hi - ay.lo) * (y1 - y0));
+                        px((to_axis(&ax, s->x[j]) - ax.lo) / (ax.hi - ax.lo), x0, x1),
+                        px((to_axis(&ay, s->y[j]) - ay.lo) / (ay.hi - ay.lo), y1, y0));
             if (!ok && open)
                 fputs("\"/>\n", f);
             open = ok;
@@ -436,8 +459,8 @@ static void draw_xy(FILE *f, const panel *q, double top, double right)
                 continue;
             fprintf(f, "<circle class=\"point\" cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\">"
                        "<title>%.6g, %.6g</title></circle>\n",
-                    x0 + (to_axis(&ax, s->x[j]) - ax.lo) / (ax.hi - ax.lo) * (x1 - x0),
-                    y1 - (to_axis(&ay, s->y[j]) - ay.lo) / (ay.hi - ay.lo) * (y1 - y0), c,
+                    px((to_axis(&ax, s->x[j]) - ax.lo) / (ax.hi - ax.lo), x0, x1),
+                    px((to_axis(&ay, s->y[j]) - ay.lo) / (ay.hi - ay.lo), y1, y0), c,
                     s->x[j], s->y[j]);
         }
         fputs("</g>\n", f);
@@ -468,8 +491,8 @@ static void draw_rows(FILE *f, const panel *q, double top, double right)
         const bar *b = &q->b[i];
         if (!isfinite(b->x0) || !isfinite(b->x1))
             continue;
-        double a = x0 + (fmin(b->x0, b->x1) - ax.lo) / (ax.hi - ax.lo) * (x1 - x0);
-        double w = fabs(b->x1 - b->x0) / (ax.hi - ax.lo) * (x1 - x0);
+        double a = px((fmin(b->x0, b->x1) - ax.lo) / (ax.hi - ax.lo), x0, x1);
+        double w = px((fmax(b->x0, b->x1) - ax.lo) / (ax.hi - ax.lo), x0, x1) - a;
         double y = y0 + ROW_HEIGHT * (double)b->row + 3;
         fprintf(f, "<rect class=\"bar\" x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" "
                    "fill=\"%s\" stroke=\"white\" stroke-width=\"0.5\"><title>",
