@@ -43,4 +43,10 @@ row='^ +65536 +16384 +float +sum +-1 +n/a +n/a +n/a +n/a +[0-9.]+ '
     [ "$(grep -c '^# Out of bounds values : 0 OK$' "$tmp.out")" -eq 2 ] &&
     [ "$(grep -c '^# Avg bus bandwidth    : [0-9.]* GB/s' "$tmp.out")" -eq 2 ] ||
     { echo "FAIL: mpi-allreduce: want a 64 KiB row and the footer for -np 2 and 3"; exit 1; }
+# Another type and operation, checked against MPI_Allreduce's and the exact result.
+$run 2 "$bench" mpi-allreduce --quick -b 4K -e 16K -d int64 -o min > "$tmp.out" 2>&1
+check $? "$tmp.out"
+[ "$(grep -Ec '^ +16384 +2048 +int64 +min +-1 +n/a ' "$tmp.out")" -eq 1 ] &&
+    grep -q '^# Out of bounds values : 0 OK$' "$tmp.out" ||
+    { cat "$tmp.out"; echo "FAIL: mpi-allreduce -d int64 -o min"; exit 1; }
 exit 0

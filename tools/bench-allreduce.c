@@ -62,108 +62,22 @@ typedef struct bench {
     double memcpy_gbps;
 } bench;
 
-static const struct {
-    const char *name;
-    clf_type type;
-} TYPES[] = {{"int32", CLF_TYPE_INT32}, {"uint32", CLF_TYPE_UINT32}, {"int64", CLF_TYPE_INT64},
-             {"float", CLF_TYPE_FLOAT}, {"double", CLF_TYPE_DOUBLE}};
-static const struct {
-    const char *name;
-    clf_reduce_op op;
-} OPS[] = {{"sum", CLF_REDUCE_SUM}, {"prod", CLF_REDUCE_PROD}, {"min", CLF_REDUCE_MIN},
-           {"max", CLF_REDUCE_MAX}};
-#define NTYPES (sizeof TYPES / sizeof TYPES[0])
-#define NOPS (sizeof OPS / sizeof OPS[0])
-
-static const char *type_name(clf_type t)
-{
-    for (size_t i = 0; i < NTYPES; i++)
-        if (TYPES[i].type == t)
-            return TYPES[i].name;
-    return "?";
-}
-
-static const char *op_name(clf_reduce_op o)
-{
-    for (size_t i = 0; i < NOPS; i++)
-        if (OPS[i].op == o)
-            return OPS[i].name;
-    return "?";
-}
-
 static double busbw(size_t bytes, double s, size_t n)
 {
     return clf_bench_gbps(bytes, s) * 2.0 * (double)(n - 1) / (double)n;
 }
 
-/* Device d's element i, before the reduction: small integers, different on every device,
- * so that every result is exact in every type; products stay at most 3^3; negative values
- * where the type has them. */
+/* Device d's element i before the reduction (clf_bench_reduce_value()). */
 static double value(const bench *b, size_t d, size_t i)
 {
-    if (b->op == CLF_REDUCE_PROD)
-        return (double)(1 + (i + d) % 3);
-    double v = (double)((i * 7 + d * 13) % 101);
-    return b->type == CLF_TYPE_UINT32 ? v : v - 50;
-}
-
-static void store(clf_type t, void *p, size_t i, double v)
-{
-    switch (t) {
-    case CLF_TYPE_INT32:
-        ((int32_t *)p)[i] = (int32_t)v;
-        break;
-    case CLF_TYPE_UINT32:
-        ((uint32_t *)p)[i] = (uint32_t)v;
-        break;
-    case CLF_TYPE_INT64:
-        ((int64_t *)p)[i] = (int64_t)v;
-        break;
-    case CLF_TYPE_FLOAT:
-        ((float *)p)[i] = (float)v;
-        break;
-    default:
-        ((double *)p)[i] = v;
-        break;
-    }
-}
-
-static double load(clf_type t, const void *p, size_t i)
-{
-    switch (t) {
-    case CLF_TYPE_INT32:
-        return ((const int32_t *)p)[i];
-    case CLF_TYPE_UINT32:
-        return ((const uint32_t *)p)[i];
-    case CLF_TYPE_INT64:
-        return (double)((const int64_t *)p)[i];
-    case CLF_TYPE_FLOAT:
-        return ((const float *)p)[i];
-    default:
-        return ((const double *)p)[i];
-    }
-}
-
-/* a op b, exact for the values of value(). */
-static double combine(clf_reduce_op op, double a, double b)
-{
-    switch (op) {
-    case CLF_REDUCE_PROD:
-        return a * b;
-    case CLF_REDUCE_MIN:
-        return b < a ? b : a;
-    case CLF_REDUCE_MAX:
-        return b > a ? b : a;
-    default:
-        return a + b;
-    }
+    return clf_bench_reduce_value(b->type, b->op, d, i);
 }
 
 static void fill(bench *b, size_t count)
 {
     for (size_t d = 0; d < MAX_DEV; d++)
         for (size_t i = 0; i < count; i++)
-            store(b->type, b->init[d], i, value(b, d, i));
+            clf_bench_store(b->type, b->init[d], i, value(b, d, i));
 }
 
 static clf_status upload(bench *b, size_t n, size_t bytes)
@@ -189,44 +103,11 @@ static size_t count_wrong(bench *b, size_t n, size_t count)
         for (size_t i = 0; i < count; i++) {
             double want = value(b, 0, i);
             for (size_t k = 1; k < n; k++)
-                want = combine(b->op, want, value(b, k, i));
-            wrong += load(b->type, b->host[d], i) != want;
+                want = clf_bench_combine(b->op, want, value(b, k, i));
+            wrong += clf_bench_load(b->type, b->host[d], i) != want;
         }
     }
     return wrong;
-}
-
-/* sum[i] = sum[i] op src[i], in the element type, as a user's host code would do it. */
-#define HOST_COMBINE(T)                                                                     \
-    do {                                                                                    \
-        T *s_ = (T *)sum;                                                                   \
-        const T *h_ = (const T *)src;                                                       \
-        for (size_t i_ = 0; i_ < count; i_++)                                               \
-            s_[i_] = op == CLF_REDUCE_SUM    ? (T)(s_[i_] + h_[i_])                         \
-                     : op == CLF_REDUCE_PROD ? (T)(s_[i_] * h_[i_])                         \
-                     : op == CLF_REDUCE_MIN  ? (h_[i_] < s_[i_] ? h_[i_] : s_[i_])          \
-                                             : (h_[i_] > s_[i_] ? h_[i_] : s_[i_]);         \
-    } while (0)
-
-static void host_combine(clf_type t, clf_reduce_op op, void *sum, const void *src, size_t count)
-{
-    switch (t) {
-    case CLF_TYPE_INT32:
-        HOST_COMBINE(int32_t);
-        break;
-    case CLF_TYPE_UINT32:
-        HOST_COMBINE(uint32_t);
-        break;
-    case CLF_TYPE_INT64:
-        HOST_COMBINE(int64_t);
-        break;
-    case CLF_TYPE_FLOAT:
-        HOST_COMBINE(float);
-        break;
-    default:
-        HOST_COMBINE(double);
-        break;
-    }
 }
 
 /* Wait for every event of ev[0..n) and release it; the first failure, else success. */
@@ -255,7 +136,7 @@ static clf_status naive(bench *b, size_t n, size_t count)
         return st;
     memcpy(b->sum, b->host[0], bytes);
     for (size_t d = 1; d < n; d++)
-        host_combine(b->type, b->op, b->sum, b->host[d], count);
+        clf_bench_host_combine(b->type, b->op, b->sum, b->host[d], count);
     for (started = 0; started < n && st == CLF_SUCCESS; started++)
         if ((st = clf_buffer_write_async(b->buf[started], 0, bytes, b->sum, &ev[started])) !=
             CLF_SUCCESS)
@@ -412,15 +293,9 @@ static int own_option(void *bench_, int val, const char *arg)
         return clf_bench_number(arg, 10, 2, MAX_DEV, &b->only_n);
     case 'd':
     case OPT_TYPE:
-        for (size_t i = 0; i < NTYPES; i++)
-            if (!strcmp(arg, TYPES[i].name))
-                return b->type = TYPES[i].type, 1;
-        return 0;
+        return clf_bench_type_parse(arg, &b->type);
     case 'o':
-        for (size_t i = 0; i < NOPS; i++)
-            if (!strcmp(arg, OPS[i].name))
-                return b->op = OPS[i].op, 1;
-        return 0;
+        return clf_bench_op_parse(arg, &b->op);
     default: /* OPT_CHUNK */
         return clf_bench_number(arg, 0, 4, SIZE_MAX, &b->chunk);
     }
@@ -428,7 +303,8 @@ static int own_option(void *bench_, int val, const char *arg)
 
 static void print_header(const bench *b)
 {
-    printf("# clfleet-bench allreduce: %s %s, %s\n", type_name(b->type), op_name(b->op),
+    printf("# clfleet-bench allreduce: %s %s, %s\n", clf_bench_type_name(b->type),
+           clf_bench_op_name(b->op),
            b->per_device ? "one context per device (staged copies)" : "one context per platform");
     for (size_t d = 0; d < b->nfleet && d < MAX_DEV; d++) {
         clf_device_info in;
@@ -445,7 +321,8 @@ static void print_header(const bench *b)
 static void print_columns(size_t n)
 {
     printf("#\n# %zu devices\n", n);
-    printf("# %47s%-33s%-33s%s\n", "", "out-of-place", "in-place", "naive gather-combine-write");
+    printf("# %47s%-33s%-33s%s\n", "", "out-of-place", "in-place",
+           "naive gather-combine-write");
     printf("# %10s %12s %8s %6s %5s  %8s %7s %7s %6s  %8s %7s %7s %6s  %8s %7s %6s\n", "size",
            "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw",
            "busbw", "#wrong", "time", "busbw", "#wrong");
@@ -458,8 +335,8 @@ static void print_row(const bench *b, const run *r)
 {
     printf("  %10zu %12zu %8s %6s %5d  %8s %7s %7s %6s  %8.1f %7.3f %7.3f %6zu  %8.1f %7.3f "
            "%6zu\n",
-           r->bytes, r->count, type_name(b->type), op_name(b->op), -1, "n/a", "n/a", "n/a", "n/a",
-           r->time_s * 1e6, clf_bench_gbps(r->bytes, r->time_s),
+           r->bytes, r->count, clf_bench_type_name(b->type), clf_bench_op_name(b->op), -1, "n/a",
+           "n/a", "n/a", "n/a", r->time_s * 1e6, clf_bench_gbps(r->bytes, r->time_s),
            busbw(r->bytes, r->time_s, r->ndev), r->wrong, r->naive_s * 1e6,
            busbw(r->bytes, r->naive_s, r->ndev), r->naive_wrong);
 }
@@ -510,7 +387,7 @@ static void json_method(const run *r, double s, size_t wrong)
 static void print_json(const bench *b, const run *r, size_t nr)
 {
     printf("{\n  \"benchmark\": \"allreduce\",\n  \"type\": \"%s\",\n  \"op\": \"%s\",\n",
-           type_name(b->type), op_name(b->op));
+           clf_bench_type_name(b->type), clf_bench_op_name(b->op));
     printf("  \"context\": \"%s\",\n  \"warmup_iters\": %zu,\n  \"iters\": %u,\n",
            b->per_device ? "per-device" : "per-platform", b->warmup, b->opt.reps);
     printf("  \"out_of_place\": null,\n  \"memcpy_gbps\": ");
@@ -544,8 +421,8 @@ static int plot(const bench *b, const run *r, size_t nr)
     if (!b->opt.plot)
         return 0;
     char title[128];
-    snprintf(title, sizeof title, "clfleet-bench allreduce: %s %s", type_name(b->type),
-             op_name(b->op));
+    snprintf(title, sizeof title, "clfleet-bench allreduce: %s %s",
+             clf_bench_type_name(b->type), clf_bench_op_name(b->op));
     clf_plot *p = clf_plot_create(title);
     double x[MAX_RUNS], y[MAX_RUNS];
     for (int panel = 0; panel < 2; panel++) {
@@ -630,7 +507,7 @@ int clf_bench_allreduce(int argc, char **argv)
         fprintf(stderr, "clfleet-bench allreduce: the smallest size (-b %zu) is above the "
                         "largest (-e %zu), or the largest holds no %s\n"
                         "Try 'clfleet-bench allreduce --help'.\n",
-                b.min_bytes, b.max_bytes, type_name(b.type));
+                b.min_bytes, b.max_bytes, clf_bench_type_name(b.type));
         return CLF_BENCH_USAGE;
     }
     clf_status st = setup(&b);

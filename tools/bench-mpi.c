@@ -1,6 +1,7 @@
-/* `clfleet-bench mpi-allreduce` (built with the MPI layer): clf_comm_allreduce() (float sum
- * over every device of every rank) against the naive way (each device to the host, the
- * fleet's buffers added on the host, MPI_Allreduce, the host to each device), 4 KiB to
+/* `clfleet-bench mpi-allreduce` (built with the MPI layer): clf_comm_allreduce() over every
+ * device of every rank (float sum, or -d TYPE and -o OP as `clfleet-bench allreduce` takes
+ * them) against the naive way (each device to the host, the fleet's buffers combined on the
+ * host, MPI_Allreduce with the matching datatype and operation, the host to each device), 4 KiB to
  * 256 MiB in steps of 4x, in nccl-tests' columns as `clfleet-bench allreduce` prints them:
  * size, count, type, redop, root, then time (the slowest rank's, mean of the iterations),
  * algbw and bus bandwidth across ranks (algbw x 2(P-1)/P, P ranks) and #wrong for
@@ -8,7 +9,7 @@
  * and the naive way, and the footer. Run it under mpirun, e.g.
  * mpirun -np 2 clfleet-bench mpi-allreduce; one rank measures too (no MPI traffic). Every
  * iteration starts from freshly filled buffers, and #wrong counts the elements of every
- * device of every rank that differ from the exact sum (small integers) after the last one.
+ * device of every rank that differ from the exact result (small integers) after the last one.
  * Rank 0 prints. */
 #include <mpi.h>
 
@@ -26,12 +27,40 @@ typedef struct bench {
     clf_bench_common opt;
     size_t max_bytes, min_bytes, chunk_bytes, factor, warmup;
     size_t ndev;
+    clf_type type;
+    clf_reduce_op op;
+    size_t esz; /* bytes of one element */
     int rank, size;
     clf_fleet *fl;
     clf_comm *comm;
     clf_buffer *buf[MAX_DEV];
-    float *host[MAX_DEV];
+    unsigned char *host[MAX_DEV];
 } bench;
+
+/* The MPI datatype and operation of the naive way. */
+static MPI_Datatype mpi_type(clf_type t)
+{
+    switch (t) {
+    case CLF_TYPE_INT32:
+        return MPI_INT32_T;
+    case CLF_TYPE_UINT32:
+        return MPI_UINT32_T;
+    case CLF_TYPE_INT64:
+        return MPI_INT64_T;
+    case CLF_TYPE_FLOAT:
+        return MPI_FLOAT;
+    default:
+        return MPI_DOUBLE;
+    }
+}
+
+static MPI_Op mpi_op(clf_reduce_op op)
+{
+    return op == CLF_REDUCE_PROD  ? MPI_PROD
+           : op == CLF_REDUCE_MIN ? MPI_MIN
+           : op == CLF_REDUCE_MAX ? MPI_MAX
+                                  : MPI_SUM;
+}
 
 enum { OPT_MAX = CLF_BENCH_OWN, OPT_MIN, OPT_CHUNK, OPT_DEVS };
 static const struct option OWN[] = {{"max-size", required_argument, NULL, OPT_MAX},
@@ -41,6 +70,9 @@ static const struct option OWN[] = {{"max-size", required_argument, NULL, OPT_MA
                                     {"stepfactor", required_argument, NULL, 'f'},
                                     {"warmup_iters", required_argument, NULL, 'w'},
                                     {"iters", required_argument, NULL, 'n'},
+                                    {"datatype", required_argument, NULL, 'd'},
+                                    {"type", required_argument, NULL, 'd'},
+                                    {"op", required_argument, NULL, 'o'},
                                     {"chunk", required_argument, NULL, OPT_CHUNK},
                                     {"ndev", required_argument, NULL, OPT_DEVS},
                                     {NULL, 0, NULL, 0}};
@@ -62,6 +94,8 @@ static int own_option(void *p, int val, const char *arg)
         b->opt.reps = (unsigned)v;
         b->opt.quick_reps = CLF_BENCH_MAX_REPS; /* an explicit count is kept under --quick */
         return 1;
+    case 'd': return clf_bench_type_parse(arg, &b->type);
+    case 'o': return clf_bench_op_parse(arg, &b->op);
     case OPT_CHUNK: return clf_bench_number(arg, 10, 4096, (size_t)1 << 30, &b->chunk_bytes);
     case OPT_DEVS: return clf_bench_number(arg, 10, 1, MAX_DEV, &b->ndev);
     }
@@ -72,7 +106,7 @@ static void usage(FILE *to)
 {
     fprintf(to,
             "usage: mpirun -np P clfleet-bench mpi-allreduce [options]\n"
-            "clf_comm_allreduce (float sum, every device of every rank) against the naive\n"
+            "clf_comm_allreduce (every device of every rank) against the naive\n"
             "way (device -> host, host sum, MPI_Allreduce, host -> device), 4 KiB to 256 MiB,\n"
             "in nccl-tests' columns: time (the slowest rank's, mean of the iterations, us),\n"
             "algbw = size / time, busbw = algbw x 2(P-1)/P over P ranks (GB/s), #wrong\n"
@@ -84,6 +118,8 @@ static void usage(FILE *to)
             "  -f, --stepfactor F  times F each step, 2 to 1024 (4)\n"
             "  -w, --warmup_iters N  untimed iterations of each way per size (1)\n"
             "  -n, --iters N     timed iterations per size (5, 40 up to 1 MiB; --quick: 3)\n"
+            "  -d, --datatype T  int32, uint32, int64, float or double (float); also --type\n"
+            "  -o, --op OP       sum, prod, min or max (sum)\n"
             "  --chunk N         clf_comm_options.chunk_bytes (default: the library's, 4 MiB)\n"
             "  --ndev N          devices per rank (default: all of the fleet, at most %d)\n"
             "  common: --json --quick --reps N --devices SELECTION --verbose --help\n",
@@ -97,30 +133,39 @@ static clf_status naive(bench *b, size_t count)
 {
     clf_status st = CLF_SUCCESS;
     for (size_t d = 0; d < b->ndev && st == CLF_SUCCESS; d++)
-        st = clf_buffer_read(b->buf[d], 0, count * 4, b->host[d]);
+        st = clf_buffer_read(b->buf[d], 0, count * b->esz, b->host[d]);
+    if (st != CLF_SUCCESS)
+        return st;
     for (size_t d = 1; d < b->ndev; d++)
-        for (size_t i = 0; i < count; i++)
-            b->host[0][i] += b->host[d][i];
-    if (MPI_Allreduce(MPI_IN_PLACE, b->host[0], (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD) !=
-        MPI_SUCCESS)
+        clf_bench_host_combine(b->type, b->op, b->host[0], b->host[d], count);
+    if (MPI_Allreduce(MPI_IN_PLACE, b->host[0], (int)count, mpi_type(b->type), mpi_op(b->op),
+                      MPI_COMM_WORLD) != MPI_SUCCESS)
         return CLF_ERROR_MPI;
     for (size_t d = 0; d < b->ndev && st == CLF_SUCCESS; d++)
-        st = clf_buffer_write(b->buf[d], 0, count * 4, b->host[0]);
+        st = clf_buffer_write(b->buf[d], 0, count * b->esz, b->host[0]);
     return st;
 }
 
 static clf_status fleet_way(bench *b, size_t count)
 {
-    return clf_comm_allreduce(b->comm, b->buf, b->ndev, count, CLF_TYPE_FLOAT, CLF_REDUCE_SUM);
+    return clf_comm_allreduce(b->comm, b->buf, b->ndev, count, b->type, b->op);
 }
 
-/* Every buffer filled with 1 + rank + device (small integers: the sum is exact). */
+/* Device d of rank r is position r * ndev + d of the reduction; every element of its
+ * buffer starts as that position's value (clf_bench_reduce_value(), element 0: one value
+ * per buffer, so that no host array of every size is needed). */
+static double start_value(const bench *b, int rank, size_t d)
+{
+    return clf_bench_reduce_value(b->type, b->op, (size_t)rank * b->ndev + d, 0);
+}
+
 static clf_status fill(bench *b, size_t count)
 {
     clf_status st = CLF_SUCCESS;
     for (size_t d = 0; d < b->ndev && st == CLF_SUCCESS; d++) {
-        float v = (float)(1 + b->rank + (int)d);
-        st = clf_buffer_fill(b->buf[d], &v, 4, 0, count * 4);
+        unsigned char v[8];
+        clf_bench_store(b->type, v, 0, start_value(b, b->rank, d));
+        st = clf_buffer_fill(b->buf[d], v, b->esz, 0, count * b->esz);
     }
     return st;
 }
@@ -129,18 +174,19 @@ static clf_status fill(bench *b, size_t count)
  * sum over all ranks (a buffer that cannot be read counts wholly); the same on every rank. */
 static unsigned long long count_wrong(bench *b, size_t count)
 {
-    double want = 0;
+    double want = start_value(b, 0, 0);
     for (int r = 0; r < b->size; r++)
         for (size_t d = 0; d < b->ndev; d++)
-            want += 1 + r + (int)d;
+            if (r || d)
+                want = clf_bench_combine(b->op, want, start_value(b, r, d));
     unsigned long long wrong = 0, all = 0;
     for (size_t d = 0; d < b->ndev; d++) {
-        if (clf_buffer_read(b->buf[d], 0, count * 4, b->host[d]) != CLF_SUCCESS) {
+        if (clf_buffer_read(b->buf[d], 0, count * b->esz, b->host[d]) != CLF_SUCCESS) {
             wrong += count;
             continue;
         }
         for (size_t i = 0; i < count; i++)
-            wrong += b->host[d][i] != (float)want;
+            wrong += clf_bench_load(b->type, b->host[d], i) != want;
     }
     if (MPI_Allreduce(&wrong, &all, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD) !=
         MPI_SUCCESS)
@@ -215,6 +261,8 @@ int clf_bench_mpi_allreduce(int argc, char **argv)
     b.min_bytes = 4096;
     b.factor = 4;
     b.warmup = 1;
+    b.type = CLF_TYPE_FLOAT;
+    b.op = CLF_REDUCE_SUM;
     int rc = clf_bench_parse(&b.opt, argc, argv, OWN, own_option, &b);
     if (rc >= 0)
         return rc;
@@ -226,6 +274,7 @@ int clf_bench_mpi_allreduce(int argc, char **argv)
     }
     if (b.opt.quick && b.max_bytes > ((size_t)16 << 20))
         b.max_bytes = (size_t)16 << 20;
+    b.esz = clf_type_size(b.type);
     clf_bench_mpi_start(&argc, &argv, &b.rank, &b.size);
     clf_fleet_options fo = CLF_FLEET_OPTIONS_INIT;
     fo.devices = b.opt.devices;
@@ -254,8 +303,8 @@ int clf_bench_mpi_allreduce(int argc, char **argv)
     }
     rc = st == CLF_SUCCESS ? 0 : clf_bench_fail("mpi-allreduce", "setup", st);
     if (!rc && b.rank == 0 && !b.opt.json) {
-        printf("# clfleet-bench mpi-allreduce: %d ranks x %zu devices, float sum\n", b.size,
-               b.ndev);
+        printf("# clfleet-bench mpi-allreduce: %d ranks x %zu devices, %s %s\n", b.size, b.ndev,
+               clf_bench_type_name(b.type), clf_bench_op_name(b.op));
         printf("# time: the slowest rank's, mean of %u iteration(s) (%u up to 1 MiB) after %zu "
                "warm-up(s), the two ways taking turns; algbw = size / time; busbw = algbw x "
                "2(P-1)/P; GB/s = 1e9 bytes/s\n",
@@ -273,16 +322,20 @@ int clf_bench_mpi_allreduce(int argc, char **argv)
     int opened = !rc && b.rank == 0 && b.opt.json;
     if (opened)
         printf("{\"benchmark\":\"mpi-allreduce\",\"ranks\":%d,\"devices_per_rank\":%zu,"
-               "\"type\":\"float\",\"op\":\"sum\",\"warmup_iters\":%zu,\"rows\":[",
-               b.size, b.ndev, b.warmup);
+               "\"type\":\"%s\",\"op\":\"%s\",\"warmup_iters\":%zu,\"rows\":[",
+               b.size, b.ndev, clf_bench_type_name(b.type), clf_bench_op_name(b.op), b.warmup);
     int first = 1;
     unsigned long long out_of_bounds = 0;
     double bus_sum = 0;
     size_t nbus = 0;
     for (size_t bytes = b.min_bytes; !rc && bytes <= b.max_bytes;) {
-        size_t count = bytes / 4; /* at least 1: -b takes 4 bytes or more */
+        size_t count = bytes / b.esz; /* whole elements, as nccl-tests counts them */
         double mean[2] = {0, 0};
         unsigned long long wrong[2] = {0, 0};
+        if (count == 0) { /* below one element (-b 4 -d double) */
+            bytes *= b.factor;
+            continue;
+        }
         st = measure(&b, count, reps_for(&b, bytes), mean, wrong);
         double tn = mean[0], tc = mean[1];
         if (st != CLF_SUCCESS) {
@@ -290,7 +343,7 @@ int clf_bench_mpi_allreduce(int argc, char **argv)
             break;
         }
         double f = b.size > 1 ? 2.0 * (b.size - 1) / b.size : 1.0;
-        size_t sz = count * 4;
+        size_t sz = count * b.esz;
         double bn = clf_bench_gbps(sz, tn) * f, bc = clf_bench_gbps(sz, tc) * f;
         out_of_bounds += wrong[0] + wrong[1];
         if (isfinite(bc))
@@ -306,8 +359,9 @@ int clf_bench_mpi_allreduce(int argc, char **argv)
             else
                 printf("  %10zu %12zu %8s %6s %5d  %8s %7s %7s %6s  %8.1f %7.3f %7.3f %6llu  "
                        "%8.1f %7.3f %6llu\n",
-                       sz, count, "float", "sum", -1, "n/a", "n/a", "n/a", "n/a", tc * 1e6,
-                       clf_bench_gbps(sz, tc), bc, wrong[1], tn * 1e6, bn, wrong[0]);
+                       sz, count, clf_bench_type_name(b.type), clf_bench_op_name(b.op), -1,
+                       "n/a", "n/a", "n/a", "n/a", tc * 1e6, clf_bench_gbps(sz, tc), bc, wrong[1],
+                       tn * 1e6, bn, wrong[0]);
             fflush(stdout);
         }
         first = 0;

@@ -51,9 +51,9 @@ int clf_bench_overhead(int argc, char **argv);
 #ifdef CLF_BENCH_MPI
 /*
  * `clfleet-bench mpi-allreduce` (configure found MPI; run under mpirun): clf_comm_allreduce()
- * against device -> host, MPI_Allreduce, host -> device, 4 KiB to 256 MiB, in the columns of
- * `clfleet-bench allreduce`, with bus bandwidth across ranks (tools/bench-mpi.c). Same
- * conventions as clf_bench_p2p().
+ * against device -> host, MPI_Allreduce, host -> device, 4 KiB to 256 MiB, in the columns and
+ * with the -b/-e/-f/-w/-n/-d/-o options of `clfleet-bench allreduce`, bus bandwidth across
+ * ranks (tools/bench-mpi.c). Same conventions as clf_bench_p2p().
  */
 int clf_bench_mpi_allreduce(int argc, char **argv);
 
@@ -77,6 +77,26 @@ void clf_bench_mpi_start(int *argc, char ***argv, int *rank, int *size);
  * per step, speedup, host and device-to-device bytes. Same conventions as clf_bench_p2p().
  */
 int clf_bench_stencil(int argc, char **argv);
+
+/* The element types and operations of the all-reduce benchmarks (bench-reduce.c), by
+ * nccl-tests' names: int32, uint32, int64, float, double; sum, prod, min, max. A parse
+ * returns 1 and stores the value, or 0; a name of an unknown value is "?". */
+int clf_bench_type_parse(const char *s, clf_type *out);
+const char *clf_bench_type_name(clf_type t);
+int clf_bench_op_parse(const char *s, clf_reduce_op *out);
+const char *clf_bench_op_name(clf_reduce_op op);
+/* Element i of position pos (a device, or a device of a rank) before a reduction by op:
+ * small integers, different per position, whose reduction over any number of positions up
+ * to a thousand is exact in every type. */
+double clf_bench_reduce_value(clf_type t, clf_reduce_op op, size_t pos, size_t i);
+/* Element i of the array p of type t, as a double (exact for the values above), and back. */
+void clf_bench_store(clf_type t, void *p, size_t i, double v);
+double clf_bench_load(clf_type t, const void *p, size_t i);
+/* a op b on doubles: the reference. */
+double clf_bench_combine(clf_reduce_op op, double a, double b);
+/* acc[i] = acc[i] op src[i] for i < count, in the element type: the naive way's host side. */
+void clf_bench_host_combine(clf_type t, clf_reduce_op op, void *acc, const void *src,
+                            size_t count);
 
 /* Helpers shared by the benchmarks (bench.c). */
 double clf_bench_now(void);                             /* monotonic seconds */
