@@ -283,11 +283,10 @@ static int own_option(void *bench_, int val, const char *arg)
         return clf_bench_number(arg, 10, 2, 1024, &b->factor);
     case 'w':
         return clf_bench_number(arg, 10, 0, MAX_REPS, &b->warmup);
-    case 'n':
+    case 'n': /* as --reps, and capped under --quick alike */
         if (!clf_bench_number(arg, 10, 1, MAX_REPS, &v))
             return 0;
         b->opt.reps = (unsigned)v;
-        b->opt.quick_reps = MAX_REPS; /* an explicit count is kept under --quick */
         return 1;
     case 'g':
         return clf_bench_number(arg, 10, 2, MAX_DEV, &b->only_n);

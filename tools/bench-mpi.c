@@ -88,11 +88,10 @@ static int own_option(void *p, int val, const char *arg)
     case 'b': return clf_bench_number(arg, 10, 4, (size_t)1 << 30, &b->min_bytes);
     case 'f': return clf_bench_number(arg, 10, 2, 1024, &b->factor);
     case 'w': return clf_bench_number(arg, 10, 0, CLF_BENCH_MAX_REPS, &b->warmup);
-    case 'n':
+    case 'n': /* as --reps, and capped under --quick alike */
         if (!clf_bench_number(arg, 10, 1, CLF_BENCH_MAX_REPS, &v))
             return 0;
         b->opt.reps = (unsigned)v;
-        b->opt.quick_reps = CLF_BENCH_MAX_REPS; /* an explicit count is kept under --quick */
         return 1;
     case 'd': return clf_bench_type_parse(arg, &b->type);
     case 'o': return clf_bench_op_parse(arg, &b->op);
@@ -117,7 +116,8 @@ static void usage(FILE *to)
             "  -b, --minbytes N  smallest (default 4K); also --min-size N\n"
             "  -f, --stepfactor F  times F each step, 2 to 1024 (4)\n"
             "  -w, --warmup_iters N  untimed iterations of each way per size (1)\n"
-            "  -n, --iters N     timed iterations per size (5, 40 up to 1 MiB; --quick: 3)\n"
+            "  -n, --iters N     timed iterations per size (default 5, 40 up to 1 MiB;\n"
+            "                    --quick: 3); also --reps N\n"
             "  -d, --datatype T  int32, uint32, int64, float or double (float); also --type\n"
             "  -o, --op OP       sum, prod, min or max (sum)\n"
             "  --chunk N         clf_comm_options.chunk_bytes (default: the library's, 4 MiB)\n"
@@ -231,14 +231,16 @@ static clf_status measure(bench *b, size_t count, unsigned reps, double mean[2],
     return st;
 }
 
-/* Repetitions at `bytes`: small all-reduces last tens of microseconds, where one scheduler
- * hiccup moves a median of a few; they get more (up to CLF_BENCH_MAX_REPS). */
+/* Iterations at `bytes`: -n (or --reps) as given; by default 5 (--quick: 3), and 40 up to
+ * 1 MiB, since small all-reduces last tens of microseconds, where one scheduler hiccup
+ * moves a mean of a few. */
 static unsigned reps_for(const bench *b, size_t bytes)
 {
-    unsigned r = b->opt.reps;
-    if (bytes <= ((size_t)1 << 20) && !b->opt.quick)
-        r = 8 * r < CLF_BENCH_MAX_REPS ? 8 * r : CLF_BENCH_MAX_REPS;
-    return r;
+    if (b->opt.reps)
+        return b->opt.reps;
+    if (b->opt.quick)
+        return 3;
+    return bytes <= ((size_t)1 << 20) ? 40 : 5;
 }
 
 void clf_bench_mpi_start(int *argc, char ***argv, int *rank, int *size)
@@ -256,7 +258,7 @@ int clf_bench_mpi_allreduce(int argc, char **argv)
     bench b;
     memset(&b, 0, sizeof b);
     b.opt = (clf_bench_common){
-        .name = "mpi-allreduce", .usage = usage, .reps = 5, .quick_reps = 3};
+        .name = "mpi-allreduce", .usage = usage, .quick_reps = 3}; /* reps 0: reps_for() */
     b.max_bytes = (size_t)256 << 20;
     b.min_bytes = 4096;
     b.factor = 4;
