@@ -337,6 +337,118 @@ out:
     return st;
 }
 
+/* ---- what a cache directory holds, and emptying it (clfleet-info --cache) ---- */
+
+/* An entry's name is exactly 64 lowercase hex digits and ".clfbin" (clf__cache_path()). The
+ * test is strict so that clearing a directory the user pointed $CLFLEET_CACHE_DIR at by
+ * mistake (their home, say) removes nothing of theirs. */
+static int is_entry_name(const char *name)
+{
+    if (strlen(name) != 64 + sizeof ".clfbin" - 1 || strcmp(name + 64, ".clfbin") != 0)
+        return 0;
+    for (size_t i = 0; i < 64; i++)
+        if (!((name[i] >= '0' && name[i] <= '9') || (name[i] >= 'a' && name[i] <= 'f')))
+            return 0;
+    return 1;
+}
+
+/* *dir: cache_dir, else the default directory (malloc'd). */
+static clf_status cache_dir_of(char **dir, const char *cache_dir, const char *fn)
+{
+    if (cache_dir && !*cache_dir)
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "%s: empty cache directory name", fn);
+    *dir = cache_dir ? clf__concat(cache_dir, "") : clf__cache_default_dir();
+    if (!*dir && cache_dir)
+        return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "%s: out of memory", fn);
+    if (!*dir)
+        return clf__fail(CLF_ERROR_IO, "%s: no cache directory ($CLFLEET_CACHE_DIR, "
+                         "$XDG_CACHE_HOME and $HOME are unset)", fn);
+    return CLF_SUCCESS;
+}
+
+clf_status clf_cache_info(clf_cache_stats *out, const char *cache_dir)
+{
+    if (!out)
+        return clf__fail(CLF_ERROR_NULL_POINTER, "clf_cache_info: out is NULL");
+    memset(out, 0, sizeof *out);
+    char *dir = NULL;
+    clf_status cs = cache_dir_of(&dir, cache_dir, "clf_cache_info");
+    if (cs != CLF_SUCCESS)
+        return cs;
+    DIR *d = opendir(dir);
+    if (!d) {
+        /* No directory is an empty cache: nothing was built yet. */
+        if (errno == ENOENT) {
+            out->dir = dir;
+            return CLF_SUCCESS;
+        }
+        clf_status st = clf__fail(CLF_ERROR_IO, "clf_cache_info: cannot read '%s': %s", dir,
+                                  strerror(errno));
+        free(dir);
+        return st;
+    }
+    out->exists = 1;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        struct stat st;
+        if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
+            continue;
+        if (is_entry_name(e->d_name)) {
+            out->entries++;
+            out->bytes += (uint64_t)st.st_size;
+        } else if (strncmp(e->d_name, ".tmp-", 5) == 0) {
+            out->temporary++;
+            out->temporary_bytes += (uint64_t)st.st_size;
+        } else if (strcmp(e->d_name, CLF__PERF_FILE) == 0) {
+            out->perf_model = 1;
+        }
+    }
+    closedir(d);
+    out->dir = dir;
+    return CLF_SUCCESS;
+}
+
+clf_status clf_cache_clear(size_t *removed, const char *cache_dir)
+{
+    if (removed)
+        *removed = 0;
+    char *dir = NULL;
+    clf_status st = cache_dir_of(&dir, cache_dir, "clf_cache_clear");
+    if (st != CLF_SUCCESS)
+        return st;
+    DIR *d = opendir(dir);
+    if (!d) {
+        if (errno != ENOENT)
+            st = clf__fail(CLF_ERROR_IO, "clf_cache_clear: cannot read '%s': %s", dir,
+                           strerror(errno));
+        free(dir);
+        return st;
+    }
+    /* Removing an entry while another process loads it is safe: the loader holds the file
+     * open, and a fleet that misses it later rebuilds from source. Young temporary files
+     * belong to writers still running (their rename would fail), so only stale ones go. */
+    sweep_stale(dir);
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        struct stat sb;
+        if (!is_entry_name(e->d_name) ||
+            fstatat(dirfd(d), e->d_name, &sb, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(sb.st_mode))
+            continue;
+        if (unlinkat(dirfd(d), e->d_name, 0) == 0) {
+            if (removed)
+                (*removed)++;
+        } else if (errno != ENOENT && st == CLF_SUCCESS) {
+            /* Another process may have removed it first (ENOENT); anything else is kept to
+             * report, and the other entries are still removed. */
+            st = clf__fail(CLF_ERROR_IO, "clf_cache_clear: cannot remove '%s/%s': %s", dir,
+                           e->d_name, strerror(errno));
+        }
+    }
+    closedir(d);
+    free(dir);
+    return st;
+}
+
 /* ---- SHA-256 (FIPS 180-4) ---- */
 
 static const uint32_t K[64] = {
