@@ -1440,6 +1440,8 @@ typedef struct clf_cache_stats {
     uint64_t temporary_bytes; /**< their size, in bytes */
     int perf_model;           /**< nonzero when learned device speeds are kept there too
                                    (clf_perf_model_json()) */
+    uint64_t limit;           /**< $CLFLEET_CACHE_MAX in bytes: past it, each store removes
+                                   the least recently used binaries; 0: no limit */
 } clf_cache_stats;
 
 /**
@@ -1450,6 +1452,7 @@ typedef struct clf_cache_stats {
  *        ($CLFLEET_CACHE_DIR, else $XDG_CACHE_HOME/clfleet, else ~/.cache/clfleet)
  * \return CLF_SUCCESS (also when the directory does not exist: out->exists is 0),
  *         CLF_ERROR_NULL_POINTER, CLF_ERROR_INVALID_ARGUMENT (an empty name),
+ *         CLF_ERROR_PARSE ($CLFLEET_CACHE_MAX is not a size),
  *         CLF_ERROR_IO (the directory cannot be read, or no cache directory),
  *         CLF_ERROR_OUT_OF_HOST_MEMORY
  */

@@ -226,6 +226,13 @@ CLFLEET_CACHE_DIR=$cdir $info --cache > "$tmp.c1" || { echo "FAIL: --cache"; exi
 grep -q "^Binary cache: $cdir$" "$tmp.c1" && grep -q '^  program binaries  *2$' "$tmp.c1" &&
     grep -q '^  their size (bytes)  *1024 (1.0 KiB)$' "$tmp.c1" &&
     grep -q '^  learned device speeds  *yes' "$tmp.c1" || { echo "FAIL: --cache"; cat "$tmp.c1"; exit 1; }
+grep -q '^  size limit (bytes)  *none$' "$tmp.c1" || { echo "FAIL: --cache limit"; cat "$tmp.c1"; exit 1; }
+CLFLEET_CACHE_MAX=2M CLFLEET_CACHE_DIR=$cdir $info --cache |
+    grep -q '^  size limit (bytes)  *2097152 (2.0 MiB)$' || { echo "FAIL: --cache with CLFLEET_CACHE_MAX"; exit 1; }
+if CLFLEET_CACHE_MAX=lots CLFLEET_CACHE_DIR=$cdir $info --cache > /dev/null 2> "$tmp.err"; then
+    echo "FAIL: a bad CLFLEET_CACHE_MAX accepted"; exit 1
+fi
+grep -q "CLFLEET_CACHE_MAX: 'lots'" "$tmp.err" || { echo "FAIL: no detail"; cat "$tmp.err"; exit 1; }
 CLFLEET_CACHE_DIR=$cdir $info --cache-clear > "$tmp.c2" && grep -q ' 2 program binaries removed' "$tmp.c2" ||
     { echo "FAIL: --cache-clear"; cat "$tmp.c2"; exit 1; }
 [ ! -e "$cdir/$e1" ] && [ ! -e "$cdir/$e2" ] && [ -e "$cdir/notes.txt" ] &&

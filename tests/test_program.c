@@ -640,6 +640,52 @@ START_TEST(cache_info_and_clear)
 }
 END_TEST
 
+/* CLFLEET_CACHE_MAX bounds the binaries a fleet leaves in its cache directory: below one
+ * entry, each store leaves only itself; a bad value fails the fleet's creation. */
+START_TEST(cache_size_limit)
+{
+    make_cache_dir();
+    clf_fleet_options o = CLF_FLEET_OPTIONS_INIT;
+    o.devices = TEST_CPUS;
+    o.cache_dir = cache_dir;
+    clf_fleet *f;
+    char src[8192];
+    clf_program *p;
+
+    ck_assert_int_eq(setenv("CLFLEET_CACHE_MAX", "1", 1), 0);
+    ck_assert_ok(clf_fleet_create(&f, &o));
+    unique_vadd_source(src, sizeof src, "limit-a");
+    ck_assert_ok(clf_program_build_source(&p, f, src, NULL));
+    clf_program_destroy(p);
+    ck_assert_uint_eq(for_each_entry(NULL), 1);
+    unique_vadd_source(src, sizeof src, "limit-b");
+    ck_assert_ok(clf_program_build_source(&p, f, src, "-DB=1"));
+    clf_program_destroy(p);
+    ck_assert_uint_eq(for_each_entry(NULL), 1);
+    clf_fleet_destroy(f);
+
+    /* A limit far above: every entry stays. */
+    ck_assert_int_eq(setenv("CLFLEET_CACHE_MAX", "1G", 1), 0);
+    ck_assert_ok(clf_fleet_create(&f, &o));
+    unique_vadd_source(src, sizeof src, "limit-c");
+    ck_assert_ok(clf_program_build_source(&p, f, src, NULL));
+    clf_program_destroy(p);
+    unique_vadd_source(src, sizeof src, "limit-d");
+    ck_assert_ok(clf_program_build_source(&p, f, src, NULL));
+    clf_program_destroy(p);
+    ck_assert_uint_ge(for_each_entry(NULL), 3);
+    clf_fleet_destroy(f);
+
+    ck_assert_int_eq(setenv("CLFLEET_CACHE_MAX", "lots", 1), 0);
+    f = NULL;
+    ck_assert_status(clf_fleet_create(&f, &o), CLF_ERROR_PARSE);
+    ck_assert_ptr_null(f);
+    ck_assert_msg(strstr(clf_last_error(), "CLFLEET_CACHE_MAX: 'lots'"), "%s", clf_last_error());
+    unsetenv("CLFLEET_CACHE_MAX");
+    remove_cache_dir();
+}
+END_TEST
+
 /* ---- processes filling one cache at once ---------------------------------------------- */
 
 enum { WORKER_ITERS = 6 };
@@ -768,6 +814,7 @@ int main(int argc, char **argv)
     tcase_add_loop_test(tc, cache_bad_entries_rebuilt, 0, 4);
     tcase_add_test(tc, cache_stale_temp_files_removed);
     tcase_add_test(tc, cache_info_and_clear);
+    tcase_add_test(tc, cache_size_limit);
     tcase_add_test(tc, cache_concurrent_processes);
     suite_add_tcase(s, tc);
     return test_run(s, TEST_CPUS, 3);

@@ -990,7 +990,15 @@ static int print_cache(void)
            "temporary files", cs.temporary, tmp);
     printf("  %-26s %s\n", "learned device speeds", cs.perf_model ? "yes (clfleet-info --perf)"
                                                                    : "none");
-    printf("($CLFLEET_CACHE_DIR sets the directory; clfleet-info --cache-clear empties it)\n");
+    if (cs.limit) {
+        char lim[64];
+        bytes_text(lim, sizeof lim, (unsigned long long)cs.limit);
+        printf("  %-26s %s\n", "size limit (bytes)", lim);
+    } else {
+        printf("  %-26s none\n", "size limit (bytes)");
+    }
+    printf("($CLFLEET_CACHE_DIR sets the directory, $CLFLEET_CACHE_MAX its size limit: the least\n"
+           "recently used binaries go past it; clfleet-info --cache-clear empties it)\n");
     clf_free(cs.dir);
     return 0;
 }

@@ -15,6 +15,8 @@
  * A writer killed between the two leaves its temporary file: each store removes those
  * older than an hour (TMP_MAX_AGE_S). A directory in an entry's place (which rename()
  * cannot replace) is removed when empty, else reported once per process and left alone.
+ * With $CLFLEET_CACHE_MAX set, each store then removes the least recently used entries
+ * (a load renews an entry's modification time) until the rest fit (clf__cache_trim()).
  *
  * The SHA-256 (FIPS 180-4) that keys and checks the entries (and names a program in the
  * performance model) is at the end of this file. A local copy keeps the library free of a
@@ -191,6 +193,10 @@ int clf__cache_load_ex(const char *dir, const unsigned char key[32], unsigned ch
     *len = (size_t)n;
     buf = NULL;
     hit = 1;
+    /* A hit makes the entry the most recently used, for clf__cache_trim() (CLFLEET_CACHE_MAX):
+     * its modification time, since atime is often not kept (noatime, relatime). The digest,
+     * not the time, says whether an entry is valid; a failure here only ages the entry. */
+    (void)futimens(fd, NULL);
     invalid = 0;
 out:
     if (rejected)
@@ -337,6 +343,80 @@ out:
     return st;
 }
 
+/* ---- the size limit (CLFLEET_CACHE_MAX) ---- */
+
+typedef struct trim_entry {
+    char name[64 + sizeof ".clfbin"];
+    uint64_t bytes;
+    struct timespec used;
+} trim_entry;
+
+static int older_first(const void *a, const void *b)
+{
+    const struct timespec *x = &((const trim_entry *)a)->used, *y = &((const trim_entry *)b)->used;
+    if (x->tv_sec != y->tv_sec)
+        return x->tv_sec < y->tv_sec ? -1 : 1;
+    return x->tv_nsec < y->tv_nsec ? -1 : x->tv_nsec > y->tv_nsec;
+}
+
+static int is_entry_name(const char *name);
+
+void clf__cache_trim(const char *dir, uint64_t max, const unsigned char keep[32])
+{
+    char keep_name[64 + sizeof ".clfbin"] = "";
+    if (keep) {
+        clf__sha256_hex(keep, keep_name);
+        memcpy(keep_name + 64, ".clfbin", sizeof ".clfbin");
+    }
+    DIR *d = dir ? opendir(dir) : NULL;
+    if (!d)
+        return;
+    trim_entry *e = NULL;
+    size_t n = 0, cap = 0;
+    uint64_t total = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        struct stat st;
+        if (!is_entry_name(de->d_name) ||
+            fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
+            continue;
+        total += (uint64_t)st.st_size;
+        if (!strcmp(de->d_name, keep_name))
+            continue;
+        if (n == cap) {
+            size_t ncap = cap ? 2 * cap : 64;
+            trim_entry *t = ncap <= SIZE_MAX / sizeof *t ? realloc(e, ncap * sizeof *t) : NULL;
+            if (!t)
+                goto out; /* no memory to sort by age: leave the directory as it is */
+            e = t;
+            cap = ncap;
+        }
+        memcpy(e[n].name, de->d_name, sizeof e[n].name);
+        e[n].bytes = (uint64_t)st.st_size;
+        e[n].used = st.st_mtim;
+        n++;
+    }
+    if (total <= max)
+        goto out;
+    qsort(e, n, sizeof *e, older_first);
+    size_t removed = 0;
+    uint64_t freed = 0;
+    for (size_t i = 0; i < n && total > max; i++) {
+        if (unlinkat(dirfd(d), e[i].name, 0) != 0)
+            continue; /* gone already (another process trims too), or not ours to remove */
+        total -= e[i].bytes;
+        freed += e[i].bytes;
+        removed++;
+    }
+    if (removed)
+        clf__log(CLF_LOG_DEBUG, "cache: CLFLEET_CACHE_MAX=%llu: removed the %zu least recently "
+                 "used binaries (%llu bytes) from %s", (unsigned long long)max, removed,
+                 (unsigned long long)freed, dir);
+out:
+    closedir(d);
+    free(e);
+}
+
 /* ---- what a cache directory holds, and emptying it (clfleet-info --cache) ---- */
 
 /* An entry's name is exactly 64 lowercase hex digits and ".clfbin" (clf__cache_path()). The
@@ -372,7 +452,9 @@ clf_status clf_cache_info(clf_cache_stats *out, const char *cache_dir)
         return clf__fail(CLF_ERROR_NULL_POINTER, "clf_cache_info: out is NULL");
     memset(out, 0, sizeof *out);
     char *dir = NULL;
-    clf_status cs = cache_dir_of(&dir, cache_dir, "clf_cache_info");
+    clf_status cs = clf__env_cache_max(getenv("CLFLEET_CACHE_MAX"), &out->limit);
+    if (cs == CLF_SUCCESS)
+        cs = cache_dir_of(&dir, cache_dir, "clf_cache_info");
     if (cs != CLF_SUCCESS)
         return cs;
     DIR *d = opendir(dir);
