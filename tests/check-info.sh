@@ -129,13 +129,24 @@ for ctx in "" "--context-per-device"; do
     fi
 done
 
-# A host with one CPU device and nothing else is told how to split it.
-POCL_DEVICES=basic $info --devices 'type=cpu;platform=portable' > "$tmp.one" ||
+# A host with one CPU device and nothing else is told how to split it, when it can be split
+# (two compute units or more); PoCL's basic device has one unit, so it is not.
+POCL_DEVICES=pthread $info --devices 'type=cpu;platform=portable' > "$tmp.one" ||
     { echo "FAIL: one device"; exit 1; }
-tail -n 2 "$tmp.one" | grep -qF 'CLFLEET_DEVICES="type=cpu;split=1"' ||
-    { echo "FAIL: no split hint for one CPU device"; cat "$tmp.one"; exit 1; }
-POCL_DEVICES=basic $info -l --devices 'type=cpu;platform=portable' | tail -n 2 |
-    grep -qF 'CLFLEET_DEVICES="type=cpu;split=1"' || { echo "FAIL: no split hint with -l"; exit 1; }
+POCL_DEVICES=pthread $info -l --devices 'type=cpu;platform=portable' > "$tmp.onel" ||
+    { echo "FAIL: -l, one device"; exit 1; }
+cu=$(sed -n 's/^  \* 0  *0\/0  *cpu  *\([0-9]*\) .*/\1/p' "$tmp.onel")
+[ -n "$cu" ] || { echo "FAIL: -l, one device"; cat "$tmp.onel"; exit 1; }
+for f in "$tmp.one" "$tmp.onel"; do
+    if [ "$cu" -ge 2 ]; then
+        tail -n 1 "$f" | grep -qF 'CLFLEET_DEVICES="type=cpu;split=1"' ||
+            { echo "FAIL: no split hint for one CPU device of $cu units"; cat "$f"; exit 1; }
+    elif grep -qF 'split=1"' "$f"; then
+        echo "FAIL: split hint for a device of one unit"; exit 1
+    fi
+done
+POCL_DEVICES=basic $info --devices 'type=cpu;platform=portable' > "$tmp.one" &&
+    ! grep -qF 'split=1"' "$tmp.one" || { echo "FAIL: split hint for the basic device"; exit 1; }
 if grep -qF 'split=1"' "$tmp.txt"; then
     echo "FAIL: split hint with three devices"; exit 1
 fi

@@ -287,12 +287,13 @@ static int device_on_platform(const clf_fleet *f, size_t i)
 }
 
 /* A CPU-only host lists one device: say how to make a fleet of it, since one device gives
- * the balancing nothing to do (the demo's closing lines say the same). */
+ * the balancing nothing to do (the demo's closing lines say the same). A device of one
+ * compute unit cannot be split, so it gets no hint. */
 static void cpu_hint(const clf_fleet *f)
 {
     clf_device_info in;
     if (clf_fleet_device_count(f) != 1 || clf_device_get_info(&in, f, 0) != CLF_SUCCESS ||
-        in.type != CLF_DEVICE_CPU || in.is_sub_device)
+        in.type != CLF_DEVICE_CPU || in.is_sub_device || in.compute_units < 2)
         return;
     printf("\nhint: one CPU device and nothing else: split it into sub-devices of one compute "
            "unit each to use\n      it as a fleet: CLFLEET_DEVICES=\"type=cpu;split=1\" (see "
