@@ -297,7 +297,7 @@ static void cpu_hint(const clf_fleet *f)
         return;
     printf("\nhint: one CPU device and nothing else: split it into sub-devices of one compute "
            "unit each to use\n      it as a fleet: CLFLEET_DEVICES=\"type=cpu;split=1\" (see "
-           "README, \"Device selection\")\n");
+           "doc/02-devices.md)\n");
 }
 
 static void print_list(const clf_fleet *f, const clf_fleet *def)
