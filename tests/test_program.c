@@ -221,6 +221,79 @@ START_TEST(identical_logs_printed_once)
 }
 END_TEST
 
+/* The log lines a test collects (clf_log_set_handler()). */
+static char got_log[16][1024];
+static int got_levels[16];
+static atomic_int got_n;
+
+static void collect_log(void *user, clf_log_level level, const char *msg)
+{
+    (void)user;
+    int i = atomic_fetch_add(&got_n, 1);
+    if (i < 16) {
+        snprintf(got_log[i], sizeof got_log[i], "%s", msg);
+        got_levels[i] = (int)level;
+    }
+}
+
+/* How many collected lines have both words. */
+static int logged(const char *a, const char *b)
+{
+    int n = 0, all = atomic_load(&got_n);
+    for (int i = 0; i < all && i < 16; i++)
+        n += strstr(got_log[i], a) && strstr(got_log[i], b);
+    return n;
+}
+
+/* A compile from source is announced once per build, at info, naming the call the program
+ * made; a build from the binary cache and the default level (warn) say nothing. */
+START_TEST(compile_note_names_the_call)
+{
+    char nonce[96], src[256];
+    snprintf(nonce, sizeof nonce, "-DCLF_NONCE=%ld%ld", (long)getpid(), (long)time(NULL));
+    snprintf(src, sizeof src, "/* %s */ __kernel void k(__global int *x) { x[0] = 1; }\n",
+             nonce);
+    setenv("CLFLEET_LOG", "info", 1);
+    clf_fleet *f = test_fleet(TEST_CPUS, 0);
+    atomic_store(&got_n, 0);
+    clf_log_set_handler(collect_log, NULL);
+    clf_program *p = NULL;
+    ck_assert_ok(clf_program_build_source(&p, f, src, NULL));
+    ck_assert_msg(logged("clf_program_build_source: compiling program", "can take seconds") ==
+                      1,
+                  "one note for %zu devices, got %d lines, first: %s", clf_fleet_device_count(f),
+                  atomic_load(&got_n), got_log[0]);
+    for (int i = 0; i < atomic_load(&got_n) && i < 16; i++)
+        if (strstr(got_log[i], "compiling program"))
+            ck_assert_int_eq(got_levels[i], CLF_LOG_INFO);
+    clf_program_destroy(p);
+    /* The same source again comes from the binary cache: no compile, no note. */
+    atomic_store(&got_n, 0);
+    ck_assert_ok(clf_program_build_source(&p, f, src, NULL));
+    int cached = clf_program_from_cache(p, 0);
+    ck_assert_int_eq(logged("compiling program", ""), cached ? 0 : 1);
+    clf_program_destroy(p);
+    /* Built through another call: that call is named. */
+    atomic_store(&got_n, 0);
+    ck_assert_ok(clf_program_build_shipped(&p, f, "vector", nonce));
+    ck_assert_int_eq(logged("clf_program_build_shipped: compiling program", ""), 1);
+    clf_program_destroy(p);
+    clf_fleet_destroy(f);
+
+    /* At the default level, nothing. */
+    unsetenv("CLFLEET_LOG");
+    f = test_fleet(TEST_CPUS, 0);
+    atomic_store(&got_n, 0);
+    snprintf(src, sizeof src, "/* %s-2 */ __kernel void k(__global int *x) { x[0] = 2; }\n",
+             nonce);
+    ck_assert_ok(clf_program_build_source(&p, f, src, NULL));
+    ck_assert_int_eq(logged("compiling program", ""), 0);
+    clf_program_destroy(p);
+    clf_log_set_handler(NULL, NULL);
+    clf_fleet_destroy(f);
+}
+END_TEST
+
 START_TEST(cache_hit_and_rebuild_after_corruption)
 {
     make_cache_dir();
@@ -721,6 +794,7 @@ int main(int argc, char **argv)
     tcase_add_loop_test(tc, shipped_kernel_runs_everywhere, 0, 2);
     tcase_add_loop_test(tc, bad_build_reports_every_device, 0, 2);
     tcase_add_test(tc, identical_logs_printed_once);
+    tcase_add_test(tc, compile_note_names_the_call);
     tcase_add_loop_test(tc, cache_hit_and_rebuild_after_corruption, 0, 2);
     tcase_add_test(tc, build_from_file);
     tcase_add_test(tc, cache_keys_included_headers);

@@ -236,6 +236,17 @@ static clf_status build_device(clf_program *p, size_t dev, const char *src, cons
     if (cache)
         clf__log(CLF_LOG_DEBUG, "program %.12s: device %zu '%s': binary cache miss, building "
                  "from source", p->hash, dev, d->info.name);
+    /* A compile from source can take seconds (PoCL: a few per kernel file; more on a GPU)
+     * while nothing else shows: say so once, before it starts. At info, not warn: nothing
+     * is wrong, and a program that did not ask must not get lines on its stderr. */
+    if (!p->compile_noted) {
+        p->compile_noted = 1;
+        clf__log(CLF_LOG_INFO,
+                 "%s: compiling program %.12s from source (device %zu '%s' first): this can "
+                 "take seconds%s",
+                 p->build_call ? p->build_call : "clf_program_build_source", p->hash, dev,
+                 d->info.name, cache ? "; later runs load it from the binary cache" : "");
+    }
     prog = clCreateProgramWithSource(d->ctx, 1, &src, NULL, &err);
     if (err != CL_SUCCESS) {
         prog = NULL;
@@ -492,7 +503,8 @@ out:
 /* Build source for every device of fleet: a user program, or (variant_of set) the array
  * variant of variant_of. */
 static clf_status build_program(clf_program **out, clf_fleet *fleet, const char *source,
-                                const char *options, const clf_program *variant_of)
+                                const char *options, const clf_program *variant_of,
+                                const char *call)
 {
     clf_status st = CLF_SUCCESS;
     char *full = NULL, *rewritten = NULL;
@@ -503,6 +515,7 @@ static clf_status build_program(clf_program **out, clf_fleet *fleet, const char 
     clf__fleet_ref(fleet);
     p->holds_fleet = 1;
     p->array_variant_of = variant_of;
+    p->build_call = call;
     if (!variant_of && (!(p->source = strdup(source)) ||
                         !(p->options = strdup(options ? options : ""))))
         CLF__TRY(st, clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "program: out of memory"));
@@ -601,7 +614,16 @@ clf_status clf_program_build_source(clf_program **out, clf_fleet *fleet, const c
                          fleet ? "source" : "fleet");
     if (!source[0])
         return clf__fail(CLF_ERROR_ZERO_SIZE, "clf_program_build_source: source is empty");
-    return build_program(out, fleet, source, options, NULL);
+    return build_program(out, fleet, source, options, NULL, "clf_program_build_source");
+}
+
+/* A source of clfleet's own or read from a file, built for the public call named. */
+static clf_status build_as(clf_program **out, clf_fleet *fleet, const char *source,
+                           const char *options, const char *call)
+{
+    if (!source[0])
+        return clf__fail(CLF_ERROR_ZERO_SIZE, "%s: the source is empty", call);
+    return build_program(out, fleet, source, options, NULL, call);
 }
 
 /* Serialises the first array launches of a program: one variant is built. */
@@ -619,7 +641,8 @@ clf_status clf__program_array_variant(clf_program *p, clf_program **out)
             st = clf__fail(CLF_ERROR_UNSUPPORTED, "program %.12s: no source kept to build its "
                            "array variant", p->hash);
         else
-            st = build_program(&p->array_variant, p->fleet, p->source, p->options, p);
+            st = build_program(&p->array_variant, p->fleet, p->source, p->options, p,
+                               "clf_array_launch (the program's array variant)");
         if (st != CLF_SUCCESS) {
             char detail[1024];
             snprintf(detail, sizeof detail, "%s", clf_last_error());
@@ -648,6 +671,17 @@ const char *clf__program_array_why(const clf_program *v, const char *kernel)
     return NULL;
 }
 
+static clf_status build_file(clf_program **out, clf_fleet *fleet, const char *path,
+                             const char *options, const char *call)
+{
+    char *src = NULL;
+    clf_status st = clf__read_file(path, &src, NULL);
+    if (st == CLF_SUCCESS)
+        st = build_as(out, fleet, src, options, call);
+    free(src);
+    return st;
+}
+
 clf_status clf_program_build_file(clf_program **out, clf_fleet *fleet, const char *path,
                                   const char *options)
 {
@@ -657,12 +691,7 @@ clf_status clf_program_build_file(clf_program **out, clf_fleet *fleet, const cha
     if (!fleet || !path)
         return clf__fail(CLF_ERROR_NULL_POINTER, "clf_program_build_file: %s is NULL",
                          fleet ? "path" : "fleet");
-    char *src = NULL;
-    clf_status st = clf__read_file(path, &src, NULL);
-    if (st == CLF_SUCCESS)
-        st = clf_program_build_source(out, fleet, src, options);
-    free(src);
-    return st;
+    return build_file(out, fleet, path, options, "clf_program_build_file");
 }
 
 const char *const *clf_shipped_kernels(void)
@@ -704,13 +733,13 @@ clf_status clf_program_build_shipped(clf_program **out, clf_fleet *fleet, const 
         FILE *f = fopen(path, "rb");
         if (f) {
             fclose(f);
-            return clf_program_build_file(out, fleet, path, options);
+            return build_file(out, fleet, path, options, "clf_program_build_shipped");
         }
     }
     const char *src = clf_shipped_kernel_source(name);
     if (!src)
         return clf__fail(CLF_ERROR_NOT_FOUND, "no shipped kernel '%s'", name);
-    return clf_program_build_source(out, fleet, src, options);
+    return build_as(out, fleet, src, options, "clf_program_build_shipped");
 }
 
 int clf_program_from_cache(const clf_program *p, size_t device)
