@@ -835,6 +835,21 @@ START_TEST(same_device_launches_imbalance_free)
     jfree(&v);
     clf_free(js);
 
+    /* The table says both, under the rows. */
+    FILE *t = tmpfile();
+    ck_assert_ptr_nonnull(t);
+    ck_assert_ok(clf_copy(b, 0, a, 0, bytes));
+    ck_assert_ok(clf_metrics_print(f, t));
+    long len = ftell(t);
+    rewind(t);
+    char *tab = calloc(1, (size_t)len + 1);
+    ck_assert_uint_eq(fread(tab, 1, (size_t)len, t), (size_t)len);
+    fclose(t);
+    ck_assert_msg(strstr(tab, "copies within a device (not in peer MB): 1,"), "%s", tab);
+    if (fm.max_imbalance > 0)
+        ck_assert_msg(strstr(tab, "imbalance of the multi-device launches: mean"), "%s", tab);
+    free(tab);
+
     clf_program_destroy(busy);
     clf_program_destroy(p);
     clf_array_destroy(x);
