@@ -1,7 +1,8 @@
 #!/bin/sh
 # clfleet Quick start, on a fresh Debian/Ubuntu machine:
-#   ./build.sh demo   install what is missing, build, install into _build/install, run the
-#                     demo on the default devices, print how to build against the install
+#   ./build.sh demo   install what is missing, build, install into _build/install (with the
+#                     API reference when doxygen is there), run the demo on the default
+#                     devices, print how to build against the install
 #   ./build.sh test   install what is missing, build, run `make check` and `make distcheck`
 # Everything is built in _build/ (installed to _build/install); the OpenCL
 # kernel caches live in _build/.cache, nothing is written to $HOME.
@@ -43,6 +44,26 @@ if command -v dpkg-query >/dev/null 2>&1; then
         $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -q
         $sudo env DEBIAN_FRONTEND=noninteractive $line -q
     fi
+    # doxygen builds the API reference (HTML, without graphviz). Optional: when it cannot be
+    # installed (no root, no network, no such package) everything else still works, and the
+    # closing lines of the demo say how to get the reference.
+    if ! command -v doxygen >/dev/null 2>&1; then
+        if [ "$(id -u)" = 0 ]; then
+            sudo=
+        elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+            sudo=sudo
+        else
+            sudo=none
+        fi
+        if [ "$sudo" != none ]; then
+            echo "==> installing doxygen (optional: the API reference)"
+            # apt-get update only when the lists were not refreshed above.
+            { [ -n "$missing" ] || $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -q; } &&
+                $sudo env DEBIAN_FRONTEND=noninteractive \
+                    apt-get install -y --no-install-recommends -q doxygen ||
+                echo "==> doxygen could not be installed: going on without the API reference" >&2
+        fi
+    fi
 else
     echo "==> not a Debian system: make sure these are installed: $pkgs" >&2
 fi
@@ -60,10 +81,12 @@ flags="--prefix=$build/install"
 # The tests include the MPI layer's: on Debian it was installed above, so insist on it
 # (configure then fails instead of leaving the MPI tests out).
 [ "$mode" = test ] && command -v dpkg-query >/dev/null 2>&1 && flags="$flags --with-mpi=yes"
-if [ ! -f Makefile ] || [ "$(cat .configured 2>/dev/null)" != "$flags" ]; then
+# configure looks for doxygen: run it again when doxygen came or went since.
+doxygen=$(command -v doxygen 2>/dev/null || echo none)
+if [ ! -f Makefile ] || [ "$(cat .configured 2>/dev/null)" != "$flags doxygen=$doxygen" ]; then
     echo "==> configure $flags"
     "$root/configure" $flags
-    echo "$flags" > .configured
+    echo "$flags doxygen=$doxygen" > .configured
 fi
 echo "==> make -j$jobs"
 make -j"$jobs"
@@ -74,6 +97,17 @@ export CLFLEET_CACHE_DIR="$build/.cache/clfleet"
 if [ "$mode" = demo ]; then
     echo "==> make install (into $build/install)"
     make install >/dev/null
+    # The API reference (HTML) next to the README and the guide, when doxygen is there.
+    reference="needs doxygen: apt-get install doxygen, then $0 demo again"
+    if [ "$doxygen" != none ]; then
+        echo "==> make install-html (the API reference)"
+        if make install-html >/dev/null &&
+            [ -f "$build/install/share/doc/clfleet/html/index.html" ]; then
+            reference="$build/install/share/doc/clfleet/html/index.html"
+        else
+            reference="not built: doxygen failed (make install-html in $build says why)"
+        fi
+    fi
     echo "==> clfleet-info"
     ./tools/clfleet-info
     echo "==> demo"
@@ -89,6 +123,7 @@ Then try:
   clfleet-info                            # every device; * marks the default fleet
   clfleet-bench balance --quick           # every load-balancing strategy, in seconds
   cc -std=c11 -o vector-add examples/vector-add.c \$(pkg-config --cflags --libs clfleet OpenCL) && ./vector-add
+The API reference: $reference
 EOF
     exit 0
 fi

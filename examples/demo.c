@@ -1,5 +1,5 @@
 /*
- * The clfleet demo (README, Quick start: ./build.sh demo), on the default devices:
+ * The clfleet demo (README.md, Quick start: ./build.sh demo), on the default devices:
  *
  *   1. the devices and the transfer path of every pair;
  *   2. a Mandelbrot image (irregular work) over all of them with every load-balancing
@@ -14,7 +14,8 @@
  * (-DHAVE_LIBPNG), the image is mandelbrot.png, its rows coloured by the device that
  * computed them in the static run; without it, mandelbrot.pgm in grey ($CLFLEET_DEMO_IMAGE
  * names another file). With no GPU, PoCL's CPU device is split into two sub-devices that
- * really run at once; a warning says when the host is busier than it has cores.
+ * really run at once; a warning says when the host is busier than it has cores, and the
+ * closing lines say how to split a default fleet of one CPU device for other programs.
  */
 #define _XOPEN_SOURCE 700 /* realpath() */
 #define _DEFAULT_SOURCE   /* getloadavg() */
@@ -51,6 +52,12 @@ static double seconds(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* The default fleet, what programs and the tools get without a selection of their own: the
+ * demo splits a lone CPU device itself, they do not, so the closing lines say how to. */
+static size_t default_count;
+static int default_one_cpu; /* one CPU device of two or more compute units */
+static int demo_split;      /* the demo split it */
+
 /* The default devices; CPUs only (no GPU): each split in two halves that run at once. The
  * timeline goes to TRACE_FILE unless $CLFLEET_TRACE names another file. */
 static clf_status make_fleet(clf_fleet **out)
@@ -63,9 +70,12 @@ static clf_status make_fleet(clf_fleet **out)
     if (st != CLF_SUCCESS)
         return st;
     clf_device_get_info(&in, probe, 0);
+    default_count = clf_fleet_device_count(probe);
+    default_one_cpu = default_count == 1 && in.type == CLF_DEVICE_CPU && in.compute_units >= 2;
     clf_fleet_destroy(probe);
     if (!getenv("CLFLEET_DEVICES") && in.type == CLF_DEVICE_CPU && in.compute_units >= 2)
         o.split_cpu_units = in.compute_units / 2;
+    demo_split = o.split_cpu_units != 0;
     return clf_fleet_create(out, &o);
 }
 
@@ -393,6 +403,44 @@ static int allreduce(clf_fleet *f)
     return bad;
 }
 
+/* A fleet of one CPU device shows no balancing: PoCL's root CPU devices do not even run at
+ * once with each other, its sub-devices do. When the default fleet is one such device, say
+ * which selection splits it, and into how many devices (made, not guessed). A selection
+ * that already splits is the user's choice and gets no advice. */
+static void advise_split(void)
+{
+    if (!default_one_cpu)
+        return;
+    const char *sel = getenv("CLFLEET_DEVICES");
+    char want[512], lower[512];
+    size_t i = 0;
+    for (; sel && sel[i] && i + 1 < sizeof lower; i++)
+        lower[i] = (char)(sel[i] >= 'A' && sel[i] <= 'Z' ? sel[i] - 'A' + 'a' : sel[i]);
+    lower[i] = '\0';
+    if (strstr(lower, "split"))
+        return;
+    if (sel && *sel) {
+        if (snprintf(want, sizeof want, "%s;split=1", sel) >= (int)sizeof want)
+            return;
+    } else {
+        snprintf(want, sizeof want, "type=cpu;split=1");
+    }
+    clf_fleet_options o = CLF_FLEET_OPTIONS_INIT;
+    o.devices = want;
+    clf_fleet *f;
+    if (clf_fleet_create(&f, &o) != CLF_SUCCESS)
+        return;
+    size_t n = clf_fleet_device_count(f);
+    clf_fleet_destroy(f);
+    if (n < 2)
+        return;
+    printf("\nThe default fleet here is one CPU device%s.\n"
+           "clfleet-info, clfleet-bench and your programs get that one device; for %zu devices\n"
+           "that run at once, one per compute unit (doc/02-devices.md, \"Device selection\"):\n"
+           "  export CLFLEET_DEVICES=\"%s\"\n\n",
+           demo_split ? " (this demo split it itself)" : "", n, want);
+}
+
 /* Where a file the demo wrote is, as an absolute path. */
 static void say_where(const char *what, const char *path)
 {
@@ -450,6 +498,8 @@ int main(void)
     free(ref);
     free(img);
     clf_fleet_destroy(f);
+    if (!rc)
+        advise_split();
     printf("%s in %.1f s\n", rc ? "demo FAILED" : "demo OK", seconds() - t0);
     return rc;
 }

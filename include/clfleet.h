@@ -194,7 +194,7 @@ enum {
 typedef struct clf_fleet_options {
     unsigned version; /**< CLF_FLEET_OPTIONS_VERSION */
     /**
-     * Selection string (syntax in README, "Device selection"), e.g.
+     * Selection string (syntax in doc/02-devices.md, "Device selection"), e.g.
      * "type=cpu;min_cu=2;split=1". NULL: $CLFLEET_DEVICES, else the default
      * (every GPU and accelerator; CPUs only when there is none).
      */
@@ -214,7 +214,7 @@ typedef struct clf_fleet_options {
     int disable_cache;      /**< nonzero: never read or write program binaries */
     /**
      * Transfer paths to leave out, e.g. "staged" (force host staging),
-     * "no-cuda,no-amd" (see README, "Transfers"). NULL: $CLFLEET_TRANSFER.
+     * "no-cuda,no-amd" (see doc/05-transfers.md). NULL: $CLFLEET_TRANSFER.
      */
     const char *transfer;
     /**
@@ -360,7 +360,7 @@ CLF_API clf_status clf_device_failure(char *buf, size_t size, const clf_fleet *f
 /**
  * \brief Let a failed device take work again (once its cause was dealt with);
  * nothing happens for a device that has not failed. A device that an injected
- * "lost" fault took away comes back too (see README, "Reliability").
+ * "lost" fault took away comes back too (see doc/14-reliability.md).
  * \param fleet the fleet
  * \param device fleet index of the device
  * \return CLF_SUCCESS, or a negative clf_status (detail in clf_last_error())
@@ -1177,7 +1177,7 @@ typedef struct clf_launch_report {
  * fails with a device error) stops; its unfinished chunks run on the others,
  * the result is still complete, the report names it, and later launches leave
  * it out until clf_device_readmit(). Devices the program did not build for are
- * left out too. See README, "Reliability".
+ * left out too. See doc/14-reliability.md.
  * \param report receives what each device did, or NULL
  * \return CLF_SUCCESS; CLF_ERROR_DEVICE_FAILED when every device failed (or
  *         is left out): each output element is then untouched or correct, as

@@ -1,6 +1,6 @@
 #!/bin/sh
 # A C program that does no GEMM pays for no C++: libclfleet links neither libclblast nor
-# libstdc++ (clBLAST is loaded at the first GEMM, lib/gemmdev.c), and without clBLAST the GEMMs
+# libstdc++ (clBLAST is loaded at the first GEMM, lib/blas/gemmdev.c), and without clBLAST the GEMMs
 # say so instead of failing to start.
 set -u
 b=${top_builddir:-.}

@@ -10,7 +10,7 @@
  * device copies.
  *
  * No MPI takes an OpenCL buffer: data crosses ranks through host memory, in pipelined
- * chunks (README, "Across machines"). Every function here is collective over the
+ * chunks (doc/09-mpi.md). Every function here is collective over the
  * communicator unless it says otherwise: every rank calls it, in the same order, with
  * matching arguments. With CLFLEET_MPI_CHECK=1 in the environment, the arguments that must
  * match (counts, types, roots, shapes) are compared first, and a mismatch fails on every

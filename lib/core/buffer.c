@@ -31,7 +31,7 @@ clf_status clf_buffer_create(clf_buffer **out, clf_fleet *fleet, size_t device, 
     if (!b)
         return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "buffer: out of memory");
     /* Counted as the device's memory (clf_buffer_destroy() gives it back). Buffers are
-     * failed by their own fault class only (README), never by a failed device. */
+     * failed by their own fault class only (doc/14-reliability.md), never by a failed device. */
     clf__cmd_opt o = {0};
     o.flags = CLF__CMD_NO_FAULT;
     st = clf__cmd_buffer(fleet, device, f, size, NULL, NULL, &o, &b->mem);

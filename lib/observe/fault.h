@@ -37,7 +37,7 @@ typedef struct clf__fault_rule {
 } clf__fault_rule;
 
 /*
- * Parse a rule list (the grammar is in README, "Reliability"). An empty or
+ * Parse a rule list (the grammar is in doc/14-reliability.md). An empty or
  * blank string gives no rules. CLF_ERROR_PARSE with a detail naming the rule
  * and the bad item; CLF_ERROR_OUT_OF_HOST_MEMORY. *out is malloc'd.
  */

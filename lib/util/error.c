@@ -155,11 +155,11 @@ clf_status clf__check_device(const clf_fleet *fleet, size_t device)
 }
 
 /*
- * The version rule of the option and description structs (README, "API and ABI"): a caller
- * built against an older header passes its older, shorter struct with that header's
- * version, so any version from 1 to the current one is taken, and only the fields that
- * version has are read (exec/check.c's clf__launch_prepare() shows the copy once a struct
- * has grown).
+ * The version rule of the option and description structs (doc/02-devices.md, "API and ABI
+ * conventions"): a caller built against an older header passes its older, shorter struct
+ * with that header's version, so any version from 1 to the current one is taken, and only
+ * the fields that version has are read (exec/check.c's clf__launch_prepare() shows the copy
+ * once a struct has grown).
  */
 clf_status clf__check_version(const char *who, unsigned version, unsigned current,
                               const char *what, const char *init)
