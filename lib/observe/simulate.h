@@ -55,21 +55,25 @@ enum {
 int clf__sim_device(const clf_fleet *fl, size_t dev);
 
 /*
- * After command `real` (of kind CLF__SIM_*, moving bytes) was enqueued on fleet device dev's
- * in-order queue q, which has a rule: enqueues a marker after it that completes only when
- * the simulated command would, and returns it in *delayed (a new reference; `real` keeps
- * the caller's). The caller hands *delayed on as the command's event, so host waits, wait
- * lists and later commands of q all see the simulated completion. The delay is computed
- * when `real` completes and served by the timer thread; no driver thread waits for it. On
- * failure *delayed is NULL and the status is CLF_ERROR_OPENCL (recorded with the device).
+ * A command `real` (of kind CLF__SIM_*, moving bytes) on fleet device dev, which has a rule,
+ * is delayed in three steps. The command path (core/cmd.c, where every enqueue is) takes a
+ * user event from clf__sim_user_event(), enqueues after `real` on the same in-order queue a
+ * marker that waits for it, and hands the marker on as the command's event, so that host
+ * waits, wait lists and later commands of the queue all see the simulated completion. Then
+ * clf__sim_arm() (taking the user event's reference; marker NULL: the marker's enqueue
+ * failed, and the user event is only released) computes the delay when `real` completes and
+ * has the timer thread set the user event when it is over; no driver thread waits for it.
+ * Failures: CLF_ERROR_OPENCL recorded with the device, or out of memory; the marker then
+ * completes undelayed rather than never.
  */
-clf_status clf__sim_delay(clf_fleet *fl, size_t dev, cl_command_queue q, cl_event real,
-                          unsigned kind, size_t bytes, cl_event *delayed);
+clf_status clf__sim_user_event(clf_fleet *fl, size_t dev, cl_event *user);
+clf_status clf__sim_arm(clf_fleet *fl, size_t dev, cl_event real, cl_event marker,
+                        cl_event user, unsigned kind, size_t bytes);
 
 /* Nonzero once any fleet has simulation rules (read with a relaxed atomic load). */
 extern int clf__sim_enabled;
 
-/* For clf__event_profile(): when ev is a marker of clf__sim_delay(), its simulated start and
+/* For clf__event_profile(): when ev is a marker of clf__sim_arm(), its simulated start and
  * end (the real command's start, the marker's end) in *t0, *t1 and 1; else 0. */
 int clf__sim_profile(cl_event ev, uint64_t *t0, uint64_t *t1);
 
