@@ -159,6 +159,30 @@ static double spin_pair(clf_fleet *f, clf_program *p, clf_buffer *b[2], uint32_t
     return median(ratio, 5);
 }
 
+/* A task queue of device dev alone runs one spin task: its kernel_s (from profiling), the
+ * result checked. */
+static double task_kernel_s(clf_fleet *f, clf_program *p, size_t dev, uint32_t n)
+{
+    clf_taskq *q;
+    ck_assert_ok(clf_taskq_create(&q, f, p, &dev, 1));
+    uint32_t out[ITEMS];
+    clf_task_desc t = CLF_TASK_DESC_INIT;
+    t.kernel = "spin";
+    t.global[0] = ITEMS;
+    clf_arg a[] = {CLF_WHOLE_OUT(out, sizeof out), CLF_SCALAR(&n)};
+    size_t id;
+    ck_assert_ok(clf_taskq_submit(q, &t, a, 2, &id));
+    ck_assert_ok(clf_taskq_run(q, NULL));
+    clf_task_info info;
+    ck_assert_ok(clf_taskq_task_info(&info, q, id));
+    clf_taskq_destroy(q);
+    ck_assert_uint_eq(info.device, dev);
+    for (uint32_t i = 0; i < ITEMS; i++)
+        expect(out[i] == spin_ref(i, n), "task on device %zu: item %u: %u, expected %u", dev, i,
+               out[i], spin_ref(i, n));
+    return info.kernel_s;
+}
+
 /* (1) compute=0.1: device 1's kernels take about 10x device 0's; (4) the results are right;
  * the metrics' kernel time (profiling) shows the slowdown too; the timer thread lives with
  * the fleet and is joined with it. */
@@ -194,6 +218,18 @@ START_TEST(compute_factor)
     fprintf(stderr, "compute=0.1: kernel time from profiling %.2f ms / %.2f ms: %.1fx\n",
             m[1].busy_s * 1e3 / 5, m[0].busy_s * 1e3 / 5, kratio);
     expect(kratio >= 4 && kratio <= 30, "profiled kernel time ratio %.2f, not about 10", kratio);
+
+    /* A task queue's kernel time (its own profiling read) is the simulated one too. */
+    double tk[2][3], tratio[3];
+    for (size_t r = 0; r < 3; r++) {
+        for (size_t dev = 0; dev < 2; dev++)
+            tk[dev][r] = task_kernel_s(f, p, dev, n);
+        tratio[r] = tk[1][r] / tk[0][r];
+    }
+    double tr = median(tratio, 3);
+    fprintf(stderr, "compute=0.1: task kernel_s %.2f ms / %.2f ms: %.1fx\n",
+            median(tk[1], 3) * 1e3, median(tk[0], 3) * 1e3, tr);
+    expect(tr >= 4 && tr <= 30, "task kernel_s ratio %.2f, not about 10", tr);
 
     /* Chained on the slowed device: a kernel, then another that waits for its event, then a
      * read: each sees the delayed event complete with its data in place. */
