@@ -47,7 +47,11 @@ typedef struct sim_cmd {
     cl_int status;               /* the real command's final status */
 } sim_cmd;
 
-/* Markers whose simulated start is known: direct-mapped by address, each retained. */
+/* Markers whose simulated start is known, the latest REG_SLOTS in the order they completed
+ * (a ring), each retained so that its address cannot name another event meanwhile. A ring
+ * rather than a hash: a launch's report reads its chunks' profiles after the last chunk,
+ * and a direct-mapped table would lose some of a few dozen to collisions; the lookup scans
+ * from the newest, where the markers read soon after completing are. */
 #define REG_SLOTS 1024
 typedef struct reg_entry {
     cl_event marker;
@@ -66,18 +70,11 @@ static struct {
     sim_cmd **heap; /* min-heap on due */
     size_t nheap, capheap;
     reg_entry reg[REG_SLOTS];
+    size_t reg_next; /* the ring's next slot (its oldest entry) */
 } g = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 /* Starting and joining the thread are serialised by this lock, never held by the timer. */
 static pthread_mutex_t life_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static size_t reg_slot(cl_event e)
-{
-    uintptr_t p = (uintptr_t)e;
-    p ^= p >> 17;
-    p *= 0x9e3779b97f4a7c15ull;
-    return (size_t)(p >> 40) % REG_SLOTS;
-}
 
 /* ---- the heap (under g.lock) ------------------------------------------------------------- */
 
@@ -130,7 +127,8 @@ static void finish(sim_cmd *c)
     cl_event evicted = NULL;
     if (c->status == CL_COMPLETE && c->t0) {
         pthread_mutex_lock(&g.lock);
-        reg_entry *r = &g.reg[reg_slot(c->marker)];
+        reg_entry *r = &g.reg[g.reg_next];
+        g.reg_next = (g.reg_next + 1) % REG_SLOTS;
         evicted = r->marker;
         r->marker = c->marker; /* the table takes c's reference */
         r->t0 = c->t0;
@@ -344,9 +342,15 @@ int clf__sim_profile(cl_event ev, uint64_t *t0, uint64_t *t1)
 {
     if (!ev)
         return 0;
+    uint64_t start = 0;
     pthread_mutex_lock(&g.lock);
-    const reg_entry *r = &g.reg[reg_slot(ev)];
-    uint64_t start = r->marker == ev ? r->t0 : 0;
+    for (size_t k = 1; k <= REG_SLOTS; k++) {
+        const reg_entry *r = &g.reg[(g.reg_next + REG_SLOTS - k) % REG_SLOTS];
+        if (r->marker == ev) {
+            start = r->t0;
+            break;
+        }
+    }
     pthread_mutex_unlock(&g.lock);
     cl_ulong b = 0;
     if (!start ||
