@@ -18,6 +18,16 @@ static const char src[] =
     "        x = x * 1664525u + 1013904223u;\n"
     "    out[i] = x;\n"
     "}\n"
+    /* spin again, for learned_weights alone: the model learns a kernel's throughput per
+     * name, whatever its arguments, and the other tests run spin with other counts. */
+    "kernel void spin_learn(global uint *out, uint n)\n"
+    "{\n"
+    "    size_t i = get_global_id(0);\n"
+    "    uint x = (uint)i * 2654435761u + 1u;\n"
+    "    for (uint k = 0; k < n; k++)\n"
+    "        x = x * 1664525u + 1013904223u;\n"
+    "    out[i] = x;\n"
+    "}\n"
     "kernel void inc(global uint *a)\n"
     "{\n"
     "    a[get_global_id(0)] += 1u;\n"
@@ -296,6 +306,57 @@ START_TEST(launch_correct)
 }
 END_TEST
 
+/* The cost model learns the simulated device's speed, under a key of its own: after a few
+ * launches, static's learned weights give the 4x slower device about a fifth of the range;
+ * the same devices unsimulated, in a new fleet, are not taken for slow ones. */
+static double static_share1(const char *rules, unsigned launches, char *reason, size_t n)
+{
+    clf_program *p;
+    clf_fleet *f = sim_fleet(rules, &p);
+    enum { N = 1 << 15 };
+    uint32_t *out = malloc(N * sizeof *out);
+    ck_assert(out);
+    uint32_t iters = 2048;
+    clf_launch_report r;
+    for (unsigned k = 0; k < launches; k++) {
+        clf_launch_desc d = CLF_LAUNCH_DESC_INIT;
+        d.kernel = "spin_learn";
+        d.global[0] = N;
+        d.strategy = CLF_STRATEGY_STATIC;
+        clf_arg a[] = {CLF_OUT(out, N * sizeof *out, sizeof *out), CLF_SCALAR(&iters)};
+        ck_assert_ok(clf_launch(f, p, &d, a, 2, &r));
+    }
+    for (uint32_t i = 0; i < N; i += 97)
+        expect(out[i] == spin_ref(i, iters), "item %u: %u, expected %u", i, out[i],
+               spin_ref(i, iters));
+    double share = 0;
+    for (size_t i = 0; i < r.num_devices; i++)
+        if (r.dev[i].device == 1)
+            share = r.dev[i].share;
+    snprintf(reason, n, "%s", r.reason);
+    free(out);
+    clf_program_destroy(p);
+    clf_fleet_destroy(f);
+    return share;
+}
+
+START_TEST(learned_weights)
+{
+    test_watchdog(120);
+    char why[256];
+    double s1 = static_share1("device=1,compute=0.25", 4, why, sizeof why);
+    fprintf(stderr, "compute=0.25: static's share for device 1 after 4 launches: %.3f (%s)\n", s1,
+            why);
+    expect(strstr(why, "learned"), "static did not use learned weights: %s", why);
+    expect(s1 > 0.05 && s1 < 0.4, "device 1 (4x slower) got a share of %.3f, not about 0.2", s1);
+    double s0 = static_share1(NULL, 2, why, sizeof why);
+    fprintf(stderr, "unset: static's share for device 1: %.3f (%s)\n", s0, why);
+    expect(s0 > 0.3 && s0 < 0.7, "equal devices: device 1 got %.3f, learned from the simulated "
+           "one?", s0);
+    test_watchdog_off();
+}
+END_TEST
+
 /* (2) latency=20ms: every tiny write to device 1 takes at least 20 ms; device 0 is as fast
  * as ever. */
 START_TEST(latency)
@@ -467,6 +528,7 @@ int main(void)
     tcase_add_test(tc, bandwidth);
     tcase_add_test(tc, compute_factor);
     tcase_add_test(tc, launch_correct);
+    tcase_add_test(tc, learned_weights);
     tcase_add_test(tc, unset_changes_nothing);
     suite_add_tcase(s, tc);
     return test_run(s, FLEET2, 2);

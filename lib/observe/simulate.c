@@ -292,6 +292,18 @@ int clf__sim_device(const clf_fleet *fl, size_t dev)
     return fl->sim && dev < fl->sim->ndev && fl->sim->by_dev[dev] != NULL;
 }
 
+void clf__sim_key(const clf_fleet *fl, size_t dev, char *buf, size_t n)
+{
+    if (n)
+        buf[0] = '\0';
+    if (!clf__sim_device(fl, dev))
+        return;
+    const clf__sim_rule *r = fl->sim->by_dev[dev];
+    /* %.17g: two rules that differ give two keys. */
+    snprintf(buf, n, "|sim=compute=%.17g,latency=%lluns,h2d=%.17g,d2h=%.17g", r->compute,
+             (unsigned long long)r->latency_ns, r->h2d, r->d2h);
+}
+
 clf_status clf__sim_user_event(clf_fleet *fl, size_t dev, cl_event *user)
 {
     cl_int err;

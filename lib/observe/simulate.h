@@ -53,6 +53,11 @@ enum {
 
 /* Nonzero when fleet device dev has a rule (fl->sim set). */
 int clf__sim_device(const clf_fleet *fl, size_t dev);
+/* Device dev's rule as text ("|sim=compute=0.02,latency=60000ns"; "" without one), for the
+ * keys of what is learned about the device (the cost model): a simulated device is another
+ * device, and must neither use nor overwrite, in the model persisted on disk, the figures of
+ * the real one. */
+void clf__sim_key(const clf_fleet *fl, size_t dev, char *buf, size_t n);
 
 /*
  * A command `real` (of kind CLF__SIM_*, moving bytes) on fleet device dev, which has a rule,
