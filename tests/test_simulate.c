@@ -6,6 +6,9 @@
  */
 #include "common.h"
 
+#include <clfleet/blas.h>
+#include <math.h>
+
 #include <dirent.h>
 #include <time.h>
 
@@ -357,6 +360,64 @@ START_TEST(learned_weights)
 }
 END_TEST
 
+/* GEMM: clBLAST enqueues its kernels itself, outside the command path, which adopts the last
+ * one; with even user weights both devices take half of C, and the slowed device's kernel
+ * time (profiling) per block is about 10x. The result against a plain C loop. */
+START_TEST(gemm_slowed)
+{
+    if (!clf_blas_available()) {
+        fprintf(stderr, "SKIP gemm_slowed: built without clBLAST or it cannot be loaded\n");
+        return;
+    }
+    test_watchdog(120);
+    clf_program *p;
+    clf_fleet *f = sim_fleet("device=1,compute=0.1", &p);
+    enum { M = 256, N = 256, K = 256 };
+    float *a = malloc(M * K * sizeof *a), *b = malloc(K * N * sizeof *b);
+    float *c = calloc(M * N, sizeof *c), *ref = calloc(M * N, sizeof *ref);
+    ck_assert(a && b && c && ref);
+    for (size_t i = 0; i < M * K; i++)
+        a[i] = (float)(lowbias32((uint32_t)i) % 17) / 8.0f - 1.0f;
+    for (size_t i = 0; i < K * N; i++)
+        b[i] = (float)(lowbias32((uint32_t)i + 99991u) % 13) / 8.0f - 0.75f;
+    for (size_t i = 0; i < M; i++)
+        for (size_t kk = 0; kk < K; kk++)
+            for (size_t j = 0; j < N; j++)
+                ref[i * N + j] += a[i * K + kk] * b[kk * N + j];
+    clf_gemm_options o = CLF_GEMM_OPTIONS_INIT;
+    o.strategy = CLF_STRATEGY_STATIC;
+    o.weights_mode = CLF_WEIGHTS_USER;
+    static const double even[2] = {1, 1};
+    o.weights = even;
+    clf_launch_report r;
+    /* Twice: the first call builds clBLAST's kernels. */
+    for (int rep = 0; rep < 2; rep++)
+        ck_assert_ok(clf_sgemm(f, CLF_ROW_MAJOR, CLF_NO_TRANS, CLF_NO_TRANS, M, N, K, 1.0f, a, K,
+                               b, N, 0.0f, c, N, &o, &r));
+    for (size_t i = 0; i < M * N; i++)
+        expect(fabsf(c[i] - ref[i]) <= 1e-3f * (1.0f + fabsf(ref[i])), "C[%zu] = %g, expected %g",
+               i, c[i], ref[i]);
+    ck_assert_uint_eq(r.num_devices, 2);
+    double per[2] = {0, 0};
+    for (size_t i = 0; i < 2; i++) {
+        ck_assert_uint_gt(r.dev[i].units, 0);
+        per[r.dev[i].device] = r.dev[i].busy_s / (double)r.dev[i].units;
+    }
+    double ratio = per[1] / per[0];
+    fprintf(stderr, "GEMM compute=0.1: kernel time per unit of C, device 1 / device 0: %.1fx\n",
+            ratio);
+    expect(ratio >= 3 && ratio <= 40, "GEMM: device 1 / device 0 kernel time per unit %.2f, "
+           "not about 10", ratio);
+    free(a);
+    free(b);
+    free(c);
+    free(ref);
+    clf_program_destroy(p);
+    clf_fleet_destroy(f);
+    test_watchdog_off();
+}
+END_TEST
+
 /* (2) latency=20ms: every tiny write to device 1 takes at least 20 ms; device 0 is as fast
  * as ever. */
 START_TEST(latency)
@@ -529,6 +590,7 @@ int main(void)
     tcase_add_test(tc, compute_factor);
     tcase_add_test(tc, launch_correct);
     tcase_add_test(tc, learned_weights);
+    tcase_add_test(tc, gemm_slowed);
     tcase_add_test(tc, unset_changes_nothing);
     suite_add_tcase(s, tc);
     return test_run(s, FLEET2, 2);

@@ -261,6 +261,19 @@ static clf_status leave(clf_fleet *fl, size_t dev, const clf__cmd_opt *o, cl_com
     return CLF_SUCCESS;
 }
 
+clf_status clf__cmd_adopt_kernel(clf_fleet *fl, size_t dev, cl_command_queue q, cl_event *ev)
+{
+    if (__builtin_expect(fl->sim == NULL, 1) || !*ev)
+        return CLF_SUCCESS;
+    clf__rec r = {0};
+    r.kind = CLF__REC_KERNEL;
+    cl_int err = simulate(fl, dev, q, &r, ev); /* *ev stays a valid event whatever happens */
+    if (err != CL_SUCCESS)
+        clf__log(CLF_LOG_WARN, "CLFLEET_SIMULATE: device %zu: a library's kernel is not held "
+                 "back: %s", dev, clf_last_error());
+    return CLF_SUCCESS;
+}
+
 /* The common frame of an enqueue: options, fault rule, event slot, enter; the enqueue itself
  * is the statement after it, with `out` as its event and `blk` as its blocking flag. */
 #define CMD_BEGIN(call, what, kind)                                                                \
