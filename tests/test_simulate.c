@@ -211,37 +211,47 @@ START_TEST(compute_factor)
         ck_assert_ok(clf_buffer_create(&b[dev], f, dev, ITEMS * sizeof(uint32_t), 0));
     uint32_t n = calibrate(f, p, 0, b[0]);
     spin_once(f, p, 1, b[1], n); /* the first run on device 1 compiles */
-    ck_assert_ok(clf_metrics_reset(f));
-    double med[2];
-    double ratio = spin_pair(f, p, b, n, med);
-    fprintf(stderr,
-            "compute=0.1: %u iterations, device 0 %.2f ms, device 1 %.2f ms (medians); "
-            "ratio %.1fx\n",
-            n, med[0] * 1e3, med[1] * 1e3, ratio);
+    /* Up to 3 tries of each measurement: a 2-core machine shared with other jobs can stall
+     * one device's runs for a while; a simulation that does not work fails every try. */
+    double med[2], ratio = 0, kratio = 0;
+    clf_device_metrics m[2];
+    for (int try = 0; try < 3; try++) {
+        ck_assert_ok(clf_metrics_reset(f));
+        ratio = spin_pair(f, p, b, n, med);
+        /* The profiling figures the cost model and the metrics learn from see it too. */
+        for (size_t dev = 0; dev < 2; dev++) {
+            ck_assert_ok(clf_metrics_device(&m[dev], f, dev));
+            ck_assert_uint_eq(m[dev].kernels, 5);
+        }
+        kratio = m[1].busy_s / m[0].busy_s;
+        fprintf(stderr,
+                "compute=0.1: %u iterations, device 0 %.2f ms, device 1 %.2f ms (medians); "
+                "ratio %.1fx; from profiling %.2f ms / %.2f ms: %.1fx\n",
+                n, med[0] * 1e3, med[1] * 1e3, ratio, m[1].busy_s * 1e3 / 5,
+                m[0].busy_s * 1e3 / 5, kratio);
+        if (ratio >= 4 && ratio <= 30 && kratio >= 4 && kratio <= 30)
+            break;
+    }
     expect(ratio >= 4 && ratio <= 30,
            "device 1 / device 0 = %.2f (medians %.2f ms / %.2f ms), not about 10", ratio,
            med[1] * 1e3, med[0] * 1e3);
-    /* The profiling figures the cost model and the metrics learn from see it too. */
-    clf_device_metrics m[2];
-    for (size_t dev = 0; dev < 2; dev++) {
-        ck_assert_ok(clf_metrics_device(&m[dev], f, dev));
-        ck_assert_uint_eq(m[dev].kernels, 5);
-    }
-    double kratio = m[1].busy_s / m[0].busy_s;
-    fprintf(stderr, "compute=0.1: kernel time from profiling %.2f ms / %.2f ms: %.1fx\n",
-            m[1].busy_s * 1e3 / 5, m[0].busy_s * 1e3 / 5, kratio);
     expect(kratio >= 4 && kratio <= 30, "profiled kernel time ratio %.2f, not about 10", kratio);
 
     /* A task queue's kernel time (its own profiling read) is the simulated one too. */
-    double tk[2][3], tratio[3];
-    for (size_t r = 0; r < 3; r++) {
-        for (size_t dev = 0; dev < 2; dev++)
-            tk[dev][r] = task_kernel_s(f, p, dev, n);
-        tratio[r] = tk[1][r] / tk[0][r];
+    double tr = 0;
+    for (int try = 0; try < 3; try++) {
+        double tk[2][3], tratio[3];
+        for (size_t r = 0; r < 3; r++) {
+            for (size_t dev = 0; dev < 2; dev++)
+                tk[dev][r] = task_kernel_s(f, p, dev, n);
+            tratio[r] = tk[1][r] / tk[0][r];
+        }
+        tr = median(tratio, 3);
+        fprintf(stderr, "compute=0.1: task kernel_s %.2f ms / %.2f ms: %.1fx\n",
+                median(tk[1], 3) * 1e3, median(tk[0], 3) * 1e3, tr);
+        if (tr >= 4 && tr <= 30)
+            break;
     }
-    double tr = median(tratio, 3);
-    fprintf(stderr, "compute=0.1: task kernel_s %.2f ms / %.2f ms: %.1fx\n",
-            median(tk[1], 3) * 1e3, median(tk[0], 3) * 1e3, tr);
     expect(tr >= 4 && tr <= 30, "task kernel_s ratio %.2f, not about 10", tr);
 
     /* Chained on the slowed device: a kernel, then another that waits for its event, then a
@@ -390,22 +400,29 @@ START_TEST(gemm_slowed)
     static const double even[2] = {1, 1};
     o.weights = even;
     clf_launch_report r;
-    /* Twice: the first call builds clBLAST's kernels. */
-    for (int rep = 0; rep < 2; rep++)
+    /* The first call builds clBLAST's kernels; then up to 3 tries, as in compute_factor. */
+    ck_assert_ok(clf_sgemm(f, CLF_ROW_MAJOR, CLF_NO_TRANS, CLF_NO_TRANS, M, N, K, 1.0f, a, K, b,
+                           N, 0.0f, c, N, &o, &r));
+    double ratio = 0;
+    for (int try = 0; try < 3; try++) {
+        memset(c, 0, M * N * sizeof *c);
         ck_assert_ok(clf_sgemm(f, CLF_ROW_MAJOR, CLF_NO_TRANS, CLF_NO_TRANS, M, N, K, 1.0f, a, K,
                                b, N, 0.0f, c, N, &o, &r));
-    for (size_t i = 0; i < M * N; i++)
-        expect(fabsf(c[i] - ref[i]) <= 1e-3f * (1.0f + fabsf(ref[i])), "C[%zu] = %g, expected %g",
-               i, c[i], ref[i]);
-    ck_assert_uint_eq(r.num_devices, 2);
-    double per[2] = {0, 0};
-    for (size_t i = 0; i < 2; i++) {
-        ck_assert_uint_gt(r.dev[i].units, 0);
-        per[r.dev[i].device] = r.dev[i].busy_s / (double)r.dev[i].units;
+        for (size_t i = 0; i < M * N; i++)
+            expect(fabsf(c[i] - ref[i]) <= 1e-3f * (1.0f + fabsf(ref[i])),
+                   "C[%zu] = %g, expected %g", i, c[i], ref[i]);
+        ck_assert_uint_eq(r.num_devices, 2);
+        double per[2] = {0, 0};
+        for (size_t i = 0; i < 2; i++) {
+            ck_assert_uint_gt(r.dev[i].units, 0);
+            per[r.dev[i].device] = r.dev[i].busy_s / (double)r.dev[i].units;
+        }
+        ratio = per[1] / per[0];
+        fprintf(stderr, "GEMM compute=0.1: kernel time per unit of C, device 1 / device 0: %.1fx\n",
+                ratio);
+        if (ratio >= 3 && ratio <= 40)
+            break;
     }
-    double ratio = per[1] / per[0];
-    fprintf(stderr, "GEMM compute=0.1: kernel time per unit of C, device 1 / device 0: %.1fx\n",
-            ratio);
     expect(ratio >= 3 && ratio <= 40, "GEMM: device 1 / device 0 kernel time per unit %.2f, "
            "not about 10", ratio);
     free(a);
@@ -505,11 +522,19 @@ START_TEST(unset_changes_nothing)
         ck_assert_ok(clf_buffer_create(&b[dev], f, dev, ITEMS * sizeof(uint32_t), 0));
     uint32_t n = calibrate(f, p, 0, b[0]);
     spin_once(f, p, 1, b[1], n);
-    double med[2];
-    double ratio = spin_pair(f, p, b, n, med);
-    fprintf(stderr, "unset: device 0 %.2f ms, device 1 %.2f ms: %.2fx\n", med[0] * 1e3,
-            med[1] * 1e3, ratio);
-    expect(ratio > 1 / 3.0 && ratio < 3, "equal devices ran %.2fx apart", ratio);
+    /* Nothing slows device 1: the compute=0.1 case's ratio of about 10 must not appear. (No
+     * lower bound: device 0 may be the one a loaded machine stalls.) Up to 3 tries, as
+     * there. */
+    double med[2], ratio = 0;
+    for (int try = 0; try < 3; try++) {
+        ratio = spin_pair(f, p, b, n, med);
+        fprintf(stderr, "unset: device 0 %.2f ms, device 1 %.2f ms: %.2fx\n", med[0] * 1e3,
+                med[1] * 1e3, ratio);
+        if (ratio < 3)
+            break;
+    }
+    expect(ratio < 3, "equal devices, nothing simulated, and device 1 ran %.2fx device 0's time",
+           ratio);
     ck_assert_int_eq(threads_named("clfleet-sim"), 0);
     for (size_t dev = 0; dev < 2; dev++)
         clf_buffer_destroy(b[dev]);
