@@ -197,6 +197,10 @@ struct clf_fleet {
     struct clf__metrics *metrics; /* counters and timeline (metrics.c); NULL: off */
 
     struct clf__fault *fault; /* $CLFLEET_FAULT_INJECT rules (fault.c); NULL: none */
+
+    /* $CLFLEET_SIMULATE rules (observe/simulate.c); NULL: none, and the command path
+     * (core/cmd.c) tests only this. */
+    struct clf__sim *sim;
 };
 
 
