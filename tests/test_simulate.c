@@ -372,6 +372,21 @@ START_TEST(learned_weights)
 }
 END_TEST
 
+/* STATIC on a 100:1 pair: once the speeds are learned, the slow device gets no share (it
+ * could save at most 1 %, and would end last if its speed were a little off), and the reason
+ * says so. */
+START_TEST(static_leaves_out_a_minor_device)
+{
+    test_watchdog(240);
+    char why[300];
+    double s1 = static_share1("device=1,compute=0.01", 3, why, sizeof why);
+    fprintf(stderr, "compute=0.01: static's share for device 1: %.3f (%s)\n", s1, why);
+    expect(s1 == 0 && strstr(why, "device 1 left out"),
+           "device 1 (100x slower) got a share of %.3f: %s", s1, why);
+    test_watchdog_off();
+}
+END_TEST
+
 /* GEMM: clBLAST enqueues its kernels itself, outside the command path, which adopts the last
  * one; with even user weights both devices take half of C, and the slowed device's kernel
  * time (profiling) per block is about 10x. The result against a plain C loop. */
@@ -617,6 +632,7 @@ int main(void)
     tcase_add_test(tc, compute_factor);
     tcase_add_test(tc, launch_correct);
     tcase_add_test(tc, learned_weights);
+    tcase_add_test(tc, static_leaves_out_a_minor_device);
     tcase_add_test(tc, gemm_slowed);
     tcase_add_test(tc, unset_changes_nothing);
     suite_add_tcase(s, tc);

@@ -68,6 +68,7 @@ static void note_idle(const clf__launch *L, clf_launch_report *rep)
     for (size_t i = 0; i < L->ndev; i++) {
         const clf_device_report *r = &rep->dev[i];
         if (r->units || r->failed || L->excluded[i] || L->held[i] || L->small ||
+            L->weights[i] <= 0 || /* left out by weight: the reason says why */
             !clf__part_eligible(L->part, i))
             continue;
         if (len < sizeof list)
@@ -79,8 +80,7 @@ static void note_idle(const clf__launch *L, clf_launch_report *rep)
         return;
     size_t at = strlen(rep->reason);
     snprintf(rep->reason + at, sizeof rep->reason - at,
-             "; device%s %s took no work (too slow to help: its share of what was left stayed "
-             "under one chunk while a faster device ran)",
+             "; device%s %s took no work (too slow to help)",
              n > 1 ? "s" : "", list);
 }
 
