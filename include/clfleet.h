@@ -1166,11 +1166,12 @@ typedef struct clf_launch_report {
  * 0 (the chunk's start is CLF_CHUNK_OFFSET(d)); in a program that names
  * get_global_size() or get_num_groups() (or includes a file), every kernel
  * function gets a hidden last parameter with the range's sizes, which
- * clfleet sets. Those two built-ins then work only in kernel functions (a
- * helper that calls them fails to build, with a hint: pass the value on), and
- * a kernel whose definition clfleet cannot find in the source (made by a
- * macro) is refused with CLF_ERROR_UNSUPPORTED when it would run in more than
- * one chunk. Each device is driven by its own host thread; the next chunk's
+ * clfleet sets, and so does every helper function that calls them (directly
+ * or through other helpers or macros), each call passing it on: they work in
+ * helpers as in kernels. Only a function clfleet cannot find in the source (in
+ * an included file, or made by a macro) lacks it: a helper there that calls
+ * them fails to build, with a hint, and such a kernel is refused with
+ * CLF_ERROR_UNSUPPORTED when it would run in more than one chunk. Each device is driven by its own host thread; the next chunk's
  * input moves on the transfer queue while the current one computes.
  *
  * A device that fails (an enqueue, a chunk, a transfer or an allocation

@@ -391,7 +391,8 @@ extern const char clf__kernel_prelude[];
 
 /* ---- the hidden range parameter (rangearg.c) ---- */
 
-/* Its name: what a helper function that calls get_global_size() fails to find. */
+/* Its name: what a function clfleet did not find (in an included file, made by a macro)
+ * that calls get_global_size() fails to find. */
 #define CLF__RANGE_ARG_NAME "clfleet_global_size_only_in_kernels"
 /* What clf__range_rewrite() finds a source naming (*named, a clf_program's range_named):
  * get_global_size, get_num_groups or get_global_linear_id (the range's sizes); and
@@ -401,8 +402,8 @@ extern const char clf__kernel_prelude[];
 #define CLF__NAMES_OFFSETS 2
 /* *named: CLF__NAMES_* bits. When src names get_global_size, get_num_groups or
  * get_global_linear_id, or includes a file, *out is src with the hidden parameter added to
- * every kernel function found, and *names (count *nnames) those kernels' names (malloc'd);
- * else *out is NULL. */
+ * every kernel function found and to the helper functions that need it (passed at their
+ * calls), and *names (count *nnames) the kernels' names (malloc'd); else *out is NULL. */
 clf_status clf__range_rewrite(const char *src, char **out, char ***names, size_t *nnames,
                               int *named);
 /* 1 when kernel got the hidden parameter. */

@@ -1,23 +1,27 @@
 /*
  * The hidden range parameter: how get_global_size() and get_num_groups() return the whole
- * range's sizes in every chunk of a launch (cl/clfleet.h says why they would not).
+ * range's sizes in every chunk of a launch (cl/clfleet.h says why they would not), in
+ * kernels and in every function they call.
  *
  * OpenCL 1.2 has no program-scope variable the host can set, and rebuilding a program per
- * range size would cost a build per launch. So when a program's source names either
- * built-in, or get_global_linear_id() (OpenCL C 2.0: it needs them), or includes a file
- * (which might), the source is rewritten before the build: every kernel function gets a
- * trailing parameter `const ulong4 clfleet_global_size_only_in_kernels` (the range's
- * sizes, 1 past its dimensions), and the prelude's macros read it. Whoever creates a
- * kernel of a user program sets it (clf__program_set_range()). The rewrite only inserts
- * text within lines, so the user's line numbers stay right.
+ * range size would cost a build per launch. So when a program's source (a macro's text
+ * included) names either built-in, or get_global_linear_id() (OpenCL C 2.0: it needs them),
+ * or includes a file (which might), the source is rewritten before the build: every kernel
+ * function gets a trailing parameter `const ulong4 clfleet_global_size_only_in_kernels` (the
+ * range's sizes, 1 past its dimensions), and the prelude's macros read it. Helper functions
+ * that use the built-ins, directly or through the functions and macros they call, get the
+ * same parameter, and every call of them passes it on (thread_helpers() below says why this
+ * design). Whoever creates a kernel of a user program sets it (clf__program_set_range()).
+ * The rewrite only inserts text within lines, so the user's line numbers stay right.
  *
- * Kernel definitions are found by a small tokenizer that skips comments, string and
- * character literals, preprocessor lines and __attribute__((...)); a kernel made by a
- * macro or defined in an included file is not found and gets no parameter. A kernel whose
- * name alone is a macro gets it under the macro's name: program.c learns its real name from
- * the driver after the build (range_kernels_from_driver()). Where the
- * source names the built-ins, a launch that splits such a kernel into chunks is refused
- * (exec/check.c): it could not be given the sizes.
+ * Functions are found by a small tokenizer that skips comments, string and character
+ * literals, preprocessor lines and __attribute__((...)); a function made by a macro or
+ * defined in an included file is not found and gets no parameter (a helper there that calls
+ * the built-ins fails to build, naming the parameter: program.c's hint says why). A kernel
+ * whose name alone is a macro gets it under the macro's name: program.c learns its real
+ * name from the driver after the build (range_kernels_from_driver()). Where the source
+ * names the built-ins, a launch that splits a kernel the scan did not find into chunks is
+ * refused (exec/check.c): it could not be given the sizes.
  */
 #include "core.h"
 
@@ -33,7 +37,20 @@ typedef struct lexer {
     size_t i, n;
     int bol;     /* only blanks since the start of the line: a '#' starts a directive */
     int include; /* an #include directive was seen */
+    /* A directive (a macro's text) names a built-in: CLF__NAMES_* bits. */
+    int directive_names;
 } lexer;
+
+/* Whether [b, e) of s holds word (a crude look: a directive that names it in a comment only
+ * costs a rewrite, which changes nothing). */
+static int span_has(const char *s, size_t b, size_t e, const char *word)
+{
+    size_t w = strlen(word);
+    for (size_t i = b; i + w <= e; i++)
+        if (!strncmp(s + i, word, w))
+            return 1;
+    return 0;
+}
 
 enum { TOK_END = 0, TOK_IDENT = 256, TOK_NUMBER, TOK_LITERAL };
 
@@ -75,6 +92,12 @@ static int next_tok(lexer *x, size_t *start, size_t *len)
             if (x->n - j >= 7 && !strncmp(s + j, "include", 7))
                 x->include = 1;
             skip_line(x);
+            if (span_has(s, j, x->i, "get_global_size") || span_has(s, j, x->i, "get_num_groups"))
+                x->directive_names |= CLF__NAMES_SIZES;
+            if (span_has(s, j, x->i, "get_group_id") || span_has(s, j, x->i, "get_global_offset"))
+                x->directive_names |= CLF__NAMES_OFFSETS;
+            if (span_has(s, j, x->i, "get_global_linear_id"))
+                x->directive_names |= CLF__NAMES_SIZES | CLF__NAMES_OFFSETS;
         } else {
             break;
         }
@@ -130,7 +153,16 @@ static int skip_group(lexer *x)
 typedef struct vedit {
     size_t from, to;
     char *text; /* malloc'd */
+    size_t seq; /* the order it was added in: edits at one place keep it */
 } vedit;
+
+static int vedit_cmp(const void *a, const void *b)
+{
+    const vedit *x = a, *y = b;
+    return x->from != y->from ? (x->from < y->from ? -1 : 1)
+           : x->seq != y->seq ? (x->seq < y->seq ? -1 : 1)
+                              : 0;
+}
 
 static clf_status vedit_add(vedit **v, size_t *n, size_t from, size_t to, char *text)
 {
@@ -142,7 +174,8 @@ static clf_status vedit_add(vedit **v, size_t *n, size_t from, size_t to, char *
         return CLF_ERROR_OUT_OF_HOST_MEMORY;
     }
     *v = e;
-    e[(*n)++] = (vedit){from, to, text};
+    e[*n] = (vedit){from, to, text, *n};
+    (*n)++;
     return CLF_SUCCESS;
 }
 
@@ -156,12 +189,15 @@ static char *str_dup_n(const char *s, size_t n)
     return r;
 }
 
-/* When st (the scan's status) is a success, the source (n bytes) with the edits (in source
- * order) applied, in *out; st otherwise. Frees the edits' texts and the list either way. */
+/* When st (the scan's status) is a success, the source (n bytes) with the edits (in any
+ * order; none overlap) applied, in *out; st otherwise. Frees the edits' texts and the list
+ * either way. */
 static clf_status apply_edits(clf_status st, const char *src, size_t n, vedit *edits,
                               size_t nedits, char **out)
 {
     size_t extra = 0;
+    if (nedits > 1)
+        qsort(edits, nedits, sizeof *edits, vedit_cmp);
     for (size_t e = 0; st == CLF_SUCCESS && e < nedits; e++)
         if (clf__add_overflow(extra, strlen(edits[e].text), &extra))
             st = CLF_ERROR_SIZE_OVERFLOW;
@@ -287,6 +323,280 @@ static clf_status scan_kernel(lexer *x, vedit **edits, size_t *nedits, char ***n
     return add_name(names, nnames, x->s + name_b, name_l);
 }
 
+/*
+ * ---- helper functions: the parameter down the call graph ----
+ *
+ * A helper function (not a kernel) that calls get_global_size() or get_num_groups() (or
+ * get_global_linear_id()) needs the range's sizes as much as a kernel does. Two designs
+ * could give them: launch every chunk over the whole range and let the work-groups outside
+ * the chunk return at once, or pass the hidden parameter down to the helpers that need it.
+ * The first costs every chunk the empty groups of the whole range (with many chunks, most
+ * of its groups: dynamic scheduling of 64 chunks launches 64 times the range) and changes
+ * what get_global_id() and the chunk offsets mean; the second costs one ulong4 argument per
+ * call, which OpenCL compilers inline away. So the parameter is threaded down: OpenCL C has
+ * neither recursion nor function pointers, the call graph is static, and the source scan
+ * below finds it.
+ *
+ * File scope is scanned for function definitions and prototypes (a name followed by a
+ * parameter list, then a body or ';', outside initializers), and #define lines for macros.
+ * A function needs the parameter when its body names a range built-in, a macro that needs
+ * it, or calls a function that needs it; a macro when its replacement text does. Kernels
+ * always have it. Each needing helper's definition and prototypes get the parameter, and
+ * each call of one (in a function's body or in a macro's text) passes it along. Functions
+ * that need nothing are left alone. Only insertions within lines: line numbers stay. A
+ * function defined in an included file, or made by a macro, is not found.
+ */
+typedef struct fdecl {
+    size_t name_b, name_l;
+    size_t open;            /* just after the '(' of its parameter list */
+    size_t close;           /* at its ')' */
+    size_t first_b, ntok;   /* the parameter list's first token, its token count */
+    int only_void;          /* the list is `void` */
+    size_t body_b, body_e;  /* the body or the macro's text, [body_b, body_e); none: equal */
+    int kernel, macro, needs;
+} fdecl;
+
+typedef struct fgraph {
+    fdecl *f;
+    size_t n;
+    int oom;
+} fgraph;
+
+static fdecl *fgraph_add(fgraph *g)
+{
+    fdecl *v = realloc(g->f, (g->n + 1) * sizeof *v);
+    if (!v) {
+        g->oom = 1;
+        return NULL;
+    }
+    g->f = v;
+    memset(&v[g->n], 0, sizeof *v);
+    return &v[g->n++];
+}
+
+static int is_size_builtin(const lexer *x, size_t b, size_t l)
+{
+    return tok_is(x, b, l, "get_global_size") || tok_is(x, b, l, "get_num_groups") ||
+           tok_is(x, b, l, "get_global_linear_id");
+}
+
+/* The #define lines of src: each macro's name and replacement text (after its parameter
+ * list when it has one), skipping comments and literals as next_tok() does. */
+static void scan_defines(const char *src, size_t n, fgraph *g)
+{
+    int bol = 1;
+    for (size_t i = 0; i < n && !g->oom; i++) {
+        char c = src[i];
+        if (c == '\n') {
+            bol = 1;
+            continue;
+        }
+        if (c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v')
+            continue;
+        if (c == '/' && i + 1 < n && src[i + 1] == '*') { /* a comment may span lines */
+            const char *e = strstr(src + i + 2, "*/");
+            i = e ? (size_t)(e - src) + 1 : n;
+            continue;
+        }
+        if (c == '/' && i + 1 < n && src[i + 1] == '/') {
+            while (i < n && src[i] != '\n')
+                i += src[i] == '\\' && i + 1 < n && src[i + 1] == '\n' ? 2 : 1;
+            i--;
+            continue;
+        }
+        if (c == '"' || c == '\'') { /* a literal may hold a '#' or a comment's start */
+            i++;
+            while (i < n && src[i] != c && src[i] != '\n')
+                i += src[i] == '\\' && i + 1 < n ? 2 : 1;
+            bol = 0;
+            continue;
+        }
+        if (c != '#' || !bol) {
+            bol = 0;
+            continue;
+        }
+        lexer y = {src, i, n, 0, 0, 0};
+        skip_line(&y);
+        size_t e = y.i, b, l; /* the directive's end (continuations included) */
+        lexer x = {src, i + 1, e, 0, 0, 0};
+        if (next_tok(&x, &b, &l) == TOK_IDENT && tok_is(&x, b, l, "define") &&
+            next_tok(&x, &b, &l) == TOK_IDENT) {
+            fdecl *m = fgraph_add(g);
+            if (m) {
+                m->macro = 1;
+                m->name_b = b;
+                m->name_l = l;
+                if (x.i < e && src[x.i] == '(') { /* function-like: its parameters */
+                    size_t pb, pl;
+                    next_tok(&x, &pb, &pl);
+                    skip_group(&x);
+                }
+                m->body_b = x.i;
+                m->body_e = e;
+            }
+        }
+        i = e ? e - 1 : 0;
+        bol = 0;
+    }
+}
+
+/* The functions defined or declared at file scope (src's first n bytes). */
+static void scan_functions(const char *src, size_t n, fgraph *g)
+{
+    lexer x = {src, 0, n, 1, 0, 0};
+    size_t b, l;
+    int t, kern = 0, init = 0;
+    while (!g->oom && (t = next_tok(&x, &b, &l)) != TOK_END) {
+        if (t == ';') {
+            kern = init = 0;
+        } else if (t == '=') {
+            init = 1;
+        } else if (t == '{' || t == '(' || t == '[') { /* a struct, an initializer: skip */
+            int depth = 1, o = t, c = t == '{' ? '}' : t == '(' ? ')' : ']';
+            while (depth && (t = next_tok(&x, &b, &l)) != TOK_END)
+                depth += t == o ? 1 : t == c ? -1 : 0;
+        } else if (t == TOK_IDENT &&
+                   (tok_is(&x, b, l, "kernel") || tok_is(&x, b, l, "__kernel"))) {
+            kern = 1;
+        } else if (t == TOK_IDENT && tok_is(&x, b, l, "__attribute__")) {
+            size_t b2, l2;
+            if (next_tok(&x, &b2, &l2) == '(')
+                skip_group(&x);
+        } else if (t == TOK_IDENT && !init) {
+            lexer y = x;
+            size_t b2, l2;
+            if (next_tok(&y, &b2, &l2) != '(')
+                continue;
+            fdecl d = {b, l, y.i, 0, 0, 0, 0, 0, 0, kern, 0, 0};
+            int depth = 1;
+            while (depth && (t = next_tok(&y, &b2, &l2)) != TOK_END) {
+                depth += t == '(' ? 1 : t == ')' ? -1 : 0;
+                if (depth)
+                    note_param_tok(&y, t, b2, l2, &d.ntok, &d.first_b, &d.only_void);
+            }
+            if (t == TOK_END)
+                return;
+            d.close = b2;
+            lexer z = y;
+            while ((t = next_tok(&z, &b2, &l2)) == TOK_IDENT && tok_is(&z, b2, l2, "__attribute__"))
+                if (next_tok(&z, &b2, &l2) != '(' || !skip_group(&z))
+                    break;
+            if (t == '{') {
+                d.body_b = z.i;
+                depth = 1;
+                while (depth && (t = next_tok(&z, &b2, &l2)) != TOK_END)
+                    depth += t == '{' ? 1 : t == '}' ? -1 : 0;
+                d.body_e = t == TOK_END ? z.n : b2;
+                kern = init = 0;
+            } else if (t != ';') {
+                continue; /* not a function: a macro's use, say; go on after the name */
+            }
+            fdecl *f = fgraph_add(g);
+            if (f)
+                *f = d;
+            x = z;
+            if (t == ';')
+                kern = init = 0;
+        }
+    }
+}
+
+/* Whether a call of (or a mention of the macro) name must pass the parameter. */
+static int name_needs(const fgraph *g, const char *src, size_t b, size_t l, int macro,
+                      int array)
+{
+    for (size_t i = 0; i < g->n; i++) {
+        const fdecl *f = &g->f[i];
+        if (f->macro == macro && f->name_l == l && !strncmp(src + f->name_b, src + b, l) &&
+            (macro ? f->needs : f->kernel ? !array : f->needs))
+            return 1;
+    }
+    return 0;
+}
+
+/*
+ * Scan the body [b, e) of a function or macro: 1 when it needs the parameter. With edits,
+ * also add the argument to every call in it of a function that needs it. In the array
+ * variant (array), a kernel takes two hidden parameters: a call of a kernel is left alone.
+ */
+static int scan_body(const char *src, size_t b, size_t e, const fgraph *g, int array,
+                     vedit **edits, size_t *nedits, clf_status *st)
+{
+    lexer x = {src, b, e, 0, 0, 0};
+    size_t tb, tl;
+    int t, needs = 0;
+    while ((t = next_tok(&x, &tb, &tl)) != TOK_END) {
+        if (t != TOK_IDENT)
+            continue;
+        if (is_size_builtin(&x, tb, tl) || name_needs(g, src, tb, tl, 1, array)) {
+            needs = 1;
+            continue;
+        }
+        lexer y = x;
+        size_t b2, l2;
+        if (next_tok(&y, &b2, &l2) != '(' || !name_needs(g, src, tb, tl, 0, array))
+            continue;
+        needs = 1;
+        if (!edits)
+            continue;
+        /* The call's ')' and whether it has arguments; the arguments are scanned next. */
+        size_t ntok = 0;
+        int depth = 1;
+        while (depth && (t = next_tok(&y, &b2, &l2)) != TOK_END) {
+            depth += t == '(' ? 1 : t == ')' ? -1 : 0;
+            ntok += depth != 0;
+        }
+        if (t == TOK_END || *st != CLF_SUCCESS)
+            continue;
+        const char *arg = ntok ? ", " CLF__RANGE_ARG_NAME : CLF__RANGE_ARG_NAME;
+        *st = vedit_add(edits, nedits, b2, b2, str_dup_n(arg, strlen(arg)));
+    }
+    return needs;
+}
+
+/* Add to edits what the helpers need (see above). */
+static clf_status thread_helpers(const char *src, size_t n, int array, vedit **edits,
+                                 size_t *nedits)
+{
+    fgraph g = {NULL, 0, 0};
+    scan_defines(src, n, &g);
+    scan_functions(src, n, &g);
+    clf_status st = g.oom ? CLF_ERROR_OUT_OF_HOST_MEMORY : CLF_SUCCESS;
+    /* To the fixed point: each round adds at least one function or macro, or ends. */
+    for (int changed = 1; changed && st == CLF_SUCCESS;) {
+        changed = 0;
+        for (size_t i = 0; i < g.n; i++) {
+            fdecl *f = &g.f[i];
+            if (f->needs || f->kernel || f->body_b == f->body_e)
+                continue;
+            if (scan_body(src, f->body_b, f->body_e, &g, array, NULL, NULL, &st)) {
+                /* A definition: its prototypes share its name, hence its need. */
+                for (size_t j = 0; j < g.n; j++)
+                    if (g.f[j].macro == f->macro && g.f[j].name_l == f->name_l &&
+                        !strncmp(src + g.f[j].name_b, src + f->name_b, f->name_l))
+                        g.f[j].needs = 1;
+                changed = 1;
+            }
+        }
+    }
+    for (size_t i = 0; i < g.n && st == CLF_SUCCESS; i++) {
+        fdecl *f = &g.f[i];
+        if (f->body_b != f->body_e && (f->needs || f->kernel))
+            scan_body(src, f->body_b, f->body_e, &g, array, edits, nedits, &st);
+        if (f->macro || f->kernel || !f->needs || st != CLF_SUCCESS)
+            continue;
+        if (f->ntok == 0 || f->only_void)
+            st = vedit_add(edits, nedits, f->ntok ? f->first_b : f->open,
+                           f->ntok ? f->first_b + 4 : f->open,
+                           str_dup_n(HIDDEN_DECL, strlen(HIDDEN_DECL)));
+        else
+            st = vedit_add(edits, nedits, f->close, f->close,
+                           str_dup_n(", " HIDDEN_DECL, strlen(", " HIDDEN_DECL)));
+    }
+    free(g.f);
+    return st;
+}
+
 clf_status clf__range_rewrite(const char *src, char **out, char ***names, size_t *nnames,
                               int *named)
 {
@@ -294,7 +604,7 @@ clf_status clf__range_rewrite(const char *src, char **out, char ***names, size_t
     *names = NULL;
     *nnames = 0;
     *named = 0;
-    lexer x = {src, 0, strlen(src), 1, 0};
+    lexer x = {src, 0, strlen(src), 1, 0, 0};
     size_t b, l;
     int t, uses = 0, offsets = 0;
     while ((t = next_tok(&x, &b, &l)) != TOK_END) {
@@ -305,15 +615,20 @@ clf_status clf__range_rewrite(const char *src, char **out, char ***names, size_t
                    (tok_is(&x, b, l, "get_group_id") || tok_is(&x, b, l, "get_global_offset") ||
                     tok_is(&x, b, l, "get_global_linear_id"));
     }
+    /* A macro's text counts: `#define N get_global_size(0)` names it wherever N is used. */
+    uses |= (x.directive_names & CLF__NAMES_SIZES) != 0;
+    offsets |= (x.directive_names & CLF__NAMES_OFFSETS) != 0;
     *named = (uses ? CLF__NAMES_SIZES : 0) | (offsets || x.include ? CLF__NAMES_OFFSETS : 0);
     if (!uses && !x.include)
         return CLF_SUCCESS;
     vedit *edits = NULL;
     size_t nedits = 0;
     clf_status st = CLF_SUCCESS;
-    x = (lexer){src, 0, strlen(src), 1, 0};
+    x = (lexer){src, 0, strlen(src), 1, 0, 0};
     while (st == CLF_SUCCESS && next_kernel(&x))
         st = scan_kernel(&x, &edits, &nedits, names, nnames);
+    if (st == CLF_SUCCESS)
+        st = thread_helpers(src, x.n, 0, &edits, &nedits);
     st = apply_edits(st, src, x.n, edits, nedits, out);
     if (st != CLF_SUCCESS) {
         for (size_t i = 0; i < *nnames; i++)
@@ -532,12 +847,14 @@ clf_status clf__array_rewrite(const char *src, char **out, char ***names, size_t
     *nnames = 0;
     *why = NULL;
     *masks = NULL;
-    lexer x = {src, 0, strlen(src), 1, 0};
+    lexer x = {src, 0, strlen(src), 1, 0, 0};
     vedit *edits = NULL;
     size_t nedits = 0;
     clf_status st = CLF_SUCCESS;
     while (st == CLF_SUCCESS && next_kernel(&x))
         st = scan_kernel_array(&x, &edits, &nedits, names, nnames, why, masks);
+    if (st == CLF_SUCCESS)
+        st = thread_helpers(src, x.n, 1, &edits, &nedits);
     st = apply_edits(st, src, x.n, edits, nedits, out);
     if (st != CLF_SUCCESS) {
         for (size_t i = 0; i < *nnames; i++) {
