@@ -1549,6 +1549,67 @@ START_TEST(test_range_rewrite_helpers)
 }
 END_TEST
 
+/* The broadcast store scan (clf__source_param_stores): 0 none, 1 doubt, 2 seen. */
+START_TEST(test_param_stores)
+{
+    static const char gemm[] =
+        "float dotrow(__global float *m, int k) { return m[k] * 2.0f; }\n"
+        "#define AT(m, i) ((m)[i])\n"
+        "__kernel void gemm(__global float *a, __global float *b, __global float *c, int n)\n"
+        "{\n"
+        "    int i = get_global_id(0), j = get_global_id(1);\n"
+        "    float s = 0.0f;\n"
+        "    for (int k = 0; k < n; k++)\n"
+        "        s += a[i * n + k] * b[k * n + j] + dotrow(b, k) + (b[k] <= 0.0f) + "
+        "(b[k] == s);\n"
+        "    c[i * n + j] = s;\n"
+        "    a[0] += 1.0f;\n"
+        "}\n"
+        "__kernel void vec(__global float4 *v, __global float *o, __global int *p, "
+        "__global float *q)\n"
+        "{\n"
+        "    o[0] = v[1].x + vload4(0, q).y;\n"
+        "    v[2].y = 1.0f;\n"
+        "    p[3]++;\n"
+        "}\n"
+        "__kernel void sneaky(__global float *x, __global float *y, __global float *z, "
+        "__global int *w)\n"
+        "{\n"
+        "    __global float *alias = x;\n"
+        "    alias[0] = 1.0f;\n"
+        "    y[0] = AT(z, 1);\n"
+        "    atomic_add(w, 1);\n"
+        "    vstore4((float4)(0.0f), 0, y);\n"
+        "}\n"
+        "__kernel void med(__global const uchar *in, __global uchar *out, __global int *width,\n"
+        "                  __global int *height)\n"
+        "{\n"
+        "    int W = *width, H = height[0];\n"
+        "    out[0] = in[W * H - 1];\n"
+        "}\n";
+    ck_assert_int_eq(clf__source_param_stores(gemm, "gemm", 1), 0); /* b: reads only */
+    ck_assert_int_eq(clf__source_param_stores(gemm, "gemm", 0), 2); /* a[0] += */
+    ck_assert_int_eq(clf__source_param_stores(gemm, "gemm", 2), 2); /* c[..] = */
+    ck_assert_int_eq(clf__source_param_stores(gemm, "vec", 0), 2);  /* v[2].y = */
+    ck_assert_int_eq(clf__source_param_stores(gemm, "vec", 2), 2);  /* p[3]++ */
+    ck_assert_int_eq(clf__source_param_stores(gemm, "vec", 3), 0);  /* vload4 */
+    ck_assert_int_eq(clf__source_param_stores(gemm, "sneaky", 0), 1); /* an alias */
+    ck_assert_int_eq(clf__source_param_stores(gemm, "sneaky", 2), 1); /* in a macro */
+    ck_assert_int_eq(clf__source_param_stores(gemm, "sneaky", 3), 2); /* atomic_add */
+    ck_assert_int_eq(clf__source_param_stores(gemm, "sneaky", 1), 2); /* y[0] =, vstore */
+    ck_assert_int_eq(clf__source_param_stores(gemm, "med", 2), 0);    /* *width read */
+    ck_assert_int_eq(clf__source_param_stores(gemm, "med", 3), 0);
+    ck_assert_int_eq(clf__source_param_stores(gemm, "nosuch", 0), 1);
+    /* A helper that stores through the pointer it is given. */
+    static const char helper[] =
+        "void put(__global float *d, float v) { d[0] = v; }\n"
+        "float get(__global float *d) { return d[0]; }\n"
+        "__kernel void k(__global float *r, __global float *w) { put(w, get(r)); }\n";
+    ck_assert_int_eq(clf__source_param_stores(helper, "k", 0), 0);
+    ck_assert_int_eq(clf__source_param_stores(helper, "k", 1), 2);
+}
+END_TEST
+
 static Suite *pure_suite(void)
 {
     Suite *s = suite_create("pure");
@@ -1584,6 +1645,7 @@ static Suite *pure_suite(void)
 
     tc = tcase_create("rangearg");
     tcase_add_test(tc, test_range_rewrite_helpers);
+    tcase_add_test(tc, test_param_stores);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("cache");

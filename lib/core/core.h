@@ -314,7 +314,7 @@ int clf__kernel_param(cl_kernel k, size_t i, cl_kernel_arg_address_qualifier *aq
  * the count against CL_KERNEL_NUM_ARGS less clfleet's hidden parameters; per argument its
  * kind against the parameter's qualifiers (a value for a private parameter, CLF_LOCAL for a
  * __local pointer, memory for a __global/__constant one, never written through a const
- * one, BUFFER/ARRAY/BROADCAST read only only through a const one), and a value's size and
+ * one, BUFFER/ARRAY read only only through a const one), and a value's size and
  * type class (clf_arg.type) against a built-in type name; with locals_set 0, the CLF_LOCAL
  * sizes and the kernel's own local memory against the device's (k then has no __local
  * argument set: CL_KERNEL_LOCAL_MEM_SIZE counts those set). CLF_ERROR_INVALID_ARGUMENT
@@ -417,6 +417,11 @@ int clf__program_range_unknown(const struct clf_program *p, const char *kernel);
 clf_status clf__program_set_range(const struct clf_program *p, const char *kernel, cl_kernel k,
                                   const size_t global[3], unsigned dims,
                                   const struct clf__device *d);
+
+/* What kernel (defined in src) does through its pointer parameter param, by a conservative
+ * source scan (rangearg.c): 0 no store seen (every use a read it understands), 1 in doubt
+ * (a use it cannot follow, the kernel not found), 2 a store seen. */
+int clf__source_param_stores(const char *src, const char *kernel, size_t param);
 
 /* The array variant of a program (clf_array_launch()): every kernel function found gets two
  * hidden trailing parameters, the part offsets then the range (clf__program_set_range()
