@@ -164,7 +164,7 @@ static clf_status stage_setup(clf_pipeline *pl, size_t si, const clf_stage_desc 
         st = clf__check_args(call, d->program, d->kernel, s->k, s->dev, 2, d->args, d->nargs, 0);
     /* A broadcast is one buffer for the pipeline's life, as a plain OpenCL program would
      * hold it: a parameter that is not const may be written (the user's bug, each batch then
-     * sees the last one's stores), which the source scan (core/rangearg.c) can tell. */
+     * sees the last one's stores), which the source scan (core/storescan.c) can tell. */
     for (size_t a = 0; a < d->nargs && st == CLF_SUCCESS; a++) {
         cl_kernel_arg_address_qualifier aq;
         cl_kernel_arg_type_qualifier tq;
