@@ -66,7 +66,7 @@ size_t clf__part_runs(const clf_array *a, const clf__array_part *q, size_t k[4],
 
 /* Units per device from weights: a largest-remainder split of units (equal weights give
  * clf_distribution_part()'s block layout: the first units % n devices one more). */
-static void split_units(size_t units, const double *w, size_t nd, size_t *cnt)
+void clf__split_units(size_t units, const double *w, size_t nd, size_t *cnt)
 {
     double sum = 0;
     for (size_t i = 0; i < nd; i++)
@@ -124,8 +124,19 @@ static clf_status layout_plan(clf_array *L, clf_fleet *fl, const clf_array_desc 
     if ((unsigned)d->dist > CLF_ARRAY_BLOCK_CYCLIC)
         return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "%s: unknown distribution %d", who,
                          (int)d->dist);
-    if (d->flags & ~CLF_ARRAY_PERIODIC)
+    if (d->flags & ~(unsigned)(CLF_ARRAY_PERIODIC | CLF_ARRAY_REBALANCE))
         return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "%s: unknown flags 0x%x", who, d->flags);
+    if ((d->flags & CLF_ARRAY_REBALANCE) && d->dist != CLF_ARRAY_BLOCK)
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                         "%s: CLF_ARRAY_REBALANCE needs CLF_ARRAY_BLOCK (it moves the block "
+                         "boundaries)", who);
+    /* A window's neighbours live in other processes, cut by them: moving its parts would
+     * not move theirs (and clf_array_redistribute() refuses windows). */
+    if ((d->flags & CLF_ARRAY_REBALANCE) && d->version >= 2 &&
+        (d->window_units || d->window_first))
+        return clf__fail(CLF_ERROR_UNSUPPORTED,
+                         "%s: CLF_ARRAY_REBALANCE on a window array (window_units): its "
+                         "neighbours in the larger array are not moved with it", who);
     for (unsigned i = 0; i < 2; i++)
         if (d->reserved[i])
             return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "%s: reserved[%u] is not zero", who, i);
@@ -242,7 +253,35 @@ static clf_status layout_plan(clf_array *L, clf_fleet *fl, const clf_array_desc 
             goto out;
         }
     } else if (d->weights_mode == CLF_WEIGHTS_LEARNED && d->dist == CLF_ARRAY_BLOCK) {
-        clf__device_weights(fl, d->kernel, devs, k, w);
+        int learned = clf__device_weights(fl, d->kernel, devs, k, w);
+        /* Devices that would slow every step down get no part. Learned weights are work
+         * items per second of clf_launch(): an array unit is taken as one work item per
+         * element (a stencil's), which makes them units per second, comparable with the
+         * halo copies' estimated seconds. Guesses (compute units x clock) only count
+         * by their ratios: a device is then left out only when its share would be
+         * narrower than the halo. */
+        size_t epu = ub / d->elem_size ? ub / d->elem_size : 1;
+        double *sp = malloc(k * sizeof *sp);
+        unsigned char *keep = calloc(k, 1);
+        if (!sp || !keep) {
+            free(sp);
+            free(keep);
+            st = clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "%s: out of memory", who);
+            goto out;
+        }
+        for (size_t i = 0; i < k; i++)
+            sp[i] = learned ? w[i] / (double)epu : w[i];
+        size_t halo = d->halo_before > d->halo_after ? d->halo_before : d->halo_after;
+        double c = clf__halo_cost(d->halo_before + d->halo_after, ub, CLF__REBAL_BW_GUESS);
+        clf__balance_keep(sp, devs, k, units, halo, (d->flags & CLF_ARRAY_PERIODIC) != 0, c,
+                          learned, keep, L->bal.why, sizeof L->bal.why);
+        for (size_t i = 0; i < k; i++)
+            if (!keep[i])
+                w[i] = 0;
+        if (L->bal.why[0])
+            clf__log(CLF_LOG_INFO, "%s: %s", who, L->bal.why);
+        free(sp);
+        free(keep);
     } else {
         for (size_t i = 0; i < k; i++)
             w[i] = 1.0;
@@ -265,7 +304,7 @@ static clf_status layout_plan(clf_array *L, clf_fleet *fl, const clf_array_desc 
                 cnt[i] = len;
             }
         } else {
-            split_units(units, w, k, cnt);
+            clf__split_units(units, w, k, cnt);
         }
         size_t first = 0;
         for (size_t i = 0; i < k; i++) {
@@ -441,6 +480,7 @@ void clf_array_destroy(clf_array *a)
     clf__array_sync(a); /* errors of queued work have no one left to report to */
     clf__fail(CLF_SUCCESS, "%s", saved);
     release_layout(a);
+    clf__rebal_reset(a, 1);
     free(a->host);
     clf_fleet *fl = a->fleet;
     free(a);
@@ -470,6 +510,104 @@ clf_status clf_array_part_info(clf_array_part *out, const clf_array *a, size_t p
     out->buffer = q->buf;
     out->offset = q->offset;
     return CLF_SUCCESS;
+}
+
+clf_status clf_array_balance_info(clf_array_balance *out, const clf_array *a)
+{
+    if (!out || !a)
+        return clf__fail(CLF_ERROR_NULL_POINTER, "clf_array_balance_info: %s is NULL",
+                         out ? "arr" : "out");
+    *out = a->bal;
+    return CLF_SUCCESS;
+}
+
+/* ---- which devices get a part ---------------------------------------------------------- */
+
+double clf__halo_cost(size_t halo, size_t unit_bytes, double bw)
+{
+    if (halo == 0)
+        return 0; /* no halo: parts never wait for each other */
+    return 2 * CLF__REBAL_COPY_S + (double)halo * (double)unit_bytes / (bw > 0 ? bw : 1e9);
+}
+
+/* Boundaries between m parts (a periodic array also joins its last to its first). */
+size_t clf__boundaries(size_t m, int periodic)
+{
+    return m < 2 ? 0 : m - 1 + (periodic != 0);
+}
+
+size_t clf__balance_keep(const double *s, const size_t *dev, size_t k, size_t units,
+                         size_t halo, int periodic, double c, int absolute,
+                         unsigned char *keep, char *why, size_t n)
+{
+    size_t m = 0;
+    double sum = 0;
+    for (size_t i = 0; i < k; i++) {
+        keep[i] = s[i] > 0;
+        m += keep[i];
+        sum += keep[i] ? s[i] : 0;
+    }
+    while (m > 1) {
+        size_t slow = k;
+        for (size_t i = 0; i < k; i++)
+            if (keep[i] && (slow == k || s[i] < s[slow]))
+                slow = i;
+        double share = (double)units * s[slow] / sum;
+        double with = (double)units / sum + c * (double)clf__boundaries(m, periodic);
+        double without =
+            (double)units / (sum - s[slow]) + c * (double)clf__boundaries(m - 1, periodic);
+        char line[200];
+        if (share < (double)(halo ? halo : 1))
+            snprintf(line, sizeof line,
+                     "device %zu gets no part: its share by speed, %.1f units, is narrower "
+                     "than the halo (%zu)", dev[slow], share, halo ? halo : 1);
+        else if (absolute && without <= with)
+            snprintf(line, sizeof line,
+                     "device %zu gets no part: the others do its %.0f units sooner (step "
+                     "%.3g ms without it, %.3g ms with it and its halo copies)",
+                     dev[slow], share, without * 1e3, with * 1e3);
+        else
+            break;
+        size_t used = strlen(why);
+        if (used + 2 < n)
+            snprintf(why + used, n - used, "%s%s", used ? "; " : "", line);
+        keep[slow] = 0;
+        sum -= s[slow];
+        m--;
+    }
+    return m;
+}
+
+void clf__rebal_step_free(clf__rebal_step *r)
+{
+    if (r->ev)
+        for (size_t i = 0; i < r->nparts * CLF__REBAL_KPP; i++)
+            clf_event_release(r->ev[i]);
+    free(r->ev);
+    free(r->count);
+    memset(r, 0, sizeof *r);
+}
+
+/* The measurements of CLF_ARRAY_REBALANCE (rebalance.c) when the cut changed or the
+ * array goes. */
+void clf__rebal_reset(clf_array *a, int free_it)
+{
+    struct clf__rebal *R = a->rebal;
+    if (!R)
+        return;
+    for (size_t i = 0; i < R->npend; i++)
+        clf__rebal_step_free(&R->pend[i]);
+    R->npend = 0;
+    free(R->rate);
+    R->rate = NULL;
+    R->nparts = R->nsamples = R->head = R->since = 0;
+    R->kernel[0] = 0;
+    a->bal.samples = 0;
+    a->bal.step_s = a->bal.best_s = 0;
+    if (free_it) {
+        free(R);
+        a->rebal = NULL;
+    }
 }
 
 /* ---- the end of pending accesses ------------------------------------------------------- */

@@ -60,6 +60,8 @@ struct clf_array {
     clf_buffer **bufs;        /* one per device of devices[] */
     void *host;               /* the mirror (NULL until needed) */
     unsigned mapped;          /* CLF_MAP_* flags while mapped, 0 otherwise */
+    struct clf__rebal *rebal; /* CLF_ARRAY_REBALANCE's measurements (rebalance.c), or NULL */
+    clf_array_balance bal;    /* what clf_array_balance_info() reports */
 };
 
 /* Bytes of part p's region: (halo_before + count + halo_after) * unit_bytes. */
@@ -120,5 +122,81 @@ clf_status clf__array_build(clf_array **out, clf_fleet *fleet, const clf_array_d
 /* Exchange the layouts (desc, devices, parts, buffers) of a and b; fleet, mirror and map
  * state stay. */
 void clf__array_swap(clf_array *a, clf_array *b);
+
+/* ---- balance (rebalance.c) ---------------------------------------------------------- */
+
+/* Migration figures until measured: the bandwidth of a move's copies (bytes per second)
+ * and the cost of one halo copy beyond its bytes (enqueue to completion). */
+#define CLF__REBAL_BW_GUESS 1e9
+#define CLF__REBAL_COPY_S 30e-6
+/* Steps a move must pay for, steps between two moves, least relative gain, steps measured
+ * before a decision, steps a speed is the median of. */
+#define CLF__REBAL_HORIZON 10
+#define CLF__REBAL_MIN_GAIN 0.10
+#define CLF__REBAL_MIN_SAMPLES 3
+#define CLF__REBAL_WINDOW 5
+
+/* Seconds one part boundary adds to a step: the two halo copies across it (halo units of
+ * unit_bytes at bw bytes per second). */
+double clf__halo_cost(size_t halo, size_t unit_bytes, double bw);
+/*
+ * Which of k devices (fleet indices dev[]) get a part of `units` units, from their speeds s[]
+ * (> 0; absolute: units per second, else only their ratios count) and the cost c of a part
+ * boundary (seconds, used when absolute): the slowest is left out, again and again, while
+ * its proportional share is narrower than the halo, or (absolute) the others would finish
+ * the step sooner without it than with it and its boundary. keep[i] is set for the others;
+ * a sentence per device left out is appended to why (n bytes). Returns how many are kept.
+ */
+size_t clf__balance_keep(const double *s, const size_t *dev, size_t k, size_t units,
+                         size_t halo, int periodic, double c, int absolute,
+                         unsigned char *keep, char *why, size_t n);
+/* Units per device proportional to w (largest remainder; w[i] == 0: none). */
+void clf__split_units(size_t units, const double *w, size_t nd, size_t *cnt);
+
+/* A launch's kernels per part, for CLF_ARRAY_REBALANCE (alaunch.c fills it). */
+#define CLF__REBAL_KPP 3 /* kernels per part at most: two strips and the interior */
+typedef struct clf__rebal_step {
+    char kernel[128];
+    size_t nparts;
+    size_t *count; /* units per part */
+    clf_event **ev; /* nparts x CLF__REBAL_KPP, held; NULL where none */
+} clf__rebal_step;
+/* Release a record's events and memory (zeroes it). */
+void clf__rebal_step_free(clf__rebal_step *r);
+/* Part boundaries of m parts (periodic: the last joins the first). */
+size_t clf__boundaries(size_t m, int periodic);
+
+/* Pending launches an array keeps at most (a launch not completed by the time this many
+ * more were queued is forgotten, its events released). */
+#define CLF__REBAL_PENDING 4
+
+/* An array's CLF_ARRAY_REBALANCE measurements (rebalance.c; released by array.c). */
+struct clf__rebal {
+    char kernel[128];             /* whose speeds the samples are */
+    size_t nparts;                /* the cut the samples are for */
+    double *rate;                 /* CLF__REBAL_WINDOW x nparts units per second, a ring */
+    size_t nsamples, head;        /* samples held (at most the window), next slot */
+    size_t since;                 /* launches since the last move (or creation) */
+    double bw;                    /* bytes per second of the last move's copies (0: none) */
+    clf__rebal_step pend[CLF__REBAL_PENDING]; /* launches not harvested yet, oldest first */
+    size_t npend;
+};
+
+/* Start a record of the launch's part kernels over the cut of layout (count NULL on out of
+ * memory: nothing is measured then). */
+void clf__rebal_step_init(clf__rebal_step *r, const clf_array *layout, const char *kernel);
+/* Note kernel event ev of part p (takes a reference of its own). */
+void clf__rebal_step_add(clf__rebal_step *r, size_t p, clf_event *ev);
+/* After the launch is queued: hand the record to every CLF_ARRAY_REBALANCE block array
+ * among args (each takes its own references) and release it. */
+void clf__rebal_step_done(clf__rebal_step *r, const clf_arg *args, size_t nargs);
+/* Before a launch of kernel over args whose first block array is layout, with local size
+ * `granule` along the cut dimension: harvest the completed measurements, decide, and move
+ * the block arrays when it pays (*moved = 1: the cut changed). Failures of a move leave
+ * the arrays as they were and are returned. */
+clf_status clf__rebal_before(clf_array *layout, const char *kernel, const clf_arg *args,
+                             size_t nargs, size_t granule, int *moved);
+/* The cut changed (redistribution): forget the measurements; free: also the state. */
+void clf__rebal_reset(clf_array *a, int free_it);
 
 #endif
