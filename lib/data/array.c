@@ -64,44 +64,6 @@ size_t clf__part_runs(const clf_array *a, const clf__array_part *q, size_t k[4],
     return nr;
 }
 
-/* Units per device from weights: a largest-remainder split of units (equal weights give
- * clf_distribution_part()'s block layout: the first units % n devices one more). */
-void clf__split_units(size_t units, const double *w, size_t nd, size_t *cnt)
-{
-    double sum = 0;
-    for (size_t i = 0; i < nd; i++)
-        sum += w[i];
-    size_t given = 0;
-    double *rem = malloc(nd * sizeof *rem);
-    for (size_t i = 0; i < nd; i++) {
-        long double share = (long double)units * w[i] / sum;
-        cnt[i] = (size_t)floorl(share);
-        if (cnt[i] > units)
-            cnt[i] = units;
-        given += cnt[i];
-        if (rem)
-            rem[i] = (double)(share - (long double)cnt[i]);
-    }
-    /* Hand out what is left, largest remainder first (ties: the earlier device). */
-    while (given < units) {
-        size_t best = nd;
-        for (size_t i = 0; i < nd; i++)
-            if (w[i] > 0 && (best == nd || (rem ? rem[i] > rem[best] : 0)))
-                best = i;
-        if (best == nd)
-            best = 0;
-        cnt[best]++;
-        given++;
-        if (rem)
-            rem[best] = -1.0;
-        else
-            break;
-    }
-    if (given < units) /* no memory for the remainders: the rest to the first device */
-        cnt[0] += units - given;
-    free(rem);
-}
-
 /* A layout is built straight into its array (create, redistribute): desc, devices, sizes,
  * parts and buffers; release_layout() frees what a failed build left. */
 static void release_layout(clf_array *a);
@@ -521,62 +483,7 @@ clf_status clf_array_balance_info(clf_array_balance *out, const clf_array *a)
     return CLF_SUCCESS;
 }
 
-/* ---- which devices get a part ---------------------------------------------------------- */
-
-double clf__halo_cost(size_t halo, size_t unit_bytes, double bw)
-{
-    if (halo == 0)
-        return 0; /* no halo: parts never wait for each other */
-    return 2 * CLF__REBAL_COPY_S + (double)halo * (double)unit_bytes / (bw > 0 ? bw : 1e9);
-}
-
-/* Boundaries between m parts (a periodic array also joins its last to its first). */
-size_t clf__boundaries(size_t m, int periodic)
-{
-    return m < 2 ? 0 : m - 1 + (periodic != 0);
-}
-
-size_t clf__balance_keep(const double *s, const size_t *dev, size_t k, size_t units,
-                         size_t halo, int periodic, double c, int absolute,
-                         unsigned char *keep, char *why, size_t n)
-{
-    size_t m = 0;
-    double sum = 0;
-    for (size_t i = 0; i < k; i++) {
-        keep[i] = s[i] > 0;
-        m += keep[i];
-        sum += keep[i] ? s[i] : 0;
-    }
-    while (m > 1) {
-        size_t slow = k;
-        for (size_t i = 0; i < k; i++)
-            if (keep[i] && (slow == k || s[i] < s[slow]))
-                slow = i;
-        double share = (double)units * s[slow] / sum;
-        double with = (double)units / sum + c * (double)clf__boundaries(m, periodic);
-        double without =
-            (double)units / (sum - s[slow]) + c * (double)clf__boundaries(m - 1, periodic);
-        char line[200];
-        if (share < (double)(halo ? halo : 1))
-            snprintf(line, sizeof line,
-                     "device %zu gets no part: its share by speed, %.1f units, is narrower "
-                     "than the halo (%zu)", dev[slow], share, halo ? halo : 1);
-        else if (absolute && without <= with)
-            snprintf(line, sizeof line,
-                     "device %zu gets no part: the others do its %.0f units sooner (step "
-                     "%.3g ms without it, %.3g ms with it and its halo copies)",
-                     dev[slow], share, without * 1e3, with * 1e3);
-        else
-            break;
-        size_t used = strlen(why);
-        if (used + 2 < n)
-            snprintf(why + used, n - used, "%s%s", used ? "; " : "", line);
-        keep[slow] = 0;
-        sum -= s[slow];
-        m--;
-    }
-    return m;
-}
+/* ---- the measurements of CLF_ARRAY_REBALANCE ---------------------------------------- */
 
 void clf__rebal_step_free(clf__rebal_step *r)
 {

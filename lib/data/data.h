@@ -125,33 +125,7 @@ void clf__array_swap(clf_array *a, clf_array *b);
 
 /* ---- balance (rebalance.c) ---------------------------------------------------------- */
 
-/* Migration figures until measured: the bandwidth of a move's copies (bytes per second)
- * and the cost of one halo copy beyond its bytes (enqueue to completion). */
-#define CLF__REBAL_BW_GUESS 1e9
-#define CLF__REBAL_COPY_S 30e-6
-/* Steps a move must pay for, steps between two moves, least relative gain, steps measured
- * before a decision, steps a speed is the median of. */
-#define CLF__REBAL_HORIZON 10
-#define CLF__REBAL_MIN_GAIN 0.10
-#define CLF__REBAL_MIN_SAMPLES 3
-#define CLF__REBAL_WINDOW 5
-
-/* Seconds one part boundary adds to a step: the two halo copies across it (halo units of
- * unit_bytes at bw bytes per second). */
-double clf__halo_cost(size_t halo, size_t unit_bytes, double bw);
-/*
- * Which of k devices (fleet indices dev[]) get a part of `units` units, from their speeds s[]
- * (> 0; absolute: units per second, else only their ratios count) and the cost c of a part
- * boundary (seconds, used when absolute): the slowest is left out, again and again, while
- * its proportional share is narrower than the halo, or (absolute) the others would finish
- * the step sooner without it than with it and its boundary. keep[i] is set for the others;
- * a sentence per device left out is appended to why (n bytes). Returns how many are kept.
- */
-size_t clf__balance_keep(const double *s, const size_t *dev, size_t k, size_t units,
-                         size_t halo, int periodic, double c, int absolute,
-                         unsigned char *keep, char *why, size_t n);
-/* Units per device proportional to w (largest remainder; w[i] == 0: none). */
-void clf__split_units(size_t units, const double *w, size_t nd, size_t *cnt);
+/* The split, the devices kept and the decision are pure: plan/rebalplan.h. */
 
 /* A launch's kernels per part, for CLF_ARRAY_REBALANCE (alaunch.c fills it). */
 #define CLF__REBAL_KPP 3 /* kernels per part at most: two strips and the interior */
@@ -163,8 +137,6 @@ typedef struct clf__rebal_step {
 } clf__rebal_step;
 /* Release a record's events and memory (zeroes it). */
 void clf__rebal_step_free(clf__rebal_step *r);
-/* Part boundaries of m parts (periodic: the last joins the first). */
-size_t clf__boundaries(size_t m, int periodic);
 
 /* Pending launches an array keeps at most (a launch not completed by the time this many
  * more were queued is forgotten, its events released). */

@@ -1,7 +1,8 @@
 /*
  * CLF_ARRAY_REBALANCE: the moves of a distributed array's parts between launches when the
- * measured speeds say they pay. Which devices get a part (clf__balance_keep()) and the
- * release of the measurements are in array.c, which creation needs too.
+ * measured speeds say they pay. This file measures and moves; the decision itself is pure
+ * (plan/rebalplan.c, tested with made-up speeds), and the release of the measurements is
+ * in array.c, which the array's end needs.
  *
  * Where the speeds come from: the profiling events of the part kernels of each
  * clf_array_launch() (start to end, summed over a part's strips and interior), read once
@@ -13,12 +14,11 @@
  * simulator (CLFLEET_SIMULATE) reports its simulated times through the same profiling
  * query (observe's clf__event_profile()).
  *
- * The decision: each part's speed is the median of its last CLF__REBAL_WINDOW steps (one
- * spike moves nothing); the predicted step of a cut is its slowest part's units over its
- * speed, plus clf__halo_cost() per part boundary. The arrays move when the cut the speeds
- * call for predicts a step CLF__REBAL_MIN_GAIN shorter and CLF__REBAL_HORIZON steps of the
- * gain exceed the predicted cost of the move; never within CLF__REBAL_HORIZON launches of
- * the last move, never before CLF__REBAL_MIN_SAMPLES steps are measured on the new cut.
+ * The samples: the last CLF__REBAL_WINDOW steps of one kernel on the current cut (another
+ * kernel, or a new cut, starts them over); the decision (clf__rebal_plan()) takes their
+ * median per part, so one spike moves nothing. A move is clf_array_redistribute() of every
+ * block array of the launch; its bytes over its wall time become the bandwidth the next
+ * decision prices a move with.
  */
 #include "data.h"
 
@@ -192,12 +192,6 @@ static void harvest(clf_array *a, const char *kernel)
     }
 }
 
-static int cmp_double(const void *x, const void *y)
-{
-    double a = *(const double *)x, b = *(const double *)y;
-    return a < b ? -1 : a > b;
-}
-
 /* ---- the decision ---------------------------------------------------------------------- */
 
 static double now_s(void)
@@ -205,25 +199,6 @@ static double now_s(void)
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-/* Units of old cut a that change device in new cut (dev[i] holds cnt[i] units, in order). */
-static size_t moved_units(const clf_array *a, const size_t *dev, const size_t *cnt, size_t k)
-{
-    size_t moved = 0, first = 0;
-    for (size_t i = 0; i < k; i++) {
-        size_t stay = 0;
-        for (size_t p = 0; p < a->nparts; p++) {
-            size_t s, e;
-            if (a->parts[p].device == dev[i] &&
-                clf__clip(first, first + cnt[i], a->parts[p].first,
-                          a->parts[p].first + a->parts[p].count, &s, &e))
-                stay += e - s;
-        }
-        moved += cnt[i] - stay;
-        first += cnt[i];
-    }
-    return moved;
 }
 
 static void say(clf_array *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -242,80 +217,10 @@ clf_status clf__rebal_before(clf_array *a, const char *kernel, const clf_arg *ar
     *moved = 0;
     if (a->desc.dist != CLF_ARRAY_BLOCK || !(a->desc.flags & CLF_ARRAY_REBALANCE))
         return CLF_SUCCESS;
-    for (size_t i = 0; i < nargs; i++) {
-        clf_array *b = args[i].kind == CLF_ARG_KIND_ARRAY ? args[i].host : NULL;
-        if (b && b->desc.dist == CLF_ARRAY_BLOCK && (b->desc.flags & CLF_ARRAY_REBALANCE))
-            harvest(b, kernel);
-    }
-    struct clf__rebal *R = a->rebal;
-    if (!R || !R->rate || a->nparts < 2)
-        return CLF_SUCCESS;
-    size_t np = a->nparts, units = a->units;
-    if (R->nsamples < CLF__REBAL_MIN_SAMPLES)
-        return CLF_SUCCESS;
-
-    /* Each part's speed: the median of its last samples. */
-    double sp[CLF_MAX_LAUNCH_DEVICES], col[CLF__REBAL_WINDOW];
-    size_t dev[CLF_MAX_LAUNCH_DEVICES], cnt[CLF_MAX_LAUNCH_DEVICES];
-    unsigned char keep[CLF_MAX_LAUNCH_DEVICES];
-    if (np > CLF_MAX_LAUNCH_DEVICES)
-        return CLF_SUCCESS;
-    double cur = 0;
-    for (size_t p = 0; p < np; p++) {
-        for (size_t j = 0; j < R->nsamples; j++)
-            col[j] = R->rate[j * np + p];
-        qsort(col, R->nsamples, sizeof *col, cmp_double);
-        size_t h = R->nsamples / 2;
-        sp[p] = R->nsamples % 2 ? col[h] : (col[h - 1] + col[h]) / 2;
-        dev[p] = a->parts[p].device;
-        double t = (double)a->parts[p].count / sp[p];
-        cur = t > cur ? t : cur;
-    }
-    int periodic = (a->desc.flags & CLF_ARRAY_PERIODIC) != 0;
-    double c = clf__halo_cost(a->desc.halo_before + a->desc.halo_after, a->unit_bytes,
-                              R->bw > 0 ? R->bw : CLF__REBAL_BW_GUESS);
-    cur += c * (double)clf__boundaries(np, periodic);
-
-    /* The cut the speeds call for, in whole work-groups (the launch's local size). */
-    char why[sizeof a->bal.why] = "";
-    size_t halo = a->desc.halo_before > a->desc.halo_after ? a->desc.halo_before
-                                                           : a->desc.halo_after;
-    size_t m = clf__balance_keep(sp, dev, np, units, halo, periodic, c, 1, keep, why,
-                                 sizeof why);
-    double w[CLF_MAX_LAUNCH_DEVICES], sum = 0;
-    size_t g = granule ? granule : 1, k = 0;
-    for (size_t p = 0; p < np; p++)
-        if (keep[p]) {
-            w[k] = sp[p];
-            dev[k] = dev[p];
-            sp[k] = sp[p];
-            sum += sp[p];
-            k++;
-        }
-    clf__split_units(units / g, w, k, cnt);
-    double best = 0;
-    for (size_t i = 0; i < k; i++) {
-        cnt[i] *= g;
-        if (i + 1 == k)
-            cnt[i] += units % g; /* what does not fill a work-group: the last part */
-    }
-    for (size_t i = 0; i < k; i++) {
-        if (cnt[i] == 0 || cnt[i] < halo) { /* rounding to work-groups left it too thin */
-            say(a, "parts stay: the cut by speed leaves device %zu %zu units (work-groups "
-                "of %zu, halo %zu)", dev[i], cnt[i], g, halo);
-            return CLF_SUCCESS;
-        }
-        double t = (double)cnt[i] / sp[i];
-        best = t > best ? t : best;
-    }
-    best += c * (double)clf__boundaries(m, periodic);
-    a->bal.step_s = cur;
-    a->bal.best_s = best;
-
-    /* What moving costs: the bytes that change device, of every block array. */
-    size_t bytes = 0, narr = 0;
-    int all_flagged = 1;
+    /* The block arrays of the launch: they move together, to stay cut alike. */
     clf_array *arrs[CLF__MAX_ARGS];
+    size_t narr = 0, move_ub = 0;
+    int all_flagged = 1;
     for (size_t i = 0; i < nargs; i++) {
         clf_array *b = args[i].kind == CLF_ARG_KIND_ARRAY ? args[i].host : NULL;
         if (!b || b->desc.dist != CLF_ARRAY_BLOCK)
@@ -325,62 +230,67 @@ clf_status clf__rebal_before(clf_array *a, const char *kernel, const clf_arg *ar
             seen |= arrs[j] == b;
         if (seen)
             continue;
-        all_flagged &= (b->desc.flags & CLF_ARRAY_REBALANCE) != 0;
         arrs[narr++] = b;
-        bytes += moved_units(b, dev, cnt, k) * b->unit_bytes;
+        move_ub += b->unit_bytes;
+        all_flagged &= (b->desc.flags & CLF_ARRAY_REBALANCE) != 0;
+        if (b->desc.flags & CLF_ARRAY_REBALANCE)
+            harvest(b, kernel);
     }
-    double bw = R->bw > 0 ? R->bw : CLF__REBAL_BW_GUESS;
-    double cost = (double)bytes / bw;
-    double gain = cur - best;
-    if (R->since < CLF__REBAL_HORIZON && a->bal.migrations > 0) {
-        say(a, "parts stay: %zu launches since the last move (at least %d between moves)",
-            R->since, CLF__REBAL_HORIZON);
+    struct clf__rebal *R = a->rebal;
+    size_t np = a->nparts;
+    if (!R || !R->rate || np < 2 || np > CLF_MAX_LAUNCH_DEVICES ||
+        R->nsamples < CLF__REBAL_MIN_SAMPLES)
         return CLF_SUCCESS;
+
+    size_t od[CLF_MAX_LAUNCH_DEVICES], oc[CLF_MAX_LAUNCH_DEVICES];
+    for (size_t p = 0; p < np; p++) {
+        od[p] = a->parts[p].device;
+        oc[p] = a->parts[p].count;
     }
-    if (gain < CLF__REBAL_MIN_GAIN * cur) {
-        say(a, "parts stay: step %.3g ms now, %.3g ms by the measured speeds (less than "
-            "%.0f %% shorter)", cur * 1e3, best * 1e3, CLF__REBAL_MIN_GAIN * 100);
-        return CLF_SUCCESS;
+    clf__rebal_in in = {np, od, oc, R->rate, R->nsamples, a->units, granule,
+                        a->desc.halo_before, a->desc.halo_after,
+                        (a->desc.flags & CLF_ARRAY_PERIODIC) != 0, a->unit_bytes, move_ub,
+                        R->bw, R->since, a->bal.migrations};
+    clf__rebal_out *out = malloc(sizeof *out);
+    if (!out)
+        return CLF_SUCCESS; /* no decision without memory; the launch goes on */
+    clf__rebal_plan(&in, out);
+    a->bal.step_s = out->step_s;
+    a->bal.best_s = out->best_s;
+    if (out->move && !all_flagged) {
+        out->move = 0;
+        snprintf(out->why, sizeof out->why,
+                 "parts stay: a block array of kernel '%.64s' lacks CLF_ARRAY_REBALANCE (the "
+                 "arrays of a launch move together)", kernel);
     }
-    if (gain * CLF__REBAL_HORIZON <= cost) {
-        say(a, "parts stay: %d steps would gain %.3g ms, moving %zu bytes costs %.3g ms",
-            CLF__REBAL_HORIZON, gain * CLF__REBAL_HORIZON * 1e3, bytes, cost * 1e3);
-        return CLF_SUCCESS;
-    }
-    if (!all_flagged) {
-        say(a, "parts stay: a block array of kernel '%s' lacks CLF_ARRAY_REBALANCE (the "
-            "arrays of a launch move together)", kernel);
+    if (!out->move) {
+        say(a, "%s", out->why);
+        free(out);
         return CLF_SUCCESS;
     }
 
     /* Move every block array of the launch to the new cut (weights that are the counts
-     * give exactly them: units * cnt / units). The old cut is kept to go back to. */
+     * give exactly them: units * cnt / units); the old cut is kept to go back to. */
     double wc[CLF_MAX_LAUNCH_DEVICES], ow[CLF_MAX_LAUNCH_DEVICES];
-    size_t od[CLF_MAX_LAUNCH_DEVICES];
-    for (size_t i = 0; i < k; i++)
-        wc[i] = (double)cnt[i];
-    for (size_t p = 0; p < np; p++) {
-        ow[p] = (double)a->parts[p].count;
-        od[p] = a->parts[p].device;
-    }
+    for (size_t i = 0; i < out->k; i++)
+        wc[i] = (double)out->count[i];
+    for (size_t p = 0; p < np; p++)
+        ow[p] = (double)oc[p];
     double t0 = now_s();
     size_t done = 0;
     clf_status st = CLF_SUCCESS;
-    for (; done < narr && st == CLF_SUCCESS; done++) {
+    for (; done < narr; done++) {
         clf_array_desc d = arrs[done]->desc;
         d.weights_mode = CLF_WEIGHTS_USER;
         d.weights = wc;
-        d.devices = dev;
-        d.num_devices = k;
-        size_t migrations = arrs[done]->bal.migrations;
-        st = clf_array_redistribute(arrs[done], &d);
-        if (st != CLF_SUCCESS)
+        d.devices = out->device;
+        d.num_devices = out->k;
+        if ((st = clf_array_redistribute(arrs[done], &d)) != CLF_SUCCESS)
             break;
-        arrs[done]->bal.migrations = migrations + 1;
     }
     double wall = now_s() - t0;
     if (st != CLF_SUCCESS) {
-        /* The arrays moved so far must go back, or the launch's arrays are cut unlike. */
+        /* The arrays moved so far go back, or the launch's arrays would be cut unlike. */
         char detail[512];
         snprintf(detail, sizeof detail, "%s", clf_last_error());
         for (size_t j = 0; j < done; j++) {
@@ -389,29 +299,24 @@ clf_status clf__rebal_before(clf_array *a, const char *kernel, const clf_arg *ar
             d.weights = ow;
             d.devices = od;
             d.num_devices = np;
-            if (clf_array_redistribute(arrs[j], &d) == CLF_SUCCESS)
-                arrs[j]->bal.migrations--;
+            clf_array_redistribute(arrs[j], &d);
         }
-        return clf__fail(st, "clf_array_launch: moving the parts of kernel '%s' by the "
+        free(out);
+        return clf__fail(st, "clf_array_launch: moving the parts of kernel '%.64s' by the "
                          "measured speeds: %s", kernel, detail);
     }
     for (size_t j = 0; j < narr; j++) {
-        struct clf__rebal *S = state(arrs[j]);
-        if (S && bytes && wall > 0)
-            S->bw = (double)bytes / wall;
-        if (S)
-            S->since = 0;
-        arrs[j]->bal.step_s = cur;
-        arrs[j]->bal.best_s = best;
+        clf_array *b = arrs[j];
+        struct clf__rebal *S = state(b);
+        if (S && out->moved_bytes && wall > 0)
+            S->bw = (double)out->moved_bytes / wall;
+        b->bal.migrations++;
+        b->bal.step_s = out->step_s;
+        b->bal.best_s = out->best_s;
+        say(b, "%s (moved in %.3g ms)", out->why, wall * 1e3);
     }
-    char cut[160] = "";
-    for (size_t i = 0, u = 0; i < k && u + 24 < sizeof cut; i++)
-        u += (size_t)snprintf(cut + u, sizeof cut - u, "%s%zu on device %zu", i ? ", " : "",
-                              cnt[i], dev[i]);
-    for (size_t j = 0; j < narr; j++)
-        say(arrs[j], "moved to %s: step %.3g ms predicted (was %.3g ms), %zu bytes in %.3g ms%s%s",
-            cut, best * 1e3, cur * 1e3, bytes, wall * 1e3, why[0] ? "; " : "", why);
     clf__log(CLF_LOG_INFO, "clf_array_launch: kernel '%s': %s", kernel, a->bal.why);
+    free(out);
     *moved = 1;
     return CLF_SUCCESS;
 }
