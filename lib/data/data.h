@@ -138,9 +138,9 @@ typedef struct clf__rebal_step {
 /* Release a record's events and memory (zeroes it). */
 void clf__rebal_step_free(clf__rebal_step *r);
 
-/* Pending launches an array keeps at most (a launch not completed by the time this many
- * more were queued is forgotten, its events released). */
-#define CLF__REBAL_PENDING 4
+/* Launches an array keeps for measuring at most until they complete (more launches queued
+ * meanwhile are not measured). */
+#define CLF__REBAL_PENDING 8
 
 /* An array's CLF_ARRAY_REBALANCE measurements (rebalance.c; released by array.c). */
 struct clf__rebal {

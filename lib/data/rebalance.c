@@ -107,11 +107,11 @@ void clf__rebal_step_done(clf__rebal_step *r, const clf_arg *args, size_t nargs)
         if (!R)
             continue;
         R->since++;
-        if (R->npend == CLF__REBAL_PENDING) { /* the oldest never completed in time: forgotten */
-            clf__rebal_step_free(&R->pend[0]);
-            memmove(&R->pend[0], &R->pend[1], (CLF__REBAL_PENDING - 1) * sizeof R->pend[0]);
-            R->npend--;
-        }
+        /* A host that runs ahead of the devices: the launches already waiting are measured
+         * when they complete, this one is not (dropping the oldest instead would drop the
+         * ones about to complete, again and again, and never measure anything). */
+        if (R->npend == CLF__REBAL_PENDING)
+            continue;
         R->pend[R->npend] = step_copy(r);
         if (R->pend[R->npend].count)
             R->npend++;
@@ -168,7 +168,7 @@ static void harvest(clf_array *a, const char *kernel)
         for (size_t p = 0; same && p < a->nparts; p++)
             same = r->count[p] == a->parts[p].count;
         double *row = &R->rate[R->head * a->nparts];
-        int ok = same;
+        int ok = same ? 1 : -1; /* another kernel's or cut's: dropped */
         for (size_t p = 0; ok == 1 && p < a->nparts; p++) {
             double sec;
             ok = part_seconds(r, p, &sec);
