@@ -1419,6 +1419,60 @@ CLF_API clf_status clf_perf_model_json(char **out, const char *cache_dir);
  */
 CLF_API clf_status clf_perf_model_reset(const char *cache_dir);
 
+/* ------------------------------------------------------------------ */
+/* The binary cache                                                    */
+/* ------------------------------------------------------------------ */
+
+/**
+ * \brief What a binary cache directory holds (clf_cache_info()).
+ *
+ * Programs built from source are kept there as device binaries, one file per source,
+ * options, device, driver, platform and included files, so that the next process loads
+ * them instead of compiling.
+ */
+typedef struct clf_cache_stats {
+    char *dir;                /**< the directory; free it with clf_free() */
+    int exists;               /**< nonzero when the directory exists (none: nothing built yet) */
+    size_t entries;           /**< program binaries stored */
+    uint64_t bytes;           /**< their size, in bytes */
+    size_t temporary;         /**< temporary files: entries being written, or left by a
+                                   writer that was killed (removed after an hour) */
+    uint64_t temporary_bytes; /**< their size, in bytes */
+    int perf_model;           /**< nonzero when learned device speeds are kept there too
+                                   (clf_perf_model_json()) */
+    uint64_t limit;           /**< $CLFLEET_CACHE_MAX in bytes: past it, each store removes
+                                   the least recently used binaries; 0: no limit */
+} clf_cache_stats;
+
+/**
+ * \brief Describe a binary cache directory: its path, how many program binaries it holds
+ * and their size. No devices are used.
+ * \param out receives the description; free out->dir with clf_free()
+ * \param cache_dir the cache directory, or NULL for the default one
+ *        ($CLFLEET_CACHE_DIR, else $XDG_CACHE_HOME/clfleet, else ~/.cache/clfleet)
+ * \return CLF_SUCCESS (also when the directory does not exist: out->exists is 0),
+ *         CLF_ERROR_NULL_POINTER, CLF_ERROR_INVALID_ARGUMENT (an empty name),
+ *         CLF_ERROR_PARSE ($CLFLEET_CACHE_MAX is not a size),
+ *         CLF_ERROR_IO (the directory cannot be read, or no cache directory),
+ *         CLF_ERROR_OUT_OF_HOST_MEMORY
+ */
+CLF_API clf_status clf_cache_info(clf_cache_stats *out, const char *cache_dir);
+/**
+ * \brief Empty a binary cache directory: remove every program binary in it, and the
+ * temporary files older than an hour that killed writers left.
+ *
+ * Only files named as clfleet names its entries are removed, so a directory given by
+ * mistake loses nothing else; the learned device speeds are kept (clf_perf_model_reset()
+ * forgets them). Programs built afterwards are compiled from source again. Fleets alive
+ * meanwhile are unaffected: their programs are built already.
+ * \param removed receives the number of binaries removed (may be NULL)
+ * \param cache_dir the cache directory, or NULL for the default one (as clf_cache_info())
+ * \return CLF_SUCCESS (also when the directory does not exist), CLF_ERROR_INVALID_ARGUMENT
+ *         (an empty name), CLF_ERROR_IO with the path and the reason (the other entries
+ *         are still removed), CLF_ERROR_OUT_OF_HOST_MEMORY
+ */
+CLF_API clf_status clf_cache_clear(size_t *removed, const char *cache_dir);
+
 /**
  * \brief Where the time of a region of work went: clf_profile_begin() starts
  * it, clf_profile_end() fills the results. Sums are over every device, so

@@ -1,7 +1,8 @@
 #!/bin/sh
 # clfleet-bench balance and scale run (--quick) on PoCL sub-devices and write valid JSON
 # with every strategy; the table form and bad usage work too; so do p2p, allreduce,
-# pipeline, gemm, overhead and stencil.
+# pipeline, gemm, overhead and stencil. allreduce follows nccl-tests' conventions, and
+# --plot writes a well-formed SVG with the expected series and points.
 set -u
 b=${top_builddir:-.}
 bench=$b/tools/clfleet-bench
@@ -9,6 +10,32 @@ lint=$b/tests/jsonlint
 tmp=${TMPDIR:-/tmp}/clf-bench.$$
 trap 'rm -f "$tmp".*' EXIT
 required() { [ "${CLFLEET_REQUIRE_DEVICES:-0}" != 0 ]; }
+
+# An SVG of --plot: FILE, what made it, and the number of line series, of points and of bars
+# it must hold ('' to leave one unchecked). Well-formed as far as grep can tell (xmllint too
+# when installed): one <svg> element, balanced groups, coordinates with decimal points. Its
+# variables start with s_: a shell function shares the script's.
+svg_ok() {
+    s_f=$1 s_what=$2
+    [ -s "$s_f" ] || { echo "FAIL: $s_what: no plot $s_f"; exit 1; }
+    [ "$(head -c 5 "$s_f")" = "<svg " ] && [ "$(tail -n 1 "$s_f")" = "</svg>" ] &&
+        [ "$(grep -c '<svg ' "$s_f")" -eq 1 ] &&
+        [ "$(grep -o '<g[ >]' "$s_f" | wc -l)" -eq "$(grep -o '</g>' "$s_f" | wc -l)" ] &&
+        ! grep -Eq ' (x|y|x1|y1|cx|cy|width|height)="[^"]*,' "$s_f" ||
+        { echo "FAIL: $s_what: $s_f is not a well-formed SVG"; head -c 600 "$s_f"; exit 1; }
+    if command -v xmllint > /dev/null 2>&1; then
+        xmllint --noout "$s_f" || { echo "FAIL: $s_what: xmllint rejects $s_f"; exit 1; }
+    fi
+    for s_want in "series:${3:-}:<g class=\"series\">" "points:${4:-}:<circle class=\"point\"" \
+        "bars:${5:-}:<rect class=\"bar\""; do
+        s_name=${s_want%%:*} s_rest=${s_want#*:}
+        s_n=${s_rest%%:*} s_pat=${s_rest#*:}
+        [ -z "$s_n" ] && continue
+        s_got=$(grep -o "$s_pat" "$s_f" | wc -l)
+        [ "$s_got" -eq "$s_n" ] ||
+            { echo "FAIL: $s_what: $s_got $s_name in $s_f, want $s_n"; exit 1; }
+    done
+}
 
 for cmd in balance scale; do
     $bench $cmd --quick --json > "$tmp.$cmd" 2> "$tmp.err"
@@ -35,6 +62,9 @@ if grep -q '"error"' "$tmp.balance" || [ "$n" -ne 20 ] || [ "$nc" -ne 2 ]; then
 fi
 grep -q '"speedup": [0-9]' "$tmp.balance" && grep -q '"overhead_ratio": [0-9]' "$tmp.balance" ||
     { echo "FAIL: balance: speedup or overhead missing"; cat "$tmp.balance"; exit 1; }
+# Every workload says whether its figures can show balancing: a note, or null.
+[ "$(grep -Ec '"note": ("|null)' "$tmp.balance")" -eq 4 ] ||
+    { echo "FAIL: balance: want a note (or null) per workload"; cat "$tmp.balance"; exit 1; }
 # scale: runs on 1 device and more.
 grep -q '"devices": 1,' "$tmp.scale" && grep -q '"parallel_efficiency": ' "$tmp.scale" ||
     { echo "FAIL: scale: no runs"; cat "$tmp.scale"; exit 1; }
@@ -57,16 +87,64 @@ done
 grep -q 'timelines written to' "$tmp.err" || { echo "FAIL: --trace: not told where"; exit 1; }
 
 # The table names every strategy, with the spread of the wall times; --opt=value works, and
-# the developer targets show only with --verbose.
-$bench balance --quick --config=homogeneous --size=128 > "$tmp.txt" 2> "$tmp.err" ||
-    { cat "$tmp.err"; echo "FAIL: table"; exit 1; }
+# the developer targets show only with --verbose. A 16x16 image is far too small to show
+# balancing, and the table says so; --plot draws the shares (2 workloads x 5 strategies x 2
+# devices) and the timeline of one launch (the launch, then one bar per chunk).
+$bench balance --quick --config=homogeneous --size=16 --plot "$tmp.bal.svg" > "$tmp.txt" \
+    2> "$tmp.err" || { cat "$tmp.err"; echo "FAIL: table"; exit 1; }
+grep -q '^  note: too small to show balancing: one device takes ' "$tmp.txt" ||
+    { echo "FAIL: balance: no note that the problem is too small"; cat "$tmp.txt"; exit 1; }
+chunks=$(sed -n 's/.*timeline of one dynamic mandelbrot launch: \([0-9]*\) chunks.*/\1/p' \
+    "$tmp.bal-homogeneous.svg")
+[ -n "$chunks" ] && [ "$chunks" -ge 2 ] ||
+    { echo "FAIL: balance --plot: no timeline of chunks"; cat "$tmp.err"; exit 1; }
+svg_ok "$tmp.bal-homogeneous.svg" "balance --plot" 0 0 $((20 + 1 + chunks))
+grep -q 'plot written to .*bal-homogeneous.svg' "$tmp.err" ||
+    { echo "FAIL: balance --plot: not told where"; cat "$tmp.err"; exit 1; }
 grep -q 'per-chunk overhead' "$tmp.txt" && grep -q '^metrics on/off: [0-9]' "$tmp.txt" &&
     grep -q '^clfleet metrics: ' "$tmp.txt" &&
     [ "$(grep -c '^  memory-aware ' "$tmp.txt")" -eq 2 ] &&
     grep -q 'wall s \[min..max\]' "$tmp.txt" && ! grep -q '^targets:' "$tmp.txt" ||
     { echo "FAIL: table"; cat "$tmp.txt"; exit 1; }
-$bench scale --quick --verbose --reps=1 > /dev/null 2> "$tmp.err" ||
+# scale's table: a row per device count and strategy (5) for each of the 2 workloads; its
+# plot a line per strategy and the ideal, a point per device count, for each workload.
+$bench scale --quick --verbose --reps=1 --plot "$tmp.scale.svg" > "$tmp.txt" 2> "$tmp.err" ||
     { cat "$tmp.err"; echo "FAIL: scale --verbose --reps=1"; exit 1; }
+rows=$(grep -Ec '^  [0-9]+ +(static|dynamic|guided|memory-aware|auto) ' "$tmp.txt")
+[ "$rows" -ge 10 ] && [ $((rows % 10)) -eq 0 ] ||
+    { echo "FAIL: scale: $rows table rows"; cat "$tmp.txt"; exit 1; }
+svg_ok "$tmp.scale.svg" "scale --plot" 12 $((rows / 5 * 6)) 0
+
+# allreduce in nccl-tests' conventions: -b/-e/-f sizes, -w/-n, -d/-o, columns with units,
+# #wrong, out-of-place n/a, and the footer; a row per size and device count, and with --plot a
+# line per method and device count in each of 2 panels, a point per size.
+$bench allreduce -b 4K -e 16K -f 4 -w 0 -n 1 -d int32 -o max --plot "$tmp.ar.svg" \
+    > "$tmp.txt" 2> "$tmp.err" || { cat "$tmp.err"; echo "FAIL: allreduce int32 max"; exit 1; }
+rows=$(grep -Ec '^ +[0-9]+ +[0-9]+ +int32 +max +-1 +n/a ' "$tmp.txt")
+ndevs=$(grep -c '^# [0-9] devices$' "$tmp.txt")
+grep -q '^# *size *count *type *redop *root *time *algbw *busbw *#wrong ' "$tmp.txt" &&
+    grep -q '^# *(B) *(elements) .*(us) *(GB/s) *(GB/s)' "$tmp.txt" &&
+    grep -q '^# Out of bounds values : 0 OK$' "$tmp.txt" &&
+    grep -q '^# Avg bus bandwidth    : [0-9.]* GB/s' "$tmp.txt" &&
+    [ "$ndevs" -ge 1 ] && [ "$rows" -eq $((2 * ndevs)) ] ||
+    { echo "FAIL: allreduce: not in nccl-tests' form ($rows rows, $ndevs device counts)"
+      cat "$tmp.txt"; exit 1; }
+svg_ok "$tmp.ar.svg" "allreduce --plot" $((4 * ndevs)) $((4 * rows)) 0
+$bench allreduce --quick --json -e 4K -g 2 --type uint32 --op prod > "$tmp.ar.json" \
+    2> "$tmp.err" || { cat "$tmp.err"; echo "FAIL: allreduce uint32 prod"; exit 1; }
+$lint < "$tmp.ar.json" && grep -q '"type": "uint32"' "$tmp.ar.json" &&
+    grep -q '"op": "prod"' "$tmp.ar.json" && grep -q '"out_of_bounds": 0' "$tmp.ar.json" &&
+    [ "$(grep -c '"devices": 2, "bytes": 4096' "$tmp.ar.json")" -eq 1 ] &&
+    grep -q '"wrong": 0' "$tmp.ar.json" ||
+    { echo "FAIL: allreduce --json uint32 prod"; cat "$tmp.ar.json"; exit 1; }
+
+# p2p: a panel per ordered pair with the 4 methods and memcpy, a point per size.
+$bench p2p --quick --max-size 4K --reps 1 --plot "$tmp.p2p.svg" > "$tmp.txt" 2> "$tmp.err" ||
+    { cat "$tmp.err"; echo "FAIL: p2p --plot"; exit 1; }
+rows=$(grep -c '^[0-9]*->[0-9]* ' "$tmp.txt")
+grep -q '^ *(GB/s) *(us) *(GB/s)' "$tmp.txt" && [ "$rows" -ge 2 ] ||
+    { echo "FAIL: p2p table"; cat "$tmp.txt"; exit 1; }
+svg_ok "$tmp.p2p.svg" "p2p --plot" $((5 * rows)) $((5 * rows)) 0
 
 # The conventional options: --help and --version everywhere (exit 0, on stdout); a bad
 # command line exits 2 with a message; sizes take K, M and G.
@@ -83,11 +161,16 @@ for bad in "" "nonsense" "--bogus" "balance --size 3" "balance --reps x" "balanc
     "scale --config homogeneous" "p2p --bogus" "p2p --max-size=1x" "p2p --max-size 2K" \
     "allreduce --chunk" "pipeline --costs 1,2" "pipeline --items=100" "gemm --size -1" \
     "gemm --json=yes" "overhead --items 0" "overhead --bogus" "stencil --size 0" \
-    "stencil --steps x"; do
+    "stencil --steps x" "allreduce -d half" "allreduce --op avg" "allreduce -b 1M -e 4K" \
+    "allreduce -f 1" "allreduce -n 0" "allreduce -g 4" "allreduce -w x" "allreduce --plot" \
+    "allreduce --plot=" "overhead --plot x.svg" "stencil --plot x.svg"; do
     $bench $bad > /dev/null 2> "$tmp.err"
     rc=$?
     [ $rc -eq 2 ] || { echo "FAIL: '$bad' exited with $rc, not 2"; cat "$tmp.err"; exit 1; }
     [ -s "$tmp.err" ] || { echo "FAIL: '$bad' without a message"; exit 1; }
+    # One line that says what was wrong, then where to look.
+    [ "$(wc -l < "$tmp.err")" -eq 2 ] && grep -q "^Try 'clfleet-bench .*--help'\.$" "$tmp.err" ||
+        { echo "FAIL: '$bad': want one line and 'Try --help'"; cat "$tmp.err"; exit 1; }
 done
 
 # gemm: one device and five strategies on the fleet, a checked result (skipped without clBLAST).
@@ -139,4 +222,5 @@ $lint < "$tmp.stencil" || { echo "FAIL: stencil: invalid JSON"; cat "$tmp.stenci
     grep -q '"resident_over_interior": [0-9]' "$tmp.stencil" ||
     { echo "FAIL: stencil: want 4 forms and a ratio"; cat "$tmp.stencil"; exit 1; }
 
-echo "PASS: balance ($n strategy rows), scale, p2p, allreduce and pipeline, JSON valid; gemm: $gemm"
+echo "PASS: balance ($n strategy rows), scale, p2p, allreduce and pipeline, JSON valid," \
+    "plots well-formed; gemm: $gemm"

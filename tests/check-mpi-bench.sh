@@ -1,7 +1,8 @@
 #!/bin/sh
 # clfleet-bench mpi-stencil and mpi-allreduce --quick under mpirun -np 2 and 3
 # (tests/mpi-run.sh): each exits 0 (mpi-stencil checks every form against the others and the
-# host's C loop, bit for bit) and names what it measured; mpi-stencil --json is valid JSON.
+# host's C loop, bit for bit; mpi-allreduce counts wrong elements) and names what it
+# measured, mpi-allreduce in nccl-tests' columns; mpi-stencil --json is valid JSON.
 set -u
 b=${top_builddir:-.}
 run="sh ${top_srcdir:-.}/tests/mpi-run.sh"
@@ -36,6 +37,16 @@ done
 $run "$bench" mpi-allreduce --quick --max-size 64K > "$tmp.out" 2>&1
 check $? "$tmp.out"
 cat "$tmp.out"
-[ "$(grep -c '^ *64 KiB .*x$' "$tmp.out")" -eq 2 ] ||
-    { echo "FAIL: mpi-allreduce: want a 64 KiB row for -np 2 and 3"; exit 1; }
+# nccl-tests' columns (out-of-place n/a), a 64 KiB row and a clean footer for -np 2 and 3.
+row='^ +65536 +16384 +float +sum +-1 +n/a +n/a +n/a +n/a +[0-9.]+ '
+[ "$(grep -Ec "$row" "$tmp.out")" -eq 2 ] &&
+    [ "$(grep -c '^# Out of bounds values : 0 OK$' "$tmp.out")" -eq 2 ] &&
+    [ "$(grep -c '^# Avg bus bandwidth    : [0-9.]* GB/s' "$tmp.out")" -eq 2 ] ||
+    { echo "FAIL: mpi-allreduce: want a 64 KiB row and the footer for -np 2 and 3"; exit 1; }
+# Another type and operation, checked against MPI_Allreduce's and the exact result.
+$run 2 "$bench" mpi-allreduce --quick -b 4K -e 16K -d int64 -o min > "$tmp.out" 2>&1
+check $? "$tmp.out"
+[ "$(grep -Ec '^ +16384 +2048 +int64 +min +-1 +n/a ' "$tmp.out")" -eq 1 ] &&
+    grep -q '^# Out of bounds values : 0 OK$' "$tmp.out" ||
+    { cat "$tmp.out"; echo "FAIL: mpi-allreduce -d int64 -o min"; exit 1; }
 exit 0

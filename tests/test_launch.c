@@ -1782,8 +1782,9 @@ START_TEST(auto_small_runs_on_one_device)
 }
 END_TEST
 
-/* AUTO on irregular work: once static (or guided) has balanced the kernel badly, AUTO runs
- * dynamic, and stays with it while their record is worse than dynamic's. */
+/* AUTO on irregular work: once static (or guided) has balanced the kernel badly, AUTO tries
+ * dynamic, then chooses between them by the makespans they measured (never by efficiency
+ * alone: issue 27). */
 START_TEST(auto_leaves_static_for_dynamic)
 {
     env e;
@@ -1813,11 +1814,20 @@ START_TEST(auto_leaves_static_for_dynamic)
                r.efficiency < 0.9;
         if (r.strategy == CLF_STRATEGY_DYNAMIC && dynamic_from < 0)
             dynamic_from = run;
-        if (dynamic_from >= 0)
-            expect(r.strategy == CLF_STRATEGY_DYNAMIC &&
-                       strstr(r.reason, "balanced this kernel to"),
-                   "%s: after dynamic from run %d: reason '%s' %s", what, dynamic_from, r.reason,
-                   describe(&r));
+        /* Once dynamic has run, auto chooses by the makespans measured: dynamic when
+         * static's (or guided's) per unit was over 1.05x dynamic's, else the other. */
+        const char *m = strstr(r.reason, "makespan per unit: ");
+        if (dynamic_from >= 0 && run > dynamic_from) {
+            char other[16];
+            double t = 0, dyn_t = 0;
+            expect(m && sscanf(m, "makespan per unit: %15s %lf ns, dynamic %lf ns", other, &t,
+                               &dyn_t) == 3,
+                   "%s: after dynamic from run %d: reason '%s' %s", what, dynamic_from,
+                   r.reason, describe(&r));
+            expect((r.strategy == CLF_STRATEGY_DYNAMIC) == (t > dyn_t * 1.05),
+                   "%s: auto chose %s: reason '%s'", what, clf_strategy_name(r.strategy),
+                   r.reason);
+        }
     }
     expect(bad && dynamic_from >= 0 && dynamic_from < RUNS - 2,
            "%s: static or guided badly balanced %d, dynamic from run %d", what, bad,

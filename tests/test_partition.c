@@ -133,25 +133,72 @@ static uint64_t ref_len(uint64_t gran, uint64_t rem, uint64_t want, uint64_t cap
     return len;
 }
 
-/*
- * The HGuided chunk for a device asking when R units remain in one contiguous range, from
- * the raw weights: min(R, max(m, roundup(R * P / K, gran))), capped. Weights are doubles,
- * so R * P / K is known only to about 1e-12 relative: *lo and *hi bound the chunk over that
- * uncertainty (equal unless R * P / K is within it of an integer).
- */
-static void ref_guided(const pcase *c, size_t d, uint64_t r, uint64_t *lo, uint64_t *hi)
+/* Device d's weight and the eligible devices' sum, all-zero meaning equal. */
+static void ref_share(const pcase *c, size_t d, long double *wd, long double *wsum)
 {
-    long double wsum = 0, wd = c->w ? c->w[d] : 1.0;
+    *wd = c->w ? c->w[d] : 1.0;
+    *wsum = 0;
     for (size_t i = 0; i < c->ndev; i++)
         if (ref_eligible(c, i))
-            wsum += c->w ? c->w[i] : 1.0;
-    if (wsum == 0) { /* all zero: equal */
+            *wsum += c->w ? c->w[i] : 1.0;
+    if (*wsum == 0) { /* all zero: equal */
         size_t n = 0;
         for (size_t i = 0; i < c->ndev; i++)
             n += ref_eligible(c, i);
-        wsum = (long double)n;
-        wd = 1;
+        *wsum = (long double)n;
+        *wd = 1;
     }
+}
+
+static size_t ref_neligible(const pcase *c)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < c->ndev; i++)
+        n += ref_eligible(c, i);
+    return n;
+}
+
+/* The pool limit (side 0: low end of the float uncertainty, 1: high end): the device's share
+ * by weight of the R pooled units, rounded up; R when it is the only eligible device. */
+static uint64_t ref_limit(const pcase *c, size_t d, uint64_t r, int side)
+{
+    if (ref_neligible(c) <= 1)
+        return r;
+    long double wd, wsum;
+    ref_share(c, d, &wd, &wsum);
+    long double x = (long double)r * (wd / wsum) * (side ? 1 + 1e-12L : 1 - 1e-12L);
+    uint64_t f = x < (long double)r ? (uint64_t)ceill(x) : r;
+    return f ? f : 1;
+}
+
+/* Whether d should stand aside when R units remain: its share is under one granule (or
+ * under R when R is less) and an eligible device has a larger weight. */
+static int ref_stands_aside(const pcase *c, size_t d, uint64_t r)
+{
+    double wn[16];
+    ref_weights(c, wn);
+    int faster = 0;
+    for (size_t j = 0; j < c->ndev; j++)
+        faster |= ref_eligible(c, j) && wn[j] > wn[d];
+    if (!faster || ref_neligible(c) <= 1)
+        return 0;
+    long double wd, wsum;
+    ref_share(c, d, &wd, &wsum);
+    uint64_t least = r < c->gran ? r : c->gran;
+    return (long double)r * (wd / wsum) * (1 - 1e-12L) < (long double)least;
+}
+
+/*
+ * The HGuided chunk for a device asking when R units remain in one contiguous range, from
+ * the raw weights: min(R, max(m, roundup(R * P / K, gran))), capped, and no more than the
+ * device's share of R (the whole R when it is alone). Weights are doubles, so R * P / K is
+ * known only to about 1e-12 relative: *lo and *hi bound the chunk over that uncertainty
+ * (equal unless R * P / K is within it of an integer).
+ */
+static void ref_guided(const pcase *c, size_t d, uint64_t r, uint64_t *lo, uint64_t *hi)
+{
+    long double wd, wsum;
+    ref_share(c, d, &wd, &wsum);
     long double k = c->prm.guided_k ? (long double)c->prm.guided_k : 4.0L;
     long double x = (long double)r * (wd / wsum) / k;
     uint64_t m =
@@ -163,18 +210,30 @@ static void ref_guided(const pcase *c, size_t d, uint64_t r, uint64_t *lo, uint6
         uint64_t want = xs < (long double)r ? (uint64_t)ceill(xs) : r;
         if (want < m)
             want = m;
+        uint64_t lim = ref_limit(c, d, r, side);
+        if (ref_neligible(c) <= 1 || want > lim)
+            want = lim;
         *(side ? hi : lo) = ref_len(c->gran, r, want, cap_of(c, d));
     }
 }
 
-static uint64_t ref_dynamic(const pcase *c, size_t d, uint64_t r)
+/* DYNAMIC: the fastest device's chunk ceil(total / (k n)), the others' scaled by their
+ * weight over the largest (at least 1 unit), then limited as GUIDED's. */
+static void ref_dynamic(const pcase *c, size_t d, uint64_t r, uint64_t *lo, uint64_t *hi)
 {
-    uint64_t n = 0;
-    for (size_t i = 0; i < c->ndev; i++)
-        n += ref_eligible(c, i);
+    uint64_t n = ref_neligible(c);
     uint64_t k = c->prm.chunks_per_device ? c->prm.chunks_per_device : 4;
-    uint64_t want = c->total / (k * n) + (c->total % (k * n) != 0);
-    return ref_len(c->gran, r, want, cap_of(c, d));
+    uint64_t dyn = c->total / (k * n) + (c->total % (k * n) != 0);
+    double wn[16];
+    ref_weights(c, wn);
+    for (int side = 0; side < 2; side++) {
+        long double x = (long double)dyn * wn[d] * (side ? 1 + 1e-12L : 1 - 1e-12L);
+        uint64_t want = x >= (long double)dyn ? dyn : x >= 1 ? (uint64_t)x : 1;
+        uint64_t lim = ref_limit(c, d, r, side);
+        if (n <= 1 || want > lim)
+            want = lim;
+        *(side ? hi : lo) = ref_len(c->gran, r, want, cap_of(c, d));
+    }
 }
 
 /*
@@ -270,6 +329,11 @@ static clf_status run_case(const pcase *c, int order)
         }
         uint64_t off = 0, len = 0;
         if (!clf__part_next(p, d, &off, &len)) {
+            /* A pool strategy refuses work left only to a device too slow to help. */
+            REQUIRE(c->s == CLF__PART_STATIC || handed == c->total || !ref_eligible(c, d) ||
+                        ref_stands_aside(c, d, c->total - handed),
+                    "%s: device %zu got nothing with %llu units left", what, d,
+                    (ull)(c->total - handed));
             done[d] = 1;
             ndone++;
             continue;
@@ -281,7 +345,7 @@ static clf_status run_case(const pcase *c, int order)
             if (c->s != CLF__PART_DYNAMIC)
                 ref_guided(c, d, r, &lo, &hi);
             else
-                lo = hi = ref_dynamic(c, d, r);
+                ref_dynamic(c, d, r, &lo, &hi);
             REQUIRE(off == handed, "%s: chunk at %llu, expected %llu", what, (ull)off, (ull)handed);
             REQUIRE(len >= lo && len <= hi,
                     "%s: device %zu got %llu units with R = %llu, expected %llu..%llu", what, d,
@@ -521,12 +585,24 @@ START_TEST(test_guided_first_chunk)
             ck_assert_int_eq(clf__part_create(&p, CLF__PART_GUIDED, total, 4, 3, w, cap, NULL),
                              CLF_SUCCESS);
             uint64_t off, len;
+            /* A device whose share of the range, total * w / 4, is under one granule (or
+             * the whole range when shorter) stands aside, unless it is the fastest
+             * (device 1): device 2 (weight 0) always. */
+            uint64_t least = total < 4 ? total : 4;
+            if (d != 1 && (double)total * w[d] / 4.0 < (double)least) {
+                ck_assert(!clf__part_next(p, d, &off, &len));
+                clf__part_destroy(p);
+                continue;
+            }
             ck_assert(clf__part_next(p, d, &off, &len));
-            /* P = w / 4, K = 4, m = gran = 4: roundup(total * w / 16, 4), at least 4. */
+            /* P = w / 4, K = 4, m = gran = 4: max(ceil(total * w / 16), 4), at most the
+             * share ceil(total * w / 4), rounded up to 4, capped. */
             uint64_t x = (uint64_t)ceil((double)total * w[d] / 16.0);
-            uint64_t want = (x + 3) / 4 * 4;
-            if (want < 4)
-                want = 4;
+            uint64_t lim = (uint64_t)ceil((double)total * w[d] / 4.0);
+            uint64_t want = x < 4 ? 4 : x;
+            if (want > lim)
+                want = lim;
+            want = (want + 3) / 4 * 4;
             if (want > total)
                 want = total;
             if (want > cap[d])
@@ -619,16 +695,42 @@ START_TEST(test_known_cases)
     clf__part_destroy(p);
 
     /* Total not a multiple of gran: only the chunk ending at total is short. */
-    ck_assert_int_eq(clf__part_create(&p, CLF__PART_DYNAMIC, 10, 4, 1, NULL, NULL, NULL),
+    ck_assert_int_eq(clf__part_create(&p, CLF__PART_DYNAMIC, 10, 4, 2, NULL, NULL, NULL),
                      CLF_SUCCESS);
     ck_assert(clf__part_next(p, 0, &off, &len));
-    ck_assert(off == 0 && len == 4); /* ceil(10 / 4) = 3, rounded up to 4 */
+    ck_assert(off == 0 && len == 4); /* ceil(10 / 8) = 2, rounded up to 4 */
     ck_assert(clf__part_next(p, 0, &off, &len));
-    ck_assert(off == 4 && len == 4);
-    ck_assert(clf__part_next(p, 0, &off, &len));
+    ck_assert(off == 4 && len == 4); /* share ceil(6 / 2) = 3, rounded up to 4 */
+    ck_assert(clf__part_next(p, 1, &off, &len));
     ck_assert(off == 8 && len == 2);
     ck_assert(!clf__part_next(p, 0, &off, &len));
     clf__part_destroy(p);
+
+    /* One device: nothing to balance, the whole range in one chunk (raw OpenCL's cost). */
+    ck_assert_int_eq(clf__part_create(&p, CLF__PART_DYNAMIC, 10, 4, 1, NULL, NULL, NULL),
+                     CLF_SUCCESS);
+    ck_assert(clf__part_next(p, 0, &off, &len));
+    ck_assert(off == 0 && len == 10);
+    ck_assert(!clf__part_next(p, 0, &off, &len));
+    clf__part_destroy(p);
+
+    /* DYNAMIC on a 50:1 pair: the slow device's chunks are 1/50 of the fast one's, and it
+     * stands aside once its share of what is left is under one granule. */
+    {
+        const double w2[2] = {50, 1};
+        ck_assert_int_eq(clf__part_create(&p, CLF__PART_DYNAMIC, 10000, 1, 2, w2, NULL, NULL),
+                         CLF_SUCCESS);
+        ck_assert(clf__part_next(p, 0, &off, &len));
+        ck_assert(off == 0 && len == 1250); /* ceil(10000 / (4 * 2)) */
+        ck_assert(clf__part_next(p, 1, &off, &len));
+        ck_assert(off == 1250 && len == 25); /* 1250 / 50 */
+        uint64_t slow = 25;
+        while (clf__part_next(p, 0, &off, &len))
+            if (clf__part_next(p, 1, &off, &len))
+                slow += len;
+        ck_assert_uint_le(slow, 10000 / 51 + 25);
+        clf__part_destroy(p);
+    }
 
     /* Fewer units than devices: one each to the first asker, nothing empty. */
     ck_assert_int_eq(clf__part_create(&p, CLF__PART_STATIC, 2, 1, 4, NULL, NULL, NULL),
@@ -705,8 +807,10 @@ static void stress_one(const pcase *c, int silent)
     /* One eligible device never asks: STATIC needs it retired to free its share; the other
      * strategies must cope without being told. */
     if (silent >= 0 && alive[silent] && nalive > 1) {
-        if (c->s == CLF__PART_STATIC || rng_below(2))
-            clf__part_retire(p, (size_t)silent);
+        /* The executor retires every device that stops asking before the end (a failure,
+         * a thread that did not start): the pool strategies let a slower device stand aside
+         * for a faster one, which must therefore ask. */
+        clf__part_retire(p, (size_t)silent);
         alive[silent] = 0;
         nalive--;
     }
@@ -728,9 +832,14 @@ static void stress_one(const pcase *c, int silent)
                 REQUIRE(len > 0 && len <= cap_of(c, d), "%s: bad chunk", what);
                 list_push(&held[d], off, len, d);
             } else {
-                /* Only STATIC (fixed shares) may refuse a live device while work is free:
-                 * the pool and stealing reach everything else. */
-                REQUIRE(c->s == CLF__PART_STATIC || fr == 0,
+                /* Only STATIC (fixed shares) may refuse a live device while work is free,
+                 * and the pool strategies a device slower than another live one. */
+                int slower = 0;
+                double wn[16];
+                ref_weights(c, wn);
+                for (size_t j = 0; j < c->ndev; j++)
+                    slower |= alive[j] && wn[j] > wn[d];
+                REQUIRE(c->s == CLF__PART_STATIC || fr == 0 || slower,
                         "%s: device %zu refused while %llu units are free", what, d, (ull)fr);
             }
             continue;

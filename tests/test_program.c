@@ -548,6 +548,144 @@ START_TEST(cache_stale_temp_files_removed)
 }
 END_TEST
 
+/* clf_cache_info() counts the entries a build wrote and their bytes; clf_cache_clear()
+ * removes them and nothing else (a file of the user's, a young temporary file, the learned
+ * speeds), so that the next build compiles again. */
+START_TEST(cache_info_and_clear)
+{
+    make_cache_dir();
+    char young_tmp[512], other[512], perf[512], missing[512];
+    snprintf(young_tmp, sizeof young_tmp, "%s/.tmp-Young1", cache_dir);
+    snprintf(other, sizeof other, "%s/notes.txt", cache_dir);
+    snprintf(perf, sizeof perf, "%s/perf-v1.tsv", cache_dir);
+    snprintf(missing, sizeof missing, "%s/not-there", cache_dir);
+    const char *files[] = {young_tmp, other};
+    for (size_t i = 0; i < 2; i++) {
+        FILE *fp = fopen(files[i], "wb");
+        ck_assert_ptr_nonnull(fp);
+        fputs("12345", fp);
+        fclose(fp);
+    }
+    clf_cache_stats cs;
+    ck_assert_ok(clf_cache_info(&cs, cache_dir));
+    ck_assert_str_eq(cs.dir, cache_dir);
+    ck_assert_int_eq(cs.exists, 1);
+    ck_assert_uint_eq(cs.entries, 0);
+    ck_assert_uint_eq(cs.bytes, 0);
+    ck_assert_uint_eq(cs.temporary, 1);
+    ck_assert_uint_eq(cs.temporary_bytes, 5);
+    clf_free(cs.dir);
+
+    clf_fleet_options o = CLF_FLEET_OPTIONS_INIT;
+    o.devices = TEST_CPUS;
+    o.cache_dir = cache_dir;
+    clf_fleet *f;
+    ck_assert_ok(clf_fleet_create(&f, &o));
+    char src[8192];
+    unique_vadd_source(src, sizeof src, "info");
+    clf_program *p;
+    ck_assert_ok(clf_program_build_source(&p, f, src, NULL));
+    clf_program_destroy(p);
+    size_t entries = for_each_entry(NULL);
+    ck_assert_uint_ge(entries, 1);
+    FILE *fp = fopen(perf, "wb"); /* as a fleet that learned speeds leaves it */
+    ck_assert_ptr_nonnull(fp);
+    fclose(fp);
+
+    ck_assert_ok(clf_cache_info(&cs, cache_dir));
+    ck_assert_uint_eq(cs.entries, entries);
+    ck_assert_uint_gt(cs.bytes, 0);
+    ck_assert_int_eq(cs.perf_model, 1);
+    clf_free(cs.dir);
+
+    size_t removed = 0;
+    ck_assert_ok(clf_cache_clear(&removed, cache_dir));
+    ck_assert_uint_eq(removed, entries);
+    ck_assert_uint_eq(for_each_entry(NULL), 0);
+    ck_assert_msg(access(other, F_OK) == 0, "a file that is not the cache's was removed");
+    ck_assert_msg(access(young_tmp, F_OK) == 0, "a young temporary file was removed");
+    ck_assert_msg(access(perf, F_OK) == 0, "the learned speeds were removed");
+    ck_assert_ok(clf_cache_info(&cs, cache_dir));
+    ck_assert_uint_eq(cs.entries, 0);
+    ck_assert_uint_eq(cs.bytes, 0);
+    clf_free(cs.dir);
+    /* Cleared: the same source compiles again (and stores again). */
+    ck_assert_ok(clf_program_build_source(&p, f, src, NULL));
+    ck_assert_int_eq(clf_program_from_cache(p, 0), 0);
+    clf_program_destroy(p);
+    ck_assert_uint_eq(for_each_entry(NULL), entries);
+    clf_fleet_destroy(f);
+
+    /* A directory not created yet is an empty cache; bad arguments say what is wrong. */
+    ck_assert_ok(clf_cache_info(&cs, missing));
+    ck_assert_int_eq(cs.exists, 0);
+    ck_assert_uint_eq(cs.entries, 0);
+    ck_assert_str_eq(cs.dir, missing);
+    clf_free(cs.dir);
+    removed = 99;
+    ck_assert_ok(clf_cache_clear(&removed, missing));
+    ck_assert_uint_eq(removed, 0);
+    ck_assert_status(clf_cache_info(NULL, cache_dir), CLF_ERROR_NULL_POINTER);
+    ck_assert_status(clf_cache_info(&cs, ""), CLF_ERROR_INVALID_ARGUMENT);
+    ck_assert_ptr_null(cs.dir);
+    ck_assert_status(clf_cache_clear(NULL, ""), CLF_ERROR_INVALID_ARGUMENT);
+    /* A file where the directory should be cannot be read as one. */
+    ck_assert_status(clf_cache_info(&cs, other), CLF_ERROR_IO);
+    ck_assert_ptr_null(cs.dir);
+    ck_assert_status(clf_cache_clear(NULL, other), CLF_ERROR_IO);
+
+    unlink(other);
+    unlink(perf);
+    remove_cache_dir();
+}
+END_TEST
+
+/* CLFLEET_CACHE_MAX bounds the binaries a fleet leaves in its cache directory: below one
+ * entry, each store leaves only itself; a bad value fails the fleet's creation. */
+START_TEST(cache_size_limit)
+{
+    make_cache_dir();
+    clf_fleet_options o = CLF_FLEET_OPTIONS_INIT;
+    o.devices = TEST_CPUS;
+    o.cache_dir = cache_dir;
+    clf_fleet *f;
+    char src[8192];
+    clf_program *p;
+
+    ck_assert_int_eq(setenv("CLFLEET_CACHE_MAX", "1", 1), 0);
+    ck_assert_ok(clf_fleet_create(&f, &o));
+    unique_vadd_source(src, sizeof src, "limit-a");
+    ck_assert_ok(clf_program_build_source(&p, f, src, NULL));
+    clf_program_destroy(p);
+    ck_assert_uint_eq(for_each_entry(NULL), 1);
+    unique_vadd_source(src, sizeof src, "limit-b");
+    ck_assert_ok(clf_program_build_source(&p, f, src, "-DB=1"));
+    clf_program_destroy(p);
+    ck_assert_uint_eq(for_each_entry(NULL), 1);
+    clf_fleet_destroy(f);
+
+    /* A limit far above: every entry stays. */
+    ck_assert_int_eq(setenv("CLFLEET_CACHE_MAX", "1G", 1), 0);
+    ck_assert_ok(clf_fleet_create(&f, &o));
+    unique_vadd_source(src, sizeof src, "limit-c");
+    ck_assert_ok(clf_program_build_source(&p, f, src, NULL));
+    clf_program_destroy(p);
+    unique_vadd_source(src, sizeof src, "limit-d");
+    ck_assert_ok(clf_program_build_source(&p, f, src, NULL));
+    clf_program_destroy(p);
+    ck_assert_uint_ge(for_each_entry(NULL), 3);
+    clf_fleet_destroy(f);
+
+    ck_assert_int_eq(setenv("CLFLEET_CACHE_MAX", "lots", 1), 0);
+    f = NULL;
+    ck_assert_status(clf_fleet_create(&f, &o), CLF_ERROR_PARSE);
+    ck_assert_ptr_null(f);
+    ck_assert_msg(strstr(clf_last_error(), "CLFLEET_CACHE_MAX: 'lots'"), "%s", clf_last_error());
+    unsetenv("CLFLEET_CACHE_MAX");
+    remove_cache_dir();
+}
+END_TEST
+
 /* ---- processes filling one cache at once ---------------------------------------------- */
 
 enum { WORKER_ITERS = 6 };
@@ -675,6 +813,8 @@ int main(int argc, char **argv)
     tcase_add_test(tc, cache_keys_included_headers);
     tcase_add_loop_test(tc, cache_bad_entries_rebuilt, 0, 4);
     tcase_add_test(tc, cache_stale_temp_files_removed);
+    tcase_add_test(tc, cache_info_and_clear);
+    tcase_add_test(tc, cache_size_limit);
     tcase_add_test(tc, cache_concurrent_processes);
     suite_add_tcase(s, tc);
     return test_run(s, TEST_CPUS, 3);

@@ -851,6 +851,35 @@ START_TEST(test_env_words)
 }
 END_TEST
 
+START_TEST(test_env_cache_max)
+{
+    static const struct {
+        const char *v;
+        uint64_t want;
+    } good[] = {
+        {NULL, 0}, {"", 0}, {"0", 0}, {"1", 1}, {"1048576", 1048576}, {"64k", 65536},
+        {"64K", 65536}, {"500M", 500ull << 20}, {"2g", 2ull << 30}, {"0G", 0},
+        {"18446744073709551615", UINT64_MAX}, {"17179869183G", 17179869183ull << 30},
+    };
+    static const char *const bad[] = {"-1", " 1", "1 ", "1.5G", "G", "1T", "1KB", "0x10",
+                                      "18446744073709551616", "17179869184G", "1e9", "+5"};
+    uint64_t v = 7;
+    for (size_t i = 0; i < CLF__ARRAY_LEN(good); i++) {
+        ck_assert_msg(clf__env_cache_max(good[i].v, &v) == CLF_SUCCESS, "'%s' refused",
+                      good[i].v ? good[i].v : "(null)");
+        ck_assert_msg(v == good[i].want, "'%s' gives %llu", good[i].v ? good[i].v : "(null)",
+                      (unsigned long long)v);
+    }
+    for (size_t i = 0; i < CLF__ARRAY_LEN(bad); i++) {
+        v = 7;
+        ck_assert_msg(clf__env_cache_max(bad[i], &v) == CLF_ERROR_PARSE, "'%s' accepted", bad[i]);
+        ck_assert_msg(strstr(clf_last_error(), "CLFLEET_CACHE_MAX: '") && v == 0,
+                      "'%s': %s", bad[i], clf_last_error());
+    }
+    ck_assert_int_eq(clf__env_cache_max("1", NULL), CLF_ERROR_NULL_POINTER);
+}
+END_TEST
+
 START_TEST(test_ext_listed)
 {
     static const struct {
@@ -1089,6 +1118,62 @@ START_TEST(test_cache_paths)
             unsetenv(names[i]);
         free(saved[i]);
     }
+}
+END_TEST
+
+/* CLFLEET_CACHE_MAX: the least recently used entries go first (a load counts as a use),
+ * the entry just stored stays even alone above the limit, other files are not counted or
+ * removed. */
+START_TEST(test_cache_trim)
+{
+    unsigned char key[5][32], payload[1000], *bin;
+    size_t len;
+    char src[32];
+    memset(payload, 0x5a, sizeof payload);
+    for (int i = 0; i < 5; i++) {
+        snprintf(src, sizeof src, "kernel void k%d() {}", i);
+        make_key(key[i], src);
+        ck_assert_int_eq(clf__cache_store(tmpdir, key[i], payload, sizeof payload), CLF_SUCCESS);
+        /* Entry i written i minutes after the first. */
+        char *path = clf__cache_path(tmpdir, key[i]);
+        struct timespec t[2] = {{1000000 + 60 * i, 0}, {1000000 + 60 * i, 0}};
+        ck_assert_int_eq(utimensat(AT_FDCWD, path, t, 0), 0);
+        free(path);
+    }
+    write_bytes(sub("notes.txt"), payload, sizeof payload);
+    const uint64_t entry = 84 + sizeof payload;
+    /* Within the limit: nothing goes. */
+    clf__cache_trim(tmpdir, 5 * entry, NULL);
+    for (int i = 0; i < 5; i++) {
+        char *path = clf__cache_path(tmpdir, key[i]);
+        ck_assert_msg(exists(path), "entry %d removed under the limit", i);
+        free(path);
+    }
+    /* Loading entry 0 makes it the most recent: 1 and 2 are then the oldest. */
+    ck_assert_int_eq(clf__cache_load(tmpdir, key[0], &bin, &len), 1);
+    free(bin);
+    clf__cache_trim(tmpdir, 3 * entry + 10, key[4]);
+    static const int kept[5] = {1, 0, 0, 1, 1};
+    for (int i = 0; i < 5; i++) {
+        char *path = clf__cache_path(tmpdir, key[i]);
+        ck_assert_msg(exists(path) == kept[i], "entry %d %s", i, kept[i] ? "removed" : "kept");
+        free(path);
+    }
+    ck_assert(exists(sub("notes.txt")));
+    /* A limit below one entry keeps the one named. */
+    clf__cache_trim(tmpdir, 1, key[3]);
+    for (int i = 0; i < 5; i++) {
+        char *path = clf__cache_path(tmpdir, key[i]);
+        ck_assert_msg(exists(path) == (i == 3), "entry %d", i);
+        free(path);
+    }
+    ck_assert(exists(sub("notes.txt")));
+    clf__cache_trim(tmpdir, 1, NULL);
+    char *path = clf__cache_path(tmpdir, key[3]);
+    ck_assert(!exists(path));
+    free(path);
+    clf__cache_trim(sub("missing"), 1, NULL); /* no directory: nothing to do */
+    clf__cache_trim(NULL, 1, NULL);
 }
 END_TEST
 
@@ -1486,6 +1571,7 @@ static Suite *pure_suite(void)
     tcase_add_test(tc, test_filter_split_why);
     tcase_add_test(tc, test_filter_missing);
     tcase_add_test(tc, test_env_words);
+    tcase_add_test(tc, test_env_cache_max);
     tcase_add_test(tc, test_ext_listed);
     suite_add_tcase(s, tc);
 
@@ -1500,6 +1586,7 @@ static Suite *pure_suite(void)
     tcase_add_test(tc, test_cache_key);
     tcase_add_test(tc, test_cache_paths);
     tcase_add_test(tc, test_cache_roundtrip);
+    tcase_add_test(tc, test_cache_trim);
     tcase_add_test(tc, test_cache_corrupt);
     tcase_add_test(tc, test_cache_wrong_key);
     tcase_add_test(tc, test_cache_not_a_file);

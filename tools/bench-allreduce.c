@@ -1,21 +1,30 @@
 /*
- * clfleet-bench allreduce: the ring all-reduce of clf_allreduce() against the naive way
- * (read every device's buffer to the host, add there, write the sum back to every device),
- * float sums of 4 KiB to 256 MiB in steps of 4x, on 2 and 3 devices.
+ * clfleet-bench allreduce: clf_allreduce() (a ring: reduce-scatter, then all-gather) against
+ * the naive way (read every device's buffer to the host, combine there, write the result back
+ * to every device), from 4 KiB to 256 MiB in steps of 4x, on 2 and 3 devices, in the
+ * conventions of nccl-tests' all_reduce_perf: -b/-e/-f for the sizes, -w warm-up and -n timed
+ * iterations, -d the type and -o the operation, and per size the columns
  *
- * Reported per size, the median of a few repetitions: time, algorithm bandwidth
- * (algbw = size / time) and bus bandwidth as NCCL defines it for all-reduce
- * (busbw = algbw x 2(n-1)/n: the bytes each device must send and receive, so that the
- * figure compares with the links' bandwidth whatever n), and the naive way's time and
- * bandwidth. Each method's result is checked once per size (integer-valued floats, so the
- * sums are exact in any order). The devices are those of --devices, else $CLFLEET_DEVICES,
- * else the library's default (a single CPU device is split into sub-devices of one compute
- * unit), in one context per platform (the copies stay in the context); --context-per-device
- * makes every copy cross contexts through pinned host staging. Built with
- * -DCLF_BENCH_ALLREDUCE_MAIN it
- * is a program of its own.
+ *   size count type redop root | out-of-place: time algbw busbw #wrong | in-place: ... |
+ *   naive: time busbw #wrong
+ *
+ * with time the mean of the timed iterations, algbw = size / time and busbw as NCCL defines
+ * it for all-reduce, algbw x 2(n-1)/n (the bytes each device must send and receive, so that
+ * the figure compares with the links' bandwidth whatever n). clf_allreduce() works in place
+ * only, so the out-of-place columns say n/a. The buffers are written afresh (untimed) before
+ * every iteration, so that every iteration reduces the same values; #wrong counts the
+ * elements of every device's buffer that differ from a host reference after the last one
+ * (the values are small integers, so every result is exact in any order and any type).
+ * The footer gives the out-of-bounds total and the mean bus bandwidth, as nccl-tests does.
+ *
+ * The devices are those of --devices, else $CLFLEET_DEVICES, else the library's default (a
+ * single CPU device is split into sub-devices of one compute unit), in one context per
+ * platform (the copies stay in the context); --context-per-device makes every copy cross
+ * contexts through pinned host staging. Built with -DCLF_BENCH_ALLREDUCE_MAIN it is a
+ * program of its own.
  */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,26 +32,33 @@
 
 #include "bench.h"
 #include "json.h"
+#include "plot.h"
 #include "clfleet.h"
 
 #define MAX_REPS CLF_BENCH_MAX_REPS
 #define MAX_DEV 3
+#define MAX_RUNS 256
 
 typedef struct run {
-    size_t ndev, bytes;
-    double ring_s, naive_s;         /* medians */
-    double ring_min_s, ring_max_s;  /* the ring's fastest and slowest repetition */
-    int ring_ok, naive_ok;
+    size_t ndev, bytes, count;
+    double time_s, min_s, max_s; /* clf_allreduce(): mean, fastest and slowest iteration */
+    double naive_s;              /* the naive way: mean */
+    size_t wrong, naive_wrong;   /* elements that differ from the reference, every device */
 } run;
 
 typedef struct bench {
     clf_bench_common opt;
     int per_device;
-    size_t max_bytes, chunk;
+    clf_type type;
+    clf_reduce_op op;
+    size_t esz;                      /* bytes of one element */
+    size_t min_bytes, max_bytes, factor;
+    size_t warmup, only_n;           /* -w; -g (0: 2 and 3 devices) */
+    size_t chunk;
     clf_fleet *fl;
     size_t nfleet;
     clf_buffer *buf[MAX_DEV];
-    float *host[MAX_DEV], *sum, *init[MAX_DEV];
+    unsigned char *host[MAX_DEV], *sum, *init[MAX_DEV];
     double memcpy_gbps;
 } bench;
 
@@ -51,12 +67,17 @@ static double busbw(size_t bytes, double s, size_t n)
     return clf_bench_gbps(bytes, s) * 2.0 * (double)(n - 1) / (double)n;
 }
 
-/* Small integers, different on every device: every sum is exact. */
+/* Device d's element i before the reduction (clf_bench_reduce_value()). */
+static double value(const bench *b, size_t d, size_t i)
+{
+    return clf_bench_reduce_value(b->type, b->op, d, i);
+}
+
 static void fill(bench *b, size_t count)
 {
     for (size_t d = 0; d < MAX_DEV; d++)
         for (size_t i = 0; i < count; i++)
-            b->init[d][i] = (float)((i * 7 + d * 13) % 101);
+            clf_bench_store(b->type, b->init[d], i, value(b, d, i));
 }
 
 static clf_status upload(bench *b, size_t n, size_t bytes)
@@ -69,46 +90,29 @@ static clf_status upload(bench *b, size_t n, size_t bytes)
     return CLF_SUCCESS;
 }
 
-/* Every buffer holds the sum of the initial values. */
-static int check(bench *b, size_t n, size_t count)
+/* The elements of the n buffers that differ from the reduction of the initial values (a
+ * buffer that cannot be read counts wholly); 0 when all hold it. */
+static size_t count_wrong(bench *b, size_t n, size_t count)
 {
+    size_t wrong = 0;
     for (size_t d = 0; d < n; d++) {
-        if (clf_buffer_read(b->buf[d], 0, count * sizeof(float), b->host[d]) != CLF_SUCCESS)
-            return 0;
+        if (clf_buffer_read(b->buf[d], 0, count * b->esz, b->host[d]) != CLF_SUCCESS) {
+            wrong += count;
+            continue;
+        }
         for (size_t i = 0; i < count; i++) {
-            float want = 0;
-            for (size_t k = 0; k < n; k++)
-                want += b->init[k][i];
-            if (b->host[d][i] != want)
-                return 0;
+            double want = value(b, 0, i);
+            for (size_t k = 1; k < n; k++)
+                want = clf_bench_combine(b->op, want, value(b, k, i));
+            wrong += clf_bench_load(b->type, b->host[d], i) != want;
         }
     }
-    return 1;
+    return wrong;
 }
 
-/* The naive way: everything to the host, add there, everything back. */
-static clf_status naive(bench *b, size_t n, size_t count)
+/* Wait for every event of ev[0..n) and release it; the first failure, else success. */
+static clf_status wait_all(clf_event **ev, size_t n, clf_status st)
 {
-    size_t bytes = count * sizeof(float);
-    clf_event *ev[MAX_DEV];
-    clf_status st = CLF_SUCCESS;
-    for (size_t d = 0; d < n; d++)
-        if ((st = clf_buffer_read_async(b->buf[d], 0, bytes, b->host[d], &ev[d])) != CLF_SUCCESS)
-            return st;
-    for (size_t d = 0; d < n; d++) {
-        clf_status s = clf_event_wait(ev[d]);
-        st = st == CLF_SUCCESS ? s : st;
-        clf_event_release(ev[d]);
-    }
-    if (st != CLF_SUCCESS)
-        return st;
-    memcpy(b->sum, b->host[0], bytes);
-    for (size_t d = 1; d < n; d++)
-        for (size_t i = 0; i < count; i++)
-            b->sum[i] += b->host[d][i];
-    for (size_t d = 0; d < n; d++)
-        if ((st = clf_buffer_write_async(b->buf[d], 0, bytes, b->sum, &ev[d])) != CLF_SUCCESS)
-            return st;
     for (size_t d = 0; d < n; d++) {
         clf_status s = clf_event_wait(ev[d]);
         st = st == CLF_SUCCESS ? s : st;
@@ -117,47 +121,79 @@ static clf_status naive(bench *b, size_t n, size_t count)
     return st;
 }
 
-static clf_status measure(bench *b, size_t n, size_t bytes, run *r)
+/* The naive way: everything to the host, combine there, everything back. */
+static clf_status naive(bench *b, size_t n, size_t count)
 {
-    size_t count = bytes / sizeof(float);
+    size_t bytes = count * b->esz;
+    clf_event *ev[MAX_DEV];
+    size_t started = 0;
+    clf_status st = CLF_SUCCESS;
+    for (; started < n && st == CLF_SUCCESS; started++)
+        if ((st = clf_buffer_read_async(b->buf[started], 0, bytes, b->host[started],
+                                        &ev[started])) != CLF_SUCCESS)
+            break;
+    if ((st = wait_all(ev, started, st)) != CLF_SUCCESS)
+        return st;
+    memcpy(b->sum, b->host[0], bytes);
+    for (size_t d = 1; d < n; d++)
+        clf_bench_host_combine(b->type, b->op, b->sum, b->host[d], count);
+    for (started = 0; started < n && st == CLF_SUCCESS; started++)
+        if ((st = clf_buffer_write_async(b->buf[started], 0, bytes, b->sum, &ev[started])) !=
+            CLF_SUCCESS)
+            break;
+    return wait_all(ev, started, st);
+}
+
+static clf_status measure(bench *b, size_t n, size_t count, run *r)
+{
+    size_t bytes = count * b->esz;
     double ring[MAX_REPS], nv[MAX_REPS];
+    unsigned iters = b->opt.reps;
     clf_collective_options o = CLF_COLLECTIVE_OPTIONS_INIT;
     o.chunk_bytes = b->chunk;
     clf_status st;
     r->ndev = n;
     r->bytes = bytes;
-    /* One untimed round of each, checked: warms the kernels and the staging buffers. */
-    if ((st = upload(b, n, bytes)) != CLF_SUCCESS ||
-        (st = clf_allreduce(b->buf, n, count, CLF_TYPE_FLOAT, CLF_REDUCE_SUM, &o)) != CLF_SUCCESS)
-        return st;
-    r->ring_ok = check(b, n, count);
-    if ((st = upload(b, n, bytes)) != CLF_SUCCESS || (st = naive(b, n, count)) != CLF_SUCCESS)
-        return st;
-    r->naive_ok = check(b, n, count);
-    /* Short operations repeat inside one timing so that the clock resolves them. */
-    unsigned inner = bytes >= ((size_t)4 << 20) ? 1 : (unsigned)(((size_t)4 << 20) / bytes);
-    if (inner > 32)
-        inner = 32;
-    for (unsigned k = 0; k < b->opt.reps; k++) {
+    r->count = count;
+    /* Untimed warm-ups of both: they build the kernels and make the staging buffers. */
+    for (size_t k = 0; k < b->warmup; k++)
+        if ((st = upload(b, n, bytes)) != CLF_SUCCESS ||
+            (st = clf_allreduce(b->buf, n, count, b->type, b->op, &o)) != CLF_SUCCESS ||
+            (st = upload(b, n, bytes)) != CLF_SUCCESS || (st = naive(b, n, count)) != CLF_SUCCESS)
+            return st;
+    /* The methods alternate, so that a drift in the machine's load hits both alike; each
+     * iteration starts from the initial values (written before the clock starts). */
+    for (unsigned k = 0; k < iters; k++) {
         if ((st = upload(b, n, bytes)) != CLF_SUCCESS)
             return st;
         double t = clf_bench_now();
-        for (unsigned j = 0; j < inner && st == CLF_SUCCESS; j++)
-            st = clf_allreduce(b->buf, n, count, CLF_TYPE_FLOAT, CLF_REDUCE_SUM, &o);
-        ring[k] = (clf_bench_now() - t) / inner;
-        if (st != CLF_SUCCESS || (st = upload(b, n, bytes)) != CLF_SUCCESS)
-            return st;
-        t = clf_bench_now();
-        for (unsigned j = 0; j < inner && st == CLF_SUCCESS; j++)
-            st = naive(b, n, count);
-        nv[k] = (clf_bench_now() - t) / inner;
+        st = clf_allreduce(b->buf, n, count, b->type, b->op, &o);
+        ring[k] = clf_bench_now() - t;
         if (st != CLF_SUCCESS)
             return st;
+        if (k + 1 == iters)
+            r->wrong = count_wrong(b, n, count);
+        if ((st = upload(b, n, bytes)) != CLF_SUCCESS)
+            return st;
+        t = clf_bench_now();
+        st = naive(b, n, count);
+        nv[k] = clf_bench_now() - t;
+        if (st != CLF_SUCCESS)
+            return st;
+        if (k + 1 == iters)
+            r->naive_wrong = count_wrong(b, n, count);
     }
-    r->ring_s = clf_bench_median(ring, b->opt.reps); /* sorts ring */
-    r->ring_min_s = ring[0];
-    r->ring_max_s = ring[b->opt.reps - 1];
-    r->naive_s = clf_bench_median(nv, b->opt.reps);
+    double sum = 0, nsum = 0;
+    r->min_s = INFINITY;
+    r->max_s = 0;
+    for (unsigned k = 0; k < iters; k++) {
+        sum += ring[k];
+        nsum += nv[k];
+        r->min_s = fmin(r->min_s, ring[k]);
+        r->max_s = fmax(r->max_s, ring[k]);
+    }
+    r->time_s = sum / iters;
+    r->naive_s = nsum / iters;
     return CLF_SUCCESS;
 }
 
@@ -177,74 +213,166 @@ static double memcpy_rate(bench *b, size_t bytes)
 
 static void usage(FILE *to)
 {
-    fputs("usage: clfleet-bench allreduce [--json] [--quick] [--verbose] [--reps N]\n"
-          "                               [--devices SELECTION] [--trace PATH]\n"
-          "                               [--context-per-device] [--max-size BYTES]\n"
+    fputs("usage: clfleet-bench allreduce [-b BYTES] [-e BYTES] [-f FACTOR] [-w N] [-n N]\n"
+          "                               [-d TYPE] [-o OP] [-g N] [--json] [--quick]\n"
+          "                               [--verbose] [--devices SELECTION] [--trace PATH]\n"
+          "                               [--plot FILE.svg] [--context-per-device]\n"
           "                               [--chunk BYTES]\n"
-          "Ring all-reduce (clf_allreduce, float sum) against the naive gather-add-broadcast\n"
-          "on 2 and 3 devices, 4 KiB to 256 MiB: time, algbw = size / time and\n"
-          "busbw = algbw x 2(n-1)/n, in GB/s (1e9 bytes/s).\n"
+          "All-reduce in nccl-tests' conventions (all_reduce_perf): clf_allreduce (a\n"
+          "ring) against the naive gather-combine-write on 2 and 3 devices. Per size:\n"
+          "time (mean of the iterations, us), algbw = size / time and busbw = algbw x\n"
+          "2(n-1)/n, in GB/s (1e9 bytes/s), and #wrong: the elements of all devices that\n"
+          "differ from a host reference after the last iteration. The out-of-place\n"
+          "columns say n/a: clf_allreduce() reduces in place only (every buffer is input\n"
+          "and output); the in-place columns are clf_allreduce. The buffers are rewritten\n"
+          "before every iteration, untimed. Footer: the out-of-bounds total and the mean\n"
+          "in-place busbw.\n"
+          "  -b, --minbytes B      smallest size in bytes, K, M or G suffix (4K)\n"
+          "  -e, --maxbytes B      largest size (256M; --quick: 1M); also --max-size B\n"
+          "  -f, --stepfactor F    multiply the size by F, 2 to 1024, each step (4)\n"
+          "  -w, --warmup_iters N  untimed iterations of each method per size, 0 to 64 (1)\n"
+          "  -n, --iters N         timed iterations per size, 1 to 64 (5; --quick: 2);\n"
+          "                        also --reps N\n"
+          "  -d, --datatype T      int32, uint32, int64, float or double (float); also\n"
+          "                        --type T\n"
+          "  -o, --op OP           sum, prod, min or max (sum)\n"
+          "  -g, --ngpus N         only N devices, 2 or 3 (default: 2, then 3 if there are)\n"
           "  --json                one JSON document on standard output\n"
-          "  --quick               sizes up to 1 MiB, two repetitions (a smoke test)\n"
-          "  --reps N              timed repetitions, medians reported (5)\n"
+          "  --quick               sizes up to 1 MiB, two iterations (a smoke test)\n"
           "  --verbose             developer lines (targets met or missed), where any\n"
           "  --devices S           devices (default: $CLFLEET_DEVICES, else the library's\n"
           "                        default; CPU devices are split when there is only one)\n"
           "  --trace PATH          a Perfetto timeline per fleet, PATH-N.json\n"
+          "  --plot FILE.svg       a chart: busbw and algbw against size, per device count\n"
           "  --context-per-device  one context per device: every copy is staged through\n"
           "                        the host (default: one per platform)\n"
-          "  --max-size B          largest size in bytes, K, M or G suffix (default 256M)\n"
           "  --chunk B             pipelining chunk of the ring (default: automatic)\n"
           "  -h, --help            this text; -V, --version: the version\n",
           to);
 }
 
-enum { OPT_PER_DEVICE = CLF_BENCH_OWN, OPT_MAX_SIZE, OPT_CHUNK };
+enum { OPT_PER_DEVICE = CLF_BENCH_OWN, OPT_MAX_SIZE, OPT_CHUNK, OPT_TYPE, OPT_REPS };
 static const struct option OWN[] = {{"context-per-device", no_argument, NULL, OPT_PER_DEVICE},
                                     {"max-size", required_argument, NULL, OPT_MAX_SIZE},
                                     {"chunk", required_argument, NULL, OPT_CHUNK},
+                                    {"minbytes", required_argument, NULL, 'b'},
+                                    {"maxbytes", required_argument, NULL, 'e'},
+                                    {"stepfactor", required_argument, NULL, 'f'},
+                                    {"warmup_iters", required_argument, NULL, 'w'},
+                                    {"iters", required_argument, NULL, 'n'},
+                                    {"datatype", required_argument, NULL, 'd'},
+                                    {"type", required_argument, NULL, OPT_TYPE},
+                                    {"op", required_argument, NULL, 'o'},
+                                    {"ngpus", required_argument, NULL, 'g'},
                                     {NULL, 0, NULL, 0}};
 
-/* --context-per-device, --max-size B and --chunk B. */
+/* The options above; 1 when the value is good. */
 static int own_option(void *bench_, int val, const char *arg)
 {
     bench *b = bench_;
-    if (val == OPT_PER_DEVICE)
+    size_t v;
+    switch (val) {
+    case OPT_PER_DEVICE:
         return b->per_device = 1;
-    if (val == OPT_MAX_SIZE)
-        return clf_bench_number(arg, 0, 4096, (size_t)1 << 32, &b->max_bytes);
-    return clf_bench_number(arg, 0, 4, SIZE_MAX, &b->chunk);
+    case OPT_MAX_SIZE:
+    case 'e':
+        return clf_bench_number(arg, 0, 4, (size_t)1 << 32, &b->max_bytes);
+    case 'b':
+        return clf_bench_number(arg, 0, 4, (size_t)1 << 32, &b->min_bytes);
+    case 'f':
+        return clf_bench_number(arg, 10, 2, 1024, &b->factor);
+    case 'w':
+        return clf_bench_number(arg, 10, 0, MAX_REPS, &b->warmup);
+    case 'n': /* as --reps, and capped under --quick alike */
+        if (!clf_bench_number(arg, 10, 1, MAX_REPS, &v))
+            return 0;
+        b->opt.reps = (unsigned)v;
+        return 1;
+    case 'g':
+        return clf_bench_number(arg, 10, 2, MAX_DEV, &b->only_n);
+    case 'd':
+    case OPT_TYPE:
+        return clf_bench_type_parse(arg, &b->type);
+    case 'o':
+        return clf_bench_op_parse(arg, &b->op);
+    default: /* OPT_CHUNK */
+        return clf_bench_number(arg, 0, 4, SIZE_MAX, &b->chunk);
+    }
+}
+
+static void print_header(const bench *b)
+{
+    printf("# clfleet-bench allreduce: %s %s, %s\n", clf_bench_type_name(b->type),
+           clf_bench_op_name(b->op),
+           b->per_device ? "one context per device (staged copies)" : "one context per platform");
+    for (size_t d = 0; d < b->nfleet && d < MAX_DEV; d++) {
+        clf_device_info in;
+        if (clf_device_get_info(&in, b->fl, d) == CLF_SUCCESS)
+            printf("#  device %zu: %s, %u compute unit(s)\n", d, in.name, in.compute_units);
+    }
+    printf("#  memcpy on this host: %.2f GB/s\n", b->memcpy_gbps);
+    printf("# time: mean of %u iteration(s) after %zu warm-up(s); algbw = size / time; busbw = "
+           "algbw x 2(n-1)/n; GB/s = 1e9 bytes/s\n",
+           b->opt.reps, b->warmup);
+    printf("# out-of-place: n/a, clf_allreduce() reduces in place only\n");
+}
+
+static void print_columns(size_t n)
+{
+    printf("#\n# %zu devices\n", n);
+    printf("# %47s%-33s%-33s%s\n", "", "out-of-place", "in-place",
+           "naive gather-combine-write");
+    printf("# %10s %12s %8s %6s %5s  %8s %7s %7s %6s  %8s %7s %7s %6s  %8s %7s %6s\n", "size",
+           "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw",
+           "busbw", "#wrong", "time", "busbw", "#wrong");
+    printf("# %10s %12s %8s %6s %5s  %8s %7s %7s %6s  %8s %7s %7s %6s  %8s %7s %6s\n", "(B)",
+           "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)",
+           "", "(us)", "(GB/s)", "");
+}
+
+static void print_row(const bench *b, const run *r)
+{
+    printf("  %10zu %12zu %8s %6s %5d  %8s %7s %7s %6s  %8.1f %7.3f %7.3f %6zu  %8.1f %7.3f "
+           "%6zu\n",
+           r->bytes, r->count, clf_bench_type_name(b->type), clf_bench_op_name(b->op), -1, "n/a",
+           "n/a", "n/a", "n/a", r->time_s * 1e6, clf_bench_gbps(r->bytes, r->time_s),
+           busbw(r->bytes, r->time_s, r->ndev), r->wrong, r->naive_s * 1e6,
+           busbw(r->bytes, r->naive_s, r->ndev), r->naive_wrong);
+}
+
+/* nccl-tests' footer: every wrong element, and the mean bus bandwidth of the in-place runs. */
+static void footer(const run *r, size_t nr, size_t *wrong, double *avg)
+{
+    double sum = 0;
+    size_t n = 0;
+    *wrong = 0;
+    for (size_t i = 0; i < nr; i++) {
+        *wrong += r[i].wrong + r[i].naive_wrong;
+        double bw = busbw(r[i].bytes, r[i].time_s, r[i].ndev);
+        if (isfinite(bw))
+            sum += bw, n++;
+    }
+    *avg = n ? sum / (double)n : NAN;
 }
 
 static void print_table(const bench *b, const run *r, size_t nr)
 {
-    printf("clfleet-bench allreduce: float sum, %s, median of %u [fastest..slowest]; GB/s = 1e9 "
-           "bytes/s\n",
-           b->per_device ? "one context per device (staged copies)" : "one context per platform",
-           b->opt.reps);
-    for (size_t d = 0; d < b->nfleet && d < MAX_DEV; d++) {
-        clf_device_info in;
-        if (clf_device_get_info(&in, b->fl, d) == CLF_SUCCESS)
-            printf("  device %zu: %s, %u compute unit(s)\n", d, in.name, in.compute_units);
-    }
-    printf("  memcpy on this host: %.2f GB/s\n\n", b->memcpy_gbps);
-    printf("%-4s %9s  %10s %21s %8s %8s  %10s %8s %8s  %7s\n", "devs", "size", "ring us",
-           "[min..max]", "algbw", "busbw", "naive us", "algbw", "busbw", "speedup");
+    print_header(b);
     for (size_t i = 0; i < nr; i++) {
-        char size[32], spread[48];
-        clf_bench_size_label(size, sizeof size, r[i].bytes);
-        snprintf(spread, sizeof spread, "[%.1f..%.1f]", r[i].ring_min_s * 1e6,
-                 r[i].ring_max_s * 1e6);
-        printf("%-4zu %9s  %10.1f %21s %8.2f %8.2f  %10.1f %8.2f %8.2f  %7.2f%s\n", r[i].ndev,
-               size, r[i].ring_s * 1e6, spread, clf_bench_gbps(r[i].bytes, r[i].ring_s),
-               busbw(r[i].bytes, r[i].ring_s, r[i].ndev), r[i].naive_s * 1e6,
-               clf_bench_gbps(r[i].bytes, r[i].naive_s), busbw(r[i].bytes, r[i].naive_s, r[i].ndev),
-               r[i].naive_s / r[i].ring_s, r[i].ring_ok && r[i].naive_ok ? "" : "  WRONG RESULT");
+        if (i == 0 || r[i].ndev != r[i - 1].ndev)
+            print_columns(r[i].ndev);
+        print_row(b, &r[i]);
     }
+    size_t wrong;
+    double avg;
+    footer(r, nr, &wrong, &avg);
+    printf("# Out of bounds values : %zu %s\n", wrong, wrong ? "FAILED" : "OK");
+    printf("# Avg bus bandwidth    : %.3f GB/s (in-place)\n", avg);
+    printf("#\n");
 }
 
-/* One method's figures: {"time_s": ..., "algbw_gbps": ..., "busbw_gbps": ..., "correct": ...}. */
-static void json_method(const run *r, double s, int ok)
+/* One method's figures: {"time_s": ..., "algbw_gbps": ..., "busbw_gbps": ..., "wrong": ...}. */
+static void json_method(const run *r, double s, size_t wrong)
 {
     printf("{\"time_s\": ");
     clf_tool_json_num(s);
@@ -252,31 +380,74 @@ static void json_method(const run *r, double s, int ok)
     clf_tool_json_num(clf_bench_gbps(r->bytes, s));
     printf(", \"busbw_gbps\": ");
     clf_tool_json_num(busbw(r->bytes, s, r->ndev));
-    printf(", \"correct\": %s}", ok ? "true" : "false");
+    printf(", \"wrong\": %zu}", wrong);
 }
 
 static void print_json(const bench *b, const run *r, size_t nr)
 {
-    printf("{\n  \"benchmark\": \"allreduce\",\n  \"type\": \"float\",\n  \"op\": \"sum\",\n");
-    printf("  \"context\": \"%s\",\n  \"repetitions\": %u,\n  \"memcpy_gbps\": ",
-           b->per_device ? "per-device" : "per-platform", b->opt.reps);
+    printf("{\n  \"benchmark\": \"allreduce\",\n  \"type\": \"%s\",\n  \"op\": \"%s\",\n",
+           clf_bench_type_name(b->type), clf_bench_op_name(b->op));
+    printf("  \"context\": \"%s\",\n  \"warmup_iters\": %zu,\n  \"iters\": %u,\n",
+           b->per_device ? "per-device" : "per-platform", b->warmup, b->opt.reps);
+    printf("  \"out_of_place\": null,\n  \"memcpy_gbps\": ");
     clf_tool_json_num(b->memcpy_gbps);
     printf(",\n  \"results\": [");
     for (size_t i = 0; i < nr; i++) {
-        printf("%s\n    {\"devices\": %zu, \"bytes\": %zu, \"ring\": ", i ? "," : "", r[i].ndev,
-               r[i].bytes);
-        json_method(&r[i], r[i].ring_s, r[i].ring_ok);
-        printf(", \"naive\": ");
-        json_method(&r[i], r[i].naive_s, r[i].naive_ok);
-        printf(", \"ring_min_s\": ");
-        clf_tool_json_num(r[i].ring_min_s);
-        printf(", \"ring_max_s\": ");
-        clf_tool_json_num(r[i].ring_max_s);
+        printf("%s\n    {\"devices\": %zu, \"bytes\": %zu, \"count\": %zu, \"in_place\": ",
+               i ? "," : "", r[i].ndev, r[i].bytes, r[i].count);
+        json_method(&r[i], r[i].time_s, r[i].wrong);
+        printf(", \"in_place_min_s\": ");
+        clf_tool_json_num(r[i].min_s);
+        printf(", \"in_place_max_s\": ");
+        clf_tool_json_num(r[i].max_s);
+        printf(",\n     \"naive\": ");
+        json_method(&r[i], r[i].naive_s, r[i].naive_wrong);
         printf(", \"speedup\": ");
-        clf_tool_json_num(r[i].naive_s / r[i].ring_s);
+        clf_tool_json_num(r[i].naive_s / r[i].time_s);
         printf("}");
     }
-    printf("\n  ]\n}\n");
+    size_t wrong;
+    double avg;
+    footer(r, nr, &wrong, &avg);
+    printf("\n  ],\n  \"out_of_bounds\": %zu,\n  \"avg_busbw_gbps\": ", wrong);
+    clf_tool_json_num(avg);
+    printf("\n}\n");
+}
+
+/* --plot: busbw and algbw against size, a line per method and device count. */
+static int plot(const bench *b, const run *r, size_t nr)
+{
+    if (!b->opt.plot)
+        return 0;
+    char title[128];
+    snprintf(title, sizeof title, "clfleet-bench allreduce: %s %s",
+             clf_bench_type_name(b->type), clf_bench_op_name(b->op));
+    clf_plot *p = clf_plot_create(title);
+    double x[MAX_RUNS], y[MAX_RUNS];
+    for (int panel = 0; panel < 2; panel++) {
+        clf_plot_panel(p, CLF_PLOT_LOG_X | CLF_PLOT_X_BYTES | CLF_PLOT_Y_ZERO,
+                       panel ? "algorithm bandwidth (size / time)"
+                             : "bus bandwidth (algbw x 2(n-1)/n)",
+                       "size (bytes)", panel ? "algbw (GB/s)" : "busbw (GB/s)");
+        for (size_t n = 2; n <= MAX_DEV; n++)
+            for (int naive_way = 0; naive_way < 2; naive_way++) {
+                size_t k = 0;
+                for (size_t i = 0; i < nr; i++)
+                    if (r[i].ndev == n) {
+                        double s = naive_way ? r[i].naive_s : r[i].time_s;
+                        x[k] = (double)r[i].bytes;
+                        y[k++] = panel ? clf_bench_gbps(r[i].bytes, s) : busbw(r[i].bytes, s, n);
+                    }
+                char name[64];
+                snprintf(name, sizeof name, "%s, %zu devices",
+                         naive_way ? "naive" : "clf_allreduce", n);
+                if (k)
+                    clf_plot_line(p, name, x, y, k);
+            }
+    }
+    int rc = clf_bench_plot_write(&b->opt, p, b->opt.plot);
+    clf_plot_destroy(p);
+    return rc;
 }
 
 static void teardown(bench *b)
@@ -294,7 +465,7 @@ static clf_status setup(bench *b)
 {
     clf_fleet_options o = CLF_FLEET_OPTIONS_INIT;
     o.context_per_device = b->per_device;
-    clf_status st = clf_bench_fleet(&b->fl, &b->opt, &o, 2);
+    clf_status st = clf_bench_fleet(&b->fl, &b->opt, &o, b->only_n ? b->only_n : 2);
     if (st != CLF_SUCCESS)
         return st;
     b->nfleet = clf_fleet_device_count(b->fl);
@@ -309,7 +480,7 @@ static clf_status setup(bench *b)
     }
     if (!(b->sum = malloc(b->max_bytes)))
         return CLF_ERROR_OUT_OF_HOST_MEMORY;
-    fill(b, b->max_bytes / sizeof(float));
+    fill(b, b->max_bytes / b->esz);
     return CLF_SUCCESS;
 }
 
@@ -317,13 +488,27 @@ int clf_bench_allreduce(int argc, char **argv)
 {
     bench b;
     memset(&b, 0, sizeof b);
-    b.opt = (clf_bench_common){.name = "allreduce", .usage = usage, .reps = 5, .quick_reps = 2};
+    b.opt = (clf_bench_common){
+        .name = "allreduce", .usage = usage, .reps = 5, .quick_reps = 2, .can_plot = 1};
+    b.type = CLF_TYPE_FLOAT;
+    b.op = CLF_REDUCE_SUM;
+    b.min_bytes = 4096;
     b.max_bytes = (size_t)256 << 20;
+    b.factor = 4;
+    b.warmup = 1;
     int rc = clf_bench_parse(&b.opt, argc, argv, OWN, own_option, &b);
     if (rc >= 0)
         return rc;
     if (b.opt.quick && b.max_bytes > ((size_t)1 << 20))
         b.max_bytes = (size_t)1 << 20;
+    b.esz = clf_type_size(b.type);
+    if (b.min_bytes > b.max_bytes || b.max_bytes < b.esz) {
+        fprintf(stderr, "clfleet-bench allreduce: the smallest size (-b %zu) is above the "
+                        "largest (-e %zu), or the largest holds no %s\n"
+                        "Try 'clfleet-bench allreduce --help'.\n",
+                b.min_bytes, b.max_bytes, clf_bench_type_name(b.type));
+        return CLF_BENCH_USAGE;
+    }
     clf_status st = setup(&b);
     if (st != CLF_SUCCESS) {
         /* Without a fleet, clf_bench_fleet() said what went wrong. */
@@ -334,15 +519,23 @@ int clf_bench_allreduce(int argc, char **argv)
         return rc;
     }
     b.memcpy_gbps = memcpy_rate(&b, b.max_bytes);
-    run res[2 * 16];
+    static run res[MAX_RUNS];
     size_t nr = 0;
     rc = 0;
-    for (size_t n = 2; n <= MAX_DEV && n <= b.nfleet && !rc; n++)
-        for (size_t bytes = 4096; bytes <= b.max_bytes && !rc; bytes *= 4) {
-            if ((st = measure(&b, n, bytes, &res[nr])) != CLF_SUCCESS)
-                rc = clf_bench_fail("allreduce", "measure", st);
-            else
-                nr++;
+    size_t lo_n = b.only_n ? b.only_n : 2, hi_n = b.only_n ? b.only_n : MAX_DEV;
+    for (size_t n = lo_n; n <= hi_n && n <= b.nfleet && !rc; n++)
+        for (size_t bytes = b.min_bytes; bytes <= b.max_bytes && nr < MAX_RUNS && !rc;) {
+            /* Whole elements only, as nccl-tests counts them; a size below one is skipped. */
+            size_t count = bytes / b.esz;
+            if (count && (nr == 0 || res[nr - 1].ndev != n || res[nr - 1].count != count)) {
+                if ((st = measure(&b, n, count, &res[nr])) != CLF_SUCCESS)
+                    rc = clf_bench_fail("allreduce", "measure", st);
+                else
+                    nr++;
+            }
+            if (bytes > SIZE_MAX / b.factor)
+                break;
+            bytes *= b.factor;
         }
     if (!rc) {
         if (b.opt.json)
@@ -350,13 +543,15 @@ int clf_bench_allreduce(int argc, char **argv)
         else
             print_table(&b, res, nr);
         for (size_t i = 0; i < nr; i++)
-            if (!res[i].ring_ok || !res[i].naive_ok) {
+            if (res[i].wrong || res[i].naive_wrong) {
                 fprintf(stderr,
-                        "clfleet-bench allreduce: %zu bytes on %zu devices: wrong "
-                        "result\n",
-                        res[i].bytes, res[i].ndev);
+                        "clfleet-bench allreduce: %zu bytes on %zu devices: %zu wrong "
+                        "element(s) from clf_allreduce, %zu from the naive way\n",
+                        res[i].bytes, res[i].ndev, res[i].wrong, res[i].naive_wrong);
                 rc = EXIT_FAILURE;
             }
+        if (plot(&b, res, nr))
+            rc = EXIT_FAILURE;
     }
     teardown(&b);
     return rc;

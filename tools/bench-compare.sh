@@ -94,7 +94,9 @@ def flat(bench, j):
             f["p2p %d->%d %dB GB/s" % (x["src"], x["dst"], x["bytes"])] = (x["chosen"]["gbps"], 0)
     elif bench == "allreduce":
         for x in j.get("results", []):
-            f["allreduce %ddev %dB ring_s" % (x["devices"], x["bytes"])] = (x["ring"]["time_s"], 1)
+            # "in_place" since the nccl-tests form (issue 29); "ring" in older builds.
+            ring = x.get("in_place") or x.get("ring")
+            f["allreduce %ddev %dB ring_s" % (x["devices"], x["bytes"])] = (ring["time_s"], 1)
     elif bench == "gemm":
         for x in j.get("runs", []):
             f["gemm %ddev %s median_s" % (x["devices"], x["strategy"])] = (x["median_s"], 1)

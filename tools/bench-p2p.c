@@ -24,6 +24,7 @@
 
 #include "bench.h"
 #include "json.h"
+#include "plot.h"
 #include "clfleet.h"
 
 #define MAX_REPS CLF_BENCH_MAX_REPS
@@ -139,7 +140,7 @@ static void usage(FILE *to)
 {
     fputs("usage: clfleet-bench p2p [--json] [--quick] [--verbose] [--reps N]\n"
           "                         [--devices SELECTION] [--trace PATH]\n"
-          "                         [--shared-context] [--max-size BYTES]\n"
+          "                         [--plot FILE.svg] [--shared-context] [--max-size BYTES]\n"
           "Copies between every ordered pair of devices, 4 KiB to 256 MiB: GB/s and latency\n"
           "of the chosen path, forced staging, the pinned pipeline and the naive baseline\n"
           "(blocking read, then write), and memcpy() in the same run.\n"
@@ -150,6 +151,7 @@ static void usage(FILE *to)
           "  --devices S       devices (default: $CLFLEET_DEVICES, else the library's\n"
           "                    default; CPU devices are split when there is only one)\n"
           "  --trace PATH      a Perfetto timeline per fleet, PATH-N.json\n"
+          "  --plot FILE.svg   a chart: GB/s against size, a panel per pair\n"
           "  --shared-context  one context per platform (default: one per device)\n"
           "  --max-size B      largest size in bytes, K, M or G suffix (default 256M)\n"
           "  -h, --help        this text; -V, --version: the version\n",
@@ -181,25 +183,68 @@ static void print_table(const bench *b, const result *res, size_t nres)
             printf("  device %zu: %s (%s)\n", i, in.name, in.platform);
     }
     printf("  CUDA: %s\n\n", clf_transfer_cuda_status(b->fl[0]));
-    printf("%-7s %-12s %9s  %14s %15s %8s %8s %8s %8s  %7s %7s\n", "pair", "path", "size",
-           "chosen GB/s/us", "[min..max]", "staged", "pinned", "naive", "memcpy", "x memcp",
-           "x naive");
+    /* One figure per column, its unit in the second header line. */
+    printf("%-7s %-12s %9s  %8s %9s %17s %8s %8s %8s %8s  %7s %7s\n", "pair", "path", "size",
+           "chosen", "latency", "chosen range", "staged", "pinned", "naive", "memcpy", "chosen/",
+           "chosen/");
+    printf("%-7s %-12s %9s  %8s %9s %17s %8s %8s %8s %8s  %7s %7s\n", "", "", "", "(GB/s)",
+           "(us)", "(GB/s)", "(GB/s)", "(GB/s)", "(GB/s)", "(GB/s)", "memcpy", "naive");
     for (size_t i = 0; i < nres; i++) {
         const result *r = &res[i];
-        char pair[48], size[32], ch[64], spread[48];
+        char pair[48], size[32], spread[48];
         snprintf(pair, sizeof pair, "%zu->%zu", r->src, r->dst);
         clf_bench_size_label(size, sizeof size, r->bytes);
-        snprintf(ch, sizeof ch, "%.2f/%.0f", clf_bench_gbps(r->bytes, r->s[CHOSEN]),
-                 r->s[CHOSEN] * 1e6);
         snprintf(spread, sizeof spread, "[%.2f..%.2f]", clf_bench_gbps(r->bytes, r->chosen_max),
                  clf_bench_gbps(r->bytes, r->chosen_min));
         int bad = !r->ok[CHOSEN] || !r->ok[STAGED] || !r->ok[PINNED] || !r->ok[NAIVE];
-        printf("%-7s %-12s %9s  %14s %15s %8.2f %8.2f %8.2f %8.2f  %7.2f %7.2f%s\n", pair,
-               clf_path_name(r->path), size, ch, spread, clf_bench_gbps(r->bytes, r->s[STAGED]),
+        printf("%-7s %-12s %9s  %8.2f %9.1f %17s %8.2f %8.2f %8.2f %8.2f  %7.2f %7.2f%s\n", pair,
+               clf_path_name(r->path), size, clf_bench_gbps(r->bytes, r->s[CHOSEN]),
+               r->s[CHOSEN] * 1e6, spread, clf_bench_gbps(r->bytes, r->s[STAGED]),
                clf_bench_gbps(r->bytes, r->s[PINNED]), clf_bench_gbps(r->bytes, r->s[NAIVE]),
                clf_bench_gbps(r->bytes, r->memcpy_s), r->vs_memcpy, r->vs_naive,
                bad ? "  WRONG RESULT" : "");
     }
+    printf("(chosen range: the slowest and fastest repetition; chosen/memcpy, chosen/naive: "
+           "medians of the\n repetitions' speed ratios)\n");
+}
+
+/* --plot: GB/s against size, a panel per ordered pair with a line per method and memcpy. */
+static int plot(const bench *b, const result *res, size_t nres)
+{
+    if (!b->opt.plot)
+        return 0;
+    clf_plot *p = clf_plot_create("clfleet-bench p2p: device-to-device copies");
+    double *x = malloc((nres ? nres : 1) * sizeof *x), *y = malloc((nres ? nres : 1) * sizeof *y);
+    for (size_t i = 0; x && y && i < nres; i++) {
+        if (i && res[i].src == res[i - 1].src && res[i].dst == res[i - 1].dst)
+            continue; /* a pair's sizes are consecutive: one panel at its first */
+        char title[96];
+        snprintf(title, sizeof title, "device %zu -> device %zu (chosen path: %s)", res[i].src,
+                 res[i].dst, clf_path_name(res[i].path));
+        /* Log y: memcpy within the cache runs 100 times faster than a small copy. */
+        clf_plot_panel(p, CLF_PLOT_LOG_X | CLF_PLOT_X_BYTES | CLF_PLOT_LOG_Y, title,
+                       "size (bytes)", "bandwidth (GB/s)");
+        for (int m = 0; m <= NMETHODS; m++) {
+            size_t k = 0;
+            for (size_t j = i; j < nres && res[j].src == res[i].src && res[j].dst == res[i].dst;
+                 j++) {
+                x[k] = (double)res[j].bytes;
+                y[k++] = clf_bench_gbps(res[j].bytes, m < NMETHODS ? res[j].s[m] : res[j].memcpy_s);
+            }
+            clf_plot_line(p, m < NMETHODS ? METHOD[m] : "memcpy (host)", x, y, k);
+        }
+    }
+    int rc;
+    if (!x || !y) {
+        fprintf(stderr, "clfleet-bench p2p: --plot: out of memory\n");
+        rc = 1;
+    } else {
+        rc = clf_bench_plot_write(&b->opt, p, b->opt.plot);
+    }
+    free(x);
+    free(y);
+    clf_plot_destroy(p);
+    return rc;
 }
 
 static void print_json(const bench *b, const result *res, size_t nres)
@@ -347,7 +392,7 @@ int clf_bench_p2p(int argc, char **argv)
     bench b;
     memset(&b, 0, sizeof b);
     b.opt = (clf_bench_common){
-        .name = "p2p", .usage = usage, .reps = 5, .quick_reps = 2};
+        .name = "p2p", .usage = usage, .reps = 5, .quick_reps = 2, .can_plot = 1};
     b.max_bytes = TARGET_BYTES;
     int rc = clf_bench_parse(&b.opt, argc, argv, OWN, own_option, &b);
     if (rc >= 0)
@@ -406,6 +451,8 @@ int clf_bench_p2p(int argc, char **argv)
                             METHOD[m], res[i].src, res[i].dst, res[i].bytes);
                     rc = EXIT_FAILURE;
                 }
+        if (plot(&b, res, nres))
+            rc = EXIT_FAILURE;
     }
     free(res);
     teardown(&b);

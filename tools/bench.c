@@ -1,5 +1,6 @@
 /* Helpers shared by the benchmarks of clfleet-bench. */
 #include "bench.h"
+#include "plot.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -71,7 +72,7 @@ char *clf_bench_trace_name(const char *path, const char *tag)
 }
 
 /* The vals of the common options (the benchmarks' own start at CLF_BENCH_OWN). */
-enum { OPT_JSON = 0x80, OPT_QUICK, OPT_VERBOSE, OPT_REPS, OPT_DEVICES, OPT_TRACE };
+enum { OPT_JSON = 0x80, OPT_QUICK, OPT_VERBOSE, OPT_REPS, OPT_DEVICES, OPT_TRACE, OPT_PLOT };
 
 static const struct option COMMON[] = {
     {"json", no_argument, NULL, OPT_JSON},
@@ -80,6 +81,7 @@ static const struct option COMMON[] = {
     {"reps", required_argument, NULL, OPT_REPS},
     {"devices", required_argument, NULL, OPT_DEVICES},
     {"trace", required_argument, NULL, OPT_TRACE},
+    {"plot", required_argument, NULL, OPT_PLOT},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
 };
@@ -106,12 +108,29 @@ int clf_bench_parse(clf_bench_common *c, int argc, char **argv, const struct opt
     for (size_t i = 0; own_options && own_options[i].name && i < MAX_OWN; i++)
         all[n++] = own_options[i];
     memset(&all[n], 0, sizeof all[n]);
+    /* The benchmark's options whose val is a letter have that letter as their short form
+     * (nccl-tests' -b, -e, -f, ...). */
+    char shorts[3 + 2 * MAX_OWN + 1] = ":hV";
+    size_t ns = 3;
+    for (size_t i = NCOMMON; i < n; i++) {
+        int v = all[i].val;
+        if (((v >= 'a' && v <= 'z') || (v >= 'A' && v <= 'Z')) && v != 'h' && v != 'V') {
+            shorts[ns++] = (char)v;
+            if (all[i].has_arg == required_argument)
+                shorts[ns++] = ':';
+        }
+    }
+    shorts[ns] = 0;
     opterr = 0; /* our own messages, naming the command */
     optind = 0; /* glibc: start afresh (main() parsed argv before) */
     int val, index;
     size_t reps;
-    while ((val = getopt_long(argc, argv, ":hV", all, &index)) != -1) {
+    while ((index = -1, val = getopt_long(argc, argv, shorts, all, &index)) != -1) {
         const char *seen = argv[optind - 1]; /* the option, or its separate value */
+        if (index < 0) /* a short option: its long entry, for messages */
+            for (size_t i = 0; i < n && index < 0; i++)
+                if (all[i].val == val)
+                    index = (int)i;
         switch (val) {
         case OPT_JSON:
             c->json = 1;
@@ -136,6 +155,14 @@ int clf_bench_parse(clf_bench_common *c, int argc, char **argv, const struct opt
                 return usage_error(c, "--trace wants a path%s%s", "", "");
             c->trace = optarg;
             break;
+        case OPT_PLOT:
+            if (!c->can_plot)
+                return usage_error(c, "--plot is not available here%s%s (p2p, allreduce, "
+                                   "scale and balance draw)", "", "");
+            if (!*optarg)
+                return usage_error(c, "--plot wants a path%s%s", "", "");
+            c->plot = optarg;
+            break;
         case 'h':
             c->usage(stdout);
             return 0;
@@ -153,7 +180,7 @@ int clf_bench_parse(clf_bench_common *c, int argc, char **argv, const struct opt
         default:
             if (!own || !own(bench, val, optarg))
                 return usage_error(c, "bad value '%s' for --%s", optarg ? optarg : "",
-                                   all[index].name);
+                                   index >= 0 ? all[index].name : "?");
             break;
         }
     }
@@ -268,6 +295,19 @@ int clf_bench_setup_failed(const char *cmd, const char *what, clf_status st)
 double clf_bench_gbps(size_t bytes, double s)
 {
     return s > 0 ? (double)bytes / s / 1e9 : NAN;
+}
+
+int clf_bench_plot_write(const clf_bench_common *c, const struct clf_plot *plot,
+                         const char *path)
+{
+    if (!path)
+        return 0;
+    if (clf_plot_write(plot, path) != 0) {
+        fprintf(stderr, "clfleet-bench %s: --plot %s: %s\n", c->name, path, strerror(errno));
+        return 1;
+    }
+    fprintf(stderr, "clfleet-bench %s: plot written to %s\n", c->name, path);
+    return 0;
 }
 
 void clf_bench_size_label(char *buf, size_t len, size_t bytes)

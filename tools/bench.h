@@ -18,10 +18,11 @@
 int clf_bench_p2p(int argc, char **argv);
 
 /*
- * `clfleet-bench allreduce`: clf_allreduce() (ring, float sum) against the naive way
- * (gather to the host, add, write back) on 2 and 3 devices, 4 KiB to 256 MiB: time,
- * algorithm bandwidth and bus bandwidth (NCCL's busbw = size / time x 2(n-1)/n). Same
- * conventions as clf_bench_p2p().
+ * `clfleet-bench allreduce`: clf_allreduce() (a ring; float sum unless -d/-o say otherwise)
+ * against the naive way (gather to the host, combine, write back) on 2 and 3 devices, 4 KiB
+ * to 256 MiB, in nccl-tests' conventions (all_reduce_perf's options and columns: time,
+ * algbw, busbw = algbw x 2(n-1)/n, #wrong, out-of-place and in-place, the footer). Same
+ * conventions as clf_bench_p2p() otherwise.
  */
 int clf_bench_allreduce(int argc, char **argv);
 
@@ -50,8 +51,9 @@ int clf_bench_overhead(int argc, char **argv);
 #ifdef CLF_BENCH_MPI
 /*
  * `clfleet-bench mpi-allreduce` (configure found MPI; run under mpirun): clf_comm_allreduce()
- * against device -> host, MPI_Allreduce, host -> device, 4 KiB to 256 MiB: bus bandwidth
- * across ranks and the ratio (tools/bench-mpi.c). Same conventions as clf_bench_p2p().
+ * against device -> host, MPI_Allreduce, host -> device, 4 KiB to 256 MiB, in the columns and
+ * with the -b/-e/-f/-w/-n/-d/-o options of `clfleet-bench allreduce`, bus bandwidth across
+ * ranks (tools/bench-mpi.c). Same conventions as clf_bench_p2p().
  */
 int clf_bench_mpi_allreduce(int argc, char **argv);
 
@@ -76,6 +78,26 @@ void clf_bench_mpi_start(int *argc, char ***argv, int *rank, int *size);
  */
 int clf_bench_stencil(int argc, char **argv);
 
+/* The element types and operations of the all-reduce benchmarks (bench-reduce.c), by
+ * nccl-tests' names: int32, uint32, int64, float, double; sum, prod, min, max. A parse
+ * returns 1 and stores the value, or 0; a name of an unknown value is "?". */
+int clf_bench_type_parse(const char *s, clf_type *out);
+const char *clf_bench_type_name(clf_type t);
+int clf_bench_op_parse(const char *s, clf_reduce_op *out);
+const char *clf_bench_op_name(clf_reduce_op op);
+/* Element i of position pos (a device, or a device of a rank) before a reduction by op:
+ * small integers, different per position, whose reduction over any number of positions up
+ * to a thousand is exact in every type. */
+double clf_bench_reduce_value(clf_type t, clf_reduce_op op, size_t pos, size_t i);
+/* Element i of the array p of type t, as a double (exact for the values above), and back. */
+void clf_bench_store(clf_type t, void *p, size_t i, double v);
+double clf_bench_load(clf_type t, const void *p, size_t i);
+/* a op b on doubles: the reference. */
+double clf_bench_combine(clf_reduce_op op, double a, double b);
+/* acc[i] = acc[i] op src[i] for i < count, in the element type: the naive way's host side. */
+void clf_bench_host_combine(clf_type t, clf_reduce_op op, void *acc, const void *src,
+                            size_t count);
+
 /* Helpers shared by the benchmarks (bench.c). */
 double clf_bench_now(void);                             /* monotonic seconds */
 int clf_bench_cmp_double(const void *a, const void *b); /* for qsort */
@@ -94,7 +116,8 @@ int clf_bench_jacobi_ok(const float *init, size_t w, size_t h, size_t steps, con
 
 /*
  * The options every benchmark takes: --json, --quick, --verbose, --reps N (1 to
- * CLF_BENCH_MAX_REPS), --devices SELECTION, --trace PATH, --help (-h) and --version (-V).
+ * CLF_BENCH_MAX_REPS), --devices SELECTION, --trace PATH, --help (-h) and --version (-V);
+ * and --plot FILE.svg where the benchmark sets can_plot (elsewhere it is a usage error).
  * The benchmark sets name, usage and the defaults before clf_bench_parse().
  */
 typedef struct clf_bench_common {
@@ -105,6 +128,8 @@ typedef struct clf_bench_common {
     unsigned quick_reps;      /* --quick: at most this many repetitions */
     const char *devices;      /* --devices SELECTION; NULL: $CLFLEET_DEVICES, else the default */
     const char *trace;        /* --trace PATH; NULL: none */
+    int can_plot;             /* set by the benchmark: it takes --plot */
+    const char *plot;         /* --plot FILE.svg; NULL: none */
 } clf_bench_common;
 
 /* The first `val` a benchmark may give its own options in clf_bench_parse(). */
@@ -125,8 +150,9 @@ typedef int (*clf_bench_own_option)(void *bench, int val, const char *arg);
 
 /*
  * The command line argv[1..argc) through getopt_long(): the common options into c, the
- * benchmark's own (`own_options`, terminated by a zero entry, vals from CLF_BENCH_OWN on;
- * may be NULL) through own(bench, ...). `--opt value` and `--opt=value` both work. Then
+ * benchmark's own (`own_options`, terminated by a zero entry, vals from CLF_BENCH_OWN on, or
+ * a letter other than h and V, which then is also the option's short form, "-b 4K"; may be
+ * NULL) through own(bench, ...). `--opt value` and `--opt=value` both work. Then
  * --quick caps c->reps at c->quick_reps, and --trace sets $CLFLEET_TRACE so that every fleet
  * writes a timeline. Returns -1 to go on, or the exit status to return at once: 0 after
  * --help (usage on stdout) or --version, CLF_BENCH_USAGE after a bad argument (what was wrong
@@ -177,6 +203,15 @@ int clf_bench_setup_failed(const char *cmd, const char *what, clf_status st);
 
 /* GB/s (1e9 bytes/s) of bytes in s seconds; NAN unless s > 0. */
 double clf_bench_gbps(size_t bytes, double s);
+
+/*
+ * Write `plot` (a clf_plot) to `path` (c->plot, or a name made from it) and say where on
+ * stderr; returns 0, or 1 after a message when it could not be written (out of memory, or
+ * the file). Does nothing when path is NULL. The plot is not destroyed.
+ */
+struct clf_plot;
+int clf_bench_plot_write(const clf_bench_common *c, const struct clf_plot *plot,
+                         const char *path);
 
 /* "N MiB" from 1 MiB on, else "N KiB". */
 void clf_bench_size_label(char *buf, size_t len, size_t bytes);

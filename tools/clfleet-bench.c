@@ -24,6 +24,7 @@
  * the environment it needs); the parent only collects their output.
  */
 #include <errno.h>
+#include <locale.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +36,7 @@
 #include "clfleet.h"
 #include "bench.h"
 #include "json.h"
+#include "plot.h"
 #include "clfleet/opencl.h"
 
 #define EXIT_SKIP CLF_BENCH_SKIP /* no suitable devices (automake's "skipped") */
@@ -54,6 +56,7 @@ typedef struct opts {
     const char *config;  /* balance: run this configuration only, in this process */
     const char *self;    /* how to run this program again */
     const char *trace;   /* --trace PATH: a Perfetto timeline per fleet; NULL: none */
+    const char *plot;    /* --plot FILE.svg (balance: FILE-CONFIG.svg); NULL: none */
 } opts;
 
 /* ---- small utilities ------------------------------------------------------------------- */
@@ -432,6 +435,49 @@ static targets config_targets(const config_result *c)
     return t;
 }
 
+/* Below this one-device time a launch's fixed costs (threads woken, chunks handed out,
+ * results read back) weigh as much as the work, and speedups say nothing of balancing. */
+#define SMALL_PROBLEM_S 0.01
+
+/*
+ * Why a workload's figures cannot show balancing, in one line (issue 29: `balance --quick`
+ * printed speedups of 0.16-0.96 with no word why): the work is too small, auto kept it on one
+ * device (the launch report's reason says so), or a strategy left a device without work.
+ * Returns 0 when there is nothing to say.
+ */
+static int workload_note(const workload_result *r, char *buf, size_t len)
+{
+    double one = r->single[r->best];
+    int small = one < SMALL_PROBLEM_S, pos = 0;
+    const char *alone = NULL, *idle = NULL;
+    for (size_t s = 0; s < NSTRAT; s++) {
+        const clf_launch_report *rep = &r->s[s].rep;
+        if (strstr(rep->reason, "too small to split"))
+            alone = clf_strategy_name(STRATEGIES[s]);
+        else if (!idle && rep->num_devices >= 2 &&
+                 (rep->dev[0].units == 0 || rep->dev[1].units == 0))
+            idle = clf_strategy_name(STRATEGIES[s]);
+    }
+    if (!small && !alone && !idle)
+        return 0;
+    buf[0] = 0;
+    if (small)
+        pos += snprintf(buf + pos, len - (size_t)pos,
+                        "too small to show balancing: one device takes %.1f ms (under %.0f ms), "
+                        "so a launch's fixed cost weighs as much as the work",
+                        one * 1e3, SMALL_PROBLEM_S * 1e3);
+    if (alone && pos >= 0 && (size_t)pos < len)
+        pos += snprintf(buf + pos, len - (size_t)pos, "%s%s ran on one device alone (its reason "
+                        "says: too small to split)", pos ? "; " : "", alone);
+    if (idle && pos >= 0 && (size_t)pos < len)
+        pos += snprintf(buf + pos, len - (size_t)pos, "%s%s gave one device no work",
+                        pos ? "; " : "", idle);
+    if (pos >= 0 && (size_t)pos < len)
+        snprintf(buf + pos, len - (size_t)pos, "; %s", small ? "run without --quick, or with a "
+                 "larger --size, to see balancing" : "these speedups are not balancing's");
+    return 1;
+}
+
 static void print_config_table(const config_result *c, int verbose)
 {
     printf("== %s: %s (host: %ld CPUs online)\n", c->name, c->description,
@@ -439,6 +485,11 @@ static void print_config_table(const config_result *c, int verbose)
     for (size_t k = 0; k < 2; k++)
         printf("   device %zu: %s, %u compute unit(s)\n", c->dev[k], c->info[k].name,
                c->info[k].compute_units);
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    unsigned units = c->info[0].compute_units + c->info[1].compute_units;
+    if (cpus > 0 && units > (unsigned long)cpus)
+        printf("   note: the two devices run %u compute units on %ld CPUs: they share cores, so "
+               "the pair cannot beat its faster device\n", units, cpus);
     for (size_t i = 0; i < 2; i++) {
         const workload_result *r = &c->w[i];
         printf("\n%s (%s)\n", r->name, r->params);
@@ -470,6 +521,9 @@ static void print_config_table(const config_result *c, int verbose)
         for (size_t s = 0; s < NSTRAT; s++)
             if (r->s[s].rep.reason[0])
                 printf("    %s: %s\n", clf_strategy_name(STRATEGIES[s]), r->s[s].rep.reason);
+        char note[512];
+        if (workload_note(r, note, sizeof note))
+            printf("  note: %s\n", note);
     }
     printf("\nper-chunk overhead: %.1f us (dynamic, %u chunks of a trivial kernel on device %zu: "
            "%.4f s vs raw %.4f s)\n",
@@ -522,6 +576,12 @@ static void print_config_json(const config_result *c)
         clf_tool_json_num(r->clf_one);
         printf(", \"overhead_ratio\": ");
         clf_tool_json_num(r->overhead + 1);
+        char note[512];
+        printf(", \"note\": ");
+        if (workload_note(r, note, sizeof note))
+            clf_tool_json_string(note);
+        else
+            printf("null");
         printf(",\n     \"strategies\": [");
         for (size_t s = 0; s < NSTRAT; s++) {
             const run_result *x = &r->s[s];
@@ -636,6 +696,166 @@ static void no_split_device(const opts *o, const char *what, unsigned min_cu, cl
             what, clf_bench_selection_source(&c, src, sizeof src), min_cu, detail);
 }
 
+/* One kernel chunk of a launch: its device (fleet index) and its span, in ms from the
+ * launch's start. */
+typedef struct chunk_span {
+    size_t dev;
+    double t0, t1;
+} chunk_span;
+#define MAX_SPANS 4096
+
+/*
+ * The kernel chunks of the last launch in the trace file at `path` (clfleet's trace-event
+ * JSON: one event per line, a launch on process 0, each device's kernels on process
+ * device + 1), into spans; *launch_ms receives the launch's length. Returns how many, or -1
+ * when the file holds no launch.
+ */
+static long read_trace_chunks(const char *path, chunk_span *spans, size_t max, double *launch_ms)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    /* The trace's numbers are C-locale text: read them in that locale. */
+    locale_t cl = newlocale(LC_ALL_MASK, "C", (locale_t)0), old = cl ? uselocale(cl) : 0;
+    char *line = NULL;
+    size_t cap = 0;
+    double l0 = -1, l1 = -1;
+    long n = 0;
+    for (int pass = 0; pass < 2 && cl; pass++) {
+        rewind(f);
+        while (getline(&line, &cap, f) > 0) {
+            int pid;
+            unsigned tid;
+            double ts, dur;
+            const char *ev = strstr(line, "{\"ph\":\"X\"");
+            if (!ev || sscanf(ev, "{\"ph\":\"X\",\"pid\":%d,\"tid\":%u,\"ts\":%lf,\"dur\":%lf",
+                              &pid, &tid, &ts, &dur) != 4)
+                continue;
+            if (pass == 0 && pid == 0 && strstr(ev, "\"cat\":\"launch\"") && ts >= l0) {
+                l0 = ts; /* microseconds */
+                l1 = ts + dur;
+            } else if (pass == 1 && pid > 0 && strstr(ev, "\"cat\":\"kernel\"") && ts >= l0 &&
+                       ts <= l1 && (size_t)n < max) {
+                spans[n].dev = (size_t)pid - 1;
+                spans[n].t0 = (ts - l0) / 1e3;
+                spans[n].t1 = (ts + dur - l0) / 1e3;
+                n++;
+            }
+        }
+        if (l0 < 0)
+            break;
+    }
+    free(line);
+    if (cl) {
+        uselocale(old);
+        freelocale(cl);
+    }
+    fclose(f);
+    *launch_ms = (l1 - l0) / 1e3;
+    return l0 < 0 ? -1 : n;
+}
+
+/*
+ * One dynamic Mandelbrot launch on a traced twin of the configuration's fleet (after a
+ * warm-up, which builds and uploads), and its chunks from the trace: what --plot draws as
+ * the timeline. The trace goes to a temporary file, removed after. Returns the number of
+ * spans, or -1 after a message.
+ */
+static long balance_timeline(const clf_fleet_options *fo, const config_result *c,
+                             const workload *mw, chunk_span *spans, double *launch_ms)
+{
+    const char *dir = getenv("TMPDIR");
+    char path[512];
+    snprintf(path, sizeof path, "%s/clfleet-bench-timeline-XXXXXX", dir && *dir ? dir : "/tmp");
+    int fd = mkstemp(path);
+    if (fd < 0) {
+        fprintf(stderr, "clfleet-bench balance: --plot: temporary file %s: %s\n", path,
+                strerror(errno));
+        return -1;
+    }
+    close(fd);
+    clf_fleet_options traced = *fo;
+    traced.trace = path;
+    clf_fleet *f = NULL;
+    clf_program *p = NULL;
+    long n = -1;
+    clf_status st = clf_fleet_create(&f, &traced);
+    if (st == CLF_SUCCESS)
+        st = clf_program_build_shipped(&p, f, "mandelbrot", NULL);
+    clf_launch_desc d = desc_for(mw, CLF_STRATEGY_DYNAMIC, c->dev, 2);
+    for (int k = 0; k < 2 && st == CLF_SUCCESS; k++)
+        st = clf_launch(f, p, &d, mw->args, mw->nargs, NULL);
+    if (st == CLF_SUCCESS)
+        st = clf_trace_flush(f);
+    if (st != CLF_SUCCESS)
+        clf_bench_fail("balance", "--plot: the traced launch", st);
+    else if ((n = read_trace_chunks(path, spans, MAX_SPANS, launch_ms)) < 0)
+        fprintf(stderr, "clfleet-bench balance: --plot: no launch in the trace %s\n", path);
+    clf_program_destroy(p);
+    clf_fleet_destroy(f);
+    unlink(path);
+    return n;
+}
+
+/*
+ * --plot for one configuration, to PLOT-CONFIG.svg: each strategy's per-device shares of
+ * both workloads, and the timeline of one dynamic Mandelbrot launch (a row per device, a bar
+ * per chunk).
+ */
+static int balance_plot(const opts *o, const clf_fleet_options *fo, const config_result *c,
+                        const workload *mw)
+{
+    static chunk_span spans[MAX_SPANS];
+    double launch_ms = 0;
+    long nspans = balance_timeline(fo, c, mw, spans, &launch_ms);
+    if (nspans < 0)
+        return EXIT_FAILURE;
+    char title[256], row[128], label[32];
+    snprintf(title, sizeof title, "clfleet-bench balance: %s (%s)", c->name, c->description);
+    clf_plot *p = clf_plot_create(title);
+    clf_plot_panel(p, CLF_PLOT_ROWS, "per-device shares of the work, each strategy",
+                   "share of the range", NULL);
+    for (size_t k = 0; k < 2; k++) {
+        snprintf(row, sizeof row, "device %zu (%u compute unit%s)", c->dev[k],
+                 c->info[k].compute_units, c->info[k].compute_units == 1 ? "" : "s");
+        clf_plot_key(p, (unsigned)k, row);
+    }
+    for (size_t i = 0; i < 2; i++)
+        for (size_t s = 0; s < NSTRAT; s++) {
+            const clf_launch_report *rep = &c->w[i].s[s].rep;
+            double at = 0;
+            snprintf(row, sizeof row, "%s %s", c->w[i].name, clf_strategy_name(STRATEGIES[s]));
+            for (size_t k = 0; k < 2; k++) {
+                snprintf(label, sizeof label, "%.2f", rep->dev[k].share);
+                clf_plot_bar(p, row, at, at + rep->dev[k].share, (unsigned)k, label);
+                at += rep->dev[k].share;
+            }
+        }
+    snprintf(title, sizeof title, "timeline of one dynamic %s launch: %ld chunks", mw->name,
+             nspans);
+    clf_plot_panel(p, CLF_PLOT_ROWS, title, "time from the launch's start (ms)", NULL);
+    clf_plot_bar(p, "launch (host)", 0, launch_ms, 7, "launch");
+    for (size_t k = 0; k < 2; k++) {
+        snprintf(row, sizeof row, "device %zu", c->dev[k]);
+        for (long j = 0; j < nspans; j++)
+            if (spans[j].dev == c->dev[k])
+                clf_plot_bar(p, row, spans[j].t0, spans[j].t1, (unsigned)k, NULL);
+    }
+    clf_plot_key(p, 7, "the launch, host time");
+    for (size_t k = 0; k < 2; k++) {
+        snprintf(row, sizeof row, "device %zu: a chunk", c->dev[k]);
+        clf_plot_key(p, (unsigned)k, row);
+    }
+    clf_bench_common bc = {.name = "balance"};
+    char *path = clf_bench_trace_name(o->plot, c->name);
+    int rc = !path || clf_bench_plot_write(&bc, p, path) ? EXIT_FAILURE : EXIT_SUCCESS;
+    if (!path)
+        fprintf(stderr, "clfleet-bench balance: --plot: out of memory\n");
+    free(path);
+    clf_plot_destroy(p);
+    return rc;
+}
+
 /* One configuration, in this process (PoCL's environment already set). */
 static int balance_config(const opts *o)
 {
@@ -702,6 +922,8 @@ static int balance_config(const opts *o)
     }
     if (rc == EXIT_SUCCESS && (st = clf_metrics_json(&c.metrics_json, f)) != CLF_SUCCESS)
         rc = clf_bench_fail(NULL, "metrics", st);
+    if (rc == EXIT_SUCCESS && o->plot)
+        rc = balance_plot(o, &fo, &c, &mw);
     if (rc == EXIT_SUCCESS) {
         if (o->json) {
             print_config_json(&c);
@@ -740,7 +962,7 @@ static int run_child(const opts *o, const char *config, char **buf, size_t *len)
         char size[32], reps[32];
         snprintf(size, sizeof size, "%zu", o->size);
         snprintf(reps, sizeof reps, "%u", o->reps);
-        const char *argv[16];
+        const char *argv[24];
         int n = 0;
         argv[n++] = o->self;
         argv[n++] = "balance";
@@ -767,6 +989,10 @@ static int run_child(const opts *o, const char *config, char **buf, size_t *len)
         if (o->view != VIEW_WHOLE) {
             argv[n++] = "--view";
             argv[n++] = (char *)VIEW_NAMES[o->view];
+        }
+        if (o->plot) { /* the child names its file after its configuration */
+            argv[n++] = "--plot";
+            argv[n++] = o->plot;
         }
         argv[n] = NULL;
         const char *pthreads = sub_env(config);
@@ -862,6 +1088,34 @@ static int cmd_balance(const opts *o)
 }
 
 /* ---- scale ------------------------------------------------------------------------------- */
+
+/* --plot: speedup over the best one-device time against the device count, a panel per
+ * workload, a line per strategy and the ideal (speedup = devices). */
+static int scale_plot(const opts *o, const workload w[2], const double base[2],
+                      const size_t *counts, size_t ncounts, run_result res[2][16][NSTRAT])
+{
+    clf_bench_common c = {.name = "scale"};
+    clf_plot *p = clf_plot_create("clfleet-bench scale: speedup against devices");
+    double x[16], y[16];
+    for (size_t i = 0; i < 2; i++) {
+        char title[192];
+        snprintf(title, sizeof title, "%s (%s)", w[i].name, w[i].params);
+        clf_plot_panel(p, CLF_PLOT_Y_ZERO | CLF_PLOT_X_WHOLE, title,
+                       "devices (sub-devices of one compute unit)",
+                       "speedup (x)");
+        for (size_t s = 0; s <= NSTRAT; s++) {
+            for (size_t k = 0; k < ncounts; k++) {
+                x[k] = (double)counts[k];
+                y[k] = s < NSTRAT ? base[i] / res[i][k][s].wall : (double)counts[k];
+            }
+            clf_plot_line(p, s < NSTRAT ? clf_strategy_name(STRATEGIES[s]) : "ideal", x, y,
+                          ncounts);
+        }
+    }
+    int rc = clf_bench_plot_write(&c, p, o->plot) ? EXIT_FAILURE : EXIT_SUCCESS;
+    clf_plot_destroy(p);
+    return rc;
+}
 
 static int cmd_scale(const opts *o)
 {
@@ -963,26 +1217,31 @@ static int cmd_scale(const opts *o)
         printf("scale: %zu sub-devices of one compute unit (%s; host: %ld CPUs online)\n", ndev,
                first.name, sysconf(_SC_NPROCESSORS_ONLN));
         for (size_t i = 0; i < 2; i++) {
-            printf("\n%s (%s): median wall time +- half its spread over the repetitions, "
-                   "speedup over\nthe best one-device time (%.4f s), efficiency\n",
-                   w[i].name, w[i].params, base[i]);
-            printf("  %-8s", "devices");
-            for (size_t s = 0; s < NSTRAT; s++)
-                printf(" %27s", clf_strategy_name(STRATEGIES[s]));
-            printf("\n");
-            for (size_t c = 0; c < ncounts; c++) {
-                printf("  %-8zu", counts[c]);
+            printf("\n%s (%s): speedup over the best one-device time (%.4f s)\n", w[i].name,
+                   w[i].params, base[i]);
+            printf("  %-7s  %-13s %9s %10s %9s %10s\n", "devices", "strategy", "wall", "spread",
+                   "speedup", "efficiency");
+            printf("  %-7s  %-13s %9s %10s %9s %10s\n", "", "", "(s)", "(+-%)", "(x)", "");
+            for (size_t c = 0; c < ncounts; c++)
                 for (size_t s = 0; s < NSTRAT; s++) {
                     const run_result *x = &res[i][c][s];
                     /* The spread as +- half of (slowest - fastest), in % of the median. */
-                    printf("   %7.4f s +-%3.0f%% %5.2fx e%.2f", x->wall,
+                    printf("  %-7zu  %-13s %9.4f %10.0f %9.2f %10.2f\n", counts[c],
+                           clf_strategy_name(STRATEGIES[s]), x->wall,
                            50 * (x->wall_max - x->wall_min) / x->wall, base[i] / x->wall,
                            x->rep.efficiency);
                 }
-                printf("\n");
-            }
+            printf("  (wall: median of the repetitions; efficiency: earliest / latest device "
+                   "finish)\n");
+            if (base[i] < SMALL_PROBLEM_S)
+                printf("  note: too small to show scaling: one device takes %.1f ms (under %.0f "
+                       "ms), so a launch's fixed cost weighs as much as the work; run without "
+                       "--quick, or with a larger --size\n",
+                       base[i] * 1e3, SMALL_PROBLEM_S * 1e3);
         }
     }
+    if (rc == EXIT_SUCCESS && o->plot)
+        rc = scale_plot(o, w, base, counts, ncounts, res);
     free(w[0].out);
     free(w[1].out);
     clf_program_destroy(pm);
@@ -1013,8 +1272,8 @@ static const subcommand COMMANDS[] = {
      "device-to-device copies of every ordered pair, 4 KiB to 256 MiB: chosen\n"
      "            path, forced staging and the naive read-then-write, against memcpy"},
     {"allreduce", NULL, clf_bench_allreduce,
-     "ring all-reduce against gather-add-broadcast on 2 and 3 devices, 4 KiB to\n"
-     "            256 MiB: algorithm and bus bandwidth"},
+     "clf_allreduce against gather-combine-write on 2 and 3 devices, in\n"
+     "            nccl-tests' form: -b/-e/-f, -d type, -o op, busbw, #wrong"},
     {"pipeline", NULL, clf_bench_pipeline,
      "a 3-stage pipeline against the stages one after another and the ideal"},
     {"gemm", NULL, clf_bench_gemm,
@@ -1047,7 +1306,8 @@ static void usage(FILE *to)
     for (size_t i = 0; i < NCOMMANDS; i++)
         fprintf(to, "  %-9s %s\n", COMMANDS[i].name, COMMANDS[i].help);
     fputs("'clfleet-bench COMMAND --help' lists a command's options. Every command takes\n"
-          "--json, --quick, --verbose, --reps N, --devices SELECTION and --trace PATH.\n"
+          "--json, --quick, --verbose, --reps N, --devices SELECTION and --trace PATH;\n"
+          "p2p, allreduce, scale and balance also --plot FILE.svg (a chart).\n"
           "Exit status: 0 success, 1 failure, 2 bad command line, 77 no suitable device\n"
           "(automake's \"skipped\").\n",
           to);
@@ -1059,7 +1319,7 @@ static void usage_balance_scale(FILE *to, const char *cmd)
     fprintf(to,
             "usage: clfleet-bench %s [--json] [--quick] [--verbose] [--size N] [--reps N]\n"
             "                     [--devices SELECTION]%s [--view whole|offaxis|band]\n"
-            "                     [--trace PATH]\n",
+            "                     [--trace PATH] [--plot FILE.svg]\n",
             cmd, strcmp(cmd, "balance") ? "" : " [--config NAME]");
     fputs("  --json       one JSON document on standard output\n"
           "  --quick      small sizes, one repetition (a smoke test)\n"
@@ -1077,6 +1337,10 @@ static void usage_balance_scale(FILE *to, const char *cmd)
           "               'band' (im 0..1.2: the costliest rows first)\n"
           "  --trace PATH a Perfetto timeline per fleet, PATH-N.json\n"
           "               (balance: PATH-CONFIG-N.json)\n"
+          "  --plot FILE.svg  a chart: scale: speedup against the device count, per\n"
+          "               strategy; balance: per configuration (FILE-CONFIG.svg), each\n"
+          "               strategy's per-device shares and the timeline of one dynamic\n"
+          "               Mandelbrot launch (its chunks on each device, from a trace)\n"
           "  -h, --help   this text; -V, --version: the version\n"
           "Exit status: 0 success, 1 failure, 2 bad command line, 77 no suitable device.\n",
           to);
@@ -1093,6 +1357,13 @@ static void usage_scale(FILE *to)
 }
 
 static int run_opts(const subcommand *cmd, int argc, char **argv);
+
+/* After the one line that says what was wrong: where to look, as every command does. */
+static int usage_error(void)
+{
+    fputs("Try 'clfleet-bench --help'.\n", stderr);
+    return CLF_BENCH_USAGE;
+}
 
 int main(int argc, char **argv)
 {
@@ -1112,14 +1383,14 @@ int main(int argc, char **argv)
             return EXIT_SUCCESS;
         default:
             fprintf(stderr, "clfleet-bench: unknown option '%s'\n", argv[optind - 1]);
-            usage(stderr);
-            return CLF_BENCH_USAGE;
+            return usage_error();
         }
     }
     if (optind >= argc) {
-        fprintf(stderr, "clfleet-bench: which benchmark?\n");
-        usage(stderr);
-        return CLF_BENCH_USAGE;
+        fprintf(stderr, "clfleet-bench: which benchmark? ");
+        for (size_t i = 0; i < NCOMMANDS; i++)
+            fprintf(stderr, "%s%s", COMMANDS[i].name, i + 1 < NCOMMANDS ? ", " : "\n");
+        return usage_error();
     }
     const subcommand *cmd = NULL;
     for (size_t i = 0; i < NCOMMANDS; i++)
@@ -1127,8 +1398,7 @@ int main(int argc, char **argv)
             cmd = &COMMANDS[i];
     if (!cmd) {
         fprintf(stderr, "clfleet-bench: unknown command '%s'\n", argv[optind]);
-        usage(stderr);
-        return CLF_BENCH_USAGE;
+        return usage_error();
     }
     argc -= optind;
     argv += optind;
@@ -1183,7 +1453,8 @@ static int run_opts(const subcommand *cmd, int argc, char **argv)
     /* reps 0: each measurement's own default; --quick never caps an explicit --reps. */
     clf_bench_common c = {.name = cmd->name,
                           .usage = balance ? usage_balance : usage_scale,
-                          .quick_reps = CLF_BENCH_MAX_REPS};
+                          .quick_reps = CLF_BENCH_MAX_REPS,
+                          .can_plot = 1};
     int rc = clf_bench_parse(&c, argc, argv, balance ? own : own_scale, own_option, &o);
     if (rc >= 0)
         return rc;
@@ -1193,6 +1464,7 @@ static int run_opts(const subcommand *cmd, int argc, char **argv)
     o.reps = c.reps;
     o.devices = c.devices;
     o.trace = c.trace;
+    o.plot = c.plot;
     /* /proc/self/exe survives a relative argv[0] and a changed directory. */
     o.self = access("/proc/self/exe", X_OK) == 0 ? "/proc/self/exe" : argv[0];
     return cmd->run(&o);

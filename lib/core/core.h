@@ -29,6 +29,11 @@ int clf__cache_load_ex(const char *dir, const unsigned char key[32], unsigned ch
  * (CLF_SUCCESS: the cache only saves time). */
 clf_status clf__cache_store(const char *dir, const unsigned char key[32],
                             const unsigned char *bin, size_t len);
+/* Keep the entries of dir within max bytes: remove the least recently used (oldest
+ * modification time: a load touches its entry) until the rest fit, never the entry of keep
+ * (the one just stored; NULL: none), which may alone exceed max. Best effort: another
+ * process may trim at once, and an entry that cannot be removed is skipped. */
+void clf__cache_trim(const char *dir, uint64_t max, const unsigned char keep[32]);
 /* Path of the entry for key (malloc'd). */
 char *clf__cache_path(const char *dir, const unsigned char key[32]);
 

@@ -120,6 +120,8 @@ static clf_status store_binary(cl_program prog, const clf_fleet *fl, const struc
     unsigned char key[32];
     device_key(d, src, opts, includes, key);
     stored = clf__cache_store(fl->cache_dir, key, bins[mine], sizes[mine]);
+    if (stored == CLF_SUCCESS && fl->cache_max)
+        clf__cache_trim(fl->cache_dir, fl->cache_max, key);
 out:
     for (cl_uint j = 0; bins && j < np; j++)
         free(bins[j]);

@@ -206,23 +206,23 @@ static struct clf__kernel_seen *kernel_entry(clf__launch *L, int create)
         return NULL;
     i = fl->nstatic_eff++ % CLF__ARRAY_LEN(fl->static_eff);
     snprintf(fl->static_eff[i].key, sizeof fl->static_eff[i].key, "%s", key);
-    for (size_t k = 0; k < CLF__ARRAY_LEN(fl->static_eff[i].efficiency); k++)
-        fl->static_eff[i].efficiency[k] = -1;
+    for (size_t k = 0; k < CLF__ARRAY_LEN(fl->static_eff[i].seen); k++)
+        fl->static_eff[i].seen[k][CLF__SEEN_EFFICIENCY] = fl->static_eff[i].seen[k][CLF__SEEN_UNIT_S] = -1;
     fl->static_eff[i].unit_s = -1;
     return &fl->static_eff[i];
 }
 
-/* The efficiency the kernel's last launch under partition strategy ps reached on this fleet
- * (set: record value), or -1 when none did. */
-double clf__strategy_efficiency(clf__launch *L, clf__part_strategy ps, int set, double value)
+/* What the kernel's last launch under partition strategy ps reached on this fleet (what:
+ * CLF__SEEN_EFFICIENCY or CLF__SEEN_UNIT_S; set: record value), or -1 when none did. */
+double clf__strategy_seen(clf__launch *L, clf__part_strategy ps, int what, int set, double value)
 {
     double e = -1;
     pthread_mutex_lock(&L->X->lock);
     struct clf__kernel_seen *k = kernel_entry(L, set);
     if (k && set)
-        k->efficiency[ps] = value;
+        k->seen[ps][what] = value;
     else if (k)
-        e = k->efficiency[ps];
+        e = k->seen[ps][what];
     pthread_mutex_unlock(&L->X->lock);
     return e;
 }
@@ -244,27 +244,33 @@ double clf__kernel_unit_s(clf__launch *L, int set, double value)
 
 /*
  * Whether AUTO should leave strategy ps (static or guided, by what it knows) for dynamic on this
- * kernel: when ps balanced it worse than dynamic did, or, before dynamic has run, below 0.9
- * (throughput per unit is not uniform over the range: shares by speed and large first chunks
- * cannot balance it, chunks pulled on demand can). Writes the figures behind it to why.
+ * kernel. Once both have run: by makespan per unit, never by efficiency (on unequal devices a
+ * slow device's small share ends early, so static "balanced" a GPU + CPU Mandelbrot to 0.12
+ * while its makespan was a third of dynamic's: issue 27). Before dynamic has run, it is tried
+ * once when ps balanced below 0.9: throughput per unit may not be uniform over the range, and
+ * shares by speed cannot balance that, chunks pulled on demand can. Writes the figures behind
+ * it to why.
  */
 static int worse_than_dynamic(clf__launch *L, clf__part_strategy ps, char *why, size_t n)
 {
-    double e = clf__strategy_efficiency(L, ps, 0, 0),
-           dyn = clf__strategy_efficiency(L, CLF__PART_DYNAMIC, 0, 0);
+    double e = clf__strategy_seen(L, ps, CLF__SEEN_EFFICIENCY, 0, 0),
+           t = clf__strategy_seen(L, ps, CLF__SEEN_UNIT_S, 0, 0),
+           dyn_t = clf__strategy_seen(L, CLF__PART_DYNAMIC, CLF__SEEN_UNIT_S, 0, 0);
     if (e < 0)
         return 0;
-    /* A margin: two runs of one balancing differ by a few percent on a loaded host (static
-     * 0.93 against dynamic 0.96 on a regular kernel, measured), and static's one chunk per
-     * device is the cheapest where it balances. */
-    int worse = dyn >= 0 ? e < dyn - 0.05 : e < 0.9;
-    if (worse && dyn >= 0)
-        snprintf(why, n, "%s balanced this kernel to efficiency %.2f, dynamic to %.2f",
-                 clf__part_strategy_name(ps), e, dyn);
-    else if (worse)
-        snprintf(why, n, "%s balanced this kernel to efficiency %.2f",
+    if (t > 0 && dyn_t > 0) {
+        /* A margin: two runs of one balancing differ by a few percent on a loaded host, and
+         * static's one chunk per device is the cheapest where it balances. */
+        snprintf(why, n, "makespan per unit: %s %.3g ns, dynamic %.3g ns",
+                 clf__part_strategy_name(ps), t * 1e9, dyn_t * 1e9);
+        return t > dyn_t * 1.05;
+    }
+    if (e < 0.9) {
+        snprintf(why, n, "%s balanced this kernel to efficiency %.2f; trying dynamic",
                  clf__part_strategy_name(ps), e);
-    return worse;
+        return 1;
+    }
+    return 0;
 }
 
 /*
@@ -354,18 +360,21 @@ clf_status clf__choose_strategy(clf__launch *L, const uint64_t *max_units,
             snprintf(rep->reason, sizeof rep->reason,
                      "auto: static on device %zu alone (too small to split: %s)", L->dev[one],
                      why);
-        } else if (worse_than_dynamic(L, learned ? CLF__PART_STATIC : CLF__PART_GUIDED, why,
+        } else if (why[0] = '\0',
+                   worse_than_dynamic(L, learned ? CLF__PART_STATIC : CLF__PART_GUIDED, why,
                                       sizeof why)) {
             s = CLF_STRATEGY_DYNAMIC;
             snprintf(rep->reason, sizeof rep->reason, "auto: dynamic (%s); %s", why, wreason);
         } else if (learned) {
             s = CLF_STRATEGY_STATIC;
             snprintf(rep->reason, sizeof rep->reason,
-                     "auto: static (throughput learned for every device); %s", wreason);
+                     "auto: static (throughput learned for every device%s%s); %s",
+                     why[0] ? "; " : "", why, wreason);
         } else {
             s = CLF_STRATEGY_GUIDED;
             snprintf(rep->reason, sizeof rep->reason,
-                     "auto: guided (throughput not learned yet); %s", wreason);
+                     "auto: guided (throughput not learned yet%s%s); %s", why[0] ? "; " : "",
+                     why, wreason);
         }
     } else {
         snprintf(rep->reason, sizeof rep->reason, "%s; %s", clf_strategy_name(s), wreason);

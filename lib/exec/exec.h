@@ -70,7 +70,9 @@ typedef struct clf__exec_state {
      * latest kernels. */
     struct clf__kernel_seen {
         char key[96];
-        double efficiency[4];
+        /* Per partition strategy, its last launch of the kernel on this fleet: the
+         * efficiency (CLF__SEEN_EFFICIENCY) and the makespan per unit (CLF__SEEN_UNIT_S). */
+        double seen[4][2];
         double unit_s; /* kernel seconds per unit in its last launch; < 0: not seen */
     } static_eff[16];
     size_t nstatic_eff;
@@ -277,7 +279,8 @@ clf_status clf__choose_strategy(clf__launch *L, const uint64_t *max_units,
  * efficiency under ps and its kernel seconds per unit on this fleet (set: record value,
  * else return it, or -1 when not seen). */
 void clf__learn(clf__launch *L);
-double clf__strategy_efficiency(clf__launch *L, clf__part_strategy ps, int set, double value);
+enum { CLF__SEEN_EFFICIENCY, CLF__SEEN_UNIT_S };
+double clf__strategy_seen(clf__launch *L, clf__part_strategy ps, int what, int set, double value);
 double clf__kernel_unit_s(clf__launch *L, int set, double value);
 /* The broadcast cache's entry of a broadcast argument, emptied when its content changed
  * (fleetstate.c). */

@@ -56,6 +56,35 @@ static void fill_report(clf__launch *L, clf_launch_report *rep)
 }
 
 /*
+ * Say in the report's reason which devices took part but got no work: the partitioner lets a
+ * device stand aside when its share of what is left is under one chunk and a faster device
+ * is active (lib/plan/partition.c, pool_limit()): it would have finished its chunk after the
+ * others finished everything.
+ */
+static void note_idle(const clf__launch *L, clf_launch_report *rep)
+{
+    char list[96] = "";
+    size_t n = 0, len = 0;
+    for (size_t i = 0; i < L->ndev; i++) {
+        const clf_device_report *r = &rep->dev[i];
+        if (r->units || r->failed || L->excluded[i] || L->held[i] || L->small ||
+            !clf__part_eligible(L->part, i))
+            continue;
+        if (len < sizeof list)
+            len += (size_t)snprintf(list + len, sizeof list - len, "%s%zu", n ? ", " : "",
+                                    r->device);
+        n++;
+    }
+    if (!n)
+        return;
+    size_t at = strlen(rep->reason);
+    snprintf(rep->reason + at, sizeof rep->reason - at,
+             "; device%s %s took no work (too slow to help: its share of what was left stayed "
+             "under one chunk while a faster device ran)",
+             n > 1 ? "s" : "", list);
+}
+
+/*
  * Leave out the devices that failed in an earlier launch and those the program did not build
  * for: they take no work, and the report says why. Fails when none is left.
  */
@@ -270,6 +299,7 @@ clf_status clf__exec_run(clf__launch *L, clf_launch_report *rep)
     clf__part_counts(L->part, &free_units, &outstanding, &done);
     record_failures(L);
     fill_report(L, rep);
+    note_idle(L, rep);
     clf__metrics_launch(L->fl, L->desc.kernel, rep, L->t0);
     if (done != L->total) {
         st = incomplete(L, done, free_units);
@@ -293,7 +323,11 @@ clf_status clf__exec_run(clf__launch *L, clf_launch_report *rep)
     /* A launch that lost or left out a device, or ran on one alone, says nothing about the
      * kernel's balance. */
     if (L->ndev > 1 && !L->small && !rep->failed_devices && !memchr(L->excluded, 1, L->ndev))
-        clf__strategy_efficiency(L, L->part_strategy, 1, rep->efficiency);
+    {
+        clf__strategy_seen(L, L->part_strategy, CLF__SEEN_EFFICIENCY, 1, rep->efficiency);
+        clf__strategy_seen(L, L->part_strategy, CLF__SEEN_UNIT_S, 1,
+                           rep->makespan_s / (double)L->total);
+    }
 out:
     for (size_t i = 0; i < L->ndev; i++)
         if (L->w[i].L)

@@ -323,7 +323,10 @@ out:
  * so take the largest look-ahead chunk another device holds but has not
  * started (it is queued behind that device's current chunk). The partitioner
  * counts units, not owners, so the thief completes it as its own. A static
- * launch keeps its plan.
+ * launch keeps its plan. Only from a victim at most twice the thief's speed (by
+ * the launch's weights): the victim would start the chunk after its current one,
+ * so a slower thief would finish it later (a CPU stealing a GPU's chunk 50x too
+ * large for it made dynamic launches 50x slower, issue 27).
  */
 static int steal(clf__worker *w, clf__chunk *c)
 {
@@ -334,6 +337,7 @@ static int steal(clf__worker *w, clf__chunk *c)
     for (size_t j = 0; j < L->ndev; j++) {
         clf__worker *v = &L->w[j];
         if (v != w && v->la_state == 1 && v->la_len <= w->max_units &&
+            2 * L->weights[w->slot_index] >= L->weights[j] &&
             (!victim || v->la_len > victim->la_len))
             victim = v;
     }

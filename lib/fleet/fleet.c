@@ -474,6 +474,9 @@ clf_status clf_fleet_create(clf_fleet **out, const clf_fleet_options *opts)
     CLF__TRY(st, clf__xfer_init(fl, opts->transfer));
     CLF__TRY(st, clf__metrics_init(fl, opts->trace));
 
+    /* Parsed whether or not this fleet caches, so that a bad value is reported the first
+     * time, not when some later program turns the cache on. */
+    CLF__TRY(st, clf__env_cache_max(getenv("CLFLEET_CACHE_MAX"), &fl->cache_max));
     if (!opts->disable_cache) {
         fl->cache_dir = opts->cache_dir ? strdup(opts->cache_dir) : clf__cache_default_dir();
         if (opts->cache_dir && !fl->cache_dir)

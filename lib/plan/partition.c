@@ -48,6 +48,7 @@ struct clf__part {
     uint64_t total, gran;
     size_t ndev;
     part_dev *dev;
+    size_t neligible;        /* devices that can hold a chunk */
     size_t nactive;          /* eligible and not retired */
     long double wsum_active; /* sum of w over the active devices */
     part_range *pool;
@@ -101,18 +102,33 @@ static uint64_t div_ceil(uint64_t a, uint64_t b)
 
 /* ---- strategies ---- */
 
-static uint64_t want_equal_split(const clf__part *p, size_t d)
+/* Device d's weight over the active devices' (equal shares when those are all 0). */
+static long double active_share(const clf__part *p, size_t d)
 {
-    (void)d;
-    /* Work in the pool under STATIC/MEMORY_AWARE came from a failed device: split it over
-     * the survivors rather than handing it all to the first that asks. */
-    return div_ceil(p->pool_units, p->nactive ? p->nactive : 1);
+    if (p->wsum_active > 0)
+        return (long double)p->dev[d].w / p->wsum_active;
+    return 1.0L / (long double)(p->nactive ? p->nactive : 1);
 }
 
+static uint64_t want_equal_split(const clf__part *p, size_t d)
+{
+    /* Work in the pool under STATIC/MEMORY_AWARE came from a failed device: split it over
+     * the survivors by speed rather than handing it all to the first that asks. */
+    long double x = (long double)p->pool_units * active_share(p, d);
+    return x >= (long double)p->pool_units ? p->pool_units : (uint64_t)ceill(x);
+}
+
+/*
+ * DYNAMIC's chunks are sized by the device's speed (the seeds' "performance-based split"):
+ * the fastest device's chunk is about total / (k n), a device at a tenth of its speed takes
+ * a tenth of that, so every chunk lasts about as long on whichever device runs it. Equal
+ * chunks made a CPU 50x slower than a GPU run its one chunk for as long as the GPU ran the
+ * whole launch (the H200 measurement in issue 27).
+ */
 static uint64_t want_dynamic(const clf__part *p, size_t d)
 {
-    (void)d;
-    return p->dyn_chunk;
+    long double x = (long double)p->dyn_chunk * (long double)p->dev[d].w;
+    return x >= (long double)p->dyn_chunk ? p->dyn_chunk : x >= 1 ? (uint64_t)x : 1;
 }
 
 static uint64_t want_guided(const clf__part *p, size_t d)
@@ -350,6 +366,7 @@ clf_status clf__part_create(clf__part **out, clf__part_strategy strategy, uint64
         d->min_chunk = m == 0 ? gran : (m < total ? m : total);
     }
     recompute_active(p);
+    p->neligible = p->nactive;
 
     /* DYNAMIC: about k chunks per eligible device; a k * n that overflows means chunks of
      * one granule. */
@@ -404,11 +421,50 @@ static int take_front(clf__part *p, size_t d, part_range *r, uint64_t want, uint
     return 1;
 }
 
+/* Whether d is (one of) the fastest devices still taking work: it never stands aside. */
+static int fastest_active(const clf__part *p, size_t d)
+{
+    for (size_t j = 0; j < p->ndev; j++)
+        if (p->dev[j].eligible && !p->dev[j].retired && p->dev[j].w > p->dev[d].w)
+            return 0;
+    return 1;
+}
+
+/*
+ * The most device d should take from the pool now, or 0 when it should stand aside (HEFT's
+ * rule, StarPU dmda's idea, without its transfer terms): taking c of the R pooled units, d
+ * finishes them in about c / speed_d while the others finish the rest in (R - c) / (their
+ * speeds), so c beyond d's share of R by speed, R * w_d / sum(w), would end after them. A
+ * device whose share is under one granule (a CPU next to a GPU 400x faster, near the end of
+ * any launch) would finish its smallest chunk after the others had done everything: it
+ * takes nothing, and the launch report shows its empty share. The fastest device never
+ * stands aside, so the pool always drains. The only device that can take work takes the
+ * whole pool in one chunk (capped by its budget): there is nothing to balance, and a chunk
+ * costs an enqueue, a wait and buffers (a one-device fleet then runs at raw OpenCL cost).
+ * Survivors of a failure keep their chunk sizes: the re-run stays spread over them.
+ */
+static uint64_t pool_limit(const clf__part *p, size_t d)
+{
+    if (p->neligible == 1)
+        return p->pool_units;
+    long double x = (long double)p->pool_units * active_share(p, d);
+    uint64_t least = p->pool_units < p->gran ? p->pool_units : p->gran;
+    if (x < (long double)least && !fastest_active(p, d))
+        return 0;
+    uint64_t fair = x >= (long double)p->pool_units ? p->pool_units : (uint64_t)ceill(x);
+    return fair ? fair : 1;
+}
+
 static int take_pool(clf__part *p, size_t d, uint64_t *off, uint64_t *len)
 {
     if (p->npool == 0)
         return 0;
-    uint64_t want = p->ops->pool_want(p, d);
+    uint64_t limit = pool_limit(p, d);
+    if (limit == 0)
+        return 0;
+    uint64_t want = p->neligible == 1 ? limit : p->ops->pool_want(p, d);
+    if (want > limit)
+        want = limit;
     part_range *r = &p->pool[0];
     if (!take_front(p, d, r, want, off, len))
         return 0;

@@ -30,7 +30,8 @@ typedef enum clf__part_strategy {
      * max_units is handed out in several chunks (rounds). Shares are never stolen: only
      * clf__part_retire() and clf__part_requeue() move work between devices. */
     CLF__PART_STATIC = 0,
-    /* Equal chunks of about total / (k * devices), pulled by whichever device asks. */
+    /* Chunks pulled by whichever device asks: the fastest device's about total / (k *
+     * devices), the others' smaller in proportion to their weights. */
     CLF__PART_DYNAMIC = 1,
     /* HGuided: chunk = min(R, max(m_i, roundup(R * P_i / K, gran))), then capped by max_units
      * (rounded down to whole granules). R: units not yet handed out; P_i: device i's weight
@@ -71,7 +72,10 @@ typedef struct clf__part clf__part;
 /*
  * Create a partitioner.
  * weights: ndev relative throughputs, each finite and >= 0; NULL or all zero (among the
- *   devices that can hold a chunk) means equal. DYNAMIC ignores them.
+ *   devices that can hold a chunk) means equal. Every strategy takes from the shared pool
+ *   by them: a device takes at most its share by weight of the pooled units and nothing
+ *   when that is under one granule and a faster device is active (see pool_limit() in
+ *   partition.c); a device alone takes the whole pool in one chunk (capped).
  * max_units: ndev caps on one chunk's length (from the memory budget); UINT64_MAX means
  *   unlimited, 0 means the device takes nothing; NULL means unlimited for all. A device with
  *   max_units < min(gran, total) can hold no chunk and never gets one ("ineligible").

@@ -290,6 +290,41 @@ bad:
                      v);
 }
 
+clf_status clf__env_cache_max(const char *v, uint64_t *out)
+{
+    if (!out)
+        return clf__fail(CLF_ERROR_NULL_POINTER, "clf__env_cache_max: out is NULL");
+    *out = 0;
+    if (!v || !*v)
+        return CLF_SUCCESS;
+    /* Decimal digits, an optional K, M or G suffix; no sign, space, fraction or base. */
+    uint64_t n = 0;
+    const char *p = v;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        if (n > (UINT64_MAX - (uint64_t)(*p - '0')) / 10)
+            goto bad;
+        n = n * 10 + (uint64_t)(*p - '0');
+    }
+    if (p == v)
+        goto bad;
+    unsigned shift = 0;
+    if (*p == 'k' || *p == 'K')
+        shift = 10, p++;
+    else if (*p == 'm' || *p == 'M')
+        shift = 20, p++;
+    else if (*p == 'g' || *p == 'G')
+        shift = 30, p++;
+    if (*p || n > (UINT64_MAX >> shift))
+        goto bad;
+    *out = n << shift;
+    return CLF_SUCCESS;
+bad:
+    return clf__fail(CLF_ERROR_PARSE,
+                     "CLFLEET_CACHE_MAX: '%.64s' is not a size (bytes, or a number with K, M "
+                     "or G; 0 or empty: no limit)",
+                     v);
+}
+
 clf_status clf__env_staging(const char *v, int *pipeline)
 {
     static const char *const autos[] = {"auto", NULL};

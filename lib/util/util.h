@@ -98,6 +98,9 @@ clf_status clf__env_metrics(const char *v, int *off);
 clf_status clf__env_transfer_chunk(const char *v, size_t dflt, size_t *out);
 /* $CLFLEET_TRANSFER_STAGING: unset, "", auto: *pipeline = 0; pipeline: 1. */
 clf_status clf__env_staging(const char *v, int *pipeline);
+/* $CLFLEET_CACHE_MAX: unset, "" or 0: *out = 0 (no limit); else bytes, digits with an
+ * optional K, M or G (binary: 2^10, 2^20, 2^30). */
+clf_status clf__env_cache_max(const char *v, uint64_t *out);
 /* The binary cache's default directory: $CLFLEET_CACHE_DIR, $XDG_CACHE_HOME/clfleet,
  * ~/.cache/clfleet (malloc'd; NULL when none). */
 char *clf__cache_default_dir(void);
@@ -176,6 +179,9 @@ struct clf_fleet {
     cl_context *ctx;
     size_t nctx;
     char *cache_dir; /* NULL: cache disabled */
+    /* $CLFLEET_CACHE_MAX, parsed at creation (fleet.c): the bytes of binaries the cache
+     * directory may hold, the oldest used evicted past it (program.c); 0: no limit. */
+    uint64_t cache_max;
     /* $CLFLEET_STRATEGY, parsed at creation: what launches and GEMMs asking for the
      * default use (CLF_STRATEGY_AUTO when unset). */
     clf_strategy strategy;

@@ -1,8 +1,8 @@
 /* libFuzzer target: the parsers of the other environment variables and option
  * strings. The first byte picks the parser, the rest is the value (an embedded
  * NUL ends it): CLFLEET_TRANSFER (lib/plan/pathsel.c), CLFLEET_STRATEGY
- * (clf_strategy_parse), CLFLEET_METRICS, CLFLEET_TRANSFER_CHUNK and
- * CLFLEET_TRANSFER_STAGING (lib/util/names.c). Checks: success or CLF_ERROR_PARSE, a
+ * (clf_strategy_parse), CLFLEET_METRICS, CLFLEET_TRANSFER_CHUNK,
+ * CLFLEET_TRANSFER_STAGING and CLFLEET_CACHE_MAX (lib/util/names.c). Checks: success or CLF_ERROR_PARSE, a
  * detail message on failure, outputs within their documented ranges. */
 #include "core/core.h"
 #include "plan/pathsel.h"
@@ -36,7 +36,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
     memcpy(v, data + 1, size - 1);
     v[size - 1] = '\0';
     clf_clear_error();
-    switch (data[0] % 5) {
+    switch (data[0] % 6) {
     case 0: {
         unsigned disabled = 0xdeadu;
         clf_status st = clf__path_parse_env(v, &disabled);
@@ -66,6 +66,13 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
         check(chunk >= ((size_t)64 << 10) && chunk <= ((size_t)64 << 20) &&
                   (chunk & (chunk - 1)) == 0,
               "the chunk is a power of two in [64K, 64M]");
+        break;
+    }
+    case 4: {
+        uint64_t max = 7;
+        clf_status st = clf__env_cache_max(v, &max);
+        check_status(st);
+        check(st == CLF_SUCCESS || max == 0, "a refused limit is no limit");
         break;
     }
     default: {
