@@ -1236,7 +1236,9 @@ CLF_API clf_status clf_launch_async(clf_fleet *fleet, clf_program *prog,
 typedef enum clf_direction {
     CLF_DIRECTION_TO_DEVICE = 0,   /**< host to device: writes, launch inputs, broadcasts */
     CLF_DIRECTION_FROM_DEVICE = 1, /**< device to host: reads, launch outputs, reductions */
-    CLF_DIRECTION_PEER = 2,        /**< device to device, counted on the receiving device */
+    /** from one device to another, counted on the receiving device; a copy within one device
+     *  is not peer traffic (clf_device_metrics.same_device_bytes) */
+    CLF_DIRECTION_PEER = 2,
     CLF_TO_DEVICE = CLF_DIRECTION_TO_DEVICE,     /**< old name of CLF_DIRECTION_TO_DEVICE */
     CLF_FROM_DEVICE = CLF_DIRECTION_FROM_DEVICE, /**< old name of CLF_DIRECTION_FROM_DEVICE */
     CLF_PEER = CLF_DIRECTION_PEER                /**< old name of CLF_DIRECTION_PEER */
@@ -1276,7 +1278,8 @@ typedef struct clf_device_metrics {
     double wall_s;      /**< host time of the window: since creation or the last reset */
     double utilization; /**< busy_s / wall_s */
     clf_transfer_stats dir[CLF_NUM_DIRECTIONS]; /**< by clf_direction */
-    /** Copies this device received from devices (itself included), by clf_path. */
+    /** Copies this device received from devices, itself included, by clf_path (a copy within
+     *  the device is normally path[CLF_PATH_SAME_DEVICE]). */
     clf_transfer_stats path[CLF_NUM_PATHS];
     clf_transfer_stats peer_sent; /**< copies from this device to other devices */
     uint64_t transfers;           /**< sum of dir[].count */
@@ -1295,20 +1298,32 @@ typedef struct clf_device_metrics {
     double last_busy_s;   /**< kernel time in the last launch */
     double last_share;    /**< share of the last launch's range */
     double last_finish_s; /**< when it finished its part, from the last launch's start */
+    /** Bytes copied from this device to itself (a collective's scratch copies, the first
+     *  step of clf_array_reduce()): not in dir[CLF_DIRECTION_PEER], transfers or peer_sent,
+     *  which count traffic between devices only. */
+    uint64_t same_device_bytes;
+    uint64_t same_device_copies; /**< how many such copies */
+    /** Free memory on the device now, in bytes, as its driver reports it
+     *  (CL_DEVICE_GLOBAL_FREE_MEMORY_AMD, with cl_amd_device_attribute_query), read when the
+     *  metrics are; UINT64_MAX when the driver does not report it. clfleet's own share is
+     *  mem_current. */
+    uint64_t mem_free;
     /** Reserved: later versions add fields here, so that the struct keeps its size. */
-    uint64_t reserved[4];
+    uint64_t reserved[1];
 } clf_device_metrics;
 
 /** \brief The fleet's totals over the same window. */
 typedef struct clf_fleet_metrics {
     size_t num_devices; /**< devices of the fleet */
     double wall_s;      /**< host time since creation or the last reset */
-    uint64_t launches;  /**< clf_launch() and clf_launch_async() runs */
+    uint64_t launches;  /**< clf_launch(), clf_launch_async() and clf_array_launch() runs */
     uint64_t kernels;   /**< over every device */
     double busy_s;      /**< kernel time summed over devices */
     double utilization; /**< busy_s / (wall_s x num_devices) */
     clf_transfer_stats dir[CLF_NUM_DIRECTIONS]; /**< by clf_direction */
-    clf_transfer_stats path[CLF_NUM_PATHS];     /**< peer copies by clf_path */
+    /** Copies by clf_path: peer copies, and path[CLF_PATH_SAME_DEVICE] for the copies within a
+     *  device (same_device_bytes) */
+    clf_transfer_stats path[CLF_NUM_PATHS];
     uint64_t mem_current; /**< over every device */
     uint64_t mem_peak;    /**< most bytes allocated at once over every device, in the window */
     double wait_s; /**< host time blocked waiting for devices */
@@ -1320,8 +1335,16 @@ typedef struct clf_fleet_metrics {
     double last_makespan_s;     /**< its makespan */
     double last_imbalance;  /**< latest finish / mean finish - 1 (as clf_launch_report) */
     double last_efficiency; /**< earliest finish / latest finish */
-    /** Reserved: later versions add fields here, so that the struct keeps its size. */
-    uint64_t reserved[4];
+    /** Bytes copied within a device, over every device (see
+     *  clf_device_metrics.same_device_bytes); not in dir[CLF_DIRECTION_PEER]. */
+    uint64_t same_device_bytes;
+    uint64_t same_device_copies; /**< how many such copies */
+    /** Mean imbalance (as last_imbalance) of the window's clf_launch() and clf_launch_async()
+     *  runs on two or more devices; 0 before one. A one-device launch cannot be out of
+     *  balance, and clf_array_launch() runs have no report. The struct has no room left: a
+     *  later field comes with a versioned struct. */
+    double mean_imbalance;
+    double max_imbalance; /**< the largest of those launches' imbalance */
 } clf_fleet_metrics;
 
 /**

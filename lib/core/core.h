@@ -447,4 +447,13 @@ uint64_t clf__program_array_mask(const struct clf_program *v, const char *kernel
 /* Read a whole file (NUL-terminated); CLF_ERROR_IO with the path on failure. */
 clf_status clf__read_file(const char *path, char **out, size_t *len);
 
+/* buildlog.c: why a build failed on fleet device dev (what: the call's error; log: the
+ * compiler's, or NULL), kept in p->log[dev]. */
+clf_status clf__program_set_log(clf_program *p, size_t dev, const char *what, const char *log);
+/* buildlog.c: the driver's build log of one device (malloc'd; NULL when there is none). */
+char *clf__program_driver_log(cl_program prog, cl_device_id id);
+/* buildlog.c: every left-out device's log appended to the detail message, each distinct log
+ * once with the devices that share it ("devices 0-3 'name' (platform)"). */
+void clf__program_append_logs(const clf_program *p);
+
 #endif

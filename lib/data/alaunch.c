@@ -431,6 +431,7 @@ static clf_status queue(alaunch *Lp)
         for (size_t p = 0; p < lay->nparts; p++)
             if ((st = run_part(&L, p, lay->parts[p].first, lay->parts[p].count)) != CLF_SUCCESS)
                 return st;
+        clf__metrics_array_launch(L.fl);
         return CLF_SUCCESS;
     }
     /* Boundary strips, their halos, then the interiors (which do not wait for the copies). */
@@ -453,5 +454,6 @@ static clf_status queue(alaunch *Lp)
             (st = run_part(&L, p, first + head, count - head - tail)) != CLF_SUCCESS)
             return st;
     }
+    clf__metrics_array_launch(L.fl);
     return CLF_SUCCESS;
 }

@@ -232,6 +232,10 @@ struct clf_program {
     char includes[65];
     int no_cache;
     char **log;                /* one per device: why it did not (NULL where it did) */
+    /* The public call that builds it (a static string), for the compile note; and whether
+     * the note was logged (once a build, not once a device). */
+    const char *build_call;
+    int compile_noted;
     /* The built-ins the prelude redefines (core/rangearg.c): which the source names
      * (CLF__NAMES_* bits), and the kernels that got the hidden range parameter. */
     int range_named;
