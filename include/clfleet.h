@@ -2049,20 +2049,23 @@ typedef enum clf_array_dist {
  * launches when the measured speeds say it pays.
  *
  * clf_array_launch() times each part's kernels (their profiling events, read once they have
- * completed, never waited for). Before a launch, once every part has 3 steps measured since
- * the last move, it takes each device's speed on the kernel (units per second, the median
- * of the last 5 steps: one spike moves nothing) and predicts the step (the slowest part's
- * kernel time, plus a cost per part boundary for the halo copies) with the current parts
- * and with parts proportional to the speeds, without the devices that would slow the step
- * down (their share is narrower than the halo, or the others finish it sooner than their
- * part plus their halo exchange). It moves the block arrays of the launch
+ * completed, never waited for). Before a launch, once the kernel has 3 steps measured since
+ * the last move, it takes each device's speed (units per second, the median of the last 5
+ * steps of each kernel: one spike moves nothing; the kernels launched over the array
+ * combined as if each ran once a step) and predicts the step (the slowest part's kernel
+ * time, plus a cost per part boundary for the halo copies) with the current parts and with
+ * parts proportional to the speeds, without the devices that would slow the step down
+ * (their share is narrower than the halo, or the others finish it sooner than their part
+ * plus their halo exchange). It moves the block arrays of the launch
  * (clf_array_redistribute()'s copies, device to device) only when the new step is at least
  * 10 % shorter and 10 steps of the gain exceed the predicted cost of the move (bytes that
  * change device over the bandwidth measured by the last move, 1 GB/s before one), and
- * never twice within 10 launches. Every block array of the launch must carry the flag (they
- * move together, so that they stay cut alike); a device dropped by a move does not come
- * back. clf_array_part_info() gives the new parts; clf_array_balance_info() says what was
- * decided and why. A move waits on the host for the arrays' queued work.
+ * never twice within 10 steps (launches of the first kernel launched after the move).
+ * Every block array of the launch must carry the flag (they move together, so that they
+ * stay cut alike); one left behind by a move of a launch it was not in is moved to the cut
+ * of the first block array of the next launch it is in. A device dropped by a move does not
+ * come back. clf_array_part_info() gives the new parts; clf_array_balance_info() says what
+ * was decided and why. A move waits on the host for the arrays' queued work.
  */
 #define CLF_ARRAY_REBALANCE (1u << 1)
 

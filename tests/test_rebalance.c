@@ -25,6 +25,11 @@ static const char SRC[] =
     "    for (uint j = 0; j < k; j++)\n"
     "        h = h * 1664525u + 1013904223u;\n"
     "    out[i] = ((l + c) + (c + r)) * 0.25f + zero * (float)(h & 1u);\n"
+    "}\n"
+    "kernel void resid(global const float *in, global const float *out, global float *r)\n"
+    "{\n"
+    "    size_t i = get_global_id(0);\n"
+    "    r[i] = out[i] - in[i];\n"
     "}\n";
 
 static clf_fleet *F2;
@@ -91,7 +96,7 @@ typedef struct run_result {
  * last checked bit for bit (the others stay queued while the next launches come).
  */
 static run_result jacobi(size_t n, size_t steps, unsigned reps, unsigned slow, unsigned flags,
-                         size_t spike_at, unsigned spike, size_t check_every)
+                         size_t spike_at, unsigned spike, size_t check_every, int with_resid)
 {
     clf_array_desc d = CLF_ARRAY_DESC_INIT;
     d.elem_size = sizeof(float);
@@ -101,6 +106,9 @@ static run_result jacobi(size_t n, size_t steps, unsigned reps, unsigned slow, u
     clf_array *a = NULL, *b = NULL;
     ck_assert_ok(clf_array_create(&a, F2, &d));
     ck_assert_ok(clf_array_create(&b, F2, &d));
+    clf_array *res = NULL; /* with_resid: the step's change, a second kernel each step */
+    if (with_resid)
+        ck_assert_ok(clf_array_create(&res, F2, &d));
     ck_assert_uint_eq(clf_array_part_count(a), 2);
     float *cur = jacobi_grid(n, 7), *next = malloc(n * sizeof *next);
     float *got = malloc(n * sizeof *got);
@@ -127,6 +135,15 @@ static run_result jacobi(size_t n, size_t steps, unsigned reps, unsigned slow, u
         /* A launch that moves the arrays first runs this step with the old slow range (its
          * time is off for one sample of the median, its results are the same). */
         ck_assert_ok(clf_array_launch(F2, P, &ld, args, 7));
+        if (res) {
+            /* Cut like in and out at the last launch; moved by this one, or before it by
+             * the alignment of arrays launched together. */
+            clf_array_launch_desc rd = CLF_ARRAY_LAUNCH_DESC_INIT;
+            rd.kernel = "resid";
+            rd.global[0] = n;
+            clf_arg ra[] = {CLF_ARRAY_IN(in), CLF_ARRAY_IN(out), CLF_ARRAY_OUT(res)};
+            ck_assert_ok(clf_array_launch(F2, P, &rd, ra, 3));
+        }
         jacobi_ref_step(&cur, &next, 1, n, 1, 0);
         if ((s + 1) % check_every && s + 1 < steps)
             continue; /* queued steps pile up: later launches (and moves) find them */
@@ -135,6 +152,15 @@ static run_result jacobi(size_t n, size_t steps, unsigned reps, unsigned slow, u
             expect(memcmp(&got[i], &cur[i], sizeof *got) == 0,
                    "step %zu unit %zu: %a, the reference %a (%zu parts)", s, i, (double)got[i],
                    (double)cur[i], clf_array_part_count(out));
+        if (res) {
+            ck_assert_ok(clf_array_read(res, NULL, NULL, got));
+            for (size_t i = 0; i < n; i++) {
+                float want = cur[i] - next[i]; /* next holds the step's input now */
+                expect(memcmp(&got[i], &want, sizeof want) == 0,
+                       "step %zu residual %zu: %a, the reference %a", s, i, (double)got[i],
+                       (double)want);
+            }
+        }
         ck_assert_ok(clf_array_balance_info(&r.bal, out));
     }
     clf_array *last = steps % 2 ? b : a;
@@ -145,6 +171,7 @@ static run_result jacobi(size_t n, size_t steps, unsigned reps, unsigned slow, u
     r.slow_units = units_on(last, SLOW, &f);
     r.fast_units = units_on(last, 0, &f);
     expect_same_cut(a, b);
+    clf_array_destroy(res);
     free(cur);
     free(next);
     free(got);
@@ -158,7 +185,7 @@ START_TEST(slow_device_shrinks)
 {
     test_watchdog(240);
     const size_t n = 8192;
-    run_result r = jacobi(n, 40, 400, 8, CLF_ARRAY_REBALANCE, SIZE_MAX, 0, 1);
+    run_result r = jacobi(n, 40, 400, 8, CLF_ARRAY_REBALANCE, SIZE_MAX, 0, 1, 0);
     fprintf(stderr, "slow_device_shrinks: %zu moves, slow device %zu units of %zu: %s\n",
             r.migrations, r.slow_units, n, r.bal.why);
     expect(r.migrations >= 1, "no move: %s", r.bal.why);
@@ -183,8 +210,26 @@ START_TEST(slow_device_queued)
 {
     test_watchdog(240);
     const size_t n = 8192;
-    run_result r = jacobi(n, 40, 400, 8, CLF_ARRAY_REBALANCE, SIZE_MAX, 0, 8);
+    run_result r = jacobi(n, 40, 400, 8, CLF_ARRAY_REBALANCE, SIZE_MAX, 0, 8, 0);
     fprintf(stderr, "slow_device_queued: %zu moves, slow device %zu units of %zu: %s\n",
+            r.migrations, r.slow_units, n, r.bal.why);
+    expect(r.migrations >= 1, "no move: %s", r.bal.why);
+    expect(r.min_slow_units < n * 3 / 10 && r.slow_units < n / 2,
+           "the slow device held at least %zu and holds %zu of %zu units: %s",
+           r.min_slow_units, r.slow_units, n, r.bal.why);
+    test_watchdog_off();
+}
+END_TEST
+
+/* Two kernels a step over the arrays (the stencil, then a residual into a third array that
+ * only the second kernel uses): their speeds are combined, the third array follows the cut
+ * of the arrays it is launched with, and the results stay exact. */
+START_TEST(two_kernels_a_step)
+{
+    test_watchdog(240);
+    const size_t n = 8192;
+    run_result r = jacobi(n, 40, 400, 8, CLF_ARRAY_REBALANCE, SIZE_MAX, 0, 1, 1);
+    fprintf(stderr, "two_kernels_a_step: %zu moves, slow device %zu units of %zu: %s\n",
             r.migrations, r.slow_units, n, r.bal.why);
     expect(r.migrations >= 1, "no move: %s", r.bal.why);
     expect(r.min_slow_units < n * 3 / 10 && r.slow_units < n / 2,
@@ -198,7 +243,7 @@ END_TEST
 START_TEST(no_flag_no_move)
 {
     test_watchdog(240);
-    run_result r = jacobi(4096, 12, 40, 8, 0, SIZE_MAX, 0, 1);
+    run_result r = jacobi(4096, 12, 40, 8, 0, SIZE_MAX, 0, 1, 0);
     ck_assert_uint_eq(r.migrations, 0);
     ck_assert_uint_eq(r.slow_units, 2048);
     test_watchdog_off();
@@ -216,7 +261,7 @@ END_TEST
 START_TEST(equal_speeds_no_thrash)
 {
     test_watchdog(240);
-    run_result r = jacobi(8192, 30, 40, 1, CLF_ARRAY_REBALANCE, SIZE_MAX, 0, 1);
+    run_result r = jacobi(8192, 30, 40, 1, CLF_ARRAY_REBALANCE, SIZE_MAX, 0, 1, 0);
     fprintf(stderr, "equal_speeds_no_thrash: %zu moves, %zu and %zu units: %s\n",
             r.migrations, r.fast_units, r.slow_units, r.bal.why);
     expect(r.migrations <= 3, "%zu moves in 30 steps: %s", r.migrations, r.bal.why);
@@ -231,7 +276,7 @@ START_TEST(far_too_slow_dropped)
 {
     test_watchdog(240);
     const size_t n = 4096;
-    run_result r = jacobi(n, 16, 20, 400, CLF_ARRAY_REBALANCE, SIZE_MAX, 0, 1);
+    run_result r = jacobi(n, 16, 20, 400, CLF_ARRAY_REBALANCE, SIZE_MAX, 0, 1, 0);
     fprintf(stderr, "far_too_slow_dropped: %zu moves, %zu parts: %s\n", r.migrations, r.parts,
             r.bal.why);
     expect(r.parts == 1 && r.slow_units == 0 && r.fast_units == n,
@@ -369,6 +414,7 @@ int main(void)
     tcase_add_test(tc, equal_speeds_no_thrash);
     tcase_add_test(tc, slow_device_shrinks);
     tcase_add_test(tc, slow_device_queued);
+    tcase_add_test(tc, two_kernels_a_step);
     tcase_add_test(tc, far_too_slow_dropped);
     suite_add_tcase(s, tc);
     return test_run(s, FLEET2, 2);

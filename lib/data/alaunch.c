@@ -376,6 +376,8 @@ clf_status clf_array_launch(clf_fleet *fleet, clf_program *prog,
     clf_status st = CLF_SUCCESS;
     if ((st = clf__program_array_variant(prog, &L.var)) != CLF_SUCCESS)
         return st;
+    if (nargs && args && (st = clf__rebal_align(fleet, args, nargs)) != CLF_SUCCESS)
+        return st;
     if ((st = check(&L)) != CLF_SUCCESS)
         return st;
     /* CLF_ARRAY_REBALANCE: move the parts first when the speeds measured so far say so

@@ -505,10 +505,11 @@ void clf__rebal_reset(clf_array *a, int free_it)
     for (size_t i = 0; i < R->npend; i++)
         clf__rebal_step_free(&R->pend[i]);
     R->npend = 0;
-    free(R->rate);
-    R->rate = NULL;
-    R->nparts = R->nsamples = R->head = R->since = 0;
-    R->kernel[0] = 0;
+    for (size_t i = 0; i < CLF__REBAL_KERNELS; i++)
+        free(R->k[i].rate);
+    memset(R->k, 0, sizeof R->k);
+    R->nparts = R->since = 0;
+    R->step_kernel[0] = 0;
     a->bal.samples = 0;
     a->bal.step_s = a->bal.best_s = 0;
     if (free_it) {

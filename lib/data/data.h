@@ -142,14 +142,25 @@ void clf__rebal_step_free(clf__rebal_step *r);
  * meanwhile are not measured). */
 #define CLF__REBAL_PENDING 8
 
+/* The kernels an array keeps speeds of at once (a step of a stencil and a residual, say);
+ * a further one takes the place of the one measured longest ago. */
+#define CLF__REBAL_KERNELS 4
+/* One kernel's samples: a ring of CLF__REBAL_WINDOW rows of nparts units per second. */
+typedef struct clf__rebal_kernel {
+    char kernel[128]; /* "" when the slot is free */
+    double *rate;
+    size_t nsamples, head; /* rows held (at most the window), next row */
+    uint64_t used;         /* when last measured (the array's step count), to replace */
+} clf__rebal_kernel;
+
 /* An array's CLF_ARRAY_REBALANCE measurements (rebalance.c; released by array.c). */
 struct clf__rebal {
-    char kernel[128];             /* whose speeds the samples are */
-    size_t nparts;                /* the cut the samples are for */
-    double *rate;                 /* CLF__REBAL_WINDOW x nparts units per second, a ring */
-    size_t nsamples, head;        /* samples held (at most the window), next slot */
-    size_t since;                 /* launches since the last move (or creation) */
-    double bw;                    /* bytes per second of the last move's copies (0: none) */
+    size_t nparts;                            /* the cut the samples are for */
+    clf__rebal_kernel k[CLF__REBAL_KERNELS];  /* per kernel */
+    uint64_t steps;                           /* steps measured (a clock for `used`) */
+    size_t since;                             /* steps since the last move (or creation) */
+    char step_kernel[128]; /* the kernel whose launches count as steps: the first launched */
+    double bw;                                /* bytes per second of the last move (0: none) */
     clf__rebal_step pend[CLF__REBAL_PENDING]; /* launches not harvested yet, oldest first */
     size_t npend;
 };
@@ -168,6 +179,10 @@ void clf__rebal_step_done(clf__rebal_step *r, const clf_arg *args, size_t nargs)
  * the arrays as they were and are returned. */
 clf_status clf__rebal_before(clf_array *layout, const char *kernel, const clf_arg *args,
                              size_t nargs, size_t granule, int *moved);
+/* Before a launch's checks: CLF_ARRAY_REBALANCE block arrays among args cut unlike the
+ * first block array, when it has the flag too, are moved to its cut (arrays launched
+ * together in one launch and apart in another: a move in the other left them behind). */
+clf_status clf__rebal_align(clf_fleet *fleet, const clf_arg *args, size_t nargs);
 /* The cut changed (redistribution): forget the measurements; free: also the state. */
 void clf__rebal_reset(clf_array *a, int free_it);
 

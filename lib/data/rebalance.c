@@ -14,9 +14,10 @@
  * simulator (CLFLEET_SIMULATE) reports its simulated times through the same profiling
  * query (observe's clf__event_profile()).
  *
- * The samples: the last CLF__REBAL_WINDOW steps of one kernel on the current cut (another
- * kernel, or a new cut, starts them over); the decision (clf__rebal_plan()) takes their
- * median per part, so one spike moves nothing. A move is clf_array_redistribute() of every
+ * The samples: the last CLF__REBAL_WINDOW steps of each kernel (up to CLF__REBAL_KERNELS of
+ * them) on the current cut (a new cut starts them over); the decision before a launch
+ * (clf__rebal_plan()) takes each kernel's median per part (one spike moves nothing)
+ * and combines the kernels as if each ran once per step. A move is clf_array_redistribute() of every
  * block array of the launch; its bytes over its wall time become the bandwidth the next
  * decision prices a move with.
  */
@@ -106,7 +107,12 @@ void clf__rebal_step_done(clf__rebal_step *r, const clf_arg *args, size_t nargs)
         struct clf__rebal *R = seen ? NULL : state(a);
         if (!R)
             continue;
-        R->since++;
+        /* Steps, not launches: a step of two kernels counts once (the cool-down is in
+         * steps). The first kernel launched after a move stands for the step. */
+        if (!R->step_kernel[0])
+            snprintf(R->step_kernel, sizeof R->step_kernel, "%s", r->kernel);
+        if (strcmp(R->step_kernel, r->kernel) == 0)
+            R->since++;
         /* A host that runs ahead of the devices: the launches already waiting are measured
          * when they complete, this one is not (dropping the oldest instead would drop the
          * ones about to complete, again and again, and never measure anything). */
@@ -146,43 +152,67 @@ static int part_seconds(const clf__rebal_step *r, size_t p, double *sec)
     return any ? 1 : -1;
 }
 
-/* Move the completed launches of kernel over a's current cut into its samples. */
-static void harvest(clf_array *a, const char *kernel)
+/* The samples of kernel in R: its slot, or a new one (a free slot, else the one measured
+ * longest ago) when create; NULL when none, or out of memory. */
+static clf__rebal_kernel *kernel_slot(struct clf__rebal *R, const char *kernel, int create)
+{
+    clf__rebal_kernel *old = &R->k[0];
+    for (size_t i = 0; i < CLF__REBAL_KERNELS; i++) {
+        clf__rebal_kernel *k = &R->k[i];
+        if (k->kernel[0] && strcmp(k->kernel, kernel) == 0)
+            return k;
+        if (!k->kernel[0] || (old->kernel[0] && k->used < old->used))
+            old = k;
+    }
+    if (!create)
+        return NULL;
+    double *rate = calloc(CLF__REBAL_WINDOW * R->nparts, sizeof *rate);
+    if (!rate)
+        return NULL;
+    free(old->rate);
+    memset(old, 0, sizeof *old);
+    snprintf(old->kernel, sizeof old->kernel, "%s", kernel);
+    old->rate = rate;
+    return old;
+}
+
+/* Move the completed launches over a's current cut into their kernels' samples. */
+static void harvest(clf_array *a)
 {
     struct clf__rebal *R = a->rebal;
     if (!R)
         return;
-    if (strncmp(R->kernel, kernel, sizeof R->kernel - 1) != 0 || R->nparts != a->nparts) {
-        /* Another kernel's speeds, or another cut's: start over. */
-        free(R->rate);
-        R->rate = NULL;
-        R->nsamples = R->head = 0;
-        snprintf(R->kernel, sizeof R->kernel, "%s", kernel);
+    if (R->nparts != a->nparts) { /* another cut's speeds (not moved by us): start over */
+        for (size_t i = 0; i < CLF__REBAL_KERNELS; i++)
+            free(R->k[i].rate);
+        memset(R->k, 0, sizeof R->k);
         R->nparts = a->nparts;
     }
-    if (!R->rate && !(R->rate = calloc(CLF__REBAL_WINDOW * a->nparts, sizeof *R->rate)))
-        return;
     while (R->npend) {
         clf__rebal_step *r = &R->pend[0];
-        int same = r->nparts == a->nparts && strcmp(r->kernel, R->kernel) == 0;
+        int same = r->nparts == a->nparts;
         for (size_t p = 0; same && p < a->nparts; p++)
             same = r->count[p] == a->parts[p].count;
-        double *row = &R->rate[R->head * a->nparts];
-        int ok = same ? 1 : -1; /* another kernel's or cut's: dropped */
+        int ok = same ? 1 : -1; /* another cut's: dropped */
+        double sec[CLF_MAX_LAUNCH_DEVICES];
+        if (a->nparts > CLF_MAX_LAUNCH_DEVICES)
+            ok = -1;
         for (size_t p = 0; ok == 1 && p < a->nparts; p++) {
-            double sec;
-            ok = part_seconds(r, p, &sec);
-            if (ok == 1 && sec > 0)
-                row[p] = (double)r->count[p] / sec;
-            else if (ok == 1)
+            ok = part_seconds(r, p, &sec[p]);
+            if (ok == 1 && !(sec[p] > 0))
                 ok = -1;
         }
         if (ok == 0)
             break; /* not done yet; the later ones are not either, mostly */
-        if (ok == 1) {
-            R->head = (R->head + 1) % CLF__REBAL_WINDOW;
-            if (R->nsamples < CLF__REBAL_WINDOW)
-                R->nsamples++;
+        clf__rebal_kernel *k = ok == 1 ? kernel_slot(R, r->kernel, 1) : NULL;
+        if (k) {
+            double *row = &k->rate[k->head * a->nparts];
+            for (size_t p = 0; p < a->nparts; p++)
+                row[p] = (double)r->count[p] / sec[p];
+            k->head = (k->head + 1) % CLF__REBAL_WINDOW;
+            if (k->nsamples < CLF__REBAL_WINDOW)
+                k->nsamples++;
+            k->used = ++R->steps;
             a->bal.samples++;
         }
         clf__rebal_step_free(r);
@@ -211,6 +241,49 @@ static void say(clf_array *a, const char *fmt, ...)
     clf__log(CLF_LOG_DEBUG, "CLF_ARRAY_REBALANCE: %s", a->bal.why);
 }
 
+clf_status clf__rebal_align(clf_fleet *fleet, const clf_arg *args, size_t nargs)
+{
+    clf_array *lay = NULL;
+    for (size_t i = 0; i < nargs && !lay; i++) {
+        clf_array *b = args[i].kind == CLF_ARG_KIND_ARRAY ? args[i].host : NULL;
+        if (b && b->desc.dist != CLF_ARRAY_REPLICATED)
+            lay = b;
+    }
+    if (!lay || lay->fleet != fleet || lay->desc.dist != CLF_ARRAY_BLOCK ||
+        !(lay->desc.flags & CLF_ARRAY_REBALANCE) || lay->nparts > CLF_MAX_LAUNCH_DEVICES)
+        return CLF_SUCCESS;
+    size_t dev[CLF_MAX_LAUNCH_DEVICES];
+    double w[CLF_MAX_LAUNCH_DEVICES];
+    for (size_t p = 0; p < lay->nparts; p++) {
+        dev[p] = lay->parts[p].device;
+        w[p] = (double)lay->parts[p].count; /* weights that are the counts give them */
+    }
+    for (size_t i = 0; i < nargs; i++) {
+        clf_array *b = args[i].kind == CLF_ARG_KIND_ARRAY ? args[i].host : NULL;
+        if (!b || b == lay || b->desc.dist != CLF_ARRAY_BLOCK ||
+            !(b->desc.flags & CLF_ARRAY_REBALANCE) || b->fleet != lay->fleet ||
+            b->units != lay->units || b->mapped)
+            continue; /* the launch's checks say what is wrong with it, if anything */
+        int same = b->nparts == lay->nparts;
+        for (size_t p = 0; same && p < b->nparts; p++)
+            same = b->parts[p].device == dev[p] && b->parts[p].count == lay->parts[p].count;
+        if (same)
+            continue;
+        clf_array_desc d = b->desc;
+        d.weights_mode = CLF_WEIGHTS_USER;
+        d.weights = w;
+        d.devices = dev;
+        d.num_devices = lay->nparts;
+        size_t migrations = b->bal.migrations;
+        clf_status st = clf_array_redistribute(b, &d);
+        if (st != CLF_SUCCESS)
+            return st;
+        b->bal.migrations = migrations + 1;
+        say(b, "moved to the cut of the array it was launched with (argument %zu)", i);
+    }
+    return CLF_SUCCESS;
+}
+
 clf_status clf__rebal_before(clf_array *a, const char *kernel, const clf_arg *args,
                              size_t nargs, size_t granule, int *moved)
 {
@@ -234,12 +307,12 @@ clf_status clf__rebal_before(clf_array *a, const char *kernel, const clf_arg *ar
         move_ub += b->unit_bytes;
         all_flagged &= (b->desc.flags & CLF_ARRAY_REBALANCE) != 0;
         if (b->desc.flags & CLF_ARRAY_REBALANCE)
-            harvest(b, kernel);
+            harvest(b);
     }
     struct clf__rebal *R = a->rebal;
     size_t np = a->nparts;
-    if (!R || !R->rate || np < 2 || np > CLF_MAX_LAUNCH_DEVICES ||
-        R->nsamples < CLF__REBAL_MIN_SAMPLES)
+    clf__rebal_kernel *ks = R ? kernel_slot(R, kernel, 0) : NULL;
+    if (!ks || np < 2 || np > CLF_MAX_LAUNCH_DEVICES || ks->nsamples < CLF__REBAL_MIN_SAMPLES)
         return CLF_SUCCESS;
 
     size_t od[CLF_MAX_LAUNCH_DEVICES], oc[CLF_MAX_LAUNCH_DEVICES];
@@ -247,7 +320,30 @@ clf_status clf__rebal_before(clf_array *a, const char *kernel, const clf_arg *ar
         od[p] = a->parts[p].device;
         oc[p] = a->parts[p].count;
     }
-    clf__rebal_in in = {np, od, oc, R->rate, R->nsamples, a->units, granule,
+    /* A step may run several kernels over the arrays (a stencil and a residual): the
+     * speeds of every kernel measured enough on this cut are combined as if each ran once
+     * per step (a part's seconds per unit summed), so that they do not pull the cut their
+     * own ways. The planner takes rows of samples: the combined speeds, as many rows as it
+     * needs (their median is themselves). */
+    double comb[CLF__REBAL_MIN_SAMPLES][CLF_MAX_LAUNCH_DEVICES], col[CLF__REBAL_WINDOW];
+    for (size_t p = 0; p < np; p++) {
+        double spu = 0; /* seconds per unit */
+        for (size_t i = 0; i < CLF__REBAL_KERNELS; i++) {
+            const clf__rebal_kernel *k = &R->k[i];
+            if (!k->kernel[0] || k->nsamples < CLF__REBAL_MIN_SAMPLES)
+                continue;
+            for (size_t j = 0; j < k->nsamples; j++)
+                col[j] = k->rate[j * np + p];
+            spu += 1 / clf__median(col, k->nsamples);
+        }
+        for (size_t j = 0; j < CLF__REBAL_MIN_SAMPLES; j++)
+            comb[j][p] = 1 / spu;
+    }
+    /* comb's rows are CLF_MAX_LAUNCH_DEVICES long: copied to rows of np for the planner. */
+    double rows[CLF__REBAL_MIN_SAMPLES * CLF_MAX_LAUNCH_DEVICES];
+    for (size_t j = 0; j < CLF__REBAL_MIN_SAMPLES; j++)
+        memcpy(&rows[j * np], comb[j], np * sizeof *rows);
+    clf__rebal_in in = {np, od, oc, rows, CLF__REBAL_MIN_SAMPLES, a->units, granule,
                         a->desc.halo_before, a->desc.halo_after,
                         (a->desc.flags & CLF_ARRAY_PERIODIC) != 0, a->unit_bytes, move_ub,
                         R->bw, R->since, a->bal.migrations};

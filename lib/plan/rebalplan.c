@@ -217,7 +217,7 @@ void clf__rebal_plan(const clf__rebal_in *in, clf__rebal_out *out)
     double gain = cur - best;
     if (in->migrations > 0 && in->since < CLF__REBAL_HORIZON)
         snprintf(out->why, sizeof out->why,
-                 "parts stay: %zu launches since the last move (at least %d between moves)",
+                 "parts stay: %zu steps since the last move (at least %d between moves)",
                  in->since, CLF__REBAL_HORIZON);
     else if (gain < CLF__REBAL_MIN_GAIN * cur)
         snprintf(out->why, sizeof out->why,

@@ -57,7 +57,7 @@ typedef struct clf__rebal_in {
     size_t unit_bytes;      /* of the array whose halo is exchanged (halo copies' bytes) */
     size_t move_unit_bytes; /* sum over the arrays that move together */
     double bw;              /* bytes per second measured by the last move, 0: none */
-    size_t since;           /* launches since the last move */
+    size_t since;           /* steps since the last move */
     size_t migrations;      /* moves so far */
 } clf__rebal_in;
 
