@@ -16,10 +16,10 @@
  *
  * The samples: the last CLF__REBAL_WINDOW steps of each kernel (up to CLF__REBAL_KERNELS of
  * them) on the current cut (a new cut starts them over); the decision before a launch
- * (clf__rebal_plan()) takes each kernel's median per part (one spike moves nothing)
- * and combines the kernels as if each ran once per step. A move is clf_array_redistribute() of every
- * block array of the launch; its bytes over its wall time become the bandwidth the next
- * decision prices a move with.
+ * (clf__rebal_plan()) takes each kernel's median per part (one spike moves nothing) and
+ * combines the kernels as if each ran once per step. A move is clf_array_redistribute() of
+ * every block array of the launch; its bytes over its wall time become the bandwidth the
+ * next decision prices a move with.
  */
 #include "data.h"
 
