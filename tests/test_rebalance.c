@@ -2,11 +2,12 @@
  * Distributed arrays on unequal devices: CLF_WEIGHTS_LEARNED leaving out a device too slow
  * to help, and CLF_ARRAY_REBALANCE moving the parts of a 1-D Jacobi between steps.
  *
- * Two one-unit sub-devices (FLEET2) run at the same speed, so one is made slow by the
- * work: the kernel spins `reps` rounds of a hash per element, and `slow` times more on the
- * units [slow_first, slow_end) that the test sets, before every step, to the part the slow
- * device holds now (clf_array_part_info()): the slowness follows the device across moves,
- * as a slower device's would. The spin does not change the results (it is added times a
+ * Two one-unit sub-devices (FLEET2) run at the same speed, so one is made slow: by
+ * CLFLEET_SIMULATE (simulated_slow_device), and elsewhere by the work, as the simulator's
+ * clean figures would hide the noise of a shared host: the kernel spins `reps` rounds of a
+ * hash per element, and `slow` times more on the units [slow_first, slow_end) that the test
+ * sets, before every step, to the part the slow device holds now (clf_array_part_info()):
+ * the slowness follows the device across moves, as a slower device's would. The spin does not change the results (it is added times a
  * zero the kernel cannot know), which must equal a plain C reference bit for bit after
  * every step, moves included.
  */
@@ -239,6 +240,50 @@ START_TEST(two_kernels_a_step)
 }
 END_TEST
 
+/*
+ * The same slowness from the simulator instead of the kernel: CLFLEET_SIMULATE holds back
+ * the completion of device 1's kernels (its profiling times with them), the kernel does the
+ * same work everywhere. 8x: the slow part shrinks toward a ninth; 50x: to a sliver or none.
+ */
+static run_result sim_jacobi(const char *rules, size_t n, size_t steps)
+{
+    clf_fleet *f2 = F2;
+    clf_program *p = P;
+    setenv("CLFLEET_SIMULATE", rules, 1);
+    clf_fleet_options o = CLF_FLEET_OPTIONS_INIT;
+    o.devices = FLEET2;
+    clf_status st = clf_fleet_create(&F2, &o);
+    unsetenv("CLFLEET_SIMULATE");
+    ck_assert_msg(st == CLF_SUCCESS, "fleet with '%s': %s", rules, clf_last_error());
+    ck_assert_ok(clf_program_build_source(&P, F2, SRC, NULL));
+    run_result r = jacobi(n, steps, 400, 1, CLF_ARRAY_REBALANCE, SIZE_MAX, 0, 1, 0);
+    clf_program_destroy(P);
+    clf_fleet_destroy(F2);
+    F2 = f2;
+    P = p;
+    return r;
+}
+
+START_TEST(simulated_slow_device)
+{
+    test_watchdog(240);
+    const size_t n = 8192;
+    run_result r = sim_jacobi("device=1,compute=0.125", n, 40);
+    fprintf(stderr, "simulated_slow_device 8x: %zu moves, slow device %zu units of %zu: %s\n",
+            r.migrations, r.slow_units, n, r.bal.why);
+    expect(r.migrations >= 1, "no move: %s", r.bal.why);
+    expect(r.min_slow_units < n * 3 / 10 && r.slow_units < n / 2,
+           "the slow device held at least %zu and holds %zu of %zu units: %s",
+           r.min_slow_units, r.slow_units, n, r.bal.why);
+    r = sim_jacobi("device=1,compute=0.02", n, 24);
+    fprintf(stderr, "simulated_slow_device 50x: %zu moves, slow device %zu units of %zu: %s\n",
+            r.migrations, r.slow_units, n, r.bal.why);
+    expect(r.min_slow_units < n / 10, "the slow device held at least %zu of %zu units: %s",
+           r.min_slow_units, n, r.bal.why);
+    test_watchdog_off();
+}
+END_TEST
+
 /* Without the flag the parts stay as they are, however slow a device. */
 START_TEST(no_flag_no_move)
 {
@@ -415,6 +460,7 @@ int main(void)
     tcase_add_test(tc, slow_device_shrinks);
     tcase_add_test(tc, slow_device_queued);
     tcase_add_test(tc, two_kernels_a_step);
+    tcase_add_test(tc, simulated_slow_device);
     tcase_add_test(tc, far_too_slow_dropped);
     suite_add_tcase(s, tc);
     return test_run(s, FLEET2, 2);
