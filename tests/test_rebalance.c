@@ -7,9 +7,9 @@
  * clean figures would hide the noise of a shared host: the kernel spins `reps` rounds of a
  * hash per element, and `slow` times more on the units [slow_first, slow_end) that the test
  * sets, before every step, to the part the slow device holds now (clf_array_part_info()):
- * the slowness follows the device across moves, as a slower device's would. The spin does not change the results (it is added times a
- * zero the kernel cannot know), which must equal a plain C reference bit for bit after
- * every step, moves included.
+ * the slowness follows the device across moves, as a slower device's would. The spin does
+ * not change the results (it is added times a zero the kernel cannot know), which must
+ * equal a plain C reference bit for bit after every step, moves included.
  */
 #include <math.h>
 
