@@ -163,6 +163,15 @@ struct clf__rebal {
     double bw;                                /* bytes per second of the last move (0: none) */
     clf__rebal_step pend[CLF__REBAL_PENDING]; /* launches not harvested yet, oldest first */
     size_t npend;
+    /* A move on trial (kept across the move's reset): the cut before it and the step the
+     * decision measured there. Once the new cut is measured, a step longer than that by
+     * CLF__REBAL_MIN_GAIN moves back (devices that slow each other down, sub-devices of
+     * one CPU, break the model's independent parts), and no move is made for `hold`
+     * steps after that. */
+    int trial;
+    double trial_step_s;
+    size_t trial_k, trial_dev[CLF_MAX_LAUNCH_DEVICES], trial_cnt[CLF_MAX_LAUNCH_DEVICES];
+    size_t hold;
 };
 
 /* Start a record of the launch's part kernels over the cut of layout (count NULL on out of

@@ -284,6 +284,47 @@ clf_status clf__rebal_align(clf_fleet *fleet, const clf_arg *args, size_t nargs)
     return CLF_SUCCESS;
 }
 
+/* Move the n arrays to the cut dev[0..k-1] holding cnt[] units (weights that are the counts
+ * give exactly them: units * cnt / units); on failure, those moved go back to the cut
+ * odev/ocnt (np parts), so that they stay cut alike, and the failure is returned. *wall:
+ * the seconds it took. */
+static clf_status move_all(clf_array **arrs, size_t n, const size_t *dev, const size_t *cnt,
+                           size_t k, const size_t *odev, const size_t *ocnt, size_t np,
+                           double *wall)
+{
+    double w[CLF_MAX_LAUNCH_DEVICES], ow[CLF_MAX_LAUNCH_DEVICES];
+    for (size_t i = 0; i < k; i++)
+        w[i] = (double)cnt[i];
+    for (size_t p = 0; p < np; p++)
+        ow[p] = (double)ocnt[p];
+    double t0 = now_s();
+    size_t done = 0;
+    clf_status st = CLF_SUCCESS;
+    for (; done < n; done++) {
+        clf_array_desc d = arrs[done]->desc;
+        d.weights_mode = CLF_WEIGHTS_USER;
+        d.weights = w;
+        d.devices = dev;
+        d.num_devices = k;
+        if ((st = clf_array_redistribute(arrs[done], &d)) != CLF_SUCCESS)
+            break;
+    }
+    *wall = now_s() - t0;
+    if (st == CLF_SUCCESS)
+        return CLF_SUCCESS;
+    char detail[512];
+    snprintf(detail, sizeof detail, "%s", clf_last_error());
+    for (size_t j = 0; j < done; j++) {
+        clf_array_desc d = arrs[j]->desc;
+        d.weights_mode = CLF_WEIGHTS_USER;
+        d.weights = ow;
+        d.devices = odev;
+        d.num_devices = np;
+        clf_array_redistribute(arrs[j], &d);
+    }
+    return clf__fail(st, "%s", detail);
+}
+
 clf_status clf__rebal_before(clf_array *a, const char *kernel, const clf_arg *args,
                              size_t nargs, size_t granule, int *moved)
 {
@@ -353,6 +394,46 @@ clf_status clf__rebal_before(clf_array *a, const char *kernel, const clf_arg *ar
     clf__rebal_plan(&in, out);
     a->bal.step_s = out->step_s;
     a->bal.best_s = out->best_s;
+    if (R->trial) {
+        /* The last move, measured: back to the old cut if the step got longer. */
+        double before = R->trial_step_s;
+        for (size_t j = 0; j < narr; j++)
+            if (arrs[j]->rebal)
+                arrs[j]->rebal->trial = 0;
+        if (out->step_s > before * (1 + CLF__REBAL_MIN_GAIN) && R->trial_k > 0) {
+            size_t tk = R->trial_k, tdev[CLF_MAX_LAUNCH_DEVICES], tcnt[CLF_MAX_LAUNCH_DEVICES];
+            memcpy(tdev, R->trial_dev, tk * sizeof *tdev);
+            memcpy(tcnt, R->trial_cnt, tk * sizeof *tcnt);
+            double wall;
+            clf_status st = move_all(arrs, narr, tdev, tcnt, tk, od, oc, np, &wall);
+            if (st != CLF_SUCCESS) {
+                free(out);
+                return clf__fail(st, "clf_array_launch: moving the parts of kernel '%.64s' "
+                                 "back: %s", kernel, clf_last_error());
+            }
+            for (size_t j = 0; j < narr; j++) {
+                struct clf__rebal *S = state(arrs[j]);
+                if (S)
+                    S->hold = 5 * CLF__REBAL_HORIZON;
+                arrs[j]->bal.migrations++;
+                say(arrs[j], "moved back: the step measured %.3g ms on the new parts, %.3g ms "
+                    "before the move (devices that slow each other down?); no move for %d "
+                    "steps", out->step_s * 1e3, before * 1e3, 5 * CLF__REBAL_HORIZON);
+            }
+            clf__log(CLF_LOG_INFO, "clf_array_launch: kernel '%s': %s", kernel, a->bal.why);
+            free(out);
+            *moved = 1;
+            return CLF_SUCCESS;
+        }
+    }
+    if (R->hold && R->since < R->hold) {
+        out->move = 0;
+        snprintf(out->why, sizeof out->why,
+                 "parts stay: %zu steps since a move back (no move for %zu)", R->since,
+                 R->hold);
+    } else {
+        R->hold = 0;
+    }
     if (out->move && !all_flagged) {
         out->move = 0;
         snprintf(out->why, sizeof out->why,
@@ -365,41 +446,14 @@ clf_status clf__rebal_before(clf_array *a, const char *kernel, const clf_arg *ar
         return CLF_SUCCESS;
     }
 
-    /* Move every block array of the launch to the new cut (weights that are the counts
-     * give exactly them: units * cnt / units); the old cut is kept to go back to. */
-    double wc[CLF_MAX_LAUNCH_DEVICES], ow[CLF_MAX_LAUNCH_DEVICES];
-    for (size_t i = 0; i < out->k; i++)
-        wc[i] = (double)out->count[i];
-    for (size_t p = 0; p < np; p++)
-        ow[p] = (double)oc[p];
-    double t0 = now_s();
-    size_t done = 0;
-    clf_status st = CLF_SUCCESS;
-    for (; done < narr; done++) {
-        clf_array_desc d = arrs[done]->desc;
-        d.weights_mode = CLF_WEIGHTS_USER;
-        d.weights = wc;
-        d.devices = out->device;
-        d.num_devices = out->k;
-        if ((st = clf_array_redistribute(arrs[done], &d)) != CLF_SUCCESS)
-            break;
-    }
-    double wall = now_s() - t0;
+    /* Move every block array of the launch to the new cut; the old one is kept to go
+     * back to. */
+    double wall;
+    clf_status st = move_all(arrs, narr, out->device, out->count, out->k, od, oc, np, &wall);
     if (st != CLF_SUCCESS) {
-        /* The arrays moved so far go back, or the launch's arrays would be cut unlike. */
-        char detail[512];
-        snprintf(detail, sizeof detail, "%s", clf_last_error());
-        for (size_t j = 0; j < done; j++) {
-            clf_array_desc d = arrs[j]->desc;
-            d.weights_mode = CLF_WEIGHTS_USER;
-            d.weights = ow;
-            d.devices = od;
-            d.num_devices = np;
-            clf_array_redistribute(arrs[j], &d);
-        }
         free(out);
         return clf__fail(st, "clf_array_launch: moving the parts of kernel '%.64s' by the "
-                         "measured speeds: %s", kernel, detail);
+                         "measured speeds: %s", kernel, clf_last_error());
     }
     for (size_t j = 0; j < narr; j++) {
         clf_array *b = arrs[j];
@@ -410,6 +464,13 @@ clf_status clf__rebal_before(clf_array *a, const char *kernel, const clf_arg *ar
         b->bal.step_s = out->step_s;
         b->bal.best_s = out->best_s;
         say(b, "%s (moved in %.3g ms)", out->why, wall * 1e3);
+        if (S) { /* on trial until the new cut is measured */
+            S->trial = 1;
+            S->trial_step_s = out->step_s;
+            S->trial_k = np;
+            memcpy(S->trial_dev, od, np * sizeof *od);
+            memcpy(S->trial_cnt, oc, np * sizeof *oc);
+        }
     }
     clf__log(CLF_LOG_INFO, "clf_array_launch: kernel '%s': %s", kernel, a->bal.why);
     free(out);
