@@ -2081,8 +2081,10 @@ typedef enum clf_array_dist {
  * (clf_array_redistribute()'s copies, device to device) only when the new step is at least
  * 10 % shorter and 10 steps of the gain exceed the predicted cost of the move (bytes that
  * change device over the bandwidth measured by the last move, 1 GB/s before one), and
- * never twice within 10 steps (launches of the first kernel launched after the move).
- * Every block array of the launch must carry the flag (they move together, so that they
+ * never twice within 10 steps (launches of the first kernel launched after the move). A
+ * move is on trial until the new parts are measured: if the step got 10 % longer than
+ * before it (devices that slow each other down, such as sub-devices of one CPU), the parts
+ * move back and stay for 50 steps. Every block array of the launch must carry the flag (they move together, so that they
  * stay cut alike); one left behind by a move of a launch it was not in is moved to the cut
  * of the first block array of the next launch it is in. A device dropped by a move does not
  * come back. clf_array_part_info() gives the new parts; clf_array_balance_info() says what
