@@ -35,10 +35,11 @@
  *
  * It applies to FLEET2 and FLEET4 only: TEST_CPUS and the selections a suite names itself
  * (PoCL's basic device, root CPU devices, sub-device splits) stay on PoCL, which must then be
- * installed beside the GPU. The suites whose fleets are FLEET2/FLEET4 are the ones that honour
- * it: test_launch, test_gemm, test_collective, test_array (also test_alaunch, test_kernel,
- * test_buffer, test_transfer, test_sync and others that use FLEET2/FLEET4 through these
- * helpers, for the tests that do).
+ * installed beside the GPU. It is meant for test_launch, test_gemm, test_collective and
+ * test_array (tools/gpu-check.sh runs them so); the other suites that make FLEET2/FLEET4
+ * fleets through these helpers (test_kernel, test_alaunch, test_builtins, test_layout,
+ * test_textbook, test_window, test_pipeline, test_sync, test_argcheck, test_fault) take it
+ * too, but some of their tests count on PoCL sub-devices.
  */
 static inline const char *test_selection(const char *selection)
 {
@@ -219,10 +220,10 @@ static inline int test_probe_devices(const char *selection, size_t min_devices)
         return -1;
     if (use != selection) {
         const char *pair = getenv("CLFLEET_TEST_DEVICES_PAIR");
-        fprintf(stderr, "%s: CLFLEET_TEST_DEVICES%s='%s' gives %zu device(s); this suite's %s "
-                "fleets need %s%zu%s\n",
+        fprintf(stderr, "%s: CLFLEET_TEST_DEVICES%s='%s' gives %zu device(s)%s%s%s; this "
+                "suite's %s fleets need %s%zu%s\n",
                 test_devices_required() ? "FAIL" : "SKIP", exact && pair && *pair ? "_PAIR" : "",
-                use, n,
+                use, n, st ? " (" : "", st ? clf_last_error() : "", st ? ")" : "",
                 exact ? "two-device" : "four-device", exact ? "exactly " : "at least ",
                 exact ? (size_t)2 : min_devices,
                 exact ? " (set CLFLEET_TEST_DEVICES_PAIR to a selection of two)" : "");

@@ -138,14 +138,22 @@ fi
 # ---- the suites ---------------------------------------------------------------------------
 say ""
 say "## Device test suites"
-# POCL_DEVICES=pthread: one PoCL CPU device, so that 'type=gpu,cpu' is the GPU and one CPU.
-if [ -n "$gpu" ] && [ -n "$cpu" ]; then
-    sel4='type=gpu,cpu;split=1+1+1' sel2='type=gpu,cpu' pocl=pthread
+# PoCL as `make check` has it (two pthread devices and the basic one: some tests need the
+# basic device); the fleets by discovery index (clfleet-info --devices type=all numbers them):
+# the first GPU and the first pthread CPU device, whose units are split for four devices.
+pocl='pthread pthread basic'
+POCL_DEVICES=$pocl "$info" --devices type=all > "$work/all.txt" 2>&1
+gi=$(sed -n 's/^ *\*\{0,1\} *\([0-9][0-9]*\) \{1,\}gpu .*/\1/p' "$work/all.txt" | head -n 1)
+ci=$(sed -n 's/^ *\*\{0,1\} *\([0-9][0-9]*\) \{1,\}cpu \{1,\}pthread.*/\1/p' "$work/all.txt" |
+    head -n 1)
+if [ -n "$gpu" ] && [ -n "$gi" ] && [ -n "$ci" ]; then
+    sel4="type=gpu,cpu;index=$gi,$ci;split=1+1+1" sel2="type=gpu,cpu;index=$gi,$ci"
 elif [ -n "$gpu" ]; then
-    sel4='type=gpu' sel2='type=gpu' pocl=pthread
+    sel4='type=gpu' sel2='type=gpu'
+elif [ -n "$ci" ]; then
+    sel4="type=cpu;platform=portable;name=pthread;split=1" sel2="type=cpu;index=$ci;split=1"
 else
-    sel4='type=cpu;platform=portable;split=1' sel2='type=cpu;platform=portable;index=1;split=1'
-    pocl='pthread pthread'
+    sel4='type=cpu;split=1' sel2='type=cpu;split=1'
 fi
 say ""
 say "CLFLEET_TEST_DEVICES='$sel4', CLFLEET_TEST_DEVICES_PAIR='$sel2', POCL_DEVICES='$pocl'."
@@ -228,7 +236,7 @@ run_bench() { # name fleet [extra args...]
     fi
     lim=$((l < 150 ? l : 150))
     say ""
-    say "### $b, $fl (\`--devices '$sel'$q${args:+ $args}${*:+ $*}\`)"
+    say "### $b, $fl (\`--devices '$sel'${q:+ $q}${args:+ $args}${*:+ $*}\`)"
     # shellcheck disable=SC2086
     (cd "$work" && POCL_DEVICES=pthread timeout "$lim" "$bench" "$b" --devices "$sel" $q $args "$@" \
         --json) > "$work/$b.$fl.json" 2> "$work/$b.$fl.err"
