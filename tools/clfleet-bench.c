@@ -1258,7 +1258,17 @@ static int cmd_scale(const opts *o)
         printf(", \"quick\": %s, \"host_cpus\": %ld, \"device\": ", o->quick ? "true" : "false",
                sysconf(_SC_NPROCESSORS_ONLN));
         clf_tool_json_string(first.name);
-        printf(", \"sub_devices\": %zu,\n \"workloads\": [", ndev);
+        /* The sub-devices are equal parts of one device: the first one alone is the fastest
+         * device alone that the other benchmarks compare with. */
+        printf(", \"sub_devices\": %zu, \"baseline_device\": %zu, \"baseline_device_name\": ",
+               ndev, devs[0]);
+        clf_tool_json_string(first.name);
+        printf(", \"simulate\": ");
+        if (clf_bench_simulation())
+            clf_tool_json_string(clf_bench_simulation());
+        else
+            printf("null");
+        printf(",\n \"workloads\": [");
         for (size_t i = 0; i < 2; i++) {
             printf("%s\n  {\"kernel\": \"%s\", \"params\": ", i ? "," : "", w[i].name);
             clf_tool_json_string(w[i].params);
@@ -1292,8 +1302,8 @@ static int cmd_scale(const opts *o)
         printf("scale: %zu sub-devices of one compute unit (%s; host: %ld CPUs online)\n", ndev,
                first.name, sysconf(_SC_NPROCESSORS_ONLN));
         for (size_t i = 0; i < 2; i++) {
-            printf("\n%s (%s): speedup over the best one-device time (%.4f s)\n", w[i].name,
-                   w[i].params, base[i]);
+            printf("\n%s (%s): speedup over the best one-device time (%.4f s, device %zu "
+                   "alone)\n", w[i].name, w[i].params, base[i], devs[0]);
             printf("  %-7s  %-13s %9s %10s %9s %10s\n", "devices", "strategy", "wall", "spread",
                    "speedup", "efficiency");
             printf("  %-7s  %-13s %9s %10s %9s %10s\n", "", "", "(s)", "(+-%)", "(x)", "");
