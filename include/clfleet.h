@@ -1236,7 +1236,9 @@ CLF_API clf_status clf_launch_async(clf_fleet *fleet, clf_program *prog,
 typedef enum clf_direction {
     CLF_DIRECTION_TO_DEVICE = 0,   /**< host to device: writes, launch inputs, broadcasts */
     CLF_DIRECTION_FROM_DEVICE = 1, /**< device to host: reads, launch outputs, reductions */
-    CLF_DIRECTION_PEER = 2,        /**< device to device, counted on the receiving device */
+    /** from one device to another, counted on the receiving device; a copy within one device
+     *  is not peer traffic (clf_device_metrics.same_device_bytes) */
+    CLF_DIRECTION_PEER = 2,
     CLF_TO_DEVICE = CLF_DIRECTION_TO_DEVICE,     /**< old name of CLF_DIRECTION_TO_DEVICE */
     CLF_FROM_DEVICE = CLF_DIRECTION_FROM_DEVICE, /**< old name of CLF_DIRECTION_FROM_DEVICE */
     CLF_PEER = CLF_DIRECTION_PEER                /**< old name of CLF_DIRECTION_PEER */
@@ -1276,7 +1278,8 @@ typedef struct clf_device_metrics {
     double wall_s;      /**< host time of the window: since creation or the last reset */
     double utilization; /**< busy_s / wall_s */
     clf_transfer_stats dir[CLF_NUM_DIRECTIONS]; /**< by clf_direction */
-    /** Copies this device received from devices (itself included), by clf_path. */
+    /** Copies this device received from devices, itself included, by clf_path (a copy within
+     *  the device is normally path[CLF_PATH_SAME_DEVICE]). */
     clf_transfer_stats path[CLF_NUM_PATHS];
     clf_transfer_stats peer_sent; /**< copies from this device to other devices */
     uint64_t transfers;           /**< sum of dir[].count */
@@ -1295,20 +1298,32 @@ typedef struct clf_device_metrics {
     double last_busy_s;   /**< kernel time in the last launch */
     double last_share;    /**< share of the last launch's range */
     double last_finish_s; /**< when it finished its part, from the last launch's start */
+    /** Bytes copied from this device to itself (a collective's scratch copies, the first
+     *  step of clf_array_reduce()): not in dir[CLF_DIRECTION_PEER], transfers or peer_sent,
+     *  which count traffic between devices only. */
+    uint64_t same_device_bytes;
+    uint64_t same_device_copies; /**< how many such copies */
+    /** Free memory on the device now, in bytes, as its driver reports it
+     *  (CL_DEVICE_GLOBAL_FREE_MEMORY_AMD, with cl_amd_device_attribute_query), read when the
+     *  metrics are; UINT64_MAX when the driver does not report it. clfleet's own share is
+     *  mem_current. */
+    uint64_t mem_free;
     /** Reserved: later versions add fields here, so that the struct keeps its size. */
-    uint64_t reserved[4];
+    uint64_t reserved[1];
 } clf_device_metrics;
 
 /** \brief The fleet's totals over the same window. */
 typedef struct clf_fleet_metrics {
     size_t num_devices; /**< devices of the fleet */
     double wall_s;      /**< host time since creation or the last reset */
-    uint64_t launches;  /**< clf_launch() and clf_launch_async() runs */
+    uint64_t launches;  /**< clf_launch(), clf_launch_async() and clf_array_launch() runs */
     uint64_t kernels;   /**< over every device */
     double busy_s;      /**< kernel time summed over devices */
     double utilization; /**< busy_s / (wall_s x num_devices) */
     clf_transfer_stats dir[CLF_NUM_DIRECTIONS]; /**< by clf_direction */
-    clf_transfer_stats path[CLF_NUM_PATHS];     /**< peer copies by clf_path */
+    /** Copies by clf_path: peer copies, and path[CLF_PATH_SAME_DEVICE] for the copies within a
+     *  device (same_device_bytes) */
+    clf_transfer_stats path[CLF_NUM_PATHS];
     uint64_t mem_current; /**< over every device */
     uint64_t mem_peak;    /**< most bytes allocated at once over every device, in the window */
     double wait_s; /**< host time blocked waiting for devices */
@@ -1320,8 +1335,16 @@ typedef struct clf_fleet_metrics {
     double last_makespan_s;     /**< its makespan */
     double last_imbalance;  /**< latest finish / mean finish - 1 (as clf_launch_report) */
     double last_efficiency; /**< earliest finish / latest finish */
-    /** Reserved: later versions add fields here, so that the struct keeps its size. */
-    uint64_t reserved[4];
+    /** Bytes copied within a device, over every device (see
+     *  clf_device_metrics.same_device_bytes); not in dir[CLF_DIRECTION_PEER]. */
+    uint64_t same_device_bytes;
+    uint64_t same_device_copies; /**< how many such copies */
+    /** Mean imbalance (as last_imbalance) of the window's clf_launch() and clf_launch_async()
+     *  runs on two or more devices; 0 before one. A one-device launch cannot be out of
+     *  balance, and clf_array_launch() runs have no report. The struct has no room left: a
+     *  later field comes with a versioned struct. */
+    double mean_imbalance;
+    double max_imbalance; /**< the largest of those launches' imbalance */
 } clf_fleet_metrics;
 
 /**
@@ -1418,6 +1441,60 @@ CLF_API clf_status clf_perf_model_json(char **out, const char *cache_dir);
  *         reason, CLF_ERROR_OUT_OF_HOST_MEMORY
  */
 CLF_API clf_status clf_perf_model_reset(const char *cache_dir);
+
+/* ------------------------------------------------------------------ */
+/* The binary cache                                                    */
+/* ------------------------------------------------------------------ */
+
+/**
+ * \brief What a binary cache directory holds (clf_cache_info()).
+ *
+ * Programs built from source are kept there as device binaries, one file per source,
+ * options, device, driver, platform and included files, so that the next process loads
+ * them instead of compiling.
+ */
+typedef struct clf_cache_stats {
+    char *dir;                /**< the directory; free it with clf_free() */
+    int exists;               /**< nonzero when the directory exists (none: nothing built yet) */
+    size_t entries;           /**< program binaries stored */
+    uint64_t bytes;           /**< their size, in bytes */
+    size_t temporary;         /**< temporary files: entries being written, or left by a
+                                   writer that was killed (removed after an hour) */
+    uint64_t temporary_bytes; /**< their size, in bytes */
+    int perf_model;           /**< nonzero when learned device speeds are kept there too
+                                   (clf_perf_model_json()) */
+    uint64_t limit;           /**< $CLFLEET_CACHE_MAX in bytes: past it, each store removes
+                                   the least recently used binaries; 0: no limit */
+} clf_cache_stats;
+
+/**
+ * \brief Describe a binary cache directory: its path, how many program binaries it holds
+ * and their size. No devices are used.
+ * \param out receives the description; free out->dir with clf_free()
+ * \param cache_dir the cache directory, or NULL for the default one
+ *        ($CLFLEET_CACHE_DIR, else $XDG_CACHE_HOME/clfleet, else ~/.cache/clfleet)
+ * \return CLF_SUCCESS (also when the directory does not exist: out->exists is 0),
+ *         CLF_ERROR_NULL_POINTER, CLF_ERROR_INVALID_ARGUMENT (an empty name),
+ *         CLF_ERROR_PARSE ($CLFLEET_CACHE_MAX is not a size),
+ *         CLF_ERROR_IO (the directory cannot be read, or no cache directory),
+ *         CLF_ERROR_OUT_OF_HOST_MEMORY
+ */
+CLF_API clf_status clf_cache_info(clf_cache_stats *out, const char *cache_dir);
+/**
+ * \brief Empty a binary cache directory: remove every program binary in it, and the
+ * temporary files older than an hour that killed writers left.
+ *
+ * Only files named as clfleet names its entries are removed, so a directory given by
+ * mistake loses nothing else; the learned device speeds are kept (clf_perf_model_reset()
+ * forgets them). Programs built afterwards are compiled from source again. Fleets alive
+ * meanwhile are unaffected: their programs are built already.
+ * \param removed receives the number of binaries removed (may be NULL)
+ * \param cache_dir the cache directory, or NULL for the default one (as clf_cache_info())
+ * \return CLF_SUCCESS (also when the directory does not exist), CLF_ERROR_INVALID_ARGUMENT
+ *         (an empty name), CLF_ERROR_IO with the path and the reason (the other entries
+ *         are still removed), CLF_ERROR_OUT_OF_HOST_MEMORY
+ */
+CLF_API clf_status clf_cache_clear(size_t *removed, const char *cache_dir);
 
 /**
  * \brief Where the time of a region of work went: clf_profile_begin() starts

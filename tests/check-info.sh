@@ -91,6 +91,66 @@ grep -q ' 1 of #[0-9]' "$tmp.sub" && grep -q 'part 1 (counting from 0) of root d
     { echo "FAIL: sub-devices"; cat "$tmp.sub"; exit 1; }
 grep -q '"sub_device_index": 1' "$tmp.split" || { echo "FAIL: sub_device_index"; exit 1; }
 
+# -l: one line per device under a header with units; --all: name/value lines per device.
+$info -l --devices 'type=cpu;platform=portable' > "$tmp.list" || { echo "FAIL: -l"; exit 1; }
+grep -q '^ *# *plat/dev *type *CUs *memory (GiB) *name$' "$tmp.list" &&
+    [ "$(grep -c '^  [* ] [0-9]  *0/[0-9] *cpu  *[0-9]* *[0-9.]*  [bp]' "$tmp.list")" -eq 3 ] ||
+    { echo "FAIL: -l lines"; cat "$tmp.list"; exit 1; }
+$info --list --devices 'type=cpu;platform=portable;name=pthread' --split 1 > "$tmp.lsub" &&
+    grep -q '^  [* ] 1  *0/[0-9]\.1 ' "$tmp.lsub" || { echo "FAIL: --list of sub-devices"; cat "$tmp.lsub"; exit 1; }
+$info --all --devices 'type=cpu;platform=portable' > "$tmp.all" || { echo "FAIL: --all"; exit 1; }
+[ "$(grep -c '^Device [0-9]: ' "$tmp.all")" -eq 3 ] &&
+    [ "$(grep -c '^  Max compute units  *[0-9][0-9]*$' "$tmp.all")" -eq 3 ] &&
+    [ "$(grep -c '^  Global memory (bytes)  *[0-9]* ([0-9.]* [KMGT]iB)$' "$tmp.all")" -eq 3 ] &&
+    grep -q '^  Extensions ([0-9]*)  *cl_khr' "$tmp.all" &&
+    grep -q '^  Queue properties  ' "$tmp.all" && grep -q '^  Image support  *\(yes\|no\)$' "$tmp.all" ||
+    { echo "FAIL: --all properties"; cat "$tmp.all"; exit 1; }
+# The values form one column: every property line has its value at column 38.
+[ "$(grep '^  ' "$tmp.all" | awk 'substr($0, 37, 1) != " " || substr($0, 38, 1) == " " { bad++ }
+    END { print bad + 0 }')" -eq 0 ] ||
+    { echo "FAIL: --all columns not aligned"; exit 1; }
+
+# --measure: a full matrix for the devices and the host, bandwidth twice and latency; the
+# bytes of every copy checked (#wrong 0). PoCL's two basic devices, one context each so that
+# copies cross contexts (staged) and one context (unified).
+for ctx in "" "--context-per-device"; do
+    POCL_DEVICES='basic basic' $info --measure $ctx --devices 'type=cpu' > "$tmp.meas" \
+        2> "$tmp.err" || { echo "FAIL: --measure $ctx"; cat "$tmp.meas" "$tmp.err"; exit 1; }
+    [ "$(grep -c '^from\\to  *host  *0  *1$' "$tmp.meas")" -eq 3 ] &&
+        grep -q '^Bandwidth (GB/s, 10^9 bytes/s), [0-9]* MiB copies$' "$tmp.meas" &&
+        grep -q '^Latency (us) of an 8-byte copy$' "$tmp.meas" &&
+        [ "$(grep -c '^host  *-  *[0-9][0-9.]*  *[0-9][0-9.]*$' "$tmp.meas")" -eq 3 ] &&
+        [ "$(grep -c '^[01]  *[0-9][0-9.]*  *[0-9][0-9.]*  *[0-9][0-9.]*$' "$tmp.meas")" -eq 6 ] &&
+        grep -q '^#wrong 0$' "$tmp.meas" ||
+        { echo "FAIL: --measure $ctx matrix"; cat "$tmp.meas"; exit 1; }
+    # No cell is zero: each figure is a measurement.
+    if grep -q ' 0\.0*\( \|$\)' "$tmp.meas"; then
+        echo "FAIL: --measure $ctx: a zero figure"; cat "$tmp.meas"; exit 1
+    fi
+done
+
+# A host with one CPU device and nothing else is told how to split it, when it can be split
+# (two compute units or more); PoCL's basic device has one unit, so it is not.
+POCL_DEVICES=pthread $info --devices 'type=cpu;platform=portable' > "$tmp.one" ||
+    { echo "FAIL: one device"; exit 1; }
+POCL_DEVICES=pthread $info -l --devices 'type=cpu;platform=portable' > "$tmp.onel" ||
+    { echo "FAIL: -l, one device"; exit 1; }
+cu=$(sed -n 's/^  \* 0  *0\/0  *cpu  *\([0-9]*\) .*/\1/p' "$tmp.onel")
+[ -n "$cu" ] || { echo "FAIL: -l, one device"; cat "$tmp.onel"; exit 1; }
+for f in "$tmp.one" "$tmp.onel"; do
+    if [ "$cu" -ge 2 ]; then
+        tail -n 1 "$f" | grep -qF 'CLFLEET_DEVICES="type=cpu;split=1"' ||
+            { echo "FAIL: no split hint for one CPU device of $cu units"; cat "$f"; exit 1; }
+    elif grep -qF 'split=1"' "$f"; then
+        echo "FAIL: split hint for a device of one unit"; exit 1
+    fi
+done
+POCL_DEVICES=basic $info --devices 'type=cpu;platform=portable' > "$tmp.one" &&
+    ! grep -qF 'split=1"' "$tmp.one" || { echo "FAIL: split hint for the basic device"; exit 1; }
+if grep -qF 'split=1"' "$tmp.txt"; then
+    echo "FAIL: split hint with three devices"; exit 1
+fi
+
 # Errors name where the selection came from.
 $info --devices 'type=banana' 2>&1 >/dev/null | grep -q -- "--devices 'type=banana'" ||
     { echo "FAIL: --devices not named"; exit 1; }
@@ -102,7 +162,8 @@ $info --help | grep -q '^usage: clfleet-info' || { echo "FAIL: --help"; exit 1; 
 $info --version | grep -q '^clfleet-info [0-9]' || { echo "FAIL: --version"; exit 1; }
 # A usage error is one line saying what is wrong, then where to read more (not the usage text).
 for bad in "--bogus" "--devices" "--split x" "--split-counts=3-1" "--json=yes" "extra" "-x" \
-    "--perf --perf-reset"; do
+    "--perf --perf-reset" "-l --all" "--json --measure" "--cache --cache-clear" \
+    "--cache --perf" "--list=1"; do
     $info $bad > /dev/null 2> "$tmp.err"
     rc=$?
     [ $rc -eq 2 ] || { echo "FAIL: '$bad' exited with $rc, not 2"; cat "$tmp.err"; exit 1; }
@@ -162,4 +223,35 @@ CLFLEET_CACHE_DIR=$cache $info --perf-reset > /dev/null || { echo "FAIL: reset t
 CLFLEET_CACHE_DIR=$cache $info --perf --perf-reset > /dev/null 2>&1
 [ $? -eq 2 ] || { echo "FAIL: --perf --perf-reset together accepted"; exit 1; }
 
-echo "PASS: $n devices, $subs sub-devices, JSON valid, path matrix, default fleet marked, --perf"
+# --cache: where the binary cache is, its entries and their size; --cache-clear removes the
+# entries only (a file of the user's and the learned speeds stay). Neither needs a device.
+cdir=$tmp.bin
+CLFLEET_CACHE_DIR=$cdir $info --cache > "$tmp.c0" && grep -q "^Binary cache: $cdir (not created yet)$" "$tmp.c0" &&
+    grep -q '^  program binaries  *0$' "$tmp.c0" || { echo "FAIL: --cache, no directory"; cat "$tmp.c0"; exit 1; }
+mkdir -p "$cdir" || exit 99
+e1=$(printf '%064d' 1).clfbin e2=$(printf '%064d' 2).clfbin
+head -c 1000 /dev/zero > "$cdir/$e1"; head -c 24 /dev/zero > "$cdir/$e2"
+echo mine > "$cdir/notes.txt"; echo mine > "$cdir/$(printf '%063d' 3).clfbin"
+printf 'v1\tk@0123456789abcdef\td|3.1|cu=1\t1\t5\n' > "$cdir/perf-v1.tsv"
+CLFLEET_CACHE_DIR=$cdir $info --cache > "$tmp.c1" || { echo "FAIL: --cache"; exit 1; }
+grep -q "^Binary cache: $cdir$" "$tmp.c1" && grep -q '^  program binaries  *2$' "$tmp.c1" &&
+    grep -q '^  their size (bytes)  *1024 (1.0 KiB)$' "$tmp.c1" &&
+    grep -q '^  learned device speeds  *yes' "$tmp.c1" || { echo "FAIL: --cache"; cat "$tmp.c1"; exit 1; }
+grep -q '^  size limit (bytes)  *none$' "$tmp.c1" || { echo "FAIL: --cache limit"; cat "$tmp.c1"; exit 1; }
+CLFLEET_CACHE_MAX=2M CLFLEET_CACHE_DIR=$cdir $info --cache |
+    grep -q '^  size limit (bytes)  *2097152 (2.0 MiB)$' || { echo "FAIL: --cache with CLFLEET_CACHE_MAX"; exit 1; }
+if CLFLEET_CACHE_MAX=lots CLFLEET_CACHE_DIR=$cdir $info --cache > /dev/null 2> "$tmp.err"; then
+    echo "FAIL: a bad CLFLEET_CACHE_MAX accepted"; exit 1
+fi
+grep -q "CLFLEET_CACHE_MAX: 'lots'" "$tmp.err" || { echo "FAIL: no detail"; cat "$tmp.err"; exit 1; }
+CLFLEET_CACHE_DIR=$cdir $info --cache-clear > "$tmp.c2" && grep -q ' 2 program binaries removed' "$tmp.c2" ||
+    { echo "FAIL: --cache-clear"; cat "$tmp.c2"; exit 1; }
+[ ! -e "$cdir/$e1" ] && [ ! -e "$cdir/$e2" ] && [ -e "$cdir/notes.txt" ] &&
+    [ -e "$cdir/$(printf '%063d' 3).clfbin" ] && [ -e "$cdir/perf-v1.tsv" ] ||
+    { echo "FAIL: --cache-clear removed the wrong files"; ls -A "$cdir"; exit 1; }
+CLFLEET_CACHE_DIR=$cdir $info --cache | grep -q '^  program binaries  *0$' ||
+    { echo "FAIL: --cache after --cache-clear"; exit 1; }
+CLFLEET_CACHE_DIR=$tmp.none $info --cache-clear | grep -q ' 0 program binaries removed' ||
+    { echo "FAIL: --cache-clear of a missing directory"; exit 1; }
+
+echo "PASS: $n devices, $subs sub-devices, JSON valid, path matrix, default fleet marked, -l, --all, --measure, --perf, --cache"

@@ -356,6 +356,62 @@ START_TEST(task_never_ran)
 }
 END_TEST
 
+/* A refusal names the macro the caller wrote and the one to write instead, from the same
+ * family: a clf_array_launch() user is not told about CLF_BUF_IN, nor a clf_launch() user
+ * about CLF_ARRAY_OUT (issue 29). */
+static void expect_macros(enum call c, enum row r, clf_arg *a, size_t n, const char *used,
+                          const char *instead, const char *foreign)
+{
+    clf_clear_error();
+    clf_status st = CLF_SUCCESS;
+    if (c == ARRAY) {
+        clf_array_launch_desc d = CLF_ARRAY_LAUNCH_DESC_INIT;
+        d.kernel = "scale";
+        d.global[0] = N;
+        d.local[0] = 16;
+        st = clf_array_launch(X.f, X.p, &d, a, n);
+    } else if (c == ENQUEUE) {
+        clf_kernel_desc d = CLF_KERNEL_DESC_INIT;
+        d.kernel = "scale";
+        d.global[0] = N;
+        d.local[0] = 16;
+        st = clf_kernel_run(X.f, X.p, 0, &d, a, n);
+    } else {
+        clf_launch_desc d = CLF_LAUNCH_DESC_INIT;
+        d.kernel = "scale";
+        d.global[0] = N;
+        d.local[0] = 16;
+        st = clf_launch(X.f, X.p, &d, a, n, NULL);
+    }
+    const char *e = clf_last_error();
+    ck_assert_msg(st == CLF_ERROR_INVALID_ARGUMENT, "%s, %s: %s (%s)", CALL_NAMES[c],
+                  ROW_NAMES[r], clf_status_name(st), e);
+    ck_assert_msg(strstr(e, used) && strstr(e, instead) && !strstr(e, foreign),
+                  "%s: the message should name %s and %s, not %s: %s", CALL_NAMES[c], used,
+                  instead, foreign, e);
+}
+
+START_TEST(names_the_callers_macro)
+{
+    clf_arg a[4];
+    const char *kernel;
+    /* An output on a const parameter. */
+    size_t n = row_args(&X, ARRAY, ROW_OUT_ON_CONST, a, &kernel);
+    expect_macros(ARRAY, ROW_OUT_ON_CONST, a, n, "CLF_ARRAY_OUT", "CLF_ARRAY_IN", "CLF_BUF");
+    n = row_args(&X, ENQUEUE, ROW_OUT_ON_CONST, a, &kernel);
+    expect_macros(ENQUEUE, ROW_OUT_ON_CONST, a, n, "CLF_BUF_OUT", "CLF_BUF_IN", "CLF_ARRAY");
+    n = row_args(&X, LAUNCH, ROW_OUT_ON_CONST, a, &kernel);
+    expect_macros(LAUNCH, ROW_OUT_ON_CONST, a, n, "CLF_OUT", "CLF_IN", "CLF_ARRAY");
+    /* A read-only array or buffer on a parameter the kernel may write. */
+    n = row_args(&X, ARRAY, ROW_OK, a, &kernel);
+    a[1] = (clf_arg)CLF_ARRAY_IN(X.aout);
+    expect_macros(ARRAY, ROW_OK, a, n, "CLF_ARRAY_IN", "CLF_ARRAY_INOUT", "CLF_BUF");
+    n = row_args(&X, ENQUEUE, ROW_OK, a, &kernel);
+    a[1] = (clf_arg)CLF_BUF_IN(X.bout);
+    expect_macros(ENQUEUE, ROW_OK, a, n, "CLF_BUF_IN", "CLF_BUF_INOUT", "CLF_ARRAY");
+}
+END_TEST
+
 /* clf_sgemm takes no user kernel: its own bad sizes are refused. */
 START_TEST(gemm_sizes)
 {
@@ -382,6 +438,7 @@ int main(void)
     tcase_add_test(tc, table);
     tcase_add_test(tc, task_never_ran);
     tcase_add_test(tc, gemm_sizes);
+    tcase_add_test(tc, names_the_callers_macro);
     suite_add_tcase(s, tc);
     return test_run(s, FLEET2, 2);
 }

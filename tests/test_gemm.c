@@ -889,6 +889,46 @@ START_TEST(bad_input)
 }
 END_TEST
 
+/* The log lines the next test collects. */
+static char note[1024];
+static int notes, note_level;
+
+static void collect_note(void *user, clf_log_level level, const char *msg)
+{
+    (void)user;
+    if (!strstr(msg, "clBLAST compiles"))
+        return;
+    notes++;
+    note_level = (int)level;
+    snprintf(note, sizeof note, "%s", msg);
+}
+
+/* The first GEMM of a fleet, while clBLAST compiles its kernels (seconds), is announced
+ * once, at info, naming the call; the next one is not. */
+START_TEST(first_gemm_noted)
+{
+    setenv("CLFLEET_LOG", "info", 1);
+    clf_fleet *f = test_fleet(TEST_CPUS ";name=pthread", 0);
+    unsetenv("CLFLEET_LOG");
+    notes = 0;
+    clf_log_set_handler(collect_note, NULL);
+    float a[16], b[16], c[16];
+    for (int i = 0; i < 16; i++)
+        a[i] = (float)i, b[i] = i == 0 || i == 5 || i == 10 || i == 15;
+    for (int k = 0; k < 2; k++) {
+        ck_assert_ok(clf_sgemm(f, CLF_ROW_MAJOR, CLF_NO_TRANS, CLF_NO_TRANS, 4, 4, 4, 1.0f, a, 4,
+                               b, 4, 0.0f, c, 4, NULL, NULL));
+        for (int i = 0; i < 16; i++)
+            ck_assert_msg(c[i] == a[i], "A x I: element %d is %g", i, (double)c[i]);
+        ck_assert_int_eq(notes, 1);
+    }
+    clf_log_set_handler(NULL, NULL);
+    ck_assert_msg(strstr(note, "clf_sgemm:") && strstr(note, "single-precision"), "%s", note);
+    ck_assert_int_eq(note_level, CLF_LOG_INFO);
+    clf_fleet_destroy(f);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("gemm");
@@ -906,6 +946,7 @@ int main(void)
     tcase_add_test(tc, learned_weights);
     tcase_add_test(tc, strategy_from_environment);
     tcase_add_test(tc, bad_input);
+    tcase_add_test(tc, first_gemm_noted);
     suite_add_tcase(s, tc);
     tc = tcase_create("executor");
     tcase_set_timeout(tc, 300);

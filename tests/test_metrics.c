@@ -671,6 +671,197 @@ START_TEST(json_and_table)
 }
 END_TEST
 
+/* Issue 29: a copy within one device is no peer traffic (clf_array_reduce()'s first step
+ * was reported as peer bytes), array launches are launches, the imbalance is kept over the
+ * window's launches, and free memory is the driver's figure or "unknown", never a guess. */
+START_TEST(same_device_launches_imbalance_free)
+{
+    static const char *src = "kernel void twice(global const float *in, global float *out)\n"
+                             "{ size_t i = get_global_id(0); out[i] = 2.0f * in[i]; }\n";
+    clf_fleet *f = test_fleet(SPLIT_CPUS, 0);
+    size_t n = clf_fleet_device_count(f);
+    ck_assert_uint_ge(n, 2);
+    enum { COUNT = 4096 };
+    const size_t bytes = COUNT * sizeof(float);
+    float *host = malloc(bytes);
+    for (size_t i = 0; i < COUNT; i++)
+        host[i] = (float)(i % 7);
+
+    /* One copy within device 0, one from device 0 to device 1. */
+    clf_buffer *a, *b, *c;
+    ck_assert_ok(clf_buffer_create(&a, f, 0, bytes, 0));
+    ck_assert_ok(clf_buffer_create(&b, f, 0, bytes, 0));
+    ck_assert_ok(clf_buffer_create(&c, f, 1, bytes, 0));
+    ck_assert_ok(clf_buffer_write(a, 0, bytes, host));
+    ck_assert_ok(clf_metrics_reset(f));
+    ck_assert_ok(clf_copy(b, 0, a, 0, bytes));
+    clf_device_metrics m0 = dev_metrics(f, 0);
+    ck_assert_uint_eq(m0.same_device_bytes, bytes);
+    ck_assert_uint_eq(m0.same_device_copies, 1);
+    ck_assert_uint_eq(m0.dir[CLF_DIRECTION_PEER].bytes, 0);
+    ck_assert_uint_eq(m0.dir[CLF_DIRECTION_PEER].count, 0);
+    ck_assert_uint_eq(m0.transfers, 0);
+    ck_assert_uint_eq(m0.peer_sent.bytes, 0);
+    ck_assert_uint_eq(m0.path[CLF_PATH_SAME_DEVICE].bytes, bytes);
+    ck_assert_ok(clf_copy(c, 0, b, 0, bytes));
+    clf_fleet_metrics fm = fleet_metrics(f);
+    ck_assert_uint_eq(fm.same_device_bytes, bytes);
+    ck_assert_uint_eq(fm.same_device_copies, 1);
+    ck_assert_uint_eq(fm.dir[CLF_DIRECTION_PEER].bytes, bytes);
+    ck_assert_uint_eq(fm.dir[CLF_DIRECTION_PEER].count, 1);
+    ck_assert_uint_eq(dev_metrics(f, 1).dir[CLF_DIRECTION_PEER].bytes, bytes);
+    ck_assert_uint_eq(dev_metrics(f, 1).same_device_bytes, 0);
+
+    /* clf_array_reduce() over a block array: its copies within each device are same-device,
+     * and "peer" is exactly the off-diagonal of the pair matrix. */
+    clf_array_desc ad = CLF_ARRAY_DESC_INIT;
+    ad.elem_size = sizeof(float);
+    ad.dims = 1;
+    ad.shape[0] = COUNT;
+    clf_array *x, *y;
+    ck_assert_ok(clf_array_create(&x, f, &ad));
+    ck_assert_ok(clf_array_create(&y, f, &ad));
+    ck_assert_ok(clf_array_write(x, NULL, NULL, host));
+    ck_assert_ok(clf_fleet_finish(f));
+    ck_assert_ok(clf_metrics_reset(f));
+    float sum = 0;
+    ck_assert_ok(clf_array_reduce(&sum, NULL, x, CLF_TYPE_FLOAT, CLF_REDUCE_SUM));
+    double want = 0;
+    for (size_t i = 0; i < COUNT; i++)
+        want += host[i];
+    ck_assert_double_eq_tol(sum, want, 1e-3);
+    ck_assert_ok(clf_fleet_finish(f));
+    fm = fleet_metrics(f);
+    ck_assert_msg(fm.same_device_copies >= n, "%llu same-device copies for %zu parts",
+                  (unsigned long long)fm.same_device_copies, n);
+    uint64_t diag = 0, off = 0;
+    for (size_t s = 0; s < n; s++)
+        for (size_t t = 0; t < n; t++) {
+            clf_transfer_stats ts;
+            ck_assert_ok(clf_metrics_peer(&ts, f, s, t));
+            *(s == t ? &diag : &off) += ts.bytes;
+        }
+    ck_assert_uint_eq(diag, fm.same_device_bytes);
+    ck_assert_uint_eq(off, fm.dir[CLF_DIRECTION_PEER].bytes);
+    ck_assert_msg(fm.dir[CLF_DIRECTION_PEER].bytes < fm.same_device_bytes,
+                  "clf_array_reduce moved %llu peer bytes, %llu within devices: the partial "
+                  "sums cross devices, not the halves",
+                  (unsigned long long)fm.dir[CLF_DIRECTION_PEER].bytes,
+                  (unsigned long long)fm.same_device_bytes);
+
+    /* Array launches are launches; they leave the last clf_launch() and the imbalance alone. */
+    clf_program *p = NULL;
+    ck_assert_ok(clf_program_build_source(&p, f, src, NULL));
+    ck_assert_ok(clf_metrics_reset(f));
+    clf_array_launch_desc ld = CLF_ARRAY_LAUNCH_DESC_INIT;
+    ld.kernel = "twice";
+    ld.global[0] = COUNT;
+    clf_arg args[] = {CLF_ARRAY_IN(x), CLF_ARRAY_OUT(y)};
+    for (int k = 0; k < 3; k++)
+        ck_assert_ok(clf_array_launch(f, p, &ld, args, 2));
+    ck_assert_ok(clf_array_finish(y));
+    fm = fleet_metrics(f);
+    ck_assert_uint_eq(fm.launches, 3);
+    ck_assert_uint_eq(fm.last_num_devices, 0);
+    ck_assert_double_eq(fm.mean_imbalance, 0);
+    clf_profile region;
+    ck_assert_ok(clf_profile_begin(f, &region));
+    ck_assert_ok(clf_array_launch(f, p, &ld, args, 2));
+    ck_assert_ok(clf_array_finish(y));
+    ck_assert_ok(clf_profile_end(f, &region));
+    ck_assert_uint_eq(region.launches, 1);
+    ck_assert_ok(clf_array_read(y, NULL, NULL, host));
+    for (size_t i = 0; i < COUNT; i++)
+        expect(host[i] == 2.0f * (float)(i % 7), "twice: element %zu is %g", i,
+               (double)host[i]);
+
+    /* The imbalance over every multi-device launch of the window: mean and max of their
+     * reports; a one-device launch does not count. */
+    clf_program *busy = build_shipped(f, "busy");
+    ck_assert_ok(clf_metrics_reset(f));
+    double isum = 0, imax = 0;
+    int multi = 0;
+    for (int k = 0; k < 3; k++) {
+        clf_launch_report rep;
+        run_busy(f, busy, 64 * 64, 50, NULL, 0, &rep);
+        size_t ran = 0;
+        for (size_t i = 0; i < rep.num_devices; i++)
+            ran += !rep.dev[i].excluded && rep.dev[i].units > 0;
+        if (ran >= 2) {
+            isum += rep.imbalance;
+            imax = rep.imbalance > imax ? rep.imbalance : imax;
+            multi++;
+        }
+    }
+    size_t one = 0;
+    clf_launch_report rep1;
+    run_busy(f, busy, 64 * 64, 50, &one, 1, &rep1);
+    fm = fleet_metrics(f);
+    ck_assert_uint_eq(fm.launches, 4);
+    ck_assert_double_eq_tol(fm.mean_imbalance, multi ? isum / multi : 0, 1e-12);
+    ck_assert_double_eq_tol(fm.max_imbalance, imax, 1e-12);
+    ck_assert_double_eq_tol(fm.last_imbalance, rep1.imbalance, 1e-12);
+
+    /* JSON: the same figures, and free memory only where the driver reports it. */
+    char *js = NULL;
+    ck_assert_ok(clf_metrics_json(&js, f));
+    jv v = jparse(js);
+    const jv *imb = jget(&v, "imbalance");
+    ck_assert_ptr_nonnull(imb);
+    ck_assert_double_eq_tol(jnum(imb, "mean"), fm.mean_imbalance, 1e-5);
+    ck_assert_double_eq_tol(jnum(imb, "max"), fm.max_imbalance, 1e-5);
+    ck_assert_double_eq(jnum(imb, "launches"), multi);
+    ck_assert_ptr_nonnull(jget(imb, "of"));
+    const jv *same = jget(jget(&v, "transfers"), "same-device");
+    ck_assert_ptr_nonnull(same);
+    ck_assert_double_eq(jnum(same, "bytes"), (double)fm.same_device_bytes);
+    const jv *devs = jget(&v, "devices");
+    for (size_t d = 0; d < n; d++) {
+        clf_device_metrics m = dev_metrics(f, d);
+        clf_device_info info;
+        ck_assert_ok(clf_device_get_info(&info, f, d));
+        const jv *fr = jget(jget(&devs->items[d], "memory"), "free");
+        ck_assert_ptr_nonnull(fr);
+        if (clf_device_has_extension(f, d, "cl_amd_device_attribute_query")) {
+            ck_assert_msg(m.mem_free != UINT64_MAX && m.mem_free <= info.global_mem,
+                          "device %zu: %llu bytes free of %llu", d,
+                          (unsigned long long)m.mem_free, (unsigned long long)info.global_mem);
+            ck_assert_int_eq(fr->type, 'n');
+        } else {
+            ck_assert_uint_eq(m.mem_free, UINT64_MAX);
+            ck_assert_int_eq(fr->type, 'z');
+        }
+    }
+    jfree(&v);
+    clf_free(js);
+
+    /* The table says both, under the rows. */
+    FILE *t = tmpfile();
+    ck_assert_ptr_nonnull(t);
+    ck_assert_ok(clf_copy(b, 0, a, 0, bytes));
+    ck_assert_ok(clf_metrics_print(f, t));
+    long len = ftell(t);
+    rewind(t);
+    char *tab = calloc(1, (size_t)len + 1);
+    ck_assert_uint_eq(fread(tab, 1, (size_t)len, t), (size_t)len);
+    fclose(t);
+    ck_assert_msg(strstr(tab, "copies within a device (not in peer MB): 1,"), "%s", tab);
+    if (fm.max_imbalance > 0)
+        ck_assert_msg(strstr(tab, "imbalance of the multi-device launches: mean"), "%s", tab);
+    free(tab);
+
+    clf_program_destroy(busy);
+    clf_program_destroy(p);
+    clf_array_destroy(x);
+    clf_array_destroy(y);
+    clf_buffer_destroy(a);
+    clf_buffer_destroy(b);
+    clf_buffer_destroy(c);
+    free(host);
+    clf_fleet_destroy(f);
+}
+END_TEST
+
 /* ---- timelines ------------------------------------------------------------------------------- */
 
 typedef struct xev {
@@ -1438,6 +1629,7 @@ static Suite *suite(void)
     tcase_add_test(tc, idle_device_utilization);
     tcase_add_test(tc, profile_region);
     tcase_add_test(tc, json_and_table);
+    tcase_add_test(tc, same_device_launches_imbalance_free);
     tcase_add_test(tc, trace_file);
     tcase_add_test(tc, trace_from_environment);
     tcase_add_test(tc, taskq_counted);

@@ -143,6 +143,31 @@ START_TEST(shipped_kernel_runs_everywhere)
 }
 END_TEST
 
+/* The "--- device 2 '...'" and "--- devices 0-1, 3 '...'" headers of a build failure's
+ * detail: how many, and in seen[d] how many of them name device d. */
+static size_t log_headers(const char *msg, size_t *seen, size_t max)
+{
+    size_t headers = 0;
+    for (const char *h = strstr(msg, "\n--- device"); h; h = strstr(h + 1, "\n--- device")) {
+        headers++;
+        const char *q = h + strlen("\n--- device");
+        if (*q == 's')
+            q++;
+        while (*q == ' ' || *q == ',') {
+            char *end;
+            size_t a = strtoul(q + 1, &end, 10), b = a;
+            if (end == q + 1)
+                break;
+            if (*end == '-')
+                b = strtoul(end + 1, &end, 10);
+            for (size_t d = a; d <= b && d < max; d++)
+                seen[d]++;
+            q = end;
+        }
+    }
+    return headers;
+}
+
 START_TEST(bad_build_reports_every_device)
 {
     clf_fleet *f = test_fleet(TEST_CPUS, _i);
@@ -155,11 +180,11 @@ START_TEST(bad_build_reports_every_device)
     ck_assert_ptr_null(p);
     const char *msg = clf_last_error();
     ck_assert_msg(strstr(msg, "undeclared_thing") != NULL, "compiler log in: %s", msg);
-    for (size_t d = 0; d < clf_fleet_device_count(f); d++) {
-        char want[64];
-        snprintf(want, sizeof want, "device %zu '", d);
-        ck_assert_msg(strstr(msg, want) != NULL, "'%s' in: %s", want, msg);
-    }
+    size_t seen[64] = {0};
+    log_headers(msg, seen, 64);
+    for (size_t d = 0; d < clf_fleet_device_count(f); d++)
+        ck_assert_msg(seen[d] == 1, "device %zu named in %zu build log headers: %s", d, seen[d],
+                      msg);
     ck_assert_status(clf_program_build_source(&p, f, "__kernel void k(void) {}", "-bogus-opt"),
                      CLF_ERROR_BUILD);
     ck_assert_status(clf_program_build_source(&p, f, "", NULL), CLF_ERROR_ZERO_SIZE);
@@ -167,6 +192,104 @@ START_TEST(bad_build_reports_every_device)
     ck_assert_status(clf_program_build_file(&p, f, "/no/such/file.cl", NULL), CLF_ERROR_IO);
     ck_assert_msg(strstr(clf_last_error(), "/no/such/file.cl") != NULL, "%s",
                   clf_last_error());
+    clf_fleet_destroy(f);
+}
+END_TEST
+
+/* Identical devices fail alike: one copy of the log, with every device that shares it. */
+START_TEST(identical_logs_printed_once)
+{
+    clf_fleet *f = test_fleet(TEST_CPUS ";name=pthread;split=1", 0);
+    size_t n = clf_fleet_device_count(f);
+    ck_assert_uint_ge(n, 2);
+    clf_program *p = NULL;
+    ck_assert_status(clf_program_build_source(&p, f,
+                                              "__kernel void broken(__global int *x) {\n"
+                                              "    x[0] = undeclared_thing;\n}\n",
+                                              NULL),
+                     CLF_ERROR_BUILD);
+    const char *msg = clf_last_error();
+    size_t seen[64] = {0};
+    ck_assert_msg(log_headers(msg, seen, 64) == 1, "one log for %zu identical devices: %s", n,
+                  msg);
+    char want[64];
+    snprintf(want, sizeof want, "--- devices 0-%zu '", n - 1);
+    ck_assert_msg(strstr(msg, want) != NULL, "'%s' in: %s", want, msg);
+    for (size_t d = 0; d < n; d++)
+        ck_assert_uint_eq(seen[d], 1);
+    clf_fleet_destroy(f);
+}
+END_TEST
+
+/* The log lines a test collects (clf_log_set_handler()). */
+static char got_log[16][1024];
+static int got_levels[16];
+static atomic_int got_n;
+
+static void collect_log(void *user, clf_log_level level, const char *msg)
+{
+    (void)user;
+    int i = atomic_fetch_add(&got_n, 1);
+    if (i < 16) {
+        snprintf(got_log[i], sizeof got_log[i], "%s", msg);
+        got_levels[i] = (int)level;
+    }
+}
+
+/* How many collected lines have both words. */
+static int logged(const char *a, const char *b)
+{
+    int n = 0, all = atomic_load(&got_n);
+    for (int i = 0; i < all && i < 16; i++)
+        n += strstr(got_log[i], a) && strstr(got_log[i], b);
+    return n;
+}
+
+/* A compile from source is announced once per build, at info, naming the call the program
+ * made; a build from the binary cache and the default level (warn) say nothing. */
+START_TEST(compile_note_names_the_call)
+{
+    char nonce[96], src[256];
+    snprintf(nonce, sizeof nonce, "-DCLF_NONCE=%ld%ld", (long)getpid(), (long)time(NULL));
+    snprintf(src, sizeof src, "/* %s */ __kernel void k(__global int *x) { x[0] = 1; }\n",
+             nonce);
+    setenv("CLFLEET_LOG", "info", 1);
+    clf_fleet *f = test_fleet(TEST_CPUS, 0);
+    atomic_store(&got_n, 0);
+    clf_log_set_handler(collect_log, NULL);
+    clf_program *p = NULL;
+    ck_assert_ok(clf_program_build_source(&p, f, src, NULL));
+    ck_assert_msg(logged("clf_program_build_source: compiling program", "can take seconds") ==
+                      1,
+                  "one note for %zu devices, got %d lines, first: %s", clf_fleet_device_count(f),
+                  atomic_load(&got_n), got_log[0]);
+    for (int i = 0; i < atomic_load(&got_n) && i < 16; i++)
+        if (strstr(got_log[i], "compiling program"))
+            ck_assert_int_eq(got_levels[i], CLF_LOG_INFO);
+    clf_program_destroy(p);
+    /* The same source again comes from the binary cache: no compile, no note. */
+    atomic_store(&got_n, 0);
+    ck_assert_ok(clf_program_build_source(&p, f, src, NULL));
+    int cached = clf_program_from_cache(p, 0);
+    ck_assert_int_eq(logged("compiling program", ""), cached ? 0 : 1);
+    clf_program_destroy(p);
+    /* Built through another call: that call is named. */
+    atomic_store(&got_n, 0);
+    ck_assert_ok(clf_program_build_shipped(&p, f, "vector", nonce));
+    ck_assert_int_eq(logged("clf_program_build_shipped: compiling program", ""), 1);
+    clf_program_destroy(p);
+    clf_fleet_destroy(f);
+
+    /* At the default level, nothing. */
+    unsetenv("CLFLEET_LOG");
+    f = test_fleet(TEST_CPUS, 0);
+    atomic_store(&got_n, 0);
+    snprintf(src, sizeof src, "/* %s-2 */ __kernel void k(__global int *x) { x[0] = 2; }\n",
+             nonce);
+    ck_assert_ok(clf_program_build_source(&p, f, src, NULL));
+    ck_assert_int_eq(logged("compiling program", ""), 0);
+    clf_program_destroy(p);
+    clf_log_set_handler(NULL, NULL);
     clf_fleet_destroy(f);
 }
 END_TEST
@@ -548,6 +671,144 @@ START_TEST(cache_stale_temp_files_removed)
 }
 END_TEST
 
+/* clf_cache_info() counts the entries a build wrote and their bytes; clf_cache_clear()
+ * removes them and nothing else (a file of the user's, a young temporary file, the learned
+ * speeds), so that the next build compiles again. */
+START_TEST(cache_info_and_clear)
+{
+    make_cache_dir();
+    char young_tmp[512], other[512], perf[512], missing[512];
+    snprintf(young_tmp, sizeof young_tmp, "%s/.tmp-Young1", cache_dir);
+    snprintf(other, sizeof other, "%s/notes.txt", cache_dir);
+    snprintf(perf, sizeof perf, "%s/perf-v1.tsv", cache_dir);
+    snprintf(missing, sizeof missing, "%s/not-there", cache_dir);
+    const char *files[] = {young_tmp, other};
+    for (size_t i = 0; i < 2; i++) {
+        FILE *fp = fopen(files[i], "wb");
+        ck_assert_ptr_nonnull(fp);
+        fputs("12345", fp);
+        fclose(fp);
+    }
+    clf_cache_stats cs;
+    ck_assert_ok(clf_cache_info(&cs, cache_dir));
+    ck_assert_str_eq(cs.dir, cache_dir);
+    ck_assert_int_eq(cs.exists, 1);
+    ck_assert_uint_eq(cs.entries, 0);
+    ck_assert_uint_eq(cs.bytes, 0);
+    ck_assert_uint_eq(cs.temporary, 1);
+    ck_assert_uint_eq(cs.temporary_bytes, 5);
+    clf_free(cs.dir);
+
+    clf_fleet_options o = CLF_FLEET_OPTIONS_INIT;
+    o.devices = TEST_CPUS;
+    o.cache_dir = cache_dir;
+    clf_fleet *f;
+    ck_assert_ok(clf_fleet_create(&f, &o));
+    char src[8192];
+    unique_vadd_source(src, sizeof src, "info");
+    clf_program *p;
+    ck_assert_ok(clf_program_build_source(&p, f, src, NULL));
+    clf_program_destroy(p);
+    size_t entries = for_each_entry(NULL);
+    ck_assert_uint_ge(entries, 1);
+    FILE *fp = fopen(perf, "wb"); /* as a fleet that learned speeds leaves it */
+    ck_assert_ptr_nonnull(fp);
+    fclose(fp);
+
+    ck_assert_ok(clf_cache_info(&cs, cache_dir));
+    ck_assert_uint_eq(cs.entries, entries);
+    ck_assert_uint_gt(cs.bytes, 0);
+    ck_assert_int_eq(cs.perf_model, 1);
+    clf_free(cs.dir);
+
+    size_t removed = 0;
+    ck_assert_ok(clf_cache_clear(&removed, cache_dir));
+    ck_assert_uint_eq(removed, entries);
+    ck_assert_uint_eq(for_each_entry(NULL), 0);
+    ck_assert_msg(access(other, F_OK) == 0, "a file that is not the cache's was removed");
+    ck_assert_msg(access(young_tmp, F_OK) == 0, "a young temporary file was removed");
+    ck_assert_msg(access(perf, F_OK) == 0, "the learned speeds were removed");
+    ck_assert_ok(clf_cache_info(&cs, cache_dir));
+    ck_assert_uint_eq(cs.entries, 0);
+    ck_assert_uint_eq(cs.bytes, 0);
+    clf_free(cs.dir);
+    /* Cleared: the same source compiles again (and stores again). */
+    ck_assert_ok(clf_program_build_source(&p, f, src, NULL));
+    ck_assert_int_eq(clf_program_from_cache(p, 0), 0);
+    clf_program_destroy(p);
+    ck_assert_uint_eq(for_each_entry(NULL), entries);
+    clf_fleet_destroy(f);
+
+    /* A directory not created yet is an empty cache; bad arguments say what is wrong. */
+    ck_assert_ok(clf_cache_info(&cs, missing));
+    ck_assert_int_eq(cs.exists, 0);
+    ck_assert_uint_eq(cs.entries, 0);
+    ck_assert_str_eq(cs.dir, missing);
+    clf_free(cs.dir);
+    removed = 99;
+    ck_assert_ok(clf_cache_clear(&removed, missing));
+    ck_assert_uint_eq(removed, 0);
+    ck_assert_status(clf_cache_info(NULL, cache_dir), CLF_ERROR_NULL_POINTER);
+    ck_assert_status(clf_cache_info(&cs, ""), CLF_ERROR_INVALID_ARGUMENT);
+    ck_assert_ptr_null(cs.dir);
+    ck_assert_status(clf_cache_clear(NULL, ""), CLF_ERROR_INVALID_ARGUMENT);
+    /* A file where the directory should be cannot be read as one. */
+    ck_assert_status(clf_cache_info(&cs, other), CLF_ERROR_IO);
+    ck_assert_ptr_null(cs.dir);
+    ck_assert_status(clf_cache_clear(NULL, other), CLF_ERROR_IO);
+
+    unlink(other);
+    unlink(perf);
+    remove_cache_dir();
+}
+END_TEST
+
+/* CLFLEET_CACHE_MAX bounds the binaries a fleet leaves in its cache directory: below one
+ * entry, each store leaves only itself; a bad value fails the fleet's creation. */
+START_TEST(cache_size_limit)
+{
+    make_cache_dir();
+    clf_fleet_options o = CLF_FLEET_OPTIONS_INIT;
+    o.devices = TEST_CPUS;
+    o.cache_dir = cache_dir;
+    clf_fleet *f;
+    char src[8192];
+    clf_program *p;
+
+    ck_assert_int_eq(setenv("CLFLEET_CACHE_MAX", "1", 1), 0);
+    ck_assert_ok(clf_fleet_create(&f, &o));
+    unique_vadd_source(src, sizeof src, "limit-a");
+    ck_assert_ok(clf_program_build_source(&p, f, src, NULL));
+    clf_program_destroy(p);
+    ck_assert_uint_eq(for_each_entry(NULL), 1);
+    unique_vadd_source(src, sizeof src, "limit-b");
+    ck_assert_ok(clf_program_build_source(&p, f, src, "-DB=1"));
+    clf_program_destroy(p);
+    ck_assert_uint_eq(for_each_entry(NULL), 1);
+    clf_fleet_destroy(f);
+
+    /* A limit far above: every entry stays. */
+    ck_assert_int_eq(setenv("CLFLEET_CACHE_MAX", "1G", 1), 0);
+    ck_assert_ok(clf_fleet_create(&f, &o));
+    unique_vadd_source(src, sizeof src, "limit-c");
+    ck_assert_ok(clf_program_build_source(&p, f, src, NULL));
+    clf_program_destroy(p);
+    unique_vadd_source(src, sizeof src, "limit-d");
+    ck_assert_ok(clf_program_build_source(&p, f, src, NULL));
+    clf_program_destroy(p);
+    ck_assert_uint_ge(for_each_entry(NULL), 3);
+    clf_fleet_destroy(f);
+
+    ck_assert_int_eq(setenv("CLFLEET_CACHE_MAX", "lots", 1), 0);
+    f = NULL;
+    ck_assert_status(clf_fleet_create(&f, &o), CLF_ERROR_PARSE);
+    ck_assert_ptr_null(f);
+    ck_assert_msg(strstr(clf_last_error(), "CLFLEET_CACHE_MAX: 'lots'"), "%s", clf_last_error());
+    unsetenv("CLFLEET_CACHE_MAX");
+    remove_cache_dir();
+}
+END_TEST
+
 /* ---- processes filling one cache at once ---------------------------------------------- */
 
 enum { WORKER_ITERS = 6 };
@@ -670,11 +931,15 @@ int main(int argc, char **argv)
     /* _i = 0: one context per platform; 1: one context per device. */
     tcase_add_loop_test(tc, shipped_kernel_runs_everywhere, 0, 2);
     tcase_add_loop_test(tc, bad_build_reports_every_device, 0, 2);
+    tcase_add_test(tc, identical_logs_printed_once);
+    tcase_add_test(tc, compile_note_names_the_call);
     tcase_add_loop_test(tc, cache_hit_and_rebuild_after_corruption, 0, 2);
     tcase_add_test(tc, build_from_file);
     tcase_add_test(tc, cache_keys_included_headers);
     tcase_add_loop_test(tc, cache_bad_entries_rebuilt, 0, 4);
     tcase_add_test(tc, cache_stale_temp_files_removed);
+    tcase_add_test(tc, cache_info_and_clear);
+    tcase_add_test(tc, cache_size_limit);
     tcase_add_test(tc, cache_concurrent_processes);
     suite_add_tcase(s, tc);
     return test_run(s, TEST_CPUS, 3);

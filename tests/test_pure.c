@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -851,6 +852,35 @@ START_TEST(test_env_words)
 }
 END_TEST
 
+START_TEST(test_env_cache_max)
+{
+    static const struct {
+        const char *v;
+        uint64_t want;
+    } good[] = {
+        {NULL, 0}, {"", 0}, {"0", 0}, {"1", 1}, {"1048576", 1048576}, {"64k", 65536},
+        {"64K", 65536}, {"500M", 500ull << 20}, {"2g", 2ull << 30}, {"0G", 0},
+        {"18446744073709551615", UINT64_MAX}, {"17179869183G", 17179869183ull << 30},
+    };
+    static const char *const bad[] = {"-1", " 1", "1 ", "1.5G", "G", "1T", "1KB", "0x10",
+                                      "18446744073709551616", "17179869184G", "1e9", "+5"};
+    uint64_t v = 7;
+    for (size_t i = 0; i < CLF__ARRAY_LEN(good); i++) {
+        ck_assert_msg(clf__env_cache_max(good[i].v, &v) == CLF_SUCCESS, "'%s' refused",
+                      good[i].v ? good[i].v : "(null)");
+        ck_assert_msg(v == good[i].want, "'%s' gives %llu", good[i].v ? good[i].v : "(null)",
+                      (unsigned long long)v);
+    }
+    for (size_t i = 0; i < CLF__ARRAY_LEN(bad); i++) {
+        v = 7;
+        ck_assert_msg(clf__env_cache_max(bad[i], &v) == CLF_ERROR_PARSE, "'%s' accepted", bad[i]);
+        ck_assert_msg(strstr(clf_last_error(), "CLFLEET_CACHE_MAX: '") && v == 0,
+                      "'%s': %s", bad[i], clf_last_error());
+    }
+    ck_assert_int_eq(clf__env_cache_max("1", NULL), CLF_ERROR_NULL_POINTER);
+}
+END_TEST
+
 START_TEST(test_ext_listed)
 {
     static const struct {
@@ -1089,6 +1119,62 @@ START_TEST(test_cache_paths)
             unsetenv(names[i]);
         free(saved[i]);
     }
+}
+END_TEST
+
+/* CLFLEET_CACHE_MAX: the least recently used entries go first (a load counts as a use),
+ * the entry just stored stays even alone above the limit, other files are not counted or
+ * removed. */
+START_TEST(test_cache_trim)
+{
+    unsigned char key[5][32], payload[1000], *bin;
+    size_t len;
+    char src[32];
+    memset(payload, 0x5a, sizeof payload);
+    for (int i = 0; i < 5; i++) {
+        snprintf(src, sizeof src, "kernel void k%d() {}", i);
+        make_key(key[i], src);
+        ck_assert_int_eq(clf__cache_store(tmpdir, key[i], payload, sizeof payload), CLF_SUCCESS);
+        /* Entry i written i minutes after the first. */
+        char *path = clf__cache_path(tmpdir, key[i]);
+        struct timespec t[2] = {{1000000 + 60 * i, 0}, {1000000 + 60 * i, 0}};
+        ck_assert_int_eq(utimensat(AT_FDCWD, path, t, 0), 0);
+        free(path);
+    }
+    write_bytes(sub("notes.txt"), payload, sizeof payload);
+    const uint64_t entry = 84 + sizeof payload;
+    /* Within the limit: nothing goes. */
+    clf__cache_trim(tmpdir, 5 * entry, NULL);
+    for (int i = 0; i < 5; i++) {
+        char *path = clf__cache_path(tmpdir, key[i]);
+        ck_assert_msg(exists(path), "entry %d removed under the limit", i);
+        free(path);
+    }
+    /* Loading entry 0 makes it the most recent: 1 and 2 are then the oldest. */
+    ck_assert_int_eq(clf__cache_load(tmpdir, key[0], &bin, &len), 1);
+    free(bin);
+    clf__cache_trim(tmpdir, 3 * entry + 10, key[4]);
+    static const int kept[5] = {1, 0, 0, 1, 1};
+    for (int i = 0; i < 5; i++) {
+        char *path = clf__cache_path(tmpdir, key[i]);
+        ck_assert_msg(exists(path) == kept[i], "entry %d %s", i, kept[i] ? "removed" : "kept");
+        free(path);
+    }
+    ck_assert(exists(sub("notes.txt")));
+    /* A limit below one entry keeps the one named. */
+    clf__cache_trim(tmpdir, 1, key[3]);
+    for (int i = 0; i < 5; i++) {
+        char *path = clf__cache_path(tmpdir, key[i]);
+        ck_assert_msg(exists(path) == (i == 3), "entry %d", i);
+        free(path);
+    }
+    ck_assert(exists(sub("notes.txt")));
+    clf__cache_trim(tmpdir, 1, NULL);
+    char *path = clf__cache_path(tmpdir, key[3]);
+    ck_assert(!exists(path));
+    free(path);
+    clf__cache_trim(sub("missing"), 1, NULL); /* no directory: nothing to do */
+    clf__cache_trim(NULL, 1, NULL);
 }
 END_TEST
 
@@ -1461,6 +1547,270 @@ START_TEST(test_cache_processes)
 }
 END_TEST
 
+/* ---- $CLFLEET_SIMULATE's grammar (observe/simrules.c) -------------------------------------- */
+
+static const struct {
+    const char *in;
+    size_t n;
+    clf__sim_rule r[3];
+} sim_good[] = {
+    {"", 0, {{0}}},
+    {"  ", 0, {{0}}},
+    {";", 0, {{0}}},
+    {" ; ;", 0, {{0}}},
+    {"device=1,compute=0.02", 1, {{1, 0.02, 0, 0, 0}}},
+    {"device=1,compute=0.02,latency=60us", 1, {{1, 0.02, 60000, 0, 0}}},
+    {"device=0,latency=1ms", 1, {{0, 1, 1000000, 0, 0}}},
+    {"device=0,latency=0.5s", 1, {{0, 1, 500000000, 0, 0}}},
+    {"device=0,latency=2", 1, {{0, 1, 2000000000, 0, 0}}},
+    {"device=0,latency=0", 1, {{0, 1, 0, 0, 0}}},
+    {"device=0,latency=250ns", 1, {{0, 1, 250, 0, 0}}},
+    {"device=0,latency=1.5US", 1, {{0, 1, 1500, 0, 0}}},
+    {"device=0,latency=60s", 1, {{0, 1, 60000000000ull, 0, 0}}},
+    {"device=2,h2d=5G", 1, {{2, 1, 0, 5e9, 0}}},
+    {"device=2,d2h=800M", 1, {{2, 1, 0, 0, 8e8}}},
+    {"device=2,h2d=1.5k,d2h=2T", 1, {{2, 1, 0, 1500, 2e12}}},
+    {"device=2,h2d=100", 1, {{2, 1, 0, 100, 0}}},
+    {"device=2,h2d=1", 1, {{2, 1, 0, 1, 0}}},
+    {"device=0,compute=1", 1, {{0, 1, 0, 0, 0}}},
+    {"device=0,compute=.5", 1, {{0, 0.5, 0, 0, 0}}},
+    {"device=0,compute=1.", 1, {{0, 1, 0, 0, 0}}},
+    {"device=0,compute=0.000001", 1, {{0, 1e-6, 0, 0, 0}}},
+    {" DEVICE = 3 , Compute = 0.25 ; ", 1, {{3, 0.25, 0, 0, 0}}},
+    {"device=1,compute=0.5;device=0,latency=1ms", 2,
+     {{1, 0.5, 0, 0, 0}, {0, 1, 1000000, 0, 0}}},
+    {"device=0,compute=0.5;;device=1,d2h=1G;device=2,latency=7us;", 3,
+     {{0, 0.5, 0, 0, 0}, {1, 1, 0, 0, 1e9}, {2, 1, 7000, 0, 0}}},
+    {"device=123456789,compute=0.1", 1, {{123456789, 0.1, 0, 0, 0}}},
+    {"device=1,d2h=3G,h2d=2G,latency=10ms,compute=0.125", 1, {{1, 0.125, 10000000, 2e9, 3e9}}},
+};
+
+static int near(double a, double b)
+{
+    return fabs(a - b) <= 1e-9 * fabs(b) + 1e-12;
+}
+
+START_TEST(test_sim_good)
+{
+    for (size_t i = 0; i < CLF__ARRAY_LEN(sim_good); i++) {
+        clf__sim_rule *r = NULL;
+        size_t n = 99;
+        clf_status st = clf__sim_parse(sim_good[i].in, &r, &n);
+        ck_assert_msg(st == CLF_SUCCESS, "'%s': %s: %s", sim_good[i].in, clf_status_name(st),
+                      clf_last_error());
+        ck_assert_msg(n == sim_good[i].n, "'%s': %zu rules", sim_good[i].in, n);
+        ck_assert_msg((n == 0) == (r == NULL), "'%s': rules %p for %zu", sim_good[i].in,
+                      (void *)r, n);
+        for (size_t k = 0; k < n; k++) {
+            const clf__sim_rule *w = &sim_good[i].r[k];
+            ck_assert_msg(r[k].device == w->device && near(r[k].compute, w->compute) &&
+                              r[k].latency_ns == w->latency_ns && near(r[k].h2d, w->h2d) &&
+                              near(r[k].d2h, w->d2h),
+                          "'%s' rule %zu: device %zu compute %g latency %llu h2d %g d2h %g",
+                          sim_good[i].in, k, r[k].device, r[k].compute,
+                          (unsigned long long)r[k].latency_ns, r[k].h2d, r[k].d2h);
+        }
+        free(r);
+    }
+    /* NULL (the variable unset) is no rules. */
+    clf__sim_rule *r = (clf__sim_rule *)1;
+    size_t n = 5;
+    ck_assert_int_eq(clf__sim_parse(NULL, &r, &n), CLF_SUCCESS);
+    ck_assert_ptr_null(r);
+    ck_assert_uint_eq(n, 0);
+}
+END_TEST
+
+static const struct {
+    const char *in, *why;
+} sim_bad[] = {
+    {"device=1", "alone changes nothing"},
+    {"compute=0.5", "before device=N"},
+    {"latency=1ms,device=1", "before device=N"},
+    {"device=1,foo=3", "unknown key 'foo'"},
+    {"device=1,compute=0.5,bandwidth=5G", "unknown key 'bandwidth'"},
+    {"device=1,compute", "'compute' is not key=value"},
+    {"device=1,,compute=0.5", "an empty item"},
+    {"device=1,compute=0.5,", "an empty item"},
+    {"device=x,compute=0.5", "device 'x' is not an index"},
+    {"device=-1,compute=0.5", "device '-1' is not an index"},
+    {"device=,compute=0.5", "device '' is not an index"},
+    {"device=1234567890,compute=0.5", "is not an index"},
+    {"device=1.0,compute=0.5", "is not an index"},
+    {"device=1,device=2,compute=0.5", "'device' given twice"},
+    {"device=1,compute=0.5,compute=0.2", "'compute' given twice"},
+    {"device=1,compute=0", "compute '0' is not a factor in (0, 1]"},
+    {"device=1,compute=0.0", "is not a factor"},
+    {"device=1,compute=1.5", "compute '1.5' is not a factor"},
+    {"device=1,compute=2", "is not a factor"},
+    {"device=1,compute=-0.5", "is not a factor"},
+    {"device=1,compute=0.5x", "is not a factor"},
+    {"device=1,compute=1e-2", "is not a factor"},
+    {"device=1,compute=0,5", "is not a factor"},
+    {"device=1,compute=nan", "is not a factor"},
+    {"device=1,compute=inf", "is not a factor"},
+    {"device=1,compute=.", "is not a factor"},
+    {"device=1,compute=", "is not a factor"},
+    {"device=1,latency=", "latency '' is not a time"},
+    {"device=1,latency=1h", "latency '1h' is not a time"},
+    {"device=1,latency=ms", "is not a time"},
+    {"device=1,latency=-1ms", "is not a time"},
+    {"device=1,latency=61s", "at most 60 s"},
+    {"device=1,latency=60001ms", "at most 60 s"},
+    {"device=1,latency=1 ms", "is not a time"},
+    {"device=1,h2d=0", "bandwidth '0' is not at least 1 byte/s"},
+    {"device=1,h2d=0.5", "is not at least 1 byte/s"},
+    {"device=1,h2d=5X", "bandwidth '5X' is not"},
+    {"device=1,d2h=5GB", "bandwidth '5GB' is not"},
+    {"device=1,d2h=G", "is not at least"},
+    {"device=1,d2h=-5G", "is not at least"},
+    {"device=1,compute=0.5;device=1,latency=1ms", "a second rule for device 1"},
+    {"device=1,compute=0.5;device=01,latency=1ms", "a second rule for device 1"},
+    {"device=0,compute=0.5;bogus", "rule 2 'bogus'"},
+    {"device=0,compute=0.5;;device=1", "rule 2 'device=1'"},
+};
+
+START_TEST(test_sim_bad)
+{
+    for (size_t i = 0; i < CLF__ARRAY_LEN(sim_bad); i++) {
+        clf__sim_rule *r = (clf__sim_rule *)1;
+        size_t n = 7;
+        clf_clear_error();
+        clf_status st = clf__sim_parse(sim_bad[i].in, &r, &n);
+        const char *msg = clf_last_error();
+        ck_assert_msg(st == CLF_ERROR_PARSE, "'%s' gave %s", sim_bad[i].in, clf_status_name(st));
+        ck_assert_msg(r == NULL && n == 0, "'%s': outputs not cleared", sim_bad[i].in);
+        ck_assert_msg(strstr(msg, sim_bad[i].why) != NULL, "'%s': message '%s' lacks '%s'",
+                      sim_bad[i].in, msg, sim_bad[i].why);
+        /* Every refusal names the rule and the word list. */
+        ck_assert_msg(strncmp(msg, "rule ", 5) == 0 && strstr(msg, CLF__SIM_KEYS) != NULL,
+                      "'%s': message '%s'", sim_bad[i].in, msg);
+    }
+}
+END_TEST
+
+/* Generated: every unit and suffix with a range of numbers, the value read exactly as the
+ * same text in C would give it. */
+START_TEST(test_sim_generated)
+{
+    static const struct {
+        const char *unit;
+        double ns;
+    } tu[] = {{"", 1e9}, {"s", 1e9}, {"ms", 1e6}, {"us", 1e3}, {"ns", 1}, {"MS", 1e6}};
+    static const struct {
+        const char *suf;
+        double f;
+    } bu[] = {{"", 1}, {"K", 1e3}, {"k", 1e3}, {"M", 1e6}, {"G", 1e9}, {"T", 1e12}};
+    char in[128];
+    for (unsigned v = 0; v <= 2000; v += 7)
+        for (size_t u = 0; u < CLF__ARRAY_LEN(tu); u++) {
+            double val = v / 40.0; /* 0 .. 50, with fractions */
+            snprintf(in, sizeof in, "device=%u,latency=%u.%03u%s", v % 5, v / 40,
+                     (v % 40) * 25, tu[u].unit);
+            clf__sim_rule *r = NULL;
+            size_t n = 0;
+            clf_status st = clf__sim_parse(in, &r, &n);
+            int too_long = val * tu[u].ns > 60e9;
+            ck_assert_msg(st == (too_long ? CLF_ERROR_PARSE : CLF_SUCCESS), "'%s': %s", in,
+                          clf_last_error());
+            if (st == CLF_SUCCESS) {
+                ck_assert_uint_eq(n, 1);
+                ck_assert_uint_eq(r[0].device, v % 5);
+                ck_assert_msg(fabs((double)r[0].latency_ns - val * tu[u].ns) <= 1, "'%s': %llu",
+                              in, (unsigned long long)r[0].latency_ns);
+            }
+            free(r);
+        }
+    for (unsigned v = 0; v <= 3000; v += 11)
+        for (size_t b = 0; b < CLF__ARRAY_LEN(bu); b++) {
+            double val = v / 100.0;
+            snprintf(in, sizeof in, "device=7,%s=%u.%02u%s", v % 2 ? "h2d" : "d2h", v / 100,
+                     v % 100, bu[b].suf);
+            clf__sim_rule *r = NULL;
+            size_t n = 0;
+            clf_status st = clf__sim_parse(in, &r, &n);
+            int ok = val * bu[b].f >= 1;
+            ck_assert_msg(st == (ok ? CLF_SUCCESS : CLF_ERROR_PARSE), "'%s': %s", in,
+                          clf_last_error());
+            if (ok) {
+                double got = v % 2 ? r[0].h2d : r[0].d2h, other = v % 2 ? r[0].d2h : r[0].h2d;
+                ck_assert_msg(near(got, val * bu[b].f) && other == 0, "'%s': %g", in, got);
+            }
+            free(r);
+        }
+    for (unsigned v = 0; v <= 1200; v++) {
+        snprintf(in, sizeof in, "device=0,compute=%u.%03u", v / 1000, v % 1000);
+        clf__sim_rule *r = NULL;
+        size_t n = 0;
+        clf_status st = clf__sim_parse(in, &r, &n);
+        int ok = v > 0 && v <= 1000;
+        ck_assert_msg(st == (ok ? CLF_SUCCESS : CLF_ERROR_PARSE), "'%s'", in);
+        if (ok)
+            ck_assert_msg(near(r[0].compute, v / 1000.0), "'%s': %g", in, r[0].compute);
+        free(r);
+    }
+    /* Many rules: one per device. */
+    size_t o = 0;
+    char many[4096];
+    for (unsigned d = 0; d < 64; d++)
+        o += (size_t)snprintf(many + o, sizeof many - o, "%sdevice=%u,compute=0.5", d ? ";" : "",
+                              63 - d);
+    clf__sim_rule *r = NULL;
+    size_t n = 0;
+    ck_assert_int_eq(clf__sim_parse(many, &r, &n), CLF_SUCCESS);
+    ck_assert_uint_eq(n, 64);
+    for (unsigned d = 0; d < 64; d++)
+        ck_assert_uint_eq(r[d].device, 63 - d);
+    free(r);
+}
+END_TEST
+
+/* Random strings of grammar words and bytes: success or a parse error with a message, and
+ * on success every rule within its ranges (ASan/valgrind check the rest). */
+START_TEST(test_sim_fuzz)
+{
+    static const char *const words[] = {
+        "device", "compute", "latency", "h2d", "d2h", "=", ";", ",", " ", ".", "0", "1", "5",
+        "60", "0.5", "us", "ms", "s", "ns", "K", "M", "G", "T", "x", "-", "\xff", "\t",
+        /* Whole items, so that whole rules come out too. */
+        "device=1,", "device=0,", "compute=0.5", "latency=60us", "h2d=5G", "d2h=1M",
+    };
+    char in[160];
+    unsigned ok = 0;
+    for (int iter = 0; iter < 100000; iter++) {
+        size_t n = 0, k = (size_t)(rng() % 16);
+        for (size_t i = 0; i < k; i++) {
+            const char *w = words[rng() % CLF__ARRAY_LEN(words)];
+            size_t wl = strlen(w);
+            if (n + wl >= sizeof in)
+                break;
+            memcpy(in + n, w, wl);
+            n += wl;
+        }
+        in[n] = '\0';
+        clf__sim_rule *r = NULL;
+        size_t nr = 0;
+        clf_clear_error();
+        clf_status st = clf__sim_parse(in, &r, &nr);
+        ck_assert_msg(st == CLF_SUCCESS || st == CLF_ERROR_PARSE, "'%s': %s", in,
+                      clf_status_name(st));
+        ck_assert_msg(st == CLF_SUCCESS || clf_last_error()[0], "'%s': no message", in);
+        for (size_t i = 0; i < nr; i++) {
+            ck_assert(r[i].compute > 0 && r[i].compute <= 1);
+            ck_assert(r[i].latency_ns <= 60000000000ull);
+            ck_assert(r[i].h2d == 0 || r[i].h2d >= 1);
+            ck_assert(r[i].d2h == 0 || r[i].d2h >= 1);
+            for (size_t j = 0; j < i; j++)
+                ck_assert(r[i].device != r[j].device);
+        }
+        ok += st == CLF_SUCCESS && nr > 0;
+        free(r);
+    }
+    /* The words reach past the first checks now and then. */
+    ck_assert_uint_gt(ok, 0);
+}
+END_TEST
+
 static Suite *pure_suite(void)
 {
     Suite *s = suite_create("pure");
@@ -1486,6 +1836,7 @@ static Suite *pure_suite(void)
     tcase_add_test(tc, test_filter_split_why);
     tcase_add_test(tc, test_filter_missing);
     tcase_add_test(tc, test_env_words);
+    tcase_add_test(tc, test_env_cache_max);
     tcase_add_test(tc, test_ext_listed);
     suite_add_tcase(s, tc);
 
@@ -1494,12 +1845,21 @@ static Suite *pure_suite(void)
     tcase_add_test(tc, test_filter_fuzz);
     suite_add_tcase(s, tc);
 
+    tc = tcase_create("simulate");
+    tcase_set_timeout(tc, 600); /* valgrind */
+    tcase_add_test(tc, test_sim_good);
+    tcase_add_test(tc, test_sim_bad);
+    tcase_add_test(tc, test_sim_generated);
+    tcase_add_test(tc, test_sim_fuzz);
+    suite_add_tcase(s, tc);
+
     tc = tcase_create("cache");
     tcase_add_checked_fixture(tc, tmp_setup, tmp_teardown);
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_cache_key);
     tcase_add_test(tc, test_cache_paths);
     tcase_add_test(tc, test_cache_roundtrip);
+    tcase_add_test(tc, test_cache_trim);
     tcase_add_test(tc, test_cache_corrupt);
     tcase_add_test(tc, test_cache_wrong_key);
     tcase_add_test(tc, test_cache_not_a_file);

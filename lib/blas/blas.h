@@ -63,7 +63,8 @@ extern const clf__plane clf__gemm_plane;
 /* Load clBLAST (once per process); CLF_ERROR_UNSUPPORTED naming fn and why when it cannot
  * be loaded. */
 clf_status clf__gemm_blast_load(const char *fn);
-/* The fleet is about to run clBLAST: its caches stay until the fleet is destroyed. */
-clf_status clf__gemm_blast_register(clf_fleet *fl);
+/* The fleet is about to run clBLAST (from call, in double precision when dbl): its caches
+ * stay until the fleet is destroyed; the first call of each precision is logged (info). */
+clf_status clf__gemm_blast_register(clf_fleet *fl, const char *call, int dbl);
 
 #endif

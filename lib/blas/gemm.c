@@ -328,7 +328,7 @@ static clf_status gemm(clf_fleet *fl, clf__gemm_args *g, int ta, int tb,
     st = L->X ? plan(L, G, &o)
               : clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "%s: out of memory", g->fn);
     if (st == CLF_SUCCESS)
-        st = clf__gemm_blast_register(fl);
+        st = clf__gemm_blast_register(fl, g->fn, g->dbl);
     if (st == CLF_SUCCESS)
         st = clf__turn_begin(fl); /* one launch or GEMM at a time on the fleet, in call order */
     if (st == CLF_SUCCESS) {

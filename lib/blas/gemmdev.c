@@ -11,6 +11,7 @@
  */
 #include "blas.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,22 +109,29 @@ static size_t blast_fleets;
  * A fleet that ran a GEMM holds a registration in the fleet's state registry (core/device.c):
  * made on its first GEMM (blast_fleets counts it), finalized at its teardown: clBLAST caches
  * programs of the contexts it saw, and once no live fleet has run a GEMM the caches go. The
- * state itself is only a marker: GEMM keeps nothing else on the fleet.
+ * state is whether the fleet's first GEMM of each precision was announced: clBLAST compiles
+ * its kernels then (seconds; 10.7 s was seen on PoCL), per context and precision.
  */
+typedef struct gemm_state {
+    atomic_int noted[2]; /* [dbl] */
+} gemm_state;
+
 static void *gemm_state_create(clf_fleet *fl)
 {
     (void)fl;
-    static char marker;
+    gemm_state *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
     pthread_mutex_lock(&blast_lock); /* under the fleet's lock: nothing takes them reversed */
     blast_fleets++;
     pthread_mutex_unlock(&blast_lock);
-    return &marker;
+    return s;
 }
 
 static void gemm_state_fini(clf_fleet *fl, void *state)
 {
     (void)fl;
-    (void)state;
+    free(state);
     pthread_mutex_lock(&blast_lock);
     if (--blast_fleets == 0)
         blast.clear_cache(); /* a fleet ran a GEMM: clBLAST is loaded */
@@ -133,10 +141,17 @@ static void gemm_state_fini(clf_fleet *fl, void *state)
 static const clf__state_key gemm_key = {"gemm", CLF__STATE_BEFORE_XFER, gemm_state_create,
                                         gemm_state_fini};
 
-clf_status clf__gemm_blast_register(clf_fleet *fl)
+clf_status clf__gemm_blast_register(clf_fleet *fl, const char *call, int dbl)
 {
-    if (!clf__fleet_state(fl, &gemm_key))
+    gemm_state *s = clf__fleet_state(fl, &gemm_key);
+    if (!s)
         return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "GEMM: out of memory");
+    /* At info, as the first compile of a program (core/program.c): nothing is wrong. */
+    if (!atomic_exchange(&s->noted[dbl != 0], 1))
+        clf__log(CLF_LOG_INFO,
+                 "%s: the fleet's first %s GEMM: clBLAST compiles its kernels for each device "
+                 "first, which can take seconds (10 s on a CPU); later calls reuse them",
+                 call, dbl ? "double-precision" : "single-precision");
     return CLF_SUCCESS;
 }
 
@@ -355,6 +370,9 @@ static clf_status gemm_run(clf__worker *w, clf__chunk *c)
         c->kernel = NULL;
         return blast_fail(bs, g->dbl ? "CLBlastDgemm" : "CLBlastSgemm", w);
     }
+    /* clBLAST's kernels bypass the command path: its last one is handed to it here, so that
+     * $CLFLEET_SIMULATE holds back its completion (no-op without rules). */
+    clf__cmd_adopt_kernel(w->L->fl, w->d->index, q, &c->kernel);
     clFlush(q);
     return CLF_SUCCESS;
 }

@@ -118,6 +118,61 @@ static int writes(const clf_arg *a)
     }
 }
 
+/* The kind the caller wrote: clf_array_launch() hands each part to the per-device kernel
+ * call as buffers (data/alaunch.c), one for each of the caller's arrays, and refuses any
+ * buffer of the caller's own; so there a buffer stands for a CLF_ARRAY_* argument. */
+static unsigned user_kind(const clf_arg *a, const char *call)
+{
+    if (a->kind == CLF_ARG_KIND_BUFFER && call && !strcmp(call, "clf_array_launch"))
+        return CLF_ARG_KIND_ARRAY;
+    return a->kind;
+}
+
+/* The macro that made a memory argument, so that a message names what the caller wrote (a
+ * clf_array_launch() user never wrote CLF_BUF_IN, a clf_launch() user never wrote
+ * CLF_ARRAY_OUT). */
+static const char *used_macro(const clf_arg *a, const char *call)
+{
+    int rd = (a->flags & CLF_ARG_READ) != 0, wr = (a->flags & CLF_ARG_WRITE) != 0;
+    switch (user_kind(a, call)) {
+    case CLF_ARG_KIND_IN:
+        return a->flags & CLF_ARG_WHOLE ? "CLF_WHOLE_IN" : "CLF_IN";
+    case CLF_ARG_KIND_OUT:
+        return a->flags & CLF_ARG_WHOLE ? "CLF_WHOLE_OUT" : "CLF_OUT";
+    case CLF_ARG_KIND_INOUT:
+        return "CLF_INOUT";
+    case CLF_ARG_KIND_BROADCAST:
+        return "CLF_BROADCAST";
+    case CLF_ARG_KIND_REDUCE:
+        return "CLF_REDUCE";
+    case CLF_ARG_KIND_OUT_PER_GROUP:
+        return "CLF_OUT_PER_GROUP";
+    case CLF_ARG_KIND_BUFFER:
+        return rd && wr ? "CLF_BUF_INOUT" : wr ? "CLF_BUF_OUT" : "CLF_BUF_IN";
+    case CLF_ARG_KIND_ARRAY:
+        return rd && wr ? "CLF_ARRAY_INOUT" : wr ? "CLF_ARRAY_OUT" : "CLF_ARRAY_IN";
+    default:
+        return "an argument macro";
+    }
+}
+
+/* The read-only and the read-write macro of the same family as the caller's. */
+static const char *input_macro(const clf_arg *a, const char *call)
+{
+    unsigned k = user_kind(a, call);
+    return k == CLF_ARG_KIND_BUFFER  ? "CLF_BUF_IN"
+           : k == CLF_ARG_KIND_ARRAY ? "CLF_ARRAY_IN"
+                                     : "CLF_IN or CLF_BROADCAST";
+}
+
+static const char *inout_macro(const clf_arg *a, const char *call)
+{
+    unsigned k = user_kind(a, call);
+    return k == CLF_ARG_KIND_BUFFER  ? "CLF_BUF_INOUT"
+           : k == CLF_ARG_KIND_ARRAY ? "CLF_ARRAY_INOUT"
+                                     : "CLF_INOUT";
+}
+
 /* 1 for a kind that is memory: a __global or __constant pointer on the device. */
 static int is_memory(unsigned kind)
 {
@@ -175,9 +230,9 @@ static clf_status check_one(const char *call, const char *kernel, cl_kernel k, s
     int ro = aq == CL_KERNEL_ARG_ADDRESS_CONSTANT || (tq & CL_KERNEL_ARG_TYPE_CONST);
     if (writes(a) && ro)
         return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
-                         "%s is written by the kernel (an output, reduction or CLF_ARG_WRITE) "
-                         "but its parameter is const or __constant: pass it as an input",
-                         who);
+                         "%s is written by the kernel (%s) but its parameter is const or "
+                         "__constant: pass it as an input (%s)",
+                         who, used_macro(a, call), input_macro(a, call));
     /* Read-only kinds the kernel could still write: a buffer or array the caller marked
      * read only (its other users trust that), and a broadcast (one cached copy per
      * device, whose writes would be lost). A plain input is only uploaded, so a non-const
@@ -186,14 +241,13 @@ static clf_status check_one(const char *call, const char *kernel, cl_kernel k, s
         (a->kind == CLF_ARG_KIND_BUFFER || a->kind == CLF_ARG_KIND_ARRAY ||
          a->kind == CLF_ARG_KIND_BROADCAST))
         return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
-                         "%s is read only (%s) but its parameter may be written: declare it "
-                         "const (or __constant)%s",
-                         who,
-                         a->kind == CLF_ARG_KIND_BROADCAST ? "CLF_BROADCAST, one cached copy "
-                                                             "per device"
-                                                           : "CLF_BUF_IN or CLF_ARRAY_IN",
-                         a->kind == CLF_ARG_KIND_BROADCAST ? ""
-                                                           : ", or pass it for writing (INOUT)");
+                         "%s is read only (%s%s) but its parameter may be written: declare it "
+                         "const (or __constant)%s%s%s",
+                         who, used_macro(a, call),
+                         a->kind == CLF_ARG_KIND_BROADCAST ? ", one cached copy per device" : "",
+                         a->kind == CLF_ARG_KIND_BROADCAST ? "" : ", or pass it for writing (",
+                         a->kind == CLF_ARG_KIND_BROADCAST ? "" : inout_macro(a, call),
+                         a->kind == CLF_ARG_KIND_BROADCAST ? "" : ")");
     return CLF_SUCCESS;
 }
 

@@ -15,6 +15,8 @@
  * A writer killed between the two leaves its temporary file: each store removes those
  * older than an hour (TMP_MAX_AGE_S). A directory in an entry's place (which rename()
  * cannot replace) is removed when empty, else reported once per process and left alone.
+ * With $CLFLEET_CACHE_MAX set, each store then removes the least recently used entries
+ * (a load renews an entry's modification time) until the rest fit (clf__cache_trim()).
  *
  * The SHA-256 (FIPS 180-4) that keys and checks the entries (and names a program in the
  * performance model) is at the end of this file. A local copy keeps the library free of a
@@ -191,6 +193,10 @@ int clf__cache_load_ex(const char *dir, const unsigned char key[32], unsigned ch
     *len = (size_t)n;
     buf = NULL;
     hit = 1;
+    /* A hit makes the entry the most recently used, for clf__cache_trim() (CLFLEET_CACHE_MAX):
+     * its modification time, since atime is often not kept (noatime, relatime). The digest,
+     * not the time, says whether an entry is valid; a failure here only ages the entry. */
+    (void)futimens(fd, NULL);
     invalid = 0;
 out:
     if (rejected)
@@ -334,6 +340,194 @@ out:
         unlink(tmp);
     free(tmp);
     free(path);
+    return st;
+}
+
+/* ---- the size limit (CLFLEET_CACHE_MAX) ---- */
+
+typedef struct trim_entry {
+    char name[64 + sizeof ".clfbin"];
+    uint64_t bytes;
+    struct timespec used;
+} trim_entry;
+
+static int older_first(const void *a, const void *b)
+{
+    const struct timespec *x = &((const trim_entry *)a)->used, *y = &((const trim_entry *)b)->used;
+    if (x->tv_sec != y->tv_sec)
+        return x->tv_sec < y->tv_sec ? -1 : 1;
+    return x->tv_nsec < y->tv_nsec ? -1 : x->tv_nsec > y->tv_nsec;
+}
+
+static int is_entry_name(const char *name);
+
+void clf__cache_trim(const char *dir, uint64_t max, const unsigned char keep[32])
+{
+    char keep_name[64 + sizeof ".clfbin"] = "";
+    if (keep) {
+        clf__sha256_hex(keep, keep_name);
+        memcpy(keep_name + 64, ".clfbin", sizeof ".clfbin");
+    }
+    DIR *d = dir ? opendir(dir) : NULL;
+    if (!d)
+        return;
+    trim_entry *e = NULL;
+    size_t n = 0, cap = 0;
+    uint64_t total = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        struct stat st;
+        if (!is_entry_name(de->d_name) ||
+            fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
+            continue;
+        total += (uint64_t)st.st_size;
+        if (!strcmp(de->d_name, keep_name))
+            continue;
+        if (n == cap) {
+            size_t ncap = cap ? 2 * cap : 64;
+            trim_entry *t = ncap <= SIZE_MAX / sizeof *t ? realloc(e, ncap * sizeof *t) : NULL;
+            if (!t)
+                goto out; /* no memory to sort by age: leave the directory as it is */
+            e = t;
+            cap = ncap;
+        }
+        memcpy(e[n].name, de->d_name, sizeof e[n].name);
+        e[n].bytes = (uint64_t)st.st_size;
+        e[n].used = st.st_mtim;
+        n++;
+    }
+    if (total <= max)
+        goto out;
+    qsort(e, n, sizeof *e, older_first);
+    size_t removed = 0;
+    uint64_t freed = 0;
+    for (size_t i = 0; i < n && total > max; i++) {
+        if (unlinkat(dirfd(d), e[i].name, 0) != 0)
+            continue; /* gone already (another process trims too), or not ours to remove */
+        total -= e[i].bytes;
+        freed += e[i].bytes;
+        removed++;
+    }
+    if (removed)
+        clf__log(CLF_LOG_DEBUG, "cache: CLFLEET_CACHE_MAX=%llu: removed the %zu least recently "
+                 "used binaries (%llu bytes) from %s", (unsigned long long)max, removed,
+                 (unsigned long long)freed, dir);
+out:
+    closedir(d);
+    free(e);
+}
+
+/* ---- what a cache directory holds, and emptying it (clfleet-info --cache) ---- */
+
+/* An entry's name is exactly 64 lowercase hex digits and ".clfbin" (clf__cache_path()). The
+ * test is strict so that clearing a directory the user pointed $CLFLEET_CACHE_DIR at by
+ * mistake (their home, say) removes nothing of theirs. */
+static int is_entry_name(const char *name)
+{
+    if (strlen(name) != 64 + sizeof ".clfbin" - 1 || strcmp(name + 64, ".clfbin") != 0)
+        return 0;
+    for (size_t i = 0; i < 64; i++)
+        if (!((name[i] >= '0' && name[i] <= '9') || (name[i] >= 'a' && name[i] <= 'f')))
+            return 0;
+    return 1;
+}
+
+/* *dir: cache_dir, else the default directory (malloc'd). */
+static clf_status cache_dir_of(char **dir, const char *cache_dir, const char *fn)
+{
+    if (cache_dir && !*cache_dir)
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "%s: empty cache directory name", fn);
+    *dir = cache_dir ? clf__concat(cache_dir, "") : clf__cache_default_dir();
+    if (!*dir && cache_dir)
+        return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "%s: out of memory", fn);
+    if (!*dir)
+        return clf__fail(CLF_ERROR_IO, "%s: no cache directory ($CLFLEET_CACHE_DIR, "
+                         "$XDG_CACHE_HOME and $HOME are unset)", fn);
+    return CLF_SUCCESS;
+}
+
+clf_status clf_cache_info(clf_cache_stats *out, const char *cache_dir)
+{
+    if (!out)
+        return clf__fail(CLF_ERROR_NULL_POINTER, "clf_cache_info: out is NULL");
+    memset(out, 0, sizeof *out);
+    char *dir = NULL;
+    clf_status cs = clf__env_cache_max(getenv("CLFLEET_CACHE_MAX"), &out->limit);
+    if (cs == CLF_SUCCESS)
+        cs = cache_dir_of(&dir, cache_dir, "clf_cache_info");
+    if (cs != CLF_SUCCESS)
+        return cs;
+    DIR *d = opendir(dir);
+    if (!d) {
+        /* No directory is an empty cache: nothing was built yet. */
+        if (errno == ENOENT) {
+            out->dir = dir;
+            return CLF_SUCCESS;
+        }
+        clf_status st = clf__fail(CLF_ERROR_IO, "clf_cache_info: cannot read '%s': %s", dir,
+                                  strerror(errno));
+        free(dir);
+        return st;
+    }
+    out->exists = 1;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        struct stat st;
+        if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
+            continue;
+        if (is_entry_name(e->d_name)) {
+            out->entries++;
+            out->bytes += (uint64_t)st.st_size;
+        } else if (strncmp(e->d_name, ".tmp-", 5) == 0) {
+            out->temporary++;
+            out->temporary_bytes += (uint64_t)st.st_size;
+        } else if (strcmp(e->d_name, CLF__PERF_FILE) == 0) {
+            out->perf_model = 1;
+        }
+    }
+    closedir(d);
+    out->dir = dir;
+    return CLF_SUCCESS;
+}
+
+clf_status clf_cache_clear(size_t *removed, const char *cache_dir)
+{
+    if (removed)
+        *removed = 0;
+    char *dir = NULL;
+    clf_status st = cache_dir_of(&dir, cache_dir, "clf_cache_clear");
+    if (st != CLF_SUCCESS)
+        return st;
+    DIR *d = opendir(dir);
+    if (!d) {
+        if (errno != ENOENT)
+            st = clf__fail(CLF_ERROR_IO, "clf_cache_clear: cannot read '%s': %s", dir,
+                           strerror(errno));
+        free(dir);
+        return st;
+    }
+    /* Removing an entry while another process loads it is safe: the loader holds the file
+     * open, and a fleet that misses it later rebuilds from source. Young temporary files
+     * belong to writers still running (their rename would fail), so only stale ones go. */
+    sweep_stale(dir);
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        struct stat sb;
+        if (!is_entry_name(e->d_name) ||
+            fstatat(dirfd(d), e->d_name, &sb, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(sb.st_mode))
+            continue;
+        if (unlinkat(dirfd(d), e->d_name, 0) == 0) {
+            if (removed)
+                (*removed)++;
+        } else if (errno != ENOENT && st == CLF_SUCCESS) {
+            /* Another process may have removed it first (ENOENT); anything else is kept to
+             * report, and the other entries are still removed. */
+            st = clf__fail(CLF_ERROR_IO, "clf_cache_clear: cannot remove '%s/%s': %s", dir,
+                           e->d_name, strerror(errno));
+        }
+    }
+    closedir(d);
+    free(dir);
     return st;
 }
 

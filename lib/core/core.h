@@ -29,6 +29,11 @@ int clf__cache_load_ex(const char *dir, const unsigned char key[32], unsigned ch
  * (CLF_SUCCESS: the cache only saves time). */
 clf_status clf__cache_store(const char *dir, const unsigned char key[32],
                             const unsigned char *bin, size_t len);
+/* Keep the entries of dir within max bytes: remove the least recently used (oldest
+ * modification time: a load touches its entry) until the rest fit, never the entry of keep
+ * (the one just stored; NULL: none), which may alone exceed max. Best effort: another
+ * process may trim at once, and an entry that cannot be removed is skipped. */
+void clf__cache_trim(const char *dir, uint64_t max, const unsigned char keep[32]);
 /* Path of the entry for key (malloc'd). */
 char *clf__cache_path(const char *dir, const unsigned char key[32]);
 
@@ -205,6 +210,12 @@ clf_status clf__cmd_write_rect(clf_fleet *fl, size_t dev, cl_command_queue q, cl
                                const size_t region[3], size_t brow, size_t bslice, size_t hrow,
                                size_t hslice, const void *host, const char *what, cl_uint nwait,
                                const cl_event *wait, cl_event *ev);
+/* The last kernel a library enqueued on q itself (clBLAST's GEMM), its event *ev: on a device
+ * with a $CLFLEET_SIMULATE rule, *ev is replaced by a marker held back as a kernel of the
+ * path would be (observe/simulate.h), so that the simulation reaches GEMM too; *ev stays a
+ * valid event whatever happens (a failure is logged, not returned). Not counted: the caller
+ * counts the kernel. The caller must not hold the device's exec lock. */
+clf_status clf__cmd_adopt_kernel(clf_fleet *fl, size_t dev, cl_command_queue q, cl_event *ev);
 /* A marker (not counted: it does no work). */
 clf_status clf__cmd_marker(clf_fleet *fl, size_t dev, cl_command_queue q, const char *what,
                            cl_uint nwait, const cl_event *wait, cl_event *ev);
@@ -441,5 +452,14 @@ uint64_t clf__program_array_mask(const struct clf_program *v, const char *kernel
 
 /* Read a whole file (NUL-terminated); CLF_ERROR_IO with the path on failure. */
 clf_status clf__read_file(const char *path, char **out, size_t *len);
+
+/* buildlog.c: why a build failed on fleet device dev (what: the call's error; log: the
+ * compiler's, or NULL), kept in p->log[dev]. */
+clf_status clf__program_set_log(clf_program *p, size_t dev, const char *what, const char *log);
+/* buildlog.c: the driver's build log of one device (malloc'd; NULL when there is none). */
+char *clf__program_driver_log(cl_program prog, cl_device_id id);
+/* buildlog.c: every left-out device's log appended to the detail message, each distinct log
+ * once with the devices that share it ("devices 0-3 'name' (platform)"). */
+void clf__program_append_logs(const clf_program *p);
 
 #endif

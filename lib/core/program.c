@@ -56,31 +56,6 @@ static void device_key(const struct clf__device *d, const char *src, const char 
     clf__cache_key(key, &parts);
 }
 
-/* Note why the build failed on fleet device dev: the call's error and the compiler's log. */
-static clf_status set_log(clf_program *p, size_t dev, const char *what, const char *log)
-{
-    size_t n = strlen(what) + (log ? strlen(log) : 0) + 2;
-    char *s = malloc(n);
-    if (!s)
-        return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "build: out of memory");
-    snprintf(s, n, "%s%s%s", what, log && log[0] ? "\n" : "", log ? log : "");
-    free(p->log[dev]);
-    p->log[dev] = s;
-    return CLF_SUCCESS;
-}
-
-/* The driver's build log of one device (malloc'd; NULL when there is none). */
-static char *build_log(cl_program prog, cl_device_id id)
-{
-    size_t len = 0;
-    char *log = NULL;
-    if (clGetProgramBuildInfo(prog, id, CL_PROGRAM_BUILD_LOG, 0, NULL, &len) == CL_SUCCESS &&
-        (log = calloc(len + 1, 1)) != NULL &&
-        clGetProgramBuildInfo(prog, id, CL_PROGRAM_BUILD_LOG, len, log, NULL) != CL_SUCCESS)
-        log[0] = '\0';
-    return log;
-}
-
 /*
  * Store the device's binary; a cache that cannot be written only costs time. The program
  * was built for this one device, so its binary is the one that is not empty: a driver may
@@ -120,6 +95,8 @@ static clf_status store_binary(cl_program prog, const clf_fleet *fl, const struc
     unsigned char key[32];
     device_key(d, src, opts, includes, key);
     stored = clf__cache_store(fl->cache_dir, key, bins[mine], sizes[mine]);
+    if (stored == CLF_SUCCESS && fl->cache_max)
+        clf__cache_trim(fl->cache_dir, fl->cache_max, key);
 out:
     for (cl_uint j = 0; bins && j < np; j++)
         free(bins[j]);
@@ -223,7 +200,7 @@ static clf_status build_device(clf_program *p, size_t dev, const char *src, cons
         char what[160];
         snprintf(what, sizeof what, "clBuildProgram: %s (%d) (injected by CLFLEET_FAULT_INJECT)",
                  clf__cl_error_name(err), (int)err);
-        CLF__TRY(st, set_log(p, dev, what, NULL));
+        CLF__TRY(st, clf__program_set_log(p, dev, what, NULL));
         goto out;
     }
     int cache = fl->cache_dir && !p->no_cache;
@@ -236,6 +213,17 @@ static clf_status build_device(clf_program *p, size_t dev, const char *src, cons
     if (cache)
         clf__log(CLF_LOG_DEBUG, "program %.12s: device %zu '%s': binary cache miss, building "
                  "from source", p->hash, dev, d->info.name);
+    /* A compile from source can take seconds (PoCL: a few per kernel file; more on a GPU)
+     * while nothing else shows: say so once, before it starts. At info, not warn: nothing
+     * is wrong, and a program that did not ask must not get lines on its stderr. */
+    if (!p->compile_noted) {
+        p->compile_noted = 1;
+        clf__log(CLF_LOG_INFO,
+                 "%s: compiling program %.12s from source (device %zu '%s' first): this can "
+                 "take seconds%s",
+                 p->build_call ? p->build_call : "clf_program_build_source", p->hash, dev,
+                 d->info.name, cache ? "; later runs load it from the binary cache" : "");
+    }
     prog = clCreateProgramWithSource(d->ctx, 1, &src, NULL, &err);
     if (err != CL_SUCCESS) {
         prog = NULL;
@@ -253,7 +241,7 @@ static clf_status build_device(clf_program *p, size_t dev, const char *src, cons
     }
     if (err != CL_BUILD_PROGRAM_FAILURE && err != CL_INVALID_BUILD_OPTIONS)
         CLF__TRY(st, clf__cl_fail(err, "clBuildProgram", d));
-    char what[1000], *log = build_log(prog, d->id);
+    char what[1000], *log = clf__program_driver_log(prog, d->id);
     snprintf(what, sizeof what, "clBuildProgram: %s (%d); options '%.500s'%s",
              clf__cl_error_name(err), (int)err, opts,
              log && strstr(log, CLF__RANGE_ARG_NAME)
@@ -262,7 +250,7 @@ static clf_status build_device(clf_program *p, size_t dev, const char *src, cons
                    "parameter (" CLF__RANGE_ARG_NAME "); pass the value to helper functions "
                    "as a parameter"
                  : "");
-    st = set_log(p, dev, what, log);
+    st = clf__program_set_log(p, dev, what, log);
     free(log);
     goto out;
 built:
@@ -274,17 +262,6 @@ out:
         clReleaseProgram(prog);
     free(dopts);
     return st;
-}
-
-/* Every left-out device's name and log, appended to the detail message. */
-static void append_logs(const clf_program *p)
-{
-    const clf_fleet *fl = p->fleet;
-    for (size_t d = 0; d < fl->ndev; d++)
-        if (!p->built[d])
-            clf__append_error("\n--- device %zu '%s' (%s) build log ---\n%s", d,
-                              fl->dev[d].info.name, fl->dev[d].info.platform,
-                              p->log[d] ? p->log[d] : "(empty)");
 }
 
 /* 1 when name is one of the n names. */
@@ -413,7 +390,8 @@ out:
 /* Build source for every device of fleet: a user program, or (variant_of set) the array
  * variant of variant_of. */
 static clf_status build_program(clf_program **out, clf_fleet *fleet, const char *source,
-                                const char *options, const clf_program *variant_of)
+                                const char *options, const clf_program *variant_of,
+                                const char *call)
 {
     clf_status st = CLF_SUCCESS;
     char *full = NULL, *rewritten = NULL;
@@ -424,6 +402,7 @@ static clf_status build_program(clf_program **out, clf_fleet *fleet, const char 
     clf__fleet_ref(fleet);
     p->holds_fleet = 1;
     p->array_variant_of = variant_of;
+    p->build_call = call;
     if (!variant_of && (!(p->source = strdup(source)) ||
                         !(p->options = strdup(options ? options : ""))))
         CLF__TRY(st, clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "program: out of memory"));
@@ -483,7 +462,7 @@ static clf_status build_program(clf_program **out, clf_fleet *fleet, const char 
     if (built == 0) {
         clf__fail(CLF_ERROR_BUILD, "the program built for none of the %zu device(s):",
                   fleet->ndev);
-        append_logs(p);
+        clf__program_append_logs(p);
         st = CLF_ERROR_BUILD;
         goto out;
     }
@@ -498,7 +477,7 @@ static clf_status build_program(clf_program **out, clf_fleet *fleet, const char 
         clf__fail(CLF_SUCCESS, "the program built for %zu of %zu devices; launches with it "
                                "leave out the others:",
                   built, fleet->ndev);
-        append_logs(p);
+        clf__program_append_logs(p);
     }
 out:
     free(full);
@@ -522,7 +501,16 @@ clf_status clf_program_build_source(clf_program **out, clf_fleet *fleet, const c
                          fleet ? "source" : "fleet");
     if (!source[0])
         return clf__fail(CLF_ERROR_ZERO_SIZE, "clf_program_build_source: source is empty");
-    return build_program(out, fleet, source, options, NULL);
+    return build_program(out, fleet, source, options, NULL, "clf_program_build_source");
+}
+
+/* A source of clfleet's own or read from a file, built for the public call named. */
+static clf_status build_as(clf_program **out, clf_fleet *fleet, const char *source,
+                           const char *options, const char *call)
+{
+    if (!source[0])
+        return clf__fail(CLF_ERROR_ZERO_SIZE, "%s: the source is empty", call);
+    return build_program(out, fleet, source, options, NULL, call);
 }
 
 /* Serialises the first array launches of a program: one variant is built. */
@@ -540,7 +528,8 @@ clf_status clf__program_array_variant(clf_program *p, clf_program **out)
             st = clf__fail(CLF_ERROR_UNSUPPORTED, "program %.12s: no source kept to build its "
                            "array variant", p->hash);
         else
-            st = build_program(&p->array_variant, p->fleet, p->source, p->options, p);
+            st = build_program(&p->array_variant, p->fleet, p->source, p->options, p,
+                               "clf_array_launch (the program's array variant)");
         if (st != CLF_SUCCESS) {
             char detail[1024];
             snprintf(detail, sizeof detail, "%s", clf_last_error());
@@ -569,6 +558,17 @@ const char *clf__program_array_why(const clf_program *v, const char *kernel)
     return NULL;
 }
 
+static clf_status build_file(clf_program **out, clf_fleet *fleet, const char *path,
+                             const char *options, const char *call)
+{
+    char *src = NULL;
+    clf_status st = clf__read_file(path, &src, NULL);
+    if (st == CLF_SUCCESS)
+        st = build_as(out, fleet, src, options, call);
+    free(src);
+    return st;
+}
+
 clf_status clf_program_build_file(clf_program **out, clf_fleet *fleet, const char *path,
                                   const char *options)
 {
@@ -578,12 +578,7 @@ clf_status clf_program_build_file(clf_program **out, clf_fleet *fleet, const cha
     if (!fleet || !path)
         return clf__fail(CLF_ERROR_NULL_POINTER, "clf_program_build_file: %s is NULL",
                          fleet ? "path" : "fleet");
-    char *src = NULL;
-    clf_status st = clf__read_file(path, &src, NULL);
-    if (st == CLF_SUCCESS)
-        st = clf_program_build_source(out, fleet, src, options);
-    free(src);
-    return st;
+    return build_file(out, fleet, path, options, "clf_program_build_file");
 }
 
 const char *const *clf_shipped_kernels(void)
@@ -625,13 +620,13 @@ clf_status clf_program_build_shipped(clf_program **out, clf_fleet *fleet, const 
         FILE *f = fopen(path, "rb");
         if (f) {
             fclose(f);
-            return clf_program_build_file(out, fleet, path, options);
+            return build_file(out, fleet, path, options, "clf_program_build_shipped");
         }
     }
     const char *src = clf_shipped_kernel_source(name);
     if (!src)
         return clf__fail(CLF_ERROR_NOT_FOUND, "no shipped kernel '%s'", name);
-    return clf_program_build_source(out, fleet, src, options);
+    return build_as(out, fleet, src, options, "clf_program_build_shipped");
 }
 
 int clf_program_from_cache(const clf_program *p, size_t device)

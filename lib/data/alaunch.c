@@ -386,6 +386,7 @@ clf_status clf_array_launch(clf_fleet *fleet, clf_program *prog,
         for (size_t p = 0; p < lay->nparts; p++)
             if ((st = run_part(&L, p, lay->parts[p].first, lay->parts[p].count)) != CLF_SUCCESS)
                 return st;
+        clf__metrics_array_launch(fleet);
         return CLF_SUCCESS;
     }
     /* Boundary strips, their halos, then the interiors (which do not wait for the copies). */
@@ -408,5 +409,6 @@ clf_status clf_array_launch(clf_fleet *fleet, clf_program *prog,
             (st = run_part(&L, p, first + head, count - head - tail)) != CLF_SUCCESS)
             return st;
     }
+    clf__metrics_array_launch(fleet);
     return CLF_SUCCESS;
 }

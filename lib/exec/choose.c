@@ -110,9 +110,14 @@ clf_status clf__budgets(clf__launch *L, uint64_t *max_units)
 
 /* ---- weights and strategy ------------------------------------------------------------- */
 
-void clf__perf_device_key(const struct clf__device *d, char *buf, size_t n)
+void clf__perf_device_key(const clf_fleet *fl, size_t dev, char *buf, size_t n)
 {
-    snprintf(buf, n, "%s|%s|cu=%u", d->info.name, d->info.driver_version, d->info.compute_units);
+    const struct clf__device *d = &fl->dev[dev];
+    int k = snprintf(buf, n, "%s|%s|cu=%u", d->info.name, d->info.driver_version,
+                     d->info.compute_units);
+    /* A device simulated slower ($CLFLEET_SIMULATE) is learned under a key of its own. */
+    if (k >= 0 && (size_t)k < n)
+        clf__sim_key(fl, dev, buf + k, n - (size_t)k);
 }
 
 static void kernel_key(const clf__launch *L, char *buf, size_t n)
@@ -150,7 +155,7 @@ static int choose_weights(clf__launch *L, char *reason, size_t n)
     double learned[CLF_MAX_LAUNCH_DEVICES];
     kernel_key(L, kkey, sizeof kkey);
     for (size_t i = 0; i < L->ndev; i++) {
-        clf__perf_device_key(&L->fl->dev[L->dev[i]], dkeys[i], sizeof dkeys[i]);
+        clf__perf_device_key(L->fl, L->dev[i], dkeys[i], sizeof dkeys[i]);
         dk[i] = dkeys[i];
     }
     clf__perf_model *m = clf__fleet_perf(L->fl);
@@ -175,7 +180,7 @@ int clf__device_weights(clf_fleet *fl, const char *kernel, const size_t *dev, si
     int learned = 0;
     if (keys) {
         for (size_t i = 0; i < ndev; i++) {
-            clf__perf_device_key(&fl->dev[dev[i]], keys[i], sizeof keys[i]);
+            clf__perf_device_key(fl, dev[i], keys[i], sizeof keys[i]);
             dk[i] = keys[i];
         }
         learned = clf__perf_weights_named(m, kernel, ndev, dk, w) == ndev;
@@ -412,7 +417,7 @@ void clf__learn(clf__launch *L)
                 double x = (double)w->rep.units * L->learn_scale;
                 work = x >= 1 ? (uint64_t)llround(x) : 1;
             }
-            clf__perf_device_key(w->d, dkey, sizeof dkey);
+            clf__perf_device_key(L->fl, w->d->index, dkey, sizeof dkey);
             clf__perf_record(m, kkey, dkey, work, t);
         }
     }

@@ -307,8 +307,9 @@ struct clf__perf_model *clf__fleet_perf(clf_fleet *fl);
  * as launches guess before they have measured (0). */
 int clf__device_weights(clf_fleet *fl, const char *kernel, const size_t *dev, size_t ndev,
                         double *w);
-/* A device's key in the throughput model: name, driver version and compute units. */
-void clf__perf_device_key(const struct clf__device *d, char *buf, size_t n);
+/* Fleet device dev's key in the throughput model: name, driver version and compute units, and
+ * its $CLFLEET_SIMULATE rule when it has one (clf__sim_key()). */
+void clf__perf_device_key(const clf_fleet *fl, size_t dev, char *buf, size_t n);
 /* Bytes of device memory the launch needs per device: fixed part and per unit. */
 void clf__launch_footprint(const clf__launch *L, uint64_t *fixed, uint64_t *per_unit,
                            uint64_t *halo_units);

@@ -26,6 +26,10 @@ int clf__event_profile(cl_event ev, uint64_t *t0, uint64_t *t1)
 {
     cl_ulong a = 0, b = 0;
     *t0 = *t1 = 0;
+    /* A simulated device's command: its span as simulated (simulate.h). */
+    if (__builtin_expect(__atomic_load_n(&clf__sim_enabled, __ATOMIC_RELAXED), 0) &&
+        clf__sim_profile(ev, t0, t1))
+        return 1;
     if (!ev ||
         clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof a, &a, NULL) !=
             CL_SUCCESS ||
@@ -240,14 +244,25 @@ static void count_peer(struct clf__metrics *m, const clf__rec *r)
     double s = tm ? span_s(r) : 0.0;
     unsigned p = (unsigned)r->path < CLF_NUM_PATHS ? (unsigned)r->path : CLF_PATH_STAGED;
     clf__devm *d = &m->dm[r->dst];
+    /* A copy within one device (a collective's scratch, clf_array_reduce()) moves nothing
+     * between devices: it is counted apart, so that "peer" means traffic between devices. */
+    int same = r->src == r->dst;
     pthread_mutex_lock(&d->lock);
     if (qty) {
-        d->cur.dir_bytes[CLF_DIRECTION_PEER] += r->bytes;
-        d->cur.dir_count[CLF_DIRECTION_PEER]++;
+        if (same) {
+            d->cur.same_bytes += r->bytes;
+            d->cur.same_count++;
+        } else {
+            d->cur.dir_bytes[CLF_DIRECTION_PEER] += r->bytes;
+            d->cur.dir_count[CLF_DIRECTION_PEER]++;
+        }
         d->cur.path_bytes[p] += r->bytes;
         d->cur.path_count[p]++;
     }
-    d->cur.dir_s[CLF_DIRECTION_PEER] += s;
+    if (same)
+        d->cur.same_s += s;
+    else
+        d->cur.dir_s[CLF_DIRECTION_PEER] += s;
     d->cur.path_s[p] += s;
     pthread_mutex_unlock(&d->lock);
     d = &m->dm[r->src];
@@ -404,6 +419,16 @@ void clf__metrics_wait(clf_fleet *fl, size_t dev, uint64_t t0, uint64_t t1, cons
     record(fl->metrics, dev, &r, 1);
 }
 
+void clf__metrics_array_launch(clf_fleet *fl)
+{
+    struct clf__metrics *m = fl ? fl->metrics : NULL;
+    if (!m)
+        return;
+    pthread_mutex_lock(&m->lock);
+    m->launches++;
+    pthread_mutex_unlock(&m->lock);
+}
+
 void clf__metrics_launch(clf_fleet *fl, const char *kernel, const clf_launch_report *rep,
                          double t0)
 {
@@ -420,6 +445,15 @@ void clf__metrics_launch(clf_fleet *fl, const char *kernel, const clf_launch_rep
     m->last_makespan = rep->makespan_s;
     m->last_imbalance = rep->imbalance;
     m->last_efficiency = rep->efficiency;
+    size_t ran = 0;
+    for (size_t i = 0; i < rep->num_devices && i < CLF_MAX_LAUNCH_DEVICES; i++)
+        ran += !rep->dev[i].excluded && rep->dev[i].units > 0;
+    if (ran >= 2) {
+        m->imb_sum += rep->imbalance;
+        m->imb_n++;
+        if (rep->imbalance > m->imb_max)
+            m->imb_max = rep->imbalance;
+    }
     pthread_mutex_unlock(&m->lock);
     for (size_t i = 0; i < m->ndev; i++) {
         pthread_mutex_lock(&m->dm[i].lock);

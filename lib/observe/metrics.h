@@ -22,6 +22,9 @@ typedef struct clf__counters {
     double path_s[CLF_NUM_PATHS];
     uint64_t sent_bytes, sent_count;
     double sent_s;
+    /* Copies whose source and destination are one device: not peer traffic. */
+    uint64_t same_bytes, same_count;
+    double same_s;
     double wait_s, idle_s;
     uint64_t allocs;
 } clf__counters;
@@ -73,6 +76,10 @@ struct clf__metrics {
     clf_strategy last_strategy;
     size_t last_ndev;
     double last_makespan, last_imbalance, last_efficiency;
+    /* Imbalance of the window's launches that ran on two or more devices (one device cannot
+     * be out of balance): sum, count and largest, zeroed by a reset. */
+    double imb_sum, imb_max;
+    uint64_t imb_n;
     unsigned pending;     /* completion callbacks not yet run */
     pthread_cond_t drained;
 

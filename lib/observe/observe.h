@@ -6,6 +6,7 @@
 #include "plan/plan.h"
 
 #include "fault.h"
+#include "simulate.h"
 
 /* ---- metrics and tracing (metrics.c, trace.c) ---- */
 
@@ -84,6 +85,9 @@ void clf__metrics_alloc(clf_fleet *fl, size_t dev, uint64_t bytes);
 void clf__metrics_free(clf_fleet *fl, size_t dev, uint64_t bytes);
 /* The host blocked from t0 to t1 (clf__mono_ns()) waiting for device dev (SIZE_MAX: several). */
 void clf__metrics_wait(clf_fleet *fl, size_t dev, uint64_t t0, uint64_t t1, const char *what);
+/* A clf_array_launch() was enqueued: counted with the launches. It has no report (its
+ * parts complete later, as events), so it leaves the last launch's figures alone. */
+void clf__metrics_array_launch(clf_fleet *fl);
 /* A launch ran from t0 (host seconds, clf__now()) with this report. */
 void clf__metrics_launch(clf_fleet *fl, const char *kernel, const clf_launch_report *rep,
                          double t0);

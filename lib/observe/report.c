@@ -74,11 +74,47 @@ static void device_metrics(const struct clf__metrics *m, size_t i, double wall,
     o->last_busy_s = d->last_busy_s;
     o->last_share = d->last_share;
     o->last_finish_s = d->last_finish_s;
+    o->same_device_bytes = c->same_bytes - b->same_bytes;
+    o->same_device_copies = c->same_count - b->same_count;
+    o->mem_free = UINT64_MAX; /* the callers that know the device ask its driver */
     pthread_mutex_unlock(&d->lock);
     if (o->busy_s < 0) /* rounding of the baseline's subtraction */
         o->busy_s = 0;
     o->utilization = wall > 0 ? o->busy_s / wall : 0.0;
     o->bandwidth = o->transfer_s > 0 ? (double)bytes / o->transfer_s : 0.0;
+}
+
+/* 1 when the space-separated list has the word. */
+static int has_word(const char *list, const char *word)
+{
+    size_t n = strlen(word);
+    for (const char *p = list; p && (p = strstr(p, word)) != NULL; p += n)
+        if ((p == list || p[-1] == ' ') && (p[n] == ' ' || p[n] == 0))
+            return 1;
+    return 0;
+}
+
+#ifndef CL_DEVICE_GLOBAL_FREE_MEMORY_AMD
+#define CL_DEVICE_GLOBAL_FREE_MEMORY_AMD 0x4039 /* size_t[2], KiB: free in all, largest block */
+#endif
+
+/* Free memory on fleet device i as its driver reports it, in bytes; UINT64_MAX when it does
+ * not. Asked at each read (one clGetDeviceInfo(), outside the metrics' locks): the figure
+ * moves with every program on the device, not only with clfleet's allocations. Only AMD's
+ * extension reports it through OpenCL; NVIDIA's would need a CUDA context of clfleet's own
+ * (cuMemGetInfo()), which clfleet holds only while CUDA-path buffers exist, and creating one
+ * to read a figure would take device memory itself. */
+static uint64_t free_memory(const clf_fleet *fl, size_t i)
+{
+    const struct clf__device *d = &fl->dev[i];
+    if (!has_word(d->info.extensions, "cl_amd_device_attribute_query"))
+        return UINT64_MAX;
+    size_t kib[2] = {0, 0}, got = 0;
+    if (clGetDeviceInfo(d->id, CL_DEVICE_GLOBAL_FREE_MEMORY_AMD, sizeof kib, kib, &got) !=
+            CL_SUCCESS ||
+        got < sizeof kib[0])
+        return UINT64_MAX;
+    return (uint64_t)kib[0] * 1024u;
 }
 
 static double window_s(struct clf__metrics *m)
@@ -101,6 +137,7 @@ clf_status clf_metrics_device(clf_device_metrics *out, const clf_fleet *fl, size
         return clf__fail(CLF_ERROR_OUT_OF_RANGE, "clf_metrics_device: device %zu of %zu",
                          device, fl->ndev);
     device_metrics(fl->metrics, device, window_s(fl->metrics), out);
+    out->mem_free = free_memory(fl, device);
     return CLF_SUCCESS;
 }
 
@@ -119,6 +156,8 @@ static void fleet_metrics(struct clf__metrics *m, double wall, clf_fleet_metrics
         for (int p = 0; p < CLF_NUM_PATHS; p++)
             add_stats(&o->path[p], &d.path[p]);
         o->mem_current += d.mem_current;
+        o->same_device_bytes += d.same_device_bytes;
+        o->same_device_copies += d.same_device_copies;
         o->wait_s += d.wait_s;
         o->idle_s += d.idle_s;
     }
@@ -134,6 +173,8 @@ static void fleet_metrics(struct clf__metrics *m, double wall, clf_fleet_metrics
     o->last_makespan_s = m->last_makespan;
     o->last_imbalance = m->last_imbalance;
     o->last_efficiency = m->last_efficiency;
+    o->mean_imbalance = m->imb_n ? m->imb_sum / (double)m->imb_n : 0.0;
+    o->max_imbalance = m->imb_max;
     pthread_mutex_unlock(&m->lock);
 }
 
@@ -196,6 +237,8 @@ clf_status clf_metrics_reset(clf_fleet *fl)
     m->last_strategy = CLF_STRATEGY_DEFAULT;
     m->last_ndev = 0;
     m->last_makespan = m->last_imbalance = m->last_efficiency = 0;
+    m->imb_sum = m->imb_max = 0;
+    m->imb_n = 0;
     pthread_mutex_unlock(&m->lock);
     return CLF_SUCCESS;
 }
@@ -285,13 +328,17 @@ static void json_stats(clf__sb *b, const char *key, const clf_transfer_stats *t)
 }
 
 static void json_transfers(clf__sb *b, const clf_transfer_stats *dir,
-                           const clf_transfer_stats *path)
+                           const clf_transfer_stats *path, uint64_t same_bytes,
+                           uint64_t same_count)
 {
     clf__sb_printf(b, "\"transfers\":{");
     for (int k = 0; k < CLF_NUM_DIRECTIONS; k++) {
         json_stats(b, dir_names[k], &dir[k]);
         clf__sb_printf(b, ",");
     }
+    /* Copies within a device, which "peer" leaves out; their time is by_path's. */
+    clf__sb_printf(b, "\"same-device\":{\"bytes\":%llu,\"count\":%llu},",
+                   (unsigned long long)same_bytes, (unsigned long long)same_count);
     clf__sb_printf(b, "\"by_path\":{");
     for (int p = 0; p < CLF_NUM_PATHS; p++) {
         json_stats(b, clf__metrics_path_name((unsigned)p), &path[p]);
@@ -325,6 +372,9 @@ static void build_json(const clf_fleet *fl, clf__sb *b)
     double wall = window_s(m);
     clf_fleet_metrics f;
     fleet_metrics(m, wall, &f);
+    pthread_mutex_lock(&m->lock);
+    uint64_t imb_n = m->imb_n;
+    pthread_mutex_unlock(&m->lock);
     clf__sb_printf(b, "{\"clfleet_metrics\":1,\"version\":");
     clf__sb_json_string(b, clf_version_string());
     clf__sb_printf(b,
@@ -334,7 +384,12 @@ static void build_json(const clf_fleet *fl, clf__sb *b)
                    f.wall_s, f.num_devices, (unsigned long long)f.launches,
                    (unsigned long long)f.kernels, f.busy_s, f.utilization, f.wait_s, f.idle_s,
                    (unsigned long long)f.mem_current, (unsigned long long)f.mem_peak);
-    json_transfers(b, f.dir, f.path);
+    json_transfers(b, f.dir, f.path, f.same_device_bytes, f.same_device_copies);
+    /* Not only the last launch: what the window's multi-device launches looked like. */
+    clf__sb_printf(b,
+                   ",\"imbalance\":{\"of\":\"clf_launch runs on two or more devices in the "
+                   "window\",\"launches\":%llu,\"mean\":%.6f,\"max\":%.6f}",
+                   (unsigned long long)imb_n, f.mean_imbalance, f.max_imbalance);
     clf__sb_printf(b, ",\"last_launch\":");
     if (f.last_kernel[0] || f.last_num_devices) {
         clf__sb_printf(b, "{\"kernel\":");
@@ -358,6 +413,7 @@ static void build_json(const clf_fleet *fl, clf__sb *b)
     for (size_t i = 0; i < m->ndev; i++) {
         clf_device_metrics d;
         device_metrics(m, i, wall, &d);
+        d.mem_free = free_memory(fl, i);
         clf__sb_printf(b, "%s{\"device\":%zu,\"name\":", i ? "," : "", i);
         clf__sb_json_string(b, fl->dev[i].info.name);
         clf__sb_printf(b,
@@ -366,14 +422,20 @@ static void build_json(const clf_fleet *fl, clf__sb *b)
                        "\"bandwidth_bytes_per_s\":%.1f,",
                        (unsigned long long)d.kernels, d.busy_s, d.utilization,
                        (unsigned long long)d.transfers, d.transfer_s, d.bandwidth);
-        json_transfers(b, d.dir, d.path);
+        json_transfers(b, d.dir, d.path, d.same_device_bytes, d.same_device_copies);
         clf__sb_printf(b, ",");
         json_stats(b, "peer_sent", &d.peer_sent);
         clf__sb_printf(b,
-                       ",\"memory\":{\"current\":%llu,\"peak\":%llu,\"allocations\":%llu},"
-                       "\"wait_s\":%.9f,\"idle_s\":%.9f,\"last_launch\":",
+                       ",\"memory\":{\"current\":%llu,\"peak\":%llu,\"allocations\":%llu,"
+                       "\"free\":",
                        (unsigned long long)d.mem_current, (unsigned long long)d.mem_peak,
-                       (unsigned long long)d.allocations, d.wait_s, d.idle_s);
+                       (unsigned long long)d.allocations);
+        if (d.mem_free == UINT64_MAX) /* the driver does not say */
+            clf__sb_printf(b, "null");
+        else
+            clf__sb_printf(b, "%llu", (unsigned long long)d.mem_free);
+        clf__sb_printf(b, "},\"wait_s\":%.9f,\"idle_s\":%.9f,\"last_launch\":", d.wait_s,
+                       d.idle_s);
         if (d.in_last_launch)
             clf__sb_printf(b, "{\"busy_s\":%.9f,\"share\":%.6f,\"finish_s\":%.9f}",
                            d.last_busy_s, d.last_share, d.last_finish_s);
@@ -485,9 +547,17 @@ clf_status clf_metrics_print(const clf_fleet *fl, FILE *fp)
     t.wait_s = f.wait_s;
     t.idle_s = f.idle_s;
     print_row(fp, "all", "", &t);
+    for (size_t i = 0; i < m->ndev; i++) {
+        uint64_t fr = free_memory(fl, i);
+        if (fr != UINT64_MAX)
+            fprintf(fp, "device %zu: %.2f MB free (its driver's figure)\n", i, MB(fr));
+    }
+    if (f.same_device_copies)
+        fprintf(fp, "copies within a device (not in peer MB): %llu, %.2f MB\n",
+                (unsigned long long)f.same_device_copies, MB(f.same_device_bytes));
     for (int p = 0; p < CLF_NUM_PATHS; p++)
         if (f.path[p].count)
-            fprintf(fp, "peer copies by %s: %llu, %.2f MB, %.2f GB/s\n",
+            fprintf(fp, "copies by %s: %llu, %.2f MB, %.2f GB/s\n",
                     clf__metrics_path_name((unsigned)p), (unsigned long long)f.path[p].count,
                     MB(f.path[p].bytes), f.path[p].bandwidth * 1e-9);
     if (f.last_num_devices)
@@ -496,6 +566,9 @@ clf_status clf_metrics_print(const clf_fleet *fl, FILE *fp)
                 "efficiency %.1f%%\n",
                 f.last_kernel, clf_strategy_name(f.last_strategy), f.last_num_devices,
                 f.last_makespan_s, 100.0 * f.last_imbalance, 100.0 * f.last_efficiency);
+    if (f.max_imbalance > 0)
+        fprintf(fp, "imbalance of the multi-device launches: mean %.1f%%, max %.1f%%\n",
+                100.0 * f.mean_imbalance, 100.0 * f.max_imbalance);
     if (m->trace_path)
         fprintf(fp, "trace: %s\n", m->trace_path);
     for (size_t i = 0; i < m->ndev; i++) {

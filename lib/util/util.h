@@ -98,6 +98,9 @@ clf_status clf__env_metrics(const char *v, int *off);
 clf_status clf__env_transfer_chunk(const char *v, size_t dflt, size_t *out);
 /* $CLFLEET_TRANSFER_STAGING: unset, "", auto: *pipeline = 0; pipeline: 1. */
 clf_status clf__env_staging(const char *v, int *pipeline);
+/* $CLFLEET_CACHE_MAX: unset, "" or 0: *out = 0 (no limit); else bytes, digits with an
+ * optional K, M or G (binary: 2^10, 2^20, 2^30). */
+clf_status clf__env_cache_max(const char *v, uint64_t *out);
 /* The binary cache's default directory: $CLFLEET_CACHE_DIR, $XDG_CACHE_HOME/clfleet,
  * ~/.cache/clfleet (malloc'd; NULL when none). */
 char *clf__cache_default_dir(void);
@@ -176,6 +179,9 @@ struct clf_fleet {
     cl_context *ctx;
     size_t nctx;
     char *cache_dir; /* NULL: cache disabled */
+    /* $CLFLEET_CACHE_MAX, parsed at creation (fleet.c): the bytes of binaries the cache
+     * directory may hold, the oldest used evicted past it (program.c); 0: no limit. */
+    uint64_t cache_max;
     /* $CLFLEET_STRATEGY, parsed at creation: what launches and GEMMs asking for the
      * default use (CLF_STRATEGY_AUTO when unset). */
     clf_strategy strategy;
@@ -191,6 +197,10 @@ struct clf_fleet {
     struct clf__metrics *metrics; /* counters and timeline (metrics.c); NULL: off */
 
     struct clf__fault *fault; /* $CLFLEET_FAULT_INJECT rules (fault.c); NULL: none */
+
+    /* $CLFLEET_SIMULATE rules (observe/simulate.c); NULL: none, and the command path
+     * (core/cmd.c) tests only this. */
+    struct clf__sim *sim;
 };
 
 
@@ -226,6 +236,10 @@ struct clf_program {
     char includes[65];
     int no_cache;
     char **log;                /* one per device: why it did not (NULL where it did) */
+    /* The public call that builds it (a static string), for the compile note; and whether
+     * the note was logged (once a build, not once a device). */
+    const char *build_call;
+    int compile_noted;
     /* The built-ins the prelude redefines (core/rangearg.c): which the source names
      * (CLF__NAMES_* bits), and the kernels that got the hidden range parameter. */
     int range_named;
