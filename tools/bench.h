@@ -222,7 +222,8 @@ size_t clf_bench_fastest(const double *t, size_t n);
 /*
  * Devices i and j of f are alike for timing: the same name, type and compute units, both
  * sub-devices of the same root or both roots. The benchmarks time one device of each kind
- * alone (sixteen sub-devices of one CPU all run alike) and say so.
+ * alone (sixteen sub-devices of one CPU all run alike) and say so. Under CLFLEET_SIMULATE
+ * every device is a kind of its own (the rules may make equal devices unequal).
  */
 int clf_bench_same_kind(const clf_fleet *f, size_t i, size_t j);
 
