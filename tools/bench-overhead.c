@@ -9,8 +9,8 @@
  *   static, dynamic, auto   clf_launch() on it and one other device (on a fleet of one
  *             device: on that device alone, where dynamic still cuts chunks)
  *
- * The fastest device is found by measurement: the raw in-out round trip on each kind of
- * device (clf_bench_same_kind()), the shortest median wins (device 0 may be a CPU beside a
+ * The fastest device is found by measurement: the in-out round trip of clf_launch() on each
+ * kind of device alone (clf_bench_same_kind()), the shortest median wins (device 0 may be a CPU beside a
  * GPU, issue 27).
  *
  * in rounds: each round times a batch of launches of every variant, one variant after the
@@ -56,7 +56,7 @@ typedef struct bench {
     float *x, a;
     int n;
     uint64_t launches; /* of the in-out kernel, each adding 1 */
-    double alone_us[2]; /* the raw in-out round trip on dev[0] and dev[1], from the search */
+    double alone_us[2]; /* clf_launch()'s in-out round trip alone on dev[0] and dev[1] */
     /* raw OpenCL state on dev[0] */
     cl_kernel kin, knoarr;
     cl_mem buf;
@@ -179,28 +179,28 @@ static void raw_teardown(bench *b)
     b->buf = NULL;
 }
 
-/* The median raw in-out round trip on device dev, in microseconds; negative on error. */
-static double raw_probe(bench *b, size_t dev, unsigned n)
+/* The median in-out round trip of clf_launch() on device dev alone, in microseconds;
+ * negative on error. clfleet's launch, not raw OpenCL: CLFLEET_SIMULATE acts on the first
+ * and not on the second, and the device chosen must be the fastest the fleet sees. */
+static double probe(bench *b, size_t dev, unsigned n)
 {
     double t[16];
     static clf_launch_report rep;
     b->dev[0] = dev;
-    if (raw_setup(b) != CLF_SUCCESS)
-        return -1;
     for (unsigned i = 0; i < n + 2; i++) { /* two to warm up */
         double t0 = clf_bench_now();
-        if (launch(b, 0, V_RAW, &rep) != CLF_SUCCESS) {
-            raw_teardown(b);
+        clf_status st = launch(b, 0, V_ONE, &rep);
+        if (st != CLF_SUCCESS) {
+            clf_bench_fail("overhead", "one device", st);
             return -1;
         }
         if (i >= 2)
             t[i - 2] = (clf_bench_now() - t0) * 1e6;
     }
-    raw_teardown(b);
     return clf_bench_median(t, n);
 }
 
-/* dev[0]: the device with the shortest raw round trip, timed on one device of each kind;
+/* dev[0]: the device with the shortest round trip alone, timed on one device of each kind;
  * dev[1]: the first other device (of another kind when there is one). */
 static int pick_devices(bench *b)
 {
@@ -213,7 +213,7 @@ static int pick_devices(bench *b)
         if (k < nk)
             continue;
         kinds[nk] = i;
-        if ((us[nk] = raw_probe(b, i, b->opt.quick ? 5 : 15)) < 0)
+        if ((us[nk] = probe(b, i, b->opt.quick ? 5 : 15)) < 0)
             return EXIT_FAILURE;
         nk++;
     }
@@ -303,7 +303,7 @@ static void print_table(const bench *b, const figures *f)
         printf("overhead: launches of tiny kernels on a fleet of one device, %zu (%s), %u "
                "rounds of %zu launches each\n",
                b->dev[0], in.name, f->rounds, b->batch);
-    printf("raw and one: device %zu, the fastest alone by the raw round trip (%.1f us",
+    printf("raw and one: device %zu, the fastest alone by clf_launch()'s round trip (%.1f us",
            b->dev[0], b->alone_us[0]);
     if (b->ndev == 2 && !isnan(b->alone_us[1]))
         printf("; device %zu: %.1f us", b->dev[1], b->alone_us[1]);
@@ -345,7 +345,7 @@ static void print_json(const bench *b, const figures *f)
     clf_device_get_info(&in, b->fl, b->dev[0]);
     printf(", \"baseline_device\": %zu, \"baseline_device_name\": ", b->dev[0]);
     clf_tool_json_string(in.name);
-    printf(", \"baseline_raw_us\": ");
+    printf(", \"baseline_alone_us\": ");
     clf_tool_json_num(b->alone_us[0]);
     printf(", \"simulate\": ");
     if (clf_bench_simulation())
