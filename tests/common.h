@@ -31,7 +31,8 @@
  * POCL_DEVICES=pthread (the GPU and one CPU device), else CLFLEET_TEST_DEVICES itself.
  * A selection that gives too few devices (or, for the pair, not exactly two) skips the suite
  * with a message naming the variable, or fails it under CLFLEET_REQUIRE_DEVICES=1: never a
- * silent pass. Each substitution is said on stderr once.
+ * silent pass. The pair is checked for every suite (some make FLEET2 fleets without probing
+ * them), so set both. Each substitution is said on stderr once.
  *
  * It applies to FLEET2 and FLEET4 only: TEST_CPUS and the selections a suite names itself
  * (PoCL's basic device, root CPU devices, sub-device splits) stay on PoCL, which must then be
@@ -326,6 +327,12 @@ static inline int test_run(Suite *s, const char *selection, size_t min_devices)
 {
     if (selection) {
         int rc = test_probe_devices(selection, min_devices);
+        /* Under CLFLEET_TEST_DEVICES a suite may make FLEET2 fleets beside the one it names
+         * (test_gemm does): the pair is checked up front too, so that it skips with a reason
+         * instead of failing in the middle. */
+        const char *all = getenv("CLFLEET_TEST_DEVICES");
+        if (rc < 0 && all && *all && test_selection(selection) != selection)
+            rc = test_probe_devices(FLEET2, 2);
         if (rc >= 0)
             return rc;
     }
