@@ -7,7 +7,8 @@
 #                   directory when it holds tools/clfleet-bench, else ./_build, else ./_b)
 #   --out FILE.md   the report (default: gpu-check.md in the current directory)
 #   --budget S      stop starting new steps after S seconds (default 420: the whole run stays
-#                   under 8 minutes; every step also has a time limit of its own)
+#                   under 8 minutes; the suites get the first half, every step also has a
+#                   time limit of its own)
 #   --quick         the benchmarks' --quick sizes and two suites: a smoke test of the script
 #                   (a couple of minutes on a CPU)
 #
@@ -169,9 +170,10 @@ for t in $suites; do
         say "| $t | not built (make check TESTS= builds the suites) | |"
         continue
     fi
-    l=$(left)
+    # The suites get half the budget: the benchmarks are the other half of the report.
+    l=$(($(left) - budget / 2))
     if [ "$l" -lt 30 ]; then
-        say "| $t | not run: the time budget is spent | |"
+        say "| $t | not run: the suites' half of the time budget is spent | |"
         continue
     fi
     lim=$((l < 240 ? l : 240))
