@@ -231,13 +231,13 @@ START_TEST(compute_factor)
                 "ratio %.1fx; from profiling %.2f ms / %.2f ms: %.1fx\n",
                 n, med[0] * 1e3, med[1] * 1e3, ratio, m[1].busy_s * 1e3 / 5,
                 m[0].busy_s * 1e3 / 5, kratio);
-        if (ratio >= 4 && ratio <= 30 && kratio >= 4 && kratio <= 30)
+        if (ratio >= 3 && ratio <= 40 && kratio >= 3 && kratio <= 40)
             break;
     }
-    expect(ratio >= 4 && ratio <= 30,
+    expect(ratio >= 3 && ratio <= 40,
            "device 1 / device 0 = %.2f (medians %.2f ms / %.2f ms), not about 10", ratio,
            med[1] * 1e3, med[0] * 1e3);
-    expect(kratio >= 4 && kratio <= 30, "profiled kernel time ratio %.2f, not about 10", kratio);
+    expect(kratio >= 3 && kratio <= 40, "profiled kernel time ratio %.2f, not about 10", kratio);
 
     /* A task queue's kernel time (its own profiling read) is the simulated one too. */
     double tr = 0;
@@ -251,10 +251,10 @@ START_TEST(compute_factor)
         tr = median(tratio, 3);
         fprintf(stderr, "compute=0.1: task kernel_s %.2f ms / %.2f ms: %.1fx\n",
                 median(tk[1], 3) * 1e3, median(tk[0], 3) * 1e3, tr);
-        if (tr >= 4 && tr <= 30)
+        if (tr >= 3 && tr <= 40)
             break;
     }
-    expect(tr >= 4 && tr <= 30, "task kernel_s ratio %.2f, not about 10", tr);
+    expect(tr >= 3 && tr <= 40, "task kernel_s ratio %.2f, not about 10", tr);
 
     /* Chained on the slowed device: a kernel, then another that waits for its event, then a
      * read: each sees the delayed event complete with its data in place. */
@@ -368,6 +368,21 @@ START_TEST(learned_weights)
     fprintf(stderr, "unset: static's share for device 1: %.3f (%s)\n", s0, why);
     expect(s0 > 0.3 && s0 < 0.7, "equal devices: device 1 got %.3f, learned from the simulated "
            "one?", s0);
+    test_watchdog_off();
+}
+END_TEST
+
+/* STATIC on a 100:1 pair: once the speeds are learned, the slow device gets no share (it
+ * could save at most 1 %, and would end last if its speed were a little off), and the reason
+ * says so. */
+START_TEST(static_leaves_out_a_minor_device)
+{
+    test_watchdog(240);
+    char why[300];
+    double s1 = static_share1("device=1,compute=0.01", 3, why, sizeof why);
+    fprintf(stderr, "compute=0.01: static's share for device 1: %.3f (%s)\n", s1, why);
+    expect(s1 == 0 && strstr(why, "device 1 left out"),
+           "device 1 (100x slower) got a share of %.3f: %s", s1, why);
     test_watchdog_off();
 }
 END_TEST
@@ -617,6 +632,7 @@ int main(void)
     tcase_add_test(tc, compute_factor);
     tcase_add_test(tc, launch_correct);
     tcase_add_test(tc, learned_weights);
+    tcase_add_test(tc, static_leaves_out_a_minor_device);
     tcase_add_test(tc, gemm_slowed);
     tcase_add_test(tc, unset_changes_nothing);
     suite_add_tcase(s, tc);
