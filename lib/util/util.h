@@ -236,6 +236,10 @@ struct clf_event {
      * (launch.c), as libuv's handles carry their callbacks: events stay below launches. */
     clf_status (*op_wait)(struct clf__host_op *op);
     void (*op_release)(struct clf__host_op *op);
+    /* fn(arg, status) once, when op has run (at once if it has): never blocks, so it may set
+     * a user event; CLF_ERROR_OUT_OF_HOST_MEMORY and fn not called when it cannot be kept. */
+    clf_status (*op_subscribe)(struct clf__host_op *op, void (*fn)(void *arg, clf_status st),
+                               void *arg);
     struct clf__task *task;  /* non-NULL for a copy on a transfer thread (xfer/sync.c) */
     unsigned holds;          /* references taken by clf__event_hold(), beyond the caller's */
     int op_state;            /* op: 0 not joined, 1 being joined, 2 joined */

@@ -118,7 +118,6 @@ void clf__xfer_fini(clf_fleet *fl)
     while (x->helpers)
         pthread_cond_wait(&x->cond, &x->lock);
     pthread_mutex_unlock(&x->lock);
-    clf__xfer_join_ended(fl);
     clf__bridge_drain(fl);
     if (x->dev) {
         clf__staging_fini(fl);
