@@ -158,6 +158,35 @@ START_TEST(test_order)
 }
 END_TEST
 
+/* A job that queues itself again as its last act, ROUNDS times. */
+enum { ROUNDS = 50 };
+static clf__pool_work r_job;
+static int r_count;
+
+static void requeue_job(void *arg, int cancelled)
+{
+    (void)arg;
+    (void)cancelled;
+    pthread_mutex_lock(&g_lock);
+    int n = ++r_count;
+    pthread_cond_broadcast(&g_cond);
+    pthread_mutex_unlock(&g_lock);
+    if (n < ROUNDS)
+        ck_assert_int_eq(clf__pool_requeue(&r_job), CLF_SUCCESS);
+}
+
+/* Requeued from its own thread, a job starts no thread for itself: its thread takes it. */
+START_TEST(test_requeue)
+{
+    unsigned before = clf__pool_threads();
+    r_count = 0;
+    r_job.fn = requeue_job;
+    ck_assert_int_eq(clf__pool_submit(&r_job), CLF_SUCCESS);
+    wait_for(&r_count, ROUNDS);
+    ck_assert_uint_le(clf__pool_threads(), before > 1 ? before : 1);
+}
+END_TEST
+
 static void *shutdown_main(void *arg)
 {
     (void)arg;
@@ -212,6 +241,7 @@ int main(void)
     tcase_add_test(tc, test_config);
     tcase_add_test(tc, test_many);
     tcase_add_test(tc, test_order);
+    tcase_add_test(tc, test_requeue);
     tcase_add_test(tc, test_shutdown);
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);

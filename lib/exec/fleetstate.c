@@ -372,6 +372,11 @@ static void *devthread_main(void *arg)
 {
     devthread *t = arg;
     pthread_mutex_t *lock = &t->pool->lock;
+    /* "clf-dev3": the fleet device it drives, for debuggers and profilers (at most 15
+     * characters; a failure only loses the name). */
+    char name[16];
+    snprintf(name, sizeof name, "clf-dev%zu", (size_t)(t - t->pool->t) % 100000000u);
+    pthread_setname_np(pthread_self(), name);
     pthread_mutex_lock(lock);
     for (;;) {
         while (!t->fn && !t->stop)

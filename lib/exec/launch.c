@@ -413,7 +413,7 @@ static void dispatch_job(void *arg, int cancelled)
         pthread_mutex_unlock(&X->lock);
         async_run(op);
         pthread_mutex_lock(&X->lock);
-        if (X->queue_head && !cancelled && clf__pool_submit(&X->dispatch) == CLF_SUCCESS)
+        if (X->queue_head && !cancelled && clf__pool_requeue(&X->dispatch) == CLF_SUCCESS)
             break; /* queued again, behind the other fleets' jobs */
     }
     pthread_mutex_unlock(&X->lock);

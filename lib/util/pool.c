@@ -84,7 +84,8 @@ static void *pool_main(void *arg)
     return NULL;
 }
 
-clf_status clf__pool_submit(clf__pool_work *w)
+/* Queue w; a job that queues it as its last act (requeue) counts its own thread as idle. */
+static clf_status submit(clf__pool_work *w, int requeue)
 {
     pthread_mutex_lock(&p_lock);
     if (p_stopped) {
@@ -103,7 +104,7 @@ clf_status clf__pool_submit(clf__pool_work *w)
     p_queued++;
     /* Every idle thread takes one queued job; a job left over gets a new thread, up to the
      * bound, after which it waits its turn in the FIFO. */
-    if (p_queued > p_idle && p_nthreads < p_size &&
+    if (p_queued > p_idle + (requeue != 0) && p_nthreads < p_size &&
         pthread_create(&p_threads[p_nthreads], NULL, pool_main,
                        (void *)(uintptr_t)(p_nthreads + 1)) == 0)
         p_nthreads++;
@@ -116,6 +117,16 @@ clf_status clf__pool_submit(clf__pool_work *w)
     pthread_cond_signal(&p_work);
     pthread_mutex_unlock(&p_lock);
     return CLF_SUCCESS;
+}
+
+clf_status clf__pool_submit(clf__pool_work *w)
+{
+    return submit(w, 0);
+}
+
+clf_status clf__pool_requeue(clf__pool_work *w)
+{
+    return submit(w, 1);
 }
 
 unsigned clf__pool_size(void)

@@ -100,6 +100,9 @@ typedef struct clf__pool_work {
 /* Queue w (fn and arg set; not queued already). Fails only when the pool has shut down or
  * cannot start its first thread: the caller then does the work itself. */
 clf_status clf__pool_submit(clf__pool_work *w);
+/* The same, from a job of the pool that returns right after: its own thread will take w
+ * if no other does first, so no thread is started for it. */
+clf_status clf__pool_requeue(clf__pool_work *w);
 /* $CLFLEET_THREADPOOL_SIZE: *size, the default when unset or empty; CLF_ERROR_PARSE naming
  * the variable (clf_fleet_create() calls it, so a typo fails there). */
 clf_status clf__pool_config(unsigned *size);

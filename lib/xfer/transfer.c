@@ -269,6 +269,9 @@ static clf_status run_host(clf__copy *c)
 static void *xfer_thread(void *arg)
 {
     struct clf__xfer *x = arg;
+    /* Named for debuggers and profilers (the fleet's transfer threads, CLF__XFER_THREADS at
+     * most); a failure only loses the name. */
+    pthread_setname_np(pthread_self(), "clf-xfer");
     pthread_mutex_lock(&x->lock);
     for (;;) {
         while (!x->head && !x->stopping) {
