@@ -8,6 +8,8 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 /* Threads of this process: the entries of /proc/self/task. */
 static int count_threads(void)
@@ -187,6 +189,33 @@ START_TEST(test_requeue)
 }
 END_TEST
 
+/* A child of fork() has no pool thread: its first job starts one. */
+START_TEST(test_fork)
+{
+    reset();
+    static clf__pool_work w1, w2;
+    w1.fn = order_job;
+    w1.arg = (void *)(intptr_t)1;
+    ck_assert_int_eq(clf__pool_submit(&w1), CLF_SUCCESS); /* the parent has a thread now */
+    wait_for(&g_norder, 1);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        alarm(20); /* a job that never runs fails the test instead of hanging it */
+        w2.fn = order_job;
+        w2.arg = (void *)(intptr_t)2;
+        if (clf__pool_submit(&w2) != CLF_SUCCESS)
+            _exit(2);
+        wait_for(&g_norder, 2);
+        _exit(g_order[1] == 2 ? 0 : 3);
+    }
+    int status = 0;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                  "the child's job did not run (status %d)", status);
+}
+END_TEST
+
 static void *shutdown_main(void *arg)
 {
     (void)arg;
@@ -242,6 +271,7 @@ int main(void)
     tcase_add_test(tc, test_many);
     tcase_add_test(tc, test_order);
     tcase_add_test(tc, test_requeue);
+    tcase_add_test(tc, test_fork);
     tcase_add_test(tc, test_shutdown);
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);

@@ -35,6 +35,24 @@ static unsigned p_size;  /* the bound, 0 until the first submit */
 static unsigned p_nthreads, p_idle, p_running;
 static int p_stopped;
 static pthread_t p_threads[CLF__POOL_MAX];
+static pthread_once_t p_once = PTHREAD_ONCE_INIT;
+
+/* A child of fork() has none of the parent's threads: it starts its pool afresh (the jobs
+ * queued in the parent are the parent's to run). */
+static void pool_after_fork(void)
+{
+    pthread_mutex_init(&p_lock, NULL);
+    pthread_cond_init(&p_work, NULL);
+    pthread_cond_init(&p_done, NULL);
+    p_head = p_tail = NULL;
+    p_queued = 0;
+    p_nthreads = p_idle = p_running = 0;
+}
+
+static void pool_register_fork(void)
+{
+    pthread_atfork(NULL, NULL, pool_after_fork);
+}
 
 clf_status clf__pool_config(unsigned *size)
 {
@@ -87,6 +105,7 @@ static void *pool_main(void *arg)
 /* Queue w; a job that queues it as its last act (requeue) counts its own thread as idle. */
 static clf_status submit(clf__pool_work *w, int requeue)
 {
+    pthread_once(&p_once, pool_register_fork);
     pthread_mutex_lock(&p_lock);
     if (p_stopped) {
         pthread_mutex_unlock(&p_lock);
