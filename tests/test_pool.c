@@ -6,20 +6,32 @@
 #include <check.h>
 #include <dirent.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* Threads of this process: the entries of /proc/self/task. */
+/* The pool's threads in this process: the entries of /proc/self/task named clf-pool*
+ * (by name, so that a sanitizer's own threads do not count). */
 static int count_threads(void)
 {
     DIR *d = opendir("/proc/self/task");
     ck_assert_ptr_nonnull(d);
     int n = 0;
     struct dirent *e;
-    while ((e = readdir(d)))
-        n += e->d_name[0] != '.';
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue;
+        char path[64], comm[32] = "";
+        snprintf(path, sizeof path, "/proc/self/task/%.20s/comm", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue; /* the thread has just ended */
+        if (fgets(comm, sizeof comm, f))
+            n += strncmp(comm, "clf-pool", 8) == 0;
+        fclose(f);
+    }
     closedir(d);
     return n;
 }
@@ -111,7 +123,6 @@ END_TEST
 START_TEST(test_many)
 {
     reset();
-    int before = count_threads() - (int)clf__pool_threads();
     enum { N = 400 };
     static clf__pool_work w[N];
     for (int i = 0; i < N; i++) {
@@ -123,7 +134,7 @@ START_TEST(test_many)
     unsigned size = clf__pool_size();
     ck_assert_uint_ge(size, 1);
     ck_assert_uint_le(clf__pool_threads(), size);
-    ck_assert_int_le(count_threads() - before, (int)size);
+    ck_assert_int_le(count_threads(), (int)size); /* a thread names itself when it starts */
     ck_assert_int_eq(g_badname, 0);
     int seen[N] = {0};
     for (int i = 0; i < N; i++) {
@@ -189,7 +200,9 @@ START_TEST(test_requeue)
 }
 END_TEST
 
-/* A child of fork() has no pool thread: its first job starts one. */
+#if !defined(__SANITIZE_THREAD__)
+/* A child of fork() has no pool thread: its first job starts one. (ThreadSanitizer does not
+ * support threads started after a multi-threaded fork: not under it.) */
 START_TEST(test_fork)
 {
     reset();
@@ -215,6 +228,7 @@ START_TEST(test_fork)
                   "the child's job did not run (status %d)", status);
 }
 END_TEST
+#endif
 
 static void *shutdown_main(void *arg)
 {
@@ -229,7 +243,6 @@ START_TEST(test_shutdown)
 {
     reset();
     int size = (int)clf__pool_size();
-    int base = count_threads() - (int)clf__pool_threads();
     static clf__pool_work gates[CLF__POOL_MAX], w[20];
     for (int i = 0; i < size; i++) {
         gates[i].fn = gate_job;
@@ -258,7 +271,7 @@ START_TEST(test_shutdown)
     ck_assert_int_eq(g_ran, size); /* the running jobs finished, not cancelled */
     ck_assert_int_eq(g_cancelled, 0);
     ck_assert_int_eq(g_norder, 20); /* the refused job never ran */
-    ck_assert_int_eq(count_threads(), base); /* the pool's threads were joined */
+    ck_assert_int_eq(count_threads(), 0); /* the pool's threads were joined */
     clf__pool_shutdown(); /* again: nothing to do */
 }
 END_TEST
@@ -271,7 +284,9 @@ int main(void)
     tcase_add_test(tc, test_many);
     tcase_add_test(tc, test_order);
     tcase_add_test(tc, test_requeue);
+#if !defined(__SANITIZE_THREAD__)
     tcase_add_test(tc, test_fork);
+#endif
     tcase_add_test(tc, test_shutdown);
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);

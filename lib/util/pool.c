@@ -16,8 +16,9 @@
  * Shutdown (clf__pool_shutdown(), and at the library's unload or the process's exit): later
  * submits are refused; queued jobs are called with cancelled = 1 on the shutting-down thread,
  * in order; running jobs finish; the threads are joined, so ASan, valgrind and TSan see every
- * thread end. At exit a job that is still running (a fleet the program never destroyed) is
- * not waited for: its thread is left to the exiting process rather than hanging the exit.
+ * thread end. At exit a job still running after 100 ms (a launch of a fleet the program never
+ * destroyed) is not waited for: the threads are left to the exiting process rather than
+ * hanging the exit.
  */
 #include "util.h"
 
@@ -25,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static pthread_mutex_t p_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t p_work = PTHREAD_COND_INITIALIZER; /* a job was queued, or stop */
@@ -195,9 +197,20 @@ static void pool_stop(int at_exit)
         w->fn(w->arg, 1);
     }
     pthread_mutex_lock(&p_lock);
-    if (at_exit && p_running) {
-        pthread_mutex_unlock(&p_lock);
-        return;
+    if (at_exit) {
+        /* A job on its way out (its last wake-up already sent) ends in microseconds: give
+         * the running ones 100 ms, then leave a job that is still running to the exit. */
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 100 * 1000000L;
+        ts.tv_sec += ts.tv_nsec / 1000000000L;
+        ts.tv_nsec %= 1000000000L;
+        while (p_running && pthread_cond_timedwait(&p_done, &p_lock, &ts) != ETIMEDOUT)
+            continue;
+        if (p_running) {
+            pthread_mutex_unlock(&p_lock);
+            return;
+        }
     }
     while (p_running)
         pthread_cond_wait(&p_done, &p_lock);
