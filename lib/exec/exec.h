@@ -54,8 +54,9 @@ struct clf__bcast {
 /*
  * What launches keep on a fleet: made on the first launch (or GEMM) through the fleet's state
  * registry (core/device.c) and finalized at its teardown, first of all (CLF__STATE_DRAIN): the
- * finalizer waits for the launches still queued, stops the dispatcher of asynchronous
- * launches and releases the broadcast cache and the throughput model (fleetstate.c). The kept
+ * finalizer waits for the launches still queued and for the dispatcher of asynchronous
+ * launches (a helper-pool job) to return, and releases the broadcast cache and the
+ * throughput model (fleetstate.c). The kept
  * buffers and the per-device threads (fleetstate.c too) are states of their own, finalized
  * next (CLF__STATE_BEFORE_XFER).
  */
