@@ -1837,7 +1837,8 @@ typedef struct clf_pipeline_options {
     unsigned version; /**< CLF_PIPELINE_OPTIONS_VERSION */
     /** Nonzero: one batch at a time through all the stages, no overlap (a baseline). */
     int serial;
-    clf_pipeline_result_fn on_result; /**< or NULL; runs on a clfleet thread */
+    /** or NULL; runs on the thread that called clf_pipeline_run() */
+    clf_pipeline_result_fn on_result;
     void *user;                       /**< passed to on_result */
 } clf_pipeline_options;
 
@@ -1891,7 +1892,9 @@ CLF_API clf_status clf_pipeline_create(clf_pipeline **out, clf_fleet *fleet,
  * \brief Push \p nbatches batches through the stages; blocks until the last
  * result is on the host.
  *
- * One host thread per stage; batch b of stage s runs while stage s+1 works on
+ * The stages on each device are driven by the fleet's thread for that device
+ * (the calling thread for the last stage's device, where on_result runs); no
+ * thread is started. Batch b of stage s runs while stage s+1 works on
  * batch b-1, the transfers between stages (clf_copy_async) overlapping both.
  * \param in nbatches x the first stage's in_bytes
  * \param out nbatches x the last stage's out_bytes, in batch order

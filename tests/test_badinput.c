@@ -353,6 +353,10 @@ static void r_fleet_create_env(void)
         {"CLFLEET_TRANSFER_STAGING", "banana", CLF_ERROR_PARSE},
         {"CLFLEET_STRATEGY", "banana", CLF_ERROR_PARSE}, /* at creation, not the 1st launch */
         {"CLFLEET_STRATEGY", "static;dynamic", CLF_ERROR_PARSE},
+        {"CLFLEET_THREADPOOL_SIZE", "banana", CLF_ERROR_PARSE},
+        {"CLFLEET_THREADPOOL_SIZE", "0", CLF_ERROR_PARSE},
+        {"CLFLEET_THREADPOOL_SIZE", "65", CLF_ERROR_PARSE}, /* more than CLF__POOL_MAX */
+        {"CLFLEET_THREADPOOL_SIZE", "-1", CLF_ERROR_PARSE},
         {"CLFLEET_LOG", "verbose", CLF_ERROR_PARSE},
         {"CLFLEET_LOG", "warn,debug", CLF_ERROR_PARSE},
         {"CLFLEET_TRACE", "/no/such/directory/t.json", CLF_ERROR_IO},
