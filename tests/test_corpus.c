@@ -25,8 +25,6 @@
 #endif
 #include <CL/cl.h>
 
-#include <float.h>
-#include <limits.h>
 #include <math.h>
 
 #ifndef CORPUS_DIR
