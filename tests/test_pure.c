@@ -1461,6 +1461,155 @@ START_TEST(test_cache_processes)
 }
 END_TEST
 
+/* ---- the range parameter's source rewrite (core/rangearg.c) ---- */
+
+#define RA CLF__RANGE_ARG_NAME
+#define RD "const ulong4 " CLF__RANGE_ARG_NAME
+
+/* Rewrite src and compare with want (NULL: no rewrite); nkernels kernels found. */
+static void rewrite_is(const char *src, const char *want, size_t nkernels)
+{
+    char *out = NULL, **names = NULL;
+    size_t n = 0;
+    int named = 0;
+    ck_assert_int_eq(clf__range_rewrite(src, &out, &names, &n, &named), CLF_SUCCESS);
+    if (!want)
+        ck_assert_ptr_null(out);
+    else
+        ck_assert_msg(out && !strcmp(out, want), "rewrote\n%s\ninto\n%s\nwant\n%s", src,
+                      out ? out : "(nothing)", want);
+    ck_assert_uint_eq(n, nkernels);
+    /* Lines are kept: as many newlines as before. */
+    if (out) {
+        size_t a = 0, b = 0;
+        for (const char *c = src; *c; c++)
+            a += *c == '\n';
+        for (const char *c = out; *c; c++)
+            b += *c == '\n';
+        ck_assert_uint_eq(a, b);
+    }
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+    free(out);
+}
+
+START_TEST(test_range_rewrite_helpers)
+{
+    /* Nothing names the sizes: no rewrite. */
+    rewrite_is("float f(float x) { return x; }\n"
+               "__kernel void k(__global float *o) { o[get_global_id(0)] = f(1); }\n",
+               NULL, 0);
+    /* A helper that calls get_global_size, one that does not (left alone), one that calls
+     * the first through another; a prototype before the definition; two calls in one
+     * expression; a call in another call's arguments. */
+    rewrite_is("size_t n(void);\n"
+               "float keep(float x) { return x * 2; }\n"
+               "size_t n(void) { return get_global_size(0); }\n"
+               "size_t twice(uint d) { return n() + n() + keep(d); }\n"
+               "__kernel void k(__global uint *o)\n"
+               "{ o[0] = twice(n()) + keep(1); }\n",
+               "size_t n(" RD ");\n"
+               "float keep(float x) { return x * 2; }\n"
+               "size_t n(" RD ") { return get_global_size(0); }\n"
+               "size_t twice(uint d, " RD ") { return n(" RA ") + n(" RA ") + keep(d); }\n"
+               "__kernel void k(__global uint *o, " RD ")\n"
+               "{ o[0] = twice(n(" RA "), " RA ") + keep(1); }\n",
+               1);
+    /* Through a macro's text, both ways: a macro naming the built-in makes its users need
+     * the parameter, and a macro calling a helper passes it. Comments, strings and
+     * initializers are no functions. */
+    rewrite_is("#define G get_num_groups(0)\n"
+               "uint groups() { return G; }\n"
+               "#define CALL(x) (groups() + (x))\n"
+               "/* uint fake(void) { return G; } */\n"
+               "__constant char s[] = \"groups()\";\n"
+               "__constant uint t = sizeof(uint);\n"
+               "uint user(uint a) { return CALL(a); }\n"
+               "__kernel __attribute__((reqd_work_group_size(1, 1, 1)))\n"
+               "void k(__global uint *o) { o[0] = user(2) + CALL(1); }\n",
+               "#define G get_num_groups(0)\n"
+               "uint groups(" RD ") { return G; }\n"
+               "#define CALL(x) (groups(" RA ") + (x))\n"
+               "/* uint fake(void) { return G; } */\n"
+               "__constant char s[] = \"groups()\";\n"
+               "__constant uint t = sizeof(uint);\n"
+               "uint user(uint a, " RD ") { return CALL(a); }\n"
+               "__kernel __attribute__((reqd_work_group_size(1, 1, 1)))\n"
+               "void k(__global uint *o, " RD ") { o[0] = user(2, " RA ") + CALL(1); }\n",
+               1);
+    /* A kernel that calls a kernel passes it too; a struct at file scope is no function. */
+    rewrite_is("typedef struct { float x; } P;\n"
+               "kernel void a(global uint *o) { o[0] = get_global_size(0); }\n"
+               "kernel void b(global uint *o) { a(o); }\n",
+               "typedef struct { float x; } P;\n"
+               "kernel void a(global uint *o, " RD ") { o[0] = get_global_size(0); }\n"
+               "kernel void b(global uint *o, " RD ") { a(o, " RA "); }\n",
+               2);
+}
+END_TEST
+
+/* The broadcast store scan (clf__source_param_stores): 0 none, 1 doubt, 2 seen. */
+START_TEST(test_param_stores)
+{
+    static const char gemm[] =
+        "float dotrow(__global float *m, int k) { return m[k] * 2.0f; }\n"
+        "#define AT(m, i) ((m)[i])\n"
+        "__kernel void gemm(__global float *a, __global float *b, __global float *c, int n)\n"
+        "{\n"
+        "    int i = get_global_id(0), j = get_global_id(1);\n"
+        "    float s = 0.0f;\n"
+        "    for (int k = 0; k < n; k++)\n"
+        "        s += a[i * n + k] * b[k * n + j] + dotrow(b, k) + (b[k] <= 0.0f) + "
+        "(b[k] == s);\n"
+        "    c[i * n + j] = s;\n"
+        "    a[0] += 1.0f;\n"
+        "}\n"
+        "__kernel void vec(__global float4 *v, __global float *o, __global int *p, "
+        "__global float *q)\n"
+        "{\n"
+        "    o[0] = v[1].x + vload4(0, q).y;\n"
+        "    v[2].y = 1.0f;\n"
+        "    p[3]++;\n"
+        "}\n"
+        "__kernel void sneaky(__global float *x, __global float *y, __global float *z, "
+        "__global int *w)\n"
+        "{\n"
+        "    __global float *alias = x;\n"
+        "    alias[0] = 1.0f;\n"
+        "    y[0] = AT(z, 1);\n"
+        "    atomic_add(w, 1);\n"
+        "    vstore4((float4)(0.0f), 0, y);\n"
+        "}\n"
+        "__kernel void med(__global const uchar *in, __global uchar *out, __global int *width,\n"
+        "                  __global int *height)\n"
+        "{\n"
+        "    int W = *width, H = height[0];\n"
+        "    out[0] = in[W * H - 1];\n"
+        "}\n";
+    ck_assert_int_eq(clf__source_param_stores(gemm, "gemm", 1), 0); /* b: reads only */
+    ck_assert_int_eq(clf__source_param_stores(gemm, "gemm", 0), 2); /* a[0] += */
+    ck_assert_int_eq(clf__source_param_stores(gemm, "gemm", 2), 2); /* c[..] = */
+    ck_assert_int_eq(clf__source_param_stores(gemm, "vec", 0), 2);  /* v[2].y = */
+    ck_assert_int_eq(clf__source_param_stores(gemm, "vec", 2), 2);  /* p[3]++ */
+    ck_assert_int_eq(clf__source_param_stores(gemm, "vec", 3), 0);  /* vload4 */
+    ck_assert_int_eq(clf__source_param_stores(gemm, "sneaky", 0), 1); /* an alias */
+    ck_assert_int_eq(clf__source_param_stores(gemm, "sneaky", 2), 1); /* in a macro */
+    ck_assert_int_eq(clf__source_param_stores(gemm, "sneaky", 3), 2); /* atomic_add */
+    ck_assert_int_eq(clf__source_param_stores(gemm, "sneaky", 1), 2); /* y[0] =, vstore */
+    ck_assert_int_eq(clf__source_param_stores(gemm, "med", 2), 0);    /* *width read */
+    ck_assert_int_eq(clf__source_param_stores(gemm, "med", 3), 0);
+    ck_assert_int_eq(clf__source_param_stores(gemm, "nosuch", 0), 1);
+    /* A helper that stores through the pointer it is given. */
+    static const char helper[] =
+        "void put(__global float *d, float v) { d[0] = v; }\n"
+        "float get(__global float *d) { return d[0]; }\n"
+        "__kernel void k(__global float *r, __global float *w) { put(w, get(r)); }\n";
+    ck_assert_int_eq(clf__source_param_stores(helper, "k", 0), 0);
+    ck_assert_int_eq(clf__source_param_stores(helper, "k", 1), 2);
+}
+END_TEST
+
 static Suite *pure_suite(void)
 {
     Suite *s = suite_create("pure");
@@ -1492,6 +1641,11 @@ static Suite *pure_suite(void)
     tc = tcase_create("filter_fuzz");
     tcase_set_timeout(tc, 600); /* valgrind runs it ~50 times slower */
     tcase_add_test(tc, test_filter_fuzz);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("rangearg");
+    tcase_add_test(tc, test_range_rewrite_helpers);
+    tcase_add_test(tc, test_param_stores);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("cache");

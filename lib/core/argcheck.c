@@ -179,21 +179,16 @@ static clf_status check_one(const char *call, const char *kernel, cl_kernel k, s
                          "but its parameter is const or __constant: pass it as an input",
                          who);
     /* Read-only kinds the kernel could still write: a buffer or array the caller marked
-     * read only (its other users trust that), and a broadcast (one cached copy per
-     * device, whose writes would be lost). A plain input is only uploaded, so a non-const
-     * parameter loses nothing. */
-    if (!ro && !writes(a) &&
-        (a->kind == CLF_ARG_KIND_BUFFER || a->kind == CLF_ARG_KIND_ARRAY ||
-         a->kind == CLF_ARG_KIND_BROADCAST))
+     * read only (its other users trust that). A plain input is only uploaded, so a
+     * non-const parameter loses nothing; nor does a broadcast: clf_launch keeps its copy
+     * between launches only where the parameter is const or a source scan sees no store
+     * (exec/check.c), and else uploads it afresh for each launch. */
+    if (!ro && !writes(a) && (a->kind == CLF_ARG_KIND_BUFFER || a->kind == CLF_ARG_KIND_ARRAY))
         return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
-                         "%s is read only (%s) but its parameter may be written: declare it "
-                         "const (or __constant)%s",
-                         who,
-                         a->kind == CLF_ARG_KIND_BROADCAST ? "CLF_BROADCAST, one cached copy "
-                                                             "per device"
-                                                           : "CLF_BUF_IN or CLF_ARRAY_IN",
-                         a->kind == CLF_ARG_KIND_BROADCAST ? ""
-                                                           : ", or pass it for writing (INOUT)");
+                         "%s is read only (CLF_BUF_IN or CLF_ARRAY_IN) but its parameter may be "
+                         "written: declare it const (or __constant), or pass it for writing "
+                         "(INOUT)",
+                         who);
     return CLF_SUCCESS;
 }
 

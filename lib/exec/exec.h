@@ -228,6 +228,10 @@ typedef struct clf__launch {
     clf__part_strategy part_strategy;
     clf__part *part;
     struct clf__bcast *bcast[CLF__MAX_ARGS]; /* cache entries of broadcast arguments */
+    /* A broadcast whose parameter the kernel may write (not const, and the source scan saw
+     * a store or could not tell): its entry is the launch's own, uploaded for this launch
+     * and released at its end (check.c decides, launch.c owns it). */
+    unsigned char bcast_fresh[CLF__MAX_ARGS];
     unsigned char *red_acc[CLF__MAX_ARGS];   /* reductions combined so far */
     double t0;
 
@@ -283,6 +287,10 @@ double clf__kernel_unit_s(clf__launch *L, int set, double value);
  * (fleetstate.c). */
 clf_status clf__bcast_entry(clf_fleet *fl, clf__exec_state *X, const clf_arg *a,
                             struct clf__bcast **out);
+/* A broadcast entry outside the cache, for one launch (empty: uploaded per device as the
+ * cached ones are); clf__bcast_free() releases it and its device copies. */
+clf_status clf__bcast_fresh(clf_fleet *fl, const clf_arg *a, struct clf__bcast **out);
+void clf__bcast_free(clf_fleet *fl, struct clf__bcast *b);
 /* Turns (fleetstate.c): take the next ticket, wait until it is served, serve the next. */
 uint64_t clf__new_ticket(clf__exec_state *X);
 void clf__take_turn(clf__exec_state *X, uint64_t ticket);

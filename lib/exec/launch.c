@@ -232,7 +232,9 @@ clf_status clf__exec_run(clf__launch *L, clf_launch_report *rep)
                                   L->weights, max_units, &pp));
     for (size_t i = 0; i < L->nargs; i++) {
         const clf_arg *a = &L->args[i];
-        if (a->kind == CLF_ARG_KIND_BROADCAST)
+        if (a->kind == CLF_ARG_KIND_BROADCAST && L->bcast_fresh[i])
+            CLF__TRY(st, clf__bcast_fresh(L->fl, a, &L->bcast[i]));
+        else if (a->kind == CLF_ARG_KIND_BROADCAST)
             CLF__TRY(st, clf__bcast_entry(L->fl, L->X, a, &L->bcast[i]));
         if (a->kind == CLF_ARG_KIND_REDUCE) {
             size_t es = clf_type_size((clf_type)a->type);
@@ -298,8 +300,13 @@ out:
     for (size_t i = 0; i < L->ndev; i++)
         if (L->w[i].L)
             clf__worker_fini(&L->w[i]);
-    for (size_t i = 0; i < L->nargs; i++)
+    for (size_t i = 0; i < L->nargs; i++) {
         free(L->red_acc[i]);
+        if (L->bcast_fresh[i]) { /* the launch's own copies, after its kernels are gone */
+            clf__bcast_free(L->fl, L->bcast[i]);
+            L->bcast[i] = NULL;
+        }
+    }
     clf__part_destroy(L->part);
     L->part = NULL;
     return st;

@@ -162,6 +162,21 @@ static clf_status stage_setup(clf_pipeline *pl, size_t si, const clf_stage_desc 
      * (core/argcheck.c), before any is set: PoCL crashes on a value for a pointer. */
     if (st == CLF_SUCCESS)
         st = clf__check_args(call, d->program, d->kernel, s->k, s->dev, 2, d->args, d->nargs, 0);
+    /* A broadcast is one buffer for the pipeline's life, as a plain OpenCL program would
+     * hold it: a parameter that is not const may be written (the user's bug, each batch then
+     * sees the last one's stores), which the source scan (core/rangearg.c) can tell. */
+    for (size_t a = 0; a < d->nargs && st == CLF_SUCCESS; a++) {
+        cl_kernel_arg_address_qualifier aq;
+        cl_kernel_arg_type_qualifier tq;
+        char name[128];
+        if (d->args[a].kind == CLF_ARG_KIND_BROADCAST &&
+            clf__kernel_param(s->k, 2 + a, &aq, &tq, name, sizeof name) &&
+            aq != CL_KERNEL_ARG_ADDRESS_CONSTANT && !(tq & CL_KERNEL_ARG_TYPE_CONST) &&
+            clf__source_param_stores(d->program->source, d->kernel, 2 + a) == 2)
+            clf__log(CLF_LOG_WARN, "%s: kernel '%s' stores through parameter %zu '%s', given "
+                     "as a broadcast (CLF_BROADCAST: read only, uploaded once): each batch "
+                     "sees the stores of the batches before it", call, d->kernel, 2 + a, name);
+    }
     if (st == CLF_SUCCESS)
         st = clf__check_range(call, d->kernel, d->dims, d->global, d->local, NULL, s->dev, s->k);
     for (int h = 0; h < 2 && st == CLF_SUCCESS; h++) {
