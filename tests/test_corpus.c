@@ -13,10 +13,10 @@
  * order of additions is unspecified even on one device: it is compared within the bound
  * of a reordered sum (see case_atomic_sum).
  *
- * Some kernels need what branch `unchanged` builds (issue 28): broadcasts of read-only
+ * Some kernels need what issue 28 added (branch `unchanged`): broadcasts of read-only
  * parameters not declared const, and get_global_size()/get_num_groups() in helper
- * functions. Until it is merged those cases fail, each with a message that starts
- * "NEEDS BRANCH unchanged", and never pass or skip silently.
+ * functions. Their failure messages start by naming that feature, so that a regression
+ * there is told from one in the split itself.
  */
 #include "common.h"
 
@@ -46,7 +46,7 @@ static const clf_strategy STRATEGIES[] = {CLF_STRATEGY_STATIC, CLF_STRATEGY_DYNA
                                           CLF_STRATEGY_AUTO};
 #define NSTRATEGIES (sizeof STRATEGIES / sizeof STRATEGIES[0])
 
-/* What a case needs that main may not have yet (branch `unchanged`, issue 28). */
+/* What a case needs beyond plain splitting (issue 28, branch `unchanged`). */
 enum {
     NEEDS_NONCONST_BROADCAST = 1u << 0, /* a broadcast parameter not declared const */
     NEEDS_SIZE_IN_HELPERS = 1u << 1     /* get_global_size/get_num_groups in a helper */
@@ -99,16 +99,15 @@ static char *read_corpus(const char *file)
     return s;
 }
 
-/* What the missing feature of a case is, for failure messages. */
+/* The feature of issue 28 a case relies on, for its failure messages. */
 static const char *needs_note(unsigned needs)
 {
     if (needs == (NEEDS_NONCONST_BROADCAST | NEEDS_SIZE_IN_HELPERS))
-        return "NEEDS BRANCH unchanged (non-const broadcasts, get_global_size/get_num_groups in "
-               "helpers): ";
+        return "[uses non-const broadcasts, get_global_size/get_num_groups in helpers (issue 28)] ";
     if (needs & NEEDS_NONCONST_BROADCAST)
-        return "NEEDS BRANCH unchanged (broadcast of a parameter not declared const): ";
+        return "[uses a broadcast of a parameter not declared const (issue 28)] ";
     if (needs & NEEDS_SIZE_IN_HELPERS)
-        return "NEEDS BRANCH unchanged (get_global_size/get_num_groups in helper functions): ";
+        return "[uses get_global_size/get_num_groups in helper functions (issue 28)] ";
     return "";
 }
 
