@@ -154,6 +154,14 @@ static int choose_weights(clf__launch *L, char *reason, size_t n)
         dk[i] = dkeys[i];
     }
     clf__perf_model *m = clf__fleet_perf(L->fl);
+    /* The chunk lines, for the too-small rule and the partitioner's stand-aside rule. */
+    L->fitted = m != NULL;
+    for (size_t i = 0; i < L->ndev && L->fitted; i++) {
+        clf__perf_fit f;
+        L->fitted = clf__perf_get(m, kkey, dk[i], &f) && f.rate > 0 && f.fixed_s >= 0;
+        L->fit_rate[i] = L->fitted ? f.rate : 0;
+        L->fit_fixed[i] = L->fitted ? f.fixed_s : 0;
+    }
     if (m && clf__perf_weights(m, kkey, L->ndev, dk, learned) == L->ndev) {
         memcpy(L->weights, learned, L->ndev * sizeof *learned);
         snprintf(reason, n, "learned weights");
@@ -282,15 +290,55 @@ static int worse_than_dynamic(clf__launch *L, clf__part_strategy ps, char *why, 
  * include each launch's overheads, so they would call every small launch long.) Returns the
  * device to run it on alone: the fastest by learned throughput when every device's is known,
  * else the one of most compute units x clock (the first of equals), among those whose budget
- * holds the whole range; or L->ndev to split it.
- * why says which figures decided.
+ * holds the whole range; or L->ndev to split it. Once the cost model has a chunk line for
+ * every device, it decides instead (too_small_by_model()). why says which figures decided.
  */
 #define CLF__SMALL_LAUNCH_S 100e-6
 #define CLF__SMALL_LAUNCH_ITEMS 8192
 
-static size_t too_small(clf__launch *L, const uint64_t *max_units, char *why, size_t n)
+/*
+ * The cost model's answer (L->fitted: a chunk line for every device): the launch runs on
+ * one device alone when that device's predicted time, fixed + total / rate, is no longer
+ * than the time split over the fleet by speed, total / sum(rates) + the largest fixed cost
+ * (each device's share by speed takes total / sum(rates), after its own fixed cost). The
+ * device is the one predicted to finish first among those whose budget holds the range.
+ * Returns that device, L->ndev to split, or L->ndev + 1 when the model cannot say.
+ */
+static size_t too_small_by_model(clf__launch *L, const uint64_t *max_units, char *why, size_t n)
 {
     size_t best = L->ndev, usable = 0;
+    double rsum = 0, fmax = 0, best_t = 0;
+    if (!L->fitted || L->learn_scale > 0)
+        return L->ndev + 1;
+    for (size_t i = 0; i < L->ndev; i++) {
+        if (L->excluded[i])
+            continue;
+        rsum += L->fit_rate[i];
+        fmax = L->fit_fixed[i] > fmax ? L->fit_fixed[i] : fmax;
+        if (max_units[i] < L->total)
+            continue;
+        usable++;
+        double t = L->fit_fixed[i] + (double)L->total / L->fit_rate[i];
+        if (best == L->ndev || t < best_t) {
+            best = i;
+            best_t = t;
+        }
+    }
+    if (usable < 2 || !(rsum > 0))
+        return L->ndev + 1; /* nothing to choose, or memory-aware's business */
+    double split_t = (double)L->total / rsum + fmax;
+    if (best_t > split_t)
+        return L->ndev;
+    snprintf(why, n, "predicted %.1f us on it alone, %.1f us split", best_t * 1e6, split_t * 1e6);
+    return best;
+}
+
+static size_t too_small(clf__launch *L, const uint64_t *max_units, char *why, size_t n)
+{
+    size_t best = too_small_by_model(L, max_units, why, n), usable = 0;
+    if (best <= L->ndev)
+        return best;
+    best = L->ndev;
     double unit_s = clf__kernel_unit_s(L, 0, 0);
     uint64_t items;
     if (__builtin_mul_overflow(L->total, L->per_unit, &items))
@@ -414,6 +462,17 @@ void clf__learn(clf__launch *L)
             }
             clf__perf_device_key(w->d, dkey, sizeof dkey);
             clf__perf_record(m, kkey, dkey, work, t);
+            /* Its chunks, for the line (a plane's work per unit scales them as above). */
+            size_t nc = w->ncsamp < CLF__PERF_CHUNKS ? w->ncsamp : CLF__PERF_CHUNKS;
+            clf__perf_chunk c[CLF__PERF_CHUNKS];
+            for (size_t k = 0; k < nc; k++) {
+                c[k] = w->csamp[k];
+                if (L->learn_scale > 0) {
+                    double x = (double)c[k].units * L->learn_scale;
+                    c[k].units = x >= 1 ? (uint64_t)llround(x) : 1;
+                }
+            }
+            clf__perf_record_chunks(m, kkey, dkey, c, nc);
         }
     }
 }

@@ -7,8 +7,19 @@
  * within half a window; an EMA, even clipped to +-50% per update, lets every outlier pull
  * the estimate and needs several samples to recover. Eight doubles per key are nothing.
  *
+ * Why Theil-Sen for the chunk line rather than least squares: one chunk that waited behind
+ * another process's work is a point far off the line, and least squares follows it (a 10x
+ * spike among 16 points moves the fitted fixed cost by more than the true one); the median
+ * of pairwise slopes and of residuals ignores it (tests/test_perfmodel.c checks a few
+ * percent). At 16 samples the pairs are 120 doubles: nothing to save by anything cleverer.
+ *
  * File format, one entry per line, fields separated by tabs:
- *   v1 <kernel> <device> <n> <s1> ... <sn>      (samples oldest first, units per second)
+ *   v2 <kernel> <device> <n> <s1> ... <sn> <m> <u1> <t1> ... <um> <tm>
+ *      (launch samples oldest first, units per second; chunk samples oldest first, units
+ *      and seconds)
+ *   v1 <kernel> <device> <n> <s1> ... <sn>      (read only: files of earlier versions)
+ * The file keeps its name perf-v1.tsv so that the cache's accounting and clf_perf_model_reset
+ * find it; earlier versions skip the v2 lines (and relearn).
  * Keys escape backslash, tab, newline and carriage return as \\ \t \n \r. A line that is
  * not exactly of this form, including a last line without its newline, is skipped.
  */
@@ -43,6 +54,11 @@ typedef struct perf_entry {
     double s[CLF__PERF_WINDOW]; /* ring: sample i (oldest first) at s[(head + i) % WINDOW] */
     unsigned n, head;
     int seen; /* a sample arrived in this process (the cold one, dropped) */
+    /* Chunk samples, unordered; age: a sequence number (oldest is smallest). */
+    uint64_t cu[CLF__PERF_CHUNKS], cage[CLF__PERF_CHUNKS], cseq;
+    double ct[CLF__PERF_CHUNKS];
+    unsigned nc;
+    int cseen; /* a chunk sample arrived in this process (the cold one, dropped) */
 } perf_entry;
 
 struct clf__perf_model {
@@ -154,6 +170,140 @@ static double median(const perf_entry *e)
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+static void sort_doubles(double *v, size_t n)
+{
+    for (size_t i = 1; i < n; i++) {
+        double x = v[i];
+        size_t j = i;
+        for (; j > 0 && v[j - 1] > x; j--)
+            v[j] = v[j - 1];
+        v[j] = x;
+    }
+}
+
+/* The q-quantile (0..1) of sorted v[0..n), n > 0, interpolated between ranks. */
+static double quantile(const double *v, size_t n, double q)
+{
+    double r = q * (double)(n - 1);
+    size_t lo = (size_t)r;
+    if (lo + 1 >= n)
+        return v[n - 1];
+    return v[lo] + (r - (double)lo) * (v[lo + 1] - v[lo]);
+}
+
+static double median_of(double *v, size_t n)
+{
+    sort_doubles(v, n);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+int clf__perf_line(const clf__perf_chunk *c, size_t n, double *rate, double *fixed_s)
+{
+    double slopes[CLF__PERF_CHUNKS * (CLF__PERF_CHUNKS - 1) / 2], res[CLF__PERF_CHUNKS];
+    size_t ns = 0;
+    if (!c || n < 2)
+        return 0;
+    if (n > CLF__PERF_CHUNKS)
+        n = CLF__PERF_CHUNKS; /* the model never holds more; callers pass its window */
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = i + 1; j < n; j++) {
+            double xi = (double)c[i].units, xj = (double)c[j].units;
+            double lo = xi < xj ? xi : xj, hi = xi < xj ? xj : xi;
+            /* Sizes too close make the slope all noise (a 1% timing jitter over a 1% size
+             * difference is a 100% slope error). */
+            if (lo <= 0 || hi < lo * 1.25)
+                continue;
+            slopes[ns++] = (c[j].seconds - c[i].seconds) / (xj - xi);
+        }
+    if (ns == 0)
+        return 0;
+    double b = median_of(slopes, ns);
+    if (!(b > 0) || !isfinite(b))
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        res[i] = c[i].seconds - b * (double)c[i].units;
+    double a = median_of(res, n);
+    if (rate)
+        *rate = 1 / b;
+    if (fixed_s)
+        *fixed_s = a > 0 ? a : 0;
+    return 1;
+}
+
+/* The entry's chunk samples, oldest first, into out; returns how many. */
+static size_t chunks_in_order(const perf_entry *e, clf__perf_chunk *out)
+{
+    unsigned idx[CLF__PERF_CHUNKS];
+    for (unsigned i = 0; i < e->nc; i++) {
+        unsigned j = i;
+        for (; j > 0 && e->cage[idx[j - 1]] > e->cage[i]; j--)
+            idx[j] = idx[j - 1];
+        idx[j] = i;
+    }
+    for (unsigned i = 0; i < e->nc; i++) {
+        out[i].units = e->cu[idx[i]];
+        out[i].seconds = e->ct[idx[i]];
+    }
+    return e->nc;
+}
+
+static void push_chunk(perf_entry *e, uint64_t units, double seconds)
+{
+    unsigned at = e->nc;
+    if (e->nc == CLF__PERF_CHUNKS) {
+        /* Replace the oldest of a similar size, else the oldest: keep the sizes diverse. */
+        unsigned oldest = 0, similar = CLF__PERF_CHUNKS;
+        for (unsigned i = 0; i < e->nc; i++) {
+            double r = (double)e->cu[i] / (double)units;
+            if (e->cage[i] < e->cage[oldest])
+                oldest = i;
+            if (r >= 0.8 && r <= 1.25 &&
+                (similar == CLF__PERF_CHUNKS || e->cage[i] < e->cage[similar]))
+                similar = i;
+        }
+        at = similar < CLF__PERF_CHUNKS ? similar : oldest;
+    } else {
+        e->nc++;
+    }
+    e->cu[at] = units;
+    e->ct[at] = seconds;
+    e->cage[at] = ++e->cseq;
+}
+
+/* The fit of entry e (under the lock). */
+static void entry_fit(const perf_entry *e, clf__perf_fit *f)
+{
+    clf__perf_chunk c[CLF__PERF_CHUNKS];
+    double v[CLF__PERF_WINDOW];
+    memset(f, 0, sizeof *f);
+    f->fixed_s = -1;
+    f->samples = e->n;
+    f->chunks = e->nc;
+    if (e->n > 0) {
+        f->units_per_s = median(e);
+        for (unsigned i = 0; i < e->n; i++)
+            v[i] = e->s[i];
+        sort_doubles(v, e->n);
+        f->iqr = quantile(v, e->n, 0.75) - quantile(v, e->n, 0.25);
+    }
+    size_t n = chunks_in_order(e, c);
+    if (!clf__perf_line(c, n, &f->rate, &f->fixed_s)) {
+        f->rate = 0;
+        f->fixed_s = -1;
+    }
+}
+
+double clf__perf_predict(const clf__perf_fit *f, uint64_t units)
+{
+    if (!f)
+        return -1;
+    if (f->rate > 0 && f->fixed_s >= 0)
+        return f->fixed_s + (double)units / f->rate;
+    if (f->units_per_s > 0)
+        return (double)units / f->units_per_s;
+    return -1;
+}
+
 static char *dup_str(const char *s)
 {
     size_t n = strlen(s) + 1;
@@ -206,9 +356,65 @@ static int unescape(char *s)
  * the C locale by the caller, so a decimal comma in the application's locale cannot
  * misread them.
  */
-static int parse_line(char *line, char **kernel, char **device, double *s, unsigned *n)
+/* A decimal count of at most two digits, no sign or leading zero, up to max; -1 if not. */
+static int parse_count(const char *d, unsigned max)
 {
-    char *f[3 + 1 + CLF__PERF_WINDOW];
+    if (d[0] == '0' && d[1] == '\0')
+        return 0;
+    if (d[0] < '1' || d[0] > '9')
+        return -1;
+    unsigned v = (unsigned)(d[0] - '0');
+    if (d[1] != '\0') {
+        if (d[1] < '0' || d[1] > '9' || d[2] != '\0')
+            return -1;
+        v = v * 10 + (unsigned)(d[1] - '0');
+    }
+    return v <= max ? (int)v : -1;
+}
+
+/* A finite number > 0, the whole field; -1 if not. */
+static int parse_positive(const char *f, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(f, &end);
+    if (errno != 0 || end == f || *end != '\0' || !isfinite(v) || v <= 0)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* A v2 line split into nf fields f: its samples into s, n, c, nc; 0 on success. */
+static int parse_v2(char **f, size_t nf, double *s, unsigned *n, clf__perf_chunk *c,
+                    unsigned *nc)
+{
+    if (nf < 5)
+        return -1;
+    int cnt = parse_count(f[3], CLF__PERF_WINDOW);
+    if (cnt < 0 || nf < 5 + (size_t)cnt)
+        return -1;
+    int ccnt = parse_count(f[4 + cnt], CLF__PERF_CHUNKS);
+    if (ccnt < 0 || cnt + ccnt == 0 || nf != 5 + (size_t)cnt + 2 * (size_t)ccnt)
+        return -1;
+    for (int i = 0; i < cnt; i++)
+        if (parse_positive(f[4 + i], &s[i]) != 0)
+            return -1;
+    for (int i = 0; i < ccnt; i++) {
+        double u;
+        if (parse_positive(f[5 + cnt + 2 * i], &u) != 0 || u > 0x1p63 || u != floor(u) ||
+            parse_positive(f[6 + cnt + 2 * i], &c[i].seconds) != 0)
+            return -1;
+        c[i].units = (uint64_t)u;
+    }
+    *n = (unsigned)cnt;
+    *nc = (unsigned)ccnt;
+    return 0;
+}
+
+static int parse_line(char *line, char **kernel, char **device, double *s, unsigned *n,
+                      clf__perf_chunk *ch, unsigned *nc)
+{
+    char *f[3 + 1 + CLF__PERF_WINDOW + 1 + 2 * CLF__PERF_CHUNKS];
     size_t nf = 0;
     for (char *c = line;;) {
         if (nf == sizeof f / sizeof f[0])
@@ -218,6 +424,12 @@ static int parse_line(char *line, char **kernel, char **device, double *s, unsig
         if (!c)
             break;
         *c++ = '\0';
+    }
+    *nc = 0;
+    if (strcmp(f[0], "v2") == 0) {
+        if (parse_v2(f, nf, s, n, ch, nc) != 0)
+            return -1;
+        goto keys;
     }
     if (nf < 5 || strcmp(f[0], "v1") != 0)
         return -1;
@@ -235,11 +447,12 @@ static int parse_line(char *line, char **kernel, char **device, double *s, unsig
             return -1;
         s[i] = v;
     }
+    *n = cnt;
+keys:
     if (unescape(f[1]) != 0 || unescape(f[2]) != 0)
         return -1;
     *kernel = f[1];
     *device = f[2];
-    *n = cnt;
     return 0;
 }
 
@@ -266,11 +479,12 @@ static int load(clf__perf_model *m, int only_missing)
     while ((len = getline(&line, &cap, f)) > 0) {
         char *kernel, *device;
         double s[CLF__PERF_WINDOW];
-        unsigned n;
+        clf__perf_chunk ch[CLF__PERF_CHUNKS];
+        unsigned n, nc;
         if (line[len - 1] != '\n')
             break; /* truncated last line */
         line[len - 1] = '\0';
-        if (strlen(line) != (size_t)len - 1 || parse_line(line, &kernel, &device, s, &n) != 0)
+        if (strlen(line) != (size_t)len - 1 || parse_line(line, &kernel, &device, s, &n, ch, &nc) != 0)
             continue; /* a NUL byte inside, or malformed */
         uint64_t h = key_hash(kernel, device);
         perf_entry *e = find(m, kernel, device, h);
@@ -290,6 +504,9 @@ static int load(clf__perf_model *m, int only_missing)
         e->n = e->head = 0;
         for (unsigned i = 0; i < n; i++)
             push(e, s[i]);
+        e->nc = 0;
+        for (unsigned i = 0; i < nc; i++)
+            push_chunk(e, ch[i].units, ch[i].seconds);
     }
     free(line);
     if (c) {
@@ -327,15 +544,20 @@ static void write_entries(const clf__perf_model *m, clf__sb *b)
 {
     for (size_t i = 0; i < m->ne; i++) {
         const perf_entry *e = &m->e[i];
-        if (e->n == 0)
+        clf__perf_chunk c[CLF__PERF_CHUNKS];
+        if (e->n == 0 && e->nc == 0)
             continue;
-        clf__sb_printf(b, "v1\t");
+        clf__sb_printf(b, "v2\t");
         write_escaped(b, e->kernel);
         clf__sb_printf(b, "\t");
         write_escaped(b, e->device);
         clf__sb_printf(b, "\t%u", e->n);
         for (unsigned j = 0; j < e->n; j++)
             clf__sb_printf(b, "\t%.17g", e->s[(e->head + j) % CLF__PERF_WINDOW]);
+        size_t nc = chunks_in_order(e, c);
+        clf__sb_printf(b, "\t%zu", nc);
+        for (size_t j = 0; j < nc; j++)
+            clf__sb_printf(b, "\t%llu\t%.17g", (unsigned long long)c[j].units, c[j].seconds);
         clf__sb_printf(b, "\n");
     }
 }
@@ -391,17 +613,10 @@ void clf__perf_close(clf__perf_model *m)
     free(m);
 }
 
-clf_status clf__perf_record(clf__perf_model *m, const char *kernel, const char *device,
-                            uint64_t units, double seconds)
+/* The entry of (kernel, device), created when missing; NULL: out of memory. Under m->lock. */
+static perf_entry *find_or_add(clf__perf_model *m, const char *kernel, const char *device)
 {
-    clf_status st = CLF_SUCCESS;
-    if (!m || !kernel || !device)
-        return clf__fail(CLF_ERROR_NULL_POINTER, "perfmodel: NULL model or key");
-    if (units == 0 || !isfinite(seconds) || seconds <= 0 || !isfinite((double)units / seconds))
-        return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "perfmodel: bad sample of %llu units in %g s",
-                         (unsigned long long)units, seconds);
     uint64_t h = key_hash(kernel, device);
-    pthread_mutex_lock(&m->lock);
     perf_entry *e = find(m, kernel, device, h);
     if (!e) {
         char *k = dup_str(kernel), *d = dup_str(device);
@@ -411,10 +626,24 @@ clf_status clf__perf_record(clf__perf_model *m, const char *kernel, const char *
             free(k);
             free(d);
         }
-        if (!e) {
-            st = clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "perfmodel: out of memory");
-            goto out;
-        }
+    }
+    return e;
+}
+
+clf_status clf__perf_record(clf__perf_model *m, const char *kernel, const char *device,
+                            uint64_t units, double seconds)
+{
+    clf_status st = CLF_SUCCESS;
+    if (!m || !kernel || !device)
+        return clf__fail(CLF_ERROR_NULL_POINTER, "perfmodel: NULL model or key");
+    if (units == 0 || !isfinite(seconds) || seconds <= 0 || !isfinite((double)units / seconds))
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "perfmodel: bad sample of %llu units in %g s",
+                         (unsigned long long)units, seconds);
+    pthread_mutex_lock(&m->lock);
+    perf_entry *e = find_or_add(m, kernel, device);
+    if (!e) {
+        st = clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "perfmodel: out of memory");
+        goto out;
     }
     if (!e->seen)
         e->seen = 1; /* the cold sample: builds, first touch, cold caches */
@@ -423,6 +652,48 @@ clf_status clf__perf_record(clf__perf_model *m, const char *kernel, const char *
 out:
     pthread_mutex_unlock(&m->lock);
     return st;
+}
+
+clf_status clf__perf_record_chunks(clf__perf_model *m, const char *kernel, const char *device,
+                                   const clf__perf_chunk *c, size_t n)
+{
+    clf_status st = CLF_SUCCESS;
+    if (!m || !kernel || !device || (!c && n))
+        return clf__fail(CLF_ERROR_NULL_POINTER, "perfmodel: NULL model, key or samples");
+    if (n == 0)
+        return CLF_SUCCESS;
+    pthread_mutex_lock(&m->lock);
+    perf_entry *e = find_or_add(m, kernel, device);
+    if (!e) {
+        st = clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "perfmodel: out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (c[i].units == 0 || !isfinite(c[i].seconds) || c[i].seconds <= 0)
+            continue;
+        if (!e->cseen)
+            e->cseen = 1; /* the cold chunk: builds, first touch, cold caches */
+        else
+            push_chunk(e, c[i].units, c[i].seconds);
+    }
+out:
+    pthread_mutex_unlock(&m->lock);
+    return st;
+}
+
+int clf__perf_get(clf__perf_model *m, const char *kernel, const char *device, clf__perf_fit *out)
+{
+    int known = 0;
+    if (!m || !kernel || !device || !out)
+        return 0;
+    pthread_mutex_lock(&m->lock);
+    const perf_entry *e = find(m, kernel, device, key_hash(kernel, device));
+    if (e && (e->n > 0 || e->nc > 0)) {
+        entry_fit(e, out);
+        known = 1;
+    }
+    pthread_mutex_unlock(&m->lock);
+    return known;
 }
 
 int clf__perf_weight(clf__perf_model *m, const char *kernel, const char *device,
@@ -643,13 +914,23 @@ clf_status clf_perf_model_json(char **out, const char *cache_dir)
     size_t k = 0;
     for (size_t i = 0; i < m->ne; i++) {
         const perf_entry *e = &m->e[i];
-        if (e->n == 0)
+        clf__perf_fit f;
+        if (e->n == 0 && e->nc == 0)
             continue;
+        entry_fit(e, &f);
         clf__sb_printf(&b, k++ ? ",\n{\"kernel\":" : "\n{\"kernel\":");
         clf__sb_json_string(&b, e->kernel);
         clf__sb_printf(&b, ",\"device\":");
         clf__sb_json_string(&b, e->device);
-        clf__sb_printf(&b, ",\"samples\":%u,\"units_per_s\":%.6g}", e->n, median(e));
+        /* null, not 0, where nothing is known: 0 would read as a measured value. */
+        clf__sb_printf(&b, ",\"samples\":%u,\"units_per_s\":", e->n);
+        clf__sb_printf(&b, e->n ? "%.6g" : "null", f.units_per_s);
+        clf__sb_printf(&b, ",\"iqr_units_per_s\":");
+        clf__sb_printf(&b, e->n ? "%.6g" : "null", f.iqr);
+        clf__sb_printf(&b, ",\"chunks\":%u,\"rate_units_per_s\":", e->nc);
+        clf__sb_printf(&b, f.rate > 0 ? "%.6g" : "null", f.rate);
+        clf__sb_printf(&b, ",\"fixed_us\":");
+        clf__sb_printf(&b, f.fixed_s >= 0 ? "%.6g}" : "null}", f.fixed_s * 1e6);
     }
     clf__sb_printf(&b, "\n]}");
     if (b.oom) {
