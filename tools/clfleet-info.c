@@ -944,19 +944,25 @@ static int print_perf(int json)
         wd = (int)strlen(r->device) > wd ? (int)strlen(r->device) : wd;
     }
     /* Kernels learn work items per second; clBLAST GEMMs (keys without a program hash,
-     * "clblast-sgemm") learn MFLOP per second: two tables, so that no column mixes them. */
-    for (int gemm = 0; gemm < 2; gemm++) {
+     * "clblast-sgemm") learn MFLOP per second; a device's links ("link:h2d", "link:d2h")
+     * bytes per second: three tables, so that no column mixes them. */
+    static const char *const title[3] = {"", "\nGEMMs through clBLAST\n",
+                                         "\nHost-device links (transfers' profiled time)\n"};
+    static const char *const first[3] = {"kernel@program", "routine", "link"};
+    static const char *const unit[3] = {"items/s", "MFLOP/s", "bytes/s"};
+    for (int kind = 0; kind < 3; kind++) {
         size_t k = 0;
         for (size_t i = 0; i < nrows; i++) {
             perf_row *r = &rows[i];
-            if ((strncmp(r->kernel, "clblast-", 8) == 0 && !strchr(r->kernel, '@')) != gemm)
+            int is = strncmp(r->kernel, "link:", 5) == 0                              ? 2
+                     : strncmp(r->kernel, "clblast-", 8) == 0 && !strchr(r->kernel, '@') ? 1
+                                                                                         : 0;
+            if (is != kind)
                 continue;
             if (k++ == 0)
-                printf("%s  %-*s  %-*s  %7s  %12s  %7s  %6s  %9s\n",
-                       gemm ? "\nGEMMs through clBLAST\n" : "", wk,
-                       gemm ? "routine" : "kernel@program", wd, "device|driver|compute units",
-                       "samples", gemm ? "MFLOP/s" : "items/s", "spread", "chunks",
-                       "fixed us");
+                printf("%s  %-*s  %-*s  %7s  %12s  %7s  %6s  %9s\n", title[kind], wk,
+                       first[kind], wd, "device|driver|compute units", "samples", unit[kind],
+                       "spread", "chunks", "fixed us");
             char sp[32] = "-", sp2[32] = "-", fx[32] = "-";
             if (!isnan(r->speed))
                 snprintf(sp, sizeof sp, "%.4g", r->speed);

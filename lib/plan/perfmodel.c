@@ -915,7 +915,9 @@ clf_status clf_perf_model_json(char **out, const char *cache_dir)
     for (size_t i = 0; i < m->ne; i++) {
         const perf_entry *e = &m->e[i];
         clf__perf_fit f;
-        if (e->n == 0 && e->nc == 0)
+        /* Listed once a launch sample is known, as before the chunk lines: a first launch
+         * (its launch sample dropped as cold) leaves only chunks, and no speed to show. */
+        if (e->n == 0)
             continue;
         entry_fit(e, &f);
         clf__sb_printf(&b, k++ ? ",\n{\"kernel\":" : "\n{\"kernel\":");
@@ -923,10 +925,8 @@ clf_status clf_perf_model_json(char **out, const char *cache_dir)
         clf__sb_printf(&b, ",\"device\":");
         clf__sb_json_string(&b, e->device);
         /* null, not 0, where nothing is known: 0 would read as a measured value. */
-        clf__sb_printf(&b, ",\"samples\":%u,\"units_per_s\":", e->n);
-        clf__sb_printf(&b, e->n ? "%.6g" : "null", f.units_per_s);
-        clf__sb_printf(&b, ",\"iqr_units_per_s\":");
-        clf__sb_printf(&b, e->n ? "%.6g" : "null", f.iqr);
+        clf__sb_printf(&b, ",\"samples\":%u,\"units_per_s\":%.6g,\"iqr_units_per_s\":%.6g", e->n,
+                       f.units_per_s, f.iqr);
         clf__sb_printf(&b, ",\"chunks\":%u,\"rate_units_per_s\":", e->nc);
         clf__sb_printf(&b, f.rate > 0 ? "%.6g" : "null", f.rate);
         clf__sb_printf(&b, ",\"fixed_us\":");

@@ -47,6 +47,14 @@ typedef struct clf__perf_fit {
     unsigned samples, chunks;
 } clf__perf_fit;
 
+/*
+ * Keys of a device's links (the "kernel" of an entry whose units are bytes): host to device
+ * and back, learned from the transfers' profiled time in every launch. No kernel key can
+ * take these: ':' is in no OpenCL identifier, and a GEMM's key ("clblast-sgemm") has none.
+ */
+#define CLF__PERF_LINK_H2D "link:h2d"
+#define CLF__PERF_LINK_D2H "link:d2h"
+
 typedef struct clf__perf_model clf__perf_model;
 
 /*
