@@ -1006,11 +1006,12 @@ typedef struct clf_arg {
 #define CLF_OUT_PER_GROUP(host, bytes, bytes_per_group) \
     CLF__ARG(CLF_ARG_KIND_OUT_PER_GROUP, 0, host, bytes, bytes_per_group, 0, 0)
 /**
- * \brief The whole array on every device, kept between launches while unchanged.
- * Read only: the kernel parameter must be `__constant` or a pointer to `const`,
- * else the launch fails with CLF_ERROR_INVALID_ARGUMENT before any work runs
- * (writes would be lost). Drivers without kernel argument information are not
- * checked.
+ * \brief The whole array on every device, read only. The copies are kept between
+ * launches while the host array is unchanged when the kernel parameter is
+ * `__constant` or a pointer to `const`, or when clfleet's scan of the program
+ * source sees the kernel only read it; otherwise they are uploaded for each
+ * launch. A kernel that stores through it is the caller's bug (the stores are
+ * lost): the launch runs and clfleet logs a warning, once per program.
  */
 #define CLF_BROADCAST(host, bytes) CLF__ARG(CLF_ARG_KIND_BROADCAST, 0, host, bytes, 0, 0, 0)
 /** \brief A task's whole input array of \p bytes (clf_taskq_submit()). */
@@ -1166,12 +1167,32 @@ typedef struct clf_launch_report {
  * 0 (the chunk's start is CLF_CHUNK_OFFSET(d)); in a program that names
  * get_global_size() or get_num_groups() (or includes a file), every kernel
  * function gets a hidden last parameter with the range's sizes, which
- * clfleet sets. Those two built-ins then work only in kernel functions (a
- * helper that calls them fails to build, with a hint: pass the value on), and
- * a kernel whose definition clfleet cannot find in the source (made by a
- * macro) is refused with CLF_ERROR_UNSUPPORTED when it would run in more than
- * one chunk. Each device is driven by its own host thread; the next chunk's
- * input moves on the transfer queue while the current one computes.
+ * clfleet sets, and so does every helper function that calls them (directly
+ * or through other helpers or macros), each call passing it on: they work in
+ * helpers as in kernels. Only a function clfleet cannot find in the source (in
+ * an included file, or made by a macro) lacks it: a helper there that calls
+ * them fails to build, with a hint, and such a kernel is refused with
+ * CLF_ERROR_UNSUPPORTED when it would run in more than one chunk. Each device
+ * is driven by its own host thread; the next chunk's input moves on the
+ * transfer queue while the current one computes.
+ *
+ * The result: each output element is computed by one device, with the
+ * built-in values it has on one device. On identical devices (one model and
+ * driver) every element is bit for bit the one-device run's, for every
+ * strategy; a float CLF_REDUCE aside, whose sums depend on how the range was
+ * cut. On mixed devices each element has its device's float behaviour (fused
+ * multiply-add contraction, division and sqrt precision, fast-math), so
+ * results may differ from one device, and between runs, in the last bits.
+ * For reproducible floats
+ * build with -cl-fp32-correctly-rounded-divide-sqrt and no fast-math options,
+ * and put `#pragma OPENCL FP_CONTRACT OFF` in the source; or keep the kernel
+ * on one device type: desc.devices listing only devices of that
+ * clf_device_info.type, or a fleet made with a `type=` selection.
+ *
+ * A CLF_BROADCAST parameter need not be const: its device copies are kept
+ * across launches only when the parameter is const or __constant or a scan
+ * of the source sees it only read, else uploaded for each launch; a kernel
+ * that stores through one is logged (a warning), not refused.
  *
  * A device that fails (an enqueue, a chunk, a transfer or an allocation
  * fails with a device error) stops; its unfinished chunks run on the others,

@@ -214,6 +214,24 @@ $lint < "$tmp.overhead" || { echo "FAIL: overhead: invalid JSON"; cat "$tmp.over
 [ "$(grep -c '"ratio_to_raw": [0-9]' "$tmp.overhead")" -eq 10 ] ||
     { echo "FAIL: overhead: want 10 ratios"; cat "$tmp.overhead"; exit 1; }
 
+# A first compile says so on stderr (a cold binary cache: the tool would otherwise sit silent
+# for seconds); a warm one says nothing; other info messages stay quiet.
+mkdir -p "$tmp.cache"
+trap 'rm -rf "$tmp".*' EXIT
+for run in cold warm; do
+    CLFLEET_CACHE_DIR=$tmp.cache CLFLEET_LOG= $bench overhead --quick --reps 1 > /dev/null \
+        2> "$tmp.err" || { cat "$tmp.err"; echo "FAIL: overhead ($run cache)"; exit 1; }
+    notes=$(grep -c 'compiling program .* can take seconds' "$tmp.err")
+    if [ $run = cold ] && [ "$notes" -lt 1 ]; then
+        cat "$tmp.err"; echo "FAIL: a first compile printed no note"; exit 1
+    fi
+    if [ $run = warm ] && [ "$notes" -ne 0 ]; then
+        cat "$tmp.err"; echo "FAIL: a cached program printed a compile note"; exit 1
+    fi
+    grep -v 'can take seconds' "$tmp.err" | grep -q '^clfleet: ' &&
+        { cat "$tmp.err"; echo "FAIL: info messages other than the notes on stderr"; exit 1; }
+done
+
 # stencil: the four forms, each with its bytes (the bench checks the results bit for bit).
 $bench stencil --quick --json > "$tmp.stencil" 2> "$tmp.err" ||
     { cat "$tmp.err"; echo "FAIL: stencil"; exit 1; }

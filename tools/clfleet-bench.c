@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "clfleet.h"
+#include "notes.h"
 #include "bench.h"
 #include "json.h"
 #include "plot.h"
@@ -1367,6 +1368,7 @@ static int usage_error(void)
 
 int main(int argc, char **argv)
 {
+    clf_tool_show_slow_steps();
     /* Options before the command: only --help and --version ("+": stop at the command). */
     static const struct option global[] = {{"help", no_argument, NULL, 'h'},
                                            {"version", no_argument, NULL, 'V'},

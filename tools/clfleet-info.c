@@ -9,6 +9,7 @@
 
 #include "clfleet.h"
 #include "clfleet/opencl.h"
+#include "notes.h"
 #include "json.h"
 
 static void usage(FILE *to)
@@ -1044,6 +1045,7 @@ static int clear_cache(void)
 
 int main(int argc, char **argv)
 {
+    clf_tool_show_slow_steps();
     static const struct option options[] = {
         {"json", no_argument, NULL, 'j'},
         {"devices", required_argument, NULL, 'd'},

@@ -110,9 +110,14 @@ clf_status clf__budgets(clf__launch *L, uint64_t *max_units)
 
 /* ---- weights and strategy ------------------------------------------------------------- */
 
-void clf__perf_device_key(const struct clf__device *d, char *buf, size_t n)
+void clf__perf_device_key(const clf_fleet *fl, size_t dev, char *buf, size_t n)
 {
-    snprintf(buf, n, "%s|%s|cu=%u", d->info.name, d->info.driver_version, d->info.compute_units);
+    const struct clf__device *d = &fl->dev[dev];
+    int k = snprintf(buf, n, "%s|%s|cu=%u", d->info.name, d->info.driver_version,
+                     d->info.compute_units);
+    /* A device simulated slower ($CLFLEET_SIMULATE) is learned under a key of its own. */
+    if (k >= 0 && (size_t)k < n)
+        clf__sim_key(fl, dev, buf + k, n - (size_t)k);
 }
 
 static void kernel_key(const clf__launch *L, char *buf, size_t n)
@@ -150,7 +155,7 @@ static int choose_weights(clf__launch *L, char *reason, size_t n)
     double learned[CLF_MAX_LAUNCH_DEVICES];
     kernel_key(L, kkey, sizeof kkey);
     for (size_t i = 0; i < L->ndev; i++) {
-        clf__perf_device_key(&L->fl->dev[L->dev[i]], dkeys[i], sizeof dkeys[i]);
+        clf__perf_device_key(L->fl, L->dev[i], dkeys[i], sizeof dkeys[i]);
         dk[i] = dkeys[i];
     }
     clf__perf_model *m = clf__fleet_perf(L->fl);
@@ -183,7 +188,7 @@ int clf__device_weights(clf_fleet *fl, const char *kernel, const size_t *dev, si
     int learned = 0;
     if (keys) {
         for (size_t i = 0; i < ndev; i++) {
-            clf__perf_device_key(&fl->dev[dev[i]], keys[i], sizeof keys[i]);
+            clf__perf_device_key(fl, dev[i], keys[i], sizeof keys[i]);
             dk[i] = keys[i];
         }
         learned = clf__perf_weights_named(m, kernel, ndev, dk, w) == ndev;
@@ -374,6 +379,36 @@ static size_t too_small(clf__launch *L, const uint64_t *max_units, char *why, si
     return best;
 }
 
+/*
+ * STATIC leaves out a device whose share by speed is under CLF__STATIC_MIN_SHARE (not the
+ * fastest; user weights are the user's): it could shorten the launch by at most that share,
+ * while its fixed share makes it the last to finish as soon as its measured speed is a little
+ * high (a CPU next to a GPU 50x faster: 2.6 % of the work for a 2 % speed made the launch
+ * 1.3x the GPU alone). Said in the reason.
+ */
+#define CLF__STATIC_MIN_SHARE 0.05
+
+static void drop_minor(clf__launch *L, clf_launch_report *rep)
+{
+    double wsum = 0, wmax = 0;
+    for (size_t i = 0; i < L->ndev; i++) {
+        wsum += L->weights[i];
+        wmax = L->weights[i] > wmax ? L->weights[i] : wmax;
+    }
+    if (!(wsum > 0))
+        return;
+    for (size_t i = 0; i < L->ndev; i++) {
+        double share = L->weights[i] / wsum;
+        if (L->weights[i] <= 0 || L->weights[i] == wmax || share >= CLF__STATIC_MIN_SHARE)
+            continue;
+        L->weights[i] = 0;
+        size_t len = strlen(rep->reason);
+        snprintf(rep->reason + len, sizeof rep->reason - len,
+                 "; device %zu left out (its share by speed, %.1f %%, is under %.0f %%)",
+                 L->dev[i], share * 100, CLF__STATIC_MIN_SHARE * 100);
+    }
+}
+
 clf_status clf__choose_strategy(clf__launch *L, const uint64_t *max_units,
                                 clf_launch_report *rep)
 {
@@ -434,6 +469,8 @@ clf_status clf__choose_strategy(clf__launch *L, const uint64_t *max_units,
     } else {
         snprintf(rep->reason, sizeof rep->reason, "%s; %s", clf_strategy_name(s), wreason);
     }
+    if (s == CLF_STRATEGY_STATIC && L->desc.weights_mode != CLF_WEIGHTS_USER && !L->small)
+        drop_minor(L, rep);
     if (L->reason_tail) {
         size_t len = strlen(rep->reason);
         snprintf(rep->reason + len, sizeof rep->reason - len, "; %s", L->reason_tail);
@@ -467,7 +504,7 @@ void clf__learn(clf__launch *L)
                 double x = (double)w->rep.units * L->learn_scale;
                 work = x >= 1 ? (uint64_t)llround(x) : 1;
             }
-            clf__perf_device_key(w->d, dkey, sizeof dkey);
+            clf__perf_device_key(L->fl, w->d->index, dkey, sizeof dkey);
             clf__perf_record(m, kkey, dkey, work, t);
             /* Its chunks, for the line (a plane's work per unit scales them as above). */
             size_t nc = w->ncsamp < CLF__PERF_CHUNKS ? w->ncsamp : CLF__PERF_CHUNKS;

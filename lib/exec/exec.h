@@ -241,6 +241,10 @@ typedef struct clf__launch {
     clf__part_strategy part_strategy;
     clf__part *part;
     struct clf__bcast *bcast[CLF__MAX_ARGS]; /* cache entries of broadcast arguments */
+    /* A broadcast whose parameter the kernel may write (not const, and the source scan saw
+     * a store or could not tell): its entry is the launch's own, uploaded for this launch
+     * and released at its end (check.c decides, launch.c owns it). */
+    unsigned char bcast_fresh[CLF__MAX_ARGS];
     unsigned char *red_acc[CLF__MAX_ARGS];   /* reductions combined so far */
     double t0;
 
@@ -297,6 +301,10 @@ double clf__kernel_unit_s(clf__launch *L, int set, double value);
  * (fleetstate.c). */
 clf_status clf__bcast_entry(clf_fleet *fl, clf__exec_state *X, const clf_arg *a,
                             struct clf__bcast **out);
+/* A broadcast entry outside the cache, for one launch (empty: uploaded per device as the
+ * cached ones are); clf__bcast_free() releases it and its device copies. */
+clf_status clf__bcast_fresh(clf_fleet *fl, const clf_arg *a, struct clf__bcast **out);
+void clf__bcast_free(clf_fleet *fl, struct clf__bcast *b);
 /* Turns (fleetstate.c): take the next ticket, wait until it is served, serve the next. */
 uint64_t clf__new_ticket(clf__exec_state *X);
 void clf__take_turn(clf__exec_state *X, uint64_t ticket);
@@ -318,8 +326,9 @@ struct clf__perf_model *clf__fleet_perf(clf_fleet *fl);
  * as launches guess before they have measured (0). */
 int clf__device_weights(clf_fleet *fl, const char *kernel, const size_t *dev, size_t ndev,
                         double *w);
-/* A device's key in the throughput model: name, driver version and compute units. */
-void clf__perf_device_key(const struct clf__device *d, char *buf, size_t n);
+/* Fleet device dev's key in the throughput model: name, driver version and compute units, and
+ * its $CLFLEET_SIMULATE rule when it has one (clf__sim_key()). */
+void clf__perf_device_key(const clf_fleet *fl, size_t dev, char *buf, size_t n);
 /* Bytes of device memory the launch needs per device: fixed part and per unit. */
 void clf__launch_footprint(const clf__launch *L, uint64_t *fixed, uint64_t *per_unit,
                            uint64_t *halo_units);

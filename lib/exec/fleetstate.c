@@ -89,6 +89,30 @@ out:
     return st;
 }
 
+clf_status clf__bcast_fresh(clf_fleet *fl, const clf_arg *a, struct clf__bcast **out)
+{
+    struct clf__bcast *b = calloc(1, sizeof *b);
+    if (b && !(b->mem = calloc(fl->ndev, sizeof *b->mem))) {
+        free(b);
+        b = NULL;
+    }
+    if (!b)
+        return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "broadcast: out of memory");
+    b->host = a->host;
+    b->size = a->size;
+    *out = b;
+    return CLF_SUCCESS;
+}
+
+void clf__bcast_free(clf_fleet *fl, struct clf__bcast *b)
+{
+    if (!b)
+        return;
+    bcast_release(fl, b);
+    free(b->mem);
+    free(b);
+}
+
 /* ---- the launch state on the fleet ---------------------------------------------------- */
 
 static void *exec_state_create(clf_fleet *fl)

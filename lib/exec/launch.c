@@ -68,6 +68,7 @@ static void note_idle(const clf__launch *L, clf_launch_report *rep)
     for (size_t i = 0; i < L->ndev; i++) {
         const clf_device_report *r = &rep->dev[i];
         if (r->units || r->failed || L->excluded[i] || L->held[i] || L->small ||
+            L->weights[i] <= 0 || /* left out by weight: the reason says why */
             !clf__part_eligible(L->part, i))
             continue;
         if (len < sizeof list)
@@ -79,8 +80,7 @@ static void note_idle(const clf__launch *L, clf_launch_report *rep)
         return;
     size_t at = strlen(rep->reason);
     snprintf(rep->reason + at, sizeof rep->reason - at,
-             "; device%s %s took no work (too slow to help: its share of what was left stayed "
-             "under one chunk while a faster device ran)",
+             "; device%s %s took no work (too slow to help)",
              n > 1 ? "s" : "", list);
 }
 
@@ -270,7 +270,9 @@ clf_status clf__exec_run(clf__launch *L, clf_launch_report *rep)
                                   L->weights, max_units, &pp));
     for (size_t i = 0; i < L->nargs; i++) {
         const clf_arg *a = &L->args[i];
-        if (a->kind == CLF_ARG_KIND_BROADCAST)
+        if (a->kind == CLF_ARG_KIND_BROADCAST && L->bcast_fresh[i])
+            CLF__TRY(st, clf__bcast_fresh(L->fl, a, &L->bcast[i]));
+        else if (a->kind == CLF_ARG_KIND_BROADCAST)
             CLF__TRY(st, clf__bcast_entry(L->fl, L->X, a, &L->bcast[i]));
         if (a->kind == CLF_ARG_KIND_REDUCE) {
             size_t es = clf_type_size((clf_type)a->type);
@@ -341,8 +343,13 @@ out:
     for (size_t i = 0; i < L->ndev; i++)
         if (L->w[i].L)
             clf__worker_fini(&L->w[i]);
-    for (size_t i = 0; i < L->nargs; i++)
+    for (size_t i = 0; i < L->nargs; i++) {
         free(L->red_acc[i]);
+        if (L->bcast_fresh[i]) { /* the launch's own copies, after its kernels are gone */
+            clf__bcast_free(L->fl, L->bcast[i]);
+            L->bcast[i] = NULL;
+        }
+    }
     clf__part_destroy(L->part);
     L->part = NULL;
     return st;

@@ -473,6 +473,8 @@ clf_status clf_fleet_create(clf_fleet **out, const clf_fleet_options *opts)
     CLF__TRY(st, clf__fault_init(fl));
     CLF__TRY(st, clf__xfer_init(fl, opts->transfer));
     CLF__TRY(st, clf__metrics_init(fl, opts->trace));
+    /* After the transfer layer, which finds the devices that cannot be simulated. */
+    CLF__TRY(st, clf__sim_init(fl));
 
     /* Parsed whether or not this fleet caches, so that a bad value is reported the first
      * time, not when some later program turns the cache on. */
@@ -511,6 +513,8 @@ static void fleet_free(clf_fleet *fl)
             if (q[k])
                 clFinish(q[k]);
     }
+    /* The simulation's timer holds no event of the fleet's after this (simulate.h). */
+    clf__sim_fini(fl);
     /* PoCL 3.1's worker threads still finalize a command's event just after clFinish() has
      * returned: they release it, reading its queue and that queue's device. Releasing the
      * queues, contexts or sub-devices before they are done crashes them (SIGSEGV in

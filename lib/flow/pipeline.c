@@ -162,6 +162,21 @@ static clf_status stage_setup(clf_pipeline *pl, size_t si, const clf_stage_desc 
      * (core/argcheck.c), before any is set: PoCL crashes on a value for a pointer. */
     if (st == CLF_SUCCESS)
         st = clf__check_args(call, d->program, d->kernel, s->k, s->dev, 2, d->args, d->nargs, 0);
+    /* A broadcast is one buffer for the pipeline's life, as a plain OpenCL program would
+     * hold it: a parameter that is not const may be written (the user's bug, each batch then
+     * sees the last one's stores), which the source scan (core/rangearg.c) can tell. */
+    for (size_t a = 0; a < d->nargs && st == CLF_SUCCESS; a++) {
+        cl_kernel_arg_address_qualifier aq;
+        cl_kernel_arg_type_qualifier tq;
+        char name[128];
+        if (d->args[a].kind == CLF_ARG_KIND_BROADCAST &&
+            clf__kernel_param(s->k, 2 + a, &aq, &tq, name, sizeof name) &&
+            aq != CL_KERNEL_ARG_ADDRESS_CONSTANT && !(tq & CL_KERNEL_ARG_TYPE_CONST) &&
+            clf__source_param_stores(d->program->source, d->kernel, 2 + a) == 2)
+            clf__log(CLF_LOG_WARN, "%s: kernel '%s' stores through parameter %zu '%s', given "
+                     "as a broadcast (CLF_BROADCAST: read only, uploaded once): each batch "
+                     "sees the stores of the batches before it", call, d->kernel, 2 + a, name);
+    }
     if (st == CLF_SUCCESS)
         st = clf__check_range(call, d->kernel, d->dims, d->global, d->local, NULL, s->dev, s->k);
     for (int h = 0; h < 2 && st == CLF_SUCCESS; h++) {
@@ -452,14 +467,10 @@ static double busy_time(clf_event *const *ev, size_t n)
 {
     double t = 0;
     for (size_t b = 0; b < n; b++) {
-        cl_ulong t0 = 0, t1 = 0;
+        uint64_t t0 = 0, t1 = 0;
         cl_event e = ev[b] ? clf_cl_event(ev[b]) : NULL;
-        if (e &&
-            clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL) ==
-                CL_SUCCESS &&
-            clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL) ==
-                CL_SUCCESS &&
-            t1 > t0)
+        /* clf__event_profile(): a simulated device's kernel takes its simulated time. */
+        if (e && clf__event_profile(e, &t0, &t1) && t1 > t0)
             t += (double)(t1 - t0) * 1e-9;
     }
     return t;

@@ -197,6 +197,10 @@ struct clf_fleet {
     struct clf__metrics *metrics; /* counters and timeline (metrics.c); NULL: off */
 
     struct clf__fault *fault; /* $CLFLEET_FAULT_INJECT rules (fault.c); NULL: none */
+
+    /* $CLFLEET_SIMULATE rules (observe/simulate.c); NULL: none, and the command path
+     * (core/cmd.c) tests only this. */
+    struct clf__sim *sim;
 };
 
 
@@ -241,6 +245,9 @@ struct clf_program {
     int range_named;
     char **range_kernels;
     size_t nrange_kernels;
+    /* A launch saw the kernel store through a broadcast and said so (exec/check.c: once
+     * per program; atomic). */
+    int bcast_store_warned;
     /* Idle kernels of clf_kernel_enqueue() (core/kernel.c), under that file's lock. */
     struct clf__kernel_idle *idle_kernels;
     /* clf_array_launch()'s variant (core/rangearg.c, program.c): the user's source and
