@@ -521,7 +521,7 @@ void clf__learn(clf__launch *L)
         /* The device's links, whatever the kernel: bytes per second of its transfers'
          * profiled time. Under a MiB a transfer measures its latency more than the link. */
         if (!w->rep.failed) {
-            clf__perf_device_key(w->d, dkey, sizeof dkey);
+            clf__perf_device_key(L->fl, w->d->index, dkey, sizeof dkey);
             if (w->rep.bytes_to_device >= (1u << 20) && w->rep.to_device_s > 0)
                 clf__perf_record(m, CLF__PERF_LINK_H2D, dkey, w->rep.bytes_to_device,
                                  w->rep.to_device_s);

@@ -7,11 +7,8 @@
  * within half a window; an EMA, even clipped to +-50% per update, lets every outlier pull
  * the estimate and needs several samples to recover. Eight doubles per key are nothing.
  *
- * Why Theil-Sen for the chunk line rather than least squares: one chunk that waited behind
- * another process's work is a point far off the line, and least squares follows it (a 10x
- * spike among 16 points moves the fitted fixed cost by more than the true one); the median
- * of pairwise slopes and of residuals ignores it (tests/test_perfmodel.c checks a few
- * percent). At 16 samples the pairs are 120 doubles: nothing to save by anything cleverer.
+ * The chunk line's fit is perffit.c's (Theil-Sen, and why), the file's atomic replacement
+ * perffile.c's.
  *
  * File format, one entry per line, fields separated by tabs:
  *   v2 <kernel> <device> <n> <s1> ... <sn> <m> <u1> <t1> ... <um> <tm>
@@ -24,14 +21,13 @@
  * not exactly of this form, including a last line without its newline, is skipped.
  */
 #ifndef _GNU_SOURCE
-#define _GNU_SOURCE /* newlocale/uselocale, getline, fsync, mkstemp, fchmod */
+#define _GNU_SOURCE /* newlocale/uselocale, getline */
 #endif
 
 #include "perfmodel.h"
 #include "util/util.h" /* clf__cache_default_dir, clf__sb */
 
 #include <errno.h>
-#include <fcntl.h>
 #include <locale.h>
 #include <math.h>
 #include <pthread.h>
@@ -170,66 +166,6 @@ static double median(const perf_entry *e)
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-static void sort_doubles(double *v, size_t n)
-{
-    for (size_t i = 1; i < n; i++) {
-        double x = v[i];
-        size_t j = i;
-        for (; j > 0 && v[j - 1] > x; j--)
-            v[j] = v[j - 1];
-        v[j] = x;
-    }
-}
-
-/* The q-quantile (0..1) of sorted v[0..n), n > 0, interpolated between ranks. */
-static double quantile(const double *v, size_t n, double q)
-{
-    double r = q * (double)(n - 1);
-    size_t lo = (size_t)r;
-    if (lo + 1 >= n)
-        return v[n - 1];
-    return v[lo] + (r - (double)lo) * (v[lo + 1] - v[lo]);
-}
-
-static double median_of(double *v, size_t n)
-{
-    sort_doubles(v, n);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-int clf__perf_line(const clf__perf_chunk *c, size_t n, double *rate, double *fixed_s)
-{
-    double slopes[CLF__PERF_CHUNKS * (CLF__PERF_CHUNKS - 1) / 2], res[CLF__PERF_CHUNKS];
-    size_t ns = 0;
-    if (!c || n < 2)
-        return 0;
-    if (n > CLF__PERF_CHUNKS)
-        n = CLF__PERF_CHUNKS; /* the model never holds more; callers pass its window */
-    for (size_t i = 0; i < n; i++)
-        for (size_t j = i + 1; j < n; j++) {
-            double xi = (double)c[i].units, xj = (double)c[j].units;
-            double lo = xi < xj ? xi : xj, hi = xi < xj ? xj : xi;
-            /* Sizes too close make the slope all noise (a 1% timing jitter over a 1% size
-             * difference is a 100% slope error). */
-            if (lo <= 0 || hi < lo * 1.25)
-                continue;
-            slopes[ns++] = (c[j].seconds - c[i].seconds) / (xj - xi);
-        }
-    if (ns == 0)
-        return 0;
-    double b = median_of(slopes, ns);
-    if (!(b > 0) || !isfinite(b))
-        return 0;
-    for (size_t i = 0; i < n; i++)
-        res[i] = c[i].seconds - b * (double)c[i].units;
-    double a = median_of(res, n);
-    if (rate)
-        *rate = 1 / b;
-    if (fixed_s)
-        *fixed_s = a > 0 ? a : 0;
-    return 1;
-}
-
 /* The entry's chunk samples, oldest first, into out; returns how many. */
 static size_t chunks_in_order(const perf_entry *e, clf__perf_chunk *out)
 {
@@ -283,25 +219,13 @@ static void entry_fit(const perf_entry *e, clf__perf_fit *f)
         f->units_per_s = median(e);
         for (unsigned i = 0; i < e->n; i++)
             v[i] = e->s[i];
-        sort_doubles(v, e->n);
-        f->iqr = quantile(v, e->n, 0.75) - quantile(v, e->n, 0.25);
+        f->iqr = clf__perf_iqr(v, e->n);
     }
     size_t n = chunks_in_order(e, c);
     if (!clf__perf_line(c, n, &f->rate, &f->fixed_s)) {
         f->rate = 0;
         f->fixed_s = -1;
     }
-}
-
-double clf__perf_predict(const clf__perf_fit *f, uint64_t units)
-{
-    if (!f)
-        return -1;
-    if (f->rate > 0 && f->fixed_s >= 0)
-        return f->fixed_s + (double)units / f->rate;
-    if (f->units_per_s > 0)
-        return (double)units / f->units_per_s;
-    return -1;
 }
 
 static char *dup_str(const char *s)
@@ -515,27 +439,6 @@ static int load(clf__perf_model *m, int only_missing)
     }
     fclose(f);
     return 0;
-}
-
-/* Create the directories leading to path (mode 0700); -1 with errno on failure. */
-static int make_parents(const char *path)
-{
-    char *d = dup_str(path);
-    if (!d)
-        return -1;
-    int rc = 0;
-    for (char *c = d + 1; *c; c++) {
-        if (*c != '/')
-            continue;
-        *c = '\0';
-        if (mkdir(d, 0700) != 0 && errno != EEXIST) {
-            rc = -1;
-            break;
-        }
-        *c = '/';
-    }
-    free(d);
-    return rc;
 }
 
 /* The file's lines into b; its numbers in the C locale (clf__sb_printf()), which load()
@@ -763,89 +666,6 @@ size_t clf__perf_weights_named(clf__perf_model *m, const char *name, size_t ndev
     return best;
 }
 
-/* Replace the file at path with buf: temporary file, fsync, rename, fsync of the directory. */
-static clf_status write_atomically(const char *path, const char *buf, size_t len)
-{
-    clf_status st = CLF_SUCCESS;
-    size_t n = strlen(path);
-    char *tmp = NULL;
-    int fd = -1;
-    if (make_parents(path) != 0) {
-        st = clf__fail(CLF_ERROR_IO, "perfmodel: cannot create the directory of '%s': %s", path,
-                       strerror(errno));
-        goto out;
-    }
-    tmp = malloc(n + 8);
-    if (!tmp) {
-        st = clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "perfmodel: out of memory");
-        goto out;
-    }
-    memcpy(tmp, path, n);
-    memcpy(tmp + n, ".XXXXXX", 8);
-    /* mkstemp creates the file 0600 in the target's directory, so rename() is atomic. */
-    fd = mkstemp(tmp);
-    if (fd < 0) {
-        st = clf__fail(CLF_ERROR_IO, "perfmodel: cannot create '%s': %s", tmp, strerror(errno));
-        free(tmp);
-        tmp = NULL;
-        goto out;
-    }
-    /* The exact mode whatever the umask, as for the binary cache. */
-    if (fchmod(fd, 0600) != 0) {
-        st = clf__fail(CLF_ERROR_IO, "perfmodel: cannot chmod '%s': %s", tmp, strerror(errno));
-        goto out;
-    }
-    for (size_t done = 0; done < len;) {
-        ssize_t w = write(fd, buf + done, len - done);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0) {
-            st = clf__fail(CLF_ERROR_IO, "perfmodel: cannot write '%s': %s", tmp,
-                           strerror(w < 0 ? errno : EIO));
-            goto out;
-        }
-        done += (size_t)w;
-    }
-    if (fsync(fd) != 0) {
-        st = clf__fail(CLF_ERROR_IO, "perfmodel: cannot sync '%s': %s", tmp, strerror(errno));
-        goto out;
-    }
-    int rc = close(fd);
-    fd = -1;
-    if (rc != 0 || rename(tmp, path) != 0) {
-        st = clf__fail(CLF_ERROR_IO, "perfmodel: cannot replace '%s': %s", path, strerror(errno));
-        goto out;
-    }
-    free(tmp);
-    tmp = NULL;
-    /* Make the rename itself durable; best effort, as some filesystems refuse it. */
-    char *dir = dup_str(path);
-    if (dir) {
-        char *slash = strrchr(dir, '/');
-        const char *name = ".";
-        if (slash == dir) {
-            name = "/";
-        } else if (slash) {
-            *slash = '\0';
-            name = dir;
-        }
-        int dfd = open(name, O_RDONLY | O_DIRECTORY);
-        if (dfd >= 0) {
-            (void)fsync(dfd);
-            close(dfd);
-        }
-        free(dir);
-    }
-out:
-    if (fd >= 0)
-        close(fd);
-    if (tmp) {
-        unlink(tmp);
-        free(tmp);
-    }
-    return st;
-}
-
 clf_status clf__perf_save(clf__perf_model *m)
 {
     clf_status st = CLF_SUCCESS;
@@ -865,7 +685,7 @@ clf_status clf__perf_save(clf__perf_model *m)
     if (b.oom)
         st = clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "perfmodel: out of memory");
     else
-        st = write_atomically(m->path, b.s ? b.s : "", b.len);
+        st = clf__perf_write_file(m->path, b.s ? b.s : "", b.len);
     free(b.s);
     pthread_mutex_unlock(&m->save_lock);
     return st;

@@ -103,6 +103,16 @@ int clf__perf_get(clf__perf_model *m, const char *kernel, const char *device, cl
  * no line units / units_per_s; -1 when nothing is known. */
 double clf__perf_predict(const clf__perf_fit *f, uint64_t units);
 
+/* The interquartile range of v[0..n) (sorted in place); 0 for n == 0 (perffit.c). */
+double clf__perf_iqr(double *v, size_t n);
+
+/*
+ * Replace the file at path with buf[0..len) atomically (temporary file in the same directory,
+ * fsync, rename), mode 0600, creating missing directories (0700) (perffile.c). Returns
+ * CLF_ERROR_IO with the path and errno text, CLF_ERROR_OUT_OF_HOST_MEMORY.
+ */
+clf_status clf__perf_write_file(const char *path, const char *buf, size_t len);
+
 /* 1 and the estimated units per second in *units_per_s when a warm sample is known, else 0. */
 int clf__perf_weight(clf__perf_model *m, const char *kernel, const char *device,
                      double *units_per_s);
