@@ -1842,7 +1842,8 @@ typedef struct clf_pipeline_options {
     unsigned version; /**< CLF_PIPELINE_OPTIONS_VERSION */
     /** Nonzero: one batch at a time through all the stages, no overlap (a baseline). */
     int serial;
-    clf_pipeline_result_fn on_result; /**< or NULL; runs on a clfleet thread */
+    /** or NULL; runs on the thread that called clf_pipeline_run() */
+    clf_pipeline_result_fn on_result;
     void *user;                       /**< passed to on_result */
 } clf_pipeline_options;
 
@@ -1896,7 +1897,9 @@ CLF_API clf_status clf_pipeline_create(clf_pipeline **out, clf_fleet *fleet,
  * \brief Push \p nbatches batches through the stages; blocks until the last
  * result is on the host.
  *
- * One host thread per stage; batch b of stage s runs while stage s+1 works on
+ * The stages on each device are driven by the fleet's thread for that device
+ * (the calling thread for the last stage's device, where on_result runs); no
+ * thread is started. Batch b of stage s runs while stage s+1 works on
  * batch b-1, the transfers between stages (clf_copy_async) overlapping both.
  * \param in nbatches x the first stage's in_bytes
  * \param out nbatches x the last stage's out_bytes, in batch order
@@ -2070,6 +2073,32 @@ typedef enum clf_array_dist {
 /** \brief clf_array_desc.flags: the halo wraps around (the first part's halo before is the
  *  last units of the array, the last part's halo after its first units). */
 #define CLF_ARRAY_PERIODIC (1u << 0)
+/**
+ * \brief clf_array_desc.flags (CLF_ARRAY_BLOCK, not a window): move the parts between
+ * launches when the measured speeds say it pays.
+ *
+ * clf_array_launch() times each part's kernels (their profiling events, read once they have
+ * completed, never waited for). Before a launch, once the kernel has 3 steps measured since
+ * the last move, it takes each device's speed (units per second, the median of the last 5
+ * steps of each kernel: one spike moves nothing; the kernels launched over the array
+ * combined as if each ran once a step) and predicts the step (the slowest part's kernel
+ * time, plus a cost per part boundary for the halo copies) with the current parts and with
+ * parts proportional to the speeds, without the devices that would slow the step down
+ * (their share is narrower than the halo, or the others finish it sooner than their part
+ * plus their halo exchange). It moves the block arrays of the launch
+ * (clf_array_redistribute()'s copies, device to device) only when the new step is at least
+ * 10 % shorter and 10 steps of the gain exceed the predicted cost of the move (bytes that
+ * change device over the bandwidth measured by the last move, 1 GB/s before one), and
+ * never twice within 10 steps (launches of the first kernel launched after the move). A
+ * move is on trial until the new parts are measured: if the step got 10 % longer than
+ * before it (devices that slow each other down, such as sub-devices of one CPU), the parts
+ * move back and stay for 50 steps. Every block array of the launch must carry the flag (they move together, so that they
+ * stay cut alike); one left behind by a move of a launch it was not in is moved to the cut
+ * of the first block array of the next launch it is in. A device dropped by a move does not
+ * come back. clf_array_part_info() gives the new parts; clf_array_balance_info() says what
+ * was decided and why. A move waits on the host for the arrays' queued work.
+ */
+#define CLF_ARRAY_REBALANCE (1u << 1)
 
 /** \brief What clf_array_create() makes; fill with CLF_ARRAY_DESC_INIT. */
 typedef struct clf_array_desc {
@@ -2082,7 +2111,10 @@ typedef struct clf_array_desc {
     size_t shape[3];
     clf_array_dist dist; /**< how the units are cut */
     /** CLF_ARRAY_BLOCK: CLF_WEIGHTS_EQUAL, CLF_WEIGHTS_USER (weights) or CLF_WEIGHTS_LEARNED
-     *  (the devices' measured speed on \p kernel, else compute units x clock). */
+     *  (the devices' measured speed on \p kernel, else compute units x clock; a device
+     *  whose share would be narrower than the halo, or, with measured speeds, that the
+     *  others would outrun on its share once its halo copies are counted, gets no part:
+     *  clf_array_balance_info() says which and why). */
     clf_weights weights_mode;
     const double *weights; /**< CLF_WEIGHTS_USER: one per device, >= 0, not all 0 */
     const char *kernel;    /**< CLF_WEIGHTS_LEARNED: whose measured speed, or NULL */
@@ -2090,7 +2122,7 @@ typedef struct clf_array_desc {
     size_t num_devices;    /**< entries of devices */
     size_t halo_before;    /**< CLF_ARRAY_BLOCK: units held before each part */
     size_t halo_after;     /**< CLF_ARRAY_BLOCK: units held after each part */
-    unsigned flags;        /**< CLF_ARRAY_PERIODIC */
+    unsigned flags;        /**< CLF_ARRAY_PERIODIC, CLF_ARRAY_REBALANCE */
     size_t block_size;     /**< CLF_ARRAY_BLOCK_CYCLIC: units per block (0: 1) */
     /**
      * Version 2, a window (CLF_ARRAY_BLOCK only): the array is the units
@@ -2166,6 +2198,30 @@ CLF_API size_t clf_array_part_count(const clf_array *arr);
  * \return CLF_SUCCESS, CLF_ERROR_NULL_POINTER or CLF_ERROR_OUT_OF_RANGE
  */
 CLF_API clf_status clf_array_part_info(clf_array_part *out, const clf_array *arr, size_t part);
+
+/** \brief What clf_array_balance_info() reports: the array's balancing decisions. */
+typedef struct clf_array_balance {
+    size_t migrations; /**< moves made by CLF_ARRAY_REBALANCE since creation */
+    size_t samples;    /**< steps measured since the last move (or creation) */
+    /** Predicted step in seconds with the current parts (the slowest part's kernel time
+     *  plus the halo copies' estimate), 0 before 3 steps are measured. */
+    double step_s;
+    /** Predicted step with the parts the measured speeds call for (0: as step_s). */
+    double best_s;
+    /** The last decision in words: devices left without a part at creation and why, a
+     *  move and its figures, or why the parts stayed. */
+    char why[320];
+    uint64_t reserved[4]; /**< zero */
+} clf_array_balance;
+
+/**
+ * \brief What the array's balancing decided (CLF_WEIGHTS_LEARNED devices left out,
+ * CLF_ARRAY_REBALANCE moves).
+ * \param out receives the figures
+ * \param arr the array
+ * \return CLF_SUCCESS or CLF_ERROR_NULL_POINTER
+ */
+CLF_API clf_status clf_array_balance_info(clf_array_balance *out, const clf_array *arr);
 
 /** \brief Access flags of clf_array_map() and clf_buffer_map(). */
 enum {

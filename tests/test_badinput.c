@@ -353,6 +353,10 @@ static void r_fleet_create_env(void)
         {"CLFLEET_TRANSFER_STAGING", "banana", CLF_ERROR_PARSE},
         {"CLFLEET_STRATEGY", "banana", CLF_ERROR_PARSE}, /* at creation, not the 1st launch */
         {"CLFLEET_STRATEGY", "static;dynamic", CLF_ERROR_PARSE},
+        {"CLFLEET_THREADPOOL_SIZE", "banana", CLF_ERROR_PARSE},
+        {"CLFLEET_THREADPOOL_SIZE", "0", CLF_ERROR_PARSE},
+        {"CLFLEET_THREADPOOL_SIZE", "65", CLF_ERROR_PARSE}, /* more than CLF__POOL_MAX */
+        {"CLFLEET_THREADPOOL_SIZE", "-1", CLF_ERROR_PARSE},
         {"CLFLEET_LOG", "verbose", CLF_ERROR_PARSE},
         {"CLFLEET_LOG", "warn,debug", CLF_ERROR_PARSE},
         {"CLFLEET_TRACE", "/no/such/directory/t.json", CLF_ERROR_IO},
@@ -1726,6 +1730,8 @@ static void r_array_create(void)
     BAD(clf_array_create(&a, F, &b), CLF_ERROR_INVALID_ARGUMENT);
     b = d, b.halo_before = 65;
     BAD(clf_array_create(&a, F, &b), CLF_ERROR_INVALID_ARGUMENT);
+    b = d, b.dist = CLF_ARRAY_REPLICATED, b.flags = CLF_ARRAY_REBALANCE;
+    BAD(clf_array_create(&a, F, &b), CLF_ERROR_INVALID_ARGUMENT);
     NEUTRAL(a == NULL);
 }
 static void r_array_destroy(void)
@@ -1744,6 +1750,14 @@ static void r_array_part_info(void)
     BAD(clf_array_part_info(&pi, NULL, 0), CLF_ERROR_NULL_POINTER);
     BAD(clf_array_part_info(&pi, a, clf_array_part_count(a)), CLF_ERROR_OUT_OF_RANGE);
     BAD(clf_array_part_info(&pi, a, SIZE_MAX), CLF_ERROR_OUT_OF_RANGE);
+    clf_array_destroy(a);
+}
+static void r_array_balance_info(void)
+{
+    clf_array *a = valid_array(CLF_ARRAY_BLOCK);
+    clf_array_balance bi;
+    BAD(clf_array_balance_info(NULL, a), CLF_ERROR_NULL_POINTER);
+    BAD(clf_array_balance_info(&bi, NULL), CLF_ERROR_NULL_POINTER);
     clf_array_destroy(a);
 }
 /* The box errors of clf_array_write() and clf_array_read(). */
@@ -1955,6 +1969,7 @@ static const row rows[] = {
     ROW(cl_program), ROW(cl_mem), ROW(cl_event),
     ROW(event_from_cl), ROW(event_cl_for), ROW(kernel_enqueue), ROW(kernel_run),
     ROW(array_create), ROW(array_destroy), ROW(array_part_count), ROW(array_part_info),
+    ROW(array_balance_info),
     ROW(array_write), ROW(array_read), ROW(array_map), ROW(array_unmap), ROW(array_finish),
     ROW(array_redistribute), ROW(array_reduce), ROW(array_launch), ROW(array_exchange),
     ROW(array_read_units), ROW(array_write_halo),

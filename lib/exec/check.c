@@ -356,7 +356,7 @@ static clf_status choose_devices(clf__launch *L)
 /*
  * Which broadcasts the kernel may write, so that their copies are not kept between launches
  * (exec.h, bcast_fresh): a parameter that is neither const nor __constant, unless the scan
- * of the program's source (core/rangearg.c) sees every use of it read only. A store the
+ * of the program's source (core/storescan.c) sees every use of it read only. A store the
  * scan does see is the user's bug (a broadcast is read only): logged once per program, the
  * launch runs (each device's copy is its own, and the host array stays as it was).
  */

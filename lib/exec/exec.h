@@ -54,8 +54,9 @@ struct clf__bcast {
 /*
  * What launches keep on a fleet: made on the first launch (or GEMM) through the fleet's state
  * registry (core/device.c) and finalized at its teardown, first of all (CLF__STATE_DRAIN): the
- * finalizer waits for the launches still queued, stops the dispatcher of asynchronous
- * launches and releases the broadcast cache and the throughput model (fleetstate.c). The kept
+ * finalizer waits for the launches still queued and for the dispatcher of asynchronous
+ * launches (a helper-pool job) to return, and releases the broadcast cache and the
+ * throughput model (fleetstate.c). The kept
  * buffers and the per-device threads (fleetstate.c too) are states of their own, finalized
  * next (CLF__STATE_BEFORE_XFER).
  */
@@ -79,12 +80,13 @@ typedef struct clf__exec_state {
     /* Launches run in the order they were queued: a ticket each. */
     pthread_cond_t turn;
     uint64_t next_ticket, serving;
-    /* Asynchronous launches waiting for the dispatcher, in ticket order (launch.c): one
-     * thread per fleet, made on the first one, runs them one after the other. */
+    /* Asynchronous launches waiting for the dispatcher, in ticket order (launch.c): a job of
+     * the process's helper pool (util/pool.c), queued while the fleet has launches waiting,
+     * runs them one after the other. */
     struct clf__host_op *queue_head, *queue_tail;
-    pthread_cond_t queued; /* one was queued, or the dispatcher must stop */
-    pthread_t dispatcher;
-    int dispatcher_started, stopping;
+    pthread_cond_t queued;      /* the dispatcher's job returned */
+    clf__pool_work dispatch;    /* the dispatcher's job */
+    int dispatching;            /* that job is queued or running */
 } clf__exec_state;
 
 /* The fleet's launch state, made on first use; NULL: out of memory. */
@@ -312,6 +314,9 @@ void clf__end_turn(clf__exec_state *X);
 /* Wait for and free an asynchronous launch (an event's op_wait and op_release). */
 clf_status clf__host_op_wait(struct clf__host_op *op);
 void clf__host_op_release(struct clf__host_op *op);
+/* Call fn(arg, status) once the launch has run (an event's op_subscribe). */
+clf_status clf__host_op_subscribe(struct clf__host_op *op, void (*fn)(void *, clf_status),
+                                  void *arg);
 /* A report's makespan, efficiency (earliest finish / latest finish) and imbalance (latest
  * finish / mean finish - 1) from the finish times of its devices that did work. */
 void clf__report_balance(clf_launch_report *rep);

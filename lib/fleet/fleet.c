@@ -425,6 +425,8 @@ clf_status clf_fleet_create(clf_fleet **out, const clf_fleet_options *opts)
                                senv));
     if (strategy == CLF_STRATEGY_DEFAULT)
         strategy = CLF_STRATEGY_AUTO;
+    unsigned pool_size; /* read again by the pool, at its first use */
+    CLF__TRY(st, clf__pool_config(&pool_size));
     CLF__TRY(st, discover(&d));
     CLF__TRY(st, check_indices(&d, &f));
     size_t kept = select_devices(&d, &f);
