@@ -1441,9 +1441,14 @@ CLF_API void clf_free(void *p);
  * Launches and GEMMs learn how many work items per second each device does for
  * each kernel and keep it in the binary cache directory (file perf-v1.tsv), so that
  * a new process starts balanced. The object is
- * `{"file": PATH, "entries": [{"kernel", "device", "samples", "units_per_s"}, ...]}`:
+ * `{"file": PATH, "entries": [{"kernel", "device", "samples", "units_per_s",
+ * "iqr_units_per_s", "chunks", "rate_units_per_s", "fixed_us"}, ...]}`:
  * the kernel as "name@program-hash", the device as "name|driver|cu=N", the number
- * of samples kept and their median (for GEMMs, MFLOP per second). No devices are used.
+ * of launch samples kept, their median (for GEMMs, MFLOP per second) and interquartile
+ * range; then the cost model's chunk line, time = fixed_us + units / rate_units_per_s,
+ * fitted over the last `chunks` chunks the device ran (null while it cannot be fitted:
+ * fewer than two chunk sizes seen). An entry is listed once a launch sample is known.
+ * No devices are used.
  * \param out receives a NUL-terminated string; free it with clf_free()
  * \param cache_dir the cache directory, or NULL for the default one
  *        ($CLFLEET_CACHE_DIR, else $XDG_CACHE_HOME/clfleet, else ~/.cache/clfleet)

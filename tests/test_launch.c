@@ -1476,6 +1476,77 @@ START_TEST(learned_weights)
 }
 END_TEST
 
+/* The number after "key": in the JSON entry e, or NAN when absent or null. */
+static double entry_number(const char *e, const char *key)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    const char *v = strstr(e, pat);
+    if (!v || strncmp(v + strlen(pat), "null", 4) == 0)
+        return NAN;
+    return strtod(v + strlen(pat), NULL);
+}
+
+/* The cost model: after launches whose chunks differ in size (static shares of ranges from
+ * 32K to 1M items, by weights learned as they run), each device of the pair has a throughput and a fitted chunk line (a rate
+ * and a fixed cost per chunk), persisted in the cache directory and shown by
+ * clf_perf_model_json(). */
+START_TEST(cost_model_learned)
+{
+    snprintf(learn_dir, sizeof learn_dir, "%s/clfleet-model-XXXXXX",
+             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    ck_assert_ptr_nonnull(mkdtemp(learn_dir));
+    enum { N = 1 << 20 };
+    uint32_t *out = malloc(N * 4);
+    ck_assert_ptr_nonnull(out);
+    const uint32_t seed = 5;
+    clf_fleet_options o = CLF_FLEET_OPTIONS_INIT;
+    o.devices = FLEET2;
+    o.cache_dir = learn_dir;
+    env e = {&CFGS[0], NULL, NULL};
+    ck_assert_ok(clf_fleet_create(&e.f, &o));
+    ck_assert_ok(clf_program_build_source(&e.p, e.f, SRC, NULL));
+    for (int round = 0; round < 2; round++)
+        for (size_t n = N >> 5; n <= N; n <<= 1) {
+            clf_arg args[] = {CLF_OUT(out, n * 4, 4), CLF_SCALAR(&seed)};
+            clf_launch_desc d = make_desc(&e, "hash32", CLF_STRATEGY_STATIC, 1, n, 1, 1);
+            char extra[48];
+            snprintf(extra, sizeof extra, "cost model, round %d, %zu items", round, n);
+            clf_launch_report r;
+            launch_ok(&e, &d, args, 2, &r, extra);
+            check_report(&d, &r);
+        }
+    for (size_t i = 0; i < N; i += 997)
+        expect(out[i] == lowbias32((uint32_t)i ^ seed), "out[%zu] = %u", i, out[i]);
+    env_close(&e); /* saves the model */
+    free(out);
+    char *doc = NULL;
+    ck_assert_ok(clf_perf_model_json(&doc, learn_dir));
+    size_t seen = 0, links = 0;
+    for (const char *p = strstr(doc, "\n{"); p; p = strstr(p + 1, "\n{")) {
+        char entry[2048];
+        snprintf(entry, sizeof entry, "%.*s", (int)strcspn(p + 1, "\n"), p + 1);
+        if (strstr(entry, "\"kernel\":\"link:d2h\"")) {
+            /* The results came back in chunks of 1 MiB and more: the link is learned. */
+            links++;
+            expect(entry_number(entry, "units_per_s") > 0, "link without a speed: %s", entry);
+        }
+        if (!strstr(entry, "\"kernel\":\"hash32@"))
+            continue;
+        seen++;
+        double thr = entry_number(entry, "units_per_s"), rate = entry_number(entry, "rate_units_per_s"),
+               fixed = entry_number(entry, "fixed_us"), chunks = entry_number(entry, "chunks");
+        fprintf(stderr, "cost model: %s\n", entry);
+        expect(thr > 0 && rate > 0 && fixed >= 0 && chunks >= 10,
+               "a device without a throughput and a chunk line: %s", entry);
+    }
+    /* One entry per kind of device: the pair's two identical sub-devices share a key. */
+    expect(seen >= 1 && seen <= 2, "%zu hash32 entries in the model: %s", seen, doc);
+    expect(links >= 1, "no device-to-host link learned: %s", doc);
+    clf_free(doc);
+}
+END_TEST
+
 static void learned_teardown(void)
 {
     if (learn_dir[0])
@@ -2336,6 +2407,7 @@ int main(void)
     tcase_set_timeout(tl, 120);
     tcase_add_checked_fixture(tl, NULL, learned_teardown);
     tcase_add_test(tl, learned_weights);
+    tcase_add_test(tl, cost_model_learned);
     suite_add_tcase(s, tl);
 
     /* Both fleets must exist (FLEET2 needs a second pthread device). */

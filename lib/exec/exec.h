@@ -128,6 +128,7 @@ typedef struct clf__chunk {
     /* A marker the plane's kernels wait behind (a library call takes no wait list), or NULL:
      * the kernel's time on the device starts no earlier than its end. */
     cl_event pre;
+    double t_taken; /* host time (from L->t0) the partitioner handed it out; 0: stolen */
 } clf__chunk;
 
 struct clf__worker;
@@ -185,6 +186,12 @@ typedef struct clf__worker {
     uint64_t budget, mem_now, mem_peak;
     uint64_t max_units;
     double t_start; /* host time of the first enqueue */
+    /* The cost model's per-chunk samples, handed over once per launch (clf__learn()): each
+     * chunk's units and its host seconds from when this device could start it (taken, and
+     * its previous chunk done) to its results on the host. The latest CLF__PERF_CHUNKS. */
+    clf__perf_chunk csamp[CLF__PERF_CHUNKS];
+    size_t ncsamp;       /* chunks sampled in all (csamp holds the latest) */
+    double last_finish;  /* host time its previous chunk completed */
     /* The look-ahead chunk, while its kernel has not started (guarded by L->lock): an
      * idle device may steal it. State 0: none, 1: waiting here, 2: stolen. */
     uint64_t la_off, la_len;
@@ -220,6 +227,10 @@ typedef struct clf__launch {
     size_t dev[CLF_MAX_LAUNCH_DEVICES]; /* fleet indices */
     size_t ndev;
     double weights[CLF_MAX_LAUNCH_DEVICES];
+    /* The cost model's chunk line per device (clf__perf_fit), valid when fitted is set: it
+     * is known for every device of the launch. */
+    double fit_rate[CLF_MAX_LAUNCH_DEVICES], fit_fixed[CLF_MAX_LAUNCH_DEVICES];
+    int fitted;
     uint64_t limits[CLF_MAX_LAUNCH_DEVICES];
     unsigned split;      /* the split dimension: desc.split_dim, by default dims - 1 */
     uint64_t total;      /* units along it (of the sub-range, clf_launch_desc version 3) */

@@ -257,6 +257,19 @@ clf_status clf__exec_run(clf__launch *L, clf_launch_report *rep)
         }
         pp.min_chunks = min_chunks;
     }
+    /* The cost model's fixed cost per chunk, where it has a line for every device: the pool
+     * is shared so that devices finish together after it, and a device that would finish its
+     * smallest chunk after the others finish everything stands aside. Not with the user's
+     * or equal weights (they say how to share), nor for a launch run on one device alone. */
+    double rates[CLF_MAX_LAUNCH_DEVICES];
+    if (L->fitted && !L->small && L->desc.weights_mode != CLF_WEIGHTS_USER &&
+        L->desc.weights_mode != CLF_WEIGHTS_EQUAL) {
+        /* A device of weight 0 (left out, excluded) keeps out of the timed shares too. */
+        for (size_t i = 0; i < L->ndev; i++)
+            rates[i] = L->weights[i] > 0 ? L->fit_rate[i] : 0;
+        pp.fixed_s = L->fit_fixed;
+        pp.rates = rates;
+    }
     CLF__TRY(st, clf__part_create(&L->part, L->part_strategy, L->total, L->gran, L->ndev,
                                   L->weights, max_units, &pp));
     for (size_t i = 0; i < L->nargs; i++) {
