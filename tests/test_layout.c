@@ -518,15 +518,17 @@ START_TEST(version_1_descriptions)
 }
 END_TEST
 
-/* Broadcasts are read only: a parameter the kernel may write is refused before any work. */
+/* A broadcast whose kernel writes it is the kernel's bug, not a refusal (issue 28: valid code
+ * omits const): the launch runs with a copy of its own on each device, the stores stay there
+ * (the host array is untouched) and the log says so. */
 START_TEST(broadcast_must_be_const)
 {
     env e;
     env_open(&e, _i);
     enum { N = 256 };
-    uint32_t t[8], out[N];
+    uint32_t t[8], t0[8], out[N];
     for (int i = 0; i < 8; i++)
-        t[i] = lowbias32((uint32_t)i);
+        t[i] = t0[i] = lowbias32((uint32_t)i);
     memset(out, 0, sizeof out);
     clf_arg a[] = {CLF_BROADCAST(t, sizeof t), CLF_OUT(out, sizeof out, 4)};
     clf_launch_desc d = desc2(&e, "bcast_const", CLF_STRATEGY_DYNAMIC, N, 1, 0);
@@ -536,11 +538,12 @@ START_TEST(broadcast_must_be_const)
         expect(out[i] == t[i & 7], "out[%d] = %u", i, out[i]);
     memset(out, 0xab, sizeof out);
     d.kernel = "bcast_written";
-    ck_assert_status(clf_launch(e.f, e.p, &d, a, 2, NULL), CLF_ERROR_INVALID_ARGUMENT);
-    ck_assert_msg(strstr(clf_last_error(), "bcast_written") && strstr(clf_last_error(), "const"),
-                  "%s", clf_last_error());
+    ck_assert_ok(clf_launch(e.f, e.p, &d, a, 2, NULL));
+    /* Each work-item read t[0] before or after another stored 1 there: either is the kernel's
+     * race, as on one device; nothing else may appear, and the host copy keeps its value. */
     for (int i = 0; i < N; i++)
-        expect(out[i] == 0xababababu, "refused launch wrote out[%d]", i);
+        expect(out[i] == t0[0] || out[i] == 1, "out[%d] = %u", i, out[i]);
+    expect(!memcmp(t, t0, sizeof t), "the kernel's stores reached the host's broadcast");
     env_close(&e);
 }
 END_TEST
