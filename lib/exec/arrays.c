@@ -171,8 +171,14 @@ static clf_status move_indices(clf__worker *w, size_t i, int to_device, cl_mem m
     *bytes = *ev_bytes = width * y->rows;
     if (clf__pinned_use(w)) {
         /* Through the device's pinned slots (pinned.c); the same bytes, in pieces. */
-        clf__pin_move mv = {to_device, m, host + lo * y->unit, (size_t)(at * y->unit), width,
-                            y->pitch ? (size_t)y->rows : 1, (size_t)y->pitch};
+        clf__pin_move mv = {to_device,
+                            w->L->args[i].kind == CLF_ARG_KIND_INOUT,
+                            m,
+                            host + lo * y->unit,
+                            (size_t)(at * y->unit),
+                            width,
+                            y->pitch ? (size_t)y->rows : 1,
+                            (size_t)y->pitch};
         return clf__pinned_move(w, &mv, nwait, wait, ev, ev_bytes);
     }
     clf__cmd_opt o =

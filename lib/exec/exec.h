@@ -350,6 +350,7 @@ int clf__pinned_use(const clf__worker *w);
  * on both sides (rows 1: one range), from host and from mem at byte dev_off. */
 typedef struct clf__pin_move {
     int to_device;
+    int inout; /* an in-out array's results: a part that landed cannot be run again */
     cl_mem mem;
     char *host;
     size_t dev_off, width, rows, pitch;

@@ -40,11 +40,14 @@ typedef struct clf__pin_slot {
     /* Where a read's bytes go: nrows rows of nb bytes, pitch apart in the host array. */
     char *dst;
     size_t nb, nrows, pitch;
+    uint64_t move; /* the move it serves (clf__pin_dev.moves) */
 } clf__pin_slot;
 
 typedef struct clf__pin_dev {
     clf__pin_slot s[CLF__PIN_SLOTS];
-    size_t next; /* the ring's next slot */
+    size_t next;     /* the ring's next slot */
+    uint64_t moves;  /* moves begun: names each one */
+    uint64_t copied; /* reads' pieces copied to host arrays */
 } clf__pin_dev;
 
 typedef struct clf__pin_state {
@@ -100,9 +103,10 @@ int clf__pinned_use(const clf__worker *w)
 }
 
 /* The bytes of a completed read in slot s to the host array. */
-static void copy_out(const clf__pin_slot *s)
+static void copy_out(clf__pin_dev *D, const clf__pin_slot *s)
 {
     const char *src = s->ptr;
+    D->copied++;
     for (size_t r = 0; r < s->nrows; r++)
         memcpy(s->dst + r * s->pitch, src + r * s->nb, s->nb);
 }
@@ -112,14 +116,14 @@ static void copy_out(const clf__pin_slot *s)
  * array, a completed piece that is no chunk's event is accounted for. A failed command is
  * only forgotten: the chunk's own event (the last piece, which waited for it) fails too.
  */
-static void retire(clf__worker *w, clf__pin_slot *s)
+static void retire(clf__worker *w, clf__pin_dev *D, clf__pin_slot *s)
 {
     if (!s->ev)
         return;
     clWaitForEvents(1, &s->ev);
     int done = clf__cl_event_status(s->ev) == CL_COMPLETE;
     if (done && s->reading)
-        copy_out(s);
+        copy_out(D, s);
     if (done && s->counted) {
         double sec = clf__worker_blocking_done(
             w, s->ev, s->to_device ? CLF__REC_TO_DEVICE : CLF__REC_FROM_DEVICE, s->bytes);
@@ -134,16 +138,19 @@ static void retire(clf__worker *w, clf__pin_slot *s)
     s->reading = s->counted = 0;
 }
 
+/* The worker's device's ring, made on first use (NULL: out of memory). */
+static clf__pin_dev *ring_of(clf__worker *w)
+{
+    clf__pin_state *p = clf__fleet_state(w->L->fl, &pin_key);
+    return p ? &p->dev[w->d->index] : NULL;
+}
+
 /* The device's next slot of the ring, free (made and mapped on first use). */
-static clf_status acquire(clf__worker *w, clf__pin_slot **out)
+static clf_status acquire(clf__worker *w, clf__pin_dev *D, clf__pin_slot **out)
 {
     clf_fleet *fl = w->L->fl;
-    clf__pin_state *p = clf__fleet_state(fl, &pin_key);
-    if (!p)
-        return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "pinned staging: out of memory");
-    clf__pin_dev *D = &p->dev[w->d->index];
     clf__pin_slot *s = &D->s[D->next];
-    retire(w, s);
+    retire(w, D, s);
     if (!s->mem) {
         /* Host memory: not the device's budget, nor its metrics' device memory; no fault
          * rule either, so that a rule's count of a launch's commands is the same on both
@@ -177,6 +184,10 @@ clf_status clf__pinned_move(clf__worker *w, const clf__pin_move *mv, cl_uint nwa
     clf_status st = CLF_SUCCESS;
     *ev = NULL;
     *ev_bytes = 0;
+    clf__pin_dev *D = ring_of(w);
+    if (!D)
+        return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "pinned staging: out of memory");
+    uint64_t move = ++D->moves, copied = D->copied;
     /* Pieces: whole rows when a row fits a slot, else slot-sized parts of one row. */
     size_t rows_per = mv->width <= S ? S / mv->width : 1;
     for (size_t r0 = 0; r0 < mv->rows && st == CLF_SUCCESS;) {
@@ -185,7 +196,7 @@ clf_status clf__pinned_move(clf__worker *w, const clf__pin_move *mv, cl_uint nwa
             size_t nb = mv->width - b0 < S ? mv->width - b0 : S;
             int last = r0 + nrows == mv->rows && b0 + nb == mv->width;
             clf__pin_slot *s = NULL;
-            if ((st = acquire(w, &s)) != CLF_SUCCESS)
+            if ((st = acquire(w, D, &s)) != CLF_SUCCESS)
                 break;
             char *h = mv->host + r0 * mv->pitch + b0;
             if (mv->to_device)
@@ -223,6 +234,7 @@ clf_status clf__pinned_move(clf__worker *w, const clf__pin_move *mv, cl_uint nwa
             s->nb = nb;
             s->nrows = nrows;
             s->pitch = mv->pitch;
+            s->move = move;
             if (prev)
                 clReleaseEvent(prev);
             clRetainEvent(e);
@@ -238,6 +250,26 @@ clf_status clf__pinned_move(clf__worker *w, const clf__pin_move *mv, cl_uint nwa
     }
     if (prev)
         clReleaseEvent(prev);
+    if (st == CLF_SUCCESS || mv->to_device)
+        return st;
+    /* A failed read: the executor sees no event of it, so none of its pieces may reach the
+     * host array later. Pieces already copied (a move longer than the ring) cannot be taken
+     * back: harmless for an output that a re-run writes again, but an in-out array's re-run
+     * would read them as its input, so the launch stops (as when a chunk's in-out results
+     * landed only in part, worker.c). */
+    for (size_t i = 0; i < CLF__PIN_SLOTS; i++)
+        if (D->s[i].ev && D->s[i].move == move)
+            D->s[i].reading = 0;
+    if (mv->inout && D->copied != copied) {
+        clf__fail(CLF_ERROR_DEVICE_FAILED,
+                  "device %zu '%s' failed after part of an in-out array's results had "
+                  "reached the host through pinned staging: they cannot run again (%s)",
+                  dev, w->d->info.name, clf_last_error());
+        w->fatal = 1;
+        w->st = CLF_ERROR_DEVICE_FAILED;
+        snprintf(w->err, sizeof w->err, "%s", clf_last_error());
+        return CLF_ERROR_DEVICE_FAILED;
+    }
     return st;
 }
 
@@ -252,7 +284,7 @@ void clf__pinned_landed(clf__worker *w)
         /* Reads: waited for. Writes (the next chunk's, taken ahead): only when already done,
          * so that the kernel now running is not waited for here. */
         if (s->ev && (s->reading || clf__cl_event_status(s->ev) == CL_COMPLETE))
-            retire(w, s);
+            retire(w, D, s);
     }
 }
 
