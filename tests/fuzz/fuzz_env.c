@@ -36,7 +36,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
     memcpy(v, data + 1, size - 1);
     v[size - 1] = '\0';
     clf_clear_error();
-    switch (data[0] % 6) {
+    switch (data[0] % 7) {
     case 0: {
         unsigned disabled = 0xdeadu;
         clf_status st = clf__path_parse_env(v, &disabled);
@@ -73,6 +73,15 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
         clf_status st = clf__env_cache_max(v, &max);
         check_status(st);
         check(st == CLF_SUCCESS || max == 0, "a refused limit is no limit");
+        break;
+    }
+    case 5: {
+        int mode = 7;
+        clf_status st = clf__env_host_staging(v, &mode);
+        check_status(st);
+        check(st != CLF_SUCCESS || mode == CLF__HOST_STAGING_AUTO ||
+                  mode == CLF__HOST_STAGING_DIRECT || mode == CLF__HOST_STAGING_PINNED,
+              "a known mode");
         break;
     }
     default: {
