@@ -2,7 +2,7 @@
  * strings. The first byte picks the parser, the rest is the value (an embedded
  * NUL ends it): CLFLEET_TRANSFER (lib/plan/pathsel.c), CLFLEET_STRATEGY
  * (clf_strategy_parse), CLFLEET_METRICS, CLFLEET_TRANSFER_CHUNK,
- * CLFLEET_TRANSFER_STAGING and CLFLEET_CACHE_MAX (lib/util/names.c). Checks: success or CLF_ERROR_PARSE, a
+ * CLFLEET_TRANSFER_STAGING, CLFLEET_CACHE_MAX and CLFLEET_HOST_STAGING (lib/util/names.c). Checks: success or CLF_ERROR_PARSE, a
  * detail message on failure, outputs within their documented ranges. */
 #include "core/core.h"
 #include "plan/pathsel.h"
