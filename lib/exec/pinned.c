@@ -47,7 +47,8 @@ typedef struct clf__pin_dev {
     clf__pin_slot s[CLF__PIN_SLOTS];
     size_t next;     /* the ring's next slot */
     uint64_t moves;  /* moves begun: names each one */
-    uint64_t copied; /* reads' pieces copied to host arrays */
+    uint64_t active; /* the move being enqueued, or 0 */
+    uint64_t copied; /* pieces of the active move copied to their host array */
 } clf__pin_dev;
 
 typedef struct clf__pin_state {
@@ -106,7 +107,7 @@ int clf__pinned_use(const clf__worker *w)
 static void copy_out(clf__pin_dev *D, const clf__pin_slot *s)
 {
     const char *src = s->ptr;
-    D->copied++;
+    D->copied += s->move == D->active;
     for (size_t r = 0; r < s->nrows; r++)
         memcpy(s->dst + r * s->pitch, src + r * s->nb, s->nb);
 }
@@ -187,7 +188,9 @@ clf_status clf__pinned_move(clf__worker *w, const clf__pin_move *mv, cl_uint nwa
     clf__pin_dev *D = ring_of(w);
     if (!D)
         return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "pinned staging: out of memory");
-    uint64_t move = ++D->moves, copied = D->copied;
+    uint64_t move = ++D->moves;
+    D->active = move;
+    D->copied = 0;
     /* Pieces: whole rows when a row fits a slot, else slot-sized parts of one row. */
     size_t rows_per = mv->width <= S ? S / mv->width : 1;
     for (size_t r0 = 0; r0 < mv->rows && st == CLF_SUCCESS;) {
@@ -250,6 +253,7 @@ clf_status clf__pinned_move(clf__worker *w, const clf__pin_move *mv, cl_uint nwa
     }
     if (prev)
         clReleaseEvent(prev);
+    D->active = 0;
     if (st == CLF_SUCCESS || mv->to_device)
         return st;
     /* A failed read: the executor sees no event of it, so none of its pieces may reach the
@@ -260,7 +264,7 @@ clf_status clf__pinned_move(clf__worker *w, const clf__pin_move *mv, cl_uint nwa
     for (size_t i = 0; i < CLF__PIN_SLOTS; i++)
         if (D->s[i].ev && D->s[i].move == move)
             D->s[i].reading = 0;
-    if (mv->inout && D->copied != copied) {
+    if (mv->inout && D->copied) {
         clf__fail(CLF_ERROR_DEVICE_FAILED,
                   "device %zu '%s' failed after part of an in-out array's results had "
                   "reached the host through pinned staging: they cannot run again (%s)",
