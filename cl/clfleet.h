@@ -13,13 +13,19 @@
  *   get_global_size(d), get_num_groups(d), get_global_linear_id() (OpenCL C 2.0)
  *                         the range's sizes, which only the launch knows: when a program
  *                         names either, clfleet adds a hidden last parameter to each of its
- *                         kernels (lib/core/program.c) and defines CLF__RANGE_ARG before
- *                         this prelude. A helper function is no kernel and has no such
- *                         parameter: there the built-ins fail to compile, naming
- *                         clfleet_global_size_only_in_kernels (pass the value as a
- *                         parameter instead).
+ *                         kernels, and to each helper function that uses them directly or
+ *                         through the functions it calls, passed on at every call
+ *                         (lib/core/rangearg.c), and defines CLF__RANGE_ARG before this
+ *                         prelude. Only a function clfleet does not find in the program's
+ *                         source (defined in an included file, or made by a macro) lacks
+ *                         it: there the built-ins fail to compile, naming
+ *                         clfleet_global_size_only_in_kernels.
  *
- * get_global_id, get_local_id, get_local_size and get_work_dim are right as they are.
+ * get_global_id, get_local_id, get_local_size and get_work_dim are right as they are, and so
+ * is get_enqueued_local_size (OpenCL C 2.0): every chunk runs with the launch's local size
+ * when one is given, and without one the local size is the driver's choice per enqueue, on
+ * one device as in chunks. All of these are macros or real built-ins, so helper functions
+ * see the same values as kernels.
  * The chunk's own offset stays available as CLF_CHUNK_OFFSET(d): a chunk-indexed argument
  * (CLF_ARG_CHUNK_INDEXED) holds only its chunk and halo, and unit u of the range is at
  * u - CLF_CHUNK_OFFSET(d) + halo_before.

@@ -1006,11 +1006,12 @@ typedef struct clf_arg {
 #define CLF_OUT_PER_GROUP(host, bytes, bytes_per_group) \
     CLF__ARG(CLF_ARG_KIND_OUT_PER_GROUP, 0, host, bytes, bytes_per_group, 0, 0)
 /**
- * \brief The whole array on every device, kept between launches while unchanged.
- * Read only: the kernel parameter must be `__constant` or a pointer to `const`,
- * else the launch fails with CLF_ERROR_INVALID_ARGUMENT before any work runs
- * (writes would be lost). Drivers without kernel argument information are not
- * checked.
+ * \brief The whole array on every device, read only. The copies are kept between
+ * launches while the host array is unchanged when the kernel parameter is
+ * `__constant` or a pointer to `const`, or when clfleet's scan of the program
+ * source sees the kernel only read it; otherwise they are uploaded for each
+ * launch. A kernel that stores through it is the caller's bug (the stores are
+ * lost): the launch runs and clfleet logs a warning, once per program.
  */
 #define CLF_BROADCAST(host, bytes) CLF__ARG(CLF_ARG_KIND_BROADCAST, 0, host, bytes, 0, 0, 0)
 /** \brief A task's whole input array of \p bytes (clf_taskq_submit()). */
@@ -1166,12 +1167,32 @@ typedef struct clf_launch_report {
  * 0 (the chunk's start is CLF_CHUNK_OFFSET(d)); in a program that names
  * get_global_size() or get_num_groups() (or includes a file), every kernel
  * function gets a hidden last parameter with the range's sizes, which
- * clfleet sets. Those two built-ins then work only in kernel functions (a
- * helper that calls them fails to build, with a hint: pass the value on), and
- * a kernel whose definition clfleet cannot find in the source (made by a
- * macro) is refused with CLF_ERROR_UNSUPPORTED when it would run in more than
- * one chunk. Each device is driven by its own host thread; the next chunk's
- * input moves on the transfer queue while the current one computes.
+ * clfleet sets, and so does every helper function that calls them (directly
+ * or through other helpers or macros), each call passing it on: they work in
+ * helpers as in kernels. Only a function clfleet cannot find in the source (in
+ * an included file, or made by a macro) lacks it: a helper there that calls
+ * them fails to build, with a hint, and such a kernel is refused with
+ * CLF_ERROR_UNSUPPORTED when it would run in more than one chunk. Each device
+ * is driven by its own host thread; the next chunk's input moves on the
+ * transfer queue while the current one computes.
+ *
+ * The result: each output element is computed by one device, with the
+ * built-in values it has on one device. On identical devices (one model and
+ * driver) every element is bit for bit the one-device run's, for every
+ * strategy; a float CLF_REDUCE aside, whose sums depend on how the range was
+ * cut. On mixed devices each element has its device's float behaviour (fused
+ * multiply-add contraction, division and sqrt precision, fast-math), so
+ * results may differ from one device, and between runs, in the last bits.
+ * For reproducible floats
+ * build with -cl-fp32-correctly-rounded-divide-sqrt and no fast-math options,
+ * and put `#pragma OPENCL FP_CONTRACT OFF` in the source; or keep the kernel
+ * on one device type: desc.devices listing only devices of that
+ * clf_device_info.type, or a fleet made with a `type=` selection.
+ *
+ * A CLF_BROADCAST parameter need not be const: its device copies are kept
+ * across launches only when the parameter is const or __constant or a scan
+ * of the source sees it only read, else uploaded for each launch; a kernel
+ * that stores through one is logged (a warning), not refused.
  *
  * A device that fails (an enqueue, a chunk, a transfer or an allocation
  * fails with a device error) stops; its unfinished chunks run on the others,
@@ -1421,9 +1442,14 @@ CLF_API void clf_free(void *p);
  * Launches and GEMMs learn how many work items per second each device does for
  * each kernel and keep it in the binary cache directory (file perf-v1.tsv), so that
  * a new process starts balanced. The object is
- * `{"file": PATH, "entries": [{"kernel", "device", "samples", "units_per_s"}, ...]}`:
+ * `{"file": PATH, "entries": [{"kernel", "device", "samples", "units_per_s",
+ * "iqr_units_per_s", "chunks", "rate_units_per_s", "fixed_us"}, ...]}`:
  * the kernel as "name@program-hash", the device as "name|driver|cu=N", the number
- * of samples kept and their median (for GEMMs, MFLOP per second). No devices are used.
+ * of launch samples kept, their median (for GEMMs, MFLOP per second) and interquartile
+ * range; then the cost model's chunk line, time = fixed_us + units / rate_units_per_s,
+ * fitted over the last `chunks` chunks the device ran (null while it cannot be fitted:
+ * fewer than two chunk sizes seen). An entry is listed once a launch sample is known.
+ * No devices are used.
  * \param out receives a NUL-terminated string; free it with clf_free()
  * \param cache_dir the cache directory, or NULL for the default one
  *        ($CLFLEET_CACHE_DIR, else $XDG_CACHE_HOME/clfleet, else ~/.cache/clfleet)
@@ -1817,7 +1843,8 @@ typedef struct clf_pipeline_options {
     unsigned version; /**< CLF_PIPELINE_OPTIONS_VERSION */
     /** Nonzero: one batch at a time through all the stages, no overlap (a baseline). */
     int serial;
-    clf_pipeline_result_fn on_result; /**< or NULL; runs on a clfleet thread */
+    /** or NULL; runs on the thread that called clf_pipeline_run() */
+    clf_pipeline_result_fn on_result;
     void *user;                       /**< passed to on_result */
 } clf_pipeline_options;
 
@@ -1871,7 +1898,9 @@ CLF_API clf_status clf_pipeline_create(clf_pipeline **out, clf_fleet *fleet,
  * \brief Push \p nbatches batches through the stages; blocks until the last
  * result is on the host.
  *
- * One host thread per stage; batch b of stage s runs while stage s+1 works on
+ * The stages on each device are driven by the fleet's thread for that device
+ * (the calling thread for the last stage's device, where on_result runs); no
+ * thread is started. Batch b of stage s runs while stage s+1 works on
  * batch b-1, the transfers between stages (clf_copy_async) overlapping both.
  * \param in nbatches x the first stage's in_bytes
  * \param out nbatches x the last stage's out_bytes, in batch order
@@ -2045,6 +2074,32 @@ typedef enum clf_array_dist {
 /** \brief clf_array_desc.flags: the halo wraps around (the first part's halo before is the
  *  last units of the array, the last part's halo after its first units). */
 #define CLF_ARRAY_PERIODIC (1u << 0)
+/**
+ * \brief clf_array_desc.flags (CLF_ARRAY_BLOCK, not a window): move the parts between
+ * launches when the measured speeds say it pays.
+ *
+ * clf_array_launch() times each part's kernels (their profiling events, read once they have
+ * completed, never waited for). Before a launch, once the kernel has 3 steps measured since
+ * the last move, it takes each device's speed (units per second, the median of the last 5
+ * steps of each kernel: one spike moves nothing; the kernels launched over the array
+ * combined as if each ran once a step) and predicts the step (the slowest part's kernel
+ * time, plus a cost per part boundary for the halo copies) with the current parts and with
+ * parts proportional to the speeds, without the devices that would slow the step down
+ * (their share is narrower than the halo, or the others finish it sooner than their part
+ * plus their halo exchange). It moves the block arrays of the launch
+ * (clf_array_redistribute()'s copies, device to device) only when the new step is at least
+ * 10 % shorter and 10 steps of the gain exceed the predicted cost of the move (bytes that
+ * change device over the bandwidth measured by the last move, 1 GB/s before one), and
+ * never twice within 10 steps (launches of the first kernel launched after the move). A
+ * move is on trial until the new parts are measured: if the step got 10 % longer than
+ * before it (devices that slow each other down, such as sub-devices of one CPU), the parts
+ * move back and stay for 50 steps. Every block array of the launch must carry the flag (they move together, so that they
+ * stay cut alike); one left behind by a move of a launch it was not in is moved to the cut
+ * of the first block array of the next launch it is in. A device dropped by a move does not
+ * come back. clf_array_part_info() gives the new parts; clf_array_balance_info() says what
+ * was decided and why. A move waits on the host for the arrays' queued work.
+ */
+#define CLF_ARRAY_REBALANCE (1u << 1)
 
 /** \brief What clf_array_create() makes; fill with CLF_ARRAY_DESC_INIT. */
 typedef struct clf_array_desc {
@@ -2057,7 +2112,10 @@ typedef struct clf_array_desc {
     size_t shape[3];
     clf_array_dist dist; /**< how the units are cut */
     /** CLF_ARRAY_BLOCK: CLF_WEIGHTS_EQUAL, CLF_WEIGHTS_USER (weights) or CLF_WEIGHTS_LEARNED
-     *  (the devices' measured speed on \p kernel, else compute units x clock). */
+     *  (the devices' measured speed on \p kernel, else compute units x clock; a device
+     *  whose share would be narrower than the halo, or, with measured speeds, that the
+     *  others would outrun on its share once its halo copies are counted, gets no part:
+     *  clf_array_balance_info() says which and why). */
     clf_weights weights_mode;
     const double *weights; /**< CLF_WEIGHTS_USER: one per device, >= 0, not all 0 */
     const char *kernel;    /**< CLF_WEIGHTS_LEARNED: whose measured speed, or NULL */
@@ -2065,7 +2123,7 @@ typedef struct clf_array_desc {
     size_t num_devices;    /**< entries of devices */
     size_t halo_before;    /**< CLF_ARRAY_BLOCK: units held before each part */
     size_t halo_after;     /**< CLF_ARRAY_BLOCK: units held after each part */
-    unsigned flags;        /**< CLF_ARRAY_PERIODIC */
+    unsigned flags;        /**< CLF_ARRAY_PERIODIC, CLF_ARRAY_REBALANCE */
     size_t block_size;     /**< CLF_ARRAY_BLOCK_CYCLIC: units per block (0: 1) */
     /**
      * Version 2, a window (CLF_ARRAY_BLOCK only): the array is the units
@@ -2141,6 +2199,30 @@ CLF_API size_t clf_array_part_count(const clf_array *arr);
  * \return CLF_SUCCESS, CLF_ERROR_NULL_POINTER or CLF_ERROR_OUT_OF_RANGE
  */
 CLF_API clf_status clf_array_part_info(clf_array_part *out, const clf_array *arr, size_t part);
+
+/** \brief What clf_array_balance_info() reports: the array's balancing decisions. */
+typedef struct clf_array_balance {
+    size_t migrations; /**< moves made by CLF_ARRAY_REBALANCE since creation */
+    size_t samples;    /**< steps measured since the last move (or creation) */
+    /** Predicted step in seconds with the current parts (the slowest part's kernel time
+     *  plus the halo copies' estimate), 0 before 3 steps are measured. */
+    double step_s;
+    /** Predicted step with the parts the measured speeds call for (0: as step_s). */
+    double best_s;
+    /** The last decision in words: devices left without a part at creation and why, a
+     *  move and its figures, or why the parts stayed. */
+    char why[320];
+    uint64_t reserved[4]; /**< zero */
+} clf_array_balance;
+
+/**
+ * \brief What the array's balancing decided (CLF_WEIGHTS_LEARNED devices left out,
+ * CLF_ARRAY_REBALANCE moves).
+ * \param out receives the figures
+ * \param arr the array
+ * \return CLF_SUCCESS or CLF_ERROR_NULL_POINTER
+ */
+CLF_API clf_status clf_array_balance_info(clf_array_balance *out, const clf_array *arr);
 
 /** \brief Access flags of clf_array_map() and clf_buffer_map(). */
 enum {

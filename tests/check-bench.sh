@@ -1,8 +1,10 @@
 #!/bin/sh
 # clfleet-bench balance and scale run (--quick) on PoCL sub-devices and write valid JSON
 # with every strategy; the table form and bad usage work too; so do p2p, allreduce,
-# pipeline, gemm, overhead and stencil. allreduce follows nccl-tests' conventions, and
-# --plot writes a well-formed SVG with the expected series and points.
+# pipeline, gemm, overhead and stencil, each comparing with the fastest device alone (by
+# measurement, named in the JSON), also on a fleet of one device; balance --simulate runs
+# its one simulated configuration with the heterogeneous table. allreduce follows nccl-tests'
+# conventions, and --plot writes a well-formed SVG with the expected series and points.
 set -u
 b=${top_builddir:-.}
 bench=$b/tools/clfleet-bench
@@ -163,7 +165,8 @@ for bad in "" "nonsense" "--bogus" "balance --size 3" "balance --reps x" "balanc
     "gemm --json=yes" "overhead --items 0" "overhead --bogus" "stencil --size 0" \
     "stencil --steps x" "allreduce -d half" "allreduce --op avg" "allreduce -b 1M -e 4K" \
     "allreduce -f 1" "allreduce -n 0" "allreduce -g 4" "allreduce -w x" "allreduce --plot" \
-    "allreduce --plot=" "overhead --plot x.svg" "stencil --plot x.svg"; do
+    "allreduce --plot=" "overhead --plot x.svg" "stencil --plot x.svg" "balance --simulate=" \
+    "gemm --simulate" "balance --config simulated --simulate"; do
     $bench $bad > /dev/null 2> "$tmp.err"
     rc=$?
     [ $rc -eq 2 ] || { echo "FAIL: '$bad' exited with $rc, not 2"; cat "$tmp.err"; exit 1; }
@@ -184,10 +187,16 @@ elif [ $rc -eq 77 ] && ! required; then
 else
     [ $rc -eq 0 ] || { cat "$tmp.err"; echo "FAIL: gemm exited with $rc"; exit 1; }
     $lint < "$tmp.gemm" || { echo "FAIL: gemm: invalid JSON"; cat "$tmp.gemm"; exit 1; }
-    [ "$(grep -c '"median_gflops": [0-9]' "$tmp.gemm")" -eq 6 ] &&
+    # Each kind of device alone (one of them the baseline), then the five strategies.
+    alone=$(grep -c '"devices": 1, "strategy": "static", "ran_as": "[a-z-]*", "device": ' \
+        "$tmp.gemm")
+    [ "$alone" -ge 1 ] && [ "$(grep -c '"median_gflops": [0-9]' "$tmp.gemm")" -eq $((alone + 5)) ] &&
+        [ "$(grep -c '"baseline": true' "$tmp.gemm")" -eq 1 ] &&
+        grep -q '"baseline_device": [0-9]*, "baseline_device_name": "' "$tmp.gemm" &&
         grep -q '"max_relative_error": [0-9]' "$tmp.gemm" ||
-        { echo "FAIL: gemm: want 6 runs and an error figure"; cat "$tmp.gemm"; exit 1; }
-    gemm="6 runs"
+        { echo "FAIL: gemm: want $alone device(s) alone, one baseline, 5 strategies and an" \
+            "error figure"; cat "$tmp.gemm"; exit 1; }
+    gemm="$((alone + 5)) runs"
 fi
 # p2p, allreduce and pipeline: valid JSON and the figures there (each bench checks its
 # results and exits 1 on a wrong one).
@@ -211,8 +220,9 @@ na=$(grep -c '"busbw_gbps": [0-9]' "$tmp.allreduce")
 $bench overhead --quick --json > "$tmp.overhead" 2> "$tmp.err" ||
     { cat "$tmp.err"; echo "FAIL: overhead"; exit 1; }
 $lint < "$tmp.overhead" || { echo "FAIL: overhead: invalid JSON"; cat "$tmp.overhead"; exit 1; }
-[ "$(grep -c '"ratio_to_raw": [0-9]' "$tmp.overhead")" -eq 10 ] ||
-    { echo "FAIL: overhead: want 10 ratios"; cat "$tmp.overhead"; exit 1; }
+[ "$(grep -c '"ratio_to_raw": [0-9]' "$tmp.overhead")" -eq 10 ] &&
+    grep -q '"baseline_device": [0-9]*, "baseline_device_name": "' "$tmp.overhead" ||
+    { echo "FAIL: overhead: want 10 ratios and the baseline device"; cat "$tmp.overhead"; exit 1; }
 
 # A first compile says so on stderr (a cold binary cache: the tool would otherwise sit silent
 # for seconds); a warm one says nothing; other info messages stay quiet.
@@ -237,8 +247,46 @@ $bench stencil --quick --json > "$tmp.stencil" 2> "$tmp.err" ||
     { cat "$tmp.err"; echo "FAIL: stencil"; exit 1; }
 $lint < "$tmp.stencil" || { echo "FAIL: stencil: invalid JSON"; cat "$tmp.stencil"; exit 1; }
 [ "$(grep -c '"device_to_device_bytes": [0-9]' "$tmp.stencil")" -eq 4 ] &&
-    grep -q '"resident_over_interior": [0-9]' "$tmp.stencil" ||
-    { echo "FAIL: stencil: want 4 forms and a ratio"; cat "$tmp.stencil"; exit 1; }
+    grep -q '"resident_over_interior": [0-9]' "$tmp.stencil" &&
+    grep -q '"form": "device_alone", "device": [0-9]' "$tmp.stencil" &&
+    [ "$(grep -c '"baseline": true' "$tmp.stencil")" -eq 1 ] ||
+    { echo "FAIL: stencil: want 4 forms, a ratio and the devices alone"; cat "$tmp.stencil"
+      exit 1; }
+
+# A fleet of one device (PoCL's basic device has one compute unit: nothing to split): the
+# benches that used to need two run on it, their baseline that device.
+if POCL_DEVICES=basic $bench stencil --quick --json --devices 'type=cpu;platform=portable' \
+    > "$tmp.one" 2> "$tmp.err"; then
+    $lint < "$tmp.one" && grep -q '"devices": 1,' "$tmp.one" &&
+        grep -q '"baseline_device": 0,' "$tmp.one" ||
+        { echo "FAIL: stencil on one device"; cat "$tmp.one"; exit 1; }
+    POCL_DEVICES=basic $bench overhead --quick --json --devices 'type=cpu;platform=portable' \
+        > "$tmp.one" 2> "$tmp.err" && $lint < "$tmp.one" &&
+        grep -q '"devices": \[0\], "baseline_device": 0,' "$tmp.one" ||
+        { cat "$tmp.err"; echo "FAIL: overhead on one device"; cat "$tmp.one"; exit 1; }
+    one="one-device fleet ran"
+else
+    grep -q 'needs 1 devices\|NO_DEVICE\|NO_PLATFORM' "$tmp.err" ||
+        { cat "$tmp.err"; echo "FAIL: stencil on one device"; exit 1; }
+    one="one-device fleet skipped (no PoCL basic device)"
+fi
+
+# --simulate: the variable reaches the fleets (the library may or may not honour it yet), and
+# balance runs the one simulated configuration, with each strategy against the fastest alone.
+$bench balance --quick --json --simulate 'device=1,compute=0.5' > "$tmp.sim" 2> "$tmp.err" ||
+    { cat "$tmp.err"; echo "FAIL: balance --simulate"; exit 1; }
+$lint < "$tmp.sim" && grep -q '"name": "simulated"' "$tmp.sim" &&
+    [ "$(grep -c '"vs_fastest_alone": [0-9]' "$tmp.sim")" -eq 10 ] &&
+    [ "$(grep -c '"simulate": "device=1,compute=0.5"' "$tmp.sim")" -eq 2 ] &&
+    ! grep -q '"name": "homogeneous"' "$tmp.sim" ||
+    { echo "FAIL: balance --simulate: want the simulated configuration alone, 10 rows"
+      cat "$tmp.sim"; exit 1; }
+$bench balance --quick --config simulated --simulate 'device=1,compute=0.5' --size 16 \
+    > "$tmp.txt" 2> "$tmp.err" && grep -q '^  heterogeneous (simulated, ' "$tmp.txt" &&
+    [ "$(grep -Ec '^    (static|dynamic|guided|memory-aware|auto) +[0-9.]+ +[0-9.]+ ' \
+        "$tmp.txt")" -eq 10 ] ||
+    { cat "$tmp.err"; echo "FAIL: balance --simulate: no heterogeneous table"; cat "$tmp.txt"
+      exit 1; }
 
 echo "PASS: balance ($n strategy rows), scale, p2p, allreduce and pipeline, JSON valid," \
-    "plots well-formed; gemm: $gemm"
+    "plots well-formed; gemm: $gemm; $one; --simulate"

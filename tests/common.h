@@ -21,6 +21,46 @@
  * or all. */
 #define FLEET4 TEST_CPUS ";name=pthread;split=1"
 
+/*
+ * CLFLEET_TEST_DEVICES=SELECTION runs the suites on other devices than PoCL's (a GPU, issue
+ * 27): wherever a suite makes a fleet of FLEET4 through test_fleet(), test_env_open() or
+ * test_fault_fleet(), and where test_run()/test_run_fleet4_fleet2() probe FLEET4, the
+ * selection takes its place. It must give at least 4 devices (DEV3 uses indices 0, 2 and 3),
+ * e.g. "type=gpu,cpu;split=1" (the GPU and the CPU's units). FLEET2's role (exactly two
+ * devices) takes CLFLEET_TEST_DEVICES_PAIR=SELECTION when set, e.g. "type=gpu,cpu" with
+ * POCL_DEVICES=pthread (the GPU and one CPU device), else CLFLEET_TEST_DEVICES itself.
+ * A selection that gives too few devices (or, for the pair, not exactly two) skips the suite
+ * with a message naming the variable, or fails it under CLFLEET_REQUIRE_DEVICES=1: never a
+ * silent pass. The pair is checked for every suite (some make FLEET2 fleets without probing
+ * them), so set both. Each substitution is said on stderr once.
+ *
+ * It applies to FLEET2 and FLEET4 only: TEST_CPUS and the selections a suite names itself
+ * (PoCL's basic device, root CPU devices, sub-device splits) stay on PoCL, which must then be
+ * installed beside the GPU. It is meant for test_launch, test_gemm, test_collective and
+ * test_array (tools/gpu-check.sh runs them so); the other suites that make FLEET2/FLEET4
+ * fleets through these helpers (test_kernel, test_alaunch, test_builtins, test_layout,
+ * test_textbook, test_window, test_pipeline, test_sync, test_argcheck, test_fault) take it
+ * too, but some of their tests count on PoCL sub-devices.
+ */
+static inline const char *test_selection(const char *selection)
+{
+    static int said[2];
+    const char *all = getenv("CLFLEET_TEST_DEVICES"), *pair = getenv("CLFLEET_TEST_DEVICES_PAIR");
+    /* Read through volatile: a suite passing another constant selection must not make gcc
+     * warn that the comparison is constant (-Wstring-compare). */
+    const char *volatile fleet2 = FLEET2, *volatile fleet4 = FLEET4;
+    int two = selection && !strcmp(selection, fleet2);
+    if (!selection || !all || !*all || (!two && strcmp(selection, fleet4)))
+        return selection;
+    const char *use = two && pair && *pair ? pair : all;
+    if (!said[two]) {
+        said[two] = 1;
+        fprintf(stderr, "note: CLFLEET_TEST_DEVICES: the suite's %s fleets use '%s'\n",
+                two ? "two-device (FLEET2)" : "four-device (FLEET4)", use);
+    }
+    return use;
+}
+
 /* Three devices of FLEET4 in an order that is not the fleet's, so report indices are checked
  * too. */
 static const size_t DEV3[] = {2, 0, 3};
@@ -168,13 +208,28 @@ static inline int test_probe_devices(const char *selection, size_t min_devices)
 {
     clf_fleet_options o = CLF_FLEET_OPTIONS_INIT;
     clf_fleet *f = NULL;
-    o.devices = selection;
+    const char *use = test_selection(selection);
+    /* The FLEET2 role's tests count on exactly two devices. */
+    const char *volatile fleet2 = FLEET2;
+    int exact = use != selection && !strcmp(selection, fleet2);
+    o.devices = use;
     o.disable_cache = 1;
     clf_status st = clf_fleet_create(&f, &o);
     size_t n = clf_fleet_device_count(f);
     clf_fleet_destroy(f);
-    if (st == CLF_SUCCESS && n >= min_devices)
+    if (st == CLF_SUCCESS && n >= min_devices && (!exact || n == 2))
         return -1;
+    if (use != selection) {
+        const char *pair = getenv("CLFLEET_TEST_DEVICES_PAIR");
+        fprintf(stderr, "%s: CLFLEET_TEST_DEVICES%s='%s' gives %zu device(s)%s%s%s; this "
+                "suite's %s fleets need %s%zu%s\n",
+                test_devices_required() ? "FAIL" : "SKIP", exact && pair && *pair ? "_PAIR" : "",
+                use, n, st ? " (" : "", st ? clf_last_error() : "", st ? ")" : "",
+                exact ? "two-device" : "four-device", exact ? "exactly " : "at least ",
+                exact ? (size_t)2 : min_devices,
+                exact ? " (set CLFLEET_TEST_DEVICES_PAIR to a selection of two)" : "");
+        return test_devices_required() ? TEST_HARD_ERROR : TEST_SKIP;
+    }
     fprintf(stderr, "%s: need %zu device(s) for '%s': %s: %s\n",
             test_devices_required() ? "FAIL" : "SKIP", min_devices, selection,
             clf_status_name(st), st ? clf_last_error() : "too few devices");
@@ -186,6 +241,7 @@ static inline clf_fleet *test_fleet(const char *selection, int context_per_devic
 {
     clf_fleet_options o = CLF_FLEET_OPTIONS_INIT;
     clf_fleet *f = NULL;
+    selection = test_selection(selection);
     o.devices = selection;
     o.context_per_device = context_per_device;
     clf_status st = clf_fleet_create(&f, &o);
@@ -200,6 +256,7 @@ static inline clf_fleet *test_fault_fleet(const char *selection, const char *rul
 {
     clf_fleet_options o = CLF_FLEET_OPTIONS_INIT;
     clf_fleet *f = NULL;
+    selection = test_selection(selection);
     o.devices = selection;
     setenv("CLFLEET_FAULT_INJECT", rules, 1);
     clf_status st = clf_fleet_create(&f, &o);
@@ -270,6 +327,12 @@ static inline int test_run(Suite *s, const char *selection, size_t min_devices)
 {
     if (selection) {
         int rc = test_probe_devices(selection, min_devices);
+        /* Under CLFLEET_TEST_DEVICES a suite may make FLEET2 fleets beside the one it names
+         * (test_gemm does): the pair is checked up front too, so that it skips with a reason
+         * instead of failing in the middle. */
+        const char *all = getenv("CLFLEET_TEST_DEVICES");
+        if (rc < 0 && all && *all && test_selection(selection) != selection)
+            rc = test_probe_devices(FLEET2, 2);
         if (rc >= 0)
             return rc;
     }

@@ -15,6 +15,13 @@ static const char SRC[] =
     "    out[i] = (uint4)((uint)i, (uint)get_global_size(0), (uint)get_group_id(0),\n"
     "                     (uint)get_num_groups(0));\n"
     "}\n"
+    /* The same through a helper function (the range parameter passed down to it). */
+    "uint4 idvals(size_t i)\n"
+    "{\n"
+    "    return (uint4)((uint)i, (uint)get_global_size(0), (uint)get_group_id(0),\n"
+    "                   (uint)get_num_groups(0));\n"
+    "}\n"
+    "kernel void ids_h(global uint4 *out) { out[get_global_id(0)] = idvals(get_global_id(0)); }\n"
     "kernel void ids2(global uint4 *out)\n"
     "{\n"
     "    size_t x = get_global_id(0), y = get_global_id(1);\n"
@@ -218,6 +225,22 @@ START_TEST(textbook)
                        "%s: group %u of %u at %zu", c->label, got[4 * i + 2], got[4 * i + 3], i);
         }
     }
+    /* A helper that calls the built-ins sees the same, block and block-cyclic. */
+    d.kernel = "ids_h";
+    d.local[0] = 32;
+    for (int k = 0; k < 2; k++) {
+        a = k ? cyc : blk;
+        clf_arg args[] = {CLF_ARRAY_OUT(a)};
+        ck_assert_msg(clf_array_launch(e.f, e.p, &d, args, 1) == CLF_SUCCESS, "%s",
+                      clf_last_error());
+        ck_assert_ok(clf_array_read(a, NULL, NULL, got));
+        for (size_t i = 0; i < N; i++)
+            expect(got[4 * i] == i && got[4 * i + 1] == N && got[4 * i + 2] == i / 32 &&
+                       got[4 * i + 3] == N / 32,
+                   "%s, helper: %u %u %u %u at %zu", c->label, got[4 * i], got[4 * i + 1],
+                   got[4 * i + 2], got[4 * i + 3], i);
+    }
+    d.kernel = "ids";
     clf_array_destroy(blk);
     clf_array_destroy(cyc);
     /* 2D, cut along rows. */

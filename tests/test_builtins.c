@@ -3,11 +3,15 @@
  * 1, 2 and 3 dimensions, must see what it sees on one device (get_global_size,
  * get_num_groups, get_group_id, get_global_offset, get_global_id, get_local_id/size,
  * get_work_dim, the group-derived index and a loop up to get_global_size), compared with
- * values the host computes in plain C. Also: helper functions that call get_global_size fail
- * to build with a hint; local sizes OpenCL would refuse are refused before any work runs; a
- * kernel clfleet cannot give the range's sizes is refused in chunks; task queues get them.
+ * values the host computes in plain C. Also: helper functions (n-body loops over
+ * get_global_size, every built-in through two levels of helpers) give what they give on one
+ * device, compared with plain OpenCL; local sizes OpenCL would refuse are refused before any
+ * work runs; a kernel clfleet cannot give the range's sizes is refused in chunks; task
+ * queues get them.
  */
 #include "common.h"
+
+#include <CL/cl.h>
 
 /* The loop index _i picks one of these (FLEET2, FLEET4, DEV3: common.h). */
 static const fleet_cfg CFGS[] = {
@@ -240,21 +244,44 @@ START_TEST(textbook_partial_sums)
 }
 END_TEST
 
-/* A helper function that calls get_global_size() has no hidden parameter: the build fails,
- * and the message says why; line numbers stay the user's. */
-START_TEST(helper_function_fails_with_hint)
+/* A helper function that calls get_global_size() gets the range's sizes too, in chunks;
+ * line numbers stay the user's. */
+START_TEST(helper_function_gets_the_range)
 {
     clf_fleet *f = test_fleet(FLEET2, 0);
     clf_program *p = NULL;
     static const char helper[] =
         "size_t halfsize(void) { return get_global_size(0) / 2; }\n"
         "__kernel void k(__global uint *o) { o[get_global_id(0)] = (uint)halfsize(); }\n";
-    ck_assert_status(clf_program_build_source(&p, f, helper, NULL), CLF_ERROR_BUILD);
-    ck_assert_ptr_null(p);
-    const char *msg = clf_last_error();
-    ck_assert_msg(strstr(msg, "hint:") && strstr(msg, "only in kernel functions") &&
-                      strstr(msg, "clfleet_global_size_only_in_kernels"),
-                  "no hint: %s", msg);
+    ck_assert_ok(clf_program_build_source(&p, f, helper, NULL));
+    enum { N = 1000 };
+    uint32_t out[N];
+    memset(out, 0xee, sizeof out);
+    clf_arg args[] = {CLF_OUT(out, sizeof out, sizeof out[0])};
+    clf_launch_desc d = CLF_LAUNCH_DESC_INIT;
+    d.kernel = "k";
+    d.global[0] = N;
+    d.strategy = CLF_STRATEGY_DYNAMIC;
+    clf_launch_report rep;
+    ck_assert_ok(clf_launch(f, p, &d, args, 1, &rep));
+    ck_assert_uint_gt(rep.dev[0].chunks + rep.dev[1].chunks, 1);
+    for (size_t i = 0; i < N; i++)
+        ck_assert_uint_eq(out[i], N / 2);
+    /* One kernel on one device (clf_kernel_run) sets the parameter the helper reads too. */
+    clf_buffer *b = NULL;
+    ck_assert_ok(clf_buffer_create(&b, f, 1, 64 * sizeof(uint32_t), 0));
+    clf_kernel_desc kd = CLF_KERNEL_DESC_INIT;
+    kd.kernel = "k";
+    kd.global[0] = 64;
+    clf_arg bargs[] = {CLF_BUF_OUT(b)};
+    ck_assert_ok(clf_kernel_run(f, p, 1, &kd, bargs, 1));
+    ck_assert_ok(clf_buffer_read(b, 0, 64 * sizeof(uint32_t), out));
+    for (size_t i = 0; i < 64; i++)
+        ck_assert_uint_eq(out[i], 32);
+    clf_buffer_destroy(b);
+    clf_program_destroy(p);
+    p = NULL;
+    const char *msg;
     /* An error on line 3 of a rewritten source is reported on line 3. */
     static const char line3[] = "__kernel void k(__global uint *o)\n"
                                 "{\n"
@@ -275,6 +302,240 @@ START_TEST(helper_function_fails_with_hint)
         "kernel void b() { char c = '('; (void)c; }\n"
         "__kernel void\n  c(__global uint *o,\n  uint n) { o[0] = get_num_groups(0) + n; }\n";
     ck_assert_ok(clf_program_build_source(&p, f, forms, NULL));
+    clf_program_destroy(p);
+    clf_fleet_destroy(f);
+}
+END_TEST
+
+/* ---- helper functions (core/rangearg.c threads the range down the call graph) ---- */
+
+/*
+ * Run kernel of src with plain OpenCL on the first PoCL CPU device, over global (local: 0
+ * for the driver's choice): arg 0 is in (in_bytes, a read-only buffer), arg 1 out
+ * (out_bytes, written), then the scalars (nsc of them, each 4 bytes). The one-device
+ * reference that clf_launch must match.
+ */
+static void plain_opencl_run(const char *src, const char *options, const char *kernel,
+                             const void *in, size_t in_bytes, void *out, size_t out_bytes,
+                             const uint32_t *sc, unsigned nsc, unsigned dims,
+                             const size_t *global, const size_t *local)
+{
+    cl_platform_id plats[8];
+    cl_uint np = 0;
+    ck_assert_int_eq(clGetPlatformIDs(8, plats, &np), CL_SUCCESS);
+    cl_device_id dev = NULL;
+    for (cl_uint i = 0; i < np && !dev; i++) {
+        char name[256] = "";
+        clGetPlatformInfo(plats[i], CL_PLATFORM_NAME, sizeof name, name, NULL);
+        if (strstr(name, "Portable") &&
+            clGetDeviceIDs(plats[i], CL_DEVICE_TYPE_CPU, 1, &dev, NULL) != CL_SUCCESS)
+            dev = NULL;
+    }
+    ck_assert_msg(dev != NULL, "no PoCL CPU device for the plain OpenCL reference");
+    cl_int err;
+    cl_context ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
+    ck_assert_int_eq(err, CL_SUCCESS);
+    cl_command_queue q = clCreateCommandQueueWithProperties(ctx, dev, NULL, &err);
+    ck_assert_int_eq(err, CL_SUCCESS);
+    cl_program prog = clCreateProgramWithSource(ctx, 1, &src, NULL, &err);
+    ck_assert_int_eq(err, CL_SUCCESS);
+    err = clBuildProgram(prog, 1, &dev, options, NULL, NULL);
+    if (err != CL_SUCCESS) {
+        char log[4000] = "";
+        clGetProgramBuildInfo(prog, dev, CL_PROGRAM_BUILD_LOG, sizeof log - 1, log, NULL);
+        ck_abort_msg("plain OpenCL build failed: %s", log);
+    }
+    cl_kernel k = clCreateKernel(prog, kernel, &err);
+    ck_assert_int_eq(err, CL_SUCCESS);
+    cl_mem a = clCreateBuffer(ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, in_bytes,
+                              (void *)in, &err);
+    ck_assert_int_eq(err, CL_SUCCESS);
+    cl_mem b = clCreateBuffer(ctx, CL_MEM_WRITE_ONLY, out_bytes, NULL, &err);
+    ck_assert_int_eq(err, CL_SUCCESS);
+    ck_assert_int_eq(clSetKernelArg(k, 0, sizeof a, &a), CL_SUCCESS);
+    ck_assert_int_eq(clSetKernelArg(k, 1, sizeof b, &b), CL_SUCCESS);
+    for (unsigned i = 0; i < nsc; i++)
+        ck_assert_int_eq(clSetKernelArg(k, 2 + i, sizeof sc[i], &sc[i]), CL_SUCCESS);
+    ck_assert_int_eq(clEnqueueNDRangeKernel(q, k, dims, NULL, global,
+                                            local && local[0] ? local : NULL, 0, NULL, NULL),
+                     CL_SUCCESS);
+    ck_assert_int_eq(clEnqueueReadBuffer(q, b, CL_TRUE, 0, out_bytes, out, 0, NULL, NULL),
+                     CL_SUCCESS);
+    clReleaseMemObject(a);
+    clReleaseMemObject(b);
+    clReleaseKernel(k);
+    clReleaseProgram(prog);
+    clReleaseCommandQueue(q);
+    clReleaseContext(ctx);
+}
+
+/* An n-body step as published codes write it: the helpers loop over get_global_size(). */
+static const char NBODY[] =
+    "float3 pull(float4 me, float4 other)\n"
+    "{\n"
+    "    float3 d = other.xyz - me.xyz;\n"
+    "    float r2 = dot(d, d) + 0.01f;\n"
+    "    return d * (other.w / (r2 * sqrt(r2)));\n"
+    "}\n"
+    "float3 accel(__global const float4 *pos, float4 me)\n"
+    "{\n"
+    "    float3 a = (float3)(0.0f);\n"
+    "    for (int i = 0; i < get_global_size(0); i++)\n"
+    "        a += pull(me, pos[i]);\n"
+    "    return a;\n"
+    "}\n"
+    "float mass_total(__global const float4 *pos)\n"
+    "{\n"
+    "    float m = 0.0f;\n"
+    "    for (size_t i = 0; i < get_global_size(0); i++)\n"
+    "        m += pos[i].w;\n"
+    "    return m;\n"
+    "}\n"
+    "__kernel void nbody(__global const float4 *pos, __global float4 *acc)\n"
+    "{\n"
+    "    size_t i = get_global_id(0);\n"
+    "    acc[i] = (float4)(accel(pos, pos[i]), mass_total(pos));\n"
+    "}\n";
+
+/* n-body, split over 2 and 3 devices with every strategy: bit for bit the plain one-device
+ * run (same PoCL device kind, same compiler). */
+START_TEST(helpers_nbody)
+{
+    const fleet_cfg *cfg = &CFGS[_i];
+    clf_fleet *f = test_fleet(cfg->selection, cfg->context_per_device);
+    clf_program *p = NULL;
+    ck_assert_ok(clf_program_build_source(&p, f, NBODY, NULL));
+    enum { N = 1536 };
+    float *pos = malloc(N * 4 * sizeof *pos), *ref = malloc(N * 4 * sizeof *ref),
+          *acc = malloc(N * 4 * sizeof *acc);
+    ck_assert(pos && ref && acc);
+    uint64_t seed = 42;
+    for (size_t i = 0; i < 4 * N; i++)
+        pos[i] = (float)(xorshift64(&seed) % 20000) / 1000.0f - (i % 4 == 3 ? -1.0f : 10.0f);
+    size_t g = N, l = 64;
+    plain_opencl_run(NBODY, NULL, "nbody", pos, N * 4 * sizeof *pos, ref, N * 4 * sizeof *ref,
+                     NULL, 0, 1, &g, &l);
+    for (size_t s = 0; s < NSTRATEGIES; s++) {
+        memset(acc, 0xee, N * 4 * sizeof *acc);
+        clf_arg args[] = {CLF_BROADCAST(pos, N * 4 * sizeof *pos),
+                          CLF_OUT(acc, N * 4 * sizeof *acc, 4 * sizeof *acc)};
+        clf_launch_desc d = CLF_LAUNCH_DESC_INIT;
+        d.kernel = "nbody";
+        d.global[0] = N;
+        d.local[0] = l;
+        d.strategy = STRATEGIES[s];
+        d.devices = cfg->devices;
+        d.num_devices = cfg->devices ? cfg->ndev : 0;
+        d.chunks_per_device = 4;
+        clf_launch_report rep;
+        ck_assert_ok(clf_launch(f, p, &d, args, 2, &rep));
+        size_t used = 0;
+        for (size_t j = 0; j < rep.num_devices; j++)
+            used += rep.dev[j].chunks > 0;
+        if (STRATEGIES[s] == CLF_STRATEGY_STATIC || STRATEGIES[s] == CLF_STRATEGY_DYNAMIC)
+            expect(used > 1, "%s, %s: one device ran it all", cfg->label,
+                   clf_strategy_name(STRATEGIES[s]));
+        for (size_t i = 0; i < 4 * N; i++)
+            expect(!memcmp(&acc[i], &ref[i], sizeof acc[i]), "%s, %s: acc[%zu] = %.9g, want %.9g",
+                   cfg->label, clf_strategy_name(STRATEGIES[s]), i, acc[i], ref[i]);
+    }
+    free(pos);
+    free(ref);
+    free(acc);
+    clf_program_destroy(p);
+    clf_fleet_destroy(f);
+}
+END_TEST
+
+/*
+ * Every range built-in through two levels of helpers, with a prototype before its
+ * definition, a helper called twice in one expression and one that uses no built-in (left
+ * as it is: it is also called with a literal argument list of its own).
+ */
+static const char LEVELS[] =
+    "uint level2(uint d);\n"
+    "uint plain_mix(uint a, uint b) { return a * 31u + b; }\n"
+    "#if defined(__OPENCL_C_VERSION__) && __OPENCL_C_VERSION__ >= 200\n"
+    "#define ENQ(d) get_enqueued_local_size(d)\n"
+    "#else\n"
+    "#define ENQ(d) get_local_size(d)\n"
+    "#endif\n"
+    "uint level1(__global uint *r, uint d)\n"
+    "{\n"
+    "    r[0] = level2(d);\n"
+    "    r[1] = (uint)get_num_groups(d) + 0 * level2(d) + level2(d) - level2(d);\n"
+    "    return plain_mix(r[0], r[1]);\n"
+    "}\n"
+    "uint level2(uint d)\n"
+    "{\n"
+    "    return (uint)get_global_size(d);\n"
+    "}\n"
+    "void groups(__global uint *r, uint d)\n"
+    "{\n"
+    "    r[2] = (uint)get_group_id(d);\n"
+    "    r[3] = (uint)get_global_offset(d);\n"
+    "    r[4] = (uint)ENQ(d);\n"
+    "    r[5] = (uint)get_num_groups(d);\n"
+    "}\n"
+    "uint via(__global uint *r, uint d) { groups(r, d); return level1(r, d); }\n"
+    "__kernel void levels(__global const uint *unused, __global uint *rec, uint g0)\n"
+    "{\n"
+    "    size_t i = get_global_id(1) * g0 + get_global_id(0);\n"
+    "    __global uint *r = rec + 16 * i;\n"
+    "    r[6] = via(r + 8, 0);\n"
+    "    r[7] = via(r, 1);\n"
+    "}\n";
+
+START_TEST(helpers_two_levels)
+{
+    const fleet_cfg *cfg = &CFGS[_i];
+    clf_fleet *f = test_fleet(cfg->selection, cfg->context_per_device);
+    clf_program *p = NULL;
+    const char *opts = "-cl-std=CL2.0";
+    if (clf_program_build_source(&p, f, LEVELS, opts) == CLF_ERROR_BUILD) {
+        opts = NULL; /* no OpenCL C 2.0: get_local_size stands in */
+        ck_assert_ok(clf_program_build_source(&p, f, LEVELS, opts));
+    }
+    enum { W = 24, H = 60, LW = 4, LH = 5 };
+    size_t g[2] = {W, H}, l[2] = {LW, LH};
+    uint32_t *rec = malloc(W * H * 16 * sizeof *rec), *ref = malloc(W * H * 16 * sizeof *ref);
+    uint32_t unused = 0, g0 = W;
+    ck_assert(rec && ref);
+    memset(ref, 0, W * H * 16 * sizeof *ref);
+    plain_opencl_run(LEVELS, opts, "levels", &unused, sizeof unused, ref,
+                     W * H * 16 * sizeof *ref, &g0, 1, 2, g, l);
+    /* The plain run itself, against what OpenCL says. */
+    for (size_t y = 0; y < H; y++)
+        for (size_t x = 0; x < W; x++) {
+            const uint32_t *r = ref + 16 * (y * W + x);
+            expect(r[0] == H && r[1] == H / LH && r[2] == y / LH && r[3] == 0 && r[4] == LH &&
+                       r[5] == H / LH && r[8] == W && r[9] == W / LW && r[10] == x / LW &&
+                       r[11] == 0 && r[12] == LW && r[13] == W / LW &&
+                       r[6] == W * 31u + W / LW && r[7] == H * 31u + H / LH,
+                   "plain reference wrong at (%zu, %zu)", x, y);
+        }
+    for (size_t s = 0; s < NSTRATEGIES; s++) {
+        memset(rec, 0xee, W * H * 16 * sizeof *rec);
+        clf_arg args[] = {CLF_BROADCAST(&unused, sizeof unused),
+                          CLF_OUT(rec, W * H * 16 * sizeof *rec, W * 16 * sizeof *rec),
+                          CLF_SCALAR(&g0)};
+        clf_launch_desc d = CLF_LAUNCH_DESC_INIT;
+        d.kernel = "levels";
+        d.dims = 2;
+        memcpy(d.global, g, sizeof g);
+        memcpy(d.local, l, sizeof l);
+        d.strategy = STRATEGIES[s];
+        d.devices = cfg->devices;
+        d.num_devices = cfg->devices ? cfg->ndev : 0;
+        d.chunks_per_device = 4;
+        ck_assert_ok(clf_launch(f, p, &d, args, 3, NULL));
+        for (size_t i = 0; i < W * H * 16; i++)
+            expect(i % 16 >= 14 || rec[i] == ref[i], /* 14, 15: not written */ "%s, %s: rec[%zu] (item %zu field %zu) = %u, want %u",
+                   cfg->label, clf_strategy_name(STRATEGIES[s]), i, i / 16, i % 16, rec[i],
+                   ref[i]);
+    }
+    free(rec);
+    free(ref);
     clf_program_destroy(p);
     clf_fleet_destroy(f);
 }
@@ -485,7 +746,9 @@ static Suite *suite(void)
     tcase_add_loop_test(tc, builtins_as_on_one_device, 0, NCFGS);
     tcase_add_loop_test(tc, group_ids_without_range_arg, 0, NCFGS);
     tcase_add_loop_test(tc, textbook_partial_sums, 0, NCFGS);
-    tcase_add_test(tc, helper_function_fails_with_hint);
+    tcase_add_test(tc, helper_function_gets_the_range);
+    tcase_add_loop_test(tc, helpers_nbody, 0, NCFGS);
+    tcase_add_loop_test(tc, helpers_two_levels, 0, NCFGS);
     tcase_add_loop_test(tc, bad_local_sizes_refused, 0, 1);
     tcase_add_loop_test(tc, bad_local_sizes_refused, 2, 3);
     tcase_add_test(tc, unknown_kernel_refused_in_chunks);

@@ -923,6 +923,259 @@ START_TEST(broadcast_sees_changes)
 }
 END_TEST
 
+
+/*
+ * Broadcasts whose parameters are not const, as much published code writes them: a GEMM
+ * whose B is `__global float *b` (read only) and a 3x3 median filter given its width and
+ * height as `__global int *` buffers. Accepted, split over 2-3 devices with every strategy,
+ * against plain C; the source scan sees them read only, so their copies are kept.
+ */
+static const char NONCONST_SRC[] =
+    "__kernel void gemm_nc(__global float *a, __global float *b, __global float *c, int n)\n"
+    "{\n"
+    "    int i = get_global_id(1), j = get_global_id(0);\n"
+    "    float s = 0.0f;\n"
+    "    for (int k = 0; k < n; k++)\n"
+    "        s += a[i * n + k] * b[k * n + j];\n"
+    "    c[i * n + j] = s;\n"
+    "}\n"
+    "__kernel void median_nc(__global uchar *in, __global uchar *out, __global int *width,\n"
+    "                        __global int *height)\n"
+    "{\n"
+    "    int x = get_global_id(0), y = get_global_id(1), w = *width, h = height[0];\n"
+    "    uchar v[9];\n"
+    "    int n = 0;\n"
+    "    for (int dy = -1; dy <= 1; dy++)\n"
+    "        for (int dx = -1; dx <= 1; dx++) {\n"
+    "            int xx = clamp(x + dx, 0, w - 1), yy = clamp(y + dy, 0, h - 1);\n"
+    "            v[n++] = in[yy * w + xx];\n"
+    "        }\n"
+    "    for (int p = 0; p < 9; p++)\n"
+    "        for (int q = p + 1; q < 9; q++)\n"
+    "            if (v[q] < v[p]) { uchar t = v[p]; v[p] = v[q]; v[q] = t; }\n"
+    "    out[y * w + x] = v[4];\n"
+    "}\n"
+    /* A kernel that (wrongly) writes its broadcast: each item reads then clobbers its own
+     * element. A kept copy would show the clobbered values to the next launch. */
+    "__kernel void scribble(__global int *t, __global int *out)\n"
+    "{\n"
+    "    size_t i = get_global_id(0);\n"
+    "    out[i] = t[i];\n"
+    "    t[i] = -1;\n"
+    "}\n"
+    "__kernel void copy_c(__global const int *t, __global int *out)\n"
+    "{\n"
+    "    out[get_global_id(0)] = t[get_global_id(0)];\n"
+    "}\n";
+
+static int median9(const uint8_t *img, int w, int h, int x, int y)
+{
+    uint8_t v[9];
+    int n = 0;
+    for (int dy = -1; dy <= 1; dy++)
+        for (int dx = -1; dx <= 1; dx++) {
+            int xx = x + dx < 0 ? 0 : x + dx >= w ? w - 1 : x + dx;
+            int yy = y + dy < 0 ? 0 : y + dy >= h ? h - 1 : y + dy;
+            v[n++] = img[yy * w + xx];
+        }
+    for (int p = 0; p < 9; p++)
+        for (int q = p + 1; q < 9; q++)
+            if (v[q] < v[p]) {
+                uint8_t t = v[p];
+                v[p] = v[q];
+                v[q] = t;
+            }
+    return v[4];
+}
+
+static clf_launch_desc nc_desc(const fleet_cfg *cfg, const char *k, clf_strategy s,
+                               unsigned dims, size_t g0, size_t g1)
+{
+    clf_launch_desc d = CLF_LAUNCH_DESC_INIT;
+    d.kernel = k;
+    d.strategy = s;
+    d.dims = dims;
+    d.global[0] = g0;
+    d.global[1] = g1;
+    d.devices = cfg->devices;
+    d.num_devices = cfg->devices ? cfg->ndev : 0;
+    d.chunks_per_device = 4;
+    return d;
+}
+
+START_TEST(broadcast_not_const)
+{
+    const fleet_cfg *cfg = &CFGS[_i];
+    clf_fleet *f = test_fleet(cfg->selection, cfg->context_per_device);
+    clf_program *p = NULL;
+    ck_assert_ok(clf_program_build_source(&p, f, NONCONST_SRC, NULL));
+    enum { N = 96, W = 61, H = 47 };
+    float *a = malloc(N * N * sizeof *a), *b = malloc(N * N * sizeof *b),
+          *c = malloc(N * N * sizeof *c);
+    uint8_t *img = malloc(W * H), *med = malloc(W * H);
+    ck_assert(a && b && c && img && med);
+    uint64_t seed = 7;
+    for (size_t i = 0; i < N * N; i++) { /* small integers: every sum exact */
+        a[i] = (float)(xorshift64(&seed) % 9) - 4.0f;
+        b[i] = (float)(xorshift64(&seed) % 9) - 4.0f;
+    }
+    for (size_t i = 0; i < W * H; i++)
+        img[i] = (uint8_t)xorshift64(&seed);
+    int32_t n = N, w = W, h = H;
+    for (size_t s = 0; s < NSTRATEGIES; s++) {
+        memset(c, 0xee, N * N * sizeof *c);
+        clf_arg ga[] = {CLF_IN(a, N * N * sizeof *a, N * sizeof *a),
+                        CLF_BROADCAST(b, N * N * sizeof *b),
+                        CLF_OUT(c, N * N * sizeof *c, N * sizeof *c), CLF_SCALAR(&n)};
+        clf_launch_desc d = nc_desc(cfg, "gemm_nc", STRATEGIES[s], 2, N, N);
+        clf_launch_report rep;
+        clf_status st = clf_launch(f, p, &d, ga, 4, &rep);
+        expect(st == CLF_SUCCESS, "%s, gemm, %s: %s", cfg->label,
+               clf_strategy_name(STRATEGIES[s]), clf_last_error());
+        for (size_t i = 0; i < N; i++)
+            for (size_t j = 0; j < N; j++) {
+                float want = 0.0f;
+                for (size_t k = 0; k < N; k++)
+                    want += a[i * N + k] * b[k * N + j];
+                expect(c[i * N + j] == want, "%s, gemm, %s: c[%zu][%zu] = %g, want %g",
+                       cfg->label, clf_strategy_name(STRATEGIES[s]), i, j, c[i * N + j], want);
+            }
+        memset(med, 0, W * H);
+        clf_arg ma[] = {CLF_IN_HALO(img, W * H, W, 1, 1), CLF_OUT(med, W * H, W),
+                        CLF_BROADCAST(&w, sizeof w), CLF_BROADCAST(&h, sizeof h)};
+        d = nc_desc(cfg, "median_nc", STRATEGIES[s], 2, W, H);
+        st = clf_launch(f, p, &d, ma, 4, &rep);
+        expect(st == CLF_SUCCESS, "%s, median, %s: %s", cfg->label,
+               clf_strategy_name(STRATEGIES[s]), clf_last_error());
+        for (int y = 0; y < H; y++)
+            for (int x = 0; x < W; x++)
+                expect(med[y * W + x] == median9(img, W, H, x, y),
+                       "%s, median, %s: (%d, %d) = %d, want %d", cfg->label,
+                       clf_strategy_name(STRATEGIES[s]), x, y, med[y * W + x],
+                       median9(img, W, H, x, y));
+    }
+    free(a);
+    free(b);
+    free(c);
+    free(img);
+    free(med);
+    clf_program_destroy(p);
+    clf_fleet_destroy(f);
+}
+END_TEST
+
+/* What the log said, for the test below. */
+static pthread_mutex_t seen_lock = PTHREAD_MUTEX_INITIALIZER;
+static char seen_warn[1024];
+static void keep_warning(void *user, clf_log_level level, const char *msg)
+{
+    (void)user;
+    pthread_mutex_lock(&seen_lock);
+    if (level == CLF_LOG_WARN && strstr(msg, "broadcast"))
+        snprintf(seen_warn, sizeof seen_warn, "%s", msg);
+    pthread_mutex_unlock(&seen_lock);
+}
+
+/* Allocations on the launch's devices since the last clf_metrics_reset(). */
+static uint64_t launch_allocations(clf_fleet *f, const clf_launch_report *rep)
+{
+    uint64_t n = 0;
+    for (size_t i = 0; i < rep->num_devices; i++) {
+        clf_device_metrics m;
+        ck_assert_ok(clf_metrics_device(&m, f, rep->dev[i].device));
+        n += m.allocations;
+    }
+    return n;
+}
+
+/*
+ * A kernel that writes its non-const broadcast (the user's bug): the launch runs, the log
+ * says so, and the copy is not kept: the next launch, with the same or changed host data,
+ * sees the host's values. A read-only non-const broadcast (the scan proves it) and a const
+ * one are kept: their second launch allocates one buffer less per device.
+ */
+START_TEST(broadcast_written_not_kept)
+{
+    const fleet_cfg *cfg = &CFGS[_i];
+    clf_fleet *f = test_fleet(cfg->selection, cfg->context_per_device);
+    clf_program *p = NULL;
+    ck_assert_ok(clf_program_build_source(&p, f, NONCONST_SRC, NULL));
+    enum { N = 4096 };
+    int32_t *t = malloc(N * sizeof *t), *out = malloc(N * sizeof *out);
+    ck_assert(t && out);
+    seen_warn[0] = 0;
+    clf_log_set_handler(keep_warning, NULL);
+    for (int round = 0; round < 4; round++) {
+        /* Rounds 0 and 1: the same host data; then changed. */
+        for (size_t i = 0; i < N; i++)
+            t[i] = (int32_t)(i * 3 + (round >= 2 ? (size_t)round : 0));
+        memset(out, 0xee, N * sizeof *out);
+        clf_arg args[] = {CLF_BROADCAST(t, N * sizeof *t), CLF_OUT(out, N * sizeof *out, 4)};
+        clf_launch_desc d = nc_desc(cfg, "scribble", CLF_STRATEGY_DYNAMIC, 1, N, 1);
+        clf_launch_report rep;
+        ck_assert_ok(clf_launch(f, p, &d, args, 2, &rep));
+        for (size_t i = 0; i < N; i++)
+            expect(out[i] == t[i], "%s, round %d: out[%zu] = %d, want %d (a kept copy?)",
+                   cfg->label, round, i, out[i], t[i]);
+        for (size_t i = 0; i < N; i++) /* the host array is the caller's: never written */
+            expect(t[i] == (int32_t)(i * 3 + (round >= 2 ? (size_t)round : 0)),
+                   "%s: t[%zu] written", cfg->label, i);
+    }
+    clf_log_set_handler(NULL, NULL);
+    ck_assert_msg(strstr(seen_warn, "scribble") && strstr(seen_warn, "'t'"),
+                  "no warning about the store: '%s'", seen_warn);
+    /* Kept copies: the scan-proved gemm_nc's b, and copy_c's const t. */
+    enum { M = 32 };
+    float a[M * M], b[M * M], c[M * M];
+    for (size_t i = 0; i < M * M; i++)
+        a[i] = b[i] = (float)(i % 5);
+    int32_t m = M;
+    for (int k = 0; k < 2; k++) {
+        uint64_t allocs[2];
+        for (int round = 0; round < 2; round++) {
+            clf_launch_report rep;
+            ck_assert_ok(clf_metrics_reset(f));
+            if (k == 0) {
+                clf_arg ga[] = {CLF_IN(a, sizeof a, M * sizeof *a), CLF_BROADCAST(b, sizeof b),
+                                CLF_OUT(c, sizeof c, M * sizeof *c), CLF_SCALAR(&m)};
+                clf_launch_desc d = nc_desc(cfg, "gemm_nc", CLF_STRATEGY_STATIC, 2, M, M);
+                ck_assert_ok(clf_launch(f, p, &d, ga, 4, &rep));
+            } else {
+                clf_arg ca[] = {CLF_BROADCAST(t, N * sizeof *t), CLF_OUT(out, N * sizeof *out, 4)};
+                clf_launch_desc d = nc_desc(cfg, "copy_c", CLF_STRATEGY_STATIC, 1, N, 1);
+                ck_assert_ok(clf_launch(f, p, &d, ca, 2, &rep));
+            }
+            allocs[round] = launch_allocations(f, &rep);
+            size_t ran = 0;
+            for (size_t i = 0; i < rep.num_devices; i++)
+                ran += rep.dev[i].chunks > 0;
+            if (round == 1) /* one buffer less on every device that ran */
+                expect(ran > 1 && allocs[1] + ran == allocs[0],
+                       "%s, %s: %llu then %llu allocations on %zu devices: not kept",
+                       cfg->label, k ? "const" : "read-only non-const",
+                       (unsigned long long)allocs[0], (unsigned long long)allocs[1], ran);
+        }
+    }
+    /* scribble's copies are not kept: every launch allocates them again. */
+    uint64_t allocs[2];
+    for (int round = 0; round < 2; round++) {
+        clf_launch_report rep;
+        ck_assert_ok(clf_metrics_reset(f));
+        clf_arg args[] = {CLF_BROADCAST(t, N * sizeof *t), CLF_OUT(out, N * sizeof *out, 4)};
+        clf_launch_desc d = nc_desc(cfg, "scribble", CLF_STRATEGY_STATIC, 1, N, 1);
+        clf_log_set_handler(keep_warning, NULL);
+        ck_assert_ok(clf_launch(f, p, &d, args, 2, &rep));
+        clf_log_set_handler(NULL, NULL);
+        allocs[round] = launch_allocations(f, &rep);
+    }
+    ck_assert_uint_eq(allocs[0], allocs[1]);
+    free(t);
+    free(out);
+    clf_program_destroy(p);
+    clf_fleet_destroy(f);
+}
+END_TEST
+
 /* ---- memory limits ----------------------------------------------------------------------- */
 
 static void check_limits(const clf_launch_report *r, const uint64_t *limits)
@@ -1220,6 +1473,77 @@ START_TEST(learned_weights)
         env_close(&e);
     }
     free(out);
+}
+END_TEST
+
+/* The number after "key": in the JSON entry e, or NAN when absent or null. */
+static double entry_number(const char *e, const char *key)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    const char *v = strstr(e, pat);
+    if (!v || strncmp(v + strlen(pat), "null", 4) == 0)
+        return NAN;
+    return strtod(v + strlen(pat), NULL);
+}
+
+/* The cost model: after launches whose chunks differ in size (static shares of ranges from
+ * 32K to 1M items, by weights learned as they run), each device of the pair has a throughput and a fitted chunk line (a rate
+ * and a fixed cost per chunk), persisted in the cache directory and shown by
+ * clf_perf_model_json(). */
+START_TEST(cost_model_learned)
+{
+    snprintf(learn_dir, sizeof learn_dir, "%s/clfleet-model-XXXXXX",
+             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    ck_assert_ptr_nonnull(mkdtemp(learn_dir));
+    enum { N = 1 << 20 };
+    uint32_t *out = malloc(N * 4);
+    ck_assert_ptr_nonnull(out);
+    const uint32_t seed = 5;
+    clf_fleet_options o = CLF_FLEET_OPTIONS_INIT;
+    o.devices = FLEET2;
+    o.cache_dir = learn_dir;
+    env e = {&CFGS[0], NULL, NULL};
+    ck_assert_ok(clf_fleet_create(&e.f, &o));
+    ck_assert_ok(clf_program_build_source(&e.p, e.f, SRC, NULL));
+    for (int round = 0; round < 2; round++)
+        for (size_t n = N >> 5; n <= N; n <<= 1) {
+            clf_arg args[] = {CLF_OUT(out, n * 4, 4), CLF_SCALAR(&seed)};
+            clf_launch_desc d = make_desc(&e, "hash32", CLF_STRATEGY_STATIC, 1, n, 1, 1);
+            char extra[48];
+            snprintf(extra, sizeof extra, "cost model, round %d, %zu items", round, n);
+            clf_launch_report r;
+            launch_ok(&e, &d, args, 2, &r, extra);
+            check_report(&d, &r);
+        }
+    for (size_t i = 0; i < N; i += 997)
+        expect(out[i] == lowbias32((uint32_t)i ^ seed), "out[%zu] = %u", i, out[i]);
+    env_close(&e); /* saves the model */
+    free(out);
+    char *doc = NULL;
+    ck_assert_ok(clf_perf_model_json(&doc, learn_dir));
+    size_t seen = 0, links = 0;
+    for (const char *p = strstr(doc, "\n{"); p; p = strstr(p + 1, "\n{")) {
+        char entry[2048];
+        snprintf(entry, sizeof entry, "%.*s", (int)strcspn(p + 1, "\n"), p + 1);
+        if (strstr(entry, "\"kernel\":\"link:d2h\"")) {
+            /* The results came back in chunks of 1 MiB and more: the link is learned. */
+            links++;
+            expect(entry_number(entry, "units_per_s") > 0, "link without a speed: %s", entry);
+        }
+        if (!strstr(entry, "\"kernel\":\"hash32@"))
+            continue;
+        seen++;
+        double thr = entry_number(entry, "units_per_s"), rate = entry_number(entry, "rate_units_per_s"),
+               fixed = entry_number(entry, "fixed_us"), chunks = entry_number(entry, "chunks");
+        fprintf(stderr, "cost model: %s\n", entry);
+        expect(thr > 0 && rate > 0 && fixed >= 0 && chunks >= 10,
+               "a device without a throughput and a chunk line: %s", entry);
+    }
+    /* One entry per kind of device: the pair's two identical sub-devices share a key. */
+    expect(seen >= 1 && seen <= 2, "%zu hash32 entries in the model: %s", seen, doc);
+    expect(links >= 1, "no device-to-host link learned: %s", doc);
+    clf_free(doc);
 }
 END_TEST
 
@@ -2148,6 +2472,8 @@ int main(void)
     tcase_add_loop_test(tc, reduce_with_atomics, 0, NCFGS);
     tcase_add_loop_test(tc, reduce_per_group, 0, NCFGS);
     tcase_add_loop_test(tc, broadcast_sees_changes, 0, NCFGS);
+    tcase_add_loop_test(tc, broadcast_not_const, 0, NCFGS);
+    tcase_add_loop_test(tc, broadcast_written_not_kept, 0, NCFGS);
     tcase_add_loop_test(tc, memory_limits_stream, 0, NCFGS);
     tcase_add_loop_test(tc, memory_limits_impossible, 0, NCFGS);
     tcase_add_test(tc, static_user_and_equal_weights);
@@ -2180,6 +2506,7 @@ int main(void)
     tcase_set_timeout(tl, 120);
     tcase_add_checked_fixture(tl, NULL, learned_teardown);
     tcase_add_test(tl, learned_weights);
+    tcase_add_test(tl, cost_model_learned);
     suite_add_tcase(s, tl);
 
     /* Both fleets must exist (FLEET2 needs a second pthread device). */

@@ -158,15 +158,56 @@ static size_t ref_neligible(const pcase *c)
     return n;
 }
 
+/*
+ * With fixed costs per chunk (c->prm.fixed_s): d's share of the R pooled units such that the
+ * eligible devices of positive rate finish together, f_j + c_j / r_j = T, sum(c_j) = R,
+ * leaving out (and solving again) those whose f_j reaches T; negative when d is left out.
+ * 0 and *known = 0 when no fixed costs are given or every rate is 0.
+ */
+static long double ref_timed(const pcase *c, size_t d, uint64_t r, int *known)
+{
+    const double *rate = c->prm.rates ? c->prm.rates : c->w;
+    int out[16] = {0};
+    long double T = 0;
+    *known = 0;
+    if (!c->prm.fixed_s || !rate)
+        return 0;
+    for (;;) {
+        long double rs = 0, fr = 0;
+        for (size_t j = 0; j < c->ndev; j++)
+            if (ref_eligible(c, j) && !out[j] && rate[j] > 0) {
+                rs += rate[j];
+                fr += (long double)c->prm.fixed_s[j] * rate[j];
+            }
+        if (rs <= 0)
+            return 0;
+        T = ((long double)r + fr) / rs;
+        int changed = 0;
+        for (size_t j = 0; j < c->ndev; j++)
+            if (ref_eligible(c, j) && !out[j] && rate[j] > 0 && c->prm.fixed_s[j] >= T)
+                out[j] = changed = 1;
+        if (!changed)
+            break;
+    }
+    *known = 1;
+    return (long double)rate[d] * (T - (long double)c->prm.fixed_s[d]);
+}
+
 /* The pool limit (side 0: low end of the float uncertainty, 1: high end): the device's share
- * by weight of the R pooled units, rounded up; R when it is the only eligible device. */
+ * by weight of the R pooled units (by time with fixed costs, ref_timed()), rounded up; R when
+ * it is the only eligible device. */
 static uint64_t ref_limit(const pcase *c, size_t d, uint64_t r, int side)
 {
     if (ref_neligible(c) <= 1)
         return r;
     long double wd, wsum;
     ref_share(c, d, &wd, &wsum);
-    long double x = (long double)r * (wd / wsum) * (side ? 1 + 1e-12L : 1 - 1e-12L);
+    long double x = (long double)r * (wd / wsum);
+    int timed;
+    long double t = ref_timed(c, d, r, &timed);
+    if (timed)
+        x = t > 0 ? t : 0;
+    x *= side ? 1 + 1e-12L : 1 - 1e-12L;
     uint64_t f = x < (long double)r ? (uint64_t)ceill(x) : r;
     return f ? f : 1;
 }
@@ -185,7 +226,12 @@ static int ref_stands_aside(const pcase *c, size_t d, uint64_t r)
     long double wd, wsum;
     ref_share(c, d, &wd, &wsum);
     uint64_t least = r < c->gran ? r : c->gran;
-    return (long double)r * (wd / wsum) * (1 - 1e-12L) < (long double)least;
+    long double x = (long double)r * (wd / wsum);
+    int timed;
+    long double t = ref_timed(c, d, r, &timed);
+    if (timed) /* its fixed cost and smallest chunk outlast what the fleet needs for R */
+        x = t > 0 ? t : 0;
+    return x * (1 - 1e-12L) < (long double)least;
 }
 
 /*
@@ -500,12 +546,24 @@ START_TEST(test_exhaustive_small)
                             c.prm.guided_k = 3.5;
                             c.prm.min_chunk = 2 * gran + 1;
                         }
+                        /* Fixed costs per chunk, from none to more than the whole
+                         * launch takes on the fastest device (weights as units per s). */
+                        double fixed[4], wsum = 0;
+                        int timed = wk != 0 && (total + gi + ndev) % 3 == 0;
+                        for (size_t d = 0; d < ndev; d++)
+                            wsum += w[d];
+                        for (size_t d = 0; timed && d < ndev; d++)
+                            fixed[d] = wsum > 0 ? (double)((d * 5 + total) % 4) * 0.4 *
+                                                      (double)total / wsum
+                                                : 0;
+                        if (timed)
+                            c.prm.fixed_s = fixed;
                         int order = (int)rng_below(ORDER_COUNT);
                         snprintf(what, sizeof what,
                                  "%s total=%llu gran=%llu ndev=%zu wkind=%d ckind=%d var=%d "
-                                 "order=%d",
+                                 "order=%d timed=%d",
                                  clf__part_strategy_name(c.s), (ull)total, (ull)gran, ndev, wk, ck,
-                                 variant, order);
+                                 variant, order, timed);
                         int any = 0;
                         for (size_t d = 0; d < ndev; d++)
                             any |= ref_eligible(&c, d);
@@ -1043,6 +1101,240 @@ static void write_text(const char *path, const char *text)
     fclose(f);
 }
 
+/* ---- the cost model's chunk line (time = fixed + units / rate) ---- */
+
+/* Chunks of sizes 100 .. 1600 on the exact line fixed + units / rate. */
+static size_t line_samples(clf__perf_chunk *c, double fixed, double rate)
+{
+    static const uint64_t sizes[] = {100, 1600, 200, 800, 400, 1200, 300, 1000,
+                                     600, 150,  900, 250, 1400, 700, 350, 500};
+    for (size_t i = 0; i < 16; i++) {
+        c[i].units = sizes[i];
+        c[i].seconds = fixed + (double)sizes[i] / rate;
+    }
+    return 16;
+}
+
+START_TEST(test_perf_line_exact)
+{
+    clf__perf_chunk c[16];
+    double rate = 0, fixed = -1;
+    size_t n = line_samples(c, 50e-6, 1e6);
+    ck_assert(clf__perf_line(c, n, &rate, &fixed));
+    ck_assert_double_eq_tol(rate, 1e6, 1e-3);
+    ck_assert_double_eq_tol(fixed, 50e-6, 1e-12);
+    /* Two points suffice; an intercept below 0 (noise) is clamped. */
+    ck_assert(clf__perf_line(c, 2, &rate, &fixed));
+    ck_assert_double_eq_tol(rate, 1e6, 1e-3);
+    n = line_samples(c, 0, 2e6);
+    c[0].seconds *= 0.9;
+    ck_assert(clf__perf_line(c, 2, &rate, &fixed));
+    ck_assert(fixed == 0);
+    /* No line: one size only, sizes within 25%, too few samples, a slope that is not
+     * positive (the larger chunk took less time). */
+    clf__perf_chunk same[4] = {{1000, 1e-3}, {1000, 1.1e-3}, {1100, 1e-3}, {1200, 1.2e-3}};
+    ck_assert(!clf__perf_line(same, 4, &rate, &fixed));
+    ck_assert(!clf__perf_line(c, 1, &rate, &fixed));
+    ck_assert(!clf__perf_line(NULL, 4, &rate, &fixed));
+    clf__perf_chunk down[2] = {{100, 2e-3}, {1000, 1e-3}};
+    ck_assert(!clf__perf_line(down, 2, &rate, &fixed));
+}
+END_TEST
+
+/* One sample 10x off the line (a chunk that waited behind another process) moves the
+ * predicted time of small and large chunks by at most a few percent; so do a 1% jitter on
+ * every sample and a second spike. Least squares would move the fixed cost by more than
+ * itself. */
+START_TEST(test_perf_line_outliers)
+{
+    clf__perf_chunk c[16];
+    for (size_t spike = 0; spike < 16; spike++) {
+        for (int two = 0; two < 2; two++) {
+            size_t n = line_samples(c, 80e-6, 5e5);
+            for (size_t i = 0; i < n; i++)
+                c[i].seconds *= 1 + 0.01 * (double)((int)(i * 7 % 5) - 2) / 2; /* +-1% */
+            if (!two) {
+                /* On an exact line, one spike moves nothing at all. */
+                clf__perf_chunk e[16];
+                double re, fe;
+                line_samples(e, 80e-6, 5e5);
+                e[spike].seconds *= 10;
+                ck_assert(clf__perf_line(e, 16, &re, &fe));
+                ck_assert_double_eq_tol(re, 5e5, 5e5 * 1e-9);
+                ck_assert_double_eq_tol(fe, 80e-6, 1e-12);
+            }
+            c[spike].seconds *= 10;
+            if (two)
+                c[(spike + 5) % 16].seconds *= 10;
+            double rate, fixed;
+            ck_assert(clf__perf_line(c, n, &rate, &fixed));
+            clf__perf_fit f = {.rate = rate, .fixed_s = fixed};
+            for (uint64_t u = 100; u <= 1600; u *= 2) {
+                double want = 80e-6 + (double)u / 5e5, got = clf__perf_predict(&f, u);
+                ck_assert_msg(fabs(got - want) <= 0.05 * want,
+                              "spike at %zu (+%d): %llu units predicted %g s, true %g s", spike,
+                              two, (unsigned long long)u, got, want);
+            }
+        }
+    }
+}
+END_TEST
+
+/* The model's chunk window: the first chunk is cold (dropped), the line comes from the
+ * recorded chunks, a full window keeps sizes diverse, and the file round trip (v2 lines)
+ * keeps launch samples and chunks; v1 lines still read (a throughput, no line). */
+START_TEST(test_perf_chunks_model)
+{
+    make_tmpdir();
+    char path[512];
+    snprintf(path, sizeof path, "%s/chunks/perf-v1.tsv", tmpdir);
+    clf__perf_model *m;
+    clf__perf_fit f;
+    ck_assert_int_eq(clf__perf_open(&m, path), CLF_SUCCESS);
+    clf__perf_chunk c[16];
+    size_t n = line_samples(c, 40e-6, 2e6);
+    clf__perf_chunk cold = {100, 1.0};
+    ck_assert_int_eq(clf__perf_record_chunks(m, "k", "d", &cold, 1), CLF_SUCCESS);
+    ck_assert(!clf__perf_get(m, "k", "d", &f)); /* nothing known yet */
+    ck_assert(clf__perf_predict(&(clf__perf_fit){.fixed_s = -1}, 10) == -1);
+    ck_assert_int_eq(clf__perf_record_chunks(m, "k", "d", c, n), CLF_SUCCESS);
+    ck_assert(clf__perf_get(m, "k", "d", &f));
+    ck_assert_uint_eq(f.chunks, 16);
+    ck_assert_uint_eq(f.samples, 0);
+    ck_assert_double_eq_tol(f.rate, 2e6, 1e-3);
+    ck_assert_double_eq_tol(f.fixed_s, 40e-6, 1e-12);
+    /* Fifty more chunks of one size (static launches), 2x slower: they replace the old ones
+     * of about their size, not the rest, so a line is still fitted. */
+    for (int i = 0; i < 50; i++) {
+        clf__perf_chunk one = {1000, 2 * (40e-6 + 1000 / 2e6)};
+        ck_assert_int_eq(clf__perf_record_chunks(m, "k", "d", &one, 1), CLF_SUCCESS);
+    }
+    ck_assert(clf__perf_get(m, "k", "d", &f));
+    ck_assert_uint_eq(f.chunks, 16);
+    ck_assert(f.rate > 0 && f.fixed_s >= 0);
+    /* Bad samples are skipped, bad calls refused. */
+    clf__perf_chunk bad[3] = {{0, 1.0}, {10, NAN}, {10, -1}};
+    ck_assert_int_eq(clf__perf_record_chunks(m, "k", "d2", bad, 3), CLF_SUCCESS);
+    ck_assert(!clf__perf_get(m, "k", "d2", &f));
+    ck_assert_int_eq(clf__perf_record_chunks(m, NULL, "d", c, 1), CLF_ERROR_NULL_POINTER);
+    ck_assert_int_eq(clf__perf_record_chunks(m, "k", "d", NULL, 1), CLF_ERROR_NULL_POINTER);
+    ck_assert_int_eq(clf__perf_record_chunks(m, "k", "d", NULL, 0), CLF_SUCCESS);
+    clf__perf_record(m, "k", "d", 1, 1.0); /* cold */
+    clf__perf_record(m, "k", "d", 300, 1.0);
+    clf__perf_record(m, "k", "d", 100, 1.0);
+    clf__perf_fit before;
+    ck_assert(clf__perf_get(m, "k", "d", &before));
+    ck_assert(before.units_per_s == 200 && before.samples == 2 && before.iqr == 100);
+    ck_assert_int_eq(clf__perf_save(m), CLF_SUCCESS);
+    clf__perf_close(m);
+
+    /* Round trip, with a v1 line of an earlier version appended. */
+    FILE *fp = fopen(path, "a");
+    ck_assert_ptr_nonnull(fp);
+    fputs("v1\told\tdev\t3\t10\t30\t20\n", fp);
+    fputs("v2\tbadcount\tdev\t1\t10\t2\t5\t1e-3\n", fp);  /* says 2 chunks, has 1 */
+    fputs("v2\tbadunits\tdev\t0\t1\t5.5\t1e-3\n", fp);    /* units not whole */
+    fputs("v2\tempty\tdev\t0\t0\n", fp);                  /* nothing at all */
+    ck_assert_int_eq(fclose(fp), 0);
+    ck_assert_int_eq(clf__perf_open(&m, path), CLF_SUCCESS);
+    ck_assert(clf__perf_get(m, "k", "d", &f));
+    ck_assert(f.units_per_s == before.units_per_s && f.samples == before.samples);
+    ck_assert(f.chunks == before.chunks && f.rate == before.rate && f.fixed_s == before.fixed_s);
+    double v;
+    ck_assert(clf__perf_weight(m, "old", "dev", &v) && v == 20);
+    ck_assert(clf__perf_get(m, "old", "dev", &f));
+    ck_assert(f.chunks == 0 && f.rate == 0 && f.fixed_s == -1);
+    ck_assert(!clf__perf_get(m, "badcount", "dev", &f));
+    ck_assert(!clf__perf_get(m, "badunits", "dev", &f));
+    ck_assert(!clf__perf_get(m, "empty", "dev", &f));
+    /* The JSON shows the line. */
+    clf__perf_close(m);
+    char *doc = NULL;
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s/chunks", tmpdir);
+    ck_assert_int_eq(clf_perf_model_json(&doc, dir), CLF_SUCCESS);
+    ck_assert_ptr_nonnull(strstr(doc, "\"chunks\":16,\"rate_units_per_s\":"));
+    ck_assert_ptr_nonnull(strstr(doc, "\"samples\":3,\"units_per_s\":20,\"iqr_units_per_s\":10,"
+                                      "\"chunks\":0,\"rate_units_per_s\":null,\"fixed_us\":null}"));
+    free(doc);
+}
+END_TEST
+
+/* The partitioner with fixed costs per chunk (clf__part_params.fixed_s). */
+START_TEST(test_part_fixed_costs)
+{
+    clf__part *p;
+    uint64_t off, len;
+    const double rates[2] = {1000, 10};
+    clf__part_params prm = {0};
+    /* Without fixed costs the slow device's share of 1000 units by speed is about 10: it
+     * takes a chunk. */
+    ck_assert_int_eq(clf__part_create(&p, CLF__PART_DYNAMIC, 1000, 1, 2, rates, NULL, &prm),
+                     CLF_SUCCESS);
+    ck_assert(clf__part_next(p, 1, &off, &len));
+    clf__part_destroy(p);
+    /* A fixed cost of 1 s on it: 1 s + 1 unit / 10 per s ends after the fast device's whole
+     * launch, about 1 s: it stands aside, and the fast device does everything. */
+    const double fixed[2] = {0, 1.0};
+    prm.fixed_s = fixed;
+    for (int s = 0; s < CLF__PART_STRATEGY_COUNT; s++) {
+        if (s == CLF__PART_STATIC)
+            continue; /* shares fixed at creation: the stand-aside rule is the pool's */
+        ck_assert_int_eq(clf__part_create(&p, (clf__part_strategy)s, 1000, 1, 2, rates, NULL,
+                                          &prm),
+                         CLF_SUCCESS);
+        ck_assert_msg(!clf__part_next(p, 1, &off, &len), "%s",
+                      clf__part_strategy_name((clf__part_strategy)s));
+        uint64_t got = 0;
+        while (clf__part_next(p, 0, &off, &len)) {
+            got += len;
+            ck_assert_int_eq(clf__part_complete(p, len), CLF_SUCCESS);
+        }
+        ck_assert_uint_eq(got, 1000);
+        clf__part_destroy(p);
+    }
+    /* Rates separate from the weights; equal fixed costs on equal devices change nothing:
+     * the first chunk of a guided launch is the same as without them. */
+    const double eq[2] = {1, 1}, eqr[2] = {100, 100}, eqf[2] = {0.5, 0.5};
+    uint64_t first[2];
+    for (int k = 0; k < 2; k++) {
+        clf__part_params q = {0};
+        if (k) {
+            q.fixed_s = eqf;
+            q.rates = eqr;
+        }
+        ck_assert_int_eq(clf__part_create(&p, CLF__PART_GUIDED, 1000, 1, 2, eq, NULL, &q),
+                         CLF_SUCCESS);
+        ck_assert(clf__part_next(p, 1, &off, &first[k]));
+        clf__part_destroy(p);
+    }
+    ck_assert_uint_eq(first[0], first[1]);
+    /* A fixed cost that lets the slow device help: 1 ms on it and on the fast one, a
+     * 10,000-unit launch lasts about 10 s; it takes a share of about 100 units. */
+    const double small[2] = {1e-3, 1e-3};
+    prm.fixed_s = small;
+    ck_assert_int_eq(clf__part_create(&p, CLF__PART_DYNAMIC, 10000, 1, 2, rates, NULL, &prm),
+                     CLF_SUCCESS);
+    ck_assert(clf__part_next(p, 1, &off, &len));
+    clf__part_destroy(p);
+    /* Bad input. */
+    const double nan2[2] = {0, NAN}, neg2[2] = {0, -1};
+    prm.fixed_s = nan2;
+    ck_assert_int_eq(clf__part_create(&p, CLF__PART_DYNAMIC, 10, 1, 2, rates, NULL, &prm),
+                     CLF_ERROR_INVALID_ARGUMENT);
+    prm.fixed_s = neg2;
+    ck_assert_int_eq(clf__part_create(&p, CLF__PART_DYNAMIC, 10, 1, 2, rates, NULL, &prm),
+                     CLF_ERROR_INVALID_ARGUMENT);
+    prm.fixed_s = fixed;
+    prm.rates = neg2;
+    ck_assert_int_eq(clf__part_create(&p, CLF__PART_DYNAMIC, 10, 1, 2, rates, NULL, &prm),
+                     CLF_ERROR_INVALID_ARGUMENT);
+    prm.rates = NULL;
+    ck_assert_int_eq(clf__part_create(&p, CLF__PART_DYNAMIC, 10, 1, 2, NULL, NULL, &prm),
+                     CLF_ERROR_INVALID_ARGUMENT);
+}
+END_TEST
+
 START_TEST(test_perf_cold_and_median)
 {
     clf__perf_model *m;
@@ -1243,7 +1535,7 @@ START_TEST(test_perf_corrupt_file)
     ck_assert(!clf__perf_weight(m, "k", "d", &v));
     ck_assert(!clf__perf_weight(m, "bad\\qescape", "d", &v));
     ck_assert(!clf__perf_weight(m, "truncated", "dev", &v));
-    /* Saving rewrites only the valid entries. */
+    /* Saving rewrites only the valid entries, as v2 lines (no chunk samples: count 0). */
     ck_assert_int_eq(clf__perf_save(m), CLF_SUCCESS);
     clf__perf_close(m);
     FILE *f = fopen(path, "r");
@@ -1252,7 +1544,7 @@ START_TEST(test_perf_corrupt_file)
     size_t n = fread(buf, 1, sizeof buf - 1, f);
     fclose(f);
     buf[n] = '\0';
-    ck_assert_str_eq(buf, "v1\tgood\tdev\t2\t100\t300\nv1\tsecond\tdev\t1\t42\n");
+    ck_assert_str_eq(buf, "v2\tgood\tdev\t2\t100\t300\t0\nv2\tsecond\tdev\t1\t42\t0\n");
 
     /* An empty file, and a directory where the file should be. */
     write_text(path, "");
@@ -1390,6 +1682,10 @@ static Suite *partition_suite(void)
     tcase_add_test(pm, test_perf_outliers);
     tcase_add_test(pm, test_perf_round_trip);
     tcase_add_test(pm, test_perf_weights_named);
+    tcase_add_test(pm, test_perf_line_exact);
+    tcase_add_test(pm, test_perf_line_outliers);
+    tcase_add_test(pm, test_perf_chunks_model);
+    tcase_add_test(pm, test_part_fixed_costs);
     tcase_add_test(pm, test_perf_corrupt_file);
     tcase_add_test(pm, test_perf_merge);
     tcase_add_test(pm, test_perf_threads);

@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1563,6 +1564,419 @@ START_TEST(test_cache_processes)
 }
 END_TEST
 
+/* ---- $CLFLEET_SIMULATE's grammar (observe/simrules.c) -------------------------------------- */
+
+static const struct {
+    const char *in;
+    size_t n;
+    clf__sim_rule r[3];
+} sim_good[] = {
+    {"", 0, {{0}}},
+    {"  ", 0, {{0}}},
+    {";", 0, {{0}}},
+    {" ; ;", 0, {{0}}},
+    {"device=1,compute=0.02", 1, {{1, 0.02, 0, 0, 0}}},
+    {"device=1,compute=0.02,latency=60us", 1, {{1, 0.02, 60000, 0, 0}}},
+    {"device=0,latency=1ms", 1, {{0, 1, 1000000, 0, 0}}},
+    {"device=0,latency=0.5s", 1, {{0, 1, 500000000, 0, 0}}},
+    {"device=0,latency=2", 1, {{0, 1, 2000000000, 0, 0}}},
+    {"device=0,latency=0", 1, {{0, 1, 0, 0, 0}}},
+    {"device=0,latency=250ns", 1, {{0, 1, 250, 0, 0}}},
+    {"device=0,latency=1.5US", 1, {{0, 1, 1500, 0, 0}}},
+    {"device=0,latency=60s", 1, {{0, 1, 60000000000ull, 0, 0}}},
+    {"device=2,h2d=5G", 1, {{2, 1, 0, 5e9, 0}}},
+    {"device=2,d2h=800M", 1, {{2, 1, 0, 0, 8e8}}},
+    {"device=2,h2d=1.5k,d2h=2T", 1, {{2, 1, 0, 1500, 2e12}}},
+    {"device=2,h2d=100", 1, {{2, 1, 0, 100, 0}}},
+    {"device=2,h2d=1", 1, {{2, 1, 0, 1, 0}}},
+    {"device=0,compute=1", 1, {{0, 1, 0, 0, 0}}},
+    {"device=0,compute=.5", 1, {{0, 0.5, 0, 0, 0}}},
+    {"device=0,compute=1.", 1, {{0, 1, 0, 0, 0}}},
+    {"device=0,compute=0.000001", 1, {{0, 1e-6, 0, 0, 0}}},
+    {" DEVICE = 3 , Compute = 0.25 ; ", 1, {{3, 0.25, 0, 0, 0}}},
+    {"device=1,compute=0.5;device=0,latency=1ms", 2,
+     {{1, 0.5, 0, 0, 0}, {0, 1, 1000000, 0, 0}}},
+    {"device=0,compute=0.5;;device=1,d2h=1G;device=2,latency=7us;", 3,
+     {{0, 0.5, 0, 0, 0}, {1, 1, 0, 0, 1e9}, {2, 1, 7000, 0, 0}}},
+    {"device=123456789,compute=0.1", 1, {{123456789, 0.1, 0, 0, 0}}},
+    {"device=1,d2h=3G,h2d=2G,latency=10ms,compute=0.125", 1, {{1, 0.125, 10000000, 2e9, 3e9}}},
+};
+
+static int near(double a, double b)
+{
+    return fabs(a - b) <= 1e-9 * fabs(b) + 1e-12;
+}
+
+START_TEST(test_sim_good)
+{
+    for (size_t i = 0; i < CLF__ARRAY_LEN(sim_good); i++) {
+        clf__sim_rule *r = NULL;
+        size_t n = 99;
+        clf_status st = clf__sim_parse(sim_good[i].in, &r, &n);
+        ck_assert_msg(st == CLF_SUCCESS, "'%s': %s: %s", sim_good[i].in, clf_status_name(st),
+                      clf_last_error());
+        ck_assert_msg(n == sim_good[i].n, "'%s': %zu rules", sim_good[i].in, n);
+        ck_assert_msg((n == 0) == (r == NULL), "'%s': rules %p for %zu", sim_good[i].in,
+                      (void *)r, n);
+        for (size_t k = 0; k < n; k++) {
+            const clf__sim_rule *w = &sim_good[i].r[k];
+            ck_assert_msg(r[k].device == w->device && near(r[k].compute, w->compute) &&
+                              r[k].latency_ns == w->latency_ns && near(r[k].h2d, w->h2d) &&
+                              near(r[k].d2h, w->d2h),
+                          "'%s' rule %zu: device %zu compute %g latency %llu h2d %g d2h %g",
+                          sim_good[i].in, k, r[k].device, r[k].compute,
+                          (unsigned long long)r[k].latency_ns, r[k].h2d, r[k].d2h);
+        }
+        free(r);
+    }
+    /* NULL (the variable unset) is no rules. */
+    clf__sim_rule *r = (clf__sim_rule *)1;
+    size_t n = 5;
+    ck_assert_int_eq(clf__sim_parse(NULL, &r, &n), CLF_SUCCESS);
+    ck_assert_ptr_null(r);
+    ck_assert_uint_eq(n, 0);
+}
+END_TEST
+
+static const struct {
+    const char *in, *why;
+} sim_bad[] = {
+    {"device=1", "alone changes nothing"},
+    {"compute=0.5", "before device=N"},
+    {"latency=1ms,device=1", "before device=N"},
+    {"device=1,foo=3", "unknown key 'foo'"},
+    {"device=1,compute=0.5,bandwidth=5G", "unknown key 'bandwidth'"},
+    {"device=1,compute", "'compute' is not key=value"},
+    {"device=1,,compute=0.5", "an empty item"},
+    {"device=1,compute=0.5,", "an empty item"},
+    {"device=x,compute=0.5", "device 'x' is not an index"},
+    {"device=-1,compute=0.5", "device '-1' is not an index"},
+    {"device=,compute=0.5", "device '' is not an index"},
+    {"device=1234567890,compute=0.5", "is not an index"},
+    {"device=1.0,compute=0.5", "is not an index"},
+    {"device=1,device=2,compute=0.5", "'device' given twice"},
+    {"device=1,compute=0.5,compute=0.2", "'compute' given twice"},
+    {"device=1,compute=0", "compute '0' is not a factor in (0, 1]"},
+    {"device=1,compute=0.0", "is not a factor"},
+    {"device=1,compute=1.5", "compute '1.5' is not a factor"},
+    {"device=1,compute=2", "is not a factor"},
+    {"device=1,compute=-0.5", "is not a factor"},
+    {"device=1,compute=0.5x", "is not a factor"},
+    {"device=1,compute=1e-2", "is not a factor"},
+    {"device=1,compute=0,5", "is not a factor"},
+    {"device=1,compute=nan", "is not a factor"},
+    {"device=1,compute=inf", "is not a factor"},
+    {"device=1,compute=.", "is not a factor"},
+    {"device=1,compute=", "is not a factor"},
+    {"device=1,latency=", "latency '' is not a time"},
+    {"device=1,latency=1h", "latency '1h' is not a time"},
+    {"device=1,latency=ms", "is not a time"},
+    {"device=1,latency=-1ms", "is not a time"},
+    {"device=1,latency=61s", "at most 60 s"},
+    {"device=1,latency=60001ms", "at most 60 s"},
+    {"device=1,latency=1 ms", "is not a time"},
+    {"device=1,h2d=0", "bandwidth '0' is not at least 1 byte/s"},
+    {"device=1,h2d=0.5", "is not at least 1 byte/s"},
+    {"device=1,h2d=5X", "bandwidth '5X' is not"},
+    {"device=1,d2h=5GB", "bandwidth '5GB' is not"},
+    {"device=1,d2h=G", "is not at least"},
+    {"device=1,d2h=-5G", "is not at least"},
+    {"device=1,compute=0.5;device=1,latency=1ms", "a second rule for device 1"},
+    {"device=1,compute=0.5;device=01,latency=1ms", "a second rule for device 1"},
+    {"device=0,compute=0.5;bogus", "rule 2 'bogus'"},
+    {"device=0,compute=0.5;;device=1", "rule 2 'device=1'"},
+};
+
+START_TEST(test_sim_bad)
+{
+    for (size_t i = 0; i < CLF__ARRAY_LEN(sim_bad); i++) {
+        clf__sim_rule *r = (clf__sim_rule *)1;
+        size_t n = 7;
+        clf_clear_error();
+        clf_status st = clf__sim_parse(sim_bad[i].in, &r, &n);
+        const char *msg = clf_last_error();
+        ck_assert_msg(st == CLF_ERROR_PARSE, "'%s' gave %s", sim_bad[i].in, clf_status_name(st));
+        ck_assert_msg(r == NULL && n == 0, "'%s': outputs not cleared", sim_bad[i].in);
+        ck_assert_msg(strstr(msg, sim_bad[i].why) != NULL, "'%s': message '%s' lacks '%s'",
+                      sim_bad[i].in, msg, sim_bad[i].why);
+        /* Every refusal names the rule and the word list. */
+        ck_assert_msg(strncmp(msg, "rule ", 5) == 0 && strstr(msg, CLF__SIM_KEYS) != NULL,
+                      "'%s': message '%s'", sim_bad[i].in, msg);
+    }
+}
+END_TEST
+
+/* Generated: every unit and suffix with a range of numbers, the value read exactly as the
+ * same text in C would give it. */
+START_TEST(test_sim_generated)
+{
+    static const struct {
+        const char *unit;
+        double ns;
+    } tu[] = {{"", 1e9}, {"s", 1e9}, {"ms", 1e6}, {"us", 1e3}, {"ns", 1}, {"MS", 1e6}};
+    static const struct {
+        const char *suf;
+        double f;
+    } bu[] = {{"", 1}, {"K", 1e3}, {"k", 1e3}, {"M", 1e6}, {"G", 1e9}, {"T", 1e12}};
+    char in[128];
+    for (unsigned v = 0; v <= 2000; v += 7)
+        for (size_t u = 0; u < CLF__ARRAY_LEN(tu); u++) {
+            double val = v / 40.0; /* 0 .. 50, with fractions */
+            snprintf(in, sizeof in, "device=%u,latency=%u.%03u%s", v % 5, v / 40,
+                     (v % 40) * 25, tu[u].unit);
+            clf__sim_rule *r = NULL;
+            size_t n = 0;
+            clf_status st = clf__sim_parse(in, &r, &n);
+            int too_long = val * tu[u].ns > 60e9;
+            ck_assert_msg(st == (too_long ? CLF_ERROR_PARSE : CLF_SUCCESS), "'%s': %s", in,
+                          clf_last_error());
+            if (st == CLF_SUCCESS) {
+                ck_assert_uint_eq(n, 1);
+                ck_assert_uint_eq(r[0].device, v % 5);
+                ck_assert_msg(fabs((double)r[0].latency_ns - val * tu[u].ns) <= 1, "'%s': %llu",
+                              in, (unsigned long long)r[0].latency_ns);
+            }
+            free(r);
+        }
+    for (unsigned v = 0; v <= 3000; v += 11)
+        for (size_t b = 0; b < CLF__ARRAY_LEN(bu); b++) {
+            double val = v / 100.0;
+            snprintf(in, sizeof in, "device=7,%s=%u.%02u%s", v % 2 ? "h2d" : "d2h", v / 100,
+                     v % 100, bu[b].suf);
+            clf__sim_rule *r = NULL;
+            size_t n = 0;
+            clf_status st = clf__sim_parse(in, &r, &n);
+            int ok = val * bu[b].f >= 1;
+            ck_assert_msg(st == (ok ? CLF_SUCCESS : CLF_ERROR_PARSE), "'%s': %s", in,
+                          clf_last_error());
+            if (ok) {
+                double got = v % 2 ? r[0].h2d : r[0].d2h, other = v % 2 ? r[0].d2h : r[0].h2d;
+                ck_assert_msg(near(got, val * bu[b].f) && other == 0, "'%s': %g", in, got);
+            }
+            free(r);
+        }
+    for (unsigned v = 0; v <= 1200; v++) {
+        snprintf(in, sizeof in, "device=0,compute=%u.%03u", v / 1000, v % 1000);
+        clf__sim_rule *r = NULL;
+        size_t n = 0;
+        clf_status st = clf__sim_parse(in, &r, &n);
+        int ok = v > 0 && v <= 1000;
+        ck_assert_msg(st == (ok ? CLF_SUCCESS : CLF_ERROR_PARSE), "'%s'", in);
+        if (ok)
+            ck_assert_msg(near(r[0].compute, v / 1000.0), "'%s': %g", in, r[0].compute);
+        free(r);
+    }
+    /* Many rules: one per device. */
+    size_t o = 0;
+    char many[4096];
+    for (unsigned d = 0; d < 64; d++)
+        o += (size_t)snprintf(many + o, sizeof many - o, "%sdevice=%u,compute=0.5", d ? ";" : "",
+                              63 - d);
+    clf__sim_rule *r = NULL;
+    size_t n = 0;
+    ck_assert_int_eq(clf__sim_parse(many, &r, &n), CLF_SUCCESS);
+    ck_assert_uint_eq(n, 64);
+    for (unsigned d = 0; d < 64; d++)
+        ck_assert_uint_eq(r[d].device, 63 - d);
+    free(r);
+}
+END_TEST
+
+/* Random strings of grammar words and bytes: success or a parse error with a message, and
+ * on success every rule within its ranges (ASan/valgrind check the rest). */
+START_TEST(test_sim_fuzz)
+{
+    static const char *const words[] = {
+        "device", "compute", "latency", "h2d", "d2h", "=", ";", ",", " ", ".", "0", "1", "5",
+        "60", "0.5", "us", "ms", "s", "ns", "K", "M", "G", "T", "x", "-", "\xff", "\t",
+        /* Whole items, so that whole rules come out too. */
+        "device=1,", "device=0,", "compute=0.5", "latency=60us", "h2d=5G", "d2h=1M",
+    };
+    char in[160];
+    unsigned ok = 0;
+    for (int iter = 0; iter < 100000; iter++) {
+        size_t n = 0, k = (size_t)(rng() % 16);
+        for (size_t i = 0; i < k; i++) {
+            const char *w = words[rng() % CLF__ARRAY_LEN(words)];
+            size_t wl = strlen(w);
+            if (n + wl >= sizeof in)
+                break;
+            memcpy(in + n, w, wl);
+            n += wl;
+        }
+        in[n] = '\0';
+        clf__sim_rule *r = NULL;
+        size_t nr = 0;
+        clf_clear_error();
+        clf_status st = clf__sim_parse(in, &r, &nr);
+        ck_assert_msg(st == CLF_SUCCESS || st == CLF_ERROR_PARSE, "'%s': %s", in,
+                      clf_status_name(st));
+        ck_assert_msg(st == CLF_SUCCESS || clf_last_error()[0], "'%s': no message", in);
+        for (size_t i = 0; i < nr; i++) {
+            ck_assert(r[i].compute > 0 && r[i].compute <= 1);
+            ck_assert(r[i].latency_ns <= 60000000000ull);
+            ck_assert(r[i].h2d == 0 || r[i].h2d >= 1);
+            ck_assert(r[i].d2h == 0 || r[i].d2h >= 1);
+            for (size_t j = 0; j < i; j++)
+                ck_assert(r[i].device != r[j].device);
+        }
+        ok += st == CLF_SUCCESS && nr > 0;
+        free(r);
+    }
+    /* The words reach past the first checks now and then. */
+    ck_assert_uint_gt(ok, 0);
+}
+END_TEST
+
+/* ---- the range parameter's source rewrite (core/rangearg.c) ---- */
+
+#define RA CLF__RANGE_ARG_NAME
+#define RD "const ulong4 " CLF__RANGE_ARG_NAME
+
+/* Rewrite src and compare with want (NULL: no rewrite); nkernels kernels found. */
+static void rewrite_is(const char *src, const char *want, size_t nkernels)
+{
+    char *out = NULL, **names = NULL;
+    size_t n = 0;
+    int named = 0;
+    ck_assert_int_eq(clf__range_rewrite(src, &out, &names, &n, &named), CLF_SUCCESS);
+    if (!want)
+        ck_assert_ptr_null(out);
+    else
+        ck_assert_msg(out && !strcmp(out, want), "rewrote\n%s\ninto\n%s\nwant\n%s", src,
+                      out ? out : "(nothing)", want);
+    ck_assert_uint_eq(n, nkernels);
+    /* Lines are kept: as many newlines as before. */
+    if (out) {
+        size_t a = 0, b = 0;
+        for (const char *c = src; *c; c++)
+            a += *c == '\n';
+        for (const char *c = out; *c; c++)
+            b += *c == '\n';
+        ck_assert_uint_eq(a, b);
+    }
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+    free(out);
+}
+
+START_TEST(test_range_rewrite_helpers)
+{
+    /* Nothing names the sizes: no rewrite. */
+    rewrite_is("float f(float x) { return x; }\n"
+               "__kernel void k(__global float *o) { o[get_global_id(0)] = f(1); }\n",
+               NULL, 0);
+    /* A helper that calls get_global_size, one that does not (left alone), one that calls
+     * the first through another; a prototype before the definition; two calls in one
+     * expression; a call in another call's arguments. */
+    rewrite_is("size_t n(void);\n"
+               "float keep(float x) { return x * 2; }\n"
+               "size_t n(void) { return get_global_size(0); }\n"
+               "size_t twice(uint d) { return n() + n() + keep(d); }\n"
+               "__kernel void k(__global uint *o)\n"
+               "{ o[0] = twice(n()) + keep(1); }\n",
+               "size_t n(" RD ");\n"
+               "float keep(float x) { return x * 2; }\n"
+               "size_t n(" RD ") { return get_global_size(0); }\n"
+               "size_t twice(uint d, " RD ") { return n(" RA ") + n(" RA ") + keep(d); }\n"
+               "__kernel void k(__global uint *o, " RD ")\n"
+               "{ o[0] = twice(n(" RA "), " RA ") + keep(1); }\n",
+               1);
+    /* Through a macro's text, both ways: a macro naming the built-in makes its users need
+     * the parameter, and a macro calling a helper passes it. Comments, strings and
+     * initializers are no functions. */
+    rewrite_is("#define G get_num_groups(0)\n"
+               "uint groups() { return G; }\n"
+               "#define CALL(x) (groups() + (x))\n"
+               "/* uint fake(void) { return G; } */\n"
+               "__constant char s[] = \"groups()\";\n"
+               "__constant uint t = sizeof(uint);\n"
+               "uint user(uint a) { return CALL(a); }\n"
+               "__kernel __attribute__((reqd_work_group_size(1, 1, 1)))\n"
+               "void k(__global uint *o) { o[0] = user(2) + CALL(1); }\n",
+               "#define G get_num_groups(0)\n"
+               "uint groups(" RD ") { return G; }\n"
+               "#define CALL(x) (groups(" RA ") + (x))\n"
+               "/* uint fake(void) { return G; } */\n"
+               "__constant char s[] = \"groups()\";\n"
+               "__constant uint t = sizeof(uint);\n"
+               "uint user(uint a, " RD ") { return CALL(a); }\n"
+               "__kernel __attribute__((reqd_work_group_size(1, 1, 1)))\n"
+               "void k(__global uint *o, " RD ") { o[0] = user(2, " RA ") + CALL(1); }\n",
+               1);
+    /* A kernel that calls a kernel passes it too; a struct at file scope is no function. */
+    rewrite_is("typedef struct { float x; } P;\n"
+               "kernel void a(global uint *o) { o[0] = get_global_size(0); }\n"
+               "kernel void b(global uint *o) { a(o); }\n",
+               "typedef struct { float x; } P;\n"
+               "kernel void a(global uint *o, " RD ") { o[0] = get_global_size(0); }\n"
+               "kernel void b(global uint *o, " RD ") { a(o, " RA "); }\n",
+               2);
+}
+END_TEST
+
+/* The broadcast store scan (clf__source_param_stores): 0 none, 1 doubt, 2 seen. */
+START_TEST(test_param_stores)
+{
+    static const char gemm[] =
+        "float dotrow(__global float *m, int k) { return m[k] * 2.0f; }\n"
+        "#define AT(m, i) ((m)[i])\n"
+        "__kernel void gemm(__global float *a, __global float *b, __global float *c, int n)\n"
+        "{\n"
+        "    int i = get_global_id(0), j = get_global_id(1);\n"
+        "    float s = 0.0f;\n"
+        "    for (int k = 0; k < n; k++)\n"
+        "        s += a[i * n + k] * b[k * n + j] + dotrow(b, k) + (b[k] <= 0.0f) + "
+        "(b[k] == s);\n"
+        "    c[i * n + j] = s;\n"
+        "    a[0] += 1.0f;\n"
+        "}\n"
+        "__kernel void vec(__global float4 *v, __global float *o, __global int *p, "
+        "__global float *q)\n"
+        "{\n"
+        "    o[0] = v[1].x + vload4(0, q).y;\n"
+        "    v[2].y = 1.0f;\n"
+        "    p[3]++;\n"
+        "}\n"
+        "__kernel void sneaky(__global float *x, __global float *y, __global float *z, "
+        "__global int *w)\n"
+        "{\n"
+        "    __global float *alias = x;\n"
+        "    alias[0] = 1.0f;\n"
+        "    y[0] = AT(z, 1);\n"
+        "    atomic_add(w, 1);\n"
+        "    vstore4((float4)(0.0f), 0, y);\n"
+        "}\n"
+        "__kernel void med(__global const uchar *in, __global uchar *out, __global int *width,\n"
+        "                  __global int *height)\n"
+        "{\n"
+        "    int W = *width, H = height[0];\n"
+        "    out[0] = in[W * H - 1];\n"
+        "}\n";
+    ck_assert_int_eq(clf__source_param_stores(gemm, "gemm", 1), 0); /* b: reads only */
+    ck_assert_int_eq(clf__source_param_stores(gemm, "gemm", 0), 2); /* a[0] += */
+    ck_assert_int_eq(clf__source_param_stores(gemm, "gemm", 2), 2); /* c[..] = */
+    ck_assert_int_eq(clf__source_param_stores(gemm, "vec", 0), 2);  /* v[2].y = */
+    ck_assert_int_eq(clf__source_param_stores(gemm, "vec", 2), 2);  /* p[3]++ */
+    ck_assert_int_eq(clf__source_param_stores(gemm, "vec", 3), 0);  /* vload4 */
+    ck_assert_int_eq(clf__source_param_stores(gemm, "sneaky", 0), 1); /* an alias */
+    ck_assert_int_eq(clf__source_param_stores(gemm, "sneaky", 2), 1); /* in a macro */
+    ck_assert_int_eq(clf__source_param_stores(gemm, "sneaky", 3), 2); /* atomic_add */
+    ck_assert_int_eq(clf__source_param_stores(gemm, "sneaky", 1), 2); /* y[0] =, vstore */
+    ck_assert_int_eq(clf__source_param_stores(gemm, "med", 2), 0);    /* *width read */
+    ck_assert_int_eq(clf__source_param_stores(gemm, "med", 3), 0);
+    ck_assert_int_eq(clf__source_param_stores(gemm, "nosuch", 0), 1);
+    /* A helper that stores through the pointer it is given. */
+    static const char helper[] =
+        "void put(__global float *d, float v) { d[0] = v; }\n"
+        "float get(__global float *d) { return d[0]; }\n"
+        "__kernel void k(__global float *r, __global float *w) { put(w, get(r)); }\n";
+    ck_assert_int_eq(clf__source_param_stores(helper, "k", 0), 0);
+    ck_assert_int_eq(clf__source_param_stores(helper, "k", 1), 2);
+}
+END_TEST
+
 static Suite *pure_suite(void)
 {
     Suite *s = suite_create("pure");
@@ -1595,6 +2009,19 @@ static Suite *pure_suite(void)
     tc = tcase_create("filter_fuzz");
     tcase_set_timeout(tc, 600); /* valgrind runs it ~50 times slower */
     tcase_add_test(tc, test_filter_fuzz);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("simulate");
+    tcase_set_timeout(tc, 600); /* valgrind */
+    tcase_add_test(tc, test_sim_good);
+    tcase_add_test(tc, test_sim_bad);
+    tcase_add_test(tc, test_sim_generated);
+    tcase_add_test(tc, test_sim_fuzz);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("rangearg");
+    tcase_add_test(tc, test_range_rewrite_helpers);
+    tcase_add_test(tc, test_param_stores);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("cache");

@@ -12,7 +12,9 @@
  */
 #include "common.h"
 
+#include <dirent.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <time.h>
 
 #include "clfleet/opencl.h"
@@ -412,6 +414,123 @@ START_TEST(raw_wait_for_a_launch_on_the_handed_out_queue)
 }
 END_TEST
 
+/* ---- many launches in device commands' wait lists: no thread per wait (issue 26) ------- */
+
+/* The process's threads now: the entries of /proc/self/task. */
+static int count_threads(void)
+{
+    DIR *d = opendir("/proc/self/task");
+    ck_assert_msg(d != NULL, "cannot count threads: /proc/self/task");
+    int n = 0;
+    for (struct dirent *de; (de = readdir(d)) != NULL;)
+        n += de->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
+/* The helper pool's bound, as lib/util/pool.c reads it. */
+static int pool_bound(void)
+{
+    const char *v = getenv("CLFLEET_THREADPOOL_SIZE");
+    return v && *v ? atoi(v) : 4;
+}
+
+/*
+ * 200 asynchronous launches on devices 0 and 1, each followed by a kernel on device 2
+ * (clf_kernel_enqueue()) that waits for that launch through its wait list. A bridge thread per
+ * wait (as there was) added up to 200 threads while the launches were queued; now the launch's
+ * completion sets the device command's user event, and the launches run on the fleet's
+ * per-device workers and the process's helper pool. The count is taken after a warm-up that
+ * made the workers and the driver's threads, at its peak (every launch queued, most still
+ * waiting) and at the end; each kernel's result is checked (it copies its launch's output).
+ */
+START_TEST(many_launches_in_wait_lists_add_no_thread_each)
+{
+    rig r;
+    rig_up(&r, FLEET4, _i);
+    enum { ROUNDS = 200, N = 256 };
+    const int iters = 200;
+    const size_t devs[2] = {0, 1};
+    uint32_t *out = calloc((size_t)ROUNDS * N, 4);
+    uint32_t *back = calloc((size_t)ROUNDS * N, 4);
+    clf_buffer **bin = calloc(ROUNDS, sizeof *bin), **bout = calloc(ROUNDS, sizeof *bout);
+    clf_event **launch = calloc(ROUNDS, sizeof *launch), **k = calloc(ROUNDS, sizeof *k);
+    uint32_t *seeds = calloc(ROUNDS, sizeof *seeds);
+    ck_assert(out && back && bin && bout && launch && k && seeds);
+    for (int i = 0; i < ROUNDS; i++) {
+        ck_assert_ok(clf_buffer_create(&bin[i], r.f, 2, N * 4, 0));
+        ck_assert_ok(clf_buffer_create(&bout[i], r.f, 2, N * 4, 0));
+        ck_assert_ok(clf_buffer_write(bin[i], 0, N * 4, back)); /* zeros */
+        seeds[i] = (uint32_t)i * 7919u;
+    }
+    clf_launch_desc d = CLF_LAUNCH_DESC_INIT;
+    d.kernel = "produce";
+    d.global[0] = N;
+    d.devices = devs;
+    d.num_devices = 2;
+    clf_kernel_desc kd = CLF_KERNEL_DESC_INIT;
+    kd.kernel = "consume";
+    kd.global[0] = N;
+    const uint32_t add = 5;
+    /* Warm-up: the same shape once, waited for. */
+    {
+        clf_event *w;
+        clf_arg la[] = {CLF_OUT(out, N * 4, 4), CLF_SCALAR(&seeds[0]), CLF_SCALAR(&iters)};
+        ck_assert_ok(clf_launch_async(r.f, r.p, &d, la, 3, NULL, &w));
+        clf_arg ka[] = {CLF_BUF_IN(bin[0]), CLF_BUF_OUT(bout[0]), CLF_SCALAR(&add)};
+        clf_event *we;
+        ck_assert_ok(clf_kernel_enqueue(r.f, r.p, 2, &kd, ka, 3, &w, 1, &we));
+        wait_release(we);
+        wait_release(w);
+    }
+    int before = count_threads();
+    test_watchdog(120);
+    for (int i = 0; i < ROUNDS; i++) {
+        clf_arg la[] = {CLF_OUT(out + (size_t)i * N, N * 4, 4), CLF_SCALAR(&seeds[i]),
+                        CLF_SCALAR(&iters)};
+        ck_assert_ok(clf_launch_async(r.f, r.p, &d, la, 3, NULL, &launch[i]));
+        /* The kernel reads a buffer the launch does not write: the wait list alone orders
+         * them (checked below by the launch's output on the host). */
+        clf_arg ka[] = {CLF_BUF_IN(bin[i]), CLF_BUF_OUT(bout[i]), CLF_SCALAR(&add)};
+        ck_assert_ok(clf_kernel_enqueue(r.f, r.p, 2, &kd, ka, 3, &launch[i], 1, &k[i]));
+    }
+    int peak = count_threads();
+    for (int i = 0; i < ROUNDS; i++) {
+        ck_assert_ok(clf_event_wait(k[i]));
+        /* The launch is complete, its results on the host, once the kernel has run. */
+        for (size_t j = 0; j < N; j++)
+            if (out[(size_t)i * N + j] != lowbias32((uint32_t)j ^ seeds[i]))
+                ck_abort_msg("round %d: element %zu not written when the kernel that waited "
+                             "for its launch had run", i, j);
+        ck_assert_ok(clf_buffer_read(bout[i], 0, N * 4, back + (size_t)i * N));
+    }
+    int after = count_threads();
+    test_watchdog_off();
+    ck_assert_msg(peak - before <= pool_bound() && after - before <= pool_bound(),
+                  "%d threads after the warm-up, %d with %d launches in wait lists, %d after: "
+                  "more than the helper pool's %d added",
+                  before, peak, ROUNDS, after, pool_bound());
+    /* The kernels ran: consume of bin's zeros gives add. */
+    for (int i = 0; i < ROUNDS; i++)
+        for (size_t j = 0; j < N; j += 1 + j % 17)
+            ck_assert_msg(back[(size_t)i * N + j] == add, "round %d: kernel element %zu", i, j);
+    for (int i = 0; i < ROUNDS; i++) {
+        clf_event_release(k[i]);
+        clf_event_release(launch[i]);
+        clf_buffer_destroy(bin[i]);
+        clf_buffer_destroy(bout[i]);
+    }
+    free(out);
+    free(back);
+    free(bin);
+    free(bout);
+    free(launch);
+    free(k);
+    free(seeds);
+    rig_down(&r);
+}
+END_TEST
+
 /* ---- a host-driven copy that a device waits for ------------------------------------------ */
 
 /*
@@ -556,6 +675,7 @@ int main(void)
     tcase_add_loop_test(tc, wait_for_a_launch, 0, 2);
     tcase_add_loop_test(tc, raw_wait_for_a_launch_on_the_handed_out_queue, 0, 2);
     tcase_add_loop_test(tc, copy_then_launch, 0, 8);
+    tcase_add_loop_test(tc, many_launches_in_wait_lists_add_no_thread_each, 0, 2);
     tcase_add_test(tc, bad_input);
     suite_add_tcase(s, tc);
     return test_run(s, FLEET4, 4);

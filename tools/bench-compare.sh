@@ -99,7 +99,12 @@ def flat(bench, j):
             f["allreduce %ddev %dB ring_s" % (x["devices"], x["bytes"])] = (ring["time_s"], 1)
     elif bench == "gemm":
         for x in j.get("runs", []):
-            f["gemm %ddev %s median_s" % (x["devices"], x["strategy"])] = (x["median_s"], 1)
+            # Since issue 27 each kind of device runs alone: the baseline (the fastest) keeps
+            # the old key, which was device 0's; the others are named by device.
+            alone = "device" in x and not x.get("baseline")
+            tag = " dev%d" % x["device"] if alone else ""
+            f["gemm %ddev %s%s median_s" % (x["devices"], x["strategy"], tag)] = \
+                (x["median_s"], 1)
     elif bench == "overhead":
         for k in j.get("kernels", []):
             for v in k.get("variants", []):

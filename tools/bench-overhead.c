@@ -2,11 +2,16 @@
  * clfleet-bench overhead: what a small launch costs. Two tiny kernels, one over --items floats
  * in-out (x = x * a + 1) and one with no arrays (a scalar only), each run
  *
- *   raw       plain OpenCL on one device: write, kernel, blocking read (in-out), or the
- *             kernel and clFinish (no arrays), on a buffer and kernel made beforehand: the
+ *   raw       plain OpenCL on the fastest device: write, kernel, blocking read (in-out), or
+ *             the kernel and clFinish (no arrays), on a buffer and kernel made beforehand: the
  *             round trip no runtime can beat
  *   one       clf_launch() on that device alone
- *   static, dynamic, auto   clf_launch() on two devices
+ *   static, dynamic, auto   clf_launch() on it and one other device (on a fleet of one
+ *             device: on that device alone, where dynamic still cuts chunks)
+ *
+ * The fastest device is found by measurement: the in-out round trip of clf_launch() on each
+ * kind of device alone (clf_bench_same_kind()), the shortest median wins (device 0 may be a CPU beside a
+ * GPU, issue 27).
  *
  * in rounds: each round times a batch of launches of every variant, one variant after the
  * other, so that a change in the machine's load hits all of them alike. Reported: the median
@@ -47,10 +52,11 @@ typedef struct bench {
     size_t items, batch;
     clf_fleet *fl;
     clf_program *prog;
-    size_t dev[2];
+    size_t dev[2], ndev; /* dev[0]: the fastest device; ndev: 2, or 1 on a one-device fleet */
     float *x, a;
     int n;
     uint64_t launches; /* of the in-out kernel, each adding 1 */
+    double alone_us[2]; /* clf_launch()'s in-out round trip alone on dev[0] and dev[1] */
     /* raw OpenCL state on dev[0] */
     cl_kernel kin, knoarr;
     cl_mem buf;
@@ -68,19 +74,21 @@ static void usage(FILE *to)
 {
     fputs("usage: clfleet-bench overhead [--json] [--quick] [--verbose] [--reps N]\n"
           "                              [--items N] [--devices SELECTION] [--trace PATH]\n"
+          "                              [--simulate RULES]\n"
           "  --json              one JSON document on standard output\n"
           "  --quick             fewer rounds and launches (a smoke test)\n"
           "  --verbose           also the issue's targets, and whether they are met\n"
           "  --reps N            rounds, 1 to 64; each times a batch of launches of every\n"
           "                      variant, and the medians over the rounds are reported (15)\n"
           "  --items N           floats of the in-out kernel, 1 to 16M, K and M suffixes (4096)\n"
-          "  --devices S         the devices (two are used; default $CLFLEET_DEVICES, else the\n"
-          "                      library's default; CPU devices are split when there are too\n"
-          "                      few)\n"
+          "  --devices S         the devices (the fastest and one other are used; default\n"
+          "                      $CLFLEET_DEVICES, else the library's default; CPU devices\n"
+          "                      are split when there are too few; one device runs alone)\n"
+          "  --simulate R        set CLFLEET_SIMULATE=R for the fleet (a testing tool)\n"
           "  --trace PATH        a Perfetto timeline per fleet, PATH-N.json\n"
           "  -h, --help          this text; -V, --version: the version\n"
-          "Variants: raw OpenCL on one device (write, kernel, blocking read; or kernel and\n"
-          "clFinish), clf_launch() on that device alone, and on two devices with static,\n"
+          "Variants: raw OpenCL on the fastest device by measurement (write, kernel, blocking\n"
+          "read; or kernel and clFinish), clf_launch() on it alone, and on two devices with static,\n"
           "dynamic and auto. Exit status: 0 success, 1 failure or a wrong result, 2 bad\n"
           "command line, 77 no suitable device.\n",
           to);
@@ -150,13 +158,81 @@ static clf_status launch(bench *b, int k, int v, clf_launch_report *rep)
     d.global[0] = k == 0 ? b->items : 1;
     d.strategy = VAR_STRATEGY[v];
     d.devices = b->dev;
-    d.num_devices = v == V_ONE ? 1 : 2;
+    d.num_devices = v == V_ONE ? 1 : b->ndev;
     clf_arg in[] = {CLF_INOUT(b->x, b->items * sizeof(float), sizeof(float)), CLF_SCALAR(&b->a)};
     clf_arg no[] = {CLF_SCALAR(&b->n)};
     clf_status st = k == 0 ? clf_launch(b->fl, b->prog, &d, in, 2, rep)
                            : clf_launch(b->fl, b->prog, &d, no, 1, rep);
     b->launches += k == 0 && st == CLF_SUCCESS;
     return st;
+}
+
+static void raw_teardown(bench *b)
+{
+    if (b->kin)
+        clReleaseKernel(b->kin);
+    if (b->knoarr)
+        clReleaseKernel(b->knoarr);
+    if (b->buf)
+        clReleaseMemObject(b->buf);
+    b->kin = b->knoarr = NULL;
+    b->buf = NULL;
+}
+
+/* The median in-out round trip of clf_launch() on device dev alone, in microseconds;
+ * negative on error. clfleet's launch, not raw OpenCL: CLFLEET_SIMULATE acts on the first
+ * and not on the second, and the device chosen must be the fastest the fleet sees. */
+static double probe(bench *b, size_t dev, unsigned n)
+{
+    double t[16];
+    static clf_launch_report rep;
+    b->dev[0] = dev;
+    for (unsigned i = 0; i < n + 2; i++) { /* two to warm up */
+        double t0 = clf_bench_now();
+        clf_status st = launch(b, 0, V_ONE, &rep);
+        if (st != CLF_SUCCESS) {
+            clf_bench_fail("overhead", "one device", st);
+            return -1;
+        }
+        if (i >= 2)
+            t[i - 2] = (clf_bench_now() - t0) * 1e6;
+    }
+    return clf_bench_median(t, n);
+}
+
+/* dev[0]: the device with the shortest round trip alone, timed on one device of each kind;
+ * dev[1]: the first other device (of another kind when there is one). */
+static int pick_devices(bench *b)
+{
+    size_t n = clf_fleet_device_count(b->fl), kinds[64], nk = 0;
+    double us[64];
+    for (size_t i = 0; i < n && nk < 64; i++) {
+        size_t k = 0;
+        while (k < nk && !clf_bench_same_kind(b->fl, kinds[k], i))
+            k++;
+        if (k < nk)
+            continue;
+        kinds[nk] = i;
+        if ((us[nk] = probe(b, i, b->opt.quick ? 5 : 15)) < 0)
+            return EXIT_FAILURE;
+        nk++;
+    }
+    if (nk == 0)
+        return EXIT_FAILURE;
+    size_t best = clf_bench_fastest(us, nk);
+    b->dev[0] = kinds[best < nk ? best : 0];
+    b->alone_us[0] = us[best < nk ? best : 0];
+    b->ndev = n >= 2 ? 2 : 1;
+    b->dev[1] = b->dev[0];
+    b->alone_us[1] = NAN;
+    if (b->ndev == 2) {
+        size_t other = nk >= 2 ? kinds[best == 0] : b->dev[0] == 0 ? 1 : 0;
+        b->dev[1] = other;
+        for (size_t k = 0; k < nk; k++)
+            if (kinds[k] == other)
+                b->alone_us[1] = us[k];
+    }
+    return raw_setup(b) == CLF_SUCCESS ? EXIT_SUCCESS : EXIT_FAILURE;
 }
 
 static int measure(bench *b, figures *f)
@@ -216,11 +292,24 @@ static const char *const KERNEL_LABEL[2] = {"in-out floats", "no arrays"};
 
 static void print_table(const bench *b, const figures *f)
 {
-    clf_device_info in;
+    clf_device_info in, other;
     clf_device_get_info(&in, b->fl, b->dev[0]);
-    printf("overhead: launches of tiny kernels on devices %zu and %zu (%s), %u rounds of %zu "
-           "launches each\n",
-           b->dev[0], b->dev[1], in.name, f->rounds, b->batch);
+    clf_device_get_info(&other, b->fl, b->dev[1]);
+    if (b->ndev == 2)
+        printf("overhead: launches of tiny kernels on devices %zu (%s) and %zu (%s), %u rounds "
+               "of %zu launches each\n",
+               b->dev[0], in.name, b->dev[1], other.name, f->rounds, b->batch);
+    else
+        printf("overhead: launches of tiny kernels on a fleet of one device, %zu (%s), %u "
+               "rounds of %zu launches each\n",
+               b->dev[0], in.name, f->rounds, b->batch);
+    printf("raw and one: device %zu, the fastest alone by clf_launch()'s round trip (%.1f us",
+           b->dev[0], b->alone_us[0]);
+    if (b->ndev == 2 && !isnan(b->alone_us[1]))
+        printf("; device %zu: %.1f us", b->dev[1], b->alone_us[1]);
+    printf(")\n");
+    if (clf_bench_simulation())
+        printf("simulated: CLFLEET_SIMULATE='%s'\n", clf_bench_simulation());
     for (int k = 0; k < 2; k++) {
         printf("\n%s (%zu items)\n", KERNEL_LABEL[k], k == 0 ? b->items : (size_t)1);
         printf("  %-10s %-10s %12s %10s %8s %14s\n", "variant", "ran as", "us/launch",
@@ -246,9 +335,24 @@ static void print_json(const bench *b, const figures *f)
 {
     printf("{\"benchmark\": \"overhead\", \"clfleet_version\": ");
     clf_tool_json_string(clf_version_string());
-    printf(", \"quick\": %s, \"devices\": [%zu, %zu], \"rounds\": %u, \"batch\": %zu,\n"
-           " \"kernels\": [",
-           b->opt.quick ? "true" : "false", b->dev[0], b->dev[1], f->rounds, b->batch);
+    if (b->ndev == 2)
+        printf(", \"quick\": %s, \"devices\": [%zu, %zu]", b->opt.quick ? "true" : "false",
+               b->dev[0], b->dev[1]);
+    else
+        printf(", \"quick\": %s, \"devices\": [%zu]", b->opt.quick ? "true" : "false",
+               b->dev[0]);
+    clf_device_info in;
+    clf_device_get_info(&in, b->fl, b->dev[0]);
+    printf(", \"baseline_device\": %zu, \"baseline_device_name\": ", b->dev[0]);
+    clf_tool_json_string(in.name);
+    printf(", \"baseline_alone_us\": ");
+    clf_tool_json_num(b->alone_us[0]);
+    printf(", \"simulate\": ");
+    if (clf_bench_simulation())
+        clf_tool_json_string(clf_bench_simulation());
+    else
+        printf("null");
+    printf(", \"rounds\": %u, \"batch\": %zu,\n \"kernels\": [", f->rounds, b->batch);
     for (int k = 0; k < 2; k++) {
         printf("%s\n  {\"kernel\": \"%s\", \"items\": %zu, \"variants\": [", k ? "," : "",
                k == 0 ? "inout" : "noarr", k == 0 ? b->items : (size_t)1);
@@ -286,12 +390,10 @@ int clf_bench_overhead(int argc, char **argv)
     f.rounds = b.opt.reps ? b.opt.reps : b.opt.quick ? 3 : 15;
     b.batch = b.opt.quick ? 5 : 50;
     clf_fleet_options o = CLF_FLEET_OPTIONS_INIT;
-    clf_status st = clf_bench_fleet(&b.fl, &b.opt, &o, 2);
+    clf_status st = clf_bench_fleet_want(&b.fl, &b.opt, &o, 2, 1);
     if (st != CLF_SUCCESS) /* clf_bench_fleet() said why */
         return st == CLF_ERROR_NO_DEVICE || st == CLF_ERROR_NO_PLATFORM ? CLF_BENCH_SKIP
                                                                         : EXIT_FAILURE;
-    b.dev[0] = 0;
-    b.dev[1] = 1;
     rc = EXIT_SUCCESS;
     if (!(b.x = malloc(b.items * sizeof *b.x))) {
         rc = clf_bench_fail("overhead", "memory", CLF_ERROR_OUT_OF_HOST_MEMORY);
@@ -303,7 +405,7 @@ int clf_bench_overhead(int argc, char **argv)
         rc = clf_bench_fail("overhead", "building the kernels", st);
         goto out;
     }
-    if (raw_setup(&b) != CLF_SUCCESS) {
+    if (pick_devices(&b) != EXIT_SUCCESS) {
         rc = EXIT_FAILURE;
         goto out;
     }
@@ -315,12 +417,7 @@ int clf_bench_overhead(int argc, char **argv)
     else if (rc == EXIT_SUCCESS)
         print_table(&b, &f);
 out:
-    if (b.kin)
-        clReleaseKernel(b.kin);
-    if (b.knoarr)
-        clReleaseKernel(b.knoarr);
-    if (b.buf)
-        clReleaseMemObject(b.buf);
+    raw_teardown(&b);
     clf_program_destroy(b.prog);
     clf_fleet_destroy(b.fl);
     free(b.x);

@@ -2,7 +2,10 @@
  * clfleet-bench stencil: Jacobi steps (5-point, 2D floats) three ways, with the bytes each
  * moves (clf_metrics_fleet()) and its time per step:
  *
- *   (a) one device   clf_kernel_enqueue() per step on two clf_buffers of device 0
+ *   (a) one device   clf_kernel_enqueue() per step on two clf_buffers of one device: each
+ *                    device alone (one of each kind, clf_bench_same_kind()), and the fastest
+ *                    of them is the form's figure and the base of every speedup (device 0
+ *                    may be the slowest: a CPU beside a GPU, issue 27)
  *   (b) host arrays  clf_launch() per step over the fleet (CLF_IN_HALO, CLF_OUT): the whole
  *                    grid goes to the devices and back every step
  *   (c) resident     clf_array_launch() per step over block arrays with a halo of one row,
@@ -13,7 +16,7 @@
  * The three results are compared bit for bit (same arithmetic in the same order), and with
  * a plain C loop when the grid is small. The devices are those of --devices, else
  * $CLFLEET_DEVICES, else the library's default; CPU devices are split into sub-devices of
- * one compute unit when there are fewer than 2.
+ * one compute unit when there are fewer than 2; one device that cannot be split runs alone.
  */
 #include <math.h>
 #include <stdio.h>
@@ -23,6 +26,8 @@
 #include "bench.h"
 #include "json.h"
 #include "clfleet.h"
+
+#define MAX_DEV 64
 
 enum { FORM_ONE, FORM_HOST, FORM_RESIDENT, FORM_INTERIOR, NFORM };
 static const char *const FORM_NAMES[NFORM] = {"one device (clf_kernel_enqueue)",
@@ -46,15 +51,20 @@ typedef struct bench {
     size_t ndev;
     float *init, *res[NFORM];
     figures f[NFORM];
+    size_t one_dev;                  /* the device of run_one() */
+    size_t alone[MAX_DEV], nalone;   /* the devices timed alone: one of each kind */
+    double alone_s[MAX_DEV];         /* their median times per step */
+    size_t base;                     /* the fastest of them: (a)'s figures are its own */
 } bench;
 
 static void usage(FILE *to)
 {
     fputs("usage: clfleet-bench stencil [--json] [--quick] [--verbose] [--reps N]\n"
           "                             [--devices SELECTION] [--trace PATH]\n"
-          "                             [--size N] [--steps N]\n"
-          "Jacobi steps on an N x N float grid: one device, host arrays through clf_launch(),\n"
-          "and arrays resident on the devices with overlapped halo exchange.\n"
+          "                             [--size N] [--steps N] [--simulate RULES]\n"
+          "Jacobi steps on an N x N float grid: each device alone, host arrays through\n"
+          "clf_launch(), and arrays resident on the devices with overlapped halo exchange;\n"
+          "speedups over the fastest device alone.\n"
           "  --json          one JSON document on standard output\n"
           "  --quick         a 512 x 512 grid, 10 steps, one repetition\n"
           "  --reps N        timed repetitions, medians reported (3)\n"
@@ -62,6 +72,8 @@ static void usage(FILE *to)
           "  --trace PATH    a Perfetto timeline, PATH-N.json\n"
           "  --size N        grid side (default 4096)\n"
           "  --steps N       steps per run (default 200)\n"
+          "  --simulate R    set CLFLEET_SIMULATE=R for the fleet (a testing tool: e.g.\n"
+          "                  'device=1,compute=0.02,latency=60us' makes device 1 slow)\n"
           "  -h, --help      this text; -V, --version: the version\n",
           to);
 }
@@ -93,9 +105,9 @@ static clf_status run_one(bench *b, double *secs, float *out)
 {
     size_t n = b->w * b->h, bytes = n * sizeof(float);
     clf_buffer *buf[2] = {NULL, NULL};
-    clf_status st = clf_buffer_create(&buf[0], b->fl, 0, bytes, 0);
+    clf_status st = clf_buffer_create(&buf[0], b->fl, b->one_dev, bytes, 0);
     if (st == CLF_SUCCESS)
-        st = clf_buffer_create(&buf[1], b->fl, 0, bytes, 0);
+        st = clf_buffer_create(&buf[1], b->fl, b->one_dev, bytes, 0);
     if (st == CLF_SUCCESS)
         st = clf_buffer_write(buf[0], 0, bytes, b->init);
     clf_kernel_desc d = CLF_KERNEL_DESC_INIT;
@@ -106,8 +118,9 @@ static clf_status run_one(bench *b, double *secs, float *out)
     double t0 = clf_bench_now();
     for (size_t k = 0; k < b->steps && st == CLF_SUCCESS; k++) {
         clf_arg a[] = {CLF_BUF_IN(buf[k % 2]), CLF_BUF_OUT(buf[(k + 1) % 2])};
-        st = k + 1 < b->steps ? clf_kernel_enqueue(b->fl, b->prog, 0, &d, a, 2, NULL, 0, NULL)
-                              : clf_kernel_run(b->fl, b->prog, 0, &d, a, 2);
+        st = k + 1 < b->steps
+                 ? clf_kernel_enqueue(b->fl, b->prog, b->one_dev, &d, a, 2, NULL, 0, NULL)
+                 : clf_kernel_run(b->fl, b->prog, b->one_dev, &d, a, 2);
     }
     *secs = (clf_bench_now() - t0) / (double)b->steps;
     if (st == CLF_SUCCESS)
@@ -223,18 +236,72 @@ static clf_status run_form(bench *b, int form)
     return CLF_SUCCESS;
 }
 
+/* (a) on each kind of device alone; the fastest one's figures are (a)'s. */
+static clf_status run_alone(bench *b)
+{
+    figures best = b->f[FORM_ONE];
+    float *keep = malloc(b->w * b->h * sizeof(float));
+    if (!keep)
+        return CLF_ERROR_OUT_OF_HOST_MEMORY;
+    b->nalone = 0;
+    for (size_t i = 0; i < b->ndev && b->nalone < MAX_DEV; i++) {
+        size_t k = 0;
+        while (k < b->nalone && !clf_bench_same_kind(b->fl, b->alone[k], i))
+            k++;
+        if (k == b->nalone)
+            b->alone[b->nalone++] = i;
+    }
+    b->base = 0;
+    for (size_t k = 0; k < b->nalone; k++) {
+        b->one_dev = b->alone[k];
+        clf_status st = run_form(b, FORM_ONE);
+        if (st != CLF_SUCCESS) {
+            free(keep);
+            return st;
+        }
+        b->alone_s[k] = b->f[FORM_ONE].step_s;
+        if (k == 0 || b->alone_s[k] < b->alone_s[b->base]) {
+            b->base = k;
+            best = b->f[FORM_ONE];
+            memcpy(keep, b->res[FORM_ONE], b->w * b->h * sizeof(float));
+        }
+    }
+    b->f[FORM_ONE] = best;
+    memcpy(b->res[FORM_ONE], keep, b->w * b->h * sizeof(float));
+    free(keep);
+    return CLF_SUCCESS;
+}
+
+/* A device's name, or "?". */
+static const char *dev_name(const bench *b, size_t dev, clf_device_info *in)
+{
+    return clf_device_get_info(in, b->fl, dev) == CLF_SUCCESS ? in->name : "?";
+}
+
 static void print_table(const bench *b)
 {
     const figures *f = b->f;
-    printf("clfleet-bench stencil: %zu x %zu floats, %zu steps, %zu devices, median of %u\n\n",
+    clf_device_info in;
+    printf("clfleet-bench stencil: %zu x %zu floats, %zu steps, %zu devices, median of %u\n",
            b->w, b->h, b->steps, b->ndev, b->opt.reps);
+    if (clf_bench_simulation())
+        printf("simulated: CLFLEET_SIMULATE='%s'\n", clf_bench_simulation());
+    for (size_t k = 0; k < b->nalone; k++)
+        printf("  device %zu alone (%s): %.3f ms/step%s\n", b->alone[k],
+               dev_name(b, b->alone[k], &in), b->alone_s[k] * 1e3,
+               k == b->base ? " (the fastest: the base)" : "");
+    if (b->nalone < b->ndev)
+        printf("  (devices alike were timed alone once, by the first of them)\n");
+    printf("\n");
     printf("%-34s %9s %8s %13s %13s %12s %6s\n", "form", "ms/step", "speedup", "host->dev MB",
            "dev->host MB", "dev->dev MB", "busy");
     for (int k = 0; k < NFORM; k++)
-        printf("%-34s %9.3f %7.2fx %13.3f %13.3f %12.3f %5.0f%%\n", FORM_NAMES[k],
+        printf("%-34s %9.3f %7.2fx %13.3f %13.3f %12.3f %5.0f%%\n",
+               k == FORM_ONE ? "fastest device alone (enqueue)" : FORM_NAMES[k],
                f[k].step_s * 1e3, f[FORM_ONE].step_s / f[k].step_s, (double)f[k].to_dev / 1e6,
                (double)f[k].from_dev / 1e6, (double)f[k].peer / 1e6, f[k].util * 100);
-    printf("(busy: kernel time over the timed time of the devices used)\n");
+    printf("(speedup: over the fastest device alone, device %zu; busy: kernel time over the "
+           "timed time of the devices used)\n", b->alone[b->base]);
     printf("\nresident / interior alone: %.2f (1.00: the exchange hides behind the compute)\n",
            f[FORM_RESIDENT].step_s / f[FORM_INTERIOR].step_s);
 }
@@ -243,8 +310,26 @@ static void print_json(const bench *b)
 {
     const figures *f = b->f;
     printf("{\n  \"benchmark\": \"stencil\",\n  \"width\": %zu,\n  \"height\": %zu,\n"
-           "  \"steps\": %zu,\n  \"devices\": %zu,\n  \"repetitions\": %u,\n  \"forms\": [",
+           "  \"steps\": %zu,\n  \"devices\": %zu,\n  \"repetitions\": %u,\n  \"alone\": [",
            b->w, b->h, b->steps, b->ndev, b->opt.reps);
+    clf_device_info in;
+    for (size_t k = 0; k < b->nalone; k++) {
+        printf("%s\n    {\"form\": \"device_alone\", \"device\": %zu, \"device_name\": ",
+               k ? "," : "", b->alone[k]);
+        clf_tool_json_string(dev_name(b, b->alone[k], &in));
+        printf(", \"step_s\": ");
+        clf_tool_json_num(b->alone_s[k]);
+        printf(", \"baseline\": %s}", k == b->base ? "true" : "false");
+    }
+    printf("\n  ],\n  \"baseline_device\": %zu, \"baseline_device_name\": ",
+           b->alone[b->base]);
+    clf_tool_json_string(dev_name(b, b->alone[b->base], &in));
+    printf(",\n  \"simulate\": ");
+    if (clf_bench_simulation())
+        clf_tool_json_string(clf_bench_simulation());
+    else
+        printf("null");
+    printf(",\n  \"forms\": [");
     for (int k = 0; k < NFORM; k++) {
         printf("%s\n    {\"form\": \"%s\", \"step_s\": ", k ? "," : "", FORM_KEYS[k]);
         clf_tool_json_num(f[k].step_s);
@@ -279,7 +364,7 @@ int clf_bench_stencil(int argc, char **argv)
     }
     rc = 0;
     clf_fleet_options o = CLF_FLEET_OPTIONS_INIT;
-    clf_status st = clf_bench_fleet(&b.fl, &b.opt, &o, 2);
+    clf_status st = clf_bench_fleet_want(&b.fl, &b.opt, &o, 2, 1);
     if (st != CLF_SUCCESS)
         return st == CLF_ERROR_NO_DEVICE || st == CLF_ERROR_NO_PLATFORM ? CLF_BENCH_SKIP
                                                                         : EXIT_FAILURE;
@@ -299,7 +384,7 @@ int clf_bench_stencil(int argc, char **argv)
         goto out;
     }
     for (int k = 0; k < NFORM && !rc; k++)
-        if ((st = run_form(&b, k)) != CLF_SUCCESS)
+        if ((st = k == FORM_ONE ? run_alone(&b) : run_form(&b, k)) != CLF_SUCCESS)
             rc = clf_bench_fail("stencil", FORM_NAMES[k], st);
     if (!rc && (memcmp(b.res[FORM_ONE], b.res[FORM_HOST], n * sizeof(float)) ||
                 memcmp(b.res[FORM_ONE], b.res[FORM_RESIDENT], n * sizeof(float)) ||

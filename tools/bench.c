@@ -72,7 +72,16 @@ char *clf_bench_trace_name(const char *path, const char *tag)
 }
 
 /* The vals of the common options (the benchmarks' own start at CLF_BENCH_OWN). */
-enum { OPT_JSON = 0x80, OPT_QUICK, OPT_VERBOSE, OPT_REPS, OPT_DEVICES, OPT_TRACE, OPT_PLOT };
+enum {
+    OPT_JSON = 0x80,
+    OPT_QUICK,
+    OPT_VERBOSE,
+    OPT_REPS,
+    OPT_DEVICES,
+    OPT_TRACE,
+    OPT_PLOT,
+    OPT_SIMULATE
+};
 
 static const struct option COMMON[] = {
     {"json", no_argument, NULL, OPT_JSON},
@@ -82,6 +91,7 @@ static const struct option COMMON[] = {
     {"devices", required_argument, NULL, OPT_DEVICES},
     {"trace", required_argument, NULL, OPT_TRACE},
     {"plot", required_argument, NULL, OPT_PLOT},
+    {"simulate", required_argument, NULL, OPT_SIMULATE},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
 };
@@ -163,6 +173,12 @@ int clf_bench_parse(clf_bench_common *c, int argc, char **argv, const struct opt
                 return usage_error(c, "--plot wants a path%s%s", "", "");
             c->plot = optarg;
             break;
+        case OPT_SIMULATE:
+            if (!*optarg)
+                return usage_error(c, "--simulate wants rules such as "
+                                   "'device=1,compute=0.02,latency=60us'%s%s", "", "");
+            c->simulate = optarg;
+            break;
         case 'h':
             c->usage(stdout);
             return 0;
@@ -198,7 +214,24 @@ int clf_bench_parse(clf_bench_common *c, int argc, char **argv, const struct opt
         free(path);
         trace_path = c->trace;
     }
+    /* The library reads CLFLEET_SIMULATE when a fleet is created: every fleet the benchmark
+     * makes from now on, and every child process it starts, sees the rules. The rules are
+     * the library's to check (a library without simulation ignores the variable). */
+    if (c->simulate && setenv("CLFLEET_SIMULATE", c->simulate, 1) != 0) {
+        fprintf(stderr, "clfleet-bench %s: --simulate: %s\n", c->name, strerror(errno));
+        return EXIT_FAILURE;
+    }
+    if (c->simulate)
+        fprintf(stderr, "clfleet-bench %s: simulated devices: CLFLEET_SIMULATE='%s' (a testing "
+                        "tool: real devices made to behave like others)\n",
+                c->name, c->simulate);
     return -1;
+}
+
+const char *clf_bench_simulation(void)
+{
+    const char *s = getenv("CLFLEET_SIMULATE");
+    return s && *s ? s : NULL;
 }
 
 const char *clf_bench_selection_source(const clf_bench_common *c, char *buf, size_t len)
@@ -232,6 +265,12 @@ static size_t split_count(const clf_fleet *f)
 clf_status clf_bench_fleet(clf_fleet **out, const clf_bench_common *c, clf_fleet_options *o,
                            size_t need)
 {
+    return clf_bench_fleet_want(out, c, o, need, need);
+}
+
+clf_status clf_bench_fleet_want(clf_fleet **out, const clf_bench_common *c, clf_fleet_options *o,
+                                size_t want, size_t need)
+{
     char src[1100];
     clf_bench_selection_source(c, src, sizeof src);
     o->devices = c->devices;
@@ -246,12 +285,12 @@ clf_status clf_bench_fleet(clf_fleet **out, const clf_bench_common *c, clf_fleet
         return st;
     }
     size_t have = clf_fleet_device_count(f);
-    if (have < need && split_count(f) >= need) {
+    if (have < want && split_count(f) >= want) {
         fprintf(stderr,
-                "clfleet-bench %s: %s gives %zu device(s), this benchmark needs %zu: splitting "
+                "clfleet-bench %s: %s gives %zu device(s), this benchmark wants %zu: splitting "
                 "each CPU device of two or more compute units into sub-devices of one unit "
                 "(as ';split=1' in the selection would)\n",
-                c->name, src, have, need);
+                c->name, src, have, want);
         clf_fleet_destroy(f);
         f = NULL;
         o->split_cpu_units = 1;
@@ -369,4 +408,27 @@ int clf_bench_grid_option(int val, const char *arg, size_t *w, size_t *h, size_t
         return 1;
     }
     return clf_bench_number(arg, 10, 1, 100000, steps);
+}
+
+size_t clf_bench_fastest(const double *t, size_t n)
+{
+    size_t best = n;
+    for (size_t i = 0; i < n; i++)
+        if (t[i] >= 0 && (best == n || t[i] < t[best]))
+            best = i;
+    return best;
+}
+
+int clf_bench_same_kind(const clf_fleet *f, size_t i, size_t j)
+{
+    /* Under CLFLEET_SIMULATE equal devices may be made unequal: each is its own kind. */
+    if (i != j && clf_bench_simulation())
+        return 0;
+    clf_device_info a, b;
+    if (clf_device_get_info(&a, f, i) != CLF_SUCCESS ||
+        clf_device_get_info(&b, f, j) != CLF_SUCCESS)
+        return 0;
+    return a.type == b.type && a.compute_units == b.compute_units &&
+           a.is_sub_device == b.is_sub_device &&
+           (!a.is_sub_device || a.parent_index == b.parent_index) && !strcmp(a.name, b.name);
 }

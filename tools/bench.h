@@ -116,7 +116,8 @@ int clf_bench_jacobi_ok(const float *init, size_t w, size_t h, size_t steps, con
 
 /*
  * The options every benchmark takes: --json, --quick, --verbose, --reps N (1 to
- * CLF_BENCH_MAX_REPS), --devices SELECTION, --trace PATH, --help (-h) and --version (-V);
+ * CLF_BENCH_MAX_REPS), --devices SELECTION, --trace PATH, --simulate RULES, --help (-h) and
+ * --version (-V);
  * and --plot FILE.svg where the benchmark sets can_plot (elsewhere it is a usage error).
  * The benchmark sets name, usage and the defaults before clf_bench_parse().
  */
@@ -130,6 +131,7 @@ typedef struct clf_bench_common {
     const char *trace;        /* --trace PATH; NULL: none */
     int can_plot;             /* set by the benchmark: it takes --plot */
     const char *plot;         /* --plot FILE.svg; NULL: none */
+    const char *simulate;     /* --simulate RULES (CLFLEET_SIMULATE); NULL: none */
 } clf_bench_common;
 
 /* The first `val` a benchmark may give its own options in clf_bench_parse(). */
@@ -153,8 +155,9 @@ typedef int (*clf_bench_own_option)(void *bench, int val, const char *arg);
  * benchmark's own (`own_options`, terminated by a zero entry, vals from CLF_BENCH_OWN on, or
  * a letter other than h and V, which then is also the option's short form, "-b 4K"; may be
  * NULL) through own(bench, ...). `--opt value` and `--opt=value` both work. Then
- * --quick caps c->reps at c->quick_reps, and --trace sets $CLFLEET_TRACE so that every fleet
- * writes a timeline. Returns -1 to go on, or the exit status to return at once: 0 after
+ * --quick caps c->reps at c->quick_reps, --trace sets $CLFLEET_TRACE so that every fleet
+ * writes a timeline, and --simulate RULES sets $CLFLEET_SIMULATE (a testing tool: the library
+ * makes real devices behave like slower ones) for every fleet and child process. Returns -1 to go on, or the exit status to return at once: 0 after
  * --help (usage on stdout) or --version, CLF_BENCH_USAGE after a bad argument (what was wrong
  * on stderr, with a pointer to --help).
  */
@@ -196,6 +199,33 @@ clf_status clf_bench_fleet(clf_fleet **out, const clf_bench_common *c, clf_fleet
 
 /* "clfleet-bench CMD: WHAT: STATUS: detail" on stderr (no CMD: "clfleet-bench: ..."); 1. */
 int clf_bench_fail(const char *cmd, const char *what, clf_status st);
+
+/*
+ * As clf_bench_fleet(), for benchmarks that run on one device too but show more with two or
+ * more: CPU root devices are split when the selection gives fewer than `want`; fewer than
+ * `need` devices is the failure.
+ */
+clf_status clf_bench_fleet_want(clf_fleet **out, const clf_bench_common *c, clf_fleet_options *o,
+                                size_t want, size_t need);
+
+/* $CLFLEET_SIMULATE when set and not empty (--simulate, or the caller's environment), else
+ * NULL: the benchmarks name it in their tables and JSON. */
+const char *clf_bench_simulation(void);
+
+/*
+ * The fastest of n one-device times t[i] (NAN and negative times never win); n when none
+ * is valid. The benchmarks compare with the fastest device alone, by measurement, never with
+ * device 0 (on a GPU + CPU fleet device 0 may well be the CPU).
+ */
+size_t clf_bench_fastest(const double *t, size_t n);
+
+/*
+ * Devices i and j of f are alike for timing: the same name, type and compute units, both
+ * sub-devices of the same root or both roots. The benchmarks time one device of each kind
+ * alone (sixteen sub-devices of one CPU all run alike) and say so. Under CLFLEET_SIMULATE
+ * every device is a kind of its own (the rules may make equal devices unequal).
+ */
+int clf_bench_same_kind(const clf_fleet *f, size_t i, size_t j);
 
 /* clf_bench_fail(), then the exit status: CLF_BENCH_SKIP when st says there is no device or
  * platform, else 1. */

@@ -16,6 +16,12 @@
  * work in the first quarter of the rows: guided with K = 2 reached 0.83 there, hence K = 4
  * (partition.h). The bench keeps both views to show it.
  *
+ * With --simulate RULES (or CLFLEET_SIMULATE set), balance runs one configuration instead,
+ * "simulated": the homogeneous pair, made unequal by the library's simulation (e.g.
+ * 'device=1,compute=0.02,latency=60us': a GPU + CPU pair out of two equal CPU units), and adds
+ * a table of every strategy's time against the fastest device alone, measured, with the
+ * shares (issue 27: adding a slow device must not slow a launch down).
+ *
  * The heterogeneous configuration runs 4 PoCL threads: on a host with fewer than 4 CPUs they
  * share cores, and the pair cannot beat its fast device.
  *
@@ -272,6 +278,9 @@ typedef struct config_result {
     char *metrics_json;          /* the fleet's counters after the runs (clf_metrics_json) */
 } config_result;
 
+/* The configuration of the two equal one-unit sub-devices, made unequal by simulation. */
+#define SIMULATED "simulated"
+
 static const char *sub_env(const char *config)
 {
     return !strcmp(config, "heterogeneous") ? "4" : NULL;
@@ -479,6 +488,49 @@ static int workload_note(const workload_result *r, char *buf, size_t len)
     return 1;
 }
 
+/* Above this many times the fastest device alone, a strategy lost time to the slow device
+ * (issue 27's bound for every strategy on a simulated GPU + CPU pair). */
+#define SLOWER_THAN_ALONE 1.10
+
+/*
+ * The fastest device alone for the simulated table: the shorter of its two measurements
+ * (single[], then clf_one, alternating with raw OpenCL), so that a slow moment of a loaded
+ * host in one of them never flatters the fleet.
+ */
+static double fastest_alone(const workload_result *r)
+{
+    return fmin(r->single[r->best], r->clf_one);
+}
+
+/*
+ * "heterogeneous (simulated)": per strategy, its time against the fastest device alone
+ * (measured in this run) and the shares, so that a strategy that lets the slow device hold
+ * the launch up shows at once.
+ */
+static void print_simulated_table(const config_result *c, const workload_result *r)
+{
+    size_t fast = c->dev[r->best];
+    printf("  heterogeneous (simulated, CLFLEET_SIMULATE='%s'):\n", clf_bench_simulation());
+    printf("  fastest device alone: device %zu, %.4f s (the shorter of its two measurements "
+           "above; the other: device %zu, %.4f s, %.1fx slower)\n", fast, fastest_alone(r),
+           c->dev[!r->best], r->single[!r->best], r->single[!r->best] / fastest_alone(r));
+    printf("    %-22s %10s %14s  %s\n", "strategy", "wall s", "x fastest alone", "shares");
+    for (size_t s = 0; s < NSTRAT; s++) {
+        const run_result *x = &r->s[s];
+        double ratio = x->wall / fastest_alone(r);
+        char shares[32];
+        snprintf(shares, sizeof shares, "%.3f/%.3f", x->rep.dev[0].share, x->rep.dev[1].share);
+        if (ratio > SLOWER_THAN_ALONE)
+            printf("    %-22s %10.4f %14.2f  %-13s slower than the fastest alone\n",
+                   clf_strategy_name(STRATEGIES[s]), x->wall, ratio, shares);
+        else
+            printf("    %-22s %10.4f %14.2f  %s\n", clf_strategy_name(STRATEGIES[s]), x->wall,
+                   ratio, shares);
+    }
+    printf("    (x fastest alone: wall / the fastest device's time alone; above %.2f the slow "
+           "device held the launch up)\n", SLOWER_THAN_ALONE);
+}
+
 static void print_config_table(const config_result *c, int verbose)
 {
     printf("== %s: %s (host: %ld CPUs online)\n", c->name, c->description,
@@ -525,6 +577,8 @@ static void print_config_table(const config_result *c, int verbose)
         char note[512];
         if (workload_note(r, note, sizeof note))
             printf("  note: %s\n", note);
+        if (clf_bench_simulation())
+            print_simulated_table(c, r);
     }
     printf("\nper-chunk overhead: %.1f us (dynamic, %u chunks of a trivial kernel on device %zu: "
            "%.4f s vs raw %.4f s)\n",
@@ -554,6 +608,11 @@ static void print_config_json(const config_result *c)
     clf_tool_json_string(c->name);
     printf(", \"description\": ");
     clf_tool_json_string(c->description);
+    printf(", \"simulate\": ");
+    if (clf_bench_simulation())
+        clf_tool_json_string(clf_bench_simulation());
+    else
+        printf("null");
     printf(",\n   \"devices\": [");
     for (size_t k = 0; k < 2; k++) {
         printf("%s{\"index\": %zu, \"name\": ", k ? ", " : "", c->dev[k]);
@@ -571,10 +630,14 @@ static void print_config_json(const config_result *c)
         clf_tool_json_num(r->single[0]);
         printf(", ");
         clf_tool_json_num(r->single[1]);
-        printf("], \"best_single_device\": %zu, \"raw_opencl_s\": ", c->dev[r->best]);
+        printf("], \"best_single_device\": %zu, \"best_single_device_name\": ", c->dev[r->best]);
+        clf_tool_json_string(c->info[r->best].name);
+        printf(", \"raw_opencl_s\": ");
         clf_tool_json_num(r->raw);
         printf(", \"clfleet_one_device_s\": ");
         clf_tool_json_num(r->clf_one);
+        printf(", \"fastest_alone_s\": ");
+        clf_tool_json_num(fastest_alone(r));
         printf(", \"overhead_ratio\": ");
         clf_tool_json_num(r->overhead + 1);
         char note[512];
@@ -600,6 +663,8 @@ static void print_config_json(const config_result *c)
             clf_tool_json_num(x->rep.makespan_s);
             printf(", \"speedup\": ");
             clf_tool_json_num(r->single[r->best] / x->wall);
+            printf(", \"vs_fastest_alone\": ");
+            clf_tool_json_num(x->wall / fastest_alone(r));
             printf(", \"efficiency\": ");
             clf_tool_json_num(x->rep.efficiency);
             printf(", \"imbalance\": ");
@@ -867,7 +932,19 @@ static int balance_config(const opts *o)
     clf_fleet_options fo = CLF_FLEET_OPTIONS_INIT;
     fo.devices = o->devices;
     /* Devices that cannot be cut as asked (PoCL's basic device has one unit) are left out. */
-    if (!strcmp(o->config, "homogeneous")) {
+    char simulated[1200];
+    if (!strcmp(o->config, SIMULATED) && !clf_bench_simulation()) {
+        fprintf(stderr, "clfleet-bench balance: --config %s needs --simulate RULES (or "
+                        "CLFLEET_SIMULATE)\n", SIMULATED);
+        return EXIT_FAILURE;
+    }
+    if (!strcmp(o->config, SIMULATED)) {
+        snprintf(simulated, sizeof simulated, "two sub-devices of one compute unit each, made "
+                 "unequal by CLFLEET_SIMULATE='%s'", clf_bench_simulation());
+        c.description = simulated;
+        fo.split_cpu_units = 1;
+        fo.min_compute_units = 2;
+    } else if (!strcmp(o->config, "homogeneous")) {
         c.description = "two sub-devices of one compute unit each";
         fo.split_cpu_units = 1;
         fo.min_compute_units = 2;
@@ -879,7 +956,7 @@ static int balance_config(const opts *o)
     } else {
         fprintf(stderr,
                 "clfleet-bench: unknown configuration '%s' (homogeneous, "
-                "heterogeneous)\n",
+                "heterogeneous, " SIMULATED ")\n",
                 o->config);
         return EXIT_FAILURE;
     }
@@ -1049,11 +1126,16 @@ static int cmd_balance(const opts *o)
         }
         return balance_config(o);
     }
-    static const char *const configs[] = {"homogeneous", "heterogeneous"};
-    int rc[2], skipped = 0, failed = 0;
-    char *out[2];
-    size_t len[2];
-    for (int i = 0; i < 2; i++) {
+    /* Simulated devices: the one configuration they apply to (the real 3+1 split would mix
+     * two kinds of heterogeneity). */
+    static const char *const real[] = {"homogeneous", "heterogeneous"};
+    static const char *const sim[] = {SIMULATED};
+    const char *const *configs = clf_bench_simulation() ? sim : real;
+    int nconf = clf_bench_simulation() ? 1 : 2;
+    int rc[2] = {0, 0}, skipped = 0, failed = 0;
+    char *out[2] = {NULL, NULL};
+    size_t len[2] = {0, 0};
+    for (int i = 0; i < nconf; i++) {
         rc[i] = run_child(o, configs[i], &out[i], &len[i]);
         skipped += rc[i] == EXIT_SKIP;
         failed += rc[i] != 0 && rc[i] != EXIT_SKIP;
@@ -1061,10 +1143,15 @@ static int cmd_balance(const opts *o)
     if (o->json) {
         printf("{\"benchmark\": \"balance\", \"clfleet_version\": ");
         clf_tool_json_string(clf_version_string());
-        printf(", \"quick\": %s, \"host_cpus\": %ld,\n \"configurations\": [",
+        printf(", \"quick\": %s, \"host_cpus\": %ld, \"simulate\": ",
                o->quick ? "true" : "false", sysconf(_SC_NPROCESSORS_ONLN));
+        if (clf_bench_simulation())
+            clf_tool_json_string(clf_bench_simulation());
+        else
+            printf("null");
+        printf(",\n \"configurations\": [");
         int first = 1;
-        for (int i = 0; i < 2; i++) {
+        for (int i = 0; i < nconf; i++) {
             printf("%s\n  ", first ? "" : ",");
             first = 0;
             if (rc[i] == 0 && len[i]) {
@@ -1076,7 +1163,7 @@ static int cmd_balance(const opts *o)
         }
         printf("]}\n");
     } else {
-        for (int i = 0; i < 2; i++) {
+        for (int i = 0; i < nconf; i++) {
             fwrite(out[i], 1, len[i], stdout);
             if (rc[i])
                 printf("== %s: %s (exit %d)\n", configs[i],
@@ -1085,7 +1172,7 @@ static int cmd_balance(const opts *o)
     }
     free(out[0]);
     free(out[1]);
-    return failed ? EXIT_FAILURE : skipped == 2 ? EXIT_SKIP : EXIT_SUCCESS;
+    return failed ? EXIT_FAILURE : skipped == nconf ? EXIT_SKIP : EXIT_SUCCESS;
 }
 
 /* ---- scale ------------------------------------------------------------------------------- */
@@ -1184,7 +1271,17 @@ static int cmd_scale(const opts *o)
         printf(", \"quick\": %s, \"host_cpus\": %ld, \"device\": ", o->quick ? "true" : "false",
                sysconf(_SC_NPROCESSORS_ONLN));
         clf_tool_json_string(first.name);
-        printf(", \"sub_devices\": %zu,\n \"workloads\": [", ndev);
+        /* The sub-devices are equal parts of one device: the first one alone is the fastest
+         * device alone that the other benchmarks compare with. */
+        printf(", \"sub_devices\": %zu, \"baseline_device\": %zu, \"baseline_device_name\": ",
+               ndev, devs[0]);
+        clf_tool_json_string(first.name);
+        printf(", \"simulate\": ");
+        if (clf_bench_simulation())
+            clf_tool_json_string(clf_bench_simulation());
+        else
+            printf("null");
+        printf(",\n \"workloads\": [");
         for (size_t i = 0; i < 2; i++) {
             printf("%s\n  {\"kernel\": \"%s\", \"params\": ", i ? "," : "", w[i].name);
             clf_tool_json_string(w[i].params);
@@ -1218,8 +1315,8 @@ static int cmd_scale(const opts *o)
         printf("scale: %zu sub-devices of one compute unit (%s; host: %ld CPUs online)\n", ndev,
                first.name, sysconf(_SC_NPROCESSORS_ONLN));
         for (size_t i = 0; i < 2; i++) {
-            printf("\n%s (%s): speedup over the best one-device time (%.4f s)\n", w[i].name,
-                   w[i].params, base[i]);
+            printf("\n%s (%s): speedup over the best one-device time (%.4f s, device %zu "
+                   "alone)\n", w[i].name, w[i].params, base[i], devs[0]);
             printf("  %-7s  %-13s %9s %10s %9s %10s\n", "devices", "strategy", "wall", "spread",
                    "speedup", "efficiency");
             printf("  %-7s  %-13s %9s %10s %9s %10s\n", "", "", "(s)", "(+-%)", "(x)", "");
@@ -1307,7 +1404,8 @@ static void usage(FILE *to)
     for (size_t i = 0; i < NCOMMANDS; i++)
         fprintf(to, "  %-9s %s\n", COMMANDS[i].name, COMMANDS[i].help);
     fputs("'clfleet-bench COMMAND --help' lists a command's options. Every command takes\n"
-          "--json, --quick, --verbose, --reps N, --devices SELECTION and --trace PATH;\n"
+          "--json, --quick, --verbose, --reps N, --devices SELECTION, --trace PATH and\n"
+          "--simulate RULES (CLFLEET_SIMULATE for the fleets: simulated slow devices);\n"
           "p2p, allreduce, scale and balance also --plot FILE.svg (a chart).\n"
           "Exit status: 0 success, 1 failure, 2 bad command line, 77 no suitable device\n"
           "(automake's \"skipped\").\n",
@@ -1320,7 +1418,7 @@ static void usage_balance_scale(FILE *to, const char *cmd)
     fprintf(to,
             "usage: clfleet-bench %s [--json] [--quick] [--verbose] [--size N] [--reps N]\n"
             "                     [--devices SELECTION]%s [--view whole|offaxis|band]\n"
-            "                     [--trace PATH] [--plot FILE.svg]\n",
+            "                     [--trace PATH] [--plot FILE.svg] [--simulate RULES]\n",
             cmd, strcmp(cmd, "balance") ? "" : " [--config NAME]");
     fputs("  --json       one JSON document on standard output\n"
           "  --quick      small sizes, one repetition (a smoke test)\n"
@@ -1333,7 +1431,18 @@ static void usage_balance_scale(FILE *to, const char *cmd)
           "               out, as they cannot be split)\n",
           to);
     if (!strcmp(cmd, "balance"))
-        fputs("  --config C   only 'homogeneous' or 'heterogeneous'\n", to);
+        fputs("  --config C   only 'homogeneous' or 'heterogeneous' (or 'simulated', with\n"
+              "               --simulate)\n", to);
+    fputs("  --simulate R set CLFLEET_SIMULATE=R for every fleet (a testing tool: the library\n"
+          "               makes real devices behave like slower ones, e.g.\n"
+          "               'device=1,compute=0.02,latency=60us')", to);
+    if (!strcmp(cmd, "balance"))
+        fputs(": balance then runs one\n"
+              "               configuration, 'simulated' (two equal sub-devices made unequal),\n"
+              "               with a table of each strategy against the fastest device alone\n",
+              to);
+    else
+        fputs("\n", to);
     fputs("  --view V     Mandelbrot's view: 'whole' (the whole set, default), 'offaxis' or\n"
           "               'band' (im 0..1.2: the costliest rows first)\n"
           "  --trace PATH a Perfetto timeline per fleet, PATH-N.json\n"
@@ -1429,7 +1538,8 @@ static int own_option(void *o_, int val, const char *arg)
         return clf_bench_number(arg, 10, 16, 65536, &o->size);
     case OPT_CONFIG:
         o->config = arg;
-        return !strcmp(arg, "homogeneous") || !strcmp(arg, "heterogeneous");
+        return !strcmp(arg, "homogeneous") || !strcmp(arg, "heterogeneous") ||
+               !strcmp(arg, SIMULATED);
     default: /* OPT_VIEW */
         for (int v = VIEW_WHOLE; v <= VIEW_BAND; v++)
             if (!strcmp(arg, VIEW_NAMES[v])) {

@@ -1,5 +1,6 @@
 /* clfleet-info: every OpenCL platform and device, with the facts clfleet uses. */
 #include <getopt.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -907,8 +908,8 @@ static int print_perf(int json)
     /* One entry a line (the library writes them so); gathered first so that the columns
      * fit the longest name. */
     typedef struct perf_row {
-        char kernel[512], device[512], samples[32];
-        double speed;
+        char kernel[512], device[512], samples[32], chunks[32];
+        double speed, iqr, fixed_us; /* NAN: not known */
     } perf_row;
     perf_row *rows = NULL;
     size_t nrows = 0, cap = 0;
@@ -925,31 +926,54 @@ static int print_perf(int json)
             rows = r;
         }
         perf_row *r = &rows[nrows++];
-        char line[8192], speed[64];
+        char line[8192], speed[64], iqr[64], fixed[64];
         snprintf(line, sizeof line, "%.*s", (int)strcspn(e + 1, "\n"), e + 1);
         json_field(line, "kernel", r->kernel, sizeof r->kernel);
         json_field(line, "device", r->device, sizeof r->device);
         json_field(line, "samples", r->samples, sizeof r->samples);
         json_field(line, "units_per_s", speed, sizeof speed);
-        r->speed = strtod(speed, NULL);
+        json_field(line, "iqr_units_per_s", iqr, sizeof iqr);
+        json_field(line, "fixed_us", fixed, sizeof fixed);
+        json_field(line, "chunks", r->chunks, sizeof r->chunks);
+        /* null (nothing known) reads as NAN and prints as "-". */
+        r->speed = speed[0] && strcmp(speed, "null") != 0 ? strtod(speed, NULL) : NAN;
+        r->iqr = iqr[0] && strcmp(iqr, "null") != 0 ? strtod(iqr, NULL) : NAN;
+        r->fixed_us = fixed[0] && strcmp(fixed, "null") != 0 ? strtod(fixed, NULL) : NAN;
+        if (!r->chunks[0])
+            snprintf(r->chunks, sizeof r->chunks, "0");
         wk = (int)strlen(r->kernel) > wk ? (int)strlen(r->kernel) : wk;
         wd = (int)strlen(r->device) > wd ? (int)strlen(r->device) : wd;
     }
     /* Kernels learn work items per second; clBLAST GEMMs (keys without a program hash,
-     * "clblast-sgemm") learn MFLOP per second: two tables, so that no column mixes them. */
-    for (int gemm = 0; gemm < 2; gemm++) {
+     * "clblast-sgemm") learn MFLOP per second; a device's links ("link:h2d", "link:d2h")
+     * bytes per second: three tables, so that no column mixes them. */
+    static const char *const title[3] = {"", "\nGEMMs through clBLAST\n",
+                                         "\nHost-device links (transfers' profiled time)\n"};
+    static const char *const first[3] = {"kernel@program", "routine", "link"};
+    static const char *const unit[3] = {"items/s", "MFLOP/s", "bytes/s"};
+    for (int kind = 0; kind < 3; kind++) {
         size_t k = 0;
         for (size_t i = 0; i < nrows; i++) {
             perf_row *r = &rows[i];
-            if ((strncmp(r->kernel, "clblast-", 8) == 0 && !strchr(r->kernel, '@')) != gemm)
+            int is = strncmp(r->kernel, "link:", 5) == 0                              ? 2
+                     : strncmp(r->kernel, "clblast-", 8) == 0 && !strchr(r->kernel, '@') ? 1
+                                                                                         : 0;
+            if (is != kind)
                 continue;
             if (k++ == 0)
-                printf("%s  %-*s  %-*s  %7s  %12s\n", gemm ? "\nGEMMs through clBLAST\n" : "",
-                       wk, gemm ? "routine" : "kernel@program", wd,
-                       "device|driver|compute units", "samples",
-                       gemm ? "MFLOP/s" : "items/s");
-            printf("  %-*s  %-*s  %7s  %12.4g\n", wk, r->kernel, wd, r->device, r->samples,
-                   r->speed);
+                printf("%s  %-*s  %-*s  %7s  %12s  %7s  %6s  %9s\n", title[kind], wk,
+                       first[kind], wd, "device|driver|compute units", "samples", unit[kind],
+                       "spread", "chunks", "fixed us");
+            char sp[32] = "-", sp2[32] = "-", fx[32] = "-";
+            if (!isnan(r->speed))
+                snprintf(sp, sizeof sp, "%.4g", r->speed);
+            /* Spread: the interquartile range of the launch samples, over their median. */
+            if (!isnan(r->iqr) && r->speed > 0)
+                snprintf(sp2, sizeof sp2, "%.0f%%", 100 * r->iqr / r->speed);
+            if (!isnan(r->fixed_us))
+                snprintf(fx, sizeof fx, "%.1f", r->fixed_us);
+            printf("  %-*s  %-*s  %7s  %12s  %7s  %6s  %9s\n", wk, r->kernel, wd, r->device,
+                   r->samples, sp, sp2, r->chunks, fx);
         }
     }
     if (nrows == 0)

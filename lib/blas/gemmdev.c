@@ -370,6 +370,9 @@ static clf_status gemm_run(clf__worker *w, clf__chunk *c)
         c->kernel = NULL;
         return blast_fail(bs, g->dbl ? "CLBlastDgemm" : "CLBlastSgemm", w);
     }
+    /* clBLAST's kernels bypass the command path: its last one is handed to it here, so that
+     * $CLFLEET_SIMULATE holds back its completion (no-op without rules). */
+    clf__cmd_adopt_kernel(w->L->fl, w->d->index, q, &c->kernel);
     clFlush(q);
     return CLF_SUCCESS;
 }

@@ -234,20 +234,15 @@ static clf_status check_one(const char *call, const char *kernel, cl_kernel k, s
                          "__constant: pass it as an input (%s)",
                          who, used_macro(a, call), input_macro(a, call));
     /* Read-only kinds the kernel could still write: a buffer or array the caller marked
-     * read only (its other users trust that), and a broadcast (one cached copy per
-     * device, whose writes would be lost). A plain input is only uploaded, so a non-const
-     * parameter loses nothing. */
-    if (!ro && !writes(a) &&
-        (a->kind == CLF_ARG_KIND_BUFFER || a->kind == CLF_ARG_KIND_ARRAY ||
-         a->kind == CLF_ARG_KIND_BROADCAST))
+     * read only (its other users trust that). A plain input is only uploaded, so a
+     * non-const parameter loses nothing; nor does a broadcast: clf_launch keeps its copy
+     * between launches only where the parameter is const or a source scan sees no store
+     * (exec/check.c), and else uploads it afresh for each launch. */
+    if (!ro && !writes(a) && (a->kind == CLF_ARG_KIND_BUFFER || a->kind == CLF_ARG_KIND_ARRAY))
         return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
-                         "%s is read only (%s%s) but its parameter may be written: declare it "
-                         "const (or __constant)%s%s%s",
-                         who, used_macro(a, call),
-                         a->kind == CLF_ARG_KIND_BROADCAST ? ", one cached copy per device" : "",
-                         a->kind == CLF_ARG_KIND_BROADCAST ? "" : ", or pass it for writing (",
-                         a->kind == CLF_ARG_KIND_BROADCAST ? "" : inout_macro(a, call),
-                         a->kind == CLF_ARG_KIND_BROADCAST ? "" : ")");
+                         "%s is read only (%s) but its parameter may be written: declare it "
+                         "const (or __constant), or pass it for writing (%s)",
+                         who, used_macro(a, call), inout_macro(a, call));
     return CLF_SUCCESS;
 }
 

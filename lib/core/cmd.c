@@ -176,7 +176,36 @@ static cl_event *event_slot(const clf_fleet *fl, const clf__cmd_opt *o, cl_event
         *ev = NULL;
         return ev;
     }
-    return fl->metrics && !(o->flags & CLF__CMD_NO_METRICS) ? tmp : NULL;
+    /* A simulated device needs the event too, to delay it (observe/simulate.h). */
+    return (fl->metrics && !(o->flags & CLF__CMD_NO_METRICS)) || fl->sim ? tmp : NULL;
+}
+
+/* $CLFLEET_SIMULATE: the command's event *e (the caller's, or tmp) replaced by a marker that
+ * completes when the simulated device would have finished (observe/simulate.h). Only the
+ * commands the metrics count (r: kernels, transfers, fills, copies) are slowed; markers,
+ * barriers and maps do no work of their own. */
+static cl_int simulate(clf_fleet *fl, size_t dev, cl_command_queue q, const clf__rec *r,
+                       cl_event *e)
+{
+    if (!r || !*e || !clf__sim_device(fl, dev))
+        return CL_SUCCESS;
+    unsigned kind = r->kind == CLF__REC_KERNEL        ? CLF__SIM_KERNEL
+                    : r->kind == CLF__REC_TO_DEVICE   ? CLF__SIM_H2D
+                    : r->kind == CLF__REC_FROM_DEVICE ? CLF__SIM_D2H
+                                                      : CLF__SIM_OTHER;
+    cl_event u, m = NULL;
+    if (clf__sim_user_event(fl, dev, &u) != CLF_SUCCESS)
+        return CL_OUT_OF_HOST_MEMORY; /* the detail is set */
+    cl_int err = clEnqueueMarkerWithWaitList(q, 1, &u, &m);
+    clf_status st = clf__sim_arm(fl, dev, *e, err == CL_SUCCESS ? m : NULL, u, kind, r->bytes);
+    if (err != CL_SUCCESS) {
+        clf__cl_fail(err, "clEnqueueMarkerWithWaitList (CLFLEET_SIMULATE)", &fl->dev[dev]);
+        return err; /* the real command runs on; its event is the caller's to release */
+    }
+    /* The marker stands for the command from now on; it completes even when arming failed. */
+    clReleaseEvent(*e);
+    *e = m;
+    return st == CLF_SUCCESS ? CL_SUCCESS : CL_OUT_OF_HOST_MEMORY;
 }
 
 /* After the enqueue: flush (a queue of another device may wait for the command, and some
@@ -188,12 +217,30 @@ static clf_status leave(clf_fleet *fl, size_t dev, const clf__cmd_opt *o, cl_com
                         cl_event *ev, cl_event tmp)
 {
     struct clf__device *d = &fl->dev[dev];
+    int sim = 0;
+    if (__builtin_expect(fl->sim != NULL, 0) && err == CL_SUCCESS) {
+        /* Before the flush, so that the marker is submitted with the command. A blocking
+         * command's caller waits for the simulated end too. */
+        cl_event *e = ev ? ev : &tmp;
+        cl_event before = *e;
+        err = simulate(fl, dev, q, r, e);
+        sim = *e != before;
+        if (err != CL_SUCCESS)
+            call = "CLFLEET_SIMULATE";
+    }
     if (err == CL_SUCCESS && !(o->flags & (CLF__CMD_NO_FLUSH | CLF__CMD_BLOCKING)))
         clFlush(q);
     clf__dev_exec_leave(fl, dev);
+    if (err == CL_SUCCESS && sim && (o->flags & CLF__CMD_BLOCKING))
+        err = clWaitForEvents(1, ev ? ev : &tmp);
     if (err != CL_SUCCESS) {
-        if (ev)
+        if (ev) {
+            if (*ev)
+                clReleaseEvent(*ev);
             *ev = NULL;
+        }
+        if (tmp)
+            clReleaseEvent(tmp);
         return fail(fl, dev, o, err, 0, call, what);
     }
     cl_event e = ev ? *ev : tmp;
@@ -211,6 +258,19 @@ static clf_status leave(clf_fleet *fl, size_t dev, const clf__cmd_opt *o, cl_com
     }
     if (tmp)
         clReleaseEvent(tmp);
+    return CLF_SUCCESS;
+}
+
+clf_status clf__cmd_adopt_kernel(clf_fleet *fl, size_t dev, cl_command_queue q, cl_event *ev)
+{
+    if (__builtin_expect(fl->sim == NULL, 1) || !*ev)
+        return CLF_SUCCESS;
+    clf__rec r = {0};
+    r.kind = CLF__REC_KERNEL;
+    cl_int err = simulate(fl, dev, q, &r, ev); /* *ev stays a valid event whatever happens */
+    if (err != CL_SUCCESS)
+        clf__log(CLF_LOG_WARN, "CLFLEET_SIMULATE: device %zu: a library's kernel is not held "
+                 "back: %s", dev, clf_last_error());
     return CLF_SUCCESS;
 }
 

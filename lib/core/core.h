@@ -210,6 +210,12 @@ clf_status clf__cmd_write_rect(clf_fleet *fl, size_t dev, cl_command_queue q, cl
                                const size_t region[3], size_t brow, size_t bslice, size_t hrow,
                                size_t hslice, const void *host, const char *what, cl_uint nwait,
                                const cl_event *wait, cl_event *ev);
+/* The last kernel a library enqueued on q itself (clBLAST's GEMM), its event *ev: on a device
+ * with a $CLFLEET_SIMULATE rule, *ev is replaced by a marker held back as a kernel of the
+ * path would be (observe/simulate.h), so that the simulation reaches GEMM too; *ev stays a
+ * valid event whatever happens (a failure is logged, not returned). Not counted: the caller
+ * counts the kernel. The caller must not hold the device's exec lock. */
+clf_status clf__cmd_adopt_kernel(clf_fleet *fl, size_t dev, cl_command_queue q, cl_event *ev);
 /* A marker (not counted: it does no work). */
 clf_status clf__cmd_marker(clf_fleet *fl, size_t dev, cl_command_queue q, const char *what,
                            cl_uint nwait, const cl_event *wait, cl_event *ev);
@@ -319,7 +325,7 @@ int clf__kernel_param(cl_kernel k, size_t i, cl_kernel_arg_address_qualifier *aq
  * the count against CL_KERNEL_NUM_ARGS less clfleet's hidden parameters; per argument its
  * kind against the parameter's qualifiers (a value for a private parameter, CLF_LOCAL for a
  * __local pointer, memory for a __global/__constant one, never written through a const
- * one, BUFFER/ARRAY/BROADCAST read only only through a const one), and a value's size and
+ * one, BUFFER/ARRAY read only only through a const one), and a value's size and
  * type class (clf_arg.type) against a built-in type name; with locals_set 0, the CLF_LOCAL
  * sizes and the kernel's own local memory against the device's (k then has no __local
  * argument set: CL_KERNEL_LOCAL_MEM_SIZE counts those set). CLF_ERROR_INVALID_ARGUMENT
@@ -394,9 +400,61 @@ extern const char *const clf__shipped_names[];   /* NULL-terminated */
 /* cl/clfleet.h, prepended to every program source (chunk-indexing helpers). */
 extern const char clf__kernel_prelude[];
 
+/* ---- the OpenCL C source tokenizer (cltok.c) ---- */
+
+/* A position in a source being tokenized; a copy is a saved position (a look ahead). */
+typedef struct clf__lexer {
+    const char *s;
+    size_t i, n;
+    int bol;     /* only blanks since the start of the line: a '#' starts a directive */
+    int include; /* an #include directive was seen */
+    /* A directive (a macro's text) names a built-in: CLF__NAMES_* bits. */
+    int directive_names;
+} clf__lexer;
+
+enum { CLF__TOK_END = 0, CLF__TOK_IDENT = 256, CLF__TOK_NUMBER, CLF__TOK_LITERAL };
+
+/* Skip to the end of the line (not past it), honouring backslash continuations. */
+void clf__tok_skip_line(clf__lexer *x);
+/* The next token: its kind (CLF__TOK_* or the punctuation character), start and length. */
+int clf__tok_next(clf__lexer *x, size_t *start, size_t *len);
+/* Whether the token at [start, start + len) is word. */
+int clf__tok_is(const clf__lexer *x, size_t start, size_t len, const char *word);
+/* Skip a balanced parenthesised group whose '(' was just read; 0 at the end of the text. */
+int clf__tok_skip_group(clf__lexer *x);
+/* A token (t at [b, b + l)) of a parameter list: counts it in *ntok; *first_b is where the
+ * first starts; *only_void says whether the list so far is the single word `void`. */
+void clf__tok_note_param(const clf__lexer *x, int t, size_t b, size_t l, size_t *ntok,
+                         size_t *first_b, int *only_void);
+/* A function defined or declared at file scope, or a #define (macro set). */
+typedef struct clf__fdecl {
+    size_t name_b, name_l;
+    size_t open;            /* just after the '(' of its parameter list */
+    size_t close;           /* at its ')' */
+    size_t first_b, ntok;   /* the parameter list's first token, its token count */
+    int only_void;          /* the list is `void` */
+    size_t body_b, body_e;  /* the body or the macro's text, [body_b, body_e); none: equal */
+    int kernel, macro, needs;
+} clf__fdecl;
+
+typedef struct clf__fgraph {
+    clf__fdecl *f;
+    size_t n;
+    int oom;
+} clf__fgraph;
+
+/* get_global_size, get_num_groups or get_global_linear_id: built-ins that read the range's
+ * sizes. */
+int clf__tok_size_builtin(const clf__lexer *x, size_t b, size_t l);
+/* Add to g the #define lines of src (n bytes): each macro's name and replacement text. */
+void clf__tok_defines(const char *src, size_t n, clf__fgraph *g);
+/* Add to g the functions src (n bytes) defines or declares at file scope. */
+void clf__tok_functions(const char *src, size_t n, clf__fgraph *g);
+
 /* ---- the hidden range parameter (rangearg.c) ---- */
 
-/* Its name: what a helper function that calls get_global_size() fails to find. */
+/* Its name: what a function clfleet did not find (in an included file, made by a macro)
+ * that calls get_global_size() fails to find. */
 #define CLF__RANGE_ARG_NAME "clfleet_global_size_only_in_kernels"
 /* What clf__range_rewrite() finds a source naming (*named, a clf_program's range_named):
  * get_global_size, get_num_groups or get_global_linear_id (the range's sizes); and
@@ -406,8 +464,8 @@ extern const char clf__kernel_prelude[];
 #define CLF__NAMES_OFFSETS 2
 /* *named: CLF__NAMES_* bits. When src names get_global_size, get_num_groups or
  * get_global_linear_id, or includes a file, *out is src with the hidden parameter added to
- * every kernel function found, and *names (count *nnames) those kernels' names (malloc'd);
- * else *out is NULL. */
+ * every kernel function found and to the helper functions that need it (passed at their
+ * calls), and *names (count *nnames) the kernels' names (malloc'd); else *out is NULL. */
 clf_status clf__range_rewrite(const char *src, char **out, char ***names, size_t *nnames,
                               int *named);
 /* 1 when kernel got the hidden parameter. */
@@ -421,6 +479,11 @@ int clf__program_range_unknown(const struct clf_program *p, const char *kernel);
 clf_status clf__program_set_range(const struct clf_program *p, const char *kernel, cl_kernel k,
                                   const size_t global[3], unsigned dims,
                                   const struct clf__device *d);
+
+/* What kernel (defined in src) does through its pointer parameter param, by a conservative
+ * source scan (storescan.c): 0 no store seen (every use a read it understands), 1 in doubt
+ * (a use it cannot follow, the kernel not found), 2 a store seen. */
+int clf__source_param_stores(const char *src, const char *kernel, size_t param);
 
 /* The array variant of a program (clf_array_launch()): every kernel function found gets two
  * hidden trailing parameters, the part offsets then the range (clf__program_set_range()

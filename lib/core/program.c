@@ -245,10 +245,11 @@ static clf_status build_device(clf_program *p, size_t dev, const char *src, cons
     snprintf(what, sizeof what, "clBuildProgram: %s (%d); options '%.500s'%s",
              clf__cl_error_name(err), (int)err, opts,
              log && strstr(log, CLF__RANGE_ARG_NAME)
-                 ? "\nhint: under clfleet, get_global_size() and get_num_groups() work only in "
-                   "kernel functions, which clfleet gives the range's sizes as a hidden "
-                   "parameter (" CLF__RANGE_ARG_NAME "); pass the value to helper functions "
-                   "as a parameter"
+                 ? "\nhint: under clfleet, get_global_size() and get_num_groups() read a hidden "
+                   "parameter (" CLF__RANGE_ARG_NAME ") that clfleet adds to the kernels and "
+                   "helper functions it finds in the program's source; a function defined in "
+                   "an included file or made by a macro lacks it: define it in the source "
+                   "given to clf_program_build_source(), or pass the value as a parameter"
                  : "");
     st = clf__program_set_log(p, dev, what, log);
     free(log);

@@ -1,23 +1,27 @@
 /*
  * The hidden range parameter: how get_global_size() and get_num_groups() return the whole
- * range's sizes in every chunk of a launch (cl/clfleet.h says why they would not).
+ * range's sizes in every chunk of a launch (cl/clfleet.h says why they would not), in
+ * kernels and in every function they call.
  *
  * OpenCL 1.2 has no program-scope variable the host can set, and rebuilding a program per
- * range size would cost a build per launch. So when a program's source names either
- * built-in, or get_global_linear_id() (OpenCL C 2.0: it needs them), or includes a file
- * (which might), the source is rewritten before the build: every kernel function gets a
- * trailing parameter `const ulong4 clfleet_global_size_only_in_kernels` (the range's
- * sizes, 1 past its dimensions), and the prelude's macros read it. Whoever creates a
- * kernel of a user program sets it (clf__program_set_range()). The rewrite only inserts
- * text within lines, so the user's line numbers stay right.
+ * range size would cost a build per launch. So when a program's source (a macro's text
+ * included) names either built-in, or get_global_linear_id() (OpenCL C 2.0: it needs them),
+ * or includes a file (which might), the source is rewritten before the build: every kernel
+ * function gets a trailing parameter `const ulong4 clfleet_global_size_only_in_kernels` (the
+ * range's sizes, 1 past its dimensions), and the prelude's macros read it. Helper functions
+ * that use the built-ins, directly or through the functions and macros they call, get the
+ * same parameter, and every call of them passes it on (thread_helpers() below says why this
+ * design). Whoever creates a kernel of a user program sets it (clf__program_set_range()).
+ * The rewrite only inserts text within lines, so the user's line numbers stay right.
  *
- * Kernel definitions are found by a small tokenizer that skips comments, string and
- * character literals, preprocessor lines and __attribute__((...)); a kernel made by a
- * macro or defined in an included file is not found and gets no parameter. A kernel whose
- * name alone is a macro gets it under the macro's name: program.c learns its real name from
- * the driver after the build (range_kernels_from_driver()). Where the
- * source names the built-ins, a launch that splits such a kernel into chunks is refused
- * (exec/check.c): it could not be given the sizes.
+ * Functions are found by a small tokenizer (cltok.c) that skips comments, string and
+ * character literals, preprocessor lines and __attribute__((...)); a function made by a macro or
+ * defined in an included file is not found and gets no parameter (a helper there that calls
+ * the built-ins fails to build, naming the parameter: program.c's hint says why). A kernel
+ * whose name alone is a macro gets it under the macro's name: program.c learns its real
+ * name from the driver after the build (range_kernels_from_driver()). Where the source
+ * names the built-ins, a launch that splits a kernel the scan did not find into chunks is
+ * refused (exec/check.c): it could not be given the sizes.
  */
 #include "core.h"
 
@@ -28,109 +32,20 @@
 
 #define HIDDEN_DECL "const ulong4 " CLF__RANGE_ARG_NAME
 
-typedef struct lexer {
-    const char *s;
-    size_t i, n;
-    int bol;     /* only blanks since the start of the line: a '#' starts a directive */
-    int include; /* an #include directive was seen */
-} lexer;
-
-enum { TOK_END = 0, TOK_IDENT = 256, TOK_NUMBER, TOK_LITERAL };
-
-/* Skip to the end of the line (not past it), honouring backslash continuations. */
-static void skip_line(lexer *x)
-{
-    while (x->i < x->n && x->s[x->i] != '\n') {
-        if (x->s[x->i] == '\\' && x->i + 1 < x->n && x->s[x->i + 1] == '\n')
-            x->i++;
-        x->i++;
-    }
-}
-
-/* The next token: its kind (TOK_* or the punctuation character), start and length. */
-static int next_tok(lexer *x, size_t *start, size_t *len)
-{
-    const char *s = x->s;
-    for (;;) {
-        if (x->i >= x->n)
-            return TOK_END;
-        char c = s[x->i];
-        char c1 = x->i + 1 < x->n ? s[x->i + 1] : '\0';
-        if (c == '\n') {
-            x->bol = 1;
-            x->i++;
-        } else if (c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v') {
-            x->i++;
-        } else if (c == '\\' && c1 == '\n') {
-            x->i += 2;
-        } else if (c == '/' && c1 == '/') {
-            skip_line(x);
-        } else if (c == '/' && c1 == '*') {
-            const char *e = x->i + 2 < x->n ? strstr(s + x->i + 2, "*/") : NULL;
-            x->i = e ? (size_t)(e - s) + 2 : x->n;
-        } else if (c == '#' && x->bol) {
-            size_t j = x->i + 1;
-            while (j < x->n && (s[j] == ' ' || s[j] == '\t'))
-                j++;
-            if (x->n - j >= 7 && !strncmp(s + j, "include", 7))
-                x->include = 1;
-            skip_line(x);
-        } else {
-            break;
-        }
-    }
-    x->bol = 0;
-    size_t b = x->i;
-    char c = x->s[b];
-    int kind;
-    if (c == '"' || c == '\'') {
-        x->i++;
-        while (x->i < x->n && s[x->i] != c && s[x->i] != '\n')
-            x->i += s[x->i] == '\\' && x->i + 1 < x->n ? 2 : 1;
-        if (x->i < x->n && s[x->i] == c)
-            x->i++;
-        kind = TOK_LITERAL;
-    } else if (isalpha((unsigned char)c) || c == '_') {
-        while (x->i < x->n && (isalnum((unsigned char)s[x->i]) || s[x->i] == '_'))
-            x->i++;
-        kind = TOK_IDENT;
-    } else if (isdigit((unsigned char)c)) {
-        while (x->i < x->n && (isalnum((unsigned char)s[x->i]) || s[x->i] == '_' ||
-                               s[x->i] == '.'))
-            x->i++;
-        kind = TOK_NUMBER;
-    } else {
-        x->i++;
-        kind = (unsigned char)c;
-    }
-    *start = b;
-    *len = x->i - b;
-    return kind;
-}
-
-static int tok_is(const lexer *x, size_t start, size_t len, const char *word)
-{
-    return strlen(word) == len && !strncmp(x->s + start, word, len);
-}
-
-/* Skip a balanced parenthesised group whose '(' was just read; 0 at the end of the text. */
-static int skip_group(lexer *x)
-{
-    size_t b, l;
-    int depth = 1, t;
-    while ((t = next_tok(x, &b, &l)) != TOK_END) {
-        depth += t == '(' ? 1 : t == ')' ? -1 : 0;
-        if (depth == 0)
-            return 1;
-    }
-    return 0;
-}
-
 /* One edit of the source: replace [from, to) with text. */
 typedef struct vedit {
     size_t from, to;
     char *text; /* malloc'd */
+    size_t seq; /* the order it was added in: edits at one place keep it */
 } vedit;
+
+static int vedit_cmp(const void *a, const void *b)
+{
+    const vedit *x = a, *y = b;
+    return x->from != y->from ? (x->from < y->from ? -1 : 1)
+           : x->seq != y->seq ? (x->seq < y->seq ? -1 : 1)
+                              : 0;
+}
 
 static clf_status vedit_add(vedit **v, size_t *n, size_t from, size_t to, char *text)
 {
@@ -142,7 +57,8 @@ static clf_status vedit_add(vedit **v, size_t *n, size_t from, size_t to, char *
         return CLF_ERROR_OUT_OF_HOST_MEMORY;
     }
     *v = e;
-    e[(*n)++] = (vedit){from, to, text};
+    e[*n] = (vedit){from, to, text, *n};
+    (*n)++;
     return CLF_SUCCESS;
 }
 
@@ -156,12 +72,15 @@ static char *str_dup_n(const char *s, size_t n)
     return r;
 }
 
-/* When st (the scan's status) is a success, the source (n bytes) with the edits (in source
- * order) applied, in *out; st otherwise. Frees the edits' texts and the list either way. */
+/* When st (the scan's status) is a success, the source (n bytes) with the edits (in any
+ * order; none overlap) applied, in *out; st otherwise. Frees the edits' texts and the list
+ * either way. */
 static clf_status apply_edits(clf_status st, const char *src, size_t n, vedit *edits,
                               size_t nedits, char **out)
 {
     size_t extra = 0;
+    if (nedits > 1)
+        qsort(edits, nedits, sizeof *edits, vedit_cmp);
     for (size_t e = 0; st == CLF_SUCCESS && e < nedits; e++)
         if (clf__add_overflow(extra, strlen(edits[e].text), &extra))
             st = CLF_ERROR_SIZE_OVERFLOW;
@@ -204,12 +123,12 @@ static clf_status add_name(char ***names, size_t *n, const char *s, size_t len)
 }
 
 /* Move x past the next `kernel` or `__kernel` keyword; 0 at the end of the source. */
-static int next_kernel(lexer *x)
+static int next_kernel(clf__lexer *x)
 {
     size_t b, l;
     int t;
-    while ((t = next_tok(x, &b, &l)) != TOK_END)
-        if (t == TOK_IDENT && (tok_is(x, b, l, "kernel") || tok_is(x, b, l, "__kernel")))
+    while ((t = clf__tok_next(x, &b, &l)) != CLF__TOK_END)
+        if (t == CLF__TOK_IDENT && (clf__tok_is(x, b, l, "kernel") || clf__tok_is(x, b, l, "__kernel")))
             return 1;
     return 0;
 }
@@ -219,16 +138,16 @@ static int next_kernel(lexer *x)
  * its parameter list (*name_b, *name_l: the name in x->s). 0 when the kernel keyword starts
  * no function, or one that the scan cannot follow.
  */
-static int kernel_head(lexer *x, size_t *name_b, size_t *name_l)
+static int kernel_head(clf__lexer *x, size_t *name_b, size_t *name_l)
 {
     size_t b, l;
     int t;
     *name_b = *name_l = 0;
-    while ((t = next_tok(x, &b, &l)) != TOK_END) {
-        if (t == TOK_IDENT && tok_is(x, b, l, "__attribute__")) {
-            if (next_tok(x, &b, &l) != '(' || !skip_group(x))
+    while ((t = clf__tok_next(x, &b, &l)) != CLF__TOK_END) {
+        if (t == CLF__TOK_IDENT && clf__tok_is(x, b, l, "__attribute__")) {
+            if (clf__tok_next(x, &b, &l) != '(' || !clf__tok_skip_group(x))
                 return 0;
-        } else if (t == TOK_IDENT) {
+        } else if (t == CLF__TOK_IDENT) {
             *name_b = b;
             *name_l = l;
         } else if (t == '(' && *name_l) {
@@ -240,25 +159,12 @@ static int kernel_head(lexer *x, size_t *name_b, size_t *name_l)
     return 0;
 }
 
-/* A token (t at [b, b + l)) of a parameter list: counts it in *ntok; *first_b is where the
- * first starts; *only_void says whether the list so far is the single word `void`. */
-static void note_param_tok(const lexer *x, int t, size_t b, size_t l, size_t *ntok,
-                           size_t *first_b, int *only_void)
-{
-    if ((*ntok)++ == 0) {
-        *first_b = b;
-        *only_void = t == TOK_IDENT && tok_is(x, b, l, "void");
-    } else {
-        *only_void = 0;
-    }
-}
-
 /*
  * After `kernel`: find the function's name and parameter list, skipping attributes. Adds
  * the edit and the name; a kernel keyword that starts no function (or that the scan cannot
  * follow) adds nothing.
  */
-static clf_status scan_kernel(lexer *x, vedit **edits, size_t *nedits, char ***names,
+static clf_status scan_kernel(clf__lexer *x, vedit **edits, size_t *nedits, char ***names,
                               size_t *nnames)
 {
     size_t b, l, name_b, name_l;
@@ -268,13 +174,13 @@ static clf_status scan_kernel(lexer *x, vedit **edits, size_t *nedits, char ***n
     /* The parameter list: empty, `void`, or parameters to append to. */
     size_t open = x->i, first_b = 0, ntok = 0;
     int depth = 1, only_void = 0;
-    while (depth && (t = next_tok(x, &b, &l)) != TOK_END) {
+    while (depth && (t = clf__tok_next(x, &b, &l)) != CLF__TOK_END) {
         depth += t == '(' ? 1 : t == ')' ? -1 : 0;
         if (depth == 0)
             break;
-        note_param_tok(x, t, b, l, &ntok, &first_b, &only_void);
+        clf__tok_note_param(x, t, b, l, &ntok, &first_b, &only_void);
     }
-    if (t == TOK_END)
+    if (t == CLF__TOK_END)
         return CLF_SUCCESS;
     clf_status st;
     if (ntok == 0 || only_void)
@@ -287,6 +193,125 @@ static clf_status scan_kernel(lexer *x, vedit **edits, size_t *nedits, char ***n
     return add_name(names, nnames, x->s + name_b, name_l);
 }
 
+/*
+ * ---- helper functions: the parameter down the call graph ----
+ *
+ * A helper function (not a kernel) that calls get_global_size() or get_num_groups() (or
+ * get_global_linear_id()) needs the range's sizes as much as a kernel does. Two designs
+ * could give them: launch every chunk over the whole range and let the work-groups outside
+ * the chunk return at once, or pass the hidden parameter down to the helpers that need it.
+ * The first costs every chunk the empty groups of the whole range (with many chunks, most
+ * of its groups: dynamic scheduling of 64 chunks launches 64 times the range) and changes
+ * what get_global_id() and the chunk offsets mean; the second costs one ulong4 argument per
+ * call, which OpenCL compilers inline away. So the parameter is threaded down: OpenCL C has
+ * neither recursion nor function pointers, the call graph is static, and the source scan
+ * below finds it.
+ *
+ * File scope is scanned for function definitions and prototypes (a name followed by a
+ * parameter list, then a body or ';', outside initializers), and #define lines for macros.
+ * A function needs the parameter when its body names a range built-in, a macro that needs
+ * it, or calls a function that needs it; a macro when its replacement text does. Kernels
+ * always have it. Each needing helper's definition and prototypes get the parameter, and
+ * each call of one (in a function's body or in a macro's text) passes it along. Functions
+ * that need nothing are left alone. Only insertions within lines: line numbers stay. A
+ * function defined in an included file, or made by a macro, is not found.
+ */
+/* Whether a call of (or a mention of the macro) name must pass the parameter. */
+static int name_needs(const clf__fgraph *g, const char *src, size_t b, size_t l, int macro,
+                      int array)
+{
+    for (size_t i = 0; i < g->n; i++) {
+        const clf__fdecl *f = &g->f[i];
+        if (f->macro == macro && f->name_l == l && !strncmp(src + f->name_b, src + b, l) &&
+            (macro ? f->needs : f->kernel ? !array : f->needs))
+            return 1;
+    }
+    return 0;
+}
+
+/*
+ * Scan the body [b, e) of a function or macro: 1 when it needs the parameter. With edits,
+ * also add the argument to every call in it of a function that needs it. In the array
+ * variant (array), a kernel takes two hidden parameters: a call of a kernel is left alone.
+ */
+static int scan_body(const char *src, size_t b, size_t e, const clf__fgraph *g, int array,
+                     vedit **edits, size_t *nedits, clf_status *st)
+{
+    clf__lexer x = {src, b, e, 0, 0, 0};
+    size_t tb, tl;
+    int t, needs = 0;
+    while ((t = clf__tok_next(&x, &tb, &tl)) != CLF__TOK_END) {
+        if (t != CLF__TOK_IDENT)
+            continue;
+        if (clf__tok_size_builtin(&x, tb, tl) || name_needs(g, src, tb, tl, 1, array)) {
+            needs = 1;
+            continue;
+        }
+        clf__lexer y = x;
+        size_t b2, l2;
+        if (clf__tok_next(&y, &b2, &l2) != '(' || !name_needs(g, src, tb, tl, 0, array))
+            continue;
+        needs = 1;
+        if (!edits)
+            continue;
+        /* The call's ')' and whether it has arguments; the arguments are scanned next. */
+        size_t ntok = 0;
+        int depth = 1;
+        while (depth && (t = clf__tok_next(&y, &b2, &l2)) != CLF__TOK_END) {
+            depth += t == '(' ? 1 : t == ')' ? -1 : 0;
+            ntok += depth != 0;
+        }
+        if (t == CLF__TOK_END || *st != CLF_SUCCESS)
+            continue;
+        const char *arg = ntok ? ", " CLF__RANGE_ARG_NAME : CLF__RANGE_ARG_NAME;
+        *st = vedit_add(edits, nedits, b2, b2, str_dup_n(arg, strlen(arg)));
+    }
+    return needs;
+}
+
+/* Add to edits what the helpers need (see above). */
+static clf_status thread_helpers(const char *src, size_t n, int array, vedit **edits,
+                                 size_t *nedits)
+{
+    clf__fgraph g = {NULL, 0, 0};
+    clf__tok_defines(src, n, &g);
+    clf__tok_functions(src, n, &g);
+    clf_status st = g.oom ? CLF_ERROR_OUT_OF_HOST_MEMORY : CLF_SUCCESS;
+    /* To the fixed point: each round adds at least one function or macro, or ends. */
+    for (int changed = 1; changed && st == CLF_SUCCESS;) {
+        changed = 0;
+        for (size_t i = 0; i < g.n; i++) {
+            clf__fdecl *f = &g.f[i];
+            if (f->needs || f->kernel || f->body_b == f->body_e)
+                continue;
+            if (scan_body(src, f->body_b, f->body_e, &g, array, NULL, NULL, &st)) {
+                /* A definition: its prototypes share its name, hence its need. */
+                for (size_t j = 0; j < g.n; j++)
+                    if (g.f[j].macro == f->macro && g.f[j].name_l == f->name_l &&
+                        !strncmp(src + g.f[j].name_b, src + f->name_b, f->name_l))
+                        g.f[j].needs = 1;
+                changed = 1;
+            }
+        }
+    }
+    for (size_t i = 0; i < g.n && st == CLF_SUCCESS; i++) {
+        clf__fdecl *f = &g.f[i];
+        if (f->body_b != f->body_e && (f->needs || f->kernel))
+            scan_body(src, f->body_b, f->body_e, &g, array, edits, nedits, &st);
+        if (f->macro || f->kernel || !f->needs || st != CLF_SUCCESS)
+            continue;
+        if (f->ntok == 0 || f->only_void)
+            st = vedit_add(edits, nedits, f->ntok ? f->first_b : f->open,
+                           f->ntok ? f->first_b + 4 : f->open,
+                           str_dup_n(HIDDEN_DECL, strlen(HIDDEN_DECL)));
+        else
+            st = vedit_add(edits, nedits, f->close, f->close,
+                           str_dup_n(", " HIDDEN_DECL, strlen(", " HIDDEN_DECL)));
+    }
+    free(g.f);
+    return st;
+}
+
 clf_status clf__range_rewrite(const char *src, char **out, char ***names, size_t *nnames,
                               int *named)
 {
@@ -294,26 +319,31 @@ clf_status clf__range_rewrite(const char *src, char **out, char ***names, size_t
     *names = NULL;
     *nnames = 0;
     *named = 0;
-    lexer x = {src, 0, strlen(src), 1, 0};
+    clf__lexer x = {src, 0, strlen(src), 1, 0, 0};
     size_t b, l;
     int t, uses = 0, offsets = 0;
-    while ((t = next_tok(&x, &b, &l)) != TOK_END) {
-        uses |= t == TOK_IDENT &&
-                (tok_is(&x, b, l, "get_global_size") || tok_is(&x, b, l, "get_num_groups") ||
-                 tok_is(&x, b, l, "get_global_linear_id"));
-        offsets |= t == TOK_IDENT &&
-                   (tok_is(&x, b, l, "get_group_id") || tok_is(&x, b, l, "get_global_offset") ||
-                    tok_is(&x, b, l, "get_global_linear_id"));
+    while ((t = clf__tok_next(&x, &b, &l)) != CLF__TOK_END) {
+        uses |= t == CLF__TOK_IDENT &&
+                (clf__tok_is(&x, b, l, "get_global_size") || clf__tok_is(&x, b, l, "get_num_groups") ||
+                 clf__tok_is(&x, b, l, "get_global_linear_id"));
+        offsets |= t == CLF__TOK_IDENT &&
+                   (clf__tok_is(&x, b, l, "get_group_id") || clf__tok_is(&x, b, l, "get_global_offset") ||
+                    clf__tok_is(&x, b, l, "get_global_linear_id"));
     }
+    /* A macro's text counts: `#define N get_global_size(0)` names it wherever N is used. */
+    uses |= (x.directive_names & CLF__NAMES_SIZES) != 0;
+    offsets |= (x.directive_names & CLF__NAMES_OFFSETS) != 0;
     *named = (uses ? CLF__NAMES_SIZES : 0) | (offsets || x.include ? CLF__NAMES_OFFSETS : 0);
     if (!uses && !x.include)
         return CLF_SUCCESS;
     vedit *edits = NULL;
     size_t nedits = 0;
     clf_status st = CLF_SUCCESS;
-    x = (lexer){src, 0, strlen(src), 1, 0};
+    x = (clf__lexer){src, 0, strlen(src), 1, 0, 0};
     while (st == CLF_SUCCESS && next_kernel(&x))
         st = scan_kernel(&x, &edits, &nedits, names, nnames);
+    if (st == CLF_SUCCESS)
+        st = thread_helpers(src, x.n, 0, &edits, &nedits);
     st = apply_edits(st, src, x.n, edits, nedits, out);
     if (st != CLF_SUCCESS) {
         for (size_t i = 0; i < *nnames; i++)
@@ -396,7 +426,7 @@ static int str_append(char **s, const char *piece)
  * One parameter at a time: its pointer-ness, address space, name, and a const after its
  * last '*' (a pointer that cannot be moved).
  */
-static clf_status scan_kernel_array(lexer *x, vedit **edits, size_t *nedits, char ***names,
+static clf_status scan_kernel_array(clf__lexer *x, vedit **edits, size_t *nedits, char ***names,
                                     size_t *nnames, char ***why, uint64_t **masks)
 {
     size_t b, l, name_b, name_l;
@@ -412,8 +442,8 @@ static clf_status scan_kernel_array(lexer *x, vedit **edits, size_t *nedits, cha
     char *rebase = NULL, *refuse = NULL;
     clf_status st = CLF_SUCCESS;
     for (;;) {
-        t = next_tok(x, &b, &l);
-        if (t == TOK_END)
+        t = clf__tok_next(x, &b, &l);
+        if (t == CLF__TOK_END)
             goto out;
         if (t == '(' || t == '[')
             depth++;
@@ -449,20 +479,20 @@ static clf_status scan_kernel_array(lexer *x, vedit **edits, size_t *nedits, cha
                 break;
             continue;
         }
-        note_param_tok(x, t, b, l, &ntok, &first_b, &only_void);
+        clf__tok_note_param(x, t, b, l, &ntok, &first_b, &only_void);
         if (depth != 1)
             continue;
         if (t == '*') {
             star = 1;
             const_after = 0;
-        } else if (t == TOK_IDENT) {
-            if (tok_is(x, b, l, "__global") || tok_is(x, b, l, "global") ||
-                tok_is(x, b, l, "__constant") || tok_is(x, b, l, "constant"))
+        } else if (t == CLF__TOK_IDENT) {
+            if (clf__tok_is(x, b, l, "__global") || clf__tok_is(x, b, l, "global") ||
+                clf__tok_is(x, b, l, "__constant") || clf__tok_is(x, b, l, "constant"))
                 space = 1;
-            else if (star && tok_is(x, b, l, "const"))
+            else if (star && clf__tok_is(x, b, l, "const"))
                 const_after = 1;
-            else if (!tok_is(x, b, l, "restrict") && !tok_is(x, b, l, "__restrict") &&
-                     !tok_is(x, b, l, "volatile")) {
+            else if (!clf__tok_is(x, b, l, "restrict") && !clf__tok_is(x, b, l, "__restrict") &&
+                     !clf__tok_is(x, b, l, "volatile")) {
                 pname_b = b;
                 pname_l = l;
             }
@@ -481,8 +511,8 @@ static clf_status scan_kernel_array(lexer *x, vedit **edits, size_t *nedits, cha
     if (st != CLF_SUCCESS)
         goto out;
     /* The body: after attributes, '{' (a declaration ends with ';'). */
-    while ((t = next_tok(x, &b, &l)) == TOK_IDENT && tok_is(x, b, l, "__attribute__"))
-        if (next_tok(x, &b, &l) != '(' || !skip_group(x))
+    while ((t = clf__tok_next(x, &b, &l)) == CLF__TOK_IDENT && clf__tok_is(x, b, l, "__attribute__"))
+        if (clf__tok_next(x, &b, &l) != '(' || !clf__tok_skip_group(x))
             break;
     if (t == '{' && rebase && !refuse) {
         st = vedit_add(edits, nedits, x->i, x->i, rebase);
@@ -532,12 +562,14 @@ clf_status clf__array_rewrite(const char *src, char **out, char ***names, size_t
     *nnames = 0;
     *why = NULL;
     *masks = NULL;
-    lexer x = {src, 0, strlen(src), 1, 0};
+    clf__lexer x = {src, 0, strlen(src), 1, 0, 0};
     vedit *edits = NULL;
     size_t nedits = 0;
     clf_status st = CLF_SUCCESS;
     while (st == CLF_SUCCESS && next_kernel(&x))
         st = scan_kernel_array(&x, &edits, &nedits, names, nnames, why, masks);
+    if (st == CLF_SUCCESS)
+        st = thread_helpers(src, x.n, 1, &edits, &nedits);
     st = apply_edits(st, src, x.n, edits, nedits, out);
     if (st != CLF_SUCCESS) {
         for (size_t i = 0; i < *nnames; i++) {
@@ -555,3 +587,4 @@ clf_status clf__array_rewrite(const char *src, char **out, char ***names, size_t
     }
     return CLF_SUCCESS;
 }
+

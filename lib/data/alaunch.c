@@ -35,6 +35,7 @@ typedef struct alaunch {
     size_t nargs;
     clf_array *layout; /* the first block or block-cyclic array: its parts are the launch's */
     size_t whole[3];
+    clf__rebal_step *rec; /* CLF_ARRAY_REBALANCE: the part kernels' events, or NULL */
 } alaunch;
 
 static int same_cut(const clf_array *a, const clf_array *b)
@@ -277,6 +278,8 @@ static clf_status run_part(alaunch *L, size_t p, size_t first, size_t count)
                   first + count, lp->device, detail);
         goto out;
     }
+    if (L->rec)
+        clf__rebal_step_add(L->rec, p, ev);
     for (size_t i = 0; i < L->nargs; i++) {
         const clf_arg *a = &L->args[i];
         if (a->kind != CLF_ARG_KIND_ARRAY)
@@ -354,6 +357,8 @@ static clf_status exchange_args(const struct clf_arg *args, size_t nargs, unsign
     return CLF_SUCCESS;
 }
 
+static clf_status queue(alaunch *L);
+
 clf_status clf_array_launch(clf_fleet *fleet, clf_program *prog,
                             const clf_array_launch_desc *desc, const struct clf_arg *args,
                             size_t nargs)
@@ -367,12 +372,54 @@ clf_status clf_array_launch(clf_fleet *fleet, clf_program *prog,
     if (prog->fleet != fleet)
         return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
                          "clf_array_launch: the program belongs to another fleet");
-    alaunch L = {fleet, NULL, *desc, args, nargs, NULL, {1, 1, 1}};
+    alaunch L = {fleet, NULL, *desc, args, nargs, NULL, {1, 1, 1}, NULL};
     clf_status st = CLF_SUCCESS;
     if ((st = clf__program_array_variant(prog, &L.var)) != CLF_SUCCESS)
         return st;
+    if (nargs && args && (st = clf__rebal_align(fleet, args, nargs)) != CLF_SUCCESS)
+        return st;
     if ((st = check(&L)) != CLF_SUCCESS)
         return st;
+    /* CLF_ARRAY_REBALANCE: move the parts first when the speeds measured so far say so
+     * (rebalance.c); the cut changed, so the checks and the local size are redone. The new
+     * parts are whole work-groups of the caller's local size, or, when clfleet chooses it,
+     * of up to 64 units (1-D: the local size it then finds), so that a move never leaves
+     * a GPU running work-groups of one. */
+    int moved = 0;
+    unsigned cut = L.d.dims - 1;
+    size_t granule = desc->local[cut];
+    if (!granule) {
+        granule = cut == 0 ? 64 : 1;
+        while (granule > 1 && L.layout->units < granule * 16 * L.layout->nparts)
+            granule /= 2;
+    }
+    if ((st = clf__rebal_before(L.layout, desc->kernel, args, nargs, granule, &moved)) !=
+        CLF_SUCCESS)
+        return st;
+    if (moved) {
+        L.d = *desc;
+        L.layout = NULL;
+        if ((st = check(&L)) != CLF_SUCCESS)
+            return st;
+    }
+    clf__rebal_step rec;
+    if (L.layout->desc.dist == CLF_ARRAY_BLOCK && (L.layout->desc.flags & CLF_ARRAY_REBALANCE)) {
+        clf__rebal_step_init(&rec, L.layout, desc->kernel);
+        L.rec = &rec;
+    }
+    st = queue(&L);
+    if (L.rec)
+        clf__rebal_step_done(L.rec, args, nargs);
+    return st;
+}
+
+/* Queue the launch's kernels and halo exchanges (checked). */
+static clf_status queue(alaunch *Lp)
+{
+    alaunch L = *Lp;
+    const struct clf_arg *args = L.args;
+    size_t nargs = L.nargs;
+    clf_status st = CLF_SUCCESS;
     const clf_array *lay = L.layout;
     /* The halos of the arrays the kernel reads. */
     if ((L.d.flags & CLF_ARRAY_EXCHANGE_BEFORE) &&
@@ -386,7 +433,7 @@ clf_status clf_array_launch(clf_fleet *fleet, clf_program *prog,
         for (size_t p = 0; p < lay->nparts; p++)
             if ((st = run_part(&L, p, lay->parts[p].first, lay->parts[p].count)) != CLF_SUCCESS)
                 return st;
-        clf__metrics_array_launch(fleet);
+        clf__metrics_array_launch(L.fl);
         return CLF_SUCCESS;
     }
     /* Boundary strips, their halos, then the interiors (which do not wait for the copies). */
@@ -409,6 +456,6 @@ clf_status clf_array_launch(clf_fleet *fleet, clf_program *prog,
             (st = run_part(&L, p, first + head, count - head - tail)) != CLF_SUCCESS)
             return st;
     }
-    clf__metrics_array_launch(fleet);
+    clf__metrics_array_launch(L.fl);
     return CLF_SUCCESS;
 }

@@ -64,44 +64,6 @@ size_t clf__part_runs(const clf_array *a, const clf__array_part *q, size_t k[4],
     return nr;
 }
 
-/* Units per device from weights: a largest-remainder split of units (equal weights give
- * clf_distribution_part()'s block layout: the first units % n devices one more). */
-static void split_units(size_t units, const double *w, size_t nd, size_t *cnt)
-{
-    double sum = 0;
-    for (size_t i = 0; i < nd; i++)
-        sum += w[i];
-    size_t given = 0;
-    double *rem = malloc(nd * sizeof *rem);
-    for (size_t i = 0; i < nd; i++) {
-        long double share = (long double)units * w[i] / sum;
-        cnt[i] = (size_t)floorl(share);
-        if (cnt[i] > units)
-            cnt[i] = units;
-        given += cnt[i];
-        if (rem)
-            rem[i] = (double)(share - (long double)cnt[i]);
-    }
-    /* Hand out what is left, largest remainder first (ties: the earlier device). */
-    while (given < units) {
-        size_t best = nd;
-        for (size_t i = 0; i < nd; i++)
-            if (w[i] > 0 && (best == nd || (rem ? rem[i] > rem[best] : 0)))
-                best = i;
-        if (best == nd)
-            best = 0;
-        cnt[best]++;
-        given++;
-        if (rem)
-            rem[best] = -1.0;
-        else
-            break;
-    }
-    if (given < units) /* no memory for the remainders: the rest to the first device */
-        cnt[0] += units - given;
-    free(rem);
-}
-
 /* A layout is built straight into its array (create, redistribute): desc, devices, sizes,
  * parts and buffers; release_layout() frees what a failed build left. */
 static void release_layout(clf_array *a);
@@ -124,8 +86,19 @@ static clf_status layout_plan(clf_array *L, clf_fleet *fl, const clf_array_desc 
     if ((unsigned)d->dist > CLF_ARRAY_BLOCK_CYCLIC)
         return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "%s: unknown distribution %d", who,
                          (int)d->dist);
-    if (d->flags & ~CLF_ARRAY_PERIODIC)
+    if (d->flags & ~(unsigned)(CLF_ARRAY_PERIODIC | CLF_ARRAY_REBALANCE))
         return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "%s: unknown flags 0x%x", who, d->flags);
+    if ((d->flags & CLF_ARRAY_REBALANCE) && d->dist != CLF_ARRAY_BLOCK)
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                         "%s: CLF_ARRAY_REBALANCE needs CLF_ARRAY_BLOCK (it moves the block "
+                         "boundaries)", who);
+    /* A window's neighbours live in other processes, cut by them: moving its parts would
+     * not move theirs (and clf_array_redistribute() refuses windows). */
+    if ((d->flags & CLF_ARRAY_REBALANCE) && d->version >= 2 &&
+        (d->window_units || d->window_first))
+        return clf__fail(CLF_ERROR_UNSUPPORTED,
+                         "%s: CLF_ARRAY_REBALANCE on a window array (window_units): its "
+                         "neighbours in the larger array are not moved with it", who);
     for (unsigned i = 0; i < 2; i++)
         if (d->reserved[i])
             return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "%s: reserved[%u] is not zero", who, i);
@@ -242,7 +215,35 @@ static clf_status layout_plan(clf_array *L, clf_fleet *fl, const clf_array_desc 
             goto out;
         }
     } else if (d->weights_mode == CLF_WEIGHTS_LEARNED && d->dist == CLF_ARRAY_BLOCK) {
-        clf__device_weights(fl, d->kernel, devs, k, w);
+        int learned = clf__device_weights(fl, d->kernel, devs, k, w);
+        /* Devices that would slow every step down get no part. Learned weights are work
+         * items per second of clf_launch(): an array unit is taken as one work item per
+         * element (a stencil's), which makes them units per second, comparable with the
+         * halo copies' estimated seconds. Guesses (compute units x clock) only count
+         * by their ratios: a device is then left out only when its share would be
+         * narrower than the halo. */
+        size_t epu = ub / d->elem_size ? ub / d->elem_size : 1;
+        double *sp = malloc(k * sizeof *sp);
+        unsigned char *keep = calloc(k, 1);
+        if (!sp || !keep) {
+            free(sp);
+            free(keep);
+            st = clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "%s: out of memory", who);
+            goto out;
+        }
+        for (size_t i = 0; i < k; i++)
+            sp[i] = learned ? w[i] / (double)epu : w[i];
+        size_t halo = d->halo_before > d->halo_after ? d->halo_before : d->halo_after;
+        double c = clf__halo_cost(d->halo_before + d->halo_after, ub, CLF__REBAL_BW_GUESS);
+        clf__balance_keep(sp, devs, k, units, halo, (d->flags & CLF_ARRAY_PERIODIC) != 0, c,
+                          learned, keep, L->bal.why, sizeof L->bal.why);
+        for (size_t i = 0; i < k; i++)
+            if (!keep[i])
+                w[i] = 0;
+        if (L->bal.why[0])
+            clf__log(CLF_LOG_INFO, "%s: %s", who, L->bal.why);
+        free(sp);
+        free(keep);
     } else {
         for (size_t i = 0; i < k; i++)
             w[i] = 1.0;
@@ -265,7 +266,7 @@ static clf_status layout_plan(clf_array *L, clf_fleet *fl, const clf_array_desc 
                 cnt[i] = len;
             }
         } else {
-            split_units(units, w, k, cnt);
+            clf__split_units(units, w, k, cnt);
         }
         size_t first = 0;
         for (size_t i = 0; i < k; i++) {
@@ -441,6 +442,7 @@ void clf_array_destroy(clf_array *a)
     clf__array_sync(a); /* errors of queued work have no one left to report to */
     clf__fail(CLF_SUCCESS, "%s", saved);
     release_layout(a);
+    clf__rebal_reset(a, 1);
     free(a->host);
     clf_fleet *fl = a->fleet;
     free(a);
@@ -470,6 +472,50 @@ clf_status clf_array_part_info(clf_array_part *out, const clf_array *a, size_t p
     out->buffer = q->buf;
     out->offset = q->offset;
     return CLF_SUCCESS;
+}
+
+clf_status clf_array_balance_info(clf_array_balance *out, const clf_array *a)
+{
+    if (!out || !a)
+        return clf__fail(CLF_ERROR_NULL_POINTER, "clf_array_balance_info: %s is NULL",
+                         out ? "arr" : "out");
+    *out = a->bal;
+    return CLF_SUCCESS;
+}
+
+/* ---- the measurements of CLF_ARRAY_REBALANCE ---------------------------------------- */
+
+void clf__rebal_step_free(clf__rebal_step *r)
+{
+    if (r->ev)
+        for (size_t i = 0; i < r->nparts * CLF__REBAL_KPP; i++)
+            clf_event_release(r->ev[i]);
+    free(r->ev);
+    free(r->count);
+    memset(r, 0, sizeof *r);
+}
+
+/* The measurements of CLF_ARRAY_REBALANCE (rebalance.c) when the cut changed or the
+ * array goes. */
+void clf__rebal_reset(clf_array *a, int free_it)
+{
+    struct clf__rebal *R = a->rebal;
+    if (!R)
+        return;
+    for (size_t i = 0; i < R->npend; i++)
+        clf__rebal_step_free(&R->pend[i]);
+    R->npend = 0;
+    for (size_t i = 0; i < CLF__REBAL_KERNELS; i++)
+        free(R->k[i].rate);
+    memset(R->k, 0, sizeof R->k);
+    R->nparts = R->since = 0;
+    R->step_kernel[0] = 0;
+    a->bal.samples = 0;
+    a->bal.step_s = a->bal.best_s = 0;
+    if (free_it) {
+        free(R);
+        a->rebal = NULL;
+    }
 }
 
 /* ---- the end of pending accesses ------------------------------------------------------- */

@@ -60,6 +60,8 @@ struct clf_array {
     clf_buffer **bufs;        /* one per device of devices[] */
     void *host;               /* the mirror (NULL until needed) */
     unsigned mapped;          /* CLF_MAP_* flags while mapped, 0 otherwise */
+    struct clf__rebal *rebal; /* CLF_ARRAY_REBALANCE's measurements (rebalance.c), or NULL */
+    clf_array_balance bal;    /* what clf_array_balance_info() reports */
 };
 
 /* Bytes of part p's region: (halo_before + count + halo_after) * unit_bytes. */
@@ -120,5 +122,77 @@ clf_status clf__array_build(clf_array **out, clf_fleet *fleet, const clf_array_d
 /* Exchange the layouts (desc, devices, parts, buffers) of a and b; fleet, mirror and map
  * state stay. */
 void clf__array_swap(clf_array *a, clf_array *b);
+
+/* ---- balance (rebalance.c) ---------------------------------------------------------- */
+
+/* The split, the devices kept and the decision are pure: plan/rebalplan.h. */
+
+/* A launch's kernels per part, for CLF_ARRAY_REBALANCE (alaunch.c fills it). */
+#define CLF__REBAL_KPP 3 /* kernels per part at most: two strips and the interior */
+typedef struct clf__rebal_step {
+    char kernel[128];
+    size_t nparts;
+    size_t *count; /* units per part */
+    clf_event **ev; /* nparts x CLF__REBAL_KPP, held; NULL where none */
+} clf__rebal_step;
+/* Release a record's events and memory (zeroes it). */
+void clf__rebal_step_free(clf__rebal_step *r);
+
+/* Launches an array keeps for measuring at most until they complete (more launches queued
+ * meanwhile are not measured). */
+#define CLF__REBAL_PENDING 8
+
+/* The kernels an array keeps speeds of at once (a step of a stencil and a residual, say);
+ * a further one takes the place of the one measured longest ago. */
+#define CLF__REBAL_KERNELS 4
+/* One kernel's samples: a ring of CLF__REBAL_WINDOW rows of nparts units per second. */
+typedef struct clf__rebal_kernel {
+    char kernel[128]; /* "" when the slot is free */
+    double *rate;
+    size_t nsamples, head; /* rows held (at most the window), next row */
+    uint64_t used;         /* when last measured (the array's step count), to replace */
+} clf__rebal_kernel;
+
+/* An array's CLF_ARRAY_REBALANCE measurements (rebalance.c; released by array.c). */
+struct clf__rebal {
+    size_t nparts;                            /* the cut the samples are for */
+    clf__rebal_kernel k[CLF__REBAL_KERNELS];  /* per kernel */
+    uint64_t steps;                           /* steps measured (a clock for `used`) */
+    size_t since;                             /* steps since the last move (or creation) */
+    char step_kernel[128]; /* the kernel whose launches count as steps: the first launched */
+    double bw;                                /* bytes per second of the last move (0: none) */
+    clf__rebal_step pend[CLF__REBAL_PENDING]; /* launches not harvested yet, oldest first */
+    size_t npend;
+    /* A move on trial (kept across the move's reset): the cut before it and the step the
+     * decision measured there. Once the new cut is measured, a step longer than that by
+     * CLF__REBAL_MIN_GAIN moves back (devices that slow each other down, sub-devices of
+     * one CPU, break the model's independent parts), and no move is made for `hold`
+     * steps after that. */
+    int trial;
+    double trial_step_s;
+    size_t trial_k, trial_dev[CLF_MAX_LAUNCH_DEVICES], trial_cnt[CLF_MAX_LAUNCH_DEVICES];
+    size_t hold;
+};
+
+/* Start a record of the launch's part kernels over the cut of layout (count NULL on out of
+ * memory: nothing is measured then). */
+void clf__rebal_step_init(clf__rebal_step *r, const clf_array *layout, const char *kernel);
+/* Note kernel event ev of part p (takes a reference of its own). */
+void clf__rebal_step_add(clf__rebal_step *r, size_t p, clf_event *ev);
+/* After the launch is queued: hand the record to every CLF_ARRAY_REBALANCE block array
+ * among args (each takes its own references) and release it. */
+void clf__rebal_step_done(clf__rebal_step *r, const clf_arg *args, size_t nargs);
+/* Before a launch of kernel over args whose first block array is layout, with local size
+ * `granule` along the cut dimension: harvest the completed measurements, decide, and move
+ * the block arrays when it pays (*moved = 1: the cut changed). Failures of a move leave
+ * the arrays as they were and are returned. */
+clf_status clf__rebal_before(clf_array *layout, const char *kernel, const clf_arg *args,
+                             size_t nargs, size_t granule, int *moved);
+/* Before a launch's checks: CLF_ARRAY_REBALANCE block arrays among args cut unlike the
+ * first block array, when it has the flag too, are moved to its cut (arrays launched
+ * together in one launch and apart in another: a move in the other left them behind). */
+clf_status clf__rebal_align(clf_fleet *fleet, const clf_arg *args, size_t nargs);
+/* The cut changed (redistribution): forget the measurements; free: also the state. */
+void clf__rebal_reset(clf_array *a, int free_it);
 
 #endif

@@ -239,6 +239,7 @@ clf_status clf_array_redistribute(clf_array *a, const clf_array_desc *desc)
     }
     clf__array_swap(a, b);
     clf_array_destroy(b); /* now the old layout */
+    clf__rebal_reset(a, 0); /* speeds measured on the old cut */
     return CLF_SUCCESS;
 }
 

@@ -354,6 +354,39 @@ static clf_status choose_devices(clf__launch *L)
 /* ---- the kernel on the devices ------------------------------------------------------------ */
 
 /*
+ * Which broadcasts the kernel may write, so that their copies are not kept between launches
+ * (exec.h, bcast_fresh): a parameter that is neither const nor __constant, unless the scan
+ * of the program's source (core/storescan.c) sees every use of it read only. A store the
+ * scan does see is the user's bug (a broadcast is read only): logged once per program, the
+ * launch runs (each device's copy is its own, and the host array stays as it was).
+ */
+static void broadcasts_written(clf__launch *L, cl_kernel k)
+{
+    for (size_t i = 0; i < L->nargs; i++) {
+        if (L->args[i].kind != CLF_ARG_KIND_BROADCAST)
+            continue;
+        cl_kernel_arg_address_qualifier aq;
+        cl_kernel_arg_type_qualifier tq;
+        char name[128];
+        int info = clf__kernel_param(k, i, &aq, &tq, name, sizeof name);
+        if (info && (aq == CL_KERNEL_ARG_ADDRESS_CONSTANT || (tq & CL_KERNEL_ARG_TYPE_CONST)))
+            continue;
+        int r = clf__source_param_stores(L->prog ? L->prog->source : NULL, L->desc.kernel, i);
+        L->bcast_fresh[i] = r != 0;
+        if (r == 2 && !__atomic_exchange_n(&L->prog->bcast_store_warned, 1, __ATOMIC_RELAXED))
+            clf__log(CLF_LOG_WARN, "kernel '%s' stores through parameter %zu '%s', given as a "
+                     "broadcast (CLF_BROADCAST: read only, one copy per device): those stores "
+                     "stay on each device and are lost; pass the array as an input or output "
+                     "if the kernel is meant to write it (said once per program)",
+                     L->desc.kernel, i, name[0] ? name : "?");
+        else if (r)
+            clf__log(CLF_LOG_DEBUG, "kernel '%s': broadcast %zu '%s' is not const and clfleet "
+                     "cannot tell that the kernel only reads it: uploaded for this launch, not "
+                     "kept", L->desc.kernel, i, name[0] ? name : "?");
+    }
+}
+
+/*
  * The arguments and the range against the kernel (core/argcheck.c) on the launch's devices
  * that will run (not failed, the program built: launch.c's exclude() leaves the others
  * out), before any worker starts: a worker sets the arguments as given, and PoCL crashes on
@@ -377,6 +410,8 @@ static clf_status check_kernel(clf__launch *L, const char *call)
         if (st != CLF_SUCCESS)
             return st;
         st = clf__check_args(call, L->prog, kn, k, d, 0, L->args, L->nargs, 0);
+        if (st == CLF_SUCCESS && !checked)
+            broadcasts_written(L, k);
         /* clfleet's own local size is within every device's limits. */
         if (st == CLF_SUCCESS)
             st = clf__check_range(call, kn, L->desc.dims, L->desc.global,

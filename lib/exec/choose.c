@@ -110,9 +110,14 @@ clf_status clf__budgets(clf__launch *L, uint64_t *max_units)
 
 /* ---- weights and strategy ------------------------------------------------------------- */
 
-void clf__perf_device_key(const struct clf__device *d, char *buf, size_t n)
+void clf__perf_device_key(const clf_fleet *fl, size_t dev, char *buf, size_t n)
 {
-    snprintf(buf, n, "%s|%s|cu=%u", d->info.name, d->info.driver_version, d->info.compute_units);
+    const struct clf__device *d = &fl->dev[dev];
+    int k = snprintf(buf, n, "%s|%s|cu=%u", d->info.name, d->info.driver_version,
+                     d->info.compute_units);
+    /* A device simulated slower ($CLFLEET_SIMULATE) is learned under a key of its own. */
+    if (k >= 0 && (size_t)k < n)
+        clf__sim_key(fl, dev, buf + k, n - (size_t)k);
 }
 
 static void kernel_key(const clf__launch *L, char *buf, size_t n)
@@ -150,10 +155,18 @@ static int choose_weights(clf__launch *L, char *reason, size_t n)
     double learned[CLF_MAX_LAUNCH_DEVICES];
     kernel_key(L, kkey, sizeof kkey);
     for (size_t i = 0; i < L->ndev; i++) {
-        clf__perf_device_key(&L->fl->dev[L->dev[i]], dkeys[i], sizeof dkeys[i]);
+        clf__perf_device_key(L->fl, L->dev[i], dkeys[i], sizeof dkeys[i]);
         dk[i] = dkeys[i];
     }
     clf__perf_model *m = clf__fleet_perf(L->fl);
+    /* The chunk lines, for the too-small rule and the partitioner's stand-aside rule. */
+    L->fitted = m != NULL;
+    for (size_t i = 0; i < L->ndev && L->fitted; i++) {
+        clf__perf_fit f;
+        L->fitted = clf__perf_get(m, kkey, dk[i], &f) && f.rate > 0 && f.fixed_s >= 0;
+        L->fit_rate[i] = L->fitted ? f.rate : 0;
+        L->fit_fixed[i] = L->fitted ? f.fixed_s : 0;
+    }
     if (m && clf__perf_weights(m, kkey, L->ndev, dk, learned) == L->ndev) {
         memcpy(L->weights, learned, L->ndev * sizeof *learned);
         snprintf(reason, n, "learned weights");
@@ -175,7 +188,7 @@ int clf__device_weights(clf_fleet *fl, const char *kernel, const size_t *dev, si
     int learned = 0;
     if (keys) {
         for (size_t i = 0; i < ndev; i++) {
-            clf__perf_device_key(&fl->dev[dev[i]], keys[i], sizeof keys[i]);
+            clf__perf_device_key(fl, dev[i], keys[i], sizeof keys[i]);
             dk[i] = keys[i];
         }
         learned = clf__perf_weights_named(m, kernel, ndev, dk, w) == ndev;
@@ -282,15 +295,60 @@ static int worse_than_dynamic(clf__launch *L, clf__part_strategy ps, char *why, 
  * include each launch's overheads, so they would call every small launch long.) Returns the
  * device to run it on alone: the fastest by learned throughput when every device's is known,
  * else the one of most compute units x clock (the first of equals), among those whose budget
- * holds the whole range; or L->ndev to split it.
- * why says which figures decided.
+ * holds the whole range; or L->ndev to split it. Once the cost model has a chunk line for
+ * every device, it picks the device, and runs a launch alone also when it predicts that
+ * faster than splitting (alone_by_model()). why says which figures decided.
  */
 #define CLF__SMALL_LAUNCH_S 100e-6
 #define CLF__SMALL_LAUNCH_ITEMS 8192
 
-static size_t too_small(clf__launch *L, const uint64_t *max_units, char *why, size_t n)
+/*
+ * The cost model's answer (L->fitted: a chunk line for every device). *one: the device
+ * predicted to finish the launch first alone (fixed + total / rate) among those whose budget
+ * holds the range, or L->ndev when fewer than two can. Returns 1 when that device alone
+ * is predicted no later than the launch split over the fleet by speed: total / sum(rates)
+ * + the largest fixed cost (each share by speed takes total / sum(rates), after its
+ * device's fixed cost). On equal devices that never holds (the model has no term for what
+ * splitting itself costs): the kernel-time rule below decides for them; it catches a
+ * device whose fixed cost outlasts what it would save (a CPU next to a GPU).
+ */
+static int alone_by_model(clf__launch *L, const uint64_t *max_units, size_t *one, char *why,
+                          size_t n)
 {
     size_t best = L->ndev, usable = 0;
+    double rsum = 0, fmax = 0, best_t = 0;
+    *one = L->ndev;
+    if (!L->fitted || L->learn_scale > 0)
+        return 0;
+    for (size_t i = 0; i < L->ndev; i++) {
+        if (L->excluded[i])
+            continue;
+        rsum += L->fit_rate[i];
+        fmax = L->fit_fixed[i] > fmax ? L->fit_fixed[i] : fmax;
+        if (max_units[i] < L->total)
+            continue;
+        usable++;
+        double t = L->fit_fixed[i] + (double)L->total / L->fit_rate[i];
+        if (best == L->ndev || t < best_t) {
+            best = i;
+            best_t = t;
+        }
+    }
+    if (usable < 2 || !(rsum > 0))
+        return 0; /* nothing to choose, or memory-aware's business */
+    *one = best;
+    double split_t = (double)L->total / rsum + fmax;
+    if (best_t > split_t)
+        return 0;
+    snprintf(why, n, "predicted %.1f us on it alone, %.1f us split", best_t * 1e6, split_t * 1e6);
+    return 1;
+}
+
+static size_t too_small(clf__launch *L, const uint64_t *max_units, char *why, size_t n)
+{
+    size_t best = L->ndev, usable = 0, by_model;
+    if (alone_by_model(L, max_units, &by_model, why, n))
+        return by_model;
     double unit_s = clf__kernel_unit_s(L, 0, 0);
     uint64_t items;
     if (__builtin_mul_overflow(L->total, L->per_unit, &items))
@@ -300,7 +358,7 @@ static size_t too_small(clf__launch *L, const uint64_t *max_units, char *why, si
     if (unit_s < 0 && items > CLF__SMALL_LAUNCH_ITEMS)
         return L->ndev;
     /* L->weights: learned throughputs when known for every device, else compute units x
-     * clock (choose_weights()). */
+     * clock (choose_weights()); the model's pick, when it has one, predicts fixed costs too. */
     for (size_t i = 0; i < L->ndev; i++) {
         if (L->excluded[i] || max_units[i] < L->total)
             continue;
@@ -310,6 +368,8 @@ static size_t too_small(clf__launch *L, const uint64_t *max_units, char *why, si
     }
     if (usable < 2)
         return L->ndev; /* nothing to choose, or memory-aware's business */
+    if (by_model < L->ndev)
+        best = by_model;
     if (unit_s >= 0)
         snprintf(why, n, "its kernel ran %.1f us, under %.0f us", (double)L->total * unit_s * 1e6,
                  CLF__SMALL_LAUNCH_S * 1e6);
@@ -317,6 +377,36 @@ static size_t too_small(clf__launch *L, const uint64_t *max_units, char *why, si
         snprintf(why, n, "%llu work-items, at most %d before a launch of it is measured",
                  (unsigned long long)items, CLF__SMALL_LAUNCH_ITEMS);
     return best;
+}
+
+/*
+ * STATIC leaves out a device whose share by speed is under CLF__STATIC_MIN_SHARE (not the
+ * fastest; user weights are the user's): it could shorten the launch by at most that share,
+ * while its fixed share makes it the last to finish as soon as its measured speed is a little
+ * high (a CPU next to a GPU 50x faster: 2.6 % of the work for a 2 % speed made the launch
+ * 1.3x the GPU alone). Said in the reason.
+ */
+#define CLF__STATIC_MIN_SHARE 0.05
+
+static void drop_minor(clf__launch *L, clf_launch_report *rep)
+{
+    double wsum = 0, wmax = 0;
+    for (size_t i = 0; i < L->ndev; i++) {
+        wsum += L->weights[i];
+        wmax = L->weights[i] > wmax ? L->weights[i] : wmax;
+    }
+    if (!(wsum > 0))
+        return;
+    for (size_t i = 0; i < L->ndev; i++) {
+        double share = L->weights[i] / wsum;
+        if (L->weights[i] <= 0 || L->weights[i] == wmax || share >= CLF__STATIC_MIN_SHARE)
+            continue;
+        L->weights[i] = 0;
+        size_t len = strlen(rep->reason);
+        snprintf(rep->reason + len, sizeof rep->reason - len,
+                 "; device %zu left out (its share by speed, %.1f %%, is under %.0f %%)",
+                 L->dev[i], share * 100, CLF__STATIC_MIN_SHARE * 100);
+    }
 }
 
 clf_status clf__choose_strategy(clf__launch *L, const uint64_t *max_units,
@@ -379,6 +469,8 @@ clf_status clf__choose_strategy(clf__launch *L, const uint64_t *max_units,
     } else {
         snprintf(rep->reason, sizeof rep->reason, "%s; %s", clf_strategy_name(s), wreason);
     }
+    if (s == CLF_STRATEGY_STATIC && L->desc.weights_mode != CLF_WEIGHTS_USER && !L->small)
+        drop_minor(L, rep);
     if (L->reason_tail) {
         size_t len = strlen(rep->reason);
         snprintf(rep->reason + len, sizeof rep->reason - len, "; %s", L->reason_tail);
@@ -412,8 +504,30 @@ void clf__learn(clf__launch *L)
                 double x = (double)w->rep.units * L->learn_scale;
                 work = x >= 1 ? (uint64_t)llround(x) : 1;
             }
-            clf__perf_device_key(w->d, dkey, sizeof dkey);
+            clf__perf_device_key(L->fl, w->d->index, dkey, sizeof dkey);
             clf__perf_record(m, kkey, dkey, work, t);
+            /* Its chunks, for the line (a plane's work per unit scales them as above). */
+            size_t nc = w->ncsamp < CLF__PERF_CHUNKS ? w->ncsamp : CLF__PERF_CHUNKS;
+            clf__perf_chunk c[CLF__PERF_CHUNKS];
+            for (size_t k = 0; k < nc; k++) {
+                c[k] = w->csamp[k];
+                if (L->learn_scale > 0) {
+                    double x = (double)c[k].units * L->learn_scale;
+                    c[k].units = x >= 1 ? (uint64_t)llround(x) : 1;
+                }
+            }
+            clf__perf_record_chunks(m, kkey, dkey, c, nc);
+        }
+        /* The device's links, whatever the kernel: bytes per second of its transfers'
+         * profiled time. Under a MiB a transfer measures its latency more than the link. */
+        if (!w->rep.failed) {
+            clf__perf_device_key(L->fl, w->d->index, dkey, sizeof dkey);
+            if (w->rep.bytes_to_device >= (1u << 20) && w->rep.to_device_s > 0)
+                clf__perf_record(m, CLF__PERF_LINK_H2D, dkey, w->rep.bytes_to_device,
+                                 w->rep.to_device_s);
+            if (w->rep.bytes_from_device >= (1u << 20) && w->rep.from_device_s > 0)
+                clf__perf_record(m, CLF__PERF_LINK_D2H, dkey, w->rep.bytes_from_device,
+                                 w->rep.from_device_s);
         }
     }
 }

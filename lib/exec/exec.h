@@ -54,8 +54,9 @@ struct clf__bcast {
 /*
  * What launches keep on a fleet: made on the first launch (or GEMM) through the fleet's state
  * registry (core/device.c) and finalized at its teardown, first of all (CLF__STATE_DRAIN): the
- * finalizer waits for the launches still queued, stops the dispatcher of asynchronous
- * launches and releases the broadcast cache and the throughput model (fleetstate.c). The kept
+ * finalizer waits for the launches still queued and for the dispatcher of asynchronous
+ * launches (a helper-pool job) to return, and releases the broadcast cache and the
+ * throughput model (fleetstate.c). The kept
  * buffers and the per-device threads (fleetstate.c too) are states of their own, finalized
  * next (CLF__STATE_BEFORE_XFER).
  */
@@ -79,12 +80,13 @@ typedef struct clf__exec_state {
     /* Launches run in the order they were queued: a ticket each. */
     pthread_cond_t turn;
     uint64_t next_ticket, serving;
-    /* Asynchronous launches waiting for the dispatcher, in ticket order (launch.c): one
-     * thread per fleet, made on the first one, runs them one after the other. */
+    /* Asynchronous launches waiting for the dispatcher, in ticket order (launch.c): a job of
+     * the process's helper pool (util/pool.c), queued while the fleet has launches waiting,
+     * runs them one after the other. */
     struct clf__host_op *queue_head, *queue_tail;
-    pthread_cond_t queued; /* one was queued, or the dispatcher must stop */
-    pthread_t dispatcher;
-    int dispatcher_started, stopping;
+    pthread_cond_t queued;      /* the dispatcher's job returned */
+    clf__pool_work dispatch;    /* the dispatcher's job */
+    int dispatching;            /* that job is queued or running */
 } clf__exec_state;
 
 /* The fleet's launch state, made on first use; NULL: out of memory. */
@@ -126,6 +128,7 @@ typedef struct clf__chunk {
     /* A marker the plane's kernels wait behind (a library call takes no wait list), or NULL:
      * the kernel's time on the device starts no earlier than its end. */
     cl_event pre;
+    double t_taken; /* host time (from L->t0) the partitioner handed it out; 0: stolen */
 } clf__chunk;
 
 struct clf__worker;
@@ -183,6 +186,12 @@ typedef struct clf__worker {
     uint64_t budget, mem_now, mem_peak;
     uint64_t max_units;
     double t_start; /* host time of the first enqueue */
+    /* The cost model's per-chunk samples, handed over once per launch (clf__learn()): each
+     * chunk's units and its host seconds from when this device could start it (taken, and
+     * its previous chunk done) to its results on the host. The latest CLF__PERF_CHUNKS. */
+    clf__perf_chunk csamp[CLF__PERF_CHUNKS];
+    size_t ncsamp;       /* chunks sampled in all (csamp holds the latest) */
+    double last_finish;  /* host time its previous chunk completed */
     /* The look-ahead chunk, while its kernel has not started (guarded by L->lock): an
      * idle device may steal it. State 0: none, 1: waiting here, 2: stolen. */
     uint64_t la_off, la_len;
@@ -218,6 +227,10 @@ typedef struct clf__launch {
     size_t dev[CLF_MAX_LAUNCH_DEVICES]; /* fleet indices */
     size_t ndev;
     double weights[CLF_MAX_LAUNCH_DEVICES];
+    /* The cost model's chunk line per device (clf__perf_fit), valid when fitted is set: it
+     * is known for every device of the launch. */
+    double fit_rate[CLF_MAX_LAUNCH_DEVICES], fit_fixed[CLF_MAX_LAUNCH_DEVICES];
+    int fitted;
     uint64_t limits[CLF_MAX_LAUNCH_DEVICES];
     unsigned split;      /* the split dimension: desc.split_dim, by default dims - 1 */
     uint64_t total;      /* units along it (of the sub-range, clf_launch_desc version 3) */
@@ -230,6 +243,10 @@ typedef struct clf__launch {
     clf__part_strategy part_strategy;
     clf__part *part;
     struct clf__bcast *bcast[CLF__MAX_ARGS]; /* cache entries of broadcast arguments */
+    /* A broadcast whose parameter the kernel may write (not const, and the source scan saw
+     * a store or could not tell): its entry is the launch's own, uploaded for this launch
+     * and released at its end (check.c decides, launch.c owns it). */
+    unsigned char bcast_fresh[CLF__MAX_ARGS];
     unsigned char *red_acc[CLF__MAX_ARGS];   /* reductions combined so far */
     double t0;
 
@@ -286,6 +303,10 @@ double clf__kernel_unit_s(clf__launch *L, int set, double value);
  * (fleetstate.c). */
 clf_status clf__bcast_entry(clf_fleet *fl, clf__exec_state *X, const clf_arg *a,
                             struct clf__bcast **out);
+/* A broadcast entry outside the cache, for one launch (empty: uploaded per device as the
+ * cached ones are); clf__bcast_free() releases it and its device copies. */
+clf_status clf__bcast_fresh(clf_fleet *fl, const clf_arg *a, struct clf__bcast **out);
+void clf__bcast_free(clf_fleet *fl, struct clf__bcast *b);
 /* Turns (fleetstate.c): take the next ticket, wait until it is served, serve the next. */
 uint64_t clf__new_ticket(clf__exec_state *X);
 void clf__take_turn(clf__exec_state *X, uint64_t ticket);
@@ -293,6 +314,9 @@ void clf__end_turn(clf__exec_state *X);
 /* Wait for and free an asynchronous launch (an event's op_wait and op_release). */
 clf_status clf__host_op_wait(struct clf__host_op *op);
 void clf__host_op_release(struct clf__host_op *op);
+/* Call fn(arg, status) once the launch has run (an event's op_subscribe). */
+clf_status clf__host_op_subscribe(struct clf__host_op *op, void (*fn)(void *, clf_status),
+                                  void *arg);
 /* A report's makespan, efficiency (earliest finish / latest finish) and imbalance (latest
  * finish / mean finish - 1) from the finish times of its devices that did work. */
 void clf__report_balance(clf_launch_report *rep);
@@ -307,8 +331,9 @@ struct clf__perf_model *clf__fleet_perf(clf_fleet *fl);
  * as launches guess before they have measured (0). */
 int clf__device_weights(clf_fleet *fl, const char *kernel, const size_t *dev, size_t ndev,
                         double *w);
-/* A device's key in the throughput model: name, driver version and compute units. */
-void clf__perf_device_key(const struct clf__device *d, char *buf, size_t n);
+/* Fleet device dev's key in the throughput model: name, driver version and compute units, and
+ * its $CLFLEET_SIMULATE rule when it has one (clf__sim_key()). */
+void clf__perf_device_key(const clf_fleet *fl, size_t dev, char *buf, size_t n);
 /* Bytes of device memory the launch needs per device: fixed part and per unit. */
 void clf__launch_footprint(const clf__launch *L, uint64_t *fixed, uint64_t *per_unit,
                            uint64_t *halo_units);

@@ -2,9 +2,9 @@
  * What launches keep on a fleet, each a state of the fleet's registry (core/device.c) made on
  * first use:
  * - the launch state (clf__exec_state), finalized first at the teardown (queued launches
- *   complete, the dispatcher of asynchronous launches stops): the learned throughput model,
- *   the cache of broadcast arrays, and the turns (a ticket each: launches run in the order
- *   they were queued);
+ *   complete, the dispatcher of asynchronous launches returns to the helper pool): the
+ *   learned throughput model, the cache of broadcast arrays, and the turns (a ticket each:
+ *   launches run in the order they were queued);
  * - the device buffers kept between launches (below);
  * - the persistent per-device threads that drive the devices in a launch (below).
  */
@@ -89,6 +89,30 @@ out:
     return st;
 }
 
+clf_status clf__bcast_fresh(clf_fleet *fl, const clf_arg *a, struct clf__bcast **out)
+{
+    struct clf__bcast *b = calloc(1, sizeof *b);
+    if (b && !(b->mem = calloc(fl->ndev, sizeof *b->mem))) {
+        free(b);
+        b = NULL;
+    }
+    if (!b)
+        return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "broadcast: out of memory");
+    b->host = a->host;
+    b->size = a->size;
+    *out = b;
+    return CLF_SUCCESS;
+}
+
+void clf__bcast_free(clf_fleet *fl, struct clf__bcast *b)
+{
+    if (!b)
+        return;
+    bcast_release(fl, b);
+    free(b->mem);
+    free(b);
+}
+
 /* ---- the launch state on the fleet ---------------------------------------------------- */
 
 static void *exec_state_create(clf_fleet *fl)
@@ -115,20 +139,9 @@ static void *exec_state_create(clf_fleet *fl)
     return X;
 }
 
-/* At the teardown, once every launch has run: the dispatcher goes. */
-static void dispatcher_stop(clf__exec_state *X)
-{
-    pthread_mutex_lock(&X->lock);
-    X->stopping = 1;
-    pthread_cond_signal(&X->queued);
-    int started = X->dispatcher_started;
-    pthread_mutex_unlock(&X->lock);
-    if (started)
-        pthread_join(X->dispatcher, NULL);
-}
-
 /* The teardown's first finalizer: launches still queued or running complete (they use the
- * caller's arrays and the fleet's queues), then the dispatcher goes and the caches are freed
+ * caller's arrays and the fleet's queues), the dispatcher's job returns (it still reads the
+ * state after the last launch's turn), and the caches are freed
  * (the per-device threads and kept buffers next, by their own finalizers). */
 static void exec_state_fini(clf_fleet *fl, void *state)
 {
@@ -136,8 +149,9 @@ static void exec_state_fini(clf_fleet *fl, void *state)
     pthread_mutex_lock(&X->lock);
     while (X->serving != X->next_ticket) /* launches still queued or running */
         pthread_cond_wait(&X->turn, &X->lock);
+    while (X->dispatching)
+        pthread_cond_wait(&X->queued, &X->lock);
     pthread_mutex_unlock(&X->lock);
-    dispatcher_stop(X);
     for (size_t i = 0; i < CLF__BCAST_CACHE && X->bcast; i++) {
         if (i < X->nbcast)
             bcast_release(fl, &X->bcast[i]);
@@ -382,6 +396,11 @@ static void *devthread_main(void *arg)
 {
     devthread *t = arg;
     pthread_mutex_t *lock = &t->pool->lock;
+    /* "clf-dev3": the fleet device it drives, for debuggers and profilers (at most 15
+     * characters; a failure only loses the name). */
+    char name[16];
+    snprintf(name, sizeof name, "clf-dev%zu", (size_t)(t - t->pool->t) % 100000000u);
+    pthread_setname_np(pthread_self(), name);
     pthread_mutex_lock(lock);
     for (;;) {
         while (!t->fn && !t->stop)

@@ -68,6 +68,7 @@ static void note_idle(const clf__launch *L, clf_launch_report *rep)
     for (size_t i = 0; i < L->ndev; i++) {
         const clf_device_report *r = &rep->dev[i];
         if (r->units || r->failed || L->excluded[i] || L->held[i] || L->small ||
+            L->weights[i] <= 0 || /* left out by weight: the reason says why */
             !clf__part_eligible(L->part, i))
             continue;
         if (len < sizeof list)
@@ -79,8 +80,7 @@ static void note_idle(const clf__launch *L, clf_launch_report *rep)
         return;
     size_t at = strlen(rep->reason);
     snprintf(rep->reason + at, sizeof rep->reason - at,
-             "; device%s %s took no work (too slow to help: its share of what was left stayed "
-             "under one chunk while a faster device ran)",
+             "; device%s %s took no work (too slow to help)",
              n > 1 ? "s" : "", list);
 }
 
@@ -257,11 +257,26 @@ clf_status clf__exec_run(clf__launch *L, clf_launch_report *rep)
         }
         pp.min_chunks = min_chunks;
     }
+    /* The cost model's fixed cost per chunk, where it has a line for every device: the pool
+     * is shared so that devices finish together after it, and a device that would finish its
+     * smallest chunk after the others finish everything stands aside. Not with the user's
+     * or equal weights (they say how to share), nor for a launch run on one device alone. */
+    double rates[CLF_MAX_LAUNCH_DEVICES];
+    if (L->fitted && !L->small && L->desc.weights_mode != CLF_WEIGHTS_USER &&
+        L->desc.weights_mode != CLF_WEIGHTS_EQUAL) {
+        /* A device of weight 0 (left out, excluded) keeps out of the timed shares too. */
+        for (size_t i = 0; i < L->ndev; i++)
+            rates[i] = L->weights[i] > 0 ? L->fit_rate[i] : 0;
+        pp.fixed_s = L->fit_fixed;
+        pp.rates = rates;
+    }
     CLF__TRY(st, clf__part_create(&L->part, L->part_strategy, L->total, L->gran, L->ndev,
                                   L->weights, max_units, &pp));
     for (size_t i = 0; i < L->nargs; i++) {
         const clf_arg *a = &L->args[i];
-        if (a->kind == CLF_ARG_KIND_BROADCAST)
+        if (a->kind == CLF_ARG_KIND_BROADCAST && L->bcast_fresh[i])
+            CLF__TRY(st, clf__bcast_fresh(L->fl, a, &L->bcast[i]));
+        else if (a->kind == CLF_ARG_KIND_BROADCAST)
             CLF__TRY(st, clf__bcast_entry(L->fl, L->X, a, &L->bcast[i]));
         if (a->kind == CLF_ARG_KIND_REDUCE) {
             size_t es = clf_type_size((clf_type)a->type);
@@ -332,8 +347,13 @@ out:
     for (size_t i = 0; i < L->ndev; i++)
         if (L->w[i].L)
             clf__worker_fini(&L->w[i]);
-    for (size_t i = 0; i < L->nargs; i++)
+    for (size_t i = 0; i < L->nargs; i++) {
         free(L->red_acc[i]);
+        if (L->bcast_fresh[i]) { /* the launch's own copies, after its kernels are gone */
+            clf__bcast_free(L->fl, L->bcast[i]);
+            L->bcast[i] = NULL;
+        }
+    }
     clf__part_destroy(L->part);
     L->part = NULL;
     return st;
@@ -360,16 +380,31 @@ clf_status clf_launch(clf_fleet *fl, clf_program *prog, const clf_launch_desc *d
 /* ---- asynchronous launches ------------------------------------------------------------- */
 
 /*
- * An asynchronous launch is an entry in the fleet's queue (X->queue_head), not a thread: one
- * dispatcher thread per fleet, made on the first asynchronous launch and joined at the
- * teardown, takes the entries in ticket order and runs each in its turn (launches, blocking
- * or not, run in the order they were queued). So N queued launches cost N entries and one
- * thread. An entry's completion is signalled under a lock of this file's own, not the
- * fleet's: its event may be waited for and released after the fleet has gone.
+ * An asynchronous launch is an entry in the fleet's queue (X->queue_head), not a thread: the
+ * fleet's dispatcher, a job of the process's helper pool (util/pool.c) queued while the fleet
+ * has entries waiting, takes them in ticket order and runs each in its turn (launches,
+ * blocking or not, run in the order they were queued). So N queued launches cost N entries
+ * and, across every fleet of the process, at most the pool's threads. The job runs one launch
+ * and queues itself again while more wait, so that the fleets take turns on a busy pool. It
+ * never waits for another job of the pool: a launch waits only for its turn, which blocking
+ * launches on the callers' threads and this fleet's earlier entries (run by this same job
+ * before) give back.
+ *
+ * An entry's completion is signalled under a lock of this file's own, not the fleet's: its
+ * event may be waited for and released after the fleet has gone. What subscribed to it (the
+ * event bridge of xfer/sync.c, for a device command that waits for the launch) is called
+ * then, once, instead of a thread waiting for it.
  */
+typedef struct op_sub {
+    void (*fn)(void *arg, clf_status st);
+    void *arg;
+} op_sub;
+
 struct clf__host_op {
     struct clf__host_op *next; /* in the queue (under X->lock) */
     int done;                  /* ran (under op_lock) */
+    op_sub *subs;              /* to call once done (under op_lock) */
+    size_t nsubs, capsubs;
     clf_status st;
     char err[2048];
     uint64_t ticket;
@@ -397,51 +432,70 @@ static void async_run(struct clf__host_op *op)
         snprintf(op->err, sizeof op->err, "%s", clf_last_error());
     clf__end_turn(X);
     pthread_mutex_lock(&op_lock);
+    clf_status st = op->st;
+    op_sub *subs = op->subs;
+    size_t nsubs = op->nsubs;
+    op->subs = NULL;
+    op->nsubs = op->capsubs = 0;
     op->done = 1;
     pthread_cond_broadcast(&op_done);
     pthread_mutex_unlock(&op_lock);
+    /* op may be freed from here on. Outside the lock: a subscriber sets a user event, which
+     * may run commands that wait for it. */
+    for (size_t i = 0; i < nsubs; i++)
+        subs[i].fn(subs[i].arg, st);
+    free(subs);
 }
 
-static void *dispatcher_main(void *arg)
+/* The dispatcher: the next entry of the fleet's queue, then again while more wait. A job
+ * cancelled by the pool's shutdown (the process is exiting) runs the entries here instead,
+ * since their events are waited for. */
+static void dispatch_job(void *arg, int cancelled)
 {
     clf__exec_state *X = arg;
     pthread_mutex_lock(&X->lock);
     for (;;) {
-        while (!X->queue_head && !X->stopping)
-            pthread_cond_wait(&X->queued, &X->lock);
         struct clf__host_op *op = X->queue_head;
-        if (!op)
-            break; /* stopping, and nothing queued */
+        if (!op) {
+            X->dispatching = 0;
+            pthread_cond_broadcast(&X->queued); /* exec_state_fini() */
+            break; /* X is not touched after this unlock: the teardown may free it */
+        }
         X->queue_head = op->next;
         if (!X->queue_head)
             X->queue_tail = NULL;
         pthread_mutex_unlock(&X->lock);
         async_run(op);
         pthread_mutex_lock(&X->lock);
+        if (X->queue_head && !cancelled && clf__pool_requeue(&X->dispatch) == CLF_SUCCESS)
+            break; /* queued again, behind the other fleets' jobs */
     }
     pthread_mutex_unlock(&X->lock);
-    return NULL;
 }
 
-/* Queue op with the next ticket; 0, or -1 when no dispatcher could be made (op not queued,
- * its ticket taken: the caller runs it). */
+/* Queue op with the next ticket; 0, or -1 when the pool refused the dispatcher (op not
+ * queued, its ticket taken: the caller runs it). */
 static int async_queue(clf__exec_state *X, struct clf__host_op *op)
 {
-    int queued = 0;
+    int queued = 1;
     pthread_mutex_lock(&X->lock);
     op->ticket = X->next_ticket++;
-    if (!X->dispatcher_started &&
-        pthread_create(&X->dispatcher, NULL, dispatcher_main, X) == 0)
-        X->dispatcher_started = 1;
-    if (X->dispatcher_started) {
-        /* Tickets are taken in queue order under this lock: the queue is in ticket order. */
-        if (X->queue_tail)
-            X->queue_tail->next = op;
-        else
-            X->queue_head = op;
-        X->queue_tail = op;
-        pthread_cond_signal(&X->queued);
-        queued = 1;
+    /* Tickets are taken in queue order under this lock: the queue is in ticket order. */
+    if (X->queue_tail)
+        X->queue_tail->next = op;
+    else
+        X->queue_head = op;
+    X->queue_tail = op;
+    if (!X->dispatching) {
+        X->dispatch.fn = dispatch_job;
+        X->dispatch.arg = X;
+        X->dispatching = 1;
+        if (clf__pool_submit(&X->dispatch) != CLF_SUCCESS) {
+            /* No job was running: op is the only entry. */
+            X->dispatching = 0;
+            X->queue_head = X->queue_tail = NULL;
+            queued = 0;
+        }
     }
     pthread_mutex_unlock(&X->lock);
     return queued ? 0 : -1;
@@ -487,6 +541,7 @@ clf_status clf_launch_async(clf_fleet *fl, clf_program *prog, const clf_launch_d
     ev->op = op;
     ev->op_wait = clf__host_op_wait;
     ev->op_release = clf__host_op_release;
+    ev->op_subscribe = clf__host_op_subscribe;
     *out_event = ev;
     return CLF_SUCCESS;
 out:
@@ -515,6 +570,31 @@ void clf__host_op_release(struct clf__host_op *op)
 {
     op_join(op);
     free(op);
+}
+
+clf_status clf__host_op_subscribe(struct clf__host_op *op, void (*fn)(void *, clf_status),
+                                  void *arg)
+{
+    pthread_mutex_lock(&op_lock);
+    if (op->done) {
+        clf_status st = op->st;
+        pthread_mutex_unlock(&op_lock);
+        fn(arg, st);
+        return CLF_SUCCESS;
+    }
+    if (op->nsubs == op->capsubs) {
+        size_t cap = op->capsubs ? 2 * op->capsubs : 2;
+        op_sub *grown = realloc(op->subs, cap * sizeof *grown);
+        if (!grown) {
+            pthread_mutex_unlock(&op_lock);
+            return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "launch event: out of memory");
+        }
+        op->subs = grown;
+        op->capsubs = cap;
+    }
+    op->subs[op->nsubs++] = (op_sub){fn, arg};
+    pthread_mutex_unlock(&op_lock);
+    return CLF_SUCCESS;
 }
 
 /* ---- one kernel on one device ---------------------------------------------------------- */

@@ -240,6 +240,14 @@ static clf_status account_chunk(clf__worker *w, clf__chunk *c)
     w->rep.items += c->len * L->per_unit;
     w->rep.chunks++;
     w->rep.finish_s = clf__now() - L->t0;
+    /* The cost model's sample: from when the device could start the chunk to its results. */
+    double from = c->t_taken > w->last_finish ? c->t_taken : w->last_finish;
+    if (w->rep.finish_s > from) {
+        clf__perf_chunk *s = &w->csamp[w->ncsamp++ % CLF__PERF_CHUNKS];
+        s->units = c->len;
+        s->seconds = w->rep.finish_s - from;
+    }
+    w->last_finish = w->rep.finish_s;
     release_chunk(c);
     if (L->has_reduce)
         return CLF_SUCCESS; /* add_pending() did it first */
@@ -387,6 +395,7 @@ static int part_next(clf__launch *L, size_t dev, clf__chunk *c)
     if (!clf__part_next(L->part, dev, &c->off, &c->len))
         return 0;
     c->off += L->first;
+    c->t_taken = clf__now() - L->t0;
     return 1;
 }
 

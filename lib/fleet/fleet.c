@@ -427,6 +427,8 @@ clf_status clf_fleet_create(clf_fleet **out, const clf_fleet_options *opts)
         strategy = CLF_STRATEGY_AUTO;
     int host_staging = CLF__HOST_STAGING_AUTO;
     CLF__TRY(st, clf__env_host_staging(getenv("CLFLEET_HOST_STAGING"), &host_staging));
+    unsigned pool_size; /* read again by the pool, at its first use */
+    CLF__TRY(st, clf__pool_config(&pool_size));
     CLF__TRY(st, discover(&d));
     CLF__TRY(st, check_indices(&d, &f));
     size_t kept = select_devices(&d, &f);
@@ -479,6 +481,8 @@ clf_status clf_fleet_create(clf_fleet **out, const clf_fleet_options *opts)
     CLF__TRY(st, clf__env_transfer_chunk(getenv("CLFLEET_TRANSFER_CHUNK"), (size_t)4 << 20,
                                          &fl->host_slot));
     CLF__TRY(st, clf__metrics_init(fl, opts->trace));
+    /* After the transfer layer, which finds the devices that cannot be simulated. */
+    CLF__TRY(st, clf__sim_init(fl));
 
     /* Parsed whether or not this fleet caches, so that a bad value is reported the first
      * time, not when some later program turns the cache on. */
@@ -517,6 +521,8 @@ static void fleet_free(clf_fleet *fl)
             if (q[k])
                 clFinish(q[k]);
     }
+    /* The simulation's timer holds no event of the fleet's after this (simulate.h). */
+    clf__sim_fini(fl);
     /* PoCL 3.1's worker threads still finalize a command's event just after clFinish() has
      * returned: they release it, reading its queue and that queue's device. Releasing the
      * queues, contexts or sub-devices before they are done crashes them (SIGSEGV in

@@ -6,12 +6,19 @@
  * them (clf_copy_async(), by the path selector) may still be draining the
  * other slot.
  *
- * One host thread per stage enqueues that stage's commands; every command
- * waits for what it needs through events, so the host is not in the way of a
- * batch (except on PoCL's basic device, where enqueue() waits on the host). A
- * thread waits for its own kernel of two batches ago, which bounds the
- * commands in flight to what the two slots allow, and learns the events other
- * stages made from tables published under the pipeline's lock.
+ * One driver per device enqueues the commands of the stages on that device:
+ * the fleet's per-device thread (exec/fleetstate.c), or the calling thread for
+ * the last stage's device (on_result runs there), so a run starts no thread.
+ * Every command waits for what it needs through events, so the host is not in
+ * the way of a batch (except on PoCL's basic device, where enqueue() waits on
+ * the host). A stage is a small state machine (its batch and phase) that its
+ * driver steps as far as the events other stages publish (in tables, under the
+ * pipeline's lock) allow; then the driver steps its device's other stages, and
+ * sleeps only when none can move until some stage publishes. The only waits
+ * that block a driver are for commands already queued (a stage's own kernel of
+ * two batches ago, which bounds the commands in flight to what the two slots
+ * allow; a result read), which complete without any driver, so two stages on
+ * one device cannot hold each other up.
  *
  *   stage 0:     write in[b%2] <- host        (after kernel b-2 read that slot)
  *   stage s:     kernel b: in[b%2] -> out[b%2] (after its input arrived and the
@@ -28,6 +35,7 @@
 #include <string.h>
 
 #include "clfleet/opencl.h"
+#include "exec/exec.h"
 
 #define MAX_EXTRA 32
 
@@ -40,8 +48,9 @@ typedef struct stage {
     cl_kernel k;
     clf_buffer *in[2], *out[2];
     uint64_t items; /* work-items per batch */
-    pthread_t thread;
-    int started;
+    size_t b;       /* a run: the batch its driver is at, and the phase of that batch */
+    int phase;
+    int finished;   /* a run: all its batches went, or it failed */
     clf_status st;
     char err[1024];
     int knock_on; /* it stopped because another stage failed (err says no more) */
@@ -57,6 +66,7 @@ struct clf_pipeline {
     pthread_mutex_t lock;
     pthread_cond_t cond;
     int running, failed;
+    unsigned gen; /* counts publications and failures: a driver sleeps until it changes */
     size_t nb;
     const unsigned char *in;
     unsigned char *out;
@@ -162,6 +172,21 @@ static clf_status stage_setup(clf_pipeline *pl, size_t si, const clf_stage_desc 
      * (core/argcheck.c), before any is set: PoCL crashes on a value for a pointer. */
     if (st == CLF_SUCCESS)
         st = clf__check_args(call, d->program, d->kernel, s->k, s->dev, 2, d->args, d->nargs, 0);
+    /* A broadcast is one buffer for the pipeline's life, as a plain OpenCL program would
+     * hold it: a parameter that is not const may be written (the user's bug, each batch then
+     * sees the last one's stores), which the source scan (core/storescan.c) can tell. */
+    for (size_t a = 0; a < d->nargs && st == CLF_SUCCESS; a++) {
+        cl_kernel_arg_address_qualifier aq;
+        cl_kernel_arg_type_qualifier tq;
+        char name[128];
+        if (d->args[a].kind == CLF_ARG_KIND_BROADCAST &&
+            clf__kernel_param(s->k, 2 + a, &aq, &tq, name, sizeof name) &&
+            aq != CL_KERNEL_ARG_ADDRESS_CONSTANT && !(tq & CL_KERNEL_ARG_TYPE_CONST) &&
+            clf__source_param_stores(d->program->source, d->kernel, 2 + a) == 2)
+            clf__log(CLF_LOG_WARN, "%s: kernel '%s' stores through parameter %zu '%s', given "
+                     "as a broadcast (CLF_BROADCAST: read only, uploaded once): each batch "
+                     "sees the stores of the batches before it", call, d->kernel, 2 + a, name);
+    }
     if (st == CLF_SUCCESS)
         st = clf__check_range(call, d->kernel, d->dims, d->global, d->local, NULL, s->dev, s->k);
     for (int h = 0; h < 2 && st == CLF_SUCCESS; h++) {
@@ -263,19 +288,20 @@ static void publish(clf_pipeline *pl, clf_event **slot, clf_event *e)
 {
     pthread_mutex_lock(&pl->lock);
     *slot = e;
+    pl->gen++;
     pthread_cond_broadcast(&pl->cond);
     pthread_mutex_unlock(&pl->lock);
 }
 
-/* The event another stage publishes in slot, once it has; NULL when the run failed. */
-static clf_event *await(clf_pipeline *pl, clf_event *const *slot)
+/* The event another stage publishes in slot: 1 and *e once it has, 0 while it has not, -1
+ * when the run failed. Never waits: the driver steps its other stages meanwhile. */
+static int peek(clf_pipeline *pl, clf_event *const *slot, clf_event **e)
 {
     pthread_mutex_lock(&pl->lock);
-    while (!*slot && !pl->failed)
-        pthread_cond_wait(&pl->cond, &pl->lock);
-    clf_event *e = *slot;
+    *e = *slot;
+    int failed = pl->failed;
     pthread_mutex_unlock(&pl->lock);
-    return e;
+    return *e ? 1 : failed ? -1 : 0;
 }
 
 static clf_status stage_fail(clf_pipeline *pl, stage *s, clf_status st)
@@ -286,9 +312,17 @@ static clf_status stage_fail(clf_pipeline *pl, stage *s, clf_status st)
     }
     pthread_mutex_lock(&pl->lock);
     pl->failed = 1;
+    pl->gen++;
     pthread_cond_broadcast(&pl->cond);
     pthread_mutex_unlock(&pl->lock);
     return st;
+}
+
+/* A stage that stops because another failed: not the one to report. */
+static clf_status knock_on(stage *s)
+{
+    s->knock_on = 1;
+    return clf__fail(CLF_ERROR_OPENCL, "stopped: another stage failed");
 }
 
 /* Enqueue on the stage's compute queue after up to two events. */
@@ -357,92 +391,153 @@ static clf_status deliver(clf_pipeline *pl, size_t b)
 
 /*
  * Batch b leaves stage si for the next stage: a copy after kernel b and after the next
- * stage's kernel b-2, which read the slot it fills.
+ * stage's kernel b-2, which read the slot it fills. 1: done; 0: that kernel is not queued
+ * yet; -1: failed (*st).
  */
-static clf_status forward(clf_pipeline *pl, size_t si, size_t b)
+static int forward(clf_pipeline *pl, size_t si, size_t b, clf_status *st)
 {
     stage *s = &pl->s[si], *n = &pl->s[si + 1];
     size_t nb = pl->nb;
     clf_event *wait[2] = {pl->kev[si * nb + b], NULL};
-    if (b >= 2 && !(wait[1] = await(pl, &pl->kev[(si + 1) * nb + b - 2])))
-        return CLF_ERROR_OPENCL; /* another stage failed */
+    if (b >= 2) {
+        int r = peek(pl, &pl->kev[(si + 1) * nb + b - 2], &wait[1]);
+        if (r < 0)
+            *st = knock_on(s);
+        if (r <= 0)
+            return r;
+    }
     clf_event *e = NULL;
-    clf_status st = clf_copy_async(n->in[b & 1], 0, s->out[b & 1], 0, s->d.out_bytes, wait,
-                                   b >= 2 ? 2 : 1, &e);
-    if (st == CLF_SUCCESS)
-        publish(pl, &pl->inev[(si + 1) * nb + b], e);
-    return st;
+    *st = clf_copy_async(n->in[b & 1], 0, s->out[b & 1], 0, s->d.out_bytes, wait,
+                         b >= 2 ? 2 : 1, &e);
+    if (*st != CLF_SUCCESS)
+        return -1;
+    publish(pl, &pl->inev[(si + 1) * nb + b], e);
+    return 1;
 }
 
-static clf_status stage_run(clf_pipeline *pl, size_t si)
+/*
+ * Step stage si as far as it goes: batch by batch, each in phases (0: its kernel of two
+ * batches ago is done; 1: its input is there; 2: its kernel is queued; 3: handed on, or
+ * for the last stage read back; 4: the last stage delivers the batch before). Returns with
+ * the stage finished, or waiting for an event another stage has not published yet (the
+ * phase is kept), or a failure. *progress is set when it moved.
+ */
+static clf_status stage_step(clf_pipeline *pl, size_t si, int *progress)
 {
     stage *s = &pl->s[si];
     size_t nb = pl->nb, last = pl->n - 1;
     clf_event **kev = pl->kev + si * nb, **inev = pl->inev + si * nb;
     clf_status st = CLF_SUCCESS;
-    for (size_t b = 0; b < nb; b++) {
-        clf_event *e, *slot_free = NULL;
-        /* At most two batches in flight per stage: the two slots. */
-        if (b >= 2 && (st = clf_event_wait(kev[b - 2])) != CLF_SUCCESS)
-            return st;
-        if (si == 0) {
-            if (pl->opts.serial && b >= 1) {
-                /* The baseline: the previous batch leaves the pipeline first. */
-                if (!(e = await(pl, &pl->rdev[b - 1])))
-                    return CLF_ERROR_OPENCL;
-                if ((st = clf_event_wait(e)) != CLF_SUCCESS)
+    clf_event *e;
+    int r;
+    while (!s->finished) {
+        size_t b = s->b;
+        if (b == nb) {
+            if (si == last) {
+                if ((st = deliver(pl, nb - 1)) != CLF_SUCCESS)
                     return st;
+            } else if (!pl->opts.serial && (r = forward(pl, si, nb - 1, &st)) <= 0) {
+                return r < 0 ? st : CLF_SUCCESS;
             }
-            CLF__TRY(st, upload(pl, s, b, &e));
-            publish(pl, &inev[b], e);
-        } else if (!await(pl, &inev[b])) {
-            return CLF_ERROR_OPENCL; /* another stage failed */
+            s->finished = 1;
+            *progress = 1;
+            break;
         }
-        /* The output slot is free once batch b-2 has left it (forwarded at b-1). */
-        if (b >= 2)
-            slot_free = si < last ? pl->inev[(si + 1) * nb + b - 2] : pl->rdev[b - 2];
-        CLF__TRY(st, enqueue(pl, s, 0, b, inev[b], slot_free, &e));
-        publish(pl, &kev[b], e);
-        if (si < last) {
-            /* Kernel b is queued: the device stays busy while batch b-1 is handed on. In
-             * the serial baseline nothing may wait for a later batch: b goes at once. */
-            if (pl->opts.serial)
-                CLF__TRY(st, forward(pl, si, b));
-            else if (b >= 1)
-                CLF__TRY(st, forward(pl, si, b - 1));
-        } else {
-            CLF__TRY(st, enqueue(pl, s, 1, b, kev[b], NULL, &e));
-            publish(pl, &pl->rdev[b], e);
-            if (b >= 1)
-                CLF__TRY(st, deliver(pl, b - 1)); /* in order, one batch behind */
+        switch (s->phase) {
+        case 0:
+            /* At most two batches in flight per stage: the two slots. */
+            if (b >= 2 && (st = clf_event_wait(kev[b - 2])) != CLF_SUCCESS)
+                return st;
+            break;
+        case 1:
+            if (si == 0) {
+                if (pl->opts.serial && b >= 1) {
+                    /* The baseline: the previous batch leaves the pipeline first. */
+                    if ((r = peek(pl, &pl->rdev[b - 1], &e)) <= 0)
+                        return r < 0 ? knock_on(s) : CLF_SUCCESS;
+                    if ((st = clf_event_wait(e)) != CLF_SUCCESS)
+                        return st;
+                }
+                if ((st = upload(pl, s, b, &e)) != CLF_SUCCESS)
+                    return st;
+                publish(pl, &inev[b], e);
+            } else if ((r = peek(pl, &inev[b], &e)) <= 0) {
+                return r < 0 ? knock_on(s) : CLF_SUCCESS;
+            }
+            break;
+        case 2: {
+            /* The output slot is free once batch b-2 has left it (forwarded at b-1). */
+            clf_event *slot_free = NULL;
+            if (b >= 2)
+                slot_free = si < last ? pl->inev[(si + 1) * nb + b - 2] : pl->rdev[b - 2];
+            if ((st = enqueue(pl, s, 0, b, inev[b], slot_free, &e)) != CLF_SUCCESS)
+                return st;
+            publish(pl, &kev[b], e);
+            break;
         }
+        case 3:
+            if (si < last) {
+                /* Kernel b is queued: the device stays busy while batch b-1 is handed on.
+                 * In the serial baseline nothing may wait for a later batch: b goes at
+                 * once. */
+                if ((pl->opts.serial || b >= 1) &&
+                    (r = forward(pl, si, pl->opts.serial ? b : b - 1, &st)) <= 0)
+                    return r < 0 ? st : CLF_SUCCESS;
+            } else {
+                if ((st = enqueue(pl, s, 1, b, kev[b], NULL, &e)) != CLF_SUCCESS)
+                    return st;
+                publish(pl, &pl->rdev[b], e);
+            }
+            break;
+        default:
+            /* The last stage delivers in order, one batch behind. */
+            if (si == last && b >= 1 && (st = deliver(pl, b - 1)) != CLF_SUCCESS)
+                return st;
+            s->b++;
+            s->phase = -1; /* 0 below */
+            break;
+        }
+        s->phase++;
+        *progress = 1;
     }
-    if (si == last)
-        st = deliver(pl, nb - 1);
-    else if (!pl->opts.serial)
-        st = forward(pl, si, nb - 1);
-out:
-    return st;
+    return CLF_SUCCESS;
 }
 
-/* The thread's argument: the pipeline and a stage index. */
-typedef struct stage_arg {
+/* A driver: the stages of one device, stepped in turn until all are finished. */
+typedef struct driver {
     clf_pipeline *pl;
-    size_t si;
-} stage_arg;
+    size_t device;
+} driver;
 
-static void *stage_thread(void *arg)
+static void *drive(void *arg)
 {
-    stage_arg *a = arg;
-    clf_clear_error();
-    clf_status st = stage_run(a->pl, a->si);
-    if (st != CLF_SUCCESS) {
-        /* A stage that only saw another stage stop is not the one to report. */
-        if (!*clf_last_error()) {
-            a->pl->s[a->si].knock_on = 1;
-            clf__fail(st, "stopped: another stage failed");
+    driver *dr = arg;
+    clf_pipeline *pl = dr->pl;
+    for (;;) {
+        pthread_mutex_lock(&pl->lock);
+        unsigned seen = pl->gen;
+        pthread_mutex_unlock(&pl->lock);
+        int progress = 0, left = 0;
+        for (size_t i = 0; i < pl->n; i++) {
+            stage *s = &pl->s[i];
+            if (s->d.device != dr->device || s->finished)
+                continue;
+            clf_clear_error();
+            clf_status st = stage_step(pl, i, &progress);
+            if (st != CLF_SUCCESS) {
+                s->finished = 1;
+                stage_fail(pl, s, st);
+            }
+            left += !s->finished;
         }
-        stage_fail(a->pl, &a->pl->s[a->si], st);
+        if (!left)
+            break;
+        /* Nothing moved: sleep until some stage publishes or fails (gen changed since the
+         * pass began: there may be news already). */
+        pthread_mutex_lock(&pl->lock);
+        while (!progress && pl->gen == seen)
+            pthread_cond_wait(&pl->cond, &pl->lock);
+        pthread_mutex_unlock(&pl->lock);
     }
     return NULL;
 }
@@ -452,14 +547,10 @@ static double busy_time(clf_event *const *ev, size_t n)
 {
     double t = 0;
     for (size_t b = 0; b < n; b++) {
-        cl_ulong t0 = 0, t1 = 0;
+        uint64_t t0 = 0, t1 = 0;
         cl_event e = ev[b] ? clf_cl_event(ev[b]) : NULL;
-        if (e &&
-            clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL) ==
-                CL_SUCCESS &&
-            clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL) ==
-                CL_SUCCESS &&
-            t1 > t0)
+        /* clf__event_profile(): a simulated device's kernel takes its simulated time. */
+        if (e && clf__event_profile(e, &t0, &t1) && t1 > t0)
             t += (double)(t1 - t0) * 1e-9;
     }
     return t;
@@ -517,7 +608,9 @@ clf_status clf_pipeline_run(clf_pipeline *pl, const void *in, void *out, size_t 
         return clf__fail(CLF_ERROR_BUSY, "clf_pipeline_run: the pipeline is running already");
 
     clf_status st = CLF_SUCCESS;
-    stage_arg args[CLF_MAX_PIPELINE_STAGES];
+    driver drivers[CLF_MAX_PIPELINE_STAGES];
+    size_t ndrivers = 0;
+    unsigned char started[CLF_MAX_PIPELINE_STAGES] = {0};
     pl->nb = nbatches;
     pl->in = in;
     pl->out = out;
@@ -532,19 +625,37 @@ clf_status clf_pipeline_run(clf_pipeline *pl, const void *in, void *out, size_t 
         stage *s = &pl->s[i];
         s->st = CLF_SUCCESS;
         s->knock_on = 0;
-        s->started = 0;
-        args[i].pl = pl;
-        args[i].si = i;
-        if (pthread_create(&s->thread, NULL, stage_thread, &args[i]) != 0) {
-            clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "pipeline: cannot start a stage thread");
-            stage_fail(pl, s, CLF_ERROR_OUT_OF_HOST_MEMORY);
-            break;
-        }
-        s->started = 1;
+        s->b = 0;
+        s->phase = 0;
+        s->finished = 0;
     }
-    for (size_t i = 0; i < pl->n; i++)
-        if (pl->s[i].started)
-            pthread_join(pl->s[i].thread, NULL);
+    /* One driver per device with stages; the last stage's first, for this thread. */
+    drivers[ndrivers++] = (driver){pl, pl->s[pl->n - 1].d.device};
+    for (size_t i = 0; i < pl->n; i++) {
+        size_t k = 0;
+        while (k < ndrivers && drivers[k].device != pl->s[i].d.device)
+            k++;
+        if (k == ndrivers)
+            drivers[ndrivers++] = (driver){pl, pl->s[i].d.device};
+    }
+    for (size_t k = 1; k < ndrivers; k++) {
+        if (clf__devthread_run(pl->fl, drivers[k].device, drive, &drivers[k]) == 0) {
+            started[k] = 1;
+            continue;
+        }
+        /* Its stages fail; the others see it and stop. */
+        clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "pipeline: cannot start device %zu's thread",
+                  drivers[k].device);
+        for (size_t i = 0; i < pl->n; i++)
+            if (pl->s[i].d.device == drivers[k].device) {
+                pl->s[i].finished = 1;
+                stage_fail(pl, &pl->s[i], CLF_ERROR_OUT_OF_HOST_MEMORY);
+            }
+    }
+    drive(&drivers[0]);
+    for (size_t k = 1; k < ndrivers; k++)
+        if (started[k])
+            clf__devthread_wait(pl->fl, drivers[k].device);
     /* Everything queued completes before the buffers or the host arrays are reused. */
     for (size_t i = 0; i < cells; i++) {
         if (pl->kev[i])

@@ -4,16 +4,17 @@
  * unequal lengths).
  *
  * Work stealing: a run deals the tasks to one deque per device (a task's
- * affinity, else round robin), then starts one host thread per device. A
- * thread takes tasks from the head of its own deque; when that is empty it
- * steals from the tail of the fullest other deque, so that the tasks a device
- * was dealt last, the ones it would reach last, go to an idle device first.
+ * affinity, else round robin), then runs one worker per device on the fleet's
+ * per-device threads (exec/fleetstate.c). A worker takes tasks from the head of
+ * its own deque; when that is empty it steals from the tail of the fullest
+ * other deque, so that the tasks a device was dealt last, the ones it would
+ * reach last, go to an idle device first.
  * A task is taken once, under the queue's lock, and runs once.
  *
  * A task's arrays are whole host arrays: the inputs are written to buffers of
  * the device (kept per argument position and reused while large enough), the
  * kernel runs, the outputs are read back, all in order on the device's compute
- * queue, and the thread waits for the last of them before it takes another task.
+ * queue, and the worker waits for the last of them before it takes another task.
  */
 #include "flow.h"
 
@@ -22,6 +23,7 @@
 #include <string.h>
 
 #include "clfleet/opencl.h"
+#include "exec/exec.h"
 
 #define MAX_TASK_ARGS 64
 
@@ -51,7 +53,6 @@ typedef struct tq_worker {
     clf_taskq *q;
     size_t pos; /* position among the queue's devices */
     struct clf__device *d;
-    pthread_t thread;
     tq_kernel *kernels; /* created on first use of a name on this device */
     size_t nkernels;
     cl_mem mem[MAX_TASK_ARGS]; /* one buffer per argument position, reused */
@@ -406,12 +407,9 @@ static clf_status run_task(tq_worker *w, task *t, double *kernel_s)
     clf_status wst = clf_event_wait(&e);
     if (st == CLF_SUCCESS)
         st = wst;
-    cl_ulong t0 = 0, t1 = 0;
-    if (clGetEventProfilingInfo(kev, CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL) ==
-            CL_SUCCESS &&
-        clGetEventProfilingInfo(kev, CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL) ==
-            CL_SUCCESS &&
-        t1 > t0)
+    /* Through clf__event_profile(): a simulated device's kernel takes its simulated time. */
+    uint64_t t0 = 0, t1 = 0;
+    if (clf__event_profile(kev, &t0, &t1) && t1 > t0)
         *kernel_s = (double)(t1 - t0) * 1e-9;
     clReleaseEvent(kev);
     if (last)
@@ -565,16 +563,19 @@ clf_status clf_taskq_run(clf_taskq *q, clf_taskq_report *report)
                                "(clf_program_device_ok()); device %zu '%s': %s",
                                d0, q->w[0].d->info.name, why));
     }
-    for (size_t i = 0; i < q->ndev; i++)
+    /* Each device's worker runs on the fleet's thread for that device, the executor's
+     * (exec/fleetstate.c: no thread per run), the first usable one on this thread. A worker
+     * never waits for another, so a device thread still busy with a launch of another caller
+     * only delays this one. A device whose thread did not start leaves its deque to the
+     * thieves. */
+    for (size_t i = first_usable + 1; i < q->ndev; i++)
         if ((usable & (size_t)1 << i) &&
-            pthread_create(&q->w[i].thread, NULL, worker_main, &q->w[i]) == 0)
+            clf__devthread_run(q->fl, q->w[i].d->index, worker_main, &q->w[i]) == 0)
             started |= (size_t)1 << i;
-    /* A device whose thread did not start leaves its deque to the thieves. */
-    if (!started)
-        worker_main(&q->w[first_usable]);
+    worker_main(&q->w[first_usable]);
     for (size_t i = 0; i < q->ndev; i++)
         if (started & (size_t)1 << i)
-            pthread_join(q->w[i].thread, NULL);
+            clf__devthread_wait(q->fl, q->w[i].d->index);
     /* A device failed while the others had finished: a device still working runs what it
      * gave back, here; with none left, the tasks fail and say why. */
     for (size_t i = 0; i < q->ndev && tasks_left(q); i++)

@@ -26,6 +26,10 @@ int clf__event_profile(cl_event ev, uint64_t *t0, uint64_t *t1)
 {
     cl_ulong a = 0, b = 0;
     *t0 = *t1 = 0;
+    /* A simulated device's command: its span as simulated (simulate.h). */
+    if (__builtin_expect(__atomic_load_n(&clf__sim_enabled, __ATOMIC_RELAXED), 0) &&
+        clf__sim_profile(ev, t0, t1))
+        return 1;
     if (!ev ||
         clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof a, &a, NULL) !=
             CL_SUCCESS ||

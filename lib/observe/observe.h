@@ -6,6 +6,7 @@
 #include "plan/plan.h"
 
 #include "fault.h"
+#include "simulate.h"
 
 /* ---- metrics and tracing (metrics.c, trace.c) ---- */
 

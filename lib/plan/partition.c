@@ -27,6 +27,9 @@ clf_status clf__fail(clf_status s, const char *fmt, ...) __attribute__((format(p
         goto out;                            \
     } while (0)
 
+/* Timed shares (fixed costs) are computed for at most this many devices; more: by weight. */
+#define CLF__PART_TIMED_MAX 64
+
 typedef struct part_range {
     uint64_t lo, hi; /* [lo, hi); empty when lo == hi */
 } part_range;
@@ -36,6 +39,8 @@ typedef struct part_dev {
     uint64_t cap;       /* max_units */
     uint64_t min_chunk; /* GUIDED m_i and least steal, clamped to total (rounded up when cut) */
     part_range own;     /* the part of its share not handed out yet */
+    double rate;        /* units per second (timed partitioners) */
+    double fixed_s;     /* seconds every chunk costs on it whatever its size (timed) */
     int eligible;
     int retired;
 } part_dev;
@@ -56,6 +61,7 @@ struct clf__part {
     uint64_t pool_units; /* units in the pool */
     uint64_t free_units, outstanding, done;
     uint64_t dyn_chunk; /* DYNAMIC chunk before rounding and caps */
+    int timed; /* params gave fixed costs: pool_limit() balances predicted times */
     long double guided_k;
 };
 
@@ -321,6 +327,20 @@ clf_status clf__part_create(clf__part **out, clf__part_strategy strategy, uint64
         return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "partition: guided K %g is not > 0",
                          prm.guided_k);
 
+    for (size_t i = 0; prm.fixed_s && i < ndev; i++)
+        if (!isfinite(prm.fixed_s[i]) || prm.fixed_s[i] < 0)
+            return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                             "partition: fixed cost %g s of device %zu is not finite and >= 0",
+                             prm.fixed_s[i], i);
+    for (size_t i = 0; prm.rates && i < ndev; i++)
+        if (!isfinite(prm.rates[i]) || prm.rates[i] < 0)
+            return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                             "partition: rate %g of device %zu is not finite and >= 0",
+                             prm.rates[i], i);
+    if (prm.fixed_s && !prm.rates && !weights)
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                         "partition: fixed costs need rates or weights in units per second");
+
     double wmax = 0;
     int any_eligible = 0;
     uint64_t need = total < gran ? total : gran;
@@ -364,6 +384,11 @@ clf_status clf__part_create(clf__part **out, clf__part_strategy strategy, uint64
             d->w = wmax > 0 ? (weights ? weights[i] : 1.0) / wmax : 1.0;
         uint64_t m = prm.min_chunks && prm.min_chunks[i] ? prm.min_chunks[i] : prm.min_chunk;
         d->min_chunk = m == 0 ? gran : (m < total ? m : total);
+        if (prm.fixed_s) {
+            d->fixed_s = prm.fixed_s[i];
+            d->rate = prm.rates ? prm.rates[i] : weights[i];
+            p->timed = 1;
+        }
     }
     recompute_active(p);
     p->neligible = p->nactive;
@@ -442,12 +467,59 @@ static int fastest_active(const clf__part *p, size_t d)
  * whole pool in one chunk (capped by its budget): there is nothing to balance, and a chunk
  * costs an enqueue, a wait and buffers (a one-device fleet then runs at raw OpenCL cost).
  * Survivors of a failure keep their chunk sizes: the re-run stays spread over them.
+ * With fixed costs per chunk (timed_share()), the share is the one that makes every device
+ * finish with the others, after its fixed cost: a device stands aside when its fixed cost
+ * plus its smallest chunk's time exceeds the time the fleet needs for the pool.
  */
+/*
+ * d's share of the pool when every chunk also costs a fixed time (clf__part_params.fixed_s):
+ * the shares c_j of the active devices that make them finish together, f_j + c_j / r_j = T
+ * with sum(c_j) = R, so T = (R + sum(f_j r_j)) / sum(r_j) and c_d = r_d (T - f_d). A device
+ * whose fixed cost alone reaches T would get a negative share: it is left out of the sums
+ * and T computed again (at most once per device). Returns c_d, negative when d is left out;
+ * or NAN when the rates are all 0 (the caller falls back to shares by weight).
+ */
+static long double timed_share(const clf__part *p, size_t d)
+{
+    long double T = 0;
+    unsigned char out[CLF__PART_TIMED_MAX] = {0};
+    if (p->ndev > CLF__PART_TIMED_MAX)
+        return NAN;
+    for (size_t pass = 0; pass <= p->ndev; pass++) {
+        long double rs = 0, fr = 0;
+        for (size_t j = 0; j < p->ndev; j++) {
+            const part_dev *x = &p->dev[j];
+            if (!x->eligible || x->retired || out[j] || !(x->rate > 0))
+                continue;
+            rs += x->rate;
+            fr += (long double)x->fixed_s * x->rate;
+        }
+        if (!(rs > 0))
+            return NAN;
+        T = ((long double)p->pool_units + fr) / rs;
+        int changed = 0;
+        for (size_t j = 0; j < p->ndev; j++)
+            if (!out[j] && p->dev[j].eligible && !p->dev[j].retired && p->dev[j].rate > 0 &&
+                p->dev[j].fixed_s >= T) {
+                out[j] = 1;
+                changed = 1;
+            }
+        if (!changed)
+            break;
+    }
+    return (long double)p->dev[d].rate * (T - (long double)p->dev[d].fixed_s);
+}
+
 static uint64_t pool_limit(const clf__part *p, size_t d)
 {
     if (p->neligible == 1)
         return p->pool_units;
     long double x = (long double)p->pool_units * active_share(p, d);
+    if (p->timed) {
+        long double t = timed_share(p, d);
+        if (!isnan(t))
+            x = t > 0 ? t : 0;
+    }
     uint64_t least = p->pool_units < p->gran ? p->pool_units : p->gran;
     if (x < (long double)least && !fastest_active(p, d))
         return 0;

@@ -64,6 +64,14 @@ typedef struct clf__part_params {
     /* GUIDED, MEMORY_AWARE: m_i for every device (rounded up to gran). 0: gran. */
     uint64_t min_chunk;
     const uint64_t *min_chunks; /* per-device min_chunk, ndev entries (0: min_chunk); or NULL */
+    /* The cost model's fixed seconds per chunk on each device (ndev entries, finite, >= 0), or
+     * NULL for none. With them the pool is shared so that the devices finish together after
+     * their fixed costs, and a device whose fixed cost plus smallest chunk outlasts the rest
+     * stands aside (pool_limit() in partition.c). Needs rates, or weights in units per s. */
+    const double *fixed_s;
+    /* Units per second of each device (ndev entries, finite, >= 0) for fixed_s; NULL: the
+     * weights are. Ignored without fixed_s. */
+    const double *rates;
 } clf__part_params;
 
 /* One launch's partitioner (opaque). */

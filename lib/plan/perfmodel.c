@@ -7,20 +7,27 @@
  * within half a window; an EMA, even clipped to +-50% per update, lets every outlier pull
  * the estimate and needs several samples to recover. Eight doubles per key are nothing.
  *
+ * The chunk line's fit is perffit.c's (Theil-Sen, and why), the file's atomic replacement
+ * perffile.c's.
+ *
  * File format, one entry per line, fields separated by tabs:
- *   v1 <kernel> <device> <n> <s1> ... <sn>      (samples oldest first, units per second)
+ *   v2 <kernel> <device> <n> <s1> ... <sn> <m> <u1> <t1> ... <um> <tm>
+ *      (launch samples oldest first, units per second; chunk samples oldest first, units
+ *      and seconds)
+ *   v1 <kernel> <device> <n> <s1> ... <sn>      (read only: files of earlier versions)
+ * The file keeps its name perf-v1.tsv so that the cache's accounting and clf_perf_model_reset
+ * find it; earlier versions skip the v2 lines (and relearn).
  * Keys escape backslash, tab, newline and carriage return as \\ \t \n \r. A line that is
  * not exactly of this form, including a last line without its newline, is skipped.
  */
 #ifndef _GNU_SOURCE
-#define _GNU_SOURCE /* newlocale/uselocale, getline, fsync, mkstemp, fchmod */
+#define _GNU_SOURCE /* newlocale/uselocale, getline */
 #endif
 
 #include "perfmodel.h"
 #include "util/util.h" /* clf__cache_default_dir, clf__sb */
 
 #include <errno.h>
-#include <fcntl.h>
 #include <locale.h>
 #include <math.h>
 #include <pthread.h>
@@ -43,6 +50,11 @@ typedef struct perf_entry {
     double s[CLF__PERF_WINDOW]; /* ring: sample i (oldest first) at s[(head + i) % WINDOW] */
     unsigned n, head;
     int seen; /* a sample arrived in this process (the cold one, dropped) */
+    /* Chunk samples, unordered; age: a sequence number (oldest is smallest). */
+    uint64_t cu[CLF__PERF_CHUNKS], cage[CLF__PERF_CHUNKS], cseq;
+    double ct[CLF__PERF_CHUNKS];
+    unsigned nc;
+    int cseen; /* a chunk sample arrived in this process (the cold one, dropped) */
 } perf_entry;
 
 struct clf__perf_model {
@@ -154,6 +166,68 @@ static double median(const perf_entry *e)
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/* The entry's chunk samples, oldest first, into out; returns how many. */
+static size_t chunks_in_order(const perf_entry *e, clf__perf_chunk *out)
+{
+    unsigned idx[CLF__PERF_CHUNKS];
+    for (unsigned i = 0; i < e->nc; i++) {
+        unsigned j = i;
+        for (; j > 0 && e->cage[idx[j - 1]] > e->cage[i]; j--)
+            idx[j] = idx[j - 1];
+        idx[j] = i;
+    }
+    for (unsigned i = 0; i < e->nc; i++) {
+        out[i].units = e->cu[idx[i]];
+        out[i].seconds = e->ct[idx[i]];
+    }
+    return e->nc;
+}
+
+static void push_chunk(perf_entry *e, uint64_t units, double seconds)
+{
+    unsigned at = e->nc;
+    if (e->nc == CLF__PERF_CHUNKS) {
+        /* Replace the oldest of a similar size, else the oldest: keep the sizes diverse. */
+        unsigned oldest = 0, similar = CLF__PERF_CHUNKS;
+        for (unsigned i = 0; i < e->nc; i++) {
+            double r = (double)e->cu[i] / (double)units;
+            if (e->cage[i] < e->cage[oldest])
+                oldest = i;
+            if (r >= 0.8 && r <= 1.25 &&
+                (similar == CLF__PERF_CHUNKS || e->cage[i] < e->cage[similar]))
+                similar = i;
+        }
+        at = similar < CLF__PERF_CHUNKS ? similar : oldest;
+    } else {
+        e->nc++;
+    }
+    e->cu[at] = units;
+    e->ct[at] = seconds;
+    e->cage[at] = ++e->cseq;
+}
+
+/* The fit of entry e (under the lock). */
+static void entry_fit(const perf_entry *e, clf__perf_fit *f)
+{
+    clf__perf_chunk c[CLF__PERF_CHUNKS];
+    double v[CLF__PERF_WINDOW];
+    memset(f, 0, sizeof *f);
+    f->fixed_s = -1;
+    f->samples = e->n;
+    f->chunks = e->nc;
+    if (e->n > 0) {
+        f->units_per_s = median(e);
+        for (unsigned i = 0; i < e->n; i++)
+            v[i] = e->s[i];
+        f->iqr = clf__perf_iqr(v, e->n);
+    }
+    size_t n = chunks_in_order(e, c);
+    if (!clf__perf_line(c, n, &f->rate, &f->fixed_s)) {
+        f->rate = 0;
+        f->fixed_s = -1;
+    }
+}
+
 static char *dup_str(const char *s)
 {
     size_t n = strlen(s) + 1;
@@ -206,9 +280,65 @@ static int unescape(char *s)
  * the C locale by the caller, so a decimal comma in the application's locale cannot
  * misread them.
  */
-static int parse_line(char *line, char **kernel, char **device, double *s, unsigned *n)
+/* A decimal count of at most two digits, no sign or leading zero, up to max; -1 if not. */
+static int parse_count(const char *d, unsigned max)
 {
-    char *f[3 + 1 + CLF__PERF_WINDOW];
+    if (d[0] == '0' && d[1] == '\0')
+        return 0;
+    if (d[0] < '1' || d[0] > '9')
+        return -1;
+    unsigned v = (unsigned)(d[0] - '0');
+    if (d[1] != '\0') {
+        if (d[1] < '0' || d[1] > '9' || d[2] != '\0')
+            return -1;
+        v = v * 10 + (unsigned)(d[1] - '0');
+    }
+    return v <= max ? (int)v : -1;
+}
+
+/* A finite number > 0, the whole field; -1 if not. */
+static int parse_positive(const char *f, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(f, &end);
+    if (errno != 0 || end == f || *end != '\0' || !isfinite(v) || v <= 0)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* A v2 line split into nf fields f: its samples into s, n, c, nc; 0 on success. */
+static int parse_v2(char **f, size_t nf, double *s, unsigned *n, clf__perf_chunk *c,
+                    unsigned *nc)
+{
+    if (nf < 5)
+        return -1;
+    int cnt = parse_count(f[3], CLF__PERF_WINDOW);
+    if (cnt < 0 || nf < 5 + (size_t)cnt)
+        return -1;
+    int ccnt = parse_count(f[4 + cnt], CLF__PERF_CHUNKS);
+    if (ccnt < 0 || cnt + ccnt == 0 || nf != 5 + (size_t)cnt + 2 * (size_t)ccnt)
+        return -1;
+    for (int i = 0; i < cnt; i++)
+        if (parse_positive(f[4 + i], &s[i]) != 0)
+            return -1;
+    for (int i = 0; i < ccnt; i++) {
+        double u;
+        if (parse_positive(f[5 + cnt + 2 * i], &u) != 0 || u > 0x1p63 || u != floor(u) ||
+            parse_positive(f[6 + cnt + 2 * i], &c[i].seconds) != 0)
+            return -1;
+        c[i].units = (uint64_t)u;
+    }
+    *n = (unsigned)cnt;
+    *nc = (unsigned)ccnt;
+    return 0;
+}
+
+static int parse_line(char *line, char **kernel, char **device, double *s, unsigned *n,
+                      clf__perf_chunk *ch, unsigned *nc)
+{
+    char *f[3 + 1 + CLF__PERF_WINDOW + 1 + 2 * CLF__PERF_CHUNKS];
     size_t nf = 0;
     for (char *c = line;;) {
         if (nf == sizeof f / sizeof f[0])
@@ -218,6 +348,12 @@ static int parse_line(char *line, char **kernel, char **device, double *s, unsig
         if (!c)
             break;
         *c++ = '\0';
+    }
+    *nc = 0;
+    if (strcmp(f[0], "v2") == 0) {
+        if (parse_v2(f, nf, s, n, ch, nc) != 0)
+            return -1;
+        goto keys;
     }
     if (nf < 5 || strcmp(f[0], "v1") != 0)
         return -1;
@@ -235,11 +371,12 @@ static int parse_line(char *line, char **kernel, char **device, double *s, unsig
             return -1;
         s[i] = v;
     }
+    *n = cnt;
+keys:
     if (unescape(f[1]) != 0 || unescape(f[2]) != 0)
         return -1;
     *kernel = f[1];
     *device = f[2];
-    *n = cnt;
     return 0;
 }
 
@@ -266,11 +403,12 @@ static int load(clf__perf_model *m, int only_missing)
     while ((len = getline(&line, &cap, f)) > 0) {
         char *kernel, *device;
         double s[CLF__PERF_WINDOW];
-        unsigned n;
+        clf__perf_chunk ch[CLF__PERF_CHUNKS];
+        unsigned n, nc;
         if (line[len - 1] != '\n')
             break; /* truncated last line */
         line[len - 1] = '\0';
-        if (strlen(line) != (size_t)len - 1 || parse_line(line, &kernel, &device, s, &n) != 0)
+        if (strlen(line) != (size_t)len - 1 || parse_line(line, &kernel, &device, s, &n, ch, &nc) != 0)
             continue; /* a NUL byte inside, or malformed */
         uint64_t h = key_hash(kernel, device);
         perf_entry *e = find(m, kernel, device, h);
@@ -290,6 +428,9 @@ static int load(clf__perf_model *m, int only_missing)
         e->n = e->head = 0;
         for (unsigned i = 0; i < n; i++)
             push(e, s[i]);
+        e->nc = 0;
+        for (unsigned i = 0; i < nc; i++)
+            push_chunk(e, ch[i].units, ch[i].seconds);
     }
     free(line);
     if (c) {
@@ -300,42 +441,26 @@ static int load(clf__perf_model *m, int only_missing)
     return 0;
 }
 
-/* Create the directories leading to path (mode 0700); -1 with errno on failure. */
-static int make_parents(const char *path)
-{
-    char *d = dup_str(path);
-    if (!d)
-        return -1;
-    int rc = 0;
-    for (char *c = d + 1; *c; c++) {
-        if (*c != '/')
-            continue;
-        *c = '\0';
-        if (mkdir(d, 0700) != 0 && errno != EEXIST) {
-            rc = -1;
-            break;
-        }
-        *c = '/';
-    }
-    free(d);
-    return rc;
-}
-
 /* The file's lines into b; its numbers in the C locale (clf__sb_printf()), which load()
  * reads back. */
 static void write_entries(const clf__perf_model *m, clf__sb *b)
 {
     for (size_t i = 0; i < m->ne; i++) {
         const perf_entry *e = &m->e[i];
-        if (e->n == 0)
+        clf__perf_chunk c[CLF__PERF_CHUNKS];
+        if (e->n == 0 && e->nc == 0)
             continue;
-        clf__sb_printf(b, "v1\t");
+        clf__sb_printf(b, "v2\t");
         write_escaped(b, e->kernel);
         clf__sb_printf(b, "\t");
         write_escaped(b, e->device);
         clf__sb_printf(b, "\t%u", e->n);
         for (unsigned j = 0; j < e->n; j++)
             clf__sb_printf(b, "\t%.17g", e->s[(e->head + j) % CLF__PERF_WINDOW]);
+        size_t nc = chunks_in_order(e, c);
+        clf__sb_printf(b, "\t%zu", nc);
+        for (size_t j = 0; j < nc; j++)
+            clf__sb_printf(b, "\t%llu\t%.17g", (unsigned long long)c[j].units, c[j].seconds);
         clf__sb_printf(b, "\n");
     }
 }
@@ -391,17 +516,10 @@ void clf__perf_close(clf__perf_model *m)
     free(m);
 }
 
-clf_status clf__perf_record(clf__perf_model *m, const char *kernel, const char *device,
-                            uint64_t units, double seconds)
+/* The entry of (kernel, device), created when missing; NULL: out of memory. Under m->lock. */
+static perf_entry *find_or_add(clf__perf_model *m, const char *kernel, const char *device)
 {
-    clf_status st = CLF_SUCCESS;
-    if (!m || !kernel || !device)
-        return clf__fail(CLF_ERROR_NULL_POINTER, "perfmodel: NULL model or key");
-    if (units == 0 || !isfinite(seconds) || seconds <= 0 || !isfinite((double)units / seconds))
-        return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "perfmodel: bad sample of %llu units in %g s",
-                         (unsigned long long)units, seconds);
     uint64_t h = key_hash(kernel, device);
-    pthread_mutex_lock(&m->lock);
     perf_entry *e = find(m, kernel, device, h);
     if (!e) {
         char *k = dup_str(kernel), *d = dup_str(device);
@@ -411,10 +529,24 @@ clf_status clf__perf_record(clf__perf_model *m, const char *kernel, const char *
             free(k);
             free(d);
         }
-        if (!e) {
-            st = clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "perfmodel: out of memory");
-            goto out;
-        }
+    }
+    return e;
+}
+
+clf_status clf__perf_record(clf__perf_model *m, const char *kernel, const char *device,
+                            uint64_t units, double seconds)
+{
+    clf_status st = CLF_SUCCESS;
+    if (!m || !kernel || !device)
+        return clf__fail(CLF_ERROR_NULL_POINTER, "perfmodel: NULL model or key");
+    if (units == 0 || !isfinite(seconds) || seconds <= 0 || !isfinite((double)units / seconds))
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "perfmodel: bad sample of %llu units in %g s",
+                         (unsigned long long)units, seconds);
+    pthread_mutex_lock(&m->lock);
+    perf_entry *e = find_or_add(m, kernel, device);
+    if (!e) {
+        st = clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "perfmodel: out of memory");
+        goto out;
     }
     if (!e->seen)
         e->seen = 1; /* the cold sample: builds, first touch, cold caches */
@@ -423,6 +555,48 @@ clf_status clf__perf_record(clf__perf_model *m, const char *kernel, const char *
 out:
     pthread_mutex_unlock(&m->lock);
     return st;
+}
+
+clf_status clf__perf_record_chunks(clf__perf_model *m, const char *kernel, const char *device,
+                                   const clf__perf_chunk *c, size_t n)
+{
+    clf_status st = CLF_SUCCESS;
+    if (!m || !kernel || !device || (!c && n))
+        return clf__fail(CLF_ERROR_NULL_POINTER, "perfmodel: NULL model, key or samples");
+    if (n == 0)
+        return CLF_SUCCESS;
+    pthread_mutex_lock(&m->lock);
+    perf_entry *e = find_or_add(m, kernel, device);
+    if (!e) {
+        st = clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "perfmodel: out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (c[i].units == 0 || !isfinite(c[i].seconds) || c[i].seconds <= 0)
+            continue;
+        if (!e->cseen)
+            e->cseen = 1; /* the cold chunk: builds, first touch, cold caches */
+        else
+            push_chunk(e, c[i].units, c[i].seconds);
+    }
+out:
+    pthread_mutex_unlock(&m->lock);
+    return st;
+}
+
+int clf__perf_get(clf__perf_model *m, const char *kernel, const char *device, clf__perf_fit *out)
+{
+    int known = 0;
+    if (!m || !kernel || !device || !out)
+        return 0;
+    pthread_mutex_lock(&m->lock);
+    const perf_entry *e = find(m, kernel, device, key_hash(kernel, device));
+    if (e && (e->n > 0 || e->nc > 0)) {
+        entry_fit(e, out);
+        known = 1;
+    }
+    pthread_mutex_unlock(&m->lock);
+    return known;
 }
 
 int clf__perf_weight(clf__perf_model *m, const char *kernel, const char *device,
@@ -492,89 +666,6 @@ size_t clf__perf_weights_named(clf__perf_model *m, const char *name, size_t ndev
     return best;
 }
 
-/* Replace the file at path with buf: temporary file, fsync, rename, fsync of the directory. */
-static clf_status write_atomically(const char *path, const char *buf, size_t len)
-{
-    clf_status st = CLF_SUCCESS;
-    size_t n = strlen(path);
-    char *tmp = NULL;
-    int fd = -1;
-    if (make_parents(path) != 0) {
-        st = clf__fail(CLF_ERROR_IO, "perfmodel: cannot create the directory of '%s': %s", path,
-                       strerror(errno));
-        goto out;
-    }
-    tmp = malloc(n + 8);
-    if (!tmp) {
-        st = clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "perfmodel: out of memory");
-        goto out;
-    }
-    memcpy(tmp, path, n);
-    memcpy(tmp + n, ".XXXXXX", 8);
-    /* mkstemp creates the file 0600 in the target's directory, so rename() is atomic. */
-    fd = mkstemp(tmp);
-    if (fd < 0) {
-        st = clf__fail(CLF_ERROR_IO, "perfmodel: cannot create '%s': %s", tmp, strerror(errno));
-        free(tmp);
-        tmp = NULL;
-        goto out;
-    }
-    /* The exact mode whatever the umask, as for the binary cache. */
-    if (fchmod(fd, 0600) != 0) {
-        st = clf__fail(CLF_ERROR_IO, "perfmodel: cannot chmod '%s': %s", tmp, strerror(errno));
-        goto out;
-    }
-    for (size_t done = 0; done < len;) {
-        ssize_t w = write(fd, buf + done, len - done);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0) {
-            st = clf__fail(CLF_ERROR_IO, "perfmodel: cannot write '%s': %s", tmp,
-                           strerror(w < 0 ? errno : EIO));
-            goto out;
-        }
-        done += (size_t)w;
-    }
-    if (fsync(fd) != 0) {
-        st = clf__fail(CLF_ERROR_IO, "perfmodel: cannot sync '%s': %s", tmp, strerror(errno));
-        goto out;
-    }
-    int rc = close(fd);
-    fd = -1;
-    if (rc != 0 || rename(tmp, path) != 0) {
-        st = clf__fail(CLF_ERROR_IO, "perfmodel: cannot replace '%s': %s", path, strerror(errno));
-        goto out;
-    }
-    free(tmp);
-    tmp = NULL;
-    /* Make the rename itself durable; best effort, as some filesystems refuse it. */
-    char *dir = dup_str(path);
-    if (dir) {
-        char *slash = strrchr(dir, '/');
-        const char *name = ".";
-        if (slash == dir) {
-            name = "/";
-        } else if (slash) {
-            *slash = '\0';
-            name = dir;
-        }
-        int dfd = open(name, O_RDONLY | O_DIRECTORY);
-        if (dfd >= 0) {
-            (void)fsync(dfd);
-            close(dfd);
-        }
-        free(dir);
-    }
-out:
-    if (fd >= 0)
-        close(fd);
-    if (tmp) {
-        unlink(tmp);
-        free(tmp);
-    }
-    return st;
-}
-
 clf_status clf__perf_save(clf__perf_model *m)
 {
     clf_status st = CLF_SUCCESS;
@@ -594,7 +685,7 @@ clf_status clf__perf_save(clf__perf_model *m)
     if (b.oom)
         st = clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "perfmodel: out of memory");
     else
-        st = write_atomically(m->path, b.s ? b.s : "", b.len);
+        st = clf__perf_write_file(m->path, b.s ? b.s : "", b.len);
     free(b.s);
     pthread_mutex_unlock(&m->save_lock);
     return st;
@@ -643,13 +734,23 @@ clf_status clf_perf_model_json(char **out, const char *cache_dir)
     size_t k = 0;
     for (size_t i = 0; i < m->ne; i++) {
         const perf_entry *e = &m->e[i];
+        clf__perf_fit f;
+        /* Listed once a launch sample is known, as before the chunk lines: a first launch
+         * (its launch sample dropped as cold) leaves only chunks, and no speed to show. */
         if (e->n == 0)
             continue;
+        entry_fit(e, &f);
         clf__sb_printf(&b, k++ ? ",\n{\"kernel\":" : "\n{\"kernel\":");
         clf__sb_json_string(&b, e->kernel);
         clf__sb_printf(&b, ",\"device\":");
         clf__sb_json_string(&b, e->device);
-        clf__sb_printf(&b, ",\"samples\":%u,\"units_per_s\":%.6g}", e->n, median(e));
+        /* null, not 0, where nothing is known: 0 would read as a measured value. */
+        clf__sb_printf(&b, ",\"samples\":%u,\"units_per_s\":%.6g,\"iqr_units_per_s\":%.6g", e->n,
+                       f.units_per_s, f.iqr);
+        clf__sb_printf(&b, ",\"chunks\":%u,\"rate_units_per_s\":", e->nc);
+        clf__sb_printf(&b, f.rate > 0 ? "%.6g" : "null", f.rate);
+        clf__sb_printf(&b, ",\"fixed_us\":");
+        clf__sb_printf(&b, f.fixed_s >= 0 ? "%.6g}" : "null}", f.fixed_s * 1e6);
     }
     clf__sb_printf(&b, "\n]}");
     if (b.oom) {

@@ -4,7 +4,9 @@
  * The launch engine records, after each launch (or chunk), how many units a device did in
  * how many seconds; the model answers with a robust estimate of units per second that the
  * partitioner uses as weights. The estimate is the median of the last CLF__PERF_WINDOW
- * samples, and the first sample of each (kernel, device) in a process is dropped because it
+ * launch-level samples. Per-chunk samples (units, seconds) fit a line time(c) = fixed +
+ * c / rate: the fixed cost a chunk pays whatever its size (enqueue-to-start latency,
+ * transfer set-up) and the marginal throughput (clf__perf_line()). The first sample of each (kernel, device) in a process is dropped because it
  * pays for program builds, first-touch allocation and cold caches. The model persists to a
  * line-based text file so that a new process starts balanced.
  *
@@ -24,6 +26,34 @@
 
 /* How many recent samples the median is taken over. */
 #define CLF__PERF_WINDOW 8
+
+/* How many per-chunk samples the line time(c) = fixed + c / rate is fitted over. */
+#define CLF__PERF_CHUNKS 16
+
+/* One chunk a device ran: its units and the host seconds it took (see clf__learn()). */
+typedef struct clf__perf_chunk {
+    uint64_t units;
+    double seconds;
+} clf__perf_chunk;
+
+/*
+ * What the model knows of one (kernel, device). units_per_s is the launch-level median
+ * (the weights); rate and fixed_s are the fitted chunk line, time(c) = fixed_s + c / rate,
+ * with rate 0 and fixed_s -1 while no line can be fitted (fewer than two chunk sizes seen).
+ * iqr is the interquartile range of the launch-level samples (units per second).
+ */
+typedef struct clf__perf_fit {
+    double units_per_s, rate, fixed_s, iqr;
+    unsigned samples, chunks;
+} clf__perf_fit;
+
+/*
+ * Keys of a device's links (the "kernel" of an entry whose units are bytes): host to device
+ * and back, learned from the transfers' profiled time in every launch. No kernel key can
+ * take these: ':' is in no OpenCL identifier, and a GEMM's key ("clblast-sgemm") has none.
+ */
+#define CLF__PERF_LINK_H2D "link:h2d"
+#define CLF__PERF_LINK_D2H "link:d2h"
 
 typedef struct clf__perf_model clf__perf_model;
 
@@ -45,6 +75,43 @@ void clf__perf_close(clf__perf_model *m);
  */
 clf_status clf__perf_record(clf__perf_model *m, const char *kernel, const char *device,
                             uint64_t units, double seconds);
+
+/*
+ * Record the chunks one device ran in one launch (one lock for all of them). The first
+ * chunk of each key in this process is dropped (cold, as for clf__perf_record()); samples
+ * with units == 0 or a non-finite or non-positive time are skipped. When the window is
+ * full, a new sample replaces the oldest one of a similar size (within 25%), else the
+ * oldest: chunks of one size (static launches) then do not push out the few of other sizes
+ * that the line's slope needs. CLF_ERROR_NULL_POINTER; CLF_ERROR_OUT_OF_HOST_MEMORY.
+ */
+clf_status clf__perf_record_chunks(clf__perf_model *m, const char *kernel, const char *device,
+                                   const clf__perf_chunk *c, size_t n);
+
+/*
+ * Fit time(c) = fixed + c / rate through n samples robustly (Theil-Sen): the slope is the
+ * median of the slopes of the pairs whose sizes differ by at least 25%, the intercept the
+ * median of the residuals t - slope * c, clamped at 0. One sample in n off the line moves
+ * neither by more than one rank. 1 with *rate and *fixed_s, or 0 (no such pair, or a slope
+ * that is not positive).
+ */
+int clf__perf_line(const clf__perf_chunk *c, size_t n, double *rate, double *fixed_s);
+
+/* The fit of (kernel, device): 1 when anything is known (see clf__perf_fit), else 0. */
+int clf__perf_get(clf__perf_model *m, const char *kernel, const char *device, clf__perf_fit *out);
+
+/* Predicted seconds of a chunk of units on a device of fit f: fixed + units / rate, or with
+ * no line units / units_per_s; -1 when nothing is known. */
+double clf__perf_predict(const clf__perf_fit *f, uint64_t units);
+
+/* The interquartile range of v[0..n) (sorted in place); 0 for n == 0 (perffit.c). */
+double clf__perf_iqr(double *v, size_t n);
+
+/*
+ * Replace the file at path with buf[0..len) atomically (temporary file in the same directory,
+ * fsync, rename), mode 0600, creating missing directories (0700) (perffile.c). Returns
+ * CLF_ERROR_IO with the path and errno text, CLF_ERROR_OUT_OF_HOST_MEMORY.
+ */
+clf_status clf__perf_write_file(const char *path, const char *buf, size_t len);
 
 /* 1 and the estimated units per second in *units_per_s when a warm sample is known, else 0. */
 int clf__perf_weight(clf__perf_model *m, const char *kernel, const char *device,

@@ -8,6 +8,7 @@
 #include "partition.h"
 #include "pathsel.h"
 #include "perfmodel.h"
+#include "rebalplan.h"
 
 /* ---- device selection (select.c, pure) ---- */
 

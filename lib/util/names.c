@@ -254,6 +254,32 @@ clf_status clf__env_metrics(const char *v, int *off)
     return choice(v, yes, no, off, "clf__env_metrics", "CLFLEET_METRICS");
 }
 
+/* A size: decimal digits and an optional binary suffix, K or M (or G when allow_g); no sign,
+ * space, fraction or base prefix. Returns 0 when v is not one or overflows 64 bits. */
+static int parse_size(const char *v, int allow_g, uint64_t *out)
+{
+    uint64_t n = 0;
+    const char *p = v;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        if (n > (UINT64_MAX - (uint64_t)(*p - '0')) / 10)
+            return 0;
+        n = n * 10 + (uint64_t)(*p - '0');
+    }
+    if (p == v)
+        return 0;
+    unsigned shift = 0;
+    if (*p == 'k' || *p == 'K')
+        shift = 10, p++;
+    else if (*p == 'm' || *p == 'M')
+        shift = 20, p++;
+    else if (allow_g && (*p == 'g' || *p == 'G'))
+        shift = 30, p++;
+    if (*p || n > (UINT64_MAX >> shift))
+        return 0;
+    *out = n << shift;
+    return 1;
+}
+
 clf_status clf__env_transfer_chunk(const char *v, size_t dflt, size_t *out)
 {
     if (!out)
@@ -261,33 +287,15 @@ clf_status clf__env_transfer_chunk(const char *v, size_t dflt, size_t *out)
     *out = dflt;
     if (!v || !*v)
         return CLF_SUCCESS;
-    /* Decimal digits, an optional K or M suffix; no sign, space or base prefix. */
-    uint64_t n = 0;
-    const char *p = v;
-    for (; *p >= '0' && *p <= '9'; p++) {
-        if (n > (UINT64_MAX - (uint64_t)(*p - '0')) / 10)
-            goto bad;
-        n = n * 10 + (uint64_t)(*p - '0');
-    }
-    if (p == v)
-        goto bad;
-    unsigned shift = 0;
-    if (*p == 'k' || *p == 'K')
-        shift = 10, p++;
-    else if (*p == 'm' || *p == 'M')
-        shift = 20, p++;
-    if (*p || n > (UINT64_MAX >> shift))
-        goto bad;
-    n <<= shift;
-    if (n < ((uint64_t)64 << 10) || n > ((uint64_t)64 << 20) || (n & (n - 1)))
-        goto bad;
+    uint64_t n;
+    if (!parse_size(v, 0, &n) || n < ((uint64_t)64 << 10) || n > ((uint64_t)64 << 20) ||
+        (n & (n - 1)))
+        return clf__fail(CLF_ERROR_PARSE,
+                         "CLFLEET_TRANSFER_CHUNK: '%.64s' is not a power of two from 64K to 64M "
+                         "(bytes, or a number with K or M)",
+                         v);
     *out = (size_t)n;
     return CLF_SUCCESS;
-bad:
-    return clf__fail(CLF_ERROR_PARSE,
-                     "CLFLEET_TRANSFER_CHUNK: '%.64s' is not a power of two from 64K to 64M "
-                     "(bytes, or a number with K or M)",
-                     v);
 }
 
 clf_status clf__env_cache_max(const char *v, uint64_t *out)
@@ -297,32 +305,12 @@ clf_status clf__env_cache_max(const char *v, uint64_t *out)
     *out = 0;
     if (!v || !*v)
         return CLF_SUCCESS;
-    /* Decimal digits, an optional K, M or G suffix; no sign, space, fraction or base. */
-    uint64_t n = 0;
-    const char *p = v;
-    for (; *p >= '0' && *p <= '9'; p++) {
-        if (n > (UINT64_MAX - (uint64_t)(*p - '0')) / 10)
-            goto bad;
-        n = n * 10 + (uint64_t)(*p - '0');
-    }
-    if (p == v)
-        goto bad;
-    unsigned shift = 0;
-    if (*p == 'k' || *p == 'K')
-        shift = 10, p++;
-    else if (*p == 'm' || *p == 'M')
-        shift = 20, p++;
-    else if (*p == 'g' || *p == 'G')
-        shift = 30, p++;
-    if (*p || n > (UINT64_MAX >> shift))
-        goto bad;
-    *out = n << shift;
+    if (!parse_size(v, 1, out))
+        return clf__fail(CLF_ERROR_PARSE,
+                         "CLFLEET_CACHE_MAX: '%.64s' is not a size (bytes, or a number with K, "
+                         "M or G; 0 or empty: no limit)",
+                         v);
     return CLF_SUCCESS;
-bad:
-    return clf__fail(CLF_ERROR_PARSE,
-                     "CLFLEET_CACHE_MAX: '%.64s' is not a size (bytes, or a number with K, M "
-                     "or G; 0 or empty: no limit)",
-                     v);
 }
 
 clf_status clf__env_staging(const char *v, int *pipeline)

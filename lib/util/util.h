@@ -81,6 +81,40 @@ void clf__log(clf_log_level level, const char *fmt, ...) __attribute__((format(p
 clf_status clf__check_device(const clf_fleet *fleet, size_t device);
 
 
+/* ---- the helper pool (pool.c): the process's few named helper threads ---- */
+
+/* The pool's bound: CLFLEET_THREADPOOL_SIZE, else this many. */
+#define CLF__POOL_DEFAULT 4
+#define CLF__POOL_MAX 64
+
+/* A job of the pool, owned by whoever submits it (it may be embedded in the job's state).
+ * fn(arg, 0) runs it on a pool thread; fn(arg, 1) says it was cancelled by the shutdown
+ * before it started (on the shutting-down thread). fn may free the job. A job never blocks
+ * waiting for another job of the pool. */
+typedef struct clf__pool_work {
+    struct clf__pool_work *next; /* the pool's, while queued */
+    void (*fn)(void *arg, int cancelled);
+    void *arg;
+} clf__pool_work;
+
+/* Queue w (fn and arg set; not queued already). Fails only when the pool has shut down or
+ * cannot start its first thread: the caller then does the work itself. */
+clf_status clf__pool_submit(clf__pool_work *w);
+/* The same, from a job of the pool that returns right after: its own thread will take w
+ * if no other does first, so no thread is started for it. */
+clf_status clf__pool_requeue(clf__pool_work *w);
+/* $CLFLEET_THREADPOOL_SIZE: *size, the default when unset or empty; CLF_ERROR_PARSE naming
+ * the variable (clf_fleet_create() calls it, so a typo fails there). */
+clf_status clf__pool_config(unsigned *size);
+/* The bound, and the threads started so far (at most the bound). */
+unsigned clf__pool_size(void);
+unsigned clf__pool_threads(void);
+/* Nonzero once the shutdown began: a long-running job returns. */
+int clf__pool_stopping(void);
+/* Refuse later jobs, cancel the queued ones, wait for the running ones, join the threads
+ * (also done at exit). */
+void clf__pool_shutdown(void);
+
 /* ---- names and clocks (names.c, pure) ---- */
 
 /* Host monotonic clock, seconds. */
@@ -207,6 +241,10 @@ struct clf_fleet {
     struct clf__metrics *metrics; /* counters and timeline (metrics.c); NULL: off */
 
     struct clf__fault *fault; /* $CLFLEET_FAULT_INJECT rules (fault.c); NULL: none */
+
+    /* $CLFLEET_SIMULATE rules (observe/simulate.c); NULL: none, and the command path
+     * (core/cmd.c) tests only this. */
+    struct clf__sim *sim;
 };
 
 
@@ -221,6 +259,10 @@ struct clf_event {
      * (launch.c), as libuv's handles carry their callbacks: events stay below launches. */
     clf_status (*op_wait)(struct clf__host_op *op);
     void (*op_release)(struct clf__host_op *op);
+    /* fn(arg, status) once, when op has run (at once if it has): never blocks, so it may set
+     * a user event; CLF_ERROR_OUT_OF_HOST_MEMORY and fn not called when it cannot be kept. */
+    clf_status (*op_subscribe)(struct clf__host_op *op, void (*fn)(void *arg, clf_status st),
+                               void *arg);
     struct clf__task *task;  /* non-NULL for a copy on a transfer thread (xfer/sync.c) */
     unsigned holds;          /* references taken by clf__event_hold(), beyond the caller's */
     int op_state;            /* op: 0 not joined, 1 being joined, 2 joined */
@@ -251,6 +293,9 @@ struct clf_program {
     int range_named;
     char **range_kernels;
     size_t nrange_kernels;
+    /* A launch saw the kernel store through a broadcast and said so (exec/check.c: once
+     * per program; atomic). */
+    int bcast_store_warned;
     /* Idle kernels of clf_kernel_enqueue() (core/kernel.c), under that file's lock. */
     struct clf__kernel_idle *idle_kernels;
     /* clf_array_launch()'s variant (core/rangearg.c, program.c): the user's source and

@@ -25,9 +25,9 @@
  * and the target would wait forever.
  *
  * Host-side completions (copies on transfer threads) are tasks (event.c), which set the user
- * events subscribed to them. An asynchronous launch has no such hook (its wait, in
- * exec/launch.c, blocks until the fleet's dispatcher has run it), so a bridge to it is a
- * small thread that waits for the launch and then sets the user event.
+ * events subscribed to them. An asynchronous launch takes subscriptions too (the event's
+ * op_subscribe, registered by exec/launch.c): its completion sets the user event. No thread
+ * waits for a launch, however many device commands wait for launches.
  */
 #include "transfer.h"
 
@@ -45,8 +45,11 @@
  * One forwarding from a source event to a user event of another context. The callback is
  * the fast path. Some drivers never call a CL_COMPLETE callback for a command that fails
  * (PoCL 3 only calls callbacks whose trigger equals the new status, and a failure is
- * negative), so a watcher thread also polls the sources still pending, every few
- * milliseconds, and forwards a failure itself. Whichever comes first forwards, once.
+ * negative), so a watcher also polls the sources still pending, every few milliseconds, and
+ * forwards a failure itself. Whichever comes first forwards, once. The watcher is a job of
+ * the process's helper pool (util/pool.c), queued when a forwarding is listed and none is
+ * running, returning once the list is empty: it occupies a pool thread only while some
+ * forwarding is pending, and never waits for another job.
  */
 typedef struct fwd {
     struct fwd *next;
@@ -60,7 +63,8 @@ typedef struct fwd {
 static pthread_mutex_t w_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t w_cond = PTHREAD_COND_INITIALIZER;
 static fwd *w_list;
-static int w_started;
+static int w_running;           /* the watcher's job is queued or running */
+static clf__pool_work w_job;
 /* Taken off the list by the watcher and not yet released; signalled after each pass. */
 static int w_inflight;
 static pthread_cond_t w_gone = PTHREAD_COND_INITIALIZER;
@@ -90,16 +94,13 @@ static void CL_CALLBACK forward(cl_event ev, cl_int status, void *user)
     fwd_unref(f); /* sets nothing after this: the callback never blocks */
 }
 
-static void *watcher(void *arg)
+static void watcher(void *arg, int cancelled)
 {
     (void)arg;
     unsigned wait_ms = 2;
     pthread_mutex_lock(&w_lock);
-    for (;;) {
-        while (!w_list) {
-            wait_ms = 2;
-            pthread_cond_wait(&w_cond, &w_lock);
-        }
+    /* Cancelled, or the pool is stopping: the process is exiting; the callbacks forward. */
+    while (w_list && !cancelled && !clf__pool_stopping()) {
         /* Take the finished ones off the list; forward outside the lock. */
         fwd *done = NULL, **pp = &w_list;
         int ndone = 0;
@@ -128,7 +129,7 @@ static void *watcher(void *arg)
         w_inflight -= ndone;
         pthread_cond_broadcast(&w_gone);
         if (!w_list)
-            continue;
+            break;
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
         ts.tv_nsec += (long)wait_ms * 1000000L;
@@ -136,7 +137,9 @@ static void *watcher(void *arg)
         ts.tv_nsec %= 1000000000L;
         pthread_cond_timedwait(&w_cond, &w_lock, &ts);
     }
-    return NULL;
+    w_running = 0;
+    pthread_cond_broadcast(&w_gone); /* clf__bridge_drain() */
+    pthread_mutex_unlock(&w_lock);
 }
 
 /* Submit the event's command, so that a wait in another context can end. */
@@ -163,19 +166,15 @@ static clf_status bridge_cl(cl_event src, cl_event uev)
     atomic_init(&f->claimed, 0);
     atomic_init(&f->refs, 2);
     pthread_mutex_lock(&w_lock);
-    if (!w_started) {
-        pthread_t th;
-        pthread_attr_t attr;
-        if (pthread_attr_init(&attr) == 0) {
-            pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-            w_started = pthread_create(&th, &attr, watcher, NULL) == 0;
-            pthread_attr_destroy(&attr);
-        }
-    }
     f->next = w_list;
     w_list = f;
+    if (!w_running) {
+        w_job.fn = watcher;
+        w_job.arg = NULL;
+        w_running = clf__pool_submit(&w_job) == CLF_SUCCESS;
+    }
     pthread_cond_signal(&w_cond);
-    int watched = w_started;
+    int watched = w_running;
     pthread_mutex_unlock(&w_lock);
     flush_source(src);
     if (clSetEventCallback(src, CL_COMPLETE, forward, f) != CL_SUCCESS) {
@@ -210,7 +209,7 @@ void clf__bridge_drain(clf_fleet *fl)
         for (fwd *f = w_list; f && !mine; f = f->next)
             for (size_t c = 0; c < fl->nctx && !mine; c++)
                 mine = f->ctx == fl->ctx[c];
-        if (!mine || !w_started)
+        if (!mine || !w_running)
             break;
         pthread_cond_signal(&w_cond);
         pthread_cond_wait(&w_gone, &w_lock);
@@ -218,71 +217,35 @@ void clf__bridge_drain(clf_fleet *fl)
     pthread_mutex_unlock(&w_lock);
 }
 
-/* The bridges to launches count as the transfer layer's helpers, so that clf__xfer_fini()
- * waits for them (transfer.h). A bridge thread that ends (ended: its own id) is put on the
- * list clf__xfer_join_ended() joins; if the list cannot grow, it detaches itself. */
-void clf__xfer_helper(clf_fleet *fl, int delta, const pthread_t *ended)
+/* The bridges to launches count as the transfer layer's helpers of the target fleet, so that
+ * clf__xfer_fini() waits until each has set its user event (of that fleet's context): the
+ * launch may belong to another fleet, which may outlive this one. */
+void clf__xfer_helper(clf_fleet *fl, int delta)
 {
     struct clf__xfer *x = fl->xfer;
-    int detach = 0;
     pthread_mutex_lock(&x->lock);
-    if (ended) {
-        if (x->nended == x->capended) {
-            size_t cap = x->capended ? 2 * x->capended : 8;
-            pthread_t *v = realloc(x->ended, cap * sizeof *v);
-            if (v) {
-                x->ended = v;
-                x->capended = cap;
-            }
-        }
-        if (x->nended < x->capended)
-            x->ended[x->nended++] = *ended;
-        else
-            detach = 1;
-    }
     x->helpers = (unsigned)((int)x->helpers + delta);
     if (x->helpers == 0)
         pthread_cond_broadcast(&x->cond);
     pthread_mutex_unlock(&x->lock);
-    if (detach)
-        pthread_detach(*ended);
-}
-
-void clf__xfer_join_ended(clf_fleet *fl)
-{
-    struct clf__xfer *x = fl->xfer;
-    pthread_mutex_lock(&x->lock);
-    pthread_t *v = x->ended;
-    size_t n = x->nended;
-    x->ended = NULL;
-    x->nended = x->capended = 0;
-    pthread_mutex_unlock(&x->lock);
-    for (size_t i = 0; i < n; i++)
-        pthread_join(v[i], NULL);
-    free(v);
 }
 
 typedef struct launch_bridge {
     clf_fleet *fleet;
-    clf_event *e; /* held */
     cl_event uev; /* the bridge's own reference */
-    int threaded; /* runs on a thread of its own (joined once it has ended) */
 } launch_bridge;
 
-static void *launch_bridge_main(void *arg)
+/* The launch has run: set the user event. Called once, by the launch's completion (or at
+ * once if it had completed); it never blocks, so no thread waits for a launch. */
+static void launch_bridge_done(void *arg, clf_status st)
 {
     launch_bridge *b = arg;
-    clf_status st = clf__event_wait_host(b->e);
     clf__user_event_finish(b->uev, st == CLF_SUCCESS
                                        ? CL_COMPLETE
                                        : CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST);
-    clf_event_release(b->e);
     clf_fleet *fl = b->fleet;
-    int threaded = b->threaded;
     free(b);
-    pthread_t self = pthread_self();
-    clf__xfer_helper(fl, -1, threaded ? &self : NULL);
-    return NULL;
+    clf__xfer_helper(fl, -1);
 }
 
 clf_status clf__event_cl_for(clf_event *e, clf_fleet *fl, size_t device, cl_event *out)
@@ -324,17 +287,14 @@ clf_status clf__event_cl_for(clf_event *e, clf_fleet *fl, size_t device, cl_even
             return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "event bridge: out of memory");
         }
         b->fleet = fl;
-        b->e = e;
         b->uev = uev;
         clRetainEvent(uev);
-        clf__event_hold(e);
-        clf__xfer_helper(fl, +1, NULL);
-        clf__xfer_join_ended(fl); /* the bridges that have ended since the last one */
-        pthread_t th;
-        b->threaded = 1;
-        if (pthread_create(&th, NULL, launch_bridge_main, b) != 0) {
-            b->threaded = 0;
-            launch_bridge_main(b); /* no thread: wait for the launch here */
+        clf__xfer_helper(fl, +1);
+        clf_status st = e->op_subscribe(e->op, launch_bridge_done, b);
+        if (st != CLF_SUCCESS) {
+            launch_bridge_done(b, st); /* sets the event and drops the bridge's reference */
+            clReleaseEvent(uev);       /* and the caller's */
+            return st;
         }
     }
     *out = uev;

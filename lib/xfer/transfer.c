@@ -118,7 +118,6 @@ void clf__xfer_fini(clf_fleet *fl)
     while (x->helpers)
         pthread_cond_wait(&x->cond, &x->lock);
     pthread_mutex_unlock(&x->lock);
-    clf__xfer_join_ended(fl);
     clf__bridge_drain(fl);
     if (x->dev) {
         clf__staging_fini(fl);
@@ -270,6 +269,9 @@ static clf_status run_host(clf__copy *c)
 static void *xfer_thread(void *arg)
 {
     struct clf__xfer *x = arg;
+    /* Named for debuggers and profilers (the fleet's transfer threads, CLF__XFER_THREADS at
+     * most); a failure only loses the name. */
+    pthread_setname_np(pthread_self(), "clf-xfer");
     pthread_mutex_lock(&x->lock);
     for (;;) {
         while (!x->head && !x->stopping) {

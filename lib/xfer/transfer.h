@@ -111,11 +111,7 @@ struct clf__xfer {
     pthread_t threads[CLF__XFER_THREADS];
     size_t nthreads, idle, running;
     int stopping;
-    unsigned helpers; /* bridge threads waiting for launches (sync.c) */
-    /* Bridge threads that have finished, to join (sync.c): a thread still on its way out
-     * when the process exits can crash LeakSanitizer's stop-the-world, so none is detached. */
-    pthread_t *ended;
-    size_t nended, capended;
+    unsigned helpers; /* bridges to launches not yet set (sync.c) */
     clf__stager *quarantine; /* sets that saw a failure: freed with the fleet */
 };
 
@@ -169,9 +165,8 @@ void clf__peer_fini(clf_fleet *fleet);
 /* ---- the event bridge (sync.c) ---- */
 /* Wait until no bridge holds an event of the fleet's contexts (the fleet is going). */
 void clf__bridge_drain(clf_fleet *fleet);
-/* Bridge threads: count one in or out (transfer.c waits for none before the fleet goes). */
-void clf__xfer_helper(clf_fleet *fleet, int delta, const pthread_t *ended);
-/* Join the bridge threads that have ended (sync.c); clf__xfer_fini() calls it last. */
-void clf__xfer_join_ended(clf_fleet *fleet);
+/* Bridges to launches: count one in or out (transfer.c waits for none before the fleet
+ * goes: their user events belong to its contexts). */
+void clf__xfer_helper(clf_fleet *fleet, int delta);
 
 #endif

@@ -1,9 +1,11 @@
 /* libFuzzer target: the parsers of the other environment variables and option
  * strings. The first byte picks the parser, the rest is the value (an embedded
  * NUL ends it): CLFLEET_TRANSFER (lib/plan/pathsel.c), CLFLEET_STRATEGY
- * (clf_strategy_parse), CLFLEET_METRICS, CLFLEET_TRANSFER_CHUNK,
- * CLFLEET_TRANSFER_STAGING, CLFLEET_CACHE_MAX and CLFLEET_HOST_STAGING (lib/util/names.c). Checks: success or CLF_ERROR_PARSE, a
- * detail message on failure, outputs within their documented ranges. */
+ * (clf_strategy_parse), CLFLEET_METRICS, CLFLEET_TRANSFER_CHUNK, CLFLEET_TRANSFER_STAGING
+ * and CLFLEET_CACHE_MAX (lib/util/names.c), CLFLEET_SIMULATE (lib/observe/simrules.c).
+ * Checks: success or CLF_ERROR_PARSE, a detail message on failure, outputs within their
+ * documented ranges. (A seed's first byte '0' to '6' picks the parser in this order:
+ * transfer, strategy, metrics, chunk, staging, simulate, cache max.) */
 #include "core/core.h"
 #include "plan/pathsel.h"
 
@@ -36,7 +38,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
     memcpy(v, data + 1, size - 1);
     v[size - 1] = '\0';
     clf_clear_error();
-    switch (data[0] % 7) {
+    switch ((data[0] + 1u) % 7) {
     case 0: {
         unsigned disabled = 0xdeadu;
         clf_status st = clf__path_parse_env(v, &disabled);
@@ -69,26 +71,35 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
         break;
     }
     case 4: {
-        uint64_t max = 7;
-        clf_status st = clf__env_cache_max(v, &max);
-        check_status(st);
-        check(st == CLF_SUCCESS || max == 0, "a refused limit is no limit");
-        break;
-    }
-    case 5: {
-        int mode = 7;
-        clf_status st = clf__env_host_staging(v, &mode);
-        check_status(st);
-        check(st != CLF_SUCCESS || mode == CLF__HOST_STAGING_AUTO ||
-                  mode == CLF__HOST_STAGING_DIRECT || mode == CLF__HOST_STAGING_PINNED,
-              "a known mode");
-        break;
-    }
-    default: {
         int pipeline = 7;
         clf_status st = clf__env_staging(v, &pipeline);
         check_status(st);
         check(pipeline == 0 || pipeline == 1, "pipeline is 0 or 1");
+        break;
+    }
+    case 5: {
+        clf__sim_rule *r = NULL;
+        size_t n = 99;
+        clf_status st = clf__sim_parse(v, &r, &n);
+        check_status(st);
+        check(st == CLF_SUCCESS || (r == NULL && n == 0), "failure leaves no rules");
+        check((n == 0) == (r == NULL), "rules exactly when some were parsed");
+        for (size_t i = 0; i < n; i++) {
+            check(r[i].compute > 0 && r[i].compute <= 1, "compute in (0, 1]");
+            check(r[i].latency_ns <= 60000000000ull, "latency at most 60 s");
+            check(r[i].h2d == 0 || r[i].h2d >= 1, "h2d none or at least 1 byte/s");
+            check(r[i].d2h == 0 || r[i].d2h >= 1, "d2h none or at least 1 byte/s");
+            for (size_t j = 0; j < i; j++)
+                check(r[i].device != r[j].device, "one rule per device");
+        }
+        free(r);
+        break;
+    }
+    default: {
+        uint64_t max = 7;
+        clf_status st = clf__env_cache_max(v, &max);
+        check_status(st);
+        check(st == CLF_SUCCESS || max == 0, "a refused limit is no limit");
         break;
     }
     }

@@ -1,0 +1,640 @@
+/*
+ * $CLFLEET_SIMULATE on two one-core sub-devices of PoCL's pthread device (FLEET2): a slowed
+ * device's kernels take about 1/F as long, latency and bandwidth caps hold back tiny and
+ * large transfers, results stay right, the profiling figures see the simulated times, an
+ * unset variable changes nothing (and starts no thread), and bad rules are refused.
+ */
+#include "common.h"
+
+#include <clfleet/blas.h>
+#include <math.h>
+
+#include <dirent.h>
+#include <time.h>
+
+static const char src[] =
+    "kernel void spin(global uint *out, uint n)\n"
+    "{\n"
+    "    size_t i = get_global_id(0);\n"
+    "    uint x = (uint)i * 2654435761u + 1u;\n"
+    "    for (uint k = 0; k < n; k++)\n"
+    "        x = x * 1664525u + 1013904223u;\n"
+    "    out[i] = x;\n"
+    "}\n"
+    /* spin again, for learned_weights alone: the model learns a kernel's throughput per
+     * name, whatever its arguments, and the other tests run spin with other counts. */
+    "kernel void spin_learn(global uint *out, uint n)\n"
+    "{\n"
+    "    size_t i = get_global_id(0);\n"
+    "    uint x = (uint)i * 2654435761u + 1u;\n"
+    "    for (uint k = 0; k < n; k++)\n"
+    "        x = x * 1664525u + 1013904223u;\n"
+    "    out[i] = x;\n"
+    "}\n"
+    "kernel void inc(global uint *a)\n"
+    "{\n"
+    "    a[get_global_id(0)] += 1u;\n"
+    "}\n";
+
+#define ITEMS 256
+
+static uint32_t spin_ref(uint32_t i, uint32_t n)
+{
+    uint32_t x = i * 2654435761u + 1u;
+    for (uint32_t k = 0; k < n; k++)
+        x = x * 1664525u + 1013904223u;
+    return x;
+}
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, size_t n)
+{
+    qsort(v, n, sizeof *v, cmp_double);
+    return v[n / 2];
+}
+
+/* Threads of this process named name (the timer is "clfleet-sim"). */
+static int threads_named(const char *name)
+{
+    DIR *d = opendir("/proc/self/task");
+    ck_assert(d);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (e->d_name[0] == '.')
+            continue;
+        char path[300], comm[64] = "";
+        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue; /* gone meanwhile */
+        if (fgets(comm, sizeof comm, f))
+            comm[strcspn(comm, "\n")] = '\0';
+        fclose(f);
+        n += strcmp(comm, name) == 0;
+    }
+    closedir(d);
+    return n;
+}
+
+/* Nonzero once no timer thread is left (polled for up to 5 s: the last reference to a fleet
+ * may go on one of its launch threads, just after the test's clf_fleet_destroy()). */
+static int timer_gone(void)
+{
+    for (int i = 0; i < 500; i++) {
+        if (threads_named("clfleet-sim") == 0)
+            return 1;
+        nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
+    }
+    return 0;
+}
+
+/* A FLEET2 fleet created while $CLFLEET_SIMULATE holds rules (NULL: unset), and the program. */
+static clf_fleet *sim_fleet(const char *rules, clf_program **p)
+{
+    if (rules)
+        setenv("CLFLEET_SIMULATE", rules, 1);
+    else
+        unsetenv("CLFLEET_SIMULATE");
+    clf_fleet *f = test_fleet(FLEET2, 0);
+    unsetenv("CLFLEET_SIMULATE");
+    ck_assert_uint_eq(clf_fleet_device_count(f), 2);
+    ck_assert_ok(clf_program_build_source(p, f, src, NULL));
+    return f;
+}
+
+/* Host time of one spin kernel of n iterations on device dev (enqueue to completion). */
+static double spin_once(clf_fleet *f, clf_program *p, size_t dev, clf_buffer *out, uint32_t n)
+{
+    clf_kernel_desc d = CLF_KERNEL_DESC_INIT;
+    d.kernel = "spin";
+    d.global[0] = ITEMS;
+    clf_arg a[] = {CLF_BUF_OUT(out), CLF_SCALAR(&n)};
+    clf_event *e = NULL;
+    double t0 = now_s();
+    ck_assert_ok(clf_kernel_enqueue(f, p, dev, &d, a, 2, NULL, 0, &e));
+    ck_assert_ok(clf_event_wait(e));
+    double t = now_s() - t0;
+    clf_event_release(e);
+    return t;
+}
+
+static void check_spin(clf_buffer *b, uint32_t n, const char *what)
+{
+    uint32_t got[ITEMS];
+    ck_assert_ok(clf_buffer_read(b, 0, sizeof got, got));
+    for (uint32_t i = 0; i < ITEMS; i++)
+        expect(got[i] == spin_ref(i, n), "%s: item %u: %u, expected %u", what, i, got[i],
+               spin_ref(i, n));
+}
+
+/* Iterations that make spin take about 12 ms on device dev (doubling from a small count):
+ * long enough that the host-side cost of a run (larger under sanitizers) stays small beside
+ * it. */
+static uint32_t calibrate(clf_fleet *f, clf_program *p, size_t dev, clf_buffer *b)
+{
+    uint32_t n = 1u << 12;
+    spin_once(f, p, dev, b, n); /* the first run compiles for the device */
+    for (; n < (1u << 28); n *= 2) {
+        double t[3];
+        for (size_t r = 0; r < 3; r++)
+            t[r] = spin_once(f, p, dev, b, n);
+        if (median(t, 3) >= 0.012)
+            break;
+    }
+    return n;
+}
+
+/* 5 runs of the same kernel on devices 0 and 1, in turn, so that the load of a shared machine
+ * weighs on both alike: the medians of each device's times in med[] and the median of the
+ * runs' ratios (device 1 / device 0) returned; the results checked. */
+static double spin_pair(clf_fleet *f, clf_program *p, clf_buffer *b[2], uint32_t n, double med[2])
+{
+    double t[2][5], ratio[5];
+    for (size_t r = 0; r < 5; r++) {
+        for (size_t dev = 0; dev < 2; dev++)
+            t[dev][r] = spin_once(f, p, dev, b[dev], n);
+        ratio[r] = t[1][r] / t[0][r];
+    }
+    for (size_t dev = 0; dev < 2; dev++) {
+        med[dev] = median(t[dev], 5);
+        check_spin(b[dev], n, dev ? "device 1" : "device 0");
+    }
+    return median(ratio, 5);
+}
+
+/* A task queue of device dev alone runs one spin task: its kernel_s (from profiling), the
+ * result checked. */
+static double task_kernel_s(clf_fleet *f, clf_program *p, size_t dev, uint32_t n)
+{
+    clf_taskq *q;
+    ck_assert_ok(clf_taskq_create(&q, f, p, &dev, 1));
+    uint32_t out[ITEMS];
+    clf_task_desc t = CLF_TASK_DESC_INIT;
+    t.kernel = "spin";
+    t.global[0] = ITEMS;
+    clf_arg a[] = {CLF_WHOLE_OUT(out, sizeof out), CLF_SCALAR(&n)};
+    size_t id;
+    ck_assert_ok(clf_taskq_submit(q, &t, a, 2, &id));
+    ck_assert_ok(clf_taskq_run(q, NULL));
+    clf_task_info info;
+    ck_assert_ok(clf_taskq_task_info(&info, q, id));
+    clf_taskq_destroy(q);
+    ck_assert_uint_eq(info.device, dev);
+    for (uint32_t i = 0; i < ITEMS; i++)
+        expect(out[i] == spin_ref(i, n), "task on device %zu: item %u: %u, expected %u", dev, i,
+               out[i], spin_ref(i, n));
+    return info.kernel_s;
+}
+
+/* (1) compute=0.1: device 1's kernels take about 10x device 0's; (4) the results are right;
+ * the metrics' kernel time (profiling) shows the slowdown too; the timer thread lives with
+ * the fleet and is joined with it. */
+START_TEST(compute_factor)
+{
+    test_watchdog(120);
+    ck_assert(timer_gone());
+    clf_program *p;
+    clf_fleet *f = sim_fleet("device=1,compute=0.1", &p);
+    ck_assert_int_eq(threads_named("clfleet-sim"), 1);
+    clf_buffer *b[2];
+    for (size_t dev = 0; dev < 2; dev++)
+        ck_assert_ok(clf_buffer_create(&b[dev], f, dev, ITEMS * sizeof(uint32_t), 0));
+    uint32_t n = calibrate(f, p, 0, b[0]);
+    spin_once(f, p, 1, b[1], n); /* the first run on device 1 compiles */
+    /* Up to 3 tries of each measurement: a 2-core machine shared with other jobs can stall
+     * one device's runs for a while; a simulation that does not work fails every try. */
+    double med[2], ratio = 0, kratio = 0;
+    clf_device_metrics m[2];
+    for (int try = 0; try < 3; try++) {
+        ck_assert_ok(clf_metrics_reset(f));
+        ratio = spin_pair(f, p, b, n, med);
+        /* The profiling figures the cost model and the metrics learn from see it too. */
+        for (size_t dev = 0; dev < 2; dev++) {
+            ck_assert_ok(clf_metrics_device(&m[dev], f, dev));
+            ck_assert_uint_eq(m[dev].kernels, 5);
+        }
+        kratio = m[1].busy_s / m[0].busy_s;
+        fprintf(stderr,
+                "compute=0.1: %u iterations, device 0 %.2f ms, device 1 %.2f ms (medians); "
+                "ratio %.1fx; from profiling %.2f ms / %.2f ms: %.1fx\n",
+                n, med[0] * 1e3, med[1] * 1e3, ratio, m[1].busy_s * 1e3 / 5,
+                m[0].busy_s * 1e3 / 5, kratio);
+        if (ratio >= 3 && ratio <= 40 && kratio >= 3 && kratio <= 40)
+            break;
+    }
+    expect(ratio >= 3 && ratio <= 40,
+           "device 1 / device 0 = %.2f (medians %.2f ms / %.2f ms), not about 10", ratio,
+           med[1] * 1e3, med[0] * 1e3);
+    expect(kratio >= 3 && kratio <= 40, "profiled kernel time ratio %.2f, not about 10", kratio);
+
+    /* A task queue's kernel time (its own profiling read) is the simulated one too. */
+    double tr = 0;
+    for (int try = 0; try < 3; try++) {
+        double tk[2][3], tratio[3];
+        for (size_t r = 0; r < 3; r++) {
+            for (size_t dev = 0; dev < 2; dev++)
+                tk[dev][r] = task_kernel_s(f, p, dev, n);
+            tratio[r] = tk[1][r] / tk[0][r];
+        }
+        tr = median(tratio, 3);
+        fprintf(stderr, "compute=0.1: task kernel_s %.2f ms / %.2f ms: %.1fx\n",
+                median(tk[1], 3) * 1e3, median(tk[0], 3) * 1e3, tr);
+        if (tr >= 3 && tr <= 40)
+            break;
+    }
+    expect(tr >= 3 && tr <= 40, "task kernel_s ratio %.2f, not about 10", tr);
+
+    /* Chained on the slowed device: a kernel, then another that waits for its event, then a
+     * read: each sees the delayed event complete with its data in place. */
+    clf_kernel_desc d = CLF_KERNEL_DESC_INIT;
+    d.kernel = "inc";
+    d.global[0] = ITEMS;
+    clf_arg a[] = {CLF_BUF_INOUT(b[1])};
+    clf_event *e1 = NULL, *e2 = NULL;
+    ck_assert_ok(clf_kernel_enqueue(f, p, 1, &d, a, 1, NULL, 0, &e1));
+    ck_assert_ok(clf_kernel_enqueue(f, p, 1, &d, a, 1, &e1, 1, &e2));
+    /* A buffer read does not wait for kernels (it runs on the transfer queue): the delayed
+     * event of the second kernel must mean that both have run. */
+    ck_assert_ok(clf_event_wait(e2));
+    uint32_t got[ITEMS];
+    clf_event *e3 = NULL;
+    ck_assert_ok(clf_buffer_read_async(b[1], 0, sizeof got, got, &e3));
+    ck_assert_ok(clf_event_wait(e3));
+    for (uint32_t i = 0; i < ITEMS; i++)
+        expect(got[i] == spin_ref(i, n) + 2, "chained: item %u: %u, expected %u", i, got[i],
+               spin_ref(i, n) + 2);
+    clf_event_release(e1);
+    clf_event_release(e2);
+    clf_event_release(e3);
+    for (size_t dev = 0; dev < 2; dev++)
+        clf_buffer_destroy(b[dev]);
+    clf_program_destroy(p);
+    clf_fleet_destroy(f);
+    ck_assert_msg(timer_gone(), "the timer thread outlived the last simulated fleet");
+    test_watchdog_off();
+}
+END_TEST
+
+/* (4) A launch over the simulated pair, every strategy: the results are right (the launch
+ * executor's chunks, inputs and outputs go through delayed events). */
+START_TEST(launch_correct)
+{
+    test_watchdog(120);
+    clf_program *p;
+    clf_fleet *f = sim_fleet("device=1,compute=0.25,latency=200us,h2d=2G,d2h=2G", &p);
+    static const clf_strategy strat[] = {CLF_STRATEGY_STATIC, CLF_STRATEGY_DYNAMIC,
+                                         CLF_STRATEGY_GUIDED, CLF_STRATEGY_AUTO};
+    enum { N = 1 << 16 };
+    uint32_t *out = malloc(N * sizeof *out);
+    ck_assert(out);
+    uint32_t iters = 64;
+    for (size_t s = 0; s < (sizeof strat / sizeof *strat); s++) {
+        memset(out, 0, N * sizeof *out);
+        clf_launch_desc d = CLF_LAUNCH_DESC_INIT;
+        d.kernel = "spin";
+        d.global[0] = N;
+        d.strategy = strat[s];
+        clf_arg a[] = {CLF_OUT(out, N * sizeof *out, sizeof *out), CLF_SCALAR(&iters)};
+        clf_launch_report r;
+        ck_assert_ok(clf_launch(f, p, &d, a, 2, &r));
+        for (uint32_t i = 0; i < N; i++)
+            expect(out[i] == spin_ref(i, iters), "%s: item %u: %u, expected %u",
+                   clf_strategy_name(strat[s]), i, out[i], spin_ref(i, iters));
+    }
+    free(out);
+    clf_program_destroy(p);
+    clf_fleet_destroy(f);
+    ck_assert_msg(timer_gone(), "the timer thread outlived the last simulated fleet");
+    test_watchdog_off();
+}
+END_TEST
+
+/* The cost model learns the simulated device's speed, under a key of its own: after a few
+ * launches, static's learned weights give the 4x slower device about a fifth of the range;
+ * the same devices unsimulated, in a new fleet, are not taken for slow ones. */
+static double static_share1(const char *rules, unsigned launches, char *reason, size_t n)
+{
+    clf_program *p;
+    clf_fleet *f = sim_fleet(rules, &p);
+    enum { N = 1 << 15 };
+    uint32_t *out = malloc(N * sizeof *out);
+    ck_assert(out);
+    uint32_t iters = 2048;
+    clf_launch_report r;
+    for (unsigned k = 0; k < launches; k++) {
+        clf_launch_desc d = CLF_LAUNCH_DESC_INIT;
+        d.kernel = "spin_learn";
+        d.global[0] = N;
+        d.strategy = CLF_STRATEGY_STATIC;
+        clf_arg a[] = {CLF_OUT(out, N * sizeof *out, sizeof *out), CLF_SCALAR(&iters)};
+        ck_assert_ok(clf_launch(f, p, &d, a, 2, &r));
+    }
+    for (uint32_t i = 0; i < N; i += 97)
+        expect(out[i] == spin_ref(i, iters), "item %u: %u, expected %u", i, out[i],
+               spin_ref(i, iters));
+    double share = 0;
+    for (size_t i = 0; i < r.num_devices; i++)
+        if (r.dev[i].device == 1)
+            share = r.dev[i].share;
+    snprintf(reason, n, "%s", r.reason);
+    free(out);
+    clf_program_destroy(p);
+    clf_fleet_destroy(f);
+    return share;
+}
+
+START_TEST(learned_weights)
+{
+    test_watchdog(120);
+    char why[256];
+    double s1 = static_share1("device=1,compute=0.25", 4, why, sizeof why);
+    fprintf(stderr, "compute=0.25: static's share for device 1 after 4 launches: %.3f (%s)\n", s1,
+            why);
+    expect(strstr(why, "learned"), "static did not use learned weights: %s", why);
+    expect(s1 > 0.05 && s1 < 0.4, "device 1 (4x slower) got a share of %.3f, not about 0.2", s1);
+    double s0 = static_share1(NULL, 2, why, sizeof why);
+    fprintf(stderr, "unset: static's share for device 1: %.3f (%s)\n", s0, why);
+    expect(s0 > 0.3 && s0 < 0.7, "equal devices: device 1 got %.3f, learned from the simulated "
+           "one?", s0);
+    test_watchdog_off();
+}
+END_TEST
+
+/* STATIC on a 100:1 pair: once the speeds are learned, the slow device gets no share (it
+ * could save at most 1 %, and would end last if its speed were a little off), and the reason
+ * says so. */
+START_TEST(static_leaves_out_a_minor_device)
+{
+    test_watchdog(240);
+    char why[300];
+    double s1 = static_share1("device=1,compute=0.01", 3, why, sizeof why);
+    fprintf(stderr, "compute=0.01: static's share for device 1: %.3f (%s)\n", s1, why);
+    expect(s1 == 0 && strstr(why, "device 1 left out"),
+           "device 1 (100x slower) got a share of %.3f: %s", s1, why);
+    test_watchdog_off();
+}
+END_TEST
+
+/* GEMM: clBLAST enqueues its kernels itself, outside the command path, which adopts the last
+ * one; with even user weights both devices take half of C, and the slowed device's kernel
+ * time (profiling) per block is about 10x. The result against a plain C loop. */
+START_TEST(gemm_slowed)
+{
+    if (!clf_blas_available()) {
+        fprintf(stderr, "SKIP gemm_slowed: built without clBLAST or it cannot be loaded\n");
+        return;
+    }
+    test_watchdog(120);
+    clf_program *p;
+    clf_fleet *f = sim_fleet("device=1,compute=0.1", &p);
+    enum { M = 256, N = 256, K = 256 };
+    float *a = malloc(M * K * sizeof *a), *b = malloc(K * N * sizeof *b);
+    float *c = calloc(M * N, sizeof *c), *ref = calloc(M * N, sizeof *ref);
+    ck_assert(a && b && c && ref);
+    for (size_t i = 0; i < M * K; i++)
+        a[i] = (float)(lowbias32((uint32_t)i) % 17) / 8.0f - 1.0f;
+    for (size_t i = 0; i < K * N; i++)
+        b[i] = (float)(lowbias32((uint32_t)i + 99991u) % 13) / 8.0f - 0.75f;
+    for (size_t i = 0; i < M; i++)
+        for (size_t kk = 0; kk < K; kk++)
+            for (size_t j = 0; j < N; j++)
+                ref[i * N + j] += a[i * K + kk] * b[kk * N + j];
+    clf_gemm_options o = CLF_GEMM_OPTIONS_INIT;
+    o.strategy = CLF_STRATEGY_STATIC;
+    o.weights_mode = CLF_WEIGHTS_USER;
+    static const double even[2] = {1, 1};
+    o.weights = even;
+    clf_launch_report r;
+    /* The first call builds clBLAST's kernels; then up to 3 tries, as in compute_factor. */
+    ck_assert_ok(clf_sgemm(f, CLF_ROW_MAJOR, CLF_NO_TRANS, CLF_NO_TRANS, M, N, K, 1.0f, a, K, b,
+                           N, 0.0f, c, N, &o, &r));
+    double ratio = 0;
+    for (int try = 0; try < 3; try++) {
+        memset(c, 0, M * N * sizeof *c);
+        ck_assert_ok(clf_sgemm(f, CLF_ROW_MAJOR, CLF_NO_TRANS, CLF_NO_TRANS, M, N, K, 1.0f, a, K,
+                               b, N, 0.0f, c, N, &o, &r));
+        for (size_t i = 0; i < M * N; i++)
+            expect(fabsf(c[i] - ref[i]) <= 1e-3f * (1.0f + fabsf(ref[i])),
+                   "C[%zu] = %g, expected %g", i, c[i], ref[i]);
+        ck_assert_uint_eq(r.num_devices, 2);
+        double per[2] = {0, 0};
+        for (size_t i = 0; i < 2; i++) {
+            ck_assert_uint_gt(r.dev[i].units, 0);
+            per[r.dev[i].device] = r.dev[i].busy_s / (double)r.dev[i].units;
+        }
+        ratio = per[1] / per[0];
+        fprintf(stderr, "GEMM compute=0.1: kernel time per unit of C, device 1 / device 0: %.1fx\n",
+                ratio);
+        if (ratio >= 3 && ratio <= 40)
+            break;
+    }
+    expect(ratio >= 3 && ratio <= 40, "GEMM: device 1 / device 0 kernel time per unit %.2f, "
+           "not about 10", ratio);
+    free(a);
+    free(b);
+    free(c);
+    free(ref);
+    clf_program_destroy(p);
+    clf_fleet_destroy(f);
+    test_watchdog_off();
+}
+END_TEST
+
+/* (2) latency=20ms: every tiny write to device 1 takes at least 20 ms; device 0 is as fast
+ * as ever. */
+START_TEST(latency)
+{
+    test_watchdog(60);
+    clf_program *p;
+    clf_fleet *f = sim_fleet("device=1,latency=20ms", &p);
+    clf_buffer *b[2];
+    uint32_t v = 7;
+    double med[2];
+    for (size_t dev = 0; dev < 2; dev++) {
+        ck_assert_ok(clf_buffer_create(&b[dev], f, dev, 64, 0));
+        double t[5];
+        for (size_t r = 0; r < 5; r++) {
+            double t0 = now_s();
+            ck_assert_ok(clf_buffer_write(b[dev], 0, sizeof v, &v));
+            t[r] = now_s() - t0;
+            if (dev == 1)
+                expect(t[r] >= 0.020, "a 4-byte write to device 1 took %.2f ms, under the 20 ms "
+                       "latency", t[r] * 1e3);
+        }
+        med[dev] = median(t, 5);
+        uint32_t back = 0;
+        ck_assert_ok(clf_buffer_read(b[dev], 0, sizeof back, &back));
+        ck_assert_uint_eq(back, 7);
+    }
+    fprintf(stderr, "latency=20ms: a 4-byte write: device 0 %.3f ms, device 1 %.3f ms\n",
+            med[0] * 1e3, med[1] * 1e3);
+    expect(med[0] < 0.020, "device 0 has no rule, yet a 4-byte write took %.2f ms", med[0] * 1e3);
+    for (size_t dev = 0; dev < 2; dev++)
+        clf_buffer_destroy(b[dev]);
+    clf_program_destroy(p);
+    clf_fleet_destroy(f);
+    test_watchdog_off();
+}
+END_TEST
+
+/* (3) h2d=100M, d2h=100M: 10 MB each way takes at least 0.1 s on device 1; the data
+ * arrives intact. */
+START_TEST(bandwidth)
+{
+    test_watchdog(60);
+    clf_program *p;
+    clf_fleet *f = sim_fleet("device=1,h2d=100M,d2h=100M", &p);
+    size_t size = 10 * 1000 * 1000;
+    unsigned char *h = malloc(size), *back = malloc(size);
+    ck_assert(h && back);
+    for (size_t i = 0; i < size; i++)
+        h[i] = (unsigned char)lowbias32((uint32_t)i);
+    clf_buffer *b;
+    ck_assert_ok(clf_buffer_create(&b, f, 1, size, 0));
+    double t0 = now_s();
+    ck_assert_ok(clf_buffer_write(b, 0, size, h));
+    double tw = now_s() - t0;
+    t0 = now_s();
+    ck_assert_ok(clf_buffer_read(b, 0, size, back));
+    double tr = now_s() - t0;
+    fprintf(stderr, "h2d=d2h=100M: 10 MB write %.1f ms, read %.1f ms\n", tw * 1e3, tr * 1e3);
+    expect(tw >= 0.095, "10 MB written at 100 MB/s in %.1f ms", tw * 1e3);
+    expect(tr >= 0.095, "10 MB read at 100 MB/s in %.1f ms", tr * 1e3);
+    expect(memcmp(h, back, size) == 0, "the data read back differs");
+    clf_buffer_destroy(b);
+    free(h);
+    free(back);
+    clf_program_destroy(p);
+    clf_fleet_destroy(f);
+    test_watchdog_off();
+}
+END_TEST
+
+/* (5) Unset (or empty): no timer thread, and both devices run the same kernel alike. */
+START_TEST(unset_changes_nothing)
+{
+    test_watchdog(120);
+    clf_program *p;
+    ck_assert(timer_gone()); /* the earlier tests' */
+    setenv("CLFLEET_SIMULATE", " ; ", 1); /* blank rules: as unset */
+    clf_fleet *f0 = test_fleet(FLEET2, 0);
+    unsetenv("CLFLEET_SIMULATE");
+    ck_assert_int_eq(threads_named("clfleet-sim"), 0);
+    clf_fleet_destroy(f0);
+    clf_fleet *f = sim_fleet(NULL, &p);
+    clf_buffer *b[2];
+    for (size_t dev = 0; dev < 2; dev++)
+        ck_assert_ok(clf_buffer_create(&b[dev], f, dev, ITEMS * sizeof(uint32_t), 0));
+    uint32_t n = calibrate(f, p, 0, b[0]);
+    spin_once(f, p, 1, b[1], n);
+    /* Nothing slows device 1: the compute=0.1 case's ratio of about 10 must not appear. (No
+     * lower bound: device 0 may be the one a loaded machine stalls.) Up to 3 tries, as
+     * there. */
+    double med[2], ratio = 0;
+    for (int try = 0; try < 3; try++) {
+        ratio = spin_pair(f, p, b, n, med);
+        fprintf(stderr, "unset: device 0 %.2f ms, device 1 %.2f ms: %.2fx\n", med[0] * 1e3,
+                med[1] * 1e3, ratio);
+        if (ratio < 3)
+            break;
+    }
+    expect(ratio < 3, "equal devices, nothing simulated, and device 1 ran %.2fx device 0's time",
+           ratio);
+    ck_assert_int_eq(threads_named("clfleet-sim"), 0);
+    for (size_t dev = 0; dev < 2; dev++)
+        clf_buffer_destroy(b[dev]);
+    clf_program_destroy(p);
+    clf_fleet_destroy(f);
+    test_watchdog_off();
+}
+END_TEST
+
+/* (6) Bad rules: clf_fleet_create() fails with CLF_ERROR_PARSE naming the variable, the rule
+ * and the words; no thread is left behind. */
+START_TEST(bad_rules)
+{
+    static const struct {
+        const char *rules, *why;
+    } bad[] = {
+        {"device=1,speed=0.5", "rule 1 'device=1,speed=0.5': unknown key 'speed'"},
+        {"device=1,compute=2", "compute '2' is not a factor in (0, 1]"},
+        {"device=0,latency=1ms;device=1,latency=5parsecs", "rule 2"},
+        {"device=1,h2d=fast", "bandwidth 'fast'"},
+        {"device=1", "alone changes nothing"},
+        {"device=2,compute=0.5", "rule 1 names device 2, the fleet has 2"},
+        {"device=0,compute=0.5;device=7,latency=1ms", "rule 2 names device 7"},
+    };
+    for (size_t i = 0; i < (sizeof bad / sizeof *bad); i++) {
+        setenv("CLFLEET_SIMULATE", bad[i].rules, 1);
+        clf_fleet_options o = CLF_FLEET_OPTIONS_INIT;
+        o.devices = FLEET2;
+        clf_fleet *f = (clf_fleet *)&o; /* must be cleared */
+        clf_status st = clf_fleet_create(&f, &o);
+        unsetenv("CLFLEET_SIMULATE");
+        const char *msg = clf_last_error();
+        ck_assert_msg(st == CLF_ERROR_PARSE && f == NULL, "'%s': %s", bad[i].rules,
+                      clf_status_name(st));
+        ck_assert_msg(strstr(msg, "CLFLEET_SIMULATE='") && strstr(msg, bad[i].why),
+                      "'%s': message '%s' lacks '%s'", bad[i].rules, msg, bad[i].why);
+        if (!strstr(bad[i].why, "names device"))
+            ck_assert_msg(strstr(msg, "device, compute, latency, h2d, d2h"),
+                          "'%s': message '%s' lacks the words", bad[i].rules, msg);
+    }
+    ck_assert_int_eq(threads_named("clfleet-sim"), 0);
+}
+END_TEST
+
+/* PoCL's basic device runs commands inside clEnqueue*: a rule for it is refused, clearly. */
+START_TEST(basic_refused)
+{
+    const char *sel = TEST_CPUS ";name=basic";
+    clf_fleet_options o = CLF_FLEET_OPTIONS_INIT;
+    o.devices = sel;
+    clf_fleet *f = NULL;
+    if (clf_fleet_create(&f, &o) != CLF_SUCCESS) {
+        fprintf(stderr, "SKIP basic_refused: no basic device ('%s': %s)\n", sel,
+                clf_last_error());
+        ck_assert_msg(!test_devices_required(), "no basic device");
+        return;
+    }
+    clf_fleet_destroy(f);
+    setenv("CLFLEET_SIMULATE", "device=0,compute=0.5", 1);
+    clf_status st = clf_fleet_create(&f, &o);
+    unsetenv("CLFLEET_SIMULATE");
+    ck_assert_msg(st == CLF_ERROR_PARSE && f == NULL, "%s", clf_status_name(st));
+    ck_assert_msg(strstr(clf_last_error(), "runs commands inside clEnqueue*"), "%s",
+                  clf_last_error());
+    ck_assert_int_eq(threads_named("clfleet-sim"), 0);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("simulate");
+    TCase *tc = tcase_create("simulate");
+    tcase_add_checked_fixture(tc, NULL, test_watchdog_off);
+    tcase_add_test(tc, bad_rules);
+    tcase_add_test(tc, basic_refused);
+    tcase_add_test(tc, latency);
+    tcase_add_test(tc, bandwidth);
+    tcase_add_test(tc, compute_factor);
+    tcase_add_test(tc, launch_correct);
+    tcase_add_test(tc, learned_weights);
+    tcase_add_test(tc, static_leaves_out_a_minor_device);
+    tcase_add_test(tc, gemm_slowed);
+    tcase_add_test(tc, unset_changes_nothing);
+    suite_add_tcase(s, tc);
+    return test_run(s, FLEET2, 2);
+}
