@@ -387,8 +387,9 @@ typedef struct clf__pin_move {
  * clf__pinned_landed(). */
 clf_status clf__pinned_move(clf__worker *w, const clf__pin_move *mv, cl_uint nwait,
                             const cl_event *wait, cl_event *ev, uint64_t *ev_bytes);
-/* After the chunk's output moves were enqueued: wait for them, copy each completed one to
- * its host array (a failed one is left out; its chunk's event says so). */
+/* After the chunk's output moves were enqueued: wait for them and copy each completed one
+ * to its host array (a failed one is left out; its chunk's event says so); wait for the
+ * input pieces in the slots too, and account for them. */
 void clf__pinned_landed(clf__worker *w);
 /* The launch is over on the worker's device: wait for and forget what is left in its
  * slots (a stolen or given-back chunk's pieces), uncounted. */

@@ -285,10 +285,11 @@ void clf__pinned_landed(clf__worker *w)
     clf__pin_dev *D = &p->dev[w->d->index];
     for (size_t i = 0; i < CLF__PIN_SLOTS; i++) {
         clf__pin_slot *s = &D->s[i];
-        /* Reads: waited for. Writes (the next chunk's, taken ahead): only when already done,
-         * so that the kernel now running is not waited for here. */
-        if (s->ev && (s->reading || clf__cl_event_status(s->ev) == CL_COMPLETE))
-            retire(w, D, s);
+        /* Reads: waited for. Writes too (the next chunk's, taken ahead, which came before
+         * these reads on the in-order queue, or, in a launch without outputs, need no more
+         * than the transfer itself): their seconds reach the report, and the link's learned
+         * bandwidth (choose.c), before the launch ends. */
+        retire(w, D, s);
     }
 }
 
