@@ -1280,7 +1280,8 @@ CLF_API const char *clf_direction_name(clf_direction dir);
 /** \brief Bytes moved by a kind of transfer, and how fast. */
 typedef struct clf_transfer_stats {
     uint64_t bytes;   /**< bytes moved */
-    uint64_t count;   /**< transfer commands (a launch moves each argument of a chunk in one) */
+    uint64_t count;   /**< transfer commands (a launch moves each argument of a chunk in one,
+                           or in one per slot through pinned staging: CLFLEET_HOST_STAGING) */
     double seconds;   /**< their time on the device, from profiling events (host time for
                            paths without OpenCL events) */
     double bandwidth; /**< achieved: bytes / seconds, in bytes per second (0 without time) */

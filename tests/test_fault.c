@@ -682,6 +682,91 @@ START_TEST(inout_half_landed_stops)
 }
 END_TEST
 
+/* A fleet whose launches move host arrays through 64 KiB pinned staging slots (issue 27),
+ * with fault rules: the variables are read by clf_fleet_create() only. */
+static clf_fleet *pinned_fault_fleet(const char *selection, const char *rules)
+{
+    setenv("CLFLEET_HOST_STAGING", "pinned", 1);
+    setenv("CLFLEET_TRANSFER_CHUNK", "64K", 1);
+    clf_fleet *f = fault_fleet(selection, rules);
+    unsetenv("CLFLEET_HOST_STAGING");
+    unsetenv("CLFLEET_TRANSFER_CHUNK");
+    return f;
+}
+
+/* Pinned staging: an in-out array's read fails in its second 64 KiB piece, before any piece
+ * was copied to the host array: nothing of the chunk landed, so it runs again on the other
+ * device and the launch completes, every element updated exactly once. */
+START_TEST(pinned_inout_read_fails_before_landing)
+{
+    const fcfg *cfg = &CFGS[0];
+    uint32_t *y = malloc(N * sizeof *y), *z = malloc(N * sizeof *z);
+    /* N units over 2 devices: 128 KiB of y per chunk, two pieces; the second fails. */
+    clf_fleet *f = pinned_fault_fleet(cfg->selection, "device=1,call=read,after=1");
+    clf_program *p;
+    ck_assert_ok(clf_program_build_source(&p, f, SRC, NULL));
+    for (size_t i = 0; i < N; i++)
+        y[i] = z[i] = (uint32_t)i;
+    clf_arg args[] = {CLF_INOUT(y, N * sizeof *y, sizeof *y),
+                      CLF_INOUT(z, N * sizeof *z, sizeof *z)};
+    clf_launch_desc d = CLF_LAUNCH_DESC_INIT;
+    d.kernel = "affine2";
+    d.global[0] = N;
+    d.strategy = CLF_STRATEGY_STATIC;
+    clf_launch_report r;
+    snprintf(what, sizeof what, "affine2 pinned");
+    clf_status st = clf_launch(f, p, &d, args, 2, &r);
+    expect(st == CLF_SUCCESS, "%s: %s", clf_status_name(st), clf_last_error());
+    expect(r.dev[1].failed, "device 1 failed %s", describe(&r));
+    for (size_t i = 0; i < N; i++) {
+        expect(y[i] == (uint32_t)i * 3 + 1, "y[%zu] = %u", i, y[i]);
+        expect(z[i] == (uint32_t)i + 5, "z[%zu] = %u", i, z[i]);
+    }
+    clf_program_destroy(p);
+    clf_fleet_destroy(f);
+    free(y);
+    free(z);
+}
+END_TEST
+
+/* Pinned staging: a read longer than the ring of 4 slots copies its first pieces to the host
+ * array while later ones are still to come; when one of those fails, the chunk's in-out
+ * results landed in part and it cannot run again: the launch stops with a clear error, every
+ * element either as it was or updated once. */
+START_TEST(pinned_inout_part_landed_stops)
+{
+    enum { M = 1 << 18 }; /* 512 KiB of y per device: 8 pieces of 64 KiB */
+    const fcfg *cfg = &CFGS[0];
+    uint32_t *y = malloc(M * sizeof *y), *z = malloc(M * sizeof *z);
+    /* The 6th read of device 1 fails: pieces 1 and 2 were copied to make room for 5 and 6. */
+    clf_fleet *f = pinned_fault_fleet(cfg->selection, "device=1,call=read,after=5");
+    clf_program *p;
+    ck_assert_ok(clf_program_build_source(&p, f, SRC, NULL));
+    for (size_t i = 0; i < M; i++)
+        y[i] = z[i] = (uint32_t)i;
+    clf_arg args[] = {CLF_INOUT(y, M * sizeof *y, sizeof *y),
+                      CLF_INOUT(z, M * sizeof *z, sizeof *z)};
+    clf_launch_desc d = CLF_LAUNCH_DESC_INIT;
+    d.kernel = "affine2";
+    d.global[0] = M;
+    d.strategy = CLF_STRATEGY_STATIC;
+    d.weights_mode = CLF_WEIGHTS_EQUAL;
+    clf_launch_report r;
+    snprintf(what, sizeof what, "affine2 pinned, long read");
+    clf_status st = clf_launch(f, p, &d, args, 2, &r);
+    expect(st == CLF_ERROR_DEVICE_FAILED, "%s: %s", clf_status_name(st), clf_last_error());
+    expect(strstr(clf_last_error(), "cannot run again") != NULL, "detail: %s", clf_last_error());
+    for (size_t i = 0; i < M; i++) {
+        expect(y[i] == (uint32_t)i || y[i] == (uint32_t)i * 3 + 1, "y[%zu] = %u", i, y[i]);
+        expect(z[i] == (uint32_t)i || z[i] == (uint32_t)i + 5, "z[%zu] = %u", i, z[i]);
+    }
+    clf_program_destroy(p);
+    clf_fleet_destroy(f);
+    free(y);
+    free(z);
+}
+END_TEST
+
 /* Reductions: a device's partial is combined on the host when it runs out of work; when it
  * fails first, the chunks behind its partial run again on the others (or, when its partial
  * can still be read, are kept). Sum and minimum must come out exact. */
@@ -1377,6 +1462,8 @@ int main(void)
     tcase_add_loop_test(tc, every_device_fails, 0, 2);
     tcase_add_test(tc, inout_updated_once);
     tcase_add_test(tc, inout_half_landed_stops);
+    tcase_add_test(tc, pinned_inout_read_fails_before_landing);
+    tcase_add_test(tc, pinned_inout_part_landed_stops);
     tcase_add_test(tc, inout_halo_updated_once);
     tcase_add_test(tc, reduction_survives);
     tcase_add_test(tc, inout_with_reduction);

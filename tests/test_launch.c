@@ -2358,6 +2358,100 @@ START_TEST(bad_input)
 }
 END_TEST
 
+/* ---- $CLFLEET_HOST_STAGING ---------------------------------------------------------------- */
+
+/* The variables as the test run found them (check.sh re-runs this suite with them set). */
+static char *saved_staging, *saved_chunk;
+
+static void save_host_staging(void)
+{
+    const char *v = getenv("CLFLEET_HOST_STAGING"), *c = getenv("CLFLEET_TRANSFER_CHUNK");
+    saved_staging = v ? strdup(v) : NULL;
+    saved_chunk = c ? strdup(c) : NULL;
+}
+
+static void restore_host_staging(void)
+{
+    if (saved_staging)
+        setenv("CLFLEET_HOST_STAGING", saved_staging, 1);
+    else
+        unsetenv("CLFLEET_HOST_STAGING");
+    if (saved_chunk)
+        setenv("CLFLEET_TRANSFER_CHUNK", saved_chunk, 1);
+    else
+        unsetenv("CLFLEET_TRANSFER_CHUNK");
+    free(saved_staging);
+    free(saved_chunk);
+    saved_staging = saved_chunk = NULL;
+}
+
+/*
+ * Forced pinned staging on PoCL (which shares the host's memory, so `auto` is direct there):
+ * the same sums as the direct path, the same bytes, in more commands (one per 64 KiB slot
+ * piece instead of one per argument and chunk), which shows the slots were used. A bad word
+ * fails the fleet's creation naming the variable.
+ */
+START_TEST(host_staging_from_environment)
+{
+    enum { N = 100003 }; /* not a multiple of a slot: a short last piece */
+    float *a = malloc(N * sizeof *a), *b = malloc(N * sizeof *b), *c = malloc(N * sizeof *c);
+    ck_assert(a && b && c);
+    for (size_t i = 0; i < N; i++)
+        a[i] = (float)(i % 1000), b[i] = (float)(i % 313) * 0.25f;
+    static const char *const modes[] = {"direct", "pinned"};
+    uint64_t count[2] = {0, 0}, bytes[2] = {0, 0};
+    for (int m = 0; m < 2; m++) {
+        setenv("CLFLEET_HOST_STAGING", modes[m], 1);
+        setenv("CLFLEET_TRANSFER_CHUNK", "64K", 1);
+        env e;
+        env_open(&e, 0);
+        for (size_t s = 0; s < NSTRATEGIES; s++) {
+            for (size_t i = 0; i < N; i++)
+                c[i] = -1.0f;
+            clf_arg args[] = {CLF_IN(a, N * sizeof *a, sizeof *a),
+                              CLF_IN(b, N * sizeof *b, sizeof *b),
+                              CLF_OUT(c, N * sizeof *c, sizeof *c)};
+            clf_launch_desc d = make_desc(&e, "vadd", STRATEGIES[s], 1, N, 1, 1);
+            clf_launch_report r;
+            ck_assert_ok(clf_metrics_reset(e.f));
+            ck_assert_ok(clf_launch(e.f, e.p, &d, args, 3, &r));
+            for (size_t i = 0; i < N; i++)
+                if (c[i] != a[i] + b[i])
+                    ck_abort_msg("%s, strategy %d: c[%zu] = %g, not %g", modes[m],
+                                 (int)STRATEGIES[s], i, (double)c[i], (double)(a[i] + b[i]));
+            if (STRATEGIES[s] != CLF_STRATEGY_STATIC)
+                continue;
+            for (size_t dv = 0; dv < clf_fleet_device_count(e.f); dv++) {
+                clf_device_metrics dm;
+                ck_assert_ok(clf_metrics_device(&dm, e.f, dv));
+                count[m] += dm.dir[CLF_DIRECTION_TO_DEVICE].count +
+                            dm.dir[CLF_DIRECTION_FROM_DEVICE].count;
+                bytes[m] += dm.dir[CLF_DIRECTION_TO_DEVICE].bytes +
+                            dm.dir[CLF_DIRECTION_FROM_DEVICE].bytes;
+            }
+        }
+        env_close(&e);
+    }
+    ck_assert_uint_eq(bytes[0], 3 * (uint64_t)N * sizeof(float));
+    /* A look-ahead chunk that another device stole may have counted some pieces. */
+    ck_assert_uint_ge(bytes[1], bytes[0]);
+    /* Each 64 KiB piece is a command of its own: at least the bytes' worth of slots. */
+    ck_assert_uint_ge(count[1], (bytes[1] + 65535) / 65536);
+    ck_assert_uint_gt(count[1], count[0]);
+
+    setenv("CLFLEET_HOST_STAGING", "banana", 1);
+    clf_fleet *bad = NULL;
+    ck_assert_status(clf_fleet_create(&bad, NULL), CLF_ERROR_PARSE);
+    ck_assert_ptr_null(bad);
+    expect(strstr(clf_last_error(), "CLFLEET_HOST_STAGING") &&
+               strstr(clf_last_error(), "banana") && strstr(clf_last_error(), "pinned"),
+           "detail: %s", clf_last_error());
+    free(a);
+    free(b);
+    free(c);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("launch");
@@ -2403,6 +2497,11 @@ int main(void)
     tcase_add_checked_fixture(te, NULL, unset_strategy);
     tcase_add_test(te, strategy_from_environment);
     suite_add_tcase(s, te);
+    TCase *th = tcase_create("host-staging");
+    tcase_set_timeout(th, 120);
+    tcase_add_checked_fixture(th, save_host_staging, restore_host_staging);
+    tcase_add_test(th, host_staging_from_environment);
+    suite_add_tcase(s, th);
     TCase *tl = tcase_create("learned");
     tcase_set_timeout(tl, 120);
     tcase_add_checked_fixture(tl, NULL, learned_teardown);

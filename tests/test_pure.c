@@ -849,6 +849,23 @@ START_TEST(test_env_words)
     ck_assert_str_eq(clf_last_error(),
                      "CLFLEET_TRANSFER_STAGING: 'sometimes' is not auto or pipeline (any case)");
     ck_assert_int_eq(clf__env_metrics("1", NULL), CLF_ERROR_NULL_POINTER);
+
+    /* $CLFLEET_HOST_STAGING: three words, any case; unset and empty mean auto. */
+    static const struct {
+        const char *v;
+        int mode;
+    } hs[] = {{NULL, CLF__HOST_STAGING_AUTO},     {"", CLF__HOST_STAGING_AUTO},
+              {"AUTO", CLF__HOST_STAGING_AUTO},   {"direct", CLF__HOST_STAGING_DIRECT},
+              {"Pinned", CLF__HOST_STAGING_PINNED}};
+    for (size_t i = 0; i < CLF__ARRAY_LEN(hs); i++) {
+        v = -1;
+        ck_assert_int_eq(clf__env_host_staging(hs[i].v, &v), CLF_SUCCESS);
+        ck_assert_msg(v == hs[i].mode, "'%s' gave %d", hs[i].v ? hs[i].v : "(unset)", v);
+    }
+    ck_assert_int_eq(clf__env_host_staging("pin", &v), CLF_ERROR_PARSE);
+    ck_assert_str_eq(clf_last_error(),
+                     "CLFLEET_HOST_STAGING: 'pin' is not auto, direct or pinned (any case)");
+    ck_assert_int_eq(clf__env_host_staging("pinned", NULL), CLF_ERROR_NULL_POINTER);
 }
 END_TEST
 

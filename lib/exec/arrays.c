@@ -160,7 +160,7 @@ static int late_write(const clf_arg *a)
  */
 static clf_status move_indices(clf__worker *w, size_t i, int to_device, cl_mem m, uint64_t lo,
                                uint64_t hi, uint64_t at, cl_uint nwait, const cl_event *wait,
-                               cl_event *ev, uint64_t *bytes)
+                               cl_event *ev, uint64_t *bytes, uint64_t *ev_bytes)
 {
     const clf__layout *y = &w->L->lay[i];
     char *host = w->L->args[i].host;
@@ -168,7 +168,19 @@ static clf_status move_indices(clf__worker *w, size_t i, int to_device, cl_mem m
     clf_fleet *fl = w->L->fl;
     size_t dev = w->d->index;
     size_t width = (size_t)((hi - lo) * y->unit);
-    *bytes = width * y->rows;
+    *bytes = *ev_bytes = width * y->rows;
+    if (clf__pinned_use(w)) {
+        /* Through the device's pinned slots (pinned.c); the same bytes, in pieces. */
+        clf__pin_move mv = {to_device,
+                            w->L->args[i].kind == CLF_ARG_KIND_INOUT,
+                            m,
+                            host + lo * y->unit,
+                            (size_t)(at * y->unit),
+                            width,
+                            y->pitch ? (size_t)y->rows : 1,
+                            (size_t)y->pitch};
+        return clf__pinned_move(w, &mv, nwait, wait, ev, ev_bytes);
+    }
     clf__cmd_opt o =
         clf__worker_cmd_opt(CLF__CMD_NO_FLUSH, to_device ? CLF__FAULT_WRITE : CLF__FAULT_READ);
     clf_status st;
@@ -211,13 +223,13 @@ static clf_status array_chunk_in(clf__worker *w, clf__chunk *c, int which)
         if (!clf__arg_reads(a))
             continue;
         cl_mem m = chunked ? w->slot[i][c->slot] : w->whole[i];
-        uint64_t at = chunked ? lo - c->off + a->halo_before : lo, bytes = 0;
+        uint64_t at = chunked ? lo - c->off + a->halo_before : lo, bytes = 0, ev_bytes = 0;
         uint64_t scale = L->lay[i].scale; /* per-group outputs (no halo): group indices */
         clf_status st = move_indices(w, i, 1, m, lo / scale, hi / scale, at / scale, 0, NULL,
-                                     &c->ev[c->nwrite], &bytes);
+                                     &c->ev[c->nwrite], &bytes, &ev_bytes);
         if (st != CLF_SUCCESS)
             return st;
-        c->ev_bytes[c->nwrite] = bytes;
+        c->ev_bytes[c->nwrite] = ev_bytes;
         c->ev_arg[c->nwrite] = (unsigned char)i;
         c->nwrite++;
         c->bytes_in += bytes;
@@ -293,6 +305,7 @@ static clf_status array_chunk_out(clf__worker *w, clf__chunk *c)
     clf__launch *L = w->L;
     if (c->fault != CL_SUCCESS)
         return CLF_SUCCESS; /* the kernel did not run: nothing to read */
+    int pinned = clf__pinned_use(w);
     for (int pass = 0; pass < 2; pass++)
         for (size_t i = 0; i < L->nargs; i++) {
             const clf_arg *a = &L->args[i];
@@ -300,19 +313,27 @@ static clf_status array_chunk_out(clf__worker *w, clf__chunk *c)
                 continue;
             int chunked = (a->flags & CLF_ARG_CHUNK_INDEXED) != 0;
             cl_mem m = chunked ? w->slot[i][c->slot] : w->whole[i];
-            uint64_t at = chunked ? a->halo_before : c->off, bytes = 0;
+            uint64_t at = chunked ? a->halo_before : c->off, bytes = 0, ev_bytes = 0;
             uint64_t scale = L->lay[i].scale; /* per-group outputs: group indices */
             size_t k = c->nwrite + c->nread;
             clf_status st = move_indices(w, i, 0, m, c->off / scale, (c->off + c->len) / scale,
-                                         at / scale, 1, &c->kernel, &c->ev[k], &bytes);
-            if (st != CLF_SUCCESS)
+                                         at / scale, 1, &c->kernel, &c->ev[k], &bytes,
+                                         &ev_bytes);
+            if (st != CLF_SUCCESS) {
+                if (pinned)
+                    clf__pinned_landed(w); /* the moves enqueued before it land */
                 return st;
-            c->ev_bytes[k] = bytes;
+            }
+            c->ev_bytes[k] = ev_bytes;
             c->ev_arg[k] = (unsigned char)i;
             c->nread++;
             c->bytes_out += bytes;
         }
     clFlush(w->d->transfer);
+    /* Pinned: the results reach the host array from the slots once read, before the next
+     * chunk's late writes copy its halo from there (late_write()). */
+    if (pinned)
+        clf__pinned_landed(w);
     return CLF_SUCCESS;
 }
 
@@ -366,6 +387,8 @@ static void array_release(clf__worker *w)
     }
     if (w->kernel)
         clReleaseKernel(w->kernel);
+    if (clf__pinned_use(w))
+        clf__pinned_end(w);
 }
 
 const clf__plane clf__array_plane = {

@@ -365,6 +365,35 @@ clf_status clf__worker_cl_fail(clf__worker *w, cl_int err, const char *call, int
 /* Account for a completed transfer outside the chunks (an operand sent once): report,
  * metrics; releases ev; returns its seconds. to_device: its direction. */
 double clf__worker_transfer_done(clf__worker *w, cl_event ev, int to_device, uint64_t bytes);
+/*
+ * Pinned staging of host arrays (pinned.c, issue 27). Whether worker w's device moves its
+ * host arrays through pinned slots ($CLFLEET_HOST_STAGING: always, never, or by default
+ * where the device does not share the host's memory).
+ */
+int clf__pinned_use(const clf__worker *w);
+/* One move between a host array and a device buffer: rows rows of width bytes, pitch apart
+ * on both sides (rows 1: one range), from host and from mem at byte dev_off. */
+typedef struct clf__pin_move {
+    int to_device;
+    int inout; /* an in-out array's results: a part that landed cannot be run again */
+    cl_mem mem;
+    char *host;
+    size_t dev_off, width, rows, pitch;
+} clf__pin_move;
+/* Enqueue a move on the transfer queue in slot-sized pieces (an input copied into the slots
+ * first); the first piece waits for wait[0 .. nwait), each other for the one before. *ev:
+ * the last piece's event (the caller's reference), *ev_bytes its bytes; the other pieces
+ * are accounted for by the worker here. An output's bytes reach the host array only in
+ * clf__pinned_landed(). */
+clf_status clf__pinned_move(clf__worker *w, const clf__pin_move *mv, cl_uint nwait,
+                            const cl_event *wait, cl_event *ev, uint64_t *ev_bytes);
+/* After the chunk's output moves were enqueued: wait for them and copy each completed one
+ * to its host array (a failed one is left out; its chunk's event says so); wait for the
+ * input pieces in the slots too, and account for them. */
+void clf__pinned_landed(clf__worker *w);
+/* The launch is over on the worker's device: wait for and forget what is left in its
+ * slots (a stolen or given-back chunk's pieces), uncounted. */
+void clf__pinned_end(clf__worker *w);
 /* The identity element of op for type (esize bytes written to out). */
 void clf__reduce_identity(unsigned op, unsigned type, void *out);
 /* acc[i] = op(acc[i], x[i]) for count elements. */

@@ -425,6 +425,8 @@ clf_status clf_fleet_create(clf_fleet **out, const clf_fleet_options *opts)
                                senv));
     if (strategy == CLF_STRATEGY_DEFAULT)
         strategy = CLF_STRATEGY_AUTO;
+    int host_staging = CLF__HOST_STAGING_AUTO;
+    CLF__TRY(st, clf__env_host_staging(getenv("CLFLEET_HOST_STAGING"), &host_staging));
     unsigned pool_size; /* read again by the pool, at its first use */
     CLF__TRY(st, clf__pool_config(&pool_size));
     CLF__TRY(st, discover(&d));
@@ -458,6 +460,7 @@ clf_status clf_fleet_create(clf_fleet **out, const clf_fleet_options *opts)
     pthread_mutex_init(&fl->lock, NULL);
     fl->slot = slot_take();
     fl->strategy = strategy;
+    fl->host_staging = host_staging;
     size_t cap = d.ndev;
     fl->dev = calloc(cap, sizeof *fl->dev);
     if (!fl->dev)
@@ -474,6 +477,9 @@ clf_status clf_fleet_create(clf_fleet **out, const clf_fleet_options *opts)
     CLF__TRY(st, create_contexts(fl, f.context_per_device));
     CLF__TRY(st, clf__fault_init(fl));
     CLF__TRY(st, clf__xfer_init(fl, opts->transfer));
+    /* The launches' pinned slots take the staging chunk's size (clf__xfer_init() checked it). */
+    CLF__TRY(st, clf__env_transfer_chunk(getenv("CLFLEET_TRANSFER_CHUNK"), (size_t)4 << 20,
+                                         &fl->host_slot));
     CLF__TRY(st, clf__metrics_init(fl, opts->trace));
     /* After the transfer layer, which finds the devices that cannot be simulated. */
     CLF__TRY(st, clf__sim_init(fl));

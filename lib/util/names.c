@@ -320,6 +320,25 @@ clf_status clf__env_staging(const char *v, int *pipeline)
     return choice(v, autos, pipelines, pipeline, "clf__env_staging", "CLFLEET_TRANSFER_STAGING");
 }
 
+clf_status clf__env_host_staging(const char *v, int *mode)
+{
+    static const char *const autos[] = {"auto", NULL};
+    static const char *const others[] = {"direct", "pinned", NULL};
+    int set = 0;
+    if (!mode)
+        return clf__fail(CLF_ERROR_NULL_POINTER, "clf__env_host_staging: output is NULL");
+    /* choice() knows two outcomes; the third word is told apart here, and its message lists
+     * all three. */
+    clf_status st =
+        choice(v, autos, others, &set, "clf__env_host_staging", "CLFLEET_HOST_STAGING");
+    if (st != CLF_SUCCESS)
+        return st;
+    *mode = !set ? CLF__HOST_STAGING_AUTO
+            : strcasecmp(v, "pinned") == 0 ? CLF__HOST_STAGING_PINNED
+                                           : CLF__HOST_STAGING_DIRECT;
+    return CLF_SUCCESS;
+}
+
 char *clf__concat(const char *a, const char *b)
 {
     size_t na = strlen(a), nb = strlen(b), n;

@@ -132,6 +132,11 @@ clf_status clf__env_metrics(const char *v, int *off);
 clf_status clf__env_transfer_chunk(const char *v, size_t dflt, size_t *out);
 /* $CLFLEET_TRANSFER_STAGING: unset, "", auto: *pipeline = 0; pipeline: 1. */
 clf_status clf__env_staging(const char *v, int *pipeline);
+/* $CLFLEET_HOST_STAGING, how launches move host arrays: unset, "" or auto:
+ * CLF__HOST_STAGING_AUTO (pinned slots where the device does not share the host's memory);
+ * direct: CLF__HOST_STAGING_DIRECT; pinned: CLF__HOST_STAGING_PINNED (any case). */
+enum { CLF__HOST_STAGING_AUTO, CLF__HOST_STAGING_DIRECT, CLF__HOST_STAGING_PINNED };
+clf_status clf__env_host_staging(const char *v, int *mode);
 /* $CLFLEET_CACHE_MAX: unset, "" or 0: *out = 0 (no limit); else bytes, digits with an
  * optional K, M or G (binary: 2^10, 2^20, 2^30). */
 clf_status clf__env_cache_max(const char *v, uint64_t *out);
@@ -219,6 +224,11 @@ struct clf_fleet {
     /* $CLFLEET_STRATEGY, parsed at creation: what launches and GEMMs asking for the
      * default use (CLF_STRATEGY_AUTO when unset). */
     clf_strategy strategy;
+    /* $CLFLEET_HOST_STAGING (CLF__HOST_STAGING_*) and $CLFLEET_TRANSFER_CHUNK, parsed at
+     * creation: whether launches move host arrays through pinned slots, and the slots' size
+     * (exec/pinned.c). */
+    int host_staging;
+    size_t host_slot;
     atomic_int cache_warned; /* an unusable cache was reported (once per fleet, program.c) */
 
     pthread_mutex_t lock; /* guards what follows */
