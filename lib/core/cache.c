@@ -396,7 +396,7 @@ void clf__cache_trim(const char *dir, uint64_t max, const unsigned char keep[32]
         e[n].used = st.st_mtim;
         n++;
     }
-    if (total <= max)
+    if (total <= max || n == 0) /* n == 0: only the entry just stored, which stays */
         goto out;
     qsort(e, n, sizeof *e, older_first);
     size_t removed = 0;

@@ -58,6 +58,8 @@ typedef struct fwd {
     cl_event uev;         /* the forwarder's reference, dropped when it is set */
     atomic_int claimed;   /* set by whoever forwards */
     atomic_int refs;      /* the callback's and the list's */
+    int zombie;           /* under w_lock: on w_zombies (see cb_release()) */
+    struct fwd *znext;
 } fwd;
 
 static pthread_mutex_t w_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -69,10 +71,47 @@ static clf__pool_work w_job;
 static int w_inflight;
 static pthread_cond_t w_gone = PTHREAD_COND_INITIALIZER;
 
-static void fwd_unref(fwd *f)
+/*
+ * Forwardings the watcher has finished with while their callback's reference is still out.
+ * PoCL 3 never calls a CL_COMPLETE callback for an event that fails after it was registered
+ * (see above), so that reference would never come back and the forwarding would leak (found
+ * by LeakSanitizer: a source user event set to -1234, tests/test_transfer.c bridges). A
+ * conforming driver calls it at the failure, which the watcher may have seen first: the
+ * callback then frees the zombie. What is left when the source's fleet goes
+ * (clf__bridge_drain(), after its queues finished) is a callback that never comes: freed.
+ */
+static fwd *w_zombies;
+
+/* The list's reference (the watcher's): the last one frees; else the callback's is still
+ * out and the forwarding waits for it on w_zombies. */
+static void list_release(fwd *f)
 {
-    if (atomic_fetch_sub(&f->refs, 1) == 1)
+    pthread_mutex_lock(&w_lock);
+    if (atomic_fetch_sub(&f->refs, 1) == 1) {
         free(f);
+    } else {
+        f->zombie = 1;
+        f->znext = w_zombies;
+        w_zombies = f;
+    }
+    pthread_mutex_unlock(&w_lock);
+}
+
+/* The callback's reference (also dropped when no callback could be registered). */
+static void cb_release(fwd *f)
+{
+    pthread_mutex_lock(&w_lock);
+    if (f->zombie) {
+        fwd **pp = &w_zombies;
+        while (*pp && *pp != f)
+            pp = &(*pp)->znext;
+        if (*pp)
+            *pp = f->znext;
+        free(f);
+    } else if (atomic_fetch_sub(&f->refs, 1) == 1) {
+        free(f);
+    }
+    pthread_mutex_unlock(&w_lock);
 }
 
 static void fwd_fire(fwd *f, cl_int status)
@@ -91,7 +130,7 @@ static void CL_CALLBACK forward(cl_event ev, cl_int status, void *user)
     if (s > CL_COMPLETE)
         s = status < 0 ? status : CL_COMPLETE;
     fwd_fire(f, s);
-    fwd_unref(f); /* sets nothing after this: the callback never blocks */
+    cb_release(f); /* touches nothing after this; the lock is only ever held briefly */
 }
 
 static void watcher(void *arg, int cancelled)
@@ -123,7 +162,7 @@ static void watcher(void *arg, int cancelled)
             done = f->next;
             fwd_fire(f, clf__cl_event_status(f->src));
             clReleaseEvent(f->src);
-            fwd_unref(f);
+            list_release(f);
         }
         pthread_mutex_lock(&w_lock);
         w_inflight -= ndone;
@@ -178,7 +217,7 @@ static clf_status bridge_cl(cl_event src, cl_event uev)
     pthread_mutex_unlock(&w_lock);
     flush_source(src);
     if (clSetEventCallback(src, CL_COMPLETE, forward, f) != CL_SUCCESS) {
-        fwd_unref(f); /* no callback: the watcher forwards */
+        cb_release(f); /* no callback: the watcher forwards */
         if (!watched) { /* nor a watcher: wait here */
             clWaitForEvents(1, &src);
             fwd_fire(f, clf__cl_event_status(src));
@@ -213,6 +252,20 @@ void clf__bridge_drain(clf_fleet *fl)
             break;
         pthread_cond_signal(&w_cond);
         pthread_cond_wait(&w_gone, &w_lock);
+    }
+    /* The fleet's sources have completed and its queues are idle: a callback still owed
+     * for one of them is one the driver will not call (w_zombies). */
+    for (fwd **pp = &w_zombies; *pp;) {
+        fwd *f = *pp;
+        int mine = 0;
+        for (size_t c = 0; c < fl->nctx && !mine; c++)
+            mine = f->ctx == fl->ctx[c];
+        if (mine) {
+            *pp = f->znext;
+            free(f);
+        } else {
+            pp = &f->znext;
+        }
     }
     pthread_mutex_unlock(&w_lock);
 }
