@@ -320,11 +320,8 @@ static clf_status options_to_filter(const clf_fleet_options *o, clf__filter *f)
     memset(f, 0, sizeof *f);
     const char *sel = o->devices ? o->devices : getenv("CLFLEET_DEVICES");
     clf_status st = clf__filter_parse(f, sel);
-    if (st != CLF_SUCCESS && !o->devices) {
-        char msg[512];
-        snprintf(msg, sizeof msg, "%s", clf_last_error());
-        return clf__fail(st, "CLFLEET_DEVICES: %s", msg);
-    }
+    if (st != CLF_SUCCESS && !o->devices)
+        return clf__prefix_error(st, "CLFLEET_DEVICES: ");
     if (st != CLF_SUCCESS)
         return st;
     if (o->device_types & ~(unsigned)CLF_DEVICE_ALL)

@@ -262,11 +262,8 @@ clf_status clf__fault_init(clf_fleet *fl)
     clf__fault_rule *r = NULL;
     size_t n = 0;
     clf_status st = clf__fault_parse(env, &r, &n);
-    if (st != CLF_SUCCESS) {
-        char msg[512];
-        snprintf(msg, sizeof msg, "%s", clf_last_error());
-        return clf__fail(st, "CLFLEET_FAULT_INJECT='%.200s': %s", env, msg);
-    }
+    if (st != CLF_SUCCESS)
+        return clf__prefix_error(st, "CLFLEET_FAULT_INJECT='%.200s': ", env);
     if (n == 0)
         return CLF_SUCCESS;
     for (size_t i = 0; i < n; i++)

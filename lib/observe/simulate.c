@@ -402,11 +402,8 @@ clf_status clf__sim_init(clf_fleet *fl)
     clf__sim_rule *r = NULL;
     size_t n = 0;
     clf_status st = clf__sim_parse(env, &r, &n);
-    if (st != CLF_SUCCESS) {
-        char msg[600];
-        snprintf(msg, sizeof msg, "%s", clf_last_error());
-        return clf__fail(st, "CLFLEET_SIMULATE='%.200s': %s", env, msg);
-    }
+    if (st != CLF_SUCCESS)
+        return clf__prefix_error(st, "CLFLEET_SIMULATE='%.200s': ", env);
     if (n == 0)
         return CLF_SUCCESS;
     for (size_t i = 0; i < n; i++) {

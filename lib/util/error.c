@@ -87,6 +87,18 @@ clf_status clf__fail(clf_status s, const char *fmt, ...)
     return s;
 }
 
+clf_status clf__prefix_error(clf_status s, const char *fmt, ...)
+{
+    char head[1024], old[CLF__DETAIL_MAX];
+    memcpy(old, detail, sizeof old);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(head, sizeof head, fmt, ap);
+    va_end(ap);
+    snprintf(detail, sizeof detail, "%s%s", head, old);
+    return s;
+}
+
 void clf__append_error(const char *fmt, ...)
 {
     size_t n = strlen(detail);

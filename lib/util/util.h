@@ -32,6 +32,10 @@ clf_status clf__check_version(const char *who, unsigned version, unsigned curren
                               const char *what, const char *init);
 /* Append a line to the thread's detail message (build logs, several devices). */
 void clf__append_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Put a formatted context before the calling thread's detail (what a lower call said) and
+ * return s: "CLFLEET_DEVICES: " + the parser's message. */
+clf_status clf__prefix_error(clf_status s, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 /* Name of an OpenCL error code, e.g. "CL_INVALID_VALUE". */
 const char *clf__cl_error_name(cl_int err);
 

@@ -191,11 +191,8 @@ clf_status clf__copy_wait_deps(clf__copy *c)
 {
     for (size_t i = 0; i < c->ndeps; i++) {
         clf_status st = clf__event_wait_host(c->deps[i]);
-        if (st != CLF_SUCCESS) {
-            char msg[1024];
-            snprintf(msg, sizeof msg, "%s", clf_last_error());
-            return clf__fail(st, "copy not done: wait-list event %zu failed: %s", i, msg);
-        }
+        if (st != CLF_SUCCESS)
+            return clf__prefix_error(st, "copy not done: wait-list event %zu failed: ", i);
     }
     return CLF_SUCCESS;
 }
