@@ -412,9 +412,10 @@ clf_status clf__sim_init(clf_fleet *fl)
                            "CLFLEET_SIMULATE='%.200s': rule %zu names device %zu, the fleet "
                            "has %zu (devices 0 to %zu)",
                            env, i + 1, r[i].device, fl->ndev, fl->ndev - 1);
-        else if (fl->dev[r[i].device].sync_exec)
-            /* Such a device runs a command inside whichever thread makes it ready:
-       * the marker would run on the timer thread, where PoCL 3 can deadlock. */
+        else if (fl->dev[r[i].device].ops && !fl->dev[r[i].device].ops->wait_list_ok)
+            /* Such a device (core/devops.c) runs a command inside whichever thread makes it
+             * ready: the marker would run on the timer's thread, where PoCL 3 can
+             * deadlock. */
             st = clf__fail(CLF_ERROR_PARSE,
                            "CLFLEET_SIMULATE='%.200s': rule %zu: device %zu '%s' runs commands "
                            "inside clEnqueue* (PoCL's basic), which cannot be simulated; use "

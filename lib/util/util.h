@@ -198,12 +198,29 @@ struct clf__device {
      * device out until clf_device_readmit(). */
     int failed;
     char fail_why[256];
-    /* Runs commands inside clEnqueue* (PoCL's "basic" device): every enqueue to it takes
-     * exec_lock for that call alone, since two host threads enqueueing to such a device at
-     * once can deadlock inside PoCL 3 (core.h). Set by clf__xfer_init() (transfer.c); taken
-     * through clf__dev_exec_enter() (cmd.c). */
-    int sync_exec;
+    /* The driver's quirks as a table of calls (struct clf__devops, below), chosen at fleet
+     * creation by clf__devops_init() (core/devops.c); NULL until then. */
+    const struct clf__devops *ops;
+    /* The lock of a device whose table serialises its enqueues (PoCL's basic device: two
+     * host threads enqueueing to it at once can deadlock inside PoCL 3): taken for one
+     * enqueue at a time, through ops->enqueue_enter() (core/devops.c, core/cmd.c). */
     pthread_mutex_t exec_lock;
+};
+
+/*
+ * A device's driver quirks (core/devops.c has the tables and says what each quirk is, what
+ * triggers it and why the workaround): the code that meets a quirk calls through the table
+ * (core's clf__devops(); this layer and observe read the chosen table from the record).
+ */
+struct clf__devops {
+    const char *name; /* in the log: "default", "pocl-basic" */
+    /* Around one enqueue to the device, and never across a wait (core.h). */
+    void (*enqueue_enter)(struct clf__device *d);
+    void (*enqueue_leave)(struct clf__device *d);
+    /* 1 when a command may wait for events that another queue, device or host thread
+     * completes; 0 when such a wait list must be waited for on the host and the command
+     * enqueued with none. */
+    int wait_list_ok;
 };
 
 struct clf__perf_model;

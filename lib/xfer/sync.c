@@ -13,7 +13,7 @@
  * launches, collectives, pipelines and task queues (they queue every command
  * that depends on others there). Buffer transfers and copies follow their own
  * wait lists. On PoCL's basic device the waits happen on the host instead
- * (clf__dev_sync_exec()).
+ * (the device's ops table says !wait_list_ok, core/devops.c).
  *
  * The event bridge (the first half of this file) carries events across contexts and between
  * the host and OpenCL. A wait list may only name events of the queue's context
@@ -379,7 +379,7 @@ clf_status clf_event_cl_for(clf_event *ev, clf_fleet *fleet, size_t device, cl_e
     clf_status st = clf__check_device(fleet, device);
     if (st != CLF_SUCCESS)
         return st;
-    if (clf__dev_sync_exec(fleet, device)) {
+    if (!clf__devops(fleet, device)->wait_list_ok) {
         /* PoCL's basic device runs a command inside whichever thread completes its wait
          * list (here: the bridge's, or another device's driver thread), where PoCL 3
          * deadlocks on its own locks (a two-device halo ping-pong hung at its first steps).
@@ -412,8 +412,8 @@ clf_status clf__device_marker(clf_fleet *fl, size_t device, cl_event *out)
     cl_event mt = NULL;
     /* The waiting marker goes on the compute queue, where commands wait for others. The
      * command path flushes each: a queue of another device may wait for these markers, and
-     * some drivers submit nothing until a flush. On a sync-exec device it waits for the
-     * transfer queue's marker on the host instead. */
+     * some drivers submit nothing until a flush. On a !wait_list_ok device (core/devops.c)
+     * it waits for the transfer queue's marker on the host instead. */
     clf_status st = clf__cmd_marker(fl, device, d->transfer, "transfer queue", 0, NULL, &mt);
     if (st != CLF_SUCCESS)
         return st;
@@ -485,10 +485,10 @@ static clf_status events_for(clf_fleet *fl, size_t device, clf_event *const *eve
 
 /* Work queued on device from now on starts after events: a barrier on its compute queue
  * (and on the caller's queue, once made: raw commands there are the device's work too), or
- * on the host for a device that must not wait for other queues (clf__dev_sync_exec()). */
+ * on the host for a device that must not wait for other queues (!wait_list_ok, core/devops.c). */
 static clf_status device_wait(clf_fleet *fl, size_t device, clf_event *const *events, size_t n)
 {
-    if (clf__dev_sync_exec(fl, device))
+    if (!clf__devops(fl, device)->wait_list_ok)
         return clf_events_wait(events, n);
     cl_event *cl = calloc(n, sizeof *cl);
     if (!cl)

@@ -72,16 +72,6 @@ clf_status clf__xfer_init(clf_fleet *fl, const char *opt)
         clf__path_dev_from_info(&x->dev[i].pd, in);
         x->dev[i].nvidia = contains_nocase(in->vendor, "NVIDIA") ||
                            contains_nocase(in->platform_vendor, "NVIDIA");
-        fl->dev[i].sync_exec = strncmp(in->name, "basic", 5) == 0 &&
-                               contains_nocase(in->platform, "Portable Computing Language");
-        /* Recursive: a caller that holds it (clf_cl_lock()) may call clfleet functions
-         * that enqueue to the device, clf_cl_compute_queue()'s first call among them; a plain
-         * mutex deadlocked that thread on itself. */
-        pthread_mutexattr_t ma;
-        pthread_mutexattr_init(&ma);
-        pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE);
-        pthread_mutex_init(&fl->dev[i].exec_lock, &ma);
-        pthread_mutexattr_destroy(&ma);
     }
     st = clf__peer_init(fl);
     if (st != CLF_SUCCESS)
@@ -124,7 +114,6 @@ void clf__xfer_fini(clf_fleet *fl)
         clf__peer_fini(fl);
         for (size_t i = 0; i < fl->ndev; i++) {
             free(x->dev[i].amd_peers);
-            pthread_mutex_destroy(&fl->dev[i].exec_lock);
         }
     }
     free(x->dev);
@@ -446,10 +435,11 @@ static clf_status copy(clf_buffer *dst, size_t doff, clf_buffer *src, size_t sof
 
     /* A device that runs commands inside clEnqueue* (PoCL's basic) must not get a command
      * that waits for an event of another queue: it would run inside that queue's completion
-     * and can deadlock there (PoCL 3). Such a copy waits on a transfer thread instead. */
+     * and can deadlock there (PoCL 3; core/devops.c). Such a copy is run by the host once
+     * its wait list is over (submit()). */
     const clf__path_ops *ops = PATHS[c->path];
     c->on_host = !ops->enqueue ||
-                 (nwait && fl->dev[ops->queue_on_src ? c->sdev : c->ddev].sync_exec);
+                 (nwait && !clf__devops(fl, ops->queue_on_src ? c->sdev : c->ddev)->wait_list_ok);
     if (!c->on_host) {
         st = enqueue_direct(c, wait, nwait, out_event);
         copy_free(c);
