@@ -137,6 +137,9 @@ int clf__task_done_ok(struct clf__task *t);
 /* Set user event uev (retained until then) when the task completes: CL_COMPLETE, or
  * CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST on failure. */
 clf_status clf__task_subscribe(struct clf__task *t, cl_event uev);
+/* Call fn(arg, status) once t completes, or at once when it has: in the completing thread,
+ * outside t's lock, so fn must not block. Fails only for memory (fn is then never called). */
+clf_status clf__task_notify(struct clf__task *t, void (*fn)(void *arg, clf_status st), void *arg);
 /* A new clf_event for the task (takes the caller's reference). */
 clf_status clf__event_wrap_task(struct clf__task *t, clf_event **out);
 

@@ -582,7 +582,7 @@ clf_status clf_fleet_finish(clf_fleet *fl)
 {
     if (!fl)
         return clf__fail(CLF_ERROR_NULL_POINTER, "fleet is NULL");
-    clf__xfer_drain(fl); /* copies on transfer threads enqueue as they go */
+    clf__xfer_drain(fl); /* copies the host drives enqueue as they go */
     for (size_t i = 0; i < fl->ndev; i++) {
         uint64_t t0 = clf__mono_ns();
         cl_int err = clf__device_finish_queues(&fl->dev[i]);

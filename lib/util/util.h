@@ -271,7 +271,7 @@ struct clf_fleet {
 
 /*
  * An OpenCL event, or a host-side completion: an asynchronous launch (op) or a copy run by
- * a transfer thread (task). Allocated zeroed; the fields after task belong to event.c.
+ * the helper pool (task). Allocated zeroed; the fields after task belong to event.c.
  */
 struct clf_event {
     cl_event ev;
@@ -284,7 +284,7 @@ struct clf_event {
      * a user event; CLF_ERROR_OUT_OF_HOST_MEMORY and fn not called when it cannot be kept. */
     clf_status (*op_subscribe)(struct clf__host_op *op, void (*fn)(void *arg, clf_status st),
                                void *arg);
-    struct clf__task *task;  /* non-NULL for a copy on a transfer thread (xfer/sync.c) */
+    struct clf__task *task;  /* non-NULL for a copy the host drives (xfer/transfer.c) */
     unsigned holds;          /* references taken by clf__event_hold(), beyond the caller's */
     int op_state;            /* op: 0 not joined, 1 being joined, 2 joined */
     clf_status op_status;    /* op: its result once joined */
