@@ -99,6 +99,7 @@ typedef struct clf__pool_work {
     struct clf__pool_work *next; /* the pool's, while queued */
     void (*fn)(void *arg, int cancelled);
     void *arg;
+    uint64_t due; /* the pool's: a timed job's time (clf__mono_ns()) */
 } clf__pool_work;
 
 /* Queue w (fn and arg set; not queued already). Fails only when the pool has shut down or
@@ -107,10 +108,15 @@ clf_status clf__pool_submit(clf__pool_work *w);
 /* The same, from a job of the pool that returns right after: its own thread will take w
  * if no other does first, so no thread is started for it. */
 clf_status clf__pool_requeue(clf__pool_work *w);
+/* Run w when clf__mono_ns() reaches due (at once if it has), before the queued jobs. A timed
+ * job must be short and never block: ordinary jobs may be waiting for it, and it may start
+ * the pool's one thread beyond the bound (pool.c says why). Fails as clf__pool_submit(). */
+clf_status clf__pool_submit_at(clf__pool_work *w, uint64_t due);
 /* $CLFLEET_THREADPOOL_SIZE: *size, the default when unset or empty; CLF_ERROR_PARSE naming
  * the variable (clf_fleet_create() calls it, so a typo fails there). */
 clf_status clf__pool_config(unsigned *size);
-/* The bound, and the threads started so far (at most the bound). */
+/* The bound, and the threads started so far (at most the bound, one more once a timed job
+ * was queued). */
 unsigned clf__pool_size(void);
 unsigned clf__pool_threads(void);
 /* Nonzero once the shutdown began: a long-running job returns. */
