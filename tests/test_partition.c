@@ -1664,9 +1664,14 @@ END_TEST
 
 /* ---- work profiles (workprof.c) and STATIC cut by them ---- */
 
-/* Work of unit x of a Mandelbrot-like range: a heavy band off the middle (20x the rest). */
+/* Work of unit x of a Mandelbrot-like range: a heavy band off the middle (20x the rest); with
+ * wp_step set, a step instead: the first third costs 8x the rest (test_simulate's skew). */
+static int wp_step;
+
 static double wp_density(uint64_t x, uint64_t total)
 {
+    if (wp_step)
+        return x < total / 3 ? 8.0 : 1.0;
     double u = ((double)x - 0.6 * (double)total) / (0.1 * (double)total);
     return 1.0 + 20.0 * exp(-u * u);
 }
@@ -1762,6 +1767,16 @@ START_TEST(test_wprof_converges)
     ck_assert_uint_eq(clf__wprof_launches(w), 7);
     clf__wprof_destroy(w);
 
+    /* A step in the work, with pieces across it: the cut settles at the step's balance
+     * point, not beside it. */
+    wp_step = 1;
+    ck_assert_int_eq(clf__wprof_create(&w, 3 * 4096, 2), CLF_SUCCESS);
+    last = wp_converge(3 * 4096, 1, 2, speed2, hint2, 8, w, ends, &cut);
+    wp_step = 0;
+    ck_assert(cut);
+    ck_assert_msg(last < 1.05, "a step in the work: makespan %.3f of the ideal", last);
+    clf__wprof_destroy(w);
+
     ck_assert_int_eq(clf__wprof_create(&w, 4096, 3), CLF_SUCCESS);
     last = wp_converge(4096, 4, 3, speed3, hint3, 8, w, ends, &cut);
     ck_assert(cut);
@@ -1797,10 +1812,11 @@ START_TEST(test_wprof_spike_and_limits)
     /* A device of speed 0 gets an empty share; one device in use: no cut. */
     const double one[2] = {0.0, 1.0};
     ck_assert_int_eq(clf__wprof_cut(w, 1, one, ends), 0);
-    /* Chunks too long, outside the range, of no device or no time teach nothing. */
-    clf__wprof_chunk bad[4] = {{0, 0, 2048, 1.0}, {0, 2040, 100, 1.0}, {5, 0, 64, 1.0},
-                               {1, 0, 64, NAN}};
-    ck_assert_uint_eq(clf__wprof_add(w, bad, 4), 0);
+    /* Chunks too long, outside the range, of no device, of no time or too short a time (fixed
+     * costs more than work) teach nothing. */
+    clf__wprof_chunk bad[5] = {{0, 0, 2048, 1.0}, {0, 2040, 100, 1.0}, {5, 0, 64, 1.0},
+                               {1, 0, 64, NAN}, {1, 64, 64, CLF__WPROF_MIN_CHUNK_S / 2}};
+    ck_assert_uint_eq(clf__wprof_add(w, bad, 5), 0);
     clf__wprof_destroy(w);
 
     ck_assert_int_eq(clf__wprof_create(&w, 2 * CLF__WPROF_BINS - 1, 2),

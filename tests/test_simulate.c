@@ -411,8 +411,8 @@ START_TEST(static_uneven)
     test_watchdog(240);
     clf_program *p;
     clf_fleet *f = sim_fleet("device=1,compute=0.5", &p);
-    enum { N = 3 << 12, LAUNCHES = 7 };
-    uint32_t *out = malloc(N * sizeof *out), iters = 256;
+    enum { N = 3 << 12, LAUNCHES = 8 };
+    uint32_t *out = malloc(N * sizeof *out), iters = 512;
     ck_assert(out);
     double share0[LAUNCHES] = {0}, balance[LAUNCHES] = {0};
     clf_launch_report r;
@@ -424,16 +424,18 @@ START_TEST(static_uneven)
         d.strategy = CLF_STRATEGY_STATIC;
         clf_arg a[] = {CLF_OUT(out, N * sizeof *out, sizeof *out), CLF_SCALAR(&iters)};
         ck_assert_ok(clf_launch(f, p, &d, a, 2, &r));
-        double busy[2] = {0, 0};
+        double busy[2] = {0, 0}, fin[2] = {0, 0};
         for (size_t i = 0; i < r.num_devices; i++) {
             if (r.dev[i].device == 0)
                 share0[k] = r.dev[i].share;
-            if (r.dev[i].device < 2)
+            if (r.dev[i].device < 2) {
                 busy[r.dev[i].device] = r.dev[i].busy_s;
+                fin[r.dev[i].device] = r.dev[i].finish_s;
+            }
         }
         balance[k] = busy[0] < busy[1] ? busy[0] / busy[1] : busy[1] / busy[0];
-        fprintf(stderr, "static_uneven %d: device 0 share %.3f, kernel s %.4f / %.4f (%s)\n", k,
-                share0[k], busy[0], busy[1], r.reason);
+        fprintf(stderr, "static_uneven %d: device 0 share %.3f, kernel s %.4f / %.4f, finish s "
+                "%.4f / %.4f (%s)\n", k, share0[k], busy[0], busy[1], fin[0], fin[1], r.reason);
         for (uint32_t i = 0; i < N; i++) {
             uint32_t x = i * 2654435761u + 1u, m = i < N / 3 ? 8 * iters : iters;
             for (uint32_t j = 0; j < m; j++)
@@ -448,8 +450,8 @@ START_TEST(static_uneven)
     double s3[3] = {share0[LAUNCHES - 3], share0[LAUNCHES - 2], share0[LAUNCHES - 1]};
     double b3[3] = {balance[LAUNCHES - 3], balance[LAUNCHES - 2], balance[LAUNCHES - 1]};
     double s = median(s3, 3), b = median(b3, 3);
-    expect(s > 0.18 && s < 0.40, "the fast device's share is %.3f, not about 0.28", s);
-    expect(b > 0.7, "the devices' kernel times differ: %.2f of each other", b);
+    expect(s > 0.20 && s < 0.36, "the fast device's share is %.3f, not about 0.28", s);
+    expect(b > 0.6, "the devices' kernel times differ: %.2f of each other", b);
     free(out);
     clf_program_destroy(p);
     clf_fleet_destroy(f);

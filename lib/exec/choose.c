@@ -460,8 +460,16 @@ static void static_profile(clf__launch *L, const uint64_t *max_units, clf_launch
     clf__wprof_table *t = clf__perf_profiles(clf__fleet_perf(L->fl));
     if (used < 2 || !t)
         return;
-    L->static_pieces = CLF__WPROF_PIECES;
-    L->piece_min = clf__wprof_bin_units(L->total);
+    /* Pieces of at least CLF__WPROF_PIECE_S of kernel time each (by the kernel time per unit
+     * its last launch measured): a piece costs an enqueue and a wait (tens of microseconds on
+     * PoCL), and a shorter one measures that more than the work. Too few to place the work
+     * (or a kernel not measured yet): one chunk per share, as without a profile. */
+    double unit_s = clf__kernel_unit_s(L, 0, 0);
+    double pieces = unit_s > 0 ? (double)L->total * unit_s / (double)used / CLF__WPROF_PIECE_S : 0;
+    if (pieces >= 4) {
+        L->static_pieces = pieces < CLF__WPROF_PIECES ? (unsigned)pieces : CLF__WPROF_PIECES;
+        L->piece_min = clf__wprof_bin_units(L->total);
+    }
     if (clf__wprof_table_cut(t, key, L->total, L->ndev, L->gran, speed, L->share_ends,
                              &launches)) {
         L->has_cuts = 1;

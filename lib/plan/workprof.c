@@ -72,6 +72,8 @@ unsigned clf__wprof_launches(const clf__wprof *w)
     return w ? w->launches : 0;
 }
 
+static double bin_median(const clf__wprof *w, size_t b, size_t d);
+
 size_t clf__wprof_add(clf__wprof *w, const clf__wprof_chunk *c, size_t n)
 {
     if (!w || !c || n == 0)
@@ -86,17 +88,31 @@ size_t clf__wprof_add(clf__wprof *w, const clf__wprof_chunk *c, size_t n)
     for (size_t i = 0; i < n; i++) {
         const clf__wprof_chunk *k = &c[i];
         if (k->dev >= w->ndev || k->len == 0 || k->len > longest || k->off >= w->total ||
-            k->len > w->total - k->off || !isfinite(k->seconds) || !(k->seconds > 0))
+            k->len > w->total - k->off || !isfinite(k->seconds) ||
+            !(k->seconds >= CLF__WPROF_MIN_CHUNK_S))
             continue;
-        uint64_t end = k->off + k->len;
+        /* The chunk's time goes to its bins in proportion to what the profile already knows
+         * of them on this device (units x seconds per unit), evenly while it knows nothing of
+         * one: a piece across a step in the work (cheap rows, then costly ones) would
+         * otherwise call both bins half costly, and the cut would settle beside the step. */
+        uint64_t end = k->off + k->len, ov[NB];
+        double share[NB], sum = 0;
+        int known = 1;
         for (size_t b = 0; b < NB; b++) {
             uint64_t lo = bin_lo(w->total, b), hi = bin_lo(w->total, b + 1);
             lo = lo > k->off ? lo : k->off;
             hi = hi < end ? hi : end;
-            if (hi <= lo)
+            ov[b] = hi > lo ? hi - lo : 0;
+            share[b] = ov[b] ? (double)ov[b] * bin_median(w, b, k->dev) : 0;
+            known &= !isnan(share[b]) && (ov[b] == 0 || share[b] > 0);
+            sum += ov[b] ? share[b] : 0;
+        }
+        for (size_t b = 0; b < NB; b++) {
+            if (!ov[b])
                 continue;
-            t[b * w->ndev + k->dev] += k->seconds * (double)(hi - lo) / (double)k->len;
-            u[b * w->ndev + k->dev] += hi - lo;
+            double f = known && sum > 0 ? share[b] / sum : (double)ov[b] / (double)k->len;
+            t[b * w->ndev + k->dev] += k->seconds * f;
+            u[b * w->ndev + k->dev] += ov[b];
         }
     }
     for (size_t b = 0; b < NB; b++) {

@@ -29,6 +29,10 @@
 /* At most this many chunks per device share under STATIC while profiling (the engine keeps
  * this many chunk samples per device and launch: CLF__PERF_CHUNKS). */
 #define CLF__WPROF_PIECES 16
+/* The least kernel time of a STATIC piece (choose.c), and of a chunk the profile learns from:
+ * below it a chunk's fixed costs (an enqueue, a wake-up) weigh more than its units. */
+#define CLF__WPROF_PIECE_S 1e-3
+#define CLF__WPROF_MIN_CHUNK_S 100e-6
 /* Profiles a table keeps (the least recently used goes). */
 #define CLF__WPROF_TABLE 32
 
@@ -51,8 +55,8 @@ void clf__wprof_destroy(clf__wprof *w);
 /*
  * Fold one launch's chunks in. A chunk's seconds are spread over the bins it covers by
  * units; a chunk longer than two bins tells too little of where its time went and is left
- * out (dynamic's first chunks), as are chunks outside the range, of another device or of a
- * time that is not finite and > 0. A bin learns a sample for a device when this launch ran
+ * out (dynamic's first chunks), as are chunks outside the range, of another device, of a time
+ * that is not finite, or shorter than CLF__WPROF_MIN_CHUNK_S. A bin learns a sample for a device when this launch ran
  * at least half of it there. Returns how many (bin, device) samples were added.
  */
 size_t clf__wprof_add(clf__wprof *w, const clf__wprof_chunk *c, size_t n);
