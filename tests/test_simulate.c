@@ -444,7 +444,7 @@ START_TEST(static_uneven)
                 ck_abort_msg("launch %d: item %u: %u, expected %u", k, i, out[i], x);
         }
     }
-    expect(strstr(r.reason, "work profile"), "static did not cut by the work profile: %s",
+    expect(strstr(r.reason, "cut by the work profile"), "static did not cut by the work profile: %s",
            r.reason);
     /* The last three launches: the median share and balance (a loaded host can upset one). */
     double s3[3] = {share0[LAUNCHES - 3], share0[LAUNCHES - 2], share0[LAUNCHES - 1]};

@@ -471,12 +471,16 @@ static void static_profile(clf__launch *L, const uint64_t *max_units, clf_launch
         L->piece_min = clf__wprof_bin_units(L->total);
     }
     if (clf__wprof_table_cut(t, key, L->total, L->ndev, L->gran, speed, L->share_ends,
-                             &launches)) {
+                             &launches))
         L->has_cuts = 1;
-        size_t len = strlen(rep->reason);
+    /* Short: the reason has 256 bytes, and AUTO's figures come first. */
+    size_t len = strlen(rep->reason);
+    const char *in_pieces = L->static_pieces ? ", in pieces" : "";
+    if (L->has_cuts)
         snprintf(rep->reason + len, sizeof rep->reason - len,
-                 "; shares cut by the kernel's work profile (%u launches)", launches);
-    }
+                 "; cut by the work profile (%u launches)%s", launches, in_pieces);
+    else if (L->static_pieces)
+        snprintf(rep->reason + len, sizeof rep->reason - len, "; in pieces (work profile)");
 }
 
 clf_status clf__choose_strategy(clf__launch *L, const uint64_t *max_units,
