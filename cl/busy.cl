@@ -18,3 +18,24 @@ __kernel void busy(__global float *out, int iters)
     }
     out[i] = a + b + c + d;
 }
+
+/*
+ * Per-group work (the balance bench's third kernel, issue 27): each work-group of 64 sums its
+ * items' inputs in local memory and writes one partial per group, at its group id. The launch
+ * is cut at group boundaries and its output is indexed by group, not by item.
+ */
+__kernel __attribute__((reqd_work_group_size(64, 1, 1))) void
+group_sum(__global const float *in, __global float *out)
+{
+    __local float s[64];
+    size_t l = get_local_id(0);
+    s[l] = in[get_global_id(0)];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (size_t stride = 32; stride > 0; stride /= 2) {
+        if (l < stride)
+            s[l] += s[l + stride];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (l == 0)
+        out[get_group_id(0)] = s[0];
+}

@@ -276,15 +276,15 @@ fi
 $bench balance --quick --json --simulate 'device=1,compute=0.5' > "$tmp.sim" 2> "$tmp.err" ||
     { cat "$tmp.err"; echo "FAIL: balance --simulate"; exit 1; }
 $lint < "$tmp.sim" && grep -q '"name": "simulated"' "$tmp.sim" &&
-    [ "$(grep -c '"vs_fastest_alone": [0-9]' "$tmp.sim")" -eq 10 ] &&
+    [ "$(grep -c '"vs_fastest_alone": [0-9]' "$tmp.sim")" -eq 15 ] &&
     [ "$(grep -c '"simulate": "device=1,compute=0.5"' "$tmp.sim")" -eq 2 ] &&
     ! grep -q '"name": "homogeneous"' "$tmp.sim" ||
-    { echo "FAIL: balance --simulate: want the simulated configuration alone, 10 rows"
+    { echo "FAIL: balance --simulate: want the simulated configuration alone, 15 rows (3 kernels)"
       cat "$tmp.sim"; exit 1; }
 $bench balance --quick --config simulated --simulate 'device=1,compute=0.5' --size 16 \
     > "$tmp.txt" 2> "$tmp.err" && grep -q '^  heterogeneous (simulated, ' "$tmp.txt" &&
     [ "$(grep -Ec '^    (static|dynamic|guided|memory-aware|auto) +[0-9.]+ +[0-9.]+ ' \
-        "$tmp.txt")" -eq 10 ] ||
+        "$tmp.txt")" -eq 15 ] ||
     { cat "$tmp.err"; echo "FAIL: balance --simulate: no heterogeneous table"; cat "$tmp.txt"
       exit 1; }
 

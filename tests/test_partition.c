@@ -22,6 +22,7 @@
 
 #include "plan/partition.h"
 #include "plan/perfmodel.h"
+#include "plan/workprof.h"
 
 /* Checks inside hot loops: Check's ck_assert_* records a mark point (a write) even when the
  * assertion holds, which would dominate the run time of a million chunks. */
@@ -1132,11 +1133,11 @@ START_TEST(test_perf_line_exact)
     ck_assert(fixed == 0);
     /* No line: one size only, sizes within 25%, too few samples, a slope that is not
      * positive (the larger chunk took less time). */
-    clf__perf_chunk same[4] = {{1000, 1e-3}, {1000, 1.1e-3}, {1100, 1e-3}, {1200, 1.2e-3}};
+    clf__perf_chunk same[4] = {{1000, 1e-3, 0, 0}, {1000, 1.1e-3, 0, 0}, {1100, 1e-3, 0, 0}, {1200, 1.2e-3, 0, 0}};
     ck_assert(!clf__perf_line(same, 4, &rate, &fixed));
     ck_assert(!clf__perf_line(c, 1, &rate, &fixed));
     ck_assert(!clf__perf_line(NULL, 4, &rate, &fixed));
-    clf__perf_chunk down[2] = {{100, 2e-3}, {1000, 1e-3}};
+    clf__perf_chunk down[2] = {{100, 2e-3, 0, 0}, {1000, 1e-3, 0, 0}};
     ck_assert(!clf__perf_line(down, 2, &rate, &fixed));
 }
 END_TEST
@@ -1193,7 +1194,7 @@ START_TEST(test_perf_chunks_model)
     ck_assert_int_eq(clf__perf_open(&m, path), CLF_SUCCESS);
     clf__perf_chunk c[16];
     size_t n = line_samples(c, 40e-6, 2e6);
-    clf__perf_chunk cold = {100, 1.0};
+    clf__perf_chunk cold = {100, 1.0, 0, 0};
     ck_assert_int_eq(clf__perf_record_chunks(m, "k", "d", &cold, 1), CLF_SUCCESS);
     ck_assert(!clf__perf_get(m, "k", "d", &f)); /* nothing known yet */
     ck_assert(clf__perf_predict(&(clf__perf_fit){.fixed_s = -1}, 10) == -1);
@@ -1206,14 +1207,14 @@ START_TEST(test_perf_chunks_model)
     /* Fifty more chunks of one size (static launches), 2x slower: they replace the old ones
      * of about their size, not the rest, so a line is still fitted. */
     for (int i = 0; i < 50; i++) {
-        clf__perf_chunk one = {1000, 2 * (40e-6 + 1000 / 2e6)};
+        clf__perf_chunk one = {1000, 2 * (40e-6 + 1000 / 2e6), 0, 0};
         ck_assert_int_eq(clf__perf_record_chunks(m, "k", "d", &one, 1), CLF_SUCCESS);
     }
     ck_assert(clf__perf_get(m, "k", "d", &f));
     ck_assert_uint_eq(f.chunks, 16);
     ck_assert(f.rate > 0 && f.fixed_s >= 0);
     /* Bad samples are skipped, bad calls refused. */
-    clf__perf_chunk bad[3] = {{0, 1.0}, {10, NAN}, {10, -1}};
+    clf__perf_chunk bad[3] = {{0, 1.0, 0, 0}, {10, NAN, 0, 0}, {10, -1, 0, 0}};
     ck_assert_int_eq(clf__perf_record_chunks(m, "k", "d2", bad, 3), CLF_SUCCESS);
     ck_assert(!clf__perf_get(m, "k", "d2", &f));
     ck_assert_int_eq(clf__perf_record_chunks(m, NULL, "d", c, 1), CLF_ERROR_NULL_POINTER);
@@ -1660,6 +1661,234 @@ START_TEST(test_perf_threads)
 }
 END_TEST
 
+
+/* ---- work profiles (workprof.c) and STATIC cut by them ---- */
+
+/* Work of unit x of a Mandelbrot-like range: a heavy band off the middle (20x the rest); with
+ * wp_step set, a step instead: the first third costs 8x the rest (test_simulate's skew). */
+static int wp_step;
+
+static double wp_density(uint64_t x, uint64_t total)
+{
+    if (wp_step)
+        return x < total / 3 ? 8.0 : 1.0;
+    double u = ((double)x - 0.6 * (double)total) / (0.1 * (double)total);
+    return 1.0 + 20.0 * exp(-u * u);
+}
+
+/*
+ * One STATIC launch on devices of true speeds `speed` (work per second), the partitioner
+ * fed with the (possibly wrong) weights `hint` and, when given, share ends; every chunk's
+ * time is the work it covers over its device's speed. Fills the chunks for the profile and
+ * each device's finish time; returns the number of chunks.
+ */
+static size_t wp_launch(uint64_t total, uint64_t gran, size_t nd, const double *speed,
+                        const double *hint, const uint64_t *ends, clf__wprof_chunk *out,
+                        double *finish)
+{
+    clf__part *p;
+    clf__part_params prm = {0};
+    prm.share_ends = ends;
+    prm.static_pieces = CLF__WPROF_PIECES;
+    prm.piece_min = clf__wprof_bin_units(total);
+    ck_assert_int_eq(clf__part_create(&p, CLF__PART_STATIC, total, gran, nd, hint, NULL, &prm),
+                     CLF_SUCCESS);
+    size_t n = 0;
+    for (size_t d = 0; d < nd; d++) {
+        uint64_t off, len;
+        size_t pieces = 0;
+        finish[d] = 0;
+        while (clf__part_next(p, d, &off, &len)) {
+            double work = 0;
+            for (uint64_t x = off; x < off + len; x++)
+                work += wp_density(x, total);
+            out[n].dev = d;
+            out[n].off = off;
+            out[n].len = len;
+            out[n].seconds = work / speed[d];
+            finish[d] += out[n].seconds;
+            ck_assert_int_eq(clf__part_complete(p, len), CLF_SUCCESS);
+            n++;
+            pieces++;
+        }
+        /* A share comes in pieces about a bin long (at most CLF__WPROF_PIECES of them). */
+        ck_assert_uint_le(pieces, CLF__WPROF_PIECES + 1);
+    }
+    uint64_t fr, outst, done;
+    clf__part_counts(p, &fr, &outst, &done);
+    ck_assert_uint_eq(done, total);
+    clf__part_destroy(p);
+    return n;
+}
+
+/* Run `launches` profiled STATIC launches; returns the last one's makespan over the ideal
+ * (all devices finishing together). */
+static double wp_converge(uint64_t total, uint64_t gran, size_t nd, const double *speed,
+                          const double *hint, int launches, clf__wprof *w, uint64_t *ends,
+                          int *cut)
+{
+    clf__wprof_chunk c[8 * (CLF__WPROF_PIECES + 1)];
+    double finish[8], work = 0, ssum = 0;
+    *cut = 0;
+    for (uint64_t x = 0; x < total; x++)
+        work += wp_density(x, total);
+    for (size_t d = 0; d < nd; d++)
+        ssum += speed[d];
+    double span = 0;
+    for (int l = 0; l < launches; l++) {
+        size_t n = wp_launch(total, gran, nd, speed, hint, *cut ? ends : NULL, c, finish);
+        span = 0;
+        for (size_t d = 0; d < nd; d++)
+            span = finish[d] > span ? finish[d] : span;
+        ck_assert_uint_gt(clf__wprof_add(w, c, n), 0);
+        *cut = clf__wprof_cut(w, gran, hint, ends);
+    }
+    return span / (work / ssum);
+}
+
+START_TEST(test_wprof_converges)
+{
+    /* A 2:1 pair whose learned weights say 1:0.9 (biased by the regions drawn), and a 4:2:1
+     * trio told they are equal: the profile's shared bins fix the ratios, and the shares end
+     * within a few percent of the ideal makespan. */
+    const double speed2[2] = {2.0, 1.0}, hint2[2] = {1.0, 0.9};
+    const double speed3[3] = {4.0, 2.0, 1.0}, hint3[3] = {1.0, 1.0, 1.0};
+    uint64_t ends[3];
+    int cut;
+    clf__wprof *w;
+    ck_assert_int_eq(clf__wprof_create(&w, 1024, 2), CLF_SUCCESS);
+    ck_assert_int_eq(clf__wprof_cut(w, 1, hint2, ends), 0); /* nothing learned yet */
+    double first = wp_converge(1024, 1, 2, speed2, hint2, 1, w, ends, &cut);
+    ck_assert_msg(first > 1.15, "shares by weight should be off on this profile (%.3f)", first);
+    double last = wp_converge(1024, 1, 2, speed2, hint2, 6, w, ends, &cut);
+    ck_assert(cut);
+    ck_assert_msg(last < 1.05, "2:1 pair: makespan %.3f of the ideal after 7 launches", last);
+    ck_assert_uint_eq(ends[1], 1024);
+    ck_assert_uint_eq(clf__wprof_launches(w), 7);
+    clf__wprof_destroy(w);
+
+    /* A step in the work, with pieces across it: the cut settles at the step's balance
+     * point, not beside it. */
+    wp_step = 1;
+    ck_assert_int_eq(clf__wprof_create(&w, 3 * 4096, 2), CLF_SUCCESS);
+    last = wp_converge(3 * 4096, 1, 2, speed2, hint2, 8, w, ends, &cut);
+    wp_step = 0;
+    ck_assert(cut);
+    ck_assert_msg(last < 1.05, "a step in the work: makespan %.3f of the ideal", last);
+    clf__wprof_destroy(w);
+
+    ck_assert_int_eq(clf__wprof_create(&w, 4096, 3), CLF_SUCCESS);
+    last = wp_converge(4096, 4, 3, speed3, hint3, 8, w, ends, &cut);
+    ck_assert(cut);
+    ck_assert_msg(last < 1.05, "4:2:1 trio: makespan %.3f of the ideal", last);
+    ck_assert_uint_eq(ends[0] % 4, 0);
+    ck_assert_uint_eq(ends[1] % 4, 0);
+    clf__wprof_destroy(w);
+}
+END_TEST
+
+START_TEST(test_wprof_spike_and_limits)
+{
+    const double speed[2] = {2.0, 1.0}, hint[2] = {2.0, 1.0};
+    uint64_t ends[2], before[2];
+    int cut;
+    clf__wprof *w;
+    ck_assert_int_eq(clf__wprof_create(&w, 2048, 2), CLF_SUCCESS);
+    wp_converge(2048, 1, 2, speed, hint, 6, w, ends, &cut);
+    ck_assert(cut);
+    memcpy(before, ends, sizeof ends);
+    /* One launch 10x slower on device 0 everywhere (a spike): the medians do not move. */
+    clf__wprof_chunk c[2 * (CLF__WPROF_PIECES + 1)];
+    double finish[2];
+    size_t n = wp_launch(2048, 1, 2, speed, hint, ends, c, finish);
+    for (size_t i = 0; i < n; i++)
+        if (c[i].dev == 0)
+            c[i].seconds *= 10;
+    clf__wprof_add(w, c, n);
+    ck_assert(clf__wprof_cut(w, 1, hint, ends));
+    ck_assert_msg(llabs((long long)ends[0] - (long long)before[0]) <= 2 * 2048 / CLF__WPROF_BINS,
+                  "a spike moved the cut from %llu to %llu", (unsigned long long)before[0],
+                  (unsigned long long)ends[0]);
+    /* A device of speed 0 gets an empty share; one device in use: no cut. */
+    const double one[2] = {0.0, 1.0};
+    ck_assert_int_eq(clf__wprof_cut(w, 1, one, ends), 0);
+    /* Chunks too long, outside the range, of no device, of no time or too short a time (fixed
+     * costs more than work) teach nothing. */
+    clf__wprof_chunk bad[5] = {{0, 0, 2048, 1.0}, {0, 2040, 100, 1.0}, {5, 0, 64, 1.0},
+                               {1, 0, 64, NAN}, {1, 64, 64, CLF__WPROF_MIN_CHUNK_S / 2}};
+    ck_assert_uint_eq(clf__wprof_add(w, bad, 5), 0);
+    clf__wprof_destroy(w);
+
+    ck_assert_int_eq(clf__wprof_create(&w, 2 * CLF__WPROF_BINS - 1, 2),
+                     CLF_ERROR_INVALID_ARGUMENT);
+    ck_assert_int_eq(clf__wprof_create(&w, 4096, 0), CLF_ERROR_INVALID_ARGUMENT);
+    /* The table: a profile per key, started again when the range size differs. */
+    clf__wprof_table *t;
+    ck_assert_int_eq(clf__wprof_table_create(&t), CLF_SUCCESS);
+    /* One chunk a bin long per bin, the first half on device 0: a sample per bin. */
+    clf__wprof_chunk ok[CLF__WPROF_BINS];
+    for (size_t i = 0; i < CLF__WPROF_BINS; i++)
+        ok[i] = (clf__wprof_chunk){i >= CLF__WPROF_BINS / 2, 4 * i, 4, 1e-3};
+    ck_assert_uint_eq(clf__wprof_table_add(t, "k", 4 * CLF__WPROF_BINS, 2, ok, CLF__WPROF_BINS),
+                      CLF__WPROF_BINS);
+    unsigned launches;
+    ck_assert_int_eq(clf__wprof_table_cut(t, "k", 128, 2, 1, hint, ends, &launches), 1);
+    ck_assert_uint_eq(launches, 1);
+    /* No bin in common: the speeds given (2:1) relate the devices, so equal times on the two
+     * halves mean device 1's half holds half the work, and the halves already balance. */
+    ck_assert_uint_eq(ends[0], 64);
+    ck_assert_int_eq(clf__wprof_table_cut(t, "other", 128, 2, 1, hint, ends, &launches), 0);
+    ck_assert_int_eq(clf__wprof_table_cut(t, "k", 256, 2, 1, hint, ends, NULL), 0);
+    for (int i = 0; i < 2 * CLF__WPROF_TABLE; i++) {
+        char key[16];
+        snprintf(key, sizeof key, "k%d", i);
+        ck_assert_uint_gt(clf__wprof_table_add(t, key, 128, 2, ok, CLF__WPROF_BINS), 0);
+    }
+    ck_assert_int_eq(clf__wprof_table_cut(t, "k", 128, 2, 1, hint, ends, NULL), 0); /* evicted */
+    clf__wprof_table_destroy(t);
+}
+END_TEST
+
+START_TEST(test_part_share_ends)
+{
+    clf__part *p;
+    clf__part_params prm = {0};
+    const double w[3] = {1, 0, 1};
+    uint64_t ends[3] = {40, 40, 100}, off, len;
+    prm.share_ends = ends;
+    ck_assert_int_eq(clf__part_create(&p, CLF__PART_STATIC, 100, 4, 3, w, NULL, &prm),
+                     CLF_SUCCESS);
+    ck_assert(clf__part_next(p, 0, &off, &len));
+    ck_assert_uint_eq(off, 0);
+    ck_assert_uint_eq(len, 40);
+    ck_assert(!clf__part_next(p, 1, &off, &len));
+    ck_assert(clf__part_next(p, 2, &off, &len));
+    ck_assert_uint_eq(off, 40);
+    ck_assert_uint_eq(len, 60);
+    clf__part_destroy(p);
+    /* Not a multiple of gran, backwards, short of total, work for a device of weight 0. */
+    const uint64_t bad[4][3] = {{42, 42, 100}, {40, 30, 100}, {40, 40, 96}, {40, 60, 100}};
+    for (int i = 0; i < 4; i++) {
+        prm.share_ends = bad[i];
+        ck_assert_int_eq(clf__part_create(&p, CLF__PART_STATIC, 100, 4, 3, w, NULL, &prm),
+                         CLF_ERROR_INVALID_ARGUMENT);
+    }
+    /* Pieces: a share of 60 in 4 pieces of at least 12: 16, 16, 16, 12. */
+    prm.share_ends = ends;
+    prm.static_pieces = 4;
+    prm.piece_min = 12;
+    ck_assert_int_eq(clf__part_create(&p, CLF__PART_STATIC, 100, 4, 3, w, NULL, &prm),
+                     CLF_SUCCESS);
+    uint64_t want[4] = {16, 16, 16, 12};
+    for (int i = 0; i < 4; i++) {
+        ck_assert(clf__part_next(p, 2, &off, &len));
+        ck_assert_uint_eq(len, want[i]);
+    }
+    ck_assert(!clf__part_next(p, 2, &off, &len));
+    clf__part_destroy(p);
+}
+END_TEST
+
 static Suite *partition_suite(void)
 {
     Suite *s = suite_create("partition");
@@ -1674,6 +1903,9 @@ static Suite *partition_suite(void)
     tcase_add_test(tc, test_requeue_validation);
     tcase_add_test(tc, test_stress_requeue_retire);
     tcase_add_test(tc, test_threads);
+    tcase_add_test(tc, test_part_share_ends);
+    tcase_add_test(tc, test_wprof_converges);
+    tcase_add_test(tc, test_wprof_spike_and_limits);
     suite_add_tcase(s, tc);
     TCase *pm = tcase_create("perfmodel");
     tcase_set_timeout(pm, 600);

@@ -31,6 +31,16 @@ static const char src[] =
     "        x = x * 1664525u + 1013904223u;\n"
     "    out[i] = x;\n"
     "}\n"
+    /* Uneven work: the first third of the range costs 8x the rest (static_uneven). */
+    "kernel void skew(global uint *out, uint n)\n"
+    "{\n"
+    "    size_t i = get_global_id(0);\n"
+    "    uint m = i < get_global_size(0) / 3 ? 8u * n : n;\n"
+    "    uint x = (uint)i * 2654435761u + 1u;\n"
+    "    for (uint k = 0; k < m; k++)\n"
+    "        x = x * 1664525u + 1013904223u;\n"
+    "    out[i] = x;\n"
+    "}\n"
     "kernel void inc(global uint *a)\n"
     "{\n"
     "    a[get_global_id(0)] += 1u;\n"
@@ -399,6 +409,68 @@ START_TEST(static_leaves_out_a_minor_device)
 }
 END_TEST
 
+/*
+ * STATIC on uneven work over a 2:1 pair: shares by speed would give the fast device two
+ * thirds of the range, all of the costly first third with it, and it would end last. With
+ * the work profile learned from the first launches, the shares are cut where the devices'
+ * times are equal: the fast device takes about 0.28 of the range (its two thirds of the
+ * work), and the two devices' kernel times (profiling, simulated delays included) agree.
+ * Shares and kernel times, not wall time: the host may be loaded. Results are integers,
+ * so they are byte-identical to any one device's.
+ */
+START_TEST(static_uneven)
+{
+    test_watchdog(240);
+    clf_program *p;
+    clf_fleet *f = sim_fleet("device=1,compute=0.5", &p);
+    enum { N = 3 << 12, LAUNCHES = 8 };
+    uint32_t *out = malloc(N * sizeof *out), iters = 512;
+    ck_assert(out);
+    double share0[LAUNCHES] = {0}, balance[LAUNCHES] = {0};
+    clf_launch_report r;
+    for (int k = 0; k < LAUNCHES; k++) {
+        memset(out, 0, N * sizeof *out);
+        clf_launch_desc d = CLF_LAUNCH_DESC_INIT;
+        d.kernel = "skew";
+        d.global[0] = N;
+        d.strategy = CLF_STRATEGY_STATIC;
+        clf_arg a[] = {CLF_OUT(out, N * sizeof *out, sizeof *out), CLF_SCALAR(&iters)};
+        ck_assert_ok(clf_launch(f, p, &d, a, 2, &r));
+        double busy[2] = {0, 0}, fin[2] = {0, 0};
+        for (size_t i = 0; i < r.num_devices; i++) {
+            if (r.dev[i].device == 0)
+                share0[k] = r.dev[i].share;
+            if (r.dev[i].device < 2) {
+                busy[r.dev[i].device] = r.dev[i].busy_s;
+                fin[r.dev[i].device] = r.dev[i].finish_s;
+            }
+        }
+        balance[k] = busy[0] < busy[1] ? busy[0] / busy[1] : busy[1] / busy[0];
+        fprintf(stderr, "static_uneven %d: device 0 share %.3f, kernel s %.4f / %.4f, finish s "
+                "%.4f / %.4f (%s)\n", k, share0[k], busy[0], busy[1], fin[0], fin[1], r.reason);
+        for (uint32_t i = 0; i < N; i++) {
+            uint32_t x = i * 2654435761u + 1u, m = i < N / 3 ? 8 * iters : iters;
+            for (uint32_t j = 0; j < m; j++)
+                x = x * 1664525u + 1013904223u;
+            if (out[i] != x)
+                ck_abort_msg("launch %d: item %u: %u, expected %u", k, i, out[i], x);
+        }
+    }
+    expect(strstr(r.reason, "cut by the work profile"), "static did not cut by the work profile: %s",
+           r.reason);
+    /* The last three launches: the median share and balance (a loaded host can upset one). */
+    double s3[3] = {share0[LAUNCHES - 3], share0[LAUNCHES - 2], share0[LAUNCHES - 1]};
+    double b3[3] = {balance[LAUNCHES - 3], balance[LAUNCHES - 2], balance[LAUNCHES - 1]};
+    double s = median(s3, 3), b = median(b3, 3);
+    expect(s > 0.20 && s < 0.36, "the fast device's share is %.3f, not about 0.28", s);
+    expect(b > 0.6, "the devices' kernel times differ: %.2f of each other", b);
+    free(out);
+    clf_program_destroy(p);
+    clf_fleet_destroy(f);
+    test_watchdog_off();
+}
+END_TEST
+
 /* GEMM: clBLAST enqueues its kernels itself, outside the command path, which adopts the last
  * one; with even user weights both devices take half of C, and the slowed device's kernel
  * time (profiling) per block is about 10x. The result against a plain C loop. */
@@ -645,6 +717,7 @@ int main(void)
     tcase_add_test(tc, launch_correct);
     tcase_add_test(tc, learned_weights);
     tcase_add_test(tc, static_leaves_out_a_minor_device);
+    tcase_add_test(tc, static_uneven);
     tcase_add_test(tc, gemm_slowed);
     tcase_add_test(tc, unset_changes_nothing);
     suite_add_tcase(s, tc);

@@ -2,7 +2,9 @@
  * clfleet-bench: benchmarks of the fleet, as a table or JSON.
  *
  *   balance  every load-balancing strategy on an irregular kernel (Mandelbrot) and a regular
- *            compute-bound one (busy), on homogeneous and heterogeneous PoCL sub-devices:
+ *            compute-bound one (busy), on homogeneous and heterogeneous PoCL sub-devices
+ *            (with --simulate also a per-group one, group_sum: work-groups of 64, one output
+ *            per group, the third kernel of issue 27's mixed-fleet table):
  *            makespan, shares, efficiency, speedup over the best single device, overhead
  *            against raw OpenCL, and the cost of one chunk.
  *   scale    the same kernels on 1, 2, 4, ... sub-devices of one compute unit.
@@ -90,10 +92,12 @@ typedef struct workload {
     char params[128]; /* for people */
     unsigned dims;
     size_t global[2];
+    size_t local; /* work-group size along dimension 0, or 0: the library's choice */
     clf_arg args[8];
     size_t nargs;
     void *out;
     size_t out_bytes;
+    void *in; /* group_sum's input, or NULL */
     /* scalar storage the args point to */
     int width, height, max_iter, iters;
     float x0, y0, dx, dy;
@@ -158,6 +162,32 @@ static void busy_init(workload *w, size_t items, int iters)
     w->nargs = 2;
 }
 
+#define GROUP_SUM_LOCAL 64
+
+/* Per-group work: group_sum over `items` floats (a multiple of GROUP_SUM_LOCAL), one
+ * partial sum per work-group. */
+static void group_init(workload *w, size_t items)
+{
+    memset(w, 0, sizeof *w);
+    w->name = "group_sum";
+    w->dims = 1;
+    w->global[0] = items;
+    w->global[1] = 1;
+    w->local = GROUP_SUM_LOCAL;
+    size_t groups = items / GROUP_SUM_LOCAL;
+    w->out_bytes = groups * sizeof(float);
+    w->out = calloc(1, w->out_bytes);
+    w->in = malloc(items * sizeof(float));
+    for (size_t i = 0; w->in && i < items; i++)
+        ((float *)w->in)[i] = (float)(i % 17);
+    snprintf(w->params, sizeof w->params, "%zu items, %zu groups of %d", items, groups,
+             GROUP_SUM_LOCAL);
+    clf_arg a[] = {CLF_IN(w->in, items * sizeof(float), sizeof(float)),
+                   CLF_OUT_PER_GROUP(w->out, w->out_bytes, sizeof(float))};
+    memcpy(w->args, a, sizeof a);
+    w->nargs = 2;
+}
+
 static void busy_set_iters(workload *w, int iters)
 {
     w->iters = iters;
@@ -171,6 +201,7 @@ static clf_launch_desc desc_for(const workload *w, clf_strategy s, const size_t 
     d.dims = w->dims;
     d.global[0] = w->global[0];
     d.global[1] = w->global[1];
+    d.local[0] = w->local;
     d.strategy = s;
     d.devices = devs;
     d.num_devices = ndev;
@@ -178,39 +209,63 @@ static clf_launch_desc desc_for(const workload *w, clf_strategy s, const size_t 
 }
 
 /*
- * The same work with plain OpenCL on one device: one NDRange over the whole range and a
- * blocking read of the output, on the device's compute queue. Buffers and the kernel are made
- * before the clock starts; returns the median wall time, or a negative value on error.
+ * The same work with plain OpenCL on one device: the inputs written, one NDRange over the
+ * whole range and the outputs read back (the last read blocking), on the device's compute
+ * queue. Buffers and the kernel are made before the clock starts; returns the median wall
+ * time, or a negative value on error.
  */
+static int is_array(const clf_arg *a)
+{
+    return a->kind == CLF_ARG_KIND_IN || a->kind == CLF_ARG_KIND_OUT ||
+           a->kind == CLF_ARG_KIND_OUT_PER_GROUP;
+}
+
 static double raw_opencl(clf_fleet *f, clf_program *p, size_t dev, const workload *w, unsigned reps)
 {
     cl_int err;
+    cl_mem mem[8] = {0};
+    size_t last_out = w->nargs;
     cl_kernel k = clCreateKernel(clf_cl_program(p, dev), w->name, &err);
     if (err != CL_SUCCESS) {
         fprintf(stderr, "clfleet-bench: clCreateKernel(%s): %d\n", w->name, err);
         return -1;
     }
-    cl_mem out =
-        clCreateBuffer(clf_cl_context(f, dev), CL_MEM_WRITE_ONLY, w->out_bytes, NULL, &err);
-    if (err != CL_SUCCESS) {
-        clReleaseKernel(k);
-        return -1;
+    for (size_t i = 0; i < w->nargs && err == CL_SUCCESS; i++) {
+        const clf_arg *a = &w->args[i];
+        if (!is_array(a)) {
+            err = clSetKernelArg(k, (cl_uint)i, a->size, a->host);
+            continue;
+        }
+        int in = a->kind == CLF_ARG_KIND_IN;
+        mem[i] = clCreateBuffer(clf_cl_context(f, dev), in ? CL_MEM_READ_ONLY : CL_MEM_WRITE_ONLY,
+                                a->size, NULL, &err);
+        if (err == CL_SUCCESS)
+            err = clSetKernelArg(k, (cl_uint)i, sizeof mem[i], &mem[i]);
+        if (!in)
+            last_out = i;
     }
-    clSetKernelArg(k, 0, sizeof out, &out);
-    for (size_t i = 1; i < w->nargs; i++)
-        clSetKernelArg(k, (cl_uint)i, w->args[i].size, w->args[i].host);
     cl_command_queue q = clf_cl_compute_queue(f, dev);
     double t[64];
     reps = reps > 64 ? 64 : reps;
     for (unsigned r = 0; r <= reps && err == CL_SUCCESS; r++) { /* r = 0: warm-up */
         double t0 = clf_bench_now();
-        err = clEnqueueNDRangeKernel(q, k, w->dims, NULL, w->global, NULL, 0, NULL, NULL);
+        for (size_t i = 0; i < w->nargs && err == CL_SUCCESS; i++)
+            if (w->args[i].kind == CLF_ARG_KIND_IN)
+                err = clEnqueueWriteBuffer(q, mem[i], CL_FALSE, 0, w->args[i].size,
+                                           w->args[i].host, 0, NULL, NULL);
         if (err == CL_SUCCESS)
-            err = clEnqueueReadBuffer(q, out, CL_TRUE, 0, w->out_bytes, w->out, 0, NULL, NULL);
+            err = clEnqueueNDRangeKernel(q, k, w->dims, NULL, w->global,
+                                         w->local ? &w->local : NULL, 0, NULL, NULL);
+        for (size_t i = 0; i < w->nargs && err == CL_SUCCESS; i++)
+            if (is_array(&w->args[i]) && w->args[i].kind != CLF_ARG_KIND_IN)
+                err = clEnqueueReadBuffer(q, mem[i], i == last_out ? CL_TRUE : CL_FALSE, 0,
+                                          w->args[i].size, w->args[i].host, 0, NULL, NULL);
         if (r > 0)
             t[r - 1] = clf_bench_now() - t0;
     }
-    clReleaseMemObject(out);
+    for (size_t i = 0; i < w->nargs; i++)
+        if (mem[i])
+            clReleaseMemObject(mem[i]);
     clReleaseKernel(k);
     if (err != CL_SUCCESS) {
         fprintf(stderr, "clfleet-bench: raw OpenCL run of %s: %d\n", w->name, err);
@@ -268,7 +323,8 @@ typedef struct config_result {
     const char *name, *description;
     size_t dev[2];
     clf_device_info info[2];
-    workload_result w[2];
+    workload_result w[3]; /* mandelbrot, busy, and (simulated) group_sum */
+    size_t nwork;
     double chunk_us; /* per-chunk overhead */
     unsigned chunk_count;
     double chunk_raw, chunk_wall;
@@ -543,7 +599,7 @@ static void print_config_table(const config_result *c, int verbose)
     if (cpus > 0 && units > (unsigned long)cpus)
         printf("   note: the two devices run %u compute units on %ld CPUs: they share cores, so "
                "the pair cannot beat its faster device\n", units, cpus);
-    for (size_t i = 0; i < 2; i++) {
+    for (size_t i = 0; i < c->nwork; i++) {
         const workload_result *r = &c->w[i];
         printf("\n%s (%s)\n", r->name, r->params);
         printf("  alone: device %zu %.4f s, device %zu %.4f s; raw OpenCL on device %zu "
@@ -620,7 +676,7 @@ static void print_config_json(const config_result *c)
         printf(", \"compute_units\": %u}", c->info[k].compute_units);
     }
     printf("],\n   \"workloads\": [");
-    for (size_t i = 0; i < 2; i++) {
+    for (size_t i = 0; i < c->nwork; i++) {
         const workload_result *r = &c->w[i];
         printf("%s\n    {\"kernel\": ", i ? "," : "");
         clf_tool_json_string(r->name);
@@ -886,7 +942,7 @@ static int balance_plot(const opts *o, const clf_fleet_options *fo, const config
                  c->info[k].compute_units, c->info[k].compute_units == 1 ? "" : "s");
         clf_plot_key(p, (unsigned)k, row);
     }
-    for (size_t i = 0; i < 2; i++)
+    for (size_t i = 0; i < c->nwork; i++)
         for (size_t s = 0; s < NSTRAT; s++) {
             const clf_launch_report *rep = &c->w[i].s[s].rep;
             double at = 0;
@@ -972,9 +1028,17 @@ static int balance_config(const opts *o)
     clf_program *pm = NULL, *pb = NULL;
     int rc = build(f, &pm, &pb);
     size_t side = o->size ? o->size : o->quick ? 128 : 1024;
-    workload mw, bw;
+    workload mw, bw, gw;
     mandelbrot_init(&mw, side, o->quick ? 64 : 512, o->view);
     busy_init(&bw, side * side, 1);
+    /* The per-group kernel on the simulated pair only (issue 27's table): 16 items per pixel
+     * of the Mandelbrot side, 16M at the default size, as in the issue's measurement. */
+    int sim_pair = !strcmp(c.name, SIMULATED);
+    memset(&gw, 0, sizeof gw);
+    if (sim_pair)
+        group_init(&gw, side * side * 16);
+    if (sim_pair && !gw.in)
+        rc = clf_bench_fail(NULL, "group_sum's input", CLF_ERROR_OUT_OF_HOST_MEMORY);
     if (rc == EXIT_SUCCESS) {
         /* A >= 100 ms kernel on one device for the overhead figure, unless --quick. */
         int iters = calibrate_busy(f, pb, c.dev[0], &bw, o->quick ? 0.01 : 0.2);
@@ -987,6 +1051,11 @@ static int balance_config(const opts *o)
         rc = run_workload(f, pm, &c, &mw, o, &c.w[0]);
     if (rc == EXIT_SUCCESS)
         rc = run_workload(f, pb, &c, &bw, o, &c.w[1]);
+    c.nwork = 2;
+    if (rc == EXIT_SUCCESS && sim_pair) {
+        rc = run_workload(f, pb, &c, &gw, o, &c.w[2]);
+        c.nwork = 3;
+    }
     if (rc == EXIT_SUCCESS)
         rc = chunk_overhead(f, pb, &c, o);
     clf_fleet *off = NULL;
@@ -1015,6 +1084,8 @@ static int balance_config(const opts *o)
     clf_free(c.metrics_json);
     free(mw.out);
     free(bw.out);
+    free(gw.out);
+    free(gw.in);
     clf_program_destroy(poff);
     clf_fleet_destroy(off);
     clf_program_destroy(pm);

@@ -5,6 +5,7 @@
  * records and, per kernel, each strategy's efficiency and the kernel time per unit.
  */
 #include "exec.h"
+#include "plan/workprof.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -409,6 +410,79 @@ static void drop_minor(clf__launch *L, clf_launch_report *rep)
     }
 }
 
+/* The work profile's key: the kernel, the range's units and the devices (their model keys,
+ * hashed: FNV-1a), in launch order. 0 when the launch is not profiled: a plane's work (a
+ * GEMM's, whose units are uniform and whose chunks cost a clBLAST call each) or a short
+ * range. */
+static int profile_key(const clf__launch *L, char *buf, size_t n)
+{
+    char kkey[300], dkey[400];
+    uint64_t h = 1469598103934665603ull;
+    if (L->key || !L->prog || L->learn_scale > 0 || L->total < 2 * CLF__WPROF_BINS)
+        return 0;
+    kernel_key(L, kkey, sizeof kkey);
+    for (size_t i = 0; i < L->ndev; i++) {
+        clf__perf_device_key(L->fl, L->dev[i], dkey, sizeof dkey);
+        for (const char *c = dkey; *c; c++)
+            h = (h ^ (unsigned char)*c) * 1099511628211ull;
+        h = (h ^ 0xffu) * 1099511628211ull; /* a separator between keys */
+    }
+    snprintf(buf, n, "%s\t%llu\t%zu\t%016llx", kkey, (unsigned long long)L->total, L->ndev,
+             (unsigned long long)h);
+    return 1;
+}
+
+/*
+ * STATIC on two or more devices by learned speeds: each share is handed out in pieces about
+ * a profile bin long, whose kernel times clf__learn() folds into the kernel's work profile,
+ * and once the profile knows the range, the shares are cut by it so that every device's
+ * predicted time is the same (workprof.h): shares by speed left the heavy middle of a
+ * Mandelbrot on the fast device of a 2:1 pair, 1.22x slower than that device alone (issue 27).
+ * Not with the user's or equal weights (they say how to share), nor for a launch run alone.
+ */
+static void static_profile(clf__launch *L, const uint64_t *max_units, clf_launch_report *rep)
+{
+    char key[400];
+    double speed[CLF_MAX_LAUNCH_DEVICES];
+    size_t used = 0;
+    unsigned launches = 0;
+    L->has_cuts = 0;
+    L->static_pieces = 0;
+    if (L->small || L->desc.weights_mode == CLF_WEIGHTS_USER ||
+        L->desc.weights_mode == CLF_WEIGHTS_EQUAL || !profile_key(L, key, sizeof key))
+        return;
+    uint64_t need = L->total < L->gran ? L->total : L->gran;
+    for (size_t i = 0; i < L->ndev; i++) {
+        /* A device that cannot hold a chunk gets no share (partition.c: not eligible). */
+        speed[i] = max_units[i] >= need && L->weights[i] > 0 ? L->weights[i] : 0;
+        used += speed[i] > 0;
+    }
+    clf__wprof_table *t = clf__perf_profiles(clf__fleet_perf(L->fl));
+    if (used < 2 || !t)
+        return;
+    /* Pieces of at least CLF__WPROF_PIECE_S of kernel time each (by the kernel time per unit
+     * its last launch measured): a piece costs an enqueue and a wait (tens of microseconds on
+     * PoCL), and a shorter one measures that more than the work. Too few to place the work
+     * (or a kernel not measured yet): one chunk per share, as without a profile. */
+    double unit_s = clf__kernel_unit_s(L, 0, 0);
+    double pieces = unit_s > 0 ? (double)L->total * unit_s / (double)used / CLF__WPROF_PIECE_S : 0;
+    if (pieces >= 4) {
+        L->static_pieces = pieces < CLF__WPROF_PIECES ? (unsigned)pieces : CLF__WPROF_PIECES;
+        L->piece_min = clf__wprof_bin_units(L->total);
+    }
+    if (clf__wprof_table_cut(t, key, L->total, L->ndev, L->gran, speed, L->share_ends,
+                             &launches))
+        L->has_cuts = 1;
+    /* Short: the reason has 256 bytes, and AUTO's figures come first. */
+    size_t len = strlen(rep->reason);
+    const char *in_pieces = L->static_pieces ? ", in pieces" : "";
+    if (L->has_cuts)
+        snprintf(rep->reason + len, sizeof rep->reason - len,
+                 "; cut by the work profile (%u launches)%s", launches, in_pieces);
+    else if (L->static_pieces)
+        snprintf(rep->reason + len, sizeof rep->reason - len, "; in pieces (work profile)");
+}
+
 clf_status clf__choose_strategy(clf__launch *L, const uint64_t *max_units,
                                 clf_launch_report *rep)
 {
@@ -471,6 +545,8 @@ clf_status clf__choose_strategy(clf__launch *L, const uint64_t *max_units,
     }
     if (s == CLF_STRATEGY_STATIC && L->desc.weights_mode != CLF_WEIGHTS_USER && !L->small)
         drop_minor(L, rep);
+    if (s == CLF_STRATEGY_STATIC)
+        static_profile(L, max_units, rep);
     if (L->reason_tail) {
         size_t len = strlen(rep->reason);
         snprintf(rep->reason + len, sizeof rep->reason - len, "; %s", L->reason_tail);
@@ -485,6 +561,32 @@ clf_status clf__choose_strategy(clf__launch *L, const uint64_t *max_units,
 
 /* ---- learning ----------------------------------------------------------------------------- */
 
+/* Fold the chunks of this launch into the kernel's work profile (static_profile()): every
+ * strategy's chunks tell where the work lies; the profile keeps those short enough to. */
+static void profile_learn(clf__launch *L, clf__perf_model *m)
+{
+    char key[400];
+    clf__wprof_chunk c[CLF_MAX_LAUNCH_DEVICES * CLF__PERF_CHUNKS];
+    size_t n = 0;
+    if (L->small || L->ndev < 2 || !profile_key(L, key, sizeof key))
+        return;
+    clf__wprof_table *t = clf__perf_profiles(m);
+    if (!t)
+        return;
+    for (size_t i = 0; i < L->ndev; i++) {
+        const clf__worker *w = &L->w[i];
+        size_t nc = w->ncsamp < CLF__PERF_CHUNKS ? w->ncsamp : CLF__PERF_CHUNKS;
+        for (size_t k = 0; k < nc && !w->rep.failed; k++) {
+            c[n].dev = i;
+            c[n].off = w->csamp[k].off;
+            c[n].len = w->csamp[k].units;
+            c[n].seconds = w->csamp[k].kernel_s;
+            n++;
+        }
+    }
+    clf__wprof_table_add(t, key, L->total, L->ndev, c, n);
+}
+
 void clf__learn(clf__launch *L)
 {
     pthread_mutex_lock(&L->X->lock);
@@ -494,6 +596,7 @@ void clf__learn(clf__launch *L)
         return;
     char kkey[300], dkey[400];
     kernel_key(L, kkey, sizeof kkey);
+    profile_learn(L, m);
     for (size_t i = 0; i < L->ndev; i++) {
         const clf__worker *w = &L->w[i];
         double t = w->rep.finish_s - w->t_start;

@@ -231,6 +231,12 @@ typedef struct clf__launch {
      * is known for every device of the launch. */
     double fit_rate[CLF_MAX_LAUNCH_DEVICES], fit_fixed[CLF_MAX_LAUNCH_DEVICES];
     int fitted;
+    /* STATIC on a profiled kernel (choose.c, workprof.h): the shares' ends when cut by the
+     * work profile (has_cuts), and the chunks each share is handed out in (0: one). */
+    uint64_t share_ends[CLF_MAX_LAUNCH_DEVICES];
+    int has_cuts;
+    unsigned static_pieces;
+    uint64_t piece_min;
     uint64_t limits[CLF_MAX_LAUNCH_DEVICES];
     unsigned split;      /* the split dimension: desc.split_dim, by default dims - 1 */
     uint64_t total;      /* units along it (of the sub-range, clf_launch_desc version 3) */

@@ -270,6 +270,9 @@ clf_status clf__exec_run(clf__launch *L, clf_launch_report *rep)
         pp.fixed_s = L->fit_fixed;
         pp.rates = rates;
     }
+    pp.share_ends = L->has_cuts ? L->share_ends : NULL;
+    pp.static_pieces = L->static_pieces;
+    pp.piece_min = L->piece_min;
     CLF__TRY(st, clf__part_create(&L->part, L->part_strategy, L->total, L->gran, L->ndev,
                                   L->weights, max_units, &pp));
     for (size_t i = 0; i < L->nargs; i++) {

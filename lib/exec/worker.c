@@ -225,7 +225,8 @@ static clf_status account_chunk(clf__worker *w, clf__chunk *c)
         if (st != CLF_SUCCESS)
             return st;
     }
-    w->rep.busy_s += kernel_rec(&rec[0], c);
+    double kernel_s = kernel_rec(&rec[0], c);
+    w->rep.busy_s += kernel_s;
     rec[0].name = L->desc.kernel;
     for (size_t j = 0; j < c->nwrite; j++)
         w->rep.to_device_s +=
@@ -246,6 +247,8 @@ static clf_status account_chunk(clf__worker *w, clf__chunk *c)
         clf__perf_chunk *s = &w->csamp[w->ncsamp++ % CLF__PERF_CHUNKS];
         s->units = c->len;
         s->seconds = w->rep.finish_s - from;
+        s->off = c->off - L->first;
+        s->kernel_s = kernel_s;
     }
     w->last_finish = w->rep.finish_s;
     release_chunk(c);

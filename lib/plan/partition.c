@@ -39,6 +39,7 @@ typedef struct part_dev {
     uint64_t cap;       /* max_units */
     uint64_t min_chunk; /* GUIDED m_i and least steal, clamped to total (rounded up when cut) */
     part_range own;     /* the part of its share not handed out yet */
+    uint64_t piece;     /* STATIC: the share's chunks' length (UINT64_MAX: whole) */
     double rate;        /* units per second (timed partitioners) */
     double fixed_s;     /* seconds every chunk costs on it whatever its size (timed) */
     int eligible;
@@ -337,6 +338,24 @@ clf_status clf__part_create(clf__part **out, clf__part_strategy strategy, uint64
             return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
                              "partition: rate %g of device %zu is not finite and >= 0",
                              prm.rates[i], i);
+    if (prm.share_ends) {
+        uint64_t prev = 0;
+        for (size_t i = 0; i < ndev; i++) {
+            uint64_t e = prm.share_ends[i];
+            double w = weights ? weights[i] : 1.0;
+            uint64_t cap = max_units ? max_units[i] : UINT64_MAX;
+            if (e < prev || e > total || (e % gran != 0 && e != total) ||
+                (i + 1 == ndev && e != total) ||
+                (e > prev && (!(w > 0) || cap < (total < gran ? total : gran))))
+                return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                                 "partition: share end %llu of device %zu is not a multiple "
+                                 "of %llu between %llu and %llu (the last at the end), or "
+                                 "gives work to a device that cannot take it",
+                                 (unsigned long long)e, i, (unsigned long long)gran,
+                                 (unsigned long long)prev, (unsigned long long)total);
+            prev = e;
+        }
+    }
     if (prm.fixed_s && !prm.rates && !weights)
         return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
                          "partition: fixed costs need rates or weights in units per second");
@@ -402,9 +421,25 @@ clf_status clf__part_create(clf__part **out, clf__part_strategy strategy, uint64
     else
         p->dyn_chunk = div_ceil(total, parts);
 
-    if (p->ops->shares)
+    if (p->ops->shares && prm.share_ends) {
+        for (size_t i = 0; i < ndev; i++) {
+            p->dev[i].own.lo = i ? prm.share_ends[i - 1] : 0;
+            p->dev[i].own.hi = prm.share_ends[i];
+        }
+    } else if (p->ops->shares) {
         assign_shares(p);
-    else if (pool_add(p, 0, total) != 0)
+    }
+    for (size_t i = 0; i < ndev; i++) {
+        part_dev *d = &p->dev[i];
+        uint64_t share = d->own.hi - d->own.lo, piece = UINT64_MAX;
+        if (p->ops->shares && prm.static_pieces > 1 && share > 0) {
+            piece = div_ceil(share, prm.static_pieces);
+            if (piece < prm.piece_min)
+                piece = prm.piece_min;
+        }
+        d->piece = piece;
+    }
+    if (!p->ops->shares && pool_add(p, 0, total) != 0)
         PART_FAIL(CLF_ERROR_OUT_OF_HOST_MEMORY, "partition: out of memory");
     if (pthread_mutex_init(&p->lock, NULL) != 0)
         PART_FAIL(CLF_ERROR_OUT_OF_HOST_MEMORY, "partition: cannot create a mutex");
@@ -613,7 +648,7 @@ int clf__part_next(clf__part *p, size_t dev, uint64_t *off, uint64_t *len)
         goto out;
     /* Own share first (a device's whole share in one chunk when it fits its cap), then the
      * pool of requeued work, then, for MEMORY_AWARE, someone else's share. */
-    if (d->own.lo < d->own.hi && (got = take_front(p, dev, &d->own, UINT64_MAX, off, len)))
+    if (d->own.lo < d->own.hi && (got = take_front(p, dev, &d->own, d->piece, off, len)))
         goto out;
     if ((got = take_pool(p, dev, off, len)))
         goto out;

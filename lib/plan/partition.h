@@ -72,6 +72,16 @@ typedef struct clf__part_params {
     /* Units per second of each device (ndev entries, finite, >= 0) for fixed_s; NULL: the
      * weights are. Ignored without fixed_s. */
     const double *rates;
+    /* STATIC: where each device's share ends (ndev entries, nondecreasing, each a multiple of
+     * gran or total, the last total; device i takes [ends[i-1], ends[i])), e.g. cut by the
+     * kernel's work profile (workprof.h); NULL: shares by weight. A device of weight 0 or
+     * that cannot hold a chunk must have an empty share. */
+    const uint64_t *share_ends;
+    /* STATIC: hand each share out in about this many chunks (0 or 1: one chunk, capped), none
+     * shorter than piece_min units: the chunks, timed one by one, show where in the range the
+     * work lies. */
+    unsigned static_pieces;
+    uint64_t piece_min;
 } clf__part_params;
 
 /* One launch's partitioner (opaque). */

@@ -25,6 +25,7 @@
 #endif
 
 #include "perfmodel.h"
+#include "workprof.h"
 #include "util/util.h" /* clf__cache_default_dir, clf__sb */
 
 #include <errno.h>
@@ -65,6 +66,10 @@ struct clf__perf_model {
     size_t ne, cap_e;
     size_t *slot; /* open addressing: index + 1 into e, 0 = empty; size a power of two */
     size_t nslot;
+    /* Where each kernel's work lies along its range, for STATIC's cuts (memory only: a
+     * profile is cheap to learn again and tied to one range size). Created when first asked
+     * for, under lock. */
+    clf__wprof_table *prof;
 };
 
 /* ---- the table ---- */
@@ -511,6 +516,7 @@ void clf__perf_close(clf__perf_model *m)
     free(m->e);
     free(m->slot);
     free(m->path);
+    clf__wprof_table_destroy(m->prof);
     pthread_mutex_destroy(&m->save_lock);
     pthread_mutex_destroy(&m->lock);
     free(m);
@@ -776,4 +782,16 @@ clf_status clf_perf_model_reset(const char *cache_dir)
                        strerror(errno));
     free(path);
     return st;
+}
+
+clf__wprof_table *clf__perf_profiles(clf__perf_model *m)
+{
+    if (!m)
+        return NULL;
+    pthread_mutex_lock(&m->lock);
+    if (!m->prof && clf__wprof_table_create(&m->prof) != CLF_SUCCESS)
+        m->prof = NULL; /* no memory: launches go on without profiles */
+    clf__wprof_table *t = m->prof;
+    pthread_mutex_unlock(&m->lock);
+    return t;
 }

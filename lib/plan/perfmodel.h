@@ -30,10 +30,13 @@
 /* How many per-chunk samples the line time(c) = fixed + c / rate is fitted over. */
 #define CLF__PERF_CHUNKS 16
 
-/* One chunk a device ran: its units and the host seconds it took (see clf__learn()). */
+/* One chunk a device ran: its units and the host seconds it took (see clf__learn()); for
+ * the work profile (workprof.h), where it lay in the range and its kernel's seconds. */
 typedef struct clf__perf_chunk {
     uint64_t units;
     double seconds;
+    uint64_t off;
+    double kernel_s;
 } clf__perf_chunk;
 
 /*
@@ -135,5 +138,9 @@ size_t clf__perf_weights_named(clf__perf_model *m, const char *name, size_t ndev
  * Returns CLF_ERROR_IO with the path and errno text on failure.
  */
 clf_status clf__perf_save(clf__perf_model *m);
+
+/* The model's work profiles (workprof.h), created on first use; NULL without memory. They
+ * live as long as the model and are not saved. */
+struct clf__wprof_table *clf__perf_profiles(clf__perf_model *m);
 
 #endif

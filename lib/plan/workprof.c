@@ -1,0 +1,435 @@
+/*
+ * Work profiles and STATIC's cut points from them (see workprof.h for the contract).
+ */
+#include "workprof.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Lives in error.c; declared here so that this file needs no OpenCL header. */
+clf_status clf__fail(clf_status s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#define NB CLF__WPROF_BINS
+#define KEEP CLF__WPROF_KEEP
+
+struct clf__wprof {
+    uint64_t total;
+    size_t ndev;
+    unsigned launches;
+    double *s;   /* [bin][dev][KEEP] seconds per unit */
+    unsigned *n; /* [bin][dev] samples taken in all (the ring's next slot is n % KEEP) */
+};
+
+/* Start of bin b (b = NB: total), without overflowing for any total. */
+static uint64_t bin_lo(uint64_t total, size_t b)
+{
+    return total / NB * b + total % NB * b / NB;
+}
+
+uint64_t clf__wprof_bin_units(uint64_t total)
+{
+    return total / NB + (total % NB != 0);
+}
+
+clf_status clf__wprof_create(clf__wprof **out, uint64_t total, size_t ndev)
+{
+    if (!out)
+        return clf__fail(CLF_ERROR_NULL_POINTER, "work profile: out is NULL");
+    *out = NULL;
+    if (total < 2 * NB || ndev == 0 || ndev > CLF_MAX_LAUNCH_DEVICES)
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                         "work profile: a range of %llu units over %zu devices cannot be "
+                         "profiled (at least %d units, 1 to %d devices)",
+                         (unsigned long long)total, ndev, 2 * NB, CLF_MAX_LAUNCH_DEVICES);
+    clf__wprof *w = calloc(1, sizeof *w);
+    if (w) {
+        w->s = calloc((size_t)NB * ndev * KEEP, sizeof *w->s);
+        w->n = calloc((size_t)NB * ndev, sizeof *w->n);
+    }
+    if (!w || !w->s || !w->n) {
+        clf__wprof_destroy(w);
+        return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "work profile: out of memory");
+    }
+    w->total = total;
+    w->ndev = ndev;
+    *out = w;
+    return CLF_SUCCESS;
+}
+
+void clf__wprof_destroy(clf__wprof *w)
+{
+    if (!w)
+        return;
+    free(w->s);
+    free(w->n);
+    free(w);
+}
+
+unsigned clf__wprof_launches(const clf__wprof *w)
+{
+    return w ? w->launches : 0;
+}
+
+static double bin_median(const clf__wprof *w, size_t b, size_t d);
+
+size_t clf__wprof_add(clf__wprof *w, const clf__wprof_chunk *c, size_t n)
+{
+    if (!w || !c || n == 0)
+        return 0;
+    /* This launch's seconds and units per (bin, device). */
+    double *t = calloc((size_t)NB * w->ndev, sizeof *t);
+    uint64_t *u = calloc((size_t)NB * w->ndev, sizeof *u);
+    size_t added = 0;
+    if (!t || !u)
+        goto out;
+    uint64_t longest = 2 * clf__wprof_bin_units(w->total);
+    for (size_t i = 0; i < n; i++) {
+        const clf__wprof_chunk *k = &c[i];
+        if (k->dev >= w->ndev || k->len == 0 || k->len > longest || k->off >= w->total ||
+            k->len > w->total - k->off || !isfinite(k->seconds) ||
+            !(k->seconds >= CLF__WPROF_MIN_CHUNK_S))
+            continue;
+        /* The chunk's time goes to its bins in proportion to what the profile already knows
+         * of them on this device (units x seconds per unit), evenly while it knows nothing of
+         * one: a piece across a step in the work (cheap rows, then costly ones) would
+         * otherwise call both bins half costly, and the cut would settle beside the step. */
+        uint64_t end = k->off + k->len, ov[NB];
+        double share[NB], sum = 0;
+        int known = 1;
+        for (size_t b = 0; b < NB; b++) {
+            uint64_t lo = bin_lo(w->total, b), hi = bin_lo(w->total, b + 1);
+            lo = lo > k->off ? lo : k->off;
+            hi = hi < end ? hi : end;
+            ov[b] = hi > lo ? hi - lo : 0;
+            share[b] = ov[b] ? (double)ov[b] * bin_median(w, b, k->dev) : 0;
+            known &= !isnan(share[b]) && (ov[b] == 0 || share[b] > 0);
+            sum += ov[b] ? share[b] : 0;
+        }
+        for (size_t b = 0; b < NB; b++) {
+            if (!ov[b])
+                continue;
+            double f = known && sum > 0 ? share[b] / sum : (double)ov[b] / (double)k->len;
+            t[b * w->ndev + k->dev] += k->seconds * f;
+            u[b * w->ndev + k->dev] += ov[b];
+        }
+    }
+    for (size_t b = 0; b < NB; b++) {
+        uint64_t width = bin_lo(w->total, b + 1) - bin_lo(w->total, b);
+        for (size_t d = 0; d < w->ndev; d++) {
+            size_t i = b * w->ndev + d;
+            if (2 * u[i] < width)
+                continue;
+            w->s[i * KEEP + w->n[i] % KEEP] = t[i] / (double)u[i];
+            w->n[i]++;
+            added++;
+        }
+    }
+    if (added)
+        w->launches++;
+out:
+    free(t);
+    free(u);
+    return added;
+}
+
+/* The median of v[0..n) (n > 0), sorting it (n is small). */
+static double median(double *v, size_t n)
+{
+    for (size_t i = 1; i < n; i++) {
+        double x = v[i];
+        size_t j = i;
+        while (j > 0 && v[j - 1] > x) {
+            v[j] = v[j - 1];
+            j--;
+        }
+        v[j] = x;
+    }
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* Bin b's median seconds per unit on device d, or NAN when it has none. */
+static double bin_median(const clf__wprof *w, size_t b, size_t d)
+{
+    size_t i = b * w->ndev + d;
+    size_t m = w->n[i] < KEEP ? w->n[i] : KEEP;
+    double v[KEEP];
+    if (m == 0)
+        return NAN;
+    memcpy(v, &w->s[i * KEEP], m * sizeof *v);
+    return median(v, m);
+}
+
+/* The median over the bins both have of d's time over e's, or NAN when they share none. */
+static double pair_ratio(const double *med, size_t ndev, size_t d, size_t e)
+{
+    double r[NB];
+    size_t m = 0;
+    for (size_t b = 0; b < NB; b++) {
+        double x = med[b * ndev + d], y = med[b * ndev + e];
+        if (!isnan(x) && !isnan(y) && y > 0)
+            r[m++] = x / y;
+    }
+    return m ? median(r, m) : NAN;
+}
+
+/* Where a device starting at position x (units, continuous) is after `time` seconds when a
+ * unit of bin b costs tau[b]; total when it gets there sooner. */
+static long double advance(const double *tau, uint64_t total, long double x, long double time)
+{
+    for (size_t b = 0; b < NB; b++) {
+        long double lo = (long double)bin_lo(total, b), hi = (long double)bin_lo(total, b + 1);
+        if (hi <= x)
+            continue;
+        long double from = x > lo ? x : lo, need = (hi - from) * tau[b];
+        if (need >= time)
+            return from + (tau[b] > 0 ? time / tau[b] : hi - from);
+        time -= need;
+        x = hi;
+    }
+    return (long double)total;
+}
+
+int clf__wprof_cut(const clf__wprof *w, uint64_t gran, const double *speed, uint64_t *ends)
+{
+    if (!w || !speed || !ends || gran == 0)
+        return 0;
+    size_t nd = w->ndev, used = 0, ref = nd;
+    double *med = malloc((size_t)NB * nd * sizeof *med);
+    double k[CLF_MAX_LAUNCH_DEVICES], tau[CLF_MAX_LAUNCH_DEVICES][NB];
+    size_t seen[CLF_MAX_LAUNCH_DEVICES] = {0};
+    int ok = 0;
+    if (!med)
+        return 0;
+    for (size_t b = 0; b < NB; b++)
+        for (size_t d = 0; d < nd; d++)
+            seen[d] += !isnan(med[b * nd + d] = bin_median(w, b, d));
+    for (size_t d = 0; d < nd; d++) {
+        k[d] = NAN;
+        if (!(speed[d] > 0) || !isfinite(speed[d]))
+            continue;
+        used++;
+        if (seen[d] == 0)
+            goto out; /* nothing known of where its time goes */
+        if (ref == nd || seen[d] > seen[ref])
+            ref = d;
+    }
+    if (used < 2)
+        goto out;
+    /* Each device's time relative to ref's: through the bins it shares with a device already
+     * placed (a chain along the range's shares), else by the speeds given. */
+    k[ref] = 1;
+    for (size_t pass = 0; pass < nd; pass++) {
+        int changed = 0;
+        for (size_t d = 0; d < nd; d++) {
+            if (!isnan(k[d]) || !(speed[d] > 0) || !isfinite(speed[d]))
+                continue;
+            for (size_t e = 0; e < nd; e++) {
+                double r = isnan(k[e]) ? NAN : pair_ratio(med, nd, d, e);
+                if (!isnan(r) && r > 0) {
+                    k[d] = k[e] * r;
+                    changed = 1;
+                    break;
+                }
+            }
+        }
+        if (!changed)
+            break;
+    }
+    for (size_t d = 0; d < nd; d++)
+        if (isnan(k[d]) && speed[d] > 0 && isfinite(speed[d]))
+            k[d] = speed[ref] / speed[d];
+    /* The density: a bin's time on ref, from whichever devices ran it; bins no device ran
+     * lately take their neighbours' (linear between the nearest on each side). */
+    double rho[NB];
+    size_t known = 0;
+    for (size_t b = 0; b < NB; b++) {
+        double v[CLF_MAX_LAUNCH_DEVICES];
+        size_t m = 0;
+        for (size_t d = 0; d < nd; d++)
+            if (!isnan(k[d]) && !isnan(med[b * nd + d]))
+                v[m++] = med[b * nd + d] / k[d];
+        rho[b] = m ? median(v, m) : NAN;
+        known += m > 0;
+    }
+    if (4 * known < 3 * NB)
+        goto out;
+    for (size_t b = 0; b < NB; b++) {
+        if (!isnan(rho[b]))
+            continue;
+        size_t l = b, r = b;
+        while (l > 0 && isnan(rho[l]))
+            l--;
+        while (r < NB - 1 && isnan(rho[r]))
+            r++;
+        if (isnan(rho[l]))
+            rho[b] = rho[r];
+        else if (isnan(rho[r]))
+            rho[b] = rho[l];
+        else
+            rho[b] = rho[l] + (rho[r] - rho[l]) * (double)(b - l) / (double)(r - l);
+    }
+    /* The common finish time T: each device in range order takes what it does in T; the
+     * smallest T whose shares reach the end (bisection: the reach grows with T). */
+    long double hi = 0;
+    for (size_t d = 0; d < nd; d++) {
+        if (isnan(k[d]))
+            continue;
+        long double all = 0;
+        for (size_t b = 0; b < NB; b++) {
+            tau[d][b] = rho[b] * k[d];
+            all += (long double)tau[d][b] * (long double)(bin_lo(w->total, b + 1) - bin_lo(w->total, b));
+        }
+        hi = all > hi ? all : hi;
+    }
+    if (!(hi > 0) || !isfinite((double)hi))
+        goto out;
+    long double lo = 0;
+    for (int it = 0; it < 200 && hi - lo > hi * 1e-12L; it++) {
+        long double mid = 0.5L * (lo + hi), x = 0;
+        for (size_t d = 0; d < nd; d++)
+            if (!isnan(k[d]))
+                x = advance(tau[d], w->total, x, mid);
+        if (x >= (long double)w->total)
+            hi = mid;
+        else
+            lo = mid;
+    }
+    /* Ends at hi, rounded to the nearest granule, never backwards; the last device in use
+     * ends at total. */
+    long double x = 0;
+    uint64_t prev = 0;
+    size_t last = 0;
+    for (size_t d = 0; d < nd; d++)
+        if (!isnan(k[d]))
+            last = d;
+    for (size_t d = 0; d < nd; d++) {
+        uint64_t e = prev;
+        if (d >= last) {
+            e = w->total;
+        } else if (!isnan(k[d])) {
+            x = advance(tau[d], w->total, x, hi);
+            long double q = nearbyintl(x / (long double)gran) * (long double)gran;
+            e = q >= (long double)w->total ? w->total : (uint64_t)q;
+            if (e < prev)
+                e = prev;
+        }
+        ends[d] = e;
+        prev = e;
+    }
+    ok = 1;
+out:
+    free(med);
+    return ok;
+}
+
+/* ---- the table ---- */
+
+struct clf__wprof_table {
+    pthread_mutex_t lock;
+    struct {
+        char *key;
+        clf__wprof *w;
+        uint64_t used; /* the table's clock when last used (least recently used goes) */
+    } e[CLF__WPROF_TABLE];
+    uint64_t clock;
+};
+
+clf_status clf__wprof_table_create(clf__wprof_table **out)
+{
+    if (!out)
+        return clf__fail(CLF_ERROR_NULL_POINTER, "work profiles: out is NULL");
+    clf__wprof_table *t = calloc(1, sizeof *t);
+    if (!t)
+        return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "work profiles: out of memory");
+    if (pthread_mutex_init(&t->lock, NULL) != 0) {
+        free(t);
+        return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "work profiles: cannot create a mutex");
+    }
+    *out = t;
+    return CLF_SUCCESS;
+}
+
+void clf__wprof_table_destroy(clf__wprof_table *t)
+{
+    if (!t)
+        return;
+    for (size_t i = 0; i < CLF__WPROF_TABLE; i++) {
+        free(t->e[i].key);
+        clf__wprof_destroy(t->e[i].w);
+    }
+    pthread_mutex_destroy(&t->lock);
+    free(t);
+}
+
+/* The entry of key (under t->lock), or -1. */
+static int find(const clf__wprof_table *t, const char *key)
+{
+    for (int i = 0; i < CLF__WPROF_TABLE; i++)
+        if (t->e[i].key && strcmp(t->e[i].key, key) == 0)
+            return i;
+    return -1;
+}
+
+size_t clf__wprof_table_add(clf__wprof_table *t, const char *key, uint64_t total, size_t ndev,
+                            const clf__wprof_chunk *c, size_t n)
+{
+    size_t added = 0;
+    if (!t || !key || total < 2 * NB || ndev == 0 || ndev > CLF_MAX_LAUNCH_DEVICES)
+        return 0;
+    pthread_mutex_lock(&t->lock);
+    int i = find(t, key);
+    if (i >= 0 && (t->e[i].w->total != total || t->e[i].w->ndev != ndev)) {
+        clf__wprof_destroy(t->e[i].w);
+        t->e[i].w = NULL;
+        if (clf__wprof_create(&t->e[i].w, total, ndev) != CLF_SUCCESS) {
+            free(t->e[i].key);
+            t->e[i].key = NULL;
+            goto out;
+        }
+    }
+    if (i < 0) {
+        /* An empty slot, else the least recently used. */
+        i = 0;
+        for (int j = 0; j < CLF__WPROF_TABLE && t->e[i].key; j++)
+            if (!t->e[j].key || t->e[j].used < t->e[i].used)
+                i = j;
+        clf__wprof *w;
+        char *k = strdup(key);
+        if (!k || clf__wprof_create(&w, total, ndev) != CLF_SUCCESS) {
+            free(k);
+            goto out;
+        }
+        free(t->e[i].key);
+        clf__wprof_destroy(t->e[i].w);
+        t->e[i].key = k;
+        t->e[i].w = w;
+    }
+    t->e[i].used = ++t->clock;
+    added = clf__wprof_add(t->e[i].w, c, n);
+out:
+    pthread_mutex_unlock(&t->lock);
+    return added;
+}
+
+int clf__wprof_table_cut(clf__wprof_table *t, const char *key, uint64_t total, size_t ndev,
+                         uint64_t gran, const double *speed, uint64_t *ends,
+                         unsigned *launches)
+{
+    int ok = 0;
+    if (launches)
+        *launches = 0;
+    if (!t || !key)
+        return 0;
+    pthread_mutex_lock(&t->lock);
+    int i = find(t, key);
+    if (i >= 0 && t->e[i].w->total == total && t->e[i].w->ndev == ndev) {
+        t->e[i].used = ++t->clock;
+        ok = clf__wprof_cut(t->e[i].w, gran, speed, ends);
+        if (launches)
+            *launches = t->e[i].w->launches;
+    }
+    pthread_mutex_unlock(&t->lock);
+    return ok;
+}
