@@ -180,18 +180,20 @@ void clf__rebal_step_init(clf__rebal_step *r, const clf_array *layout, const cha
 /* Note kernel event ev of part p (takes a reference of its own). */
 void clf__rebal_step_add(clf__rebal_step *r, size_t p, clf_event *ev);
 /* After the launch is queued: hand the record to every CLF_ARRAY_REBALANCE block array
- * among args (each takes its own references) and release it. */
-void clf__rebal_step_done(clf__rebal_step *r, const clf_arg *args, size_t nargs);
+ * among args (each takes its own references) and release it. force, here and below: the
+ * launch's strategy balances (clf_array_launch_desc.strategy not static), so every block
+ * array that is not a window counts as if it had the flag. */
+void clf__rebal_step_done(clf__rebal_step *r, const clf_arg *args, size_t nargs, int force);
 /* Before a launch of kernel over args whose first block array is layout, with local size
  * `granule` along the cut dimension: harvest the completed measurements, decide, and move
  * the block arrays when it pays (*moved = 1: the cut changed). Failures of a move leave
  * the arrays as they were and are returned. */
 clf_status clf__rebal_before(clf_array *layout, const char *kernel, const clf_arg *args,
-                             size_t nargs, size_t granule, int *moved);
+                             size_t nargs, size_t granule, int force, int *moved);
 /* Before a launch's checks: CLF_ARRAY_REBALANCE block arrays among args cut unlike the
  * first block array, when it has the flag too, are moved to its cut (arrays launched
  * together in one launch and apart in another: a move in the other left them behind). */
-clf_status clf__rebal_align(clf_fleet *fleet, const clf_arg *args, size_t nargs);
+clf_status clf__rebal_align(clf_fleet *fleet, const clf_arg *args, size_t nargs, int force);
 /* The cut changed (redistribution): forget the measurements; free: also the state. */
 void clf__rebal_reset(clf_array *a, int free_it);
 

@@ -30,6 +30,15 @@
 #include <string.h>
 #include <time.h>
 
+/* Whether array b is balanced in this launch: a block array (not a window, whose cut is
+ * the larger array's) with CLF_ARRAY_REBALANCE, or any such block array when the launch's
+ * strategy balances (force: clf_array_launch_desc.strategy other than static). */
+static int balanced(const clf_array *b, int force)
+{
+    return b->desc.dist == CLF_ARRAY_BLOCK && !b->desc.window_units &&
+           (force || (b->desc.flags & CLF_ARRAY_REBALANCE));
+}
+
 /* ---- measurements ---------------------------------------------------------------------- */
 
 void clf__rebal_step_init(clf__rebal_step *r, const clf_array *layout, const char *kernel)
@@ -94,12 +103,12 @@ static struct clf__rebal *state(clf_array *a)
     return a->rebal;
 }
 
-void clf__rebal_step_done(clf__rebal_step *r, const clf_arg *args, size_t nargs)
+void clf__rebal_step_done(clf__rebal_step *r, const clf_arg *args, size_t nargs, int force)
 {
     for (size_t i = 0; r->count && i < nargs; i++) {
         const clf_arg *g = &args[i];
         clf_array *a = g->kind == CLF_ARG_KIND_ARRAY ? g->host : NULL;
-        if (!a || a->desc.dist != CLF_ARRAY_BLOCK || !(a->desc.flags & CLF_ARRAY_REBALANCE))
+        if (!a || !balanced(a, force))
             continue;
         int seen = 0;
         for (size_t j = 0; j < i; j++)
@@ -241,7 +250,7 @@ static void say(clf_array *a, const char *fmt, ...)
     clf__log(CLF_LOG_DEBUG, "CLF_ARRAY_REBALANCE: %s", a->bal.why);
 }
 
-clf_status clf__rebal_align(clf_fleet *fleet, const clf_arg *args, size_t nargs)
+clf_status clf__rebal_align(clf_fleet *fleet, const clf_arg *args, size_t nargs, int force)
 {
     clf_array *lay = NULL;
     for (size_t i = 0; i < nargs && !lay; i++) {
@@ -249,8 +258,8 @@ clf_status clf__rebal_align(clf_fleet *fleet, const clf_arg *args, size_t nargs)
         if (b && b->desc.dist != CLF_ARRAY_REPLICATED)
             lay = b;
     }
-    if (!lay || lay->fleet != fleet || lay->desc.dist != CLF_ARRAY_BLOCK ||
-        !(lay->desc.flags & CLF_ARRAY_REBALANCE) || lay->nparts > CLF_MAX_LAUNCH_DEVICES)
+    if (!lay || lay->fleet != fleet || !balanced(lay, force) ||
+        lay->nparts > CLF_MAX_LAUNCH_DEVICES)
         return CLF_SUCCESS;
     size_t dev[CLF_MAX_LAUNCH_DEVICES];
     double w[CLF_MAX_LAUNCH_DEVICES];
@@ -260,10 +269,14 @@ clf_status clf__rebal_align(clf_fleet *fleet, const clf_arg *args, size_t nargs)
     }
     for (size_t i = 0; i < nargs; i++) {
         clf_array *b = args[i].kind == CLF_ARG_KIND_ARRAY ? args[i].host : NULL;
-        if (!b || b == lay || b->desc.dist != CLF_ARRAY_BLOCK ||
-            !(b->desc.flags & CLF_ARRAY_REBALANCE) || b->fleet != lay->fleet ||
+        if (!b || b == lay || !balanced(b, force) || b->fleet != lay->fleet ||
             b->units != lay->units || b->mapped)
             continue; /* the launch's checks say what is wrong with it, if anything */
+        /* Without the flag on both, only a cut that a move left behind is followed: arrays
+         * the caller cut apart on purpose stay so, and the checks refuse them. */
+        if (!((lay->desc.flags & b->desc.flags) & CLF_ARRAY_REBALANCE) && !lay->bal.migrations &&
+            !b->bal.migrations)
+            continue;
         int same = b->nparts == lay->nparts;
         for (size_t p = 0; same && p < b->nparts; p++)
             same = b->parts[p].device == dev[p] && b->parts[p].count == lay->parts[p].count;
@@ -326,10 +339,10 @@ static clf_status move_all(clf_array **arrs, size_t n, const size_t *dev, const 
 }
 
 clf_status clf__rebal_before(clf_array *a, const char *kernel, const clf_arg *args,
-                             size_t nargs, size_t granule, int *moved)
+                             size_t nargs, size_t granule, int force, int *moved)
 {
     *moved = 0;
-    if (a->desc.dist != CLF_ARRAY_BLOCK || !(a->desc.flags & CLF_ARRAY_REBALANCE))
+    if (!balanced(a, force))
         return CLF_SUCCESS;
     /* The block arrays of the launch: they move together, to stay cut alike. */
     clf_array *arrs[CLF__MAX_ARGS];
@@ -346,8 +359,8 @@ clf_status clf__rebal_before(clf_array *a, const char *kernel, const clf_arg *ar
             continue;
         arrs[narr++] = b;
         move_ub += b->unit_bytes;
-        all_flagged &= (b->desc.flags & CLF_ARRAY_REBALANCE) != 0;
-        if (b->desc.flags & CLF_ARRAY_REBALANCE)
+        all_flagged &= balanced(b, force);
+        if (balanced(b, force))
             harvest(b);
     }
     struct clf__rebal *R = a->rebal;
@@ -437,8 +450,8 @@ clf_status clf__rebal_before(clf_array *a, const char *kernel, const clf_arg *ar
     if (out->move && !all_flagged) {
         out->move = 0;
         snprintf(out->why, sizeof out->why,
-                 "parts stay: a block array of kernel '%.64s' lacks CLF_ARRAY_REBALANCE (the "
-                 "arrays of a launch move together)", kernel);
+                 "parts stay: a block array of kernel '%.64s' lacks CLF_ARRAY_REBALANCE or is "
+                 "a window (the arrays of a launch move together)", kernel);
     }
     if (!out->move) {
         say(a, "%s", out->why);
