@@ -313,7 +313,7 @@ static void run_item(const alaunch *L, item *it)
 static clf_status record_item(alaunch *L, const item *it)
 {
     if (L->rec)
-        clf__rebal_step_add(L->rec, it->p, it->ev);
+        clf__rebal_step_add(L->rec, it->p, it->ev, it->count);
     clf_status st = CLF_SUCCESS;
     for (size_t i = 0; i < L->nargs; i++) {
         const clf_arg *a = &L->args[i];

@@ -45,7 +45,8 @@ void clf__rebal_step_init(clf__rebal_step *r, const clf_array *layout, const cha
 {
     memset(r, 0, sizeof *r);
     snprintf(r->kernel, sizeof r->kernel, "%s", kernel);
-    r->count = malloc(layout->nparts * sizeof *r->count);
+    /* count holds nparts counts, then nparts x CLF__REBAL_KPP kernel units (r->units). */
+    r->count = calloc(layout->nparts * (1 + CLF__REBAL_KPP), sizeof *r->count);
     r->ev = calloc(layout->nparts * CLF__REBAL_KPP, sizeof *r->ev);
     if (!r->count || !r->ev) {
         free(r->count);
@@ -55,11 +56,12 @@ void clf__rebal_step_init(clf__rebal_step *r, const clf_array *layout, const cha
         return;
     }
     r->nparts = layout->nparts;
+    r->units = r->count + r->nparts;
     for (size_t p = 0; p < r->nparts; p++)
         r->count[p] = layout->parts[p].count;
 }
 
-void clf__rebal_step_add(clf__rebal_step *r, size_t p, clf_event *ev)
+void clf__rebal_step_add(clf__rebal_step *r, size_t p, clf_event *ev, size_t units)
 {
     if (!r->count || !ev || p >= r->nparts)
         return;
@@ -67,6 +69,7 @@ void clf__rebal_step_add(clf__rebal_step *r, size_t p, clf_event *ev)
         if (!r->ev[p * CLF__REBAL_KPP + i]) {
             clf__event_hold(ev);
             r->ev[p * CLF__REBAL_KPP + i] = ev;
+            r->units[p * CLF__REBAL_KPP + i] = units;
             return;
         }
 }
@@ -77,7 +80,7 @@ static clf__rebal_step step_copy(const clf__rebal_step *r)
     clf__rebal_step c;
     memset(&c, 0, sizeof c);
     memcpy(c.kernel, r->kernel, sizeof c.kernel);
-    c.count = malloc(r->nparts * sizeof *c.count);
+    c.count = malloc(r->nparts * (1 + CLF__REBAL_KPP) * sizeof *c.count);
     c.ev = calloc(r->nparts * CLF__REBAL_KPP, sizeof *c.ev);
     if (!c.count || !c.ev) {
         free(c.count);
@@ -87,7 +90,8 @@ static clf__rebal_step step_copy(const clf__rebal_step *r)
         return c;
     }
     c.nparts = r->nparts;
-    memcpy(c.count, r->count, r->nparts * sizeof *c.count);
+    memcpy(c.count, r->count, r->nparts * (1 + CLF__REBAL_KPP) * sizeof *c.count);
+    c.units = c.count + c.nparts;
     for (size_t i = 0; i < r->nparts * CLF__REBAL_KPP; i++) {
         c.ev[i] = r->ev[i];
         if (c.ev[i])
@@ -134,12 +138,16 @@ void clf__rebal_step_done(clf__rebal_step *r, const clf_arg *args, size_t nargs,
     clf__rebal_step_free(r);
 }
 
-/* Seconds part p of step r ran (its kernels' start to end, summed); 1 when every one of
- * them has completed and was timed, 0 when some has not completed yet, -1 when it cannot
- * be timed (failed, not an OpenCL event). */
-static int part_seconds(const clf__rebal_step *r, size_t p, double *sec)
+/* Seconds part p of step r ran (its kernels' start to end, summed), and the units and
+ * seconds of its largest kernel; 1 when every one of them has completed and was timed, 0
+ * when some has not completed yet, -1 when it cannot be timed (failed, not an OpenCL
+ * event). */
+static int part_seconds(const clf__rebal_step *r, size_t p, double *sec, size_t *big_u,
+                        double *big_s)
 {
     *sec = 0;
+    *big_u = 0;
+    *big_s = 0;
     int any = 0;
     for (size_t i = 0; i < CLF__REBAL_KPP; i++) {
         clf_event *e = r->ev[p * CLF__REBAL_KPP + i];
@@ -155,7 +163,12 @@ static int part_seconds(const clf__rebal_step *r, size_t p, double *sec)
         uint64_t t0, t1;
         if (!clf__event_profile(e->ev, &t0, &t1))
             return -1;
-        *sec += (double)(t1 - t0) * 1e-9;
+        double d = (double)(t1 - t0) * 1e-9;
+        *sec += d;
+        if (r->units[p * CLF__REBAL_KPP + i] > *big_u) {
+            *big_u = r->units[p * CLF__REBAL_KPP + i];
+            *big_s = d;
+        }
         any = 1;
     }
     return any ? 1 : -1;
@@ -175,7 +188,8 @@ static clf__rebal_kernel *kernel_slot(struct clf__rebal *R, const char *kernel, 
     }
     if (!create)
         return NULL;
-    double *rate = calloc(CLF__REBAL_WINDOW * R->nparts, sizeof *rate);
+    /* Rates, then as many fixed costs (seconds per step, see harvest()). */
+    double *rate = calloc(2 * CLF__REBAL_WINDOW * R->nparts, sizeof *rate);
     if (!rate)
         return NULL;
     free(old->rate);
@@ -203,11 +217,12 @@ static void harvest(clf_array *a)
         for (size_t p = 0; same && p < a->nparts; p++)
             same = r->count[p] == a->parts[p].count;
         int ok = same ? 1 : -1; /* another cut's: dropped */
-        double sec[CLF_MAX_LAUNCH_DEVICES];
+        double sec[CLF_MAX_LAUNCH_DEVICES], big_s[CLF_MAX_LAUNCH_DEVICES];
+        size_t big_u[CLF_MAX_LAUNCH_DEVICES];
         if (a->nparts > CLF_MAX_LAUNCH_DEVICES)
             ok = -1;
         for (size_t p = 0; ok == 1 && p < a->nparts; p++) {
-            ok = part_seconds(r, p, &sec[p]);
+            ok = part_seconds(r, p, &sec[p], &big_u[p], &big_s[p]);
             if (ok == 1 && !(sec[p] > 0))
                 ok = -1;
         }
@@ -215,9 +230,27 @@ static void harvest(clf_array *a)
             break; /* not done yet; the later ones are not either, mostly */
         clf__rebal_kernel *k = ok == 1 ? kernel_slot(R, r->kernel, 1) : NULL;
         if (k) {
+            /* A part that ran several kernels (the boundary strips and the interior of
+             * CLF_ARRAY_EXCHANGE_AFTER): its speed is its largest kernel's, and the rest of
+             * its time, beyond its units at that speed, a fixed cost per step (each kernel's
+             * launch, and a simulated device's completion round trip), which moving units
+             * does not change. Taking the whole time as proportional to the units would
+             * move units off a device for a cost that stays with it, step after step. */
             double *row = &k->rate[k->head * a->nparts];
-            for (size_t p = 0; p < a->nparts; p++)
-                row[p] = (double)r->count[p] / sec[p];
+            double *fix = &k->rate[(CLF__REBAL_WINDOW + k->head) * a->nparts];
+            for (size_t p = 0; p < a->nparts; p++) {
+                double sp = (double)r->count[p] / sec[p], f = 0;
+                if (big_u[p] < r->count[p] && big_u[p] > 0 && big_s[p] > 0) {
+                    double bs = (double)big_u[p] / big_s[p];
+                    f = sec[p] - (double)r->count[p] / bs;
+                    if (f > 0)
+                        sp = bs;
+                    else
+                        f = 0;
+                }
+                row[p] = sp;
+                fix[p] = f;
+            }
             k->head = (k->head + 1) % CLF__REBAL_WINDOW;
             if (k->nsamples < CLF__REBAL_WINDOW)
                 k->nsamples++;
@@ -380,8 +413,10 @@ clf_status clf__rebal_before(clf_array *a, const char *kernel, const clf_arg *ar
      * own ways. The planner takes rows of samples: the combined speeds, as many rows as it
      * needs (their median is themselves). */
     double comb[CLF__REBAL_MIN_SAMPLES][CLF_MAX_LAUNCH_DEVICES], col[CLF__REBAL_WINDOW];
+    double fixed[CLF_MAX_LAUNCH_DEVICES];
     for (size_t p = 0; p < np; p++) {
         double spu = 0; /* seconds per unit */
+        fixed[p] = 0;
         for (size_t i = 0; i < CLF__REBAL_KERNELS; i++) {
             const clf__rebal_kernel *k = &R->k[i];
             if (!k->kernel[0] || k->nsamples < CLF__REBAL_MIN_SAMPLES)
@@ -389,6 +424,9 @@ clf_status clf__rebal_before(clf_array *a, const char *kernel, const clf_arg *ar
             for (size_t j = 0; j < k->nsamples; j++)
                 col[j] = k->rate[j * np + p];
             spu += 1 / clf__median(col, k->nsamples);
+            for (size_t j = 0; j < k->nsamples; j++)
+                col[j] = k->rate[(CLF__REBAL_WINDOW + j) * np + p];
+            fixed[p] += clf__median(col, k->nsamples);
         }
         for (size_t j = 0; j < CLF__REBAL_MIN_SAMPLES; j++)
             comb[j][p] = 1 / spu;
@@ -400,7 +438,7 @@ clf_status clf__rebal_before(clf_array *a, const char *kernel, const clf_arg *ar
     clf__rebal_in in = {np, od, oc, rows, CLF__REBAL_MIN_SAMPLES, a->units, granule,
                         a->desc.halo_before, a->desc.halo_after,
                         (a->desc.flags & CLF_ARRAY_PERIODIC) != 0, a->unit_bytes, move_ub,
-                        R->bw, R->since, a->bal.migrations};
+                        R->bw, R->since, a->bal.migrations, fixed};
     clf__rebal_out *out = malloc(sizeof *out);
     if (!out)
         return CLF_SUCCESS; /* no decision without memory; the launch goes on */
