@@ -2403,7 +2403,12 @@ typedef struct clf_array_launch_desc {
 
 /**
  * \brief Run a kernel written for one device over distributed arrays, owner computes;
- * returns once queued.
+ * returns once queued (with a report: once its kernels have completed).
+ *
+ * Each part's kernel is enqueued by its device's executor thread, the devices at once.
+ * desc.strategy (version 2) says whether the parts may move between launches: static
+ * keeps them, a balancing strategy moves them by their measured device times when it
+ * pays (see clf_array_launch_desc.strategy); desc.report receives what each device did.
  *
  * The block arrays among \p args must be cut alike (same devices, same units per part);
  * each part's device runs the part's owned units along dims-1, with a global work offset,
