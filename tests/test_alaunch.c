@@ -588,6 +588,45 @@ START_TEST(strategy_bad_and_version_1)
     ck_assert_ok(clf_array_read(a, NULL, NULL, got));
     ck_assert(memcmp(got, x, N * sizeof *x) == 0);
 
+    /* A balancing strategy over block-cyclic arrays: their parts cannot move; the report
+     * says static ran, and why. */
+    clf_array_desc cd = CLF_ARRAY_DESC_INIT;
+    cd.elem_size = sizeof(int);
+    cd.shape[0] = N;
+    cd.dist = CLF_ARRAY_BLOCK_CYCLIC;
+    cd.block_size = 64;
+    cd.devices = c->devices;
+    cd.num_devices = c->ndev;
+    clf_array *ca = NULL, *cb = NULL;
+    ck_assert_ok(clf_array_create(&ca, e.f, &cd));
+    ck_assert_ok(clf_array_create(&cb, e.f, &cd));
+    int *iv = malloc(N * sizeof *iv), *ig = malloc(N * sizeof *ig), k7 = 7;
+    ck_assert(iv && ig);
+    for (int i = 0; i < N; i++)
+        iv[i] = 3 * i - 100;
+    ck_assert_ok(clf_array_write(ca, NULL, NULL, iv));
+    clf_launch_report *rep = malloc(sizeof *rep);
+    ck_assert(rep);
+    clf_array_launch_desc cdl = CLF_ARRAY_LAUNCH_DESC_INIT;
+    cdl.kernel = "inc";
+    cdl.global[0] = N;
+    cdl.strategy = CLF_STRATEGY_DYNAMIC;
+    cdl.report = rep;
+    clf_arg cargs[] = {CLF_ARRAY_IN(ca), CLF_ARRAY_OUT(cb), CLF_SCALAR(&k7)};
+    ck_assert_ok(clf_array_launch(e.f, e.p, &cdl, cargs, 3));
+    ck_assert_int_eq(rep->requested, CLF_STRATEGY_DYNAMIC);
+    ck_assert_int_eq(rep->strategy, CLF_STRATEGY_STATIC);
+    ck_assert_msg(strstr(rep->reason, "cannot move"), "%s", rep->reason);
+    check_array_report(rep, cb, N, CLF_STRATEGY_DYNAMIC, "block-cyclic");
+    ck_assert_ok(clf_array_read(cb, NULL, NULL, ig));
+    for (int i = 0; i < N; i++)
+        ck_assert_int_eq(ig[i], iv[i] + 7);
+    clf_array_destroy(ca);
+    clf_array_destroy(cb);
+    free(iv);
+    free(ig);
+    free(rep);
+
     /* Version 1: only the fields up to strategy exist. */
     const size_t v1size = offsetof(clf_array_launch_desc, strategy);
     clf_array_launch_desc full = CLF_ARRAY_LAUNCH_DESC_INIT;

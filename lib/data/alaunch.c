@@ -678,15 +678,14 @@ clf_status clf_array_launch(clf_fleet *fleet, clf_program *prog,
         /* Over resident data the balancing strategies are one policy (no chunk moves
          * between owners): AUTO names guided, shares by measured throughput; the default
          * names static, or guided when the arrays' CLF_ARRAY_REBALANCE balances them. */
-        rep->strategy = req == CLF_STRATEGY_AUTO      ? CLF_STRATEGY_GUIDED
-                        : req != CLF_STRATEGY_DEFAULT ? req
-                        : balancing                   ? CLF_STRATEGY_GUIDED
-                                                      : CLF_STRATEGY_STATIC;
+        int named = req != CLF_STRATEGY_AUTO && req != CLF_STRATEGY_DEFAULT;
+        rep->strategy = !balancing ? CLF_STRATEGY_STATIC : named ? req : CLF_STRATEGY_GUIDED;
         const clf_array_balance *b = &L.layout->bal;
         if (!balancing)
             snprintf(rep->reason, sizeof rep->reason,
-                     "%s: resident parts as distributed (owner computes), never moved",
-                     req == CLF_STRATEGY_STATIC ? "static" : "default");
+                     "%s: resident parts as distributed (owner computes), never moved%s",
+                     req == CLF_STRATEGY_DEFAULT ? "default" : clf_strategy_name(req),
+                     force ? " (block-cyclic or window arrays: their parts cannot move)" : "");
         else
             snprintf(rep->reason, sizeof rep->reason,
                      "%s over resident data: parts weighted by their measured device times, "
