@@ -2364,13 +2364,32 @@ typedef struct clf_array_launch_desc {
     size_t local[3];    /**< work-group size, or all 0 for the driver's choice */
     unsigned flags;     /**< CLF_ARRAY_EXCHANGE_BEFORE, CLF_ARRAY_EXCHANGE_AFTER */
     size_t reserved[4]; /**< zero */
+    /**
+     * Version 2: how the parts are balanced over resident data (owner computes: a unit is
+     * computed where it lives). CLF_STRATEGY_STATIC: the parts as distributed (the array's
+     * weights), never moved. CLF_STRATEGY_DYNAMIC, CLF_STRATEGY_GUIDED,
+     * CLF_STRATEGY_MEMORY_AWARE and CLF_STRATEGY_AUTO: the parts' measured device times
+     * weigh them, and the block arrays are repartitioned between launches when the move
+     * pays within the next steps (CLF_ARRAY_REBALANCE's rule, whether or not the arrays have
+     * the flag, windows aside); no chunk is stolen across owners, and the report names
+     * guided for auto. CLF_STRATEGY_DEFAULT, and a version-1 description: the parts as
+     * distributed, moved only for arrays with CLF_ARRAY_REBALANCE ($CLFLEET_STRATEGY does
+     * not apply: it would move arrays a program cut on purpose). Another value is refused
+     * (CLF_ERROR_INVALID_ARGUMENT).
+     */
+    clf_strategy strategy;
+    /** Version 2: receives what each device did, or NULL. With a report the call returns
+     *  once the launch's kernels have completed (its times need them), not once queued. */
+    clf_launch_report *report;
 } clf_array_launch_desc;
 
-/** \brief The version of clf_array_launch_desc this header describes. */
-#define CLF_ARRAY_LAUNCH_DESC_VERSION 1
+/** \brief The version of clf_array_launch_desc this header describes; every version from 1
+ *  up to it is accepted (version 1 ends before strategy). */
+#define CLF_ARRAY_LAUNCH_DESC_VERSION 2
 /** \brief Fills a clf_array_launch_desc with the defaults. */
-#define CLF_ARRAY_LAUNCH_DESC_INIT \
-    {CLF_ARRAY_LAUNCH_DESC_VERSION, NULL, 1, {0, 1, 1}, {0, 0, 0}, 0, {0, 0, 0, 0}}
+#define CLF_ARRAY_LAUNCH_DESC_INIT                                                          \
+    {CLF_ARRAY_LAUNCH_DESC_VERSION, NULL, 1, {0, 1, 1}, {0, 0, 0}, 0, {0, 0, 0, 0},         \
+     CLF_STRATEGY_DEFAULT, NULL}
 
 /** \brief Internal: a clf_array argument of clf_array_launch() with access \p mode. */
 #define CLF__ARRAY(arr, mode) CLF__ARG(CLF_ARG_KIND_ARRAY, (mode), (arr), 0, 0, 0, 0)
@@ -2384,7 +2403,12 @@ typedef struct clf_array_launch_desc {
 
 /**
  * \brief Run a kernel written for one device over distributed arrays, owner computes;
- * returns once queued.
+ * returns once queued (with a report: once its kernels have completed).
+ *
+ * Each part's kernel is enqueued by its device's executor thread, the devices at once.
+ * desc.strategy (version 2) says whether the parts may move between launches: static
+ * keeps them, a balancing strategy moves them by their measured device times when it
+ * pays (see clf_array_launch_desc.strategy); desc.report receives what each device did.
  *
  * The block arrays among \p args must be cut alike (same devices, same units per part);
  * each part's device runs the part's owned units along dims-1, with a global work offset,

@@ -1,7 +1,8 @@
 /*
  * The decisions of distributed arrays on unequal devices (plan/rebalplan.c) with made-up
  * speeds, no device needed: which devices get a part, and when CLF_ARRAY_REBALANCE moves
- * the parts (gain, hysteresis, cost of the move, cool-down, a spike, granules).
+ * the parts (gain, hysteresis, cost of the move, cool-down, a spike, granules, fixed costs
+ * per step).
  */
 #include "plan/rebalplan.h"
 
@@ -31,7 +32,7 @@ static void two_init(two *t, size_t c0, size_t c1, double s0, double s1, size_t 
         t->rate[j][1] = s1;
     }
     clf__rebal_in in = {2, DEV2, t->count, &t->rate[0][0], nsamples, c0 + c1, 1, 1, 1, 0,
-                        4, 8, 0, 0, 0};
+                        4, 8, 0, 0, 0, NULL};
     t->in = in;
 }
 
@@ -129,6 +130,36 @@ START_TEST(slow_moves)
 }
 END_TEST
 
+/*
+ * Fixed costs per step (a part's extra kernels): equal speeds of 1e6 units/s, device 1
+ * paying 2 ms a step whatever its units. The cut gives both the same finish T, with
+ * 1e6 (T - 0) + 1e6 (T - 0.002) = 8192: T = 5.096 ms, device 1 3096 units; speeds alone
+ * (no fixed costs) would keep 4096:4096. A device whose fixed cost alone passes T gets
+ * nothing, and the parts stay.
+ */
+START_TEST(fixed_costs)
+{
+    two t;
+    clf__rebal_out o;
+    double fixed[2] = {0, 2e-3};
+    two_init(&t, 4096, 4096, 1e6, 1e6, 3);
+    t.in.halo_before = t.in.halo_after = 0;
+    clf__rebal_plan(&t.in, &o);
+    ck_assert_msg(!o.move, "%s", o.why);
+    t.in.fixed = fixed;
+    clf__rebal_plan(&t.in, &o);
+    ck_assert_msg(o.move, "%s", o.why);
+    ck_assert(fabs(o.step_s - (2e-3 + 4096 / 1e6)) < 1e-9);
+    ck_assert_uint_eq(o.count[0] + o.count[1], 8192);
+    ck_assert_msg(o.count[1] == 3096, "device 1 gets %zu units", o.count[1]);
+    ck_assert(fabs(o.best_s - 5.096e-3) < 1e-9);
+    /* 9 ms fixed on 8192 units at 1e6/s: T = 8.6 ms < 9 ms, device 1 would get 0 units. */
+    fixed[1] = 9e-3;
+    clf__rebal_plan(&t.in, &o);
+    ck_assert_msg(!o.move && strstr(o.why, "device 1 0 units"), "%s", o.why);
+}
+END_TEST
+
 /* Equal speeds, and speeds 9 % apart: nothing moves (hysteresis). 20 % apart: it moves. */
 START_TEST(hysteresis)
 {
@@ -216,6 +247,7 @@ int main(void)
     tcase_add_test(tc, keep_rules);
     tcase_add_test(tc, median_of_spike);
     tcase_add_test(tc, slow_moves);
+    tcase_add_test(tc, fixed_costs);
     tcase_add_test(tc, hysteresis);
     tcase_add_test(tc, spike_ignored);
     tcase_add_test(tc, not_yet);

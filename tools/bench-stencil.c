@@ -13,6 +13,11 @@
  *                    the interiors compute
  *   (c0) interior    (c) with no exchange at all: the compute alone, the bound of (c)
  *
+ * With --strategy (not static or default), (c) and (c0) run that strategy of
+ * clf_array_launch_desc: the parts move by their measured device times. Each run's arrays
+ * then first take BALANCE_WARMUP untimed steps, each waited for, so that the parts are
+ * measured and moved before the timing (the steady state is timed; the moves are not).
+ *
  * The three results are compared bit for bit (same arithmetic in the same order), and with
  * a plain C loop when the grid is small. The devices are those of --devices, else
  * $CLFLEET_DEVICES, else the library's default; CPU devices are split into sub-devices of
@@ -55,7 +60,13 @@ typedef struct bench {
     size_t alone[MAX_DEV], nalone;   /* the devices timed alone: one of each kind */
     double alone_s[MAX_DEV];         /* their median times per step */
     size_t base;                     /* the fastest of them: (a)'s figures are its own */
+    clf_strategy strategy;           /* --strategy: the resident forms' */
+    char parts[256];                 /* the resident arrays' parts after the last run */
 } bench;
+
+/* Untimed steps before a balanced run's timing, each waited for (the balancer measures
+ * finished steps only): enough for its measurements, a move and the move's trial. */
+#define BALANCE_WARMUP 40
 
 static void usage(FILE *to)
 {
@@ -74,16 +85,30 @@ static void usage(FILE *to)
           "  --steps N       steps per run (default 200)\n"
           "  --simulate R    set CLFLEET_SIMULATE=R for the fleet (a testing tool: e.g.\n"
           "                  'device=1,compute=0.02,latency=60us' makes device 1 slow)\n"
+          "  --strategy S    the resident forms' clf_array_launch strategy (default: the\n"
+          "                  parts as distributed); a balancing one moves the parts by\n"
+          "                  measured speed during 40 untimed steps first\n"
           "  -h, --help      this text; -V, --version: the version\n",
           to);
 }
 
-static const struct option OWN[] = {CLF_BENCH_GRID_OPTIONS, {NULL, 0, NULL, 0}};
+enum { OPT_STRATEGY = CLF_BENCH_OWN };
+static const struct option OWN[] = {CLF_BENCH_GRID_OPTIONS,
+                                    {"strategy", required_argument, NULL, OPT_STRATEGY},
+                                    {NULL, 0, NULL, 0}};
 
 static int own_option(void *bench_, int val, const char *arg)
 {
     bench *b = bench_;
+    if (val == OPT_STRATEGY)
+        return clf_strategy_parse(&b->strategy, arg) == CLF_SUCCESS;
     return clf_bench_grid_option(val, arg, &b->w, &b->h, &b->steps);
+}
+
+/* Whether the resident forms balance (a strategy that moves parts). */
+static int balancing(const bench *b)
+{
+    return b->strategy != CLF_STRATEGY_DEFAULT && b->strategy != CLF_STRATEGY_STATIC;
 }
 
 /* Bytes to, from and between devices, and kernel seconds, so far. */
@@ -115,6 +140,14 @@ static clf_status run_one(bench *b, double *secs, float *out)
     d.dims = 2;
     d.global[0] = b->w;
     d.global[1] = b->h;
+    /* The work-group clf_array_launch() picks for the resident forms (the largest divisor
+     * of the width up to 64, one row), so that the base runs the kernel as they do: with
+     * the driver's choice PoCL ran a 2048 x 2048 step 1.5x slower than the resident form
+     * on the same one device, and every speedup over this base came out that much high. */
+    d.local[1] = 1;
+    for (size_t c = 64; c >= 1 && !d.local[0]; c--)
+        if (b->w % c == 0)
+            d.local[0] = c;
     double t0 = clf_bench_now();
     for (size_t k = 0; k < b->steps && st == CLF_SUCCESS; k++) {
         clf_arg a[] = {CLF_BUF_IN(buf[k % 2]), CLF_BUF_OUT(buf[(k + 1) % 2])};
@@ -183,6 +216,22 @@ static clf_status run_resident(bench *b, int exchange, double *secs, float *out)
     d.global[0] = b->w;
     d.global[1] = b->h;
     d.flags = exchange ? CLF_ARRAY_EXCHANGE_AFTER : 0;
+    d.strategy = b->strategy;
+    /* A balancing strategy: steps waited for one by one until the parts have moved (the
+     * run's steps are even, so the result is the same grid's). */
+    for (size_t k = 0; balancing(b) && k < BALANCE_WARMUP && st == CLF_SUCCESS; k++) {
+        clf_arg args[] = {CLF_ARRAY_IN(a[k % 2]), CLF_ARRAY_OUT(a[(k + 1) % 2])};
+        st = clf_array_launch(b->fl, b->prog, &d, args, 2);
+        if (st == CLF_SUCCESS)
+            st = clf_array_finish(a[(k + 1) % 2]);
+    }
+    /* The timed steps start again from the initial grid, on the parts as moved. */
+    if (balancing(b) && st == CLF_SUCCESS)
+        st = clf_array_write(a[0], NULL, NULL, b->init);
+    if (balancing(b) && st == CLF_SUCCESS)
+        st = clf_array_exchange(a[0]);
+    if (balancing(b) && st == CLF_SUCCESS)
+        st = clf_array_finish(a[0]);
     double t0 = clf_bench_now();
     for (size_t k = 0; k < b->steps && st == CLF_SUCCESS; k++) {
         clf_arg args[] = {CLF_ARRAY_IN(a[k % 2]), CLF_ARRAY_OUT(a[(k + 1) % 2])};
@@ -195,6 +244,14 @@ static clf_status run_resident(bench *b, int exchange, double *secs, float *out)
     *secs = (clf_bench_now() - t0) / (double)b->steps;
     if (st == CLF_SUCCESS)
         st = clf_array_read(a[b->steps % 2], NULL, NULL, out);
+    size_t len = 0;
+    b->parts[0] = 0;
+    for (size_t q = 0; st == CLF_SUCCESS && q < clf_array_part_count(a[0]); q++) {
+        clf_array_part pi;
+        if (clf_array_part_info(&pi, a[0], q) == CLF_SUCCESS && len < sizeof b->parts)
+            len += (size_t)snprintf(b->parts + len, sizeof b->parts - len, "%sdevice %zu: %zu",
+                                    q ? ", " : "", pi.device, pi.count);
+    }
     clf_array_destroy(a[0]);
     clf_array_destroy(a[1]);
     return st;
@@ -304,6 +361,10 @@ static void print_table(const bench *b)
            "timed time of the devices used)\n", b->alone[b->base]);
     printf("\nresident / interior alone: %.2f (1.00: the exchange hides behind the compute)\n",
            f[FORM_RESIDENT].step_s / f[FORM_INTERIOR].step_s);
+    printf("resident strategy: %s; units per part after the last run: %s\n",
+           b->strategy == CLF_STRATEGY_DEFAULT ? "default (parts as distributed)"
+                                               : clf_strategy_name(b->strategy),
+           b->parts);
 }
 
 static void print_json(const bench *b)

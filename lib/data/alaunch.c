@@ -22,9 +22,12 @@
  */
 #include "data.h"
 
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* One launch being queued. */
 typedef struct alaunch {
@@ -224,42 +227,73 @@ static clf_status check(alaunch *L)
 }
 
 /*
- * Queue kernel part p over units [first, first + count) of it (a sub-range for the strips
- * and the interior of CLF_ARRAY_EXCHANGE_AFTER).
+ * One kernel of a part (the whole part, a boundary strip or the interior): a work item the
+ * planner (this file, on the caller's thread) fills and the part's device's executor thread
+ * enqueues. The planner collects the item's wait list from the arrays' records before, and
+ * records its event after, on the caller's thread: the records and the parts' states (a
+ * write marks the neighbours' halos stale) are never touched by two threads.
  */
-static clf_status run_part(alaunch *L, size_t p, size_t first, size_t count)
-{
-    const clf__array_part *lp = &L->layout->parts[p];
-    unsigned s = L->d.dims - 1;
+typedef struct item {
+    size_t p, first, count; /* part p, units [first, first + count) */
+    size_t dev;
     clf_arg args[CLF__MAX_ARGS];
-    cl_ulong offs[16] = {0};
-    clf_event **wait = NULL, *ev = NULL;
-    size_t nwait = 0, slot = 0;
+    cl_ulong offs[16];
+    clf_event **wait;
+    size_t nwait;
+    clf_event *ev; /* the kernel's event, once enqueued */
+    clf_status st;
+    char err[640]; /* the detail of a failure, from the executor's thread */
+} item;
+
+/* Fill item it for part p over [first, first + count): the arguments on the part's buffers,
+ * the part offsets and the wait list. */
+static clf_status plan_item(alaunch *L, item *it, size_t p, size_t first, size_t count)
+{
+    memset(it, 0, offsetof(item, args));
+    it->p = p;
+    it->first = first;
+    it->count = count;
+    it->dev = L->layout->parts[p].device;
+    it->wait = NULL;
+    it->nwait = 0;
+    it->ev = NULL;
+    it->st = CLF_SUCCESS;
+    it->err[0] = 0;
+    memset(it->offs, 0, sizeof it->offs);
+    size_t slot = 0;
     clf_status st = CLF_SUCCESS;
     for (size_t i = 0; i < L->nargs; i++) {
         const clf_arg *a = &L->args[i];
-        args[i] = *a;
+        it->args[i] = *a;
         if (a->kind != CLF_ARG_KIND_ARRAY)
             continue;
         clf_array *arr = a->host;
         size_t q = part_of(L, arr, p);
         const clf__array_part *ap = &arr->parts[q];
         clf_arg b = CLF__BUF(ap->buf, a->flags);
-        args[i] = b;
+        it->args[i] = b;
         /* Where global element 0 is, from the buffer's start: may be before it (unsigned
          * wrap-around; the kernel divides it as a signed value). */
-        offs[slot++] = (cl_ulong)((ap->first + arr->desc.window_first - ap->halo_before) *
-                                  arr->unit_bytes) -
-                       (cl_ulong)ap->offset;
+        it->offs[slot++] = (cl_ulong)((ap->first + arr->desc.window_first - ap->halo_before) *
+                                      arr->unit_bytes) -
+                           (cl_ulong)ap->offset;
         size_t rb = clf__array_part_bytes(arr, q);
         if (a->flags & CLF_ARG_READ)
-            CLF__TRY(st, clf__array_deps(arr, q, 0, rb, CLF_ARG_READ, &wait, &nwait));
+            CLF__TRY(st, clf__array_deps(arr, q, 0, rb, CLF_ARG_READ, &it->wait, &it->nwait));
         if (a->flags & CLF_ARG_WRITE) {
             size_t lo = (first - ap->first + ap->halo_before) * arr->unit_bytes;
             CLF__TRY(st, clf__array_deps(arr, q, lo, lo + count * arr->unit_bytes,
-                                         CLF_ARG_WRITE, &wait, &nwait));
+                                         CLF_ARG_WRITE, &it->wait, &it->nwait));
         }
     }
+out:
+    return st;
+}
+
+/* The executor's side of an item: enqueue its kernel on its device (any thread). */
+static void run_item(const alaunch *L, item *it)
+{
+    unsigned s = L->d.dims - 1;
     clf_kernel_desc kd = CLF_KERNEL_DESC_INIT;
     kd.kernel = L->d.kernel;
     kd.dims = L->d.dims;
@@ -267,38 +301,122 @@ static clf_status run_part(alaunch *L, size_t p, size_t first, size_t count)
         kd.global[j] = L->d.global[j];
         kd.local[j] = L->d.local[j];
     }
-    kd.global[s] = count;
-    kd.offset[s] = first + L->layout->desc.window_first; /* a window's global units */
-    st = clf__kernel_enqueue_part(L->fl, L->var, lp->device, &kd, args, L->nargs, L->whole,
-                                  offs, wait, nwait, &ev);
-    if (st != CLF_SUCCESS) {
-        char detail[1024];
-        snprintf(detail, sizeof detail, "%s", clf_last_error());
-        clf__fail(st, "clf_array_launch: part %zu (units %zu to %zu, device %zu): %s", p, first,
-                  first + count, lp->device, detail);
-        goto out;
-    }
+    kd.global[s] = it->count;
+    kd.offset[s] = it->first + L->layout->desc.window_first; /* a window's global units */
+    it->st = clf__kernel_enqueue_part(L->fl, L->var, it->dev, &kd, it->args, L->nargs,
+                                      L->whole, it->offs, it->wait, it->nwait, &it->ev);
+    if (it->st != CLF_SUCCESS)
+        snprintf(it->err, sizeof it->err, "%s", clf_last_error());
+}
+
+/* After the item's kernel was queued (caller's thread): record its accesses. */
+static clf_status record_item(alaunch *L, const item *it)
+{
     if (L->rec)
-        clf__rebal_step_add(L->rec, p, ev);
+        clf__rebal_step_add(L->rec, it->p, it->ev, it->count);
+    clf_status st = CLF_SUCCESS;
     for (size_t i = 0; i < L->nargs; i++) {
         const clf_arg *a = &L->args[i];
         if (a->kind != CLF_ARG_KIND_ARRAY)
             continue;
         clf_array *arr = a->host;
-        size_t q = part_of(L, arr, p);
+        size_t q = part_of(L, arr, it->p);
         const clf__array_part *ap = &arr->parts[q];
         if (a->flags & CLF_ARG_READ)
             CLF__TRY(st, clf__array_record(arr, q, 0, clf__array_part_bytes(arr, q),
-                                           CLF_ARG_READ, ev));
+                                           CLF_ARG_READ, it->ev));
         if (a->flags & CLF_ARG_WRITE) {
-            size_t lo = (first - ap->first + ap->halo_before) * arr->unit_bytes;
-            CLF__TRY(st, clf__array_record(arr, q, lo, lo + count * arr->unit_bytes,
-                                           CLF_ARG_WRITE, ev));
+            size_t lo = (it->first - ap->first + ap->halo_before) * arr->unit_bytes;
+            CLF__TRY(st, clf__array_record(arr, q, lo, lo + it->count * arr->unit_bytes,
+                                           CLF_ARG_WRITE, it->ev));
         }
     }
 out:
-    clf_event_release(ev);
-    clf__array_wait_free(wait, nwait);
+    return st;
+}
+
+/* One device's items of a batch: the job its executor thread runs. */
+typedef struct devjob {
+    const alaunch *L;
+    item *items;
+    size_t nitems, dev;
+    int posted;
+} devjob;
+
+static void *devjob_main(void *arg)
+{
+    devjob *j = arg;
+    for (size_t k = 0; k < j->nitems; k++) {
+        item *it = &j->items[k];
+        if (j->dev != SIZE_MAX && it->dev != j->dev)
+            continue; /* SIZE_MAX: every device's, one after the other */
+        run_item(j->L, it);
+        if (it->st != CLF_SUCCESS)
+            break; /* the device's later items stay unqueued (it->ev NULL) */
+    }
+    return NULL;
+}
+
+/*
+ * Run a batch of planned items: each device's items, in order, on its executor thread
+ * (lib/exec/fleetstate.c: clf-devN), the devices at once; then record every queued kernel,
+ * in item order. On the caller's thread instead when one device runs them all (a hand-off
+ * would only add its latency), when the caller is itself a device thread (a task's array
+ * launch: it must not wait for its own thread), or when a thread cannot be made. The first
+ * failure in item order is returned; the kernels queued before or beside it are recorded,
+ * so that later accesses wait for them.
+ */
+static clf_status run_batch(alaunch *L, item *items, size_t n)
+{
+    size_t ndev = clf_fleet_device_count(L->fl);
+    devjob all = {L, items, n, SIZE_MAX, 0};
+    devjob *jobs = calloc(ndev ? ndev : 1, sizeof *jobs);
+    size_t nj = 0;
+    for (size_t k = 0; jobs && k < n; k++) {
+        size_t j = 0;
+        while (j < nj && jobs[j].dev != items[k].dev)
+            j++;
+        if (j == nj)
+            jobs[nj++] = (devjob){L, items, n, items[k].dev, 0};
+    }
+    if (!jobs || nj < 2 || clf__devthread_self()) {
+        devjob_main(&all); /* no memory for the jobs: the same work, on this thread */
+    } else {
+        for (size_t j = 0; j < nj; j++)
+            jobs[j].posted = clf__devthread_run(L->fl, jobs[j].dev, devjob_main, &jobs[j]) == 0;
+        for (size_t j = 0; j < nj; j++)
+            if (!jobs[j].posted)
+                devjob_main(&jobs[j]);
+        for (size_t j = 0; j < nj; j++)
+            if (jobs[j].posted)
+                clf__devthread_wait(L->fl, jobs[j].dev);
+    }
+    free(jobs);
+    clf_status st = CLF_SUCCESS;
+    const item *bad = NULL;
+    for (size_t k = 0; k < n; k++) {
+        item *it = &items[k];
+        if (it->ev) {
+            clf_status r = record_item(L, it);
+            if (st == CLF_SUCCESS && r != CLF_SUCCESS) {
+                st = r;
+                bad = NULL;
+            }
+        } else if (it->st != CLF_SUCCESS && st == CLF_SUCCESS) {
+            st = it->st;
+            bad = it;
+        }
+    }
+    if (bad)
+        clf__fail(st, "clf_array_launch: part %zu (units %zu to %zu, device %zu): %s", bad->p,
+                  bad->first, bad->first + bad->count, bad->dev, bad->err);
+    for (size_t k = 0; k < n; k++) {
+        clf_event_release(items[k].ev);
+        clf__array_wait_free(items[k].wait, items[k].nwait);
+        items[k].ev = NULL;
+        items[k].wait = NULL;
+        items[k].nwait = 0;
+    }
     return st;
 }
 
@@ -359,6 +477,124 @@ static clf_status exchange_args(const struct clf_arg *args, size_t nargs, unsign
 
 static clf_status queue(alaunch *L);
 
+/* Host seconds (CLOCK_MONOTONIC). */
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* Whether a part kernel's event has ended (complete or failed); one that is no OpenCL event
+ * is waited for. */
+static int ended(clf_event *e)
+{
+    if (!e->ev) {
+        clf_event_wait(e);
+        return 1;
+    }
+    cl_int s = clf__cl_event_status(e->ev);
+    return s < 0 || s == CL_COMPLETE;
+}
+
+/*
+ * The report of a launch whose part kernels are in rec (every one of them): wait for them,
+ * each device's finish taken when its last kernel is seen ended (polled every 20 us, so
+ * finish_s is late by at most that and the host's wake-up), its busy time from the
+ * profiling events (the simulator's, under CLFLEET_SIMULATE), its units and share from
+ * the parts it held. Returns the first failed kernel's status.
+ */
+static clf_status fill_report(const alaunch *L, const clf__rebal_step *rec,
+                              clf_launch_report *rep, double t0)
+{
+    const clf_array *lay = L->layout;
+    size_t nd = 0, extent = 1;
+    for (unsigned j = 0; j + 1 < L->d.dims; j++)
+        extent *= L->d.global[j];
+    clf_device_report *dr = rep->dev;
+    uint64_t total = 0;
+    for (size_t p = 0; p < lay->nparts; p++) {
+        size_t k = 0;
+        while (k < nd && dr[k].device != lay->parts[p].device)
+            k++;
+        if (k == nd) {
+            if (nd == CLF_MAX_LAUNCH_DEVICES)
+                continue; /* more devices than the report holds: left out of it */
+            memset(&dr[nd], 0, sizeof dr[nd]);
+            dr[nd++].device = lay->parts[p].device;
+        }
+        dr[k].units += lay->parts[p].count;
+        dr[k].items += (uint64_t)lay->parts[p].count * extent;
+        total += lay->parts[p].count;
+    }
+    rep->num_devices = nd;
+    rep->total_units = total;
+    clf_status st = CLF_SUCCESS;
+    int left = rec->count ? 1 : 0;
+    while (left) {
+        left = 0;
+        for (size_t k = 0; k < nd; k++) {
+            if (dr[k].finish_s > 0)
+                continue;
+            int done = 1;
+            for (size_t p = 0; done && p < rec->nparts; p++)
+                for (size_t i = 0; done && i < CLF__REBAL_KPP; i++) {
+                    clf_event *e = rec->ev[p * CLF__REBAL_KPP + i];
+                    done = !e || lay->parts[p].device != dr[k].device || ended(e);
+                }
+            if (done)
+                dr[k].finish_s = now_s() - t0;
+            else
+                left = 1;
+        }
+        if (left)
+            nanosleep(&(struct timespec){0, 20000}, NULL);
+    }
+    for (size_t p = 0; rec->count && p < rec->nparts; p++)
+        for (size_t i = 0; i < CLF__REBAL_KPP; i++) {
+            clf_event *e = rec->ev[p * CLF__REBAL_KPP + i];
+            if (!e)
+                continue;
+            size_t k = 0;
+            while (k < nd && dr[k].device != lay->parts[p].device)
+                k++;
+            clf_status r = clf_event_wait(e);
+            if (k == nd)
+                continue;
+            dr[k].chunks++;
+            uint64_t a, b;
+            if (e->ev && clf__event_profile(e->ev, &a, &b) && b > a)
+                dr[k].busy_s += (double)(b - a) * 1e-9;
+            if (r != CLF_SUCCESS) {
+                dr[k].status = r;
+                snprintf(dr[k].error, sizeof dr[k].error, "%s", clf_last_error());
+                if (st == CLF_SUCCESS)
+                    st = clf__fail(r, "clf_array_launch: a kernel on device %zu: %s",
+                                   dr[k].device, dr[k].error);
+            }
+        }
+    double lo = 0, hi = 0, sum = 0;
+    size_t used = 0;
+    for (size_t k = 0; k < nd; k++) {
+        dr[k].share = total ? (double)dr[k].units / (double)total : 0;
+        if (dr[k].status == CLF_SUCCESS)
+            rep->done_units += dr[k].units;
+        else
+            rep->failed_devices++;
+        if (!dr[k].units)
+            continue;
+        double f = dr[k].finish_s;
+        lo = used == 0 || f < lo ? f : lo;
+        hi = f > hi ? f : hi;
+        sum += f;
+        used++;
+    }
+    rep->makespan_s = hi;
+    rep->efficiency = hi > 0 ? lo / hi : 1;
+    rep->imbalance = used && sum > 0 ? hi / (sum / (double)used) - 1 : 0;
+    return st;
+}
+
 clf_status clf_array_launch(clf_fleet *fleet, clf_program *prog,
                             const clf_array_launch_desc *desc, const struct clf_arg *args,
                             size_t nargs)
@@ -372,90 +608,161 @@ clf_status clf_array_launch(clf_fleet *fleet, clf_program *prog,
     if (prog->fleet != fleet)
         return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
                          "clf_array_launch: the program belongs to another fleet");
-    alaunch L = {fleet, NULL, *desc, args, nargs, NULL, {1, 1, 1}, NULL};
+    /* Only the fields of the caller's version are read: a version-1 struct ends before
+     * strategy. */
+    char who[96];
+    snprintf(who, sizeof who, "clf_array_launch: kernel '%.64s'",
+             desc->kernel ? desc->kernel : "(null)");
+    if (clf__check_version(who, desc->version, CLF_ARRAY_LAUNCH_DESC_VERSION,
+                           "clf_array_launch_desc", "CLF_ARRAY_LAUNCH_DESC_INIT") != CLF_SUCCESS)
+        return CLF_ERROR_INVALID_ARGUMENT;
+    clf_array_launch_desc dd = CLF_ARRAY_LAUNCH_DESC_INIT;
+    if (desc->version == 1)
+        memcpy(&dd, desc, offsetof(clf_array_launch_desc, strategy));
+    else
+        dd = *desc;
+    /* The strategy over resident data (include/clfleet.h, doc/04-data.md): static keeps the
+     * parts; dynamic, guided, memory-aware and auto balance them by their measured device
+     * times (force). The default, and a version-1 description: the parts as distributed,
+     * moved only for arrays with CLF_ARRAY_REBALANCE. Not $CLFLEET_STRATEGY: a variable
+     * must not move arrays that a program cut on purpose. */
+    clf_strategy req = dd.strategy;
+    if ((unsigned)req > CLF_STRATEGY_AUTO)
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                         "%s: unknown strategy %d (CLF_STRATEGY_STATIC, _DYNAMIC, _GUIDED, "
+                         "_MEMORY_AWARE, _AUTO or _DEFAULT)", who, (int)dd.strategy);
+    int force = desc->version >= 2 && req != CLF_STRATEGY_STATIC && req != CLF_STRATEGY_DEFAULT;
+    alaunch L = {fleet, NULL, dd, args, nargs, NULL, {1, 1, 1}, NULL};
     clf_status st = CLF_SUCCESS;
+    double t0 = now_s();
     if ((st = clf__program_array_variant(prog, &L.var)) != CLF_SUCCESS)
         return st;
-    if (nargs && args && (st = clf__rebal_align(fleet, args, nargs)) != CLF_SUCCESS)
+    if (nargs && args && (st = clf__rebal_align(fleet, args, nargs, force)) != CLF_SUCCESS)
         return st;
     if ((st = check(&L)) != CLF_SUCCESS)
         return st;
-    /* CLF_ARRAY_REBALANCE: move the parts first when the speeds measured so far say so
-     * (rebalance.c); the cut changed, so the checks and the local size are redone. The new
-     * parts are whole work-groups of the caller's local size, or, when clfleet chooses it,
-     * of up to 64 units (1-D: the local size it then finds), so that a move never leaves
-     * a GPU running work-groups of one. */
+    /* A balancing strategy (or CLF_ARRAY_REBALANCE): move the parts first when the speeds
+     * measured so far say so (rebalance.c); the cut changed, so the checks and the local
+     * size are redone. The new parts are whole work-groups of the caller's local size, or,
+     * when clfleet chooses it, of up to 64 units (1-D: the local size it then finds), so
+     * that a move never leaves a GPU running work-groups of one. */
     int moved = 0;
     unsigned cut = L.d.dims - 1;
-    size_t granule = desc->local[cut];
+    size_t granule = dd.local[cut];
     if (!granule) {
         granule = cut == 0 ? 64 : 1;
         while (granule > 1 && L.layout->units < granule * 16 * L.layout->nparts)
             granule /= 2;
     }
-    if ((st = clf__rebal_before(L.layout, desc->kernel, args, nargs, granule, &moved)) !=
+    if ((st = clf__rebal_before(L.layout, dd.kernel, args, nargs, granule, force, &moved)) !=
         CLF_SUCCESS)
         return st;
     if (moved) {
-        L.d = *desc;
+        L.d = dd;
         L.layout = NULL;
         if ((st = check(&L)) != CLF_SUCCESS)
             return st;
     }
+    int balancing = L.layout->desc.dist == CLF_ARRAY_BLOCK && !L.layout->desc.window_units &&
+                    (force || (L.layout->desc.flags & CLF_ARRAY_REBALANCE));
+    clf_launch_report *rep = desc->version >= 2 ? dd.report : NULL;
     clf__rebal_step rec;
-    if (L.layout->desc.dist == CLF_ARRAY_BLOCK && (L.layout->desc.flags & CLF_ARRAY_REBALANCE)) {
-        clf__rebal_step_init(&rec, L.layout, desc->kernel);
+    if (balancing || rep) {
+        clf__rebal_step_init(&rec, L.layout, dd.kernel);
         L.rec = &rec;
     }
     st = queue(&L);
+    if (rep) {
+        memset(rep, 0, sizeof *rep);
+        rep->requested = req;
+        /* Over resident data the balancing strategies are one policy (no chunk moves
+         * between owners): AUTO names guided, shares by measured throughput; the default
+         * names static, or guided when the arrays' CLF_ARRAY_REBALANCE balances them. */
+        int named = req != CLF_STRATEGY_AUTO && req != CLF_STRATEGY_DEFAULT;
+        rep->strategy = !balancing ? CLF_STRATEGY_STATIC : named ? req : CLF_STRATEGY_GUIDED;
+        const clf_array_balance *b = &L.layout->bal;
+        if (!balancing)
+            snprintf(rep->reason, sizeof rep->reason,
+                     "%s: resident parts as distributed (owner computes), never moved%s",
+                     req == CLF_STRATEGY_DEFAULT ? "default" : clf_strategy_name(req),
+                     force ? " (block-cyclic or window arrays: their parts cannot move)" : "");
+        else
+            snprintf(rep->reason, sizeof rep->reason,
+                     "%s over resident data: parts weighted by their measured device times, "
+                     "moved when it pays (no chunk stealing); %.120s",
+                     force ? clf_strategy_name(req) : "CLF_ARRAY_REBALANCE",
+                     b->why[0] ? b->why : "not measured yet");
+        if (st == CLF_SUCCESS && !rec.count)
+            st = clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY,
+                           "clf_array_launch: out of memory for the report");
+        if (st == CLF_SUCCESS)
+            st = fill_report(&L, &rec, rep, t0);
+    }
     if (L.rec)
-        clf__rebal_step_done(L.rec, args, nargs);
+        clf__rebal_step_done(L.rec, args, nargs, force);
     return st;
 }
 
-/* Queue the launch's kernels and halo exchanges (checked). */
+/* Queue the launch's kernels and halo exchanges (checked): the planner's batches of items
+ * (run_batch()), each the parts' kernels of one phase. */
 static clf_status queue(alaunch *Lp)
 {
-    alaunch L = *Lp;
-    const struct clf_arg *args = L.args;
-    size_t nargs = L.nargs;
+    alaunch *L = Lp;
+    const struct clf_arg *args = L->args;
+    size_t nargs = L->nargs;
     clf_status st = CLF_SUCCESS;
-    const clf_array *lay = L.layout;
+    const clf_array *lay = L->layout;
     /* The halos of the arrays the kernel reads. */
-    if ((L.d.flags & CLF_ARRAY_EXCHANGE_BEFORE) &&
+    if ((L->d.flags & CLF_ARRAY_EXCHANGE_BEFORE) &&
         (st = exchange_args(args, nargs, CLF_ARG_READ)) != CLF_SUCCESS)
         return st;
     int after = 0;
-    for (size_t i = 0; (L.d.flags & CLF_ARRAY_EXCHANGE_AFTER) && i < nargs; i++)
+    for (size_t i = 0; (L->d.flags & CLF_ARRAY_EXCHANGE_AFTER) && i < nargs; i++)
         after |= args[i].kind == CLF_ARG_KIND_ARRAY && (args[i].flags & CLF_ARG_WRITE) &&
                  has_halo(args[i].host);
-    if (!after) {
-        for (size_t p = 0; p < lay->nparts; p++)
-            if ((st = run_part(&L, p, lay->parts[p].first, lay->parts[p].count)) != CLF_SUCCESS)
-                return st;
-        clf__metrics_array_launch(L.fl);
-        return CLF_SUCCESS;
+    item *items = malloc(2 * lay->nparts * sizeof *items);
+    if (!items)
+        return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "clf_array_launch: out of memory");
+    size_t n = 0;
+    /* Without the exchange after: each part whole. With it: the boundary strips first,
+     * their halos, then the interiors (which do not wait for the copies). */
+    for (size_t p = 0; p < lay->nparts && st == CLF_SUCCESS; p++) {
+        size_t head = 0, tail = 0, first = lay->parts[p].first, count = lay->parts[p].count;
+        if (after)
+            strips(L, p, &head, &tail);
+        if (!after || head + tail >= count) {
+            st = plan_item(L, &items[n++], p, first, count);
+        } else {
+            if (head && (st = plan_item(L, &items[n++], p, first, head)) != CLF_SUCCESS)
+                break;
+            if (tail)
+                st = plan_item(L, &items[n++], p, first + count - tail, tail);
+        }
     }
-    /* Boundary strips, their halos, then the interiors (which do not wait for the copies). */
-    for (size_t p = 0; p < lay->nparts; p++) {
-        size_t head, tail, first = lay->parts[p].first, count = lay->parts[p].count;
-        strips(&L, p, &head, &tail);
-        if (head + tail >= count)
-            st = run_part(&L, p, first, count);
-        else if ((!head || (st = run_part(&L, p, first, head)) == CLF_SUCCESS) && tail)
-            st = run_part(&L, p, first + count - tail, tail);
-        if (st != CLF_SUCCESS)
-            return st;
-    }
-    if ((st = exchange_args(args, nargs, CLF_ARG_WRITE)) != CLF_SUCCESS)
+    if (st != CLF_SUCCESS) {
+        for (size_t k = 0; k < n; k++)
+            clf__array_wait_free(items[k].wait, items[k].nwait);
+        free(items);
         return st;
-    for (size_t p = 0; p < lay->nparts; p++) {
-        size_t head, tail, first = lay->parts[p].first, count = lay->parts[p].count;
-        strips(&L, p, &head, &tail);
-        if (head + tail < count &&
-            (st = run_part(&L, p, first + head, count - head - tail)) != CLF_SUCCESS)
-            return st;
     }
-    clf__metrics_array_launch(L.fl);
-    return CLF_SUCCESS;
+    st = run_batch(L, items, n);
+    if (st == CLF_SUCCESS && after)
+        st = exchange_args(args, nargs, CLF_ARG_WRITE);
+    n = 0;
+    for (size_t p = 0; after && p < lay->nparts && st == CLF_SUCCESS; p++) {
+        size_t head, tail, first = lay->parts[p].first, count = lay->parts[p].count;
+        strips(L, p, &head, &tail);
+        if (head + tail < count)
+            st = plan_item(L, &items[n++], p, first + head, count - head - tail);
+    }
+    if (st != CLF_SUCCESS) {
+        for (size_t k = 0; k < n; k++)
+            clf__array_wait_free(items[k].wait, items[k].nwait);
+    } else if (n) {
+        st = run_batch(L, items, n);
+    }
+    free(items);
+    if (st == CLF_SUCCESS)
+        clf__metrics_array_launch(L->fl);
+    return st;
 }

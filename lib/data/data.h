@@ -132,7 +132,8 @@ void clf__array_swap(clf_array *a, clf_array *b);
 typedef struct clf__rebal_step {
     char kernel[128];
     size_t nparts;
-    size_t *count; /* units per part */
+    size_t *count; /* units per part (one allocation with units) */
+    size_t *units; /* nparts x CLF__REBAL_KPP: each kernel's units, beside ev */
     clf_event **ev; /* nparts x CLF__REBAL_KPP, held; NULL where none */
 } clf__rebal_step;
 /* Release a record's events and memory (zeroes it). */
@@ -145,7 +146,8 @@ void clf__rebal_step_free(clf__rebal_step *r);
 /* The kernels an array keeps speeds of at once (a step of a stencil and a residual, say);
  * a further one takes the place of the one measured longest ago. */
 #define CLF__REBAL_KERNELS 4
-/* One kernel's samples: a ring of CLF__REBAL_WINDOW rows of nparts units per second. */
+/* One kernel's samples: a ring of CLF__REBAL_WINDOW rows of nparts units per second, then
+ * (rate + CLF__REBAL_WINDOW * nparts) a ring of as many rows of fixed seconds per step. */
 typedef struct clf__rebal_kernel {
     char kernel[128]; /* "" when the slot is free */
     double *rate;
@@ -177,21 +179,23 @@ struct clf__rebal {
 /* Start a record of the launch's part kernels over the cut of layout (count NULL on out of
  * memory: nothing is measured then). */
 void clf__rebal_step_init(clf__rebal_step *r, const clf_array *layout, const char *kernel);
-/* Note kernel event ev of part p (takes a reference of its own). */
-void clf__rebal_step_add(clf__rebal_step *r, size_t p, clf_event *ev);
+/* Note kernel event ev of part p, over `units` of its units (takes a reference of its own). */
+void clf__rebal_step_add(clf__rebal_step *r, size_t p, clf_event *ev, size_t units);
 /* After the launch is queued: hand the record to every CLF_ARRAY_REBALANCE block array
- * among args (each takes its own references) and release it. */
-void clf__rebal_step_done(clf__rebal_step *r, const clf_arg *args, size_t nargs);
+ * among args (each takes its own references) and release it. force, here and below: the
+ * launch's strategy balances (clf_array_launch_desc.strategy not static), so every block
+ * array that is not a window counts as if it had the flag. */
+void clf__rebal_step_done(clf__rebal_step *r, const clf_arg *args, size_t nargs, int force);
 /* Before a launch of kernel over args whose first block array is layout, with local size
  * `granule` along the cut dimension: harvest the completed measurements, decide, and move
  * the block arrays when it pays (*moved = 1: the cut changed). Failures of a move leave
  * the arrays as they were and are returned. */
 clf_status clf__rebal_before(clf_array *layout, const char *kernel, const clf_arg *args,
-                             size_t nargs, size_t granule, int *moved);
+                             size_t nargs, size_t granule, int force, int *moved);
 /* Before a launch's checks: CLF_ARRAY_REBALANCE block arrays among args cut unlike the
  * first block array, when it has the flag too, are moved to its cut (arrays launched
  * together in one launch and apart in another: a move in the other left them behind). */
-clf_status clf__rebal_align(clf_fleet *fleet, const clf_arg *args, size_t nargs);
+clf_status clf__rebal_align(clf_fleet *fleet, const clf_arg *args, size_t nargs, int force);
 /* The cut changed (redistribution): forget the measurements; free: also the state. */
 void clf__rebal_reset(clf_array *a, int free_it);
 

@@ -30,13 +30,23 @@
 #include <string.h>
 #include <time.h>
 
+/* Whether array b is balanced in this launch: a block array (not a window, whose cut is
+ * the larger array's) with CLF_ARRAY_REBALANCE, or any such block array when the launch's
+ * strategy balances (force: clf_array_launch_desc.strategy other than static). */
+static int balanced(const clf_array *b, int force)
+{
+    return b->desc.dist == CLF_ARRAY_BLOCK && !b->desc.window_units &&
+           (force || (b->desc.flags & CLF_ARRAY_REBALANCE));
+}
+
 /* ---- measurements ---------------------------------------------------------------------- */
 
 void clf__rebal_step_init(clf__rebal_step *r, const clf_array *layout, const char *kernel)
 {
     memset(r, 0, sizeof *r);
     snprintf(r->kernel, sizeof r->kernel, "%s", kernel);
-    r->count = malloc(layout->nparts * sizeof *r->count);
+    /* count holds nparts counts, then nparts x CLF__REBAL_KPP kernel units (r->units). */
+    r->count = calloc(layout->nparts * (1 + CLF__REBAL_KPP), sizeof *r->count);
     r->ev = calloc(layout->nparts * CLF__REBAL_KPP, sizeof *r->ev);
     if (!r->count || !r->ev) {
         free(r->count);
@@ -46,11 +56,12 @@ void clf__rebal_step_init(clf__rebal_step *r, const clf_array *layout, const cha
         return;
     }
     r->nparts = layout->nparts;
+    r->units = r->count + r->nparts;
     for (size_t p = 0; p < r->nparts; p++)
         r->count[p] = layout->parts[p].count;
 }
 
-void clf__rebal_step_add(clf__rebal_step *r, size_t p, clf_event *ev)
+void clf__rebal_step_add(clf__rebal_step *r, size_t p, clf_event *ev, size_t units)
 {
     if (!r->count || !ev || p >= r->nparts)
         return;
@@ -58,6 +69,7 @@ void clf__rebal_step_add(clf__rebal_step *r, size_t p, clf_event *ev)
         if (!r->ev[p * CLF__REBAL_KPP + i]) {
             clf__event_hold(ev);
             r->ev[p * CLF__REBAL_KPP + i] = ev;
+            r->units[p * CLF__REBAL_KPP + i] = units;
             return;
         }
 }
@@ -68,7 +80,7 @@ static clf__rebal_step step_copy(const clf__rebal_step *r)
     clf__rebal_step c;
     memset(&c, 0, sizeof c);
     memcpy(c.kernel, r->kernel, sizeof c.kernel);
-    c.count = malloc(r->nparts * sizeof *c.count);
+    c.count = malloc(r->nparts * (1 + CLF__REBAL_KPP) * sizeof *c.count);
     c.ev = calloc(r->nparts * CLF__REBAL_KPP, sizeof *c.ev);
     if (!c.count || !c.ev) {
         free(c.count);
@@ -78,7 +90,8 @@ static clf__rebal_step step_copy(const clf__rebal_step *r)
         return c;
     }
     c.nparts = r->nparts;
-    memcpy(c.count, r->count, r->nparts * sizeof *c.count);
+    memcpy(c.count, r->count, r->nparts * (1 + CLF__REBAL_KPP) * sizeof *c.count);
+    c.units = c.count + c.nparts;
     for (size_t i = 0; i < r->nparts * CLF__REBAL_KPP; i++) {
         c.ev[i] = r->ev[i];
         if (c.ev[i])
@@ -94,12 +107,12 @@ static struct clf__rebal *state(clf_array *a)
     return a->rebal;
 }
 
-void clf__rebal_step_done(clf__rebal_step *r, const clf_arg *args, size_t nargs)
+void clf__rebal_step_done(clf__rebal_step *r, const clf_arg *args, size_t nargs, int force)
 {
     for (size_t i = 0; r->count && i < nargs; i++) {
         const clf_arg *g = &args[i];
         clf_array *a = g->kind == CLF_ARG_KIND_ARRAY ? g->host : NULL;
-        if (!a || a->desc.dist != CLF_ARRAY_BLOCK || !(a->desc.flags & CLF_ARRAY_REBALANCE))
+        if (!a || !balanced(a, force))
             continue;
         int seen = 0;
         for (size_t j = 0; j < i; j++)
@@ -125,12 +138,16 @@ void clf__rebal_step_done(clf__rebal_step *r, const clf_arg *args, size_t nargs)
     clf__rebal_step_free(r);
 }
 
-/* Seconds part p of step r ran (its kernels' start to end, summed); 1 when every one of
- * them has completed and was timed, 0 when some has not completed yet, -1 when it cannot
- * be timed (failed, not an OpenCL event). */
-static int part_seconds(const clf__rebal_step *r, size_t p, double *sec)
+/* Seconds part p of step r ran (its kernels' start to end, summed), and the units and
+ * seconds of its largest kernel; 1 when every one of them has completed and was timed, 0
+ * when some has not completed yet, -1 when it cannot be timed (failed, not an OpenCL
+ * event). */
+static int part_seconds(const clf__rebal_step *r, size_t p, double *sec, size_t *big_u,
+                        double *big_s)
 {
     *sec = 0;
+    *big_u = 0;
+    *big_s = 0;
     int any = 0;
     for (size_t i = 0; i < CLF__REBAL_KPP; i++) {
         clf_event *e = r->ev[p * CLF__REBAL_KPP + i];
@@ -146,7 +163,12 @@ static int part_seconds(const clf__rebal_step *r, size_t p, double *sec)
         uint64_t t0, t1;
         if (!clf__event_profile(e->ev, &t0, &t1))
             return -1;
-        *sec += (double)(t1 - t0) * 1e-9;
+        double d = (double)(t1 - t0) * 1e-9;
+        *sec += d;
+        if (r->units[p * CLF__REBAL_KPP + i] > *big_u) {
+            *big_u = r->units[p * CLF__REBAL_KPP + i];
+            *big_s = d;
+        }
         any = 1;
     }
     return any ? 1 : -1;
@@ -166,7 +188,8 @@ static clf__rebal_kernel *kernel_slot(struct clf__rebal *R, const char *kernel, 
     }
     if (!create)
         return NULL;
-    double *rate = calloc(CLF__REBAL_WINDOW * R->nparts, sizeof *rate);
+    /* Rates, then as many fixed costs (seconds per step, see harvest()). */
+    double *rate = calloc(2 * CLF__REBAL_WINDOW * R->nparts, sizeof *rate);
     if (!rate)
         return NULL;
     free(old->rate);
@@ -194,11 +217,12 @@ static void harvest(clf_array *a)
         for (size_t p = 0; same && p < a->nparts; p++)
             same = r->count[p] == a->parts[p].count;
         int ok = same ? 1 : -1; /* another cut's: dropped */
-        double sec[CLF_MAX_LAUNCH_DEVICES];
+        double sec[CLF_MAX_LAUNCH_DEVICES], big_s[CLF_MAX_LAUNCH_DEVICES];
+        size_t big_u[CLF_MAX_LAUNCH_DEVICES];
         if (a->nparts > CLF_MAX_LAUNCH_DEVICES)
             ok = -1;
         for (size_t p = 0; ok == 1 && p < a->nparts; p++) {
-            ok = part_seconds(r, p, &sec[p]);
+            ok = part_seconds(r, p, &sec[p], &big_u[p], &big_s[p]);
             if (ok == 1 && !(sec[p] > 0))
                 ok = -1;
         }
@@ -206,9 +230,27 @@ static void harvest(clf_array *a)
             break; /* not done yet; the later ones are not either, mostly */
         clf__rebal_kernel *k = ok == 1 ? kernel_slot(R, r->kernel, 1) : NULL;
         if (k) {
+            /* A part that ran several kernels (the boundary strips and the interior of
+             * CLF_ARRAY_EXCHANGE_AFTER): its speed is its largest kernel's, and the rest of
+             * its time, beyond its units at that speed, a fixed cost per step (each kernel's
+             * launch, and a simulated device's completion round trip), which moving units
+             * does not change. Taking the whole time as proportional to the units would
+             * move units off a device for a cost that stays with it, step after step. */
             double *row = &k->rate[k->head * a->nparts];
-            for (size_t p = 0; p < a->nparts; p++)
-                row[p] = (double)r->count[p] / sec[p];
+            double *fix = &k->rate[(CLF__REBAL_WINDOW + k->head) * a->nparts];
+            for (size_t p = 0; p < a->nparts; p++) {
+                double sp = (double)r->count[p] / sec[p], f = 0;
+                if (big_u[p] < r->count[p] && big_u[p] > 0 && big_s[p] > 0) {
+                    double bs = (double)big_u[p] / big_s[p];
+                    f = sec[p] - (double)r->count[p] / bs;
+                    if (f > 0)
+                        sp = bs;
+                    else
+                        f = 0;
+                }
+                row[p] = sp;
+                fix[p] = f;
+            }
             k->head = (k->head + 1) % CLF__REBAL_WINDOW;
             if (k->nsamples < CLF__REBAL_WINDOW)
                 k->nsamples++;
@@ -241,7 +283,7 @@ static void say(clf_array *a, const char *fmt, ...)
     clf__log(CLF_LOG_DEBUG, "CLF_ARRAY_REBALANCE: %s", a->bal.why);
 }
 
-clf_status clf__rebal_align(clf_fleet *fleet, const clf_arg *args, size_t nargs)
+clf_status clf__rebal_align(clf_fleet *fleet, const clf_arg *args, size_t nargs, int force)
 {
     clf_array *lay = NULL;
     for (size_t i = 0; i < nargs && !lay; i++) {
@@ -249,8 +291,8 @@ clf_status clf__rebal_align(clf_fleet *fleet, const clf_arg *args, size_t nargs)
         if (b && b->desc.dist != CLF_ARRAY_REPLICATED)
             lay = b;
     }
-    if (!lay || lay->fleet != fleet || lay->desc.dist != CLF_ARRAY_BLOCK ||
-        !(lay->desc.flags & CLF_ARRAY_REBALANCE) || lay->nparts > CLF_MAX_LAUNCH_DEVICES)
+    if (!lay || lay->fleet != fleet || !balanced(lay, force) ||
+        lay->nparts > CLF_MAX_LAUNCH_DEVICES)
         return CLF_SUCCESS;
     size_t dev[CLF_MAX_LAUNCH_DEVICES];
     double w[CLF_MAX_LAUNCH_DEVICES];
@@ -260,10 +302,14 @@ clf_status clf__rebal_align(clf_fleet *fleet, const clf_arg *args, size_t nargs)
     }
     for (size_t i = 0; i < nargs; i++) {
         clf_array *b = args[i].kind == CLF_ARG_KIND_ARRAY ? args[i].host : NULL;
-        if (!b || b == lay || b->desc.dist != CLF_ARRAY_BLOCK ||
-            !(b->desc.flags & CLF_ARRAY_REBALANCE) || b->fleet != lay->fleet ||
+        if (!b || b == lay || !balanced(b, force) || b->fleet != lay->fleet ||
             b->units != lay->units || b->mapped)
             continue; /* the launch's checks say what is wrong with it, if anything */
+        /* Without the flag on both, only a cut that a move left behind is followed: arrays
+         * the caller cut apart on purpose stay so, and the checks refuse them. */
+        if (!((lay->desc.flags & b->desc.flags) & CLF_ARRAY_REBALANCE) && !lay->bal.migrations &&
+            !b->bal.migrations)
+            continue;
         int same = b->nparts == lay->nparts;
         for (size_t p = 0; same && p < b->nparts; p++)
             same = b->parts[p].device == dev[p] && b->parts[p].count == lay->parts[p].count;
@@ -326,10 +372,10 @@ static clf_status move_all(clf_array **arrs, size_t n, const size_t *dev, const 
 }
 
 clf_status clf__rebal_before(clf_array *a, const char *kernel, const clf_arg *args,
-                             size_t nargs, size_t granule, int *moved)
+                             size_t nargs, size_t granule, int force, int *moved)
 {
     *moved = 0;
-    if (a->desc.dist != CLF_ARRAY_BLOCK || !(a->desc.flags & CLF_ARRAY_REBALANCE))
+    if (!balanced(a, force))
         return CLF_SUCCESS;
     /* The block arrays of the launch: they move together, to stay cut alike. */
     clf_array *arrs[CLF__MAX_ARGS];
@@ -346,8 +392,8 @@ clf_status clf__rebal_before(clf_array *a, const char *kernel, const clf_arg *ar
             continue;
         arrs[narr++] = b;
         move_ub += b->unit_bytes;
-        all_flagged &= (b->desc.flags & CLF_ARRAY_REBALANCE) != 0;
-        if (b->desc.flags & CLF_ARRAY_REBALANCE)
+        all_flagged &= balanced(b, force);
+        if (balanced(b, force))
             harvest(b);
     }
     struct clf__rebal *R = a->rebal;
@@ -367,8 +413,10 @@ clf_status clf__rebal_before(clf_array *a, const char *kernel, const clf_arg *ar
      * own ways. The planner takes rows of samples: the combined speeds, as many rows as it
      * needs (their median is themselves). */
     double comb[CLF__REBAL_MIN_SAMPLES][CLF_MAX_LAUNCH_DEVICES], col[CLF__REBAL_WINDOW];
+    double fixed[CLF_MAX_LAUNCH_DEVICES];
     for (size_t p = 0; p < np; p++) {
         double spu = 0; /* seconds per unit */
+        fixed[p] = 0;
         for (size_t i = 0; i < CLF__REBAL_KERNELS; i++) {
             const clf__rebal_kernel *k = &R->k[i];
             if (!k->kernel[0] || k->nsamples < CLF__REBAL_MIN_SAMPLES)
@@ -376,6 +424,9 @@ clf_status clf__rebal_before(clf_array *a, const char *kernel, const clf_arg *ar
             for (size_t j = 0; j < k->nsamples; j++)
                 col[j] = k->rate[j * np + p];
             spu += 1 / clf__median(col, k->nsamples);
+            for (size_t j = 0; j < k->nsamples; j++)
+                col[j] = k->rate[(CLF__REBAL_WINDOW + j) * np + p];
+            fixed[p] += clf__median(col, k->nsamples);
         }
         for (size_t j = 0; j < CLF__REBAL_MIN_SAMPLES; j++)
             comb[j][p] = 1 / spu;
@@ -387,7 +438,7 @@ clf_status clf__rebal_before(clf_array *a, const char *kernel, const clf_arg *ar
     clf__rebal_in in = {np, od, oc, rows, CLF__REBAL_MIN_SAMPLES, a->units, granule,
                         a->desc.halo_before, a->desc.halo_after,
                         (a->desc.flags & CLF_ARRAY_PERIODIC) != 0, a->unit_bytes, move_ub,
-                        R->bw, R->since, a->bal.migrations};
+                        R->bw, R->since, a->bal.migrations, fixed};
     clf__rebal_out *out = malloc(sizeof *out);
     if (!out)
         return CLF_SUCCESS; /* no decision without memory; the launch goes on */
@@ -437,8 +488,8 @@ clf_status clf__rebal_before(clf_array *a, const char *kernel, const clf_arg *ar
     if (out->move && !all_flagged) {
         out->move = 0;
         snprintf(out->why, sizeof out->why,
-                 "parts stay: a block array of kernel '%.64s' lacks CLF_ARRAY_REBALANCE (the "
-                 "arrays of a launch move together)", kernel);
+                 "parts stay: a block array of kernel '%.64s' lacks CLF_ARRAY_REBALANCE or is "
+                 "a window (the arrays of a launch move together)", kernel);
     }
     if (!out->move) {
         say(a, "%s", out->why);

@@ -102,6 +102,8 @@ void clf__bufcache_put(clf_fleet *fl, size_t dev, cl_mem mem);
  * joined at the fleet's teardown. One job at a time per device. */
 int clf__devthread_run(clf_fleet *fl, size_t dev, void *(*fn)(void *), void *arg);
 void clf__devthread_wait(clf_fleet *fl, size_t dev);
+/* 1 on one of those threads (of any fleet): a job must not post to them and wait. */
+int clf__devthread_self(void);
 
 /* One part of clf_array_launch() (launch.c): clf_kernel_enqueue() with variant (the
  * program's array variant, core/program.c), whose hidden range parameter gets whole and whose

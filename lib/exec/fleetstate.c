@@ -392,9 +392,19 @@ struct clf__devpool {
     devthread *t; /* one per fleet device */
 };
 
+/* Set on a device thread: a job that posts to a device thread (an array launch from a task)
+ * runs its work itself instead of waiting for a thread that may be its own. */
+static _Thread_local int on_devthread;
+
+int clf__devthread_self(void)
+{
+    return on_devthread;
+}
+
 static void *devthread_main(void *arg)
 {
     devthread *t = arg;
+    on_devthread = 1;
     pthread_mutex_t *lock = &t->pool->lock;
     /* "clf-dev3": the fleet device it drives, for debuggers and profilers (at most 15
      * characters; a failure only loses the name). */

@@ -10,6 +10,7 @@
 #include "comm.h"
 
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -294,7 +295,9 @@ clf_status clf_comm_array_launch(clf_comm *c, clf_program *prog,
     if (st != CLF_SUCCESS)
         return st;
     /* The fleet's own launch: strips first and the exchange inside it with AFTER. */
-    clf_array_launch_desc d = *desc;
+    /* Only the caller's version's fields: a version-1 description ends before strategy. */
+    clf_array_launch_desc d = CLF_ARRAY_LAUNCH_DESC_INIT;
+    memcpy(&d, desc, desc->version == 1 ? offsetof(clf_array_launch_desc, strategy) : sizeof d);
     d.flags &= ~(unsigned)CLF_ARRAY_EXCHANGE_BEFORE;
     st = clf__comm_agree(c, clf_array_launch(c->fleet, prog, &d, args, nargs), fn);
     for (size_t i = 0; st == CLF_SUCCESS && (flags & CLF_ARRAY_EXCHANGE_AFTER) && i < nargs;

@@ -5,8 +5,11 @@
  * and moves). Pure: tests/test_rebalplan.c drives it with made-up speeds.
  *
  * The model of a step: every part computes at once, so a step takes its slowest part's
- * units over its speed, plus, per part boundary, the two halo copies across it (their
- * fixed cost and bytes over the bandwidth). A device is worth a part only when the
+ * fixed cost (what a part spends per step whatever its units: its kernels' launches beyond
+ * one, measured by rebalance.c) plus its units over its speed, plus, per part boundary, the
+ * two halo copies across it (their fixed cost and bytes over the bandwidth). The cut that
+ * the speeds call for gives every kept device the same finish: T with
+ * sum_k speed_k (T - fixed_k) = units, device k's share speed_k (T - fixed_k). A device is worth a part only when the
  * others would take longer to do its share than it takes plus its boundary.
  */
 #include "rebalplan.h"
@@ -170,7 +173,7 @@ void clf__rebal_plan(const clf__rebal_in *in, clf__rebal_out *out)
                      dev[p]);
             return;
         }
-        double t = (double)in->count[p] / sp[p];
+        double t = (in->fixed ? in->fixed[p] : 0) + (double)in->count[p] / sp[p];
         cur = t > cur ? t : cur;
     }
     double bw = in->bw > 0 ? in->bw : CLF__REBAL_BW_GUESS;
@@ -185,14 +188,22 @@ void clf__rebal_plan(const clf__rebal_in *in, clf__rebal_out *out)
     size_t m = clf__balance_keep(sp, dev, np, units, halo, in->periodic, c, 1, keep, why,
                                  sizeof why);
     size_t g = in->granule ? in->granule : 1, k = 0;
-    double w[CLF_MAX_LAUNCH_DEVICES];
+    double w[CLF_MAX_LAUNCH_DEVICES], fx[CLF_MAX_LAUNCH_DEVICES], ssum = 0, sfix = 0;
     for (size_t p = 0; p < np; p++)
         if (keep[p]) {
             w[k] = sp[p];
+            fx[k] = in->fixed && in->fixed[p] > 0 ? in->fixed[p] : 0;
+            ssum += sp[p];
+            sfix += sp[p] * fx[k];
             out->device[k] = dev[p];
             k++;
         }
-    clf__split_units(units / g, w, k, out->count);
+    /* The common finish T; a device whose fixed cost alone passes it gets nothing (then
+     * the cut leaves it 0 units, and the parts stay, below). */
+    double T = ssum > 0 ? ((double)units + sfix) / ssum : 0, sh[CLF_MAX_LAUNCH_DEVICES] = {0};
+    for (size_t i = 0; i < k; i++)
+        sh[i] = w[i] * (T - fx[i]) > 0 ? w[i] * (T - fx[i]) : 0;
+    clf__split_units(units / g, sh, k, out->count);
     double best = 0;
     for (size_t i = 0; i < k; i++) {
         out->count[i] *= g;
@@ -206,7 +217,7 @@ void clf__rebal_plan(const clf__rebal_in *in, clf__rebal_out *out)
                      "%zu, halo %zu)", out->device[i], out->count[i], g, halo);
             return;
         }
-        double t = (double)out->count[i] / w[i];
+        double t = fx[i] + (double)out->count[i] / w[i];
         best = t > best ? t : best;
     }
     out->k = k;

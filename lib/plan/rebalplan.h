@@ -59,6 +59,9 @@ typedef struct clf__rebal_in {
     double bw;              /* bytes per second measured by the last move, 0: none */
     size_t since;           /* steps since the last move */
     size_t migrations;      /* moves so far */
+    /* Per part, seconds per step that do not scale with its units (kernel launches and
+     * completions beyond one), or NULL for none: a part's step is fixed + count / speed. */
+    const double *fixed;
 } clf__rebal_in;
 
 typedef struct clf__rebal_out {
