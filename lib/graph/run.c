@@ -1,0 +1,394 @@
+/*
+ * Graphs: a run. clf_graph_run() plans in the caller's thread and hands the rest to a job
+ * of the helper pool, which queues the nodes in recording order and returns; the job then
+ * waits for what it queued and completes the run's event.
+ *
+ * Buffers follow StarPU's valid-copy idea: per buffer and device, the graph's copy there
+ * (made on first use, kept across runs) and whether it is current, with the event after
+ * which it is. A node that reads a buffer on a device without a current copy gets one by
+ * clf_copy_async() from a device that has one; a node that writes it makes its device's copy
+ * the only current one. At the end every written buffer is copied back to its own device.
+ * A run starts from the caller's buffers (only the home copies current), since the host may
+ * have written them between runs. Arrays keep their own coherence and per-part order
+ * (clf_array_launch()): a node over them is one call.
+ *
+ * Ordering: a node waits for the events of the nodes it depends on (deps.c) and for the
+ * copies that made its inputs current. A copy into a device waits for the event that made
+ * its source current; it cannot overwrite what an earlier node still reads there, since the
+ * write that made the old copy stale already waited for that reader.
+ */
+#include "graph.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+clf_status clf__graph_ensure_reps(clf_graph *g, clf__gdata *d)
+{
+    if (d->rep)
+        return CLF_SUCCESS;
+    d->rep = calloc(g->ndev, sizeof *d->rep);
+    d->valid = calloc(g->ndev, 1);
+    d->vev = calloc(g->ndev, sizeof *d->vev);
+    if (!d->rep || !d->valid || !d->vev) {
+        free(d->rep);
+        free(d->valid);
+        free(d->vev);
+        d->rep = NULL;
+        d->valid = NULL;
+        d->vev = NULL;
+        return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "graph: out of memory");
+    }
+    d->rep[d->buf->device] = d->buf;
+    return CLF_SUCCESS;
+}
+
+/* The graph's copy of buffer data d on device dev, made on first use. */
+static clf_status replica(clf_graph *g, clf__gdata *d, size_t dev, clf_buffer **out)
+{
+    if (!d->rep[dev]) {
+        clf_status st = clf_buffer_create(&d->rep[dev], g->fleet, dev, d->buf->size, 0);
+        if (st)
+            return clf__prefix_error(st, "a copy of a %zu-byte buffer on device %zu: ",
+                                     d->buf->size, dev);
+    }
+    *out = d->rep[dev];
+    return CLF_SUCCESS;
+}
+
+/* Keep e (the caller's reference) for the run's end; *kept: a second reference, or NULL. */
+static clf_status keep(clf_graph *g, clf_event *e, clf_event **kept)
+{
+    if (kept) {
+        clf__event_hold(e);
+        *kept = e;
+    }
+    clf_status st = clf__evlist_push(&g->evs, e);
+    if (st && kept) {
+        clf_event_release(*kept);
+        *kept = NULL;
+    }
+    return st;
+}
+
+/* Make data d current on device dev: a copy from a current device (its own first, where the
+ * caller's buffer lives, else the lowest index) unless it is current there already. */
+static clf_status make_current(clf_graph *g, clf__gdata *d, size_t dev)
+{
+    if (d->valid[dev])
+        return CLF_SUCCESS;
+    size_t s = d->buf->device;
+    if (!d->valid[s])
+        for (s = 0; s < g->ndev && !d->valid[s]; s++)
+            ;
+    if (s == g->ndev)
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "graph: a buffer has no current copy");
+    clf_buffer *dst, *src = d->rep[s];
+    clf_status st = replica(g, d, dev, &dst);
+    if (st)
+        return st;
+    clf_event *ev = NULL, *w = d->vev[s];
+    st = clf_copy_async(dst, 0, src, 0, d->buf->size, w ? &w : NULL, w ? 1 : 0, &ev);
+    if (st)
+        return clf__prefix_error(st, "copying a %zu-byte buffer from device %zu to %zu: ",
+                                 d->buf->size, s, dev);
+    if (g->ncev == g->cap_cev) {
+        size_t cap = g->cap_cev ? 2 * g->cap_cev : 16;
+        clf_event **ce = realloc(g->cev, cap * sizeof *ce);
+        size_t *cd = ce ? realloc(g->cdev, cap * sizeof *cd) : NULL;
+        if (ce)
+            g->cev = ce;
+        if (!cd) {
+            clf_event_wait(ev);
+            clf_event_release(ev);
+            return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "graph: out of memory");
+        }
+        g->cdev = cd;
+        g->cap_cev = cap;
+    }
+    st = keep(g, ev, &g->cev[g->ncev]);
+    if (st)
+        return st;
+    g->cdev[g->ncev++] = dev;
+    clf__graph_count_copy(g, s, dev, d->buf->size);
+    d->vev[dev] = ev;
+    d->valid[dev] = 1;
+    return CLF_SUCCESS;
+}
+
+static void written_on(clf__gdata *d, size_t ndev, size_t dev, clf_event *ev)
+{
+    memset(d->valid, 0, ndev);
+    memset(d->vev, 0, ndev * sizeof *d->vev);
+    d->valid[dev] = 1;
+    d->vev[dev] = ev;
+    d->written = 1;
+}
+
+static clf_status run_whole(clf_graph *g, clf__gnode *n)
+{
+    size_t dev = n->device;
+    size_t cap = n->npreds + n->nargs;
+    clf_event **wait = cap ? calloc(cap, sizeof *wait) : NULL;
+    clf_arg *args = n->nargs ? calloc(n->nargs, sizeof *args) : NULL;
+    clf_status st = CLF_SUCCESS;
+    size_t nw = 0;
+    if ((cap && !wait) || (n->nargs && !args)) {
+        st = clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "graph: out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < n->npreds; i++)
+        if (g->nodes[n->preds[i]].ev)
+            wait[nw++] = g->nodes[n->preds[i]].ev;
+    for (size_t i = 0; i < n->nargs; i++) {
+        args[i] = n->args[i].a;
+        if (args[i].kind != CLF_ARG_KIND_BUFFER)
+            continue;
+        clf__gdata *d = &g->data[n->args[i].data];
+        if ((st = clf__graph_ensure_reps(g, d)) != CLF_SUCCESS)
+            goto out;
+        if (args[i].flags & CLF_ARG_READ) {
+            if ((st = make_current(g, d, dev)) != CLF_SUCCESS)
+                goto out;
+            if (d->vev[dev])
+                wait[nw++] = d->vev[dev];
+        }
+        clf_buffer *r;
+        if ((st = replica(g, d, dev, &r)) != CLF_SUCCESS)
+            goto out;
+        args[i].host = r;
+    }
+    clf_kernel_desc kd = CLF_KERNEL_DESC_INIT;
+    kd.kernel = n->kernel;
+    kd.dims = n->desc.dims;
+    memcpy(kd.global, n->desc.global, sizeof kd.global);
+    memcpy(kd.local, n->desc.local, sizeof kd.local);
+    clf_event *ev = NULL;
+    st = clf_kernel_enqueue(g->fleet, g->prog, dev, &kd, args, n->nargs, nw ? wait : NULL, nw,
+                            &ev);
+    if (st)
+        goto out;
+    if ((st = keep(g, ev, &n->ev)) != CLF_SUCCESS)
+        goto out;
+    for (size_t i = 0; i < n->nargs; i++)
+        if (args[i].kind == CLF_ARG_KIND_BUFFER && (args[i].flags & CLF_ARG_WRITE))
+            written_on(&g->data[n->args[i].data], g->ndev, dev, ev);
+out:
+    free(wait);
+    free(args);
+    return st;
+}
+
+/* The event of a part's kernel right after clf_array_launch(): its last write record. */
+static clf_event *part_kernel_event(const clf_array *a, size_t p)
+{
+    const clf__array_part *q = &a->parts[p];
+    for (size_t i = q->nacc; i-- > 0;)
+        if (q->acc[i].write)
+            return q->acc[i].ev;
+    return NULL;
+}
+
+static clf_status run_split(clf_graph *g, clf__gnode *n)
+{
+    clf_arg *args = calloc(n->nargs ? n->nargs : 1, sizeof *args);
+    if (!args)
+        return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "graph: out of memory");
+    clf_array_launch_desc ld = CLF_ARRAY_LAUNCH_DESC_INIT;
+    ld.kernel = n->kernel;
+    ld.dims = n->desc.dims;
+    memcpy(ld.global, n->desc.global, sizeof ld.global);
+    memcpy(ld.local, n->desc.local, sizeof ld.local);
+    const clf_array *written = NULL;
+    for (size_t i = 0; i < n->nargs; i++) {
+        args[i] = n->args[i].a;
+        if (args[i].kind != CLF_ARG_KIND_ARRAY)
+            continue;
+        /* A neighbourhood footprint: the halos must be current before the node reads them.
+         * The footprint itself is the graph's; the array launch takes plain arguments. */
+        if (args[i].halo_before || args[i].halo_after)
+            ld.flags |= CLF_ARRAY_EXCHANGE_BEFORE;
+        args[i].halo_before = args[i].halo_after = 0;
+        const clf_array *a = args[i].host;
+        if ((args[i].flags & CLF_ARG_WRITE) && !written && a->desc.dist != CLF_ARRAY_REPLICATED)
+            written = a;
+    }
+    clf_status st = clf_array_launch(g->fleet, g->prog, &ld, args, n->nargs);
+    free(args);
+    if (st || !written)
+        return st;
+    /* The parts' kernel events, to time them once the run has completed. */
+    n->part_ev = calloc(written->nparts, sizeof *n->part_ev);
+    n->part_dev = calloc(written->nparts, sizeof *n->part_dev);
+    if (!n->part_ev || !n->part_dev)
+        return CLF_SUCCESS; /* timing only: the run goes on without it */
+    for (size_t p = 0; p < written->nparts; p++) {
+        clf_event *e = part_kernel_event(written, p);
+        if (!e)
+            continue;
+        clf__event_hold(e);
+        n->part_ev[n->npart_ev] = e;
+        n->part_dev[n->npart_ev++] = written->parts[p].device;
+    }
+    return CLF_SUCCESS;
+}
+
+static clf_status run_host(clf_graph *g, clf__gnode *n)
+{
+    clf_status st = CLF_SUCCESS;
+    /* What it depends on, waited for on this thread: kernels over buffers by their events,
+     * arrays by their own records (every queued operation on them came from this run). */
+    for (size_t i = 0; i < n->npreds && !st; i++)
+        if (g->nodes[n->preds[i]].ev)
+            st = clf_event_wait(g->nodes[n->preds[i]].ev);
+    for (size_t i = 0; i < n->nargs && !st; i++) {
+        if (n->args[i].a.kind == CLF_ARG_KIND_ARRAY) {
+            st = clf_array_finish(n->args[i].a.host);
+            continue;
+        }
+        clf__gdata *d = &g->data[n->args[i].data];
+        size_t home = d->buf->device;
+        if ((st = clf__graph_ensure_reps(g, d)) != CLF_SUCCESS)
+            break;
+        if ((st = make_current(g, d, home)) != CLF_SUCCESS)
+            break;
+        if (d->vev[home])
+            st = clf_event_wait(d->vev[home]);
+    }
+    if (st)
+        return st;
+    st = n->fn(n->user);
+    if (st)
+        return clf__fail(st, "the host callback returned %s", clf_status_name(st));
+    for (size_t i = 0; i < n->nargs; i++)
+        if (n->args[i].a.kind == CLF_ARG_KIND_BUFFER && (n->args[i].a.flags & CLF_ARG_WRITE)) {
+            clf__gdata *d = &g->data[n->args[i].data];
+            written_on(d, g->ndev, d->buf->device, NULL);
+        }
+    return CLF_SUCCESS;
+}
+
+/* Queue every node, bring written buffers home, wait for it all. */
+static clf_status execute(clf_graph *g)
+{
+    clf_status st = CLF_SUCCESS;
+    for (size_t i = 0; i < g->ndata && !st; i++) {
+        clf__gdata *d = &g->data[i];
+        if (d->is_array)
+            continue;
+        st = clf__graph_ensure_reps(g, d);
+        if (st)
+            break;
+        memset(d->valid, 0, g->ndev);
+        memset(d->vev, 0, g->ndev * sizeof *d->vev);
+        d->valid[d->buf->device] = 1;
+        d->written = 0;
+    }
+    for (size_t i = 0; i < g->nnodes && !st; i++) {
+        clf__gnode *n = &g->nodes[i];
+        if (n->kind == CLF__GNODE_WHOLE)
+            st = run_whole(g, n);
+        else if (n->kind == CLF__GNODE_SPLIT)
+            st = run_split(g, n);
+        else
+            st = run_host(g, n);
+        if (st)
+            st = clf__prefix_error(st, "graph node %zu (%s%s%s): ", i,
+                                   n->kind == CLF__GNODE_HOST ? "host callback" : "'",
+                                   n->kernel ? n->kernel : "", n->kernel ? "'" : "");
+    }
+    for (size_t i = 0; i < g->ndata && !st; i++) {
+        clf__gdata *d = &g->data[i];
+        if (!d->is_array && d->written)
+            st = make_current(g, d, d->buf->device);
+    }
+    /* Everything queued ends before the run does, failed or not. */
+    st = clf__evlist_finish(&g->evs, st);
+    for (size_t i = 0; i < g->ndata; i++)
+        if (g->data[i].is_array) {
+            clf_status s = clf_array_finish(g->data[i].arr);
+            if (!st)
+                st = s;
+        }
+    return st;
+}
+
+static void job(void *arg, int cancelled)
+{
+    clf_graph *g = arg;
+    clf_status st = cancelled ? clf__fail(CLF_ERROR_OPENCL, "graph: the run was cancelled by "
+                                          "the library's shutdown")
+                              : execute(g);
+    char *err = st ? strdup(clf_last_error()) : NULL;
+    clf__graph_report_run(g, st);
+    struct clf__task *task = g->task;
+    pthread_mutex_lock(&g->lock);
+    g->task = NULL;
+    g->running = 0;
+    g->run_status = st;
+    free(g->run_err);
+    g->run_err = err ? strdup(err) : NULL;
+    pthread_cond_broadcast(&g->done_cv);
+    pthread_mutex_unlock(&g->lock);
+    /* g may be gone from here on (a waiter destroyed it): only the task remains. */
+    clf__task_complete(task, st, err);
+    clf__task_unref(task);
+    free(err);
+}
+
+clf_status clf_graph_run(clf_graph *g, clf_event **out_event)
+{
+    if (out_event)
+        *out_event = NULL;
+    if (!g)
+        return clf__fail(CLF_ERROR_NULL_POINTER, "clf_graph_run: the graph is NULL");
+    pthread_mutex_lock(&g->lock);
+    int busy = g->running;
+    pthread_mutex_unlock(&g->lock);
+    if (busy)
+        return clf__fail(CLF_ERROR_BUSY, "clf_graph_run: a run of the graph is in flight");
+    if (!g->nnodes)
+        return clf__fail(CLF_ERROR_ZERO_SIZE, "clf_graph_run: the graph has no nodes");
+    clf_status st = clf__graph_plan(g);
+    if (st)
+        return st;
+    struct clf__task *task = clf__task_create();
+    if (!task)
+        return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "clf_graph_run: out of memory");
+    if (out_event) {
+        clf__task_ref(task);
+        if ((st = clf__event_wrap_task(task, out_event)) != CLF_SUCCESS) {
+            clf__task_unref(task);
+            clf__task_unref(task);
+            return st;
+        }
+    }
+    memset(&g->rep, 0, sizeof g->rep);
+    pthread_mutex_lock(&g->lock);
+    g->task = task;
+    g->running = 1;
+    g->run_status = CLF_SUCCESS;
+    pthread_mutex_unlock(&g->lock);
+    g->t0 = clf__now();
+    g->job.fn = job;
+    g->job.arg = g;
+    /* Without the pool (it shut down, or no thread could start), the run happens here. */
+    if (clf__pool_submit(&g->job) != CLF_SUCCESS)
+        job(g, 0);
+    return CLF_SUCCESS;
+}
+
+clf_status clf_graph_wait(clf_graph *g)
+{
+    if (!g)
+        return clf__fail(CLF_ERROR_NULL_POINTER, "clf_graph_wait: the graph is NULL");
+    pthread_mutex_lock(&g->lock);
+    while (g->running)
+        pthread_cond_wait(&g->done_cv, &g->lock);
+    clf_status st = g->run_status;
+    char *err = st && g->run_err ? strdup(g->run_err) : NULL;
+    pthread_mutex_unlock(&g->lock);
+    if (st)
+        clf__fail(st, "%s", err ? err : "the graph's run failed");
+    free(err);
+    return st;
+}
