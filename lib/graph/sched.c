@@ -9,7 +9,8 @@
  * from compute units x clock). The least predicted finish wins. A node over arrays runs on
  * the arrays' parts (owner computes): each part's device is busy for its share. A host node
  * takes no device time but needs its buffers back home. The plan is kept, keyed by the
- * shapes of the graph's data, and reused until they change or a node is added.
+ * shapes of the graph's data and the set of (kernel, device) pairs the model has measured,
+ * and reused until one of them changes or a node is added.
  */
 #include "graph.h"
 
@@ -289,16 +290,35 @@ static uint64_t shapes_key(const clf_graph *g)
     return h ? h : 1; /* 0 means "no plan" */
 }
 
+/* Which (kernel, device) pairs of the graph the model has measured: a plan made while some
+ * were guessed is made again once they are measured, and reused from then on. */
+static uint64_t knowledge_key(plan_ctx *c)
+{
+    uint64_t h = 0x84222325cbf29ce4ull;
+    if (!c->m)
+        return h;
+    char key[320];
+    clf__perf_fit f;
+    for (size_t i = 0; i < c->g->nnodes; i++) {
+        const clf__gnode *n = &c->g->nodes[i];
+        if (n->kind == CLF__GNODE_HOST)
+            continue;
+        /* Nodes of one kernel share their answer: look each kernel up once. */
+        size_t j = 0;
+        while (j < i && (c->g->nodes[j].kind == CLF__GNODE_HOST ||
+                         strcmp(c->g->nodes[j].kernel, n->kernel)))
+            j++;
+        if (j < i)
+            continue;
+        clf__graph_kernel_key(c->g, n, key, sizeof key);
+        for (size_t d = 0; d < c->g->ndev; d++)
+            h = mix(h, (uint64_t)clf__perf_get(c->m, key, c->dkey[d], &f));
+    }
+    return h;
+}
+
 clf_status clf__graph_plan(clf_graph *g)
 {
-    uint64_t key = shapes_key(g);
-    if (key == g->plan_key && g->plan_nodes == g->nnodes) {
-        g->plan_reused = 1;
-        clf__log(CLF_LOG_DEBUG, "graph: %zu nodes, the shapes are unchanged: plan reused",
-                 g->nnodes);
-        return CLF_SUCCESS;
-    }
-    g->plan_reused = 0;
     plan_ctx c = {.g = g, .m = clf__fleet_perf(g->fleet)};
     c.dkey = calloc(g->ndev, sizeof *c.dkey);
     c.ready = calloc(g->ndev, sizeof *c.ready);
@@ -309,6 +329,15 @@ clf_status clf__graph_plan(clf_graph *g)
     }
     for (size_t d = 0; d < g->ndev; d++)
         clf__perf_device_key(g->fleet, d, c.dkey[d], sizeof c.dkey[d]);
+    uint64_t key = mix(shapes_key(g), knowledge_key(&c));
+    key = key ? key : 1; /* 0 means "no plan" */
+    if (key == g->plan_key && g->plan_nodes == g->nnodes) {
+        g->plan_reused = 1;
+        clf__log(CLF_LOG_DEBUG, "graph: %zu nodes, the shapes and what the model knows are "
+                 "unchanged: plan reused", g->nnodes);
+        goto out;
+    }
+    g->plan_reused = 0;
     for (size_t i = 0; i < g->ndata; i++) {
         clf__gdata *d = &g->data[i];
         if (d->is_array)
