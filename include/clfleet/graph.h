@@ -170,8 +170,8 @@ typedef struct clf_graph_node_report {
     int split;  /**< 1: split over array parts (owner computes) */
     int host;   /**< 1: a host callback */
     int manual; /**< 1: placed by clf_graph_node_desc.device */
-    /** Predicted start and finish, seconds from the run's start, by the cost model. */
-    double predicted_start_s, predicted_finish_s;
+    double predicted_start_s;  /**< predicted start, seconds from the run's start */
+    double predicted_finish_s; /**< predicted finish, seconds from the run's start */
     /** Measured kernel time (the profiled kernel; for a split node the slowest part), or
      *  0 when not measured. */
     double kernel_s;
@@ -204,7 +204,7 @@ typedef struct clf_graph_report {
      *  back to a buffer's own device at the end), and their bytes. Array halo exchanges
      *  are the arrays' own and are not counted here. */
     size_t copies;
-    uint64_t copy_bytes;
+    uint64_t copy_bytes; /**< bytes of those copies */
     size_t path_copies[5];     /**< copies per clf_path */
     uint64_t path_bytes[5];    /**< bytes per clf_path */
     /** Per fleet device (the first CLF_MAX_LAUNCH_DEVICES): seconds its profiled kernels
