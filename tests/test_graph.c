@@ -5,7 +5,8 @@
  * basic device). Every result is compared with a plain C sequential reference, bit for bit:
  * chains, a diamond, a reduction tree, Jacobi steps over an array with a halo, in-place
  * updates, a node reading what two others wrote, host callbacks, manual placement, a graph
- * run twice (the plan reused, new inputs seen), a device fault mid-graph, and bad input.
+ * run again and again (the plan reused, new inputs seen), a device fault mid-graph, a
+ * simulated 20:1 pair (the slow device left out once measured), and bad input.
  */
 #include "common.h"
 
@@ -630,6 +631,76 @@ START_TEST(device_fault)
 }
 END_TEST
 
+/* A 20:1 pair ($CLFLEET_SIMULATE on FLEET2): once the model has measured both devices, the
+ * independent nodes of a graph go to the fast one (each would take the slow one longer
+ * than all of them take the fast one), and the report and the debug reason say so. */
+START_TEST(simulated_pair)
+{
+    setenv("CLFLEET_SIMULATE", "device=1,compute=0.05", 1);
+    clf_fleet *f = test_fleet(FLEET2, 0);
+    unsetenv("CLFLEET_SIMULATE");
+    clf_program *p = NULL;
+    ck_assert_ok(clf_program_build_source(&p, f, SRC, NULL));
+    enum { NODES = 6 };
+    int *a = data(7), *ref = malloc(N * sizeof *ref);
+    ck_assert(ref);
+    clf_buffer *in[NODES], *out[NODES];
+    clf_graph *g = NULL;
+    ck_assert_ok(clf_graph_create(&g, f, p));
+    clf_graph_node_desc d = kdesc("psum", N / 4);
+    unsigned chunk = 4;
+    for (size_t i = 0; i < NODES; i++) {
+        in[i] = buf(f, i % 2, a);
+        out[i] = buf(f, i % 2, NULL);
+        clf_arg args[] = {CLF_BUF_IN(in[i]), CLF_BUF_OUT(out[i]), CLF_SCALAR(&chunk)};
+        ck_assert_ok(clf_graph_add_kernel(NULL, g, &d, args, 3));
+    }
+    /* Both devices must be measured: each run after the first places by what it learned,
+     * so the slow device is tried while it is guessed, then left alone. Runs with manual
+     * placement first measure each device (the first sample of each is dropped as cold). */
+    clf_graph *probe = NULL;
+    ck_assert_ok(clf_graph_create(&probe, f, p));
+    for (size_t dev = 0; dev < 2; dev++) {
+        clf_graph_node_desc pd = d;
+        pd.device = dev;
+        clf_arg args[] = {CLF_BUF_IN(in[dev]), CLF_BUF_OUT(out[dev]), CLF_SCALAR(&chunk)};
+        ck_assert_ok(clf_graph_add_kernel(NULL, probe, &pd, args, 3));
+    }
+    for (int r = 0; r < 3; r++)
+        run_ok(probe, "simulated pair: probe");
+    clf_graph_destroy(probe);
+    clf_graph_report rep;
+    for (int r = 0; r < 2; r++)
+        run_ok(g, "simulated pair");
+    ck_assert_ok(clf_graph_report_get(&rep, g));
+    ck_assert_msg(!rep.guessed, "simulated pair: still guessing after the probe runs");
+    ck_assert_msg(rep.device_nodes[1] == 0 && rep.device_nodes[0] == NODES,
+                  "simulated pair: %zu nodes on the fast device, %zu on the 20x slower one",
+                  rep.device_nodes[0], rep.device_nodes[1]);
+    clf_graph_node_report nr;
+    ck_assert_ok(clf_graph_node_info(&nr, g, 1));
+    ck_assert_msg(nr.device == 0 && strstr(nr.why, "device 1"), "%zu: %s", nr.device, nr.why);
+    for (size_t j = 0; j < N / 4; j++)
+        ref[j] = a[4 * j] + a[4 * j + 1] + a[4 * j + 2] + a[4 * j + 3];
+    for (size_t i = 0; i < NODES; i++) {
+        int got[N / 4];
+        ck_assert_ok(clf_buffer_read(out[i], 0, sizeof got, got));
+        for (size_t j = 0; j < N / 4; j++)
+            expect(got[j] == ref[j], "simulated pair: out %zu [%zu] = %d, want %d", i, j,
+                   got[j], ref[j]);
+    }
+    clf_graph_destroy(g);
+    for (size_t i = 0; i < NODES; i++) {
+        clf_buffer_destroy(in[i]);
+        clf_buffer_destroy(out[i]);
+    }
+    free(a);
+    free(ref);
+    clf_program_destroy(p);
+    clf_fleet_destroy(f);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("graph");
@@ -642,6 +713,7 @@ int main(void)
     tcase_add_loop_test(tc, run_twice, 0, NCFG);
     tcase_add_test(tc, bad_input);
     tcase_add_test(tc, device_fault);
+    tcase_add_test(tc, simulated_pair);
     suite_add_tcase(s, tc);
     /* Every configuration needs the three PoCL devices (POCL_DEVICES='pthread pthread basic'). */
     return test_run(s, TEST_CPUS, 3);
