@@ -250,6 +250,9 @@ static clf_status add_node(size_t *out_node, clf_graph *g, int kind,
         return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "%s: out of memory", who);
     }
     n->nargs = nargs;
+    /* A refused node leaves no data behind: the graph must not keep a pointer to a buffer
+     * that only it named (the caller may destroy it). */
+    size_t old_ndata = g->ndata;
     size_t off = 0;
     for (size_t i = 0; i < nargs; i++) {
         n->args[i].a = args[i];
@@ -262,6 +265,7 @@ static clf_status add_node(size_t *out_node, clf_graph *g, int kind,
             clf_status st = clf__graph_data_index(g, &args[i], &n->args[i].data);
             if (st) {
                 free_node(n);
+                g->ndata = old_ndata;
                 return st;
             }
         }
@@ -269,6 +273,7 @@ static clf_status add_node(size_t *out_node, clf_graph *g, int kind,
     clf_status st = clf__graph_deps(g, g->nnodes);
     if (st) {
         free_node(n);
+        g->ndata = old_ndata;
         return st;
     }
     if (out_node)

@@ -341,39 +341,44 @@ clf_status clf_graph_run(clf_graph *g, clf_event **out_event)
         *out_event = NULL;
     if (!g)
         return clf__fail(CLF_ERROR_NULL_POINTER, "clf_graph_run: the graph is NULL");
+    if (!g->nnodes)
+        return clf__fail(CLF_ERROR_ZERO_SIZE, "clf_graph_run: the graph has no nodes");
+    /* Claimed under the lock, so that two threads cannot start runs at once. */
     pthread_mutex_lock(&g->lock);
     int busy = g->running;
+    g->running = 1;
     pthread_mutex_unlock(&g->lock);
     if (busy)
         return clf__fail(CLF_ERROR_BUSY, "clf_graph_run: a run of the graph is in flight");
-    if (!g->nnodes)
-        return clf__fail(CLF_ERROR_ZERO_SIZE, "clf_graph_run: the graph has no nodes");
+    struct clf__task *task = NULL;
     clf_status st = clf__graph_plan(g);
-    if (st)
+    if (!st && !(task = clf__task_create()))
+        st = clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "clf_graph_run: out of memory");
+    if (st) { /* nothing started: give the claim back */
+        pthread_mutex_lock(&g->lock);
+        g->running = 0;
+        pthread_cond_broadcast(&g->done_cv);
+        pthread_mutex_unlock(&g->lock);
         return st;
-    struct clf__task *task = clf__task_create();
-    if (!task)
-        return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "clf_graph_run: out of memory");
-    if (out_event) {
-        clf__task_ref(task);
-        if ((st = clf__event_wrap_task(task, out_event)) != CLF_SUCCESS) {
-            clf__task_unref(task);
-            clf__task_unref(task);
-            return st;
-        }
     }
     memset(&g->rep, 0, sizeof g->rep);
     pthread_mutex_lock(&g->lock);
     g->task = task;
-    g->running = 1;
     g->run_status = CLF_SUCCESS;
     pthread_mutex_unlock(&g->lock);
     g->t0 = clf__now();
     g->job.fn = job;
     g->job.arg = g;
+    /* The event's reference, taken before the job can drop its own. */
+    if (out_event)
+        clf__task_ref(task);
     /* Without the pool (it shut down, or no thread could start), the run happens here. */
     if (clf__pool_submit(&g->job) != CLF_SUCCESS)
         job(g, 0);
+    /* Wrapped once the run is under way: a wrapper that cannot be made waits for the task
+     * (so it must be one that completes) and drops the reference. */
+    if (out_event)
+        return clf__event_wrap_task(task, out_event);
     return CLF_SUCCESS;
 }
 
