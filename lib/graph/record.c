@@ -72,6 +72,8 @@ void clf_graph_destroy(clf_graph *g)
         free(d->sim_t);
     }
     free(g->data);
+    free(g->cev);
+    free(g->cdev);
     free(g->run_err);
     pthread_cond_destroy(&g->done_cv);
     pthread_mutex_destroy(&g->lock);
