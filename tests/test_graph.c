@@ -286,6 +286,13 @@ START_TEST(halo)
     ck_assert_ok(clf_graph_report_get(&r, g));
     ck_assert_uint_eq(r.split_nodes, STEPS);
     ck_assert_uint_eq(r.host_nodes, 1);
+    ck_assert_uint_eq(r.copies, 0); /* halos move inside the arrays, not as graph copies */
+    /* Every part of every step is counted on its device. */
+    size_t parts = 0, want = STEPS * clf_array_part_count(x);
+    for (size_t dv = 0; dv < clf_fleet_device_count(e.f); dv++)
+        parts += r.device_nodes[dv];
+    ck_assert_msg(parts == want, "%s: %zu part runs counted, want %zu", CFGS[_i].label, parts,
+                  want);
     clf_graph_node_report nr;
     ck_assert_ok(clf_graph_node_info(&nr, g, 0));
     ck_assert(nr.split && !nr.host && nr.device == CLF_GRAPH_ANY_DEVICE);
