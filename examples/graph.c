@@ -163,10 +163,10 @@ int main(void)
             rc = fail("run", st);
             goto out;
         }
-        printf("run %d: %zu nodes on %zu device(s), %zu copies (%llu bytes), predicted %.3f ms, "
-               "measured %.3f ms%s\n",
+        printf("run %d: %zu nodes on %zu device(s), %zu copies (%llu bytes), predicted %.3f ms "
+               "(critical path %.3f ms), measured %.3f ms%s\n",
                run + 1, r.nodes, ndev, r.copies, (unsigned long long)r.copy_bytes,
-               r.predicted_makespan_s * 1e3, r.makespan_s * 1e3,
+               r.predicted_makespan_s * 1e3, r.critical_path_s * 1e3, r.makespan_s * 1e3,
                r.plan_reused ? " (plan reused)" : "");
     }
     for (size_t n = 0; n < 2 * TILES; n++) {

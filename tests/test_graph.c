@@ -135,6 +135,10 @@ START_TEST(chain)
     ck_assert_uint_eq(r.edges, 2);
     ck_assert_uint_eq(r.runs, 1);
     ck_assert(r.makespan_s > 0 && r.predicted_makespan_s > 0);
+    /* A chain: its critical path is every node, within the makespan (copies add to it). */
+    ck_assert_msg(r.critical_path_s > 0 && r.critical_path_s <= r.predicted_makespan_s * 1.000001,
+                  "%s: critical path %g s, predicted makespan %g s", CFGS[_i].label,
+                  r.critical_path_s, r.predicted_makespan_s);
     clf_graph_destroy(g);
     for (size_t i = 0; i < 4; i++)
         clf_buffer_destroy(b[i]);
@@ -644,6 +648,35 @@ START_TEST(device_fault)
 }
 END_TEST
 
+/* The caller's fleet reference may go first: the graph, like buffers and programs, holds one,
+ * and runs on. */
+START_TEST(fleet_first)
+{
+    clf_fleet *f = test_fleet(FLEET2, 0);
+    clf_program *p = NULL;
+    ck_assert_ok(clf_program_build_source(&p, f, SRC, NULL));
+    int *a = data(8), *ref = malloc(N * sizeof *ref);
+    ck_assert(ref);
+    clf_buffer *x = buf(f, 0, a), *y = buf(f, 1, NULL);
+    clf_graph *g = NULL;
+    ck_assert_ok(clf_graph_create(&g, f, p));
+    clf_graph_node_desc d = kdesc("add1", N);
+    clf_arg args[] = {CLF_BUF_IN(x), CLF_BUF_OUT(y)};
+    ck_assert_ok(clf_graph_add_kernel(NULL, g, &d, args, 2));
+    clf_fleet_destroy(f);
+    run_ok(g, "fleet destroyed first");
+    for (size_t i = 0; i < N; i++)
+        ref[i] = a[i] + 1;
+    check_buf(y, ref, "y", "fleet destroyed first");
+    clf_graph_destroy(g);
+    clf_buffer_destroy(x);
+    clf_buffer_destroy(y);
+    clf_program_destroy(p);
+    free(a);
+    free(ref);
+}
+END_TEST
+
 /* A 20:1 pair ($CLFLEET_SIMULATE on FLEET2): once the model has measured both devices, the
  * independent nodes of a graph go to the fast one (each would take the slow one longer
  * than all of them take the fast one), and the report and the debug reason say so. */
@@ -727,6 +760,7 @@ int main(void)
     tcase_add_test(tc, bad_input);
     tcase_add_test(tc, device_fault);
     tcase_add_test(tc, simulated_pair);
+    tcase_add_test(tc, fleet_first);
     suite_add_tcase(s, tc);
     /* Every configuration needs the three PoCL devices (POCL_DEVICES='pthread pthread basic'). */
     return test_run(s, TEST_CPUS, 3);

@@ -81,7 +81,8 @@ typedef clf_status (*clf_graph_host_fn)(void *user);
 /**
  * \brief Create an empty graph over a fleet and a program.
  * \param out receives the graph
- * \param fleet the fleet (the graph holds no reference: destroy the graph first)
+ * \param fleet the fleet (the graph holds a reference to it: the fleet goes with its last
+ *        child, see clf_fleet_destroy())
  * \param prog a program of the fleet, whose kernels the nodes name (kept until the graph
  *        is destroyed)
  * \return CLF_SUCCESS, CLF_ERROR_NULL_POINTER, CLF_ERROR_INVALID_ARGUMENT (a program of
@@ -213,6 +214,9 @@ typedef struct clf_graph_report {
     /** Per fleet device: nodes (whole, or parts of split nodes) it ran. */
     size_t device_nodes[CLF_MAX_LAUNCH_DEVICES];
     double predicted_makespan_s; /**< the plan's predicted finish of the last node */
+    /** The plan's critical path: the longest chain of dependent nodes, by their predicted
+     *  execution times (copies not counted), a bound no placement can beat. */
+    double critical_path_s;
     double makespan_s;           /**< measured: run start to completion, host clock */
     /** 1 when a kernel's execution time was guessed from compute units x clock (no
      *  measurement of it on some device yet). */

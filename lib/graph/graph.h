@@ -61,6 +61,7 @@ typedef struct clf__gnode {
     /* The plan (sched.c): the device of a whole node, and the predictions. */
     size_t device;
     double pred_start, pred_finish;
+    double pred_exec, pred_chain; /* its predicted execution; the longest chain ending with it */
     char why[256];
     /* The run (run.c): the kernel's event (whole nodes; held), the part kernels' events
      * (split nodes; held), measured kernel seconds. */
@@ -83,7 +84,7 @@ struct clf_graph {
     /* The plan cache (sched.c): the shapes the plan was made for; 0: no plan. */
     uint64_t plan_key;
     size_t plan_nodes;
-    double plan_makespan;
+    double plan_makespan, plan_critical;
     size_t runs; /* completed, for the report */
     int plan_guessed;
 

@@ -21,6 +21,7 @@ clf_status clf_graph_create(clf_graph **out, clf_fleet *fleet, clf_program *prog
     if (!g)
         return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "clf_graph_create: out of memory");
     g->fleet = fleet;
+    clf__fleet_ref(fleet); /* as buffers and programs do: the fleet goes with its last child */
     g->prog = prog;
     g->ndev = fleet->ndev;
     if (pthread_mutex_init(&g->lock, NULL) != 0) {
@@ -77,6 +78,7 @@ void clf_graph_destroy(clf_graph *g)
     free(g->run_err);
     pthread_cond_destroy(&g->done_cv);
     pthread_mutex_destroy(&g->lock);
+    clf__fleet_unref(g->fleet);
     free(g);
 }
 

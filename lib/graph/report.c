@@ -54,6 +54,7 @@ void clf__graph_report_run(clf_graph *g, clf_status st)
     r->edges = g->edges;
     r->plan_reused = g->plan_reused;
     r->predicted_makespan_s = g->plan_makespan;
+    r->critical_path_s = g->plan_critical;
     r->guessed = g->plan_guessed;
     clf__perf_model *m = st == CLF_SUCCESS ? clf__fleet_perf(g->fleet) : NULL;
     char dkey[400], key[320];

@@ -142,7 +142,7 @@ static void plan_whole(plan_ctx *c, clf__gnode *n)
     clf_graph *g = c->g;
     double dep = deps_ready(g, n);
     size_t best = SIZE_MAX;
-    double best_f = INFINITY, best_s = 0;
+    double best_f = INFINITY, best_s = 0, best_ex = 0;
     size_t best_bytes = 0;
     char cand[200] = "";
     size_t used = 0;
@@ -164,7 +164,8 @@ static void plan_whole(plan_ctx *c, clf__gnode *n)
                 bytes += bd->buf->size;
         }
         int guess = 0;
-        double fin = start + exec_s(c, n, d, n->items, &guess);
+        double ex = exec_s(c, n, d, n->items, &guess);
+        double fin = start + ex;
         if (used < sizeof cand) {
             int k = snprintf(cand + used, sizeof cand - used, "%sdevice %zu %.3g ms%s%s",
                              used ? ", " : "", d, fin * 1e3, guess ? " (guessed)" : "",
@@ -172,6 +173,7 @@ static void plan_whole(plan_ctx *c, clf__gnode *n)
             used += k > 0 ? (size_t)k : 0;
         }
         if (fin < best_f || (fin == best_f && bytes < best_bytes)) {
+            best_ex = ex;
             best = d;
             best_f = fin;
             best_s = start;
@@ -184,6 +186,7 @@ static void plan_whole(plan_ctx *c, clf__gnode *n)
         best_s = best_f = fmax(c->ready[best], dep);
     }
     n->device = best;
+    n->pred_exec = best_ex;
     n->pred_start = best_s;
     n->pred_finish = best_f;
     c->ready[best] = best_f;
@@ -218,6 +221,7 @@ static void plan_split(plan_ctx *c, clf__gnode *n)
     clf_graph *g = c->g;
     const clf_array *a = split_array(g, n);
     double dep = deps_ready(g, n);
+    n->pred_exec = 0;
     double start = INFINITY, fin = dep;
     uint64_t per_unit = n->items / (n->desc.global[n->desc.dims - 1]
                                          ? n->desc.global[n->desc.dims - 1] : 1);
@@ -227,7 +231,9 @@ static void plan_split(plan_ctx *c, clf__gnode *n)
         size_t d = q->device;
         uint64_t units = a->desc.dist == CLF_ARRAY_REPLICATED ? n->items : per_unit * q->count;
         double s = fmax(c->ready[d], dep);
-        double f = s + exec_s(c, n, d, units, &guess);
+        double ex = exec_s(c, n, d, units, &guess);
+        double f = s + ex;
+        n->pred_exec = fmax(n->pred_exec, ex);
         c->ready[d] = f;
         start = fmin(start, s);
         fin = fmax(fin, f);
@@ -253,6 +259,7 @@ static void plan_host(plan_ctx *c, clf__gnode *n)
             t = fmax(t, arrival(c, d, d->buf->device, &from));
         }
     n->device = CLF_GRAPH_ANY_DEVICE;
+    n->pred_exec = 0;
     n->pred_start = n->pred_finish = t;
     commit_buffers(c, n, SIZE_MAX, t);
     snprintf(n->why, sizeof n->why, "host callback (its buffers at home)");
@@ -354,7 +361,7 @@ clf_status clf__graph_plan(clf_graph *g)
         memset(d->sim_t, 0, g->ndev * sizeof *d->sim_t);
         d->sim_valid[d->buf->device] = 1;
     }
-    double makespan = 0;
+    double makespan = 0, critical = 0;
     for (size_t i = 0; i < g->nnodes; i++) {
         clf__gnode *n = &g->nodes[i];
         if (n->kind == CLF__GNODE_WHOLE)
@@ -364,6 +371,11 @@ clf_status clf__graph_plan(clf_graph *g)
         else
             plan_host(&c, n);
         makespan = fmax(makespan, n->pred_finish);
+        double chain = 0;
+        for (size_t k = 0; k < n->npreds; k++)
+            chain = fmax(chain, g->nodes[n->preds[k]].pred_chain);
+        n->pred_chain = chain + n->pred_exec;
+        critical = fmax(critical, n->pred_chain);
     }
     /* Every buffer ends valid at home: the copies back count in the makespan. */
     for (size_t i = 0; i < g->ndata; i++) {
@@ -373,11 +385,14 @@ clf_status clf__graph_plan(clf_graph *g)
             makespan = fmax(makespan, arrival(&c, d, d->buf->device, &from));
     }
     g->plan_makespan = makespan;
+    g->plan_critical = critical;
     g->plan_guessed = c.guessed;
     g->plan_key = key;
     g->plan_nodes = g->nnodes;
-    clf__log(CLF_LOG_DEBUG, "graph: %zu nodes planned, predicted makespan %.3g ms%s", g->nnodes,
-             makespan * 1e3, c.guessed ? " (some execution times guessed)" : "");
+    clf__log(CLF_LOG_DEBUG,
+             "graph: %zu nodes planned, predicted makespan %.3g ms, critical path %.3g ms%s",
+             g->nnodes, makespan * 1e3, critical * 1e3,
+             c.guessed ? " (some execution times guessed)" : "");
 out:
     free(c.dkey);
     free(c.ready);
