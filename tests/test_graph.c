@@ -241,73 +241,100 @@ START_TEST(reduction)
 }
 END_TEST
 
-/* Jacobi steps over a block array with a halo of 1, split over its parts, ping-pong between
- * two arrays; then the result read into a buffer node's world through a host callback. */
+/* Jacobi steps over block arrays with a halo of 1 (1D, and 2D 5-point), split over their
+ * parts, ping-pong between two arrays; halfway a host callback adds 1 to every element
+ * (through clf_array_read() and clf_array_write()), and the last one reads the result. */
 typedef struct jac_host {
     clf_array *arr;
-    float *dst;
+    float *buf;
+    size_t n;
+    int add;
 } jac_host;
 
-static clf_status read_array(void *user)
+static clf_status host_array(void *user)
 {
     jac_host *h = user;
-    return clf_array_read(h->arr, NULL, NULL, h->dst);
+    clf_status st = clf_array_read(h->arr, NULL, NULL, h->buf);
+    if (st || !h->add)
+        return st;
+    for (size_t i = 0; i < h->n; i++)
+        h->buf[i] += 1.0f;
+    return clf_array_write(h->arr, NULL, NULL, h->buf);
 }
 
 START_TEST(halo)
 {
     test_env e;
     test_env_open(&e, &CFGS[_i], SRC);
-    enum { W = 1000, STEPS = 6 };
-    float *cur = jacobi_grid(W, 3), *next = malloc(W * sizeof *next), *got = malloc(W * 4);
-    ck_assert(next && got);
-    clf_array_desc ad = CLF_ARRAY_DESC_INIT;
-    ad.elem_size = sizeof(float);
-    ad.shape[0] = W;
-    ad.halo_before = ad.halo_after = 1;
-    clf_array *x = NULL, *y = NULL;
-    ck_assert_ok(clf_array_create(&x, e.f, &ad));
-    ck_assert_ok(clf_array_create(&y, e.f, &ad));
-    ck_assert_ok(clf_array_write(x, NULL, NULL, cur));
-    clf_graph *g = NULL;
-    ck_assert_ok(clf_graph_create(&g, e.f, e.p));
-    clf_graph_node_desc d = kdesc("jac1", W);
-    for (int s = 0; s < STEPS; s++) {
-        clf_array *in = s % 2 ? y : x, *out = s % 2 ? x : y;
-        clf_arg a[] = {CLF_ARRAY_IN_HALO(in, 1, 1), CLF_ARRAY_OUT(out)};
-        ck_assert_ok(clf_graph_add_kernel(NULL, g, &d, a, 2));
+    enum { STEPS = 6 };
+    for (unsigned dims = 1; dims <= 2; dims++) {
+        size_t w = dims == 1 ? 1000 : 48, h = dims == 1 ? 1 : 50, n = w * h;
+        float *cur = jacobi_grid(n, 3 + dims), *next = malloc(n * sizeof *next),
+              *got = malloc(n * sizeof *got), *mid = malloc(n * sizeof *mid);
+        ck_assert(next && got && mid);
+        clf_array_desc ad = CLF_ARRAY_DESC_INIT;
+        ad.elem_size = sizeof(float);
+        ad.dims = dims;
+        ad.shape[0] = w;
+        ad.shape[1] = h;
+        ad.halo_before = ad.halo_after = 1;
+        clf_array *x = NULL, *y = NULL;
+        ck_assert_ok(clf_array_create(&x, e.f, &ad));
+        ck_assert_ok(clf_array_create(&y, e.f, &ad));
+        ck_assert_ok(clf_array_write(x, NULL, NULL, cur));
+        clf_graph *g = NULL;
+        ck_assert_ok(clf_graph_create(&g, e.f, e.p));
+        clf_graph_node_desc d = kdesc(dims == 1 ? "jac1" : "jac2", w);
+        d.dims = dims;
+        d.global[1] = h;
+        jac_host hm = {NULL, mid, n, 1}, hl = {STEPS % 2 ? y : x, got, n, 0};
+        size_t hn = 0;
+        for (int s = 0; s < STEPS; s++) {
+            clf_array *in = s % 2 ? y : x, *out = s % 2 ? x : y;
+            if (s == STEPS / 2) {
+                hm.arr = in;
+                clf_arg ha[] = {CLF_ARRAY_INOUT(in)};
+                ck_assert_ok(clf_graph_add_host(NULL, g, host_array, &hm, ha, 1));
+            }
+            clf_arg a[] = {CLF_ARRAY_IN_HALO(in, 1, 1), CLF_ARRAY_OUT(out)};
+            ck_assert_ok(clf_graph_add_kernel(NULL, g, &d, a, 2));
+        }
+        clf_arg ha[] = {CLF_ARRAY_IN(hl.arr)};
+        ck_assert_ok(clf_graph_add_host(&hn, g, host_array, &hl, ha, 1));
+        run_ok(g, CFGS[_i].label);
+        for (int s = 0; s < STEPS; s++) {
+            if (s == STEPS / 2)
+                for (size_t i = 0; i < n; i++)
+                    cur[i] += 1.0f;
+            jacobi_ref_step(&cur, &next, dims, w, h, 0);
+        }
+        for (size_t i = 0; i < n; i++)
+            expect(got[i] == cur[i], "%s, %uD: x[%zu] = %a, want %a", CFGS[_i].label, dims, i,
+                   got[i], cur[i]);
+        clf_graph_report r;
+        ck_assert_ok(clf_graph_report_get(&r, g));
+        ck_assert_uint_eq(r.split_nodes, STEPS);
+        ck_assert_uint_eq(r.host_nodes, 2);
+        ck_assert_uint_eq(r.copies, 0); /* halos move inside the arrays, not as graph copies */
+        /* Every part of every step is counted on its device. */
+        size_t parts = 0, want = STEPS * clf_array_part_count(x);
+        for (size_t dv = 0; dv < clf_fleet_device_count(e.f); dv++)
+            parts += r.device_nodes[dv];
+        ck_assert_msg(parts == want, "%s: %zu part runs counted, want %zu", CFGS[_i].label,
+                      parts, want);
+        clf_graph_node_report nr;
+        ck_assert_ok(clf_graph_node_info(&nr, g, 0));
+        ck_assert(nr.split && !nr.host && nr.device == CLF_GRAPH_ANY_DEVICE);
+        ck_assert_ok(clf_graph_node_info(&nr, g, hn));
+        ck_assert(nr.host);
+        clf_graph_destroy(g);
+        clf_array_destroy(x);
+        clf_array_destroy(y);
+        free(cur);
+        free(next);
+        free(got);
+        free(mid);
     }
-    jac_host h = {STEPS % 2 ? y : x, got};
-    clf_arg ha[] = {CLF_ARRAY_IN(h.arr)};
-    size_t hn;
-    ck_assert_ok(clf_graph_add_host(&hn, g, read_array, &h, ha, 1));
-    run_ok(g, CFGS[_i].label);
-    for (int s = 0; s < STEPS; s++)
-        jacobi_ref_step(&cur, &next, 1, W, 1, 0);
-    for (size_t i = 0; i < W; i++)
-        expect(got[i] == cur[i], "%s: x[%zu] = %a, want %a", CFGS[_i].label, i, got[i], cur[i]);
-    clf_graph_report r;
-    ck_assert_ok(clf_graph_report_get(&r, g));
-    ck_assert_uint_eq(r.split_nodes, STEPS);
-    ck_assert_uint_eq(r.host_nodes, 1);
-    ck_assert_uint_eq(r.copies, 0); /* halos move inside the arrays, not as graph copies */
-    /* Every part of every step is counted on its device. */
-    size_t parts = 0, want = STEPS * clf_array_part_count(x);
-    for (size_t dv = 0; dv < clf_fleet_device_count(e.f); dv++)
-        parts += r.device_nodes[dv];
-    ck_assert_msg(parts == want, "%s: %zu part runs counted, want %zu", CFGS[_i].label, parts,
-                  want);
-    clf_graph_node_report nr;
-    ck_assert_ok(clf_graph_node_info(&nr, g, 0));
-    ck_assert(nr.split && !nr.host && nr.device == CLF_GRAPH_ANY_DEVICE);
-    ck_assert_ok(clf_graph_node_info(&nr, g, hn));
-    ck_assert(nr.host);
-    clf_graph_destroy(g);
-    clf_array_destroy(x);
-    clf_array_destroy(y);
-    free(cur);
-    free(next);
-    free(got);
     test_env_close(&e);
 }
 END_TEST
