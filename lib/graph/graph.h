@@ -3,8 +3,8 @@
  * placement by the cost model and the plan cache (sched.c), the run: valid copies per
  * device, copies, kernels, host callbacks (run.c), and the report (report.c). Not installed.
  *
- * Layer: above data (arrays), exec (kernels, the cost model's keys) and flow; below fleet's
- * public entry points only by name. */
+ * Layer: above data (arrays, their dependency records), exec (the cost model and its keys),
+ * xfer (copies, paths) and core (events, tasks, buffers); only libclfleet-mpi is above it. */
 #ifndef CLFLEET_GRAPH_PRIV_H
 #define CLFLEET_GRAPH_PRIV_H
 
@@ -118,9 +118,6 @@ clf_status clf__graph_deps(clf_graph *g, size_t n);
 clf_status clf__graph_plan(clf_graph *g);
 /* The cost model's key of a kernel node ("graph:NAME@HASH"). */
 void clf__graph_kernel_key(const clf_graph *g, const clf__gnode *n, char *buf, size_t len);
-
-/* run.c */
-clf_status clf__graph_ensure_reps(clf_graph *g, clf__gdata *d);
 
 /* report.c: fill g->rep from a completed run (st: its status); learn the kernel times
  * (only of a run that succeeded); release the events kept for it. */

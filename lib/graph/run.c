@@ -22,7 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-clf_status clf__graph_ensure_reps(clf_graph *g, clf__gdata *d)
+/* The per-device state of buffer data d, made on first use (rep[home] is the caller's). */
+static clf_status ensure_reps(clf_graph *g, clf__gdata *d)
 {
     if (d->rep)
         return CLF_SUCCESS;
@@ -144,7 +145,7 @@ static clf_status run_whole(clf_graph *g, clf__gnode *n)
         if (args[i].kind != CLF_ARG_KIND_BUFFER)
             continue;
         clf__gdata *d = &g->data[n->args[i].data];
-        if ((st = clf__graph_ensure_reps(g, d)) != CLF_SUCCESS)
+        if ((st = ensure_reps(g, d)) != CLF_SUCCESS)
             goto out;
         if (args[i].flags & CLF_ARG_READ) {
             if ((st = make_current(g, d, dev)) != CLF_SUCCESS)
@@ -247,7 +248,7 @@ static clf_status run_host(clf_graph *g, clf__gnode *n)
         }
         clf__gdata *d = &g->data[n->args[i].data];
         size_t home = d->buf->device;
-        if ((st = clf__graph_ensure_reps(g, d)) != CLF_SUCCESS)
+        if ((st = ensure_reps(g, d)) != CLF_SUCCESS)
             break;
         if ((st = make_current(g, d, home)) != CLF_SUCCESS)
             break;
@@ -275,7 +276,7 @@ static clf_status execute(clf_graph *g)
         clf__gdata *d = &g->data[i];
         if (d->is_array)
             continue;
-        st = clf__graph_ensure_reps(g, d);
+        st = ensure_reps(g, d);
         if (st)
             break;
         memset(d->valid, 0, g->ndev);
