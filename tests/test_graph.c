@@ -491,6 +491,71 @@ START_TEST(run_twice)
 }
 END_TEST
 
+/* CLF_GRAPH_KEEP_COPIES: the copies a run leaves stay current for the next, until the
+ * caller says the host wrote a buffer. Each tile's node runs by hand on the device after its
+ * buffers' own, so every input is remote: the counts of copies are exact. */
+START_TEST(keep_copies)
+{
+    test_env e;
+    test_env_open(&e, &CFGS[_i], SRC);
+    size_t nd = clf_fleet_device_count(e.f);
+    enum { TILES = 4 };
+    int *w = data(20), *xs[TILES], *ref = malloc(N * sizeof *ref);
+    ck_assert(ref);
+    clf_buffer *bw = buf(e.f, 0, w), *bx[TILES], *by[TILES];
+    clf_graph *g = NULL;
+    ck_assert_ok(clf_graph_create(&g, e.f, e.p));
+    ck_assert_status(clf_graph_set_flags(g, 1u << 5), CLF_ERROR_INVALID_ARGUMENT);
+    ck_assert_status(clf_graph_set_flags(NULL, 0), CLF_ERROR_NULL_POINTER);
+    ck_assert_ok(clf_graph_set_flags(g, CLF_GRAPH_KEEP_COPIES));
+    for (size_t t = 0; t < TILES; t++) {
+        xs[t] = data(30 + (uint32_t)t);
+        bx[t] = buf(e.f, t % nd, xs[t]);
+        by[t] = buf(e.f, t % nd, NULL);
+        clf_graph_node_desc d = kdesc("sum2", N);
+        d.device = (t + 1) % nd;
+        clf_arg a[] = {CLF_BUF_IN(bx[t]), CLF_BUF_IN(bw), CLF_BUF_OUT(by[t])};
+        ck_assert_ok(clf_graph_add_kernel(NULL, g, &d, a, 3));
+    }
+    ck_assert_status(clf_graph_buffer_changed(g, NULL), CLF_ERROR_NULL_POINTER);
+    clf_buffer *stranger = buf(e.f, 0, NULL);
+    ck_assert_status(clf_graph_buffer_changed(g, stranger), CLF_ERROR_NOT_FOUND);
+    clf_buffer_destroy(stranger);
+    /* Run 1: w to every device but its own, each x to its node's device, each y back.
+     * Run 2: only the ys back. Run 3, after w changed on the host: w again, and the ys. */
+    size_t want[3] = {2 * TILES + nd - 1, TILES, TILES + nd - 1};
+    for (int r = 0; r < 3; r++) {
+        if (r == 2) {
+            for (size_t i = 0; i < N; i++)
+                w[i] = w[i] * 2 - 7;
+            ck_assert_ok(clf_buffer_write(bw, 0, N * sizeof(int), w));
+            ck_assert_ok(clf_graph_buffer_changed(g, bw));
+        }
+        run_ok(g, CFGS[_i].label);
+        for (size_t t = 0; t < TILES; t++) {
+            for (size_t i = 0; i < N; i++)
+                ref[i] = xs[t][i] + w[i];
+            check_buf(by[t], ref, "y", CFGS[_i].label);
+        }
+        clf_graph_report rep;
+        ck_assert_ok(clf_graph_report_get(&rep, g));
+        size_t expect_copies = nd > 1 ? want[r] : 0;
+        ck_assert_msg(rep.copies == expect_copies, "%s: run %d: %zu copies, want %zu",
+                      CFGS[_i].label, r + 1, rep.copies, expect_copies);
+    }
+    clf_graph_destroy(g);
+    clf_buffer_destroy(bw);
+    for (size_t t = 0; t < TILES; t++) {
+        clf_buffer_destroy(bx[t]);
+        clf_buffer_destroy(by[t]);
+        free(xs[t]);
+    }
+    free(w);
+    free(ref);
+    test_env_close(&e);
+}
+END_TEST
+
 /* A host node that holds the run until told: meanwhile the graph refuses changes. */
 typedef struct gate {
     pthread_mutex_t m;
@@ -784,6 +849,7 @@ int main(void)
     tcase_add_loop_test(tc, halo, 0, NCFG);
     tcase_add_loop_test(tc, in_place, 0, NCFG);
     tcase_add_loop_test(tc, run_twice, 0, NCFG);
+    tcase_add_loop_test(tc, keep_copies, 0, NCFG);
     tcase_add_test(tc, bad_input);
     tcase_add_test(tc, device_fault);
     tcase_add_test(tc, simulated_pair);

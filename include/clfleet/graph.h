@@ -146,6 +146,37 @@ CLF_API clf_status clf_graph_add_host(size_t *out_node, clf_graph *g, clf_graph_
                                       size_t naccesses);
 
 /**
+ * \brief clf_graph_set_flags(): keep the copies a run leaves on the devices for the next
+ * run. Without it each run starts from the caller's buffers alone (the host may have
+ * written them between runs), so a buffer every run reads on another device (weights) is
+ * copied there every run. With it, a copy stays current until a node writes the buffer
+ * elsewhere or the caller says, with clf_graph_buffer_changed(), that the host wrote it:
+ * a host write the graph is not told of leaves stale copies on the devices. After a failed
+ * run the next one starts from the caller's buffers.
+ */
+#define CLF_GRAPH_KEEP_COPIES (1u << 0)
+
+/**
+ * \brief Set the graph's flags (CLF_GRAPH_KEEP_COPIES, or 0 for none, the default).
+ * \param g the graph
+ * \param flags the flags
+ * \return CLF_SUCCESS, CLF_ERROR_NULL_POINTER, CLF_ERROR_INVALID_ARGUMENT (an unknown flag),
+ *         CLF_ERROR_BUSY (a run is in flight)
+ */
+CLF_API clf_status clf_graph_set_flags(clf_graph *g, unsigned flags);
+
+/**
+ * \brief Say that the host wrote \p buf (clf_buffer_write(), a map) since the last run:
+ * with CLF_GRAPH_KEEP_COPIES, the graph's copies of it on other devices are stale, and the
+ * next run copies it again where a node needs it. Without the flag it changes nothing.
+ * \param g the graph
+ * \param buf a buffer that a node of the graph uses
+ * \return CLF_SUCCESS, CLF_ERROR_NULL_POINTER, CLF_ERROR_NOT_FOUND (no node uses it),
+ *         CLF_ERROR_BUSY (a run is in flight)
+ */
+CLF_API clf_status clf_graph_buffer_changed(clf_graph *g, const clf_buffer *buf);
+
+/**
  * \brief Start a run of the graph; returns at once.
  * \param g the graph
  * \param out_event completes with the run (clf_event_wait() returns its status; release

@@ -88,6 +88,8 @@ struct clf_graph {
     size_t runs; /* completed, for the report */
     int plan_guessed;
 
+    unsigned flags;  /* CLF_GRAPH_KEEP_COPIES */
+    int last_failed; /* the last run failed: the next starts from the caller's buffers */
     /* A run in flight (run.c): guarded by lock. */
     pthread_mutex_t lock;
     pthread_cond_t done_cv;
@@ -113,6 +115,10 @@ clf_status clf__graph_data_index(clf_graph *g, const clf_arg *a, size_t *out);
 /* deps.c: the dependencies of node n (recorded last) from its accesses; updates the data's
  * last writer and readers. */
 clf_status clf__graph_deps(clf_graph *g, size_t n);
+
+/* run.c: whether buffer copies carry over from the last run (CLF_GRAPH_KEEP_COPIES, and it
+ * did not fail). */
+int clf__graph_keeps(const clf_graph *g);
 
 /* sched.c: a plan for every node (kept while the shapes stay). */
 clf_status clf__graph_plan(clf_graph *g);

@@ -40,7 +40,13 @@ static clf_status ensure_reps(clf_graph *g, clf__gdata *d)
         return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "graph: out of memory");
     }
     d->rep[d->buf->device] = d->buf;
+    d->valid[d->buf->device] = 1;
     return CLF_SUCCESS;
+}
+
+int clf__graph_keeps(const clf_graph *g)
+{
+    return (g->flags & CLF_GRAPH_KEEP_COPIES) && !g->last_failed;
 }
 
 /* The graph's copy of buffer data d on device dev, made on first use. */
@@ -279,9 +285,12 @@ static clf_status execute(clf_graph *g)
         st = ensure_reps(g, d);
         if (st)
             break;
-        memset(d->valid, 0, g->ndev);
+        /* Every command of the last run has completed: its copies are current now. */
         memset(d->vev, 0, g->ndev * sizeof *d->vev);
-        d->valid[d->buf->device] = 1;
+        if (!clf__graph_keeps(g)) {
+            memset(d->valid, 0, g->ndev);
+            d->valid[d->buf->device] = 1;
+        }
         d->written = 0;
     }
     for (size_t i = 0; i < g->nnodes && !st; i++) {
@@ -321,6 +330,7 @@ static void job(void *arg, int cancelled)
                               : execute(g);
     char *err = st ? strdup(clf_last_error()) : NULL;
     clf__graph_report_run(g, st);
+    g->last_failed = st != CLF_SUCCESS;
     struct clf__task *task = g->task;
     pthread_mutex_lock(&g->lock);
     g->task = NULL;
@@ -397,4 +407,49 @@ clf_status clf_graph_wait(clf_graph *g)
         clf__fail(st, "%s", err ? err : "the graph's run failed");
     free(err);
     return st;
+}
+
+/* Is a run in flight? (The recording and reporting calls refuse to run beside one.) */
+static int busy(clf_graph *g)
+{
+    pthread_mutex_lock(&g->lock);
+    int b = g->running;
+    pthread_mutex_unlock(&g->lock);
+    return b;
+}
+
+clf_status clf_graph_set_flags(clf_graph *g, unsigned flags)
+{
+    if (!g)
+        return clf__fail(CLF_ERROR_NULL_POINTER, "clf_graph_set_flags: the graph is NULL");
+    if (flags & ~(unsigned)CLF_GRAPH_KEEP_COPIES)
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                         "clf_graph_set_flags: unknown flags 0x%x (CLF_GRAPH_KEEP_COPIES is 0x%x)",
+                         flags & ~(unsigned)CLF_GRAPH_KEEP_COPIES, CLF_GRAPH_KEEP_COPIES);
+    if (busy(g))
+        return clf__fail(CLF_ERROR_BUSY, "clf_graph_set_flags: a run of the graph is in flight");
+    g->flags = flags;
+    return CLF_SUCCESS;
+}
+
+clf_status clf_graph_buffer_changed(clf_graph *g, const clf_buffer *buf)
+{
+    if (!g || !buf)
+        return clf__fail(CLF_ERROR_NULL_POINTER, "clf_graph_buffer_changed: %s is NULL",
+                         !g ? "the graph" : "the buffer");
+    if (busy(g))
+        return clf__fail(CLF_ERROR_BUSY,
+                         "clf_graph_buffer_changed: a run of the graph is in flight");
+    for (size_t i = 0; i < g->ndata; i++) {
+        clf__gdata *d = &g->data[i];
+        if (d->is_array || d->buf != buf)
+            continue;
+        if (d->valid) {
+            memset(d->valid, 0, g->ndev);
+            d->valid[buf->device] = 1;
+        }
+        return CLF_SUCCESS;
+    }
+    return clf__fail(CLF_ERROR_NOT_FOUND,
+                     "clf_graph_buffer_changed: no node of the graph uses this buffer");
 }

@@ -294,6 +294,11 @@ static uint64_t shapes_key(const clf_graph *g)
     }
     for (size_t d = 0; d < g->ndev; d++)
         h = mix(h, (uint64_t)g->fleet->dev[d].failed);
+    /* Where buffers start current: kept copies change the best placement. */
+    h = mix(h, (uint64_t)clf__graph_keeps(g));
+    for (size_t i = 0; clf__graph_keeps(g) && i < g->ndata; i++)
+        for (size_t d = 0; !g->data[i].is_array && g->data[i].valid && d < g->ndev; d++)
+            h = mix(h, g->data[i].valid[d]);
     return h ? h : 1; /* 0 means "no plan" */
 }
 
@@ -360,6 +365,9 @@ clf_status clf__graph_plan(clf_graph *g)
         memset(d->sim_valid, 0, g->ndev);
         memset(d->sim_t, 0, g->ndev * sizeof *d->sim_t);
         d->sim_valid[d->buf->device] = 1;
+        /* The copies the last run left current, where the next run keeps them. */
+        if (clf__graph_keeps(g) && d->valid)
+            memcpy(d->sim_valid, d->valid, g->ndev);
     }
     double makespan = 0, critical = 0;
     for (size_t i = 0; i < g->nnodes; i++) {
