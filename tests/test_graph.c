@@ -740,6 +740,55 @@ START_TEST(device_fault)
 }
 END_TEST
 
+/* With a trace, the run and its host callbacks are slices of the timeline. */
+static clf_status noop(void *user)
+{
+    (void)user;
+    return CLF_SUCCESS;
+}
+
+START_TEST(traced)
+{
+    char path[] = "/tmp/clf-graph-trace-XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert(fd >= 0);
+    close(fd);
+    clf_fleet_options o = CLF_FLEET_OPTIONS_INIT;
+    o.devices = test_selection(FLEET2);
+    o.trace = path;
+    clf_fleet *f = NULL;
+    ck_assert_ok(clf_fleet_create(&f, &o));
+    clf_program *p = NULL;
+    ck_assert_ok(clf_program_build_source(&p, f, SRC, NULL));
+    int *a = data(9);
+    clf_buffer *x = buf(f, 0, a), *y = buf(f, 1, NULL);
+    clf_graph *g = NULL;
+    ck_assert_ok(clf_graph_create(&g, f, p));
+    clf_graph_node_desc d = kdesc("add1", N);
+    clf_arg args[] = {CLF_BUF_IN(x), CLF_BUF_OUT(y)};
+    clf_arg ha[] = {CLF_BUF_IN(y)};
+    ck_assert_ok(clf_graph_add_kernel(NULL, g, &d, args, 2));
+    ck_assert_ok(clf_graph_add_host(NULL, g, noop, NULL, ha, 1));
+    run_ok(g, "traced");
+    clf_graph_destroy(g);
+    clf_buffer_destroy(x);
+    clf_buffer_destroy(y);
+    clf_program_destroy(p);
+    clf_fleet_destroy(f); /* writes the trace */
+    FILE *fp = fopen(path, "r");
+    ck_assert(fp);
+    static char text[1 << 20];
+    size_t n = fread(text, 1, sizeof text - 1, fp);
+    text[n] = 0;
+    fclose(fp);
+    unlink(path);
+    ck_assert_msg(strstr(text, "graph run (2 nodes"), "no graph run in the trace");
+    ck_assert_msg(strstr(text, "graph node 1: host callback"), "no host node in the trace");
+    ck_assert_msg(strstr(text, "add1"), "no kernel in the trace");
+    free(a);
+}
+END_TEST
+
 /* The caller's fleet reference may go first: the graph, like buffers and programs, holds one,
  * and runs on. */
 START_TEST(fleet_first)
@@ -854,6 +903,7 @@ int main(void)
     tcase_add_test(tc, device_fault);
     tcase_add_test(tc, simulated_pair);
     tcase_add_test(tc, fleet_first);
+    tcase_add_test(tc, traced);
     suite_add_tcase(s, tc);
     /* Every configuration needs the three PoCL devices (POCL_DEVICES='pthread pthread basic'). */
     return test_run(s, TEST_CPUS, 3);

@@ -70,6 +70,7 @@ typedef struct clf__gnode {
     size_t *part_dev;
     size_t npart_ev;
     double kernel_s;
+    uint64_t host_t0, host_t1; /* a host node's callback, host ns (the trace) */
 } clf__gnode;
 
 struct clf_graph {
@@ -99,6 +100,7 @@ struct clf_graph {
     struct clf__task *task; /* the run's completion (its event) */
     clf__pool_work job;
     double t0;
+    uint64_t t0_ns; /* the run's start, host ns (the trace) */
     int plan_reused;
     /* The run's copies and every event it made (held), released at its end. */
     clf__evlist evs;
@@ -116,9 +118,12 @@ clf_status clf__graph_data_index(clf_graph *g, const clf_arg *a, size_t *out);
  * last writer and readers. */
 clf_status clf__graph_deps(clf_graph *g, size_t n);
 
-/* run.c: whether buffer copies carry over from the last run (CLF_GRAPH_KEEP_COPIES, and it
- * did not fail). */
-int clf__graph_keeps(const clf_graph *g);
+/* Whether buffer copies carry over from the last run (CLF_GRAPH_KEEP_COPIES, and it did not
+ * fail): the plan (sched.c) and the run (run.c) start from the same state. */
+static inline int clf__graph_keeps(const clf_graph *g)
+{
+    return (g->flags & CLF_GRAPH_KEEP_COPIES) && !g->last_failed;
+}
 
 /* sched.c: a plan for every node (kept while the shapes stay). */
 clf_status clf__graph_plan(clf_graph *g);

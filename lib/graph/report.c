@@ -45,6 +45,38 @@ static void learn(clf__perf_model *m, const char *key, const char *dkey, uint64_
     (void)clf__perf_record_chunks(m, key, dkey, &c, 1);
 }
 
+/* The run on the fleet's track of the trace, and its host callbacks on the host's (the
+ * kernels and copies are traced by the command path already, under their own names). */
+static void trace_run(clf_graph *g)
+{
+    if (!clf__trace_on(g->fleet))
+        return;
+    char name[96];
+    clf__rec r = {0};
+    r.kind = CLF__REC_LAUNCH;
+    r.flags = CLF__REC_HOST_TIME | CLF__REC_TRACE_ONLY;
+    r.track = 1;
+    r.strategy = (clf_strategy)255; /* none: a graph has no launch strategy */
+    for (size_t i = 0; i < g->nnodes; i++) {
+        const clf__gnode *n = &g->nodes[i];
+        if (n->kind != CLF__GNODE_HOST || !n->host_t1)
+            continue;
+        snprintf(name, sizeof name, "graph node %zu: host callback", i);
+        r.name = name;
+        r.t0 = n->host_t0;
+        r.t1 = n->host_t1 > n->host_t0 ? n->host_t1 : n->host_t0 + 1;
+        clf__metrics_record(g->fleet, SIZE_MAX, &r, 1);
+    }
+    uint64_t end = clf__mono_ns();
+    snprintf(name, sizeof name, "graph run (%zu nodes, %zu copies)", g->nnodes, g->rep.copies);
+    r.name = name;
+    r.t0 = g->t0_ns;
+    r.t1 = end > g->t0_ns ? end : g->t0_ns + 1;
+    r.a0 = (int64_t)g->nnodes;
+    r.a1 = (int64_t)g->ndev;
+    clf__metrics_record(g->fleet, SIZE_MAX, &r, 1);
+}
+
 void clf__graph_report_run(clf_graph *g, clf_status st)
 {
     clf_graph_report *r = &g->rep;
@@ -109,6 +141,7 @@ void clf__graph_report_run(clf_graph *g, clf_status st)
         clf_event_release(g->cev[i]);
     }
     g->ncev = 0;
+    trace_run(g);
     clf__log(CLF_LOG_DEBUG,
              "graph run: %zu nodes (%zu whole, %zu split, %zu host), %zu copies (%llu bytes), "
              "predicted %.3g ms, measured %.3g ms%s%s",

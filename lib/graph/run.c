@@ -44,10 +44,6 @@ static clf_status ensure_reps(clf_graph *g, clf__gdata *d)
     return CLF_SUCCESS;
 }
 
-int clf__graph_keeps(const clf_graph *g)
-{
-    return (g->flags & CLF_GRAPH_KEEP_COPIES) && !g->last_failed;
-}
 
 /* The graph's copy of buffer data d on device dev, made on first use. */
 static clf_status replica(clf_graph *g, clf__gdata *d, size_t dev, clf_buffer **out)
@@ -263,7 +259,9 @@ static clf_status run_host(clf_graph *g, clf__gnode *n)
     }
     if (st)
         return st;
+    n->host_t0 = clf__mono_ns();
     st = n->fn(n->user);
+    n->host_t1 = clf__mono_ns();
     if (st)
         return clf__fail(st, "the host callback returned %s", clf_status_name(st));
     for (size_t i = 0; i < n->nargs; i++)
@@ -378,6 +376,9 @@ clf_status clf_graph_run(clf_graph *g, clf_event **out_event)
     g->run_status = CLF_SUCCESS;
     pthread_mutex_unlock(&g->lock);
     g->t0 = clf__now();
+    g->t0_ns = clf__mono_ns();
+    for (size_t i = 0; i < g->nnodes; i++)
+        g->nodes[i].host_t0 = g->nodes[i].host_t1 = 0;
     g->job.fn = job;
     g->job.arg = g;
     /* The event's reference, taken before the job can drop its own. */
