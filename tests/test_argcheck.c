@@ -1,9 +1,10 @@
 /*
  * One table of bad arguments and ranges, driven through every call that runs a user kernel
  * (clf_launch, clf_launch_async, clf_kernel_enqueue, clf_array_launch, clf_taskq_submit/run,
- * clf_pipeline_create/run): each row must fail with the same status from each call, cleanly
- * (no crash, no abort inside the driver, no success), as core/argcheck.c checks them all.
- * One positive row per call proves valid arguments still run, against plain C.
+ * clf_pipeline_create/run) and GEMM (clf_sgemm, for the rows that apply to it, gemm_applies()):
+ * each row must fail with the same status from each call, cleanly (no crash, no abort inside
+ * the driver, no success), as core/argcheck.c checks them all. One positive row per call
+ * proves valid arguments still run, against plain C.
  */
 #include "common.h"
 
@@ -25,10 +26,11 @@ static const char *SRC =
     "    out[i] = t[l] * (float)f;\n"
     "}\n";
 
-enum call { LAUNCH, LAUNCH_ASYNC, ENQUEUE, ARRAY, TASKQ, PIPELINE, NCALLS };
-static const char *const CALL_NAMES[] = {"clf_launch",       "clf_launch_async",
+enum call { LAUNCH, LAUNCH_ASYNC, ENQUEUE, ARRAY, TASKQ, PIPELINE, GEMM, NCALLS };
+static const char *const CALL_NAMES[] = {"clf_launch",         "clf_launch_async",
                                          "clf_kernel_enqueue", "clf_array_launch",
-                                         "clf_taskq_submit", "clf_pipeline_create"};
+                                         "clf_taskq_submit",   "clf_pipeline_create",
+                                         "clf_sgemm"};
 
 enum row {
     ROW_OK,
@@ -54,6 +56,24 @@ static const clf_status WANT[] = {
     CLF_ERROR_INVALID_ARGUMENT, CLF_ERROR_INVALID_ARGUMENT, CLF_ERROR_INVALID_ARGUMENT,
     CLF_ERROR_INVALID_ARGUMENT, CLF_ERROR_INVALID_ARGUMENT, CLF_ERROR_INVALID_ARGUMENT,
     CLF_ERROR_SIZE_OVERFLOW,    CLF_ERROR_SIZE_OVERFLOW,    CLF_ERROR_INVALID_ARGUMENT};
+
+/*
+ * The rows GEMM can be given. clf_sgemm() runs no user kernel: it takes typed operands in its
+ * C prototype, not clf_args, and chooses its kernels' ranges and local sizes itself. So:
+ *  - valid: a GEMM that computes the same result (C = fval * in * I, checked against plain C);
+ *  - 2-D range overflow: its "range" is the operands' extents; an extent past SIZE_MAX
+ *    (m * lda) is refused with the same CLF_ERROR_SIZE_OVERFLOW;
+ *  - scalar for pointer, memory for scalar, scalar size, int for float, float for int, wrong
+ *    count: the prototype makes them compile errors (const float *, float, sgemm vs dgemm, a
+ *    fixed arity); nothing reaches the library to check;
+ *  - output on const: A and B are const in the prototype, and C is the one output;
+ *  - too much local memory, local size over the limit, 3-D range (a work-group count): GEMM
+ *    takes no local memory, local size or NDRange from the caller (clBLAST's tuned kernels).
+ */
+static int gemm_applies(enum row r)
+{
+    return r == ROW_OK || r == ROW_RANGE_2D;
+}
 
 /* Everything a row needs, for every call. */
 typedef struct ctx {
@@ -232,6 +252,19 @@ static clf_status run_row(ctx *x, enum call c, enum row r)
         memcpy(got, x->out, sizeof got);
         break;
     }
+    case GEMM: {
+        /* C (8 x 8) = fval * A * I with A = in as 8 x 8: C = fval * in, exactly (products by
+         * 1 and 0, sums with 0). The overflow row: A of SIZE_MAX / 2 rows, whose extent
+         * m * lda passes SIZE_MAX (refused before any pointer is read). */
+        (void)n;
+        float id[N] = {0};
+        for (size_t i = 0; i < 8; i++)
+            id[i * 8 + i] = 1.0f;
+        size_t m = r == ROW_RANGE_2D ? SIZE_MAX / 2 : 8;
+        st = clf_sgemm(x->f, CLF_ROW_MAJOR, CLF_NO_TRANS, CLF_NO_TRANS, m, 8, 8, fval, x->in, 8,
+                       id, 8, 0.0f, got, 8, NULL, NULL);
+        break;
+    }
     default: {
         clf_stage_desc d = CLF_STAGE_DESC_INIT;
         d.device = 0;
@@ -302,10 +335,16 @@ START_TEST(table)
              * only): none can be an output. */
             if (r == ROW_OUT_ON_CONST && c == PIPELINE)
                 continue;
+            if (c == GEMM && !gemm_applies((enum row)r))
+                continue;
             clf_clear_error();
             clf_status st = run_row(&X, (enum call)c, (enum row)r);
-            ck_assert_msg(st == WANT[r], "%s, row '%s': %s, expected %s (%s)", CALL_NAMES[c],
-                          ROW_NAMES[r], clf_status_name(st), clf_status_name(WANT[r]),
+            /* Built without clBLAST, a valid GEMM says so (its size checks come first). */
+            clf_status want = c == GEMM && r == ROW_OK && !clf_blas_available()
+                                  ? CLF_ERROR_UNSUPPORTED
+                                  : WANT[r];
+            ck_assert_msg(st == want, "%s, row '%s': %s, expected %s (%s)", CALL_NAMES[c],
+                          ROW_NAMES[r], clf_status_name(st), clf_status_name(want),
                           clf_last_error());
             if (st != CLF_SUCCESS && c != LAUNCH_ASYNC && c != ARRAY)
                 ck_assert_msg(strstr(clf_last_error(), CALL_NAMES[c]) ||

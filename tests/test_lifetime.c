@@ -162,7 +162,7 @@ START_TEST(taskq_outlives_fleet)
 END_TEST
 
 /*
- * Events of an asynchronous write, of copies (ones the runtime does, ones a transfer thread
+ * Events of an asynchronous write, of copies (ones the runtime does, ones the helper pool
  * runs: to the basic device after a wait list; one after a launch, bridged by a thread), of
  * an asynchronous read and of an asynchronous launch, some still pending when the fleet and
  * every other child have gone: the last child's destroy tears the fleet down, which

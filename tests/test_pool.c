@@ -200,6 +200,72 @@ START_TEST(test_requeue)
 }
 END_TEST
 
+/* Timed jobs: each records its index and when it ran. */
+static uint64_t t_ran_at[8];
+
+static void timed_job(void *arg, int cancelled)
+{
+    int i = (int)(intptr_t)arg;
+    uint64_t now = clf__mono_ns();
+    pthread_mutex_lock(&g_lock);
+    t_ran_at[i] = now;
+    if (g_norder < (int)CLF__ARRAY_LEN(g_order))
+        g_order[g_norder++] = cancelled ? -1 - i : i;
+    pthread_cond_broadcast(&g_cond);
+    pthread_mutex_unlock(&g_lock);
+}
+
+/* Timed jobs run in the order of their times, whatever the order they were queued in, and
+ * none before its time. */
+START_TEST(test_timed_order)
+{
+    reset();
+    static clf__pool_work w[3];
+    const uint64_t after_ms[3] = {60, 20, 40};
+    uint64_t t0 = clf__mono_ns();
+    for (int i = 0; i < 3; i++) {
+        w[i].fn = timed_job;
+        w[i].arg = (void *)(intptr_t)i;
+        ck_assert_int_eq(clf__pool_submit_at(&w[i], t0 + after_ms[i] * 1000000u), CLF_SUCCESS);
+    }
+    wait_for(&g_norder, 3);
+    ck_assert_int_eq(g_order[0], 1);
+    ck_assert_int_eq(g_order[1], 2);
+    ck_assert_int_eq(g_order[2], 0);
+    for (int i = 0; i < 3; i++)
+        ck_assert_uint_ge(t_ran_at[i], t0 + after_ms[i] * 1000000u);
+}
+END_TEST
+
+static void timed_open_job(void *arg, int cancelled)
+{
+    (void)arg;
+    (void)cancelled;
+    open_gate();
+}
+
+/* The guarantee ordinary jobs rely on (a copy or a launch waiting for a simulated command,
+ * whose completion is a timed job): with every one of the pool's threads held by an ordinary
+ * job that waits for a timed one, the timed job still runs, on the one thread it may start
+ * beyond the bound, and the waits end. With a pool of only its bound this hangs. */
+START_TEST(test_timed_reserved)
+{
+    reset();
+    int size = (int)clf__pool_size();
+    static clf__pool_work gates[CLF__POOL_MAX], opener;
+    for (int i = 0; i < size; i++) {
+        gates[i].fn = gate_job;
+        ck_assert_int_eq(clf__pool_submit(&gates[i]), CLF_SUCCESS);
+    }
+    wait_for(&g_waiting, size); /* every ordinary thread is held */
+    opener.fn = timed_open_job;
+    ck_assert_int_eq(clf__pool_submit_at(&opener, clf__mono_ns() + 5000000u), CLF_SUCCESS);
+    wait_for(&g_ran, size);
+    ck_assert_uint_le(clf__pool_threads(), clf__pool_size() + 1);
+    ck_assert_int_le(count_threads(), size + 1);
+}
+END_TEST
+
 #if !defined(__SANITIZE_THREAD__)
 /* A child of fork() has no pool thread: its first job starts one. (ThreadSanitizer does not
  * support threads started after a multi-threaded fork: not under it.) */
@@ -284,6 +350,10 @@ int main(void)
     tcase_add_test(tc, test_many);
     tcase_add_test(tc, test_order);
     tcase_add_test(tc, test_requeue);
+    /* After the tests that count on at most the bound of threads: a timed job may start
+     * one more. */
+    tcase_add_test(tc, test_timed_order);
+    tcase_add_test(tc, test_timed_reserved);
 #if !defined(__SANITIZE_THREAD__)
     tcase_add_test(tc, test_fork);
 #endif

@@ -422,7 +422,7 @@ START_TEST(pinned_pipeline)
     unsetenv("CLFLEET_TRANSFER_STAGING");
     unsetenv("CLFLEET_TRANSFER_CHUNK");
     every_pair(f, c->label, (1u << 20) + 5);
-    /* Three copies in flight at once, on three transfer threads. */
+    /* Three copies in flight at once, on the helper pool. */
     bufs B;
     bufs_create(&B, f, 3 << 20, 5);
     clf_event *e[NDEV];
@@ -468,7 +468,7 @@ START_TEST(async_chains)
     clf_event_release(prev);
     for (size_t d = 0; d < NDEV; d++)
         bufs_check(&B, d, "chain");
-    /* Without events: clf_fleet_finish() covers copies still on transfer threads. */
+    /* Without events: clf_fleet_finish() covers copies still on the helper pool. */
     ck_assert_ok(clf_copy_async(B.b[1], 0, B.b[0], 1, size - 1, NULL, 0, NULL));
     ck_assert_ok(clf_fleet_finish(f));
     memmove(B.model[1], B.model[0] + 1, size - 1);

@@ -72,12 +72,13 @@ static clf_status begin(clf__coll *c, const char *fn, clf_buffer *const *bufs, s
     }
     c->fl = bufs[0]->fleet;
     c->n = n;
-    /* PoCL's basic device runs a command inside whichever thread makes it ready, and with
+    /* PoCL's basic device (its ops table, core/devops.c, says !wait_list_ok) runs a command
+     * inside whichever thread makes it ready, and with
      * commands of other devices waiting on each other PoCL 3 then deadlocks on its own
      * locks. With such a device among the buffers', a collective waits on the host for each
      * command before it queues the next, so that no command waits for another device's. */
     for (size_t i = 0; i < n; i++)
-        c->host_order |= clf__dev_sync_exec(c->fl, bufs[i]->device);
+        c->host_order |= !clf__devops(c->fl, bufs[i]->device)->wait_list_ok;
     return CLF_SUCCESS;
 }
 

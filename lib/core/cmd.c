@@ -3,8 +3,8 @@
  * writes, rectangles, fills, copies, maps, barriers and markers) and every buffer and kernel
  * object it creates goes through here, so that each is handled the same way:
  *
- *  - on a device that runs commands inside clEnqueue* (PoCL's basic), the
- *    wait list is waited for on the host first and the command is enqueued
+ *  - on a device that runs commands inside clEnqueue* (PoCL's basic; its ops table,
+ *    devops.c, says !wait_list_ok), the wait list is waited for on the host first and the command is enqueued
  *    with none, so that it runs inside its own enqueue and never inside
  *    another thread's completion, where PoCL 3 can deadlock or abort; the
  *    enqueue, and only the enqueue, holds the device's exec lock
@@ -31,23 +31,17 @@
 
 #include "clfleet/opencl.h" /* clf_cl_lock() */
 
-/* The basic-device exec lock (core.h says why); the flag and the lock live in the
- * device, set up by clf__xfer_init() (transfer.c). */
-int clf__dev_sync_exec(const clf_fleet *fl, size_t dev)
-{
-    return fl && fl->xfer && dev < fl->ndev && fl->dev[dev].sync_exec;
-}
-
+/* The exec lock of a device whose table serialises enqueues (devops.c says why). */
 void clf__dev_exec_enter(clf_fleet *fl, size_t dev)
 {
-    if (clf__dev_sync_exec(fl, dev))
-        pthread_mutex_lock(&fl->dev[dev].exec_lock);
+    if (fl && dev < fl->ndev)
+        clf__devops(fl, dev)->enqueue_enter(&fl->dev[dev]);
 }
 
 void clf__dev_exec_leave(clf_fleet *fl, size_t dev)
 {
-    if (clf__dev_sync_exec(fl, dev))
-        pthread_mutex_unlock(&fl->dev[dev].exec_lock);
+    if (fl && dev < fl->ndev)
+        clf__devops(fl, dev)->enqueue_leave(&fl->dev[dev]);
 }
 
 /* The same lock for interop users' own enqueues (clfleet/opencl.h). */
@@ -145,7 +139,7 @@ clf_status clf__cmd_check(clf_fleet *fl, size_t dev, unsigned call, const char *
     return err == CL_SUCCESS ? CLF_SUCCESS : fail(fl, dev, &no_opt, err, 1, what, NULL);
 }
 
-/* Before an enqueue on device dev: a sync-exec device waits for the wait list on the host
+/* Before an enqueue on device dev: a device whose table says !wait_list_ok waits for the wait list on the host
  * (without its exec lock, which the commands waited for may need) and gets none; then the
  * exec lock. */
 static clf_status enter(clf_fleet *fl, size_t dev, const clf__cmd_opt *o, cl_uint *nwait,
@@ -153,7 +147,7 @@ static clf_status enter(clf_fleet *fl, size_t dev, const clf__cmd_opt *o, cl_uin
 {
     if (*nwait == 0)
         *wait = NULL;
-    if (clf__dev_sync_exec(fl, dev) && *nwait) {
+    if (!clf__devops(fl, dev)->wait_list_ok && *nwait) {
         clf__log(CLF_LOG_DEBUG, "device %zu '%s': waiting on the host for %u event(s) before an "
                  "enqueue (it runs commands inside clEnqueue*)", dev, fl->dev[dev].info.name,
                  (unsigned)*nwait);
@@ -210,7 +204,7 @@ static cl_int simulate(clf_fleet *fl, size_t dev, cl_command_queue q, const clf_
 
 /* After the enqueue: flush (a queue of another device may wait for the command, and some
  * drivers submit nothing until a flush) unless the caller flushes a batch, give the lock
- * back, then record the command; the record goes last because on a sync-exec device the
+ * back, then record the command; the record goes last because on a !wait_list_ok device the
  * command has completed already and its completion callback runs at once, in this thread. */
 static clf_status leave(clf_fleet *fl, size_t dev, const clf__cmd_opt *o, cl_command_queue q,
                         cl_int err, const char *call, const char *what, const clf__rec *r,

@@ -137,6 +137,9 @@ int clf__task_done_ok(struct clf__task *t);
 /* Set user event uev (retained until then) when the task completes: CL_COMPLETE, or
  * CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST on failure. */
 clf_status clf__task_subscribe(struct clf__task *t, cl_event uev);
+/* Call fn(arg, status) once t completes, or at once when it has: in the completing thread,
+ * outside t's lock, so fn must not block. Fails only for memory (fn is then never called). */
+clf_status clf__task_notify(struct clf__task *t, void (*fn)(void *arg, clf_status st), void *arg);
 /* A new clf_event for the task (takes the caller's reference). */
 clf_status clf__event_wrap_task(struct clf__task *t, clf_event **out);
 
@@ -148,23 +151,24 @@ void clf__user_event_finish(cl_event uev, cl_int status);
  * failed (a waiter then gets its error). */
 int clf__event_done(clf_event *e);
 
-/* ---- the basic-device exec lock (cmd.c) ---- */
+/* ---- the per-device ops table for driver quirks (devops.c) ---- */
 
-/* A device that runs commands inside clEnqueue* (PoCL's "basic"): two host threads
- * enqueueing to it at once can deadlock inside PoCL 3, so every enqueue to it holds its
- * lock for that one call: the command path does (cmd.c), and code that enqueues through a
- * library (clBLAST) takes it around that call alone. Never held across a wait for anything
- * (a chunk, an event, another thread or device): a thread holding it while it waited for
- * work that another thread's enqueue to the device would finish deadlocked (a launch's
- * worker held it while waiting for its next chunk; a copy held both devices' locks while
- * it waited for its wait list). No-ops for other devices. */
+/* Choose each device's table (and set up its exec lock) once, at fleet creation, after the
+ * devices' facts are known; clf__devops_fini() at the teardown, after every enqueue. */
+void clf__devops_init(clf_fleet *fleet);
+void clf__devops_fini(clf_fleet *fleet);
+/* Device dev's table; the default table before clf__devops_init() or for no such device. */
+const struct clf__devops *clf__devops(const clf_fleet *fleet, size_t dev);
+
+/* The device's exec lock, through its table (PoCL's basic: devops.c): every enqueue to such
+ * a device holds it for that one call: the command path does (cmd.c), and code that
+ * enqueues through a library (clBLAST) takes it around that call alone. Never held across
+ * a wait for anything (a chunk, an event, another thread or device): a thread holding it
+ * while it waited for work that another thread's enqueue to the device would finish
+ * deadlocked (a launch's worker held it while waiting for its next chunk; a copy held both
+ * devices' locks while it waited for its wait list). No-ops for other devices. */
 void clf__dev_exec_enter(clf_fleet *fleet, size_t device);
 void clf__dev_exec_leave(clf_fleet *fleet, size_t device);
-/* Nonzero for such a device. It also runs a command inside whichever thread makes it ready
- * (a user event's status, another queue's completion), where PoCL 3 can deadlock on its
- * own locks: code that can should wait on the host rather than have its commands wait for
- * events of other queues. */
-int clf__dev_sync_exec(const clf_fleet *fleet, size_t device);
 
 /* clFinish() on each of the device's queues (the caller's too, once made); the first error. */
 static inline cl_int clf__device_finish_queues(struct clf__device *d)
@@ -183,7 +187,7 @@ static inline cl_int clf__device_finish_queues(struct clf__device *d)
 
 /*
  * Every command clfleet enqueues on fleet device dev's queue q (one of its queues) goes through
- * these (tools/cmdpath.sh checks it). Each: on a sync-exec device (clf__dev_sync_exec()) waits for
+ * these (tools/cmdpath.sh checks it). Each: on a device whose table says !wait_list_ok (devops.c) waits for
  * the wait list on the host and enqueues with none, so that the command runs inside its
  * enqueue; holds the device's exec lock while enqueueing; flushes q; records a failure with
  * the device (CLF_ERROR_OPENCL); counts the command in the metrics and the trace on q's

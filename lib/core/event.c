@@ -164,10 +164,18 @@ void clf_event_release(clf_event *e)
 /* ---- tasks ---------------------------------------------------------------------------- */
 
 /*
- * Tasks: host-side completions (copies on transfer threads) that several parties wait for.
- * A lock, a condition, a result, and the OpenCL user events to set when the task completes
- * (the bridges of xfer/sync.c subscribe them). Events wrap them (above).
+ * Tasks: host-side completions (copies the host drives) that several parties wait for.
+ * A lock, a condition, a result, and the subscribers to tell when the task completes: OpenCL
+ * user events to set (the bridges of xfer/sync.c subscribe them) or host functions to call
+ * (clf__task_notify(): a copy waiting for its wait list). Events wrap them (above).
  */
+
+/* One subscriber of a task: a user event to set (retained), or a host function to call. */
+typedef struct task_sub {
+    cl_event uev;
+    void (*fn)(void *arg, clf_status st);
+    void *arg;
+} task_sub;
 
 struct clf__task {
     pthread_mutex_t lock;
@@ -176,7 +184,7 @@ struct clf__task {
     int done;
     clf_status st;
     char *err;
-    cl_event *subs; /* user events to set on completion (retained) */
+    task_sub *subs; /* to tell on completion */
     size_t nsubs, cap;
 };
 
@@ -233,17 +241,22 @@ void clf__task_complete(struct clf__task *t, clf_status st, const char *err)
     t->st = st;
     if (st != CLF_SUCCESS)
         t->err = strdup(err && *err ? err : clf_status_string(st));
-    cl_event *subs = t->subs;
+    task_sub *subs = t->subs;
     size_t n = t->nsubs;
     t->subs = NULL;
     t->nsubs = t->cap = 0;
     pthread_cond_broadcast(&t->cond);
     pthread_mutex_unlock(&t->lock);
     /* Outside the lock: setting a user event may run commands that wait for it. */
-    for (size_t i = 0; i < n; i++)
-        clf__user_event_finish(subs[i], st == CLF_SUCCESS
-                                            ? CL_COMPLETE
-                                            : CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST);
+    for (size_t i = 0; i < n; i++) {
+        if (subs[i].uev)
+            clf__user_event_finish(subs[i].uev,
+                                   st == CLF_SUCCESS
+                                       ? CL_COMPLETE
+                                       : CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST);
+        else
+            subs[i].fn(subs[i].arg, st);
+    }
     free(subs);
 }
 
@@ -267,31 +280,56 @@ int clf__task_done_ok(struct clf__task *t)
     return ok;
 }
 
+/* Add sub to t's subscribers, or, when t is done, return 1 with its status in *st. */
+static int task_add_sub(struct clf__task *t, task_sub sub, clf_status *st)
+{
+    pthread_mutex_lock(&t->lock);
+    if (t->done) {
+        *st = t->st;
+        pthread_mutex_unlock(&t->lock);
+        return 1;
+    }
+    if (t->nsubs == t->cap) {
+        size_t cap = t->cap ? 2 * t->cap : 4;
+        task_sub *grown = realloc(t->subs, cap * sizeof *grown);
+        if (!grown) {
+            pthread_mutex_unlock(&t->lock);
+            *st = clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "event: out of memory");
+            return -1;
+        }
+        t->subs = grown;
+        t->cap = cap;
+    }
+    t->subs[t->nsubs++] = sub;
+    pthread_mutex_unlock(&t->lock);
+    return 0;
+}
+
 clf_status clf__task_subscribe(struct clf__task *t, cl_event uev)
 {
     cl_int err = clRetainEvent(uev);
     if (err != CL_SUCCESS)
         return clf__cl_fail(err, "clRetainEvent", NULL);
-    pthread_mutex_lock(&t->lock);
-    if (!t->done) {
-        if (t->nsubs == t->cap) {
-            size_t cap = t->cap ? 2 * t->cap : 4;
-            cl_event *grown = realloc(t->subs, cap * sizeof *grown);
-            if (!grown) {
-                pthread_mutex_unlock(&t->lock);
-                clReleaseEvent(uev);
-                return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "event bridge: out of memory");
-            }
-            t->subs = grown;
-            t->cap = cap;
-        }
-        t->subs[t->nsubs++] = uev;
-        pthread_mutex_unlock(&t->lock);
-        return CLF_SUCCESS;
+    clf_status st = CLF_SUCCESS;
+    int r = task_add_sub(t, (task_sub){uev, NULL, NULL}, &st);
+    if (r < 0) {
+        clReleaseEvent(uev);
+        return st;
     }
-    clf_status st = t->st;
-    pthread_mutex_unlock(&t->lock);
-    clf__user_event_finish(uev, st == CLF_SUCCESS ? CL_COMPLETE
-                                                  : CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST);
+    if (r > 0)
+        clf__user_event_finish(uev, st == CLF_SUCCESS
+                                        ? CL_COMPLETE
+                                        : CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST);
+    return CLF_SUCCESS;
+}
+
+clf_status clf__task_notify(struct clf__task *t, void (*fn)(void *arg, clf_status st), void *arg)
+{
+    clf_status st = CLF_SUCCESS;
+    int r = task_add_sub(t, (task_sub){NULL, fn, arg}, &st);
+    if (r < 0)
+        return st;
+    if (r > 0)
+        fn(arg, st);
     return CLF_SUCCESS;
 }

@@ -143,7 +143,7 @@ static cl_program from_cache(const clf_fleet *fl, const struct clf__device *d, c
  * `found->ref_count > 0` (lib/CL/devices/common.c). The build hash covers the options, so
  * a per-device definition gives every device entries of its own; one device runs its
  * kernels one after another (an in-order queue; on the basic device, under its exec lock
- * and only once ready, see clf__dev_sync_exec()), so its own entries are never confused.
+ * and only once ready, see core/devops.c), so its own entries are never confused.
  * The tag is the fleet's slot and the device's index: the same in the next process, so
  * the binary cache keeps working.
  */

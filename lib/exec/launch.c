@@ -605,7 +605,7 @@ clf_status clf__host_op_subscribe(struct clf__host_op *op, void (*fn)(void *, cl
  * path); this layer adds what core cannot reach, the wait list of clf_events from any
  * device, context or launch, turned into OpenCL events of the device's context by the event
  * bridge (xfer/sync.c), or waited for on the host on a device that runs commands inside
- * clEnqueue* (clf__dev_sync_exec(), as clf_device_wait_events() does).
+ * clEnqueue* (its ops table says !wait_list_ok, core/devops.c, as clf_device_wait_events() does).
  */
 
 /* The wait list as OpenCL events of device dev's context (*n of them, malloc'd in *out). */
@@ -616,7 +616,7 @@ static clf_status wait_list(clf_fleet *fl, size_t dev, const char *kernel,
     *n = 0;
     if (num_wait == 0)
         return CLF_SUCCESS;
-    if (clf__dev_sync_exec(fl, dev)) {
+    if (!clf__devops(fl, dev)->wait_list_ok) {
         clf_status st = clf_events_wait(wait, num_wait);
         if (st != CLF_SUCCESS)
             clf__append_error(" (kernel '%.64s' waited for it and did not run)", kernel);

@@ -472,6 +472,8 @@ clf_status clf_fleet_create(clf_fleet **out, const clf_fleet_options *opts)
             CLF__TRY(st, add_device(fl, d.dev[i].id, &d.dev[i], i, 0));
     }
     CLF__TRY(st, create_contexts(fl, f.context_per_device));
+    /* The drivers' quirks, chosen once per device, before anything is enqueued. */
+    clf__devops_init(fl);
     CLF__TRY(st, clf__fault_init(fl));
     CLF__TRY(st, clf__xfer_init(fl, opts->transfer));
     /* The launches' pinned slots take the staging chunk's size (clf__xfer_init() checked it). */
@@ -550,6 +552,7 @@ static void fleet_free(clf_fleet *fl)
             clReleaseDevice(fl->dev[i].id);
         free(fl->dev[i].extensions);
     }
+    clf__devops_fini(fl); /* after the last enqueue */
     free(fl->ctx);
     free(fl->dev);
     free(fl->cache_dir);
@@ -579,7 +582,7 @@ clf_status clf_fleet_finish(clf_fleet *fl)
 {
     if (!fl)
         return clf__fail(CLF_ERROR_NULL_POINTER, "fleet is NULL");
-    clf__xfer_drain(fl); /* copies on transfer threads enqueue as they go */
+    clf__xfer_drain(fl); /* copies the host drives enqueue as they go */
     for (size_t i = 0; i < fl->ndev; i++) {
         uint64_t t0 = clf__mono_ns();
         cl_int err = clf__device_finish_queues(&fl->dev[i]);

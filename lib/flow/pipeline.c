@@ -337,7 +337,7 @@ static clf_status enqueue(clf_pipeline *pl, stage *s, int what, size_t b, clf_ev
     /* A device that runs commands in whichever thread makes them ready (PoCL's basic) would
      * run this one inside the completion it waits for, and can deadlock there: wait here
      * (the command path would too, but these events need no OpenCL bridge for that). */
-    int on_host = clf__dev_sync_exec(pl->fl, dev);
+    int on_host = !clf__devops(pl->fl, dev)->wait_list_ok;
     for (int i = 0; i < 2 && st == CLF_SUCCESS; i++) {
         if (!w[i])
             continue;

@@ -5,18 +5,19 @@
  * it out as the command's event). When the real command completes, its
  * completion callback computes how much later the simulated device would have
  * finished (its measured kernel time x (1/F - 1), the latency, what a bandwidth
- * cap adds to a transfer) and gives the user event to the one timer thread of
- * the process, which sets it when that time comes. The callback never waits: a
- * driver's callback thread held for the delay would hold back the other
- * devices' completions too.
+ * cap adds to a transfer) and queues a timed job on the process's helper pool
+ * (util/pool.c), which sets the user event when that time comes. The callback
+ * never waits: a driver's callback thread held for the delay would hold back the
+ * other devices' completions too. The pool runs timed jobs even while every one
+ * of its threads waits for a simulated command (an asynchronous launch, a copy):
+ * they may start one thread beyond its bound (pool.c). No thread of its own.
  *
- * The timer thread is started with the first simulated fleet and joined when
- * the last one goes (clf__sim_fini(), after the fleet's queues have finished),
- * so it never outlives what it touches. It also keeps the last markers it
- * released (a small table, each marker retained so that its address cannot be
- * reused meanwhile) with the real command's start, so that clf__event_profile()
- * reports the simulated span, from the real start to the delayed end, to the
- * metrics, the trace and the cost model.
+ * A fleet counts its commands in flight, and clf__sim_fini() (after the fleet's
+ * queues have finished) waits for them, so no job outlives what it touches. The
+ * releases keep the last markers (a small table, each marker retained so that
+ * its address cannot be reused meanwhile) with the real command's start, so that
+ * clf__event_profile() reports the simulated span, from the real start to the
+ * delayed end, to the metrics, the trace and the cost model.
  */
 #include "simulate.h"
 
@@ -32,10 +33,10 @@ struct clf__sim {
     size_t ndev;
     clf__sim_rule *rules;         /* as parsed */
     const clf__sim_rule **by_dev; /* ndev entries, NULL: the device runs as it is */
-    unsigned inflight;            /* commands the timer still holds (under g.lock) */
+    unsigned inflight;            /* commands not yet released (under g.lock) */
 };
 
-/* One delayed command, from clf__sim_arm() until the timer has set its user event. */
+/* One delayed command, from clf__sim_arm() until its release has set its user event. */
 typedef struct sim_cmd {
     struct clf__sim *sim;
     const clf__sim_rule *rule;
@@ -43,6 +44,7 @@ typedef struct sim_cmd {
     size_t bytes;
     cl_event real, marker, user; /* a reference each */
     uint64_t due;                /* host monotonic ns */
+    clf__pool_work job;          /* the release, a timed job of the helper pool */
     uint64_t t0;                 /* the real command's start (device clock), 0: unknown */
     cl_int status;               /* the real command's final status */
 } sim_cmd;
@@ -61,63 +63,24 @@ typedef struct reg_entry {
 
 static struct {
     pthread_mutex_t lock; /* guards all of this */
-    pthread_cond_t wake;  /* the timer: new work or stop */
-    pthread_cond_t idle;  /* a fleet's inflight count fell */
-    int cond_ready;       /* wake and idle initialised (with CLOCK_MONOTONIC) */
-    unsigned users;       /* simulated fleets alive */
-    int running, stop;
-    pthread_t thread;
-    sim_cmd **heap; /* min-heap on due */
-    size_t nheap, capheap;
+    pthread_cond_t idle;  /* a fleet's inflight count fell (CLOCK_MONOTONIC) */
     reg_entry reg[REG_SLOTS];
     size_t reg_next; /* the ring's next slot (its oldest entry) */
 } g = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
-/* Starting and joining the thread are serialised by this lock, never held by the timer. */
-static pthread_mutex_t life_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t idle_once = PTHREAD_ONCE_INIT;
 
-/* ---- the heap (under g.lock) ------------------------------------------------------------- */
-
-static int heap_push(sim_cmd *c)
+/* clf__sim_fini() waits until a due time of clf__mono_ns(), CLOCK_MONOTONIC. */
+static void idle_init(void)
 {
-    if (g.nheap == g.capheap) {
-        size_t cap = g.capheap ? 2 * g.capheap : 64;
-        sim_cmd **h = realloc(g.heap, cap * sizeof *h);
-        if (!h)
-            return -1;
-        g.heap = h;
-        g.capheap = cap;
-    }
-    size_t i = g.nheap++;
-    while (i > 0 && g.heap[(i - 1) / 2]->due > c->due) {
-        g.heap[i] = g.heap[(i - 1) / 2];
-        i = (i - 1) / 2;
-    }
-    g.heap[i] = c;
-    return 0;
+    pthread_condattr_t a;
+    pthread_condattr_init(&a);
+    pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+    pthread_cond_init(&g.idle, &a);
+    pthread_condattr_destroy(&a);
 }
 
-static sim_cmd *heap_pop(void)
-{
-    sim_cmd *top = g.heap[0], *last = g.heap[--g.nheap];
-    size_t i = 0;
-    for (;;) {
-        size_t l = 2 * i + 1;
-        if (l >= g.nheap)
-            break;
-        if (l + 1 < g.nheap && g.heap[l + 1]->due < g.heap[l]->due)
-            l++;
-        if (g.heap[l]->due >= last->due)
-            break;
-        g.heap[i] = g.heap[l];
-        i = l;
-    }
-    if (g.nheap)
-        g.heap[i] = last;
-    return top;
-}
-
-/* ---- the timer thread -------------------------------------------------------------------- */
+/* ---- the releases ------------------------------------------------------------------------ */
 
 /* The simulated end of c has come: remember the marker's start, then release
  * the marker's wait. The references go last, outside the lock (a release may
@@ -156,85 +119,12 @@ static void finish(sim_cmd *c)
     free(c);
 }
 
-static void *timer_main(void *arg)
+/* The timed job: c's time has come (or the pool is shutting down, at the process's exit:
+ * released undelayed rather than never). */
+static void release_job(void *arg, int cancelled)
 {
-    (void)arg;
-    pthread_mutex_lock(&g.lock);
-    while (!g.stop) {
-        if (g.nheap == 0) {
-            pthread_cond_wait(&g.wake, &g.lock);
-            continue;
-        }
-        uint64_t now = clf__mono_ns(), due = g.heap[0]->due;
-        if (due > now) {
-            struct timespec ts = {(time_t)(due / 1000000000u), (long)(due % 1000000000u)};
-            pthread_cond_timedwait(&g.wake, &g.lock, &ts);
-            continue;
-        }
-        sim_cmd *c = heap_pop();
-        pthread_mutex_unlock(&g.lock);
-        finish(c);
-        pthread_mutex_lock(&g.lock);
-    }
-    pthread_mutex_unlock(&g.lock);
-    return NULL;
-}
-
-/* With the first simulated fleet (under life_lock). */
-static clf_status timer_start(void)
-{
-    pthread_mutex_lock(&g.lock);
-    int have = g.running;
-    if (!have)
-        g.stop = 0;
-    g.users++;
-    pthread_mutex_unlock(&g.lock);
-    if (have)
-        return CLF_SUCCESS;
-    if (!g.cond_ready) {
-        /* The timer sleeps until a due time of clf__mono_ns(), CLOCK_MONOTONIC. */
-        pthread_condattr_t a;
-        pthread_condattr_init(&a);
-        pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
-        pthread_cond_init(&g.wake, &a);
-        pthread_cond_init(&g.idle, &a);
-        pthread_condattr_destroy(&a);
-        g.cond_ready = 1;
-    }
-    int e = pthread_create(&g.thread, NULL, timer_main, NULL);
-    if (e != 0) {
-        pthread_mutex_lock(&g.lock);
-        g.users--;
-        pthread_mutex_unlock(&g.lock);
-        return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY,
-                         "CLFLEET_SIMULATE: cannot start the timer thread: %s", strerror(e));
-    }
-    pthread_setname_np(g.thread, "clfleet-sim");
-    pthread_mutex_lock(&g.lock);
-    g.running = 1;
-    pthread_mutex_unlock(&g.lock);
-    return CLF_SUCCESS;
-}
-
-/* With the last simulated fleet (under life_lock): the heap is empty by then. */
-static void timer_stop(void)
-{
-    pthread_mutex_lock(&g.lock);
-    int last = --g.users == 0 && g.running;
-    if (last) {
-        g.stop = 1;
-        pthread_cond_broadcast(&g.wake);
-    }
-    pthread_mutex_unlock(&g.lock);
-    if (!last)
-        return;
-    pthread_join(g.thread, NULL);
-    pthread_mutex_lock(&g.lock);
-    g.running = 0;
-    free(g.heap);
-    g.heap = NULL;
-    g.nheap = g.capheap = 0;
-    pthread_mutex_unlock(&g.lock);
+    (void)cancelled;
+    finish(arg);
 }
 
 /* ---- a command's delay ------------------------------------------------------------------- */
@@ -275,14 +165,13 @@ static void CL_CALLBACK on_real_done(cl_event ev, cl_int status, void *arg)
     } else if (status == CL_COMPLETE) {
         c->due = now + delay_ns(c, 0, 0); /* no profile: the latency and caps alone */
     }
-    pthread_mutex_lock(&g.lock);
-    int pushed = heap_push(c) == 0;
-    if (pushed)
-        pthread_cond_signal(&g.wake);
-    pthread_mutex_unlock(&g.lock);
-    if (!pushed) {
-        /* Out of memory: released at once, undelayed, rather than never. */
-        clf__log(CLF_LOG_WARN, "CLFLEET_SIMULATE: out of memory; a command is not delayed");
+    c->job.fn = release_job;
+    c->job.arg = c;
+    if (clf__pool_submit_at(&c->job, c->due) != CLF_SUCCESS) {
+        /* No pool (the process is exiting, or no thread could start): released at once,
+         * undelayed, rather than never. */
+        clf__log(CLF_LOG_WARN, "CLFLEET_SIMULATE: %s; a command is not delayed",
+                 clf_last_error());
         finish(c);
     }
 }
@@ -412,9 +301,10 @@ clf_status clf__sim_init(clf_fleet *fl)
                            "CLFLEET_SIMULATE='%.200s': rule %zu names device %zu, the fleet "
                            "has %zu (devices 0 to %zu)",
                            env, i + 1, r[i].device, fl->ndev, fl->ndev - 1);
-        else if (fl->dev[r[i].device].sync_exec)
-            /* Such a device runs a command inside whichever thread makes it ready:
-       * the marker would run on the timer thread, where PoCL 3 can deadlock. */
+        else if (fl->dev[r[i].device].ops && !fl->dev[r[i].device].ops->wait_list_ok)
+            /* Such a device (core/devops.c) runs a command inside whichever thread makes it
+             * ready: the marker would run on the releasing pool thread, where PoCL 3 can
+             * deadlock. */
             st = clf__fail(CLF_ERROR_PARSE,
                            "CLFLEET_SIMULATE='%.200s': rule %zu: device %zu '%s' runs commands "
                            "inside clEnqueue* (PoCL's basic), which cannot be simulated; use "
@@ -438,15 +328,7 @@ clf_status clf__sim_init(clf_fleet *fl)
     s->ndev = fl->ndev;
     s->rules = r;
     s->by_dev = by;
-    pthread_mutex_lock(&life_lock);
-    st = timer_start();
-    pthread_mutex_unlock(&life_lock);
-    if (st != CLF_SUCCESS) {
-        free(by);
-        free(r);
-        free(s);
-        return st;
-    }
+    pthread_once(&idle_once, idle_init);
     for (size_t i = 0; i < n; i++)
         log_rule(fl, &r[i]);
     __atomic_store_n(&clf__sim_enabled, 1, __ATOMIC_RELAXED);
@@ -460,9 +342,9 @@ void clf__sim_fini(clf_fleet *fl)
     if (!s)
         return;
     /* The queues have finished, so every real command has completed; its callback
-   * may still be on its way (drivers call them just after), and the timer then
-   * sets the user event at its due time. Bounded anyway: a driver that never
-   * calls back must not hang the teardown. */
+     * may still be on its way (drivers call them just after), and its timed job then
+     * sets the user event at its due time. Bounded anyway: a driver that never
+     * calls back must not hang the teardown. */
     pthread_mutex_lock(&g.lock);
     uint64_t give_up = clf__mono_ns() + 120ull * 1000000000u;
     while (s->inflight && clf__mono_ns() < give_up) {
@@ -490,9 +372,6 @@ void clf__sim_fini(clf_fleet *fl)
         fl->sim = NULL;
         return;
     }
-    pthread_mutex_lock(&life_lock);
-    timer_stop();
-    pthread_mutex_unlock(&life_lock);
     clf__log(CLF_LOG_DEBUG,
              "CLFLEET_SIMULATE: a simulated fleet is done (%zu marker(s) "
              "forgotten)",

@@ -36,11 +36,11 @@ clf_status clf__sim_parse(const char *s, clf__sim_rule **out, size_t *n);
 
 /* Read $CLFLEET_SIMULATE for a new fleet (its devices and transfer layer known): rules for
  * devices out of range or for a device that runs commands inside clEnqueue* (PoCL's basic)
- * are refused (CLF_ERROR_PARSE). Sets fl->sim when there are rules, and starts the one
- * process-wide timer thread. */
+ * are refused (CLF_ERROR_PARSE). Sets fl->sim when there are rules (the delays are timed
+ * jobs of the helper pool: no thread of its own). */
 clf_status clf__sim_init(clf_fleet *fl);
-/* Once every queue of the fleet has finished: waits until the timer holds nothing of the
- * fleet's, then frees its state (and stops the timer thread with the last simulated fleet). */
+/* Once every queue of the fleet has finished: waits until no delayed command of the fleet's
+ * is left to release, then frees its state. */
 void clf__sim_fini(clf_fleet *fl);
 
 /* What kind of work a command does, for the rule's effects. */
@@ -67,7 +67,8 @@ void clf__sim_key(const clf_fleet *fl, size_t dev, char *buf, size_t n);
  * waits, wait lists and later commands of the queue all see the simulated completion. Then
  * clf__sim_arm() (taking the user event's reference; marker NULL: the marker's enqueue
  * failed, and the user event is only released) computes the delay when `real` completes and
- * has the timer thread set the user event when it is over; no driver thread waits for it.
+ * has a timed job of the helper pool set the user event when it is over; no thread waits
+ * for it.
  * Failures: CLF_ERROR_OPENCL recorded with the device, or out of memory; the marker then
  * completes undelayed rather than never.
  */

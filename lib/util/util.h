@@ -99,6 +99,7 @@ typedef struct clf__pool_work {
     struct clf__pool_work *next; /* the pool's, while queued */
     void (*fn)(void *arg, int cancelled);
     void *arg;
+    uint64_t due; /* the pool's: a timed job's time (clf__mono_ns()) */
 } clf__pool_work;
 
 /* Queue w (fn and arg set; not queued already). Fails only when the pool has shut down or
@@ -107,10 +108,15 @@ clf_status clf__pool_submit(clf__pool_work *w);
 /* The same, from a job of the pool that returns right after: its own thread will take w
  * if no other does first, so no thread is started for it. */
 clf_status clf__pool_requeue(clf__pool_work *w);
+/* Run w when clf__mono_ns() reaches due (at once if it has), before the queued jobs. A timed
+ * job must be short and never block: ordinary jobs may be waiting for it, and it may start
+ * the pool's one thread beyond the bound (pool.c says why). Fails as clf__pool_submit(). */
+clf_status clf__pool_submit_at(clf__pool_work *w, uint64_t due);
 /* $CLFLEET_THREADPOOL_SIZE: *size, the default when unset or empty; CLF_ERROR_PARSE naming
  * the variable (clf_fleet_create() calls it, so a typo fails there). */
 clf_status clf__pool_config(unsigned *size);
-/* The bound, and the threads started so far (at most the bound). */
+/* The bound, and the threads started so far (at most the bound, one more once a timed job
+ * was queued). */
 unsigned clf__pool_size(void);
 unsigned clf__pool_threads(void);
 /* Nonzero once the shutdown began: a long-running job returns. */
@@ -198,12 +204,29 @@ struct clf__device {
      * device out until clf_device_readmit(). */
     int failed;
     char fail_why[256];
-    /* Runs commands inside clEnqueue* (PoCL's "basic" device): every enqueue to it takes
-     * exec_lock for that call alone, since two host threads enqueueing to such a device at
-     * once can deadlock inside PoCL 3 (core.h). Set by clf__xfer_init() (transfer.c); taken
-     * through clf__dev_exec_enter() (cmd.c). */
-    int sync_exec;
+    /* The driver's quirks as a table of calls (struct clf__devops, below), chosen at fleet
+     * creation by clf__devops_init() (core/devops.c); NULL until then. */
+    const struct clf__devops *ops;
+    /* The lock of a device whose table serialises its enqueues (PoCL's basic device: two
+     * host threads enqueueing to it at once can deadlock inside PoCL 3): taken for one
+     * enqueue at a time, through ops->enqueue_enter() (core/devops.c, core/cmd.c). */
     pthread_mutex_t exec_lock;
+};
+
+/*
+ * A device's driver quirks (core/devops.c has the tables and says what each quirk is, what
+ * triggers it and why the workaround): the code that meets a quirk calls through the table
+ * (core's clf__devops(); this layer and observe read the chosen table from the record).
+ */
+struct clf__devops {
+    const char *name; /* in the log: "default", "pocl-basic" */
+    /* Around one enqueue to the device, and never across a wait (core.h). */
+    void (*enqueue_enter)(struct clf__device *d);
+    void (*enqueue_leave)(struct clf__device *d);
+    /* 1 when a command may wait for events that another queue, device or host thread
+     * completes; 0 when such a wait list must be waited for on the host and the command
+     * enqueued with none. */
+    int wait_list_ok;
 };
 
 struct clf__perf_model;
@@ -254,7 +277,7 @@ struct clf_fleet {
 
 /*
  * An OpenCL event, or a host-side completion: an asynchronous launch (op) or a copy run by
- * a transfer thread (task). Allocated zeroed; the fields after task belong to event.c.
+ * the helper pool (task). Allocated zeroed; the fields after task belong to event.c.
  */
 struct clf_event {
     cl_event ev;
@@ -267,7 +290,7 @@ struct clf_event {
      * a user event; CLF_ERROR_OUT_OF_HOST_MEMORY and fn not called when it cannot be kept. */
     clf_status (*op_subscribe)(struct clf__host_op *op, void (*fn)(void *arg, clf_status st),
                                void *arg);
-    struct clf__task *task;  /* non-NULL for a copy on a transfer thread (xfer/sync.c) */
+    struct clf__task *task;  /* non-NULL for a copy the host drives (xfer/transfer.c) */
     unsigned holds;          /* references taken by clf__event_hold(), beyond the caller's */
     int op_state;            /* op: 0 not joined, 1 being joined, 2 joined */
     clf_status op_status;    /* op: its result once joined */

@@ -5,9 +5,10 @@
  * selector of plan/pathsel.c from facts gathered here and in peer.c. A copy on a path the
  * OpenCL runtime can do by itself (same device, host-unified memory in one context, AMD
  * peer-to-peer) is one enqueued command whose wait list is bridged into the queue's
- * context. A copy that the host must drive (pipelined staging, CUDA peer copies) runs on a
- * transfer thread of the fleet and completes a task; clf_copy() runs it on the calling
- * thread instead, which saves a hand-over for small copies. Such a copy enqueues on the
+ * context. A copy that the host must drive (pipelined staging, CUDA peer copies) runs on the
+ * process's helper pool once its wait list is over, and completes a task (no thread waits
+ * for the wait list: submit()); clf_copy() runs it on the calling thread instead, which
+ * saves a hand-over for small copies. Such a copy enqueues on the
  * devices' copy queues as it goes, never behind commands that may wait for it.
  */
 #include "transfer.h"
@@ -72,16 +73,6 @@ clf_status clf__xfer_init(clf_fleet *fl, const char *opt)
         clf__path_dev_from_info(&x->dev[i].pd, in);
         x->dev[i].nvidia = contains_nocase(in->vendor, "NVIDIA") ||
                            contains_nocase(in->platform_vendor, "NVIDIA");
-        fl->dev[i].sync_exec = strncmp(in->name, "basic", 5) == 0 &&
-                               contains_nocase(in->platform, "Portable Computing Language");
-        /* Recursive: a caller that holds it (clf_cl_lock()) may call clfleet functions
-         * that enqueue to the device, clf_cl_compute_queue()'s first call among them; a plain
-         * mutex deadlocked that thread on itself. */
-        pthread_mutexattr_t ma;
-        pthread_mutexattr_init(&ma);
-        pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE);
-        pthread_mutex_init(&fl->dev[i].exec_lock, &ma);
-        pthread_mutexattr_destroy(&ma);
     }
     st = clf__peer_init(fl);
     if (st != CLF_SUCCESS)
@@ -106,16 +97,11 @@ void clf__xfer_fini(clf_fleet *fl)
     struct clf__xfer *x = fl->xfer;
     if (!x)
         return;
-    /* The threads finish the queued copies before they stop. */
+    /* The copies in flight finish first (their wait lists complete once the fleet's queues
+     * run dry, or were the caller's to complete), and the bridges to launches set their
+     * events. */
     pthread_mutex_lock(&x->lock);
-    x->stopping = 1;
-    pthread_cond_broadcast(&x->cond);
-    size_t nth = x->nthreads;
-    pthread_mutex_unlock(&x->lock);
-    for (size_t i = 0; i < nth; i++)
-        pthread_join(x->threads[i], NULL);
-    pthread_mutex_lock(&x->lock);
-    while (x->helpers)
+    while (x->inflight || x->helpers)
         pthread_cond_wait(&x->cond, &x->lock);
     pthread_mutex_unlock(&x->lock);
     clf__bridge_drain(fl);
@@ -124,7 +110,6 @@ void clf__xfer_fini(clf_fleet *fl)
         clf__peer_fini(fl);
         for (size_t i = 0; i < fl->ndev; i++) {
             free(x->dev[i].amd_peers);
-            pthread_mutex_destroy(&fl->dev[i].exec_lock);
         }
     }
     free(x->dev);
@@ -183,6 +168,7 @@ static void copy_free(clf__copy *c)
     for (size_t i = 0; i < c->ndeps; i++)
         clf_event_release(c->deps[i]);
     free(c->deps);
+    free(c->early_why);
     clf__task_unref(c->task);
     free(c);
 }
@@ -263,42 +249,48 @@ static clf_status run_host(clf__copy *c)
     return st;
 }
 
-static void *xfer_thread(void *arg)
+/*
+ * An asynchronous copy the host drives (a path with a host run, or a device that must not
+ * wait for other queues' events, core/devops.c), in continuation style: no thread waits for
+ * its wait list. Each wait-list event tells the copy when it completes
+ * (clf__event_notify()); the last one queues the copy on the process's helper pool
+ * (util/pool.c), where it runs with every wait already over, so its own blocking is bounded:
+ * its commands have empty wait lists and go on the copy queues, behind nothing that waits
+ * (core.h). The fleet counts it in x->inflight until it is done.
+ */
+static void copy_job(void *arg, int cancelled)
 {
-    struct clf__xfer *x = arg;
-    /* Named for debuggers and profilers (the fleet's transfer threads, CLF__XFER_THREADS at
-     * most); a failure only loses the name. */
-    pthread_setname_np(pthread_self(), "clf-xfer");
+    clf__copy *c = arg;
+    struct clf__xfer *x = c->fleet->xfer;
+    clf_clear_error();
+    clf_status st;
+    if (cancelled)
+        st = clf__fail(CLF_ERROR_UNSUPPORTED,
+                       "copy not done: the helper pool shut down (the process is exiting)");
+    else if (c->early != CLF_SUCCESS)
+        st = clf__fail(c->early, "%s", c->early_why ? c->early_why : "copy not done");
+    else if ((st = clf__copy_wait_deps(c)) == CLF_SUCCESS) /* all over: returns at once */
+        st = run_host(c);
+    clf__task_complete(c->task, st, clf_last_error());
+    copy_free(c);
     pthread_mutex_lock(&x->lock);
-    for (;;) {
-        while (!x->head && !x->stopping) {
-            x->idle++;
-            pthread_cond_wait(&x->cond, &x->lock);
-            x->idle--;
-        }
-        clf__copy *c = x->head;
-        if (!c)
-            break; /* stopping, and nothing left */
-        x->head = c->next;
-        if (!x->head)
-            x->tail = NULL;
-        x->running++;
-        pthread_mutex_unlock(&x->lock);
+    if (--x->inflight == 0)
+        pthread_cond_broadcast(&x->cond); /* clf__xfer_drain(), clf__xfer_fini() */
+    pthread_mutex_unlock(&x->lock); /* x is not touched after this: the teardown may free it */
+}
 
-        clf_clear_error();
-        clf_status st = clf__copy_wait_deps(c);
-        if (st == CLF_SUCCESS)
-            st = run_host(c);
-        clf__task_complete(c->task, st, clf_last_error());
-        copy_free(c);
-
-        pthread_mutex_lock(&x->lock);
-        x->running--;
-        if (!x->running && !x->head)
-            pthread_cond_broadcast(&x->cond); /* clf__xfer_drain() */
-    }
-    pthread_mutex_unlock(&x->lock);
-    return NULL;
+/* One wait-list event is over (or the submitter is done submitting): the last queues the
+ * copy. Runs in whichever thread completed the event, so it only queues. */
+static void copy_dep_done(void *arg, clf_status st)
+{
+    (void)st; /* a failure's detail is read when the job waits for the event */
+    clf__copy *c = arg;
+    if (atomic_fetch_sub(&c->pending, 1) != 1)
+        return;
+    c->job.fn = copy_job;
+    c->job.arg = c;
+    if (clf__pool_submit(&c->job) != CLF_SUCCESS)
+        copy_job(c, 1); /* the pool has shut down: the process is exiting */
 }
 
 void clf__xfer_drain(clf_fleet *fl)
@@ -307,34 +299,32 @@ void clf__xfer_drain(clf_fleet *fl)
     if (!x)
         return;
     pthread_mutex_lock(&x->lock);
-    while (x->head || x->running)
+    while (x->inflight)
         pthread_cond_wait(&x->cond, &x->lock);
     pthread_mutex_unlock(&x->lock);
 }
 
-/* Queue a copy for the transfer threads, starting one when every thread is busy. */
-static clf_status submit(struct clf__xfer *x, clf__copy *c)
+/* Start c (its deps held, its task made): counted in flight, then told by each dep. */
+static void submit(struct clf__xfer *x, clf__copy *c)
 {
     pthread_mutex_lock(&x->lock);
-    size_t queued = 1;
-    for (clf__copy *q = x->head; q; q = q->next)
-        queued++;
-    if (queued > x->idle && x->nthreads < CLF__XFER_THREADS &&
-        pthread_create(&x->threads[x->nthreads], NULL, xfer_thread, x) == 0)
-        x->nthreads++;
-    if (x->nthreads == 0) {
-        pthread_mutex_unlock(&x->lock);
-        return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "copy: cannot start a transfer thread");
-    }
-    c->next = NULL;
-    if (x->tail)
-        x->tail->next = c;
-    else
-        x->head = c;
-    x->tail = c;
-    pthread_cond_signal(&x->cond);
+    x->inflight++;
     pthread_mutex_unlock(&x->lock);
-    return CLF_SUCCESS;
+    atomic_init(&c->pending, (unsigned)c->ndeps + 1);
+    for (size_t i = 0; i < c->ndeps; i++) {
+        clf_status st = clf__event_notify(c->deps[i], copy_dep_done, c);
+        if (st == CLF_SUCCESS)
+            continue;
+        /* Not watched (out of memory): the copy fails, once the deps watched so far have
+         * told it (they still refer to it). Only the submitter writes these, before its own
+         * count below, so the job reads them after. */
+        if (c->early == CLF_SUCCESS) {
+            c->early = st;
+            c->early_why = strdup(clf_last_error());
+        }
+        copy_dep_done(c, st);
+    }
+    copy_dep_done(c, CLF_SUCCESS); /* the submitter's share */
 }
 
 /* A copy the OpenCL runtime does: one command on a queue, after the bridged wait list. */
@@ -446,10 +436,11 @@ static clf_status copy(clf_buffer *dst, size_t doff, clf_buffer *src, size_t sof
 
     /* A device that runs commands inside clEnqueue* (PoCL's basic) must not get a command
      * that waits for an event of another queue: it would run inside that queue's completion
-     * and can deadlock there (PoCL 3). Such a copy waits on a transfer thread instead. */
+     * and can deadlock there (PoCL 3; core/devops.c). Such a copy is run by the host once
+     * its wait list is over (submit()). */
     const clf__path_ops *ops = PATHS[c->path];
-    c->on_host = !ops->enqueue ||
-                 (nwait && fl->dev[ops->queue_on_src ? c->sdev : c->ddev].sync_exec);
+    size_t qdev = ops->queue_on_src ? c->sdev : c->ddev;
+    c->on_host = !ops->enqueue || (nwait && !clf__devops(fl, qdev)->wait_list_ok);
     if (!c->on_host) {
         st = enqueue_direct(c, wait, nwait, out_event);
         copy_free(c);
@@ -460,8 +451,8 @@ static clf_status copy(clf_buffer *dst, size_t doff, clf_buffer *src, size_t sof
         copy_free(c);
         return st;
     }
-    /* On a transfer thread: hold the wait list, and flush the queues of its OpenCL events
-     * so that their commands start while the thread waits for them. */
+    /* On the helper pool once the wait list is over: hold the wait list, and flush the
+     * queues of its OpenCL events so that their commands start now. */
     if (nwait && !(c->deps = calloc(nwait, sizeof *c->deps)))
         CLF__TRY(st, clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "copy: out of memory"));
     for (size_t i = 0; i < nwait; i++) {
@@ -479,12 +470,8 @@ static clf_status copy(clf_buffer *dst, size_t doff, clf_buffer *src, size_t sof
         CLF__TRY(st, clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "copy: out of memory"));
     struct clf__task *t = c->task;
     clf__task_ref(t); /* the caller's, for the event */
-    st = submit(x, c);
-    if (st != CLF_SUCCESS) {
-        clf__task_unref(t);
-        goto out;
-    }
-    c = NULL; /* the transfer thread owns it now */
+    submit(x, c);
+    c = NULL; /* the pool's job owns it now */
     if (out_event)
         return clf__event_wrap_task(t, out_event);
     clf__task_unref(t);

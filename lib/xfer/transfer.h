@@ -17,8 +17,6 @@
 #define CLF__XFER_CHUNK ((size_t)4 << 20)
 /* Copies up to this size from or to host-unified memory go through a slot, not a map. */
 #define CLF__XFER_MAP_MIN ((size_t)2 << 20)
-/* At most this many copies run on transfer threads at once; the others queue. */
-#define CLF__XFER_THREADS 8
 /* Idle staging sets kept per device for reuse; more are freed when returned. */
 #define CLF__XFER_KEEP 2
 
@@ -89,7 +87,12 @@ typedef struct clf__copy {
     clf_event **deps; /* held events to wait for on the host first */
     size_t ndeps;
     struct clf__task *task; /* completed when the copy is done (asynchronous copies) */
-    struct clf__copy *next;
+    /* An asynchronous copy the host drives: the deps not yet complete, plus one for the
+     * submitter; the one that brings it to zero queues job on the helper pool. */
+    atomic_uint pending;
+    clf_status early;     /* a dep could not be watched: the copy fails with this */
+    char *early_why;      /* and this detail */
+    clf__pool_work job;
 } clf__copy;
 
 struct clf__xfer {
@@ -107,10 +110,9 @@ struct clf__xfer {
 
     pthread_mutex_t lock; /* guards what follows */
     pthread_cond_t cond;
-    clf__copy *head, *tail; /* queued copies */
-    pthread_t threads[CLF__XFER_THREADS];
-    size_t nthreads, idle, running;
-    int stopping;
+    /* Asynchronous copies the host drives, from submission until done (transfer.c):
+     * clf__xfer_drain() and the teardown wait for none. */
+    unsigned inflight;
     unsigned helpers; /* bridges to launches not yet set (sync.c) */
     clf__stager *quarantine; /* sets that saw a failure: freed with the fleet */
 };
@@ -118,7 +120,7 @@ struct clf__xfer {
 /*
  * One transfer path: either the OpenCL runtime does the copy (enqueue: one command on the
  * clf__copy_queue() of fleet device sdev or ddev, after wait[], events of that device's
- * context), or the host drives it (run: synchronously, on a transfer thread or the
+ * context), or the host drives it (run: synchronously, on a helper-pool thread or the
  * caller's; a return of CLF_ERROR_UNSUPPORTED means "cannot here", and the copy is staged
  * instead). Each path is defined in its file and listed in transfer.c's table, in
  * clf__path order.
