@@ -2,7 +2,7 @@
  * clf_graph (clfleet/graph.h): graphs of kernels over buffers and arrays, their dependencies
  * inferred from access modes, placement, copies between devices and runs, on 1, 2 and 3
  * PoCL devices (a root pthread device; two sub-devices of one; the two pthread roots and the
- * basic device). Every result is compared with a plain C sequential reference, bit for bit:
+ * basic device, in one context and in a context each). Every result is compared with a plain C sequential reference, bit for bit:
  * chains, a diamond, a reduction tree, Jacobi steps over an array with a halo, in-place
  * updates, a node reading what two others wrote, host callbacks, manual placement, a graph
  * run again and again (the plan reused, new inputs seen), a device fault mid-graph, a
@@ -39,6 +39,9 @@ static const fleet_cfg CFGS[] = {
     {TEST_CPUS ";index=0", 0, NULL, 1, "1 device"},
     {FLEET2, 0, NULL, 2, "2 devices"},
     {TEST_CPUS, 0, NULL, 3, "3 devices (pthread, pthread, basic)"},
+    /* A context each: copies between them are staged through the host (on the helper pool,
+     * beside the graph's own job). */
+    {TEST_CPUS, 1, NULL, 3, "3 devices, a context each"},
 };
 enum { NCFG = sizeof CFGS / sizeof CFGS[0] };
 

@@ -9,6 +9,7 @@
 #define CLFLEET_GRAPH_PRIV_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "clfleet/graph.h"
 #include "data/data.h"
@@ -99,6 +100,17 @@ struct clf_graph {
     char *run_err;
     struct clf__task *task; /* the run's completion (its event) */
     clf__pool_work job;
+    /* Where the job is: the next node to queue, whether what that node waits for has been
+     * gathered (a host node, or a kernel on a device that waits on the host), and the final
+     * phase (the run's commands are being waited for). The job never blocks on them: it
+     * returns, and the last of them to complete queues it again (clf__event_notify()),
+     * since a pool job must not wait for another (copies run there). */
+    size_t next;
+    int gathered, final_phase;
+    clf__evlist hold; /* the events the job waits for (held) */
+    atomic_size_t pending;
+    clf_status run_st; /* the run's first failure */
+    char *run_msg;     /* its detail, kept across the job's threads */
     double t0;
     uint64_t t0_ns; /* the run's start, host ns (the trace) */
     int plan_reused;

@@ -76,6 +76,8 @@ void clf_graph_destroy(clf_graph *g)
     free(g->cev);
     free(g->cdev);
     free(g->run_err);
+    free(g->run_msg);
+    (void)clf__evlist_finish(&g->hold, CLF_SUCCESS); /* empty once a run has ended */
     pthread_cond_destroy(&g->done_cv);
     pthread_mutex_destroy(&g->lock);
     clf__fleet_unref(g->fleet);

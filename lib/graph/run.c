@@ -127,7 +127,13 @@ static void written_on(clf__gdata *d, size_t ndev, size_t dev, clf_event *ev)
     d->written = 1;
 }
 
-static clf_status run_whole(clf_graph *g, clf__gnode *n)
+static clf_status hold(clf_graph *g, clf_event *e);
+
+/* A node over buffers: its inputs made current on its device (copies queued), then the
+ * kernel queued after them and its predecessors. gather: stop before the kernel and hold
+ * what it would wait for instead (a device whose commands wait for their wait list on the
+ * host: the job waits for them first, without blocking, see defer()). */
+static clf_status run_whole(clf_graph *g, clf__gnode *n, int gather)
 {
     size_t dev = n->device;
     size_t cap = n->npreds + n->nargs;
@@ -159,6 +165,11 @@ static clf_status run_whole(clf_graph *g, clf__gnode *n)
         if ((st = replica(g, d, dev, &r)) != CLF_SUCCESS)
             goto out;
         args[i].host = r;
+    }
+    if (gather) {
+        for (size_t i = 0; i < nw && !st; i++)
+            st = hold(g, wait[i]);
+        goto out;
     }
     clf_kernel_desc kd = CLF_KERNEL_DESC_INIT;
     kd.kernel = n->kernel;
@@ -235,28 +246,52 @@ static clf_status run_split(clf_graph *g, clf__gnode *n)
     return CLF_SUCCESS;
 }
 
-static clf_status run_host(clf_graph *g, clf__gnode *n)
+/* Hold e for the job's next wait. */
+static clf_status hold(clf_graph *g, clf_event *e)
+{
+    clf__event_hold(e);
+    return clf__evlist_push(&g->hold, e);
+}
+
+/* Every pending access of array a (what clf_array_finish() waits for), held. */
+static clf_status hold_array(clf_graph *g, const clf_array *a)
 {
     clf_status st = CLF_SUCCESS;
-    /* What it depends on, waited for on this thread: kernels over buffers by their events,
-     * arrays by their own records (every queued operation on them came from this run). */
+    for (size_t p = 0; p < a->nparts && !st; p++)
+        for (size_t i = 0; i < a->parts[p].nacc && !st; i++)
+            st = hold(g, a->parts[p].acc[i].ev);
+    return st;
+}
+
+/* Before a host node: bring its buffers home (copies queued) and hold what it waits for:
+ * its predecessors' kernels, those copies, and the arrays' pending accesses. */
+static clf_status host_gather(clf_graph *g, clf__gnode *n)
+{
+    clf_status st = CLF_SUCCESS;
     for (size_t i = 0; i < n->npreds && !st; i++)
         if (g->nodes[n->preds[i]].ev)
-            st = clf_event_wait(g->nodes[n->preds[i]].ev);
+            st = hold(g, g->nodes[n->preds[i]].ev);
     for (size_t i = 0; i < n->nargs && !st; i++) {
         if (n->args[i].a.kind == CLF_ARG_KIND_ARRAY) {
-            st = clf_array_finish(n->args[i].a.host);
+            st = hold_array(g, n->args[i].a.host);
             continue;
         }
         clf__gdata *d = &g->data[n->args[i].data];
         size_t home = d->buf->device;
-        if ((st = ensure_reps(g, d)) != CLF_SUCCESS)
-            break;
-        if ((st = make_current(g, d, home)) != CLF_SUCCESS)
-            break;
-        if (d->vev[home])
-            st = clf_event_wait(d->vev[home]);
+        if ((st = ensure_reps(g, d)) == CLF_SUCCESS &&
+            (st = make_current(g, d, home)) == CLF_SUCCESS && d->vev[home])
+            st = hold(g, d->vev[home]);
     }
+    return st;
+}
+
+/* A host node once what it waits for has completed (g->hold: its status, at once). */
+static clf_status run_host(clf_graph *g, clf__gnode *n)
+{
+    clf_status st = clf__evlist_finish(&g->hold, CLF_SUCCESS);
+    for (size_t i = 0; i < n->nargs && !st; i++)
+        if (n->args[i].a.kind == CLF_ARG_KIND_ARRAY)
+            st = clf_array_finish(n->args[i].a.host); /* completed: it only tidies */
     if (st)
         return st;
     n->host_t0 = clf__mono_ns();
@@ -272,17 +307,50 @@ static clf_status run_host(clf_graph *g, clf__gnode *n)
     return CLF_SUCCESS;
 }
 
-/* Queue every node, bring written buffers home, wait for it all. */
-static clf_status execute(clf_graph *g)
+static void job(void *arg, int cancelled);
+
+/* The last of the held events to complete queues the job again. */
+static void wake(void *arg, clf_status st)
 {
-    clf_status st = CLF_SUCCESS;
-    for (size_t i = 0; i < g->ndata && !st; i++) {
+    (void)st; /* read when the job waits for the event, at once */
+    clf_graph *g = arg;
+    if (atomic_fetch_sub(&g->pending, 1) == 1 && clf__pool_submit(&g->job) != CLF_SUCCESS)
+        job(g, 0); /* no pool (it shut down): here, where nothing is left to wait for */
+}
+
+/* 1 when the job must return and wait to be queued again (some held event has not
+ * completed), 0 when it may go on at once. The job touches nothing after a 1. */
+static int defer(clf_graph *g)
+{
+    size_t n = g->hold.n;
+    atomic_store(&g->pending, n + 1);
+    for (size_t i = 0; i < n; i++)
+        if (clf__event_notify(g->hold.ev[i], wake, g) != CLF_SUCCESS) {
+            (void)clf_event_wait(g->hold.ev[i]); /* out of memory: wait here instead */
+            atomic_fetch_sub(&g->pending, 1);
+        }
+    return atomic_fetch_sub(&g->pending, 1) != 1;
+}
+
+/* Keep the first failure and its detail (the job moves between threads). */
+static void failed(clf_graph *g, clf_status st)
+{
+    if (!st || g->run_st)
+        return;
+    g->run_st = st;
+    g->run_msg = strdup(clf_last_error());
+}
+
+/* The run's start: every buffer's state for it. */
+static clf_status start_run(clf_graph *g)
+{
+    for (size_t i = 0; i < g->ndata; i++) {
         clf__gdata *d = &g->data[i];
         if (d->is_array)
             continue;
-        st = ensure_reps(g, d);
+        clf_status st = ensure_reps(g, d);
         if (st)
-            break;
+            return st;
         /* Every command of the last run has completed: its copies are current now. */
         memset(d->vev, 0, g->ndev * sizeof *d->vev);
         if (!clf__graph_keeps(g)) {
@@ -291,42 +359,90 @@ static clf_status execute(clf_graph *g)
         }
         d->written = 0;
     }
-    for (size_t i = 0; i < g->nnodes && !st; i++) {
-        clf__gnode *n = &g->nodes[i];
-        if (n->kind == CLF__GNODE_WHOLE)
-            st = run_whole(g, n);
-        else if (n->kind == CLF__GNODE_SPLIT)
-            st = run_split(g, n);
-        else
-            st = run_host(g, n);
-        if (st)
-            st = clf__prefix_error(st, "graph node %zu (%s%s%s): ", i,
-                                   n->kind == CLF__GNODE_HOST ? "host callback" : "'",
-                                   n->kernel ? n->kernel : "", n->kernel ? "'" : "");
+    return CLF_SUCCESS;
+}
+
+/* Whether node n, queued now, would wait for its wait list on the host: a host callback,
+ * or a kernel with a device whose commands do (PoCL's basic: its ops table). */
+static int waits_on_host(const clf_graph *g, const clf__gnode *n)
+{
+    if (n->kind == CLF__GNODE_HOST)
+        return 1;
+    if (n->kind == CLF__GNODE_WHOLE)
+        return !clf__devops(g->fleet, n->device)->wait_list_ok;
+    for (size_t i = 0; i < n->nargs; i++) {
+        const clf_array *a = n->args[i].a.kind == CLF_ARG_KIND_ARRAY ? n->args[i].a.host : NULL;
+        for (size_t p = 0; a && p < a->nparts; p++)
+            if (!clf__devops(g->fleet, a->parts[p].device)->wait_list_ok)
+                return 1;
     }
-    for (size_t i = 0; i < g->ndata && !st; i++) {
-        clf__gdata *d = &g->data[i];
-        if (!d->is_array && d->written)
-            st = make_current(g, d, d->buf->device);
-    }
-    /* Everything queued ends before the run does, failed or not. */
-    st = clf__evlist_finish(&g->evs, st);
-    for (size_t i = 0; i < g->ndata; i++)
-        if (g->data[i].is_array) {
-            clf_status s = clf_array_finish(g->data[i].arr);
-            if (!st)
-                st = s;
-        }
+    return 0;
+}
+
+/* What node n waits for, held (its inputs' copies queued first). */
+static clf_status gather(clf_graph *g, clf__gnode *n)
+{
+    if (n->kind == CLF__GNODE_HOST)
+        return host_gather(g, n);
+    if (n->kind == CLF__GNODE_WHOLE)
+        return run_whole(g, n, 1);
+    clf_status st = CLF_SUCCESS;
+    for (size_t i = 0; i < n->nargs && !st; i++)
+        if (n->args[i].a.kind == CLF_ARG_KIND_ARRAY)
+            st = hold_array(g, n->args[i].a.host);
     return st;
 }
 
-static void job(void *arg, int cancelled)
+/* Queue the nodes from g->next on; 1 when the job must wait (see defer()). A node that
+ * would wait on the host is first gathered (what it waits for, held), the job waits for
+ * that without blocking, and the node then runs with nothing left to wait for. */
+static int queue_nodes(clf_graph *g)
 {
-    clf_graph *g = arg;
-    clf_status st = cancelled ? clf__fail(CLF_ERROR_OPENCL, "graph: the run was cancelled by "
-                                          "the library's shutdown")
-                              : execute(g);
-    char *err = st ? strdup(clf_last_error()) : NULL;
+    while (!g->run_st && g->next < g->nnodes) {
+        clf__gnode *n = &g->nodes[g->next];
+        clf_status st;
+        if (!g->gathered && waits_on_host(g, n)) {
+            g->gathered = 1;
+            st = gather(g, n);
+            if (!st && defer(g))
+                return 1;
+            if (!st)
+                continue; /* everything had completed: run it now */
+        } else {
+            g->gathered = 0;
+            if (n->kind != CLF__GNODE_HOST) {
+                /* What it was gathered for has completed: the statuses, at once. */
+                st = clf__evlist_finish(&g->hold, CLF_SUCCESS);
+                if (!st)
+                    st = n->kind == CLF__GNODE_WHOLE ? run_whole(g, n, 0) : run_split(g, n);
+            } else {
+                st = run_host(g, n);
+            }
+        }
+        if (st) {
+            failed(g, clf__prefix_error(st, "graph node %zu (%s%s%s): ", g->next,
+                                        n->kind == CLF__GNODE_HOST ? "host callback" : "'",
+                                        n->kernel ? n->kernel : "", n->kernel ? "'" : ""));
+            break;
+        }
+        g->next++;
+    }
+    return 0;
+}
+
+/* The run's end: every command completed; statuses, arrays tidied, the report, and the
+ * run's event. */
+static void end_run(clf_graph *g)
+{
+    clf_status st = clf__evlist_finish(&g->hold, CLF_SUCCESS);
+    (void)st; /* the same events' statuses come from g->evs and the arrays below */
+    failed(g, clf__evlist_finish(&g->evs, CLF_SUCCESS));
+    for (size_t i = 0; i < g->ndata; i++)
+        if (g->data[i].is_array)
+            failed(g, clf_array_finish(g->data[i].arr));
+    st = g->run_st;
+    char *err = g->run_msg;
+    g->run_msg = NULL;
     clf__graph_report_run(g, st);
     g->last_failed = st != CLF_SUCCESS;
     struct clf__task *task = g->task;
@@ -342,6 +458,39 @@ static void job(void *arg, int cancelled)
     clf__task_complete(task, st, err);
     clf__task_unref(task);
     free(err);
+}
+
+/* The run, as a job of the helper pool queued again whenever it had to wait. */
+static void job(void *arg, int cancelled)
+{
+    clf_graph *g = arg;
+    if (cancelled)
+        failed(g, clf__fail(CLF_ERROR_OPENCL,
+                            "graph: the run was cancelled by the library's shutdown"));
+    if (!g->final_phase) {
+        if (!cancelled && queue_nodes(g))
+            return;
+        /* Written buffers back to their own devices, then wait for everything queued,
+         * failed or not, before the run ends. */
+        for (size_t i = 0; i < g->ndata && !g->run_st; i++) {
+            clf__gdata *d = &g->data[i];
+            if (!d->is_array && d->written)
+                failed(g, make_current(g, d, d->buf->device));
+        }
+        g->final_phase = 1;
+        /* g->hold may still hold a failed host node's events: they join the wait. */
+        clf_status st = CLF_SUCCESS;
+        for (size_t i = 0; i < g->evs.n && !st; i++)
+            st = hold(g, g->evs.ev[i]);
+        for (size_t i = 0; i < g->ndata && !st; i++)
+            if (g->data[i].is_array)
+                st = hold_array(g, g->data[i].arr);
+        if (st) /* out of memory: wait here */
+            failed(g, st);
+        else if (defer(g))
+            return;
+    }
+    end_run(g);
 }
 
 clf_status clf_graph_run(clf_graph *g, clf_event **out_event)
@@ -377,6 +526,14 @@ clf_status clf_graph_run(clf_graph *g, clf_event **out_event)
     pthread_mutex_unlock(&g->lock);
     g->t0 = clf__now();
     g->t0_ns = clf__mono_ns();
+    g->next = 0;
+    g->gathered = g->final_phase = 0;
+    g->run_st = CLF_SUCCESS;
+    free(g->run_msg);
+    g->run_msg = NULL;
+    clf_status sst = start_run(g);
+    if (sst)
+        failed(g, sst);
     for (size_t i = 0; i < g->nnodes; i++)
         g->nodes[i].host_t0 = g->nodes[i].host_t1 = 0;
     g->job.fn = job;
