@@ -3,7 +3,7 @@
 set -u
 lib=${top_builddir:-.}/lib/.libs/libclfleet.so
 hdrs="${top_srcdir:-.}/include/clfleet.h ${top_srcdir:-.}/include/clfleet/opencl.h
-      ${top_srcdir:-.}/include/clfleet/blas.h"
+      ${top_srcdir:-.}/include/clfleet/blas.h ${top_srcdir:-.}/include/clfleet/graph.h"
 [ -f "$lib" ] || { echo "FAIL: $lib not built (shared library disabled?)"; exit 99; }
 tmp=${TMPDIR:-/tmp}/clf-exports.$$
 trap 'rm -f "$tmp".*' EXIT

@@ -27,7 +27,7 @@ anchors() {
 # target, as written) or "path" (a code span's or fenced block's path-shaped word, as a
 # path relative to the source tree).
 candidates() {
-    awk -v layers='^(util|plan|observe|core|xfer|exec|coll|data|flow|blas|fleet|mpi)/' '
+    awk -v layers='^(util|plan|observe|core|xfer|exec|coll|data|flow|blas|graph|fleet|mpi)/' '
     function emit(kind, tok) { printf "%s\t%d\t%s\t%s\n", FILENAME, FNR, kind, tok }
     function words(text,   n, w, i, t) {
         n = split(text, w, /[ \t]+/)

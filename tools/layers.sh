@@ -45,7 +45,8 @@ LAYERS='
 8 flow
 9 blas
 9 data
-10 mpi
+10 graph
+11 mpi
 '
 
 tmp=${TMPDIR:-/tmp}/clf-layers.$$

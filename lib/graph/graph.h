@@ -1,0 +1,151 @@
+/* lib/graph: a graph of kernels over resident data (clfleet/graph.h). The recording of
+ * nodes and their checks (record.c), the dependencies inferred from access modes (deps.c),
+ * placement by the cost model and the plan cache (sched.c), the run: valid copies per
+ * device, copies, kernels, host callbacks (run.c), and the report (report.c). Not installed.
+ *
+ * Layer: above data (arrays, their dependency records), exec (the cost model and its keys),
+ * xfer (copies, paths) and core (events, tasks, buffers); only libclfleet-mpi is above it. */
+#ifndef CLFLEET_GRAPH_PRIV_H
+#define CLFLEET_GRAPH_PRIV_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "clfleet/graph.h"
+#include "data/data.h"
+
+/* What a node is. */
+enum { CLF__GNODE_WHOLE = 0, CLF__GNODE_SPLIT = 1, CLF__GNODE_HOST = 2 };
+
+/* One piece of data the graph's nodes use: a buffer (with its copies on other devices) or
+ * an array (which keeps its own coherence and per-part dependencies, data/deps.c). */
+typedef struct clf__gdata {
+    int is_array;
+    clf_buffer *buf; /* the caller's: the home copy, on buf->device */
+    clf_array *arr;
+    /* Dependency inference while recording (deps.c): the last node that wrote it, and the
+     * nodes that read it since (SIZE_MAX: none). */
+    size_t last_writer;
+    size_t *readers;
+    size_t nreaders, cap_readers;
+    /* Buffers during a run (run.c), per fleet device: the graph's copy there (made on
+     * first use and kept across runs; rep[home] is buf), whether it holds the current
+     * contents, and the event after which it does (NULL: it does now). */
+    clf_buffer **rep;
+    unsigned char *valid;
+    clf_event **vev;
+    int written; /* a node of this run wrote it */
+    /* The plan's simulation (sched.c): valid copies and when they become valid. */
+    unsigned char *sim_valid;
+    double *sim_t;
+} clf__gdata;
+
+/* One argument of a node: a copy of the caller's clf_arg, and for buffers and arrays the
+ * index of its data. Scalars point at the node's own copy of the value. */
+typedef struct clf__garg {
+    clf_arg a;
+    size_t data; /* index in clf_graph.data, or SIZE_MAX */
+} clf__garg;
+
+typedef struct clf__gnode {
+    int kind; /* CLF__GNODE_* */
+    clf_graph_node_desc desc;
+    char *kernel; /* owned copy of desc.kernel */
+    clf__garg *args;
+    size_t nargs;
+    unsigned char *scalars; /* the scalars' values, packed */
+    clf_graph_host_fn fn;
+    void *user;
+    size_t *preds; /* nodes it depends on, ascending, no repeats */
+    size_t npreds;
+    uint64_t items; /* work items of its range */
+    /* The plan (sched.c): the device of a whole node, and the predictions. */
+    size_t device;
+    double pred_start, pred_finish;
+    double pred_exec, pred_chain; /* its predicted execution; the longest chain ending with it */
+    char why[256];
+    /* The run (run.c): the kernel's event (whole nodes; held), the part kernels' events
+     * (split nodes; held), measured kernel seconds. */
+    clf_event *ev;
+    clf_event **part_ev;
+    size_t *part_dev;
+    size_t npart_ev;
+    double kernel_s;
+    uint64_t host_t0, host_t1; /* a host node's callback, host ns (the trace) */
+} clf__gnode;
+
+struct clf_graph {
+    clf_fleet *fleet;
+    clf_program *prog;
+    size_t ndev;
+    clf__gnode *nodes;
+    size_t nnodes, cap_nodes;
+    clf__gdata *data;
+    size_t ndata, cap_data;
+    size_t edges;
+    /* The plan cache (sched.c): the shapes the plan was made for; 0: no plan. */
+    uint64_t plan_key;
+    size_t plan_nodes;
+    double plan_makespan, plan_critical;
+    size_t runs; /* completed, for the report */
+    int plan_guessed;
+
+    unsigned flags;  /* CLF_GRAPH_KEEP_COPIES */
+    int last_failed; /* the last run failed: the next starts from the caller's buffers */
+    /* A run in flight (run.c): guarded by lock. */
+    pthread_mutex_t lock;
+    pthread_cond_t done_cv;
+    int running;
+    clf_status run_status;
+    char *run_err;
+    struct clf__task *task; /* the run's completion (its event) */
+    clf__pool_work job;
+    /* Where the job is: the next node to queue, whether what that node waits for has been
+     * gathered (a host node, or a kernel on a device that waits on the host), and the final
+     * phase (the run's commands are being waited for). The job never blocks on them: it
+     * returns, and the last of them to complete queues it again (clf__event_notify()),
+     * since a pool job must not wait for another (copies run there). */
+    size_t next;
+    int gathered, final_phase;
+    clf__evlist hold; /* the events the job waits for (held) */
+    atomic_size_t pending;
+    clf_status run_st; /* the run's first failure */
+    char *run_msg;     /* its detail, kept across the job's threads */
+    double t0;
+    uint64_t t0_ns; /* the run's start, host ns (the trace) */
+    int plan_reused;
+    /* The run's copies and every event it made (held), released at its end. */
+    clf__evlist evs;
+    /* The run's copies (held), with their destination device, profiled at its end. */
+    clf_event **cev;
+    size_t *cdev;
+    size_t ncev, cap_cev;
+    clf_graph_report rep;
+};
+
+/* record.c */
+clf_status clf__graph_data_index(clf_graph *g, const clf_arg *a, size_t *out);
+
+/* deps.c: the dependencies of node n (recorded last) from its accesses; updates the data's
+ * last writer and readers. */
+clf_status clf__graph_deps(clf_graph *g, size_t n);
+
+/* Whether buffer copies carry over from the last run (CLF_GRAPH_KEEP_COPIES, and it did not
+ * fail): the plan (sched.c) and the run (run.c) start from the same state. */
+static inline int clf__graph_keeps(const clf_graph *g)
+{
+    return (g->flags & CLF_GRAPH_KEEP_COPIES) && !g->last_failed;
+}
+
+/* sched.c: a plan for every node (kept while the shapes stay). */
+clf_status clf__graph_plan(clf_graph *g);
+/* The cost model's key of a kernel node ("graph:NAME@HASH"). */
+void clf__graph_kernel_key(const clf_graph *g, const clf__gnode *n, char *buf, size_t len);
+
+/* report.c: fill g->rep from a completed run (st: its status); learn the kernel times
+ * (only of a run that succeeded); release the events kept for it. */
+void clf__graph_report_run(clf_graph *g, clf_status st);
+/* Count a copy of bytes from device s to d in the report being made. */
+void clf__graph_count_copy(clf_graph *g, size_t s, size_t d, size_t bytes);
+
+#endif

@@ -1,0 +1,196 @@
+/*
+ * Graphs: the report of a run (nodes, splits, copies and bytes per path, per-device busy
+ * time, predicted against measured makespan), the per-node report, and the learning: each
+ * kernel's profiled time goes into the cost model under the graph's key, so that the next
+ * plan predicts from measurements instead of the compute-units guess.
+ */
+#include "graph.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "observe/observe.h"
+#include "plan/perfmodel.h"
+
+void clf__graph_count_copy(clf_graph *g, size_t s, size_t d, size_t bytes)
+{
+    clf_path path = CLF_PATH_STAGED;
+    if (clf_transfer_path(&path, NULL, g->fleet, s, d) != CLF_SUCCESS)
+        path = CLF_PATH_STAGED;
+    g->rep.copies++;
+    g->rep.copy_bytes += bytes;
+    if ((size_t)path < CLF__ARRAY_LEN(g->rep.path_copies)) {
+        g->rep.path_copies[path]++;
+        g->rep.path_bytes[path] += bytes;
+    }
+}
+
+/* Seconds a completed OpenCL command took on its device, or 0 when not profiled. */
+static double profiled_s(const clf_event *e)
+{
+    uint64_t t0, t1;
+    if (!e || !e->ev || !clf__event_profile(e->ev, &t0, &t1) || t1 < t0)
+        return 0;
+    return (double)(t1 - t0) * 1e-9;
+}
+
+static void learn(clf__perf_model *m, const char *key, const char *dkey, uint64_t units,
+                  double s)
+{
+    if (!m || !units || s <= 0)
+        return;
+    clf__perf_chunk c = {units, s};
+    (void)clf__perf_record(m, key, dkey, units, s);
+    (void)clf__perf_record_chunks(m, key, dkey, &c, 1);
+}
+
+/* The run on the fleet's track of the trace, and its host callbacks on the host's (the
+ * kernels and copies are traced by the command path already, under their own names). */
+static void trace_run(clf_graph *g)
+{
+    if (!clf__trace_on(g->fleet))
+        return;
+    char name[96];
+    clf__rec r = {0};
+    r.kind = CLF__REC_LAUNCH;
+    r.flags = CLF__REC_HOST_TIME | CLF__REC_TRACE_ONLY;
+    r.track = 1;
+    r.strategy = (clf_strategy)255; /* none: a graph has no launch strategy */
+    for (size_t i = 0; i < g->nnodes; i++) {
+        const clf__gnode *n = &g->nodes[i];
+        if (n->kind != CLF__GNODE_HOST || !n->host_t1)
+            continue;
+        snprintf(name, sizeof name, "graph node %zu: host callback", i);
+        r.name = name;
+        r.t0 = n->host_t0;
+        r.t1 = n->host_t1 > n->host_t0 ? n->host_t1 : n->host_t0 + 1;
+        clf__metrics_record(g->fleet, SIZE_MAX, &r, 1);
+    }
+    uint64_t end = clf__mono_ns();
+    snprintf(name, sizeof name, "graph run (%zu nodes, %zu copies)", g->nnodes, g->rep.copies);
+    r.name = name;
+    r.t0 = g->t0_ns;
+    r.t1 = end > g->t0_ns ? end : g->t0_ns + 1;
+    r.a0 = (int64_t)g->nnodes;
+    r.a1 = (int64_t)g->ndev;
+    clf__metrics_record(g->fleet, SIZE_MAX, &r, 1);
+}
+
+void clf__graph_report_run(clf_graph *g, clf_status st)
+{
+    clf_graph_report *r = &g->rep;
+    r->makespan_s = clf__now() - g->t0;
+    r->runs = ++g->runs;
+    r->nodes = g->nnodes;
+    r->edges = g->edges;
+    r->plan_reused = g->plan_reused;
+    r->predicted_makespan_s = g->plan_makespan;
+    r->critical_path_s = g->plan_critical;
+    r->guessed = g->plan_guessed;
+    clf__perf_model *m = st == CLF_SUCCESS ? clf__fleet_perf(g->fleet) : NULL;
+    char dkey[400], key[320];
+    for (size_t i = 0; i < g->nnodes; i++) {
+        clf__gnode *n = &g->nodes[i];
+        n->kernel_s = 0;
+        if (n->kind == CLF__GNODE_HOST) {
+            r->host_nodes++;
+            continue;
+        }
+        if (n->kind == CLF__GNODE_WHOLE) {
+            r->whole_nodes++;
+            if (n->device < CLF_MAX_LAUNCH_DEVICES)
+                r->device_nodes[n->device]++;
+        } else {
+            r->split_nodes++;
+        }
+        clf__graph_kernel_key(g, n, key, sizeof key);
+        if (n->ev) {
+            double s = profiled_s(n->ev);
+            n->kernel_s = s;
+            if (n->device < CLF_MAX_LAUNCH_DEVICES)
+                r->device_busy_s[n->device] += s;
+            if (m) {
+                clf__perf_device_key(g->fleet, n->device, dkey, sizeof dkey);
+                learn(m, key, dkey, n->items, s);
+            }
+        }
+        for (size_t p = 0; p < n->npart_ev; p++) {
+            double s = profiled_s(n->part_ev[p]);
+            size_t d = n->part_dev[p];
+            if (s > n->kernel_s)
+                n->kernel_s = s;
+            if (d < CLF_MAX_LAUNCH_DEVICES) {
+                r->device_busy_s[d] += s;
+                r->device_nodes[d]++;
+            }
+        }
+        clf_event_release(n->ev);
+        n->ev = NULL;
+        for (size_t p = 0; p < n->npart_ev; p++)
+            clf_event_release(n->part_ev[p]);
+        free(n->part_ev);
+        free(n->part_dev);
+        n->part_ev = NULL;
+        n->part_dev = NULL;
+        n->npart_ev = 0;
+    }
+    for (size_t i = 0; i < g->ncev; i++) {
+        if (g->cdev[i] < CLF_MAX_LAUNCH_DEVICES)
+            r->device_busy_s[g->cdev[i]] += profiled_s(g->cev[i]);
+        clf_event_release(g->cev[i]);
+    }
+    g->ncev = 0;
+    trace_run(g);
+    clf__log(CLF_LOG_DEBUG,
+             "graph run: %zu nodes (%zu whole, %zu split, %zu host), %zu copies (%llu bytes), "
+             "predicted %.3g ms, measured %.3g ms%s%s",
+             r->nodes, r->whole_nodes, r->split_nodes, r->host_nodes, r->copies,
+             (unsigned long long)r->copy_bytes, r->predicted_makespan_s * 1e3,
+             r->makespan_s * 1e3, r->plan_reused ? ", plan reused" : "",
+             st ? ", failed" : "");
+}
+
+clf_status clf_graph_report_get(clf_graph_report *out, const clf_graph *g)
+{
+    if (!out || !g)
+        return clf__fail(CLF_ERROR_NULL_POINTER, "clf_graph_report_get: %s is NULL",
+                         !out ? "out" : "the graph");
+    clf_graph *gm = (clf_graph *)g; /* the lock only */
+    pthread_mutex_lock(&gm->lock);
+    int busy = g->running;
+    if (!busy)
+        *out = g->rep;
+    pthread_mutex_unlock(&gm->lock);
+    if (busy)
+        return clf__fail(CLF_ERROR_BUSY, "clf_graph_report_get: a run is in flight");
+    return CLF_SUCCESS;
+}
+
+clf_status clf_graph_node_info(clf_graph_node_report *out, const clf_graph *g, size_t node)
+{
+    if (!out || !g)
+        return clf__fail(CLF_ERROR_NULL_POINTER, "clf_graph_node_info: %s is NULL",
+                         !out ? "out" : "the graph");
+    clf_graph *gm = (clf_graph *)g; /* the lock only */
+    pthread_mutex_lock(&gm->lock);
+    int busy = g->running;
+    pthread_mutex_unlock(&gm->lock);
+    if (busy)
+        return clf__fail(CLF_ERROR_BUSY, "clf_graph_node_info: a run is in flight");
+    if (node >= g->nnodes || node >= g->plan_nodes || !g->plan_key)
+        return clf__fail(CLF_ERROR_OUT_OF_RANGE,
+                         "clf_graph_node_info: node %zu: the graph has %zu nodes, %zu placed",
+                         node, g->nnodes, g->plan_key ? g->plan_nodes : 0);
+    const clf__gnode *n = &g->nodes[node];
+    memset(out, 0, sizeof *out);
+    out->device = n->kind == CLF__GNODE_WHOLE ? n->device : CLF_GRAPH_ANY_DEVICE;
+    out->split = n->kind == CLF__GNODE_SPLIT;
+    out->host = n->kind == CLF__GNODE_HOST;
+    out->manual = n->kind == CLF__GNODE_WHOLE && n->desc.device != CLF_GRAPH_ANY_DEVICE;
+    out->predicted_start_s = n->pred_start;
+    out->predicted_finish_s = n->pred_finish;
+    out->kernel_s = n->kernel_s;
+    snprintf(out->why, sizeof out->why, "%s", n->why);
+    return CLF_SUCCESS;
+}

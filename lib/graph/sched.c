@@ -1,0 +1,408 @@
+/*
+ * Graphs: placement by the cost model (HEFT's list scheduling, as StarPU's dmda does it).
+ *
+ * The nodes are taken in recording order (a topological order). A node over buffers may run
+ * on any device that has not failed: for each, its predicted finish is the latest of the
+ * device's ready time, its predecessors' finish and the arrival of every buffer it reads
+ * (a copy from the device that holds a valid copy soonest, bytes over the link's bandwidth),
+ * plus its predicted execution time (the learned model of (kernel, device), else a guess
+ * from compute units x clock). The least predicted finish wins. A node over arrays runs on
+ * the arrays' parts (owner computes): each part's device is busy for its share. A host node
+ * takes no device time but needs its buffers back home. The plan is kept, keyed by the
+ * shapes of the graph's data and the set of (kernel, device) pairs the model has measured,
+ * and reused until one of them changes or a node is added.
+ */
+#include "graph.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plan/perfmodel.h"
+
+/* Assumed until the model knows better: a command's fixed cost, a host link's bandwidth
+ * each way, and a copy inside one context (host memory, memcpy speed). */
+#define FIXED_S 20e-6
+#define LINK_BPS 1e9
+#define LOCAL_BPS 10e9
+
+void clf__graph_kernel_key(const clf_graph *g, const clf__gnode *n, char *buf, size_t len)
+{
+    /* Its own key: a whole node's units are work items, not a launch's split units. */
+    snprintf(buf, len, "graph:%s@%.16s", n->kernel, g->prog->hash);
+}
+
+typedef struct plan_ctx {
+    clf_graph *g;
+    clf__perf_model *m;
+    char (*dkey)[400];
+    double *ready; /* per device: when it is free */
+    int guessed;
+} plan_ctx;
+
+static double link_bps(plan_ctx *c, size_t dev, const char *key)
+{
+    double bps = 0;
+    if (c->m && clf__perf_weight(c->m, key, c->dkey[dev], &bps) && bps > 0)
+        return bps;
+    return LINK_BPS;
+}
+
+/* Predicted seconds of a copy of bytes from device s to device d. */
+static double copy_s(plan_ctx *c, size_t s, size_t d, size_t bytes)
+{
+    if (s == d || !bytes)
+        return 0;
+    clf_path path = CLF_PATH_STAGED;
+    if (clf_transfer_path(&path, NULL, c->g->fleet, s, d) != CLF_SUCCESS)
+        path = CLF_PATH_STAGED;
+    if (path == CLF_PATH_SAME_DEVICE || path == CLF_PATH_UNIFIED)
+        return FIXED_S + (double)bytes / LOCAL_BPS;
+    return FIXED_S + (double)bytes / link_bps(c, s, CLF__PERF_LINK_D2H) +
+           (double)bytes / link_bps(c, d, CLF__PERF_LINK_H2D);
+}
+
+/* Predicted seconds of items of node n on device d; *guess set when not learned. */
+static double exec_s(plan_ctx *c, const clf__gnode *n, size_t d, uint64_t items, int *guess)
+{
+    char key[320];
+    clf__graph_kernel_key(c->g, n, key, sizeof key);
+    clf__perf_fit f;
+    if (c->m && clf__perf_get(c->m, key, c->dkey[d], &f)) {
+        double t = clf__perf_predict(&f, items);
+        if (t >= 0 && isfinite(t))
+            return t;
+    }
+    /* A work item per cycle per compute unit: a fair guess between devices of one kind,
+     * and a poor one across kinds, which the first measured run corrects. */
+    const clf_device_info *in = &c->g->fleet->dev[d].info;
+    double cu = in->compute_units ? in->compute_units : 1;
+    double hz = (in->clock_mhz ? in->clock_mhz : 1000) * 1e6;
+    *guess = 1;
+    c->guessed = 1;
+    return FIXED_S + (double)items / (cu * hz);
+}
+
+/* When buffer data d can be on device dev, and from where (*from; dev itself when valid). */
+static double arrival(plan_ctx *c, clf__gdata *d, size_t dev, size_t *from)
+{
+    if (d->sim_valid[dev]) {
+        *from = dev;
+        return d->sim_t[dev];
+    }
+    double best = INFINITY;
+    *from = d->buf->device;
+    for (size_t s = 0; s < c->g->ndev; s++)
+        if (d->sim_valid[s]) {
+            double t = d->sim_t[s] + copy_s(c, s, dev, d->buf->size);
+            if (t < best) {
+                best = t;
+                *from = s;
+            }
+        }
+    return best;
+}
+
+static double deps_ready(const clf_graph *g, const clf__gnode *n)
+{
+    double t = 0;
+    for (size_t i = 0; i < n->npreds; i++)
+        t = fmax(t, g->nodes[n->preds[i]].pred_finish);
+    return t;
+}
+
+/* The data's simulated state after node n ran on dev (SIZE_MAX: the host, at home). */
+static void commit_buffers(plan_ctx *c, clf__gnode *n, size_t dev, double finish)
+{
+    for (size_t i = 0; i < n->nargs; i++) {
+        if (n->args[i].a.kind != CLF_ARG_KIND_BUFFER)
+            continue;
+        clf__gdata *d = &c->g->data[n->args[i].data];
+        size_t at = dev == SIZE_MAX ? d->buf->device : dev, from;
+        if ((n->args[i].a.flags & CLF_ARG_READ) && !d->sim_valid[at]) {
+            d->sim_t[at] = arrival(c, d, at, &from);
+            d->sim_valid[at] = 1;
+        }
+        if (n->args[i].a.flags & CLF_ARG_WRITE) {
+            memset(d->sim_valid, 0, c->g->ndev);
+            d->sim_valid[at] = 1;
+            d->sim_t[at] = finish;
+        }
+    }
+}
+
+static int device_usable(const clf_graph *g, size_t d)
+{
+    return !g->fleet->dev[d].failed;
+}
+
+static void plan_whole(plan_ctx *c, clf__gnode *n)
+{
+    clf_graph *g = c->g;
+    double dep = deps_ready(g, n);
+    size_t best = SIZE_MAX;
+    double best_f = INFINITY, best_s = 0, best_ex = 0;
+    size_t best_bytes = 0;
+    char cand[200] = "";
+    size_t used = 0;
+    int best_guess = 0;
+    for (size_t d = 0; d < g->ndev; d++) {
+        if (n->desc.device != CLF_GRAPH_ANY_DEVICE && d != n->desc.device)
+            continue;
+        if (n->desc.device == CLF_GRAPH_ANY_DEVICE && !device_usable(g, d))
+            continue;
+        double start = fmax(c->ready[d], dep);
+        size_t bytes = 0;
+        for (size_t i = 0; i < n->nargs; i++) {
+            if (n->args[i].a.kind != CLF_ARG_KIND_BUFFER || !(n->args[i].a.flags & CLF_ARG_READ))
+                continue;
+            clf__gdata *bd = &g->data[n->args[i].data];
+            size_t from;
+            start = fmax(start, arrival(c, bd, d, &from));
+            if (from != d)
+                bytes += bd->buf->size;
+        }
+        int guess = 0;
+        double ex = exec_s(c, n, d, n->items, &guess);
+        double fin = start + ex;
+        if (used < sizeof cand) {
+            int k = snprintf(cand + used, sizeof cand - used, "%sdevice %zu %.3g ms%s%s",
+                             used ? ", " : "", d, fin * 1e3, guess ? " (guessed)" : "",
+                             bytes ? " +copies" : "");
+            used += k > 0 ? (size_t)k : 0;
+        }
+        if (fin < best_f || (fin == best_f && bytes < best_bytes)) {
+            best_ex = ex;
+            best = d;
+            best_f = fin;
+            best_s = start;
+            best_bytes = bytes;
+            best_guess = guess;
+        }
+    }
+    if (best == SIZE_MAX) { /* every device failed: the run will say so */
+        best = n->desc.device != CLF_GRAPH_ANY_DEVICE ? n->desc.device : 0;
+        best_s = best_f = fmax(c->ready[best], dep);
+    }
+    n->device = best;
+    n->pred_exec = best_ex;
+    n->pred_start = best_s;
+    n->pred_finish = best_f;
+    c->ready[best] = best_f;
+    commit_buffers(c, n, best, best_f);
+    if (n->desc.device != CLF_GRAPH_ANY_DEVICE)
+        snprintf(n->why, sizeof n->why, "placed by hand on device %zu (predicted finish %.3g ms)",
+                 best, best_f * 1e3);
+    else
+        snprintf(n->why, sizeof n->why, "least predicted finish: %s", cand);
+    clf__log(CLF_LOG_DEBUG, "graph node %zu '%s' (%llu items) -> device %zu: %s%s", 
+             (size_t)(n - g->nodes), n->kernel, (unsigned long long)n->items, best, n->why,
+             best_guess ? "; execution guessed from compute units x clock" : "");
+}
+
+/* The array whose parts a split node runs on: its first block or block-cyclic array. */
+static const clf_array *split_array(const clf_graph *g, const clf__gnode *n)
+{
+    const clf_array *any = NULL;
+    for (size_t i = 0; i < n->nargs; i++)
+        if (n->args[i].a.kind == CLF_ARG_KIND_ARRAY) {
+            const clf_array *a = g->data[n->args[i].data].arr;
+            if (a->desc.dist != CLF_ARRAY_REPLICATED)
+                return a;
+            if (!any)
+                any = a;
+        }
+    return any;
+}
+
+static void plan_split(plan_ctx *c, clf__gnode *n)
+{
+    clf_graph *g = c->g;
+    const clf_array *a = split_array(g, n);
+    double dep = deps_ready(g, n);
+    n->pred_exec = 0;
+    double start = INFINITY, fin = dep;
+    uint64_t per_unit = n->items / (n->desc.global[n->desc.dims - 1]
+                                         ? n->desc.global[n->desc.dims - 1] : 1);
+    int guess = 0;
+    for (size_t p = 0; a && p < a->nparts; p++) {
+        const clf__array_part *q = &a->parts[p];
+        size_t d = q->device;
+        uint64_t units = a->desc.dist == CLF_ARRAY_REPLICATED ? n->items : per_unit * q->count;
+        double s = fmax(c->ready[d], dep);
+        double ex = exec_s(c, n, d, units, &guess);
+        double f = s + ex;
+        n->pred_exec = fmax(n->pred_exec, ex);
+        c->ready[d] = f;
+        start = fmin(start, s);
+        fin = fmax(fin, f);
+    }
+    n->device = CLF_GRAPH_ANY_DEVICE;
+    n->pred_start = isfinite(start) ? start : dep;
+    n->pred_finish = fin;
+    snprintf(n->why, sizeof n->why, "split over %zu array part%s (owner computes)%s",
+             a ? a->nparts : 0, a && a->nparts == 1 ? "" : "s",
+             guess ? "; execution guessed from compute units x clock" : "");
+    clf__log(CLF_LOG_DEBUG, "graph node %zu '%s': %s; predicted finish %.3g ms",
+             (size_t)(n - g->nodes), n->kernel, n->why, fin * 1e3);
+}
+
+static void plan_host(plan_ctx *c, clf__gnode *n)
+{
+    clf_graph *g = c->g;
+    double t = deps_ready(g, n);
+    for (size_t i = 0; i < n->nargs; i++)
+        if (n->args[i].a.kind == CLF_ARG_KIND_BUFFER) {
+            clf__gdata *d = &g->data[n->args[i].data];
+            size_t from;
+            t = fmax(t, arrival(c, d, d->buf->device, &from));
+        }
+    n->device = CLF_GRAPH_ANY_DEVICE;
+    n->pred_exec = 0;
+    n->pred_start = n->pred_finish = t;
+    commit_buffers(c, n, SIZE_MAX, t);
+    snprintf(n->why, sizeof n->why, "host callback (its buffers at home)");
+}
+
+/* FNV-1a over the shapes a plan depends on. */
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+    for (int i = 0; i < 8; i++) {
+        h ^= (v >> (8 * i)) & 0xff;
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+static uint64_t shapes_key(const clf_graph *g)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    h = mix(h, g->nnodes);
+    for (size_t i = 0; i < g->ndata; i++) {
+        const clf__gdata *d = &g->data[i];
+        if (!d->is_array) {
+            h = mix(h, d->buf->size);
+            h = mix(h, d->buf->device);
+            continue;
+        }
+        h = mix(h, d->arr->nparts);
+        for (size_t p = 0; p < d->arr->nparts; p++) {
+            h = mix(h, d->arr->parts[p].device);
+            h = mix(h, d->arr->parts[p].count);
+        }
+    }
+    for (size_t d = 0; d < g->ndev; d++)
+        h = mix(h, (uint64_t)g->fleet->dev[d].failed);
+    /* Where buffers start current: kept copies change the best placement. */
+    h = mix(h, (uint64_t)clf__graph_keeps(g));
+    for (size_t i = 0; clf__graph_keeps(g) && i < g->ndata; i++)
+        for (size_t d = 0; !g->data[i].is_array && g->data[i].valid && d < g->ndev; d++)
+            h = mix(h, g->data[i].valid[d]);
+    return h ? h : 1; /* 0 means "no plan" */
+}
+
+/* Which (kernel, device) pairs of the graph the model has measured: a plan made while some
+ * were guessed is made again once they are measured, and reused from then on. */
+static uint64_t knowledge_key(plan_ctx *c)
+{
+    uint64_t h = 0x84222325cbf29ce4ull;
+    if (!c->m)
+        return h;
+    char key[320];
+    clf__perf_fit f;
+    for (size_t i = 0; i < c->g->nnodes; i++) {
+        const clf__gnode *n = &c->g->nodes[i];
+        if (n->kind == CLF__GNODE_HOST)
+            continue;
+        /* Nodes of one kernel share their answer: look each kernel up once. */
+        size_t j = 0;
+        while (j < i && (c->g->nodes[j].kind == CLF__GNODE_HOST ||
+                         strcmp(c->g->nodes[j].kernel, n->kernel)))
+            j++;
+        if (j < i)
+            continue;
+        clf__graph_kernel_key(c->g, n, key, sizeof key);
+        for (size_t d = 0; d < c->g->ndev; d++)
+            h = mix(h, (uint64_t)clf__perf_get(c->m, key, c->dkey[d], &f));
+    }
+    return h;
+}
+
+clf_status clf__graph_plan(clf_graph *g)
+{
+    plan_ctx c = {.g = g, .m = clf__fleet_perf(g->fleet)};
+    c.dkey = calloc(g->ndev, sizeof *c.dkey);
+    c.ready = calloc(g->ndev, sizeof *c.ready);
+    clf_status st = CLF_SUCCESS;
+    if (!c.dkey || !c.ready) {
+        st = clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "graph: out of memory");
+        goto out;
+    }
+    for (size_t d = 0; d < g->ndev; d++)
+        clf__perf_device_key(g->fleet, d, c.dkey[d], sizeof c.dkey[d]);
+    uint64_t key = mix(shapes_key(g), knowledge_key(&c));
+    key = key ? key : 1; /* 0 means "no plan" */
+    if (key == g->plan_key && g->plan_nodes == g->nnodes) {
+        g->plan_reused = 1;
+        clf__log(CLF_LOG_DEBUG, "graph: %zu nodes, the shapes and what the model knows are "
+                 "unchanged: plan reused", g->nnodes);
+        goto out;
+    }
+    g->plan_reused = 0;
+    for (size_t i = 0; i < g->ndata; i++) {
+        clf__gdata *d = &g->data[i];
+        if (d->is_array)
+            continue;
+        if (!d->sim_valid)
+            d->sim_valid = calloc(g->ndev, 1);
+        if (!d->sim_t)
+            d->sim_t = calloc(g->ndev, sizeof *d->sim_t);
+        if (!d->sim_valid || !d->sim_t) {
+            st = clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "graph: out of memory");
+            goto out;
+        }
+        memset(d->sim_valid, 0, g->ndev);
+        memset(d->sim_t, 0, g->ndev * sizeof *d->sim_t);
+        d->sim_valid[d->buf->device] = 1;
+        /* The copies the last run left current, where the next run keeps them. */
+        if (clf__graph_keeps(g) && d->valid)
+            memcpy(d->sim_valid, d->valid, g->ndev);
+    }
+    double makespan = 0, critical = 0;
+    for (size_t i = 0; i < g->nnodes; i++) {
+        clf__gnode *n = &g->nodes[i];
+        if (n->kind == CLF__GNODE_WHOLE)
+            plan_whole(&c, n);
+        else if (n->kind == CLF__GNODE_SPLIT)
+            plan_split(&c, n);
+        else
+            plan_host(&c, n);
+        makespan = fmax(makespan, n->pred_finish);
+        double chain = 0;
+        for (size_t k = 0; k < n->npreds; k++)
+            chain = fmax(chain, g->nodes[n->preds[k]].pred_chain);
+        n->pred_chain = chain + n->pred_exec;
+        critical = fmax(critical, n->pred_chain);
+    }
+    /* Every buffer ends valid at home: the copies back count in the makespan. */
+    for (size_t i = 0; i < g->ndata; i++) {
+        clf__gdata *d = &g->data[i];
+        size_t from;
+        if (!d->is_array)
+            makespan = fmax(makespan, arrival(&c, d, d->buf->device, &from));
+    }
+    g->plan_makespan = makespan;
+    g->plan_critical = critical;
+    g->plan_guessed = c.guessed;
+    g->plan_key = key;
+    g->plan_nodes = g->nnodes;
+    clf__log(CLF_LOG_DEBUG,
+             "graph: %zu nodes planned, predicted makespan %.3g ms, critical path %.3g ms%s",
+             g->nnodes, makespan * 1e3, critical * 1e3,
+             c.guessed ? " (some execution times guessed)" : "");
+out:
+    free(c.dkey);
+    free(c.ready);
+    return st;
+}

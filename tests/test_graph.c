@@ -1,0 +1,913 @@
+/*
+ * clf_graph (clfleet/graph.h): graphs of kernels over buffers and arrays, their dependencies
+ * inferred from access modes, placement, copies between devices and runs, on 1, 2 and 3
+ * PoCL devices (a root pthread device; two sub-devices of one; the two pthread roots and the
+ * basic device, in one context and in a context each). Every result is compared with a plain C sequential reference, bit for bit:
+ * chains, a diamond, a reduction tree, Jacobi steps over an array with a halo, in-place
+ * updates, a node reading what two others wrote, host callbacks, manual placement, a graph
+ * run again and again (the plan reused, new inputs seen), a device fault mid-graph, a
+ * simulated 20:1 pair (the slow device left out once measured), and bad input.
+ */
+#include "common.h"
+
+#include <pthread.h>
+
+#include "clfleet/graph.h"
+
+static const char SRC[] =
+    TEST_CL_JACOBI
+    "kernel void add1(global const int *in, global int *out)\n"
+    "{ size_t i = get_global_id(0); out[i] = in[i] + 1; }\n"
+    "kernel void scale(global const int *in, global int *out, int k)\n"
+    "{ size_t i = get_global_id(0); out[i] = in[i] * k; }\n"
+    "kernel void sum2(global const int *a, global const int *b, global int *out)\n"
+    "{ size_t i = get_global_id(0); out[i] = a[i] + b[i]; }\n"
+    "kernel void bump(global int *x, int k)\n"
+    "{ size_t i = get_global_id(0); x[i] = x[i] * 3 + k; }\n"
+    /* out[g] = the sum of in[g * chunk .. (g + 1) * chunk) */
+    "kernel void psum(global const int *in, global int *out, uint chunk)\n"
+    "{\n"
+    "    size_t g = get_global_id(0); int s = 0;\n"
+    "    for (uint j = 0; j < chunk; j++) s += in[g * chunk + j];\n"
+    "    out[g] = s;\n"
+    "}\n"
+    "kernel void aadd1(global const int *in, global int *out)\n"
+    "{ size_t i = get_global_id(0); out[i] = in[i] + 1; }\n";
+
+/* The fleets: one device, two sub-devices of one root, the three PoCL root devices. */
+static const fleet_cfg CFGS[] = {
+    {TEST_CPUS ";index=0", 0, NULL, 1, "1 device"},
+    {FLEET2, 0, NULL, 2, "2 devices"},
+    {TEST_CPUS, 0, NULL, 3, "3 devices (pthread, pthread, basic)"},
+    /* A context each: copies between them are staged through the host (on the helper pool,
+     * beside the graph's own job). */
+    {TEST_CPUS, 1, NULL, 3, "3 devices, a context each"},
+};
+enum { NCFG = sizeof CFGS / sizeof CFGS[0] };
+
+enum { N = 4096 };
+
+static clf_buffer *buf(clf_fleet *f, size_t dev, const int *init)
+{
+    clf_buffer *b = NULL;
+    ck_assert_ok(clf_buffer_create(&b, f, dev, N * sizeof(int), 0));
+    if (init)
+        ck_assert_ok(clf_buffer_write(b, 0, N * sizeof(int), init));
+    return b;
+}
+
+static int *data(uint32_t salt)
+{
+    int *x = malloc(N * sizeof *x);
+    ck_assert(x);
+    for (size_t i = 0; i < N; i++)
+        x[i] = (int)(lowbias32((uint32_t)i + salt) % 1000) - 500;
+    return x;
+}
+
+static void check_buf(clf_buffer *b, const int *want, const char *what, const char *label)
+{
+    int *got = malloc(N * sizeof *got);
+    ck_assert(got);
+    ck_assert_ok(clf_buffer_read(b, 0, N * sizeof(int), got));
+    for (size_t i = 0; i < N; i++)
+        expect(got[i] == want[i], "%s: %s[%zu] = %d, want %d", label, what, i, got[i], want[i]);
+    free(got);
+}
+
+static clf_graph_node_desc kdesc(const char *kernel, size_t n)
+{
+    clf_graph_node_desc d = CLF_GRAPH_NODE_DESC_INIT;
+    d.kernel = kernel;
+    d.global[0] = n;
+    return d;
+}
+
+/* Run and wait through the event, then through clf_graph_wait(). */
+static void run_ok(clf_graph *g, const char *label)
+{
+    clf_event *ev = NULL;
+    clf_status st = clf_graph_run(g, &ev);
+    ck_assert_msg(st == CLF_SUCCESS, "%s: run: %s: %s", label, clf_status_name(st),
+                  clf_last_error());
+    st = clf_event_wait(ev);
+    clf_event_release(ev);
+    ck_assert_msg(st == CLF_SUCCESS, "%s: run's event: %s: %s", label, clf_status_name(st),
+                  clf_last_error());
+    ck_assert_ok(clf_graph_wait(g));
+}
+
+/* Spreads buffers over the fleet's devices, so that copies are needed. */
+static size_t dev_of(clf_fleet *f, size_t i)
+{
+    return i % clf_fleet_device_count(f);
+}
+
+START_TEST(chain)
+{
+    test_env e;
+    test_env_open(&e, &CFGS[_i], SRC);
+    int *a = data(1), *ref = malloc(N * sizeof *ref);
+    ck_assert(ref);
+    clf_buffer *b[4];
+    for (size_t i = 0; i < 4; i++)
+        b[i] = buf(e.f, dev_of(e.f, i), i ? NULL : a);
+    clf_graph *g = NULL;
+    ck_assert_ok(clf_graph_create(&g, e.f, e.p));
+    int k = 7;
+    clf_graph_node_desc d1 = kdesc("add1", N), d2 = kdesc("scale", N), d3 = kdesc("add1", N);
+    clf_arg a1[] = {CLF_BUF_IN(b[0]), CLF_BUF_OUT(b[1])};
+    clf_arg a2[] = {CLF_BUF_IN(b[1]), CLF_BUF_OUT(b[2]), CLF_SCALAR(&k)};
+    clf_arg a3[] = {CLF_BUF_IN(b[2]), CLF_BUF_OUT(b[3])};
+    size_t n0, n1, n2;
+    ck_assert_ok(clf_graph_add_kernel(&n0, g, &d1, a1, 2));
+    ck_assert_ok(clf_graph_add_kernel(&n1, g, &d2, a2, 3));
+    k = 3; /* scalars are copied when recorded: this 3 is not seen by node 1 */
+    ck_assert_ok(clf_graph_add_kernel(&n2, g, &d3, a3, 2));
+    ck_assert_uint_eq(n0, 0);
+    ck_assert_uint_eq(n1, 1);
+    ck_assert_uint_eq(n2, 2);
+    run_ok(g, CFGS[_i].label);
+    for (size_t i = 0; i < N; i++)
+        ref[i] = (a[i] + 1) * 7 + 1;
+    check_buf(b[3], ref, "chain", CFGS[_i].label);
+    clf_graph_report r;
+    ck_assert_ok(clf_graph_report_get(&r, g));
+    ck_assert_uint_eq(r.nodes, 3);
+    ck_assert_uint_eq(r.whole_nodes, 3);
+    ck_assert_uint_eq(r.edges, 2);
+    ck_assert_uint_eq(r.runs, 1);
+    ck_assert(r.makespan_s > 0 && r.predicted_makespan_s > 0);
+    /* A chain: its critical path is every node, within the makespan (copies add to it). */
+    ck_assert_msg(r.critical_path_s > 0 && r.critical_path_s <= r.predicted_makespan_s * 1.000001,
+                  "%s: critical path %g s, predicted makespan %g s", CFGS[_i].label,
+                  r.critical_path_s, r.predicted_makespan_s);
+    clf_graph_destroy(g);
+    for (size_t i = 0; i < 4; i++)
+        clf_buffer_destroy(b[i]);
+    free(a);
+    free(ref);
+    test_env_close(&e);
+}
+END_TEST
+
+/* A diamond, and a node reading what two others wrote: d = (a + 1) + a * 5. */
+START_TEST(diamond)
+{
+    test_env e;
+    test_env_open(&e, &CFGS[_i], SRC);
+    int *a = data(2), *ref = malloc(N * sizeof *ref);
+    ck_assert(ref);
+    clf_buffer *ba = buf(e.f, 0, a), *bb = buf(e.f, dev_of(e.f, 1), NULL),
+               *bc = buf(e.f, dev_of(e.f, 2), NULL), *bd = buf(e.f, 0, NULL);
+    clf_graph *g = NULL;
+    ck_assert_ok(clf_graph_create(&g, e.f, e.p));
+    int k = 5;
+    clf_graph_node_desc d1 = kdesc("add1", N), d2 = kdesc("scale", N), d3 = kdesc("sum2", N);
+    clf_arg a1[] = {CLF_BUF_IN(ba), CLF_BUF_OUT(bb)};
+    clf_arg a2[] = {CLF_BUF_IN(ba), CLF_BUF_OUT(bc), CLF_SCALAR(&k)};
+    clf_arg a3[] = {CLF_BUF_IN(bb), CLF_BUF_IN(bc), CLF_BUF_OUT(bd)};
+    ck_assert_ok(clf_graph_add_kernel(NULL, g, &d1, a1, 2));
+    ck_assert_ok(clf_graph_add_kernel(NULL, g, &d2, a2, 3));
+    ck_assert_ok(clf_graph_add_kernel(NULL, g, &d3, a3, 3));
+    run_ok(g, CFGS[_i].label);
+    for (size_t i = 0; i < N; i++)
+        ref[i] = (a[i] + 1) + a[i] * 5;
+    check_buf(bd, ref, "diamond", CFGS[_i].label);
+    clf_graph_report r;
+    ck_assert_ok(clf_graph_report_get(&r, g));
+    ck_assert_uint_eq(r.edges, 2); /* node 2 on nodes 0 and 1; 0 and 1 independent */
+    clf_graph_destroy(g);
+    clf_buffer_destroy(ba);
+    clf_buffer_destroy(bb);
+    clf_buffer_destroy(bc);
+    clf_buffer_destroy(bd);
+    free(a);
+    free(ref);
+    test_env_close(&e);
+}
+END_TEST
+
+/* A reduction tree: four partial sums (one per 16 elements) of four inputs, combined
+ * pairwise, then summed to 1/16th again; against the C sums. */
+START_TEST(reduction)
+{
+    test_env e;
+    test_env_open(&e, &CFGS[_i], SRC);
+    enum { CH = 16, M = N / CH };
+    clf_buffer *in[4], *part[4], *s01, *s23, *s, *fin;
+    int *x[4];
+    clf_graph *g = NULL;
+    ck_assert_ok(clf_graph_create(&g, e.f, e.p));
+    unsigned chunk = CH;
+    clf_graph_node_desc dp = kdesc("psum", M), ds = kdesc("sum2", M), df = kdesc("psum", M / CH);
+    for (size_t i = 0; i < 4; i++) {
+        x[i] = data(10 + (uint32_t)i);
+        in[i] = buf(e.f, dev_of(e.f, i), x[i]);
+        part[i] = buf(e.f, dev_of(e.f, i + 1), NULL);
+        clf_arg a[] = {CLF_BUF_IN(in[i]), CLF_BUF_OUT(part[i]), CLF_SCALAR(&chunk)};
+        ck_assert_ok(clf_graph_add_kernel(NULL, g, &dp, a, 3));
+    }
+    s01 = buf(e.f, 0, NULL);
+    s23 = buf(e.f, dev_of(e.f, 1), NULL);
+    s = buf(e.f, dev_of(e.f, 2), NULL);
+    fin = buf(e.f, 0, NULL);
+    clf_arg a01[] = {CLF_BUF_IN(part[0]), CLF_BUF_IN(part[1]), CLF_BUF_OUT(s01)};
+    clf_arg a23[] = {CLF_BUF_IN(part[2]), CLF_BUF_IN(part[3]), CLF_BUF_OUT(s23)};
+    clf_arg as[] = {CLF_BUF_IN(s01), CLF_BUF_IN(s23), CLF_BUF_OUT(s)};
+    clf_arg af[] = {CLF_BUF_IN(s), CLF_BUF_OUT(fin), CLF_SCALAR(&chunk)};
+    ck_assert_ok(clf_graph_add_kernel(NULL, g, &ds, a01, 3));
+    ck_assert_ok(clf_graph_add_kernel(NULL, g, &ds, a23, 3));
+    ck_assert_ok(clf_graph_add_kernel(NULL, g, &ds, as, 3));
+    ck_assert_ok(clf_graph_add_kernel(NULL, g, &df, af, 3));
+    run_ok(g, CFGS[_i].label);
+    int got[M / CH];
+    ck_assert_ok(clf_buffer_read(fin, 0, sizeof got, got));
+    for (size_t j = 0; j < M / CH; j++) {
+        int want = 0;
+        for (size_t i = 0; i < 4; i++)
+            for (size_t t = 0; t < CH * CH; t++)
+                want += x[i][j * CH * CH + t];
+        expect(got[j] == want, "%s: sum %zu = %d, want %d", CFGS[_i].label, j, got[j], want);
+    }
+    clf_graph_destroy(g);
+    for (size_t i = 0; i < 4; i++) {
+        clf_buffer_destroy(in[i]);
+        clf_buffer_destroy(part[i]);
+        free(x[i]);
+    }
+    clf_buffer_destroy(s01);
+    clf_buffer_destroy(s23);
+    clf_buffer_destroy(s);
+    clf_buffer_destroy(fin);
+    test_env_close(&e);
+}
+END_TEST
+
+/* Jacobi steps over block arrays with a halo of 1 (1D, and 2D 5-point), split over their
+ * parts, ping-pong between two arrays; halfway a host callback adds 1 to every element
+ * (through clf_array_read() and clf_array_write()), and the last one reads the result. */
+typedef struct jac_host {
+    clf_array *arr;
+    float *buf;
+    size_t n;
+    int add;
+} jac_host;
+
+static clf_status host_array(void *user)
+{
+    jac_host *h = user;
+    clf_status st = clf_array_read(h->arr, NULL, NULL, h->buf);
+    if (st || !h->add)
+        return st;
+    for (size_t i = 0; i < h->n; i++)
+        h->buf[i] += 1.0f;
+    return clf_array_write(h->arr, NULL, NULL, h->buf);
+}
+
+START_TEST(halo)
+{
+    test_env e;
+    test_env_open(&e, &CFGS[_i], SRC);
+    enum { STEPS = 6 };
+    for (unsigned dims = 1; dims <= 2; dims++) {
+        size_t w = dims == 1 ? 1000 : 48, h = dims == 1 ? 1 : 50, n = w * h;
+        float *cur = jacobi_grid(n, 3 + dims), *next = malloc(n * sizeof *next),
+              *got = malloc(n * sizeof *got), *mid = malloc(n * sizeof *mid);
+        ck_assert(next && got && mid);
+        clf_array_desc ad = CLF_ARRAY_DESC_INIT;
+        ad.elem_size = sizeof(float);
+        ad.dims = dims;
+        ad.shape[0] = w;
+        ad.shape[1] = h;
+        ad.halo_before = ad.halo_after = 1;
+        clf_array *x = NULL, *y = NULL;
+        ck_assert_ok(clf_array_create(&x, e.f, &ad));
+        ck_assert_ok(clf_array_create(&y, e.f, &ad));
+        ck_assert_ok(clf_array_write(x, NULL, NULL, cur));
+        clf_graph *g = NULL;
+        ck_assert_ok(clf_graph_create(&g, e.f, e.p));
+        clf_graph_node_desc d = kdesc(dims == 1 ? "jac1" : "jac2", w);
+        d.dims = dims;
+        d.global[1] = h;
+        jac_host hm = {NULL, mid, n, 1}, hl = {STEPS % 2 ? y : x, got, n, 0};
+        size_t hn = 0;
+        for (int s = 0; s < STEPS; s++) {
+            clf_array *in = s % 2 ? y : x, *out = s % 2 ? x : y;
+            if (s == STEPS / 2) {
+                hm.arr = in;
+                clf_arg ha[] = {CLF_ARRAY_INOUT(in)};
+                ck_assert_ok(clf_graph_add_host(NULL, g, host_array, &hm, ha, 1));
+            }
+            clf_arg a[] = {CLF_ARRAY_IN_HALO(in, 1, 1), CLF_ARRAY_OUT(out)};
+            ck_assert_ok(clf_graph_add_kernel(NULL, g, &d, a, 2));
+        }
+        clf_arg ha[] = {CLF_ARRAY_IN(hl.arr)};
+        ck_assert_ok(clf_graph_add_host(&hn, g, host_array, &hl, ha, 1));
+        run_ok(g, CFGS[_i].label);
+        for (int s = 0; s < STEPS; s++) {
+            if (s == STEPS / 2)
+                for (size_t i = 0; i < n; i++)
+                    cur[i] += 1.0f;
+            jacobi_ref_step(&cur, &next, dims, w, h, 0);
+        }
+        for (size_t i = 0; i < n; i++)
+            expect(got[i] == cur[i], "%s, %uD: x[%zu] = %a, want %a", CFGS[_i].label, dims, i,
+                   got[i], cur[i]);
+        clf_graph_report r;
+        ck_assert_ok(clf_graph_report_get(&r, g));
+        ck_assert_uint_eq(r.split_nodes, STEPS);
+        ck_assert_uint_eq(r.host_nodes, 2);
+        ck_assert_uint_eq(r.copies, 0); /* halos move inside the arrays, not as graph copies */
+        /* Every part of every step is counted on its device. */
+        size_t parts = 0, want = STEPS * clf_array_part_count(x);
+        for (size_t dv = 0; dv < clf_fleet_device_count(e.f); dv++)
+            parts += r.device_nodes[dv];
+        ck_assert_msg(parts == want, "%s: %zu part runs counted, want %zu", CFGS[_i].label,
+                      parts, want);
+        clf_graph_node_report nr;
+        ck_assert_ok(clf_graph_node_info(&nr, g, 0));
+        ck_assert(nr.split && !nr.host && nr.device == CLF_GRAPH_ANY_DEVICE);
+        ck_assert_ok(clf_graph_node_info(&nr, g, hn));
+        ck_assert(nr.host);
+        clf_graph_destroy(g);
+        clf_array_destroy(x);
+        clf_array_destroy(y);
+        free(cur);
+        free(next);
+        free(got);
+        free(mid);
+    }
+    test_env_close(&e);
+}
+END_TEST
+
+/* In-place updates on alternating devices (manual placement), a host callback that reads
+ * and writes a buffer between them, and a buffer written twice and then read. */
+typedef struct host_io {
+    clf_buffer *b;
+    int calls;
+} host_io;
+
+static clf_status host_negate(void *user)
+{
+    host_io *h = user;
+    int *x = malloc(N * sizeof *x);
+    if (!x)
+        return CLF_ERROR_OUT_OF_HOST_MEMORY;
+    clf_status st = clf_buffer_read(h->b, 0, N * sizeof *x, x);
+    for (size_t i = 0; i < N && !st; i++)
+        x[i] = -x[i];
+    if (!st)
+        st = clf_buffer_write(h->b, 0, N * sizeof *x, x);
+    free(x);
+    h->calls++;
+    return st;
+}
+
+START_TEST(in_place)
+{
+    test_env e;
+    test_env_open(&e, &CFGS[_i], SRC);
+    size_t nd = clf_fleet_device_count(e.f);
+    int *a = data(4), *ref = malloc(N * sizeof *ref);
+    ck_assert(ref);
+    clf_buffer *bx = buf(e.f, 0, a), *by = buf(e.f, nd - 1, NULL);
+    clf_graph *g = NULL;
+    ck_assert_ok(clf_graph_create(&g, e.f, e.p));
+    host_io h = {bx, 0};
+    int k[3] = {1, 2, 3};
+    for (int s = 0; s < 3; s++) {
+        clf_graph_node_desc d = kdesc("bump", N);
+        d.device = (size_t)s % nd;
+        clf_arg ba[] = {CLF_BUF_INOUT(bx), CLF_SCALAR(&k[s])};
+        ck_assert_ok(clf_graph_add_kernel(NULL, g, &d, ba, 2));
+        if (s == 1) {
+            clf_arg ha[] = {CLF_BUF_INOUT(bx)};
+            ck_assert_ok(clf_graph_add_host(NULL, g, host_negate, &h, ha, 1));
+        }
+    }
+    /* y written twice (by add1 on the last device, then by bump in place on device 0),
+     * then x rewritten from y: x reads what two nodes wrote. */
+    clf_graph_node_desc d1 = kdesc("add1", N), d2 = kdesc("bump", N), d3 = kdesc("add1", N);
+    d1.device = nd - 1;
+    d2.device = 0;
+    int k4 = 4;
+    clf_arg a1[] = {CLF_BUF_IN(bx), CLF_BUF_OUT(by)};
+    clf_arg a2[] = {CLF_BUF_INOUT(by), CLF_SCALAR(&k4)};
+    clf_arg a3[] = {CLF_BUF_IN(by), CLF_BUF_OUT(bx)};
+    size_t last;
+    ck_assert_ok(clf_graph_add_kernel(NULL, g, &d1, a1, 2));
+    ck_assert_ok(clf_graph_add_kernel(NULL, g, &d2, a2, 2));
+    ck_assert_ok(clf_graph_add_kernel(&last, g, &d3, a3, 2));
+    run_ok(g, CFGS[_i].label);
+    ck_assert_int_eq(h.calls, 1);
+    for (size_t i = 0; i < N; i++) {
+        int v = a[i] * 3 + 1;
+        v = -(v * 3 + 2);
+        v = v * 3 + 3;
+        int y = v + 1;
+        y = y * 3 + 4;
+        ref[i] = y + 1;
+    }
+    check_buf(bx, ref, "x", CFGS[_i].label);
+    for (size_t i = 0; i < N; i++)
+        ref[i] -= 1;
+    check_buf(by, ref, "y", CFGS[_i].label);
+    /* Manual placement is kept and said. */
+    clf_graph_node_report nr;
+    ck_assert_ok(clf_graph_node_info(&nr, g, 0));
+    ck_assert(nr.manual && nr.device == 0);
+    ck_assert_ok(clf_graph_node_info(&nr, g, last - 2));
+    ck_assert_msg(nr.manual && nr.device == nd - 1, "%s: node %zu on %zu", CFGS[_i].label,
+                  last - 2, nr.device);
+    clf_graph_report r;
+    ck_assert_ok(clf_graph_report_get(&r, g));
+    if (nd > 1)
+        ck_assert_msg(r.copies > 0 && r.copy_bytes >= r.copies * N * sizeof(int),
+                      "%s: %zu copies, %llu bytes", CFGS[_i].label, r.copies,
+                      (unsigned long long)r.copy_bytes);
+    else
+        ck_assert_uint_eq(r.copies, 0);
+    clf_graph_destroy(g);
+    clf_buffer_destroy(bx);
+    clf_buffer_destroy(by);
+    free(a);
+    free(ref);
+    test_env_close(&e);
+}
+END_TEST
+
+/* The same graph run with new inputs: the results are new each time, and the plan is
+ * reused once the model has measured what it guessed (the first measurement of a kernel on
+ * a device is dropped as cold, so that takes a run or two); a new node plans again. */
+START_TEST(run_twice)
+{
+    test_env e;
+    test_env_open(&e, &CFGS[_i], SRC);
+    int *a = data(5), *ref = malloc(N * sizeof *ref);
+    ck_assert(ref);
+    clf_buffer *ba = buf(e.f, 0, a), *bb = buf(e.f, dev_of(e.f, 1), NULL),
+               *bc = buf(e.f, dev_of(e.f, 2), NULL);
+    clf_graph *g = NULL;
+    ck_assert_ok(clf_graph_create(&g, e.f, e.p));
+    int k = -3;
+    clf_graph_node_desc d1 = kdesc("scale", N), d2 = kdesc("sum2", N);
+    clf_arg a1[] = {CLF_BUF_IN(ba), CLF_BUF_OUT(bb), CLF_SCALAR(&k)};
+    clf_arg a2[] = {CLF_BUF_IN(ba), CLF_BUF_IN(bb), CLF_BUF_OUT(bc)};
+    ck_assert_ok(clf_graph_add_kernel(NULL, g, &d1, a1, 3));
+    ck_assert_ok(clf_graph_add_kernel(NULL, g, &d2, a2, 3));
+    int reused = 0;
+    for (int r = 0; r < 6; r++) {
+        for (size_t i = 0; i < N; i++)
+            a[i] += r * 11;
+        ck_assert_ok(clf_buffer_write(ba, 0, N * sizeof(int), a));
+        run_ok(g, CFGS[_i].label);
+        for (size_t i = 0; i < N; i++)
+            ref[i] = a[i] - 3 * a[i];
+        check_buf(bc, ref, "c", CFGS[_i].label);
+        clf_graph_report rep;
+        ck_assert_ok(clf_graph_report_get(&rep, g));
+        if (r == 0)
+            ck_assert_int_eq(rep.plan_reused, 0);
+        reused += rep.plan_reused;
+        ck_assert_uint_eq(rep.runs, (size_t)r + 1);
+    }
+    ck_assert_msg(reused > 0, "%s: the plan was never reused in 6 runs", CFGS[_i].label);
+    clf_graph_node_desc d3 = kdesc("add1", N);
+    clf_arg a3[] = {CLF_BUF_IN(bc), CLF_BUF_OUT(bb)};
+    ck_assert_ok(clf_graph_add_kernel(NULL, g, &d3, a3, 2));
+    run_ok(g, CFGS[_i].label);
+    clf_graph_report rep;
+    ck_assert_ok(clf_graph_report_get(&rep, g));
+    ck_assert_int_eq(rep.plan_reused, 0);
+    for (size_t i = 0; i < N; i++)
+        ref[i] += 1;
+    check_buf(bb, ref, "b", CFGS[_i].label);
+    clf_graph_destroy(g);
+    clf_buffer_destroy(ba);
+    clf_buffer_destroy(bb);
+    clf_buffer_destroy(bc);
+    free(a);
+    free(ref);
+    test_env_close(&e);
+}
+END_TEST
+
+/* CLF_GRAPH_KEEP_COPIES: the copies a run leaves stay current for the next, until the
+ * caller says the host wrote a buffer. Each tile's node runs by hand on the device after its
+ * buffers' own, so every input is remote: the counts of copies are exact. */
+START_TEST(keep_copies)
+{
+    test_env e;
+    test_env_open(&e, &CFGS[_i], SRC);
+    size_t nd = clf_fleet_device_count(e.f);
+    enum { TILES = 4 };
+    int *w = data(20), *xs[TILES], *ref = malloc(N * sizeof *ref);
+    ck_assert(ref);
+    clf_buffer *bw = buf(e.f, 0, w), *bx[TILES], *by[TILES];
+    clf_graph *g = NULL;
+    ck_assert_ok(clf_graph_create(&g, e.f, e.p));
+    ck_assert_status(clf_graph_set_flags(g, 1u << 5), CLF_ERROR_INVALID_ARGUMENT);
+    ck_assert_status(clf_graph_set_flags(NULL, 0), CLF_ERROR_NULL_POINTER);
+    ck_assert_ok(clf_graph_set_flags(g, CLF_GRAPH_KEEP_COPIES));
+    for (size_t t = 0; t < TILES; t++) {
+        xs[t] = data(30 + (uint32_t)t);
+        bx[t] = buf(e.f, t % nd, xs[t]);
+        by[t] = buf(e.f, t % nd, NULL);
+        clf_graph_node_desc d = kdesc("sum2", N);
+        d.device = (t + 1) % nd;
+        clf_arg a[] = {CLF_BUF_IN(bx[t]), CLF_BUF_IN(bw), CLF_BUF_OUT(by[t])};
+        ck_assert_ok(clf_graph_add_kernel(NULL, g, &d, a, 3));
+    }
+    ck_assert_status(clf_graph_buffer_changed(g, NULL), CLF_ERROR_NULL_POINTER);
+    clf_buffer *stranger = buf(e.f, 0, NULL);
+    ck_assert_status(clf_graph_buffer_changed(g, stranger), CLF_ERROR_NOT_FOUND);
+    clf_buffer_destroy(stranger);
+    /* Run 1: w to every device but its own, each x to its node's device, each y back.
+     * Run 2: only the ys back. Run 3, after w changed on the host: w again, and the ys. */
+    size_t want[3] = {2 * TILES + nd - 1, TILES, TILES + nd - 1};
+    for (int r = 0; r < 3; r++) {
+        if (r == 2) {
+            for (size_t i = 0; i < N; i++)
+                w[i] = w[i] * 2 - 7;
+            ck_assert_ok(clf_buffer_write(bw, 0, N * sizeof(int), w));
+            ck_assert_ok(clf_graph_buffer_changed(g, bw));
+        }
+        run_ok(g, CFGS[_i].label);
+        for (size_t t = 0; t < TILES; t++) {
+            for (size_t i = 0; i < N; i++)
+                ref[i] = xs[t][i] + w[i];
+            check_buf(by[t], ref, "y", CFGS[_i].label);
+        }
+        clf_graph_report rep;
+        ck_assert_ok(clf_graph_report_get(&rep, g));
+        size_t expect_copies = nd > 1 ? want[r] : 0;
+        ck_assert_msg(rep.copies == expect_copies, "%s: run %d: %zu copies, want %zu",
+                      CFGS[_i].label, r + 1, rep.copies, expect_copies);
+    }
+    clf_graph_destroy(g);
+    clf_buffer_destroy(bw);
+    for (size_t t = 0; t < TILES; t++) {
+        clf_buffer_destroy(bx[t]);
+        clf_buffer_destroy(by[t]);
+        free(xs[t]);
+    }
+    free(w);
+    free(ref);
+    test_env_close(&e);
+}
+END_TEST
+
+/* A host node that holds the run until told: meanwhile the graph refuses changes. */
+typedef struct gate {
+    pthread_mutex_t m;
+    pthread_cond_t cv;
+    int open;
+} gate;
+
+static clf_status wait_gate(void *user)
+{
+    gate *gt = user;
+    pthread_mutex_lock(&gt->m);
+    while (!gt->open)
+        pthread_cond_wait(&gt->cv, &gt->m);
+    pthread_mutex_unlock(&gt->m);
+    return CLF_SUCCESS;
+}
+
+static clf_status fail_cb(void *user)
+{
+    (void)user;
+    return CLF_ERROR_INVALID_ARGUMENT;
+}
+
+START_TEST(bad_input)
+{
+    test_env e;
+    test_env_open(&e, &CFGS[1], SRC);
+    clf_fleet *other = test_fleet(TEST_CPUS ";index=0", 0);
+    clf_buffer *ob = NULL, *b = buf(e.f, 0, NULL), *c = buf(e.f, 1, NULL);
+    ck_assert_ok(clf_buffer_create(&ob, other, 0, 64, 0));
+    clf_graph *g = NULL;
+    ck_assert_status(clf_graph_create(NULL, e.f, e.p), CLF_ERROR_NULL_POINTER);
+    ck_assert_status(clf_graph_create(&g, NULL, e.p), CLF_ERROR_NULL_POINTER);
+    ck_assert_status(clf_graph_create(&g, e.f, NULL), CLF_ERROR_NULL_POINTER);
+    ck_assert_status(clf_graph_create(&g, other, e.p), CLF_ERROR_INVALID_ARGUMENT);
+    ck_assert_ok(clf_graph_create(&g, e.f, e.p));
+    clf_graph_node_desc d = kdesc("add1", N);
+    clf_arg ok[] = {CLF_BUF_IN(b), CLF_BUF_OUT(c)};
+    ck_assert_status(clf_graph_add_kernel(NULL, NULL, &d, ok, 2), CLF_ERROR_NULL_POINTER);
+    ck_assert_status(clf_graph_add_kernel(NULL, g, NULL, ok, 2), CLF_ERROR_NULL_POINTER);
+    ck_assert_status(clf_graph_add_kernel(NULL, g, &d, NULL, 2), CLF_ERROR_NULL_POINTER);
+    clf_graph_node_desc bad = d;
+    bad.version = 99;
+    ck_assert_status(clf_graph_add_kernel(NULL, g, &bad, ok, 2), CLF_ERROR_INVALID_ARGUMENT);
+    bad = d;
+    bad.kernel = NULL;
+    ck_assert_status(clf_graph_add_kernel(NULL, g, &bad, ok, 2), CLF_ERROR_NULL_POINTER);
+    bad = d;
+    bad.dims = 4;
+    ck_assert_status(clf_graph_add_kernel(NULL, g, &bad, ok, 2), CLF_ERROR_INVALID_ARGUMENT);
+    bad = d;
+    bad.global[0] = 0;
+    ck_assert_status(clf_graph_add_kernel(NULL, g, &bad, ok, 2), CLF_ERROR_ZERO_SIZE);
+    bad = d;
+    bad.reserved[1] = 1;
+    ck_assert_status(clf_graph_add_kernel(NULL, g, &bad, ok, 2), CLF_ERROR_INVALID_ARGUMENT);
+    bad = d;
+    bad.device = 2;
+    ck_assert_status(clf_graph_add_kernel(NULL, g, &bad, ok, 2), CLF_ERROR_OUT_OF_RANGE);
+    clf_arg foreign[] = {CLF_BUF_IN(ob), CLF_BUF_OUT(c)};
+    ck_assert_status(clf_graph_add_kernel(NULL, g, &d, foreign, 2), CLF_ERROR_INVALID_ARGUMENT);
+    clf_arg nullbuf[] = {CLF_BUF_IN(NULL), CLF_BUF_OUT(c)};
+    ck_assert_status(clf_graph_add_kernel(NULL, g, &d, nullbuf, 2), CLF_ERROR_NULL_POINTER);
+    clf_arg nomode[] = {CLF__BUF(b, 0), CLF_BUF_OUT(c)};
+    ck_assert_status(clf_graph_add_kernel(NULL, g, &d, nomode, 2), CLF_ERROR_INVALID_ARGUMENT);
+    int host[4];
+    clf_arg hostarr[] = {CLF_IN(host, sizeof host, sizeof host[0]), CLF_BUF_OUT(c)};
+    ck_assert_status(clf_graph_add_kernel(NULL, g, &d, hostarr, 2), CLF_ERROR_UNSUPPORTED);
+    /* Arrays: mixed with buffers, placed by hand, a footprint wider than the halo or on a
+     * written array, an array of another fleet. */
+    clf_array_desc ad = CLF_ARRAY_DESC_INIT;
+    ad.elem_size = 4;
+    ad.shape[0] = N;
+    ad.halo_before = ad.halo_after = 1;
+    clf_array *arr = NULL, *oarr = NULL;
+    ck_assert_ok(clf_array_create(&arr, e.f, &ad));
+    ck_assert_ok(clf_array_create(&oarr, other, &ad));
+    clf_arg mixed[] = {CLF_ARRAY_IN(arr), CLF_BUF_OUT(c)};
+    ck_assert_status(clf_graph_add_kernel(NULL, g, &d, mixed, 2), CLF_ERROR_UNSUPPORTED);
+    clf_arg arrs[] = {CLF_ARRAY_IN(arr), CLF_ARRAY_OUT(arr)};
+    bad = d;
+    bad.device = 0;
+    ck_assert_status(clf_graph_add_kernel(NULL, g, &bad, arrs, 2), CLF_ERROR_INVALID_ARGUMENT);
+    clf_arg wide[] = {CLF_ARRAY_IN_HALO(arr, 2, 1), CLF_ARRAY_OUT(arr)};
+    ck_assert_status(clf_graph_add_kernel(NULL, g, &d, wide, 2), CLF_ERROR_INVALID_ARGUMENT);
+    clf_arg whalo[] = {CLF__ARG(CLF_ARG_KIND_ARRAY, CLF_ARG_WRITE, arr, 0, 0, 1, 1)};
+    ck_assert_status(clf_graph_add_kernel(NULL, g, &d, whalo, 1), CLF_ERROR_INVALID_ARGUMENT);
+    clf_arg oarrs[] = {CLF_ARRAY_IN(oarr), CLF_ARRAY_OUT(arr)};
+    ck_assert_status(clf_graph_add_kernel(NULL, g, &d, oarrs, 2), CLF_ERROR_INVALID_ARGUMENT);
+    /* Host nodes: NULL callback, a scalar among the accesses. */
+    int k = 1;
+    clf_arg hs[] = {CLF_SCALAR(&k)};
+    ck_assert_status(clf_graph_add_host(NULL, g, NULL, NULL, NULL, 0), CLF_ERROR_NULL_POINTER);
+    ck_assert_status(clf_graph_add_host(NULL, g, fail_cb, NULL, hs, 1), CLF_ERROR_UNSUPPORTED);
+    /* A buffer named only by a refused node may go at once: the graph kept nothing of it
+     * (the runs below would touch it otherwise; the sanitizer build sees that). */
+    clf_buffer *gone = buf(e.f, 0, NULL);
+    clf_arg refused[] = {CLF_BUF_IN(gone), CLF_ARRAY_OUT(arr)};
+    ck_assert_status(clf_graph_add_kernel(NULL, g, &d, refused, 2), CLF_ERROR_UNSUPPORTED);
+    clf_buffer_destroy(gone);
+    /* Nothing was recorded by the refused calls: an empty graph does not run. */
+    ck_assert_status(clf_graph_run(g, NULL), CLF_ERROR_ZERO_SIZE);
+    ck_assert_status(clf_graph_run(NULL, NULL), CLF_ERROR_NULL_POINTER);
+    ck_assert_status(clf_graph_wait(NULL), CLF_ERROR_NULL_POINTER);
+    clf_graph_node_report nr;
+    ck_assert_status(clf_graph_node_info(&nr, g, 0), CLF_ERROR_OUT_OF_RANGE);
+    ck_assert_status(clf_graph_report_get(NULL, g), CLF_ERROR_NULL_POINTER);
+
+    /* While a run is in flight: no recording, no second run, no report. */
+    gate gt = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+    clf_arg gb[] = {CLF_BUF_IN(b)};
+    ck_assert_ok(clf_graph_add_host(NULL, g, wait_gate, &gt, gb, 1));
+    test_watchdog(60);
+    ck_assert_ok(clf_graph_run(g, NULL));
+    ck_assert_status(clf_graph_add_kernel(NULL, g, &d, ok, 2), CLF_ERROR_BUSY);
+    ck_assert_status(clf_graph_run(g, NULL), CLF_ERROR_BUSY);
+    clf_graph_report r;
+    ck_assert_status(clf_graph_report_get(&r, g), CLF_ERROR_BUSY);
+    pthread_mutex_lock(&gt.m);
+    gt.open = 1;
+    pthread_cond_broadcast(&gt.cv);
+    pthread_mutex_unlock(&gt.m);
+    ck_assert_ok(clf_graph_wait(g));
+
+    /* A kernel that does not exist, and a failing callback: the run fails, naming the node. */
+    clf_graph_node_desc nk = kdesc("no_such_kernel", N);
+    ck_assert_ok(clf_graph_add_kernel(NULL, g, &nk, ok, 2));
+    ck_assert_ok(clf_graph_run(g, NULL));
+    clf_status st = clf_graph_wait(g);
+    ck_assert_msg(st != CLF_SUCCESS && strstr(clf_last_error(), "graph node 1"),
+                  "%s: %s", clf_status_name(st), clf_last_error());
+    clf_graph_destroy(g);
+    ck_assert_ok(clf_graph_create(&g, e.f, e.p));
+    ck_assert_ok(clf_graph_add_host(NULL, g, fail_cb, NULL, gb, 1));
+    clf_event *ev = NULL;
+    ck_assert_ok(clf_graph_run(g, &ev));
+    ck_assert_status(clf_event_wait(ev), CLF_ERROR_INVALID_ARGUMENT);
+    clf_event_release(ev);
+    st = clf_graph_wait(g);
+    ck_assert_msg(st == CLF_ERROR_INVALID_ARGUMENT && strstr(clf_last_error(), "host callback"),
+                  "%s: %s", clf_status_name(st), clf_last_error());
+    test_watchdog_off();
+    clf_graph_destroy(g);
+    clf_graph_destroy(NULL);
+    clf_array_destroy(arr);
+    clf_array_destroy(oarr);
+    clf_buffer_destroy(b);
+    clf_buffer_destroy(c);
+    clf_buffer_destroy(ob);
+    clf_fleet_destroy(other);
+    test_env_close(&e);
+}
+END_TEST
+
+/* A device that fails mid-graph: the run fails with an error, it does not hang. */
+START_TEST(device_fault)
+{
+    clf_fleet *f = test_fault_fleet(FLEET2, "device=*,call=enqueue,after=3");
+    clf_program *p = NULL;
+    ck_assert_ok(clf_program_build_source(&p, f, SRC, NULL));
+    int *a = data(6);
+    clf_buffer *b[2] = {buf(f, 0, a), buf(f, 1, NULL)};
+    clf_graph *g = NULL;
+    ck_assert_ok(clf_graph_create(&g, f, p));
+    clf_graph_node_desc d = kdesc("add1", N);
+    for (int s = 0; s < 10; s++) {
+        clf_arg args[] = {CLF_BUF_IN(b[s % 2]), CLF_BUF_OUT(b[(s + 1) % 2])};
+        ck_assert_ok(clf_graph_add_kernel(NULL, g, &d, args, 2));
+    }
+    test_watchdog(60);
+    ck_assert_ok(clf_graph_run(g, NULL));
+    clf_status st = clf_graph_wait(g);
+    test_watchdog_off();
+    ck_assert_msg(st != CLF_SUCCESS, "a run through a failing device succeeded");
+    ck_assert_msg(strstr(clf_last_error(), "graph node"), "%s", clf_last_error());
+    clf_graph_destroy(g);
+    clf_buffer_destroy(b[0]);
+    clf_buffer_destroy(b[1]);
+    free(a);
+    clf_program_destroy(p);
+    clf_fleet_destroy(f);
+}
+END_TEST
+
+/* With a trace, the run and its host callbacks are slices of the timeline. */
+static clf_status noop(void *user)
+{
+    (void)user;
+    return CLF_SUCCESS;
+}
+
+START_TEST(traced)
+{
+    char path[] = "/tmp/clf-graph-trace-XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert(fd >= 0);
+    close(fd);
+    clf_fleet_options o = CLF_FLEET_OPTIONS_INIT;
+    o.devices = test_selection(FLEET2);
+    o.trace = path;
+    clf_fleet *f = NULL;
+    ck_assert_ok(clf_fleet_create(&f, &o));
+    clf_program *p = NULL;
+    ck_assert_ok(clf_program_build_source(&p, f, SRC, NULL));
+    int *a = data(9);
+    clf_buffer *x = buf(f, 0, a), *y = buf(f, 1, NULL);
+    clf_graph *g = NULL;
+    ck_assert_ok(clf_graph_create(&g, f, p));
+    clf_graph_node_desc d = kdesc("add1", N);
+    clf_arg args[] = {CLF_BUF_IN(x), CLF_BUF_OUT(y)};
+    clf_arg ha[] = {CLF_BUF_IN(y)};
+    ck_assert_ok(clf_graph_add_kernel(NULL, g, &d, args, 2));
+    ck_assert_ok(clf_graph_add_host(NULL, g, noop, NULL, ha, 1));
+    run_ok(g, "traced");
+    clf_graph_destroy(g);
+    clf_buffer_destroy(x);
+    clf_buffer_destroy(y);
+    clf_program_destroy(p);
+    clf_fleet_destroy(f); /* writes the trace */
+    FILE *fp = fopen(path, "r");
+    ck_assert(fp);
+    static char text[1 << 20];
+    size_t n = fread(text, 1, sizeof text - 1, fp);
+    text[n] = 0;
+    fclose(fp);
+    unlink(path);
+    ck_assert_msg(strstr(text, "graph run (2 nodes"), "no graph run in the trace");
+    ck_assert_msg(strstr(text, "graph node 1: host callback"), "no host node in the trace");
+    ck_assert_msg(strstr(text, "add1"), "no kernel in the trace");
+    free(a);
+}
+END_TEST
+
+/* The caller's fleet reference may go first: the graph, like buffers and programs, holds one,
+ * and runs on. */
+START_TEST(fleet_first)
+{
+    clf_fleet *f = test_fleet(FLEET2, 0);
+    clf_program *p = NULL;
+    ck_assert_ok(clf_program_build_source(&p, f, SRC, NULL));
+    int *a = data(8), *ref = malloc(N * sizeof *ref);
+    ck_assert(ref);
+    clf_buffer *x = buf(f, 0, a), *y = buf(f, 1, NULL);
+    clf_graph *g = NULL;
+    ck_assert_ok(clf_graph_create(&g, f, p));
+    clf_graph_node_desc d = kdesc("add1", N);
+    clf_arg args[] = {CLF_BUF_IN(x), CLF_BUF_OUT(y)};
+    ck_assert_ok(clf_graph_add_kernel(NULL, g, &d, args, 2));
+    clf_fleet_destroy(f);
+    run_ok(g, "fleet destroyed first");
+    for (size_t i = 0; i < N; i++)
+        ref[i] = a[i] + 1;
+    check_buf(y, ref, "y", "fleet destroyed first");
+    clf_graph_destroy(g);
+    clf_buffer_destroy(x);
+    clf_buffer_destroy(y);
+    clf_program_destroy(p);
+    free(a);
+    free(ref);
+}
+END_TEST
+
+/* A 20:1 pair ($CLFLEET_SIMULATE on FLEET2): once the model has measured both devices, the
+ * independent nodes of a graph go to the fast one (each would take the slow one longer
+ * than all of them take the fast one), and the report and the debug reason say so. */
+START_TEST(simulated_pair)
+{
+    setenv("CLFLEET_SIMULATE", "device=1,compute=0.05", 1);
+    clf_fleet *f = test_fleet(FLEET2, 0);
+    unsetenv("CLFLEET_SIMULATE");
+    clf_program *p = NULL;
+    ck_assert_ok(clf_program_build_source(&p, f, SRC, NULL));
+    enum { NODES = 6 };
+    int *a = data(7), *ref = malloc(N * sizeof *ref);
+    ck_assert(ref);
+    clf_buffer *in[NODES], *out[NODES];
+    clf_graph *g = NULL;
+    ck_assert_ok(clf_graph_create(&g, f, p));
+    clf_graph_node_desc d = kdesc("psum", N / 4);
+    unsigned chunk = 4;
+    for (size_t i = 0; i < NODES; i++) {
+        in[i] = buf(f, i % 2, a);
+        out[i] = buf(f, i % 2, NULL);
+        clf_arg args[] = {CLF_BUF_IN(in[i]), CLF_BUF_OUT(out[i]), CLF_SCALAR(&chunk)};
+        ck_assert_ok(clf_graph_add_kernel(NULL, g, &d, args, 3));
+    }
+    /* Both devices must be measured: each run after the first places by what it learned,
+     * so the slow device is tried while it is guessed, then left alone. Runs with manual
+     * placement first measure each device (the first sample of each is dropped as cold). */
+    clf_graph *probe = NULL;
+    ck_assert_ok(clf_graph_create(&probe, f, p));
+    for (size_t dev = 0; dev < 2; dev++) {
+        clf_graph_node_desc pd = d;
+        pd.device = dev;
+        clf_arg args[] = {CLF_BUF_IN(in[dev]), CLF_BUF_OUT(out[dev]), CLF_SCALAR(&chunk)};
+        ck_assert_ok(clf_graph_add_kernel(NULL, probe, &pd, args, 3));
+    }
+    for (int r = 0; r < 3; r++)
+        run_ok(probe, "simulated pair: probe");
+    clf_graph_destroy(probe);
+    clf_graph_report rep;
+    for (int r = 0; r < 2; r++)
+        run_ok(g, "simulated pair");
+    ck_assert_ok(clf_graph_report_get(&rep, g));
+    ck_assert_msg(!rep.guessed, "simulated pair: still guessing after the probe runs");
+    ck_assert_msg(rep.device_nodes[1] == 0 && rep.device_nodes[0] == NODES,
+                  "simulated pair: %zu nodes on the fast device, %zu on the 20x slower one",
+                  rep.device_nodes[0], rep.device_nodes[1]);
+    clf_graph_node_report nr;
+    ck_assert_ok(clf_graph_node_info(&nr, g, 1));
+    ck_assert_msg(nr.device == 0 && strstr(nr.why, "device 1"), "%zu: %s", nr.device, nr.why);
+    for (size_t j = 0; j < N / 4; j++)
+        ref[j] = a[4 * j] + a[4 * j + 1] + a[4 * j + 2] + a[4 * j + 3];
+    for (size_t i = 0; i < NODES; i++) {
+        int got[N / 4];
+        ck_assert_ok(clf_buffer_read(out[i], 0, sizeof got, got));
+        for (size_t j = 0; j < N / 4; j++)
+            expect(got[j] == ref[j], "simulated pair: out %zu [%zu] = %d, want %d", i, j,
+                   got[j], ref[j]);
+    }
+    clf_graph_destroy(g);
+    for (size_t i = 0; i < NODES; i++) {
+        clf_buffer_destroy(in[i]);
+        clf_buffer_destroy(out[i]);
+    }
+    free(a);
+    free(ref);
+    clf_program_destroy(p);
+    clf_fleet_destroy(f);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("graph");
+    TCase *tc = tcase_create("graph");
+    tcase_add_loop_test(tc, chain, 0, NCFG);
+    tcase_add_loop_test(tc, diamond, 0, NCFG);
+    tcase_add_loop_test(tc, reduction, 0, NCFG);
+    tcase_add_loop_test(tc, halo, 0, NCFG);
+    tcase_add_loop_test(tc, in_place, 0, NCFG);
+    tcase_add_loop_test(tc, run_twice, 0, NCFG);
+    tcase_add_loop_test(tc, keep_copies, 0, NCFG);
+    tcase_add_test(tc, bad_input);
+    tcase_add_test(tc, device_fault);
+    tcase_add_test(tc, simulated_pair);
+    tcase_add_test(tc, fleet_first);
+    tcase_add_test(tc, traced);
+    suite_add_tcase(s, tc);
+    /* Every configuration needs the three PoCL devices (POCL_DEVICES='pthread pthread basic'). */
+    return test_run(s, TEST_CPUS, 3);
+}
