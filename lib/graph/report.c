@@ -40,7 +40,7 @@ static void learn(clf__perf_model *m, const char *key, const char *dkey, uint64_
 {
     if (!m || !units || s <= 0)
         return;
-    clf__perf_chunk c = {units, s};
+    clf__perf_chunk c = {.units = units, .seconds = s};
     (void)clf__perf_record(m, key, dkey, units, s);
     (void)clf__perf_record_chunks(m, key, dkey, &c, 1);
 }
