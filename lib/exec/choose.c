@@ -165,7 +165,9 @@ static int choose_weights(clf__launch *L, char *reason, size_t n)
     for (size_t i = 0; i < L->ndev && L->fitted; i++) {
         clf__perf_fit f;
         L->fitted = clf__perf_get(m, kkey, dk[i], &f) && f.rate > 0 && f.fixed_s >= 0;
-        L->fit_rate[i] = L->fitted ? f.rate : 0;
+        /* In the range's units: a plane learns its work per unit (the GEMM's MFLOP per row
+         * of C, clf__learn()), while the partitioner and the rules below time units. */
+        L->fit_rate[i] = L->fitted ? L->learn_scale > 0 ? f.rate / L->learn_scale : f.rate : 0;
         L->fit_fixed[i] = L->fitted ? f.fixed_s : 0;
     }
     if (m && clf__perf_weights(m, kkey, L->ndev, dk, learned) == L->ndev) {
@@ -319,7 +321,7 @@ static int alone_by_model(clf__launch *L, const uint64_t *max_units, size_t *one
     size_t best = L->ndev, usable = 0;
     double rsum = 0, fmax = 0, best_t = 0;
     *one = L->ndev;
-    if (!L->fitted || L->learn_scale > 0)
+    if (!L->fitted)
         return 0;
     for (size_t i = 0; i < L->ndev; i++) {
         if (L->excluded[i])
@@ -350,6 +352,8 @@ static size_t too_small(clf__launch *L, const uint64_t *max_units, char *why, si
     size_t best = L->ndev, usable = 0, by_model;
     if (alone_by_model(L, max_units, &by_model, why, n))
         return by_model;
+    if (!L->prog)
+        return L->ndev; /* a plane's work (GEMM): the model alone decides */
     double unit_s = clf__kernel_unit_s(L, 0, 0);
     uint64_t items;
     if (__builtin_mul_overflow(L->total, L->per_unit, &items))
@@ -511,7 +515,7 @@ clf_status clf__choose_strategy(clf__launch *L, const uint64_t *max_units,
             snprintf(rep->reason, sizeof rep->reason,
                      "auto: memory-aware (a device's share exceeds its memory budget); %s",
                      wreason);
-        } else if (L->ndev > 1 && L->prog &&
+        } else if (L->ndev > 1 && (L->prog || L->learn_scale > 0) &&
                    (one = too_small(L, max_units, why, sizeof why)) < L->ndev) {
             /* One chunk on one device; the others stand by in case it fails
              * (clf__exec_run()). */
