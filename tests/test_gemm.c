@@ -747,29 +747,27 @@ START_TEST(slow_device_gets_almost_nothing)
     unsetenv("CLFLEET_SIMULATE");
     ck_assert_uint_eq(clf_fleet_device_count(f), 2);
     clf_launch_report rep;
+    clf_gemm_options o = CLF_GEMM_OPTIONS_INIT;
+    o.granularity = 8; /* a block is 8 of 256 rows: 3.1 % */
     gcase t = mk(0, CLF_ROW_MAJOR, CLF_NO_TRANS, CLF_NO_TRANS, 256, 256, 256, 1.0, 0.0,
                  CLF_STRATEGY_GUIDED, CLF_GEMM_SPLIT_M);
     static const clf_strategy learn[] = {CLF_STRATEGY_GUIDED, CLF_STRATEGY_DYNAMIC,
                                          CLF_STRATEGY_GUIDED, CLF_STRATEGY_DYNAMIC};
-    uint64_t learned_units = 0;
+    /* (Device 1 may run nothing here when the suite's model directory kept its figures.) */
     for (size_t i = 0; i < sizeof learn / sizeof *learn; i++) {
         t.strategy = learn[i];
-        run_case(f, &t, NULL, 2, &rep);
-        learned_units += rep.dev[1].units;
+        run_case(f, &t, &o, 2, &rep);
     }
-    /* The model learns device 1 only from blocks it ran. */
-    ck_assert_msg(learned_units > 0, "device 1 ran nothing while learning");
     for (size_t s = 0; s < sizeof STRATEGIES / sizeof *STRATEGIES; s++) {
         t.strategy = STRATEGIES[s];
-        run_case(f, &t, NULL, 2, &rep);
+        run_case(f, &t, &o, 2, &rep);
         const clf_device_report *slow = rep.dev[0].device == 1 ? &rep.dev[0] : &rep.dev[1];
         double share = (double)slow->units / (double)rep.total_units;
         fprintf(stderr, "50:1 GEMM %s (ran as %s): device 1 took %.1f %% of C: %s\n",
                 clf_strategy_name(STRATEGIES[s]), clf_strategy_name(rep.strategy), share * 100,
                 rep.reason);
-        /* A block is 16 of 256 rows: one block at most, a 50x slower device's fair share
-         * being 2 %. */
-        ck_assert_msg(share <= 0.0625, "%s: device 1 (50x slower) took %.1f %% of C: %s",
+        /* One block at most (3.1 %), a 50x slower device's fair share being 2 %. */
+        ck_assert_msg(share <= 8.0 / 256, "%s: device 1 (50x slower) took %.1f %% of C: %s",
                       clf_strategy_name(STRATEGIES[s]), share * 100, rep.reason);
         if (slow->units == 0)
             ck_assert_msg(strstr(rep.reason, "too slow to help") ||
