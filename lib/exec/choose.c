@@ -432,15 +432,24 @@ static void drop_slow_by_model(clf__launch *L, clf_launch_report *rep)
             break;
     }
     double least = (double)(L->total < L->gran ? L->total : L->gran);
+    char list[64] = "";
+    size_t n = 0, at = 0;
     for (size_t i = 0; i < L->ndev; i++) {
         double c = L->fit_rate[i] * (T - L->fit_fixed[i]);
         if (L->weights[i] <= 0 || i == fastest || (!out[i] && c >= least))
             continue;
         L->weights[i] = 0;
+        if (at < sizeof list)
+            at += (size_t)snprintf(list + at, sizeof list - at, "%s%zu", n ? ", " : "",
+                                   L->dev[i]);
+        n++;
+    }
+    /* One short clause: the reason has 256 bytes, and the GEMM's split comes after it. */
+    if (n) {
         size_t len = strlen(rep->reason);
         snprintf(rep->reason + len, sizeof rep->reason - len,
-                 "; device %zu left out (too slow to help: the cost model gives it %.1f units)",
-                 L->dev[i], c > 0 ? c : 0.0);
+                 "; device%s %s left out (too slow to help, by the cost model)", n > 1 ? "s" : "",
+                 list);
     }
 }
 
