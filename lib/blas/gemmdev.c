@@ -371,8 +371,11 @@ static clf_status gemm_run(clf__worker *w, clf__chunk *c)
         return blast_fail(bs, g->dbl ? "CLBlastDgemm" : "CLBlastSgemm", w);
     }
     /* clBLAST's kernels bypass the command path: its last one is handed to it here, so that
-     * $CLFLEET_SIMULATE holds back its completion (no-op without rules). */
-    clf__cmd_adopt_kernel(w->L->fl, w->d->index, q, &c->kernel);
+     * $CLFLEET_SIMULATE holds back its completion (no-op without rules), by the time of all
+     * of the call's kernels from the barrier on: clBLAST may pad the blocks and copy C back
+     * around its GEMM kernel, and holding back only that last small copy left a simulated
+     * 50x slower device 1-2x slower. */
+    clf__cmd_adopt_kernel(w->L->fl, w->d->index, q, c->pre, &c->kernel);
     clFlush(q);
     return CLF_SUCCESS;
 }

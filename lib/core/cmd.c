@@ -179,7 +179,7 @@ static cl_event *event_slot(const clf_fleet *fl, const clf__cmd_opt *o, cl_event
  * commands the metrics count (r: kernels, transfers, fills, copies) are slowed; markers,
  * barriers and maps do no work of their own. */
 static cl_int simulate(clf_fleet *fl, size_t dev, cl_command_queue q, const clf__rec *r,
-                       cl_event *e)
+                       cl_event since, cl_event *e)
 {
     if (!r || !*e || !clf__sim_device(fl, dev))
         return CL_SUCCESS;
@@ -191,7 +191,8 @@ static cl_int simulate(clf_fleet *fl, size_t dev, cl_command_queue q, const clf_
     if (clf__sim_user_event(fl, dev, &u) != CLF_SUCCESS)
         return CL_OUT_OF_HOST_MEMORY; /* the detail is set */
     cl_int err = clEnqueueMarkerWithWaitList(q, 1, &u, &m);
-    clf_status st = clf__sim_arm(fl, dev, *e, err == CL_SUCCESS ? m : NULL, u, kind, r->bytes);
+    clf_status st =
+        clf__sim_arm_since(fl, dev, *e, since, err == CL_SUCCESS ? m : NULL, u, kind, r->bytes);
     if (err != CL_SUCCESS) {
         clf__cl_fail(err, "clEnqueueMarkerWithWaitList (CLFLEET_SIMULATE)", &fl->dev[dev]);
         return err; /* the real command runs on; its event is the caller's to release */
@@ -217,7 +218,7 @@ static clf_status leave(clf_fleet *fl, size_t dev, const clf__cmd_opt *o, cl_com
          * command's caller waits for the simulated end too. */
         cl_event *e = ev ? ev : &tmp;
         cl_event before = *e;
-        err = simulate(fl, dev, q, r, e);
+        err = simulate(fl, dev, q, r, NULL, e);
         sim = *e != before;
         if (err != CL_SUCCESS)
             call = "CLFLEET_SIMULATE";
@@ -255,13 +256,14 @@ static clf_status leave(clf_fleet *fl, size_t dev, const clf__cmd_opt *o, cl_com
     return CLF_SUCCESS;
 }
 
-clf_status clf__cmd_adopt_kernel(clf_fleet *fl, size_t dev, cl_command_queue q, cl_event *ev)
+clf_status clf__cmd_adopt_kernel(clf_fleet *fl, size_t dev, cl_command_queue q, cl_event since,
+                                 cl_event *ev)
 {
     if (__builtin_expect(fl->sim == NULL, 1) || !*ev)
         return CLF_SUCCESS;
     clf__rec r = {0};
     r.kind = CLF__REC_KERNEL;
-    cl_int err = simulate(fl, dev, q, &r, ev); /* *ev stays a valid event whatever happens */
+    cl_int err = simulate(fl, dev, q, &r, since, ev); /* *ev stays a valid event whatever happens */
     if (err != CL_SUCCESS)
         clf__log(CLF_LOG_WARN, "CLFLEET_SIMULATE: device %zu: a library's kernel is not held "
                  "back: %s", dev, clf_last_error());

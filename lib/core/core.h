@@ -217,9 +217,13 @@ clf_status clf__cmd_write_rect(clf_fleet *fl, size_t dev, cl_command_queue q, cl
 /* The last kernel a library enqueued on q itself (clBLAST's GEMM), its event *ev: on a device
  * with a $CLFLEET_SIMULATE rule, *ev is replaced by a marker held back as a kernel of the
  * path would be (observe/simulate.h), so that the simulation reaches GEMM too; *ev stays a
- * valid event whatever happens (a failure is logged, not returned). Not counted: the caller
- * counts the kernel. The caller must not hold the device's exec lock. */
-clf_status clf__cmd_adopt_kernel(clf_fleet *fl, size_t dev, cl_command_queue q, cl_event *ev);
+ * valid event whatever happens (a failure is logged, not returned). since (or NULL): the
+ * command of q just before the library's first kernel; the library may enqueue several
+ * (clBLAST pads and copies around its GEMM kernel), and all of their time from since's end
+ * is held back, not the last kernel's alone. Not counted: the caller counts the kernel. The
+ * caller must not hold the device's exec lock. */
+clf_status clf__cmd_adopt_kernel(clf_fleet *fl, size_t dev, cl_command_queue q, cl_event since,
+                                 cl_event *ev);
 /* A marker (not counted: it does no work). */
 clf_status clf__cmd_marker(clf_fleet *fl, size_t dev, cl_command_queue q, const char *what,
                            cl_uint nwait, const cl_event *wait, cl_event *ev);

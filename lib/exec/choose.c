@@ -165,7 +165,9 @@ static int choose_weights(clf__launch *L, char *reason, size_t n)
     for (size_t i = 0; i < L->ndev && L->fitted; i++) {
         clf__perf_fit f;
         L->fitted = clf__perf_get(m, kkey, dk[i], &f) && f.rate > 0 && f.fixed_s >= 0;
-        L->fit_rate[i] = L->fitted ? f.rate : 0;
+        /* In the range's units: a plane learns its work per unit (the GEMM's MFLOP per row
+         * of C, clf__learn()), while the partitioner and the rules below time units. */
+        L->fit_rate[i] = L->fitted ? L->learn_scale > 0 ? f.rate / L->learn_scale : f.rate : 0;
         L->fit_fixed[i] = L->fitted ? f.fixed_s : 0;
     }
     if (m && clf__perf_weights(m, kkey, L->ndev, dk, learned) == L->ndev) {
@@ -319,7 +321,7 @@ static int alone_by_model(clf__launch *L, const uint64_t *max_units, size_t *one
     size_t best = L->ndev, usable = 0;
     double rsum = 0, fmax = 0, best_t = 0;
     *one = L->ndev;
-    if (!L->fitted || L->learn_scale > 0)
+    if (!L->fitted)
         return 0;
     for (size_t i = 0; i < L->ndev; i++) {
         if (L->excluded[i])
@@ -350,6 +352,8 @@ static size_t too_small(clf__launch *L, const uint64_t *max_units, char *why, si
     size_t best = L->ndev, usable = 0, by_model;
     if (alone_by_model(L, max_units, &by_model, why, n))
         return by_model;
+    if (!L->prog)
+        return L->ndev; /* a plane's work (GEMM): the model alone decides */
     double unit_s = clf__kernel_unit_s(L, 0, 0);
     uint64_t items;
     if (__builtin_mul_overflow(L->total, L->per_unit, &items))
@@ -389,8 +393,69 @@ static size_t too_small(clf__launch *L, const uint64_t *max_units, char *why, si
  */
 #define CLF__STATIC_MIN_SHARE 0.05
 
+/*
+ * STATIC also leaves out, once the cost model has a chunk line for every device (L->fitted),
+ * a device whose share would be under one granule were the range cut so that every device
+ * finishes together after its fixed cost (c_i = r_i (T - f_i), T = (total + sum f_j r_j) /
+ * sum r_j, the rule the partitioner applies to the pool, lib/plan/partition.c): it would
+ * finish even its smallest share after the others had done everything. Learned throughputs
+ * alone (whole launches, fixed costs included) put a 50x slower device's GEMM share at 4 to
+ * 9 %, around the 5 % above.
+ */
+static void drop_slow_by_model(clf__launch *L, clf_launch_report *rep)
+{
+    unsigned char out[CLF_MAX_LAUNCH_DEVICES] = {0};
+    size_t fastest = L->ndev;
+    if (!L->fitted)
+        return;
+    for (size_t i = 0; i < L->ndev; i++)
+        if (L->weights[i] > 0 && (fastest == L->ndev || L->fit_rate[i] > L->fit_rate[fastest]))
+            fastest = i;
+    if (fastest == L->ndev)
+        return;
+    double T = 0;
+    for (size_t pass = 0; pass <= L->ndev; pass++) { /* as timed_share() in partition.c */
+        double rs = 0, fr = 0;
+        for (size_t j = 0; j < L->ndev; j++)
+            if (L->weights[j] > 0 && !out[j]) {
+                rs += L->fit_rate[j];
+                fr += L->fit_fixed[j] * L->fit_rate[j];
+            }
+        if (!(rs > 0))
+            return;
+        T = ((double)L->total + fr) / rs;
+        int changed = 0;
+        for (size_t j = 0; j < L->ndev; j++)
+            if (L->weights[j] > 0 && !out[j] && j != fastest && L->fit_fixed[j] >= T)
+                out[j] = changed = 1;
+        if (!changed)
+            break;
+    }
+    double least = (double)(L->total < L->gran ? L->total : L->gran);
+    char list[64] = "";
+    size_t n = 0, at = 0;
+    for (size_t i = 0; i < L->ndev; i++) {
+        double c = L->fit_rate[i] * (T - L->fit_fixed[i]);
+        if (L->weights[i] <= 0 || i == fastest || (!out[i] && c >= least))
+            continue;
+        L->weights[i] = 0;
+        if (at < sizeof list)
+            at += (size_t)snprintf(list + at, sizeof list - at, "%s%zu", n ? ", " : "",
+                                   L->dev[i]);
+        n++;
+    }
+    /* One short clause: the reason has 256 bytes, and the GEMM's split comes after it. */
+    if (n) {
+        size_t len = strlen(rep->reason);
+        snprintf(rep->reason + len, sizeof rep->reason - len,
+                 "; device%s %s left out (too slow to help, by the cost model)", n > 1 ? "s" : "",
+                 list);
+    }
+}
+
 static void drop_minor(clf__launch *L, clf_launch_report *rep)
 {
+    drop_slow_by_model(L, rep);
     double wsum = 0, wmax = 0;
     for (size_t i = 0; i < L->ndev; i++) {
         wsum += L->weights[i];
@@ -511,7 +576,7 @@ clf_status clf__choose_strategy(clf__launch *L, const uint64_t *max_units,
             snprintf(rep->reason, sizeof rep->reason,
                      "auto: memory-aware (a device's share exceeds its memory budget); %s",
                      wreason);
-        } else if (L->ndev > 1 && L->prog &&
+        } else if (L->ndev > 1 && (L->prog || L->learn_scale > 0) &&
                    (one = too_small(L, max_units, why, sizeof why)) < L->ndev) {
             /* One chunk on one device; the others stand by in case it fails
              * (clf__exec_run()). */

@@ -230,7 +230,8 @@ typedef struct clf__launch {
     size_t ndev;
     double weights[CLF_MAX_LAUNCH_DEVICES];
     /* The cost model's chunk line per device (clf__perf_fit), valid when fitted is set: it
-     * is known for every device of the launch. */
+     * is known for every device of the launch. Rates in range units per second (a plane's
+     * learned work rate divided by learn_scale), fixed costs in seconds. */
     double fit_rate[CLF_MAX_LAUNCH_DEVICES], fit_fixed[CLF_MAX_LAUNCH_DEVICES];
     int fitted;
     /* STATIC on a profiled kernel (choose.c, workprof.h): the shares' ends when cut by the

@@ -43,6 +43,7 @@ typedef struct sim_cmd {
     unsigned kind;
     size_t bytes;
     cl_event real, marker, user; /* a reference each */
+    cl_event since;              /* NULL, or a reference: the work began when it ended */
     uint64_t due;                /* host monotonic ns */
     clf__pool_work job;          /* the release, a timed job of the helper pool */
     uint64_t t0;                 /* the real command's start (device clock), 0: unknown */
@@ -108,6 +109,8 @@ static void finish(sim_cmd *c)
                  clf__cl_error_name(err));
     clReleaseEvent(c->user);
     clReleaseEvent(c->real);
+    if (c->since)
+        clReleaseEvent(c->since);
     if (c->marker)
         clReleaseEvent(c->marker);
     if (evicted)
@@ -160,6 +163,15 @@ static void CL_CALLBACK on_real_done(cl_event ev, cl_int status, void *arg)
         clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof b, &b, NULL) ==
             CL_SUCCESS &&
         b >= a) {
+        /* A library's several kernels (clBLAST's pads, GEMM and copy-back): the work began
+         * when the command before its first kernel ended (in-order queue), not when its
+         * last kernel started, and all of it is held back. */
+        cl_ulong s = 0;
+        if (c->since &&
+            clGetEventProfilingInfo(c->since, CL_PROFILING_COMMAND_END, sizeof s, &s, NULL) ==
+                CL_SUCCESS &&
+            s > 0 && s < a)
+            a = s;
         c->t0 = a;
         c->due = now + delay_ns(c, a, b);
     } else if (status == CL_COMPLETE) {
@@ -207,6 +219,12 @@ clf_status clf__sim_user_event(clf_fleet *fl, size_t dev, cl_event *user)
 clf_status clf__sim_arm(clf_fleet *fl, size_t dev, cl_event real, cl_event marker,
                         cl_event user, unsigned kind, size_t bytes)
 {
+    return clf__sim_arm_since(fl, dev, real, NULL, marker, user, kind, bytes);
+}
+
+clf_status clf__sim_arm_since(clf_fleet *fl, size_t dev, cl_event real, cl_event since,
+                              cl_event marker, cl_event user, unsigned kind, size_t bytes)
+{
     if (!marker) {
         clReleaseEvent(user); /* nothing waits for it */
         return CLF_SUCCESS;
@@ -225,6 +243,9 @@ clf_status clf__sim_arm(clf_fleet *fl, size_t dev, cl_event real, cl_event marke
     c->user = user;
     c->real = real;
     c->marker = marker;
+    c->since = since;
+    if (since)
+        clRetainEvent(since);
     clRetainEvent(real);
     clRetainEvent(marker); /* the caller keeps its own */
     pthread_mutex_lock(&g.lock);

@@ -75,6 +75,12 @@ void clf__sim_key(const clf_fleet *fl, size_t dev, char *buf, size_t n);
 clf_status clf__sim_user_event(clf_fleet *fl, size_t dev, cl_event *user);
 clf_status clf__sim_arm(clf_fleet *fl, size_t dev, cl_event real, cl_event marker,
                         cl_event user, unsigned kind, size_t bytes);
+/* As clf__sim_arm(), for `real` the last of several commands that began when `since` (an
+ * earlier command of the same in-order queue, or NULL) ended: their whole time is held
+ * back, and the marker's simulated start is since's end (a library's kernels enqueued
+ * outside the command path, clf__cmd_adopt_kernel()). */
+clf_status clf__sim_arm_since(clf_fleet *fl, size_t dev, cl_event real, cl_event since,
+                              cl_event marker, cl_event user, unsigned kind, size_t bytes);
 
 /* Nonzero once any fleet has simulation rules (read with a relaxed atomic load). */
 extern int clf__sim_enabled;
