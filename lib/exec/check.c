@@ -400,7 +400,8 @@ static int verdict_key(const clf__launch *L, clf__kernel_verdict *v)
 {
     const clf_program *p = L->prog;
     memset(v, 0, sizeof *v);
-    if (!p->hash[0] || p->no_cache || p->array_variant_of || strlen(L->desc.kernel) >= sizeof v->kernel)
+    if (!p->hash[0] || p->no_cache || p->array_variant_of ||
+        strlen(L->desc.kernel) >= sizeof v->kernel)
         return 0;
     memcpy(v->hash, p->hash, sizeof v->hash);
     memcpy(v->includes, p->includes, sizeof v->includes);
