@@ -452,6 +452,56 @@ START_TEST(names_the_callers_macro)
 END_TEST
 
 /* clf_sgemm takes no user kernel: its own bad sizes are refused. */
+/*
+ * A launch without a local size keeps its kernel check's verdict (exec/check.c) for the next
+ * launches with the same kernel and argument kinds: a later launch with a wrong scalar or a
+ * value for a pointer must still be refused, and a program of the same source built again
+ * (the verdict is keyed by the source's hash) still checked.
+ */
+START_TEST(kept_verdict_still_checks)
+{
+    test_watchdog(60);
+    static const char *src =
+        "kernel void axpy(global const float *x, global float *y, float a)\n"
+        "{ size_t i = get_global_id(0); y[i] = a * x[i]; }\n";
+    float x[N], y[N];
+    for (size_t i = 0; i < N; i++)
+        x[i] = (float)i;
+    clf_program *p = NULL;
+    for (int build = 0; build < 2; build++) {
+        ck_assert_ok(clf_program_build_source(&p, X.f, src, NULL));
+        clf_launch_desc d = CLF_LAUNCH_DESC_INIT;
+        d.kernel = "axpy";
+        d.dims = 1;
+        d.global[0] = N;
+        for (int round = 0; round < 3; round++) { /* the second and third: the kept verdict */
+            memset(y, 0, sizeof y);
+            clf_arg ok[] = {CLF_IN(x, sizeof x, sizeof(float)), CLF_OUT(y, sizeof y, sizeof(float)),
+                            CLF_SCALAR(&fval)};
+            ck_assert_ok(clf_launch(X.f, p, &d, ok, 3, NULL));
+            for (size_t i = 0; i < N; i++)
+                ck_assert_float_eq(y[i], fval * x[i]);
+            clf_arg dbl[] = {CLF_IN(x, sizeof x, sizeof(float)),
+                             CLF_OUT(y, sizeof y, sizeof(float)), CLF_SCALAR(&dval)};
+            clf_status st = clf_launch(X.f, p, &d, dbl, 3, NULL);
+            ck_assert_msg(st == CLF_ERROR_INVALID_ARGUMENT, "a double for a float: %s (%s)",
+                          clf_status_name(st), clf_last_error());
+            clf_arg ptr[] = {CLF_IN(x, sizeof x, sizeof(float)),
+                             CLF_OUT(y, sizeof y, sizeof(float)),
+                             CLF_IN(x, sizeof x, sizeof(float))};
+            st = clf_launch(X.f, p, &d, ptr, 3, NULL);
+            ck_assert_msg(st == CLF_ERROR_INVALID_ARGUMENT, "memory for a scalar: %s (%s)",
+                          clf_status_name(st), clf_last_error());
+            st = clf_launch(X.f, p, &d, ok, 2, NULL);
+            ck_assert_msg(st == CLF_ERROR_INVALID_ARGUMENT, "two of three arguments: %s (%s)",
+                          clf_status_name(st), clf_last_error());
+        }
+        clf_program_destroy(p);
+    }
+    test_watchdog_off();
+}
+END_TEST
+
 START_TEST(gemm_sizes)
 {
     float m[4] = {0};
@@ -478,6 +528,7 @@ int main(void)
     tcase_add_test(tc, task_never_ran);
     tcase_add_test(tc, gemm_sizes);
     tcase_add_test(tc, names_the_callers_macro);
+    tcase_add_test(tc, kept_verdict_still_checks);
     suite_add_tcase(s, tc);
     return test_run(s, FLEET2, 2);
 }

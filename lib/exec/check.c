@@ -360,9 +360,10 @@ static clf_status choose_devices(clf__launch *L)
  * scan does see is the user's bug (a broadcast is read only): logged once per program, the
  * launch runs (each device's copy is its own, and the host array stays as it was).
  */
-static void broadcasts_written(clf__launch *L, cl_kernel k)
+static void broadcasts_written(clf__launch *L, cl_kernel k, unsigned char *stores)
 {
     for (size_t i = 0; i < L->nargs; i++) {
+        stores[i] = 0;
         if (L->args[i].kind != CLF_ARG_KIND_BROADCAST)
             continue;
         cl_kernel_arg_address_qualifier aq;
@@ -372,6 +373,7 @@ static void broadcasts_written(clf__launch *L, cl_kernel k)
         if (info && (aq == CL_KERNEL_ARG_ADDRESS_CONSTANT || (tq & CL_KERNEL_ARG_TYPE_CONST)))
             continue;
         int r = clf__source_param_stores(L->prog ? L->prog->source : NULL, L->desc.kernel, i);
+        stores[i] = (unsigned char)r;
         L->bcast_fresh[i] = r != 0;
         if (r == 2 && !__atomic_exchange_n(&L->prog->bcast_store_warned, 1, __ATOMIC_RELAXED))
             clf__log(CLF_LOG_WARN, "kernel '%s' stores through parameter %zu '%s', given as a "
@@ -387,11 +389,97 @@ static void broadcasts_written(clf__launch *L, cl_kernel k)
 }
 
 /*
+ * The verdict cache (exec.h, clf__kernel_verdict). What check_kernel() decides without a
+ * local size depends only on the kernel's signature (the program's source, options and
+ * includes: its SHA-256 names them) and on what clf__check_args() reads of the arguments:
+ * their kinds, flags, and a scalar's type and size. A program whose includes could not be
+ * followed (no_cache), that has no hash, or that is an array variant (two hidden parameters)
+ * is not cached. 0: not cacheable.
+ */
+static int verdict_key(const clf__launch *L, clf__kernel_verdict *v)
+{
+    const clf_program *p = L->prog;
+    memset(v, 0, sizeof *v);
+    if (!p->hash[0] || p->no_cache || p->array_variant_of ||
+        strlen(L->desc.kernel) >= sizeof v->kernel)
+        return 0;
+    memcpy(v->hash, p->hash, sizeof v->hash);
+    memcpy(v->includes, p->includes, sizeof v->includes);
+    strcpy(v->kernel, L->desc.kernel);
+    v->nargs = L->nargs;
+    for (size_t i = 0; i < L->nargs; i++) {
+        const clf_arg *a = &L->args[i];
+        v->sig[i].kind = a->kind;
+        v->sig[i].type = a->type;
+        v->sig[i].flags = a->flags;
+        if (a->kind == CLF_ARG_KIND_SCALAR || a->kind == CLF_ARG_KIND_LOCAL)
+            v->sig[i].size = a->size;
+    }
+    return 1;
+}
+
+static int verdict_same(const clf__kernel_verdict *a, const clf__kernel_verdict *b)
+{
+    return a->nargs == b->nargs && !strcmp(a->kernel, b->kernel) &&
+           !memcmp(a->hash, b->hash, sizeof a->hash) &&
+           !memcmp(a->includes, b->includes, sizeof a->includes) &&
+           !memcmp(a->sig, b->sig, a->nargs * sizeof *a->sig);
+}
+
+/* A kept verdict for key: its broadcasts' store results to stores; 1 when found. */
+static int verdict_find(clf__exec_state *X, const clf__kernel_verdict *key, unsigned char *stores)
+{
+    int found = 0;
+    pthread_mutex_lock(&X->lock);
+    size_t n = X->nverdict < CLF__VERDICTS ? X->nverdict : CLF__VERDICTS;
+    for (size_t i = 0; i < n && !found; i++)
+        if (verdict_same(&X->verdict[i], key)) {
+            memcpy(stores, X->verdict[i].stores, key->nargs);
+            found = 1;
+        }
+    pthread_mutex_unlock(&X->lock);
+    return found;
+}
+
+static void verdict_keep(clf__exec_state *X, clf__kernel_verdict *key, const unsigned char *stores)
+{
+    memcpy(key->stores, stores, key->nargs);
+    pthread_mutex_lock(&X->lock);
+    size_t n = X->nverdict < CLF__VERDICTS ? X->nverdict : CLF__VERDICTS, i;
+    for (i = 0; i < n; i++)
+        if (verdict_same(&X->verdict[i], key))
+            break;
+    if (i == n) /* not kept by a launch that ran meanwhile */
+        X->verdict[X->nverdict++ % CLF__VERDICTS] = *key;
+    pthread_mutex_unlock(&X->lock);
+}
+
+/*
+ * A kept verdict applied: the broadcasts' freshness as broadcasts_written() found it. Not
+ * when a message is due that names the parameter (the store warning, once per program; the
+ * debug note of each launch): the full check then says it. 1 when applied.
+ */
+static int verdict_apply(clf__launch *L, const unsigned char *stores)
+{
+    for (size_t i = 0; i < L->nargs; i++) {
+        if (stores[i] == 2 && !__atomic_load_n(&L->prog->bcast_store_warned, __ATOMIC_RELAXED))
+            return 0;
+        if (stores[i] == 1 && clf__log_on(CLF_LOG_DEBUG))
+            return 0;
+    }
+    for (size_t i = 0; i < L->nargs; i++)
+        L->bcast_fresh[i] = stores[i] != 0;
+    return 1;
+}
+
+/*
  * The arguments and the range against the kernel (core/argcheck.c) on the launch's devices
  * that will run (not failed, the program built: launch.c's exclude() leaves the others
  * out), before any worker starts: a worker sets the arguments as given, and PoCL crashes on
  * a value for a pointer. Kinds and sizes are the same on every device; local memory and
  * work-group limits are not, and are checked on each one that has something to check.
+ * Without those (no local size, no local memory), the verdict of the same kernel and
+ * argument kinds is kept, and the next launches check only the range.
  */
 static clf_status check_kernel(clf__launch *L, const char *call)
 {
@@ -399,19 +487,32 @@ static clf_status check_kernel(clf__launch *L, const char *call)
     int has_local = !L->auto_local;
     for (size_t a = 0; a < L->nargs; a++)
         has_local |= L->args[a].kind == CLF_ARG_KIND_LOCAL;
+    clf__kernel_verdict key;
+    unsigned char stores[CLF__MAX_ARGS] = {0};
+    int cacheable = !has_local && verdict_key(L, &key);
+    int kept = cacheable && verdict_find(L->X, &key, stores) && verdict_apply(L, stores);
     int checked = 0;
     for (size_t i = 0; i < L->ndev && (has_local || !checked); i++) {
         size_t dev = L->dev[i];
         if (clf__device_failed(L->fl, dev, NULL, 0) || !L->prog->built[dev])
             continue;
         struct clf__device *d = &L->fl->dev[dev];
+        if (kept) {
+            /* The range alone, as below (no local size: no kernel needed). */
+            clf_status st = clf__check_range(call, kn, L->desc.dims, L->desc.global, NULL, NULL,
+                                             d, NULL);
+            if (st != CLF_SUCCESS)
+                return st;
+            checked = 1;
+            continue;
+        }
         cl_kernel k;
         clf_status st = clf__cmd_kernel_create(L->fl, dev, L->prog, kn, NULL, 0, NULL, &k);
         if (st != CLF_SUCCESS)
             return st;
         st = clf__check_args(call, L->prog, kn, k, d, 0, L->args, L->nargs, 0);
         if (st == CLF_SUCCESS && !checked)
-            broadcasts_written(L, k);
+            broadcasts_written(L, k, stores);
         /* clfleet's own local size is within every device's limits. */
         if (st == CLF_SUCCESS)
             st = clf__check_range(call, kn, L->desc.dims, L->desc.global,
@@ -422,6 +523,8 @@ static clf_status check_kernel(clf__launch *L, const char *call)
             return st;
         checked = 1;
     }
+    if (cacheable && checked && !kept)
+        verdict_keep(L->X, &key, stores);
     return CLF_SUCCESS;
 }
 

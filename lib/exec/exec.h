@@ -60,6 +60,29 @@ struct clf__bcast {
  * buffers and the per-device threads (fleetstate.c too) are states of their own, finalized
  * next (CLF__STATE_BEFORE_XFER).
  */
+#define CLF__MAX_ARGS 64
+
+/* A launch's arguments as the kernel check sees them (check.c): what clf__check_args() reads
+ * of each one, and nothing that changes between the launches of a loop (the host pointers,
+ * the arrays' sizes). */
+typedef struct clf__arg_sig {
+    unsigned kind, type, flags;
+    size_t size; /* scalars and local memory only */
+} clf__arg_sig;
+
+/* A kernel check that passed (check.c), kept so that the next launch with the same program
+ * source, kernel and argument kinds does not create a kernel and ask the driver about every
+ * parameter again (a fifth of a small launch's own cost). */
+typedef struct clf__kernel_verdict {
+    char hash[65], includes[65]; /* the program's source and options, and its includes */
+    char kernel[64];
+    size_t nargs;
+    clf__arg_sig sig[CLF__MAX_ARGS];
+    unsigned char stores[CLF__MAX_ARGS]; /* per broadcast: clf__source_param_stores(), or 0 */
+} clf__kernel_verdict;
+
+#define CLF__VERDICTS 8
+
 typedef struct clf__exec_state {
     pthread_mutex_t lock; /* guards what follows */
     struct clf__perf_model *perf; /* learned throughput (NULL until the first launch) */
@@ -77,6 +100,9 @@ typedef struct clf__exec_state {
         double unit_s; /* kernel seconds per unit in its last launch; < 0: not seen */
     } static_eff[16];
     size_t nstatic_eff;
+    /* Kernel checks that passed (check.c): a small ring of the latest. */
+    clf__kernel_verdict verdict[CLF__VERDICTS];
+    size_t nverdict;
     /* Launches run in the order they were queued: a ticket each. */
     pthread_cond_t turn;
     uint64_t next_ticket, serving;
@@ -113,8 +139,6 @@ clf_status clf__kernel_enqueue_part(clf_fleet *fleet, clf_program *variant, size
                                     size_t nargs, const size_t whole[3],
                                     const cl_ulong part_offsets[16], clf_event *const *wait,
                                     size_t num_wait, clf_event **out_event);
-
-#define CLF__MAX_ARGS 64
 
 /* A chunk in flight on one device: its events and where its data went. */
 typedef struct clf__chunk {

@@ -247,9 +247,14 @@ void clf__turn_end(clf_fleet *fl)
  * device, flags and size, and the next launch's workers take them back instead of creating
  * new ones (worker.c, clf__worker_device_alloc()).
  *
- * Only small buffers are kept (CLF__BUFCACHE_MAX_BYTES each, CLF__BUFCACHE_SLOTS in all, the
- * oldest evicted): for a large array the copies dominate, and idle memory held on a device is
- * memory no one else can use: at most 32 MiB per fleet. The fleet's metrics count a buffer as
+ * Small buffers are kept (CLF__BUFCACHE_MAX_BYTES each, CLF__BUFCACHE_SLOTS in all, the
+ * oldest evicted): idle memory held on a device is memory no one else can use. Large ones
+ * only on a device that shares the host's memory, up to CLF__BUFCACHE_LARGE in all per
+ * device (an eighth of its memory at most, the oldest evicted first): there a new buffer is
+ * fresh host pages, and their first touch by the input's copy made a one-device launch of a
+ * 16M-float per-group sum (64 MB in) a third slower than raw OpenCL, which reuses its buffer
+ * (PoCL 3.1, issue 27). A discrete device's memory is left to the launches' budgets, where a
+ * kept buffer is not counted. The fleet's metrics count a buffer as
  * freed when it is kept and allocated again when it is taken (so their current memory is
  * the launches' working memory, as before: idle kept buffers do not show there), and a kept
  * buffer counts against no launch's budget until taken.
@@ -261,6 +266,7 @@ void clf__turn_end(clf_fleet *fl)
 
 #define CLF__BUFCACHE_SLOTS 32
 #define CLF__BUFCACHE_MAX_BYTES ((size_t)1 << 20)
+#define CLF__BUFCACHE_LARGE ((uint64_t)1 << 30)
 
 struct clf__bufcache {
     pthread_mutex_t lock; /* guards what follows */
@@ -306,14 +312,26 @@ cl_mem clf__bufcache_get(clf_fleet *fl, size_t dev, cl_mem_flags flags, size_t b
     return m;
 }
 
+/* The most bytes of buffers over CLF__BUFCACHE_MAX_BYTES kept for device dev (see above). */
+static uint64_t large_limit(const clf_fleet *fl, size_t dev)
+{
+    const struct clf__device *d = &fl->dev[dev];
+    if (!d->info.host_unified)
+        return 0;
+    uint64_t eighth = d->info.global_mem / 8;
+    return eighth < CLF__BUFCACHE_LARGE ? eighth : CLF__BUFCACHE_LARGE;
+}
+
 void clf__bufcache_put(clf_fleet *fl, size_t dev, cl_mem mem)
 {
     cl_mem_flags flags = 0;
     size_t bytes = 0;
-    cl_mem evict = NULL;
+    cl_mem evict[CLF__BUFCACHE_SLOTS + 1];
+    size_t nevict = 0;
+    uint64_t limit = large_limit(fl, dev);
     if (clGetMemObjectInfo(mem, CL_MEM_FLAGS, sizeof flags, &flags, NULL) != CL_SUCCESS ||
         clGetMemObjectInfo(mem, CL_MEM_SIZE, sizeof bytes, &bytes, NULL) != CL_SUCCESS ||
-        bytes > CLF__BUFCACHE_MAX_BYTES) {
+        (bytes > CLF__BUFCACHE_MAX_BYTES && bytes > limit)) {
         clReleaseMemObject(mem); /* not kept */
         clf__metrics_free(fl, dev, bytes);
         return;
@@ -325,6 +343,22 @@ void clf__bufcache_put(clf_fleet *fl, size_t dev, cl_mem mem)
         return;
     }
     pthread_mutex_lock(&c->lock);
+    /* A large one: the device's large ones oldest first go until it fits its limit. */
+    for (;;) {
+        uint64_t large = 0;
+        size_t oldest = CLF__BUFCACHE_SLOTS;
+        for (size_t i = 0; bytes > CLF__BUFCACHE_MAX_BYTES && i < CLF__BUFCACHE_SLOTS; i++)
+            if (c->slot[i].mem && c->slot[i].dev == dev &&
+                c->slot[i].bytes > CLF__BUFCACHE_MAX_BYTES) {
+                large += c->slot[i].bytes;
+                if (oldest == CLF__BUFCACHE_SLOTS || c->slot[i].age < c->slot[oldest].age)
+                    oldest = i;
+            }
+        if (bytes <= CLF__BUFCACHE_MAX_BYTES || large + bytes <= limit)
+            break;
+        evict[nevict++] = c->slot[oldest].mem;
+        c->slot[oldest].mem = NULL;
+    }
     size_t at = 0;
     for (size_t i = 0; i < CLF__BUFCACHE_SLOTS; i++) {
         if (!c->slot[i].mem) {
@@ -335,7 +369,7 @@ void clf__bufcache_put(clf_fleet *fl, size_t dev, cl_mem mem)
             at = i;
     }
     if (c->slot[at].mem) /* full: the oldest goes */
-        evict = c->slot[at].mem;
+        evict[nevict++] = c->slot[at].mem;
     c->slot[at].mem = mem;
     c->slot[at].dev = dev;
     c->slot[at].bytes = bytes;
@@ -343,8 +377,8 @@ void clf__bufcache_put(clf_fleet *fl, size_t dev, cl_mem mem)
     c->slot[at].age = ++c->clock;
     pthread_mutex_unlock(&c->lock);
     clf__metrics_free(fl, dev, bytes); /* kept: counted as free (see the top) */
-    if (evict)
-        clReleaseMemObject(evict);
+    for (size_t i = 0; i < nevict; i++)
+        clReleaseMemObject(evict[i]);
 }
 
 static void cache_fini(clf_fleet *fl, void *state)
