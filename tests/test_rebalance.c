@@ -297,6 +297,117 @@ START_TEST(simulated_slow_device)
 }
 END_TEST
 
+/*
+ * Units costly to move next to their compute, as a memory-bound stencil's rows are on a
+ * GPU: each unit is a cell of WIDE floats of which the Jacobi reads and writes the first
+ * only, and FIELDS more arrays of such cells (no halo, not read) move with the grid, so a
+ * move's bytes are 256 times a unit's work. With a context per device (a GPU and
+ * a CPU on two platforms) and device 1 simulated 7x slower, CLF_STRATEGY_AUTO must move the
+ * parts toward device 0 within 120 steps. A move that had to pay for itself in 10 steps
+ * never did (on an H200 + CPU no part ever moved); the steps already run count now. The
+ * first floats equal a plain C Jacobi bit for bit after every 20th step and the last.
+ */
+#define WIDE 32
+#define FIELDS 6
+static const char WIDE_SRC[] =
+    "kernel void wide_jac(global const float *in, global float *out, global const float *f0,\n"
+    "                     global const float *f1, global const float *f2,\n"
+    "                     global const float *f3, global const float *f4,\n"
+    "                     global const float *f5)\n"
+    "{\n"
+    "    size_t i = get_global_id(0), n = get_global_size(0), w = 32;\n"
+    "    float c = in[i * w];\n"
+    "    float l = i > 0 ? in[(i - 1) * w] : c, r = i + 1 < n ? in[(i + 1) * w] : c;\n"
+    "    out[i * w] = ((l + c) + (c + r)) * 0.25f;\n"
+    "}\n";
+
+START_TEST(context_per_device_moves)
+{
+    test_watchdog(240);
+    const size_t n = 131072, steps = 120;
+    setenv("CLFLEET_SIMULATE", "device=1,compute=0.15", 1);
+    clf_fleet_options o = CLF_FLEET_OPTIONS_INIT;
+    o.devices = FLEET2 ";context=device";
+    clf_fleet *f = NULL;
+    clf_status st = clf_fleet_create(&f, &o);
+    unsetenv("CLFLEET_SIMULATE");
+    ck_assert_msg(st == CLF_SUCCESS, "fleet: %s", clf_last_error());
+    ck_assert_uint_eq(clf_fleet_device_count(f), 2);
+    clf_program *p = NULL;
+    st = clf_program_build_source(&p, f, WIDE_SRC, NULL);
+    ck_assert_msg(st == CLF_SUCCESS, "build: %s", clf_last_error());
+    clf_array_desc d = CLF_ARRAY_DESC_INIT;
+    d.elem_size = WIDE * sizeof(float);
+    d.shape[0] = n;
+    d.halo_before = d.halo_after = 1;
+    clf_array *a = NULL, *b = NULL;
+    ck_assert_ok(clf_array_create(&a, f, &d));
+    ck_assert_ok(clf_array_create(&b, f, &d));
+    ck_assert_uint_eq(clf_array_part_count(a), 2);
+    clf_array *fld[FIELDS];
+    d.halo_before = d.halo_after = 0;
+    for (size_t j = 0; j < FIELDS; j++)
+        ck_assert_ok(clf_array_create(&fld[j], f, &d));
+    size_t first, fast0 = units_on(a, 0, &first);
+    float *cell = calloc(n * WIDE, sizeof *cell), *cur = malloc(n * sizeof *cur);
+    float *next = malloc(n * sizeof *next);
+    ck_assert(cell && cur && next);
+    for (size_t i = 0; i < n; i++) {
+        cur[i] = (float)((i * 2654435761u) % 1000u) / 7.0f;
+        cell[i * WIDE] = cur[i];
+    }
+    ck_assert_ok(clf_array_write(a, NULL, NULL, cell));
+    ck_assert_ok(clf_array_write(b, NULL, NULL, cell)); /* the pads: defined bytes */
+    for (size_t s = 0; s < steps; s++) {
+        clf_array *in = s % 2 ? b : a, *out = s % 2 ? a : b;
+        clf_array_launch_desc ld = CLF_ARRAY_LAUNCH_DESC_INIT;
+        ld.kernel = "wide_jac";
+        ld.global[0] = n;
+        ld.flags = CLF_ARRAY_EXCHANGE_BEFORE;
+        /* The first steps as distributed: PoCL compiles the kernel for each part's offset
+         * then, which the balancer would take for the devices' speed. */
+        ld.strategy = s < 4 ? CLF_STRATEGY_STATIC : CLF_STRATEGY_AUTO;
+        clf_arg args[] = {CLF_ARRAY_IN(in),     CLF_ARRAY_OUT(out),   CLF_ARRAY_IN(fld[0]),
+                          CLF_ARRAY_IN(fld[1]), CLF_ARRAY_IN(fld[2]), CLF_ARRAY_IN(fld[3]),
+                          CLF_ARRAY_IN(fld[4]), CLF_ARRAY_IN(fld[5])};
+        ck_assert_ok(clf_array_launch(f, p, &ld, args, 2 + FIELDS));
+        for (size_t i = 0; i < n; i++) {
+            float c = cur[i], l = i > 0 ? cur[i - 1] : c, r = i + 1 < n ? cur[i + 1] : c;
+            next[i] = ((l + c) + (c + r)) * 0.25f;
+        }
+        float *t = cur;
+        cur = next;
+        next = t;
+        if ((s + 1) % 20 && s + 1 < steps)
+            continue;
+        ck_assert_ok(clf_array_read(out, NULL, NULL, cell));
+        for (size_t i = 0; i < n; i++)
+            expect(memcmp(&cell[i * WIDE], &cur[i], sizeof *cur) == 0,
+                   "step %zu unit %zu: %a, the reference %a", s, i, (double)cell[i * WIDE],
+                   (double)cur[i]);
+    }
+    clf_array *last = steps % 2 ? b : a;
+    clf_array_balance bal;
+    ck_assert_ok(clf_array_balance_info(&bal, last));
+    size_t fast = units_on(last, 0, &first);
+    fprintf(stderr, "context_per_device_moves: %zu moves, device 0 %zu of %zu units (%zu at "
+            "first): %s\n", bal.migrations, fast, n, fast0, bal.why);
+    expect(bal.migrations >= 1 && fast > fast0 + n / 4,
+           "%zu moves, device 0 holds %zu of %zu units (%zu at first): %s", bal.migrations,
+           fast, n, fast0, bal.why);
+    free(cell);
+    free(cur);
+    free(next);
+    for (size_t j = 0; j < FIELDS; j++)
+        clf_array_destroy(fld[j]);
+    clf_array_destroy(a);
+    clf_array_destroy(b);
+    clf_program_destroy(p);
+    clf_fleet_destroy(f);
+    test_watchdog_off();
+}
+END_TEST
+
 /* A move that makes the step longer, measured (the devices slow each other down when the
  * parts change: the model's independent parts do not hold): moved back, then held. */
 START_TEST(bad_move_undone)
@@ -493,6 +604,7 @@ int main(void)
     tcase_add_test(tc, slow_device_queued);
     tcase_add_test(tc, two_kernels_a_step);
     tcase_add_test(tc, simulated_slow_device);
+    tcase_add_test(tc, context_per_device_moves);
     tcase_add_test(tc, bad_move_undone);
     tcase_add_test(tc, far_too_slow_dropped);
     suite_add_tcase(s, tc);

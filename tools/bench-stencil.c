@@ -15,8 +15,9 @@
  *
  * With --strategy (not static or default), (c) and (c0) run that strategy of
  * clf_array_launch_desc: the parts move by their measured device times. Each run's arrays
- * then first take BALANCE_WARMUP untimed steps, each waited for, so that the parts are
- * measured and moved before the timing (the steady state is timed; the moves are not).
+ * then first take untimed steps, each waited for (BALANCE_WARMUP after the last move, up
+ * to BALANCE_WARMUP_MAX until a first one), so that the parts are measured and moved
+ * before the timing (the steady state is timed; the moves are not).
  *
  * The three results are compared bit for bit (same arithmetic in the same order), and with
  * a plain C loop when the grid is small. The devices are those of --devices, else
@@ -65,8 +66,12 @@ typedef struct bench {
 } bench;
 
 /* Untimed steps before a balanced run's timing, each waited for (the balancer measures
- * finished steps only): enough for its measurements, a move and the move's trial. */
+ * finished steps only): BALANCE_WARMUP after the last move (its trial, a next move), and
+ * until a first move up to BALANCE_WARMUP_MAX: a move pays over the steps already run, so
+ * on a fast GPU, where a step gains a fraction of a millisecond for megabytes to move, the
+ * first move may come after 40 steps. */
 #define BALANCE_WARMUP 40
+#define BALANCE_WARMUP_MAX 200
 
 static void usage(FILE *to)
 {
@@ -87,7 +92,8 @@ static void usage(FILE *to)
           "                  'device=1,compute=0.02,latency=60us' makes device 1 slow)\n"
           "  --strategy S    the resident forms' clf_array_launch strategy (default: the\n"
           "                  parts as distributed); a balancing one moves the parts by\n"
-          "                  measured speed during 40 untimed steps first\n"
+          "                  measured speed during untimed steps first (40 after\n"
+          "                  the last move, up to 200 until a first move)\n"
           "  -h, --help      this text; -V, --version: the version\n",
           to);
 }
@@ -219,11 +225,20 @@ static clf_status run_resident(bench *b, int exchange, double *secs, float *out)
     d.strategy = b->strategy;
     /* A balancing strategy: steps waited for one by one until the parts have moved (the
      * run's steps are even, so the result is the same grid's). */
-    for (size_t k = 0; balancing(b) && k < BALANCE_WARMUP && st == CLF_SUCCESS; k++) {
+    size_t moves = 0, last_move = 0;
+    for (size_t k = 0; balancing(b) && k < BALANCE_WARMUP_MAX && st == CLF_SUCCESS; k++) {
+        if (k - last_move >= BALANCE_WARMUP && moves > 0)
+            break; /* moved, and quiet since */
         clf_arg args[] = {CLF_ARRAY_IN(a[k % 2]), CLF_ARRAY_OUT(a[(k + 1) % 2])};
         st = clf_array_launch(b->fl, b->prog, &d, args, 2);
         if (st == CLF_SUCCESS)
             st = clf_array_finish(a[(k + 1) % 2]);
+        clf_array_balance bal;
+        if (st == CLF_SUCCESS && clf_array_balance_info(&bal, a[0]) == CLF_SUCCESS &&
+            bal.migrations != moves) {
+            moves = bal.migrations;
+            last_move = k + 1;
+        }
     }
     /* The timed steps start again from the initial grid, on the parts as moved. */
     if (balancing(b) && st == CLF_SUCCESS)

@@ -14,9 +14,11 @@
  * and the cost of one halo copy beyond its bytes (enqueue to completion). */
 #define CLF__REBAL_BW_GUESS 1e9
 #define CLF__REBAL_COPY_S 30e-6
-/* Steps a move must pay for, steps between two moves, least relative gain, steps measured
+/* Steps a move must pay for at least (and steps between two moves), at most (a move pays
+ * over the steps run since the last one, up to this), least relative gain, steps measured
  * before a decision, steps a speed is the median of. */
 #define CLF__REBAL_HORIZON 10
+#define CLF__REBAL_HORIZON_MAX 1000
 #define CLF__REBAL_MIN_GAIN 0.10
 #define CLF__REBAL_MIN_SAMPLES 3
 #define CLF__REBAL_WINDOW 5
