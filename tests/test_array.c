@@ -504,6 +504,25 @@ START_TEST(redistribute)
 }
 END_TEST
 
+/* Whether every device holding a part of a is host-unified and in context ctx (set to the
+ * first part's context when *ctx is -1): copies among such devices never stage through the
+ * host. A discrete GPU, or a GPU and a CPU (two platforms, so two contexts even in a "shared
+ * context" fleet), break it. */
+static int parts_in_one_unified_context(clf_array *a, clf_fleet *f, long *ctx)
+{
+    for (size_t p = 0; p < clf_array_part_count(a); p++) {
+        clf_array_part pi;
+        clf_device_info di;
+        ck_assert_ok(clf_array_part_info(&pi, a, p));
+        ck_assert_ok(clf_device_get_info(&di, f, pi.device));
+        if (*ctx < 0)
+            *ctx = (long)di.context_index;
+        if (!di.host_unified || (long)di.context_index != *ctx)
+            return 0;
+    }
+    return 1;
+}
+
 /* Data the host wrote last (a mapped write) moves too; a refused redistribution changes
  * nothing; per-device contexts move the bytes by the staged path, never to the host's
  * mirror. */
@@ -536,8 +555,11 @@ START_TEST(redistribute_host_newer)
     ck_assert_uint_eq(clf_array_part_count(a), 10);
     acase c = desc_case(&e);
     check_parts(a, &c, ref);
+    long ctx = -1;
+    int unified = parts_in_one_unified_context(a, f, &ctx);
     ck_assert_ok(clf_metrics_reset(f));
     ck_assert_ok(clf_array_redistribute(a, &d));
+    unified = parts_in_one_unified_context(a, f, &ctx) && unified;
     sleep_ms(10);
     clf_fleet_metrics fm;
     ck_assert_ok(clf_metrics_fleet(&fm, f));
@@ -548,8 +570,13 @@ START_TEST(redistribute_host_newer)
     uint64_t staged = fm.path[CLF_PATH_STAGED].bytes;
     if (_i)
         ck_assert_uint_gt(staged, 0); /* contexts apart: through pinned host buffers */
-    else
+    else if (unified)
         ck_assert_uint_eq(staged, 0);
+    else /* said, not passed silently: the other checks still hold */
+        fprintf(stderr, "note: redistribute_host_newer: the fleet's devices are not all "
+                "host-unified in one context (a discrete GPU or two platforms): %llu bytes "
+                "staged, the shared-context check (none) does not apply\n",
+                (unsigned long long)staged);
     ck_assert_ok(clf_array_read(a, NULL, NULL, got)); /* the mirror was current: no fetch */
     ck_assert_msg(!memcmp(got, ref, bytes), "contents differ");
     sleep_ms(10);

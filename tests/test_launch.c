@@ -1132,6 +1132,13 @@ START_TEST(broadcast_written_not_kept)
     for (size_t i = 0; i < M * M; i++)
         a[i] = b[i] = (float)(i % 5);
     int32_t m = M;
+    /* Equal user weights: every device runs a share in both rounds, so each can keep its
+     * copy. Learned weights (the default) leave a device far slower than the others out (a
+     * CPU beside a GPU) once measured: it ran in round 0 and not in round 1, and the counts
+     * would not compare ("6 then 4 allocations on 1 devices" on an H200 + CPU). */
+    double even[CLF_MAX_LAUNCH_DEVICES];
+    for (size_t i = 0; i < CLF_MAX_LAUNCH_DEVICES; i++)
+        even[i] = 1;
     for (int k = 0; k < 2; k++) {
         uint64_t allocs[2];
         for (int round = 0; round < 2; round++) {
@@ -1141,10 +1148,14 @@ START_TEST(broadcast_written_not_kept)
                 clf_arg ga[] = {CLF_IN(a, sizeof a, M * sizeof *a), CLF_BROADCAST(b, sizeof b),
                                 CLF_OUT(c, sizeof c, M * sizeof *c), CLF_SCALAR(&m)};
                 clf_launch_desc d = nc_desc(cfg, "gemm_nc", CLF_STRATEGY_STATIC, 2, M, M);
+                d.weights_mode = CLF_WEIGHTS_USER;
+                d.weights = even;
                 ck_assert_ok(clf_launch(f, p, &d, ga, 4, &rep));
             } else {
                 clf_arg ca[] = {CLF_BROADCAST(t, N * sizeof *t), CLF_OUT(out, N * sizeof *out, 4)};
                 clf_launch_desc d = nc_desc(cfg, "copy_c", CLF_STRATEGY_STATIC, 1, N, 1);
+                d.weights_mode = CLF_WEIGHTS_USER;
+                d.weights = even;
                 ck_assert_ok(clf_launch(f, p, &d, ca, 2, &rep));
             }
             allocs[round] = launch_allocations(f, &rep);
@@ -1450,7 +1461,7 @@ START_TEST(learned_weights)
     clf_arg args[] = {CLF_OUT(out, N * 4, 4), CLF_SCALAR(&seed)};
     for (int process = 0; process < 2; process++) {
         clf_fleet_options o = CLF_FLEET_OPTIONS_INIT;
-        o.devices = FLEET2;
+        o.devices = test_selection(FLEET2); /* CLFLEET_TEST_DEVICES_PAIR's, when set */
         o.cache_dir = learn_dir;
         env e = {&CFGS[0], NULL, NULL};
         ck_assert_ok(clf_fleet_create(&e.f, &o));
@@ -1490,9 +1501,9 @@ static double entry_number(const char *e, const char *key)
 }
 
 /* The cost model: after launches whose chunks differ in size (static shares of ranges from
- * 32K to 1M items, by weights learned as they run), each device of the pair has a throughput and a fitted chunk line (a rate
- * and a fixed cost per chunk), persisted in the cache directory and shown by
- * clf_perf_model_json(). */
+ * 32K to 1M items, by equal user weights after a first launch by learned ones), each device
+ * of the pair has a throughput and a fitted chunk line (a rate and a fixed cost per chunk),
+ * persisted in the cache directory and shown by clf_perf_model_json(). */
 START_TEST(cost_model_learned)
 {
     snprintf(learn_dir, sizeof learn_dir, "%s/clfleet-model-XXXXXX",
@@ -1503,7 +1514,7 @@ START_TEST(cost_model_learned)
     ck_assert_ptr_nonnull(out);
     const uint32_t seed = 5;
     clf_fleet_options o = CLF_FLEET_OPTIONS_INIT;
-    o.devices = FLEET2;
+    o.devices = test_selection(FLEET2); /* CLFLEET_TEST_DEVICES_PAIR's, when set */
     o.cache_dir = learn_dir;
     env e = {&CFGS[0], NULL, NULL};
     ck_assert_ok(clf_fleet_create(&e.f, &o));
@@ -1512,6 +1523,18 @@ START_TEST(cost_model_learned)
         for (size_t n = N >> 5; n <= N; n <<= 1) {
             clf_arg args[] = {CLF_OUT(out, n * 4, 4), CLF_SCALAR(&seed)};
             clf_launch_desc d = make_desc(&e, "hash32", CLF_STRATEGY_STATIC, 1, n, 1, 1);
+            /* The first launch by learned weights: it opens the fleet's model, which every
+             * later launch feeds, whatever its weights. Then equal user weights: both devices
+             * run every launch, so each learns a chunk line from shares of every size.
+             * Learned weights would leave a device far slower than the other (a CPU beside a
+             * GPU) out after the first launches, with too few chunks for a line. */
+            double even[CLF_MAX_LAUNCH_DEVICES];
+            for (size_t i = 0; i < CLF_MAX_LAUNCH_DEVICES; i++)
+                even[i] = 1;
+            if (round || n != N >> 5) {
+                d.weights_mode = CLF_WEIGHTS_USER;
+                d.weights = even;
+            }
             char extra[48];
             snprintf(extra, sizeof extra, "cost model, round %d, %zu items", round, n);
             clf_launch_report r;
@@ -2054,6 +2077,41 @@ START_TEST(strategy_from_environment)
 }
 END_TEST
 
+/* Whether a static report's reason names fleet device dev as left out by speed ("device 1
+ * left out (its share by speed ...)" or "devices 1, 3 left out (too slow to help ...)"). */
+static int named_left_out(const char *reason, size_t dev)
+{
+    char pat[48];
+    snprintf(pat, sizeof pat, "device %zu left out", dev);
+    if (strstr(reason, pat))
+        return 1;
+    const char *l = strstr(reason, "; devices "), *end = l ? strstr(l, " left out") : NULL;
+    for (l = end ? l + strlen("; devices ") : NULL; l && l < end;) {
+        char *next;
+        unsigned long v = strtoul(l, &next, 10);
+        if (next == l)
+            break;
+        if (v == dev)
+            return 1;
+        for (l = next; *l == ',' || *l == ' '; l++)
+            ;
+    }
+    return 0;
+}
+
+/* A launch that was split, as far as the fleet allows: no "too small", and two devices or
+ * more ran, or each idle one is named as left out by speed (a CPU beside a GPU: static's
+ * rules drop a device whose share could not help). */
+static int split_as_allowed(const clf_launch_report *r)
+{
+    size_t busy = 0, unexplained = 0;
+    for (size_t i = 0; i < r->num_devices; i++) {
+        busy += r->dev[i].units > 0;
+        unexplained += !r->dev[i].units && !named_left_out(r->reason, r->dev[i].device);
+    }
+    return !strstr(r->reason, "too small") && busy >= 1 && (busy >= 2 || unexplained == 0);
+}
+
 /* AUTO on a launch too small to split: one chunk on one device, the others idle; a large
  * launch of the same kernel is split. Results against the host reference. */
 START_TEST(auto_small_runs_on_one_device)
@@ -2083,7 +2141,21 @@ START_TEST(auto_small_runs_on_one_device)
          * the launch must split, and in between either is right. */
         int small_by_time = run == 1 && ran_s >= 0 && ran_s < 80e-6;
         int large_by_time = run == 1 && ran_s >= 120e-6;
-        if (run == 0 || small_by_time) {
+        /* Once the cost model has a chunk line for every device (learned by earlier launches
+         * and persisted in the cache directory), it decides instead, at any size: alone when
+         * it predicts that no later than split. On equal devices it never does; beside a
+         * device far slower (a GPU and a CPU) it does, for the large run too. */
+        const char *pred = strstr(r.reason, "(too small to split: predicted ");
+        double alone_us = 0, split_us = 0;
+        if (pred && sscanf(pred, "(too small to split: predicted %lf us on it alone, %lf us split",
+                           &alone_us, &split_us) == 2) {
+            expect(r.strategy == CLF_STRATEGY_STATIC && busy == 1 && alone_us <= split_us,
+                   "%s: reason '%s' %s", what, r.reason, describe(&r));
+            if (run == 0)
+                for (size_t i = 0; i < r.num_devices; i++)
+                    if (r.dev[i].units)
+                        ran_s = r.dev[i].busy_s;
+        } else if (run == 0 || small_by_time) {
             expect(r.strategy == CLF_STRATEGY_STATIC && busy == 1 &&
                        strstr(r.reason, "too small") &&
                        strstr(r.reason, run ? "kernel ran" : "work-items"),
@@ -2093,11 +2165,10 @@ START_TEST(auto_small_runs_on_one_device)
                     if (r.dev[i].units)
                         ran_s = r.dev[i].busy_s;
         } else if (large_by_time) {
-            expect(busy >= 2 && !strstr(r.reason, "too small"), "%s: the kernel ran %.0f us, "
-                   "yet: reason '%s' %s", what, ran_s * 1e6, r.reason, describe(&r));
+            expect(split_as_allowed(&r), "%s: the kernel ran %.0f us, yet: reason '%s' %s",
+                   what, ran_s * 1e6, r.reason, describe(&r));
         } else if (run == 2) {
-            expect(busy >= 2 && !strstr(r.reason, "too small"), "%s: reason '%s' %s", what,
-                   r.reason, describe(&r));
+            expect(split_as_allowed(&r), "%s: reason '%s' %s", what, r.reason, describe(&r));
         }
         for (size_t i = 0; i < n; i++)
             if (out[i] != lowbias32((uint32_t)i ^ seed))
@@ -2136,6 +2207,18 @@ START_TEST(auto_leaves_static_for_dynamic)
         launch_ok(&e, &d, args, 2, &r, extra);
         check_report(&d, &r);
         ck_assert_msg(memcmp(out, want, N * sizeof *out) == 0, "%s: wrong result", what);
+        /* The case needs devices of similar speed: static leaving all but one out by speed (a
+         * CPU beside a GPU 100x faster) has nothing to balance, and auto rightly keeps it.
+         * Said, not passed silently; PoCL's equal sub-devices never take this way. */
+        size_t busy = 0;
+        for (size_t i = 0; i < r.num_devices; i++)
+            busy += r.dev[i].units > 0;
+        if (r.strategy == CLF_STRATEGY_STATIC && busy == 1 && strstr(r.reason, "left out")) {
+            fprintf(stderr, "SKIP auto_leaves_static_for_dynamic (%s), run %d: static runs on one "
+                    "device, the others left out by speed ('%s'); the case needs devices of "
+                    "similar speed\n", what, run, r.reason);
+            goto done;
+        }
         bad |= (r.strategy == CLF_STRATEGY_STATIC || r.strategy == CLF_STRATEGY_GUIDED) &&
                r.efficiency < 0.9;
         if (r.strategy == CLF_STRATEGY_DYNAMIC && dynamic_from < 0)
@@ -2158,6 +2241,7 @@ START_TEST(auto_leaves_static_for_dynamic)
     expect(bad && dynamic_from >= 0 && dynamic_from < RUNS - 2,
            "%s: static or guided badly balanced %d, dynamic from run %d", what, bad,
            dynamic_from);
+done:
     free(out);
     free(want);
     env_close(&e);
