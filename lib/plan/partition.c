@@ -598,7 +598,8 @@ static uint64_t fair_limit(const clf__part *p, size_t d)
  * that will take anything from the pool, now or later (the pool only shrinks, and with it
  * everyone's share): it takes the whole pool in one chunk rather than in guided's or
  * dynamic's blocks, each of which would cost a round trip for nothing (the gemmsim helper
- * measured 0.80x of device 0 alone from those blocks). Otherwise its fair share.
+ * measured 0.80x of device 0 alone from those blocks). Otherwise (and once a device has
+ * failed) its fair share.
  */
 static uint64_t pool_limit(const clf__part *p, size_t d, int *alone)
 {
@@ -606,8 +607,10 @@ static uint64_t pool_limit(const clf__part *p, size_t d, int *alone)
     *alone = p->neligible == 1;
     if (own == 0 || *alone)
         return own;
+    /* A device retired by a failure counts as taking work: after a failure the survivors
+     * keep their chunk sizes, so that one failing in turn loses a chunk, not the rest. */
     for (size_t j = 0; j < p->ndev; j++)
-        if (j != d && p->dev[j].eligible && !p->dev[j].retired && fair_limit(p, j) != 0)
+        if (j != d && p->dev[j].eligible && (p->dev[j].retired || fair_limit(p, j) != 0))
             return own;
     *alone = 1;
     return p->pool_units;

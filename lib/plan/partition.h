@@ -96,8 +96,8 @@ typedef struct clf__part clf__part;
  *   devices that can hold a chunk) means equal. Every strategy takes from the shared pool
  *   by them: a device takes at most its share by weight of the pooled units and nothing
  *   when that is under one granule and a faster device is active (see pool_limit() in
- *   partition.c); a device alone, or the only one that does not stand aside, takes the
- *   whole pool in one chunk (capped).
+ *   partition.c); a device alone, or the only one that does not stand aside (while no
+ *   device has retired), takes the whole pool in one chunk (capped).
  * max_units: ndev caps on one chunk's length (from the memory budget); UINT64_MAX means
  *   unlimited, 0 means the device takes nothing; NULL means unlimited for all. A device with
  *   max_units < min(gran, total) can hold no chunk and never gets one ("ineligible").
