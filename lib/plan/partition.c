@@ -503,8 +503,9 @@ static int fastest_active(const clf__part *p, size_t d)
  * any launch) would finish its smallest chunk after the others had done everything: it
  * takes nothing, and the launch report shows its empty share. The fastest device never
  * stands aside, so the pool always drains. The only device that can take work, or the only
- * one left that does not stand aside (pool_limit()), takes the whole pool in one chunk (capped by its budget): there is nothing to balance, and a chunk
- * costs an enqueue, a wait and buffers (a one-device fleet then runs at raw OpenCL cost).
+ * one left that does not stand aside (pool_limit()), takes the whole pool in one chunk
+ * (capped by its budget): there is nothing to balance, and a chunk costs an enqueue, a
+ * wait and buffers (a one-device fleet then runs at raw OpenCL cost).
  * Survivors of a failure keep their chunk sizes: the re-run stays spread over them.
  * With fixed costs per chunk (timed_share()), the share is the one that makes every device
  * finish with the others, after its fixed cost: a device stands aside when its fixed cost
