@@ -194,6 +194,19 @@ static long double ref_timed(const pcase *c, size_t d, uint64_t r, int *known)
     return (long double)rate[d] * (T - (long double)c->prm.fixed_s[d]);
 }
 
+/* With fixed costs, the least chunk whose fixed cost is at most 10 % of its time on d:
+ * 9 f_d r_d units (side 0/1: low/high end of the float uncertainty), at most total; 0
+ * for STATIC, without fixed costs or with f_d or r_d 0. */
+static uint64_t ref_floor(const pcase *c, size_t d, int side)
+{
+    const double *rate = c->prm.rates ? c->prm.rates : c->w;
+    if (c->s == CLF__PART_STATIC || !c->prm.fixed_s || !rate || !(rate[d] > 0) ||
+        !(c->prm.fixed_s[d] > 0))
+        return 0;
+    long double x = 9.0L * c->prm.fixed_s[d] * rate[d] * (side ? 1 + 1e-12L : 1 - 1e-12L);
+    return x >= (long double)c->total ? c->total : (uint64_t)ceill(x);
+}
+
 /* The pool limit (side 0: low end of the float uncertainty, 1: high end): the device's share
  * by weight of the R pooled units (by time with fixed costs, ref_timed()), rounded up; R when
  * it is the only eligible device. */
@@ -210,12 +223,24 @@ static uint64_t ref_limit(const pcase *c, size_t d, uint64_t r, int side)
         x = t > 0 ? t : 0;
     x *= side ? 1 + 1e-12L : 1 - 1e-12L;
     uint64_t f = x < (long double)r ? (uint64_t)ceill(x) : r;
+    /* At least the chunk worth its fixed cost (ref_floor()), or R when shorter. */
+    uint64_t fl = ref_floor(c, d, side);
+    if (f < fl)
+        f = fl < r ? fl : r;
     return f ? f : 1;
 }
 
 /* Whether d should stand aside when R units remain: its share is under one granule (or
  * under R when R is less) and an eligible device has a larger weight. */
+static int ref_aside_tol(const pcase *c, size_t d, uint64_t r, long double tol);
+
 static int ref_stands_aside(const pcase *c, size_t d, uint64_t r)
+{
+    return ref_aside_tol(c, d, r, 1 - 1e-12L);
+}
+
+/* As ref_stands_aside(), with d's share multiplied by tol (1 -/+ the float uncertainty). */
+static int ref_aside_tol(const pcase *c, size_t d, uint64_t r, long double tol)
 {
     double wn[16];
     ref_weights(c, wn);
@@ -226,14 +251,29 @@ static int ref_stands_aside(const pcase *c, size_t d, uint64_t r)
         return 0;
     long double wd, wsum;
     ref_share(c, d, &wd, &wsum);
-    uint64_t least = r < c->gran ? r : c->gran;
+    uint64_t fl = ref_floor(c, d, tol < 1), least = fl > c->gran ? fl : c->gran;
+    if (least > r)
+        least = r;
     long double x = (long double)r * (wd / wsum);
     int timed;
     long double t = ref_timed(c, d, r, &timed);
     if (timed) /* its fixed cost and smallest chunk outlast what the fleet needs for R */
         x = t > 0 ? t : 0;
-    return x * (1 - 1e-12L) < (long double)least;
+    return x * tol < (long double)least;
 }
+
+/* Whether d is the only eligible device, or every other one stands aside with R left: then
+ * it takes the whole of R in one chunk (capped). side: as ref_limit()'s. */
+static int ref_alone(const pcase *c, size_t d, uint64_t r, int side)
+{
+    /* side 1 (the longest chunk): every other one may stand aside; side 0: surely does. */
+    for (size_t j = 0; j < c->ndev; j++)
+        if (j != d && ref_eligible(c, j) &&
+            !ref_aside_tol(c, j, r, side ? 1 - 1e-12L : 1 + 1e-12L))
+            return 0;
+    return 1;
+}
+
 
 /*
  * The HGuided chunk for a device asking when R units remain in one contiguous range, from
@@ -257,8 +297,12 @@ static void ref_guided(const pcase *c, size_t d, uint64_t r, uint64_t *lo, uint6
         uint64_t want = xs < (long double)r ? (uint64_t)ceill(xs) : r;
         if (want < m)
             want = m;
+        if (want < ref_floor(c, d, side))
+            want = ref_floor(c, d, side);
         uint64_t lim = ref_limit(c, d, r, side);
-        if (ref_neligible(c) <= 1 || want > lim)
+        if (ref_alone(c, d, r, side))
+            want = lim = r;
+        if (want > lim)
             want = lim;
         *(side ? hi : lo) = ref_len(c->gran, r, want, cap_of(c, d));
     }
@@ -276,8 +320,12 @@ static void ref_dynamic(const pcase *c, size_t d, uint64_t r, uint64_t *lo, uint
     for (int side = 0; side < 2; side++) {
         long double x = (long double)dyn * wn[d] * (side ? 1 + 1e-12L : 1 - 1e-12L);
         uint64_t want = x >= (long double)dyn ? dyn : x >= 1 ? (uint64_t)x : 1;
+        if (want < ref_floor(c, d, side))
+            want = ref_floor(c, d, side);
         uint64_t lim = ref_limit(c, d, r, side);
-        if (n <= 1 || want > lim)
+        if (ref_alone(c, d, r, side))
+            want = lim = r;
+        if (want > lim)
             want = lim;
         *(side ? hi : lo) = ref_len(c->gran, r, want, cap_of(c, d));
     }
@@ -661,6 +709,10 @@ START_TEST(test_guided_first_chunk)
             uint64_t want = x < 4 ? 4 : x;
             if (want > lim)
                 want = lim;
+            /* Device 1 with device 0 standing aside too is the only one left: the whole
+             * range in one chunk. */
+            if (d == 1 && (double)total * w[0] / 4.0 < (double)least)
+                want = total;
             want = (want + 3) / 4 * 4;
             if (want > total)
                 want = total;
@@ -727,16 +779,21 @@ START_TEST(test_known_cases)
     ck_assert(!clf__part_next(p, 0, &off, &len));
     clf__part_destroy(p);
 
-    /* GUIDED shares P_i count only devices still taking work: with device 1 retired,
-     * device 0 of equal weight gets R / K, not R / (2 K). */
-    ck_assert_int_eq(clf__part_create(&p, CLF__PART_GUIDED, 1000, 1, 2, NULL, NULL, NULL),
+    /* GUIDED shares P_i count only devices still taking work: with device 2 retired,
+     * device 0 of equal weight gets R / (2 K), not R / (3 K). */
+    ck_assert_int_eq(clf__part_create(&p, CLF__PART_GUIDED, 1000, 1, 3, NULL, NULL, NULL),
                      CLF_SUCCESS);
     ck_assert(clf__part_next(p, 0, &off, &len));
-    ck_assert(off == 0 && len == 125);
-    clf__part_retire(p, 1);
-    ck_assert(!clf__part_next(p, 1, &off, &len));
+    ck_assert(off == 0 && len == 84); /* ceil(1000 / 12) */
+    clf__part_retire(p, 2);
+    ck_assert(!clf__part_next(p, 2, &off, &len));
     ck_assert(clf__part_next(p, 0, &off, &len));
-    ck_assert(off == 125 && len == 219); /* ceil(875 / 4) */
+    ck_assert(off == 84 && len == 115); /* ceil(916 / 8) */
+    /* With device 1 retired too, device 0 is the only one left; after a failure it keeps
+     * guided's chunks (a failure of its own then loses one chunk, not the rest). */
+    clf__part_retire(p, 1);
+    ck_assert(clf__part_next(p, 0, &off, &len));
+    ck_assert(off == 199 && len == 201); /* ceil(801 / 4) */
     clf__part_destroy(p);
 
     /* STATIC: a retired device's share goes to the survivors, split among them. */
@@ -1294,9 +1351,9 @@ START_TEST(test_part_fixed_costs)
         ck_assert_uint_eq(got, 1000);
         clf__part_destroy(p);
     }
-    /* Rates separate from the weights; equal fixed costs on equal devices change nothing:
-     * the first chunk of a guided launch is the same as without them. */
-    const double eq[2] = {1, 1}, eqr[2] = {100, 100}, eqf[2] = {0.5, 0.5};
+    /* Rates separate from the weights; small equal fixed costs on equal devices change
+     * nothing: the first chunk of a guided launch is the same as without them. */
+    const double eq[2] = {1, 1}, eqr[2] = {100, 100}, eqf[2] = {1e-3, 1e-3};
     uint64_t first[2];
     for (int k = 0; k < 2; k++) {
         clf__part_params q = {0};
@@ -1310,6 +1367,75 @@ START_TEST(test_part_fixed_costs)
         clf__part_destroy(p);
     }
     ck_assert_uint_eq(first[0], first[1]);
+    /* A fixed cost of 0.5 s at 100 units per s: no chunk shorter than 9 f r = 450 units,
+     * where 450 is 90 % of the chunk's time, unless the device's share (R / 2 on these equal
+     * devices) is shorter: GUIDED's R / (2 K) = 125 would spend 80 % of its time in the
+     * fixed cost. */
+    const double bigf[2] = {0.5, 0.5};
+    for (int s = 0; s < CLF__PART_STRATEGY_COUNT; s++) {
+        if (s == CLF__PART_STATIC)
+            continue; /* shares, not the pool */
+        clf__part_params q = {0};
+        q.fixed_s = bigf;
+        q.rates = eqr;
+        q.chunks_per_device = 16;
+        ck_assert_int_eq(clf__part_create(&p, (clf__part_strategy)s, 10000, 1, 2, eq, NULL, &q),
+                         CLF_SUCCESS);
+        uint64_t at = 0;
+        size_t n = 0;
+        for (size_t d = 0; clf__part_next(p, d, &off, &len); d ^= 1, n++) {
+            ck_assert_uint_eq(off, at);
+            ck_assert_msg(len >= 450 || len == 10000 - at, "%s: %llu units with %llu left",
+                          clf__part_strategy_name((clf__part_strategy)s), (ull)len,
+                          (ull)(10000 - at));
+            at += len;
+        }
+        ck_assert_uint_eq(at, 10000);
+        ck_assert_msg(n <= 10000 / 450 + 2, "%s: %zu chunks",
+                      clf__part_strategy_name((clf__part_strategy)s), n);
+        clf__part_destroy(p);
+    }
+    /* A 50:1 pair (the gemmsim case): once the slow device stands aside, the fast one is the
+     * only one left and takes the whole rest of the pool in one chunk, not GUIDED's or
+     * DYNAMIC's blocks; the slow one then stays aside. */
+    const double r501[2] = {5000, 100}, f501[2] = {1e-3, 1e-2};
+    for (int s = 0; s < CLF__PART_STRATEGY_COUNT; s++) {
+        if (s == CLF__PART_STATIC)
+            continue;
+        clf__part_params q = {0};
+        q.fixed_s = f501;
+        q.rates = r501;
+        q.chunks_per_device = 16;
+        ck_assert_int_eq(clf__part_create(&p, (clf__part_strategy)s, 100000, 1, 2, r501, NULL,
+                                          &q),
+                         CLF_SUCCESS);
+        uint64_t at = 0;
+        int aside = 0, slow_chunks = 0;
+        while (at < 100000) {
+            if (clf__part_next(p, 1, &off, &len)) {
+                ck_assert_msg(!aside, "%s: the slow device came back",
+                              clf__part_strategy_name((clf__part_strategy)s));
+                ck_assert(off == at && len >= 9); /* 9 f r = 9 units */
+                at += len;
+                slow_chunks++;
+            } else {
+                aside = 1;
+            }
+            ck_assert(clf__part_next(p, 0, &off, &len) || at == 100000);
+            if (at == 100000)
+                break;
+            ck_assert_uint_eq(off, at);
+            if (aside)
+                ck_assert_msg(off + len == 100000, "%s: %llu of %llu left after standing aside",
+                              clf__part_strategy_name((clf__part_strategy)s), (ull)len,
+                              (ull)(100000 - at));
+            at += len;
+        }
+        ck_assert_msg(slow_chunks > 0 && aside, "%s: slow %d aside %d",
+                      clf__part_strategy_name((clf__part_strategy)s), slow_chunks, aside);
+        ck_assert(!clf__part_next(p, 0, &off, &len) && !clf__part_next(p, 1, &off, &len));
+        clf__part_destroy(p);
+    }
     /* A fixed cost that lets the slow device help: 1 ms on it and on the fast one, a
      * 10,000-unit launch lasts about 10 s; it takes a share of about 100 units. */
     const double small[2] = {1e-3, 1e-3};

@@ -343,6 +343,62 @@ START_TEST(launch_correct)
 }
 END_TEST
 
+/*
+ * A short launch on a 50:1 pair where every chunk costs a fixed round trip (latency on both
+ * devices): once the cost model has its lines, DYNAMIC, GUIDED and MEMORY_AWARE cut no
+ * chunk whose fixed cost is more than about 10 % of its time, so the fast device runs the
+ * launch in a few chunks, not DYNAMIC's 16 per device or GUIDED's shrinking tail (issue
+ * 27: 32 chunks and 1.8 ms against 0.5 ms alone on an H200). Chunk counts from the report,
+ * not wall time; the results are the same as any one device's.
+ */
+START_TEST(chunks_worth_their_cost)
+{
+    test_watchdog(240);
+    clf_program *p;
+    clf_fleet *f = sim_fleet("device=0,latency=40us;device=1,compute=0.02,latency=60us", &p);
+    static const clf_strategy strat[] = {CLF_STRATEGY_DYNAMIC, CLF_STRATEGY_GUIDED,
+                                         CLF_STRATEGY_MEMORY_AWARE};
+    /* About 1 ms on the fast device: some 25 round trips of 40 us, so a floor of 9 round
+     * trips of work per chunk leaves it 3 or so chunks. */
+    enum { N = 4096 };
+    uint32_t *out = malloc(N * sizeof *out);
+    ck_assert(out);
+    uint32_t iters = 256;
+    for (size_t s = 0; s < (sizeof strat / sizeof *strat); s++) {
+        clf_launch_report r;
+        /* The first launches teach the model (fixed cost and rate per device); the last
+         * one is checked. */
+        for (int k = 0; k < 6; k++) {
+            memset(out, 0, N * sizeof *out);
+            clf_launch_desc d = CLF_LAUNCH_DESC_INIT;
+            d.kernel = "spin";
+            d.global[0] = N;
+            d.strategy = strat[s];
+            clf_arg a[] = {CLF_OUT(out, N * sizeof *out, sizeof *out), CLF_SCALAR(&iters)};
+            ck_assert_ok(clf_launch(f, p, &d, a, 2, &r));
+            for (uint32_t i = 0; i < N; i++)
+                expect(out[i] == spin_ref(i, iters), "%s: item %u: %u, expected %u",
+                       clf_strategy_name(strat[s]), i, out[i], spin_ref(i, iters));
+        }
+        unsigned chunks[2] = {0, 0};
+        for (size_t i = 0; i < r.num_devices; i++)
+            if (r.dev[i].device < 2)
+                chunks[r.dev[i].device] += r.dev[i].chunks;
+        fprintf(stderr, "%s: chunks %u on device 0, %u on device 1 (%s)\n",
+                clf_strategy_name(strat[s]), chunks[0], chunks[1], r.reason);
+        /* Before the floor: DYNAMIC 16 per device, GUIDED's tail to its minimum chunk. */
+        expect(chunks[0] + chunks[1] <= 6,
+               "%s: %u + %u chunks on a launch of about 1 ms with 40-60 us per chunk",
+               clf_strategy_name(strat[s]), chunks[0], chunks[1]);
+        expect(chunks[0] >= 1, "%s: the fast device took nothing", clf_strategy_name(strat[s]));
+    }
+    free(out);
+    clf_program_destroy(p);
+    clf_fleet_destroy(f);
+    test_watchdog_off();
+}
+END_TEST
+
 /* The cost model learns the simulated device's speed, under a key of its own: after a few
  * launches, static's learned weights give the 4x slower device about a fifth of the range;
  * the same devices unsimulated, in a new fleet, are not taken for slow ones. */
@@ -715,6 +771,7 @@ int main(void)
     tcase_add_test(tc, bandwidth);
     tcase_add_test(tc, compute_factor);
     tcase_add_test(tc, launch_correct);
+    tcase_add_test(tc, chunks_worth_their_cost);
     tcase_add_test(tc, learned_weights);
     tcase_add_test(tc, static_leaves_out_a_minor_device);
     tcase_add_test(tc, static_uneven);

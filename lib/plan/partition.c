@@ -30,6 +30,10 @@ clf_status clf__fail(clf_status s, const char *fmt, ...) __attribute__((format(p
 /* Timed shares (fixed costs) are computed for at most this many devices; more: by weight. */
 #define CLF__PART_TIMED_MAX 64
 
+/* With a cost model, a pooled chunk's fixed cost is at most this fraction of its predicted
+ * time on the device that takes it (timed_floor()). */
+#define CLF__PART_FIXED_FRACTION 0.10L
+
 typedef struct part_range {
     uint64_t lo, hi; /* [lo, hi); empty when lo == hi */
 } part_range;
@@ -498,13 +502,15 @@ static int fastest_active(const clf__part *p, size_t d)
  * device whose share is under one granule (a CPU next to a GPU 400x faster, near the end of
  * any launch) would finish its smallest chunk after the others had done everything: it
  * takes nothing, and the launch report shows its empty share. The fastest device never
- * stands aside, so the pool always drains. The only device that can take work takes the
- * whole pool in one chunk (capped by its budget): there is nothing to balance, and a chunk
- * costs an enqueue, a wait and buffers (a one-device fleet then runs at raw OpenCL cost).
+ * stands aside, so the pool always drains. The only device that can take work, or the only
+ * one left that does not stand aside (pool_limit()), takes the whole pool in one chunk
+ * (capped by its budget): there is nothing to balance, and a chunk costs an enqueue, a
+ * wait and buffers (a one-device fleet then runs at raw OpenCL cost).
  * Survivors of a failure keep their chunk sizes: the re-run stays spread over them.
  * With fixed costs per chunk (timed_share()), the share is the one that makes every device
  * finish with the others, after its fixed cost: a device stands aside when its fixed cost
- * plus its smallest chunk's time exceeds the time the fleet needs for the pool.
+ * plus its smallest chunk's time exceeds the time the fleet needs for the pool; its smallest
+ * chunk is then the one worth its fixed cost (timed_floor()).
  */
 /*
  * d's share of the pool when every chunk also costs a fixed time (clf__part_params.fixed_s):
@@ -545,7 +551,25 @@ static long double timed_share(const clf__part *p, size_t d)
     return (long double)p->dev[d].rate * (T - (long double)p->dev[d].fixed_s);
 }
 
-static uint64_t pool_limit(const clf__part *p, size_t d)
+/*
+ * The least chunk worth cutting for d under a cost model: one whose fixed cost is at most
+ * CLF__PART_FIXED_FRACTION of its predicted time, f / (f + c / r) <= x, so c >= f r (1 - x)
+ * / x (9 f r at 10 %). On a GPU with ~40 us per chunk, DYNAMIC's 16 chunks per device on a
+ * 0.5 ms launch spent more time in round trips than computing (1.8 ms against 0.5 ms alone,
+ * issue 27). 0 without a model, and for STATIC (whose pool holds only work given back).
+ */
+static uint64_t timed_floor(const clf__part *p, size_t d)
+{
+    const part_dev *x = &p->dev[d];
+    if (!p->timed || p->ops->shares || !(x->rate > 0) || !(x->fixed_s > 0))
+        return 0;
+    long double c = (long double)x->fixed_s * x->rate * (1 - CLF__PART_FIXED_FRACTION) /
+                    CLF__PART_FIXED_FRACTION;
+    return c >= (long double)p->total ? p->total : (uint64_t)ceill(c);
+}
+
+/* pool_limit() before the "only one device left" rule: d's fair share, 0 to stand aside. */
+static uint64_t fair_limit(const clf__part *p, size_t d)
 {
     if (p->neligible == 1)
         return p->pool_units;
@@ -555,21 +579,56 @@ static uint64_t pool_limit(const clf__part *p, size_t d)
         if (!isnan(t))
             x = t > 0 ? t : 0;
     }
-    uint64_t least = p->pool_units < p->gran ? p->pool_units : p->gran;
+    /* Its least chunk: one granule, or under a cost model timed_floor() (a device whose
+     * share is under the chunk worth its fixed cost would finish that chunk after the
+     * others); the whole pool when shorter. */
+    uint64_t floor = timed_floor(p, d), least = floor > p->gran ? floor : p->gran;
+    if (least > p->pool_units)
+        least = p->pool_units;
     if (x < (long double)least && !fastest_active(p, d))
         return 0;
     uint64_t fair = x >= (long double)p->pool_units ? p->pool_units : (uint64_t)ceill(x);
-    return fair ? fair : 1;
+    /* The fastest device takes a chunk worth its fixed cost even past its share: halving
+     * the tail into ever smaller chunks would pay a fixed cost for each. */
+    return fair > least ? fair : least;
+}
+
+/*
+ * When every other active device stands aside (fair_limit() 0: a CPU next to a GPU 50x
+ * faster near the end of a launch, or from the start of a short one), d is the only device
+ * that will take anything from the pool, now or later (the pool only shrinks, and with it
+ * everyone's share): it takes the whole pool in one chunk rather than in guided's or
+ * dynamic's blocks, each of which would cost a round trip for nothing (the gemmsim helper
+ * measured 0.80x of device 0 alone from those blocks). Otherwise (and once a device has
+ * failed) its fair share.
+ */
+static uint64_t pool_limit(const clf__part *p, size_t d, int *alone)
+{
+    uint64_t own = fair_limit(p, d);
+    *alone = p->neligible == 1;
+    if (own == 0 || *alone)
+        return own;
+    /* A device retired by a failure counts as taking work: after a failure the survivors
+     * keep their chunk sizes, so that one failing in turn loses a chunk, not the rest. */
+    for (size_t j = 0; j < p->ndev; j++)
+        if (j != d && p->dev[j].eligible && (p->dev[j].retired || fair_limit(p, j) != 0))
+            return own;
+    *alone = 1;
+    return p->pool_units;
 }
 
 static int take_pool(clf__part *p, size_t d, uint64_t *off, uint64_t *len)
 {
     if (p->npool == 0)
         return 0;
-    uint64_t limit = pool_limit(p, d);
+    int alone;
+    uint64_t limit = pool_limit(p, d, &alone);
     if (limit == 0)
         return 0;
-    uint64_t want = p->neligible == 1 ? limit : p->ops->pool_want(p, d);
+    uint64_t want = alone ? limit : p->ops->pool_want(p, d);
+    uint64_t floor = timed_floor(p, d); /* no chunk the fixed cost eats */
+    if (want < floor)
+        want = floor;
     if (want > limit)
         want = limit;
     part_range *r = &p->pool[0];

@@ -67,7 +67,10 @@ typedef struct clf__part_params {
     /* The cost model's fixed seconds per chunk on each device (ndev entries, finite, >= 0), or
      * NULL for none. With them the pool is shared so that the devices finish together after
      * their fixed costs, and a device whose fixed cost plus smallest chunk outlasts the rest
-     * stands aside (pool_limit() in partition.c). Needs rates, or weights in units per s. */
+     * stands aside (pool_limit() in partition.c). DYNAMIC, GUIDED and MEMORY_AWARE then cut
+     * no pooled chunk whose fixed cost exceeds 10 % of its predicted time (at least
+     * 9 fixed_s * rate units, within the device's share; timed_floor()). Needs rates, or
+     * weights in units per s. */
     const double *fixed_s;
     /* Units per second of each device (ndev entries, finite, >= 0) for fixed_s; NULL: the
      * weights are. Ignored without fixed_s. */
@@ -93,7 +96,8 @@ typedef struct clf__part clf__part;
  *   devices that can hold a chunk) means equal. Every strategy takes from the shared pool
  *   by them: a device takes at most its share by weight of the pooled units and nothing
  *   when that is under one granule and a faster device is active (see pool_limit() in
- *   partition.c); a device alone takes the whole pool in one chunk (capped).
+ *   partition.c); a device alone, or the only one that does not stand aside (while no
+ *   device has retired), takes the whole pool in one chunk (capped).
  * max_units: ndev caps on one chunk's length (from the memory budget); UINT64_MAX means
  *   unlimited, 0 means the device takes nothing; NULL means unlimited for all. A device with
  *   max_units < min(gran, total) can hold no chunk and never gets one ("ineligible").
