@@ -1063,7 +1063,10 @@ typedef struct clf_launch_desc {
     /** Per used device, a memory limit in bytes for this launch (0: none), or NULL. */
     const uint64_t *mem_limits;
     double mem_safety;          /**< usable fraction of reported memory; 0: 0.8 */
-    unsigned chunks_per_device; /**< CLF_STRATEGY_DYNAMIC: about this many chunks each; 0: 16 */
+    /** CLF_STRATEGY_DYNAMIC: about this many chunks each; 0: 16, and once the cost model
+     *  knows every device's fixed cost per chunk, no chunk whose fixed cost exceeds 10 % of
+     *  its time. A value given here (or a min_chunk) is kept as asked. */
+    unsigned chunks_per_device;
     /** CLF_STRATEGY_GUIDED, CLF_STRATEGY_MEMORY_AWARE: smallest chunk in units; 0: a device's share
      * of the weights of the range / chunks_per_device (dynamic's chunk on equal devices) */
     size_t min_chunk;

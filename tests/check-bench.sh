@@ -98,7 +98,9 @@ grep -q '^  note: too small to show balancing: one device takes ' "$tmp.txt" ||
     { echo "FAIL: balance: no note that the problem is too small"; cat "$tmp.txt"; exit 1; }
 chunks=$(sed -n 's/.*timeline of one dynamic mandelbrot launch: \([0-9]*\) chunks.*/\1/p' \
     "$tmp.bal-homogeneous.svg")
-[ -n "$chunks" ] && [ "$chunks" -ge 2 ] ||
+# At least one chunk: once the cost model knows both devices, a launch this small may run
+# as one chunk (no chunk shorter than ten times its fixed cost), and the plot shows that.
+[ -n "$chunks" ] && [ "$chunks" -ge 1 ] ||
     { echo "FAIL: balance --plot: no timeline of chunks"; cat "$tmp.err"; exit 1; }
 svg_ok "$tmp.bal-homogeneous.svg" "balance --plot" 0 0 $((20 + 1 + chunks))
 grep -q 'plot written to .*bal-homogeneous.svg' "$tmp.err" ||

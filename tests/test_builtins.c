@@ -262,6 +262,7 @@ START_TEST(helper_function_gets_the_range)
     d.kernel = "k";
     d.global[0] = N;
     d.strategy = CLF_STRATEGY_DYNAMIC;
+    d.chunks_per_device = 4; /* chunks asked for: kept even once the cost model knows both */
     clf_launch_report rep;
     ck_assert_ok(clf_launch(f, p, &d, args, 1, &rep));
     ck_assert_uint_gt(rep.dev[0].chunks + rep.dev[1].chunks, 1);

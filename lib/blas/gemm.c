@@ -263,6 +263,7 @@ static clf_status plan(clf__launch *L, clf__gemm_run *G, const clf_gemm_options 
     L->desc.mem_safety = o->mem_safety;
     L->desc.chunks_per_device = o->chunks_per_device ? o->chunks_per_device : 4;
     L->desc.min_chunk = o->min_chunk;
+    L->chunking_asked = o->chunks_per_device != 0 || o->min_chunk != 0;
     L->key = g->dbl ? "clblast-dgemm" : "clblast-sgemm"; /* the throughput model's */
     L->need = G->need;
     L->reason_tail = split_n ? "blocks of columns of C, op(A) whole on every device"

@@ -590,6 +590,7 @@ clf_status clf__launch_prepare(clf__launch *L, const char *call, clf_fleet *fl,
     L->prog = prog;
     memcpy(&L->desc, desc, dsize);
     L->desc.version = CLF_LAUNCH_DESC_VERSION;
+    L->chunking_asked = L->desc.chunks_per_device != 0 || L->desc.min_chunk != 0;
     L->nargs = nargs;
     if (nargs)
         memcpy(L->args, args, nargs * sizeof *args);

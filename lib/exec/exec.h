@@ -258,6 +258,9 @@ typedef struct clf__launch {
      * learned work rate divided by learn_scale), fixed costs in seconds. */
     double fit_rate[CLF_MAX_LAUNCH_DEVICES], fit_fixed[CLF_MAX_LAUNCH_DEVICES];
     int fitted;
+    /* The caller chose the chunking (chunks_per_device or min_chunk): the partitioner keeps
+     * it, with no floor from the fixed cost per chunk (clf__part_params.keep_chunking). */
+    int chunking_asked;
     /* STATIC on a profiled kernel (choose.c, workprof.h): the shares' ends when cut by the
      * work profile (has_cuts), and the chunks each share is handed out in (0: one). */
     uint64_t share_ends[CLF_MAX_LAUNCH_DEVICES];

@@ -7,9 +7,10 @@
  * Every range boundary is a multiple of gran or equal to total, so any cut at a multiple of
  * gran keeps the "multiples of gran except the chunk ending at total" invariant without
  * special cases. A strategy is a row of a small table: whether it gives out shares, whether
- * it steals, and how much it wants from the pool.
+ * it steals, and how much it wants from the pool. The cost model's rules for the pool (how
+ * much a device takes, when it stands aside) are in partcost.c.
  */
-#include "partition.h"
+#include "partimpl.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -26,57 +27,6 @@ clf_status clf__fail(clf_status s, const char *fmt, ...) __attribute__((format(p
         st = clf__fail((code), __VA_ARGS__); \
         goto out;                            \
     } while (0)
-
-/* Timed shares (fixed costs) are computed for at most this many devices; more: by weight. */
-#define CLF__PART_TIMED_MAX 64
-
-/* With a cost model, a pooled chunk's fixed cost is at most this fraction of its predicted
- * time on the device that takes it (timed_floor()). */
-#define CLF__PART_FIXED_FRACTION 0.10L
-
-typedef struct part_range {
-    uint64_t lo, hi; /* [lo, hi); empty when lo == hi */
-} part_range;
-
-typedef struct part_dev {
-    double w;           /* weight normalised to [0, 1]; 0 for an ineligible device */
-    uint64_t cap;       /* max_units */
-    uint64_t min_chunk; /* GUIDED m_i and least steal, clamped to total (rounded up when cut) */
-    part_range own;     /* the part of its share not handed out yet */
-    uint64_t piece;     /* STATIC: the share's chunks' length (UINT64_MAX: whole) */
-    double rate;        /* units per second (timed partitioners) */
-    double fixed_s;     /* seconds every chunk costs on it whatever its size (timed) */
-    int eligible;
-    int retired;
-} part_dev;
-
-typedef struct part_ops part_ops;
-
-struct clf__part {
-    pthread_mutex_t lock;
-    const part_ops *ops;
-    uint64_t total, gran;
-    size_t ndev;
-    part_dev *dev;
-    size_t neligible;        /* devices that can hold a chunk */
-    size_t nactive;          /* eligible and not retired */
-    long double wsum_active; /* sum of w over the active devices */
-    part_range *pool;
-    size_t npool, cap_pool;
-    uint64_t pool_units; /* units in the pool */
-    uint64_t free_units, outstanding, done;
-    uint64_t dyn_chunk; /* DYNAMIC chunk before rounding and caps */
-    int timed; /* params gave fixed costs: pool_limit() balances predicted times */
-    long double guided_k;
-};
-
-struct part_ops {
-    const char *name;
-    int shares; /* give each device a share proportional to its weight at creation */
-    int steals; /* a device with no share left and an empty pool steals from another */
-    /* Units device d would like from the pool (>= 1; rounded to gran and capped later). */
-    uint64_t (*pool_want)(const clf__part *p, size_t d);
-};
 
 /* ---- arithmetic on units ---- */
 
@@ -113,19 +63,11 @@ static uint64_t div_ceil(uint64_t a, uint64_t b)
 
 /* ---- strategies ---- */
 
-/* Device d's weight over the active devices' (equal shares when those are all 0). */
-static long double active_share(const clf__part *p, size_t d)
-{
-    if (p->wsum_active > 0)
-        return (long double)p->dev[d].w / p->wsum_active;
-    return 1.0L / (long double)(p->nactive ? p->nactive : 1);
-}
-
 static uint64_t want_equal_split(const clf__part *p, size_t d)
 {
     /* Work in the pool under STATIC/MEMORY_AWARE came from a failed device: split it over
      * the survivors by speed rather than handing it all to the first that asks. */
-    long double x = (long double)p->pool_units * active_share(p, d);
+    long double x = (long double)p->pool_units * clf__part_active_share(p, d);
     return x >= (long double)p->pool_units ? p->pool_units : (uint64_t)ceill(x);
 }
 
@@ -395,6 +337,7 @@ clf_status clf__part_create(clf__part **out, clf__part_strategy strategy, uint64
     p->gran = gran;
     p->ndev = ndev;
     p->guided_k = k;
+    p->keep_chunking = prm.keep_chunking;
     p->free_units = total;
 
     for (size_t i = 0; i < ndev; i++) {
@@ -485,148 +428,16 @@ static int take_front(clf__part *p, size_t d, part_range *r, uint64_t want, uint
     return 1;
 }
 
-/* Whether d is (one of) the fastest devices still taking work: it never stands aside. */
-static int fastest_active(const clf__part *p, size_t d)
-{
-    for (size_t j = 0; j < p->ndev; j++)
-        if (p->dev[j].eligible && !p->dev[j].retired && p->dev[j].w > p->dev[d].w)
-            return 0;
-    return 1;
-}
-
-/*
- * The most device d should take from the pool now, or 0 when it should stand aside (HEFT's
- * rule, StarPU dmda's idea, without its transfer terms): taking c of the R pooled units, d
- * finishes them in about c / speed_d while the others finish the rest in (R - c) / (their
- * speeds), so c beyond d's share of R by speed, R * w_d / sum(w), would end after them. A
- * device whose share is under one granule (a CPU next to a GPU 400x faster, near the end of
- * any launch) would finish its smallest chunk after the others had done everything: it
- * takes nothing, and the launch report shows its empty share. The fastest device never
- * stands aside, so the pool always drains. The only device that can take work, or the only
- * one left that does not stand aside (pool_limit()), takes the whole pool in one chunk
- * (capped by its budget): there is nothing to balance, and a chunk costs an enqueue, a
- * wait and buffers (a one-device fleet then runs at raw OpenCL cost).
- * Survivors of a failure keep their chunk sizes: the re-run stays spread over them.
- * With fixed costs per chunk (timed_share()), the share is the one that makes every device
- * finish with the others, after its fixed cost: a device stands aside when its fixed cost
- * plus its smallest chunk's time exceeds the time the fleet needs for the pool; its smallest
- * chunk is then the one worth its fixed cost (timed_floor()).
- */
-/*
- * d's share of the pool when every chunk also costs a fixed time (clf__part_params.fixed_s):
- * the shares c_j of the active devices that make them finish together, f_j + c_j / r_j = T
- * with sum(c_j) = R, so T = (R + sum(f_j r_j)) / sum(r_j) and c_d = r_d (T - f_d). A device
- * whose fixed cost alone reaches T would get a negative share: it is left out of the sums
- * and T computed again (at most once per device). Returns c_d, negative when d is left out;
- * or NAN when the rates are all 0 (the caller falls back to shares by weight).
- */
-static long double timed_share(const clf__part *p, size_t d)
-{
-    long double T = 0;
-    unsigned char out[CLF__PART_TIMED_MAX] = {0};
-    if (p->ndev > CLF__PART_TIMED_MAX)
-        return NAN;
-    for (size_t pass = 0; pass <= p->ndev; pass++) {
-        long double rs = 0, fr = 0;
-        for (size_t j = 0; j < p->ndev; j++) {
-            const part_dev *x = &p->dev[j];
-            if (!x->eligible || x->retired || out[j] || !(x->rate > 0))
-                continue;
-            rs += x->rate;
-            fr += (long double)x->fixed_s * x->rate;
-        }
-        if (!(rs > 0))
-            return NAN;
-        T = ((long double)p->pool_units + fr) / rs;
-        int changed = 0;
-        for (size_t j = 0; j < p->ndev; j++)
-            if (!out[j] && p->dev[j].eligible && !p->dev[j].retired && p->dev[j].rate > 0 &&
-                p->dev[j].fixed_s >= T) {
-                out[j] = 1;
-                changed = 1;
-            }
-        if (!changed)
-            break;
-    }
-    return (long double)p->dev[d].rate * (T - (long double)p->dev[d].fixed_s);
-}
-
-/*
- * The least chunk worth cutting for d under a cost model: one whose fixed cost is at most
- * CLF__PART_FIXED_FRACTION of its predicted time, f / (f + c / r) <= x, so c >= f r (1 - x)
- * / x (9 f r at 10 %). On a GPU with ~40 us per chunk, DYNAMIC's 16 chunks per device on a
- * 0.5 ms launch spent more time in round trips than computing (1.8 ms against 0.5 ms alone,
- * issue 27). 0 without a model, and for STATIC (whose pool holds only work given back).
- */
-static uint64_t timed_floor(const clf__part *p, size_t d)
-{
-    const part_dev *x = &p->dev[d];
-    if (!p->timed || p->ops->shares || !(x->rate > 0) || !(x->fixed_s > 0))
-        return 0;
-    long double c = (long double)x->fixed_s * x->rate * (1 - CLF__PART_FIXED_FRACTION) /
-                    CLF__PART_FIXED_FRACTION;
-    return c >= (long double)p->total ? p->total : (uint64_t)ceill(c);
-}
-
-/* pool_limit() before the "only one device left" rule: d's fair share, 0 to stand aside. */
-static uint64_t fair_limit(const clf__part *p, size_t d)
-{
-    if (p->neligible == 1)
-        return p->pool_units;
-    long double x = (long double)p->pool_units * active_share(p, d);
-    if (p->timed) {
-        long double t = timed_share(p, d);
-        if (!isnan(t))
-            x = t > 0 ? t : 0;
-    }
-    /* Its least chunk: one granule, or under a cost model timed_floor() (a device whose
-     * share is under the chunk worth its fixed cost would finish that chunk after the
-     * others); the whole pool when shorter. */
-    uint64_t floor = timed_floor(p, d), least = floor > p->gran ? floor : p->gran;
-    if (least > p->pool_units)
-        least = p->pool_units;
-    if (x < (long double)least && !fastest_active(p, d))
-        return 0;
-    uint64_t fair = x >= (long double)p->pool_units ? p->pool_units : (uint64_t)ceill(x);
-    /* The fastest device takes a chunk worth its fixed cost even past its share: halving
-     * the tail into ever smaller chunks would pay a fixed cost for each. */
-    return fair > least ? fair : least;
-}
-
-/*
- * When every other active device stands aside (fair_limit() 0: a CPU next to a GPU 50x
- * faster near the end of a launch, or from the start of a short one), d is the only device
- * that will take anything from the pool, now or later (the pool only shrinks, and with it
- * everyone's share): it takes the whole pool in one chunk rather than in guided's or
- * dynamic's blocks, each of which would cost a round trip for nothing (the gemmsim helper
- * measured 0.80x of device 0 alone from those blocks). Otherwise (and once a device has
- * failed) its fair share.
- */
-static uint64_t pool_limit(const clf__part *p, size_t d, int *alone)
-{
-    uint64_t own = fair_limit(p, d);
-    *alone = p->neligible == 1;
-    if (own == 0 || *alone)
-        return own;
-    /* A device retired by a failure counts as taking work: after a failure the survivors
-     * keep their chunk sizes, so that one failing in turn loses a chunk, not the rest. */
-    for (size_t j = 0; j < p->ndev; j++)
-        if (j != d && p->dev[j].eligible && (p->dev[j].retired || fair_limit(p, j) != 0))
-            return own;
-    *alone = 1;
-    return p->pool_units;
-}
-
 static int take_pool(clf__part *p, size_t d, uint64_t *off, uint64_t *len)
 {
     if (p->npool == 0)
         return 0;
     int alone;
-    uint64_t limit = pool_limit(p, d, &alone);
+    uint64_t limit = clf__part_pool_limit(p, d, &alone);
     if (limit == 0)
         return 0;
     uint64_t want = alone ? limit : p->ops->pool_want(p, d);
-    uint64_t floor = timed_floor(p, d); /* no chunk the fixed cost eats */
+    uint64_t floor = clf__part_timed_floor(p, d); /* no chunk the fixed cost eats */
     if (want < floor)
         want = floor;
     if (want > limit)

@@ -63,6 +63,10 @@ typedef struct clf__part_params {
     double guided_k; /* GUIDED, MEMORY_AWARE: the divisor K, > 0; 0: CLF__PART_GUIDED_K */
     /* GUIDED, MEMORY_AWARE: m_i for every device (rounded up to gran). 0: gran. */
     uint64_t min_chunk;
+    /* The caller chose chunks_per_device or min_chunk: no chunk floor from the fixed cost
+     * per chunk (timed_floor()); what was asked for is cut, e.g. to cross chunk boundaries
+     * on purpose. The rest of the cost model (standing aside) still applies. */
+    int keep_chunking;
     const uint64_t *min_chunks; /* per-device min_chunk, ndev entries (0: min_chunk); or NULL */
     /* The cost model's fixed seconds per chunk on each device (ndev entries, finite, >= 0), or
      * NULL for none. With them the pool is shared so that the devices finish together after
