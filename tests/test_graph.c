@@ -859,10 +859,15 @@ START_TEST(simulated_pair)
     for (int r = 0; r < 3; r++)
         run_ok(probe, "simulated pair: probe");
     clf_graph_destroy(probe);
+    /* At least two runs, and a few more while a run still puts a node on the slow device:
+     * under a loaded host (make -j check runs suites side by side) one measured sample can
+     * be late, and the model's medians settle within a few runs. */
     clf_graph_report rep;
-    for (int r = 0; r < 2; r++)
+    int runs = 0;
+    do {
         run_ok(g, "simulated pair");
-    ck_assert_ok(clf_graph_report_get(&rep, g));
+        ck_assert_ok(clf_graph_report_get(&rep, g));
+    } while (++runs < 2 || (rep.device_nodes[1] != 0 && runs < 8));
     ck_assert_msg(!rep.guessed, "simulated pair: still guessing after the probe runs");
     ck_assert_msg(rep.device_nodes[1] == 0 && rep.device_nodes[0] == NODES,
                   "simulated pair: %zu nodes on the fast device, %zu on the 20x slower one",
