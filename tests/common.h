@@ -275,6 +275,19 @@ static inline clf_fleet *test_fault_fleet(const char *selection, const char *rul
 
 #define ck_assert_ok(expr) ck_assert_status(expr, CLF_SUCCESS)
 
+/* Whether this test program is built with AddressSanitizer or ThreadSanitizer: timing-
+ * dependent checks (placements, chunk counts learned from timings) are relaxed there. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define UNDER_SANITIZER 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define UNDER_SANITIZER 1
+#endif
+#endif
+#ifndef UNDER_SANITIZER
+#define UNDER_SANITIZER 0
+#endif
+
 /* Suites run without fork(), so Check's timeouts do not apply: a test that could hang arms
  * this watchdog, which ends the process with a failure after `seconds`; 0 disarms it. */
 static inline void test_watchdog_fired(int sig)
