@@ -20,36 +20,24 @@ strip=$(dirname "$0")/strip-c.awk
 [ -f "$strip" ] || { echo "threads.sh: no $strip" >&2; exit 99; }
 
 ALLOWED='
-lib/exec/fleetstate.c
-lib/util/pool.c
+lib/exec/fleetstate.c:*
+lib/util/pool.c:*
 '
+calls=$(dirname "$0")/calls.awk
 
 out=${TMPDIR:-/tmp}/clf-threads.$$
 trap 'rm -f "$out"' EXIT INT TERM
 (cd "$top" && find lib -name '*.[ch]' ! -path lib/kernels.c | LC_ALL=C sort) |
 while read -r f; do
     clean=$(awk -f "$strip" "$top/$f") || { echo "threads.sh: awk failed on $f"; continue; }
-    printf '%s\n' "$clean" | awk -v f="$f" -v allowed="$ALLOWED" '
-    BEGIN { n = split(allowed, a, "\n"); for (i = 1; i <= n; i++) if (a[i] != "") ok[a[i]] = 1 }
-    {
-        rest = $0
-        while (match(rest, /(pthread_create|thrd_create)[ \t]*\(/)) {
-            call = substr(rest, RSTART, RLENGTH)
-            sub(/[ \t]*\($/, "", call)
-            pre = RSTART > 1 ? substr(rest, RSTART - 1, 1) : ""
-            rest = substr(rest, RSTART + RLENGTH)
-            if (pre ~ /[A-Za-z0-9_]/)
-                continue # part of a longer name
-            if (f in ok) {
-                print "ok " f
-                continue
-            }
-            printf "%s:%d: %s outside the executor (lib/exec/fleetstate.c) and the helper pool (lib/util/pool.c)\n", f, NR, call
-        }
-    }' || echo "threads.sh: awk failed on $f"
+    printf '%s\n' "$clean" |
+        awk -v f="$f" -v allowed="$ALLOWED" -v re='pthread_create|thrd_create' \
+            -v where='the executor (lib/exec/fleetstate.c) and the helper pool (lib/util/pool.c)' \
+            -f "$calls" ||
+        echo "threads.sh: awk failed on $f"
 done > "$out"
 bad=$(grep -vc '^ok ' "$out")
-seen=$(grep '^ok ' "$out" | sort -u | wc -l)
+seen=$(sed -n 's/^ok \([^:]*\):.*/\1/p' "$out" | sort -u | wc -l)
 grep -v '^ok ' "$out"
 if [ "$bad" -gt 0 ]; then
     echo "threads.sh: $bad thread start(s) elsewhere; make it a job of the helper pool or of a device's worker" >&2
