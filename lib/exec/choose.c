@@ -404,39 +404,28 @@ static size_t too_small(clf__launch *L, const uint64_t *max_units, char *why, si
  */
 static void drop_slow_by_model(clf__launch *L, clf_launch_report *rep)
 {
-    unsigned char out[CLF_MAX_LAUNCH_DEVICES] = {0};
+    unsigned char in[CLF_MAX_LAUNCH_DEVICES];
     size_t fastest = L->ndev;
     if (!L->fitted)
         return;
-    for (size_t i = 0; i < L->ndev; i++)
-        if (L->weights[i] > 0 && (fastest == L->ndev || L->fit_rate[i] > L->fit_rate[fastest]))
+    for (size_t i = 0; i < L->ndev; i++) {
+        in[i] = L->weights[i] > 0;
+        if (in[i] && (fastest == L->ndev || L->fit_rate[i] > L->fit_rate[fastest]))
             fastest = i;
+    }
     if (fastest == L->ndev)
         return;
-    double T = 0;
-    for (size_t pass = 0; pass <= L->ndev; pass++) { /* as timed_share() in partition.c */
-        double rs = 0, fr = 0;
-        for (size_t j = 0; j < L->ndev; j++)
-            if (L->weights[j] > 0 && !out[j]) {
-                rs += L->fit_rate[j];
-                fr += L->fit_fixed[j] * L->fit_rate[j];
-            }
-        if (!(rs > 0))
-            return;
-        T = ((double)L->total + fr) / rs;
-        int changed = 0;
-        for (size_t j = 0; j < L->ndev; j++)
-            if (L->weights[j] > 0 && !out[j] && j != fastest && L->fit_fixed[j] >= T)
-                out[j] = changed = 1;
-        if (!changed)
-            break;
-    }
+    long double lT = clf__part_finish_together(L->ndev, L->fit_rate, L->fit_fixed, in, fastest,
+                                               (long double)L->total);
+    if (isnan(lT))
+        return;
+    double T = (double)lT;
     double least = (double)(L->total < L->gran ? L->total : L->gran);
     char list[64] = "";
     size_t n = 0, at = 0;
     for (size_t i = 0; i < L->ndev; i++) {
         double c = L->fit_rate[i] * (T - L->fit_fixed[i]);
-        if (L->weights[i] <= 0 || i == fastest || (!out[i] && c >= least))
+        if (L->weights[i] <= 0 || i == fastest || (in[i] && c >= least))
             continue;
         L->weights[i] = 0;
         if (at < sizeof list)

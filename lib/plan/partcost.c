@@ -44,43 +44,53 @@ int clf__part_fastest_active(const clf__part *p, size_t d)
  * plus its smallest chunk's time exceeds the time the fleet needs for the pool; its smallest
  * chunk is then the one worth its fixed cost (clf__part_timed_floor()).
  */
-/*
- * d's share of the pool when every chunk also costs a fixed time (clf__part_params.fixed_s):
- * the shares c_j of the active devices that make them finish together, f_j + c_j / r_j = T
- * with sum(c_j) = R, so T = (R + sum(f_j r_j)) / sum(r_j) and c_d = r_d (T - f_d). A device
- * whose fixed cost alone reaches T would get a negative share: it is left out of the sums
- * and T computed again (at most once per device). Returns c_d, negative when d is left out;
- * or NAN when the rates are all 0 (the caller falls back to shares by weight).
- */
-static long double timed_share(const clf__part *p, size_t d)
+long double clf__part_finish_together(size_t n, const double *rate, const double *fixed_s,
+                                      unsigned char *in, size_t keep, long double units)
 {
     long double T = 0;
-    unsigned char out[CLF__PART_TIMED_MAX] = {0};
-    if (p->ndev > CLF__PART_TIMED_MAX)
-        return NAN;
-    for (size_t pass = 0; pass <= p->ndev; pass++) {
+    for (size_t pass = 0; pass <= n; pass++) {
         long double rs = 0, fr = 0;
-        for (size_t j = 0; j < p->ndev; j++) {
-            const part_dev *x = &p->dev[j];
-            if (!x->eligible || x->retired || out[j] || !(x->rate > 0))
-                continue;
-            rs += x->rate;
-            fr += (long double)x->fixed_s * x->rate;
-        }
+        for (size_t j = 0; j < n; j++)
+            if (in[j] && rate[j] > 0) {
+                rs += rate[j];
+                fr += (long double)fixed_s[j] * rate[j];
+            }
         if (!(rs > 0))
             return NAN;
-        T = ((long double)p->pool_units + fr) / rs;
+        T = (units + fr) / rs;
         int changed = 0;
-        for (size_t j = 0; j < p->ndev; j++)
-            if (!out[j] && p->dev[j].eligible && !p->dev[j].retired && p->dev[j].rate > 0 &&
-                p->dev[j].fixed_s >= T) {
-                out[j] = 1;
+        for (size_t j = 0; j < n; j++)
+            if (in[j] && j != keep && rate[j] > 0 && fixed_s[j] >= T) {
+                in[j] = 0;
                 changed = 1;
             }
         if (!changed)
             break;
     }
-    return (long double)p->dev[d].rate * (T - (long double)p->dev[d].fixed_s);
+    return T;
+}
+
+/*
+ * d's share of the pool when every chunk also costs a fixed time (clf__part_params.fixed_s):
+ * the active devices' shares that make them finish together (clf__part_finish_together()),
+ * c_d = r_d (T - f_d). Negative when d is left out; NAN when the rates are all 0 (the caller
+ * falls back to shares by weight).
+ */
+static long double timed_share(const clf__part *p, size_t d)
+{
+    double rate[CLF__PART_TIMED_MAX], fixed_s[CLF__PART_TIMED_MAX];
+    unsigned char in[CLF__PART_TIMED_MAX];
+    if (p->ndev > CLF__PART_TIMED_MAX)
+        return NAN;
+    for (size_t j = 0; j < p->ndev; j++) {
+        const part_dev *x = &p->dev[j];
+        rate[j] = x->rate;
+        fixed_s[j] = x->fixed_s;
+        in[j] = x->eligible && !x->retired && x->rate > 0;
+    }
+    long double T = clf__part_finish_together(p->ndev, rate, fixed_s, in, SIZE_MAX,
+                                              (long double)p->pool_units);
+    return isnan(T) ? T : (long double)p->dev[d].rate * (T - (long double)p->dev[d].fixed_s);
 }
 
 /*

@@ -158,6 +158,18 @@ void clf__part_counts(clf__part *p, uint64_t *free_units, uint64_t *outstanding,
 /* Nonzero when device dev can hold a chunk at all (max_units >= min(gran, total)). */
 int clf__part_eligible(const clf__part *p, size_t dev);
 
+/*
+ * When n devices, each taking c_i units at rate[i] units per second after a fixed cost of
+ * fixed_s[i] seconds, finish `units` together: f_i + c_i / r_i = T with sum(c_i) = units, so
+ * T = (units + sum(f_i r_i)) / sum(r_i) and c_i = r_i (T - f_i). Only devices with in[i] set
+ * (and a rate) count; one whose fixed cost alone reaches T would get a negative share, so it
+ * is cleared from in[] and T computed again (never device `keep`; SIZE_MAX: none). Returns
+ * T, or NAN when no counted device has a rate. Used by the partitioner's pool and STATIC's
+ * leave-out rule (exec/choose.c).
+ */
+long double clf__part_finish_together(size_t n, const double *rate, const double *fixed_s,
+                                      unsigned char *in, size_t keep, long double units);
+
 /* "static", "dynamic", "guided", "memory-aware"; NULL for an unknown value. */
 const char *clf__part_strategy_name(clf__part_strategy s);
 
