@@ -241,6 +241,15 @@ static clf_status bridge_cl(cl_event src, cl_event uev, void (*fn)(void *, clf_s
     return CLF_SUCCESS;
 }
 
+/* Whether f's source is an event of one of fl's contexts. */
+static int of_fleet(const fwd *f, const clf_fleet *fl)
+{
+    for (size_t c = 0; c < fl->nctx; c++)
+        if (f->ctx == fl->ctx[c])
+            return 1;
+    return 0;
+}
+
 /*
  * Before a fleet goes: the watcher must have let go of every source event of the fleet's
  * contexts, since releasing an event after its (sub-)device is released crashes PoCL 3.
@@ -261,8 +270,7 @@ void clf__bridge_drain(clf_fleet *fl)
     for (;;) {
         int mine = w_inflight > 0;
         for (fwd *f = w_list; f && !mine; f = f->next)
-            for (size_t c = 0; c < fl->nctx && !mine; c++)
-                mine = f->ctx == fl->ctx[c];
+            mine = of_fleet(f, fl);
         if (!mine || !w_running)
             break;
         pthread_cond_signal(&w_cond);
@@ -281,9 +289,7 @@ void clf__bridge_drain(clf_fleet *fl)
         size_t owed = 0;
         for (fwd **pp = &w_zombies; *pp;) {
             fwd *f = *pp;
-            int mine = 0;
-            for (size_t c = 0; c < fl->nctx && !mine; c++)
-                mine = f->ctx == fl->ctx[c];
+            int mine = of_fleet(f, fl);
             if (mine && f->failed) {
                 *pp = f->znext;
                 free(f);
@@ -298,10 +304,7 @@ void clf__bridge_drain(clf_fleet *fl)
             /* Off the list, still marked: a callback that comes after all frees it
              * (cb_release() finds it on no list). */
             for (fwd **pp = &w_zombies; *pp;) {
-                int mine = 0;
-                for (size_t c = 0; c < fl->nctx && !mine; c++)
-                    mine = (*pp)->ctx == fl->ctx[c];
-                if (mine)
+                if (of_fleet(*pp, fl))
                     *pp = (*pp)->znext;
                 else
                     pp = &(*pp)->znext;
