@@ -129,13 +129,6 @@ static void kernel_key(const clf__launch *L, char *buf, size_t n)
         snprintf(buf, n, "%s@%.16s", L->desc.kernel, L->prog->hash);
 }
 
-/* A device's speed until measured: compute units x clock. */
-static double guess_weight(const clf_device_info *in)
-{
-    return (double)(in->compute_units ? in->compute_units : 1) *
-           (in->clock_mhz ? in->clock_mhz : 1000);
-}
-
 /* Weights for STATIC, GUIDED and MEMORY_AWARE; returns 1 when learned for every device. */
 static int choose_weights(clf__launch *L, char *reason, size_t n)
 {
@@ -177,7 +170,7 @@ static int choose_weights(clf__launch *L, char *reason, size_t n)
     }
     /* Until measured: compute units x clock, a fair guess for devices of one kind. */
     for (size_t i = 0; i < L->ndev; i++)
-        L->weights[i] = guess_weight(&L->fl->dev[L->dev[i]].info);
+        L->weights[i] = clf__perf_guess_speed(&L->fl->dev[L->dev[i]].info);
     snprintf(reason, n, "weights from compute units x clock (not learned yet)");
     return 0;
 }
@@ -200,7 +193,7 @@ int clf__device_weights(clf_fleet *fl, const char *kernel, const size_t *dev, si
     free(dk);
     if (!learned)
         for (size_t i = 0; i < ndev; i++)
-            w[i] = guess_weight(&fl->dev[dev[i]].info);
+            w[i] = clf__perf_guess_speed(&fl->dev[dev[i]].info);
     return learned;
 }
 

@@ -74,14 +74,12 @@ static double exec_s(plan_ctx *c, const clf__gnode *n, size_t d, uint64_t items,
         if (t >= 0 && isfinite(t))
             return t;
     }
-    /* A work item per cycle per compute unit: a fair guess between devices of one kind,
-     * and a poor one across kinds, which the first measured run corrects. */
-    const clf_device_info *in = &c->g->fleet->dev[d].info;
-    double cu = in->compute_units ? in->compute_units : 1;
-    double hz = (in->clock_mhz ? in->clock_mhz : 1000) * 1e6;
+    /* The model's guess (millions of items per second), which the first measured run
+     * corrects. */
     *guess = 1;
     c->guessed = 1;
-    return FIXED_S + (double)items / (cu * hz);
+    double speed = clf__perf_guess_speed(&c->g->fleet->dev[d].info) * 1e6;
+    return FIXED_S + (double)items / speed;
 }
 
 /* When buffer data d can be on device dev, and from where (*from; dev itself when valid). */

@@ -1,6 +1,7 @@
 /*
  * The cost model's fits, pure arithmetic (see perfmodel.h): the chunk line time(c) = fixed +
- * c / rate by Theil-Sen, predictions from it, and the spread of a set of samples.
+ * c / rate by Theil-Sen, predictions from it, the spread of a set of samples, and the
+ * guess of a device's speed before anything is measured.
  *
  * Why Theil-Sen rather than least squares: one chunk that waited behind another process's
  * work is a point far off the line, and least squares follows it (a 10x spike among 16
@@ -89,4 +90,10 @@ double clf__perf_predict(const clf__perf_fit *f, uint64_t units)
     if (f->units_per_s > 0)
         return (double)units / f->units_per_s;
     return -1;
+}
+
+double clf__perf_guess_speed(const clf_device_info *in)
+{
+    return (double)(in->compute_units ? in->compute_units : 1) *
+           (in->clock_mhz ? in->clock_mhz : 1000);
 }

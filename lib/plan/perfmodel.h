@@ -106,6 +106,12 @@ int clf__perf_get(clf__perf_model *m, const char *kernel, const char *device, cl
  * no line units / units_per_s; -1 when nothing is known. */
 double clf__perf_predict(const clf__perf_fit *f, uint64_t units);
 
+/* A device's speed before anything is measured: compute units x clock in MHz (0 read as 1
+ * unit, 1000 MHz), so millions of work items per second at one per cycle per unit. A fair
+ * guess between devices of one kind, a poor one across kinds: the first measurement
+ * corrects it. */
+double clf__perf_guess_speed(const clf_device_info *in);
+
 /* The interquartile range of v[0..n) (sorted in place); 0 for n == 0 (perffit.c). */
 double clf__perf_iqr(double *v, size_t n);
 
