@@ -4,6 +4,7 @@
  * the parts (gain, hysteresis, cost of the move, cool-down, a spike, granules, fixed costs
  * per step).
  */
+#include "plan/perfmodel.h"
 #include "plan/rebalplan.h"
 
 #include <check.h>

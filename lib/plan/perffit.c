@@ -1,7 +1,7 @@
 /*
  * The cost model's fits, pure arithmetic (see perfmodel.h): the chunk line time(c) = fixed +
  * c / rate by Theil-Sen, predictions from it, the spread of a set of samples, and the
- * guess of a device's speed before anything is measured.
+ * guess of a device's speed before anything is measured; the one median of lib/plan/.
  *
  * Why Theil-Sen rather than least squares: one chunk that waited behind another process's
  * work is a point far off the line, and least squares follows it (a 10x spike among 16
@@ -34,7 +34,7 @@ static double quantile(const double *v, size_t n, double q)
     return v[lo] + (r - (double)lo) * (v[lo + 1] - v[lo]);
 }
 
-static double median_of(double *v, size_t n)
+double clf__median(double *v, size_t n)
 {
     sort_doubles(v, n);
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
@@ -60,12 +60,12 @@ int clf__perf_line(const clf__perf_chunk *c, size_t n, double *rate, double *fix
         }
     if (ns == 0)
         return 0;
-    double b = median_of(slopes, ns);
+    double b = clf__median(slopes, ns);
     if (!(b > 0) || !isfinite(b))
         return 0;
     for (size_t i = 0; i < n; i++)
         res[i] = c[i].seconds - b * (double)c[i].units;
-    double a = median_of(res, n);
+    double a = clf__median(res, n);
     if (rate)
         *rate = 1 / b;
     if (fixed_s)

@@ -112,6 +112,9 @@ double clf__perf_predict(const clf__perf_fit *f, uint64_t units);
  * corrects it. */
 double clf__perf_guess_speed(const clf_device_info *in);
 
+/* The median of v[0..n-1] (n > 0; v is sorted in place). */
+double clf__median(double *v, size_t n);
+
 /* The interquartile range of v[0..n) (sorted in place); 0 for n == 0 (perffit.c). */
 double clf__perf_iqr(double *v, size_t n);
 

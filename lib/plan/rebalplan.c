@@ -13,6 +13,7 @@
  * others would take longer to do its share than it takes plus its boundary.
  */
 #include "rebalplan.h"
+#include "perfmodel.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -115,18 +116,6 @@ size_t clf__balance_keep(const double *s, const size_t *dev, size_t k, size_t un
 }
 
 /* ---- the decision of CLF_ARRAY_REBALANCE ------------------------------------------------ */
-
-static int cmp_double(const void *x, const void *y)
-{
-    double a = *(const double *)x, b = *(const double *)y;
-    return a < b ? -1 : a > b;
-}
-
-double clf__median(double *v, size_t n)
-{
-    qsort(v, n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 /* Units of the current cut that change device in the new one. */
 static size_t moved_units(const clf__rebal_in *in, const size_t *dev, const size_t *cnt,

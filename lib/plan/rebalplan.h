@@ -42,8 +42,6 @@ size_t clf__boundaries(size_t m, int periodic);
 size_t clf__balance_keep(const double *s, const size_t *dev, size_t k, size_t units,
                          size_t halo, int periodic, double c, int absolute,
                          unsigned char *keep, char *why, size_t n);
-/* The median of v[0..n-1] (n > 0; v is sorted). */
-double clf__median(double *v, size_t n);
 
 /* What a decision knows: the current cut and what was measured on it. */
 typedef struct clf__rebal_in {

@@ -2,6 +2,7 @@
  * Work profiles and STATIC's cut points from them (see workprof.h for the contract).
  */
 #include "workprof.h"
+#include "perfmodel.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -134,21 +135,6 @@ out:
     return added;
 }
 
-/* The median of v[0..n) (n > 0), sorting it (n is small). */
-static double median(double *v, size_t n)
-{
-    for (size_t i = 1; i < n; i++) {
-        double x = v[i];
-        size_t j = i;
-        while (j > 0 && v[j - 1] > x) {
-            v[j] = v[j - 1];
-            j--;
-        }
-        v[j] = x;
-    }
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 /* Bin b's median seconds per unit on device d, or NAN when it has none. */
 static double bin_median(const clf__wprof *w, size_t b, size_t d)
 {
@@ -158,7 +144,7 @@ static double bin_median(const clf__wprof *w, size_t b, size_t d)
     if (m == 0)
         return NAN;
     memcpy(v, &w->s[i * KEEP], m * sizeof *v);
-    return median(v, m);
+    return clf__median(v, m);
 }
 
 /* The median over the bins both have of d's time over e's, or NAN when they share none. */
@@ -171,7 +157,7 @@ static double pair_ratio(const double *med, size_t ndev, size_t d, size_t e)
         if (!isnan(x) && !isnan(y) && y > 0)
             r[m++] = x / y;
     }
-    return m ? median(r, m) : NAN;
+    return m ? clf__median(r, m) : NAN;
 }
 
 /* Where a device starting at position x (units, continuous) is after `time` seconds when a
@@ -250,7 +236,7 @@ int clf__wprof_cut(const clf__wprof *w, uint64_t gran, const double *speed, uint
         for (size_t d = 0; d < nd; d++)
             if (!isnan(k[d]) && !isnan(med[b * nd + d]))
                 v[m++] = med[b * nd + d] / k[d];
-        rho[b] = m ? median(v, m) : NAN;
+        rho[b] = m ? clf__median(v, m) : NAN;
         known += m > 0;
     }
     if (4 * known < 3 * NB)
