@@ -32,7 +32,14 @@ static const char SRC[] =
     "    out[g] = s;\n"
     "}\n"
     "kernel void aadd1(global const int *in, global int *out)\n"
-    "{ size_t i = get_global_id(0); out[i] = in[i] + 1; }\n";
+    "{ size_t i = get_global_id(0); out[i] = in[i] + 1; }\n"
+    /* Compute-bound: `rounds` steps of a linear congruential generator per item. */
+    "kernel void spin(global const uint *in, global uint *out, uint rounds)\n"
+    "{\n"
+    "    size_t i = get_global_id(0); uint x = in[i];\n"
+    "    for (uint r = 0; r < rounds; r++) x = x * 1103515245u + 12345u;\n"
+    "    out[i] = x;\n"
+    "}\n";
 
 /* The fleets: one device, two sub-devices of one root, the three PoCL root devices. */
 static const fleet_cfg CFGS[] = {
@@ -837,8 +844,11 @@ START_TEST(simulated_pair)
     clf_buffer *in[NODES], *out[NODES];
     clf_graph *g = NULL;
     ck_assert_ok(clf_graph_create(&g, f, p));
-    clf_graph_node_desc d = kdesc("psum", N / 4);
-    unsigned chunk = 4;
+    /* Compute-bound nodes (milliseconds each), so that the simulated 20x is in the kernels'
+     * time and not lost in a node's fixed costs: a few-microsecond kernel 20x slower can
+     * rightly be worth a second device. */
+    clf_graph_node_desc d = kdesc("spin", N);
+    unsigned chunk = 2000; /* the rounds */
     for (size_t i = 0; i < NODES; i++) {
         in[i] = buf(f, i % 2, a);
         out[i] = buf(f, i % 2, NULL);
@@ -887,12 +897,16 @@ START_TEST(simulated_pair)
         ck_assert_msg(nr.device == 0 && strstr(nr.why, "device 1"), "%zu: %s", nr.device,
                       nr.why);
     }
-    for (size_t j = 0; j < N / 4; j++)
-        ref[j] = a[4 * j] + a[4 * j + 1] + a[4 * j + 2] + a[4 * j + 3];
+    for (size_t j = 0; j < N; j++) {
+        unsigned x = (unsigned)a[j];
+        for (unsigned r = 0; r < chunk; r++)
+            x = x * 1103515245u + 12345u;
+        ref[j] = (int)x;
+    }
     for (size_t i = 0; i < NODES; i++) {
-        int got[N / 4];
+        int got[N];
         ck_assert_ok(clf_buffer_read(out[i], 0, sizeof got, got));
-        for (size_t j = 0; j < N / 4; j++)
+        for (size_t j = 0; j < N; j++)
             expect(got[j] == ref[j], "simulated pair: out %zu [%zu] = %d, want %d", i, j,
                    got[j], ref[j]);
     }
