@@ -217,9 +217,9 @@ static int write_image(const char *path, const uint32_t *img, const size_t *row_
 #ifdef HAVE_LIBPNG
 /*
  * Which device computed each row, when the report can tell: it gives each device's units
- * (rows) and chunks, not which rows a chunk covered. A static launch with one chunk per
- * device and no failure gives each device one contiguous share, in fleet order, so its
- * rows follow from the units. Returns 1 and fills row_dev[HEIGHT], else 0.
+ * (rows) and chunks, not which rows a chunk covered. A static launch with no failure gives
+ * each device one contiguous share, in fleet order (whole or in pieces), so its rows follow
+ * from the units. Returns 1 and fills row_dev[HEIGHT], else 0.
  */
 static int rows_by_device(const clf_launch_report *rep, size_t *row_dev)
 {
@@ -227,7 +227,9 @@ static int rows_by_device(const clf_launch_report *rep, size_t *row_dev)
         return 0;
     uint64_t y = 0;
     for (size_t i = 0; i < rep->num_devices; i++) {
-        if (rep->dev[i].chunks > 1 || (i && rep->dev[i].device < rep->dev[i - 1].device))
+        /* A static share is contiguous, the devices in order, even when handed out in
+         * pieces (while static learns the kernel's work profile). */
+        if (i && rep->dev[i].device < rep->dev[i - 1].device)
             return 0;
         for (uint64_t k = 0; k < rep->dev[i].units && y < HEIGHT; k++)
             row_dev[y++] = rep->dev[i].device;
@@ -486,8 +488,8 @@ int main(void)
                        PALETTE_NAMES[static_rep.dev[i].device % NCOLOURS]);
             printf("\n");
         } else {
-            printf("  in grey: the launch report gives each device's rows and chunks, not which "
-                   "rows a chunk covered, and the static run did not take one chunk per device\n");
+            printf("  in grey: a device failed in the static run, so its report does not tell "
+                   "which rows each device computed\n");
         }
 #else
         printf("  in grey: colouring rows by device needs libpng (configure --with-libpng)\n");

@@ -797,7 +797,7 @@ CLF_API clf_status clf_kernel_run(clf_fleet *fleet, clf_program *prog, size_t de
 /** \brief How a launch's range is split over the devices. */
 typedef enum clf_strategy {
     CLF_STRATEGY_DEFAULT = 0,      /**< $CLFLEET_STRATEGY, else CLF_STRATEGY_AUTO */
-    CLF_STRATEGY_STATIC = 1,       /**< one chunk per device, by weights */
+    CLF_STRATEGY_STATIC = 1,       /**< one contiguous share per device, by weights */
     CLF_STRATEGY_DYNAMIC = 2,      /**< equal chunks pulled by whichever device is free */
     CLF_STRATEGY_GUIDED = 3,       /**< HGuided: shrinking chunks by device throughput */
     CLF_STRATEGY_MEMORY_AWARE = 4, /**< budget-sized chunks pulled on demand; streams */
