@@ -1,7 +1,8 @@
 /* lib/graph: a graph of kernels over resident data (clfleet/graph.h). The recording of
  * nodes and their checks (record.c), the dependencies inferred from access modes (deps.c),
  * placement by the cost model and the plan cache (sched.c), the run: valid copies per
- * device, copies, kernels, host callbacks (run.c), and the report (report.c). Not installed.
+ * device, copies, kernels, host callbacks, evictions (run.c), memory budgets and the choice
+ * of the copy to evict (mem.c), and the report (report.c). Not installed.
  *
  * Layer: above data (arrays, their dependency records), exec (the cost model and its keys),
  * xfer (copies, paths) and core (events, tasks, buffers); only libclfleet-mpi is above it. */

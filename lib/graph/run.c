@@ -9,7 +9,9 @@
  * clf_copy_async() from a device that has one; a node that writes it makes its device's copy
  * the only current one. At the end every written buffer is copied back to its own device.
  * A run starts from the caller's buffers (only the home copies current), since the host may
- * have written them between runs. Arrays keep their own coherence and per-part order
+ * have written them between runs. Before a node allocates copies on a device, copies there
+ * are evicted until the device's budget holds them (make_room(); the choice is mem.c's).
+ * Arrays keep their own coherence and per-part order
  * (clf_array_launch()): a node over them is one call.
  *
  * Ordering: a node waits for the events of the nodes it depends on (deps.c) and for the

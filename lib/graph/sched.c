@@ -8,7 +8,10 @@
  * plus its predicted execution time (the learned model of (kernel, device), else a guess
  * from compute units x clock). The least predicted finish wins. A node over arrays runs on
  * the arrays' parts (owner computes): each part's device is busy for its share. A host node
- * takes no device time but needs its buffers back home. The plan is kept, keyed by the
+ * takes no device time but needs its buffers back home. Memory: a device whose budget
+ * cannot hold a node's buffers is no candidate for it, and one that must evict first pays
+ * the predicted write-backs (make_room(), the run's choice of victims simulated). The plan
+ * is kept, keyed by the
  * shapes of the graph's data and the set of (kernel, device) pairs the model has measured,
  * and reused until one of them changes or a node is added.
  */
