@@ -184,9 +184,26 @@ static clf_status make_room(clf_graph *g, size_t idx, size_t dev)
     if (m->resident + need <= budget)
         return CLF_SUCCESS;
     size_t nd = g->ndata;
-    unsigned char *held = malloc(3 * nd), *cur = held + nd, *only = cur + nd;
+    unsigned char *held = malloc(4 * nd), *cur = held + nd, *only = cur + nd, *busy = only + nd;
     if (!held)
         return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "graph: out of memory");
+    /* The copies that nodes queued before this one still use there (their kernels, or the
+     * copies that made them current, not complete yet): kept while others can go. Evicting
+     * one would be correct (OpenCL keeps it for them), but its memory would stay in use
+     * beside the new copies until they complete. */
+    memset(busy, 0, nd);
+    for (size_t k = 0; k < idx; k++) {
+        const clf__gnode *q = &g->nodes[k];
+        if (q->kind != CLF__GNODE_WHOLE || q->device != dev || !q->ev || clf__event_done(q->ev))
+            continue;
+        for (size_t i = 0; i < q->nargs; i++)
+            if (q->args[i].a.kind == CLF_ARG_KIND_BUFFER)
+                busy[q->args[i].data] = 1;
+    }
+    for (size_t i = 0; i < nd; i++)
+        if (!g->data[i].is_array && g->data[i].vev && g->data[i].vev[dev] &&
+            !clf__event_done(g->data[i].vev[dev]))
+            busy[i] = 1;
     clf_status st = CLF_SUCCESS;
     while (!st && m->resident + need > budget) {
         for (size_t i = 0; i < nd; i++) {
@@ -199,7 +216,9 @@ static clf_status make_room(clf_graph *g, size_t idx, size_t dev)
             only[i] = cur[i] && k == g->ndev;
         }
         int wb;
-        size_t v = clf__graph_victim(g, dev, idx, held, cur, only, NULL, &wb);
+        size_t v = clf__graph_victim(g, dev, idx, held, cur, only, busy, &wb);
+        if (v == SIZE_MAX)
+            v = clf__graph_victim(g, dev, idx, held, cur, only, NULL, &wb);
         if (v == SIZE_MAX)
             st = clf__fail(CLF_ERROR_UNSUPPORTED,
                            "graph: %llu bytes of new copies on device %zu beside %llu resident "

@@ -11,9 +11,9 @@
  * takes no device time but needs its buffers back home. Memory: a device whose budget
  * cannot hold a node's buffers is no candidate for it, and one that must evict first pays
  * the predicted write-backs (make_room(), the run's choice of victims simulated). The plan
- * is kept, keyed by the
- * shapes of the graph's data and the set of (kernel, device) pairs the model has measured,
- * and reused until one of them changes or a node is added.
+ * is kept, keyed by the shapes of the graph's data, the budgets and the set of (kernel,
+ * device) pairs the model has measured, and reused until one of them changes or a node is
+ * added.
  */
 #include "graph.h"
 
