@@ -936,60 +936,66 @@ static clf_buffer *mbuf(clf_fleet *f, size_t dev, const int *init)
     return b;
 }
 
-/* The graph of the memory tests, its nodes on dev_of_node(i) (CLF_GRAPH_ANY_DEVICE: the
- * scheduler's choice), and its C reference in ref[] (x[] the buffers' final contents).
- * Each node touches at most three buffers (3 MiB); all of them together, eight. */
-static void mem_graph(clf_graph *g, clf_buffer **x, const size_t *place, size_t nplace,
-                      int (*ref)[MB])
+/* The graph of the memory tests: each node touches at most three buffers (3 MiB); all of
+ * them together, eight. */
+static const int MK3 = 3, MK2 = 2, MK5 = 5;
+static const struct {
+    const char *kernel;
+    int a, b, out; /* buffers read (-1: none), written */
+    const int *k;
+} MNODES[] = {
+    {"add1", 0, -1, 1, NULL}, /* x1 = x0 + 1 */
+    {"scale", 1, -1, 2, &MK3}, /* x2 = x1 * 3 */
+    {"sum2", 1, 2, 3, NULL},  /* x3 = x1 + x2 */
+    {"add1", 3, -1, 4, NULL}, /* x4 = x3 + 1 */
+    {"sum2", 0, 4, 5, NULL},  /* x5 = x0 + x4 */
+    {"scale", 5, -1, 6, &MK2}, /* x6 = x5 * 2 */
+    {"sum2", 2, 6, 7, NULL},  /* x7 = x2 + x6 */
+    {"bump", 7, -1, 7, &MK5},  /* x7 = x7 * 3 + 5, in place */
+    {"sum2", 3, 7, 4, NULL},  /* x4 = x3 + x7: x3 comes back after many others */
+    {"sum2", 1, 5, 0, NULL},  /* x0 = x1 + x5: the input overwritten last */
+};
+enum { MNN = sizeof MNODES / sizeof MNODES[0] };
+
+/* Records the graph, node i on place[i % nplace] (nplace 0: the scheduler's choice). */
+static void mem_graph(clf_graph *g, clf_buffer **x, const size_t *place, size_t nplace)
 {
-    static const int k3 = 3, k2 = 2, k5 = 5;
-    struct {
-        const char *kernel;
-        int a, b, out; /* buffers read (-1: none), written */
-        const int *k;
-    } nodes[] = {
-        {"add1", 0, -1, 1, NULL},  /* x1 = x0 + 1 */
-        {"scale", 1, -1, 2, &k3},  /* x2 = x1 * 3 */
-        {"sum2", 1, 2, 3, NULL},   /* x3 = x1 + x2 */
-        {"add1", 3, -1, 4, NULL},  /* x4 = x3 + 1 */
-        {"sum2", 0, 4, 5, NULL},   /* x5 = x0 + x4 */
-        {"scale", 5, -1, 6, &k2},  /* x6 = x5 * 2 */
-        {"sum2", 2, 6, 7, NULL},   /* x7 = x2 + x6 */
-        {"bump", 7, -1, 7, &k5},   /* x7 = x7 * 3 + 5, in place */
-        {"sum2", 3, 7, 4, NULL},   /* x4 = x3 + x7: x3 comes back after many others */
-        {"sum2", 1, 5, 0, NULL},   /* x0 = x1 + x5: the input overwritten last */
-    };
-    size_t nn = sizeof nodes / sizeof nodes[0];
-    for (size_t i = 0; i < nn; i++) {
+    for (size_t i = 0; i < MNN; i++) {
         clf_graph_node_desc d = CLF_GRAPH_NODE_DESC_INIT;
-        d.kernel = nodes[i].kernel;
+        d.kernel = MNODES[i].kernel;
         d.global[0] = MB;
         d.device = nplace ? place[i % nplace] : CLF_GRAPH_ANY_DEVICE;
         clf_arg args[3];
         size_t na = 0;
-        if (!strcmp(nodes[i].kernel, "bump")) {
-            args[na++] = (clf_arg)CLF_BUF_INOUT(x[nodes[i].out]);
+        if (!strcmp(MNODES[i].kernel, "bump")) {
+            args[na++] = (clf_arg)CLF_BUF_INOUT(x[MNODES[i].out]);
         } else {
-            args[na++] = (clf_arg)CLF_BUF_IN(x[nodes[i].a]);
-            if (nodes[i].b >= 0)
-                args[na++] = (clf_arg)CLF_BUF_IN(x[nodes[i].b]);
-            args[na++] = (clf_arg)CLF_BUF_OUT(x[nodes[i].out]);
+            args[na++] = (clf_arg)CLF_BUF_IN(x[MNODES[i].a]);
+            if (MNODES[i].b >= 0)
+                args[na++] = (clf_arg)CLF_BUF_IN(x[MNODES[i].b]);
+            args[na++] = (clf_arg)CLF_BUF_OUT(x[MNODES[i].out]);
         }
-        if (nodes[i].k)
-            args[na++] = (clf_arg)CLF_SCALAR(nodes[i].k);
+        if (MNODES[i].k)
+            args[na++] = (clf_arg)CLF_SCALAR(MNODES[i].k);
         ck_assert_ok(clf_graph_add_kernel(NULL, g, &d, args, na));
-        /* The reference, one node after the other. */
-        int *o = ref[nodes[i].out], *a = ref[nodes[i].a];
-        const int *b = nodes[i].b >= 0 ? ref[nodes[i].b] : NULL;
+    }
+}
+
+/* One run of the graph in C, one node after the other, on ref (the buffers' contents). */
+static void mem_ref(int (*ref)[MB])
+{
+    for (size_t i = 0; i < MNN; i++) {
+        int *o = ref[MNODES[i].out], *a = ref[MNODES[i].a];
+        const int *b = MNODES[i].b >= 0 ? ref[MNODES[i].b] : NULL;
         for (size_t j = 0; j < MB; j++) {
-            if (!strcmp(nodes[i].kernel, "add1"))
+            if (!strcmp(MNODES[i].kernel, "add1"))
                 o[j] = a[j] + 1;
-            else if (!strcmp(nodes[i].kernel, "scale"))
-                o[j] = a[j] * *nodes[i].k;
-            else if (!strcmp(nodes[i].kernel, "sum2"))
+            else if (!strcmp(MNODES[i].kernel, "scale"))
+                o[j] = a[j] * *MNODES[i].k;
+            else if (!strcmp(MNODES[i].kernel, "sum2"))
                 o[j] = a[j] + b[j];
             else
-                o[j] = o[j] * 3 + *nodes[i].k;
+                o[j] = o[j] * 3 + *MNODES[i].k;
         }
     }
 }
@@ -1048,7 +1054,8 @@ START_TEST(memory_budget)
     size_t nplace = ndev >= 3 ? 2 : 1;
     clf_graph *g = NULL;
     ck_assert_ok(clf_graph_create(&g, e.f, e.p));
-    mem_graph(g, x, place, nplace, ref);
+    mem_graph(g, x, place, nplace);
+    mem_ref(ref);
     for (size_t k = 0; k < nplace; k++)
         ck_assert_ok(clf_graph_set_memory_budget(g, place[k], 3 * MIB));
     run_ok(g, cfg->label);
@@ -1062,16 +1069,10 @@ START_TEST(memory_budget)
     ck_assert_msg(r.written_back_bytes > 0, "%s: nothing written back", cfg->label);
     ck_assert_uint_eq(mem_peaks(g, e.f, cfg->label), r.evictions);
 
-    /* Again, from the caller's buffers as they are now (the reference goes on from them). */
-    clf_graph *g2 = NULL;
-    int(*ref2)[MB] = malloc(NBUF * sizeof *ref2);
-    ck_assert(ref2);
-    memcpy(ref2, ref, NBUF * sizeof *ref);
-    ck_assert_ok(clf_graph_create(&g2, e.f, e.p));
-    mem_graph(g2, x, NULL, 0, ref2); /* only the reference: g2 is not run */
-    clf_graph_destroy(g2);
+    /* Again, from the caller's buffers as they are now. */
     run_ok(g, cfg->label);
-    mem_check(x, ref2, cfg->label);
+    mem_ref(ref);
+    mem_check(x, ref, cfg->label);
     ck_assert_ok(clf_graph_report_get(&r, g));
     ck_assert(r.evictions > 0);
     mem_peaks(g, e.f, cfg->label);
@@ -1079,10 +1080,7 @@ START_TEST(memory_budget)
     /* The default budgets: nothing evicted, the same results. */
     for (size_t k = 0; k < nplace; k++)
         ck_assert_ok(clf_graph_set_memory_budget(g, place[k], 0));
-    memcpy(ref, ref2, NBUF * sizeof *ref);
-    ck_assert_ok(clf_graph_create(&g2, e.f, e.p));
-    mem_graph(g2, x, NULL, 0, ref);
-    clf_graph_destroy(g2);
+    mem_ref(ref);
     run_ok(g, cfg->label);
     mem_check(x, ref, cfg->label);
     ck_assert_ok(clf_graph_report_get(&r, g));
@@ -1103,7 +1101,6 @@ START_TEST(memory_budget)
     for (size_t i = 0; i < NBUF; i++)
         clf_buffer_destroy(x[i]);
     free(ref);
-    free(ref2);
     test_env_close(&e);
 }
 END_TEST
@@ -1124,7 +1121,8 @@ START_TEST(memory_sched)
     }
     clf_graph *g = NULL;
     ck_assert_ok(clf_graph_create(&g, e.f, e.p));
-    mem_graph(g, x, NULL, 0, ref);
+    mem_graph(g, x, NULL, 0);
+    mem_ref(ref);
     ck_assert_ok(clf_graph_set_memory_budget(g, 0, 3 * MIB));
     ck_assert_ok(clf_graph_set_memory_budget(g, 1, 3 * MIB));
     run_ok(g, "scheduled under budgets");
@@ -1132,6 +1130,55 @@ START_TEST(memory_sched)
     clf_graph_report r;
     ck_assert_ok(clf_graph_report_get(&r, g));
     ck_assert_uint_eq(mem_peaks(g, e.f, "scheduled under budgets"), r.evictions);
+    clf_graph_destroy(g);
+    for (size_t i = 0; i < NBUF; i++)
+        clf_buffer_destroy(x[i]);
+    free(ref);
+    test_env_close(&e);
+}
+END_TEST
+
+/* Kept copies under a budget: run after run, the host writes two of the buffers and says so;
+ * the copies kept (and those evicted in between) never give a stale value. */
+START_TEST(memory_keep)
+{
+    test_env e;
+    test_env_open(&e, &CFGS[1], SRC);
+    int(*ref)[MB] = malloc(NBUF * sizeof *ref);
+    ck_assert(ref);
+    clf_buffer *x[NBUF];
+    for (size_t i = 0; i < NBUF; i++) {
+        for (size_t j = 0; j < MB; j++)
+            ref[i][j] = (int)(lowbias32((uint32_t)(j + 31 * i)) % 1000) - 500;
+        x[i] = mbuf(e.f, 0, ref[i]);
+    }
+    static const size_t one = 1;
+    clf_graph *g = NULL;
+    ck_assert_ok(clf_graph_create(&g, e.f, e.p));
+    mem_graph(g, x, &one, 1);
+    ck_assert_ok(clf_graph_set_flags(g, CLF_GRAPH_KEEP_COPIES));
+    ck_assert_ok(clf_graph_set_memory_budget(g, 1, 3 * MIB));
+    uint64_t evictions = 0;
+    for (int r = 0; r < 3; r++) {
+        if (r) { /* new inputs from the host, said */
+            for (size_t j = 0; j < MB; j++) {
+                ref[0][j] = (int)(lowbias32((uint32_t)(j * 3 + (uint32_t)r)) % 100);
+                ref[3][j] = -ref[0][j] + r;
+            }
+            ck_assert_ok(clf_buffer_write(x[0], 0, MIB, ref[0]));
+            ck_assert_ok(clf_buffer_write(x[3], 0, MIB, ref[3]));
+            ck_assert_ok(clf_graph_buffer_changed(g, x[0]));
+            ck_assert_ok(clf_graph_buffer_changed(g, x[3]));
+        }
+        mem_ref(ref);
+        run_ok(g, "kept copies under a budget");
+        mem_check(x, ref, "kept copies under a budget");
+        clf_graph_report rep;
+        ck_assert_ok(clf_graph_report_get(&rep, g));
+        evictions += rep.evictions;
+        ck_assert_uint_eq(mem_peaks(g, e.f, "kept copies under a budget"), rep.evictions);
+    }
+    ck_assert(evictions > 0);
     clf_graph_destroy(g);
     for (size_t i = 0; i < NBUF; i++)
         clf_buffer_destroy(x[i]);
@@ -1222,6 +1269,7 @@ int main(void)
     /* On 2 devices (one works), and on the 3-device configurations (two work). */
     tcase_add_loop_test(tc, memory_budget, 0, NCFG - 1);
     tcase_add_test(tc, memory_sched);
+    tcase_add_test(tc, memory_keep);
     tcase_add_test(tc, memory_refused);
     suite_add_tcase(s, tc);
     /* Every configuration needs the three PoCL devices (POCL_DEVICES='pthread pthread basic'). */
