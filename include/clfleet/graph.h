@@ -278,9 +278,10 @@ CLF_API clf_status clf_graph_report_get(clf_graph_report *out, const clf_graph *
  * (or stale) go first, then the copy whose next use by a later node is farthest (Belady's
  * choice, by the recording order), written back to its buffer's own device when it is the
  * only current copy. The node's own buffers are never evicted for it, so two inputs of one
- * node cannot evict each other, and copies that earlier nodes still being run use go last. A node whose buffers alone exceed a device's budget does
- * not go there, and a run with a node that fits no device fails at its start
- * (clf_graph_run(): CLF_ERROR_UNSUPPORTED, naming the node and the bytes).
+ * node cannot evict each other, and copies that earlier nodes still being run use go last.
+ * A node whose buffers alone exceed a device's budget does not go there, and a run with a
+ * node that fits no device fails at its start (clf_graph_run(): CLF_ERROR_UNSUPPORTED,
+ * naming the node and the bytes).
  *
  * The default budget is 7/8 of the device's global memory (CL_DEVICE_GLOBAL_MEM_SIZE),
  * leaving a margin for the caller's buffers and the runtime; a buffer larger than the
