@@ -178,6 +178,15 @@ CLF_API clf_status clf_graph_buffer_changed(clf_graph *g, const clf_buffer *buf)
 
 /**
  * \brief Start a run of the graph; returns at once.
+ *
+ * A device that fails mid-run (a node's command fails and the device is then marked
+ * failed: clf_device_is_failed()) loses its nodes to the others: the nodes not yet queued
+ * are planned again without it, and a buffer whose current contents were only there is
+ * recomputed by running again, on the devices left, the nodes that wrote it (and theirs,
+ * back to contents some device still holds). What cannot be recomputed (the caller's
+ * buffer on that device, contents only it held at the run's start, what a host callback
+ * wrote) fails the run with CLF_ERROR_DEVICE_FAILED, naming the data and the node. The
+ * report counts the nodes moved and run again.
  * \param g the graph
  * \param out_event completes with the run (clf_event_wait() returns its status; release
  *        it), or NULL; clf_graph_wait() waits too
@@ -259,7 +268,13 @@ typedef struct clf_graph_report {
     /** Bytes of the evicted copies that were a buffer's only current copy, written back to
      *  the buffer's own device first (counted in copies and copy_bytes too). */
     uint64_t written_back_bytes;
-    uint64_t reserved[5]; /**< zero */
+    /** Nodes that a device's failure in this run moved to other devices: planned on it,
+     *  queued elsewhere (see clf_graph_run()). */
+    uint64_t fault_moved;
+    /** Nodes run again in this run because the only current copy of something they wrote
+     *  was lost with a failed device (each re-run counted once). */
+    uint64_t fault_rerun;
+    uint64_t reserved[3]; /**< zero */
 } clf_graph_report;
 
 /**

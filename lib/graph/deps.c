@@ -19,7 +19,7 @@ static int cmp_size(const void *a, const void *b)
 }
 
 /* What node n does to data d over all its arguments (a buffer may be passed twice). */
-static unsigned access_of(const clf__gnode *n, size_t d)
+unsigned clf__graph_access(const clf__gnode *n, size_t d)
 {
     unsigned m = 0;
     for (size_t i = 0; i < n->nargs; i++)
@@ -61,7 +61,7 @@ clf_status clf__graph_deps(clf_graph *g, size_t idx)
         if (di == SIZE_MAX)
             continue;
         clf__gdata *d = &g->data[di];
-        unsigned m = access_of(n, di);
+        unsigned m = clf__graph_access(n, di);
         if (d->last_writer != SIZE_MAX)
             preds[np++] = d->last_writer; /* RAW, or WAW */
         if (m & CLF_ARG_WRITE)
@@ -83,7 +83,7 @@ clf_status clf__graph_deps(clf_graph *g, size_t idx)
         if (di == SIZE_MAX)
             continue;
         clf__gdata *d = &g->data[di];
-        unsigned m = access_of(n, di);
+        unsigned m = clf__graph_access(n, di);
         if (m & CLF_ARG_WRITE) {
             d->last_writer = idx;
             d->nreaders = 0;

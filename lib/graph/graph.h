@@ -2,7 +2,8 @@
  * nodes and their checks (record.c), the dependencies inferred from access modes (deps.c),
  * placement by the cost model and the plan cache (sched.c), the run: valid copies per
  * device, copies, kernels, host callbacks, evictions (run.c), memory budgets and the choice
- * of the copy to evict (mem.c), and the report (report.c). Not installed.
+ * of the copy to evict (mem.c), a device that fails mid-run (fault.c), and the report
+ * (report.c). Not installed.
  *
  * Layer: above data (arrays, their dependency records), exec (the cost model and its keys),
  * xfer (copies, paths) and core (events, tasks, buffers); only libclfleet-mpi is above it. */
@@ -36,12 +37,34 @@ typedef struct clf__gdata {
     unsigned char *valid;
     clf_event **vev;
     int written; /* a node of this run wrote it */
+    /* Versions within a run (run.c, fault.c): cur counts the writes of this run (0: the
+     * contents at its start); ver[dev] is the version the copy on dev holds once every
+     * command queued so far completes (CLF__GVER_NONE: none; valid[dev] is ver[dev] == cur);
+     * prod[k] is the node that wrote version k + 1 (room for one per node). Kept so that a
+     * copy lost with a failed device can be recomputed from the versions its producers
+     * read. */
+    uint64_t cur;
+    uint64_t *ver;
+    size_t *prod;
+    size_t nprod, cap_prod;
     /* The plan's simulation (sched.c): copies allocated (sim_rep; the budgets, mem.c),
      * valid copies and when they become valid. */
     unsigned char *sim_rep;
     unsigned char *sim_valid;
     double *sim_t;
 } clf__gdata;
+
+/* No copy (clf__gdata.ver). */
+#define CLF__GVER_NONE UINT64_MAX
+
+/* A version of a buffer a re-run made that is not the current one (fault.c). */
+typedef struct clf__gtmp {
+    size_t data;
+    uint64_t ver;
+    size_t dev;
+    clf_buffer *buf;
+    clf_event *ev; /* after which buf holds it (held by the run's list) */
+} clf__gtmp;
 
 /* One argument of a node: a copy of the caller's clf_arg, and for buffers and arrays the
  * index of its data. Scalars point at the node's own copy of the value. */
@@ -70,6 +93,10 @@ typedef struct clf__gnode {
     /* The run (run.c): the kernel's event (whole nodes; held), the part kernels' events
      * (split nodes; held), measured kernel seconds. */
     clf_event *ev;
+    /* Per argument, the version of its buffer the node read (written: the one it wrote),
+     * for a replay after a device fault (fault.c). */
+    uint64_t *aver;
+    int rerun; /* re-run in this run because a device failed (fault.c) */
     clf_event **part_ev;
     size_t *part_dev;
     size_t npart_ev;
@@ -93,6 +120,21 @@ struct clf_graph {
     clf__gmem *mem; /* per fleet device */
     clf__gnode *nodes;
     size_t nnodes, cap_nodes;
+    /* Devices this graph has written off (failed: their copies dropped, fault.c), the
+     * recovery under way (0: none; 1: waiting for every queued command; 2: for the
+     * re-runs), the recoveries of this run, and the temporary buffers of the re-runs. */
+    unsigned char *dead;
+    int fault_phase;
+    size_t recoveries;
+    struct clf__gtmp *tmp;
+    size_t ntmp, cap_tmp;
+    /* The nodes to re-run (ascending), the next one, its step (0: its inputs; 1: its
+     * kernel), and the buffers its arguments take. */
+    size_t *rset;
+    size_t nrset, rcur;
+    int rstep;
+    clf_buffer **rbuf;
+    char fault_cause[300]; /* the failure that started the recovery */
     clf__gdata *data;
     size_t ndata, cap_data;
     size_t edges;
@@ -142,6 +184,8 @@ clf_status clf__graph_data_index(clf_graph *g, const clf_arg *a, size_t *out);
 /* deps.c: the dependencies of node n (recorded last) from its accesses; updates the data's
  * last writer and readers. */
 clf_status clf__graph_deps(clf_graph *g, size_t n);
+/* What node n does to data d over all its arguments (CLF_ARG_READ | CLF_ARG_WRITE). */
+unsigned clf__graph_access(const clf__gnode *n, size_t d);
 
 /* Whether buffer copies carry over from the last run (CLF_GRAPH_KEEP_COPIES, and it did not
  * fail): the plan (sched.c) and the run (run.c) start from the same state. */
@@ -174,6 +218,32 @@ size_t clf__graph_next_use(const clf_graph *g, size_t i, size_t n);
 size_t clf__graph_victim(const clf_graph *g, size_t dev, size_t n, const unsigned char *held,
                          const unsigned char *cur, const unsigned char *only,
                          const unsigned char *taken, int *wb);
+
+/* run.c, for fault.c: the run's bookkeeping of copies, written data and events. */
+clf_status clf__graph_ensure_reps(clf_graph *g, clf__gdata *d);
+clf_status clf__graph_replica(clf_graph *g, clf__gdata *d, size_t dev, clf_buffer **out);
+clf_status clf__graph_make_current(clf_graph *g, clf__gdata *d, size_t dev);
+clf_status clf__graph_keep(clf_graph *g, clf_event *e, clf_event **kept);
+clf_status clf__graph_hold(clf_graph *g, clf_event *e);
+/* 1 when the job must return and wait for the held events (0: they completed); the first
+ * failure of the run kept, with its detail. */
+int clf__graph_defer(clf_graph *g);
+void clf__graph_failed(clf_graph *g, clf_status st);
+/* Record a copy's event (profiled at the run's end) and count it. */
+clf_status clf__graph_copy_done(clf_graph *g, clf_event *ev, size_t s, size_t dev, size_t bytes);
+/* Node `node` wrote data d on dev (its event ev): the version goes up once per node. */
+void clf__graph_written_on(clf_graph *g, clf__gdata *d, size_t dev, clf_event *ev, size_t node);
+
+/* fault.c: a device failed mid-run. Whether the failure of node idx (g->next; g->nnodes: the
+ * copies back home) is a device's (a device marked failed that the graph has not written
+ * off yet, or the node's device written off), and the recovery: 1 when the job must wait
+ * (see run.c's defer()), 0 to go on at g->next, -1 when the run failed (recorded). */
+int clf__graph_device_fault(clf_graph *g, size_t idx);
+int clf__graph_recover(clf_graph *g);
+/* Drop the copies on the devices the fleet marks failed (the run's start; quiet). */
+void clf__graph_write_off_failed(clf_graph *g);
+/* Release the re-runs' temporary buffers. */
+void clf__graph_tmp_free(clf_graph *g);
 
 /* report.c: fill g->rep from a completed run (st: its status); learn the kernel times
  * (only of a run that succeeded); release the events kept for it. */

@@ -1,7 +1,8 @@
 /*
  * Graphs: creation, destruction and the recording of nodes (clf_graph_add_kernel(),
  * clf_graph_add_host()), with every check of their input, so that a run meets only what the
- * device calls themselves refuse.
+ * device calls themselves refuse; the graph's flags and what the host says it wrote between
+ * runs (clf_graph_set_flags(), clf_graph_buffer_changed()).
  */
 #include "graph.h"
 
@@ -25,18 +26,23 @@ clf_status clf_graph_create(clf_graph **out, clf_fleet *fleet, clf_program *prog
     g->prog = prog;
     g->ndev = fleet->ndev;
     g->mem = calloc(g->ndev ? g->ndev : 1, sizeof *g->mem);
-    if (!g->mem) {
+    g->dead = calloc(g->ndev ? g->ndev : 1, 1);
+    if (!g->mem || !g->dead) {
+        free(g->mem);
+        free(g->dead);
         free(g);
         return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "clf_graph_create: out of memory");
     }
     if (pthread_mutex_init(&g->lock, NULL) != 0) {
         free(g->mem);
+        free(g->dead);
         free(g);
         return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "clf_graph_create: no mutex");
     }
     if (pthread_cond_init(&g->done_cv, NULL) != 0) {
         pthread_mutex_destroy(&g->lock);
         free(g->mem);
+        free(g->dead);
         free(g);
         return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "clf_graph_create: no condition");
     }
@@ -50,6 +56,7 @@ static void free_node(clf__gnode *n)
     free(n->args);
     free(n->scalars);
     free(n->preds);
+    free(n->aver);
     for (size_t i = 0; i < n->npart_ev; i++)
         clf_event_release(n->part_ev[i]);
     free(n->part_ev);
@@ -75,6 +82,8 @@ void clf_graph_destroy(clf_graph *g)
         free(d->rep);
         free(d->valid);
         free(d->vev);
+        free(d->ver);
+        free(d->prod);
         free(d->readers);
         free(d->sim_rep);
         free(d->sim_valid);
@@ -82,6 +91,10 @@ void clf_graph_destroy(clf_graph *g)
     }
     free(g->data);
     free(g->mem);
+    free(g->dead);
+    free(g->tmp);
+    free(g->rset);
+    free(g->rbuf);
     free(g->cev);
     free(g->cdev);
     free(g->run_err);
@@ -338,4 +351,49 @@ clf_status clf_graph_add_host(size_t *out_node, clf_graph *g, clf_graph_host_fn 
         return clf__fail(CLF_ERROR_NULL_POINTER, "clf_graph_add_host: %s is NULL",
                          !g ? "the graph" : "fn");
     return add_node(out_node, g, CLF__GNODE_HOST, NULL, fn, user, accesses, naccesses);
+}
+
+/* Is a run in flight? (The recording and reporting calls refuse to run beside one.) */
+static int busy(clf_graph *g)
+{
+    pthread_mutex_lock(&g->lock);
+    int b = g->running;
+    pthread_mutex_unlock(&g->lock);
+    return b;
+}
+
+clf_status clf_graph_set_flags(clf_graph *g, unsigned flags)
+{
+    if (!g)
+        return clf__fail(CLF_ERROR_NULL_POINTER, "clf_graph_set_flags: the graph is NULL");
+    if (flags & ~(unsigned)CLF_GRAPH_KEEP_COPIES)
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                         "clf_graph_set_flags: unknown flags 0x%x (CLF_GRAPH_KEEP_COPIES is 0x%x)",
+                         flags & ~(unsigned)CLF_GRAPH_KEEP_COPIES, CLF_GRAPH_KEEP_COPIES);
+    if (busy(g))
+        return clf__fail(CLF_ERROR_BUSY, "clf_graph_set_flags: a run of the graph is in flight");
+    g->flags = flags;
+    return CLF_SUCCESS;
+}
+
+clf_status clf_graph_buffer_changed(clf_graph *g, const clf_buffer *buf)
+{
+    if (!g || !buf)
+        return clf__fail(CLF_ERROR_NULL_POINTER, "clf_graph_buffer_changed: %s is NULL",
+                         !g ? "the graph" : "the buffer");
+    if (busy(g))
+        return clf__fail(CLF_ERROR_BUSY,
+                         "clf_graph_buffer_changed: a run of the graph is in flight");
+    for (size_t i = 0; i < g->ndata; i++) {
+        clf__gdata *d = &g->data[i];
+        if (d->is_array || d->buf != buf)
+            continue;
+        if (d->valid) {
+            memset(d->valid, 0, g->ndev);
+            d->valid[buf->device] = 1;
+        }
+        return CLF_SUCCESS;
+    }
+    return clf__fail(CLF_ERROR_NOT_FOUND,
+                     "clf_graph_buffer_changed: no node of the graph uses this buffer");
 }

@@ -14,6 +14,11 @@
  * Arrays keep their own coherence and per-part order
  * (clf_array_launch()): a node over them is one call.
  *
+ * Versions: per buffer, the writes of this run are counted (0: its contents at the start),
+ * each copy knows the version it holds and each node the versions it read and wrote, so
+ * that a device failing mid-run loses only what can be named, and what only it held can be
+ * recomputed from its producers (fault.c).
+ *
  * Ordering: a node waits for the events of the nodes it depends on (deps.c) and for the
  * copies that made its inputs current. A copy into a device waits for the event that made
  * its source current; it cannot overwrite what an earlier node still reads there, since the
@@ -26,31 +31,37 @@
 #include <string.h>
 
 /* The per-device state of buffer data d, made on first use (rep[home] is the caller's). */
-static clf_status ensure_reps(clf_graph *g, clf__gdata *d)
+clf_status clf__graph_ensure_reps(clf_graph *g, clf__gdata *d)
 {
     if (d->rep)
         return CLF_SUCCESS;
     d->rep = calloc(g->ndev, sizeof *d->rep);
     d->valid = calloc(g->ndev, 1);
     d->vev = calloc(g->ndev, sizeof *d->vev);
-    if (!d->rep || !d->valid || !d->vev) {
+    d->ver = malloc(g->ndev * sizeof *d->ver);
+    if (!d->rep || !d->valid || !d->vev || !d->ver) {
         free(d->rep);
         free(d->valid);
         free(d->vev);
+        free(d->ver);
         d->rep = NULL;
         d->valid = NULL;
         d->vev = NULL;
+        d->ver = NULL;
         return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "graph: out of memory");
     }
+    for (size_t k = 0; k < g->ndev; k++)
+        d->ver[k] = CLF__GVER_NONE;
     d->rep[d->buf->device] = d->buf;
     d->valid[d->buf->device] = 1;
+    d->ver[d->buf->device] = d->cur;
     return CLF_SUCCESS;
 }
 
 
 /* The graph's copy of buffer data d on device dev, made on first use (room for it was
  * made first, make_room()). */
-static clf_status replica(clf_graph *g, clf__gdata *d, size_t dev, clf_buffer **out)
+clf_status clf__graph_replica(clf_graph *g, clf__gdata *d, size_t dev, clf_buffer **out)
 {
     if (!d->rep[dev]) {
         clf_status st = clf_buffer_create(&d->rep[dev], g->fleet, dev, d->buf->size, 0);
@@ -67,7 +78,7 @@ static clf_status replica(clf_graph *g, clf__gdata *d, size_t dev, clf_buffer **
 }
 
 /* Keep e (the caller's reference) for the run's end; *kept: a second reference, or NULL. */
-static clf_status keep(clf_graph *g, clf_event *e, clf_event **kept)
+clf_status clf__graph_keep(clf_graph *g, clf_event *e, clf_event **kept)
 {
     if (kept) {
         clf__event_hold(e);
@@ -81,27 +92,8 @@ static clf_status keep(clf_graph *g, clf_event *e, clf_event **kept)
     return st;
 }
 
-/* Make data d current on device dev: a copy from a current device (its own first, where the
- * caller's buffer lives, else the lowest index) unless it is current there already. */
-static clf_status make_current(clf_graph *g, clf__gdata *d, size_t dev)
+clf_status clf__graph_copy_done(clf_graph *g, clf_event *ev, size_t s, size_t dev, size_t bytes)
 {
-    if (d->valid[dev])
-        return CLF_SUCCESS;
-    size_t s = d->buf->device;
-    if (!d->valid[s])
-        for (s = 0; s < g->ndev && !d->valid[s]; s++)
-            ;
-    if (s == g->ndev)
-        return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "graph: a buffer has no current copy");
-    clf_buffer *dst, *src = d->rep[s];
-    clf_status st = replica(g, d, dev, &dst);
-    if (st)
-        return st;
-    clf_event *ev = NULL, *w = d->vev[s];
-    st = clf_copy_async(dst, 0, src, 0, d->buf->size, w ? &w : NULL, w ? 1 : 0, &ev);
-    if (st)
-        return clf__prefix_error(st, "copying a %zu-byte buffer from device %zu to %zu: ",
-                                 d->buf->size, s, dev);
     if (g->ncev == g->cap_cev) {
         size_t cap = g->cap_cev ? 2 * g->cap_cev : 16;
         clf_event **ce = realloc(g->cev, cap * sizeof *ce);
@@ -116,13 +108,46 @@ static clf_status make_current(clf_graph *g, clf__gdata *d, size_t dev)
         g->cdev = cd;
         g->cap_cev = cap;
     }
-    st = keep(g, ev, &g->cev[g->ncev]);
+    clf_status st = clf__graph_keep(g, ev, &g->cev[g->ncev]);
     if (st)
         return st;
     g->cdev[g->ncev++] = dev;
-    clf__graph_count_copy(g, s, dev, d->buf->size);
+    clf__graph_count_copy(g, s, dev, bytes);
+    return CLF_SUCCESS;
+}
+
+/* Make data d current on device dev: a copy from a current device (its own first, where the
+ * caller's buffer lives, else the lowest index) unless it is current there already. */
+clf_status clf__graph_make_current(clf_graph *g, clf__gdata *d, size_t dev)
+{
+    if (d->valid[dev])
+        return CLF_SUCCESS;
+    size_t s = d->buf->device;
+    if (!d->valid[s])
+        for (s = 0; s < g->ndev && !d->valid[s]; s++)
+            ;
+    if (s == g->ndev)
+        return clf__fail(g->dead[d->buf->device] ? CLF_ERROR_DEVICE_FAILED
+                                                 : CLF_ERROR_INVALID_ARGUMENT,
+                         "graph: buffer data %zu (%zu bytes) has no current copy%s",
+                         (size_t)(d - g->data), d->buf->size,
+                         g->dead[d->buf->device] ? ": the caller's buffer is on a device that "
+                                                   "failed"
+                                                 : "");
+    clf_buffer *dst, *src = d->rep[s];
+    clf_status st = clf__graph_replica(g, d, dev, &dst);
+    if (st)
+        return st;
+    clf_event *ev = NULL, *w = d->vev[s];
+    st = clf_copy_async(dst, 0, src, 0, d->buf->size, w ? &w : NULL, w ? 1 : 0, &ev);
+    if (st)
+        return clf__prefix_error(st, "copying a %zu-byte buffer from device %zu to %zu: ",
+                                 d->buf->size, s, dev);
+    if ((st = clf__graph_copy_done(g, ev, s, dev, d->buf->size)) != CLF_SUCCESS)
+        return st;
     d->vev[dev] = ev;
     d->valid[dev] = 1;
+    d->ver[dev] = d->cur;
     return CLF_SUCCESS;
 }
 
@@ -136,7 +161,7 @@ static clf_status evict(clf_graph *g, size_t v, size_t dev, size_t idx, int wb, 
     clf__gmem *m = &g->mem[dev];
     size_t home = d->buf->device, size = d->buf->size;
     if (wb) {
-        clf_status st = make_current(g, d, home);
+        clf_status st = clf__graph_make_current(g, d, home);
         if (st)
             return st;
         m->written_back += size;
@@ -158,6 +183,7 @@ static clf_status evict(clf_graph *g, size_t v, size_t dev, size_t idx, int wb, 
     d->rep[dev] = NULL;
     d->valid[dev] = 0;
     d->vev[dev] = NULL;
+    d->ver[dev] = CLF__GVER_NONE;
     m->resident -= size;
     m->evictions++;
     m->evicted_bytes += size;
@@ -232,21 +258,29 @@ static clf_status make_room(clf_graph *g, size_t idx, size_t dev)
     return st;
 }
 
-static void written_on(clf__gdata *d, size_t ndev, size_t dev, clf_event *ev)
+void clf__graph_written_on(clf_graph *g, clf__gdata *d, size_t dev, clf_event *ev, size_t node)
 {
-    memset(d->valid, 0, ndev);
-    memset(d->vev, 0, ndev * sizeof *d->vev);
+    /* A buffer passed twice to one node is one write: one version. The other copies keep
+     * their contents (and versions), only no longer current. */
+    if (!d->nprod || d->prod[d->nprod - 1] != node) {
+        if (d->nprod < d->cap_prod)
+            d->prod[d->nprod] = node;
+        d->nprod++;
+        d->cur++;
+    }
+    memset(d->valid, 0, g->ndev);
+    memset(d->vev, 0, g->ndev * sizeof *d->vev);
     d->valid[dev] = 1;
     d->vev[dev] = ev;
+    d->ver[dev] = d->cur;
     d->written = 1;
 }
 
-static clf_status hold(clf_graph *g, clf_event *e);
 
 /* A node over buffers: its inputs made current on its device (copies queued), then the
  * kernel queued after them and its predecessors. gather: stop before the kernel and hold
  * what it would wait for instead (a device whose commands wait for their wait list on the
- * host: the job waits for them first, without blocking, see defer()). */
+ * host: the job waits for them first, without blocking, see clf__graph_defer()). */
 static clf_status run_whole(clf_graph *g, clf__gnode *n, int gather)
 {
     size_t dev = n->device;
@@ -269,22 +303,22 @@ static clf_status run_whole(clf_graph *g, clf__gnode *n, int gather)
         if (args[i].kind != CLF_ARG_KIND_BUFFER)
             continue;
         clf__gdata *d = &g->data[n->args[i].data];
-        if ((st = ensure_reps(g, d)) != CLF_SUCCESS)
+        if ((st = clf__graph_ensure_reps(g, d)) != CLF_SUCCESS)
             goto out;
         if (args[i].flags & CLF_ARG_READ) {
-            if ((st = make_current(g, d, dev)) != CLF_SUCCESS)
+            if ((st = clf__graph_make_current(g, d, dev)) != CLF_SUCCESS)
                 goto out;
             if (d->vev[dev])
                 wait[nw++] = d->vev[dev];
         }
         clf_buffer *r;
-        if ((st = replica(g, d, dev, &r)) != CLF_SUCCESS)
+        if ((st = clf__graph_replica(g, d, dev, &r)) != CLF_SUCCESS)
             goto out;
         args[i].host = r;
     }
     if (gather) {
         for (size_t i = 0; i < nw && !st; i++)
-            st = hold(g, wait[i]);
+            st = clf__graph_hold(g, wait[i]);
         goto out;
     }
     clf_kernel_desc kd = CLF_KERNEL_DESC_INIT;
@@ -297,11 +331,20 @@ static clf_status run_whole(clf_graph *g, clf__gnode *n, int gather)
                             &ev);
     if (st)
         goto out;
-    if ((st = keep(g, ev, &n->ev)) != CLF_SUCCESS)
+    if ((st = clf__graph_keep(g, ev, &n->ev)) != CLF_SUCCESS)
         goto out;
+    /* The versions it read, then those it wrote (fault.c replays it from them). */
+    size_t idx = (size_t)(n - g->nodes);
+    for (size_t i = 0; i < n->nargs; i++)
+        if (args[i].kind == CLF_ARG_KIND_BUFFER)
+            n->aver[i] = g->data[n->args[i].data].cur;
     for (size_t i = 0; i < n->nargs; i++)
         if (args[i].kind == CLF_ARG_KIND_BUFFER && (args[i].flags & CLF_ARG_WRITE))
-            written_on(&g->data[n->args[i].data], g->ndev, dev, ev);
+            clf__graph_written_on(g, &g->data[n->args[i].data], dev, ev, idx);
+    for (size_t i = 0; i < n->nargs; i++)
+        if (args[i].kind == CLF_ARG_KIND_BUFFER &&
+            (clf__graph_access(n, n->args[i].data) & CLF_ARG_WRITE))
+            n->aver[i] = g->data[n->args[i].data].cur;
 out:
     free(wait);
     free(args);
@@ -363,7 +406,7 @@ static clf_status run_split(clf_graph *g, clf__gnode *n)
 }
 
 /* Hold e for the job's next wait. */
-static clf_status hold(clf_graph *g, clf_event *e)
+clf_status clf__graph_hold(clf_graph *g, clf_event *e)
 {
     clf__event_hold(e);
     return clf__evlist_push(&g->hold, e);
@@ -375,7 +418,7 @@ static clf_status hold_array(clf_graph *g, const clf_array *a)
     clf_status st = CLF_SUCCESS;
     for (size_t p = 0; p < a->nparts && !st; p++)
         for (size_t i = 0; i < a->parts[p].nacc && !st; i++)
-            st = hold(g, a->parts[p].acc[i].ev);
+            st = clf__graph_hold(g, a->parts[p].acc[i].ev);
     return st;
 }
 
@@ -386,7 +429,7 @@ static clf_status host_gather(clf_graph *g, clf__gnode *n)
     clf_status st = CLF_SUCCESS;
     for (size_t i = 0; i < n->npreds && !st; i++)
         if (g->nodes[n->preds[i]].ev)
-            st = hold(g, g->nodes[n->preds[i]].ev);
+            st = clf__graph_hold(g, g->nodes[n->preds[i]].ev);
     for (size_t i = 0; i < n->nargs && !st; i++) {
         if (n->args[i].a.kind == CLF_ARG_KIND_ARRAY) {
             st = hold_array(g, n->args[i].a.host);
@@ -394,9 +437,9 @@ static clf_status host_gather(clf_graph *g, clf__gnode *n)
         }
         clf__gdata *d = &g->data[n->args[i].data];
         size_t home = d->buf->device;
-        if ((st = ensure_reps(g, d)) == CLF_SUCCESS &&
-            (st = make_current(g, d, home)) == CLF_SUCCESS && d->vev[home])
-            st = hold(g, d->vev[home]);
+        if ((st = clf__graph_ensure_reps(g, d)) == CLF_SUCCESS &&
+            (st = clf__graph_make_current(g, d, home)) == CLF_SUCCESS && d->vev[home])
+            st = clf__graph_hold(g, d->vev[home]);
     }
     return st;
 }
@@ -418,7 +461,7 @@ static clf_status run_host(clf_graph *g, clf__gnode *n)
     for (size_t i = 0; i < n->nargs; i++)
         if (n->args[i].a.kind == CLF_ARG_KIND_BUFFER && (n->args[i].a.flags & CLF_ARG_WRITE)) {
             clf__gdata *d = &g->data[n->args[i].data];
-            written_on(d, g->ndev, d->buf->device, NULL);
+            clf__graph_written_on(g, d, d->buf->device, NULL, (size_t)(n - g->nodes));
         }
     return CLF_SUCCESS;
 }
@@ -436,7 +479,7 @@ static void wake(void *arg, clf_status st)
 
 /* 1 when the job must return and wait to be queued again (some held event has not
  * completed), 0 when it may go on at once. The job touches nothing after a 1. */
-static int defer(clf_graph *g)
+int clf__graph_defer(clf_graph *g)
 {
     size_t n = g->hold.n;
     atomic_store(&g->pending, n + 1);
@@ -449,7 +492,7 @@ static int defer(clf_graph *g)
 }
 
 /* Keep the first failure and its detail (the job moves between threads). */
-static void failed(clf_graph *g, clf_status st)
+void clf__graph_failed(clf_graph *g, clf_status st)
 {
     if (!st || g->run_st)
         return;
@@ -457,29 +500,51 @@ static void failed(clf_graph *g, clf_status st)
     g->run_msg = strdup(clf_last_error());
 }
 
-/* The run's start: every buffer's state for it. */
+/* The run's start: every buffer's state for it (its versions from 0), room for the
+ * versions each node records, and the copies on devices that failed since dropped. */
 static clf_status start_run(clf_graph *g)
 {
     for (size_t i = 0; i < g->ndata; i++) {
         clf__gdata *d = &g->data[i];
         if (d->is_array)
             continue;
-        clf_status st = ensure_reps(g, d);
+        clf_status st = clf__graph_ensure_reps(g, d);
         if (st)
             return st;
+        /* A version per node that writes it at most: none is pushed mid-run. */
+        if (d->cap_prod < g->nnodes) {
+            size_t *p = realloc(d->prod, g->nnodes * sizeof *p);
+            if (!p)
+                return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "graph: out of memory");
+            d->prod = p;
+            d->cap_prod = g->nnodes;
+        }
+        d->nprod = 0;
+        d->cur = 0;
         /* Every command of the last run has completed: its copies are current now. */
         memset(d->vev, 0, g->ndev * sizeof *d->vev);
         if (!clf__graph_keeps(g)) {
             memset(d->valid, 0, g->ndev);
             d->valid[d->buf->device] = 1;
         }
+        for (size_t k = 0; k < g->ndev; k++)
+            d->ver[k] = d->valid[k] ? 0 : CLF__GVER_NONE;
         d->written = 0;
+    }
+    for (size_t i = 0; i < g->nnodes; i++) {
+        clf__gnode *n = &g->nodes[i];
+        n->rerun = 0;
+        if (!n->aver && n->nargs && !(n->aver = calloc(n->nargs, sizeof *n->aver)))
+            return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "graph: out of memory");
     }
     for (size_t k = 0; k < g->ndev; k++) {
         clf__gmem *m = &g->mem[k];
         m->peak = m->resident;
         m->evictions = m->evicted_bytes = m->written_back = 0;
     }
+    g->recoveries = 0;
+    g->fault_phase = 0;
+    clf__graph_write_off_failed(g);
     return CLF_SUCCESS;
 }
 
@@ -514,18 +579,42 @@ static clf_status gather(clf_graph *g, clf__gnode *n)
     return st;
 }
 
-/* Queue the nodes from g->next on; 1 when the job must wait (see defer()). A node that
- * would wait on the host is first gathered (what it waits for, held), the job waits for
- * that without blocking, and the node then runs with nothing left to wait for. */
+/* A failure of node g->next (g->nnodes: of a copy back home): a device's, recovered from
+ * (fault.c; 1: wait, 0: go on), or the run's end (-1, recorded). */
+static int node_failed(clf_graph *g, clf_status st)
+{
+    const clf__gnode *n = g->next < g->nnodes ? &g->nodes[g->next] : NULL;
+    if (clf__graph_device_fault(g, g->next))
+        return clf__graph_recover(g);
+    if (n)
+        clf__graph_failed(g, clf__prefix_error(st, "graph node %zu (%s%s%s): ", g->next,
+                                               n->kind == CLF__GNODE_HOST ? "host callback"
+                                                                          : "'",
+                                               n->kernel ? n->kernel : "", n->kernel ? "'" : ""));
+    else
+        clf__graph_failed(g, st);
+    return -1;
+}
+
+/* Queue the nodes from g->next on, then the copies of written buffers back home; 1 when the
+ * job must wait (see clf__graph_defer()). A node that would wait on the host is first
+ * gathered (what it waits for, held), the job waits for that without blocking, and the node
+ * then runs with nothing left to wait for. A device that fails on the way is recovered from
+ * (fault.c), which may wait too, then the node that failed is queued again. */
 static int queue_nodes(clf_graph *g)
 {
+    if (g->fault_phase) {
+        int r = clf__graph_recover(g);
+        if (r)
+            return r > 0;
+    }
     while (!g->run_st && g->next < g->nnodes) {
         clf__gnode *n = &g->nodes[g->next];
         clf_status st;
         if (!g->gathered && waits_on_host(g, n)) {
             g->gathered = 1;
             st = gather(g, n);
-            if (!st && defer(g))
+            if (!st && clf__graph_defer(g))
                 return 1;
             if (!st)
                 continue; /* everything had completed: run it now */
@@ -541,12 +630,29 @@ static int queue_nodes(clf_graph *g)
             }
         }
         if (st) {
-            failed(g, clf__prefix_error(st, "graph node %zu (%s%s%s): ", g->next,
-                                        n->kind == CLF__GNODE_HOST ? "host callback" : "'",
-                                        n->kernel ? n->kernel : "", n->kernel ? "'" : ""));
-            break;
+            int r = node_failed(g, st);
+            if (r > 0)
+                return 1;
+            if (r < 0)
+                break;
+            continue; /* recovered: the node again, elsewhere */
         }
         g->next++;
+    }
+    /* Written buffers back to their own devices (again from the first after a recovery). */
+    for (size_t i = 0; i < g->ndata && !g->run_st; i++) {
+        clf__gdata *d = &g->data[i];
+        if (d->is_array || !d->written)
+            continue;
+        clf_status st = clf__graph_make_current(g, d, d->buf->device);
+        if (!st)
+            continue;
+        int r = node_failed(g, st);
+        if (r > 0)
+            return 1;
+        if (r < 0)
+            break;
+        i = (size_t)-1;
     }
     return 0;
 }
@@ -557,13 +663,14 @@ static void end_run(clf_graph *g)
 {
     clf_status st = clf__evlist_finish(&g->hold, CLF_SUCCESS);
     (void)st; /* the same events' statuses come from g->evs and the arrays below */
-    failed(g, clf__evlist_finish(&g->evs, CLF_SUCCESS));
+    clf__graph_failed(g, clf__evlist_finish(&g->evs, CLF_SUCCESS));
     for (size_t i = 0; i < g->ndata; i++)
         if (g->data[i].is_array)
-            failed(g, clf_array_finish(g->data[i].arr));
+            clf__graph_failed(g, clf_array_finish(g->data[i].arr));
     st = g->run_st;
     char *err = g->run_msg;
     g->run_msg = NULL;
+    clf__graph_tmp_free(g);
     clf__graph_report_run(g, st);
     g->last_failed = st != CLF_SUCCESS;
     struct clf__task *task = g->task;
@@ -586,29 +693,23 @@ static void job(void *arg, int cancelled)
 {
     clf_graph *g = arg;
     if (cancelled)
-        failed(g, clf__fail(CLF_ERROR_OPENCL,
+        clf__graph_failed(g, clf__fail(CLF_ERROR_OPENCL,
                             "graph: the run was cancelled by the library's shutdown"));
     if (!g->final_phase) {
         if (!cancelled && queue_nodes(g))
             return;
-        /* Written buffers back to their own devices, then wait for everything queued,
-         * failed or not, before the run ends. */
-        for (size_t i = 0; i < g->ndata && !g->run_st; i++) {
-            clf__gdata *d = &g->data[i];
-            if (!d->is_array && d->written)
-                failed(g, make_current(g, d, d->buf->device));
-        }
+        /* Wait for everything queued, failed or not, before the run ends. */
         g->final_phase = 1;
         /* g->hold may still hold a failed host node's events: they join the wait. */
         clf_status st = CLF_SUCCESS;
         for (size_t i = 0; i < g->evs.n && !st; i++)
-            st = hold(g, g->evs.ev[i]);
+            st = clf__graph_hold(g, g->evs.ev[i]);
         for (size_t i = 0; i < g->ndata && !st; i++)
             if (g->data[i].is_array)
                 st = hold_array(g, g->data[i].arr);
         if (st) /* out of memory: wait here */
-            failed(g, st);
-        else if (defer(g))
+            clf__graph_failed(g, st);
+        else if (clf__graph_defer(g))
             return;
     }
     end_run(g);
@@ -654,7 +755,7 @@ clf_status clf_graph_run(clf_graph *g, clf_event **out_event)
     g->run_msg = NULL;
     clf_status sst = start_run(g);
     if (sst)
-        failed(g, sst);
+        clf__graph_failed(g, sst);
     for (size_t i = 0; i < g->nnodes; i++)
         g->nodes[i].host_t0 = g->nodes[i].host_t1 = 0;
     g->job.fn = job;
@@ -686,49 +787,4 @@ clf_status clf_graph_wait(clf_graph *g)
         clf__fail(st, "%s", err ? err : "the graph's run failed");
     free(err);
     return st;
-}
-
-/* Is a run in flight? (The recording and reporting calls refuse to run beside one.) */
-static int busy(clf_graph *g)
-{
-    pthread_mutex_lock(&g->lock);
-    int b = g->running;
-    pthread_mutex_unlock(&g->lock);
-    return b;
-}
-
-clf_status clf_graph_set_flags(clf_graph *g, unsigned flags)
-{
-    if (!g)
-        return clf__fail(CLF_ERROR_NULL_POINTER, "clf_graph_set_flags: the graph is NULL");
-    if (flags & ~(unsigned)CLF_GRAPH_KEEP_COPIES)
-        return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
-                         "clf_graph_set_flags: unknown flags 0x%x (CLF_GRAPH_KEEP_COPIES is 0x%x)",
-                         flags & ~(unsigned)CLF_GRAPH_KEEP_COPIES, CLF_GRAPH_KEEP_COPIES);
-    if (busy(g))
-        return clf__fail(CLF_ERROR_BUSY, "clf_graph_set_flags: a run of the graph is in flight");
-    g->flags = flags;
-    return CLF_SUCCESS;
-}
-
-clf_status clf_graph_buffer_changed(clf_graph *g, const clf_buffer *buf)
-{
-    if (!g || !buf)
-        return clf__fail(CLF_ERROR_NULL_POINTER, "clf_graph_buffer_changed: %s is NULL",
-                         !g ? "the graph" : "the buffer");
-    if (busy(g))
-        return clf__fail(CLF_ERROR_BUSY,
-                         "clf_graph_buffer_changed: a run of the graph is in flight");
-    for (size_t i = 0; i < g->ndata; i++) {
-        clf__gdata *d = &g->data[i];
-        if (d->is_array || d->buf != buf)
-            continue;
-        if (d->valid) {
-            memset(d->valid, 0, g->ndev);
-            d->valid[buf->device] = 1;
-        }
-        return CLF_SUCCESS;
-    }
-    return clf__fail(CLF_ERROR_NOT_FOUND,
-                     "clf_graph_buffer_changed: no node of the graph uses this buffer");
 }

@@ -232,10 +232,15 @@ static clf_status plan_whole(plan_ctx *c, clf__gnode *n)
     size_t used = 0, rused = 0, usable = 0;
     int best_guess = 0;
     uint64_t best_wb = 0;
+    /* A node placed by hand on a device that failed goes where the scheduler says: the
+     * device's nodes go to the others (fault.c). */
+    size_t want = n->desc.device;
+    if (want != CLF_GRAPH_ANY_DEVICE && !device_usable(g, want))
+        want = CLF_GRAPH_ANY_DEVICE;
     for (size_t d = 0; d < g->ndev; d++) {
-        if (n->desc.device != CLF_GRAPH_ANY_DEVICE && d != n->desc.device)
+        if (want != CLF_GRAPH_ANY_DEVICE && d != want)
             continue;
-        if (n->desc.device == CLF_GRAPH_ANY_DEVICE && !device_usable(g, d))
+        if (want == CLF_GRAPH_ANY_DEVICE && !device_usable(g, d))
             continue;
         usable++;
         char why[160];
@@ -286,7 +291,7 @@ static clf_status plan_whole(plan_ctx *c, clf__gnode *n)
                          "graph node %zu ('%s'): its buffers fit no device's memory budget "
                          "(clf_graph_set_memory_budget()): %s", idx, n->kernel, refused);
     if (best == SIZE_MAX) { /* every device failed: the run will say so */
-        best = n->desc.device != CLF_GRAPH_ANY_DEVICE ? n->desc.device : 0;
+        best = want != CLF_GRAPH_ANY_DEVICE ? want : 0;
         best_s = best_f = fmax(c->ready[best], dep);
     } else {
         /* Its copies there: room made as the run will make it, then allocated. */
@@ -308,9 +313,13 @@ static clf_status plan_whole(plan_ctx *c, clf__gnode *n)
     n->pred_finish = best_f;
     c->ready[best] = best_f;
     commit_buffers(c, n, best, best_f);
-    if (n->desc.device != CLF_GRAPH_ANY_DEVICE)
+    if (want != CLF_GRAPH_ANY_DEVICE)
         snprintf(n->why, sizeof n->why, "placed by hand on device %zu (predicted finish %.3g ms)",
                  best, best_f * 1e3);
+    else if (n->desc.device != CLF_GRAPH_ANY_DEVICE)
+        snprintf(n->why, sizeof n->why,
+                 "placed by hand on device %zu, which failed; least predicted finish: %s",
+                 n->desc.device, cand);
     else
         snprintf(n->why, sizeof n->why, "least predicted finish: %s", cand);
     clf__log(CLF_LOG_DEBUG, "graph node %zu '%s' (%llu items) -> device %zu: %s%s%s%s",
