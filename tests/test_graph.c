@@ -5,7 +5,9 @@
  * basic device, in one context and in a context each). Every result is compared with a plain C sequential reference, bit for bit:
  * chains, a diamond, a reduction tree, Jacobi steps over an array with a halo, in-place
  * updates, a node reading what two others wrote, host callbacks, manual placement, a graph
- * run again and again (the plan reused, new inputs seen), a device fault mid-graph, a
+ * run again and again (the plan reused, new inputs seen), a device fault mid-graph (an
+ * error that ends the run; a device lost under a chain, a diamond and in-place updates, its
+ * nodes moved and what only it held re-run; a caller's buffer on it, which fails the run), a
  * simulated 20:1 pair (the slow device left out once measured), bad input, and memory
  * budgets: 8 MiB of buffers through 3 MiB of copies per device (evictions, write-backs, the
  * peak within the budget), by hand on one and two devices, by the scheduler, with kept
@@ -753,6 +755,270 @@ START_TEST(device_fault)
 }
 END_TEST
 
+/* A device lost mid-graph (the fault rule's `lost`, counted by kernel enqueues on device 1
+ * of the three PoCL devices): its nodes go to the others, and what only it held is
+ * recomputed from its producers. The log says which node was re-run: counted in a static,
+ * since a test that fails part-way leaves the handler set for the next. */
+static struct {
+    pthread_mutex_t lock;
+    int reruns, moves;
+} fault_log = {PTHREAD_MUTEX_INITIALIZER, 0, 0};
+
+static void count_log(void *user, clf_log_level level, const char *msg)
+{
+    (void)user;
+    (void)level;
+    pthread_mutex_lock(&fault_log.lock);
+    fault_log.reruns += strstr(msg, "re-run on device") != NULL;
+    fault_log.moves += strstr(msg, "moved from failed device") != NULL;
+    pthread_mutex_unlock(&fault_log.lock);
+}
+
+typedef struct fault_env {
+    clf_fleet *f;
+    clf_program *p;
+} fault_env;
+
+/* A fleet of the three PoCL devices whose device 1 is lost at its kernel enqueue after
+ * `after` of them, with the debug log counted. */
+static void fault_open(fault_env *e, unsigned after)
+{
+    char rule[96];
+    snprintf(rule, sizeof rule, "device=1,call=enqueue,after=%u,lost", after);
+    memset(e, 0, sizeof *e);
+    clf_log_set_handler(NULL, NULL);
+    setenv("CLFLEET_LOG", "debug", 1);
+    e->f = test_fault_fleet(TEST_CPUS, rule);
+    unsetenv("CLFLEET_LOG");
+    ck_assert_uint_eq(clf_fleet_device_count(e->f), 3);
+    ck_assert_ok(clf_program_build_source(&e->p, e->f, SRC, NULL));
+    pthread_mutex_lock(&fault_log.lock);
+    fault_log.reruns = fault_log.moves = 0;
+    pthread_mutex_unlock(&fault_log.lock);
+    clf_log_set_handler(count_log, NULL);
+}
+
+static void fault_close(fault_env *e)
+{
+    clf_log_set_handler(NULL, NULL);
+    clf_program_destroy(e->p);
+    clf_fleet_destroy(e->f);
+}
+
+static clf_graph_node_desc on(const char *kernel, size_t dev)
+{
+    clf_graph_node_desc d = kdesc(kernel, N);
+    d.device = dev;
+    return d;
+}
+
+/* Run under a watchdog: the run must end, never hang. */
+static clf_status fault_run(clf_graph *g)
+{
+    test_watchdog(120);
+    clf_status st = clf_graph_run(g, NULL);
+    if (st == CLF_SUCCESS)
+        st = clf_graph_wait(g);
+    test_watchdog_off();
+    return st;
+}
+
+/* A chain through device 1: b1 and b2 only ever on it when it is lost at node 2. */
+START_TEST(fault_chain)
+{
+    fault_env e;
+    fault_open(&e, 2);
+    int *a = data(11), *ref = malloc(N * sizeof *ref);
+    ck_assert(ref);
+    clf_buffer *b[5];
+    for (size_t i = 0; i < 5; i++)
+        b[i] = buf(e.f, 0, i ? NULL : a);
+    clf_graph *g = NULL;
+    ck_assert_ok(clf_graph_create(&g, e.f, e.p));
+    int k7 = 7, k3 = 3;
+    clf_graph_node_desc d0 = on("add1", 1), d1 = on("scale", 1), d2 = on("add1", 1),
+                        d3 = on("scale", 2);
+    clf_arg a0[] = {CLF_BUF_IN(b[0]), CLF_BUF_OUT(b[1])};
+    clf_arg a1[] = {CLF_BUF_IN(b[1]), CLF_BUF_OUT(b[2]), CLF_SCALAR(&k7)};
+    clf_arg a2[] = {CLF_BUF_IN(b[2]), CLF_BUF_OUT(b[3])};
+    clf_arg a3[] = {CLF_BUF_IN(b[3]), CLF_BUF_OUT(b[4]), CLF_SCALAR(&k3)};
+    ck_assert_ok(clf_graph_add_kernel(NULL, g, &d0, a0, 2));
+    ck_assert_ok(clf_graph_add_kernel(NULL, g, &d1, a1, 3));
+    ck_assert_ok(clf_graph_add_kernel(NULL, g, &d2, a2, 2));
+    ck_assert_ok(clf_graph_add_kernel(NULL, g, &d3, a3, 3));
+    clf_status st = fault_run(g);
+    ck_assert_msg(st == CLF_SUCCESS, "a run that lost device 1: %s: %s", clf_status_name(st),
+                  clf_last_error());
+    ck_assert(clf_device_is_failed(e.f, 1));
+    for (size_t i = 0; i < N; i++)
+        ref[i] = a[i] + 1;
+    check_buf(b[1], ref, "b1", "fault chain");
+    for (size_t i = 0; i < N; i++)
+        ref[i] = (a[i] + 1) * 7;
+    check_buf(b[2], ref, "b2", "fault chain");
+    for (size_t i = 0; i < N; i++)
+        ref[i] = (a[i] + 1) * 7 + 1;
+    check_buf(b[3], ref, "b3", "fault chain");
+    for (size_t i = 0; i < N; i++)
+        ref[i] = ((a[i] + 1) * 7 + 1) * 3;
+    check_buf(b[4], ref, "b4", "fault chain");
+    clf_graph_report r;
+    ck_assert_ok(clf_graph_report_get(&r, g));
+    /* Nodes 0 and 1 wrote what only device 1 held: re-run; node 2 moved. */
+    ck_assert_uint_eq(r.fault_rerun, 2);
+    ck_assert_uint_eq(r.fault_moved, 1);
+    ck_assert_uint_eq(r.device_nodes[1], 0);
+    for (size_t i = 0; i < 3; i++)
+        ck_assert_uint_eq(r.reserved[i], 0);
+    clf_graph_node_report nr;
+    ck_assert_ok(clf_graph_node_info(&nr, g, 0));
+    ck_assert_uint_ne(nr.device, 1);
+    ck_assert_msg(strstr(nr.why, "re-run"), "node 0: %s", nr.why);
+    ck_assert_ok(clf_graph_node_info(&nr, g, 2));
+    ck_assert_uint_ne(nr.device, 1);
+    ck_assert_msg(strstr(nr.why, "moved from device 1"), "node 2: %s", nr.why);
+    pthread_mutex_lock(&fault_log.lock);
+    int reruns = fault_log.reruns, moves = fault_log.moves;
+    pthread_mutex_unlock(&fault_log.lock);
+    ck_assert_int_eq(reruns, 2);
+    ck_assert_int_ge(moves, 1);
+    /* The next run plans without device 1 from the start: nothing to recover. */
+    st = fault_run(g);
+    ck_assert_msg(st == CLF_SUCCESS, "the run after: %s: %s", clf_status_name(st),
+                  clf_last_error());
+    check_buf(b[4], ref, "b4 (second run)", "fault chain");
+    ck_assert_ok(clf_graph_report_get(&r, g));
+    ck_assert_uint_eq(r.fault_rerun, 0);
+    ck_assert_uint_eq(r.fault_moved, 0);
+    clf_graph_destroy(g);
+    for (size_t i = 0; i < 5; i++)
+        clf_buffer_destroy(b[i]);
+    free(a);
+    free(ref);
+    fault_close(&e);
+}
+END_TEST
+
+/* A diamond whose device 1 held one side (b1, b3) when lost at the join: b4 = a*5 + (a+1)*2. */
+START_TEST(fault_diamond)
+{
+    fault_env e;
+    fault_open(&e, 2);
+    int *a = data(12), *ref = malloc(N * sizeof *ref);
+    ck_assert(ref);
+    clf_buffer *b[5];
+    for (size_t i = 0; i < 5; i++)
+        b[i] = buf(e.f, i == 2 ? 2 : 0, i ? NULL : a);
+    clf_graph *g = NULL;
+    ck_assert_ok(clf_graph_create(&g, e.f, e.p));
+    int k5 = 5, k2 = 2;
+    clf_graph_node_desc d0 = on("add1", 1), d1 = on("scale", 2), d2 = on("scale", 1),
+                        d3 = on("sum2", 1);
+    clf_arg a0[] = {CLF_BUF_IN(b[0]), CLF_BUF_OUT(b[1])};
+    clf_arg a1[] = {CLF_BUF_IN(b[0]), CLF_BUF_OUT(b[2]), CLF_SCALAR(&k5)};
+    clf_arg a2[] = {CLF_BUF_IN(b[1]), CLF_BUF_OUT(b[3]), CLF_SCALAR(&k2)};
+    clf_arg a3[] = {CLF_BUF_IN(b[2]), CLF_BUF_IN(b[3]), CLF_BUF_OUT(b[4])};
+    ck_assert_ok(clf_graph_add_kernel(NULL, g, &d0, a0, 2));
+    ck_assert_ok(clf_graph_add_kernel(NULL, g, &d1, a1, 3));
+    ck_assert_ok(clf_graph_add_kernel(NULL, g, &d2, a2, 3));
+    ck_assert_ok(clf_graph_add_kernel(NULL, g, &d3, a3, 3));
+    clf_status st = fault_run(g);
+    ck_assert_msg(st == CLF_SUCCESS, "a run that lost device 1: %s: %s", clf_status_name(st),
+                  clf_last_error());
+    for (size_t i = 0; i < N; i++)
+        ref[i] = a[i] * 5 + (a[i] + 1) * 2;
+    check_buf(b[4], ref, "b4", "fault diamond");
+    for (size_t i = 0; i < N; i++)
+        ref[i] = (a[i] + 1) * 2;
+    check_buf(b[3], ref, "b3", "fault diamond");
+    clf_graph_report r;
+    ck_assert_ok(clf_graph_report_get(&r, g));
+    ck_assert_uint_eq(r.fault_rerun, 2); /* nodes 0 and 2; node 1's b2 lives on device 2 */
+    ck_assert_uint_eq(r.fault_moved, 1);
+    clf_graph_destroy(g);
+    for (size_t i = 0; i < 5; i++)
+        clf_buffer_destroy(b[i]);
+    free(a);
+    free(ref);
+    fault_close(&e);
+}
+END_TEST
+
+/* In-place updates on device 1, lost after two: re-run from the version the first one read
+ * (still in the caller's buffer on device 0). b1 = (a*3+1)*3+2, b2 = b1 + 1. */
+START_TEST(fault_in_place)
+{
+    fault_env e;
+    fault_open(&e, 2);
+    int *a = data(13), *ref = malloc(N * sizeof *ref);
+    ck_assert(ref);
+    clf_buffer *b1 = buf(e.f, 0, a), *b2 = buf(e.f, 0, NULL);
+    clf_graph *g = NULL;
+    ck_assert_ok(clf_graph_create(&g, e.f, e.p));
+    int k1 = 1, k2 = 2;
+    clf_graph_node_desc d0 = on("bump", 1), d1 = on("bump", 1), d2 = on("add1", 1);
+    clf_arg a0[] = {CLF_BUF_INOUT(b1), CLF_SCALAR(&k1)};
+    clf_arg a1[] = {CLF_BUF_INOUT(b1), CLF_SCALAR(&k2)};
+    clf_arg a2[] = {CLF_BUF_IN(b1), CLF_BUF_OUT(b2)};
+    ck_assert_ok(clf_graph_add_kernel(NULL, g, &d0, a0, 2));
+    ck_assert_ok(clf_graph_add_kernel(NULL, g, &d1, a1, 2));
+    ck_assert_ok(clf_graph_add_kernel(NULL, g, &d2, a2, 2));
+    clf_status st = fault_run(g);
+    ck_assert_msg(st == CLF_SUCCESS, "a run that lost device 1: %s: %s", clf_status_name(st),
+                  clf_last_error());
+    for (size_t i = 0; i < N; i++)
+        ref[i] = (a[i] * 3 + 1) * 3 + 2;
+    check_buf(b1, ref, "b1", "fault in place");
+    for (size_t i = 0; i < N; i++)
+        ref[i] += 1;
+    check_buf(b2, ref, "b2", "fault in place");
+    clf_graph_report r;
+    ck_assert_ok(clf_graph_report_get(&r, g));
+    ck_assert_uint_eq(r.fault_rerun, 2);
+    ck_assert_uint_eq(r.fault_moved, 1);
+    clf_graph_destroy(g);
+    clf_buffer_destroy(b1);
+    clf_buffer_destroy(b2);
+    free(a);
+    free(ref);
+    fault_close(&e);
+}
+END_TEST
+
+/* The caller's buffer lives on the lost device: nothing can give it back. The run fails with
+ * CLF_ERROR_DEVICE_FAILED, naming the data and the node. */
+START_TEST(fault_unrecoverable)
+{
+    fault_env e;
+    fault_open(&e, 1);
+    int *a = data(14);
+    clf_buffer *b0 = buf(e.f, 0, a), *b1 = buf(e.f, 1, NULL), *b2 = buf(e.f, 0, NULL);
+    clf_graph *g = NULL;
+    ck_assert_ok(clf_graph_create(&g, e.f, e.p));
+    clf_graph_node_desc d0 = on("add1", 1), d1 = on("add1", 1);
+    clf_arg a0[] = {CLF_BUF_IN(b0), CLF_BUF_OUT(b1)};
+    clf_arg a1[] = {CLF_BUF_IN(b1), CLF_BUF_OUT(b2)};
+    ck_assert_ok(clf_graph_add_kernel(NULL, g, &d0, a0, 2));
+    ck_assert_ok(clf_graph_add_kernel(NULL, g, &d1, a1, 2));
+    clf_status st = fault_run(g);
+    ck_assert_msg(st == CLF_ERROR_DEVICE_FAILED, "want CLF_ERROR_DEVICE_FAILED, got %s: %s",
+                  clf_status_name(st), clf_last_error());
+    const char *msg = clf_last_error();
+    ck_assert_msg(strstr(msg, "buffer data 1") && strstr(msg, "node 1") &&
+                      strstr(msg, "device 1"),
+                  "the message names the data, the node and the device: %s", msg);
+    clf_graph_report r;
+    ck_assert_ok(clf_graph_report_get(&r, g));
+    ck_assert_uint_eq(r.fault_rerun, 0);
+    clf_graph_destroy(g);
+    clf_buffer_destroy(b0);
+    clf_buffer_destroy(b1);
+    clf_buffer_destroy(b2);
+    free(a);
+    fault_close(&e);
+}
+END_TEST
+
 /* With a trace, the run and its host callbacks are slices of the timeline. */
 static clf_status noop(void *user)
 {
@@ -1266,6 +1532,10 @@ int main(void)
     tcase_add_loop_test(tc, keep_copies, 0, NCFG);
     tcase_add_test(tc, bad_input);
     tcase_add_test(tc, device_fault);
+    tcase_add_test(tc, fault_chain);
+    tcase_add_test(tc, fault_diamond);
+    tcase_add_test(tc, fault_in_place);
+    tcase_add_test(tc, fault_unrecoverable);
     tcase_add_test(tc, simulated_pair);
     tcase_add_test(tc, fleet_first);
     tcase_add_test(tc, traced);
