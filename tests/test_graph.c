@@ -6,8 +6,9 @@
  * chains, a diamond, a reduction tree, Jacobi steps over an array with a halo, in-place
  * updates, a node reading what two others wrote, host callbacks, manual placement, a graph
  * run again and again (the plan reused, new inputs seen), a device fault mid-graph (an
- * error that ends the run; a device lost under a chain, a diamond and in-place updates, its
- * nodes moved and what only it held re-run; a caller's buffer on it, which fails the run), a
+ * error that ends the run; a device lost under a chain, a diamond, in-place updates and two
+ * buffers written in turn, its nodes moved and what only it held re-run; a caller's buffer
+ * on it, which fails the run), a
  * simulated 20:1 pair (the slow device left out once measured), bad input, and memory
  * budgets: 8 MiB of buffers through 3 MiB of copies per device (evictions, write-backs, the
  * peak within the budget), by hand on one and two devices, by the scheduler, with kept
@@ -985,6 +986,48 @@ START_TEST(fault_in_place)
 }
 END_TEST
 
+/* Two buffers written in turn by twelve nodes placed two by two round the three devices
+ * (b[s % 2] -> b[(s + 1) % 2] on device (s / 2) % 3), device 1 lost at its fourth kernel
+ * (node 9): each buffer has had several versions, the copies on the live devices hold
+ * older ones, and what node 8 left only on device 1 is recomputed from what node 7 left on
+ * device 0. */
+START_TEST(fault_ping_pong)
+{
+    fault_env e;
+    fault_open(&e, 3);
+    int *a = data(15), *ref = malloc(N * sizeof *ref);
+    ck_assert(ref);
+    clf_buffer *b[2] = {buf(e.f, 0, a), buf(e.f, 2, NULL)};
+    clf_graph *g = NULL;
+    ck_assert_ok(clf_graph_create(&g, e.f, e.p));
+    for (size_t s = 0; s < 12; s++) {
+        clf_graph_node_desc d = on("add1", (s / 2) % 3);
+        clf_arg args[] = {CLF_BUF_IN(b[s % 2]), CLF_BUF_OUT(b[(s + 1) % 2])};
+        ck_assert_ok(clf_graph_add_kernel(NULL, g, &d, args, 2));
+    }
+    clf_status st = fault_run(g);
+    ck_assert_msg(st == CLF_SUCCESS, "a run that lost device 1: %s: %s", clf_status_name(st),
+                  clf_last_error());
+    for (size_t i = 0; i < N; i++)
+        ref[i] = a[i] + 12;
+    check_buf(b[0], ref, "b0", "fault ping-pong");
+    for (size_t i = 0; i < N; i++)
+        ref[i] = a[i] + 11;
+    check_buf(b[1], ref, "b1", "fault ping-pong");
+    clf_graph_report r;
+    ck_assert_ok(clf_graph_report_get(&r, g));
+    /* Node 9 moved; node 8's output (b1, read by node 9) was only on device 1. */
+    ck_assert_uint_eq(r.fault_moved, 1);
+    ck_assert_uint_eq(r.fault_rerun, 1);
+    clf_graph_destroy(g);
+    clf_buffer_destroy(b[0]);
+    clf_buffer_destroy(b[1]);
+    free(a);
+    free(ref);
+    fault_close(&e);
+}
+END_TEST
+
 /* The caller's buffer lives on the lost device: nothing can give it back. The run fails with
  * CLF_ERROR_DEVICE_FAILED, naming the data and the node. */
 START_TEST(fault_unrecoverable)
@@ -1535,6 +1578,7 @@ int main(void)
     tcase_add_test(tc, fault_chain);
     tcase_add_test(tc, fault_diamond);
     tcase_add_test(tc, fault_in_place);
+    tcase_add_test(tc, fault_ping_pong);
     tcase_add_test(tc, fault_unrecoverable);
     tcase_add_test(tc, simulated_pair);
     tcase_add_test(tc, fleet_first);
