@@ -17,17 +17,12 @@
  * each task's host time learned under its own key per (kernel, device), in work
  * items): a thief's now + its time for the task against the owner's predicted
  * finish (its running task, then its queued ones, the stolen one last); a
- * worker's own head against every other active device's finish were it to add
- * the task to its queue. A GPU's task then never goes to a CPU 50x slower that
- * would finish it last. What the model does not know is taken as before (so
- * that it learns), a device that stopped working (finished, failed, never
- * started) is no owner to wait for, and the last active worker takes whatever
- * is left: every task runs.
- *
- * A task's arrays are whole host arrays: the inputs are written to buffers of
- * the device (kept per argument position and reused while large enough), the
- * kernel runs, the outputs are read back, all in order on the device's compute
- * queue, and the worker waits for the last of them before it takes another task.
+ * worker's own head (unless the task's affinity is this device) against every
+ * other active device's finish were it to add the task to its queue. A GPU's
+ * task then never goes to a CPU 50x slower that would finish it last. What the
+ * model does not know is taken as before (so that it learns), a device that
+ * stopped working (finished, failed, never started) is no owner to wait for,
+ * and the last active worker takes whatever is left: every task runs.
  */
 #include "flow.h"
 
@@ -560,7 +555,10 @@ static int take(clf_taskq *q, tq_worker *w, size_t *id, int *stolen)
     w->busy = 0;
     deque *own = &q->dq[w->pos];
     if (own->head < own->tail) {
-        if (leave_own(q, w, own->v[own->head], now)) {
+        /* A task given this device by its affinity stays with it (thieves may still take
+         * it, by the gate). */
+        size_t head = own->v[own->head];
+        if (q->tasks[head].affinity != w->pos && leave_own(q, w, head, now)) {
             passed = own->tail - own->head;
         } else {
             *id = own->v[own->head++];
