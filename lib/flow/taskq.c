@@ -12,102 +12,14 @@
  * the ones it would reach last, go to an idle device first.
  * A task is taken once, under the queue's lock, and runs once.
  *
- * The steal gate: a device takes a task only when it would finish it sooner than
- * the device it would otherwise go to, by the cost model (lib/plan/perfmodel.h,
- * each task's host time learned under its own key per (kernel, device), in work
- * items): a thief's now + its time for the task against the owner's predicted
- * finish (its running task, then its queued ones, the stolen one last); a
- * worker's own head (unless the task's affinity is this device) against every
- * other active device's finish were it to add the task to its queue. A GPU's
- * task then never goes to a CPU 50x slower that would finish it last. What the
- * model does not know is taken as before (so that it learns), a device that
- * stopped working (finished, failed, never started) is no owner to wait for,
- * and the last active worker takes whatever is left: every task runs.
+ * Where tasks go, by the cost model (the deal, the steal gate, learning), is
+ * tasksched.c's.
  */
-#include "flow.h"
+#include "taskq.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include "clfleet/opencl.h"
-#include "exec/exec.h"
-#include "plan/perfmodel.h"
-
-#define MAX_TASK_ARGS 64
-
-typedef struct task {
-    char *kernel;
-    unsigned dims;
-    size_t global[3], local[3];
-    size_t affinity;
-    uint64_t items; /* work items: the cost model's units */
-    size_t nargs;
-    clf_arg *args;       /* copied; scalar values point into vals */
-    unsigned char *vals; /* the scalar values, copied at submission */
-    clf_task_info info;
-} task;
-
-/* Task ids of one device; its own thread pops the head, thieves the tail. */
-typedef struct deque {
-    size_t *v;
-    size_t head, tail;
-    /* The owner's predicted seconds of the tasks queued, and how many of them the model
-     * cannot predict (then the deque's finish is unknown). */
-    double pred_sum;
-    size_t unknown;
-} deque;
-
-typedef struct tq_kernel {
-    char *name;
-    cl_kernel k;
-} tq_kernel;
-
-typedef struct tq_worker {
-    clf_taskq *q;
-    size_t pos; /* position among the queue's devices */
-    struct clf__device *d;
-    tq_kernel *kernels; /* created on first use of a name on this device */
-    size_t nkernels;
-    cl_mem mem[MAX_TASK_ARGS]; /* one buffer per argument position, reused */
-    size_t cap[MAX_TASK_ARGS];
-    clf_taskq_device_report rep;
-    char dkey[400]; /* the device's key in the cost model */
-    /* Under the queue's lock: still taking tasks (a finished, failed or declining worker is
-     * not: no one waits for it), and the predicted end of the task it runs (busy). */
-    int active, busy;
-    double busy_until;
-} tq_worker;
-
-struct clf_taskq {
-    clf_fleet *fl;
-    clf_program *prog;
-    size_t ndev;
-    task *tasks;
-    size_t ntasks, cap;
-    size_t pending; /* tasks [pending, ntasks) have not run yet */
-    /* The run's predicted seconds of task base + t on queue device i: pred[t * ndev + i],
-     * negative when the model does not know the task's kernel on that device. */
-    size_t base;
-    double *pred;
-    tq_kernel *checks; /* one kernel per name, never given arguments: clf_taskq_submit() checks
-                        * tasks against it (CL_KERNEL_LOCAL_MEM_SIZE counts __local ones set) */
-    size_t nchecks;
-
-    pthread_mutex_t lock; /* guards the deques, running, the first failure */
-    deque dq[CLF_MAX_LAUNCH_DEVICES];
-    int running;
-    uint64_t t0; /* the run's start, host ns */
-    clf_status first;
-    char err[1024];
-    tq_worker w[CLF_MAX_LAUNCH_DEVICES];
-};
-
-static double since(const clf_taskq *q)
-{
-    return (double)(clf__mono_ns() - q->t0) * 1e-9;
-}
 
 /* ---- creation and submission ----------------------------------------------------------- */
 
@@ -444,197 +356,6 @@ static clf_status run_task(tq_worker *w, task *t, double *kernel_s)
     return st;
 }
 
-/* ---- the steal gate ------------------------------------------------------------------ */
-
-/* Predicted seconds of task id on queue device i; negative: unknown. */
-static double pred_of(const clf_taskq *q, size_t id, size_t i)
-{
-    return q->pred ? q->pred[(id - q->base) * q->ndev + i] : -1;
-}
-
-static void dq_push_tail(clf_taskq *q, size_t i, size_t id)
-{
-    deque *d = &q->dq[i];
-    d->v[d->tail++] = id;
-    double p = pred_of(q, id, i);
-    if (p >= 0)
-        d->pred_sum += p;
-    else
-        d->unknown++;
-}
-
-/* Account for task id leaving deque i (its slot already taken). */
-static void dq_forget(clf_taskq *q, size_t i, size_t id)
-{
-    deque *d = &q->dq[i];
-    double p = pred_of(q, id, i);
-    if (p >= 0)
-        d->pred_sum = d->head < d->tail ? d->pred_sum - p : 0; /* no drift past empty */
-    else
-        d->unknown--;
-}
-
-/* When worker i is free to start a queued task (now when idle), or negative when unknown. */
-static double ready_at(const clf_taskq *q, size_t i, double now)
-{
-    const tq_worker *o = &q->w[i];
-    if (!o->busy)
-        return now;
-    if (o->busy_until < 0)
-        return -1;
-    /* A task past its prediction ends any moment now. */
-    return o->busy_until > now ? o->busy_until : now;
-}
-
-/*
- * When worker i would finish task id were it added behind its queue: its ready time, its
- * deque's predicted seconds, then the task's (extra: the task is not in its deque). Negative
- * when any of it is unknown; HUGE_VAL for a worker that takes no more tasks (nobody waits
- * for it: its tasks go to whoever is free).
- */
-static double finish_of(const clf_taskq *q, size_t i, size_t id, int in_deque, double now)
-{
-    const deque *d = &q->dq[i];
-    if (!q->w[i].active)
-        return HUGE_VAL;
-    double r = ready_at(q, i, now), p = pred_of(q, id, i);
-    if (r < 0 || d->unknown || p < 0)
-        return -1;
-    return r + d->pred_sum + (in_deque ? 0 : p);
-}
-
-/*
- * Whether worker w should leave the head of its own deque, task id, to another active
- * device predicted to finish it sooner than w would (now + its time), after that device's
- * own queue. Known predictions only: what the model does not know is taken.
- */
-static int leave_own(const clf_taskq *q, const tq_worker *w, size_t id, double now)
-{
-    double mine = pred_of(q, id, w->pos);
-    if (mine < 0)
-        return 0;
-    for (size_t j = 0; j < q->ndev; j++) {
-        if (j == w->pos || !q->w[j].active)
-            continue;
-        double f = finish_of(q, j, id, 0, now);
-        if (f >= 0 && f < now + mine)
-            return 1;
-    }
-    return 0;
-}
-
-/* Whether thief w may take task id, the tail of owner's deque: it would finish it sooner
- * than the owner (which would run it last), or either side is not known. */
-static int may_steal(const clf_taskq *q, const tq_worker *w, size_t owner, size_t id,
-                     double now)
-{
-    double mine = pred_of(q, id, w->pos), theirs = finish_of(q, owner, id, 1, now);
-    return mine < 0 || theirs < 0 || now + mine < theirs;
-}
-
-/* Worker w starts task id (under the lock): busy until its predicted end. */
-static void start_task(clf_taskq *q, tq_worker *w, size_t id, double now)
-{
-    double p = pred_of(q, id, w->pos);
-    w->busy = 1;
-    w->busy_until = p >= 0 ? now + p : -1;
-    q->tasks[id].info.runs++;
-}
-
-/*
- * The next task for worker w: the head of its deque, else the tail of the fullest other
- * that the gate lets it steal. 0 when it takes none: it then stops (inactive), so that the
- * others no longer wait for it, and the tasks it passed up count in its report.
- */
-static int take(clf_taskq *q, tq_worker *w, size_t *id, int *stolen)
-{
-    int found = 0;
-    uint64_t passed = 0;
-    pthread_mutex_lock(&q->lock);
-    double now = since(q);
-    w->busy = 0;
-    deque *own = &q->dq[w->pos];
-    if (own->head < own->tail) {
-        /* A task given this device by its affinity stays with it (thieves may still take
-         * it, by the gate). */
-        size_t head = own->v[own->head];
-        if (q->tasks[head].affinity != w->pos && leave_own(q, w, head, now)) {
-            passed = own->tail - own->head;
-        } else {
-            *id = own->v[own->head++];
-            dq_forget(q, w->pos, *id);
-            *stolen = 0;
-            found = 1;
-        }
-    } else {
-        size_t best = SIZE_MAX, most = 0;
-        for (size_t i = 0; i < q->ndev; i++) {
-            size_t left = q->dq[i].tail - q->dq[i].head;
-            if (i == w->pos || !left)
-                continue;
-            if (!may_steal(q, w, i, q->dq[i].v[q->dq[i].tail - 1], now)) {
-                passed++;
-                continue;
-            }
-            if (left > most) {
-                most = left;
-                best = i;
-            }
-        }
-        if (best != SIZE_MAX) {
-            *id = q->dq[best].v[--q->dq[best].tail];
-            dq_forget(q, best, *id);
-            *stolen = 1;
-            found = 1;
-            passed = 0;
-        }
-    }
-    if (found) {
-        start_task(q, w, *id, now);
-    } else {
-        w->active = 0;
-        w->rep.passed += passed;
-    }
-    pthread_mutex_unlock(&q->lock);
-    if (passed)
-        clf__log(CLF_LOG_DEBUG,
-                 "task queue: device %zu stops, leaving %llu task%s to devices predicted to "
-                 "finish %s sooner (too slow to help)",
-                 w->d->index, (unsigned long long)passed, passed > 1 ? "s" : "",
-                 passed > 1 ? "them" : "it");
-    return found;
-}
-
-/* Give task id back to worker w's deque, for the others to steal (its device failed); w
- * takes no more. */
-static void give_back(clf_taskq *q, tq_worker *w, size_t id)
-{
-    pthread_mutex_lock(&q->lock);
-    deque *own = &q->dq[w->pos];
-    /* The deque holds at most the run's tasks, and this one is not among them. */
-    if (own->head > 0) {
-        own->v[--own->head] = id;
-        double p = pred_of(q, id, w->pos);
-        if (p >= 0)
-            own->pred_sum += p;
-        else
-            own->unknown++;
-    } else {
-        dq_push_tail(q, w->pos, id);
-    }
-    w->active = 0;
-    w->busy = 0;
-    pthread_mutex_unlock(&q->lock);
-}
-
-static void set_active(clf_taskq *q, tq_worker *w, int on)
-{
-    pthread_mutex_lock(&q->lock);
-    w->active = on;
-    w->busy = 0;
-    pthread_mutex_unlock(&q->lock);
-}
-
 /* Tasks that no running worker took. */
 static int tasks_left(clf_taskq *q)
 {
@@ -652,15 +373,15 @@ static void *worker_main(void *arg)
     clf_taskq *q = w->q;
     size_t id;
     int stolen;
-    while (take(q, w, &id, &stolen)) {
+    while (clf__tq_take(q, w, &id, &stolen)) {
         task *t = &q->tasks[id];
         double ks = 0;
         t->info.device = w->d->index;
         t->info.stolen = stolen;
-        t->info.start_s = since(q);
+        t->info.start_s = clf__tq_since(q);
         clf_clear_error();
         clf_status st = run_task(w, t, &ks);
-        t->info.end_s = since(q);
+        t->info.end_s = clf__tq_since(q);
         t->info.kernel_s = ks;
         t->info.status = st;
         w->rep.tasks++;
@@ -671,7 +392,7 @@ static void *worker_main(void *arg)
         if (st != CLF_SUCCESS && clf__device_failed(q->fl, w->d->index, NULL, 0)) {
             clf__log(CLF_LOG_WARN, "task %zu ('%s'): device %zu failed, the task moves to "
                      "another device: %s", id, t->kernel, w->d->index, clf_last_error());
-            give_back(q, w, id);
+            clf__tq_give_back(q, w, id);
             break;
         }
         if (st != CLF_SUCCESS) {
@@ -684,112 +405,8 @@ static void *worker_main(void *arg)
             pthread_mutex_unlock(&q->lock);
         }
     }
-    w->rep.finish_s = since(q);
+    w->rep.finish_s = clf__tq_since(q);
     return NULL;
-}
-
-/* A task kernel's key in the cost model: its own, as a whole task's units are its work
- * items (a launch's are split units, and it learns per launch, not per task). */
-static void task_key(const clf_taskq *q, const task *t, char *buf, size_t n)
-{
-    snprintf(buf, n, "task:%s@%.16s", t->kernel, q->prog->hash);
-}
-
-/*
- * The run's predictions (q->pred) for tasks [base, base + n): each task's predicted host
- * seconds on each device, from the model's fit of (kernel, device). Tasks alike to the one
- * before (the common case: many tasks of one kernel and size) reuse its row. Without memory
- * or a model, q->pred stays NULL: every prediction is unknown, the gate open, as before.
- */
-static void predict(clf_taskq *q, clf__perf_model *m, size_t base, size_t n)
-{
-    free(q->pred);
-    q->pred = NULL;
-    q->base = base;
-    size_t cells;
-    if (!m || !n || clf__mul_overflow(n, q->ndev, &cells) ||
-        !(q->pred = malloc(cells * sizeof *q->pred)))
-        return;
-    char key[320];
-    for (size_t k = 0; k < n; k++) {
-        const task *t = &q->tasks[base + k], *prev = k ? t - 1 : NULL;
-        double *row = &q->pred[k * q->ndev];
-        if (prev && prev->items == t->items && !strcmp(prev->kernel, t->kernel)) {
-            memcpy(row, row - q->ndev, q->ndev * sizeof *row);
-            continue;
-        }
-        task_key(q, t, key, sizeof key);
-        for (size_t i = 0; i < q->ndev; i++) {
-            clf__perf_fit f;
-            double p = clf__perf_get(m, key, q->w[i].dkey, &f) ? clf__perf_predict(&f, t->items)
-                                                               : -1;
-            row[i] = p >= 0 && isfinite(p) ? p : -1;
-        }
-    }
-}
-
-/*
- * Deal tasks [base, base + n) to the deques: a task with an affinity to its device; else,
- * when the model predicts it on every usable device, to the one that would finish it first
- * after what it was dealt so far (list scheduling: a device 50x slower is dealt nothing it
- * would finish last), else round robin over every device, as before the model knew it.
- */
-static void deal(clf_taskq *q, size_t base, size_t n, size_t usable)
-{
-    double ready[CLF_MAX_LAUNCH_DEVICES] = {0};
-    size_t rr = 0;
-    for (size_t id = base; id < base + n; id++) {
-        size_t to = q->tasks[id].affinity;
-        if (to == CLF_TASK_ANY_DEVICE) {
-            double best = HUGE_VAL;
-            for (size_t i = 0; i < q->ndev && usable; i++) {
-                if (!(usable & (size_t)1 << i))
-                    continue;
-                double p = pred_of(q, id, i);
-                if (p < 0) {
-                    to = CLF_TASK_ANY_DEVICE;
-                    break;
-                }
-                if (ready[i] + p < best) {
-                    best = ready[i] + p;
-                    to = i;
-                }
-            }
-            if (to == CLF_TASK_ANY_DEVICE)
-                to = rr++ % q->ndev;
-        }
-        double p = pred_of(q, id, to);
-        if (p > 0)
-            ready[to] += p;
-        dq_push_tail(q, to, id);
-    }
-}
-
-/* What the run taught the model: each task's host time (inputs, kernel, outputs) on the
- * device that ran it, as a launch-level sample and as a chunk for the line (tasks of other
- * sizes give the fixed cost). The model drops the first sample of each key (cold). */
-static void learn(clf_taskq *q, clf__perf_model *m, size_t base, size_t n)
-{
-    if (!m)
-        return;
-    char key[320];
-    for (size_t id = base; id < base + n; id++) {
-        const task *t = &q->tasks[id];
-        double s = t->info.end_s - t->info.start_s;
-        if (t->info.status != CLF_SUCCESS || !(s > 0) || t->info.device == SIZE_MAX)
-            continue;
-        const tq_worker *w = NULL;
-        for (size_t i = 0; i < q->ndev && !w; i++)
-            if (q->w[i].d->index == t->info.device)
-                w = &q->w[i];
-        if (!w)
-            continue;
-        task_key(q, t, key, sizeof key);
-        clf__perf_chunk c = {.units = t->items, .seconds = s, .kernel_s = t->info.kernel_s};
-        /* Best effort: learning is an optimisation. */
-        clf__perf_record(m, key, w->dkey, t->items, s);
-        clf__perf_record_chunks(m, key, w->dkey, &c, 1);
-    }
 }
 
 clf_status clf_taskq_run(clf_taskq *q, clf_taskq_report *report)
@@ -824,8 +441,8 @@ clf_status clf_taskq_run(clf_taskq *q, clf_taskq_report *report)
         if (!clf__device_failed(q->fl, d, NULL, 0) && q->prog->built[d])
             usable |= (size_t)1 << i, first_usable = i;
     }
-    predict(q, m, q->pending, n);
-    deal(q, q->pending, n, usable);
+    clf__tq_predict(q, m, q->pending, n);
+    clf__tq_deal(q, q->pending, n, usable);
     q->first = CLF_SUCCESS;
     q->t0 = clf__mono_ns();
     /* The tasks stay queued for a later run, and say why they did not run. */
@@ -851,14 +468,14 @@ clf_status clf_taskq_run(clf_taskq *q, clf_taskq_report *report)
      * device whose thread has not begun yet, rather than stealing its deal. */
     for (size_t i = 0; i < q->ndev; i++)
         if (usable & (size_t)1 << i)
-            set_active(q, &q->w[i], 1);
+            clf__tq_set_active(q, &q->w[i], 1);
     for (size_t i = first_usable + 1; i < q->ndev; i++) {
         if (!(usable & (size_t)1 << i))
             continue;
         if (clf__devthread_run(q->fl, q->w[i].d->index, worker_main, &q->w[i]) == 0)
             started |= (size_t)1 << i;
         else
-            set_active(q, &q->w[i], 0);
+            clf__tq_set_active(q, &q->w[i], 0);
     }
     worker_main(&q->w[first_usable]);
     for (size_t i = 0; i < q->ndev; i++)
@@ -869,10 +486,10 @@ clf_status clf_taskq_run(clf_taskq *q, clf_taskq_report *report)
      * here, alone (the gate waits for no one); with none left, the tasks fail and say why. */
     for (size_t i = 0; i < q->ndev && tasks_left(q); i++)
         if ((usable & (size_t)1 << i) && !clf__device_failed(q->fl, q->w[i].d->index, NULL, 0)) {
-            set_active(q, &q->w[i], 1);
+            clf__tq_set_active(q, &q->w[i], 1);
             worker_main(&q->w[i]);
         }
-    learn(q, m, q->ntasks - n, n);
+    clf__tq_learn(q, m, q->ntasks - n, n);
     for (size_t i = 0; i < q->ndev; i++)
         for (size_t k = q->dq[i].head; k < q->dq[i].tail; k++) {
             q->tasks[q->dq[i].v[k]].info.status = CLF_ERROR_DEVICE_FAILED;
