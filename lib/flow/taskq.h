@@ -53,9 +53,10 @@ typedef struct tq_worker {
     clf_taskq_device_report rep;
     char dkey[400]; /* the device's key in the cost model */
     /* Under the queue's lock: still taking tasks (a finished, failed or declining worker is
-     * not: no one waits for it), and the predicted end of the task it runs (busy). */
+     * not: no one waits for it), and when the task it runs began and is predicted to end
+     * (busy; busy_until negative when the model does not know it). */
     int active, busy;
-    double busy_until;
+    double busy_start, busy_until;
 } tq_worker;
 
 struct clf_taskq {

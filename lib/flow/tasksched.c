@@ -59,8 +59,12 @@ static double ready_at(const clf_taskq *q, size_t i, double now)
         return now;
     if (o->busy_until < 0)
         return -1;
-    /* A task past its prediction ends any moment now. */
-    return o->busy_until > now ? o->busy_until : now;
+    if (now <= o->busy_until)
+        return o->busy_until;
+    /* Past its prediction (a task longer than its kernel's usual, or a stall): guess it as
+     * far from its end as from its start, rather than ending now, so that a thief does not
+     * leave the tasks queued behind a long one waiting for it. */
+    return now + (now - o->busy_start);
 }
 
 /*
@@ -100,13 +104,14 @@ static int leave_own(const clf_taskq *q, const tq_worker *w, size_t id, double n
     return 0;
 }
 
-/* Whether thief w may take task id, the tail of owner's deque: it would finish it sooner
- * than the owner (which would run it last), or either side is not known. */
+/* Whether thief w may take task id, the tail of owner's deque: it would finish it no later
+ * than the owner (which would run it last; a tie steals, as before the gate), or either side
+ * is not known. */
 static int may_steal(const clf_taskq *q, const tq_worker *w, size_t owner, size_t id,
                      double now)
 {
     double mine = pred_of(q, id, w->pos), theirs = finish_of(q, owner, id, 1, now);
-    return mine < 0 || theirs < 0 || now + mine < theirs;
+    return mine < 0 || theirs < 0 || now + mine <= theirs;
 }
 
 /* Worker w starts task id (under the lock): busy until its predicted end. */
@@ -114,6 +119,7 @@ static void start_task(clf_taskq *q, tq_worker *w, size_t id, double now)
 {
     double p = pred_of(q, id, w->pos);
     w->busy = 1;
+    w->busy_start = now;
     w->busy_until = p >= 0 ? now + p : -1;
     q->tasks[id].info.runs++;
 }
