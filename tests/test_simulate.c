@@ -493,7 +493,7 @@ START_TEST(static_uneven)
     test_watchdog(240);
     clf_program *p;
     clf_fleet *f = sim_fleet("device=1,compute=0.5", &p);
-    enum { N = 3 << 12, LAUNCHES = 8 };
+    enum { N = 3 << 12, LAUNCHES = 10, LAST = 5 };
     uint32_t *out = malloc(N * sizeof *out), iters = 512;
     ck_assert(out);
     double share0[LAUNCHES] = {0}, balance[LAUNCHES] = {0};
@@ -528,12 +528,12 @@ START_TEST(static_uneven)
     }
     expect(strstr(r.reason, "cut by the work profile"), "static did not cut by the work profile: %s",
            r.reason);
-    /* The last three launches: the median share and balance (a loaded host can upset one). */
-    double s3[3] = {share0[LAUNCHES - 3], share0[LAUNCHES - 2], share0[LAUNCHES - 1]};
-    double b3[3] = {balance[LAUNCHES - 3], balance[LAUNCHES - 2], balance[LAUNCHES - 1]};
-    double s = median(s3, 3), b = median(b3, 3);
+    /* The last five launches: the median share and balance (a loaded host stalls a device's
+     * kernels now and then: 0.32 and 0.58 were seen next to 0.88 with the CI and four builds
+     * on two cores). A cut by speed alone would give a balance of about 0.2. */
+    double s = median(share0 + LAUNCHES - LAST, LAST), b = median(balance + LAUNCHES - LAST, LAST);
     expect(s > 0.20 && s < 0.36, "the fast device's share is %.3f, not about 0.28", s);
-    expect(b > 0.6, "the devices' kernel times differ: %.2f of each other", b);
+    expect(b > 0.5, "the devices' kernel times differ: %.2f of each other", b);
     free(out);
     clf_program_destroy(p);
     clf_fleet_destroy(f);
