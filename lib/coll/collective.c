@@ -408,6 +408,17 @@ clf_status clf__coll_finish(clf__coll *c, clf_status st)
     return CLF_SUCCESS;
 }
 
+clf_status clf__coll_wait_all(clf__coll *c)
+{
+    clf_status st = CLF_SUCCESS;
+    for (size_t i = 0; i < c->nev; i++) {
+        clf_status s = clf_event_wait(c->ev[i]);
+        if (s != CLF_SUCCESS && st == CLF_SUCCESS)
+            st = s;
+    }
+    return st;
+}
+
 /* ---- the two operations a schedule is made of ---------------------------------------- */
 
 /* Copy bytes between devices after up to three events (NULL entries are skipped). */
@@ -481,8 +492,8 @@ clf_status clf__coll_combine(clf__coll *c, size_t i, clf_buffer *acc, size_t acc
     if (err != CL_SUCCESS)
         st = clf__cl_fail(err, "clSetKernelArg (collective combine)", d);
     else
-        st = clf__cmd_kernel(c->fl, d->index, d->compute, k, c->kname, 1, NULL, &global, &wg, nw,
-                             cw, &ev);
+        st = clf__cmd_kernel(c->fl, d->index, d->compute, k, c->klabel[0] ? c->klabel : c->kname,
+                             1, NULL, &global, &wg, nw, cw, &ev);
     for (cl_uint j = 0; j < nw; j++)
         clReleaseEvent(cw[j]);
     if (st != CLF_SUCCESS)
@@ -508,9 +519,10 @@ clf_status clf__coll_host_io(clf__coll *c, clf_buffer *b, int write, size_t off,
     if (st != CLF_SUCCESS)
         return st;
     /* On the compute queue, where the collective's commands that wait go. */
-    st = write ? clf__cmd_write(c->fl, d->index, d->compute, b->mem, off, bytes, host, c->fn, nw,
+    const char *what = c->tag ? c->tag : c->fn;
+    st = write ? clf__cmd_write(c->fl, d->index, d->compute, b->mem, off, bytes, host, what, nw,
                                 cw, &ev)
-               : clf__cmd_read(c->fl, d->index, d->compute, b->mem, off, bytes, host, c->fn, nw,
+               : clf__cmd_read(c->fl, d->index, d->compute, b->mem, off, bytes, host, what, nw,
                                cw, &ev);
     for (cl_uint j = 0; j < nw; j++)
         clReleaseEvent(cw[j]);
