@@ -383,10 +383,18 @@ START_TEST(reductions_with_a_basic_device)
         ck_assert_ok(clf_buffer_create(&b[d], f, 2 - d, c.n * 8, 0));
         in[d] = malloc(c.n * 8);
     }
-    run_reductions(&c, b, in, ref, tmp, NULL);
-    c.n = 7;
-    c.op = CLF_REDUCE_SUM;
-    run_reductions(&c, b, in, ref, tmp, NULL);
+    /* Each algorithm forced, and the one chosen: the basic device makes the collective wait
+     * on the host for each command, whichever runs. */
+    for (int alg = CLF_ALLREDUCE_AUTO; alg <= CLF_ALLREDUCE_HOST; alg++) {
+        clf_collective_options o = CLF_COLLECTIVE_OPTIONS_INIT;
+        o.algorithm = (clf_allreduce_algorithm)alg;
+        c.n = BIG;
+        c.op = CLF_REDUCE_MAX;
+        run_reductions(&c, b, in, ref, tmp, &o);
+        c.n = 7;
+        c.op = CLF_REDUCE_SUM;
+        run_reductions(&c, b, in, ref, tmp, &o);
+    }
     for (size_t d = 0; d < 3; d++) {
         clf_buffer_destroy(b[d]);
         free(in[d]);

@@ -45,6 +45,11 @@ clf_status clf__coll_kernels(clf__coll *c, clf_type type, clf_reduce_op op);
 clf_status clf__coll_entry(clf__coll *c);
 /* Scratch buffer half (0 or 1) of position i, at least bytes (kept by the fleet after). */
 clf_status clf__coll_scratch(clf__coll *c, size_t i, int half, size_t bytes);
+/* Host memory of at least bytes, kept by the fleet between calls (a fresh block's pages are
+ * faulted in on first touch, every call); NULL without memory. Put it back (or free it) with
+ * clf__coll_host_put(fl, p, the bytes asked for); accepts NULL. */
+void *clf__coll_host_get(clf_fleet *fl, size_t bytes);
+void clf__coll_host_put(clf_fleet *fl, void *p, size_t bytes);
 /* Wait for every command queued, free everything; st, or the first command's failure. */
 clf_status clf__coll_finish(clf__coll *c, clf_status st);
 /* A copy between devices after up to three events (NULL ones skipped). */

@@ -80,7 +80,7 @@ clf_status clf__allreduce_host(clf__coll *c, size_t count, clf_type type, clf_re
         return clf__fail(CLF_ERROR_SIZE_OVERFLOW, "%s: %zu buffers of %zu bytes overflow", c->fn,
                          c->n, bytes);
     /* One block for every buffer's copy: the reads all run at once. */
-    char *h = malloc(total);
+    char *h = clf__coll_host_get(c->fl, total);
     if (!h)
         return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY,
                          "%s: no host memory for the host combine (%zu bytes)", c->fn, total);
@@ -104,6 +104,6 @@ out:
         clf__coll_wait_all(c);
         st = clf__fail(st, "%s", detail);
     }
-    free(h);
+    clf__coll_host_put(c->fl, h, total);
     return st;
 }
