@@ -1590,7 +1590,8 @@ CLF_API const char *clf_trace_path(const clf_fleet *fleet);
  * return once the result is in place. Every byte that moves between devices
  * goes through clf_copy_async() (so the transfer path selector applies); the
  * arithmetic runs on the devices (kernels of cl/reduce.cl, built once per
- * fleet). Counts that do not divide by the number of buffers, counts smaller
+ * fleet), or on the host when clf_allreduce() predicts its host combine the
+ * cheaper. Counts that do not divide by the number of buffers, counts smaller
  * than it, and a single buffer all work.
  */
 
