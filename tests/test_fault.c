@@ -1303,10 +1303,13 @@ static void coll_free(clf_buffer *b[2])
     clf_buffer_destroy(b[1]);
 }
 
-/* An all-reduce (sum) or a broadcast from 0; the buffers checked when it succeeds. */
+/* An all-reduce (sum; the ring forced: it runs combine kernels and copies on both devices)
+ * or a broadcast from 0; the buffers checked when it succeeds. */
 static clf_status coll_run(clf_buffer *b[2], int allreduce)
 {
-    clf_status st = allreduce ? clf_allreduce(b, 2, SUB_N, CLF_TYPE_UINT32, CLF_REDUCE_SUM, NULL)
+    clf_collective_options ring = CLF_COLLECTIVE_OPTIONS_INIT;
+    ring.algorithm = CLF_ALLREDUCE_RING;
+    clf_status st = allreduce ? clf_allreduce(b, 2, SUB_N, CLF_TYPE_UINT32, CLF_REDUCE_SUM, &ring)
                               : clf_broadcast(b, 2, SUB_N * 4, 0, NULL);
     uint32_t h[SUB_N];
     for (size_t k = 0; st == CLF_SUCCESS && k < 2; k++) {
