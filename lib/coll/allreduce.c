@@ -63,8 +63,8 @@ static clf_status env_algorithm(const char *fn, clf_allreduce_algorithm *out)
             *out = (clf_allreduce_algorithm)a;
             return CLF_SUCCESS;
         }
-    return clf__fail(CLF_ERROR_PARSE, "%s: CLFLEET_ALLREDUCE is '%.64s' (expected ring, host or auto)",
-                     fn, v);
+    return clf__fail(CLF_ERROR_PARSE,
+                     "%s: CLFLEET_ALLREDUCE is '%.64s' (expected ring, host or auto)", fn, v);
 }
 
 /* The algorithm forced by the options, else by the environment; AUTO when neither forces. */
