@@ -1695,8 +1695,10 @@ CLF_API clf_status clf_allreduce(clf_buffer *const *bufs, size_t nbufs, size_t c
  * \param type element type
  * \param op reduction operation
  * \param opts options, or NULL for the defaults
- * \param ring_s receives the predicted seconds of the ring, or NULL
- * \param host_s receives the predicted seconds of the host combine, or NULL
+ * \param ring_s receives the predicted seconds of the ring (-1 for a single
+ *        buffer), or NULL
+ * \param host_s receives the predicted seconds of the host combine (likewise),
+ *        or NULL
  * \return as clf_allreduce(); CLF_ERROR_PARSE for a bad $CLFLEET_ALLREDUCE
  */
 CLF_API clf_status clf_allreduce_choice(clf_allreduce_algorithm *out, clf_buffer *const *bufs,

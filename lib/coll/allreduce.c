@@ -129,8 +129,8 @@ static void figures(const clf__coll *c, size_t count, const clf_collective_optio
     in->ring_chunks = clf__allreduce_ring_chunks(c, count, o);
 }
 
-/* The algorithm of a validated call of n >= 2 positions, and both predictions (-1: not
- * predicted, when forced). */
+/* The algorithm of a validated call, and both predictions (also when forced, for the log and
+ * clf_allreduce_choice(); -1 for a single buffer, which moves nothing). */
 static clf_status choose(const clf__coll *c, size_t count, const clf_collective_options *o,
                          clf_allreduce_algorithm *alg, double *ring_s, double *host_s)
 {
