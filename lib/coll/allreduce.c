@@ -12,8 +12,8 @@
  * selector's (a direct path at its guessed speed, or staged through the two host links); a
  * combine kernel runs at the model's guessed device speed; every command costs a fixed time.
  * The choice is forced by clf_collective_options.algorithm, else $CLFLEET_ALLREDUCE (ring,
- * host or auto), and logged at debug level; the trace names the ring's kernels and the host
- * combine's transfers after the algorithm.
+ * host or auto), and logged at debug level; the trace names the ring's kernels after it (the
+ * host combine shows as one read and one write per device, no kernel).
  */
 #include "coll.h"
 

@@ -21,10 +21,11 @@ typedef struct clf__coll {
     size_t es; /* bytes per element */
     cl_kernel k[CLF__COLL_MAXN];
     char kname[48]; /* the combine kernel's name */
-    /* What the trace and the metrics call the combine kernels and the host reads and
-     * writes: the kernel's name or c->fn, with the algorithm of an all-reduce, so that a
-     * timeline shows which one ran ("clf_reduce_sum_f32 (ring)"). */
+    /* What the timeline calls the combine kernels: the kernel's name with the algorithm of
+     * an all-reduce, so that a trace shows which one ran ("clf_reduce_sum_f32 (ring)");
+     * empty: kname. */
     char klabel[64];
+    /* What errors call the host reads and writes (NULL: fn). */
     const char *tag;
     size_t wg[CLF__COLL_MAXN];
     clf_buffer *scratch[CLF__COLL_MAXN][2];
