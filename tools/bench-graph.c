@@ -1,0 +1,944 @@
+/*
+ * clfleet-bench graph: one DAG of tile kernels run three ways, makespans side by side in
+ * one run (issue 30):
+ *
+ *   (a) graph        a clf_graph recorded once and run --reps times (after --warmup untimed
+ *                    runs, in which it plans and its cost model measures the kernels), with
+ *                    CLF_GRAPH_KEEP_COPIES: the inputs do not change between runs, so a copy
+ *                    a run left on a device stays current for the next, as StarPU's do
+ *   (b) hand-placed  the same DAG with clf_kernel_enqueue(), owner computes written by hand:
+ *                    tile row i of every matrix on device i mod n, the shared right-hand
+ *                    matrices copied to every device once before the timing; a row's nodes
+ *                    run in order on its device's queue, so no edge crosses devices
+ *   (c) StarPU       StarPU 1.3's dmda scheduler with one OpenCL worker per device
+ *                    (STARPU_NCPU=0), the same kernel source through
+ *                    starpu_opencl_load_opencl_from_file(), history-based performance models
+ *                    calibrated in the --warmup runs, STARPU_HOME in a temporary directory;
+ *                    built when configure found starpu-1.3, and only on a fleet of root
+ *                    devices without CLFLEET_SIMULATE (StarPU sees neither sub-devices nor
+ *                    the simulation)
+ *
+ * and each device alone (the DAG in order on one device's queue, one device of each kind,
+ * clf_bench_same_kind()): the fastest is the base of every speedup, and from all of them
+ * the ideal, every device busy all the time (1 / the sum of 1/alone).
+ *
+ * The DAG: two layers of a tiled matrix product over T x T tiles of S x S floats,
+ *     C = relu(A B),  D = C E
+ * where an output tile is a chain of tile products, the first writing it (tgemm) and the
+ * others adding to it (tgemm_acc), and each C tile goes through trelu in place before the
+ * second layer reads it: 2 T^3 + T^2 nodes of three kernels, every A, B, C and E tile read
+ * by T nodes. Every run's D is checked against a plain C product (a few ulps apart: a
+ * device may contract a multiply and an add).
+ */
+#ifndef _XOPEN_SOURCE
+#define _XOPEN_SOURCE 700 /* nftw(), mkdtemp(), setenv() */
+#endif
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "json.h"
+#include "clfleet.h"
+#include "clfleet/graph.h"
+
+#ifdef CLF_BENCH_STARPU
+#include <ftw.h>
+#include <starpu.h>
+#endif
+
+/* The tile kernels: the same source for clfleet and for StarPU. */
+static const char GRAPH_CL[] =
+    "kernel void tgemm(global const float *a, global const float *b, global float *c,\n"
+    "                  uint n)\n"
+    "{\n"
+    "    size_t j = get_global_id(0), i = get_global_id(1);\n"
+    "    float s = 0.0f;\n"
+    "    for (uint k = 0; k < n; k++) s += a[i * n + k] * b[k * n + j];\n"
+    "    c[i * n + j] = s;\n"
+    "}\n"
+    "kernel void tgemm_acc(global const float *a, global const float *b, global float *c,\n"
+    "                      uint n)\n"
+    "{\n"
+    "    size_t j = get_global_id(0), i = get_global_id(1);\n"
+    "    float s = 0.0f;\n"
+    "    for (uint k = 0; k < n; k++) s += a[i * n + k] * b[k * n + j];\n"
+    "    c[i * n + j] += s;\n"
+    "}\n"
+    "kernel void trelu(global float *c)\n"
+    "{\n"
+    "    size_t i = get_global_id(0);\n"
+    "    c[i] = fmax(c[i], 0.0f);\n"
+    "}\n";
+
+#define MAX_DEV 64
+#define MAX_TILES 16
+
+enum { MAT_A, MAT_B, MAT_E, MAT_C, MAT_D, NMAT };
+enum { FORM_GRAPH, FORM_HAND, FORM_STARPU, NFORM };
+static const char *const FORM_NAMES[NFORM] = {"clfleet graph", "hand-placed (enqueue)",
+                                              "StarPU 1.3 dmda"};
+static const char *const FORM_KEYS[NFORM] = {"graph", "hand_placed", "starpu_dmda"};
+
+typedef struct bench {
+    clf_bench_common opt;
+    size_t tile, tiles, warmup;
+    clf_fleet *fl;
+    clf_program *prog;
+    size_t ndev;
+    float *host[NMAT];   /* T*T tiles of S*S floats each, tile (i, j) at (i*T + j)*S*S */
+    float *ref;          /* D by plain C */
+    double form_s[NFORM];
+    int form_ran[NFORM];
+    const char *form_note[NFORM]; /* why a form has no figure */
+    size_t alone[MAX_DEV], nalone;
+    double alone_s[MAX_DEV];
+    size_t base;
+    clf_graph_report rep; /* the graph's last timed run */
+    size_t wrong;         /* runs whose D differed from the reference */
+} bench;
+
+static void usage(FILE *to)
+{
+    fputs("usage: clfleet-bench graph [--json] [--quick] [--verbose] [--reps N]\n"
+          "                           [--devices SELECTION] [--trace PATH] [--simulate RULES]\n"
+          "                           [--tile S] [--tiles T] [--warmup N]\n"
+          "A DAG of tile kernels, C = relu(A B), D = C E over T x T tiles of S x S floats\n"
+          "(2 T^3 + T^2 nodes of three kernels), run by clfleet's graph, by hand-placed\n"
+          "clf_kernel_enqueue() calls (owner computes) and by StarPU 1.3's dmda scheduler\n"
+          "on the same devices: median makespans side by side, against each device alone.\n"
+          "  --json          one JSON document on standard output\n"
+          "  --quick         tiles of 32 floats, 3 x 3 tiles, one repetition, one warm-up\n"
+          "  --reps N        timed repetitions, medians reported (5)\n"
+          "  --devices S     devices (default: $CLFLEET_DEVICES, else the library's default)\n"
+          "  --trace PATH    a Perfetto timeline, PATH-N.json\n"
+          "  --simulate R    set CLFLEET_SIMULATE=R for the fleet (a testing tool: e.g.\n"
+          "                  'device=1,compute=0.02,latency=60us' makes device 1 slow);\n"
+          "                  StarPU does not run then (it would not see the simulation)\n"
+          "  --tile S        tile side in floats (default 128)\n"
+          "  --tiles T       tiles per matrix side, 1 to 16 (default 4: 144 nodes)\n"
+          "  --warmup N      untimed runs of the graph and of StarPU first, where they\n"
+          "                  plan and calibrate their models (default 3)\n"
+          "  -h, --help      this text; -V, --version: the version\n",
+          to);
+}
+
+enum { OPT_TILE = CLF_BENCH_OWN, OPT_TILES, OPT_WARMUP };
+static const struct option OWN[] = {{"tile", required_argument, NULL, OPT_TILE},
+                                    {"tiles", required_argument, NULL, OPT_TILES},
+                                    {"warmup", required_argument, NULL, OPT_WARMUP},
+                                    {NULL, 0, NULL, 0}};
+
+static int own_option(void *bench_, int val, const char *arg)
+{
+    bench *b = bench_;
+    if (val == OPT_TILE)
+        return clf_bench_number(arg, 10, 1, 4096, &b->tile);
+    if (val == OPT_TILES)
+        return clf_bench_number(arg, 10, 1, MAX_TILES, &b->tiles);
+    if (val == OPT_WARMUP)
+        return clf_bench_number(arg, 10, 0, 100, &b->warmup);
+    return 0;
+}
+
+static size_t tile_elems(const bench *b)
+{
+    return b->tile * b->tile;
+}
+
+/* Tile (i, j) of host matrix m. */
+static float *host_tile(const bench *b, int m, size_t i, size_t j)
+{
+    return b->host[m] + (i * b->tiles + j) * tile_elems(b);
+}
+
+static size_t node_count(const bench *b)
+{
+    return 2 * b->tiles * b->tiles * b->tiles + b->tiles * b->tiles;
+}
+
+/* The DAG in recording order, as calls of `node` (kernel 0 tgemm, 1 tgemm_acc, 2 trelu;
+ * its input tiles x, y and output tile z, or only z for trelu): every form walks it so,
+ * and so runs the same nodes in the same order. Returns the first failure. */
+typedef clf_status (*node_fn)(void *ctx, int kernel, int mx, size_t xi, size_t xj, int my,
+                              size_t yi, size_t yj, int mz, size_t zi, size_t zj);
+
+static const char *const KERNELS[3] = {"tgemm", "tgemm_acc", "trelu"};
+
+static clf_status walk_dag(const bench *b, node_fn node, void *ctx)
+{
+    size_t t = b->tiles;
+    clf_status st = CLF_SUCCESS;
+    for (int layer = 0; layer < 2 && st == CLF_SUCCESS; layer++) {
+        int mx = layer ? MAT_C : MAT_A, my = layer ? MAT_E : MAT_B, mz = layer ? MAT_D : MAT_C;
+        for (size_t i = 0; i < t && st == CLF_SUCCESS; i++)
+            for (size_t j = 0; j < t && st == CLF_SUCCESS; j++) {
+                for (size_t k = 0; k < t && st == CLF_SUCCESS; k++)
+                    st = node(ctx, k ? 1 : 0, mx, i, k, my, k, j, mz, i, j);
+                if (!layer && st == CLF_SUCCESS)
+                    st = node(ctx, 2, 0, 0, 0, 0, 0, 0, MAT_C, i, j);
+            }
+    }
+    return st;
+}
+
+/* ---- the plain C reference --------------------------------------------------------------- */
+
+static void ref_layer(const bench *b, const float *x, const float *y, float *z, int relu)
+{
+    size_t t = b->tiles, s = b->tile, ee = tile_elems(b);
+    for (size_t i = 0; i < t; i++)
+        for (size_t j = 0; j < t; j++) {
+            float *zt = z + (i * t + j) * ee;
+            memset(zt, 0, ee * sizeof(float));
+            /* As the kernels: a tile product summed over its own k, then added. */
+            for (size_t k = 0; k < t; k++) {
+                const float *xt = x + (i * t + k) * ee, *yt = y + (k * t + j) * ee;
+                for (size_t r = 0; r < s; r++)
+                    for (size_t c = 0; c < s; c++) {
+                        float acc = 0.0f;
+                        for (size_t q = 0; q < s; q++)
+                            acc += xt[r * s + q] * yt[q * s + c];
+                        zt[r * s + c] = k ? zt[r * s + c] + acc : acc;
+                    }
+            }
+            for (size_t e = 0; relu && e < ee; e++)
+                zt[e] = zt[e] > 0.0f ? zt[e] : 0.0f;
+        }
+}
+
+static void fill(float *v, size_t n, unsigned seed)
+{
+    for (size_t i = 0; i < n; i++) {
+        seed = seed * 1103515245u + 12345u;
+        v[i] = (float)((seed >> 16) % 2001) / 1000.0f - 1.0f;
+    }
+}
+
+/* 1 when d matches the reference (relative 1e-3: contraction into FMA moves a few ulps). */
+static int check(bench *b, const float *d)
+{
+    size_t n = b->tiles * b->tiles * tile_elems(b);
+    for (size_t i = 0; i < n; i++)
+        if (!(fabsf(d[i] - b->ref[i]) <= 1e-3f * (1.0f + fabsf(b->ref[i])))) {
+            if (b->wrong++ == 0)
+                fprintf(stderr, "clfleet-bench graph: D[%zu] = %g, want %g\n", i, (double)d[i],
+                        (double)b->ref[i]);
+            return 0;
+        }
+    return 1;
+}
+
+/* ---- clfleet buffers: one per tile ------------------------------------------------------- */
+
+typedef struct tiles {
+    clf_buffer *buf[NMAT][MAX_TILES * MAX_TILES];
+} tiles;
+
+static void tiles_destroy(tiles *tl)
+{
+    for (int m = 0; m < NMAT; m++)
+        for (size_t k = 0; k < MAX_TILES * MAX_TILES; k++) {
+            clf_buffer_destroy(tl->buf[m][k]);
+            tl->buf[m][k] = NULL;
+        }
+}
+
+/* Tiles of every matrix, tile (i, j) of matrix m on device dev(m, i, j, ctx); the inputs
+ * written from the host. */
+static clf_status tiles_create(tiles *tl, const bench *b,
+                               size_t (*dev)(int m, size_t i, size_t j, const void *ctx),
+                               const void *ctx)
+{
+    size_t bytes = tile_elems(b) * sizeof(float);
+    clf_status st = CLF_SUCCESS;
+    memset(tl, 0, sizeof *tl);
+    for (int m = 0; m < NMAT && st == CLF_SUCCESS; m++)
+        for (size_t i = 0; i < b->tiles && st == CLF_SUCCESS; i++)
+            for (size_t j = 0; j < b->tiles && st == CLF_SUCCESS; j++) {
+                clf_buffer **p = &tl->buf[m][i * b->tiles + j];
+                st = clf_buffer_create(p, b->fl, dev(m, i, j, ctx), bytes, 0);
+                if (st == CLF_SUCCESS && m <= MAT_E)
+                    st = clf_buffer_write(*p, 0, bytes, host_tile(b, m, i, j));
+            }
+    return st;
+}
+
+/* D, tile by tile, into out. */
+static clf_status tiles_read_d(const tiles *tl, const bench *b, float *out)
+{
+    size_t bytes = tile_elems(b) * sizeof(float);
+    clf_status st = CLF_SUCCESS;
+    for (size_t k = 0; k < b->tiles * b->tiles && st == CLF_SUCCESS; k++)
+        st = clf_buffer_read(tl->buf[MAT_D][k], 0, bytes, out + k * tile_elems(b));
+    return st;
+}
+
+/* ---- (a) the graph ----------------------------------------------------------------------- */
+
+/* The graph's buffers: the inputs where a program would have loaded them (device 0), the
+ * outputs' tiles dealt over the devices; where the nodes run is the scheduler's business. */
+static size_t graph_home(int m, size_t i, size_t j, const void *ctx)
+{
+    const bench *b = ctx;
+    return m <= MAT_E ? 0 : (i * b->tiles + j) % b->ndev;
+}
+
+typedef struct graph_ctx {
+    const bench *b;
+    clf_graph *g;
+    tiles *tl;
+    unsigned n;
+} graph_ctx;
+
+static clf_status graph_node(void *ctx_, int kernel, int mx, size_t xi, size_t xj, int my,
+                             size_t yi, size_t yj, int mz, size_t zi, size_t zj)
+{
+    graph_ctx *c = ctx_;
+    size_t t = c->b->tiles;
+    clf_graph_node_desc d = CLF_GRAPH_NODE_DESC_INIT;
+    d.kernel = KERNELS[kernel];
+    clf_buffer *z = c->tl->buf[mz][zi * t + zj];
+    if (kernel == 2) {
+        d.global[0] = tile_elems(c->b);
+        clf_arg a[] = {CLF_BUF_INOUT(z)};
+        return clf_graph_add_kernel(NULL, c->g, &d, a, 1);
+    }
+    d.dims = 2;
+    d.global[0] = d.global[1] = c->b->tile;
+    clf_arg a[] = {CLF_BUF_IN(c->tl->buf[mx][xi * t + xj]),
+                   CLF_BUF_IN(c->tl->buf[my][yi * t + yj]), CLF_BUF_INOUT(z),
+                   CLF_SCALAR(&c->n)};
+    if (!kernel) /* tgemm writes all of its tile: its old contents need not move */
+        a[2] = (clf_arg)CLF_BUF_OUT(z);
+    return clf_graph_add_kernel(NULL, c->g, &d, a, 4);
+}
+
+static clf_status run_graph(bench *b, float *out)
+{
+    tiles tl;
+    clf_graph *g = NULL;
+    double t[CLF_BENCH_MAX_REPS];
+    clf_status st = tiles_create(&tl, b, graph_home, b);
+    if (st == CLF_SUCCESS)
+        st = clf_graph_create(&g, b->fl, b->prog);
+    if (st == CLF_SUCCESS)
+        st = clf_graph_set_flags(g, CLF_GRAPH_KEEP_COPIES);
+    graph_ctx c = {b, g, &tl, (unsigned)b->tile};
+    if (st == CLF_SUCCESS)
+        st = walk_dag(b, graph_node, &c);
+    for (size_t r = 0; r < b->warmup + b->opt.reps && st == CLF_SUCCESS; r++) {
+        double t0 = clf_bench_now();
+        st = clf_graph_run(g, NULL);
+        if (st == CLF_SUCCESS)
+            st = clf_graph_wait(g);
+        double t1 = clf_bench_now();
+        if (r >= b->warmup)
+            t[r - b->warmup] = t1 - t0;
+        if (st == CLF_SUCCESS)
+            st = tiles_read_d(&tl, b, out);
+        if (st == CLF_SUCCESS)
+            check(b, out);
+    }
+    if (st == CLF_SUCCESS)
+        st = clf_graph_report_get(&b->rep, g);
+    if (st == CLF_SUCCESS)
+        b->form_s[FORM_GRAPH] = clf_bench_median(t, b->opt.reps);
+    clf_graph_destroy(g);
+    tiles_destroy(&tl);
+    return st;
+}
+
+/* ---- (b) hand-placed, and each device alone ---------------------------------------------- */
+
+typedef struct hand_ctx {
+    const bench *b;
+    const size_t *devs; /* the devices used: tile row i on devs[i mod ndevs] */
+    size_t ndevs;
+    /* Tiles of the row-owned matrices (A, C, D) on their owners; the shared right-hand
+     * matrices (B, E) on every device used. */
+    tiles own;
+    tiles shared[MAX_DEV];
+    unsigned n;
+} hand_ctx;
+
+static size_t hand_home(int m, size_t i, size_t j, const void *ctx)
+{
+    const hand_ctx *h = ctx;
+    (void)m;
+    (void)j;
+    return h->devs[i % h->ndevs];
+}
+
+static size_t hand_shared_home(int m, size_t i, size_t j, const void *ctx)
+{
+    (void)m;
+    (void)i;
+    (void)j;
+    return *(const size_t *)ctx;
+}
+
+static clf_status hand_node(void *ctx_, int kernel, int mx, size_t xi, size_t xj, int my,
+                            size_t yi, size_t yj, int mz, size_t zi, size_t zj)
+{
+    hand_ctx *h = ctx_;
+    size_t t = h->b->tiles, owner = zi % h->ndevs, dev = h->devs[owner];
+    clf_kernel_desc d = CLF_KERNEL_DESC_INIT;
+    d.kernel = KERNELS[kernel];
+    clf_buffer *z = h->own.buf[mz][zi * t + zj];
+    /* Owner computes: the node runs where its output row lives; its left input is of the
+     * same row (A or C, owned alike), its right one a replica on this device. Nodes of a
+     * row follow each other on the device's in-order queue: no event is needed. */
+    if (kernel == 2) {
+        d.global[0] = tile_elems(h->b);
+        clf_arg a[] = {CLF_BUF_INOUT(z)};
+        return clf_kernel_enqueue(h->b->fl, h->b->prog, dev, &d, a, 1, NULL, 0, NULL);
+    }
+    d.dims = 2;
+    d.global[0] = d.global[1] = h->b->tile;
+    clf_arg a[] = {CLF_BUF_IN(h->own.buf[mx][xi * t + xj]),
+                   CLF_BUF_IN(h->shared[owner].buf[my][yi * t + yj]), CLF_BUF_INOUT(z),
+                   CLF_SCALAR(&h->n)};
+    if (!kernel)
+        a[2] = (clf_arg)CLF_BUF_OUT(z);
+    return clf_kernel_enqueue(h->b->fl, h->b->prog, dev, &d, a, 4, NULL, 0, NULL);
+}
+
+/* The DAG by hand on devs (one device: the sequential run), runs untimed runs first and
+ * then reps timed ones; the median into *secs. */
+static clf_status run_hand(bench *b, const size_t *devs, size_t ndevs, size_t runs0,
+                           double *secs, float *out)
+{
+    hand_ctx *h = calloc(1, sizeof *h);
+    double t[CLF_BENCH_MAX_REPS];
+    clf_event *done[MAX_DEV] = {NULL};
+    if (!h)
+        return CLF_ERROR_OUT_OF_HOST_MEMORY;
+    h->b = b;
+    h->devs = devs;
+    h->ndevs = ndevs;
+    h->n = (unsigned)b->tile;
+    clf_status st = tiles_create(&h->own, b, hand_home, h);
+    for (size_t k = 0; k < ndevs && st == CLF_SUCCESS; k++)
+        st = tiles_create(&h->shared[k], b, hand_shared_home, &devs[k]);
+    for (size_t r = 0; r < runs0 + b->opt.reps && st == CLF_SUCCESS; r++) {
+        double t0 = clf_bench_now();
+        st = walk_dag(b, hand_node, h);
+        /* The run ends when every device used has done its part. */
+        for (size_t k = 0; k < ndevs && st == CLF_SUCCESS; k++)
+            st = clf_event_record(&done[k], b->fl, devs[k]);
+        if (st == CLF_SUCCESS)
+            st = clf_events_wait(done, ndevs);
+        else
+            clf_fleet_finish(b->fl);
+        double t1 = clf_bench_now();
+        for (size_t k = 0; k < ndevs; k++) {
+            clf_event_release(done[k]);
+            done[k] = NULL;
+        }
+        if (r >= runs0)
+            t[r - runs0] = t1 - t0;
+        if (st == CLF_SUCCESS)
+            st = tiles_read_d(&h->own, b, out);
+        if (st == CLF_SUCCESS)
+            check(b, out);
+    }
+    if (st == CLF_SUCCESS)
+        *secs = clf_bench_median(t, b->opt.reps);
+    tiles_destroy(&h->own);
+    for (size_t k = 0; k < ndevs; k++)
+        tiles_destroy(&h->shared[k]);
+    free(h);
+    return st;
+}
+
+/* Each kind of device alone (one untimed run first: the kernels' builds); the fastest is
+ * the base. */
+static clf_status run_alone(bench *b, float *out)
+{
+    b->nalone = 0;
+    for (size_t i = 0; i < b->ndev && b->nalone < MAX_DEV; i++) {
+        size_t k = 0;
+        while (k < b->nalone && !clf_bench_same_kind(b->fl, b->alone[k], i))
+            k++;
+        if (k == b->nalone)
+            b->alone[b->nalone++] = i;
+    }
+    for (size_t k = 0; k < b->nalone; k++) {
+        clf_status st = run_hand(b, &b->alone[k], 1, 1, &b->alone_s[k], out);
+        if (st != CLF_SUCCESS)
+            return st;
+    }
+    b->base = clf_bench_fastest(b->alone_s, b->nalone);
+    if (b->base == b->nalone)
+        b->base = 0;
+    return CLF_SUCCESS;
+}
+
+/* ---- (c) StarPU -------------------------------------------------------------------------- */
+
+#ifdef CLF_BENCH_STARPU
+static struct starpu_opencl_program sp_prog;
+static int sp_failed; /* a codelet's OpenCL call failed (codelets return nothing) */
+
+/* One tile kernel on this worker's device: the buffers in order, then the tile side for
+ * the products. Synchronous (clFinish), so StarPU's own timing of the codelet is the
+ * kernel's, as its history-based models want. */
+static void sp_kernel(void *buffers[], void *cl_arg, const char *name, unsigned nbuf,
+                      size_t global0, unsigned dims)
+{
+    unsigned n = 0;
+    if (dims == 2)
+        starpu_codelet_unpack_args(cl_arg, &n);
+    int devid = starpu_worker_get_devid(starpu_worker_get_id_check());
+    cl_kernel k = NULL;
+    cl_command_queue q = NULL;
+    cl_int err = starpu_opencl_load_kernel(&k, &q, &sp_prog, name, devid);
+    for (unsigned i = 0; i < nbuf && err == CL_SUCCESS; i++) {
+        cl_mem m = (cl_mem)STARPU_VECTOR_GET_DEV_HANDLE(buffers[i]);
+        err = clSetKernelArg(k, i, sizeof m, &m);
+    }
+    if (err == CL_SUCCESS && dims == 2)
+        err = clSetKernelArg(k, nbuf, sizeof n, &n);
+    size_t global[2] = {global0, global0};
+    if (err == CL_SUCCESS)
+        err = clEnqueueNDRangeKernel(q, k, dims, NULL, global, NULL, 0, NULL, NULL);
+    if (err == CL_SUCCESS)
+        err = clFinish(q);
+    if (k)
+        starpu_opencl_release_kernel(k);
+    if (err != CL_SUCCESS && !sp_failed) {
+        sp_failed = 1;
+        fprintf(stderr, "clfleet-bench graph: StarPU worker: %s: OpenCL error %d\n", name,
+                (int)err);
+    }
+}
+
+static void sp_tgemm(void *buffers[], void *cl_arg)
+{
+    unsigned n;
+    starpu_codelet_unpack_args(cl_arg, &n);
+    sp_kernel(buffers, cl_arg, "tgemm", 3, n, 2);
+}
+
+static void sp_tgemm_acc(void *buffers[], void *cl_arg)
+{
+    unsigned n;
+    starpu_codelet_unpack_args(cl_arg, &n);
+    sp_kernel(buffers, cl_arg, "tgemm_acc", 3, n, 2);
+}
+
+static void sp_trelu(void *buffers[], void *cl_arg)
+{
+    (void)cl_arg;
+    sp_kernel(buffers, NULL, "trelu", 1, STARPU_VECTOR_GET_NX(buffers[0]), 1);
+}
+
+static struct starpu_perfmodel sp_model[3];
+static struct starpu_codelet sp_cl[3];
+
+static void sp_codelets(void)
+{
+    static const char *const symbols[3] = {"clfleet_bench_tgemm", "clfleet_bench_tgemm_acc",
+                                           "clfleet_bench_trelu"};
+    starpu_opencl_func_t fns[3] = {sp_tgemm, sp_tgemm_acc, sp_trelu};
+    for (int k = 0; k < 3; k++) {
+        memset(&sp_model[k], 0, sizeof sp_model[k]);
+        sp_model[k].type = STARPU_HISTORY_BASED;
+        sp_model[k].symbol = symbols[k];
+        starpu_codelet_init(&sp_cl[k]);
+        sp_cl[k].where = STARPU_OPENCL;
+        sp_cl[k].opencl_funcs[0] = fns[k];
+        sp_cl[k].name = KERNELS[k];
+        sp_cl[k].model = &sp_model[k];
+        if (k == 2) {
+            sp_cl[k].nbuffers = 1;
+            sp_cl[k].modes[0] = STARPU_RW;
+        } else {
+            sp_cl[k].nbuffers = 3;
+            sp_cl[k].modes[0] = STARPU_R;
+            sp_cl[k].modes[1] = STARPU_R;
+            sp_cl[k].modes[2] = k ? STARPU_RW : STARPU_W;
+        }
+    }
+}
+
+typedef struct sp_ctx {
+    const bench *b;
+    starpu_data_handle_t h[NMAT][MAX_TILES * MAX_TILES];
+    unsigned n;
+} sp_ctx;
+
+static clf_status sp_node(void *ctx_, int kernel, int mx, size_t xi, size_t xj, int my,
+                          size_t yi, size_t yj, int mz, size_t zi, size_t zj)
+{
+    sp_ctx *c = ctx_;
+    size_t t = c->b->tiles;
+    int ret;
+    /* Dependencies are StarPU's, from the access modes (sequential consistency). */
+    if (kernel == 2)
+        ret = starpu_task_insert(&sp_cl[2], STARPU_RW, c->h[mz][zi * t + zj], 0);
+    else
+        ret = starpu_task_insert(&sp_cl[kernel], STARPU_R, c->h[mx][xi * t + xj], STARPU_R,
+                                 c->h[my][yi * t + yj], kernel ? STARPU_RW : STARPU_W,
+                                 c->h[mz][zi * t + zj], STARPU_VALUE, &c->n, sizeof c->n, 0);
+    if (ret != 0) {
+        fprintf(stderr, "clfleet-bench graph: starpu_task_insert: %d\n", ret);
+        return CLF_ERROR_INVALID_ARGUMENT;
+    }
+    return CLF_SUCCESS;
+}
+
+static int sp_rm(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+/* The kernel source as a file in dir, for starpu_opencl_load_opencl_from_file(). */
+static int sp_source_file(char *path, size_t len, const char *dir)
+{
+    snprintf(path, len, "%s/graph-tiles.cl", dir);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return 0;
+    int ok = fputs(GRAPH_CL, f) >= 0;
+    return fclose(f) == 0 && ok;
+}
+
+static clf_status run_starpu(bench *b, float *out)
+{
+    char home[] = "/tmp/clf-bench-starpu.XXXXXX", src[sizeof home + 32], n[32];
+    if (!mkdtemp(home)) {
+        fprintf(stderr, "clfleet-bench graph: StarPU: mkdtemp: %s\n", strerror(errno));
+        return CLF_ERROR_IO;
+    }
+    /* StarPU reads its configuration from the environment at starpu_init(): dmda, one
+     * OpenCL worker per device of the fleet (PoCL's are CPU devices, which StarPU skips
+     * unless told), no CPU worker, and its models and bus samples in the temporary home. */
+    snprintf(n, sizeof n, "%zu", b->ndev);
+    setenv("STARPU_SCHED", "dmda", 1);
+    setenv("STARPU_NCPU", "0", 1);
+    setenv("STARPU_NCUDA", "0", 1);
+    setenv("STARPU_NOPENCL", n, 1);
+    setenv("STARPU_OPENCL_ON_CPUS", "1", 1);
+    setenv("STARPU_CALIBRATE", "1", 1);
+    setenv("STARPU_HOME", home, 1);
+    if (!b->opt.verbose)
+        setenv("STARPU_SILENT", "1", 1);
+    clf_status st = CLF_SUCCESS;
+    int started = 0, loaded = 0;
+    double t[CLF_BENCH_MAX_REPS];
+    sp_ctx *c = calloc(1, sizeof *c);
+    if (!c) {
+        st = CLF_ERROR_OUT_OF_HOST_MEMORY;
+        goto out;
+    }
+    c->b = b;
+    c->n = (unsigned)b->tile;
+    if (!sp_source_file(src, sizeof src, home)) {
+        fprintf(stderr, "clfleet-bench graph: StarPU: cannot write %s\n", src);
+        st = CLF_ERROR_IO;
+        goto out;
+    }
+    if (starpu_init(NULL) != 0) {
+        fprintf(stderr, "clfleet-bench graph: starpu_init failed\n");
+        st = CLF_ERROR_NO_DEVICE;
+        goto out;
+    }
+    started = 1;
+    if (starpu_opencl_worker_get_count() != b->ndev) {
+        fprintf(stderr, "clfleet-bench graph: StarPU has %u OpenCL workers, the fleet %zu "
+                        "devices\n",
+                starpu_opencl_worker_get_count(), b->ndev);
+        st = CLF_ERROR_NO_DEVICE;
+        goto out;
+    }
+    if (starpu_opencl_load_opencl_from_file(src, &sp_prog, NULL) != 0) {
+        fprintf(stderr, "clfleet-bench graph: StarPU: the kernels did not build\n");
+        st = CLF_ERROR_BUILD;
+        goto out;
+    }
+    loaded = 1;
+    sp_codelets();
+    size_t ee = tile_elems(b), nt = b->tiles * b->tiles;
+    /* StarPU works on the caller's host arrays: C and D of its own, A, B and E shared
+     * (only read). */
+    float *cd = malloc(2 * nt * ee * sizeof(float));
+    if (!cd) {
+        st = CLF_ERROR_OUT_OF_HOST_MEMORY;
+        goto out;
+    }
+    for (int m = 0; m < NMAT; m++)
+        for (size_t k = 0; k < nt; k++) {
+            float *p = m <= MAT_E ? b->host[m] + k * ee : cd + ((m - MAT_C) * nt + k) * ee;
+            starpu_vector_data_register(&c->h[m][k], STARPU_MAIN_RAM, (uintptr_t)p, ee,
+                                        sizeof(float));
+        }
+    for (size_t r = 0; r < b->warmup + b->opt.reps && st == CLF_SUCCESS; r++) {
+        double t0 = clf_bench_now();
+        st = walk_dag(b, sp_node, c);
+        starpu_task_wait_for_all();
+        double t1 = clf_bench_now();
+        if (r >= b->warmup)
+            t[r - b->warmup] = t1 - t0;
+        if (sp_failed)
+            st = CLF_ERROR_OPENCL;
+        /* D back to the host, untimed, to check it (the replicas stay valid). */
+        for (size_t k = 0; k < nt && st == CLF_SUCCESS; k++) {
+            if (starpu_data_acquire(c->h[MAT_D][k], STARPU_R) != 0)
+                st = CLF_ERROR_INVALID_ARGUMENT;
+            else
+                starpu_data_release(c->h[MAT_D][k]);
+        }
+        if (st == CLF_SUCCESS) {
+            memcpy(out, cd + nt * ee, nt * ee * sizeof(float));
+            check(b, out);
+        }
+    }
+    for (int m = 0; m < NMAT; m++)
+        for (size_t k = 0; k < nt; k++)
+            starpu_data_unregister(c->h[m][k]);
+    free(cd);
+    if (st == CLF_SUCCESS)
+        b->form_s[FORM_STARPU] = clf_bench_median(t, b->opt.reps);
+out:
+    if (loaded)
+        starpu_opencl_unload_opencl(&sp_prog);
+    if (started)
+        starpu_shutdown();
+    free(c);
+    nftw(home, sp_rm, 16, FTW_DEPTH | FTW_PHYS);
+    return st;
+}
+#endif
+
+/* Why StarPU has no figure on this fleet, or NULL when it can run. */
+static const char *starpu_note(const bench *b)
+{
+#ifndef CLF_BENCH_STARPU
+    (void)b;
+    return "not built (libstarpu-dev)";
+#else
+    if (clf_bench_simulation())
+        return "not run under CLFLEET_SIMULATE (StarPU would not see the simulation)";
+    for (size_t i = 0; i < b->ndev; i++) {
+        clf_device_info in;
+        if (clf_device_get_info(&in, b->fl, i) != CLF_SUCCESS || in.is_sub_device)
+            return "not run on sub-devices (StarPU takes whole devices)";
+    }
+    return NULL;
+#endif
+}
+
+/* ---- output ------------------------------------------------------------------------------ */
+
+static double ideal_s(const bench *b)
+{
+    /* Every device busy all the time: rates add up. Devices alike count once each. */
+    double rate = 0;
+    for (size_t i = 0; i < b->ndev; i++) {
+        size_t k = 0;
+        while (k < b->nalone && !clf_bench_same_kind(b->fl, b->alone[k], i))
+            k++;
+        if (k < b->nalone && b->alone_s[k] > 0)
+            rate += 1.0 / b->alone_s[k];
+    }
+    return rate > 0 ? 1.0 / rate : NAN;
+}
+
+static const char *dev_name(const bench *b, size_t dev, clf_device_info *in)
+{
+    return clf_device_get_info(in, b->fl, dev) == CLF_SUCCESS ? in->name : "?";
+}
+
+static void print_table(const bench *b)
+{
+    clf_device_info in;
+    double base = b->alone_s[b->base], ideal = ideal_s(b);
+    printf("clfleet-bench graph: C = relu(A B), D = C E; %zu x %zu tiles of %zu x %zu floats, "
+           "%zu nodes, %zu devices, median of %u (after %zu warm-up runs)\n",
+           b->tiles, b->tiles, b->tile, b->tile, node_count(b), b->ndev, b->opt.reps, b->warmup);
+    if (clf_bench_simulation())
+        printf("simulated: CLFLEET_SIMULATE='%s'\n", clf_bench_simulation());
+    for (size_t k = 0; k < b->nalone; k++)
+        printf("  device %zu alone (%s): %.2f ms%s\n", b->alone[k],
+               dev_name(b, b->alone[k], &in), b->alone_s[k] * 1e3,
+               k == b->base ? " (the fastest: the base)" : "");
+    if (b->nalone < b->ndev)
+        printf("  (devices alike were timed alone once, by the first of them)\n");
+    printf("  ideal (every device busy all the time): %.2f ms\n\n", ideal * 1e3);
+    printf("%-28s %11s %9s %10s\n", "form", "makespan ms", "speedup", "of ideal");
+    for (int f = 0; f < NFORM; f++) {
+        if (!b->form_ran[f]) {
+            printf("%-28s %s\n", FORM_NAMES[f], b->form_note[f]);
+            continue;
+        }
+        printf("%-28s %11.2f %8.2fx %9.2f\n", FORM_NAMES[f], b->form_s[f] * 1e3,
+               base / b->form_s[f], ideal / b->form_s[f]);
+    }
+    printf("(speedup: over the fastest device alone; of ideal: the ideal over the makespan)\n");
+    if (b->form_ran[FORM_STARPU])
+        printf("\ngraph / StarPU dmda: %.2f (<= 1: clfleet's graph is as fast or faster)\n",
+               b->form_s[FORM_GRAPH] / b->form_s[FORM_STARPU]);
+    const clf_graph_report *r = &b->rep;
+    printf("%sgraph, last run: %zu copies (%llu bytes), plan %s, predicted %.2f ms, critical "
+           "path %.2f ms%s; nodes per device:",
+           b->form_ran[FORM_STARPU] ? "" : "\n", r->copies, (unsigned long long)r->copy_bytes,
+           r->plan_reused ? "reused" : "made again", r->predicted_makespan_s * 1e3,
+           r->critical_path_s * 1e3, r->guessed ? " (some kernel times guessed)" : "");
+    for (size_t d = 0; d < b->ndev && d < CLF_MAX_LAUNCH_DEVICES; d++)
+        printf(" %zu", r->device_nodes[d]);
+    printf("\n");
+}
+
+static void print_json(const bench *b)
+{
+    clf_device_info in;
+    double base = b->alone_s[b->base], ideal = ideal_s(b);
+    printf("{\n  \"benchmark\": \"graph\",\n  \"tile\": %zu,\n  \"tiles\": %zu,\n"
+           "  \"nodes\": %zu,\n  \"devices\": %zu,\n  \"repetitions\": %u,\n"
+           "  \"warmup\": %zu,\n  \"simulate\": ",
+           b->tile, b->tiles, node_count(b), b->ndev, b->opt.reps, b->warmup);
+    if (clf_bench_simulation())
+        clf_tool_json_string(clf_bench_simulation());
+    else
+        printf("null");
+    printf(",\n  \"alone\": [");
+    for (size_t k = 0; k < b->nalone; k++) {
+        printf("%s\n    {\"device\": %zu, \"device_name\": ", k ? "," : "", b->alone[k]);
+        clf_tool_json_string(dev_name(b, b->alone[k], &in));
+        printf(", \"makespan_s\": ");
+        clf_tool_json_num(b->alone_s[k]);
+        printf(", \"baseline\": %s}", k == b->base ? "true" : "false");
+    }
+    printf("\n  ],\n  \"ideal_s\": ");
+    clf_tool_json_num(ideal);
+    printf(",\n  \"forms\": [");
+    for (int f = 0; f < NFORM; f++) {
+        printf("%s\n    {\"form\": \"%s\", ", f ? "," : "", FORM_KEYS[f]);
+        if (!b->form_ran[f]) {
+            printf("\"makespan_s\": null, \"note\": ");
+            clf_tool_json_string(b->form_note[f]);
+            printf("}");
+            continue;
+        }
+        printf("\"makespan_s\": ");
+        clf_tool_json_num(b->form_s[f]);
+        printf(", \"speedup\": ");
+        clf_tool_json_num(base / b->form_s[f]);
+        printf(", \"of_ideal\": ");
+        clf_tool_json_num(ideal / b->form_s[f]);
+        printf("}");
+    }
+    printf("\n  ],\n  \"graph_report\": {\"copies\": %zu, \"copy_bytes\": %llu, "
+           "\"plan_reused\": %s, \"predicted_makespan_s\": ",
+           b->rep.copies, (unsigned long long)b->rep.copy_bytes,
+           b->rep.plan_reused ? "true" : "false");
+    clf_tool_json_num(b->rep.predicted_makespan_s);
+    printf(", \"critical_path_s\": ");
+    clf_tool_json_num(b->rep.critical_path_s);
+    printf(", \"device_nodes\": [");
+    for (size_t d = 0; d < b->ndev && d < CLF_MAX_LAUNCH_DEVICES; d++)
+        printf("%s%zu", d ? ", " : "", b->rep.device_nodes[d]);
+    printf("]}\n}\n");
+}
+
+int clf_bench_graph(int argc, char **argv)
+{
+    bench b;
+    memset(&b, 0, sizeof b);
+    b.opt = (clf_bench_common){.name = "graph", .usage = usage, .reps = 5, .quick_reps = 1};
+    b.tile = 128;
+    b.tiles = 4;
+    b.warmup = 3;
+    int rc = clf_bench_parse(&b.opt, argc, argv, OWN, own_option, &b);
+    if (rc >= 0)
+        return rc;
+    if (b.opt.quick) {
+        b.tile = b.tile < 32 ? b.tile : 32;
+        b.tiles = b.tiles < 3 ? b.tiles : 3;
+        b.warmup = b.warmup < 1 ? b.warmup : 1;
+    }
+    rc = 0;
+    float *out = NULL;
+    clf_fleet_options o = CLF_FLEET_OPTIONS_INIT;
+    clf_status st = clf_bench_fleet_want(&b.fl, &b.opt, &o, 2, 1);
+    if (st != CLF_SUCCESS)
+        return clf_bench_setup_failed("graph", "fleet", st);
+    b.ndev = clf_fleet_device_count(b.fl);
+    size_t n = b.tiles * b.tiles * tile_elems(&b);
+    for (int m = 0; m < NMAT; m++)
+        b.host[m] = calloc(n, sizeof(float));
+    b.ref = malloc(n * sizeof(float));
+    out = malloc(n * sizeof(float));
+    float *c = malloc(n * sizeof(float));
+    if (!b.host[0] || !b.host[1] || !b.host[2] || !b.host[3] || !b.host[4] || !b.ref || !out ||
+        !c) {
+        free(c);
+        rc = clf_bench_fail("graph", "memory", CLF_ERROR_OUT_OF_HOST_MEMORY);
+        goto out;
+    }
+    fill(b.host[MAT_A], n, 1);
+    fill(b.host[MAT_B], n, 2);
+    fill(b.host[MAT_E], n, 3);
+    ref_layer(&b, b.host[MAT_A], b.host[MAT_B], c, 1);
+    ref_layer(&b, c, b.host[MAT_E], b.ref, 0);
+    free(c);
+    if ((st = clf_program_build_source(&b.prog, b.fl, GRAPH_CL, NULL)) != CLF_SUCCESS) {
+        rc = clf_bench_fail("graph", "build", st);
+        goto out;
+    }
+    if ((st = run_alone(&b, out)) != CLF_SUCCESS) {
+        rc = clf_bench_fail("graph", "each device alone", st);
+        goto out;
+    }
+    if ((st = run_graph(&b, out)) != CLF_SUCCESS) {
+        rc = clf_bench_fail("graph", FORM_NAMES[FORM_GRAPH], st);
+        goto out;
+    }
+    b.form_ran[FORM_GRAPH] = 1;
+    size_t all[MAX_DEV];
+    for (size_t i = 0; i < b.ndev && i < MAX_DEV; i++)
+        all[i] = i;
+    if ((st = run_hand(&b, all, b.ndev < MAX_DEV ? b.ndev : MAX_DEV, 1, &b.form_s[FORM_HAND],
+                       out)) != CLF_SUCCESS) {
+        rc = clf_bench_fail("graph", FORM_NAMES[FORM_HAND], st);
+        goto out;
+    }
+    b.form_ran[FORM_HAND] = 1;
+    b.form_note[FORM_STARPU] = starpu_note(&b);
+#ifdef CLF_BENCH_STARPU
+    if (!b.form_note[FORM_STARPU]) {
+        if ((st = run_starpu(&b, out)) != CLF_SUCCESS) {
+            rc = clf_bench_fail("graph", FORM_NAMES[FORM_STARPU], st);
+            goto out;
+        }
+        b.form_ran[FORM_STARPU] = 1;
+    }
+#endif
+    if (b.wrong) {
+        fprintf(stderr, "clfleet-bench graph: %zu run(s) gave a wrong D (against the C "
+                        "reference)\n",
+                b.wrong);
+        rc = EXIT_FAILURE;
+        goto out;
+    }
+    if (b.opt.json)
+        print_json(&b);
+    else
+        print_table(&b);
+out:
+    clf_program_destroy(b.prog);
+    clf_fleet_destroy(b.fl);
+    for (int m = 0; m < NMAT; m++)
+        free(b.host[m]);
+    free(b.ref);
+    free(out);
+    return rc;
+}
