@@ -803,8 +803,14 @@ static void print_json(const bench *b)
     double base = b->alone_s[b->base], ideal = ideal_s(b);
     printf("{\n  \"benchmark\": \"graph\",\n  \"tile\": %zu,\n  \"tiles\": %zu,\n"
            "  \"nodes\": %zu,\n  \"devices\": %zu,\n  \"repetitions\": %u,\n"
-           "  \"warmup\": %zu,\n  \"simulate\": ",
-           b->tile, b->tiles, node_count(b), b->ndev, b->opt.reps, b->warmup);
+           "  \"warmup\": %zu,\n  \"starpu_built\": %s,\n  \"simulate\": ",
+           b->tile, b->tiles, node_count(b), b->ndev, b->opt.reps, b->warmup,
+#ifdef CLF_BENCH_STARPU
+           "true"
+#else
+           "false"
+#endif
+    );
     if (clf_bench_simulation())
         clf_tool_json_string(clf_bench_simulation());
     else
