@@ -620,14 +620,17 @@ static clf_status run_starpu(bench *b, float *out)
     }
     /* StarPU reads its configuration from the environment at starpu_init(): dmda, one
      * OpenCL worker per device of the fleet (PoCL's are CPU devices, which StarPU skips
-     * unless told), no CPU worker, and its models and bus samples in the temporary home. */
+     * unless told), no CPU worker, and its models and bus samples in the temporary home.
+     * STARPU_CALIBRATE stays unset: StarPU then calibrates a model until it has enough
+     * samples (in the warm-up runs) and stops; with 1 it would go on calibrating in the
+     * timed runs, and on a busy host flush a model at each deviation over 50% and go back
+     * to placing tasks for calibration instead of by predicted finish. */
     snprintf(n, sizeof n, "%zu", b->ndev);
     setenv("STARPU_SCHED", "dmda", 1);
     setenv("STARPU_NCPU", "0", 1);
     setenv("STARPU_NCUDA", "0", 1);
     setenv("STARPU_NOPENCL", n, 1);
     setenv("STARPU_OPENCL_ON_CPUS", "1", 1);
-    setenv("STARPU_CALIBRATE", "1", 1);
     setenv("STARPU_HOME", home, 1);
     if (!b->opt.verbose)
         setenv("STARPU_SILENT", "1", 1);
@@ -667,19 +670,21 @@ static clf_status run_starpu(bench *b, float *out)
     loaded = 1;
     sp_codelets();
     size_t ee = tile_elems(b), nt = b->tiles * b->tiles;
-    /* StarPU works on the caller's host arrays: C and D of its own, A, B and E shared
-     * (only read). */
-    float *cd = malloc(2 * nt * ee * sizeof(float));
-    if (!cd) {
+    /* StarPU's matrices in memory from starpu_malloc() (pinned, as StarPU asks for
+     * overlapped transfers), the inputs copied in. */
+    float *all = NULL;
+    if (starpu_malloc((void **)&all, NMAT * nt * ee * sizeof(float)) != 0) {
         st = CLF_ERROR_OUT_OF_HOST_MEMORY;
         goto out;
     }
-    for (int m = 0; m < NMAT; m++)
-        for (size_t k = 0; k < nt; k++) {
-            float *p = m <= MAT_E ? b->host[m] + k * ee : cd + ((m - MAT_C) * nt + k) * ee;
-            starpu_vector_data_register(&c->h[m][k], STARPU_MAIN_RAM, (uintptr_t)p, ee,
-                                        sizeof(float));
-        }
+    for (int m = 0; m < NMAT; m++) {
+        float *p = all + (size_t)m * nt * ee;
+        if (m <= MAT_E)
+            memcpy(p, b->host[m], nt * ee * sizeof(float));
+        for (size_t k = 0; k < nt; k++)
+            starpu_vector_data_register(&c->h[m][k], STARPU_MAIN_RAM, (uintptr_t)(p + k * ee),
+                                        ee, sizeof(float));
+    }
     for (size_t r = 0; r < b->warmup + b->opt.reps && st == CLF_SUCCESS; r++) {
         double t0 = clf_bench_now();
         st = walk_dag(b, sp_node, c);
@@ -697,14 +702,14 @@ static clf_status run_starpu(bench *b, float *out)
                 starpu_data_release(c->h[MAT_D][k]);
         }
         if (st == CLF_SUCCESS) {
-            memcpy(out, cd + nt * ee, nt * ee * sizeof(float));
+            memcpy(out, all + (size_t)MAT_D * nt * ee, nt * ee * sizeof(float));
             check(b, out);
         }
     }
     for (int m = 0; m < NMAT; m++)
         for (size_t k = 0; k < nt; k++)
             starpu_data_unregister(c->h[m][k]);
-    free(cd);
+    starpu_free(all);
     if (st == CLF_SUCCESS)
         b->form_s[FORM_STARPU] = clf_bench_median(t, b->opt.reps);
 out:
