@@ -98,6 +98,11 @@ typedef struct bench {
     double alone_s[MAX_DEV];
     size_t base;
     clf_graph_report rep; /* the graph's last timed run */
+    /* Per kernel and device, from clf_graph_node_info() after the last timed run: nodes,
+     * and the sums of their measured kernel times and of their predicted times (finish -
+     * start): --verbose prints them, the profile that says where the plan went wrong. */
+    size_t prof_n[3][MAX_DEV];
+    double prof_kernel_s[3][MAX_DEV], prof_pred_s[3][MAX_DEV];
     size_t wrong;         /* runs whose D differed from the reference */
 } bench;
 
@@ -122,6 +127,8 @@ static void usage(FILE *to)
           "  --tiles T       tiles per matrix side, 1 to 16 (default 4: 144 nodes)\n"
           "  --warmup N      untimed runs of the graph and of StarPU first, where they\n"
           "                  plan and calibrate their models (default 3)\n"
+          "  --verbose       also the graph's profile: per kernel and device, its nodes'\n"
+          "                  measured and predicted times; StarPU's messages\n"
           "  -h, --help      this text; -V, --version: the version\n",
           to);
 }
@@ -345,6 +352,19 @@ static clf_status run_graph(bench *b, float *out)
     }
     if (st == CLF_SUCCESS)
         st = clf_graph_report_get(&b->rep, g);
+    /* Nodes are recorded in walk_dag()'s order: the kernel of node k is recomputed so. */
+    size_t k = 0, t3 = b->tiles;
+    for (int layer = 0; layer < 2 && st == CLF_SUCCESS; layer++)
+        for (size_t ij = 0; ij < t3 * t3; ij++)
+            for (size_t q = 0; q < t3 + (layer ? 0 : 1); q++, k++) {
+                clf_graph_node_report nr;
+                int kern = q == t3 ? 2 : q ? 1 : 0;
+                if (clf_graph_node_info(&nr, g, k) != CLF_SUCCESS || nr.device >= MAX_DEV)
+                    continue;
+                b->prof_n[kern][nr.device]++;
+                b->prof_kernel_s[kern][nr.device] += nr.kernel_s;
+                b->prof_pred_s[kern][nr.device] += nr.predicted_finish_s - nr.predicted_start_s;
+            }
     if (st == CLF_SUCCESS)
         b->form_s[FORM_GRAPH] = clf_bench_median(t, b->opt.reps);
     clf_graph_destroy(g);
@@ -800,6 +820,17 @@ static void print_table(const bench *b)
     for (size_t d = 0; d < b->ndev && d < CLF_MAX_LAUNCH_DEVICES; d++)
         printf(" %zu", r->device_nodes[d]);
     printf("\n");
+    if (!b->opt.verbose)
+        return;
+    printf("graph, last run, per kernel and device: nodes, mean measured kernel ms, mean "
+           "predicted ms\n");
+    for (int k = 0; k < 3; k++)
+        for (size_t d = 0; d < b->ndev && d < MAX_DEV; d++)
+            if (b->prof_n[k][d])
+                printf("  %-10s device %zu: %4zu nodes, measured %.3f ms, predicted %.3f ms\n",
+                       KERNELS[k], d, b->prof_n[k][d],
+                       b->prof_kernel_s[k][d] / (double)b->prof_n[k][d] * 1e3,
+                       b->prof_pred_s[k][d] / (double)b->prof_n[k][d] * 1e3);
 }
 
 static void print_json(const bench *b)
