@@ -1,6 +1,6 @@
 /*
  * clfleet-bench graph: one DAG of tile kernels run three ways, makespans side by side in
- * one run (issue 30):
+ * one run (issue 30), in interleaved rounds:
  *
  *   (a) graph        a clf_graph recorded once and run --reps times (after --warmup untimed
  *                    runs, in which it plans and its cost model measures the kernels), with
@@ -20,7 +20,9 @@
  *
  * and each device alone (the DAG in order on one device's queue, one device of each kind,
  * clf_bench_same_kind()): the fastest is the base of every speedup, and from all of them
- * the ideal, every device busy all the time (1 / the sum of 1/alone).
+ * the ideal, every device busy all the time (1 / the sum of 1/alone). Each round runs
+ * every one of them once (set up before the first round), so a change in the host's load
+ * weighs on them alike, and graph / StarPU is the median of the rounds' ratios.
  *
  * The DAG: two layers of a tiled matrix product over T x T tiles of S x S floats,
  *     C = relu(A B),  D = C E
@@ -94,9 +96,11 @@ typedef struct bench {
     double form_s[NFORM];
     int form_ran[NFORM];
     const char *form_note[NFORM]; /* why a form has no figure */
+    size_t all[MAX_DEV];            /* 0, 1, ...: the hand-placed form's devices */
     size_t alone[MAX_DEV], nalone;
     double alone_s[MAX_DEV];
     size_t base;
+    double graph_over_starpu; /* median of the rounds' ratios */
     clf_graph_report rep; /* the graph's last timed run */
     /* Per kernel and device, from clf_graph_node_info() after the last timed run: nodes,
      * and the sums of their measured kernel times and of their predicted times (finish -
@@ -324,52 +328,68 @@ static clf_status graph_node(void *ctx_, int kernel, int mx, size_t xi, size_t x
     return clf_graph_add_kernel(NULL, c->g, &d, a, 4);
 }
 
-static clf_status run_graph(bench *b, float *out)
-{
+typedef struct graph_state {
     tiles tl;
-    clf_graph *g = NULL;
-    double t[CLF_BENCH_MAX_REPS];
-    clf_status st = tiles_create(&tl, b, graph_home, b);
+    clf_graph *g;
+    graph_ctx c;
+} graph_state;
+
+static clf_status graph_setup(bench *b, void **out)
+{
+    graph_state *gs = calloc(1, sizeof *gs);
+    if (!gs)
+        return CLF_ERROR_OUT_OF_HOST_MEMORY;
+    *out = gs;
+    clf_status st = tiles_create(&gs->tl, b, graph_home, b);
     if (st == CLF_SUCCESS)
-        st = clf_graph_create(&g, b->fl, b->prog);
+        st = clf_graph_create(&gs->g, b->fl, b->prog);
     if (st == CLF_SUCCESS)
-        st = clf_graph_set_flags(g, CLF_GRAPH_KEEP_COPIES);
-    graph_ctx c = {b, g, &tl, (unsigned)b->tile};
+        st = clf_graph_set_flags(gs->g, CLF_GRAPH_KEEP_COPIES);
+    gs->c = (graph_ctx){b, gs->g, &gs->tl, (unsigned)b->tile};
     if (st == CLF_SUCCESS)
-        st = walk_dag(b, graph_node, &c);
-    for (size_t r = 0; r < b->warmup + b->opt.reps && st == CLF_SUCCESS; r++) {
-        double t0 = clf_bench_now();
-        st = clf_graph_run(g, NULL);
-        if (st == CLF_SUCCESS)
-            st = clf_graph_wait(g);
-        double t1 = clf_bench_now();
-        if (r >= b->warmup)
-            t[r - b->warmup] = t1 - t0;
-        if (st == CLF_SUCCESS)
-            st = tiles_read_d(&tl, b, out);
-        if (st == CLF_SUCCESS)
-            check(b, out);
-    }
-    if (st == CLF_SUCCESS)
-        st = clf_graph_report_get(&b->rep, g);
-    /* Nodes are recorded in walk_dag()'s order: the kernel of node k is recomputed so. */
-    size_t k = 0, t3 = b->tiles;
-    for (int layer = 0; layer < 2 && st == CLF_SUCCESS; layer++)
-        for (size_t ij = 0; ij < t3 * t3; ij++)
-            for (size_t q = 0; q < t3 + (layer ? 0 : 1); q++, k++) {
-                clf_graph_node_report nr;
-                int kern = q == t3 ? 2 : q ? 1 : 0;
-                if (clf_graph_node_info(&nr, g, k) != CLF_SUCCESS || nr.device >= MAX_DEV)
-                    continue;
-                b->prof_n[kern][nr.device]++;
-                b->prof_kernel_s[kern][nr.device] += nr.kernel_s;
-                b->prof_pred_s[kern][nr.device] += nr.predicted_finish_s - nr.predicted_start_s;
-            }
-    if (st == CLF_SUCCESS)
-        b->form_s[FORM_GRAPH] = clf_bench_median(t, b->opt.reps);
-    clf_graph_destroy(g);
-    tiles_destroy(&tl);
+        st = walk_dag(b, graph_node, &gs->c);
     return st;
+}
+
+static clf_status graph_run(bench *b, void *state, double *secs, float *out)
+{
+    graph_state *gs = state;
+    double t0 = clf_bench_now();
+    clf_status st = clf_graph_run(gs->g, NULL);
+    if (st == CLF_SUCCESS)
+        st = clf_graph_wait(gs->g);
+    *secs = clf_bench_now() - t0;
+    if (st == CLF_SUCCESS)
+        st = tiles_read_d(&gs->tl, b, out);
+    return st;
+}
+
+/* The report and the profile of the last run, then the graph goes. */
+static void graph_teardown(bench *b, void *state)
+{
+    graph_state *gs = state;
+    if (!gs)
+        return;
+    if (gs->g && clf_graph_report_get(&b->rep, gs->g) == CLF_SUCCESS) {
+        /* Nodes are recorded in walk_dag()'s order: the kernel of node k is found so. */
+        size_t k = 0, t = b->tiles;
+        for (int layer = 0; layer < 2; layer++)
+            for (size_t ij = 0; ij < t * t; ij++)
+                for (size_t q = 0; q < t + (layer ? 0 : 1); q++, k++) {
+                    clf_graph_node_report nr;
+                    int kern = q == t ? 2 : q ? 1 : 0;
+                    if (clf_graph_node_info(&nr, gs->g, k) != CLF_SUCCESS ||
+                        nr.device >= MAX_DEV)
+                        continue;
+                    b->prof_n[kern][nr.device]++;
+                    b->prof_kernel_s[kern][nr.device] += nr.kernel_s;
+                    b->prof_pred_s[kern][nr.device] +=
+                        nr.predicted_finish_s - nr.predicted_start_s;
+                }
+    }
+    clf_graph_destroy(gs->g);
+    tiles_destroy(&gs->tl);
+    free(gs);
 }
 
 /* ---- (b) hand-placed, and each device alone ---------------------------------------------- */
@@ -427,16 +447,13 @@ static clf_status hand_node(void *ctx_, int kernel, int mx, size_t xi, size_t xj
     return clf_kernel_enqueue(h->b->fl, h->b->prog, dev, &d, a, 4, NULL, 0, NULL);
 }
 
-/* The DAG by hand on devs (one device: the sequential run), runs untimed runs first and
- * then reps timed ones; the median into *secs. */
-static clf_status run_hand(bench *b, const size_t *devs, size_t ndevs, size_t runs0,
-                           double *secs, float *out)
+/* The DAG by hand on devs (one device: the sequential run). */
+static clf_status hand_setup(bench *b, const size_t *devs, size_t ndevs, void **out)
 {
     hand_ctx *h = calloc(1, sizeof *h);
-    double t[CLF_BENCH_MAX_REPS];
-    clf_event *done[MAX_DEV] = {NULL};
     if (!h)
         return CLF_ERROR_OUT_OF_HOST_MEMORY;
+    *out = h;
     h->b = b;
     h->devs = devs;
     h->ndevs = ndevs;
@@ -444,58 +461,39 @@ static clf_status run_hand(bench *b, const size_t *devs, size_t ndevs, size_t ru
     clf_status st = tiles_create(&h->own, b, hand_home, h);
     for (size_t k = 0; k < ndevs && st == CLF_SUCCESS; k++)
         st = tiles_create(&h->shared[k], b, hand_shared_home, &devs[k]);
-    for (size_t r = 0; r < runs0 + b->opt.reps && st == CLF_SUCCESS; r++) {
-        double t0 = clf_bench_now();
-        st = walk_dag(b, hand_node, h);
-        /* The run ends when every device used has done its part. */
-        for (size_t k = 0; k < ndevs && st == CLF_SUCCESS; k++)
-            st = clf_event_record(&done[k], b->fl, devs[k]);
-        if (st == CLF_SUCCESS)
-            st = clf_events_wait(done, ndevs);
-        else
-            clf_fleet_finish(b->fl);
-        double t1 = clf_bench_now();
-        for (size_t k = 0; k < ndevs; k++) {
-            clf_event_release(done[k]);
-            done[k] = NULL;
-        }
-        if (r >= runs0)
-            t[r - runs0] = t1 - t0;
-        if (st == CLF_SUCCESS)
-            st = tiles_read_d(&h->own, b, out);
-        if (st == CLF_SUCCESS)
-            check(b, out);
-    }
-    if (st == CLF_SUCCESS)
-        *secs = clf_bench_median(t, b->opt.reps);
-    tiles_destroy(&h->own);
-    for (size_t k = 0; k < ndevs; k++)
-        tiles_destroy(&h->shared[k]);
-    free(h);
     return st;
 }
 
-/* Each kind of device alone (one untimed run first: the kernels' builds); the fastest is
- * the base. */
-static clf_status run_alone(bench *b, float *out)
+static clf_status hand_run(bench *b, void *state, double *secs, float *out)
 {
-    b->nalone = 0;
-    for (size_t i = 0; i < b->ndev && b->nalone < MAX_DEV; i++) {
-        size_t k = 0;
-        while (k < b->nalone && !clf_bench_same_kind(b->fl, b->alone[k], i))
-            k++;
-        if (k == b->nalone)
-            b->alone[b->nalone++] = i;
-    }
-    for (size_t k = 0; k < b->nalone; k++) {
-        clf_status st = run_hand(b, &b->alone[k], 1, 1, &b->alone_s[k], out);
-        if (st != CLF_SUCCESS)
-            return st;
-    }
-    b->base = clf_bench_fastest(b->alone_s, b->nalone);
-    if (b->base == b->nalone)
-        b->base = 0;
-    return CLF_SUCCESS;
+    hand_ctx *h = state;
+    clf_event *done[MAX_DEV] = {NULL};
+    double t0 = clf_bench_now();
+    clf_status st = walk_dag(b, hand_node, h);
+    /* The run ends when every device used has done its part. */
+    for (size_t k = 0; k < h->ndevs && st == CLF_SUCCESS; k++)
+        st = clf_event_record(&done[k], b->fl, h->devs[k]);
+    if (st == CLF_SUCCESS)
+        st = clf_events_wait(done, h->ndevs);
+    else
+        clf_fleet_finish(b->fl);
+    *secs = clf_bench_now() - t0;
+    for (size_t k = 0; k < h->ndevs; k++)
+        clf_event_release(done[k]);
+    if (st == CLF_SUCCESS)
+        st = tiles_read_d(&h->own, b, out);
+    return st;
+}
+
+static void hand_teardown(void *state)
+{
+    hand_ctx *h = state;
+    if (!h)
+        return;
+    tiles_destroy(&h->own);
+    for (size_t k = 0; k < h->ndevs; k++)
+        tiles_destroy(&h->shared[k]);
+    free(h);
 }
 
 /* ---- (c) StarPU -------------------------------------------------------------------------- */
@@ -631,11 +629,24 @@ static int sp_source_file(char *path, size_t len, const char *dir)
     return fclose(f) == 0 && ok;
 }
 
-static clf_status run_starpu(bench *b, float *out)
+typedef struct sp_state {
+    sp_ctx c;
+    char home[32];
+    int started, loaded, registered;
+    float *all; /* the five matrices, from starpu_malloc() */
+} sp_state;
+
+static clf_status sp_setup(bench *b, void **out)
 {
-    char home[] = "/tmp/clf-bench-starpu.XXXXXX", src[sizeof home + 32], n[32];
-    if (!mkdtemp(home)) {
+    char src[64], n[32];
+    sp_state *s = calloc(1, sizeof *s);
+    if (!s)
+        return CLF_ERROR_OUT_OF_HOST_MEMORY;
+    *out = s;
+    snprintf(s->home, sizeof s->home, "/tmp/clf-bench-starpu.XXXXXX");
+    if (!mkdtemp(s->home)) {
         fprintf(stderr, "clfleet-bench graph: StarPU: mkdtemp: %s\n", strerror(errno));
+        s->home[0] = 0;
         return CLF_ERROR_IO;
     }
     /* StarPU reads its configuration from the environment at starpu_init(): dmda, one
@@ -651,95 +662,90 @@ static clf_status run_starpu(bench *b, float *out)
     setenv("STARPU_NCUDA", "0", 1);
     setenv("STARPU_NOPENCL", n, 1);
     setenv("STARPU_OPENCL_ON_CPUS", "1", 1);
-    setenv("STARPU_HOME", home, 1);
+    setenv("STARPU_HOME", s->home, 1);
     if (!b->opt.verbose)
         setenv("STARPU_SILENT", "1", 1);
-    clf_status st = CLF_SUCCESS;
-    int started = 0, loaded = 0;
-    double t[CLF_BENCH_MAX_REPS];
-    sp_ctx *c = calloc(1, sizeof *c);
-    if (!c) {
-        st = CLF_ERROR_OUT_OF_HOST_MEMORY;
-        goto out;
-    }
-    c->b = b;
-    c->n = (unsigned)b->tile;
-    if (!sp_source_file(src, sizeof src, home)) {
+    s->c.b = b;
+    s->c.n = (unsigned)b->tile;
+    if (!sp_source_file(src, sizeof src, s->home)) {
         fprintf(stderr, "clfleet-bench graph: StarPU: cannot write %s\n", src);
-        st = CLF_ERROR_IO;
-        goto out;
+        return CLF_ERROR_IO;
     }
     if (starpu_init(NULL) != 0) {
         fprintf(stderr, "clfleet-bench graph: starpu_init failed\n");
-        st = CLF_ERROR_NO_DEVICE;
-        goto out;
+        return CLF_ERROR_NO_DEVICE;
     }
-    started = 1;
+    s->started = 1;
     if (starpu_opencl_worker_get_count() != b->ndev) {
         fprintf(stderr, "clfleet-bench graph: StarPU has %u OpenCL workers, the fleet %zu "
                         "devices\n",
                 starpu_opencl_worker_get_count(), b->ndev);
-        st = CLF_ERROR_NO_DEVICE;
-        goto out;
+        return CLF_ERROR_NO_DEVICE;
     }
     if (starpu_opencl_load_opencl_from_file(src, &sp_prog, NULL) != 0) {
         fprintf(stderr, "clfleet-bench graph: StarPU: the kernels did not build\n");
-        st = CLF_ERROR_BUILD;
-        goto out;
+        return CLF_ERROR_BUILD;
     }
-    loaded = 1;
+    s->loaded = 1;
     sp_codelets();
     size_t ee = tile_elems(b), nt = b->tiles * b->tiles;
     /* StarPU's matrices in memory from starpu_malloc() (pinned, as StarPU asks for
      * overlapped transfers), the inputs copied in. */
-    float *all = NULL;
-    if (starpu_malloc((void **)&all, NMAT * nt * ee * sizeof(float)) != 0) {
-        st = CLF_ERROR_OUT_OF_HOST_MEMORY;
-        goto out;
+    if (starpu_malloc((void **)&s->all, NMAT * nt * ee * sizeof(float)) != 0) {
+        s->all = NULL;
+        return CLF_ERROR_OUT_OF_HOST_MEMORY;
     }
     for (int m = 0; m < NMAT; m++) {
-        float *p = all + (size_t)m * nt * ee;
+        float *p = s->all + (size_t)m * nt * ee;
         if (m <= MAT_E)
             memcpy(p, b->host[m], nt * ee * sizeof(float));
         for (size_t k = 0; k < nt; k++)
-            starpu_vector_data_register(&c->h[m][k], STARPU_MAIN_RAM, (uintptr_t)(p + k * ee),
-                                        ee, sizeof(float));
+            starpu_vector_data_register(&s->c.h[m][k], STARPU_MAIN_RAM,
+                                        (uintptr_t)(p + k * ee), ee, sizeof(float));
     }
-    for (size_t r = 0; r < b->warmup + b->opt.reps && st == CLF_SUCCESS; r++) {
-        double t0 = clf_bench_now();
-        st = walk_dag(b, sp_node, c);
-        starpu_task_wait_for_all();
-        double t1 = clf_bench_now();
-        if (r >= b->warmup)
-            t[r - b->warmup] = t1 - t0;
-        if (sp_failed)
-            st = CLF_ERROR_OPENCL;
-        /* D back to the host, untimed, to check it (the replicas stay valid). */
-        for (size_t k = 0; k < nt && st == CLF_SUCCESS; k++) {
-            if (starpu_data_acquire(c->h[MAT_D][k], STARPU_R) != 0)
-                st = CLF_ERROR_INVALID_ARGUMENT;
-            else
-                starpu_data_release(c->h[MAT_D][k]);
-        }
-        if (st == CLF_SUCCESS) {
-            memcpy(out, all + (size_t)MAT_D * nt * ee, nt * ee * sizeof(float));
-            check(b, out);
-        }
+    s->registered = 1;
+    return CLF_SUCCESS;
+}
+
+static clf_status sp_run(bench *b, void *state, double *secs, float *out)
+{
+    sp_state *s = state;
+    size_t ee = tile_elems(b), nt = b->tiles * b->tiles;
+    double t0 = clf_bench_now();
+    clf_status st = walk_dag(b, sp_node, &s->c);
+    starpu_task_wait_for_all();
+    *secs = clf_bench_now() - t0;
+    if (sp_failed && st == CLF_SUCCESS)
+        st = CLF_ERROR_OPENCL;
+    /* D back to the host, untimed, to check it (the devices' replicas stay valid). */
+    for (size_t k = 0; k < nt && st == CLF_SUCCESS; k++) {
+        if (starpu_data_acquire(s->c.h[MAT_D][k], STARPU_R) != 0)
+            st = CLF_ERROR_INVALID_ARGUMENT;
+        else
+            starpu_data_release(s->c.h[MAT_D][k]);
     }
-    for (int m = 0; m < NMAT; m++)
-        for (size_t k = 0; k < nt; k++)
-            starpu_data_unregister(c->h[m][k]);
-    starpu_free(all);
     if (st == CLF_SUCCESS)
-        b->form_s[FORM_STARPU] = clf_bench_median(t, b->opt.reps);
-out:
-    if (loaded)
-        starpu_opencl_unload_opencl(&sp_prog);
-    if (started)
-        starpu_shutdown();
-    free(c);
-    nftw(home, sp_rm, 16, FTW_DEPTH | FTW_PHYS);
+        memcpy(out, s->all + (size_t)MAT_D * nt * ee, nt * ee * sizeof(float));
     return st;
+}
+
+static void sp_teardown(bench *b, void *state)
+{
+    sp_state *s = state;
+    if (!s)
+        return;
+    for (int m = 0; s->registered && m < NMAT; m++)
+        for (size_t k = 0; k < b->tiles * b->tiles; k++)
+            starpu_data_unregister(s->c.h[m][k]);
+    if (s->all)
+        starpu_free(s->all);
+    if (s->loaded)
+        starpu_opencl_unload_opencl(&sp_prog);
+    if (s->started)
+        starpu_shutdown();
+    if (s->home[0])
+        nftw(s->home, sp_rm, 16, FTW_DEPTH | FTW_PHYS);
+    free(s);
 }
 #endif
 
@@ -761,7 +767,144 @@ static const char *starpu_note(const bench *b)
 #endif
 }
 
-/* ---- output ------------------------------------------------------------------------------ */
+/* ---- the rounds ------------------------------------------------------------------------- */
+
+/* What runs in each round: each kind of device alone, then the forms. Every runner runs
+ * once per round, rounds one after another (--warmup untimed ones first), so that a
+ * change of the host's load between rounds weighs on every figure alike. */
+enum { R_ALONE, R_GRAPH, R_HAND, R_STARPU };
+typedef struct runner {
+    int kind;
+    size_t alone; /* R_ALONE: its index in bench.alone */
+    void *state;
+    double t[CLF_BENCH_MAX_REPS];
+} runner;
+
+static clf_status runner_setup(bench *b, runner *r)
+{
+    switch (r->kind) {
+    case R_ALONE:
+        return hand_setup(b, &b->alone[r->alone], 1, &r->state);
+    case R_GRAPH:
+        return graph_setup(b, &r->state);
+    case R_HAND:
+        return hand_setup(b, b->all, b->ndev < MAX_DEV ? b->ndev : MAX_DEV, &r->state);
+    default:
+#ifdef CLF_BENCH_STARPU
+        return sp_setup(b, &r->state);
+#else
+        return CLF_ERROR_UNSUPPORTED;
+#endif
+    }
+}
+
+static clf_status runner_run(bench *b, runner *r, double *secs, float *out)
+{
+    switch (r->kind) {
+    case R_GRAPH:
+        return graph_run(b, r->state, secs, out);
+    case R_STARPU:
+#ifdef CLF_BENCH_STARPU
+        return sp_run(b, r->state, secs, out);
+#else
+        return CLF_ERROR_UNSUPPORTED;
+#endif
+    default:
+        return hand_run(b, r->state, secs, out);
+    }
+}
+
+static void runner_teardown(bench *b, runner *r)
+{
+    switch (r->kind) {
+    case R_GRAPH:
+        graph_teardown(b, r->state);
+        break;
+    case R_STARPU:
+#ifdef CLF_BENCH_STARPU
+        sp_teardown(b, r->state);
+#endif
+        break;
+    default:
+        hand_teardown(r->state);
+    }
+    r->state = NULL;
+}
+
+static const char *runner_name(const runner *r)
+{
+    return r->kind == R_ALONE ? "one device alone" : FORM_NAMES[r->kind - R_GRAPH];
+}
+
+/* Every runner set up, the rounds, the medians; then every runner torn down. On a
+ * failure, *rc is the exit status and the message has been printed. */
+static clf_status run_rounds(bench *b, float *out, int *rc)
+{
+    runner rs[MAX_DEV + NFORM];
+    size_t nr = 0, graph = 0, failed = 0;
+    memset(rs, 0, sizeof rs);
+    b->nalone = 0;
+    for (size_t i = 0; i < b->ndev && i < MAX_DEV; i++) {
+        b->all[i] = i;
+        size_t k = 0;
+        while (k < b->nalone && !clf_bench_same_kind(b->fl, b->alone[k], i))
+            k++;
+        if (k == b->nalone) {
+            rs[nr].kind = R_ALONE;
+            rs[nr++].alone = b->nalone;
+            b->alone[b->nalone++] = i;
+        }
+    }
+    graph = nr;
+    rs[nr++].kind = R_GRAPH;
+    rs[nr++].kind = R_HAND;
+    b->form_note[FORM_STARPU] = starpu_note(b);
+    if (!b->form_note[FORM_STARPU])
+        rs[nr++].kind = R_STARPU;
+    clf_status st = CLF_SUCCESS;
+    for (size_t k = 0; k < nr && st == CLF_SUCCESS; k++)
+        if ((st = runner_setup(b, &rs[k])) != CLF_SUCCESS)
+            failed = k;
+    for (size_t round = 0; round < b->warmup + b->opt.reps && st == CLF_SUCCESS; round++)
+        for (size_t k = 0; k < nr && st == CLF_SUCCESS; k++) {
+            double secs = 0;
+            if ((st = runner_run(b, &rs[k], &secs, out)) != CLF_SUCCESS) {
+                failed = k;
+                break;
+            }
+            check(b, out);
+            if (round >= b->warmup)
+                rs[k].t[round - b->warmup] = secs;
+        }
+    if (st != CLF_SUCCESS)
+        *rc = clf_bench_fail("graph", runner_name(&rs[failed]), st);
+    /* The per-round ratio first: the medians sort each runner's times in place. */
+    for (size_t k = 0; k < nr && st == CLF_SUCCESS; k++)
+        if (rs[k].kind == R_STARPU) {
+            double ratio[CLF_BENCH_MAX_REPS];
+            for (size_t q = 0; q < b->opt.reps; q++)
+                ratio[q] = rs[graph].t[q] / rs[k].t[q];
+            b->graph_over_starpu = clf_bench_median(ratio, b->opt.reps);
+        }
+    for (size_t k = 0; k < nr && st == CLF_SUCCESS; k++) {
+        double med = clf_bench_median(rs[k].t, b->opt.reps);
+        if (rs[k].kind == R_ALONE) {
+            b->alone_s[rs[k].alone] = med;
+        } else {
+            b->form_s[rs[k].kind - R_GRAPH] = med;
+            b->form_ran[rs[k].kind - R_GRAPH] = 1;
+        }
+    }
+    for (size_t k = 0; k < nr; k++)
+        runner_teardown(b, &rs[k]);
+    b->base = clf_bench_fastest(b->alone_s, b->nalone);
+    if (b->base == b->nalone)
+        b->base = 0;
+    return st;
+}
+
+/* ---- output
+ ------------------------------------------------------------------------------ */
 
 static double ideal_s(const bench *b)
 {
@@ -809,8 +952,9 @@ static void print_table(const bench *b)
     }
     printf("(speedup: over the fastest device alone; of ideal: the ideal over the makespan)\n");
     if (b->form_ran[FORM_STARPU])
-        printf("\ngraph / StarPU dmda: %.2f (<= 1: clfleet's graph is as fast or faster)\n",
-               b->form_s[FORM_GRAPH] / b->form_s[FORM_STARPU]);
+        printf("\ngraph / StarPU dmda: %.2f, median of the rounds' ratios (<= 1: clfleet's "
+               "graph is as fast or faster)\n",
+               b->graph_over_starpu);
     const clf_graph_report *r = &b->rep;
     printf("%sgraph, last run: %zu copies (%llu bytes), plan %s, predicted %.2f ms, critical "
            "path %.2f ms%s; nodes per device:",
@@ -878,7 +1022,12 @@ static void print_json(const bench *b)
         clf_tool_json_num(ideal / b->form_s[f]);
         printf("}");
     }
-    printf("\n  ],\n  \"graph_report\": {\"copies\": %zu, \"copy_bytes\": %llu, "
+    printf("\n  ],\n  \"graph_over_starpu\": ");
+    if (b->form_ran[FORM_STARPU])
+        clf_tool_json_num(b->graph_over_starpu);
+    else
+        printf("null");
+    printf(",\n  \"graph_report\": {\"copies\": %zu, \"copy_bytes\": %llu, "
            "\"plan_reused\": %s, \"predicted_makespan_s\": ",
            b->rep.copies, (unsigned long long)b->rep.copy_bytes,
            b->rep.plan_reused ? "true" : "false");
@@ -936,34 +1085,8 @@ int clf_bench_graph(int argc, char **argv)
         rc = clf_bench_fail("graph", "build", st);
         goto out;
     }
-    if ((st = run_alone(&b, out)) != CLF_SUCCESS) {
-        rc = clf_bench_fail("graph", "each device alone", st);
+    if ((st = run_rounds(&b, out, &rc)) != CLF_SUCCESS)
         goto out;
-    }
-    if ((st = run_graph(&b, out)) != CLF_SUCCESS) {
-        rc = clf_bench_fail("graph", FORM_NAMES[FORM_GRAPH], st);
-        goto out;
-    }
-    b.form_ran[FORM_GRAPH] = 1;
-    size_t all[MAX_DEV];
-    for (size_t i = 0; i < b.ndev && i < MAX_DEV; i++)
-        all[i] = i;
-    if ((st = run_hand(&b, all, b.ndev < MAX_DEV ? b.ndev : MAX_DEV, 1, &b.form_s[FORM_HAND],
-                       out)) != CLF_SUCCESS) {
-        rc = clf_bench_fail("graph", FORM_NAMES[FORM_HAND], st);
-        goto out;
-    }
-    b.form_ran[FORM_HAND] = 1;
-    b.form_note[FORM_STARPU] = starpu_note(&b);
-#ifdef CLF_BENCH_STARPU
-    if (!b.form_note[FORM_STARPU]) {
-        if ((st = run_starpu(&b, out)) != CLF_SUCCESS) {
-            rc = clf_bench_fail("graph", FORM_NAMES[FORM_STARPU], st);
-            goto out;
-        }
-        b.form_ran[FORM_STARPU] = 1;
-    }
-#endif
     if (b.wrong) {
         fprintf(stderr, "clfleet-bench graph: %zu run(s) gave a wrong D (against the C "
                         "reference)\n",
