@@ -258,9 +258,13 @@ static void tiles_destroy(tiles *tl)
         }
 }
 
-/* Tiles of every matrix, tile (i, j) of matrix m on device dev(m, i, j, ctx); the inputs
- * written from the host. */
-static clf_status tiles_create(tiles *tl, const bench *b,
+/* The matrices of tiles_create(): a bit per MAT_*. */
+#define MATS_ALL ((1u << NMAT) - 1)
+#define MATS_SHARED ((1u << MAT_B) | (1u << MAT_E))
+
+/* Tiles of the matrices in `mats`, tile (i, j) of matrix m on device dev(m, i, j, ctx); the
+ * inputs written from the host. */
+static clf_status tiles_create(tiles *tl, const bench *b, unsigned mats,
                                size_t (*dev)(int m, size_t i, size_t j, const void *ctx),
                                const void *ctx)
 {
@@ -268,7 +272,7 @@ static clf_status tiles_create(tiles *tl, const bench *b,
     clf_status st = CLF_SUCCESS;
     memset(tl, 0, sizeof *tl);
     for (int m = 0; m < NMAT && st == CLF_SUCCESS; m++)
-        for (size_t i = 0; i < b->tiles && st == CLF_SUCCESS; i++)
+        for (size_t i = 0; (mats >> m & 1u) && i < b->tiles && st == CLF_SUCCESS; i++)
             for (size_t j = 0; j < b->tiles && st == CLF_SUCCESS; j++) {
                 clf_buffer **p = &tl->buf[m][i * b->tiles + j];
                 st = clf_buffer_create(p, b->fl, dev(m, i, j, ctx), bytes, 0);
@@ -340,7 +344,7 @@ static clf_status graph_setup(bench *b, void **out)
     if (!gs)
         return CLF_ERROR_OUT_OF_HOST_MEMORY;
     *out = gs;
-    clf_status st = tiles_create(&gs->tl, b, graph_home, b);
+    clf_status st = tiles_create(&gs->tl, b, MATS_ALL, graph_home, b);
     if (st == CLF_SUCCESS)
         st = clf_graph_create(&gs->g, b->fl, b->prog);
     if (st == CLF_SUCCESS)
@@ -458,9 +462,9 @@ static clf_status hand_setup(bench *b, const size_t *devs, size_t ndevs, void **
     h->devs = devs;
     h->ndevs = ndevs;
     h->n = (unsigned)b->tile;
-    clf_status st = tiles_create(&h->own, b, hand_home, h);
+    clf_status st = tiles_create(&h->own, b, MATS_ALL & ~MATS_SHARED, hand_home, h);
     for (size_t k = 0; k < ndevs && st == CLF_SUCCESS; k++)
-        st = tiles_create(&h->shared[k], b, hand_shared_home, &devs[k]);
+        st = tiles_create(&h->shared[k], b, MATS_SHARED, hand_shared_home, &devs[k]);
     return st;
 }
 
