@@ -1940,7 +1940,8 @@ typedef struct clf_task_desc {
     size_t global[3]; /**< the task's range */
     size_t local[3]; /**< all 0: the driver's choice */
     /** Position in the queue's devices whose deque holds the task first (others may
-     * steal it), or CLF_TASK_ANY_DEVICE (dealt round robin). */
+     * steal it), or CLF_TASK_ANY_DEVICE (dealt to the device predicted to finish it
+     * first, round robin until the cost model knows the kernel on every device). */
     size_t affinity;
 } clf_task_desc;
 
@@ -1970,8 +1971,12 @@ typedef struct clf_taskq_device_report {
     uint64_t stolen; /**< of which it took from other devices' deques */
     double busy_s;   /**< kernel time */
     double finish_s; /**< host time when it found no task left */
+    /** Tasks it passed up when it stopped: another device was predicted by the cost model
+     *  to finish them sooner (too slow to help; they ran there). With tasks == 0: it took
+     *  nothing for that reason. */
+    uint64_t passed;
     /** Reserved: later versions add fields here, so that the struct keeps its size. */
-    uint64_t reserved[4];
+    uint64_t reserved[3];
 } clf_taskq_device_report;
 
 /** \brief What a run of a task queue did. */
@@ -2016,7 +2021,10 @@ CLF_API clf_status clf_taskq_submit(clf_taskq *q, const clf_task_desc *task, con
 /**
  * \brief Run every task submitted since the last run; blocks. One host thread per
  * device takes tasks from the head of its own deque and, when that is empty,
- * steals from the tail of the fullest other one.
+ * steals from the tail of the fullest other one. Once the cost model has learned a
+ * task's kernel on the devices (from earlier runs), a device takes a task only when
+ * it is predicted to finish it sooner than the device it would otherwise wait for
+ * (clf_taskq_device_report.passed counts what it left).
  * \return CLF_SUCCESS, or the first failed task's status (the others still ran)
  * \param q the task queue
  * \param report receives what each device did, or NULL

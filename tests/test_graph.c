@@ -6,7 +6,10 @@
  * chains, a diamond, a reduction tree, Jacobi steps over an array with a halo, in-place
  * updates, a node reading what two others wrote, host callbacks, manual placement, a graph
  * run again and again (the plan reused, new inputs seen), a device fault mid-graph, a
- * simulated 20:1 pair (the slow device left out once measured), and bad input.
+ * simulated 20:1 pair (the slow device left out once measured), bad input, and memory
+ * budgets: 8 MiB of buffers through 3 MiB of copies per device (evictions, write-backs, the
+ * peak within the budget), by hand on one and two devices, by the scheduler, with kept
+ * copies, and a node that fits no budget refused.
  */
 #include "common.h"
 
@@ -922,6 +925,334 @@ START_TEST(simulated_pair)
 }
 END_TEST
 
+/* Memory budgets: a graph over eight 1 MiB buffers (MB ints each), whose copies on a device
+ * are held to a budget of 3 MiB, so that the run evicts (and writes back) as it goes. */
+enum { MB = 256 * 1024, NBUF = 8 };
+#define MIB ((uint64_t)MB * sizeof(int))
+
+static clf_buffer *mbuf(clf_fleet *f, size_t dev, const int *init)
+{
+    clf_buffer *b = NULL;
+    ck_assert_ok(clf_buffer_create(&b, f, dev, MIB, 0));
+    if (init)
+        ck_assert_ok(clf_buffer_write(b, 0, MIB, init));
+    return b;
+}
+
+/* The graph of the memory tests: each node touches at most three buffers (3 MiB); all of
+ * them together, eight. */
+static const int MK3 = 3, MK2 = 2, MK5 = 5;
+static const struct {
+    const char *kernel;
+    int a, b, out; /* buffers read (-1: none), written */
+    const int *k;
+} MNODES[] = {
+    {"add1", 0, -1, 1, NULL}, /* x1 = x0 + 1 */
+    {"scale", 1, -1, 2, &MK3}, /* x2 = x1 * 3 */
+    {"sum2", 1, 2, 3, NULL},  /* x3 = x1 + x2 */
+    {"add1", 3, -1, 4, NULL}, /* x4 = x3 + 1 */
+    {"sum2", 0, 4, 5, NULL},  /* x5 = x0 + x4 */
+    {"scale", 5, -1, 6, &MK2}, /* x6 = x5 * 2 */
+    {"sum2", 2, 6, 7, NULL},  /* x7 = x2 + x6 */
+    {"bump", 7, -1, 7, &MK5},  /* x7 = x7 * 3 + 5, in place */
+    {"sum2", 3, 7, 4, NULL},  /* x4 = x3 + x7: x3 comes back after many others */
+    {"sum2", 1, 5, 0, NULL},  /* x0 = x1 + x5: the input overwritten last */
+};
+enum { MNN = sizeof MNODES / sizeof MNODES[0] };
+
+/* Records the graph, node i on place[i % nplace] (nplace 0: the scheduler's choice). */
+static void mem_graph(clf_graph *g, clf_buffer **x, const size_t *place, size_t nplace)
+{
+    for (size_t i = 0; i < MNN; i++) {
+        clf_graph_node_desc d = CLF_GRAPH_NODE_DESC_INIT;
+        d.kernel = MNODES[i].kernel;
+        d.global[0] = MB;
+        d.device = nplace ? place[i % nplace] : CLF_GRAPH_ANY_DEVICE;
+        clf_arg args[3];
+        size_t na = 0;
+        if (!strcmp(MNODES[i].kernel, "bump")) {
+            args[na++] = (clf_arg)CLF_BUF_INOUT(x[MNODES[i].out]);
+        } else {
+            args[na++] = (clf_arg)CLF_BUF_IN(x[MNODES[i].a]);
+            if (MNODES[i].b >= 0)
+                args[na++] = (clf_arg)CLF_BUF_IN(x[MNODES[i].b]);
+            args[na++] = (clf_arg)CLF_BUF_OUT(x[MNODES[i].out]);
+        }
+        if (MNODES[i].k)
+            args[na++] = (clf_arg)CLF_SCALAR(MNODES[i].k);
+        ck_assert_ok(clf_graph_add_kernel(NULL, g, &d, args, na));
+    }
+}
+
+/* One run of the graph in C, one node after the other, on ref (the buffers' contents). */
+static void mem_ref(int (*ref)[MB])
+{
+    for (size_t i = 0; i < MNN; i++) {
+        int *o = ref[MNODES[i].out], *a = ref[MNODES[i].a];
+        const int *b = MNODES[i].b >= 0 ? ref[MNODES[i].b] : NULL;
+        for (size_t j = 0; j < MB; j++) {
+            if (!strcmp(MNODES[i].kernel, "add1"))
+                o[j] = a[j] + 1;
+            else if (!strcmp(MNODES[i].kernel, "scale"))
+                o[j] = a[j] * *MNODES[i].k;
+            else if (!strcmp(MNODES[i].kernel, "sum2"))
+                o[j] = a[j] + b[j];
+            else
+                o[j] = o[j] * 3 + *MNODES[i].k;
+        }
+    }
+}
+
+static void mem_check(clf_buffer **x, int (*ref)[MB], const char *label)
+{
+    int *got = malloc(MIB);
+    ck_assert(got);
+    for (size_t i = 0; i < NBUF; i++) {
+        ck_assert_ok(clf_buffer_read(x[i], 0, MIB, got));
+        size_t bad = 0, first = 0;
+        for (size_t j = 0; j < MB; j++)
+            if (got[j] != ref[i][j] && !bad++)
+                first = j;
+        expect(!bad, "%s: buffer %zu: %zu wrong, first [%zu] = %d, want %d", label, i, bad,
+               first, got[first], ref[i][first]);
+    }
+    free(got);
+}
+
+/* Every device's copies stayed within its budget; the evictions summed. */
+static uint64_t mem_peaks(clf_graph *g, clf_fleet *f, const char *label)
+{
+    uint64_t ev = 0;
+    for (size_t d = 0; d < clf_fleet_device_count(f); d++) {
+        clf_graph_memory m;
+        ck_assert_ok(clf_graph_memory_get(&m, g, d));
+        expect(m.peak <= m.budget && m.resident <= m.budget,
+               "%s: device %zu: peak %llu, resident %llu bytes, budget %llu", label, d,
+               (unsigned long long)m.peak, (unsigned long long)m.resident,
+               (unsigned long long)m.budget);
+        ev += m.evictions;
+    }
+    return ev;
+}
+
+/* Every buffer at home on device 0; the nodes placed by hand on device 1 ("1 device", a
+ * 2-device fleet) or on devices 1 and 2 in turn (3 devices), each with a 3 MiB budget: 8 MiB
+ * of data through 3 MiB. Against the C reference; then again (the plan reused); then with
+ * the default budgets, which evict nothing. */
+START_TEST(memory_budget)
+{
+    const fleet_cfg *cfg = &CFGS[1 + _i];
+    test_env e;
+    test_env_open(&e, cfg, SRC);
+    size_t ndev = clf_fleet_device_count(e.f);
+    int(*ref)[MB] = malloc(NBUF * sizeof *ref);
+    ck_assert(ref);
+    clf_buffer *x[NBUF];
+    for (size_t i = 0; i < NBUF; i++) {
+        for (size_t j = 0; j < MB; j++)
+            ref[i][j] = (int)(lowbias32((uint32_t)(j + 7919 * i)) % 1000) - 500;
+        x[i] = mbuf(e.f, 0, ref[i]);
+    }
+    size_t place[2] = {1, 2};
+    size_t nplace = ndev >= 3 ? 2 : 1;
+    clf_graph *g = NULL;
+    ck_assert_ok(clf_graph_create(&g, e.f, e.p));
+    mem_graph(g, x, place, nplace);
+    mem_ref(ref);
+    for (size_t k = 0; k < nplace; k++)
+        ck_assert_ok(clf_graph_set_memory_budget(g, place[k], 3 * MIB));
+    run_ok(g, cfg->label);
+    mem_check(x, ref, cfg->label);
+    clf_graph_report r;
+    ck_assert_ok(clf_graph_report_get(&r, g));
+    ck_assert_msg(r.evictions > 0 && r.evicted_bytes >= r.evictions * MIB,
+                  "%s: %llu evictions, %llu bytes", cfg->label,
+                  (unsigned long long)r.evictions, (unsigned long long)r.evicted_bytes);
+    /* x1 is written on a work device and evicted before its last reader: written back. */
+    ck_assert_msg(r.written_back_bytes > 0, "%s: nothing written back", cfg->label);
+    ck_assert_uint_eq(mem_peaks(g, e.f, cfg->label), r.evictions);
+
+    /* Again, from the caller's buffers as they are now. */
+    run_ok(g, cfg->label);
+    mem_ref(ref);
+    mem_check(x, ref, cfg->label);
+    ck_assert_ok(clf_graph_report_get(&r, g));
+    ck_assert(r.evictions > 0);
+    mem_peaks(g, e.f, cfg->label);
+
+    /* The default budgets: nothing evicted, the same results. */
+    for (size_t k = 0; k < nplace; k++)
+        ck_assert_ok(clf_graph_set_memory_budget(g, place[k], 0));
+    mem_ref(ref);
+    run_ok(g, cfg->label);
+    mem_check(x, ref, cfg->label);
+    ck_assert_ok(clf_graph_report_get(&r, g));
+    ck_assert_uint_eq(r.evictions, 0);
+    ck_assert_uint_eq(r.written_back_bytes, 0);
+    ck_assert_uint_eq(mem_peaks(g, e.f, cfg->label), 0);
+    clf_graph_memory m;
+    ck_assert_ok(clf_graph_memory_get(&m, g, 1));
+    clf_device_info info;
+    ck_assert_ok(clf_device_get_info(&info, e.f, 1));
+    ck_assert_uint_eq(m.budget, info.global_mem - info.global_mem / 8);
+    ck_assert_uint_eq(m.fallback, m.budget);
+    /* Without a budget, the copies of what it touched there stay: more than the old one. */
+    ck_assert_msg(m.resident > 3 * MIB, "%s: %llu bytes resident", cfg->label,
+                  (unsigned long long)m.resident);
+
+    clf_graph_destroy(g);
+    for (size_t i = 0; i < NBUF; i++)
+        clf_buffer_destroy(x[i]);
+    free(ref);
+    test_env_close(&e);
+}
+END_TEST
+
+/* The scheduler under budgets: the buffers at home on the two devices in turn, 3 MiB of
+ * copies allowed on each; results right and both budgets held, however it places. */
+START_TEST(memory_sched)
+{
+    test_env e;
+    test_env_open(&e, &CFGS[1], SRC);
+    int(*ref)[MB] = malloc(NBUF * sizeof *ref);
+    ck_assert(ref);
+    clf_buffer *x[NBUF];
+    for (size_t i = 0; i < NBUF; i++) {
+        for (size_t j = 0; j < MB; j++)
+            ref[i][j] = (int)(lowbias32((uint32_t)(j + 104729 * i)) % 1000) - 500;
+        x[i] = mbuf(e.f, i % 2, ref[i]);
+    }
+    clf_graph *g = NULL;
+    ck_assert_ok(clf_graph_create(&g, e.f, e.p));
+    mem_graph(g, x, NULL, 0);
+    mem_ref(ref);
+    ck_assert_ok(clf_graph_set_memory_budget(g, 0, 3 * MIB));
+    ck_assert_ok(clf_graph_set_memory_budget(g, 1, 3 * MIB));
+    run_ok(g, "scheduled under budgets");
+    mem_check(x, ref, "scheduled under budgets");
+    clf_graph_report r;
+    ck_assert_ok(clf_graph_report_get(&r, g));
+    ck_assert_uint_eq(mem_peaks(g, e.f, "scheduled under budgets"), r.evictions);
+    clf_graph_destroy(g);
+    for (size_t i = 0; i < NBUF; i++)
+        clf_buffer_destroy(x[i]);
+    free(ref);
+    test_env_close(&e);
+}
+END_TEST
+
+/* Kept copies under a budget: run after run, the host writes two of the buffers and says so;
+ * the copies kept (and those evicted in between) never give a stale value. */
+START_TEST(memory_keep)
+{
+    test_env e;
+    test_env_open(&e, &CFGS[1], SRC);
+    int(*ref)[MB] = malloc(NBUF * sizeof *ref);
+    ck_assert(ref);
+    clf_buffer *x[NBUF];
+    for (size_t i = 0; i < NBUF; i++) {
+        for (size_t j = 0; j < MB; j++)
+            ref[i][j] = (int)(lowbias32((uint32_t)(j + 31 * i)) % 1000) - 500;
+        x[i] = mbuf(e.f, 0, ref[i]);
+    }
+    static const size_t one = 1;
+    clf_graph *g = NULL;
+    ck_assert_ok(clf_graph_create(&g, e.f, e.p));
+    mem_graph(g, x, &one, 1);
+    ck_assert_ok(clf_graph_set_flags(g, CLF_GRAPH_KEEP_COPIES));
+    ck_assert_ok(clf_graph_set_memory_budget(g, 1, 3 * MIB));
+    uint64_t evictions = 0;
+    for (int r = 0; r < 3; r++) {
+        if (r) { /* new inputs from the host, said */
+            for (size_t j = 0; j < MB; j++) {
+                ref[0][j] = (int)(lowbias32((uint32_t)(j * 3 + (uint32_t)r)) % 100);
+                ref[3][j] = -ref[0][j] + r;
+            }
+            ck_assert_ok(clf_buffer_write(x[0], 0, MIB, ref[0]));
+            ck_assert_ok(clf_buffer_write(x[3], 0, MIB, ref[3]));
+            ck_assert_ok(clf_graph_buffer_changed(g, x[0]));
+            ck_assert_ok(clf_graph_buffer_changed(g, x[3]));
+        }
+        mem_ref(ref);
+        run_ok(g, "kept copies under a budget");
+        mem_check(x, ref, "kept copies under a budget");
+        clf_graph_report rep;
+        ck_assert_ok(clf_graph_report_get(&rep, g));
+        evictions += rep.evictions;
+        ck_assert_uint_eq(mem_peaks(g, e.f, "kept copies under a budget"), rep.evictions);
+    }
+    ck_assert(evictions > 0);
+    clf_graph_destroy(g);
+    for (size_t i = 0; i < NBUF; i++)
+        clf_buffer_destroy(x[i]);
+    free(ref);
+    test_env_close(&e);
+}
+END_TEST
+
+/* A node whose buffers fit no device's budget is refused when the run starts, naming the
+ * node and the bytes; bad budgets are refused. */
+START_TEST(memory_refused)
+{
+    test_env e;
+    test_env_open(&e, &CFGS[1], SRC);
+    clf_buffer *a = mbuf(e.f, 0, NULL), *b = mbuf(e.f, 0, NULL), *c = mbuf(e.f, 1, NULL);
+    clf_graph *g = NULL;
+    ck_assert_ok(clf_graph_create(&g, e.f, e.p));
+    clf_graph_node_desc d = CLF_GRAPH_NODE_DESC_INIT;
+    d.kernel = "sum2";
+    d.global[0] = MB;
+    clf_arg args[] = {CLF_BUF_IN(a), CLF_BUF_IN(b), CLF_BUF_OUT(c)};
+    ck_assert_ok(clf_graph_add_kernel(NULL, g, &d, args, 3));
+    /* Device 0 would copy c (1 MiB), device 1 a and b (2 MiB). */
+    ck_assert_ok(clf_graph_set_memory_budget(g, 0, MIB - 1));
+    ck_assert_ok(clf_graph_set_memory_budget(g, 1, 2 * MIB - 1));
+    clf_event *ev = (clf_event *)&ev; /* set to NULL by a refused run */
+    ck_assert_status(clf_graph_run(g, &ev), CLF_ERROR_UNSUPPORTED);
+    ck_assert_ptr_null(ev);
+    const char *msg = clf_last_error();
+    ck_assert_msg(strstr(msg, "graph node 0") && strstr(msg, "sum2") &&
+                      strstr(msg, "1048576 bytes") && strstr(msg, "2097152 bytes"),
+                  "message: %s", msg);
+    /* One device that fits is enough. */
+    ck_assert_ok(clf_graph_set_memory_budget(g, 0, MIB));
+    run_ok(g, "one device fits");
+    clf_graph_node_report nr;
+    ck_assert_ok(clf_graph_node_info(&nr, g, 0));
+    ck_assert_uint_eq(nr.device, 0);
+    /* Placed by hand where it does not fit. */
+    clf_graph *h = NULL;
+    ck_assert_ok(clf_graph_create(&h, e.f, e.p));
+    d.device = 1;
+    ck_assert_ok(clf_graph_add_kernel(NULL, h, &d, args, 3));
+    ck_assert_ok(clf_graph_set_memory_budget(h, 1, MIB));
+    ck_assert_status(clf_graph_run(h, NULL), CLF_ERROR_UNSUPPORTED);
+    ck_assert_msg(strstr(clf_last_error(), "device 1: 2097152 bytes of copies, over its budget "
+                                           "of 1048576"), "message: %s", clf_last_error());
+    ck_assert_ok(clf_graph_wait(h)); /* nothing was started */
+    /* Bad input. */
+    clf_device_info info;
+    ck_assert_ok(clf_device_get_info(&info, e.f, 1));
+    clf_graph_memory m;
+    ck_assert_status(clf_graph_set_memory_budget(NULL, 0, MIB), CLF_ERROR_NULL_POINTER);
+    ck_assert_status(clf_graph_set_memory_budget(h, 2, MIB), CLF_ERROR_OUT_OF_RANGE);
+    ck_assert_status(clf_graph_set_memory_budget(h, 1, info.global_mem + 1),
+                     CLF_ERROR_INVALID_ARGUMENT);
+    ck_assert_status(clf_graph_memory_get(NULL, h, 0), CLF_ERROR_NULL_POINTER);
+    ck_assert_status(clf_graph_memory_get(&m, NULL, 0), CLF_ERROR_NULL_POINTER);
+    ck_assert_status(clf_graph_memory_get(&m, h, 2), CLF_ERROR_OUT_OF_RANGE);
+    ck_assert_ok(clf_graph_memory_get(&m, h, 1));
+    ck_assert_uint_eq(m.budget, MIB);
+    ck_assert_uint_eq(m.resident, 0);
+    clf_graph_destroy(g);
+    clf_graph_destroy(h);
+    clf_buffer_destroy(a);
+    clf_buffer_destroy(b);
+    clf_buffer_destroy(c);
+    test_env_close(&e);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("graph");
@@ -938,6 +1269,11 @@ int main(void)
     tcase_add_test(tc, simulated_pair);
     tcase_add_test(tc, fleet_first);
     tcase_add_test(tc, traced);
+    /* On 2 devices (one works), and on the 3-device configurations (two work). */
+    tcase_add_loop_test(tc, memory_budget, 0, NCFG - 1);
+    tcase_add_test(tc, memory_sched);
+    tcase_add_test(tc, memory_keep);
+    tcase_add_test(tc, memory_refused);
     suite_add_tcase(s, tc);
     /* Every configuration needs the three PoCL devices (POCL_DEVICES='pthread pthread basic'). */
     return test_run(s, TEST_CPUS, 3);

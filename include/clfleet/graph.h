@@ -252,7 +252,14 @@ typedef struct clf_graph_report {
     /** 1 when a kernel's execution time was guessed from compute units x clock (no
      *  measurement of it on some device yet). */
     int guessed;
-    uint64_t reserved[8]; /**< zero */
+    /** Copies of buffers the run dropped from a device to stay within its memory budget
+     *  (clf_graph_set_memory_budget()), and their bytes. */
+    uint64_t evictions;
+    uint64_t evicted_bytes; /**< bytes of those copies */
+    /** Bytes of the evicted copies that were a buffer's only current copy, written back to
+     *  the buffer's own device first (counted in copies and copy_bytes too). */
+    uint64_t written_back_bytes;
+    uint64_t reserved[5]; /**< zero */
 } clf_graph_report;
 
 /**
@@ -262,6 +269,59 @@ typedef struct clf_graph_report {
  * \return CLF_SUCCESS, CLF_ERROR_NULL_POINTER, CLF_ERROR_BUSY (a run is in flight)
  */
 CLF_API clf_status clf_graph_report_get(clf_graph_report *out, const clf_graph *g);
+
+/**
+ * \brief Set the memory budget of the graph's copies on a device: the bytes of the copies
+ * of buffers the graph makes on \p device (of buffers whose own device is another; the
+ * caller's buffers are not counted) stay at most \p bytes. A node whose buffers would not
+ * fit beside the copies already there first makes room: copies that are current elsewhere
+ * (or stale) go first, then the copy whose next use by a later node is farthest (Belady's
+ * choice, by the recording order), written back to its buffer's own device when it is the
+ * only current copy. The node's own buffers are never evicted for it, so two inputs of one
+ * node cannot evict each other, and copies that earlier nodes still being run use go last.
+ * A node whose buffers alone exceed a device's budget does not go there, and a run with a
+ * node that fits no device fails at its start (clf_graph_run(): CLF_ERROR_UNSUPPORTED,
+ * naming the node and the bytes).
+ *
+ * The default budget is 7/8 of the device's global memory (CL_DEVICE_GLOBAL_MEM_SIZE),
+ * leaving a margin for the caller's buffers and the runtime; a buffer larger than the
+ * device's largest allocation (CL_DEVICE_MAX_MEM_ALLOC_SIZE) is never copied there.
+ * \param g the graph
+ * \param device a fleet device index
+ * \param bytes the budget, or 0 for the device's default
+ * \return CLF_SUCCESS, CLF_ERROR_NULL_POINTER, CLF_ERROR_OUT_OF_RANGE (the device),
+ *         CLF_ERROR_INVALID_ARGUMENT (more than the device's global memory),
+ *         CLF_ERROR_BUSY (a run is in flight)
+ */
+CLF_API clf_status clf_graph_set_memory_budget(clf_graph *g, size_t device, uint64_t bytes);
+
+/** \brief The graph's memory on one device (clf_graph_memory_get()). */
+typedef struct clf_graph_memory {
+    uint64_t budget;   /**< the budget in force (the set one, else the default) */
+    uint64_t fallback; /**< the device's default budget (7/8 of its global memory) */
+    uint64_t max_alloc; /**< the device's largest buffer, bytes */
+    uint64_t resident; /**< bytes of the graph's copies on the device now */
+    /** The most bytes of the graph's copies on the device at once during the last run
+     *  (counted when a copy is made and when one is evicted; an evicted copy's memory is
+     *  freed once the commands queued on it complete). */
+    uint64_t peak;
+    uint64_t evictions;    /**< copies evicted from the device in the last run */
+    uint64_t evicted_bytes; /**< their bytes */
+    uint64_t written_back_bytes; /**< bytes of them written back to their own devices */
+    uint64_t reserved[4]; /**< zero */
+} clf_graph_memory;
+
+/**
+ * \brief The graph's memory on \p device: budget, resident bytes, the last run's peak and
+ * evictions.
+ * \param out receives it
+ * \param g the graph
+ * \param device a fleet device index
+ * \return CLF_SUCCESS, CLF_ERROR_NULL_POINTER, CLF_ERROR_OUT_OF_RANGE (the device),
+ *         CLF_ERROR_BUSY (a run is in flight)
+ */
+CLF_API clf_status clf_graph_memory_get(clf_graph_memory *out, const clf_graph *g,
+                                        size_t device);
 
 #ifdef __cplusplus
 }

@@ -1,7 +1,8 @@
 /* lib/graph: a graph of kernels over resident data (clfleet/graph.h). The recording of
  * nodes and their checks (record.c), the dependencies inferred from access modes (deps.c),
  * placement by the cost model and the plan cache (sched.c), the run: valid copies per
- * device, copies, kernels, host callbacks (run.c), and the report (report.c). Not installed.
+ * device, copies, kernels, host callbacks, evictions (run.c), memory budgets and the choice
+ * of the copy to evict (mem.c), and the report (report.c). Not installed.
  *
  * Layer: above data (arrays, their dependency records), exec (the cost model and its keys),
  * xfer (copies, paths) and core (events, tasks, buffers); only libclfleet-mpi is above it. */
@@ -35,7 +36,9 @@ typedef struct clf__gdata {
     unsigned char *valid;
     clf_event **vev;
     int written; /* a node of this run wrote it */
-    /* The plan's simulation (sched.c): valid copies and when they become valid. */
+    /* The plan's simulation (sched.c): copies allocated (sim_rep; the budgets, mem.c),
+     * valid copies and when they become valid. */
+    unsigned char *sim_rep;
     unsigned char *sim_valid;
     double *sim_t;
 } clf__gdata;
@@ -74,10 +77,20 @@ typedef struct clf__gnode {
     uint64_t host_t0, host_t1; /* a host node's callback, host ns (the trace) */
 } clf__gnode;
 
+/* The graph's memory on one device (mem.c): the budget of its copies there, what they
+ * take now (run.c keeps it) and the last run's counts; sim_resident: the plan's view. */
+typedef struct clf__gmem {
+    uint64_t budget; /* set by the caller; 0: the device's default */
+    uint64_t resident, peak;
+    uint64_t evictions, evicted_bytes, written_back;
+    uint64_t sim_resident;
+} clf__gmem;
+
 struct clf_graph {
     clf_fleet *fleet;
     clf_program *prog;
     size_t ndev;
+    clf__gmem *mem; /* per fleet device */
     clf__gnode *nodes;
     size_t nnodes, cap_nodes;
     clf__gdata *data;
@@ -141,6 +154,26 @@ static inline int clf__graph_keeps(const clf_graph *g)
 clf_status clf__graph_plan(clf_graph *g);
 /* The cost model's key of a kernel node ("graph:NAME@HASH"). */
 void clf__graph_kernel_key(const clf_graph *g, const clf__gnode *n, char *buf, size_t len);
+
+/* mem.c: memory budgets and eviction. The budget in force on device dev and the largest
+ * buffer there. */
+uint64_t clf__graph_budget(const clf_graph *g, size_t dev);
+uint64_t clf__graph_max_alloc(const clf_graph *g, size_t dev);
+/* Whether node n's argument i is the first that names its data (a buffer named twice
+ * counts once). */
+int clf__graph_first_use(const clf__gnode *n, size_t i);
+/* Bytes of node n's buffers whose own device is not dev (its working set of copies there);
+ * *largest: the largest of them. */
+uint64_t clf__graph_node_bytes(const clf_graph *g, const clf__gnode *n, size_t dev,
+                               uint64_t *largest);
+/* The next node after n that uses data i (SIZE_MAX: none). */
+size_t clf__graph_next_use(const clf_graph *g, size_t i, size_t n);
+/* The copy on dev to evict next to make room for node n: data held there (held[i]: a copy
+ * is allocated; cur[i]: it is current there; only[i]: it is the only current copy), not
+ * used by n and not in taken (when given). SIZE_MAX: none; *wb: it must be written back. */
+size_t clf__graph_victim(const clf_graph *g, size_t dev, size_t n, const unsigned char *held,
+                         const unsigned char *cur, const unsigned char *only,
+                         const unsigned char *taken, int *wb);
 
 /* report.c: fill g->rep from a completed run (st: its status); learn the kernel times
  * (only of a run that succeeded); release the events kept for it. */

@@ -24,12 +24,19 @@ clf_status clf_graph_create(clf_graph **out, clf_fleet *fleet, clf_program *prog
     clf__fleet_ref(fleet); /* as buffers and programs do: the fleet goes with its last child */
     g->prog = prog;
     g->ndev = fleet->ndev;
+    g->mem = calloc(g->ndev ? g->ndev : 1, sizeof *g->mem);
+    if (!g->mem) {
+        free(g);
+        return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "clf_graph_create: out of memory");
+    }
     if (pthread_mutex_init(&g->lock, NULL) != 0) {
+        free(g->mem);
         free(g);
         return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "clf_graph_create: no mutex");
     }
     if (pthread_cond_init(&g->done_cv, NULL) != 0) {
         pthread_mutex_destroy(&g->lock);
+        free(g->mem);
         free(g);
         return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "clf_graph_create: no condition");
     }
@@ -69,10 +76,12 @@ void clf_graph_destroy(clf_graph *g)
         free(d->valid);
         free(d->vev);
         free(d->readers);
+        free(d->sim_rep);
         free(d->sim_valid);
         free(d->sim_t);
     }
     free(g->data);
+    free(g->mem);
     free(g->cev);
     free(g->cdev);
     free(g->run_err);

@@ -9,7 +9,9 @@
  * clf_copy_async() from a device that has one; a node that writes it makes its device's copy
  * the only current one. At the end every written buffer is copied back to its own device.
  * A run starts from the caller's buffers (only the home copies current), since the host may
- * have written them between runs. Arrays keep their own coherence and per-part order
+ * have written them between runs. Before a node allocates copies on a device, copies there
+ * are evicted until the device's budget holds them (make_room(); the choice is mem.c's).
+ * Arrays keep their own coherence and per-part order
  * (clf_array_launch()): a node over them is one call.
  *
  * Ordering: a node waits for the events of the nodes it depends on (deps.c) and for the
@@ -19,6 +21,7 @@
  */
 #include "graph.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,7 +48,8 @@ static clf_status ensure_reps(clf_graph *g, clf__gdata *d)
 }
 
 
-/* The graph's copy of buffer data d on device dev, made on first use. */
+/* The graph's copy of buffer data d on device dev, made on first use (room for it was
+ * made first, make_room()). */
 static clf_status replica(clf_graph *g, clf__gdata *d, size_t dev, clf_buffer **out)
 {
     if (!d->rep[dev]) {
@@ -53,6 +57,10 @@ static clf_status replica(clf_graph *g, clf__gdata *d, size_t dev, clf_buffer **
         if (st)
             return clf__prefix_error(st, "a copy of a %zu-byte buffer on device %zu: ",
                                      d->buf->size, dev);
+        clf__gmem *m = &g->mem[dev];
+        m->resident += d->buf->size;
+        if (m->resident > m->peak)
+            m->peak = m->resident;
     }
     *out = d->rep[dev];
     return CLF_SUCCESS;
@@ -118,6 +126,112 @@ static clf_status make_current(clf_graph *g, clf__gdata *d, size_t dev)
     return CLF_SUCCESS;
 }
 
+/* Drop data v's copy on dev to make room for node idx; wb: it is the only current copy,
+ * written back to the buffer's own device first (the copy waits for what made it current;
+ * the copy keeps the memory alive until it has read it, as OpenCL keeps a released buffer
+ * for the commands queued on it). */
+static clf_status evict(clf_graph *g, size_t v, size_t dev, size_t idx, int wb, uint64_t need)
+{
+    clf__gdata *d = &g->data[v];
+    clf__gmem *m = &g->mem[dev];
+    size_t home = d->buf->device, size = d->buf->size;
+    if (wb) {
+        clf_status st = make_current(g, d, home);
+        if (st)
+            return st;
+        m->written_back += size;
+        g->rep.written_back_bytes += size;
+    }
+    size_t next = clf__graph_next_use(g, v, idx);
+    char nx[48] = "not used again";
+    if (next != SIZE_MAX)
+        snprintf(nx, sizeof nx, "next used by node %zu", next);
+    clf__log(CLF_LOG_DEBUG,
+             "graph node %zu on device %zu: %llu resident + %llu new bytes over the budget of "
+             "%llu: evicted the copy of data %zu (%zu bytes; %s; %s)", idx, dev,
+             (unsigned long long)m->resident, (unsigned long long)need,
+             (unsigned long long)clf__graph_budget(g, dev), v, size,
+             wb ? "its only current copy, written back to its own device"
+                : d->valid[dev] ? "current elsewhere too" : "stale",
+             nx);
+    clf_buffer_destroy(d->rep[dev]);
+    d->rep[dev] = NULL;
+    d->valid[dev] = 0;
+    d->vev[dev] = NULL;
+    m->resident -= size;
+    m->evictions++;
+    m->evicted_bytes += size;
+    g->rep.evictions++;
+    g->rep.evicted_bytes += size;
+    return CLF_SUCCESS;
+}
+
+/* Room on dev for the copies node idx makes there: evictions until the graph's copies there
+ * and the new ones fit the device's budget. The node's own data stays (pinned). */
+static clf_status make_room(clf_graph *g, size_t idx, size_t dev)
+{
+    const clf__gnode *n = &g->nodes[idx];
+    uint64_t need = 0;
+    for (size_t i = 0; i < n->nargs; i++) {
+        if (!clf__graph_first_use(n, i))
+            continue;
+        const clf__gdata *d = &g->data[n->args[i].data];
+        if (d->buf->device != dev && !d->rep[dev])
+            need += d->buf->size;
+    }
+    clf__gmem *m = &g->mem[dev];
+    uint64_t budget = clf__graph_budget(g, dev);
+    if (m->resident + need <= budget)
+        return CLF_SUCCESS;
+    size_t nd = g->ndata;
+    unsigned char *held = malloc(4 * nd), *cur = held + nd, *only = cur + nd, *busy = only + nd;
+    if (!held)
+        return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "graph: out of memory");
+    /* The copies that nodes queued before this one still use there (their kernels, or the
+     * copies that made them current, not complete yet): kept while others can go. Evicting
+     * one would be correct (OpenCL keeps it for them), but its memory would stay in use
+     * beside the new copies until they complete. */
+    memset(busy, 0, nd);
+    for (size_t k = 0; k < idx; k++) {
+        const clf__gnode *q = &g->nodes[k];
+        if (q->kind != CLF__GNODE_WHOLE || q->device != dev || !q->ev || clf__event_done(q->ev))
+            continue;
+        for (size_t i = 0; i < q->nargs; i++)
+            if (q->args[i].a.kind == CLF_ARG_KIND_BUFFER)
+                busy[q->args[i].data] = 1;
+    }
+    for (size_t i = 0; i < nd; i++)
+        if (!g->data[i].is_array && g->data[i].vev && g->data[i].vev[dev] &&
+            !clf__event_done(g->data[i].vev[dev]))
+            busy[i] = 1;
+    clf_status st = CLF_SUCCESS;
+    while (!st && m->resident + need > budget) {
+        for (size_t i = 0; i < nd; i++) {
+            const clf__gdata *d = &g->data[i];
+            held[i] = !d->is_array && d->rep[dev] && d->buf->device != dev;
+            cur[i] = held[i] && d->valid[dev];
+            size_t k = 0;
+            while (cur[i] && k < g->ndev && (k == dev || !d->valid[k]))
+                k++;
+            only[i] = cur[i] && k == g->ndev;
+        }
+        int wb;
+        size_t v = clf__graph_victim(g, dev, idx, held, cur, only, busy, &wb);
+        if (v == SIZE_MAX)
+            v = clf__graph_victim(g, dev, idx, held, cur, only, NULL, &wb);
+        if (v == SIZE_MAX)
+            st = clf__fail(CLF_ERROR_UNSUPPORTED,
+                           "graph: %llu bytes of new copies on device %zu beside %llu resident "
+                           "that the node itself uses: over the budget of %llu",
+                           (unsigned long long)need, dev, (unsigned long long)m->resident,
+                           (unsigned long long)budget);
+        else
+            st = evict(g, v, dev, idx, wb, need);
+    }
+    free(held);
+    return st;
+}
+
 static void written_on(clf__gdata *d, size_t ndev, size_t dev, clf_event *ev)
 {
     memset(d->valid, 0, ndev);
@@ -148,6 +262,8 @@ static clf_status run_whole(clf_graph *g, clf__gnode *n, int gather)
     for (size_t i = 0; i < n->npreds; i++)
         if (g->nodes[n->preds[i]].ev)
             wait[nw++] = g->nodes[n->preds[i]].ev;
+    if ((st = make_room(g, (size_t)(n - g->nodes), dev)) != CLF_SUCCESS)
+        goto out;
     for (size_t i = 0; i < n->nargs; i++) {
         args[i] = n->args[i].a;
         if (args[i].kind != CLF_ARG_KIND_BUFFER)
@@ -358,6 +474,11 @@ static clf_status start_run(clf_graph *g)
             d->valid[d->buf->device] = 1;
         }
         d->written = 0;
+    }
+    for (size_t k = 0; k < g->ndev; k++) {
+        clf__gmem *m = &g->mem[k];
+        m->peak = m->resident;
+        m->evictions = m->evicted_bytes = m->written_back = 0;
     }
     return CLF_SUCCESS;
 }

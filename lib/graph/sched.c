@@ -8,9 +8,12 @@
  * plus its predicted execution time (the learned model of (kernel, device), else a guess
  * from compute units x clock). The least predicted finish wins. A node over arrays runs on
  * the arrays' parts (owner computes): each part's device is busy for its share. A host node
- * takes no device time but needs its buffers back home. The plan is kept, keyed by the
- * shapes of the graph's data and the set of (kernel, device) pairs the model has measured,
- * and reused until one of them changes or a node is added.
+ * takes no device time but needs its buffers back home. Memory: a device whose budget
+ * cannot hold a node's buffers is no candidate for it, and one that must evict first pays
+ * the predicted write-backs (make_room(), the run's choice of victims simulated). The plan
+ * is kept, keyed by the shapes of the graph's data, the budgets and the set of (kernel,
+ * device) pairs the model has measured, and reused until one of them changes or a node is
+ * added.
  */
 #include "graph.h"
 
@@ -39,6 +42,8 @@ typedef struct plan_ctx {
     char (*dkey)[400];
     double *ready; /* per device: when it is free */
     int guessed;
+    /* Scratch of the eviction's simulation, per data (make_room()). */
+    unsigned char *held, *cur, *only, *taken;
 } plan_ctx;
 
 static double link_bps(plan_ctx *c, size_t dev, const char *key)
@@ -130,26 +135,121 @@ static void commit_buffers(plan_ctx *c, clf__gnode *n, size_t dev, double finish
     }
 }
 
+/* The simulated evictions that make room for need more bytes of node n's copies on dev:
+ * the seconds of the write-backs they cause (their bytes in *wb_bytes). commit: apply them
+ * to the simulated copies; else only predict (the placement's cost of that device). */
+static double make_room(plan_ctx *c, size_t dev, size_t n, uint64_t need, int commit,
+                        uint64_t *wb_bytes)
+{
+    clf_graph *g = c->g;
+    uint64_t res = g->mem[dev].sim_resident, budget = clf__graph_budget(g, dev);
+    double s = 0;
+    *wb_bytes = 0;
+    if (res + need <= budget)
+        return 0;
+    for (size_t i = 0; i < g->ndata; i++) {
+        const clf__gdata *d = &g->data[i];
+        c->taken[i] = 0;
+        c->held[i] = !d->is_array && d->sim_rep[dev];
+        c->cur[i] = !d->is_array && d->sim_valid[dev];
+        size_t k = 0;
+        while (c->cur[i] && k < g->ndev && (k == dev || !d->sim_valid[k]))
+            k++;
+        c->only[i] = c->cur[i] && k == g->ndev;
+    }
+    while (res + need > budget) {
+        int wb;
+        size_t v = clf__graph_victim(g, dev, n, c->held, c->cur, c->only, c->taken, &wb);
+        if (v == SIZE_MAX)
+            break; /* cannot happen once the node fits the budget (plan_whole()) */
+        clf__gdata *d = &g->data[v];
+        size_t home = d->buf->device;
+        c->taken[v] = 1;
+        res -= d->buf->size;
+        double w = wb ? copy_s(c, dev, home, d->buf->size) : 0;
+        s += w;
+        *wb_bytes += wb ? d->buf->size : 0;
+        if (!commit)
+            continue;
+        if (wb) {
+            d->sim_valid[home] = 1;
+            d->sim_t[home] = d->sim_t[dev] + w;
+        }
+        d->sim_rep[dev] = 0;
+        d->sim_valid[dev] = 0;
+        g->mem[dev].sim_resident -= d->buf->size;
+    }
+    return s;
+}
+
+/* Bytes of node n's copies that dev does not hold yet (what the node allocates there). */
+static uint64_t new_bytes(const clf_graph *g, const clf__gnode *n, size_t dev)
+{
+    uint64_t sum = 0;
+    for (size_t i = 0; i < n->nargs; i++) {
+        if (!clf__graph_first_use(n, i))
+            continue;
+        const clf__gdata *d = &g->data[n->args[i].data];
+        if (d->buf->device != dev && !d->sim_rep[dev])
+            sum += d->buf->size;
+    }
+    return sum;
+}
+
+/* Whether node n's buffers fit device dev's budget and largest allocation at all; else a
+ * line on why not in why. */
+static int fits(const clf_graph *g, const clf__gnode *n, size_t dev, char *why, size_t len)
+{
+    uint64_t big, ws = clf__graph_node_bytes(g, n, dev, &big);
+    uint64_t budget = clf__graph_budget(g, dev), max = clf__graph_max_alloc(g, dev);
+    if (big > max) {
+        snprintf(why, len, "device %zu: a %llu-byte buffer, over its largest allocation of %llu",
+                 dev, (unsigned long long)big, (unsigned long long)max);
+        return 0;
+    }
+    if (ws > budget) {
+        snprintf(why, len, "device %zu: %llu bytes of copies, over its budget of %llu", dev,
+                 (unsigned long long)ws, (unsigned long long)budget);
+        return 0;
+    }
+    return 1;
+}
+
 static int device_usable(const clf_graph *g, size_t d)
 {
     return !g->fleet->dev[d].failed;
 }
 
-static void plan_whole(plan_ctx *c, clf__gnode *n)
+static clf_status plan_whole(plan_ctx *c, clf__gnode *n)
 {
     clf_graph *g = c->g;
+    size_t idx = (size_t)(n - g->nodes);
     double dep = deps_ready(g, n);
     size_t best = SIZE_MAX;
     double best_f = INFINITY, best_s = 0, best_ex = 0;
     size_t best_bytes = 0;
-    char cand[200] = "";
-    size_t used = 0;
+    char cand[200] = "", refused[400] = "";
+    size_t used = 0, rused = 0, usable = 0;
     int best_guess = 0;
+    uint64_t best_wb = 0;
     for (size_t d = 0; d < g->ndev; d++) {
         if (n->desc.device != CLF_GRAPH_ANY_DEVICE && d != n->desc.device)
             continue;
         if (n->desc.device == CLF_GRAPH_ANY_DEVICE && !device_usable(g, d))
             continue;
+        usable++;
+        char why[160];
+        if (!fits(g, n, d, why, sizeof why)) {
+            if (rused < sizeof refused) {
+                int k = snprintf(refused + rused, sizeof refused - rused, "%s%s",
+                                 rused ? "; " : "", why);
+                rused += k > 0 ? (size_t)k : 0;
+            }
+            continue;
+        }
+        /* Room for its new copies: the write-backs that eviction causes cost their time. */
+        uint64_t wb_bytes;
+        double wb = make_room(c, d, idx, new_bytes(g, n, d), 0, &wb_bytes);
         double start = fmax(c->ready[d], dep);
         size_t bytes = 0;
         for (size_t i = 0; i < n->nargs; i++) {
@@ -163,11 +263,12 @@ static void plan_whole(plan_ctx *c, clf__gnode *n)
         }
         int guess = 0;
         double ex = exec_s(c, n, d, n->items, &guess);
+        start += wb;
         double fin = start + ex;
         if (used < sizeof cand) {
-            int k = snprintf(cand + used, sizeof cand - used, "%sdevice %zu %.3g ms%s%s",
+            int k = snprintf(cand + used, sizeof cand - used, "%sdevice %zu %.3g ms%s%s%s",
                              used ? ", " : "", d, fin * 1e3, guess ? " (guessed)" : "",
-                             bytes ? " +copies" : "");
+                             bytes ? " +copies" : "", wb_bytes ? " +write-backs" : "");
             used += k > 0 ? (size_t)k : 0;
         }
         if (fin < best_f || (fin == best_f && bytes < best_bytes)) {
@@ -177,11 +278,29 @@ static void plan_whole(plan_ctx *c, clf__gnode *n)
             best_s = start;
             best_bytes = bytes;
             best_guess = guess;
+            best_wb = wb_bytes;
         }
     }
+    if (best == SIZE_MAX && usable) /* devices left, but its buffers fit none of them */
+        return clf__fail(CLF_ERROR_UNSUPPORTED,
+                         "graph node %zu ('%s'): its buffers fit no device's memory budget "
+                         "(clf_graph_set_memory_budget()): %s", idx, n->kernel, refused);
     if (best == SIZE_MAX) { /* every device failed: the run will say so */
         best = n->desc.device != CLF_GRAPH_ANY_DEVICE ? n->desc.device : 0;
         best_s = best_f = fmax(c->ready[best], dep);
+    } else {
+        /* Its copies there: room made as the run will make it, then allocated. */
+        uint64_t wbb;
+        (void)make_room(c, best, idx, new_bytes(g, n, best), 1, &wbb);
+        for (size_t i = 0; i < n->nargs; i++) {
+            if (!clf__graph_first_use(n, i))
+                continue;
+            clf__gdata *bd = &g->data[n->args[i].data];
+            if (bd->buf->device != best && !bd->sim_rep[best]) {
+                bd->sim_rep[best] = 1;
+                g->mem[best].sim_resident += bd->buf->size;
+            }
+        }
     }
     n->device = best;
     n->pred_exec = best_ex;
@@ -194,9 +313,12 @@ static void plan_whole(plan_ctx *c, clf__gnode *n)
                  best, best_f * 1e3);
     else
         snprintf(n->why, sizeof n->why, "least predicted finish: %s", cand);
-    clf__log(CLF_LOG_DEBUG, "graph node %zu '%s' (%llu items) -> device %zu: %s%s", 
-             (size_t)(n - g->nodes), n->kernel, (unsigned long long)n->items, best, n->why,
-             best_guess ? "; execution guessed from compute units x clock" : "");
+    clf__log(CLF_LOG_DEBUG, "graph node %zu '%s' (%llu items) -> device %zu: %s%s%s%s",
+             idx, n->kernel, (unsigned long long)n->items, best, n->why,
+             best_guess ? "; execution guessed from compute units x clock" : "",
+             best_wb ? "; evictions there write back some bytes" : "",
+             rused ? "; over budget elsewhere" : "");
+    return CLF_SUCCESS;
 }
 
 /* The array whose parts a split node runs on: its first block or block-cyclic array. */
@@ -290,8 +412,10 @@ static uint64_t shapes_key(const clf_graph *g)
             h = mix(h, d->arr->parts[p].count);
         }
     }
-    for (size_t d = 0; d < g->ndev; d++)
+    for (size_t d = 0; d < g->ndev; d++) {
         h = mix(h, (uint64_t)g->fleet->dev[d].failed);
+        h = mix(h, clf__graph_budget(g, d)); /* a budget changes where nodes fit */
+    }
     /* Where buffers start current: kept copies change the best placement. */
     h = mix(h, (uint64_t)clf__graph_keeps(g));
     for (size_t i = 0; clf__graph_keeps(g) && i < g->ndata; i++)
@@ -332,8 +456,13 @@ clf_status clf__graph_plan(clf_graph *g)
     plan_ctx c = {.g = g, .m = clf__fleet_perf(g->fleet)};
     c.dkey = calloc(g->ndev, sizeof *c.dkey);
     c.ready = calloc(g->ndev, sizeof *c.ready);
+    size_t nd = g->ndata ? g->ndata : 1;
+    c.held = calloc(nd, 1);
+    c.cur = calloc(nd, 1);
+    c.only = calloc(nd, 1);
+    c.taken = calloc(nd, 1);
     clf_status st = CLF_SUCCESS;
-    if (!c.dkey || !c.ready) {
+    if (!c.dkey || !c.ready || !c.held || !c.cur || !c.only || !c.taken) {
         st = clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "graph: out of memory");
         goto out;
     }
@@ -352,11 +481,13 @@ clf_status clf__graph_plan(clf_graph *g)
         clf__gdata *d = &g->data[i];
         if (d->is_array)
             continue;
+        if (!d->sim_rep)
+            d->sim_rep = calloc(g->ndev, 1);
         if (!d->sim_valid)
             d->sim_valid = calloc(g->ndev, 1);
         if (!d->sim_t)
             d->sim_t = calloc(g->ndev, sizeof *d->sim_t);
-        if (!d->sim_valid || !d->sim_t) {
+        if (!d->sim_rep || !d->sim_valid || !d->sim_t) {
             st = clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "graph: out of memory");
             goto out;
         }
@@ -366,13 +497,19 @@ clf_status clf__graph_plan(clf_graph *g)
         /* The copies the last run left current, where the next run keeps them. */
         if (clf__graph_keeps(g) && d->valid)
             memcpy(d->sim_valid, d->valid, g->ndev);
+        /* The copies allocated now (kept across runs, current or not). */
+        for (size_t k = 0; k < g->ndev; k++)
+            d->sim_rep[k] = d->rep && d->rep[k] && k != d->buf->device;
     }
+    for (size_t k = 0; k < g->ndev; k++)
+        g->mem[k].sim_resident = g->mem[k].resident;
     double makespan = 0, critical = 0;
     for (size_t i = 0; i < g->nnodes; i++) {
         clf__gnode *n = &g->nodes[i];
-        if (n->kind == CLF__GNODE_WHOLE)
-            plan_whole(&c, n);
-        else if (n->kind == CLF__GNODE_SPLIT)
+        if (n->kind == CLF__GNODE_WHOLE) {
+            if ((st = plan_whole(&c, n)) != CLF_SUCCESS)
+                goto out;
+        } else if (n->kind == CLF__GNODE_SPLIT)
             plan_split(&c, n);
         else
             plan_host(&c, n);
@@ -402,5 +539,9 @@ clf_status clf__graph_plan(clf_graph *g)
 out:
     free(c.dkey);
     free(c.ready);
+    free(c.held);
+    free(c.cur);
+    free(c.only);
+    free(c.taken);
     return st;
 }
