@@ -376,26 +376,34 @@ START_TEST(chunks_worth_their_cost)
     uint32_t iters = 256;
     for (size_t s = 0; s < (sizeof strat / sizeof *strat); s++) {
         clf_launch_report r;
-        /* The first launches teach the model (fixed cost and rate per device); the last
-         * one is checked. */
-        for (int k = 0; k < 6; k++) {
-            memset(out, 0, N * sizeof *out);
-            clf_launch_desc d = CLF_LAUNCH_DESC_INIT;
-            d.kernel = "spin";
-            d.global[0] = N;
-            d.strategy = strat[s];
-            clf_arg a[] = {CLF_OUT(out, N * sizeof *out, sizeof *out), CLF_SCALAR(&iters)};
-            ck_assert_ok(clf_launch(f, p, &d, a, 2, &r));
-            for (uint32_t i = 0; i < N; i++)
-                expect(out[i] == spin_ref(i, iters), "%s: item %u: %u, expected %u",
-                       clf_strategy_name(strat[s]), i, out[i], spin_ref(i, iters));
-        }
         unsigned chunks[2] = {0, 0};
-        for (size_t i = 0; i < r.num_devices; i++)
-            if (r.dev[i].device < 2)
-                chunks[r.dev[i].device] += r.dev[i].chunks;
-        fprintf(stderr, "%s: chunks %u on device 0, %u on device 1 (%s)\n",
-                clf_strategy_name(strat[s]), chunks[0], chunks[1], r.reason);
+        /* The first launches teach the model (fixed cost and rate per device); the last
+         * one is checked. Up to 3 rounds: on a loaded host (the fresh-clone CI's make check
+         * beside four builds once had 23 + 15 chunks) a round's samples can be too noisy
+         * for the line, and the model goes on learning; a floor that does not work fails
+         * every round. */
+        for (int round = 0; round < 3; round++) {
+            for (int k = 0; k < 6; k++) {
+                memset(out, 0, N * sizeof *out);
+                clf_launch_desc d = CLF_LAUNCH_DESC_INIT;
+                d.kernel = "spin";
+                d.global[0] = N;
+                d.strategy = strat[s];
+                clf_arg a[] = {CLF_OUT(out, N * sizeof *out, sizeof *out), CLF_SCALAR(&iters)};
+                ck_assert_ok(clf_launch(f, p, &d, a, 2, &r));
+                for (uint32_t i = 0; i < N; i++)
+                    expect(out[i] == spin_ref(i, iters), "%s: item %u: %u, expected %u",
+                           clf_strategy_name(strat[s]), i, out[i], spin_ref(i, iters));
+            }
+            chunks[0] = chunks[1] = 0;
+            for (size_t i = 0; i < r.num_devices; i++)
+                if (r.dev[i].device < 2)
+                    chunks[r.dev[i].device] += r.dev[i].chunks;
+            fprintf(stderr, "%s: chunks %u on device 0, %u on device 1 (%s)\n",
+                    clf_strategy_name(strat[s]), chunks[0], chunks[1], r.reason);
+            if (chunks[0] + chunks[1] <= 6)
+                break;
+        }
         /* Before the floor: DYNAMIC 16 per device, GUIDED's tail to its minimum chunk. Under
          * a sanitizer (the CI runs it with make -j2) the learned line is too noisy to bound
          * the count: the results above are still checked. */
