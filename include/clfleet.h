@@ -1590,7 +1590,8 @@ CLF_API const char *clf_trace_path(const clf_fleet *fleet);
  * return once the result is in place. Every byte that moves between devices
  * goes through clf_copy_async() (so the transfer path selector applies); the
  * arithmetic runs on the devices (kernels of cl/reduce.cl, built once per
- * fleet). Counts that do not divide by the number of buffers, counts smaller
+ * fleet), or on the host when clf_allreduce() predicts its host combine the
+ * cheaper. Counts that do not divide by the number of buffers, counts smaller
  * than it, and a single buffer all work.
  */
 
@@ -1602,6 +1603,19 @@ typedef enum clf_distribution {
     CLF_DIST_CYCLIC = 1
 } clf_distribution;
 
+/**
+ * \brief How clf_allreduce() combines the buffers (clf_collective_options.algorithm,
+ * $CLFLEET_ALLREDUCE).
+ */
+typedef enum clf_allreduce_algorithm {
+    /** The one with the least predicted time for this call (its count, devices and links). */
+    CLF_ALLREDUCE_AUTO = 0,
+    /** A ring between the devices: reduce-scatter, then all-gather, chunked. */
+    CLF_ALLREDUCE_RING = 1,
+    /** Every buffer read to the host at once, combined there, the result written to all. */
+    CLF_ALLREDUCE_HOST = 2
+} clf_allreduce_algorithm;
+
 /** \brief Options of the collectives; fill with CLF_COLLECTIVE_OPTIONS_INIT. */
 typedef struct clf_collective_options {
     unsigned version; /**< CLF_COLLECTIVE_OPTIONS_VERSION */
@@ -1611,12 +1625,18 @@ typedef struct clf_collective_options {
      * segment, between 64 KiB and 4 MiB.
      */
     size_t chunk_bytes;
+    /**
+     * clf_allreduce()'s algorithm (version 2): CLF_ALLREDUCE_AUTO (the default)
+     * lets $CLFLEET_ALLREDUCE decide, else the predicted cost; any other value
+     * forces that algorithm, whatever the environment says.
+     */
+    clf_allreduce_algorithm algorithm;
 } clf_collective_options;
 
 /** \brief The version of clf_collective_options this header describes. */
-#define CLF_COLLECTIVE_OPTIONS_VERSION 1
+#define CLF_COLLECTIVE_OPTIONS_VERSION 2
 /** \brief Fills a clf_collective_options with the defaults. */
-#define CLF_COLLECTIVE_OPTIONS_INIT {CLF_COLLECTIVE_OPTIONS_VERSION, 0}
+#define CLF_COLLECTIVE_OPTIONS_INIT {CLF_COLLECTIVE_OPTIONS_VERSION, 0, CLF_ALLREDUCE_AUTO}
 
 /**
  * \brief Which elements of a \p count element array position \p part of
@@ -1635,12 +1655,18 @@ CLF_API clf_status clf_distribution_part(size_t *first, size_t *len, size_t coun
                                          size_t part, clf_distribution dist, size_t block);
 
 /**
- * \brief Ring all-reduce: afterwards every buffer holds the element-wise
+ * \brief All-reduce: afterwards every buffer holds the element-wise
  * reduction of the first \p count elements of all of them.
  *
- * Reduce-scatter then all-gather around the ring of positions, chunked so that
- * transfers overlap the reduction kernels; each device sends and receives
- * 2(n-1)/n of the data. Needs two scratch buffers of count/n elements per device.
+ * Two algorithms (clf_allreduce_algorithm), chosen per call by predicted cost
+ * unless forced (clf_allreduce_choice() tells which). The ring: reduce-scatter
+ * then all-gather around the ring of positions, chunked so that transfers
+ * overlap the reduction kernels; each device sends and receives 2(n-1)/n of the
+ * data; two scratch buffers of count/n elements per device. The host combine:
+ * every buffer read into host memory at once, combined on the host in position
+ * order, the result written to every buffer at once; count elements of host
+ * memory per device. Integer results are the same bits either way; float sums
+ * and products may differ in the last bits, as the order of combination differs.
  * \param bufs one buffer per device, at least \p count elements each
  * \param opts options, or NULL for the defaults
  * \return CLF_SUCCESS; CLF_ERROR_NULL_POINTER, CLF_ERROR_ZERO_SIZE,
@@ -1656,6 +1682,36 @@ CLF_API clf_status clf_distribution_part(size_t *first, size_t *len, size_t coun
 CLF_API clf_status clf_allreduce(clf_buffer *const *bufs, size_t nbufs, size_t count,
                                  clf_type type, clf_reduce_op op,
                                  const clf_collective_options *opts);
+/**
+ * \brief The algorithm clf_allreduce() would use for these arguments, without
+ * running it: the forced one (options, then $CLFLEET_ALLREDUCE), else the one
+ * whose predicted time is least (doc/06-collectives.md). The arguments are
+ * checked as clf_allreduce() checks them.
+ * \param out receives CLF_ALLREDUCE_RING or CLF_ALLREDUCE_HOST (a single
+ *        buffer: CLF_ALLREDUCE_RING, which then moves nothing)
+ * \param bufs one buffer per device, at least \p count elements each
+ * \param nbufs number of buffers (positions)
+ * \param count elements in each buffer that take part
+ * \param type element type
+ * \param op reduction operation
+ * \param opts options, or NULL for the defaults
+ * \param ring_s receives the predicted seconds of the ring (-1 for a single
+ *        buffer), or NULL
+ * \param host_s receives the predicted seconds of the host combine (likewise),
+ *        or NULL
+ * \return as clf_allreduce(); CLF_ERROR_PARSE for a bad $CLFLEET_ALLREDUCE
+ */
+CLF_API clf_status clf_allreduce_choice(clf_allreduce_algorithm *out, clf_buffer *const *bufs,
+                                        size_t nbufs, size_t count, clf_type type,
+                                        clf_reduce_op op, const clf_collective_options *opts,
+                                        double *ring_s, double *host_s);
+/**
+ * \brief The name of an all-reduce algorithm: "auto", "ring", "host"; "unknown"
+ * otherwise.
+ * \param a the algorithm
+ * \return a static string
+ */
+CLF_API const char *clf_allreduce_algorithm_name(clf_allreduce_algorithm a);
 /**
  * \brief Reduce into the buffer of position \p root; the other buffers are
  * unchanged. A pipelined chain ending at the root (scratch: \p count elements
@@ -1940,7 +1996,8 @@ typedef struct clf_task_desc {
     size_t global[3]; /**< the task's range */
     size_t local[3]; /**< all 0: the driver's choice */
     /** Position in the queue's devices whose deque holds the task first (others may
-     * steal it), or CLF_TASK_ANY_DEVICE (dealt round robin). */
+     * steal it), or CLF_TASK_ANY_DEVICE (dealt to the device predicted to finish it
+     * first, round robin until the cost model knows the kernel on every device). */
     size_t affinity;
 } clf_task_desc;
 
@@ -1970,8 +2027,12 @@ typedef struct clf_taskq_device_report {
     uint64_t stolen; /**< of which it took from other devices' deques */
     double busy_s;   /**< kernel time */
     double finish_s; /**< host time when it found no task left */
+    /** Tasks it passed up when it stopped: another device was predicted by the cost model
+     *  to finish them sooner (too slow to help; they ran there). With tasks == 0: it took
+     *  nothing for that reason. */
+    uint64_t passed;
     /** Reserved: later versions add fields here, so that the struct keeps its size. */
-    uint64_t reserved[4];
+    uint64_t reserved[3];
 } clf_taskq_device_report;
 
 /** \brief What a run of a task queue did. */
@@ -2016,7 +2077,10 @@ CLF_API clf_status clf_taskq_submit(clf_taskq *q, const clf_task_desc *task, con
 /**
  * \brief Run every task submitted since the last run; blocks. One host thread per
  * device takes tasks from the head of its own deque and, when that is empty,
- * steals from the tail of the fullest other one.
+ * steals from the tail of the fullest other one. Once the cost model has learned a
+ * task's kernel on the devices (from earlier runs), a device takes a task only when
+ * it is predicted to finish it sooner than the device it would otherwise wait for
+ * (clf_taskq_device_report.passed counts what it left).
  * \return CLF_SUCCESS, or the first failed task's status (the others still ran)
  * \param q the task queue
  * \param report receives what each device did, or NULL

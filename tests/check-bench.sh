@@ -120,7 +120,7 @@ rows=$(grep -Ec '^  [0-9]+ +(static|dynamic|guided|memory-aware|auto) ' "$tmp.tx
 svg_ok "$tmp.scale.svg" "scale --plot" 12 $((rows / 5 * 6)) 0
 
 # allreduce in nccl-tests' conventions: -b/-e/-f sizes, -w/-n, -d/-o, columns with units,
-# #wrong, out-of-place n/a, and the footer; a row per size and device count, and with --plot a
+# #wrong, out-of-place n/a, the algorithm chosen and the forced ones' medians, and the footer; a row per size and device count, and with --plot a
 # line per method and device count in each of 2 panels, a point per size.
 $bench allreduce -b 4K -e 16K -f 4 -w 0 -n 1 -d int32 -o max --plot "$tmp.ar.svg" \
     > "$tmp.txt" 2> "$tmp.err" || { cat "$tmp.err"; echo "FAIL: allreduce int32 max"; exit 1; }
@@ -130,7 +130,9 @@ grep -q '^# *size *count *type *redop *root *time *algbw *busbw *#wrong ' "$tmp.
     grep -q '^# *(B) *(elements) .*(us) *(GB/s) *(GB/s)' "$tmp.txt" &&
     grep -q '^# Out of bounds values : 0 OK$' "$tmp.txt" &&
     grep -q '^# Avg bus bandwidth    : [0-9.]* GB/s' "$tmp.txt" &&
-    [ "$ndevs" -ge 1 ] && [ "$rows" -eq $((2 * ndevs)) ] ||
+    [ "$ndevs" -ge 1 ] && [ "$rows" -eq $((2 * ndevs)) ] &&
+    grep -q '^# .* alg *chosen *ring *host$' "$tmp.txt" &&
+    [ "$(grep -Ec ' (ring|host) +[0-9.]+ +[0-9.]+ +[0-9.]+$' "$tmp.txt")" -eq "$rows" ] ||
     { echo "FAIL: allreduce: not in nccl-tests' form ($rows rows, $ndevs device counts)"
       cat "$tmp.txt"; exit 1; }
 svg_ok "$tmp.ar.svg" "allreduce --plot" $((4 * ndevs)) $((4 * rows)) 0
@@ -139,7 +141,8 @@ $bench allreduce --quick --json -e 4K -g 2 --type uint32 --op prod > "$tmp.ar.js
 $lint < "$tmp.ar.json" && grep -q '"type": "uint32"' "$tmp.ar.json" &&
     grep -q '"op": "prod"' "$tmp.ar.json" && grep -q '"out_of_bounds": 0' "$tmp.ar.json" &&
     [ "$(grep -c '"devices": 2, "bytes": 4096' "$tmp.ar.json")" -eq 1 ] &&
-    grep -q '"wrong": 0' "$tmp.ar.json" ||
+    grep -q '"wrong": 0' "$tmp.ar.json" && grep -Eq '"algorithm": "(ring|host)"' "$tmp.ar.json" &&
+    grep -q '"forced_wrong": 0' "$tmp.ar.json" ||
     { echo "FAIL: allreduce --json uint32 prod"; cat "$tmp.ar.json"; exit 1; }
 
 # p2p: a panel per ordered pair with the 4 methods and memcpy, a point per size.

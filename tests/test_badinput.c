@@ -1441,6 +1441,38 @@ static void r_allreduce(void)
     BUFS_CASES(allreduce3);
     reduction_enum_cases(0);
 }
+static clf_status choice3(clf_buffer *const *b, size_t n, size_t count)
+{
+    clf_allreduce_algorithm a;
+    return clf_allreduce_choice(&a, b, n, count, CLF_TYPE_FLOAT, CLF_REDUCE_SUM, NULL, NULL, NULL);
+}
+static void r_allreduce_choice(void)
+{
+    BUFS_CASES(choice3);
+    clf_allreduce_algorithm a;
+    clf_collective_options o = CLF_COLLECTIVE_OPTIONS_INIT;
+    BAD(clf_allreduce_choice(NULL, B, 3, 16, CLF_TYPE_FLOAT, CLF_REDUCE_SUM, NULL, NULL, NULL),
+        CLF_ERROR_NULL_POINTER);
+    BAD(clf_allreduce_choice(&a, B, 3, 16, (clf_type)0, CLF_REDUCE_SUM, NULL, NULL, NULL),
+        CLF_ERROR_INVALID_ARGUMENT);
+    BAD(clf_allreduce_choice(&a, B, 3, 16, CLF_TYPE_FLOAT, (clf_reduce_op)99, NULL, NULL, NULL),
+        CLF_ERROR_INVALID_ARGUMENT);
+    o.algorithm = (clf_allreduce_algorithm)3;
+    BAD(clf_allreduce_choice(&a, B, 3, 16, CLF_TYPE_FLOAT, CLF_REDUCE_SUM, &o, NULL, NULL),
+        CLF_ERROR_INVALID_ARGUMENT);
+    o.algorithm = (clf_allreduce_algorithm)-1;
+    BAD(clf_allreduce(B, 3, 16, CLF_TYPE_FLOAT, CLF_REDUCE_SUM, &o), CLF_ERROR_INVALID_ARGUMENT);
+    o.algorithm = CLF_ALLREDUCE_AUTO;
+    o.version = 3;
+    BAD(clf_allreduce_choice(&a, B, 3, 16, CLF_TYPE_FLOAT, CLF_REDUCE_SUM, &o, NULL, NULL),
+        CLF_ERROR_INVALID_ARGUMENT);
+}
+static void r_allreduce_algorithm_name(void)
+{
+    NEUTRAL(!strcmp(clf_allreduce_algorithm_name((clf_allreduce_algorithm)-1), "unknown"));
+    NEUTRAL(!strcmp(clf_allreduce_algorithm_name((clf_allreduce_algorithm)3), "unknown"));
+    NEUTRAL(!strcmp(clf_allreduce_algorithm_name((clf_allreduce_algorithm)INT32_MAX), "unknown"));
+}
 static void r_reduce(void)
 {
     BUFS_CASES(reduce3);
@@ -1960,7 +1992,8 @@ static const row rows[] = {
     ROW(metrics_device), ROW(metrics_fleet), ROW(metrics_peer), ROW(metrics_reset),
     ROW(metrics_json), ROW(metrics_write_json), ROW(metrics_print), ROW(free),
     ROW(profile_begin), ROW(profile_end), ROW(trace_flush), ROW(trace_path),
-    ROW(distribution_part), ROW(allreduce), ROW(reduce), ROW(reduce_to_host), ROW(broadcast),
+    ROW(distribution_part), ROW(allreduce), ROW(allreduce_choice), ROW(allreduce_algorithm_name),
+    ROW(reduce), ROW(reduce_to_host), ROW(broadcast),
     ROW(allgather), ROW(scatter), ROW(gather), ROW(event_record), ROW(device_wait_events),
     ROW(barrier), ROW(device_finish), ROW(events_wait), ROW(pipeline_create),
     ROW(pipeline_run), ROW(pipeline_destroy), ROW(taskq_create), ROW(taskq_submit),

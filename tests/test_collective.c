@@ -2,7 +2,7 @@
  * Collectives against plain C references: every reduction (all-reduce, reduce to a device,
  * reduce to the host) for every operation and type on 1, 2 and 3 devices, in one shared
  * context and with one context per device (the staged path), for counts 1, 7, 1000 and
- * 2^20 + 3; broadcast, all-gather, scatter and gather (block and block-cyclic) likewise;
+ * 2^20 + 3; the all-reduce with each of its algorithms forced, and its choice; broadcast, all-gather, scatter and gather (block and block-cyclic) likewise;
  * the distributions as pure functions; every bad input.
  *
  * Integer results wrap around and are exact in any order; float inputs are small integers
@@ -229,6 +229,121 @@ START_TEST(reductions_every_op_type_and_size)
 }
 END_TEST
 
+/* Both all-reduce algorithms forced, every operation and type, 2 and 3 devices. Loop index:
+ * context mode (bit 0), algorithm (bit 1: the host combine). */
+START_TEST(reductions_forced_algorithms)
+{
+    static const size_t COUNTS[] = {7, 1000, 65536 + 3};
+    int per_device = _i & 1;
+    clf_collective_options o = CLF_COLLECTIVE_OPTIONS_INIT;
+    o.algorithm = _i & 2 ? CLF_ALLREDUCE_HOST : CLF_ALLREDUCE_RING;
+    char ctx[64];
+    snprintf(ctx, sizeof ctx, "%s, %s forced", per_device ? "context per device" : "shared context",
+             clf_allreduce_algorithm_name(o.algorithm));
+    red_case c = {fleets[per_device], 0, 0, 0, 0, ctx};
+    for (size_t k = 0; k < sizeof COUNTS / sizeof COUNTS[0]; k++)
+        for (size_t nd = 2; nd <= 3; nd++)
+            for (size_t ti = 0; ti < sizeof TYPES / sizeof TYPES[0]; ti++) {
+                c.n = COUNTS[k];
+                c.nd = nd;
+                c.t = TYPES[ti];
+                size_t bytes = c.n * clf_type_size(c.t);
+                clf_buffer *b[3];
+                void *in[3], *ref = malloc(bytes), *tmp = malloc(bytes);
+                ck_assert_ptr_nonnull(ref);
+                ck_assert_ptr_nonnull(tmp);
+                for (size_t d = 0; d < nd; d++) {
+                    ck_assert_ok(clf_buffer_create(&b[d], c.f, DEVS[nd][d], bytes, 0));
+                    ck_assert_ptr_nonnull(in[d] = malloc(bytes));
+                }
+                clf_allreduce_algorithm got = CLF_ALLREDUCE_AUTO;
+                ck_assert_ok(clf_allreduce_choice(&got, b, nd, c.n, c.t, CLF_REDUCE_SUM, &o, NULL,
+                                                  NULL));
+                ck_assert_int_eq(got, o.algorithm);
+                for (size_t oi = 0; oi < sizeof OPS / sizeof OPS[0]; oi++) {
+                    c.op = OPS[oi];
+                    run_reductions(&c, b, in, ref, tmp, &o);
+                }
+                for (size_t d = 0; d < nd; d++) {
+                    clf_buffer_destroy(b[d]);
+                    free(in[d]);
+                }
+                free(ref);
+                free(tmp);
+            }
+}
+END_TEST
+
+/* The choice: options force it, else $CLFLEET_ALLREDUCE, else the least predicted time; bad
+ * values of either are refused, by the choice and by the all-reduce. */
+START_TEST(allreduce_choice_and_overrides)
+{
+    clf_fleet *f = fleets[1];
+    clf_buffer *b[3];
+    for (size_t d = 0; d < 3; d++)
+        ck_assert_ok(clf_buffer_create(&b[d], f, DEVS[3][d], 1 << 20, 0));
+    clf_collective_options o = CLF_COLLECTIVE_OPTIONS_INIT;
+    clf_allreduce_algorithm a = CLF_ALLREDUCE_AUTO;
+    double r = 0, h = 0;
+    unsetenv("CLFLEET_ALLREDUCE");
+    for (size_t count = 1; count <= (1u << 18); count *= 64) {
+        ck_assert_ok(clf_allreduce_choice(&a, b, 3, count, CLF_TYPE_FLOAT, CLF_REDUCE_SUM, &o, &r,
+                                          &h));
+        ck_assert_msg(r > 0 && h > 0, "count %zu: ring %g s, host %g s", count, r, h);
+        ck_assert_int_eq(a, h < r ? CLF_ALLREDUCE_HOST : CLF_ALLREDUCE_RING);
+        ck_assert_ok(clf_allreduce_choice(&a, b, 3, count, CLF_TYPE_FLOAT, CLF_REDUCE_SUM, NULL,
+                                          NULL, NULL));
+    }
+    /* A single buffer is its own result: nothing moves, whatever is forced. */
+    o.algorithm = CLF_ALLREDUCE_HOST;
+    ck_assert_ok(clf_allreduce_choice(&a, b, 1, 16, CLF_TYPE_INT32, CLF_REDUCE_SUM, &o, &r, &h));
+    ck_assert_int_eq(a, CLF_ALLREDUCE_RING);
+
+    setenv("CLFLEET_ALLREDUCE", " Host ", 1);
+    ck_assert_ok(clf_allreduce_choice(&a, b, 3, 1u << 18, CLF_TYPE_FLOAT, CLF_REDUCE_SUM, NULL,
+                                      NULL, NULL));
+    ck_assert_int_eq(a, CLF_ALLREDUCE_HOST);
+    o.algorithm = CLF_ALLREDUCE_RING; /* the options win over the environment */
+    ck_assert_ok(clf_allreduce_choice(&a, b, 3, 16, CLF_TYPE_FLOAT, CLF_REDUCE_SUM, &o, NULL,
+                                      NULL));
+    ck_assert_int_eq(a, CLF_ALLREDUCE_RING);
+    setenv("CLFLEET_ALLREDUCE", "ring", 1);
+    ck_assert_ok(clf_allreduce_choice(&a, b, 3, 16, CLF_TYPE_FLOAT, CLF_REDUCE_SUM, NULL, NULL,
+                                      NULL));
+    ck_assert_int_eq(a, CLF_ALLREDUCE_RING);
+    setenv("CLFLEET_ALLREDUCE", "tree", 1);
+    ck_assert_status(clf_allreduce_choice(&a, b, 3, 16, CLF_TYPE_FLOAT, CLF_REDUCE_SUM, NULL,
+                                          NULL, NULL),
+                     CLF_ERROR_PARSE);
+    ck_assert_msg(strstr(clf_last_error(), "CLFLEET_ALLREDUCE"), "%s", clf_last_error());
+    ck_assert_status(clf_allreduce(b, 3, 16, CLF_TYPE_FLOAT, CLF_REDUCE_SUM, NULL),
+                     CLF_ERROR_PARSE);
+    unsetenv("CLFLEET_ALLREDUCE");
+
+    o.algorithm = (clf_allreduce_algorithm)7;
+    ck_assert_status(clf_allreduce(b, 3, 16, CLF_TYPE_FLOAT, CLF_REDUCE_SUM, &o),
+                     CLF_ERROR_INVALID_ARGUMENT);
+    ck_assert_status(clf_allreduce_choice(&a, b, 3, 16, CLF_TYPE_FLOAT, CLF_REDUCE_SUM, &o, NULL,
+                                          NULL),
+                     CLF_ERROR_INVALID_ARGUMENT);
+    /* A version 1 structure has no algorithm: whatever follows it is not read. */
+    o.version = 1;
+    ck_assert_ok(clf_allreduce(b, 3, 16, CLF_TYPE_FLOAT, CLF_REDUCE_SUM, &o));
+    ck_assert_status(clf_allreduce_choice(NULL, b, 3, 16, CLF_TYPE_FLOAT, CLF_REDUCE_SUM, NULL,
+                                          NULL, NULL),
+                     CLF_ERROR_NULL_POINTER);
+    ck_assert_status(clf_allreduce_choice(&a, b, 3, 0, CLF_TYPE_FLOAT, CLF_REDUCE_SUM, NULL, NULL,
+                                          NULL),
+                     CLF_ERROR_ZERO_SIZE);
+    ck_assert_str_eq(clf_allreduce_algorithm_name(CLF_ALLREDUCE_AUTO), "auto");
+    ck_assert_str_eq(clf_allreduce_algorithm_name(CLF_ALLREDUCE_RING), "ring");
+    ck_assert_str_eq(clf_allreduce_algorithm_name(CLF_ALLREDUCE_HOST), "host");
+    ck_assert_str_eq(clf_allreduce_algorithm_name((clf_allreduce_algorithm)3), "unknown");
+    for (size_t d = 0; d < 3; d++)
+        clf_buffer_destroy(b[d]);
+}
+END_TEST
+
 /* Chunk sizes: tiny (bounded: at most 64 chunks a segment), odd, larger than the data. */
 START_TEST(reductions_chunk_sizes)
 {
@@ -268,10 +383,18 @@ START_TEST(reductions_with_a_basic_device)
         ck_assert_ok(clf_buffer_create(&b[d], f, 2 - d, c.n * 8, 0));
         in[d] = malloc(c.n * 8);
     }
-    run_reductions(&c, b, in, ref, tmp, NULL);
-    c.n = 7;
-    c.op = CLF_REDUCE_SUM;
-    run_reductions(&c, b, in, ref, tmp, NULL);
+    /* Each algorithm forced, and the one chosen: the basic device makes the collective wait
+     * on the host for each command, whichever runs. */
+    for (int alg = CLF_ALLREDUCE_AUTO; alg <= CLF_ALLREDUCE_HOST; alg++) {
+        clf_collective_options o = CLF_COLLECTIVE_OPTIONS_INIT;
+        o.algorithm = (clf_allreduce_algorithm)alg;
+        c.n = BIG;
+        c.op = CLF_REDUCE_MAX;
+        run_reductions(&c, b, in, ref, tmp, &o);
+        c.n = 7;
+        c.op = CLF_REDUCE_SUM;
+        run_reductions(&c, b, in, ref, tmp, &o);
+    }
     for (size_t d = 0; d < 3; d++) {
         clf_buffer_destroy(b[d]);
         free(in[d]);
@@ -601,6 +724,8 @@ int main(void)
     tcase_set_timeout(tc, 600);
     tcase_add_unchecked_fixture(tc, fleets_up, fleets_down);
     tcase_add_loop_test(tc, reductions_every_op_type_and_size, 0, 2 * (int)NSIZES);
+    tcase_add_loop_test(tc, reductions_forced_algorithms, 0, 4);
+    tcase_add_test(tc, allreduce_choice_and_overrides);
     tcase_add_loop_test(tc, reductions_chunk_sizes, 0, 2);
     tcase_add_loop_test(tc, concurrent_allreduces, 0, 2);
     tcase_add_loop_test(tc, broadcast_and_allgather, 0, 2 * (int)NSIZES);

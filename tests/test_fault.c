@@ -1303,10 +1303,13 @@ static void coll_free(clf_buffer *b[2])
     clf_buffer_destroy(b[1]);
 }
 
-/* An all-reduce (sum) or a broadcast from 0; the buffers checked when it succeeds. */
+/* An all-reduce (sum; the ring forced: it runs combine kernels and copies on both devices)
+ * or a broadcast from 0; the buffers checked when it succeeds. */
 static clf_status coll_run(clf_buffer *b[2], int allreduce)
 {
-    clf_status st = allreduce ? clf_allreduce(b, 2, SUB_N, CLF_TYPE_UINT32, CLF_REDUCE_SUM, NULL)
+    clf_collective_options ring = CLF_COLLECTIVE_OPTIONS_INIT;
+    ring.algorithm = CLF_ALLREDUCE_RING;
+    clf_status st = allreduce ? clf_allreduce(b, 2, SUB_N, CLF_TYPE_UINT32, CLF_REDUCE_SUM, &ring)
                               : clf_broadcast(b, 2, SUB_N * 4, 0, NULL);
     uint32_t h[SUB_N];
     for (size_t k = 0; st == CLF_SUCCESS && k < 2; k++) {
@@ -1344,6 +1347,33 @@ START_TEST(collective_faults)
         coll_buffers(f, b);
     }
     ck_assert_ok(coll_run(b, allreduce)); /* the rule fired once */
+    coll_free(b);
+    sub_done(f, p);
+}
+END_TEST
+
+/* The all-reduce's host combine forced: a rule failing the read or the write of device 1's
+ * buffer fails it clearly, with every queued command waited for; the next one is right. */
+START_TEST(host_combine_faults)
+{
+    static const char *const rules[] = {"device=1,call=read", "device=1,call=write"};
+    clf_program *p;
+    clf_fleet *f = sub_fleet(rules[_i], &p);
+    clf_buffer *b[2];
+    clf_collective_options host = CLF_COLLECTIVE_OPTIONS_INIT;
+    host.algorithm = CLF_ALLREDUCE_HOST;
+    coll_buffers(f, b);
+    expect_names_device1(clf_allreduce(b, 2, SUB_N, CLF_TYPE_UINT32, CLF_REDUCE_SUM, &host),
+                         "clf_allreduce (host combine)");
+    coll_free(b);
+    coll_buffers(f, b);
+    ck_assert_ok(clf_allreduce(b, 2, SUB_N, CLF_TYPE_UINT32, CLF_REDUCE_SUM, &host));
+    uint32_t h[SUB_N];
+    for (size_t k = 0; k < 2; k++) {
+        ck_assert_ok(clf_buffer_read(b[k], 0, sizeof h, h));
+        for (size_t i = 0; i < SUB_N; i++)
+            ck_assert_msg(h[i] == (uint32_t)(100 + 2 * i), "buffer %zu [%zu]: %u", k, i, h[i]);
+    }
     coll_free(b);
     sub_done(f, p);
 }
@@ -1471,6 +1501,7 @@ int main(void)
     tcase_add_loop_test(tc, taskq_lost_device, 0, 2);
     tcase_add_loop_test(tc, pipeline_faults, 0, N_ONE_CALL + 1);
     tcase_add_loop_test(tc, collective_faults, 0, 4);
+    tcase_add_loop_test(tc, host_combine_faults, 0, 2);
     tcase_add_loop_test(tc, copy_faults, 0, 6);
     tcase_add_loop_test(tc, array_launch_faults, 0, 2);
     suite_add_tcase(s, tc);

@@ -1287,20 +1287,40 @@ START_TEST(collectives_counted)
     ck_assert_uint_eq(fm.dir[CLF_DIRECTION_TO_DEVICE].bytes, bytes);
     ck_assert_uint_eq(fm.dir[CLF_DIRECTION_TO_DEVICE].count, n);
 
-    /* All-reduce over whole buffers: a ring of n (n - 1) combines, one per device and step. */
+    /* All-reduce over whole buffers, the host combine forced: a read and a write of every
+     * buffer, no kernel. */
+    clf_collective_options ar = CLF_COLLECTIVE_OPTIONS_INIT;
+    ar.algorithm = CLF_ALLREDUCE_HOST;
     for (size_t d = 0; d < n; d++)
         ck_assert_ok(clf_buffer_write(b[d], 0, bytes, host));
     ck_assert_ok(clf_metrics_reset(f));
-    ck_assert_ok(clf_allreduce(b, n, COUNT, CLF_TYPE_FLOAT, CLF_REDUCE_SUM, NULL));
+    ck_assert_ok(clf_allreduce(b, n, COUNT, CLF_TYPE_FLOAT, CLF_REDUCE_SUM, &ar));
+    fm = fleet_metrics(f);
+    ck_assert_uint_eq(fm.kernels, 0);
+    ck_assert_uint_eq(fm.dir[CLF_DIRECTION_TO_DEVICE].bytes, n * bytes);
+    ck_assert_uint_eq(fm.dir[CLF_DIRECTION_TO_DEVICE].count, n);
+    ck_assert_uint_eq(fm.dir[CLF_DIRECTION_FROM_DEVICE].bytes, n * bytes);
+    ck_assert_uint_eq(fm.dir[CLF_DIRECTION_FROM_DEVICE].count, n);
+    ck_assert_ok(clf_buffer_read(b[n - 1], 0, bytes, res));
+    for (size_t i = 0; i < COUNT; i++)
+        expect(res[i] == 3 * host[i], "all-reduce (host combine) element %zu: %g", i, res[i]);
+
+    /* The ring forced: n (n - 1) combines, one per device and step. */
+    ar.algorithm = CLF_ALLREDUCE_RING;
+    for (size_t d = 0; d < n; d++)
+        ck_assert_ok(clf_buffer_write(b[d], 0, bytes, host));
+    ck_assert_ok(clf_metrics_reset(f));
+    ck_assert_ok(clf_allreduce(b, n, COUNT, CLF_TYPE_FLOAT, CLF_REDUCE_SUM, &ar));
     fm = fleet_metrics(f);
     ck_assert_uint_eq(fm.kernels, n * (n - 1));
     ck_assert_uint_eq(fm.dir[CLF_DIRECTION_TO_DEVICE].bytes, 0);
     ck_assert_uint_eq(fm.dir[CLF_DIRECTION_FROM_DEVICE].bytes, 0);
     uint64_t k[CLF_MAX_LAUNCH_DEVICES] = {0}, want[CLF_MAX_LAUNCH_DEVICES] = {0};
     kernels_per_device(f, k);
+    uint64_t ring_want[CLF_MAX_LAUNCH_DEVICES] = {0};
     for (size_t d = 0; d < n; d++) {
         ck_assert_uint_eq(k[d], n - 1);
-        want[d] = n - 1;
+        ring_want[d] = n - 1; /* the trace names them after the algorithm */
     }
     ck_assert_ok(clf_buffer_read(b[1], 0, bytes, res));
     for (size_t i = 0; i < COUNT; i++)
@@ -1326,6 +1346,7 @@ START_TEST(collectives_counted)
     ck_assert_uint_eq(fm.dir[CLF_DIRECTION_PEER].bytes, (n - 1) * bytes);
 
     check_traced(f, path, "clf_reduce_sum_f32", want);
+    check_traced(f, path, "clf_reduce_sum_f32 (ring)", ring_want);
     for (size_t d = 0; d < n; d++)
         clf_buffer_destroy(b[d]);
     clf_fleet_destroy(f);

@@ -41,6 +41,16 @@ static const char src[] =
     "        x = x * 1664525u + 1013904223u;\n"
     "    out[i] = x;\n"
     "}\n"
+    /* spin with a seed per task, for the task queue's gate (taskq_gate, taskq_equal): its
+     * own name, so that what the model learns of it comes from those tests alone. */
+    "kernel void spin_task(global uint *out, uint n, uint seed)\n"
+    "{\n"
+    "    size_t i = get_global_id(0);\n"
+    "    uint x = ((uint)i + seed) * 2654435761u + 1u;\n"
+    "    for (uint k = 0; k < n; k++)\n"
+    "        x = x * 1664525u + 1013904223u;\n"
+    "    out[i] = x;\n"
+    "}\n"
     "kernel void inc(global uint *a)\n"
     "{\n"
     "    a[get_global_id(0)] += 1u;\n"
@@ -366,26 +376,34 @@ START_TEST(chunks_worth_their_cost)
     uint32_t iters = 256;
     for (size_t s = 0; s < (sizeof strat / sizeof *strat); s++) {
         clf_launch_report r;
-        /* The first launches teach the model (fixed cost and rate per device); the last
-         * one is checked. */
-        for (int k = 0; k < 6; k++) {
-            memset(out, 0, N * sizeof *out);
-            clf_launch_desc d = CLF_LAUNCH_DESC_INIT;
-            d.kernel = "spin";
-            d.global[0] = N;
-            d.strategy = strat[s];
-            clf_arg a[] = {CLF_OUT(out, N * sizeof *out, sizeof *out), CLF_SCALAR(&iters)};
-            ck_assert_ok(clf_launch(f, p, &d, a, 2, &r));
-            for (uint32_t i = 0; i < N; i++)
-                expect(out[i] == spin_ref(i, iters), "%s: item %u: %u, expected %u",
-                       clf_strategy_name(strat[s]), i, out[i], spin_ref(i, iters));
-        }
         unsigned chunks[2] = {0, 0};
-        for (size_t i = 0; i < r.num_devices; i++)
-            if (r.dev[i].device < 2)
-                chunks[r.dev[i].device] += r.dev[i].chunks;
-        fprintf(stderr, "%s: chunks %u on device 0, %u on device 1 (%s)\n",
-                clf_strategy_name(strat[s]), chunks[0], chunks[1], r.reason);
+        /* The first launches teach the model (fixed cost and rate per device); the last
+         * one is checked. Up to 3 rounds: on a loaded host (the fresh-clone CI's make check
+         * beside four builds once had 23 + 15 chunks) a round's samples can be too noisy
+         * for the line, and the model goes on learning; a floor that does not work fails
+         * every round. */
+        for (int round = 0; round < 3; round++) {
+            for (int k = 0; k < 6; k++) {
+                memset(out, 0, N * sizeof *out);
+                clf_launch_desc d = CLF_LAUNCH_DESC_INIT;
+                d.kernel = "spin";
+                d.global[0] = N;
+                d.strategy = strat[s];
+                clf_arg a[] = {CLF_OUT(out, N * sizeof *out, sizeof *out), CLF_SCALAR(&iters)};
+                ck_assert_ok(clf_launch(f, p, &d, a, 2, &r));
+                for (uint32_t i = 0; i < N; i++)
+                    expect(out[i] == spin_ref(i, iters), "%s: item %u: %u, expected %u",
+                           clf_strategy_name(strat[s]), i, out[i], spin_ref(i, iters));
+            }
+            chunks[0] = chunks[1] = 0;
+            for (size_t i = 0; i < r.num_devices; i++)
+                if (r.dev[i].device < 2)
+                    chunks[r.dev[i].device] += r.dev[i].chunks;
+            fprintf(stderr, "%s: chunks %u on device 0, %u on device 1 (%s)\n",
+                    clf_strategy_name(strat[s]), chunks[0], chunks[1], r.reason);
+            if (chunks[0] + chunks[1] <= 6)
+                break;
+        }
         /* Before the floor: DYNAMIC 16 per device, GUIDED's tail to its minimum chunk. Under
          * a sanitizer (the CI runs it with make -j2) the learned line is too noisy to bound
          * the count: the results above are still checked. */
@@ -483,7 +501,7 @@ START_TEST(static_uneven)
     test_watchdog(240);
     clf_program *p;
     clf_fleet *f = sim_fleet("device=1,compute=0.5", &p);
-    enum { N = 3 << 12, LAUNCHES = 8 };
+    enum { N = 3 << 12, LAUNCHES = 10, LAST = 5 };
     uint32_t *out = malloc(N * sizeof *out), iters = 512;
     ck_assert(out);
     double share0[LAUNCHES] = {0}, balance[LAUNCHES] = {0};
@@ -518,12 +536,12 @@ START_TEST(static_uneven)
     }
     expect(strstr(r.reason, "cut by the work profile"), "static did not cut by the work profile: %s",
            r.reason);
-    /* The last three launches: the median share and balance (a loaded host can upset one). */
-    double s3[3] = {share0[LAUNCHES - 3], share0[LAUNCHES - 2], share0[LAUNCHES - 1]};
-    double b3[3] = {balance[LAUNCHES - 3], balance[LAUNCHES - 2], balance[LAUNCHES - 1]};
-    double s = median(s3, 3), b = median(b3, 3);
+    /* The last five launches: the median share and balance (a loaded host stalls a device's
+     * kernels now and then: 0.32 and 0.58 were seen next to 0.88 with the CI and four builds
+     * on two cores). A cut by speed alone would give a balance of about 0.2. */
+    double s = median(share0 + LAUNCHES - LAST, LAST), b = median(balance + LAUNCHES - LAST, LAST);
     expect(s > 0.20 && s < 0.36, "the fast device's share is %.3f, not about 0.28", s);
-    expect(b > 0.6, "the devices' kernel times differ: %.2f of each other", b);
+    expect(b > 0.5, "the devices' kernel times differ: %.2f of each other", b);
     free(out);
     clf_program_destroy(p);
     clf_fleet_destroy(f);
@@ -742,6 +760,164 @@ START_TEST(bad_rules)
 }
 END_TEST
 
+/* ---- task queues: the steal gate ------------------------------------------------------- */
+
+enum { TASKS = 16 };
+
+static uint32_t spin_task_ref(uint32_t i, uint32_t n, uint32_t seed)
+{
+    uint32_t x = (i + seed) * 2654435761u + 1u;
+    for (uint32_t k = 0; k < n; k++)
+        x = x * 1664525u + 1013904223u;
+    return x;
+}
+
+/* One run of ntasks (at most TASKS) equal spin_task tasks (n iterations) over the fleet's
+ * two devices, with the affinity given: how many each device ran (count[]) and its report's
+ * passed; every result checked against the C loop, every task's device against the report. */
+static void spin_tasks(clf_fleet *f, clf_program *p, uint32_t n, uint32_t ntasks,
+                       size_t affinity, uint64_t count[2], uint64_t passed[2], const char *what)
+{
+    static uint32_t out[TASKS][ITEMS];
+    uint32_t seed[TASKS];
+    clf_taskq *q;
+    ck_assert_ok(clf_taskq_create(&q, f, p, NULL, 0));
+    memset(out, 0, sizeof out);
+    for (uint32_t t = 0; t < ntasks; t++) {
+        seed[t] = 1000u * t;
+        clf_task_desc d = CLF_TASK_DESC_INIT;
+        d.affinity = affinity;
+        d.kernel = "spin_task";
+        d.global[0] = ITEMS;
+        clf_arg a[] = {CLF_WHOLE_OUT(out[t], sizeof out[t]), CLF_SCALAR(&n),
+                       CLF_SCALAR(&seed[t])};
+        size_t id;
+        ck_assert_ok(clf_taskq_submit(q, &d, a, 3, &id));
+        ck_assert_uint_eq(id, t);
+    }
+    clf_taskq_report r;
+    ck_assert_ok(clf_taskq_run(q, &r));
+    ck_assert_uint_eq(r.tasks, ntasks);
+    ck_assert_uint_eq(r.failed, 0);
+    ck_assert_uint_eq(r.num_devices, 2);
+    count[0] = count[1] = 0;
+    for (uint32_t t = 0; t < ntasks; t++) {
+        clf_task_info info;
+        ck_assert_ok(clf_taskq_task_info(&info, q, t));
+        ck_assert_int_eq(info.status, CLF_SUCCESS);
+        ck_assert_uint_eq(info.runs, 1);
+        ck_assert_uint_lt(info.device, 2);
+        count[info.device]++;
+        for (uint32_t i = 0; i < ITEMS; i++)
+            expect(out[t][i] == spin_task_ref(i, n, seed[t]),
+                   "%s: task %u on device %zu: item %u: %u, expected %u", what, t, info.device,
+                   i, out[t][i], spin_task_ref(i, n, seed[t]));
+    }
+    for (size_t i = 0; i < 2; i++) {
+        ck_assert_uint_eq(r.dev[i].device, i);
+        ck_assert_uint_eq(r.dev[i].tasks, count[i]);
+        passed[i] = r.dev[i].passed;
+    }
+    clf_taskq_destroy(q);
+}
+
+/*
+ * A 50:1 pair: once the cost model has learned the task kernel on both devices (the first
+ * runs deal round robin and steal as before, so that it learns), a run of 16 equal tasks
+ * goes all, or all but one, to the fast device: dealt there, and the slow device passes
+ * over what it could steal, since it would finish a task (50x a fast task) after the fast
+ * device had finished the lot. Counts of tasks, not wall time: the host may be loaded. A
+ * cache directory of its own, so that the model starts empty and learns here.
+ */
+START_TEST(taskq_gate)
+{
+    test_watchdog(240);
+    char dir[256], cmd[300];
+    snprintf(dir, sizeof dir, "%s/clfleet-taskq-XXXXXX",
+             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    const char *old = getenv("CLFLEET_CACHE_DIR");
+    char *saved = old ? strdup(old) : NULL;
+    setenv("CLFLEET_CACHE_DIR", dir, 1);
+    clf_program *p;
+    clf_fleet *f = sim_fleet("device=1,compute=0.02", &p);
+    if (saved)
+        setenv("CLFLEET_CACHE_DIR", saved, 1);
+    else
+        unsetenv("CLFLEET_CACHE_DIR");
+    free(saved);
+    uint32_t n = 1u << 13;
+    uint64_t count[2], passed[2], slow_runs = 0;
+    /* At least 4 runs, and until the slow device has run 2 tasks (the model drops its first
+     * as cold): on a loaded host its thread may start too late to take one in some run. */
+    for (int run = 0; run < 4 || (slow_runs < 2 && run < 10); run++) {
+        spin_tasks(f, p, n, TASKS, CLF_TASK_ANY_DEVICE, count, passed, "learning");
+        slow_runs += count[1];
+        fprintf(stderr, "taskq_gate: learning run %d: %llu / %llu tasks (passed %llu / %llu)\n",
+                run, (unsigned long long)count[0], (unsigned long long)count[1],
+                (unsigned long long)passed[0], (unsigned long long)passed[1]);
+    }
+    spin_tasks(f, p, n, TASKS, CLF_TASK_ANY_DEVICE, count, passed, "learned");
+    fprintf(stderr, "taskq_gate: learned: %llu / %llu tasks (passed %llu / %llu)\n",
+            (unsigned long long)count[0], (unsigned long long)count[1],
+            (unsigned long long)passed[0], (unsigned long long)passed[1]);
+    expect(count[1] <= 1, "the 50x slower device ran %llu of %d tasks after learning",
+           (unsigned long long)count[1], TASKS);
+    /* It took nothing because it was too slow to help, and the report says so. */
+    expect(count[1] > 0 || passed[1] > 0,
+           "device 1 took no task, and its report does not say it passed any");
+    expect(passed[0] == 0, "the fast device passed %llu tasks", (unsigned long long)passed[0]);
+    /* The steal gate alone: 8 tasks given to the fast device (affinity; they keep it), which
+     * does them all in about a sixth of one slow task. Without the gate the idle slow device
+     * steals one at once, and the run waits for it. Up to 3 tries: on a loaded host the slow
+     * device's thread may start only once nothing is left to pass up. */
+    for (int try = 0; try < 3; try++) {
+        spin_tasks(f, p, n, TASKS / 2, 0, count, passed, "affinity");
+        fprintf(stderr, "taskq_gate: affinity to device 0: %llu / %llu tasks (passed %llu / "
+                "%llu)\n", (unsigned long long)count[0], (unsigned long long)count[1],
+                (unsigned long long)passed[0], (unsigned long long)passed[1]);
+        if (count[1] == 0 && passed[1] > 0)
+            break;
+    }
+    expect(count[1] == 0 && passed[1] > 0,
+           "the 50x slower device stole %llu of %d tasks (passed %llu)",
+           (unsigned long long)count[1], TASKS / 2, (unsigned long long)passed[1]);
+    clf_program_destroy(p);
+    clf_fleet_destroy(f);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    expect(system(cmd) == 0, "%s failed", cmd);
+    test_watchdog_off();
+}
+END_TEST
+
+/* Equal devices (no simulation), after the same learning: both take tasks (the gate does not
+ * hand a device's share to the other). Up to 3 tries: a loaded 2-core host may stall one
+ * device's thread for a whole run. */
+START_TEST(taskq_equal)
+{
+    test_watchdog(240);
+    clf_program *p;
+    clf_fleet *f = sim_fleet(NULL, &p);
+    uint32_t n = 1u << 13;
+    uint64_t count[2] = {0, 0}, passed[2];
+    for (int run = 0; run < 3; run++)
+        spin_tasks(f, p, n, TASKS, CLF_TASK_ANY_DEVICE, count, passed, "learning");
+    for (int try = 0; try < 3; try++) {
+        spin_tasks(f, p, n, TASKS, CLF_TASK_ANY_DEVICE, count, passed, "learned");
+        fprintf(stderr, "taskq_equal: %llu / %llu tasks (passed %llu / %llu)\n",
+                (unsigned long long)count[0], (unsigned long long)count[1],
+                (unsigned long long)passed[0], (unsigned long long)passed[1]);
+        if (count[0] >= 2 && count[1] >= 2)
+            break;
+    }
+    expect(count[0] >= 2 && count[1] >= 2, "equal devices ran %llu and %llu of %d tasks",
+           (unsigned long long)count[0], (unsigned long long)count[1], TASKS);
+    clf_program_destroy(p);
+    clf_fleet_destroy(f);
+    test_watchdog_off();
+}
+END_TEST
+
 /* PoCL's basic device runs commands inside clEnqueue*: a rule for it is refused, clearly. */
 START_TEST(basic_refused)
 {
@@ -784,5 +960,11 @@ int main(void)
     tcase_add_test(tc, gemm_slowed);
     tcase_add_test(tc, unset_changes_nothing);
     suite_add_tcase(s, tc);
+    /* Its own case, to run alone: CK_RUN_CASE=taskq. */
+    TCase *tq = tcase_create("taskq");
+    tcase_add_checked_fixture(tq, NULL, test_watchdog_off);
+    tcase_add_test(tq, taskq_gate);
+    tcase_add_test(tq, taskq_equal);
+    suite_add_tcase(s, tq);
     return test_run(s, FLEET2, 2);
 }

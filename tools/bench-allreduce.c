@@ -1,12 +1,13 @@
 /*
- * clfleet-bench allreduce: clf_allreduce() (a ring: reduce-scatter, then all-gather) against
- * the naive way (read every device's buffer to the host, combine there, write the result back
+ * clfleet-bench allreduce: clf_allreduce() (the ring or the host combine, chosen per call by
+ * predicted cost; doc/06-collectives.md), each algorithm forced, and the naive way (read every device's buffer to the host, combine there, write the result back
  * to every device), from 4 KiB to 256 MiB in steps of 4x, on 2 and 3 devices, in the
  * conventions of nccl-tests' all_reduce_perf: -b/-e/-f for the sizes, -w warm-up and -n timed
  * iterations, -d the type and -o the operation, and per size the columns
  *
  *   size count type redop root | out-of-place: time algbw busbw #wrong | in-place: ... |
- *   naive: time busbw #wrong
+ *   naive: time busbw #wrong | alg: the algorithm chosen, then the medians of the chosen one
+ *   and of the ring and the host combine forced
  *
  * with time the mean of the timed iterations, algbw = size / time and busbw as NCCL defines
  * it for all-reduce, algbw x 2(n-1)/n (the bytes each device must send and receive, so that
@@ -44,6 +45,11 @@ typedef struct run {
     double time_s, min_s, max_s; /* clf_allreduce(): mean, fastest and slowest iteration */
     double naive_s;              /* the naive way: mean */
     size_t wrong, naive_wrong;   /* elements that differ from the reference, every device */
+    /* The algorithm clf_allreduce() chose, and the medians of it and of each algorithm
+     * forced (clf_collective_options.algorithm), timed in the same alternation. */
+    clf_allreduce_algorithm chosen;
+    double auto_med_s, ring_med_s, host_med_s;
+    size_t forced_wrong; /* elements wrong after the forced runs' last iterations */
 } run;
 
 typedef struct bench {
@@ -144,44 +150,81 @@ static clf_status naive(bench *b, size_t n, size_t count)
     return wait_all(ev, started, st);
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, unsigned n)
+{
+    qsort(v, n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* One timed clf_allreduce() with options o from the initial values; *wrong counted when
+ * last. */
+static clf_status timed_allreduce(bench *b, size_t n, size_t count, const clf_collective_options *o,
+                                  double *s, int last, size_t *wrong)
+{
+    clf_status st = upload(b, n, count * b->esz);
+    if (st != CLF_SUCCESS)
+        return st;
+    double t = clf_bench_now();
+    st = clf_allreduce(b->buf, n, count, b->type, b->op, o);
+    *s = clf_bench_now() - t;
+    if (st == CLF_SUCCESS && last)
+        *wrong += count_wrong(b, n, count);
+    return st;
+}
+
 static clf_status measure(bench *b, size_t n, size_t count, run *r)
 {
     size_t bytes = count * b->esz;
-    double ring[MAX_REPS], nv[MAX_REPS];
+    double ring[MAX_REPS], nv[MAX_REPS], fr[MAX_REPS], fh[MAX_REPS], au[MAX_REPS];
     unsigned iters = b->opt.reps;
-    clf_collective_options o = CLF_COLLECTIVE_OPTIONS_INIT;
+    clf_collective_options o = CLF_COLLECTIVE_OPTIONS_INIT, oring, ohost;
     o.chunk_bytes = b->chunk;
+    oring = ohost = o;
+    oring.algorithm = CLF_ALLREDUCE_RING;
+    ohost.algorithm = CLF_ALLREDUCE_HOST;
     clf_status st;
     r->ndev = n;
     r->bytes = bytes;
     r->count = count;
-    /* Untimed warm-ups of both: they build the kernels and make the staging buffers. */
+    if ((st = clf_allreduce_choice(&r->chosen, b->buf, n, count, b->type, b->op, &o, NULL,
+                                   NULL)) != CLF_SUCCESS)
+        return st;
+    /* Untimed warm-ups of every method: they build the kernels and make the staging
+     * buffers. */
     for (size_t k = 0; k < b->warmup; k++)
         if ((st = upload(b, n, bytes)) != CLF_SUCCESS ||
-            (st = clf_allreduce(b->buf, n, count, b->type, b->op, &o)) != CLF_SUCCESS ||
+            (st = clf_allreduce(b->buf, n, count, b->type, b->op, &oring)) != CLF_SUCCESS ||
+            (st = upload(b, n, bytes)) != CLF_SUCCESS ||
+            (st = clf_allreduce(b->buf, n, count, b->type, b->op, &ohost)) != CLF_SUCCESS ||
             (st = upload(b, n, bytes)) != CLF_SUCCESS || (st = naive(b, n, count)) != CLF_SUCCESS)
             return st;
-    /* The methods alternate, so that a drift in the machine's load hits both alike; each
+    /* The methods alternate, so that a drift in the machine's load hits all alike; each
      * iteration starts from the initial values (written before the clock starts). */
     for (unsigned k = 0; k < iters; k++) {
+        int last = k + 1 == iters;
+        if ((st = timed_allreduce(b, n, count, &o, &ring[k], last, &r->wrong)) != CLF_SUCCESS)
+            return st;
+        au[k] = ring[k];
         if ((st = upload(b, n, bytes)) != CLF_SUCCESS)
             return st;
         double t = clf_bench_now();
-        st = clf_allreduce(b->buf, n, count, b->type, b->op, &o);
-        ring[k] = clf_bench_now() - t;
-        if (st != CLF_SUCCESS)
-            return st;
-        if (k + 1 == iters)
-            r->wrong = count_wrong(b, n, count);
-        if ((st = upload(b, n, bytes)) != CLF_SUCCESS)
-            return st;
-        t = clf_bench_now();
         st = naive(b, n, count);
         nv[k] = clf_bench_now() - t;
         if (st != CLF_SUCCESS)
             return st;
-        if (k + 1 == iters)
+        if (last)
             r->naive_wrong = count_wrong(b, n, count);
+        if ((st = timed_allreduce(b, n, count, &oring, &fr[k], last, &r->forced_wrong)) !=
+                CLF_SUCCESS ||
+            (st = timed_allreduce(b, n, count, &ohost, &fh[k], last, &r->forced_wrong)) !=
+                CLF_SUCCESS)
+            return st;
     }
     double sum = 0, nsum = 0;
     r->min_s = INFINITY;
@@ -194,6 +237,9 @@ static clf_status measure(bench *b, size_t n, size_t count, run *r)
     }
     r->time_s = sum / iters;
     r->naive_s = nsum / iters;
+    r->auto_med_s = median(au, iters);
+    r->ring_med_s = median(fr, iters);
+    r->host_med_s = median(fh, iters);
     return CLF_SUCCESS;
 }
 
@@ -218,15 +264,17 @@ static void usage(FILE *to)
           "                               [--verbose] [--devices SELECTION] [--trace PATH]\n"
           "                               [--plot FILE.svg] [--context-per-device]\n"
           "                               [--chunk BYTES]\n"
-          "All-reduce in nccl-tests' conventions (all_reduce_perf): clf_allreduce (a\n"
-          "ring) against the naive gather-combine-write on 2 and 3 devices. Per size:\n"
+          "All-reduce in nccl-tests' conventions (all_reduce_perf): clf_allreduce (its\n"
+          "algorithm chosen by predicted cost), the ring and the host combine forced,\n"
+          "and the naive gather-combine-write on 2 and 3 devices. Per size:\n"
           "time (mean of the iterations, us), algbw = size / time and busbw = algbw x\n"
           "2(n-1)/n, in GB/s (1e9 bytes/s), and #wrong: the elements of all devices that\n"
           "differ from a host reference after the last iteration. The out-of-place\n"
           "columns say n/a: clf_allreduce() reduces in place only (every buffer is input\n"
           "and output); the in-place columns are clf_allreduce. The buffers are rewritten\n"
-          "before every iteration, untimed. Footer: the out-of-bounds total and the mean\n"
-          "in-place busbw.\n"
+          "before every iteration, untimed. Last columns: the algorithm clf_allreduce\n"
+          "chose, and the medians (us) of it and of the ring and host combine forced.\n"
+          "Footer: the out-of-bounds total and the mean in-place busbw.\n"
           "  -b, --minbytes B      smallest size in bytes, K, M or G suffix (4K)\n"
           "  -e, --maxbytes B      largest size (256M; --quick: 1M); also --max-size B\n"
           "  -f, --stepfactor F    multiply the size by F, 2 to 1024, each step (4)\n"
@@ -320,24 +368,29 @@ static void print_header(const bench *b)
 static void print_columns(size_t n)
 {
     printf("#\n# %zu devices\n", n);
-    printf("# %47s%-33s%-33s%s\n", "", "out-of-place", "in-place",
-           "naive gather-combine-write");
-    printf("# %10s %12s %8s %6s %5s  %8s %7s %7s %6s  %8s %7s %7s %6s  %8s %7s %6s\n", "size",
-           "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw",
-           "busbw", "#wrong", "time", "busbw", "#wrong");
-    printf("# %10s %12s %8s %6s %5s  %8s %7s %7s %6s  %8s %7s %7s %6s  %8s %7s %6s\n", "(B)",
-           "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)",
-           "", "(us)", "(GB/s)", "");
+    printf("# %47s%-33s%-33s%-27s%s\n", "", "out-of-place", "in-place",
+           "naive gather-combine-write", "algorithm: chosen, medians");
+    printf("# %10s %12s %8s %6s %5s  %8s %7s %7s %6s  %8s %7s %7s %6s  %8s %7s %6s  %5s %8s %8s "
+           "%8s\n",
+           "size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time",
+           "algbw", "busbw", "#wrong", "time", "busbw", "#wrong", "alg", "chosen", "ring",
+           "host");
+    printf("# %10s %12s %8s %6s %5s  %8s %7s %7s %6s  %8s %7s %7s %6s  %8s %7s %6s  %5s %8s %8s "
+           "%8s\n",
+           "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)",
+           "(GB/s)", "", "(us)", "(GB/s)", "", "", "(us)", "(us)", "(us)");
 }
 
 static void print_row(const bench *b, const run *r)
 {
     printf("  %10zu %12zu %8s %6s %5d  %8s %7s %7s %6s  %8.1f %7.3f %7.3f %6zu  %8.1f %7.3f "
-           "%6zu\n",
+           "%6zu  %5s %8.1f %8.1f %8.1f\n",
            r->bytes, r->count, clf_bench_type_name(b->type), clf_bench_op_name(b->op), -1, "n/a",
            "n/a", "n/a", "n/a", r->time_s * 1e6, clf_bench_gbps(r->bytes, r->time_s),
            busbw(r->bytes, r->time_s, r->ndev), r->wrong, r->naive_s * 1e6,
-           busbw(r->bytes, r->naive_s, r->ndev), r->naive_wrong);
+           busbw(r->bytes, r->naive_s, r->ndev), r->naive_wrong,
+           clf_allreduce_algorithm_name(r->chosen), r->auto_med_s * 1e6, r->ring_med_s * 1e6,
+           r->host_med_s * 1e6);
 }
 
 /* nccl-tests' footer: every wrong element, and the mean bus bandwidth of the in-place runs. */
@@ -347,7 +400,7 @@ static void footer(const run *r, size_t nr, size_t *wrong, double *avg)
     size_t n = 0;
     *wrong = 0;
     for (size_t i = 0; i < nr; i++) {
-        *wrong += r[i].wrong + r[i].naive_wrong;
+        *wrong += r[i].wrong + r[i].naive_wrong + r[i].forced_wrong;
         double bw = busbw(r[i].bytes, r[i].time_s, r[i].ndev);
         if (isfinite(bw))
             sum += bw, n++;
@@ -404,6 +457,14 @@ static void print_json(const bench *b, const run *r, size_t nr)
         json_method(&r[i], r[i].naive_s, r[i].naive_wrong);
         printf(", \"speedup\": ");
         clf_tool_json_num(r[i].naive_s / r[i].time_s);
+        printf(",\n     \"algorithm\": \"%s\", \"chosen_median_s\": ",
+               clf_allreduce_algorithm_name(r[i].chosen));
+        clf_tool_json_num(r[i].auto_med_s);
+        printf(", \"ring_median_s\": ");
+        clf_tool_json_num(r[i].ring_med_s);
+        printf(", \"host_median_s\": ");
+        clf_tool_json_num(r[i].host_med_s);
+        printf(", \"forced_wrong\": %zu", r[i].forced_wrong);
         printf("}");
     }
     size_t wrong;

@@ -78,6 +78,14 @@ void clf_bench_mpi_start(int *argc, char ***argv, int *rank, int *size);
  */
 int clf_bench_stencil(int argc, char **argv);
 
+/*
+ * `clfleet-bench graph`: a DAG of tile kernels (two layers of a tiled matrix product, a
+ * ReLU between them) by clfleet's graph, by hand-placed clf_kernel_enqueue() calls and by
+ * StarPU 1.3's dmda (when built with it), against each device alone and the ideal: median
+ * makespans side by side (tools/bench-graph.c). Same conventions as clf_bench_p2p().
+ */
+int clf_bench_graph(int argc, char **argv);
+
 /* The element types and operations of the all-reduce benchmarks (bench-reduce.c), by
  * nccl-tests' names: int32, uint32, int64, float, double; sum, prod, min, max. A parse
  * returns 1 and stores the value, or 0; a name of an unknown value is "?". */

@@ -1451,6 +1451,9 @@ static const subcommand COMMANDS[] = {
     {"stencil", NULL, clf_bench_stencil,
      "Jacobi steps: one device, host arrays per step, and resident arrays with\n"
      "            overlapped halo exchange: time per step, host and peer bytes"},
+    {"graph", NULL, clf_bench_graph,
+     "a DAG of 144 tile kernels: clfleet's graph, hand-placed enqueues and StarPU\n"
+     "            dmda, median makespans against each device alone and the ideal"},
     {"overhead", NULL, clf_bench_overhead,
      "what a tiny launch costs: one device and two (static, dynamic, auto)\n"
      "            against the raw OpenCL round trip, per launch and per chunk"},

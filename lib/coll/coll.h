@@ -1,5 +1,6 @@
 /* lib/coll: collectives on per-device buffers. Shared by the collectives (collective.c: the
- * machinery, scatter and gather; ring.c: the ring and chain schedules). Not installed. */
+ * machinery, scatter and gather; ring.c: the ring and chain schedules; hostred.c: the host
+ * combine; allreduce.c: the all-reduce and its choice of algorithm). Not installed. */
 #ifndef CLFLEET_COLL_H
 #define CLFLEET_COLL_H
 
@@ -19,7 +20,13 @@ typedef struct clf__coll {
     clf_buffer *buf[CLF__COLL_MAXN];
     size_t es; /* bytes per element */
     cl_kernel k[CLF__COLL_MAXN];
-    char kname[48]; /* the combine kernel's name (metrics and trace) */
+    char kname[48]; /* the combine kernel's name */
+    /* What the timeline calls the combine kernels: the kernel's name with the algorithm of
+     * an all-reduce, so that a trace shows which one ran ("clf_reduce_sum_f32 (ring)");
+     * empty: kname. */
+    char klabel[64];
+    /* What errors call the host reads and writes (NULL: fn). */
+    const char *tag;
     size_t wg[CLF__COLL_MAXN];
     clf_buffer *scratch[CLF__COLL_MAXN][2];
     clf_event *entry[CLF__COLL_MAXN]; /* the device's work queued before the collective */
@@ -39,6 +46,11 @@ clf_status clf__coll_kernels(clf__coll *c, clf_type type, clf_reduce_op op);
 clf_status clf__coll_entry(clf__coll *c);
 /* Scratch buffer half (0 or 1) of position i, at least bytes (kept by the fleet after). */
 clf_status clf__coll_scratch(clf__coll *c, size_t i, int half, size_t bytes);
+/* Host memory of at least bytes, kept by the fleet between calls (a fresh block's pages are
+ * faulted in on first touch, every call); NULL without memory. Put it back (or free it) with
+ * clf__coll_host_put(fl, p, the bytes asked for); accepts NULL. */
+void *clf__coll_host_get(clf_fleet *fl, size_t bytes);
+void clf__coll_host_put(clf_fleet *fl, void *p, size_t bytes);
 /* Wait for every command queued, free everything; st, or the first command's failure. */
 clf_status clf__coll_finish(clf__coll *c, clf_status st);
 /* A copy between devices after up to three events (NULL ones skipped). */
@@ -50,6 +62,9 @@ clf_status clf__coll_copy(clf__coll *c, clf_buffer *dst, size_t doff, clf_buffer
 clf_status clf__coll_combine(clf__coll *c, size_t i, clf_buffer *acc, size_t acc_off, clf_buffer *x,
                              size_t x_off, size_t len, clf_event *w0, clf_event *w1, clf_event *w2,
                              clf_event **out);
+/* Wait for every command queued so far; the first failure, else CLF_SUCCESS. The events stay
+ * tracked (clf__coll_finish() releases them). */
+clf_status clf__coll_wait_all(clf__coll *c);
 /* Read (write = 0) or write bytes between a buffer and the host, after one event. */
 clf_status clf__coll_host_io(clf__coll *c, clf_buffer *b, int write, size_t off, size_t bytes,
                              void *host, clf_event *after);
@@ -57,6 +72,14 @@ clf_status clf__coll_host_io(clf__coll *c, clf_buffer *b, int write, size_t off,
  * chunks to a segment of seg elements as max_chunks. */
 size_t clf__coll_chunk_elems(const clf__coll *c, const clf_collective_options *o, size_t seg,
                              size_t max_chunks);
+
+/* The all-reduce's schedules on a validated collective whose kernels (the ring) and entry
+ * markers are made: the ring (ring.c), the host combine (hostred.c). */
+clf_status clf__allreduce_ring(clf__coll *c, size_t count, const clf_collective_options *o);
+clf_status clf__allreduce_host(clf__coll *c, size_t count, clf_type type, clf_reduce_op op);
+/* The ring's chunks per segment for count elements (as clf__allreduce_ring() cuts them). */
+size_t clf__allreduce_ring_chunks(const clf__coll *c, size_t count,
+                                  const clf_collective_options *o);
 
 static inline size_t clf__coll_nchunks(size_t len, size_t ce)
 {

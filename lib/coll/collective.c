@@ -157,6 +157,8 @@ typedef struct coll_state {
     pthread_mutex_t lock; /* guards what follows */
     clf_program *reduce_prog;
     struct clf__scratch *scratch;
+    void *host;        /* an idle host block of the host combine (clf__coll_host_get()) */
+    size_t host_bytes; /* its size */
 } coll_state;
 
 static void *coll_state_create(clf_fleet *fl)
@@ -284,10 +286,51 @@ static void scratch_put(clf_fleet *fl, clf_buffer *b)
     clf_buffer_destroy(b);
 }
 
+/*
+ * Host memory of the host combine, kept like the scratch buffers: a fresh block's pages are
+ * faulted in and zeroed by the system on first touch, every call (16 MiB on two devices cost
+ * more than the combine). One block is kept, up to HOST_KEEP bytes: the host combine wins at
+ * small and middling counts, and a fleet must not hold large host memory for a rare call.
+ */
+#define HOST_KEEP ((size_t)64 << 20)
+
+void *clf__coll_host_get(clf_fleet *fl, size_t bytes)
+{
+    coll_state *S = clf__fleet_state(fl, &coll_key);
+    void *p = NULL;
+    if (S) {
+        pthread_mutex_lock(&S->lock);
+        if (S->host && S->host_bytes >= bytes) {
+            p = S->host;
+            S->host = NULL;
+            S->host_bytes = 0;
+        }
+        pthread_mutex_unlock(&S->lock);
+    }
+    return p ? p : malloc(bytes);
+}
+
+void clf__coll_host_put(clf_fleet *fl, void *p, size_t bytes)
+{
+    coll_state *S = p && bytes <= HOST_KEEP ? clf__fleet_state(fl, &coll_key) : NULL;
+    if (S) {
+        pthread_mutex_lock(&S->lock);
+        if (!S->host || S->host_bytes < bytes) {
+            void *old = S->host;
+            S->host = p;
+            S->host_bytes = bytes;
+            p = old; /* freed below, outside the lock */
+        }
+        pthread_mutex_unlock(&S->lock);
+    }
+    free(p);
+}
+
 static void coll_state_fini(clf_fleet *fl, void *state)
 {
     (void)fl;
     coll_state *S = state;
+    free(S->host);
     clf_program_destroy(S->reduce_prog);
     while (S->scratch) {
         struct clf__scratch *s = S->scratch;
@@ -408,6 +451,17 @@ clf_status clf__coll_finish(clf__coll *c, clf_status st)
     return CLF_SUCCESS;
 }
 
+clf_status clf__coll_wait_all(clf__coll *c)
+{
+    clf_status st = CLF_SUCCESS;
+    for (size_t i = 0; i < c->nev; i++) {
+        clf_status s = clf_event_wait(c->ev[i]);
+        if (s != CLF_SUCCESS && st == CLF_SUCCESS)
+            st = s;
+    }
+    return st;
+}
+
 /* ---- the two operations a schedule is made of ---------------------------------------- */
 
 /* Copy bytes between devices after up to three events (NULL entries are skipped). */
@@ -481,8 +535,8 @@ clf_status clf__coll_combine(clf__coll *c, size_t i, clf_buffer *acc, size_t acc
     if (err != CL_SUCCESS)
         st = clf__cl_fail(err, "clSetKernelArg (collective combine)", d);
     else
-        st = clf__cmd_kernel(c->fl, d->index, d->compute, k, c->kname, 1, NULL, &global, &wg, nw,
-                             cw, &ev);
+        st = clf__cmd_kernel(c->fl, d->index, d->compute, k, c->klabel[0] ? c->klabel : c->kname,
+                             1, NULL, &global, &wg, nw, cw, &ev);
     for (cl_uint j = 0; j < nw; j++)
         clReleaseEvent(cw[j]);
     if (st != CLF_SUCCESS)
@@ -508,9 +562,10 @@ clf_status clf__coll_host_io(clf__coll *c, clf_buffer *b, int write, size_t off,
     if (st != CLF_SUCCESS)
         return st;
     /* On the compute queue, where the collective's commands that wait go. */
-    st = write ? clf__cmd_write(c->fl, d->index, d->compute, b->mem, off, bytes, host, c->fn, nw,
+    const char *what = c->tag ? c->tag : c->fn;
+    st = write ? clf__cmd_write(c->fl, d->index, d->compute, b->mem, off, bytes, host, what, nw,
                                 cw, &ev)
-               : clf__cmd_read(c->fl, d->index, d->compute, b->mem, off, bytes, host, c->fn, nw,
+               : clf__cmd_read(c->fl, d->index, d->compute, b->mem, off, bytes, host, what, nw,
                                cw, &ev);
     for (cl_uint j = 0; j < nw; j++)
         clReleaseEvent(cw[j]);

@@ -4,7 +4,7 @@
  * as soon as what it depends on is done, so transfers overlap the reduction
  * kernels and the hops of a chain overlap each other.
  *
- *  - all-reduce: a ring. The count is cut into one segment per device, each
+ *  - all-reduce (allreduce.c chooses it or the host combine): a ring. The count is cut into one segment per device, each
  *    segment into chunks. Reduce-scatter: in step k device i sends segment
  *    i-k to device i+1, which combines it into its own copy; after n-1 steps
  *    device i holds segment i+1 fully reduced. All-gather: in n-1 more steps
@@ -138,23 +138,24 @@ out:
     return st;
 }
 
-clf_status clf_allreduce(clf_buffer *const *bufs, size_t nbufs, size_t count, clf_type type,
-                         clf_reduce_op op, const clf_collective_options *opts)
+clf_status clf__allreduce_ring(coll *c, size_t count, const clf_collective_options *o)
 {
-    coll c;
     ring r = {0};
-    clf_status st = clf__coll_validate(&c, "clf_allreduce", bufs, nbufs, opts, count, 0, &type, op);
-    if (st != CLF_SUCCESS || nbufs == 1)
-        return st; /* one device: its buffer is the result */
-    CLF__TRY(st, clf__coll_kernels(&c, type, op));
-    CLF__TRY(st, clf__coll_entry(&c));
-    CLF__TRY(st, ring_init(&c, &r, count, opts));
-    CLF__TRY(st, ring_reduce_scatter(&c, &r));
-    CLF__TRY(st, ring_allgather(&c, &r, 1));
+    clf_status st;
+    CLF__TRY(st, ring_init(c, &r, count, o));
+    CLF__TRY(st, ring_reduce_scatter(c, &r));
+    CLF__TRY(st, ring_allgather(c, &r, 1));
 out:
-    st = clf__coll_finish(&c, st);
     ring_free(&r);
     return st;
+}
+
+size_t clf__allreduce_ring_chunks(const coll *c, size_t count, const clf_collective_options *o)
+{
+    /* The first segment is the longest (clf_distribution_part() gives the remainder to the
+     * first ones), as ring_init() finds. */
+    size_t seg = count / c->n + (count % c->n != 0);
+    return clf__coll_nchunks(seg, clf__coll_chunk_elems(c, o, seg, CLF__MAX_RING_CHUNKS));
 }
 
 clf_status clf_allgather(clf_buffer *const *bufs, size_t nbufs, size_t count, size_t elem_size,

@@ -4,86 +4,22 @@
  * unequal lengths).
  *
  * Work stealing: a run deals the tasks to one deque per device (a task's
- * affinity, else round robin), then runs one worker per device on the fleet's
- * per-device threads (exec/fleetstate.c). A worker takes tasks from the head of
- * its own deque; when that is empty it steals from the tail of the fullest
- * other deque, so that the tasks a device was dealt last, the ones it would
- * reach last, go to an idle device first.
+ * affinity, else to the device predicted to finish it first, round robin until
+ * the cost model knows the kernel on every device), then runs one worker per
+ * device on the fleet's per-device threads (exec/fleetstate.c). A worker takes
+ * tasks from the head of its own deque; when that is empty it steals from the
+ * tail of the fullest other deque, so that the tasks a device was dealt last,
+ * the ones it would reach last, go to an idle device first.
  * A task is taken once, under the queue's lock, and runs once.
  *
- * A task's arrays are whole host arrays: the inputs are written to buffers of
- * the device (kept per argument position and reused while large enough), the
- * kernel runs, the outputs are read back, all in order on the device's compute
- * queue, and the worker waits for the last of them before it takes another task.
+ * Where tasks go, by the cost model (the deal, the steal gate, learning), is
+ * tasksched.c's.
  */
-#include "flow.h"
+#include "taskq.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include "clfleet/opencl.h"
-#include "exec/exec.h"
-
-#define MAX_TASK_ARGS 64
-
-typedef struct task {
-    char *kernel;
-    unsigned dims;
-    size_t global[3], local[3];
-    size_t affinity;
-    size_t nargs;
-    clf_arg *args;       /* copied; scalar values point into vals */
-    unsigned char *vals; /* the scalar values, copied at submission */
-    clf_task_info info;
-} task;
-
-/* Task ids of one device; its own thread pops the head, thieves the tail. */
-typedef struct deque {
-    size_t *v;
-    size_t head, tail;
-} deque;
-
-typedef struct tq_kernel {
-    char *name;
-    cl_kernel k;
-} tq_kernel;
-
-typedef struct tq_worker {
-    clf_taskq *q;
-    size_t pos; /* position among the queue's devices */
-    struct clf__device *d;
-    tq_kernel *kernels; /* created on first use of a name on this device */
-    size_t nkernels;
-    cl_mem mem[MAX_TASK_ARGS]; /* one buffer per argument position, reused */
-    size_t cap[MAX_TASK_ARGS];
-    clf_taskq_device_report rep;
-} tq_worker;
-
-struct clf_taskq {
-    clf_fleet *fl;
-    clf_program *prog;
-    size_t ndev;
-    task *tasks;
-    size_t ntasks, cap;
-    size_t pending; /* tasks [pending, ntasks) have not run yet */
-    tq_kernel *checks; /* one kernel per name, never given arguments: clf_taskq_submit() checks
-                        * tasks against it (CL_KERNEL_LOCAL_MEM_SIZE counts __local ones set) */
-    size_t nchecks;
-
-    pthread_mutex_t lock; /* guards the deques, running, the first failure */
-    deque dq[CLF_MAX_LAUNCH_DEVICES];
-    int running;
-    uint64_t t0; /* the run's start, host ns */
-    clf_status first;
-    char err[1024];
-    tq_worker w[CLF_MAX_LAUNCH_DEVICES];
-};
-
-static double since(const clf_taskq *q)
-{
-    return (double)(clf__mono_ns() - q->t0) * 1e-9;
-}
 
 /* ---- creation and submission ----------------------------------------------------------- */
 
@@ -273,6 +209,9 @@ clf_status clf_taskq_submit(clf_taskq *q, const clf_task_desc *t, const clf_arg 
     memcpy(k->global, t->global, sizeof k->global);
     memcpy(k->local, t->local, sizeof k->local);
     k->affinity = t->affinity;
+    k->items = 1;
+    for (unsigned i = 0; i < t->dims; i++)
+        k->items *= t->global[i]; /* clf__check_range() bounded the product */
     k->nargs = nargs;
     for (size_t i = 0, at = 0; i < nargs; i++) {
         k->args[i] = args[i];
@@ -417,50 +356,6 @@ static clf_status run_task(tq_worker *w, task *t, double *kernel_s)
     return st;
 }
 
-/* The next task for worker w: the head of its deque, else the tail of the fullest other. */
-static int take(clf_taskq *q, tq_worker *w, size_t *id, int *stolen)
-{
-    int found = 0;
-    pthread_mutex_lock(&q->lock);
-    deque *own = &q->dq[w->pos];
-    if (own->head < own->tail) {
-        *id = own->v[own->head++];
-        *stolen = 0;
-        found = 1;
-    } else {
-        size_t best = SIZE_MAX, most = 0;
-        for (size_t i = 0; i < q->ndev; i++) {
-            size_t left = q->dq[i].tail - q->dq[i].head;
-            if (i != w->pos && left > most) {
-                most = left;
-                best = i;
-            }
-        }
-        if (best != SIZE_MAX) {
-            *id = q->dq[best].v[--q->dq[best].tail];
-            *stolen = 1;
-            found = 1;
-        }
-    }
-    if (found)
-        q->tasks[*id].info.runs++;
-    pthread_mutex_unlock(&q->lock);
-    return found;
-}
-
-/* Give task id back to worker w's deque, for the others to steal (its device failed). */
-static void give_back(clf_taskq *q, tq_worker *w, size_t id)
-{
-    pthread_mutex_lock(&q->lock);
-    deque *own = &q->dq[w->pos];
-    /* The deque holds at most the run's tasks, and this one is not among them. */
-    if (own->head > 0)
-        own->v[--own->head] = id;
-    else
-        own->v[own->tail++] = id;
-    pthread_mutex_unlock(&q->lock);
-}
-
 /* Tasks that no running worker took. */
 static int tasks_left(clf_taskq *q)
 {
@@ -478,15 +373,15 @@ static void *worker_main(void *arg)
     clf_taskq *q = w->q;
     size_t id;
     int stolen;
-    while (take(q, w, &id, &stolen)) {
+    while (clf__tq_take(q, w, &id, &stolen)) {
         task *t = &q->tasks[id];
         double ks = 0;
         t->info.device = w->d->index;
         t->info.stolen = stolen;
-        t->info.start_s = since(q);
+        t->info.start_s = clf__tq_since(q);
         clf_clear_error();
         clf_status st = run_task(w, t, &ks);
-        t->info.end_s = since(q);
+        t->info.end_s = clf__tq_since(q);
         t->info.kernel_s = ks;
         t->info.status = st;
         w->rep.tasks++;
@@ -497,7 +392,7 @@ static void *worker_main(void *arg)
         if (st != CLF_SUCCESS && clf__device_failed(q->fl, w->d->index, NULL, 0)) {
             clf__log(CLF_LOG_WARN, "task %zu ('%s'): device %zu failed, the task moves to "
                      "another device: %s", id, t->kernel, w->d->index, clf_last_error());
-            give_back(q, w, id);
+            clf__tq_give_back(q, w, id);
             break;
         }
         if (st != CLF_SUCCESS) {
@@ -510,7 +405,7 @@ static void *worker_main(void *arg)
             pthread_mutex_unlock(&q->lock);
         }
     }
-    w->rep.finish_s = since(q);
+    w->rep.finish_s = clf__tq_since(q);
     return NULL;
 }
 
@@ -525,22 +420,19 @@ clf_status clf_taskq_run(clf_taskq *q, clf_taskq_report *report)
     if (busy)
         return clf__fail(CLF_ERROR_BUSY, "clf_taskq_run: the queue is running already");
     clf_status st = CLF_SUCCESS;
-    size_t n = q->ntasks - q->pending, rr = 0, started = 0;
+    size_t n = q->ntasks - q->pending, started = 0;
+    clf__perf_model *m = n ? clf__fleet_perf(q->fl) : NULL;
     for (size_t i = 0; i < q->ndev; i++) {
         free(q->dq[i].v);
-        q->dq[i].head = q->dq[i].tail = 0;
+        q->dq[i].head = q->dq[i].tail = q->dq[i].unknown = 0;
+        q->dq[i].pred_sum = 0;
         if (!(q->dq[i].v = malloc((n ? n : 1) * sizeof *q->dq[i].v)))
             CLF__TRY(st, clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "task queue: out of memory"));
         memset(&q->w[i].rep, 0, sizeof q->w[i].rep);
         q->w[i].rep.device = q->w[i].d->index;
+        q->w[i].active = q->w[i].busy = 0;
+        clf__perf_device_key(q->fl, q->w[i].d->index, q->w[i].dkey, sizeof q->w[i].dkey);
     }
-    for (size_t id = q->pending; id < q->ntasks; id++) {
-        size_t to =
-            q->tasks[id].affinity != CLF_TASK_ANY_DEVICE ? q->tasks[id].affinity : rr++ % q->ndev;
-        q->dq[to].v[q->dq[to].tail++] = id;
-    }
-    q->first = CLF_SUCCESS;
-    q->t0 = clf__mono_ns();
     /* A device that failed in a launch (until clf_device_readmit()), or that the program
      * did not build for, takes no task: the others steal its deque. */
     size_t usable = 0, first_usable = 0;
@@ -549,6 +441,10 @@ clf_status clf_taskq_run(clf_taskq *q, clf_taskq_report *report)
         if (!clf__device_failed(q->fl, d, NULL, 0) && q->prog->built[d])
             usable |= (size_t)1 << i, first_usable = i;
     }
+    clf__tq_predict(q, m, q->pending, n);
+    clf__tq_deal(q, q->pending, n, usable);
+    q->first = CLF_SUCCESS;
+    q->t0 = clf__mono_ns();
     /* The tasks stay queued for a later run, and say why they did not run. */
     for (size_t id = q->pending; !usable && id < q->ntasks; id++)
         q->tasks[id].info.status = CLF_ERROR_DEVICE_FAILED;
@@ -568,19 +464,32 @@ clf_status clf_taskq_run(clf_taskq *q, clf_taskq_report *report)
      * never waits for another, so a device thread still busy with a launch of another caller
      * only delays this one. A device whose thread did not start leaves its deque to the
      * thieves. */
-    for (size_t i = first_usable + 1; i < q->ndev; i++)
-        if ((usable & (size_t)1 << i) &&
-            clf__devthread_run(q->fl, q->w[i].d->index, worker_main, &q->w[i]) == 0)
+    /* Every usable worker counts as active before any starts: the gate then waits for a
+     * device whose thread has not begun yet, rather than stealing its deal. */
+    for (size_t i = 0; i < q->ndev; i++)
+        if (usable & (size_t)1 << i)
+            clf__tq_set_active(q, &q->w[i], 1);
+    for (size_t i = first_usable + 1; i < q->ndev; i++) {
+        if (!(usable & (size_t)1 << i))
+            continue;
+        if (clf__devthread_run(q->fl, q->w[i].d->index, worker_main, &q->w[i]) == 0)
             started |= (size_t)1 << i;
+        else
+            clf__tq_set_active(q, &q->w[i], 0);
+    }
     worker_main(&q->w[first_usable]);
     for (size_t i = 0; i < q->ndev; i++)
         if (started & (size_t)1 << i)
             clf__devthread_wait(q->fl, q->w[i].d->index);
-    /* A device failed while the others had finished: a device still working runs what it
-     * gave back, here; with none left, the tasks fail and say why. */
+    /* A device failed while the others had finished (or left tasks to a device that then
+     * failed, or whose thread did not start): a device still working runs what is left,
+     * here, alone (the gate waits for no one); with none left, the tasks fail and say why. */
     for (size_t i = 0; i < q->ndev && tasks_left(q); i++)
-        if ((usable & (size_t)1 << i) && !clf__device_failed(q->fl, q->w[i].d->index, NULL, 0))
+        if ((usable & (size_t)1 << i) && !clf__device_failed(q->fl, q->w[i].d->index, NULL, 0)) {
+            clf__tq_set_active(q, &q->w[i], 1);
             worker_main(&q->w[i]);
+        }
+    clf__tq_learn(q, m, q->ntasks - n, n);
     for (size_t i = 0; i < q->ndev; i++)
         for (size_t k = q->dq[i].head; k < q->dq[i].tail; k++) {
             q->tasks[q->dq[i].v[k]].info.status = CLF_ERROR_DEVICE_FAILED;
@@ -657,6 +566,7 @@ void clf_taskq_destroy(clf_taskq *q)
         free(q->tasks[i].vals);
     }
     free(q->tasks);
+    free(q->pred);
     pthread_mutex_destroy(&q->lock);
     clf_fleet *fl = q->fl;
     free(q);

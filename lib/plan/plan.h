@@ -6,6 +6,7 @@
 #include "util/util.h"
 
 #include "partition.h"
+#include "collcost.h"
 #include "pathsel.h"
 #include "perfmodel.h"
 #include "rebalplan.h"
