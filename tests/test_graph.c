@@ -6,7 +6,8 @@
  * chains, a diamond, a reduction tree, Jacobi steps over an array with a halo, in-place
  * updates, a node reading what two others wrote, host callbacks, manual placement, a graph
  * run again and again (the plan reused, new inputs seen), a device fault mid-graph, a
- * simulated 20:1 pair (the slow device left out once measured), bad input, and memory
+ * simulated 20:1 pair (the slow device left out once measured), a simulated 50:1 pair
+ * (predictions within 2x once learned, a mispredicted plan made again), bad input, and memory
  * budgets: 8 MiB of buffers through 3 MiB of copies per device (evictions, write-backs, the
  * peak within the budget), by hand on one and two devices, by the scheduler, with kept
  * copies, and a node that fits no budget refused.

@@ -1,8 +1,10 @@
 /*
  * Graphs: the report of a run (nodes, splits, copies and bytes per path, per-device busy
- * time, predicted against measured makespan), the per-node report, and the learning: each
- * kernel's profiled time goes into the cost model under the graph's key, so that the next
- * plan predicts from measurements instead of the compute-units guess.
+ * time, predicted against measured makespan), the per-node report, and the learning: the
+ * median profiled time of each (kernel shape, device) of the run goes into the cost model
+ * under the graph's key, so that the next plan predicts from measurements instead of the
+ * compute-units guess, and a run measured far from its plan's predictions has the next
+ * one plan again (learn_run()).
  */
 #include "graph.h"
 
