@@ -2,14 +2,16 @@
  * clf_graph (clfleet/graph.h): graphs of kernels over buffers and arrays, their dependencies
  * inferred from access modes, placement, copies between devices and runs, on 1, 2 and 3
  * PoCL devices (a root pthread device; two sub-devices of one; the two pthread roots and the
- * basic device, in one context and in a context each). Every result is compared with a plain C sequential reference, bit for bit:
+ * basic device, in one context and in a context each). Every result is compared with a plain
+ * C sequential reference, bit for bit:
  * chains, a diamond, a reduction tree, Jacobi steps over an array with a halo, in-place
  * updates, a node reading what two others wrote, host callbacks, manual placement, a graph
  * run again and again (the plan reused, new inputs seen), a device fault mid-graph (an
  * error that ends the run; a device lost under a chain, a diamond, in-place updates and two
  * buffers written in turn, its nodes moved and what only it held re-run; a caller's buffer
- * on it, which fails the run), a
- * simulated 20:1 pair (the slow device left out once measured), bad input, and memory
+ * on it, which fails the run), a simulated 20:1 pair (the slow device left out once
+ * measured), a simulated 50:1 pair (predictions within 2x once learned, a mispredicted plan
+ * made again), bad input, and memory
  * budgets: 8 MiB of buffers through 3 MiB of copies per device (evictions, write-backs, the
  * peak within the budget), by hand on one and two devices, by the scheduler, with kept
  * copies, and a node that fits no budget refused.
@@ -1234,6 +1236,131 @@ START_TEST(simulated_pair)
 }
 END_TEST
 
+/* The learned predictions on a 50:1 pair ($CLFLEET_SIMULATE on FLEET2), on a fleet without a
+ * cache directory (a memory-only model: nothing from earlier processes). Probe runs measure
+ * the slow device at the graph's work and the fast one at a twentieth of it: the key of a
+ * node holds its shape (range, buffer sizes), not its scalars, so the probes' samples stand
+ * for the graph's nodes, and the fast device's predictions start 20x short. The first run
+ * then measures them far off, and the next one plans again though the set of measured
+ * pairs is the same; within a few runs the model's median is the graph's own, the
+ * predictions on the fast device are within 2x of the measured kernel times, the plan is
+ * reused, and no node of the four chains ever goes to the slow device (each would take it
+ * longer than the whole graph takes the fast one). Placement and predictions are asserted,
+ * never wall time; the margins hold on a loaded host (make -j2 check). */
+START_TEST(simulated_predictions)
+{
+    setenv("CLFLEET_SIMULATE", "device=1,compute=0.02", 1);
+    clf_fleet_options o = CLF_FLEET_OPTIONS_INIT;
+    o.devices = test_selection(FLEET2);
+    o.disable_cache = 1;
+    clf_fleet *f = NULL;
+    clf_status st = clf_fleet_create(&f, &o);
+    unsetenv("CLFLEET_SIMULATE");
+    ck_assert_msg(st == CLF_SUCCESS, "fleet: %s: %s", clf_status_name(st), clf_last_error());
+    clf_program *p = NULL;
+    ck_assert_ok(clf_program_build_source(&p, f, SRC, NULL));
+    enum { CHAINS = 4, LEN = 3 };
+    unsigned rounds = 1000, few = rounds / 20;
+    int *a = data(9);
+    clf_buffer *b[CHAINS][LEN + 1];
+    for (size_t c = 0; c < CHAINS; c++)
+        for (size_t k = 0; k <= LEN; k++) /* homes on both devices: no side is favoured */
+            b[c][k] = buf(f, (c + k) % 2, k ? NULL : a);
+    clf_graph_node_desc d = kdesc("spin", N);
+    clf_graph *probe = NULL;
+    ck_assert_ok(clf_graph_create(&probe, f, p));
+    for (size_t dev = 0; dev < 2; dev++) {
+        clf_graph_node_desc pd = d;
+        pd.device = dev;
+        clf_arg args[] = {CLF_BUF_IN(b[dev][0]), CLF_BUF_OUT(b[dev][1]),
+                          CLF_SCALAR(dev ? &rounds : &few)};
+        ck_assert_ok(clf_graph_add_kernel(NULL, probe, &pd, args, 3));
+    }
+    for (int r = 0; r < 3; r++)
+        run_ok(probe, "simulated predictions: probe");
+    clf_graph_destroy(probe);
+    clf_graph *g = NULL;
+    ck_assert_ok(clf_graph_create(&g, f, p));
+    for (size_t c = 0; c < CHAINS; c++)
+        for (size_t k = 0; k < LEN; k++) {
+            clf_arg args[] = {CLF_BUF_IN(b[c][k]), CLF_BUF_OUT(b[c][k + 1]),
+                              CLF_SCALAR(&rounds)};
+            ck_assert_ok(clf_graph_add_kernel(NULL, g, &d, args, 3));
+        }
+    enum { NODES = CHAINS * LEN, MAX_RUNS = 12 };
+    clf_graph_report rep;
+    double ratio = 0;
+    int runs = 0, replanned = 0, reused = 0;
+    size_t slow = 0;
+    do {
+        run_ok(g, "simulated predictions");
+        ck_assert_ok(clf_graph_report_get(&rep, g));
+        ck_assert_msg(!rep.guessed, "simulated predictions: guessing after the probe runs");
+        slow += rep.device_nodes[1];
+        if (runs == 1)
+            replanned = !rep.plan_reused;
+        reused = rep.plan_reused;
+        /* The median over the nodes on the fast device of predicted / measured. */
+        double v[NODES];
+        size_t nv = 0;
+        for (size_t i = 0; i < NODES; i++) {
+            clf_graph_node_report nr;
+            ck_assert_ok(clf_graph_node_info(&nr, g, i));
+            if (nr.device == 0 && nr.kernel_s > 0)
+                v[nv++] = (nr.predicted_finish_s - nr.predicted_start_s) / nr.kernel_s;
+        }
+        ck_assert_msg(nv > 0, "simulated predictions: no node measured on the fast device");
+        for (size_t i = 1; i < nv; i++) /* insertion sort, for the median */
+            for (size_t j = i; j > 0 && v[j - 1] > v[j]; j--) {
+                double t = v[j];
+                v[j] = v[j - 1];
+                v[j - 1] = t;
+            }
+        ratio = nv % 2 ? v[nv / 2] : (v[nv / 2 - 1] + v[nv / 2]) / 2;
+        if (runs == 0) /* predicted from the probes' twentieth of the work */
+            ck_assert_msg(ratio < 0.5, "simulated predictions: the first run's predictions "
+                          "are %.2f of the measured times, not short as the probes made them",
+                          ratio);
+    } while (++runs < 3 || ((!reused || ratio < 0.5 || ratio > 2) && runs < MAX_RUNS));
+    ck_assert_msg(replanned, "simulated predictions: the run after the mispredicted one "
+                  "reused the plan made on the probes' times");
+    ck_assert_msg(ratio >= 0.5 && ratio <= 2,
+                  "simulated predictions: after %d runs the fast device's nodes are predicted "
+                  "at %.2f of their measured time (median)", runs, ratio);
+    ck_assert_msg(reused, "simulated predictions: the plan was never reused in %d runs", runs);
+    if (UNDER_SANITIZER)
+        ck_assert_msg(slow <= (size_t)runs, "simulated predictions: %zu nodes in %d runs on "
+                      "the 50x slower device", slow, runs);
+    else
+        ck_assert_msg(slow == 0, "simulated predictions: %zu nodes in %d runs on the 50x "
+                      "slower device", slow, runs);
+    /* The chains' results, against the C reference. */
+    int *ref = malloc(N * sizeof *ref), *got = malloc(N * sizeof *got);
+    ck_assert(ref && got);
+    for (size_t j = 0; j < N; j++) {
+        unsigned x = (unsigned)a[j];
+        for (unsigned r = 0; r < LEN * rounds; r++)
+            x = x * 1103515245u + 12345u;
+        ref[j] = (int)x;
+    }
+    for (size_t c = 0; c < CHAINS; c++) {
+        ck_assert_ok(clf_buffer_read(b[c][LEN], 0, N * sizeof *got, got));
+        for (size_t j = 0; j < N; j++)
+            expect(got[j] == ref[j], "simulated predictions: chain %zu [%zu] = %d, want %d", c,
+                   j, got[j], ref[j]);
+    }
+    clf_graph_destroy(g);
+    for (size_t c = 0; c < CHAINS; c++)
+        for (size_t k = 0; k <= LEN; k++)
+            clf_buffer_destroy(b[c][k]);
+    free(a);
+    free(ref);
+    free(got);
+    clf_program_destroy(p);
+    clf_fleet_destroy(f);
+}
+END_TEST
+
 /* Memory budgets: a graph over eight 1 MiB buffers (MB ints each), whose copies on a device
  * are held to a budget of 3 MiB, so that the run evicts (and writes back) as it goes. */
 enum { MB = 256 * 1024, NBUF = 8 };
@@ -1581,6 +1708,7 @@ int main(void)
     tcase_add_test(tc, fault_ping_pong);
     tcase_add_test(tc, fault_unrecoverable);
     tcase_add_test(tc, simulated_pair);
+    tcase_add_test(tc, simulated_predictions);
     tcase_add_test(tc, fleet_first);
     tcase_add_test(tc, traced);
     /* On 2 devices (one works), and on the 3-device configurations (two work). */

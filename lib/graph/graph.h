@@ -144,6 +144,9 @@ struct clf_graph {
     double plan_makespan, plan_critical;
     size_t runs; /* completed, for the report */
     int plan_guessed;
+    /* The last run measured some (kernel, device) far from the plan's predictions
+     * (report.c): the next run plans again even when the key above is unchanged. */
+    int plan_stale;
 
     unsigned flags;  /* CLF_GRAPH_KEEP_COPIES */
     int last_failed; /* the last run failed: the next starts from the caller's buffers */

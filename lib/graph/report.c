@@ -1,11 +1,14 @@
 /*
  * Graphs: the report of a run (nodes, splits, copies and bytes per path, per-device busy
- * time, predicted against measured makespan), the per-node report, and the learning: each
- * kernel's profiled time goes into the cost model under the graph's key, so that the next
- * plan predicts from measurements instead of the compute-units guess.
+ * time, predicted against measured makespan), the per-node report, and the learning: the
+ * median profiled time of each (kernel shape, device) of the run goes into the cost model
+ * under the graph's key, so that the next plan predicts from measurements instead of the
+ * compute-units guess, and a run measured far from its plan's predictions has the next
+ * one plan again (learn_run()).
  */
 #include "graph.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,14 +38,69 @@ static double profiled_s(const clf_event *e)
     return (double)(t1 - t0) * 1e-9;
 }
 
-static void learn(clf__perf_model *m, const char *key, const char *dkey, uint64_t units,
-                  double s)
+/* A prediction is far off when the median measured time of a (kernel, device) of the run
+ * is over twice or under half the predicted one, and by more than this many seconds (a
+ * few-microsecond kernel is off by 2x from the host's noise alone, and placing it anywhere
+ * costs next to nothing). */
+#define STALE_RATIO 2.0
+#define STALE_FLOOR_S 100e-6
+
+/*
+ * The learning, per (kernel key, device) of the run's whole nodes: one sample, the median
+ * of their measured times, into the model's launch-level window (whose median over the
+ * last runs is the prediction). One per run rather than one per node: the window holds 8
+ * samples, and a run's nodes in recording order would leave only its last few there, those
+ * that ran after the host had submitted everything and so ran faster than the rest (the
+ * tile products of the bench: 0.17 ms in the window, 0.23 ms over the run). And not into
+ * the chunk line: nodes of one key all have the same items (the key holds the shape), so
+ * no line could be fitted from them, and one sample of another size there bends it for
+ * all. A key the model does not know yet first gets its first node's time, which the model
+ * drops as cold (program builds, first touch), so that the run's median counts.
+ *
+ * Returns whether some group measured far from the plan's predictions (their medians): the
+ * next run then plans again on what the model has learned since, though the set of
+ * measured pairs is unchanged. O(nodes x groups), once per run. keys[i]: node i's kernel
+ * key; meas, pred: scratch of nnodes.
+ */
+static int learn_run(clf_graph *g, clf__perf_model *m, char (*keys)[320], double *meas,
+                     double *pred)
 {
-    if (!m || !units || s <= 0)
-        return;
-    clf__perf_chunk c = {.units = units, .seconds = s};
-    (void)clf__perf_record(m, key, dkey, units, s);
-    (void)clf__perf_record_chunks(m, key, dkey, &c, 1);
+    int off = 0;
+    char dkey[400];
+    unsigned char *done = calloc(g->nnodes ? g->nnodes : 1, 1);
+    if (!done)
+        return 0; /* no memory: nothing learned this run, the plan kept */
+    for (size_t i = 0; i < g->nnodes; i++) {
+        const clf__gnode *n = &g->nodes[i];
+        if (done[i] || n->kind != CLF__GNODE_WHOLE || n->kernel_s <= 0)
+            continue;
+        size_t k = 0;
+        for (size_t j = i; j < g->nnodes; j++) {
+            const clf__gnode *o = &g->nodes[j];
+            if (done[j] || o->kind != CLF__GNODE_WHOLE || o->kernel_s <= 0 ||
+                o->device != n->device || strcmp(keys[j], keys[i]))
+                continue;
+            done[j] = 1;
+            meas[k] = o->kernel_s;
+            pred[k++] = o->pred_exec;
+        }
+        clf__perf_device_key(g->fleet, n->device, dkey, sizeof dkey);
+        clf__perf_fit f;
+        if (!clf__perf_get(m, keys[i], dkey, &f))
+            (void)clf__perf_record(m, keys[i], dkey, n->items, n->kernel_s);
+        double mm = clf__median(meas, k), mp = clf__median(pred, k);
+        (void)clf__perf_record(m, keys[i], dkey, n->items, mm);
+        if (mp > 0 && fabs(mm - mp) > STALE_FLOOR_S &&
+            (mm > STALE_RATIO * mp || mp > STALE_RATIO * mm)) {
+            if (!off)
+                clf__log(CLF_LOG_DEBUG, "graph: '%s' on device %zu measured %.3g ms (median of "
+                         "%zu nodes), predicted %.3g ms: the next run plans again", n->kernel,
+                         n->device, mm * 1e3, k, mp * 1e3);
+            off = 1;
+        }
+    }
+    free(done);
+    return off;
 }
 
 /* The run on the fleet's track of the trace, and its host callbacks on the host's (the
@@ -89,7 +147,10 @@ void clf__graph_report_run(clf_graph *g, clf_status st)
     r->critical_path_s = g->plan_critical;
     r->guessed = g->plan_guessed;
     clf__perf_model *m = st == CLF_SUCCESS ? clf__fleet_perf(g->fleet) : NULL;
-    char dkey[400], key[320];
+    /* The nodes' keys and two scratch vectors for learn_run() (none: nothing learned). */
+    char(*keys)[320] = m && g->nnodes ? malloc(g->nnodes * sizeof *keys) : NULL;
+    double *meas = keys ? malloc(g->nnodes * sizeof *meas) : NULL;
+    double *pred = meas ? malloc(g->nnodes * sizeof *pred) : NULL;
     for (size_t i = 0; i < g->nnodes; i++) {
         clf__gnode *n = &g->nodes[i];
         n->kernel_s = 0;
@@ -104,16 +165,13 @@ void clf__graph_report_run(clf_graph *g, clf_status st)
         } else {
             r->split_nodes++;
         }
-        clf__graph_kernel_key(g, n, key, sizeof key);
+        if (keys)
+            clf__graph_kernel_key(g, n, keys[i], sizeof keys[i]);
         if (n->ev) {
             double s = profiled_s(n->ev);
             n->kernel_s = s;
             if (n->device < CLF_MAX_LAUNCH_DEVICES)
                 r->device_busy_s[n->device] += s;
-            if (m) {
-                clf__perf_device_key(g->fleet, n->device, dkey, sizeof dkey);
-                learn(m, key, dkey, n->items, s);
-            }
         }
         for (size_t p = 0; p < n->npart_ev; p++) {
             double s = profiled_s(n->part_ev[p]);
@@ -141,6 +199,11 @@ void clf__graph_report_run(clf_graph *g, clf_status st)
         clf_event_release(g->cev[i]);
     }
     g->ncev = 0;
+    if (pred && learn_run(g, m, keys, meas, pred))
+        g->plan_stale = 1;
+    free(keys);
+    free(meas);
+    free(pred);
     trace_run(g);
     clf__log(CLF_LOG_DEBUG,
              "graph run: %zu nodes (%zu whole, %zu split, %zu host), %zu copies (%llu bytes), "

@@ -6,14 +6,16 @@
  * device's ready time, its predecessors' finish and the arrival of every buffer it reads
  * (a copy from the device that holds a valid copy soonest, bytes over the link's bandwidth),
  * plus its predicted execution time (the learned model of (kernel, device), else a guess
- * from compute units x clock). The least predicted finish wins. A node over arrays runs on
+ * from compute units x clock). The least predicted finish wins, each weighed with its
+ * execution's measured spread (a pessimistic finish; see plan_whole()). A node over arrays runs on
  * the arrays' parts (owner computes): each part's device is busy for its share. A host node
  * takes no device time but needs its buffers back home. Memory: a device whose budget
  * cannot hold a node's buffers is no candidate for it, and one that must evict first pays
  * the predicted write-backs (make_room(), the run's choice of victims simulated). The plan
  * is kept, keyed by the shapes of the graph's data, the budgets and the set of (kernel,
- * device) pairs the model has measured, and reused until one of them changes or a node is
- * added.
+ * device) pairs the model has measured, and reused until one of them changes, a node is
+ * added, or a run measured its kernels far from what the plan predicted (report.c sets
+ * plan_stale): a plan made on guesses or on samples since replaced does not live forever.
  */
 #include "graph.h"
 
@@ -30,10 +32,33 @@
 #define LINK_BPS 1e9
 #define LOCAL_BPS 10e9
 
+/* FNV-1a over the shapes a plan depends on. */
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+    for (int i = 0; i < 8; i++) {
+        h ^= (v >> (8 * i)) & 0xff;
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
 void clf__graph_kernel_key(const clf_graph *g, const clf__gnode *n, char *buf, size_t len)
 {
-    /* Its own key: a whole node's units are work items, not a launch's split units. */
-    snprintf(buf, len, "graph:%s@%.16s", n->kernel, g->prog->hash);
+    /* Its own key: a whole node's units are work items, not a launch's split units. And a
+     * key per shape (the range, the buffers' sizes): a node's time is not proportional to
+     * its items across shapes (a tile product of twice the side has 4x the items and 8x
+     * the work), so nodes of one kernel over other sizes must not share samples. They did,
+     * and a single sample of 128-wide tiles kept in the model's file made the 64-wide ones
+     * predicted at 3x their time. Scalars are left out: an index passed by value would
+     * give each node its own key, each guessed until measured twice. */
+    uint64_t h = mix(0xcbf29ce484222325ull, n->items);
+    for (unsigned k = 0; k < n->desc.dims && k < 3; k++)
+        h = mix(h, n->desc.global[k]);
+    for (size_t i = 0; i < n->nargs; i++)
+        if (n->args[i].a.kind == CLF_ARG_KIND_BUFFER && n->args[i].data != SIZE_MAX)
+            h = mix(h, g->data[n->args[i].data].buf->size);
+    snprintf(buf, len, "graph:%s@%.16s#%016llx", n->kernel, g->prog->hash,
+             (unsigned long long)h);
 }
 
 typedef struct plan_ctx {
@@ -68,16 +93,24 @@ static double copy_s(plan_ctx *c, size_t s, size_t d, size_t bytes)
            (double)bytes / link_bps(c, d, CLF__PERF_LINK_H2D);
 }
 
-/* Predicted seconds of items of node n on device d; *guess set when not learned. */
-static double exec_s(plan_ctx *c, const clf__gnode *n, size_t d, uint64_t items, int *guess)
+/* Predicted seconds of items of node n on device d; *guess set when not learned; *spread
+ * (when not NULL): the relative spread of what was measured (the interquartile range of
+ * the samples' rates over their median, at most 1; 0 when guessed). */
+static double exec_s(plan_ctx *c, const clf__gnode *n, size_t d, uint64_t items, int *guess,
+                     double *spread)
 {
     char key[320];
     clf__graph_kernel_key(c->g, n, key, sizeof key);
     clf__perf_fit f;
+    if (spread)
+        *spread = 0;
     if (c->m && clf__perf_get(c->m, key, c->dkey[d], &f)) {
         double t = clf__perf_predict(&f, items);
-        if (t >= 0 && isfinite(t))
+        if (t >= 0 && isfinite(t)) {
+            if (spread && f.units_per_s > 0 && isfinite(f.iqr))
+                *spread = fmin(1.0, fmax(0.0, f.iqr / f.units_per_s));
             return t;
+        }
     }
     /* The model's guess (millions of items per second), which the first measured run
      * corrects. */
@@ -226,7 +259,7 @@ static clf_status plan_whole(plan_ctx *c, clf__gnode *n)
     size_t idx = (size_t)(n - g->nodes);
     double dep = deps_ready(g, n);
     size_t best = SIZE_MAX;
-    double best_f = INFINITY, best_s = 0, best_ex = 0;
+    double best_f = INFINITY, best_s = 0, best_ex = 0, best_score = INFINITY;
     size_t best_bytes = 0;
     char cand[200] = "", refused[400] = "";
     size_t used = 0, rused = 0, usable = 0;
@@ -267,16 +300,28 @@ static clf_status plan_whole(plan_ctx *c, clf__gnode *n)
                 bytes += bd->buf->size;
         }
         int guess = 0;
-        double ex = exec_s(c, n, d, n->items, &guess);
+        double spread;
+        double ex = exec_s(c, n, d, n->items, &guess, &spread);
         start += wb;
         double fin = start + ex;
+        /* Compared by a pessimistic finish: the execution's measured spread added. A
+         * device many times slower wins a node only when it finishes first by a margin
+         * its own noise cannot eat: on a 50:1 pair, a product predicted 10.2 ms there
+         * against 10.4 ms on the fast device went there and took 15 ms, and the chain
+         * behind it set the makespan. On devices of one speed the terms are alike. */
+        double score = fin + ex * spread;
         if (used < sizeof cand) {
-            int k = snprintf(cand + used, sizeof cand - used, "%sdevice %zu %.3g ms%s%s%s",
-                             used ? ", " : "", d, fin * 1e3, guess ? " (guessed)" : "",
+            /* With the spread, when measured: "device 1 10.2 ms (spread 40%)". */
+            char sp[32] = "";
+            if (spread > 0)
+                snprintf(sp, sizeof sp, " (spread %.0f%%)", spread * 100);
+            int k = snprintf(cand + used, sizeof cand - used, "%sdevice %zu %.3g ms%s%s%s%s",
+                             used ? ", " : "", d, fin * 1e3, sp, guess ? " (guessed)" : "",
                              bytes ? " +copies" : "", wb_bytes ? " +write-backs" : "");
             used += k > 0 ? (size_t)k : 0;
         }
-        if (fin < best_f || (fin == best_f && bytes < best_bytes)) {
+        if (score < best_score || (score == best_score && bytes < best_bytes)) {
+            best_score = score;
             best_ex = ex;
             best = d;
             best_f = fin;
@@ -360,7 +405,7 @@ static void plan_split(plan_ctx *c, clf__gnode *n)
         size_t d = q->device;
         uint64_t units = a->desc.dist == CLF_ARRAY_REPLICATED ? n->items : per_unit * q->count;
         double s = fmax(c->ready[d], dep);
-        double ex = exec_s(c, n, d, units, &guess);
+        double ex = exec_s(c, n, d, units, &guess, NULL);
         double f = s + ex;
         n->pred_exec = fmax(n->pred_exec, ex);
         c->ready[d] = f;
@@ -392,16 +437,6 @@ static void plan_host(plan_ctx *c, clf__gnode *n)
     n->pred_start = n->pred_finish = t;
     commit_buffers(c, n, SIZE_MAX, t);
     snprintf(n->why, sizeof n->why, "host callback (its buffers at home)");
-}
-
-/* FNV-1a over the shapes a plan depends on. */
-static uint64_t mix(uint64_t h, uint64_t v)
-{
-    for (int i = 0; i < 8; i++) {
-        h ^= (v >> (8 * i)) & 0xff;
-        h *= 0x100000001b3ull;
-    }
-    return h;
 }
 
 static uint64_t shapes_key(const clf_graph *g)
@@ -442,16 +477,11 @@ static uint64_t knowledge_key(plan_ctx *c)
         return h;
     char key[320];
     clf__perf_fit f;
+    /* Every node (a lookup per device, no dedup by kernel: nodes of one kernel over other
+     * shapes have keys of their own). */
     for (size_t i = 0; i < c->g->nnodes; i++) {
         const clf__gnode *n = &c->g->nodes[i];
         if (n->kind == CLF__GNODE_HOST)
-            continue;
-        /* Nodes of one kernel share their answer: look each kernel up once. */
-        size_t j = 0;
-        while (j < i && (c->g->nodes[j].kind == CLF__GNODE_HOST ||
-                         strcmp(c->g->nodes[j].kernel, n->kernel)))
-            j++;
-        if (j < i)
             continue;
         clf__graph_kernel_key(c->g, n, key, sizeof key);
         for (size_t d = 0; d < c->g->ndev; d++)
@@ -479,13 +509,17 @@ clf_status clf__graph_plan(clf_graph *g)
         clf__perf_device_key(g->fleet, d, c.dkey[d], sizeof c.dkey[d]);
     uint64_t key = mix(shapes_key(g), knowledge_key(&c));
     key = key ? key : 1; /* 0 means "no plan" */
-    if (key == g->plan_key && g->plan_nodes == g->nnodes) {
+    if (key == g->plan_key && g->plan_nodes == g->nnodes && !g->plan_stale) {
         g->plan_reused = 1;
         clf__log(CLF_LOG_DEBUG, "graph: %zu nodes, the shapes and what the model knows are "
                  "unchanged: plan reused", g->nnodes);
         goto out;
     }
+    if (g->plan_stale && key == g->plan_key && g->plan_nodes == g->nnodes)
+        clf__log(CLF_LOG_DEBUG, "graph: the last run's kernel times were far from the "
+                 "plan's predictions: planned again on what was measured");
     g->plan_reused = 0;
+    g->plan_stale = 0;
     for (size_t i = 0; i < g->ndata; i++) {
         clf__gdata *d = &g->data[i];
         if (d->is_array)
