@@ -3,8 +3,9 @@
 # with every strategy; the table form and bad usage work too; so do p2p, allreduce,
 # pipeline, gemm, overhead and stencil, each comparing with the fastest device alone (by
 # measurement, named in the JSON), also on a fleet of one device; balance --simulate runs
-# its one simulated configuration with the heterogeneous table. allreduce follows nccl-tests'
-# conventions, and --plot writes a well-formed SVG with the expected series and points.
+# its one simulated configuration with the heterogeneous table, balance --devices its one
+# "selected" configuration on exactly the selected devices (two, then one). allreduce follows
+# nccl-tests' conventions, and --plot writes a well-formed SVG with the expected series and points.
 set -u
 b=${top_builddir:-.}
 bench=$b/tools/clfleet-bench
@@ -293,5 +294,46 @@ $bench balance --quick --config simulated --simulate 'device=1,compute=0.5' --si
     { cat "$tmp.err"; echo "FAIL: balance --simulate: no heterogeneous table"; cat "$tmp.txt"
       exit 1; }
 
+# balance --devices: one configuration, "selected", on exactly the selected devices (two PoCL
+# devices, nothing split): each device alone, then every kernel x strategy against the
+# fastest alone and raw OpenCL, per-device shares and chunks. Shapes only, no timing judged.
+sel='type=cpu;platform=portable'
+if POCL_DEVICES='pthread basic' $bench balance --quick --json --size 16 --devices "$sel" \
+    > "$tmp.sel" 2> "$tmp.err"; then
+    num='[0-9.e+-]*'
+    $lint < "$tmp.sel" && [ "$(grep -c '{"name": "' "$tmp.sel")" -eq 1 ] &&
+        grep -q '"name": "selected"' "$tmp.sel" &&
+        grep -q '"devices": \[{"index": 0, [^]]*}, {"index": 1, [^]]*}\]' "$tmp.sel" &&
+        [ "$(grep -c "\"single_device_s\": \[$num, $num\]" "$tmp.sel")" -eq 3 ] &&
+        [ "$(grep -c '"vs_fastest_alone": [0-9]' "$tmp.sel")" -eq 15 ] &&
+        [ "$(grep -c '"vs_raw_opencl": [0-9]' "$tmp.sel")" -eq 15 ] &&
+        [ "$(grep -c "\"share\": \[$num, $num\]" "$tmp.sel")" -eq 15 ] &&
+        [ "$(grep -c '"chunks": \[[0-9]*, [0-9]*\]' "$tmp.sel")" -eq 15 ] ||
+        { cat "$tmp.err"; echo "FAIL: balance --devices: want the selected configuration" \
+              "alone, 2 devices, 3 kernels x 5 strategies"; cat "$tmp.sel"; exit 1; }
+    POCL_DEVICES='pthread basic' $bench balance --quick --size 16 --devices "$sel" \
+        > "$tmp.txt" 2> "$tmp.err" &&
+        [ "$(grep -c '^  selected devices (2):' "$tmp.txt")" -eq 3 ] &&
+        [ "$(grep -Ec '^    (static|dynamic|guided|memory-aware|auto) +[0-9.]+ +[0-9.]+ +[0-9.]+ ' \
+            "$tmp.txt")" -eq 15 ] ||
+        { cat "$tmp.err"; echo "FAIL: balance --devices: no selected-devices table"
+          cat "$tmp.txt"; exit 1; }
+    # One device: the table against raw OpenCL on it (the one-device overhead).
+    POCL_DEVICES=basic $bench balance --quick --json --size 16 --devices "$sel" \
+        > "$tmp.sel" 2> "$tmp.err" && $lint < "$tmp.sel" &&
+        [ "$(grep -c "\"share\": \[$num\]" "$tmp.sel")" -eq 15 ] &&
+        [ "$(grep -c '"vs_raw_opencl": [0-9]' "$tmp.sel")" -eq 15 ] ||
+        { cat "$tmp.err"; echo "FAIL: balance --devices on one device"; cat "$tmp.sel"; exit 1; }
+    selected="balance --devices ran"
+else
+    grep -q 'selects no device' "$tmp.err" ||
+        { cat "$tmp.err"; echo "FAIL: balance --devices"; exit 1; }
+    selected="balance --devices skipped (no PoCL pthread and basic devices)"
+fi
+$bench balance --quick --config selected > /dev/null 2> "$tmp.err" &&
+    { echo "FAIL: balance --config selected without --devices succeeded"; exit 1; }
+grep -q 'needs --devices' "$tmp.err" ||
+    { cat "$tmp.err"; echo "FAIL: balance --config selected: no message"; exit 1; }
+
 echo "PASS: balance ($n strategy rows), scale, p2p, allreduce and pipeline, JSON valid," \
-    "plots well-formed; gemm: $gemm; $one; --simulate"
+    "plots well-formed; gemm: $gemm; $one; --simulate; $selected"

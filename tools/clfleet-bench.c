@@ -24,6 +24,13 @@
  * a table of every strategy's time against the fastest device alone, measured, with the
  * shares (issue 27: adding a slow device must not slow a launch down).
  *
+ * With --devices SELECTION, balance runs one configuration, "selected": exactly the devices
+ * the selection gives (a GPU and a CPU, say; nothing split, no PoCL environment), each alone
+ * and together, with the same table (against the fastest device alone, measured, and raw
+ * OpenCL on it: on one device, the library's one-device overhead). --simulate applies its
+ * rules to those devices. busy is sized for the fastest device, but at most 20x that time on
+ * the slowest (a CPU beside a GPU may be 1,000x slower, and runs it alone too).
+ *
  * The heterogeneous configuration runs 4 PoCL threads: on a host with fewer than 4 CPUs they
  * share cores, and the pair cannot beat its fast device.
  *
@@ -51,6 +58,7 @@
 #define EXIT_SKIP CLF_BENCH_SKIP /* no suitable devices (automake's "skipped") */
 #define MAX_DEV 64
 #define NSTRAT 5
+#define MAX_SEL 8 /* devices of a "selected" configuration (balance --devices) */
 
 static const clf_strategy STRATEGIES[NSTRAT] = {CLF_STRATEGY_STATIC, CLF_STRATEGY_DYNAMIC,
                                                 CLF_STRATEGY_GUIDED, CLF_STRATEGY_MEMORY_AWARE,
@@ -311,8 +319,8 @@ static clf_status timed_launch(clf_fleet *f, clf_program *p, const clf_launch_de
 
 typedef struct workload_result {
     char name[32], params[128];
-    double single[2]; /* each device alone, through clfleet (static, one chunk) */
-    size_t best;      /* the faster of them */
+    double single[MAX_SEL]; /* each device alone, through clfleet (static, one chunk) */
+    size_t best;            /* the fastest of them (an index into dev[]) */
     double raw;       /* raw OpenCL on the best device */
     double clf_one;   /* clfleet on the best device, alternating with the raw runs */
     double overhead;  /* median of (clfleet / raw) over the alternating pairs, - 1 */
@@ -321,9 +329,10 @@ typedef struct workload_result {
 
 typedef struct config_result {
     const char *name, *description;
-    size_t dev[2];
-    clf_device_info info[2];
-    workload_result w[3]; /* mandelbrot, busy, and (simulated) group_sum */
+    size_t ndev;                   /* 2, or the selection's count ("selected") */
+    size_t dev[MAX_SEL];           /* fleet indices */
+    clf_device_info info[MAX_SEL];
+    workload_result w[3]; /* mandelbrot, busy, and (simulated, selected) group_sum */
     size_t nwork;
     double chunk_us; /* per-chunk overhead */
     unsigned chunk_count;
@@ -336,6 +345,8 @@ typedef struct config_result {
 
 /* The configuration of the two equal one-unit sub-devices, made unequal by simulation. */
 #define SIMULATED "simulated"
+/* The configuration of exactly the devices --devices selects (a real mixed fleet). */
+#define SELECTED "selected"
 
 static const char *sub_env(const char *config)
 {
@@ -367,14 +378,16 @@ static int run_workload(clf_fleet *f, clf_program *p, const config_result *c, wo
     clf_status st;
     snprintf(r->name, sizeof r->name, "%s", w->name);
     snprintf(r->params, sizeof r->params, "%s", w->params);
-    for (size_t k = 0; k < 2; k++) {
+    r->best = 0;
+    for (size_t k = 0; k < c->ndev; k++) {
         clf_launch_desc d = desc_for(w, CLF_STRATEGY_STATIC, &c->dev[k], 1);
         run_result one;
         if ((st = timed_launch(f, p, &d, w, 1, reps, &one)) != CLF_SUCCESS)
             return clf_bench_fail(NULL, "single-device launch", st);
         r->single[k] = one.wall;
+        if (r->single[k] < r->single[r->best])
+            r->best = k;
     }
-    r->best = r->single[1] < r->single[0];
     /* Raw and clfleet runs alternate, so a drift in the machine's load hits both alike. */
     double traw[64], tclf[64], ratio[64];
     for (unsigned k = 0; k < reps && k < 64; k++) {
@@ -392,7 +405,7 @@ static int run_workload(clf_fleet *f, clf_program *p, const config_result *c, wo
     r->clf_one = tclf[median_index(tclf, reps)];
     r->overhead = ratio[median_index(ratio, reps)] - 1;
     for (size_t s = 0; s < NSTRAT; s++) {
-        clf_launch_desc d = desc_for(w, STRATEGIES[s], c->dev, 2);
+        clf_launch_desc d = desc_for(w, STRATEGIES[s], c->dev, c->ndev);
         if ((st = timed_launch(f, p, &d, w, warmup, reps, &r->s[s])) != CLF_SUCCESS)
             return clf_bench_fail(NULL, clf_strategy_name(STRATEGIES[s]), st);
     }
@@ -433,7 +446,7 @@ static int metrics_overhead(clf_fleet *f, clf_program *p, clf_fleet *off, clf_pr
     unsigned pairs = o->reps ? o->reps : o->quick ? 1 : 9;
     double ton[64], toff[64], ratio[64];
     pairs = pairs > 64 ? 64 : pairs;
-    clf_launch_desc d = desc_for(w, CLF_STRATEGY_DYNAMIC, c->dev, 2);
+    clf_launch_desc d = desc_for(w, CLF_STRATEGY_DYNAMIC, c->dev, c->ndev);
     run_result r;
     clf_status st;
     /* One warm-up each: the first launch of a kernel builds and uploads. */
@@ -520,9 +533,10 @@ static int workload_note(const workload_result *r, char *buf, size_t len)
         const clf_launch_report *rep = &r->s[s].rep;
         if (strstr(rep->reason, "too small to split"))
             alone = clf_strategy_name(STRATEGIES[s]);
-        else if (!idle && rep->num_devices >= 2 &&
-                 (rep->dev[0].units == 0 || rep->dev[1].units == 0))
-            idle = clf_strategy_name(STRATEGIES[s]);
+        else if (!idle && rep->num_devices >= 2)
+            for (size_t k = 0; k < rep->num_devices && k < CLF_MAX_LAUNCH_DEVICES; k++)
+                if (rep->dev[k].units == 0)
+                    idle = clf_strategy_name(STRATEGIES[s]);
     }
     if (!small && !alone && !idle)
         return 0;
@@ -558,59 +572,93 @@ static double fastest_alone(const workload_result *r)
     return fmin(r->single[r->best], r->clf_one);
 }
 
+/* The per-device figures of a report, "a/b/c", into buf. */
+static void per_device(char *buf, size_t len, const config_result *c, const clf_launch_report *rep,
+                       int chunks)
+{
+    size_t pos = 0;
+    buf[0] = 0;
+    for (size_t k = 0; k < c->ndev && pos < len; k++) {
+        int n = chunks ? snprintf(buf + pos, len - pos, "%s%u", k ? "/" : "", rep->dev[k].chunks)
+                       : snprintf(buf + pos, len - pos, "%s%.3f", k ? "/" : "", rep->dev[k].share);
+        if (n < 0)
+            break;
+        pos += (size_t)n;
+    }
+}
+
 /*
- * "heterogeneous (simulated)": per strategy, its time against the fastest device alone
- * (measured in this run) and the shares, so that a strategy that lets the slow device hold
- * the launch up shows at once.
+ * The mixed-fleet table ("heterogeneous (simulated)" or "selected devices"): per strategy,
+ * its time against the fastest device alone (measured in this run) and against raw OpenCL
+ * on it, with the shares and chunks, so that a strategy that lets a slow device hold the
+ * launch up shows at once. On a fleet of one device, "x raw" is the library's one-device
+ * overhead, the useful figure there.
  */
-static void print_simulated_table(const config_result *c, const workload_result *r)
+static void print_fleet_table(const config_result *c, const workload_result *r)
 {
     size_t fast = c->dev[r->best];
-    printf("  heterogeneous (simulated, CLFLEET_SIMULATE='%s'):\n", clf_bench_simulation());
-    printf("  fastest device alone: device %zu, %.4f s (the shorter of its two measurements "
-           "above; the other: device %zu, %.4f s, %.1fx slower)\n", fast, fastest_alone(r),
-           c->dev[!r->best], r->single[!r->best], r->single[!r->best] / fastest_alone(r));
-    printf("    %-22s %10s %14s  %s\n", "strategy", "wall s", "x fastest alone", "shares");
+    const char *sim = clf_bench_simulation();
+    if (!strcmp(c->name, SELECTED))
+        printf("  selected devices (%zu%s%s%s):\n", c->ndev, sim ? ", CLFLEET_SIMULATE='" : "",
+               sim ? sim : "", sim ? "'" : "");
+    else
+        printf("  heterogeneous (simulated, CLFLEET_SIMULATE='%s'):\n", sim ? sim : "");
+    printf("  fastest device alone: device %zu (%s), %.4f s (the shorter of its two "
+           "measurements above)", fast, c->info[r->best].name, fastest_alone(r));
+    for (size_t k = 0; k < c->ndev; k++)
+        if (k != r->best)
+            printf("; device %zu: %.4f s, %.1fx slower", c->dev[k], r->single[k],
+                   r->single[k] / fastest_alone(r));
+    printf("\n    %-22s %10s %14s %8s  %-20s %s\n", "strategy", "wall s", "x fastest alone",
+           "x raw", "shares", "chunks");
     for (size_t s = 0; s < NSTRAT; s++) {
         const run_result *x = &r->s[s];
         double ratio = x->wall / fastest_alone(r);
-        char shares[32];
-        snprintf(shares, sizeof shares, "%.3f/%.3f", x->rep.dev[0].share, x->rep.dev[1].share);
-        if (ratio > SLOWER_THAN_ALONE)
-            printf("    %-22s %10.4f %14.2f  %-13s slower than the fastest alone\n",
-                   clf_strategy_name(STRATEGIES[s]), x->wall, ratio, shares);
+        char shares[128], chunks[128];
+        per_device(shares, sizeof shares, c, &x->rep, 0);
+        per_device(chunks, sizeof chunks, c, &x->rep, 1);
+        if (ratio > SLOWER_THAN_ALONE && c->ndev > 1)
+            printf("    %-22s %10.4f %14.2f %8.2f  %-20s %-12s slower than the fastest alone\n",
+                   clf_strategy_name(STRATEGIES[s]), x->wall, ratio, x->wall / r->raw, shares,
+                   chunks);
         else
-            printf("    %-22s %10.4f %14.2f  %s\n", clf_strategy_name(STRATEGIES[s]), x->wall,
-                   ratio, shares);
+            printf("    %-22s %10.4f %14.2f %8.2f  %-20s %s\n", clf_strategy_name(STRATEGIES[s]),
+                   x->wall, ratio, x->wall / r->raw, shares, chunks);
     }
-    printf("    (x fastest alone: wall / the fastest device's time alone; above %.2f the slow "
-           "device held the launch up)\n", SLOWER_THAN_ALONE);
+    printf("    (x fastest alone: wall / the fastest device's time alone; above %.2f a slower "
+           "device held the launch up; x raw: wall / raw OpenCL on the fastest device)\n",
+           SLOWER_THAN_ALONE);
 }
 
 static void print_config_table(const config_result *c, int verbose)
 {
     printf("== %s: %s (host: %ld CPUs online)\n", c->name, c->description,
            sysconf(_SC_NPROCESSORS_ONLN));
-    for (size_t k = 0; k < 2; k++)
-        printf("   device %zu: %s, %u compute unit(s)\n", c->dev[k], c->info[k].name,
-               c->info[k].compute_units);
+    unsigned cpu_units = 0;
+    for (size_t k = 0; k < c->ndev; k++) {
+        printf("   device %zu: %s, %s, %u compute unit(s)\n", c->dev[k], c->info[k].name,
+               clf_device_type_name(c->info[k].type), c->info[k].compute_units);
+        if (c->info[k].type == CLF_DEVICE_CPU)
+            cpu_units += c->info[k].compute_units;
+    }
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    unsigned units = c->info[0].compute_units + c->info[1].compute_units;
-    if (cpus > 0 && units > (unsigned long)cpus)
-        printf("   note: the two devices run %u compute units on %ld CPUs: they share cores, so "
-               "the pair cannot beat its faster device\n", units, cpus);
+    /* Only CPU devices run on the host's cores (a GPU's units are its own). */
+    if (cpus > 0 && cpu_units > (unsigned long)cpus && c->ndev > 1)
+        printf("   note: the CPU devices run %u compute units on %ld CPUs: they share cores, so "
+               "the fleet cannot beat its fastest device\n", cpu_units, cpus);
     for (size_t i = 0; i < c->nwork; i++) {
         const workload_result *r = &c->w[i];
         printf("\n%s (%s)\n", r->name, r->params);
-        printf("  alone: device %zu %.4f s, device %zu %.4f s; raw OpenCL on device %zu "
-               "%.4f s; clfleet on it %.4f s (overhead %+.2f%%)\n",
-               c->dev[0], r->single[0], c->dev[1], r->single[1], c->dev[r->best], r->raw,
-               r->clf_one, r->overhead * 100);
+        printf("  alone:");
+        for (size_t k = 0; k < c->ndev; k++)
+            printf("%s device %zu %.4f s", k ? "," : "", c->dev[k], r->single[k]);
+        printf("; raw OpenCL on device %zu %.4f s; clfleet on it %.4f s (overhead %+.2f%%)\n",
+               c->dev[r->best], r->raw, r->clf_one, r->overhead * 100);
         printf("  %-22s %-24s %10s %8s %6s %6s  %-13s %s\n", "strategy", "wall s [min..max]",
                "makespan s", "speedup", "effic", "imbal", "shares", "chunks");
         for (size_t s = 0; s < NSTRAT; s++) {
             const run_result *x = &r->s[s];
-            char label[48], wall[64], shares[32], chunks[32];
+            char label[48], wall[64], shares[128], chunks[128];
             /* "auto -> guided": what a strategy that chooses ran as. */
             if (x->rep.strategy != STRATEGIES[s] && clf_strategy_name(x->rep.strategy))
                 snprintf(label, sizeof label, "%s -> %s", clf_strategy_name(STRATEGIES[s]),
@@ -618,8 +666,8 @@ static void print_config_table(const config_result *c, int verbose)
             else
                 snprintf(label, sizeof label, "%s", clf_strategy_name(STRATEGIES[s]));
             snprintf(wall, sizeof wall, "%.4f [%.4f..%.4f]", x->wall, x->wall_min, x->wall_max);
-            snprintf(shares, sizeof shares, "%.3f/%.3f", x->rep.dev[0].share, x->rep.dev[1].share);
-            snprintf(chunks, sizeof chunks, "%u/%u", x->rep.dev[0].chunks, x->rep.dev[1].chunks);
+            per_device(shares, sizeof shares, c, &x->rep, 0);
+            per_device(chunks, sizeof chunks, c, &x->rep, 1);
             printf("  %-22s %-24s %10.4f %8.2f %6.3f %6.3f  %-13s %s\n", label, wall,
                    x->rep.makespan_s, r->single[r->best] / x->wall, x->rep.efficiency,
                    x->rep.imbalance, shares, chunks);
@@ -633,8 +681,8 @@ static void print_config_table(const config_result *c, int verbose)
         char note[512];
         if (workload_note(r, note, sizeof note))
             printf("  note: %s\n", note);
-        if (clf_bench_simulation())
-            print_simulated_table(c, r);
+        if (clf_bench_simulation() || !strcmp(c->name, SELECTED))
+            print_fleet_table(c, r);
     }
     printf("\nper-chunk overhead: %.1f us (dynamic, %u chunks of a trivial kernel on device %zu: "
            "%.4f s vs raw %.4f s)\n",
@@ -670,9 +718,11 @@ static void print_config_json(const config_result *c)
     else
         printf("null");
     printf(",\n   \"devices\": [");
-    for (size_t k = 0; k < 2; k++) {
+    for (size_t k = 0; k < c->ndev; k++) {
         printf("%s{\"index\": %zu, \"name\": ", k ? ", " : "", c->dev[k]);
         clf_tool_json_string(c->info[k].name);
+        printf(", \"type\": ");
+        clf_tool_json_string(clf_device_type_name(c->info[k].type));
         printf(", \"compute_units\": %u}", c->info[k].compute_units);
     }
     printf("],\n   \"workloads\": [");
@@ -683,9 +733,10 @@ static void print_config_json(const config_result *c)
         printf(", \"params\": ");
         clf_tool_json_string(r->params);
         printf(", \"single_device_s\": [");
-        clf_tool_json_num(r->single[0]);
-        printf(", ");
-        clf_tool_json_num(r->single[1]);
+        for (size_t k = 0; k < c->ndev; k++) {
+            printf("%s", k ? ", " : "");
+            clf_tool_json_num(r->single[k]);
+        }
         printf("], \"best_single_device\": %zu, \"best_single_device_name\": ", c->dev[r->best]);
         clf_tool_json_string(c->info[r->best].name);
         printf(", \"raw_opencl_s\": ");
@@ -721,21 +772,28 @@ static void print_config_json(const config_result *c)
             clf_tool_json_num(r->single[r->best] / x->wall);
             printf(", \"vs_fastest_alone\": ");
             clf_tool_json_num(x->wall / fastest_alone(r));
+            printf(", \"vs_raw_opencl\": ");
+            clf_tool_json_num(x->wall / r->raw);
             printf(", \"efficiency\": ");
             clf_tool_json_num(x->rep.efficiency);
             printf(", \"imbalance\": ");
             clf_tool_json_num(x->rep.imbalance);
             printf(",\n       \"share\": [");
-            for (size_t k = 0; k < 2; k++) {
+            for (size_t k = 0; k < c->ndev; k++) {
                 printf("%s", k ? ", " : "");
                 clf_tool_json_num(x->rep.dev[k].share);
             }
-            printf("], \"items\": [%llu, %llu], \"chunks\": [%u, %u], \"busy_s\": [",
-                   (unsigned long long)x->rep.dev[0].items, (unsigned long long)x->rep.dev[1].items,
-                   x->rep.dev[0].chunks, x->rep.dev[1].chunks);
-            clf_tool_json_num(x->rep.dev[0].busy_s);
-            printf(", ");
-            clf_tool_json_num(x->rep.dev[1].busy_s);
+            printf("], \"items\": [");
+            for (size_t k = 0; k < c->ndev; k++)
+                printf("%s%llu", k ? ", " : "", (unsigned long long)x->rep.dev[k].items);
+            printf("], \"chunks\": [");
+            for (size_t k = 0; k < c->ndev; k++)
+                printf("%s%u", k ? ", " : "", x->rep.dev[k].chunks);
+            printf("], \"busy_s\": [");
+            for (size_t k = 0; k < c->ndev; k++) {
+                printf("%s", k ? ", " : "");
+                clf_tool_json_num(x->rep.dev[k].busy_s);
+            }
             printf("]}");
         }
         printf("]}");
@@ -799,6 +857,63 @@ static int calibrate_busy(clf_fleet *f, clf_program *p, size_t dev, workload *w,
         iters *= 8;
     }
     return iters;
+}
+
+/* How much longer than the fastest device's `seconds` the slowest may run busy alone. */
+#define SLOWEST_BUSY_FACTOR 20
+
+/*
+ * busy's iterations on the selected devices, which may be very unequal (a GPU beside a CPU
+ * ran it 1,600x faster): about `seconds` on the fastest device, but at most
+ * SLOWEST_BUSY_FACTOR x `seconds` on the slowest, since each device alone runs it for the
+ * table. Returns the count (at least 1), or -1.
+ */
+static int calibrate_busy_fleet(clf_fleet *f, clf_program *p, const config_result *c,
+                                workload *w, double seconds)
+{
+    int fast = 0, slow = 0;
+    for (size_t k = 0; k < c->ndev; k++) {
+        int it = calibrate_busy(f, p, c->dev[k], w, seconds);
+        if (it < 0)
+            return -1;
+        if (it > fast)
+            fast = it;
+        if (k == 0 || it < slow)
+            slow = it;
+    }
+    double cap = (double)slow * SLOWEST_BUSY_FACTOR;
+    return fast <= cap ? fast : cap < 1 ? 1 : (int)cap;
+}
+
+/*
+ * The selected configuration's devices: every device of the fleet made from --devices, in
+ * fleet order. Returns EXIT_SUCCESS, EXIT_SKIP (no device) or EXIT_FAILURE (too many),
+ * after a message.
+ */
+static int pick_selected(const opts *o, clf_fleet *f, clf_status st, config_result *c)
+{
+    size_t n = st == CLF_SUCCESS ? clf_fleet_device_count(f) : 0;
+    if (n == 0) {
+        fprintf(stderr, "clfleet-bench balance: --devices '%s' selects no device%s%s%s\n",
+                o->devices, st != CLF_SUCCESS ? " (" : "",
+                st != CLF_SUCCESS ? clf_last_error() : "", st != CLF_SUCCESS ? ")" : "");
+        return EXIT_SKIP;
+    }
+    if (n > MAX_SEL) {
+        fprintf(stderr, "clfleet-bench balance: --devices '%s' selects %zu devices, at most %d "
+                        "are timed (each alone, then together): select fewer\n",
+                o->devices, n, MAX_SEL);
+        return EXIT_FAILURE;
+    }
+    c->ndev = n;
+    for (size_t k = 0; k < n; k++) {
+        c->dev[k] = k;
+        if ((st = clf_device_get_info(&c->info[k], f, k)) != CLF_SUCCESS)
+            return clf_bench_fail("balance", "device info", st);
+    }
+    fprintf(stderr, "clfleet-bench balance: %s: %zu device(s) of --devices '%s', as selected\n",
+            c->name, n, o->devices);
+    return EXIT_SUCCESS;
 }
 
 /*
@@ -904,7 +1019,7 @@ static long balance_timeline(const clf_fleet_options *fo, const config_result *c
     clf_status st = clf_fleet_create(&f, &traced);
     if (st == CLF_SUCCESS)
         st = clf_program_build_shipped(&p, f, "mandelbrot", NULL);
-    clf_launch_desc d = desc_for(mw, CLF_STRATEGY_DYNAMIC, c->dev, 2);
+    clf_launch_desc d = desc_for(mw, CLF_STRATEGY_DYNAMIC, c->dev, c->ndev);
     for (int k = 0; k < 2 && st == CLF_SUCCESS; k++)
         st = clf_launch(f, p, &d, mw->args, mw->nargs, NULL);
     if (st == CLF_SUCCESS)
@@ -937,7 +1052,7 @@ static int balance_plot(const opts *o, const clf_fleet_options *fo, const config
     clf_plot *p = clf_plot_create(title);
     clf_plot_panel(p, CLF_PLOT_ROWS, "per-device shares of the work, each strategy",
                    "share of the range", NULL);
-    for (size_t k = 0; k < 2; k++) {
+    for (size_t k = 0; k < c->ndev; k++) {
         snprintf(row, sizeof row, "device %zu (%u compute unit%s)", c->dev[k],
                  c->info[k].compute_units, c->info[k].compute_units == 1 ? "" : "s");
         clf_plot_key(p, (unsigned)k, row);
@@ -947,7 +1062,7 @@ static int balance_plot(const opts *o, const clf_fleet_options *fo, const config
             const clf_launch_report *rep = &c->w[i].s[s].rep;
             double at = 0;
             snprintf(row, sizeof row, "%s %s", c->w[i].name, clf_strategy_name(STRATEGIES[s]));
-            for (size_t k = 0; k < 2; k++) {
+            for (size_t k = 0; k < c->ndev; k++) {
                 snprintf(label, sizeof label, "%.2f", rep->dev[k].share);
                 clf_plot_bar(p, row, at, at + rep->dev[k].share, (unsigned)k, label);
                 at += rep->dev[k].share;
@@ -957,14 +1072,14 @@ static int balance_plot(const opts *o, const clf_fleet_options *fo, const config
              nspans);
     clf_plot_panel(p, CLF_PLOT_ROWS, title, "time from the launch's start (ms)", NULL);
     clf_plot_bar(p, "launch (host)", 0, launch_ms, 7, "launch");
-    for (size_t k = 0; k < 2; k++) {
+    for (size_t k = 0; k < c->ndev; k++) {
         snprintf(row, sizeof row, "device %zu", c->dev[k]);
         for (long j = 0; j < nspans; j++)
             if (spans[j].dev == c->dev[k])
                 clf_plot_bar(p, row, spans[j].t0, spans[j].t1, (unsigned)k, NULL);
     }
     clf_plot_key(p, 7, "the launch, host time");
-    for (size_t k = 0; k < 2; k++) {
+    for (size_t k = 0; k < c->ndev; k++) {
         snprintf(row, sizeof row, "device %zu: a chunk", c->dev[k]);
         clf_plot_key(p, (unsigned)k, row);
     }
@@ -989,12 +1104,25 @@ static int balance_config(const opts *o)
     fo.devices = o->devices;
     /* Devices that cannot be cut as asked (PoCL's basic device has one unit) are left out. */
     char simulated[1200];
+    int selected = !strcmp(o->config, SELECTED);
+    if (selected && !o->devices) {
+        fprintf(stderr, "clfleet-bench balance: --config %s needs --devices SELECTION\n",
+                SELECTED);
+        return EXIT_FAILURE;
+    }
     if (!strcmp(o->config, SIMULATED) && !clf_bench_simulation()) {
         fprintf(stderr, "clfleet-bench balance: --config %s needs --simulate RULES (or "
                         "CLFLEET_SIMULATE)\n", SIMULATED);
         return EXIT_FAILURE;
     }
-    if (!strcmp(o->config, SIMULATED)) {
+    if (selected) {
+        /* Exactly the selected devices: no splitting, no PoCL environment (a GPU + CPU). */
+        snprintf(simulated, sizeof simulated, "the devices of --devices '%s'%s%s%s", o->devices,
+                 clf_bench_simulation() ? ", made unequal by CLFLEET_SIMULATE='" : "",
+                 clf_bench_simulation() ? clf_bench_simulation() : "",
+                 clf_bench_simulation() ? "'" : "");
+        c.description = simulated;
+    } else if (!strcmp(o->config, SIMULATED)) {
         snprintf(simulated, sizeof simulated, "two sub-devices of one compute unit each, made "
                  "unequal by CLFLEET_SIMULATE='%s'", clf_bench_simulation());
         c.description = simulated;
@@ -1012,28 +1140,37 @@ static int balance_config(const opts *o)
     } else {
         fprintf(stderr,
                 "clfleet-bench: unknown configuration '%s' (homogeneous, "
-                "heterogeneous, " SIMULATED ")\n",
+                "heterogeneous, " SIMULATED ", " SELECTED ")\n",
                 o->config);
         return EXIT_FAILURE;
     }
     clf_fleet *f;
     clf_status st = clf_fleet_create(&f, &fo);
-    if (st != CLF_SUCCESS || !pick_pair(f, c.dev, c.info)) {
+    if (selected) {
+        int rc = pick_selected(o, f, st, &c);
+        if (rc != EXIT_SUCCESS) {
+            clf_fleet_destroy(f);
+            return rc;
+        }
+    } else if (st != CLF_SUCCESS || !pick_pair(f, c.dev, c.info)) {
         no_split_device(o, c.name, fo.min_compute_units, st);
         clf_fleet_destroy(f);
         return EXIT_SKIP;
+    } else {
+        c.ndev = 2;
+        fprintf(stderr, "clfleet-bench balance: %s: split CPU device %d into sub-devices (%s)\n",
+                c.name, c.info[0].parent_index, c.description);
     }
-    fprintf(stderr, "clfleet-bench balance: %s: split CPU device %d into sub-devices (%s)\n",
-            c.name, c.info[0].parent_index, c.description);
     clf_program *pm = NULL, *pb = NULL;
     int rc = build(f, &pm, &pb);
     size_t side = o->size ? o->size : o->quick ? 128 : 1024;
     workload mw, bw, gw;
     mandelbrot_init(&mw, side, o->quick ? 64 : 512, o->view);
     busy_init(&bw, side * side, 1);
-    /* The per-group kernel on the simulated pair only (issue 27's table): 16 items per pixel
-     * of the Mandelbrot side, 16M at the default size, as in the issue's measurement. */
-    int sim_pair = !strcmp(c.name, SIMULATED);
+    /* The per-group kernel on the simulated pair and the selected devices (issue 27's table):
+     * 16 items per pixel of the Mandelbrot side, 16M at the default size, as in the issue's
+     * measurement. */
+    int sim_pair = !strcmp(c.name, SIMULATED) || selected;
     memset(&gw, 0, sizeof gw);
     if (sim_pair)
         group_init(&gw, side * side * 16);
@@ -1041,7 +1178,9 @@ static int balance_config(const opts *o)
         rc = clf_bench_fail(NULL, "group_sum's input", CLF_ERROR_OUT_OF_HOST_MEMORY);
     if (rc == EXIT_SUCCESS) {
         /* A >= 100 ms kernel on one device for the overhead figure, unless --quick. */
-        int iters = calibrate_busy(f, pb, c.dev[0], &bw, o->quick ? 0.01 : 0.2);
+        double want = o->quick ? 0.01 : 0.2;
+        int iters = selected ? calibrate_busy_fleet(f, pb, &c, &bw, want)
+                             : calibrate_busy(f, pb, c.dev[0], &bw, want);
         if (iters < 0)
             rc = EXIT_FAILURE;
         else
@@ -1201,8 +1340,10 @@ static int cmd_balance(const opts *o)
      * two kinds of heterogeneity). */
     static const char *const real[] = {"homogeneous", "heterogeneous"};
     static const char *const sim[] = {SIMULATED};
-    const char *const *configs = clf_bench_simulation() ? sim : real;
-    int nconf = clf_bench_simulation() ? 1 : 2;
+    static const char *const sel[] = {SELECTED};
+    /* --devices: exactly those devices, one configuration (simulated too, when asked). */
+    const char *const *configs = o->devices ? sel : clf_bench_simulation() ? sim : real;
+    int nconf = o->devices || clf_bench_simulation() ? 1 : 2;
     int rc[2] = {0, 0}, skipped = 0, failed = 0;
     char *out[2] = {NULL, NULL};
     size_t len[2] = {0, 0};
@@ -1434,8 +1575,9 @@ typedef struct subcommand {
 static const subcommand COMMANDS[] = {
     {"balance", cmd_balance, NULL,
      "every strategy on Mandelbrot and a compute-bound kernel, homogeneous and\n"
-     "            heterogeneous sub-devices: makespan, shares, efficiency, speedup,\n"
-     "            overhead against raw OpenCL, per-chunk overhead"},
+     "            heterogeneous sub-devices (or --devices: exactly the selected ones):\n"
+     "            makespan, shares, efficiency, speedup, overhead against raw OpenCL,\n"
+     "            per-chunk overhead"},
     {"scale", cmd_scale, NULL, "the same kernels on 1, 2, 4, ... sub-devices of one compute unit"},
     {"p2p", NULL, clf_bench_p2p,
      "device-to-device copies of every ordered pair, 4 KiB to 256 MiB: chosen\n"
@@ -1500,20 +1642,26 @@ static void usage_balance_scale(FILE *to, const char *cmd)
           "  --size N     Mandelbrot image side, 16 to 65536, K suffix; the busy kernel runs\n"
           "               N*N items (1024)\n"
           "  --reps N     timed repetitions, 1 to 64: median [min..max] reported (5)\n"
-          "  --devices S  the CPU devices to split (default: $CLFLEET_DEVICES, else the\n"
-          "               library's default; devices of fewer than 2 compute units are left\n"
-          "               out, as they cannot be split)\n",
-          to);
+          "  --devices S  ", to);
     if (!strcmp(cmd, "balance"))
-        fputs("  --config C   only 'homogeneous' or 'heterogeneous' (or 'simulated', with\n"
-              "               --simulate)\n", to);
+        fputs("run one configuration, 'selected', on exactly these devices\n"
+              "               (e.g. 'type=gpu,cpu': a real mixed fleet; no splitting), each\n"
+              "               alone and together: every strategy against the fastest alone\n"
+              "               and raw OpenCL (with --config: the CPU devices to split)\n"
+              "  --config C   only 'homogeneous' or 'heterogeneous' (or 'simulated', with\n"
+              "               --simulate; 'selected', with --devices)\n", to);
+    else
+        fputs("the CPU devices to split (default: $CLFLEET_DEVICES, else the\n"
+              "               library's default; devices of fewer than 2 compute units are\n"
+              "               left out, as they cannot be split)\n", to);
     fputs("  --simulate R set CLFLEET_SIMULATE=R for every fleet (a testing tool: the library\n"
           "               makes real devices behave like slower ones, e.g.\n"
           "               'device=1,compute=0.02,latency=60us')", to);
     if (!strcmp(cmd, "balance"))
         fputs(": balance then runs one\n"
-              "               configuration, 'simulated' (two equal sub-devices made unequal),\n"
-              "               with a table of each strategy against the fastest device alone\n",
+              "               configuration, 'simulated' (two equal sub-devices made unequal,\n"
+              "               or with --devices the selected ones), with a table of each\n"
+              "               strategy against the fastest device alone\n",
               to);
     else
         fputs("\n", to);
@@ -1613,7 +1761,7 @@ static int own_option(void *o_, int val, const char *arg)
     case OPT_CONFIG:
         o->config = arg;
         return !strcmp(arg, "homogeneous") || !strcmp(arg, "heterogeneous") ||
-               !strcmp(arg, SIMULATED);
+               !strcmp(arg, SIMULATED) || !strcmp(arg, SELECTED);
     default: /* OPT_VIEW */
         for (int v = VIEW_WHOLE; v <= VIEW_BAND; v++)
             if (!strcmp(arg, VIEW_NAMES[v])) {
