@@ -18,9 +18,12 @@
 # CLFLEET_TEST_DEVICES pointing at the GPU and the CPU (tests/common.h); then balance,
 # overhead, gemm, stencil, allreduce and p2p on the GPU alone, the CPU alone and the GPU +
 # the CPU, each with --json beside its table, and a summary per strategy of GPU + CPU against
-# the GPU alone (the fastest device alone, measured in the same run). balance and scale run
-# on CPU sub-devices by design: on a GPU machine the report gives balance on the CPU and with
-# --simulate, a pair made unequal by CLFLEET_SIMULATE (a library without it ignores it).
+# the GPU alone (the fastest device alone, measured in the same run). balance runs on the
+# GPU + the CPU as selected (`balance --devices 'type=gpu,cpu' --quick`: every kernel and
+# strategy against the fastest device alone and raw OpenCL, each device alone measured in
+# the same run), then on CPU sub-devices (its split configurations, CLFLEET_DEVICES=type=cpu)
+# and with --simulate, a pair made unequal by CLFLEET_SIMULATE (a library without it ignores
+# it).
 # Without a GPU it says so and reports the CPU-only fleet.
 #
 # What must be present on the machine (it may be a bare one given a copy of the build tree):
@@ -218,6 +221,7 @@ else
         allreduce) args="-e 64M -n 5 -w 2" ;;
         p2p) args="--max-size 64M --reps 3" ;;
         balance) args="--reps 3" ;;
+        balance-selected) args="--quick --size 512 --reps 3" ;;
         *) args= ;;
         esac
     }
@@ -226,14 +230,24 @@ fleets=
 [ -n "$gpu" ] && fleets="gpu"
 [ -n "$cpu" ] && fleets="$fleets cpu"
 [ -n "$gpu" ] && [ -n "$cpu" ] && fleets="$fleets gpu+cpu"
-fleet_sel() { case $1 in gpu) echo 'type=gpu' ;; cpu) echo 'type=cpu' ;; *) echo 'type=gpu,cpu' ;; esac; }
+fleet_sel() {
+    case $1 in gpu) echo 'type=gpu' ;; cpu) echo 'type=cpu' ;; cpu-split) ;; *) echo 'type=gpu,cpu' ;; esac
+}
 
 # One benchmark on one fleet: its table and its JSON (a second run), each time-limited.
+# Fleet cpu-split: no --devices but CLFLEET_DEVICES=type=cpu (balance's split configurations;
+# its --devices runs exactly the selected devices instead). balance on gpu+cpu: --quick sizes
+# (every device alone, the CPU too, runs each kernel), so that it fits beside the rest.
 run_bench() { # name fleet [extra args...]
     b=$1 fl=$2
     shift 2
-    set_args "$b"
-    sel=$(fleet_sel "$fl")
+    if [ "$b" = balance ] && [ "$fl" = gpu+cpu ]; then set_args balance-selected; else set_args "$b"; fi
+    sel=$(fleet_sel "$fl") dsel=
+    if [ -n "$sel" ]; then
+        set -- --devices "$sel" "$@"
+    else
+        dsel=type=cpu
+    fi
     l=$(($(left) - reserve))
     if [ "$l" -lt 20 ]; then
         say ""
@@ -246,10 +260,10 @@ run_bench() { # name fleet [extra args...]
     fi
     lim=$((l < 150 ? l : 150))
     say ""
-    say "### $b, $fl (\`--devices '$sel'${q:+ $q}${args:+ $args}${*:+ $*}\`)"
+    say "### $b, $fl (\`${dsel:+CLFLEET_DEVICES=$dsel }$b${q:+ $q}${args:+ $args}${*:+ $*}\`)"
     # shellcheck disable=SC2086
-    (cd "$work" && POCL_DEVICES=pthread timeout "$lim" "$bench" "$b" --devices "$sel" $q $args "$@" \
-        --json) > "$work/$b.$fl.json" 2> "$work/$b.$fl.err"
+    (cd "$work" && env ${dsel:+CLFLEET_DEVICES=$dsel} POCL_DEVICES=pthread timeout "$lim" \
+        "$bench" "$b" $q $args "$@" --json) > "$work/$b.$fl.json" 2> "$work/$b.$fl.err"
     rc=$?
     case $rc in
     0) ;;
@@ -263,8 +277,8 @@ run_bench() { # name fleet [extra args...]
     [ "$l" -lt 20 ] && { say ""; say "(the table was not run: the time budget is spent)"; return; }
     lim=$((l < 150 ? l : 150))
     # shellcheck disable=SC2086
-    (cd "$work" && POCL_DEVICES=pthread timeout "$lim" "$bench" "$b" --devices "$sel" $q $args "$@") \
-        > "$work/$b.$fl.txt" 2>&1
+    (cd "$work" && env ${dsel:+CLFLEET_DEVICES=$dsel} POCL_DEVICES=pthread timeout "$lim" \
+        "$bench" "$b" $q $args "$@") > "$work/$b.$fl.txt" 2>&1
     say ""
     block "$work/$b.$fl.txt"
 }
@@ -286,14 +300,17 @@ for b in allreduce p2p; do
 done
 if [ -n "$cpu" ]; then
     reserve=0
-    run_bench balance cpu
+    # The real mixed fleet first: the table the report is for.
+    case " $fleets " in *" gpu+cpu "*) run_bench balance gpu+cpu ;; esac
+    run_bench balance cpu-split
     # The slow device's runs alone take 50x the fast one's: a smaller image outside --quick.
     if [ -n "$quick" ]; then
-        run_bench balance cpu --simulate 'device=1,compute=0.02,latency=60us'
+        run_bench balance cpu-split --simulate 'device=1,compute=0.02,latency=60us'
     else
-        run_bench balance cpu --simulate 'device=1,compute=0.02,latency=60us' --size 256
+        run_bench balance cpu-split --simulate 'device=1,compute=0.02,latency=60us' --size 256
     fi
-    [ -e "$work/balance.cpu.json" ] && mv "$work/balance.cpu.json" "$work/balance-sim.cpu.json"
+    [ -e "$work/balance.cpu-split.json" ] &&
+        mv "$work/balance.cpu-split.json" "$work/balance-sim.cpu.json"
 fi
 
 # ---- summary ------------------------------------------------------------------------------
@@ -341,6 +358,14 @@ for fl in fleets:
             print("| stencil %d | %s | %s | %s | %.2f |" % (
                 s["width"], fl, s.get("baseline_device_name", "?"), f["form"],
                 1 / f["speedup"] if f["speedup"] else float("nan")))
+b = load("balance.gpu+cpu.json")
+if b:
+    for c in b.get("configurations", []):
+        for w in c.get("workloads", []):
+            for st in w["strategies"]:
+                print("| balance %s (%s) | gpu+cpu | %s | %s (ran as %s) | %.2f |" % (
+                    w["kernel"], w["params"], w.get("best_single_device_name", "?"),
+                    st["strategy"], st["ran_as"], st["vs_fastest_alone"]))
 b = load("balance-sim.cpu.json")
 if b:
     for c in b.get("configurations", []):
