@@ -242,7 +242,7 @@ run_bench() { # name fleet [extra args...]
     b=$1 fl=$2
     shift 2
     if [ "$b" = balance ] && [ "$fl" = gpu+cpu ]; then set_args balance-selected; else set_args "$b"; fi
-    sel=$(fleet_sel "$fl") dsel=
+    sel=$(fleet_sel "$fl") dsel='' extra=$*
     if [ -n "$sel" ]; then
         set -- --devices "$sel" "$@"
     else
@@ -260,7 +260,8 @@ run_bench() { # name fleet [extra args...]
     fi
     lim=$((l < 150 ? l : 150))
     say ""
-    say "### $b, $fl (\`${dsel:+CLFLEET_DEVICES=$dsel }$b${q:+ $q}${args:+ $args}${*:+ $*}\`)"
+    # shellcheck disable=SC2016 # the quotes are the report's text, around the expanded $sel
+    say "### $b, $fl (\`${dsel:+CLFLEET_DEVICES=$dsel }$b${sel:+ --devices '$sel'}${q:+ $q}${args:+ $args}${extra:+ $extra}\`)"
     # shellcheck disable=SC2086
     (cd "$work" && env ${dsel:+CLFLEET_DEVICES=$dsel} POCL_DEVICES=pthread timeout "$lim" \
         "$bench" "$b" $q $args "$@" --json) > "$work/$b.$fl.json" 2> "$work/$b.$fl.err"
