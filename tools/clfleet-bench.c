@@ -892,11 +892,14 @@ static int calibrate_busy_fleet(clf_fleet *f, clf_program *p, const config_resul
  */
 static int pick_selected(const opts *o, clf_fleet *f, clf_status st, config_result *c)
 {
-    size_t n = st == CLF_SUCCESS ? clf_fleet_device_count(f) : 0;
+    char what[1200];
+    snprintf(what, sizeof what, "the fleet of --devices '%s'", o->devices);
+    /* No device or platform: skipped (77); a refused selection or simulation: a failure. */
+    if (st != CLF_SUCCESS)
+        return clf_bench_setup_failed("balance", what, st);
+    size_t n = clf_fleet_device_count(f);
     if (n == 0) {
-        fprintf(stderr, "clfleet-bench balance: --devices '%s' selects no device%s%s%s\n",
-                o->devices, st != CLF_SUCCESS ? " (" : "",
-                st != CLF_SUCCESS ? clf_last_error() : "", st != CLF_SUCCESS ? ")" : "");
+        fprintf(stderr, "clfleet-bench balance: --devices '%s' selects no device\n", o->devices);
         return EXIT_SKIP;
     }
     if (n > MAX_SEL) {
