@@ -929,11 +929,17 @@ static void no_split_device(const opts *o, const char *what, unsigned min_cu, cl
     char src[1100], detail[1024] = "";
     if (st != CLF_SUCCESS)
         snprintf(detail, sizeof detail, " (%s: %s)", clf_status_name(st), clf_last_error());
+    /* balance's --devices runs the selection as it is; its split configurations take
+     * CLFLEET_DEVICES (or --devices beside --config). */
+    int scale = !strcmp(what, "scale");
     fprintf(stderr,
             "clfleet-bench: %s: %s has no CPU device of %u or more compute units to split%s; "
-            "set CLFLEET_DEVICES or pass --devices to select one, e.g. --devices "
-            "'type=cpu'\n",
-            what, clf_bench_selection_source(&c, src, sizeof src), min_cu, detail);
+            "%s, e.g. %s'type=cpu'%s\n",
+            what, clf_bench_selection_source(&c, src, sizeof src), min_cu, detail,
+            scale ? "set CLFLEET_DEVICES or pass --devices to select one"
+                  : "set CLFLEET_DEVICES to select one",
+            scale ? "--devices " : "CLFLEET_DEVICES=",
+            scale ? "" : " (or run the devices as they are: balance --devices SELECTION)");
 }
 
 /* One kernel chunk of a launch: its device (fleet index) and its span, in ms from the
