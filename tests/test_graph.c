@@ -17,7 +17,7 @@
  * copies, and a node that fits no budget refused; reduction accesses (a fan of 8 nodes
  * summing ints and floats and taking a max into three buffers, spread over the devices, a
  * reader and a write after them) and scratch accesses (8 nodes on one scratch buffer, no
- * dependency and no copy), and their bad input.
+ * dependency and no copy), their bad input, and a device lost under them (the run fails).
  */
 #include "common.h"
 
@@ -1944,6 +1944,48 @@ START_TEST(bad_modes)
 }
 END_TEST
 
+/* A device lost under a graph with reduction and scratch accesses: not recovered (their
+ * partials and instances are not versioned), the run fails naming why (issue 30). */
+START_TEST(fault_modes)
+{
+    for (int scr = 0; scr <= 1; scr++) {
+        fault_env e;
+        fault_open(&e, 1);
+        int *a = data(15);
+        clf_buffer *b0 = buf(e.f, 0, a), *b1 = buf(e.f, 1, NULL), *acc = buf(e.f, 0, NULL),
+                   *fa = NULL, *mx = buf(e.f, 2, NULL);
+        ck_assert_ok(clf_buffer_create(&fa, e.f, 2, N * sizeof(float), 0));
+        clf_graph *g = NULL;
+        ck_assert_ok(clf_graph_create(&g, e.f, e.p));
+        clf_graph_node_desc d0 = on("add1", 1), d1 = on(scr ? "sdbl" : "radd", 1);
+        clf_arg a0[] = {CLF_BUF_IN(b0), CLF_BUF_OUT(b1)};
+        int k = 2;
+        clf_arg ar[] = {CLF_BUF_REDUCE(acc, CLF_REDUCE_SUM, CLF_TYPE_INT32),
+                        CLF_BUF_REDUCE(fa, CLF_REDUCE_SUM, CLF_TYPE_FLOAT),
+                        CLF_BUF_REDUCE(mx, CLF_REDUCE_MAX, CLF_TYPE_INT32), CLF_BUF_IN(b1),
+                        CLF_SCALAR(&k)};
+        clf_arg as[] = {CLF_BUF_SCRATCH(acc), CLF_BUF_IN(b1), CLF_BUF_OUT(mx), CLF_SCALAR(&k)};
+        ck_assert_ok(clf_graph_add_kernel(NULL, g, &d0, a0, 2));
+        if (scr)
+            ck_assert_ok(clf_graph_add_kernel(NULL, g, &d1, as, 4));
+        else
+            ck_assert_ok(clf_graph_add_kernel(NULL, g, &d1, ar, 5));
+        clf_status st = fault_run(g);
+        ck_assert_msg(st == CLF_ERROR_DEVICE_FAILED, "want CLF_ERROR_DEVICE_FAILED, got %s: %s",
+                      clf_status_name(st), clf_last_error());
+        ck_assert_msg(strstr(clf_last_error(), "reduction or scratch"), "%s", clf_last_error());
+        clf_graph_destroy(g);
+        clf_buffer_destroy(b0);
+        clf_buffer_destroy(b1);
+        clf_buffer_destroy(acc);
+        clf_buffer_destroy(fa);
+        clf_buffer_destroy(mx);
+        free(a);
+        fault_close(&e);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("graph");
@@ -1974,6 +2016,7 @@ int main(void)
     tcase_add_loop_test(tc, redux_fan, 0, NCFG);
     tcase_add_loop_test(tc, scratch, 0, NCFG);
     tcase_add_test(tc, bad_modes);
+    tcase_add_test(tc, fault_modes);
     suite_add_tcase(s, tc);
     /* Every configuration needs the three PoCL devices (POCL_DEVICES='pthread pthread basic'). */
     return test_run(s, TEST_CPUS, 3);
