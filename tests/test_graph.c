@@ -14,7 +14,10 @@
  * made again), bad input, and memory
  * budgets: 8 MiB of buffers through 3 MiB of copies per device (evictions, write-backs, the
  * peak within the budget), by hand on one and two devices, by the scheduler, with kept
- * copies, and a node that fits no budget refused.
+ * copies, and a node that fits no budget refused; reduction accesses (a fan of 8 nodes
+ * summing ints and floats and taking a max into three buffers, spread over the devices, a
+ * reader and a write after them) and scratch accesses (8 nodes on one scratch buffer, no
+ * dependency and no copy), their bad input, and a device lost under them (the run fails).
  */
 #include "common.h"
 
@@ -42,6 +45,23 @@ static const char SRC[] =
     "kernel void aadd1(global const int *in, global int *out)\n"
     "{ size_t i = get_global_id(0); out[i] = in[i] + 1; }\n"
     /* Compute-bound: `rounds` steps of a linear congruential generator per item. */
+    /* A node of a reduction fan: a sum of ints, a sum of floats and a max into its partials. */
+    "kernel void radd(global int *acc, global float *facc, global int *mx,\n"
+    "                 global const int *x, int k)\n"
+    "{\n"
+    "    size_t i = get_global_id(0);\n"
+    "    acc[i] += x[i] * k; facc[i] += (float)x[i] * 0.25f * (float)k;\n"
+    "    mx[i] = max(mx[i], x[i] * k);\n"
+    "}\n"
+    /* Uses its scratch buffer as memory: two nodes sharing one instance at once would see
+     * each other's values. */
+    "kernel void sdbl(global int *tmp, global const int *in, global int *out, int k)\n"
+    "{\n"
+    "    size_t i = get_global_id(0);\n"
+    "    tmp[i] = in[i] * k;\n"
+    "    for (int r = 0; r < 64; r++) tmp[i] = tmp[i] + 1;\n"
+    "    out[i] = tmp[i] - 64;\n"
+    "}\n"
     "kernel void spin(global const uint *in, global uint *out, uint rounds)\n"
     "{\n"
     "    size_t i = get_global_id(0); uint x = in[i];\n"
@@ -1689,6 +1709,283 @@ START_TEST(memory_refused)
 }
 END_TEST
 
+/* A reduction fan (issue 30): a write into acc, 8 nodes that each reduce into three buffers
+ * (a sum of ints, a sum of floats, a max of ints), spread over the devices rather than
+ * serialized, then a node that reads two of them (after the combine) and a write after the
+ * reductions; run twice (the float sum accumulates across runs, the int sum starts from the
+ * write each run). Against the C reference: ints exact, floats within a tolerance. */
+START_TEST(redux_fan)
+{
+    test_env e;
+    test_env_open(&e, &CFGS[_i], SRC);
+    const char *label = CFGS[_i].label;
+    enum { R = 8 };
+    int *a = data(40), *m0 = data(41), *x[R];
+    float *f0 = malloc(N * sizeof *f0);
+    ck_assert(f0);
+    for (size_t i = 0; i < N; i++)
+        f0[i] = (float)(i % 17) * 0.5f;
+    size_t ndev = clf_fleet_device_count(e.f);
+    clf_buffer *ba = buf(e.f, 0, a), *acc = buf(e.f, 0, NULL), *mx = buf(e.f, dev_of(e.f, 1), m0),
+               *out = buf(e.f, dev_of(e.f, 2), NULL), *bx[R], *facc = NULL;
+    ck_assert_ok(clf_buffer_create(&facc, e.f, dev_of(e.f, 1), N * sizeof(float), 0));
+    ck_assert_ok(clf_buffer_write(facc, 0, N * sizeof(float), f0));
+    clf_graph *g = NULL;
+    ck_assert_ok(clf_graph_create(&g, e.f, e.p));
+    clf_graph_node_desc dw = kdesc("add1", N), dr = kdesc("radd", N), ds = kdesc("sum2", N);
+    clf_arg aw[] = {CLF_BUF_IN(ba), CLF_BUF_OUT(acc)};
+    ck_assert_ok(clf_graph_add_kernel(NULL, g, &dw, aw, 2));
+    size_t rn[R];
+    for (size_t r = 0; r < R; r++) {
+        x[r] = data(50 + (uint32_t)r);
+        bx[r] = buf(e.f, dev_of(e.f, r), x[r]);
+        int k = (int)r + 1;
+        clf_arg ar[] = {CLF_BUF_REDUCE(acc, CLF_REDUCE_SUM, CLF_TYPE_INT32),
+                        CLF_BUF_REDUCE(facc, CLF_REDUCE_SUM, CLF_TYPE_FLOAT),
+                        CLF_BUF_REDUCE(mx, CLF_REDUCE_MAX, CLF_TYPE_INT32), CLF_BUF_IN(bx[r]),
+                        CLF_SCALAR(&k)};
+        ck_assert_ok(clf_graph_add_kernel(&rn[r], g, &dr, ar, 5));
+    }
+    clf_arg as[] = {CLF_BUF_IN(acc), CLF_BUF_IN(mx), CLF_BUF_OUT(out)};
+    ck_assert_ok(clf_graph_add_kernel(NULL, g, &ds, as, 3));
+    clf_arg a2[] = {CLF_BUF_IN(out), CLF_BUF_OUT(acc)};
+    ck_assert_ok(clf_graph_add_kernel(NULL, g, &dw, a2, 2));
+
+    int *ref_out = malloc(N * sizeof *ref_out), *ref_acc = malloc(N * sizeof *ref_acc),
+        *ref_mx = malloc(N * sizeof *ref_mx);
+    float *ref_f = malloc(N * sizeof *ref_f), *got_f = malloc(N * sizeof *got_f);
+    ck_assert(ref_out && ref_acc && ref_mx && ref_f && got_f);
+    for (size_t i = 0; i < N; i++) {
+        int s = a[i] + 1, m = m0[i];
+        for (size_t r = 0; r < R; r++) {
+            s += x[r][i] * (int)(r + 1);
+            m = x[r][i] * (int)(r + 1) > m ? x[r][i] * (int)(r + 1) : m;
+        }
+        ref_mx[i] = m;
+        ref_out[i] = s + m;
+        ref_acc[i] = ref_out[i] + 1;
+    }
+    for (int run = 1; run <= 2; run++) {
+        run_ok(g, label);
+        for (size_t i = 0; i < N; i++) {
+            double f = f0[i];
+            for (int t = 0; t < run; t++)
+                for (size_t r = 0; r < R; r++)
+                    f += (double)x[r][i] * 0.25 * (double)(r + 1);
+            ref_f[i] = (float)f;
+        }
+        check_buf(out, ref_out, "out (reads the sum and the max)", label);
+        check_buf(acc, ref_acc, "acc (written after the reductions)", label);
+        check_buf(mx, ref_mx, "mx (a max reduction)", label);
+        ck_assert_ok(clf_buffer_read(facc, 0, N * sizeof(float), got_f));
+        for (size_t i = 0; i < N; i++)
+            expect(fabsf(got_f[i] - ref_f[i]) <= 1e-4f * (1.0f + fabsf(ref_f[i])),
+                   "%s: run %d: facc[%zu] = %g, want %g", label, run, i, (double)got_f[i],
+                   (double)ref_f[i]);
+    }
+    clf_graph_report rep;
+    ck_assert_ok(clf_graph_report_get(&rep, g));
+    /* The reducers depend on the write only (8), the reader on the write and the 8 reducers
+     * (9), the last write on those and the reader (10): none on another reducer. */
+    ck_assert_uint_eq(rep.edges, 27);
+    unsigned char used[CLF_MAX_LAUNCH_DEVICES] = {0};
+    size_t distinct = 0;
+    for (size_t r = 0; r < R; r++) {
+        clf_graph_node_report nr;
+        ck_assert_ok(clf_graph_node_info(&nr, g, rn[r]));
+        ck_assert(nr.device < ndev);
+        distinct += !used[nr.device];
+        used[nr.device] = 1;
+    }
+    expect(distinct == ndev || (ndev > 1 && distinct > 1),
+           "%s: the 8 reducers ran on %zu of %zu devices", label, distinct, ndev);
+    clf_graph_destroy(g);
+    for (size_t r = 0; r < R; r++) {
+        clf_buffer_destroy(bx[r]);
+        free(x[r]);
+    }
+    clf_buffer_destroy(ba);
+    clf_buffer_destroy(acc);
+    clf_buffer_destroy(facc);
+    clf_buffer_destroy(mx);
+    clf_buffer_destroy(out);
+    free(a);
+    free(m0);
+    free(f0);
+    free(ref_out);
+    free(ref_acc);
+    free(ref_mx);
+    free(ref_f);
+    free(got_f);
+    test_env_close(&e);
+}
+END_TEST
+
+/* Scratch buffers (issue 30): 8 nodes on all the devices use one scratch buffer as memory,
+ * each with its own input and output on its own device: no dependency, no copy, and every
+ * output right (two nodes sharing one instance at once would mix their values). Then the
+ * same 8 nodes placed by the scheduler. */
+START_TEST(scratch)
+{
+    test_env e;
+    test_env_open(&e, &CFGS[_i], SRC);
+    const char *label = CFGS[_i].label;
+    enum { S = 8 };
+    clf_buffer *tmp = buf(e.f, 0, NULL), *in[S], *out[S];
+    int *x[S];
+    for (int manual = 1; manual >= 0; manual--) {
+        clf_graph *g = NULL;
+        ck_assert_ok(clf_graph_create(&g, e.f, e.p));
+        for (size_t i = 0; i < S; i++) {
+            x[i] = data(70 + (uint32_t)i);
+            in[i] = buf(e.f, dev_of(e.f, i), x[i]);
+            out[i] = buf(e.f, dev_of(e.f, i), NULL);
+            int k = (int)i + 2;
+            clf_graph_node_desc d = kdesc("sdbl", N);
+            if (manual)
+                d.device = dev_of(e.f, i);
+            clf_arg a[] = {CLF_BUF_SCRATCH(tmp), CLF_BUF_IN(in[i]), CLF_BUF_OUT(out[i]),
+                           CLF_SCALAR(&k)};
+            ck_assert_ok(clf_graph_add_kernel(NULL, g, &d, a, 4));
+        }
+        run_ok(g, label);
+        clf_graph_report rep;
+        ck_assert_ok(clf_graph_report_get(&rep, g));
+        ck_assert_uint_eq(rep.edges, 0);
+        if (manual) /* every input and output is on its node's device: no copy at all */
+            expect(rep.copies == 0, "%s: %zu copies with scratch buffers", label, rep.copies);
+        for (size_t i = 0; i < S; i++) {
+            int *want = malloc(N * sizeof *want);
+            ck_assert(want);
+            for (size_t j = 0; j < N; j++)
+                want[j] = x[i][j] * ((int)i + 2);
+            check_buf(out[i], want, "out", label);
+            free(want);
+        }
+        /* The scheduler's copies are of inputs and outputs only: none of the scratch buffer. */
+        if (!manual)
+            expect(rep.copy_bytes % (N * sizeof(int)) == 0 && rep.copies <= 2 * S,
+                   "%s: %zu copies, %llu bytes", label, rep.copies,
+                   (unsigned long long)rep.copy_bytes);
+        clf_graph_destroy(g);
+        for (size_t i = 0; i < S; i++) {
+            clf_buffer_destroy(in[i]);
+            clf_buffer_destroy(out[i]);
+            free(x[i]);
+        }
+    }
+    clf_buffer_destroy(tmp);
+    test_env_close(&e);
+}
+END_TEST
+
+/* Reduction and scratch accesses refused (issue 30). */
+START_TEST(bad_modes)
+{
+    test_env e;
+    test_env_open(&e, &CFGS[1], SRC);
+    clf_buffer *b = buf(e.f, 0, NULL), *c = buf(e.f, 1, NULL), *odd = NULL;
+    ck_assert_ok(clf_buffer_create(&odd, e.f, 0, 6, 0));
+    clf_graph *g = NULL;
+    ck_assert_ok(clf_graph_create(&g, e.f, e.p));
+    clf_graph_node_desc d = kdesc("bump", N);
+    int k = 1;
+    clf_arg badop[] = {CLF_BUF_REDUCE(b, 9, CLF_TYPE_INT32), CLF_SCALAR(&k)};
+    ck_assert_status(clf_graph_add_kernel(NULL, g, &d, badop, 2), CLF_ERROR_INVALID_ARGUMENT);
+    ck_assert(strstr(clf_last_error(), "op 9"));
+    clf_arg badtype[] = {CLF_BUF_REDUCE(b, CLF_REDUCE_SUM, 0), CLF_SCALAR(&k)};
+    ck_assert_status(clf_graph_add_kernel(NULL, g, &d, badtype, 2), CLF_ERROR_INVALID_ARGUMENT);
+    clf_arg badtype2[] = {CLF_BUF_REDUCE(b, CLF_REDUCE_MAX, 6), CLF_SCALAR(&k)};
+    ck_assert_status(clf_graph_add_kernel(NULL, g, &d, badtype2, 2), CLF_ERROR_INVALID_ARGUMENT);
+    clf_arg oddsize[] = {CLF_BUF_REDUCE(odd, CLF_REDUCE_SUM, CLF_TYPE_INT64), CLF_SCALAR(&k)};
+    ck_assert_status(clf_graph_add_kernel(NULL, g, &d, oddsize, 2), CLF_ERROR_INVALID_ARGUMENT);
+    clf_arg both[] = {CLF__BUF(b, CLF_ARG_SCRATCH | CLF_ARG_REDUCTION), CLF_SCALAR(&k)};
+    ck_assert_status(clf_graph_add_kernel(NULL, g, &d, both, 2), CLF_ERROR_INVALID_ARGUMENT);
+    clf_arg mixed[] = {CLF__BUF(b, CLF_ARG_SCRATCH | CLF_ARG_READ), CLF_SCALAR(&k)};
+    ck_assert_status(clf_graph_add_kernel(NULL, g, &d, mixed, 2), CLF_ERROR_INVALID_ARGUMENT);
+    /* A host node reads and writes its buffers itself. */
+    clf_arg hred[] = {CLF_BUF_REDUCE(b, CLF_REDUCE_SUM, CLF_TYPE_INT32)};
+    ck_assert_status(clf_graph_add_host(NULL, g, noop, NULL, hred, 1), CLF_ERROR_UNSUPPORTED);
+    clf_arg hscr[] = {CLF_BUF_SCRATCH(b)};
+    ck_assert_status(clf_graph_add_host(NULL, g, noop, NULL, hscr, 1), CLF_ERROR_UNSUPPORTED);
+    /* Scratch and reductions on an array. */
+    clf_array_desc ad = CLF_ARRAY_DESC_INIT;
+    ad.elem_size = sizeof(int);
+    ad.shape[0] = N;
+    clf_array *arr = NULL;
+    ck_assert_ok(clf_array_create(&arr, e.f, &ad));
+    clf_graph_node_desc da = kdesc("aadd1", N);
+    clf_arg ascr[] = {CLF_ARRAY_IN(arr), CLF_ARRAY_OUT(arr)};
+    ascr[0].flags = CLF_ARG_SCRATCH;
+    ck_assert_status(clf_graph_add_kernel(NULL, g, &da, ascr, 2), CLF_ERROR_UNSUPPORTED);
+    ck_assert(strstr(clf_last_error(), "scratch"));
+    ascr[0].flags = CLF_ARG_REDUCTION;
+    ck_assert_status(clf_graph_add_kernel(NULL, g, &da, ascr, 2), CLF_ERROR_UNSUPPORTED);
+    /* One mode per buffer over the graph; one op and type per reduced buffer. */
+    clf_arg red[] = {CLF_BUF_REDUCE(b, CLF_REDUCE_SUM, CLF_TYPE_INT32), CLF_SCALAR(&k)};
+    ck_assert_ok(clf_graph_add_kernel(NULL, g, &d, red, 2));
+    clf_arg red2[] = {CLF_BUF_REDUCE(b, CLF_REDUCE_MIN, CLF_TYPE_INT32), CLF_SCALAR(&k)};
+    ck_assert_status(clf_graph_add_kernel(NULL, g, &d, red2, 2), CLF_ERROR_INVALID_ARGUMENT);
+    clf_arg scr_b[] = {CLF_BUF_SCRATCH(b), CLF_SCALAR(&k)};
+    ck_assert_status(clf_graph_add_kernel(NULL, g, &d, scr_b, 2), CLF_ERROR_INVALID_ARGUMENT);
+    clf_arg scr_c[] = {CLF_BUF_SCRATCH(c), CLF_SCALAR(&k)};
+    ck_assert_ok(clf_graph_add_kernel(NULL, g, &d, scr_c, 2));
+    clf_arg rw_c[] = {CLF_BUF_INOUT(c), CLF_SCALAR(&k)};
+    ck_assert_status(clf_graph_add_kernel(NULL, g, &d, rw_c, 2), CLF_ERROR_INVALID_ARGUMENT);
+    clf_arg twice[] = {CLF_BUF_REDUCE(b, CLF_REDUCE_SUM, CLF_TYPE_INT32), CLF_BUF_IN(b)};
+    clf_graph_node_desc d2 = kdesc("add1", N);
+    ck_assert_status(clf_graph_add_kernel(NULL, g, &d2, twice, 2), CLF_ERROR_INVALID_ARGUMENT);
+    clf_graph_destroy(g);
+    clf_array_destroy(arr);
+    clf_buffer_destroy(b);
+    clf_buffer_destroy(c);
+    clf_buffer_destroy(odd);
+    test_env_close(&e);
+}
+END_TEST
+
+/* A device lost under a graph with reduction and scratch accesses: not recovered (their
+ * partials and instances are not versioned), the run fails naming why (issue 30). */
+START_TEST(fault_modes)
+{
+    for (int scr = 0; scr <= 1; scr++) {
+        fault_env e;
+        fault_open(&e, 1);
+        int *a = data(15);
+        clf_buffer *b0 = buf(e.f, 0, a), *b1 = buf(e.f, 1, NULL), *acc = buf(e.f, 0, NULL),
+                   *fa = NULL, *mx = buf(e.f, 2, NULL);
+        ck_assert_ok(clf_buffer_create(&fa, e.f, 2, N * sizeof(float), 0));
+        clf_graph *g = NULL;
+        ck_assert_ok(clf_graph_create(&g, e.f, e.p));
+        clf_graph_node_desc d0 = on("add1", 1), d1 = on(scr ? "sdbl" : "radd", 1);
+        clf_arg a0[] = {CLF_BUF_IN(b0), CLF_BUF_OUT(b1)};
+        int k = 2;
+        clf_arg ar[] = {CLF_BUF_REDUCE(acc, CLF_REDUCE_SUM, CLF_TYPE_INT32),
+                        CLF_BUF_REDUCE(fa, CLF_REDUCE_SUM, CLF_TYPE_FLOAT),
+                        CLF_BUF_REDUCE(mx, CLF_REDUCE_MAX, CLF_TYPE_INT32), CLF_BUF_IN(b1),
+                        CLF_SCALAR(&k)};
+        clf_arg as[] = {CLF_BUF_SCRATCH(acc), CLF_BUF_IN(b1), CLF_BUF_OUT(mx), CLF_SCALAR(&k)};
+        ck_assert_ok(clf_graph_add_kernel(NULL, g, &d0, a0, 2));
+        if (scr)
+            ck_assert_ok(clf_graph_add_kernel(NULL, g, &d1, as, 4));
+        else
+            ck_assert_ok(clf_graph_add_kernel(NULL, g, &d1, ar, 5));
+        clf_status st = fault_run(g);
+        ck_assert_msg(st == CLF_ERROR_DEVICE_FAILED, "want CLF_ERROR_DEVICE_FAILED, got %s: %s",
+                      clf_status_name(st), clf_last_error());
+        ck_assert_msg(strstr(clf_last_error(), "reduction or scratch"), "%s", clf_last_error());
+        clf_graph_destroy(g);
+        clf_buffer_destroy(b0);
+        clf_buffer_destroy(b1);
+        clf_buffer_destroy(acc);
+        clf_buffer_destroy(fa);
+        clf_buffer_destroy(mx);
+        free(a);
+        fault_close(&e);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("graph");
@@ -1716,6 +2013,10 @@ int main(void)
     tcase_add_test(tc, memory_sched);
     tcase_add_test(tc, memory_keep);
     tcase_add_test(tc, memory_refused);
+    tcase_add_loop_test(tc, redux_fan, 0, NCFG);
+    tcase_add_loop_test(tc, scratch, 0, NCFG);
+    tcase_add_test(tc, bad_modes);
+    tcase_add_test(tc, fault_modes);
     suite_add_tcase(s, tc);
     /* Every configuration needs the three PoCL devices (POCL_DEVICES='pthread pthread basic'). */
     return test_run(s, TEST_CPUS, 3);

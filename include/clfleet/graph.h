@@ -4,10 +4,12 @@
  *
  * Record once, run many times: a clf_graph holds kernel nodes and host-callback nodes, in
  * the order they were added, whose arguments are clf_buffer and clf_array objects with an
- * access mode (read, write, read-write). The dependencies between the nodes (read after
- * write, write after read, write after write) follow from those modes and the order of
- * recording: no event is written by hand, and since a node can only depend on nodes
- * recorded before it, a graph has no cycle by construction.
+ * access mode (read, write, read-write; for buffers of kernel nodes also reduction,
+ * CLF_BUF_REDUCE(), and scratch, CLF_BUF_SCRATCH()). The dependencies between the nodes
+ * (read after write, write after read, write after write) follow from those modes and the
+ * order of recording: no event is written by hand, and since a node can only depend on
+ * nodes recorded before it, a graph has no cycle by construction. Nodes that reduce into
+ * one buffer do not depend on each other, and scratch accesses cause no dependency.
  *
  * Each run places the nodes: a kernel over clf_array arguments runs split over the arrays'
  * parts (owner computes, as clf_array_launch()); a kernel over clf_buffer arguments runs
@@ -69,6 +71,41 @@ typedef struct clf_graph_node_desc {
     CLF__ARG(CLF_ARG_KIND_ARRAY, CLF_ARG_READ, (arr), 0, 0, (before), (after))
 
 /**
+ * \brief clf_arg.flags of a graph's buffer argument (CLF_BUF_REDUCE()): the node accumulates
+ * into the buffer with a commutative and associative operation (clf_arg.op, a
+ * clf_reduce_op, on elements of clf_arg.type, a clf_type). Nodes that reduce into one
+ * buffer do not wait for each other: each runs on its device's partial copy, which starts
+ * as the operation's identity, and the partials are combined into the buffer before the
+ * next node that reads or writes it otherwise, or at the end of the run (StarPU's
+ * STARPU_REDUX). Kernels only: a value in clfleet.h's argument flags is not one of these.
+ */
+#define CLF_ARG_REDUCTION (1u << 10)
+/**
+ * \brief clf_arg.flags of a graph's buffer argument (CLF_BUF_SCRATCH()): temporary memory
+ * of the node, of the buffer's size; its contents are undefined when the node starts and
+ * dropped after it (StarPU's STARPU_SCRATCH). Scratch accesses cause no dependency and no
+ * copy: each device gets its own instance (the caller's buffer on its own device), and the
+ * scratch nodes on one device take turns on it.
+ */
+#define CLF_ARG_SCRATCH (1u << 11)
+
+/**
+ * \brief A buffer the kernel accumulates into with \p op (a clf_reduce_op) on elements of
+ * \p type (a clf_type): see CLF_ARG_REDUCTION. The kernel sees a buffer of the buffer's
+ * size holding, when the node starts, the identity of \p op or what earlier nodes on the
+ * same device accumulated; it combines its contributions into it (e.g. `acc[i] += x`).
+ * Every node that reduces into one buffer uses the same op and type.
+ */
+#define CLF_BUF_REDUCE(buf, op, type)                                                       \
+    {CLF_ARG_KIND_BUFFER, CLF_ARG_REDUCTION, (void *)(buf), 0, 0, 0, 0, (op), (type), 0,     \
+     {0, 0}}
+/**
+ * \brief A buffer the kernel uses as temporary memory: see CLF_ARG_SCRATCH. A buffer that
+ * is scratch in one node of a graph is scratch in all of them.
+ */
+#define CLF_BUF_SCRATCH(buf) CLF__BUF(buf, CLF_ARG_SCRATCH)
+
+/**
  * \brief A host-callback node's body: runs on a helper thread once the nodes it depends on
  * have completed; every buffer it declared is valid in its own clf_buffer (read it with
  * clf_buffer_read(), write it with clf_buffer_write()), and arrays are read and written
@@ -100,9 +137,10 @@ CLF_API void clf_graph_destroy(clf_graph *g);
 /**
  * \brief Record a kernel node.
  *
- * \p args are in kernel parameter order: CLF_BUF_IN(), CLF_BUF_OUT(), CLF_BUF_INOUT() (a
- * node over buffers, run whole on one device), or CLF_ARRAY_IN(), CLF_ARRAY_IN_HALO(),
- * CLF_ARRAY_OUT(), CLF_ARRAY_INOUT() (a node over arrays, run split over their parts), and
+ * \p args are in kernel parameter order: CLF_BUF_IN(), CLF_BUF_OUT(), CLF_BUF_INOUT(),
+ * CLF_BUF_REDUCE(), CLF_BUF_SCRATCH() (a node over buffers, run whole on one device), or
+ * CLF_ARRAY_IN(), CLF_ARRAY_IN_HALO(), CLF_ARRAY_OUT(), CLF_ARRAY_INOUT() (a node over
+ * arrays, run split over their parts), and
  * CLF_SCALAR() and CLF_LOCAL(). Buffers and arrays in one node are refused. Scalars are
  * copied: they may go once the call returns. The buffers and arrays must stay until the
  * graph is destroyed.
@@ -118,9 +156,13 @@ CLF_API void clf_graph_destroy(clf_graph *g);
  * \return CLF_SUCCESS; CLF_ERROR_NULL_POINTER; CLF_ERROR_INVALID_ARGUMENT (a version, dims,
  *         range, a buffer or array of another fleet, an access mode that is neither read nor
  *         write, a neighbourhood wider than the array's halo or on a written array, a device
- *         named for a node over arrays); CLF_ERROR_OUT_OF_RANGE (the device);
- *         CLF_ERROR_UNSUPPORTED (buffers and arrays in one node, an argument kind of
- *         clf_launch()); CLF_ERROR_BUSY (a run is in flight); CLF_ERROR_OUT_OF_HOST_MEMORY.
+ *         named for a node over arrays, a reduction whose op or type the graph's kernels
+ *         lack or whose type does not divide the buffer's size, a reduction into a buffer
+ *         with another op or type than earlier nodes', a buffer scratch in one node and not
+ *         in another, a buffer passed to one node with a reduction or scratch mode and
+ *         another); CLF_ERROR_OUT_OF_RANGE (the device); CLF_ERROR_UNSUPPORTED (buffers and
+ *         arrays in one node, an argument kind of clf_launch(), a reduction or scratch
+ *         access on an array); CLF_ERROR_BUSY (a run is in flight); CLF_ERROR_OUT_OF_HOST_MEMORY.
  *         The kernel's own argument checks run with the node (clf_kernel_enqueue(),
  *         clf_array_launch()) and fail the run, naming the node.
  */
@@ -139,7 +181,8 @@ CLF_API clf_status clf_graph_add_kernel(size_t *out_node, clf_graph *g,
  * \param user passed to fn
  * \param accesses what fn reads and writes (NULL when naccesses is 0)
  * \param naccesses entries of accesses
- * \return as clf_graph_add_kernel() (CLF_ERROR_UNSUPPORTED for a scalar or local argument)
+ * \return as clf_graph_add_kernel() (CLF_ERROR_UNSUPPORTED for a scalar or local argument,
+ *         and for a reduction or scratch access)
  */
 CLF_API clf_status clf_graph_add_host(size_t *out_node, clf_graph *g, clf_graph_host_fn fn,
                                       void *user, const struct clf_arg *accesses,
@@ -186,7 +229,11 @@ CLF_API clf_status clf_graph_buffer_changed(clf_graph *g, const clf_buffer *buf)
  * back to contents some device still holds). What cannot be recomputed (the caller's
  * buffer on that device, contents only it held at the run's start, what a host callback
  * wrote) fails the run with CLF_ERROR_DEVICE_FAILED, naming the data and the node. The
- * report counts the nodes moved and run again.
+ * report counts the nodes moved and run again. A graph with reduction or scratch accesses
+ * is not recovered: a device failure fails its run with CLF_ERROR_DEVICE_FAILED.
+ *
+ * The first run of a graph with reductions builds the program of the partials' fill and
+ * combine kernels (clf_graph_run() returns its build failure).
  * \param g the graph
  * \param out_event completes with the run (clf_event_wait() returns its status; release
  *        it), or NULL; clf_graph_wait() waits too

@@ -6,6 +6,12 @@
  * last writer (write after write) and on every reader since (write after read), and becomes
  * the last writer. A node only ever depends on nodes recorded before it, so recording order
  * is a topological order and no cycle can be built.
+ *
+ * Reductions (CLF_ARG_REDUCTION): a node that reduces into data depends on its last writer
+ * and on the readers since (the combine overwrites the buffer after them), not on the other
+ * nodes that reduce into it; it joins the data's reducers, on which every later read and
+ * write depends (they wait for the combine). A write ends the group. Scratch accesses
+ * (CLF_ARG_SCRATCH) cause no dependency and change nothing.
  */
 #include "graph.h"
 
@@ -35,7 +41,7 @@ clf_status clf__graph_deps(clf_graph *g, size_t idx)
     size_t cap = 0;
     for (size_t i = 0; i < n->nargs; i++)
         if (n->args[i].data != SIZE_MAX)
-            cap += 1 + g->data[n->args[i].data].nreaders;
+            cap += 1 + g->data[n->args[i].data].nreaders + g->data[n->args[i].data].nredux;
     size_t *preds = cap ? malloc(cap * sizeof *preds) : NULL;
     if (cap && !preds)
         return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "graph: out of memory");
@@ -54,6 +60,16 @@ clf_status clf__graph_deps(clf_graph *g, size_t idx)
             d->readers = r;
             d->cap_readers = c;
         }
+        if (d->nredux == d->cap_redux) {
+            size_t c = d->cap_redux ? 2 * d->cap_redux : 8;
+            size_t *r = realloc(d->redux, c * sizeof *r);
+            if (!r) {
+                free(preds);
+                return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "graph: out of memory");
+            }
+            d->redux = r;
+            d->cap_redux = c;
+        }
     }
     size_t np = 0;
     for (size_t i = 0; i < n->nargs; i++) {
@@ -61,13 +77,19 @@ clf_status clf__graph_deps(clf_graph *g, size_t idx)
         if (di == SIZE_MAX)
             continue;
         clf__gdata *d = &g->data[di];
+        unsigned f = n->args[i].a.flags;
+        if (f & CLF_ARG_SCRATCH)
+            continue;
         unsigned m = clf__graph_access(n, di);
         if (d->last_writer != SIZE_MAX)
             preds[np++] = d->last_writer; /* RAW, or WAW */
-        if (m & CLF_ARG_WRITE)
+        if ((m & CLF_ARG_WRITE) || (f & CLF_ARG_REDUCTION))
             for (size_t r = 0; r < d->nreaders; r++)
                 if (d->readers[r] != idx)
                     preds[np++] = d->readers[r]; /* WAR */
+        if (!(f & CLF_ARG_REDUCTION))
+            for (size_t r = 0; r < d->nredux; r++)
+                preds[np++] = d->redux[r]; /* after the combine */
     }
     qsort(preds, np, sizeof *preds, cmp_size);
     size_t k = 0;
@@ -83,10 +105,19 @@ clf_status clf__graph_deps(clf_graph *g, size_t idx)
         if (di == SIZE_MAX)
             continue;
         clf__gdata *d = &g->data[di];
+        unsigned f = n->args[i].a.flags;
+        if (f & CLF_ARG_SCRATCH)
+            continue;
         unsigned m = clf__graph_access(n, di);
-        if (m & CLF_ARG_WRITE) {
+        if (f & CLF_ARG_REDUCTION) {
+            /* The readers so far precede it, and every later access depends on it. */
+            d->nreaders = 0;
+            if (!d->nredux || d->redux[d->nredux - 1] != idx)
+                d->redux[d->nredux++] = idx;
+        } else if (m & CLF_ARG_WRITE) {
             d->last_writer = idx;
             d->nreaders = 0;
+            d->nredux = 0;
         } else if (!d->nreaders || d->readers[d->nreaders - 1] != idx) {
             d->readers[d->nreaders++] = idx;
         }

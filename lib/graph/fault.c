@@ -501,6 +501,15 @@ int clf__graph_recover(clf_graph *g)
     char *cause = g->fault_cause;
     clf_status st = CLF_SUCCESS;
     if (g->fault_phase == 0) {
+        /* A replay would need the partials and scratch instances the device held, which
+         * the versions do not track (redux.c). */
+        if (g->has_redux || g->has_scratch) {
+            clf__graph_failed(g, clf__prefix_error(CLF_ERROR_DEVICE_FAILED,
+                                                   "graph node %zu: a device failed in a graph "
+                                                   "with reduction or scratch accesses, which "
+                                                   "is not recovered: ", g->next));
+            return -1;
+        }
         if (++g->recoveries > g->ndev + 1) {
             clf__graph_failed(g, clf__prefix_error(CLF_ERROR_DEVICE_FAILED,
                                                    "graph node %zu failed after %zu recoveries "

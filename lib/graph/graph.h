@@ -30,6 +30,27 @@ typedef struct clf__gdata {
     size_t last_writer;
     size_t *readers;
     size_t nreaders, cap_readers;
+    /* Access modes (record.c): 0 none yet, 1 scratch only, 2 read/write/reduction; the
+     * reduction's op and type (the first reduction's; 0: none). Nodes that reduced into it
+     * since the last writer (deps.c): later reads and writes depend on all of them. */
+    int mode;
+    unsigned red_op, red_type;
+    size_t *redux;
+    size_t nredux, cap_redux;
+    /* Reductions during a run (run.c, redux.c), per fleet device: the partial (made for each
+     * phase, released once the combine is queued), whether it is filled for this phase, and
+     * the event after which it holds every contribution queued so far. red_pending: some
+     * partial is to be combined; red_last: the last node that reduced into it. Scratch: the
+     * last scratch node's event per device (the next one there waits for it). */
+    clf_buffer **part;
+    unsigned char *part_on;
+    clf_event **part_ev;
+    int red_pending;
+    size_t red_last;
+    int red_stage; /* the combine: 0 not begun; 1 the partials' copies queued and held */
+    clf_buffer **red_src;
+    clf_event **red_wait;
+    clf_event **scr_ev;
     /* Buffers during a run (run.c), per fleet device: the graph's copy there (made on
      * first use and kept across runs; rep[home] is buf), whether it holds the current
      * contents, and the event after which it does (NULL: it does now). */
@@ -179,6 +200,10 @@ struct clf_graph {
     size_t *cdev;
     size_t ncev, cap_cev;
     clf_graph_report rep;
+    /* Reduction and scratch accesses (redux.c): whether the graph has any, and the program
+     * of the partials' fill and combine kernels (built by the first run that needs it). */
+    int has_redux, has_scratch;
+    clf_program *redprog;
 };
 
 /* record.c */
@@ -247,6 +272,30 @@ int clf__graph_recover(clf_graph *g);
 void clf__graph_write_off_failed(clf_graph *g);
 /* Release the re-runs' temporary buffers. */
 void clf__graph_tmp_free(clf_graph *g);
+
+/* redux.c: reductions and scratch during a run. The program of the fill and combine
+ * kernels (the caller's thread, at the run's start); the per-device state of data d. */
+clf_status clf__graph_redux_program(clf_graph *g);
+clf_status clf__graph_modes_state(clf_graph *g, clf__gdata *d);
+/* Reset for a run (every command of the last one has completed). */
+void clf__graph_modes_reset(clf_graph *g, clf__gdata *d);
+/* Node n's reduction argument on data d, on dev: the partial (filled with the identity first
+ * in this phase), in *out, and what the kernel must wait for in *wait (or NULL). */
+clf_status clf__graph_partial(clf_graph *g, clf__gdata *d, size_t dev, clf_buffer **out,
+                              clf_event **wait);
+/* Argument a of a node on dev, over data d: a reduction's partial or a scratch instance in
+ * its place (*special: it was one; what the kernel waits for added to wait[*nw]). */
+clf_status clf__graph_mode_arg(clf_graph *g, clf__gdata *d, size_t dev, clf_arg *a,
+                               clf_event **wait, size_t *nw, int *special);
+/* Node n's kernel (event ev) was queued on dev: the next reduction into its partials and
+ * scratch node on its instances there wait for it. */
+void clf__graph_modes_queued(clf_graph *g, const clf__gnode *n, size_t dev, clf_event *ev);
+/* Combine the partials of the data that node idx (g->nnodes: the run's end) reads or writes
+ * otherwise into their buffers: 1 when the job must wait (clf__graph_defer()), 0 done, -1
+ * failed (recorded). */
+int clf__graph_flush(clf_graph *g, size_t idx);
+/* Free the per-device state of reductions and scratch (clf_graph_destroy()). */
+void clf__graph_modes_free(clf_graph *g, clf__gdata *d);
 
 /* report.c: fill g->rep from a completed run (st: its status); learn the kernel times
  * (only of a run that succeeded); release the events kept for it. */

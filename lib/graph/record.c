@@ -85,11 +85,14 @@ void clf_graph_destroy(clf_graph *g)
         free(d->ver);
         free(d->prod);
         free(d->readers);
+        free(d->redux);
+        clf__graph_modes_free(g, d);
         free(d->sim_rep);
         free(d->sim_valid);
         free(d->sim_t);
     }
     free(g->data);
+    clf_program_destroy(g->redprog);
     free(g->mem);
     free(g->dead);
     free(g->tmp);
@@ -151,6 +154,34 @@ static clf_status check_arg(const clf_graph *g, const clf_arg *a, size_t i, int 
         if (b->fleet != g->fleet)
             return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
                              "%s: argument %zu: a buffer of another fleet", who, i);
+        unsigned special = a->flags & (CLF_ARG_REDUCTION | CLF_ARG_SCRATCH);
+        if (special) {
+            if (host_node)
+                return clf__fail(CLF_ERROR_UNSUPPORTED,
+                                 "%s: argument %zu: a host node reads and writes its buffers; "
+                                 "reduction and scratch accesses are for kernel nodes", who, i);
+            if (a->flags & ~special || special == (CLF_ARG_REDUCTION | CLF_ARG_SCRATCH))
+                return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                                 "%s: argument %zu: access flags 0x%x (a reduction or a scratch "
+                                 "access is that alone: CLF_BUF_REDUCE, CLF_BUF_SCRATCH)",
+                                 who, i, a->flags);
+            if (special == CLF_ARG_REDUCTION) {
+                if (a->op < CLF_REDUCE_SUM || a->op > CLF_REDUCE_MAX ||
+                    a->type < CLF_TYPE_INT32 || a->type > CLF_TYPE_DOUBLE)
+                    return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                                     "%s: argument %zu: a reduction with op %u and type %u: the "
+                                     "graph combines CLF_REDUCE_SUM, _PROD, _MIN and _MAX of "
+                                     "CLF_TYPE_INT32, _UINT32, _INT64, _FLOAT and _DOUBLE",
+                                     who, i, a->op, a->type);
+                size_t es = clf_type_size((clf_type)a->type);
+                if (b->size % es)
+                    return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                                     "%s: argument %zu: a reduction over elements of %zu bytes "
+                                     "into a %zu-byte buffer", who, i, es, b->size);
+            }
+            *has_buf = 1;
+            return CLF_SUCCESS;
+        }
         if (!mode || (a->flags & ~(unsigned)(CLF_ARG_READ | CLF_ARG_WRITE)))
             return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
                              "%s: argument %zu: access flags 0x%x (use CLF_BUF_IN, CLF_BUF_OUT "
@@ -166,6 +197,11 @@ static clf_status check_arg(const clf_graph *g, const clf_arg *a, size_t i, int 
         if (arr->fleet != g->fleet)
             return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
                              "%s: argument %zu: an array of another fleet", who, i);
+        if (a->flags & (CLF_ARG_REDUCTION | CLF_ARG_SCRATCH))
+            return clf__fail(CLF_ERROR_UNSUPPORTED,
+                             "%s: argument %zu: %s access on an array: reduction and scratch "
+                             "accesses are for buffers (CLF_BUF_REDUCE, CLF_BUF_SCRATCH)", who,
+                             i, (a->flags & CLF_ARG_SCRATCH) ? "a scratch" : "a reduction");
         if (!mode || (a->flags & ~(unsigned)(CLF_ARG_READ | CLF_ARG_WRITE)))
             return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
                              "%s: argument %zu: access flags 0x%x (use CLF_ARRAY_IN, "
@@ -207,6 +243,45 @@ static clf_status check_arg(const clf_graph *g, const clf_arg *a, size_t i, int 
                          "scalars and local memory are; host arrays belong to clf_launch())",
                          who, i, a->kind);
     }
+}
+
+/* The access modes of node n's buffers against each other and the graph's other nodes: a
+ * buffer is scratch in every node or in none, a node that reduces into a buffer passes it
+ * only so, and every reduction into a buffer has one op and type (the partials are combined
+ * with it). */
+static clf_status check_modes(const clf_graph *g, const clf__gnode *n, const char *kernel)
+{
+    for (size_t i = 0; i < n->nargs; i++) {
+        const clf_arg *a = &n->args[i].a;
+        if (a->kind != CLF_ARG_KIND_BUFFER)
+            continue;
+        const clf__gdata *d = &g->data[n->args[i].data];
+        int scratch = (a->flags & CLF_ARG_SCRATCH) != 0;
+        int red = (a->flags & CLF_ARG_REDUCTION) != 0;
+        if (d->mode && (d->mode == 1) != scratch)
+            return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                             "clf_graph_add_kernel: '%s': argument %zu: the buffer is %s in an "
+                             "earlier node: a scratch buffer is scratch in every node",
+                             kernel, i, scratch ? "read or written" : "scratch");
+        if (red && d->red_op && (d->red_op != a->op || d->red_type != a->type))
+            return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                             "clf_graph_add_kernel: '%s': argument %zu: a reduction with op %u "
+                             "and type %u into a buffer an earlier node reduces into with op %u "
+                             "and type %u", kernel, i, a->op, a->type, d->red_op, d->red_type);
+        for (size_t j = 0; j < n->nargs; j++) {
+            const clf_arg *b = &n->args[j].a;
+            if (j == i || b->kind != CLF_ARG_KIND_BUFFER || n->args[j].data != n->args[i].data)
+                continue;
+            unsigned sp = CLF_ARG_REDUCTION | CLF_ARG_SCRATCH;
+            if ((a->flags & sp) != (b->flags & sp) || (red && (a->op != b->op ||
+                                                                a->type != b->type)))
+                return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                                 "clf_graph_add_kernel: '%s': arguments %zu and %zu pass one "
+                                 "buffer with different modes (a reduction or a scratch "
+                                 "buffer is passed only so)", kernel, i, j);
+        }
+    }
+    return CLF_SUCCESS;
 }
 
 /* Appends a node (its arguments copied, scalars by value) and infers its dependencies. */
@@ -298,11 +373,27 @@ static clf_status add_node(size_t *out_node, clf_graph *g, int kind,
             }
         }
     }
-    clf_status st = clf__graph_deps(g, g->nnodes);
+    clf_status st = check_modes(g, n, desc ? desc->kernel : "");
+    if (!st)
+        st = clf__graph_deps(g, g->nnodes);
     if (st) {
         free_node(n);
         g->ndata = old_ndata;
         return st;
+    }
+    for (size_t i = 0; i < nargs; i++) {
+        if (n->args[i].a.kind != CLF_ARG_KIND_BUFFER)
+            continue;
+        clf__gdata *d = &g->data[n->args[i].data];
+        unsigned f = n->args[i].a.flags;
+        d->mode = (f & CLF_ARG_SCRATCH) ? 1 : 2;
+        if (f & CLF_ARG_REDUCTION) {
+            d->red_op = n->args[i].a.op;
+            d->red_type = n->args[i].a.type;
+            g->has_redux = 1;
+        }
+        if (f & CLF_ARG_SCRATCH)
+            g->has_scratch = 1;
     }
     if (out_node)
         *out_node = g->nnodes;

@@ -12,7 +12,8 @@
  * have written them between runs. Before a node allocates copies on a device, copies there
  * are evicted until the device's budget holds them (make_room(); the choice is mem.c's).
  * Arrays keep their own coherence and per-part order
- * (clf_array_launch()): a node over them is one call.
+ * (clf_array_launch()): a node over them is one call. Reduction and scratch arguments are
+ * redux.c's.
  *
  * Versions: per buffer, the writes of this run are counted (0: its contents at the start),
  * each copy knows the version it holds and each node the versions it read and wrote, so
@@ -90,30 +91,6 @@ clf_status clf__graph_keep(clf_graph *g, clf_event *e, clf_event **kept)
         *kept = NULL;
     }
     return st;
-}
-
-clf_status clf__graph_copy_done(clf_graph *g, clf_event *ev, size_t s, size_t dev, size_t bytes)
-{
-    if (g->ncev == g->cap_cev) {
-        size_t cap = g->cap_cev ? 2 * g->cap_cev : 16;
-        clf_event **ce = realloc(g->cev, cap * sizeof *ce);
-        size_t *cd = ce ? realloc(g->cdev, cap * sizeof *cd) : NULL;
-        if (ce)
-            g->cev = ce;
-        if (!cd) {
-            clf_event_wait(ev);
-            clf_event_release(ev);
-            return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "graph: out of memory");
-        }
-        g->cdev = cd;
-        g->cap_cev = cap;
-    }
-    clf_status st = clf__graph_keep(g, ev, &g->cev[g->ncev]);
-    if (st)
-        return st;
-    g->cdev[g->ncev++] = dev;
-    clf__graph_count_copy(g, s, dev, bytes);
-    return CLF_SUCCESS;
 }
 
 /* Make data d current on device dev: a copy from a current device (its own first, where the
@@ -305,6 +282,11 @@ static clf_status run_whole(clf_graph *g, clf__gnode *n, int gather)
         clf__gdata *d = &g->data[n->args[i].data];
         if ((st = clf__graph_ensure_reps(g, d)) != CLF_SUCCESS)
             goto out;
+        int special = 0; /* a reduction's partial or a scratch instance (redux.c) */
+        if ((st = clf__graph_mode_arg(g, d, dev, &args[i], wait, &nw, &special)) != CLF_SUCCESS)
+            goto out;
+        if (special)
+            continue;
         if (args[i].flags & CLF_ARG_READ) {
             if ((st = clf__graph_make_current(g, d, dev)) != CLF_SUCCESS)
                 goto out;
@@ -333,13 +315,14 @@ static clf_status run_whole(clf_graph *g, clf__gnode *n, int gather)
         goto out;
     if ((st = clf__graph_keep(g, ev, &n->ev)) != CLF_SUCCESS)
         goto out;
+    clf__graph_modes_queued(g, n, dev, ev);
     /* The versions it read, then those it wrote (fault.c replays it from them). */
     size_t idx = (size_t)(n - g->nodes);
     for (size_t i = 0; i < n->nargs; i++)
         if (args[i].kind == CLF_ARG_KIND_BUFFER)
             n->aver[i] = g->data[n->args[i].data].cur;
     for (size_t i = 0; i < n->nargs; i++)
-        if (args[i].kind == CLF_ARG_KIND_BUFFER && (args[i].flags & CLF_ARG_WRITE))
+        if (args[i].kind == CLF_ARG_KIND_BUFFER && (n->args[i].a.flags & CLF_ARG_WRITE))
             clf__graph_written_on(g, &g->data[n->args[i].data], dev, ev, idx);
     for (size_t i = 0; i < n->nargs; i++)
         if (args[i].kind == CLF_ARG_KIND_BUFFER &&
@@ -530,6 +513,7 @@ static clf_status start_run(clf_graph *g)
         for (size_t k = 0; k < g->ndev; k++)
             d->ver[k] = d->valid[k] ? 0 : CLF__GVER_NONE;
         d->written = 0;
+        clf__graph_modes_reset(g, d);
     }
     for (size_t i = 0; i < g->nnodes; i++) {
         clf__gnode *n = &g->nodes[i];
@@ -611,6 +595,11 @@ static int queue_nodes(clf_graph *g)
     while (!g->run_st && g->next < g->nnodes) {
         clf__gnode *n = &g->nodes[g->next];
         clf_status st;
+        /* Reductions it reads or writes otherwise are combined first (redux.c; -1: failed,
+         * recorded, and nothing more is queued). */
+        int fr = g->has_redux ? clf__graph_flush(g, g->next) : 0;
+        if (fr)
+            return fr > 0;
         if (!g->gathered && waits_on_host(g, n)) {
             g->gathered = 1;
             st = gather(g, n);
@@ -639,6 +628,8 @@ static int queue_nodes(clf_graph *g)
         }
         g->next++;
     }
+    if (!g->run_st && g->has_redux && clf__graph_flush(g, g->nnodes) > 0)
+        return 1;
     /* Written buffers back to their own devices (again from the first after a recovery). */
     for (size_t i = 0; i < g->ndata && !g->run_st; i++) {
         clf__gdata *d = &g->data[i];
@@ -731,7 +722,9 @@ clf_status clf_graph_run(clf_graph *g, clf_event **out_event)
     if (busy)
         return clf__fail(CLF_ERROR_BUSY, "clf_graph_run: a run of the graph is in flight");
     struct clf__task *task = NULL;
-    clf_status st = clf__graph_plan(g);
+    clf_status st = clf__graph_redux_program(g);
+    if (!st)
+        st = clf__graph_plan(g);
     if (!st && !(task = clf__task_create()))
         st = clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "clf_graph_run: out of memory");
     if (st) { /* nothing started: give the claim back */

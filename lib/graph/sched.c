@@ -165,6 +165,15 @@ static void commit_buffers(plan_ctx *c, clf__gnode *n, size_t dev, double finish
             d->sim_valid[at] = 1;
             d->sim_t[at] = finish;
         }
+        if (n->args[i].a.flags & CLF_ARG_REDUCTION) {
+            /* The combine (redux.c) leaves it current on its own device only, once the last
+             * reducer has finished (the combine's own time and copies are not predicted). */
+            size_t h = d->buf->device;
+            double t = d->sim_valid[h] ? fmax(finish, d->sim_t[h]) : finish;
+            memset(d->sim_valid, 0, c->g->ndev);
+            d->sim_valid[h] = 1;
+            d->sim_t[h] = t;
+        }
     }
 }
 
