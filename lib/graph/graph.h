@@ -247,20 +247,23 @@ size_t clf__graph_victim(const clf_graph *g, size_t dev, size_t n, const unsigne
                          const unsigned char *cur, const unsigned char *only,
                          const unsigned char *taken, int *wb);
 
-/* run.c, for fault.c: the run's bookkeeping of copies, written data and events. */
+/* copies.c: a buffer's copies on the devices during a run (run.c, fault.c, redux.c). */
 clf_status clf__graph_ensure_reps(clf_graph *g, clf__gdata *d);
 clf_status clf__graph_replica(clf_graph *g, clf__gdata *d, size_t dev, clf_buffer **out);
 clf_status clf__graph_make_current(clf_graph *g, clf__gdata *d, size_t dev);
+/* Room for the copies node idx makes on dev, within the device's budget (evictions). */
+clf_status clf__graph_make_room(clf_graph *g, size_t idx, size_t dev);
 clf_status clf__graph_keep(clf_graph *g, clf_event *e, clf_event **kept);
-clf_status clf__graph_hold(clf_graph *g, clf_event *e);
-/* 1 when the job must return and wait for the held events (0: they completed); the first
- * failure of the run kept, with its detail. */
-int clf__graph_defer(clf_graph *g);
-void clf__graph_failed(clf_graph *g, clf_status st);
 /* Record a copy's event (profiled at the run's end) and count it. */
 clf_status clf__graph_copy_done(clf_graph *g, clf_event *ev, size_t s, size_t dev, size_t bytes);
 /* Node `node` wrote data d on dev (its event ev): the version goes up once per node. */
 void clf__graph_written_on(clf_graph *g, clf__gdata *d, size_t dev, clf_event *ev, size_t node);
+
+/* wait.c: the run's job holds events, then defers: 1 when it must return and wait for the
+ * held events (0: they completed); the first failure of the run kept, with its detail. */
+clf_status clf__graph_hold(clf_graph *g, clf_event *e);
+int clf__graph_defer(clf_graph *g);
+void clf__graph_failed(clf_graph *g, clf_status st);
 
 /* fault.c: a device failed mid-run. Whether the failure of node idx (g->next; g->nnodes: the
  * copies back home) is a device's (a device marked failed that the graph has not written

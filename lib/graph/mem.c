@@ -97,9 +97,9 @@ size_t clf__graph_victim(const clf_graph *g, size_t dev, size_t n, const unsigne
         size_t next = clf__graph_next_use(g, i, n);
         /* Free before written back; then the farthest next use; then the larger copy (fewer
          * evictions for the room). */
+        int larger = best != SIZE_MAX && d->buf->size > g->data[best].buf->size;
         int better = best == SIZE_MAX || w < best_wb ||
-                     (w == best_wb && (next > best_next ||
-                                       (next == best_next && d->buf->size > g->data[best].buf->size)));
+                     (w == best_wb && (next > best_next || (next == best_next && larger)));
         if (better) {
             best = i;
             best_next = next;

@@ -4,7 +4,7 @@
  * median profiled time of each (kernel shape, device) of the run goes into the cost model
  * under the graph's key, so that the next plan predicts from measurements instead of the
  * compute-units guess, and a run measured far from its plan's predictions has the next
- * one plan again (learn_run()); the record of each copy a run makes (clf__graph_copy_done()).
+ * one plan again (learn_run()); the count of each copy a run makes (clf__graph_count_copy()).
  */
 #include "graph.h"
 
@@ -255,31 +255,5 @@ clf_status clf_graph_node_info(clf_graph_node_report *out, const clf_graph *g, s
     out->predicted_finish_s = n->pred_finish;
     out->kernel_s = n->kernel_s;
     snprintf(out->why, sizeof out->why, "%s", n->why);
-    return CLF_SUCCESS;
-}
-
-/* A copy the run made (run.c, redux.c): its event kept, to be profiled at the end (the
- * device busy times), and counted. */
-clf_status clf__graph_copy_done(clf_graph *g, clf_event *ev, size_t s, size_t dev, size_t bytes)
-{
-    if (g->ncev == g->cap_cev) {
-        size_t cap = g->cap_cev ? 2 * g->cap_cev : 16;
-        clf_event **ce = realloc(g->cev, cap * sizeof *ce);
-        size_t *cd = ce ? realloc(g->cdev, cap * sizeof *cd) : NULL;
-        if (ce)
-            g->cev = ce;
-        if (!cd) {
-            clf_event_wait(ev);
-            clf_event_release(ev);
-            return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "graph: out of memory");
-        }
-        g->cdev = cd;
-        g->cap_cev = cap;
-    }
-    clf_status st = clf__graph_keep(g, ev, &g->cev[g->ncev]);
-    if (st)
-        return st;
-    g->cdev[g->ncev++] = dev;
-    clf__graph_count_copy(g, s, dev, bytes);
     return CLF_SUCCESS;
 }

@@ -3,14 +3,14 @@
  * of the helper pool, which queues the nodes in recording order and returns; the job then
  * waits for what it queued and completes the run's event.
  *
- * Buffers follow StarPU's valid-copy idea: per buffer and device, the graph's copy there
- * (made on first use, kept across runs) and whether it is current, with the event after
- * which it is. A node that reads a buffer on a device without a current copy gets one by
+ * Buffers follow StarPU's valid-copy idea (copies.c): per buffer and device, the graph's
+ * copy there (made on first use, kept across runs) and whether it is current, with the event
+ * after which it is. A node that reads a buffer on a device without a current copy gets one by
  * clf_copy_async() from a device that has one; a node that writes it makes its device's copy
  * the only current one. At the end every written buffer is copied back to its own device.
  * A run starts from the caller's buffers (only the home copies current), since the host may
  * have written them between runs. Before a node allocates copies on a device, copies there
- * are evicted until the device's budget holds them (make_room(); the choice is mem.c's).
+ * are evicted until the device's budget holds them (copies.c; the choice is mem.c's).
  * Arrays keep their own coherence and per-part order
  * (clf_array_launch()): a node over them is one call. Reduction and scratch arguments are
  * redux.c's.
@@ -31,227 +31,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The per-device state of buffer data d, made on first use (rep[home] is the caller's). */
-clf_status clf__graph_ensure_reps(clf_graph *g, clf__gdata *d)
-{
-    if (d->rep)
-        return CLF_SUCCESS;
-    d->rep = calloc(g->ndev, sizeof *d->rep);
-    d->valid = calloc(g->ndev, 1);
-    d->vev = calloc(g->ndev, sizeof *d->vev);
-    d->ver = malloc(g->ndev * sizeof *d->ver);
-    if (!d->rep || !d->valid || !d->vev || !d->ver) {
-        free(d->rep);
-        free(d->valid);
-        free(d->vev);
-        free(d->ver);
-        d->rep = NULL;
-        d->valid = NULL;
-        d->vev = NULL;
-        d->ver = NULL;
-        return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "graph: out of memory");
-    }
-    for (size_t k = 0; k < g->ndev; k++)
-        d->ver[k] = CLF__GVER_NONE;
-    d->rep[d->buf->device] = d->buf;
-    d->valid[d->buf->device] = 1;
-    d->ver[d->buf->device] = d->cur;
-    return CLF_SUCCESS;
-}
-
-
-/* The graph's copy of buffer data d on device dev, made on first use (room for it was
- * made first, make_room()). */
-clf_status clf__graph_replica(clf_graph *g, clf__gdata *d, size_t dev, clf_buffer **out)
-{
-    if (!d->rep[dev]) {
-        clf_status st = clf_buffer_create(&d->rep[dev], g->fleet, dev, d->buf->size, 0);
-        if (st)
-            return clf__prefix_error(st, "a copy of a %zu-byte buffer on device %zu: ",
-                                     d->buf->size, dev);
-        clf__gmem *m = &g->mem[dev];
-        m->resident += d->buf->size;
-        if (m->resident > m->peak)
-            m->peak = m->resident;
-    }
-    *out = d->rep[dev];
-    return CLF_SUCCESS;
-}
-
-/* Keep e (the caller's reference) for the run's end; *kept: a second reference, or NULL. */
-clf_status clf__graph_keep(clf_graph *g, clf_event *e, clf_event **kept)
-{
-    if (kept) {
-        clf__event_hold(e);
-        *kept = e;
-    }
-    clf_status st = clf__evlist_push(&g->evs, e);
-    if (st && kept) {
-        clf_event_release(*kept);
-        *kept = NULL;
-    }
-    return st;
-}
-
-/* Make data d current on device dev: a copy from a current device (its own first, where the
- * caller's buffer lives, else the lowest index) unless it is current there already. */
-clf_status clf__graph_make_current(clf_graph *g, clf__gdata *d, size_t dev)
-{
-    if (d->valid[dev])
-        return CLF_SUCCESS;
-    size_t s = d->buf->device;
-    if (!d->valid[s])
-        for (s = 0; s < g->ndev && !d->valid[s]; s++)
-            ;
-    if (s == g->ndev)
-        return clf__fail(g->dead[d->buf->device] ? CLF_ERROR_DEVICE_FAILED
-                                                 : CLF_ERROR_INVALID_ARGUMENT,
-                         "graph: buffer data %zu (%zu bytes) has no current copy%s",
-                         (size_t)(d - g->data), d->buf->size,
-                         g->dead[d->buf->device] ? ": the caller's buffer is on a device that "
-                                                   "failed"
-                                                 : "");
-    clf_buffer *dst, *src = d->rep[s];
-    clf_status st = clf__graph_replica(g, d, dev, &dst);
-    if (st)
-        return st;
-    clf_event *ev = NULL, *w = d->vev[s];
-    st = clf_copy_async(dst, 0, src, 0, d->buf->size, w ? &w : NULL, w ? 1 : 0, &ev);
-    if (st)
-        return clf__prefix_error(st, "copying a %zu-byte buffer from device %zu to %zu: ",
-                                 d->buf->size, s, dev);
-    if ((st = clf__graph_copy_done(g, ev, s, dev, d->buf->size)) != CLF_SUCCESS)
-        return st;
-    d->vev[dev] = ev;
-    d->valid[dev] = 1;
-    d->ver[dev] = d->cur;
-    return CLF_SUCCESS;
-}
-
-/* Drop data v's copy on dev to make room for node idx; wb: it is the only current copy,
- * written back to the buffer's own device first (the copy waits for what made it current;
- * the copy keeps the memory alive until it has read it, as OpenCL keeps a released buffer
- * for the commands queued on it). */
-static clf_status evict(clf_graph *g, size_t v, size_t dev, size_t idx, int wb, uint64_t need)
-{
-    clf__gdata *d = &g->data[v];
-    clf__gmem *m = &g->mem[dev];
-    size_t home = d->buf->device, size = d->buf->size;
-    if (wb) {
-        clf_status st = clf__graph_make_current(g, d, home);
-        if (st)
-            return st;
-        m->written_back += size;
-        g->rep.written_back_bytes += size;
-    }
-    size_t next = clf__graph_next_use(g, v, idx);
-    char nx[48] = "not used again";
-    if (next != SIZE_MAX)
-        snprintf(nx, sizeof nx, "next used by node %zu", next);
-    clf__log(CLF_LOG_DEBUG,
-             "graph node %zu on device %zu: %llu resident + %llu new bytes over the budget of "
-             "%llu: evicted the copy of data %zu (%zu bytes; %s; %s)", idx, dev,
-             (unsigned long long)m->resident, (unsigned long long)need,
-             (unsigned long long)clf__graph_budget(g, dev), v, size,
-             wb ? "its only current copy, written back to its own device"
-                : d->valid[dev] ? "current elsewhere too" : "stale",
-             nx);
-    clf_buffer_destroy(d->rep[dev]);
-    d->rep[dev] = NULL;
-    d->valid[dev] = 0;
-    d->vev[dev] = NULL;
-    d->ver[dev] = CLF__GVER_NONE;
-    m->resident -= size;
-    m->evictions++;
-    m->evicted_bytes += size;
-    g->rep.evictions++;
-    g->rep.evicted_bytes += size;
-    return CLF_SUCCESS;
-}
-
-/* Room on dev for the copies node idx makes there: evictions until the graph's copies there
- * and the new ones fit the device's budget. The node's own data stays (pinned). */
-static clf_status make_room(clf_graph *g, size_t idx, size_t dev)
-{
-    const clf__gnode *n = &g->nodes[idx];
-    uint64_t need = 0;
-    for (size_t i = 0; i < n->nargs; i++) {
-        if (!clf__graph_first_use(n, i))
-            continue;
-        const clf__gdata *d = &g->data[n->args[i].data];
-        if (d->buf->device != dev && !d->rep[dev])
-            need += d->buf->size;
-    }
-    clf__gmem *m = &g->mem[dev];
-    uint64_t budget = clf__graph_budget(g, dev);
-    if (m->resident + need <= budget)
-        return CLF_SUCCESS;
-    size_t nd = g->ndata;
-    unsigned char *held = malloc(4 * nd), *cur = held + nd, *only = cur + nd, *busy = only + nd;
-    if (!held)
-        return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "graph: out of memory");
-    /* The copies that nodes queued before this one still use there (their kernels, or the
-     * copies that made them current, not complete yet): kept while others can go. Evicting
-     * one would be correct (OpenCL keeps it for them), but its memory would stay in use
-     * beside the new copies until they complete. */
-    memset(busy, 0, nd);
-    for (size_t k = 0; k < idx; k++) {
-        const clf__gnode *q = &g->nodes[k];
-        if (q->kind != CLF__GNODE_WHOLE || q->device != dev || !q->ev || clf__event_done(q->ev))
-            continue;
-        for (size_t i = 0; i < q->nargs; i++)
-            if (q->args[i].a.kind == CLF_ARG_KIND_BUFFER)
-                busy[q->args[i].data] = 1;
-    }
-    for (size_t i = 0; i < nd; i++)
-        if (!g->data[i].is_array && g->data[i].vev && g->data[i].vev[dev] &&
-            !clf__event_done(g->data[i].vev[dev]))
-            busy[i] = 1;
-    clf_status st = CLF_SUCCESS;
-    while (!st && m->resident + need > budget) {
-        for (size_t i = 0; i < nd; i++) {
-            const clf__gdata *d = &g->data[i];
-            held[i] = !d->is_array && d->rep[dev] && d->buf->device != dev;
-            cur[i] = held[i] && d->valid[dev];
-            size_t k = 0;
-            while (cur[i] && k < g->ndev && (k == dev || !d->valid[k]))
-                k++;
-            only[i] = cur[i] && k == g->ndev;
-        }
-        int wb;
-        size_t v = clf__graph_victim(g, dev, idx, held, cur, only, busy, &wb);
-        if (v == SIZE_MAX)
-            v = clf__graph_victim(g, dev, idx, held, cur, only, NULL, &wb);
-        if (v == SIZE_MAX)
-            st = clf__fail(CLF_ERROR_UNSUPPORTED,
-                           "graph: %llu bytes of new copies on device %zu beside %llu resident "
-                           "that the node itself uses: over the budget of %llu",
-                           (unsigned long long)need, dev, (unsigned long long)m->resident,
-                           (unsigned long long)budget);
-        else
-            st = evict(g, v, dev, idx, wb, need);
-    }
-    free(held);
-    return st;
-}
-
-void clf__graph_written_on(clf_graph *g, clf__gdata *d, size_t dev, clf_event *ev, size_t node)
-{
-    /* A buffer passed twice to one node is one write: one version. The other copies keep
-     * their contents (and versions), only no longer current. */
-    if (!d->nprod || d->prod[d->nprod - 1] != node) {
-        if (d->nprod < d->cap_prod)
-            d->prod[d->nprod] = node;
-        d->nprod++;
-        d->cur++;
-    }
-    memset(d->valid, 0, g->ndev);
-    memset(d->vev, 0, g->ndev * sizeof *d->vev);
-    d->valid[dev] = 1;
-    d->vev[dev] = ev;
-    d->ver[dev] = d->cur;
-    d->written = 1;
-}
 
 
 /* A node over buffers: its inputs made current on its device (copies queued), then the
@@ -273,7 +52,7 @@ static clf_status run_whole(clf_graph *g, clf__gnode *n, int gather)
     for (size_t i = 0; i < n->npreds; i++)
         if (g->nodes[n->preds[i]].ev)
             wait[nw++] = g->nodes[n->preds[i]].ev;
-    if ((st = make_room(g, (size_t)(n - g->nodes), dev)) != CLF_SUCCESS)
+    if ((st = clf__graph_make_room(g, (size_t)(n - g->nodes), dev)) != CLF_SUCCESS)
         goto out;
     for (size_t i = 0; i < n->nargs; i++) {
         args[i] = n->args[i].a;
@@ -388,12 +167,6 @@ static clf_status run_split(clf_graph *g, clf__gnode *n)
     return CLF_SUCCESS;
 }
 
-/* Hold e for the job's next wait. */
-clf_status clf__graph_hold(clf_graph *g, clf_event *e)
-{
-    clf__event_hold(e);
-    return clf__evlist_push(&g->hold, e);
-}
 
 /* Every pending access of array a (what clf_array_finish() waits for), held. */
 static clf_status hold_array(clf_graph *g, const clf_array *a)
@@ -449,39 +222,6 @@ static clf_status run_host(clf_graph *g, clf__gnode *n)
     return CLF_SUCCESS;
 }
 
-static void job(void *arg, int cancelled);
-
-/* The last of the held events to complete queues the job again. */
-static void wake(void *arg, clf_status st)
-{
-    (void)st; /* read when the job waits for the event, at once */
-    clf_graph *g = arg;
-    if (atomic_fetch_sub(&g->pending, 1) == 1 && clf__pool_submit(&g->job) != CLF_SUCCESS)
-        job(g, 0); /* no pool (it shut down): here, where nothing is left to wait for */
-}
-
-/* 1 when the job must return and wait to be queued again (some held event has not
- * completed), 0 when it may go on at once. The job touches nothing after a 1. */
-int clf__graph_defer(clf_graph *g)
-{
-    size_t n = g->hold.n;
-    atomic_store(&g->pending, n + 1);
-    for (size_t i = 0; i < n; i++)
-        if (clf__event_notify(g->hold.ev[i], wake, g) != CLF_SUCCESS) {
-            (void)clf_event_wait(g->hold.ev[i]); /* out of memory: wait here instead */
-            atomic_fetch_sub(&g->pending, 1);
-        }
-    return atomic_fetch_sub(&g->pending, 1) != 1;
-}
-
-/* Keep the first failure and its detail (the job moves between threads). */
-void clf__graph_failed(clf_graph *g, clf_status st)
-{
-    if (!st || g->run_st)
-        return;
-    g->run_st = st;
-    g->run_msg = strdup(clf_last_error());
-}
 
 /* The run's start: every buffer's state for it (its versions from 0), room for the
  * versions each node records, and the copies on devices that failed since dropped. */
