@@ -163,6 +163,22 @@ static clf_status choose(const clf__coll *c, size_t count, const clf_collective_
     return st;
 }
 
+/* The host combines doubles on any device, but the ring refuses them where a device has no
+ * fp64 (its kernels): the same call must not fail or pass by the algorithm chosen, nor
+ * clf_allreduce_choice() accept what clf_allreduce() refuses. */
+static clf_status fp64_check(const clf__coll *c, clf_type type)
+{
+    if (type != CLF_TYPE_DOUBLE)
+        return CLF_SUCCESS;
+    for (size_t i = 0; i < c->n; i++) {
+        const struct clf__device *d = &c->fl->dev[c->buf[i]->device];
+        if (!d->info.fp64)
+            return clf__fail(CLF_ERROR_UNSUPPORTED, "%s: device %zu '%s' has no double precision",
+                             c->fn, d->index, d->info.name);
+    }
+    return CLF_SUCCESS;
+}
+
 clf_status clf_allreduce(clf_buffer *const *bufs, size_t nbufs, size_t count, clf_type type,
                          clf_reduce_op op, const clf_collective_options *opts)
 {
@@ -177,16 +193,8 @@ clf_status clf_allreduce(clf_buffer *const *bufs, size_t nbufs, size_t count, cl
     if (alg == CLF_ALLREDUCE_RING) {
         CLF__TRY(st, clf__coll_kernels(&c, type, op));
         snprintf(c.klabel, sizeof c.klabel, "%s (ring)", c.kname);
-    } else if (type == CLF_TYPE_DOUBLE) {
-        /* The host combines doubles on any device, but the ring would refuse them where a
-         * device has no fp64: the same call must not fail or pass by the algorithm chosen. */
-        for (size_t i = 0; i < c.n; i++) {
-            const struct clf__device *d = &c.fl->dev[c.buf[i]->device];
-            if (!d->info.fp64)
-                CLF__TRY(st, clf__fail(CLF_ERROR_UNSUPPORTED,
-                                       "%s: device %zu '%s' has no double precision", c.fn,
-                                       d->index, d->info.name));
-        }
+    } else {
+        CLF__TRY(st, fp64_check(&c, type));
     }
     CLF__TRY(st, clf__coll_entry(&c));
     if (alg == CLF_ALLREDUCE_RING)
@@ -208,6 +216,8 @@ clf_status clf_allreduce_choice(clf_allreduce_algorithm *out, clf_buffer *const 
         return clf__fail(CLF_ERROR_NULL_POINTER, "clf_allreduce_choice: out is NULL");
     clf_status st =
         clf__coll_validate(&c, "clf_allreduce_choice", bufs, nbufs, opts, count, 0, &type, op);
+    if (st == CLF_SUCCESS)
+        st = fp64_check(&c, type);
     if (st == CLF_SUCCESS)
         st = choose(&c, count, opts, &alg, &r, &h);
     if (st == CLF_SUCCESS) {

@@ -22,15 +22,18 @@ clf_status clf__graph_ensure_reps(clf_graph *g, clf__gdata *d)
     d->rep = calloc(g->ndev, sizeof *d->rep);
     d->valid = calloc(g->ndev, 1);
     d->vev = calloc(g->ndev, sizeof *d->vev);
+    d->wev = calloc(g->ndev, sizeof *d->wev);
     d->ver = malloc(g->ndev * sizeof *d->ver);
-    if (!d->rep || !d->valid || !d->vev || !d->ver) {
+    if (!d->rep || !d->valid || !d->vev || !d->wev || !d->ver) {
         free(d->rep);
         free(d->valid);
         free(d->vev);
+        free(d->wev);
         free(d->ver);
         d->rep = NULL;
         d->valid = NULL;
         d->vev = NULL;
+        d->wev = NULL;
         d->ver = NULL;
         return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "graph: out of memory");
     }
@@ -98,14 +101,22 @@ clf_status clf__graph_make_current(clf_graph *g, clf__gdata *d, size_t dev)
     clf_status st = clf__graph_replica(g, d, dev, &dst);
     if (st)
         return st;
-    clf_event *ev = NULL, *w = d->vev[s];
-    st = clf_copy_async(dst, 0, src, 0, d->buf->size, w ? &w : NULL, w ? 1 : 0, &ev);
+    /* After what made the source current, and after the last write into the destination
+     * (a write-back or a combine there may still be in flight). */
+    clf_event *ev = NULL, *w[2];
+    size_t nw = 0;
+    if (d->vev[s])
+        w[nw++] = d->vev[s];
+    if (d->wev[dev] && d->wev[dev] != d->vev[s])
+        w[nw++] = d->wev[dev];
+    st = clf_copy_async(dst, 0, src, 0, d->buf->size, nw ? w : NULL, nw, &ev);
     if (st)
         return clf__prefix_error(st, "copying a %zu-byte buffer from device %zu to %zu: ",
                                  d->buf->size, s, dev);
     if ((st = clf__graph_copy_done(g, ev, s, dev, d->buf->size)) != CLF_SUCCESS)
         return st;
     d->vev[dev] = ev;
+    d->wev[dev] = ev;
     d->valid[dev] = 1;
     d->ver[dev] = d->cur;
     return CLF_SUCCESS;
@@ -143,6 +154,7 @@ static clf_status evict(clf_graph *g, size_t v, size_t dev, size_t idx, int wb, 
     d->rep[dev] = NULL;
     d->valid[dev] = 0;
     d->vev[dev] = NULL;
+    d->wev[dev] = NULL; /* a new copy there is a new buffer */
     d->ver[dev] = CLF__GVER_NONE;
     m->resident -= size;
     m->evictions++;
@@ -232,6 +244,7 @@ void clf__graph_written_on(clf_graph *g, clf__gdata *d, size_t dev, clf_event *e
     memset(d->vev, 0, g->ndev * sizeof *d->vev);
     d->valid[dev] = 1;
     d->vev[dev] = ev;
+    d->wev[dev] = ev;
     d->ver[dev] = d->cur;
     d->written = 1;
 }

@@ -55,6 +55,7 @@ static void write_off(clf_graph *g, size_t k)
         }
         d->valid[k] = 0;
         d->vev[k] = NULL;
+        d->wev[k] = NULL;
         d->ver[k] = CLF__GVER_NONE;
     }
 }

@@ -57,6 +57,11 @@ typedef struct clf__gdata {
     clf_buffer **rep;
     unsigned char *valid;
     clf_event **vev;
+    /* The last command queued this run that writes into the copy on dev (a node's kernel, a
+     * copy into it, a reduction's combine; NULL: none), whether or not the copy is current:
+     * a later write there waits for it, so that a write-back or a combine still in flight
+     * cannot land after it (write after write). */
+    clf_event **wev;
     int written; /* a node of this run wrote it */
     /* Versions within a run (run.c, fault.c): cur counts the writes of this run (0: the
      * contents at its start); ver[dev] is the version the copy on dev holds once every

@@ -82,6 +82,7 @@ void clf_graph_destroy(clf_graph *g)
         free(d->rep);
         free(d->valid);
         free(d->vev);
+        free(d->wev);
         free(d->ver);
         free(d->prod);
         free(d->readers);

@@ -71,6 +71,10 @@ static clf_status run_whole(clf_graph *g, clf__gnode *n, int gather)
                 goto out;
             if (d->vev[dev])
                 wait[nw++] = d->vev[dev];
+        } else if (d->wev[dev]) {
+            /* Written only: after the last write into the copy that is not a node's (its
+             * predecessors order the nodes'), e.g. a write-back into it still in flight. */
+            wait[nw++] = d->wev[dev];
         }
         clf_buffer *r;
         if ((st = clf__graph_replica(g, d, dev, &r)) != CLF_SUCCESS)
@@ -246,6 +250,7 @@ static clf_status start_run(clf_graph *g)
         d->cur = 0;
         /* Every command of the last run has completed: its copies are current now. */
         memset(d->vev, 0, g->ndev * sizeof *d->vev);
+        memset(d->wev, 0, g->ndev * sizeof *d->wev);
         if (!clf__graph_keeps(g)) {
             memset(d->valid, 0, g->ndev);
             d->valid[d->buf->device] = 1;

@@ -555,6 +555,9 @@ clf_status clf__graph_plan(clf_graph *g)
     }
     for (size_t k = 0; k < g->ndev; k++)
         g->mem[k].sim_resident = g->mem[k].resident;
+    /* No plan until this one is whole: a node that fits no budget fails it half made, and
+     * the old key must not bring that half back. */
+    g->plan_key = 0;
     double makespan = 0, critical = 0;
     for (size_t i = 0; i < g->nnodes; i++) {
         clf__gnode *n = &g->nodes[i];
