@@ -174,8 +174,15 @@ clf_status clf__graph_make_room(clf_graph *g, size_t idx, size_t dev)
         if (!clf__graph_first_use(n, i))
             continue;
         const clf__gdata *d = &g->data[n->args[i].data];
-        if (d->buf->device != dev && !d->rep[dev])
+        if (n->args[i].a.flags & CLF_ARG_REDUCTION) {
+            /* The node runs on the device's partial (redux.c), never on a copy of the
+             * buffer: new bytes only when the phase has no partial there yet (on its own
+             * device too, the partial is the graph's). */
+            if (!d->part_on || !d->part_on[dev])
+                need += d->buf->size;
+        } else if (d->buf->device != dev && !d->rep[dev]) {
             need += d->buf->size;
+        }
     }
     clf__gmem *m = &g->mem[dev];
     uint64_t budget = clf__graph_budget(g, dev);

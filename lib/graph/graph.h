@@ -74,8 +74,10 @@ typedef struct clf__gdata {
     size_t *prod;
     size_t nprod, cap_prod;
     /* The plan's simulation (sched.c): copies allocated (sim_rep; the budgets, mem.c),
-     * valid copies and when they become valid. */
+     * reduction partials allocated in the current phase (sim_part), valid copies and when
+     * they become valid. */
     unsigned char *sim_rep;
+    unsigned char *sim_part;
     unsigned char *sim_valid;
     double *sim_t;
 } clf__gdata;
@@ -239,8 +241,8 @@ uint64_t clf__graph_max_alloc(const clf_graph *g, size_t dev);
 /* Whether node n's argument i is the first that names its data (a buffer named twice
  * counts once). */
 int clf__graph_first_use(const clf__gnode *n, size_t i);
-/* Bytes of node n's buffers whose own device is not dev (its working set of copies there);
- * *largest: the largest of them. */
+/* Bytes of node n's buffers whose own device is not dev, and of its reductions' partials
+ * (its working set of the graph's memory there); *largest: the largest of them. */
 uint64_t clf__graph_node_bytes(const clf_graph *g, const clf__gnode *n, size_t dev,
                                uint64_t *largest);
 /* The next node after n that uses data i (SIZE_MAX: none). */

@@ -53,7 +53,8 @@ uint64_t clf__graph_node_bytes(const clf_graph *g, const clf__gnode *n, size_t d
         if (!clf__graph_first_use(n, i))
             continue;
         const clf__gdata *d = &g->data[n->args[i].data];
-        if (d->buf->device == dev)
+        /* A reduction needs its partial (redux.c), on the buffer's own device too. */
+        if (d->buf->device == dev && !(n->args[i].a.flags & CLF_ARG_REDUCTION))
             continue;
         sum += d->buf->size;
         if (d->buf->size > big)

@@ -89,6 +89,7 @@ void clf_graph_destroy(clf_graph *g)
         free(d->redux);
         clf__graph_modes_free(g, d);
         free(d->sim_rep);
+        free(d->sim_part);
         free(d->sim_valid);
         free(d->sim_t);
     }

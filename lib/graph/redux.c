@@ -77,18 +77,35 @@ clf_status clf__graph_modes_state(clf_graph *g, clf__gdata *d)
     return CLF_SUCCESS;
 }
 
+/* bytes more of the graph's memory on dev (a partial, or a partial's copy for a combine):
+ * they count in its resident bytes as its copies do (mem.c), and in the run's peak. */
+static void hold_bytes(clf_graph *g, size_t dev, size_t bytes)
+{
+    clf__gmem *m = &g->mem[dev];
+    m->resident += bytes;
+    if (m->resident > m->peak)
+        m->peak = m->resident;
+}
+
 /* Release the partials and the copies of them made for a combine (none is in use: every
- * command that uses them was queued, and OpenCL keeps them until those complete). */
+ * command that uses them was queued, and OpenCL keeps them until those complete), their
+ * bytes no longer resident. */
 static void drop_partials(clf_graph *g, clf__gdata *d)
 {
+    if (!d->part) /* none made (an array's data has no buffer) */
+        return;
+    size_t h = d->buf->device, bytes = d->buf->size;
     for (size_t k = 0; k < g->ndev; k++) {
-        if (d->red_src && d->red_src[k] && (!d->part || d->red_src[k] != d->part[k]))
+        if (d->red_src && d->red_src[k] && d->red_src[k] != d->part[k]) {
             clf_buffer_destroy(d->red_src[k]);
+            g->mem[h].resident -= bytes;
+        }
         if (d->red_src)
             d->red_src[k] = NULL;
-        if (d->part) {
+        if (d->part[k]) {
             clf_buffer_destroy(d->part[k]);
             d->part[k] = NULL;
+            g->mem[k].resident -= bytes;
         }
     }
 }
@@ -165,10 +182,13 @@ clf_status clf__graph_partial(clf_graph *g, clf__gdata *d, size_t dev, clf_buffe
         return st;
     if (!d->part_on[dev]) {
         size_t bytes = d->buf->size;
-        if (!d->part[dev] &&
-            (st = clf_buffer_create(&d->part[dev], g->fleet, dev, bytes, 0)) != CLF_SUCCESS)
-            return clf__prefix_error(st, "a reduction's %zu-byte partial on device %zu: ",
-                                     bytes, dev);
+        if (!d->part[dev]) {
+            /* Room for it was made with the node's copies (clf__graph_make_room()). */
+            if ((st = clf_buffer_create(&d->part[dev], g->fleet, dev, bytes, 0)) != CLF_SUCCESS)
+                return clf__prefix_error(st, "a reduction's %zu-byte partial on device %zu: ",
+                                         bytes, dev);
+            hold_bytes(g, dev, bytes);
+        }
         unsigned char v[8];
         unsigned cls;
         size_t vs = identity(d->red_op, d->red_type, v, &cls);
@@ -277,6 +297,9 @@ static clf_status combine_begin(clf_graph *g, clf__gdata *d, int *held)
             if ((st = clf_buffer_create(&d->red_src[k], g->fleet, h, bytes, 0)) != CLF_SUCCESS)
                 return clf__prefix_error(st, "a reduction's %zu-byte partial from device %zu "
                                              "on device %zu: ", bytes, k, h);
+            /* Counted, but no room is made for it: the combine is no node whose copies
+             * could be chosen among (doc/16-graphs.md, "Memory"). */
+            hold_bytes(g, h, bytes);
             clf_event *ev = NULL, *w = d->part_ev[k];
             st = clf_copy_async(d->red_src[k], 0, d->part[k], 0, bytes, &w, 1, &ev);
             if (st)

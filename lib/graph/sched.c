@@ -232,10 +232,31 @@ static uint64_t new_bytes(const clf_graph *g, const clf__gnode *n, size_t dev)
         if (!clf__graph_first_use(n, i))
             continue;
         const clf__gdata *d = &g->data[n->args[i].data];
-        if (d->buf->device != dev && !d->sim_rep[dev])
+        if (n->args[i].a.flags & CLF_ARG_REDUCTION) {
+            /* Its partial (redux.c), made by the phase's first reducer there. */
+            if (!d->sim_part[dev])
+                sum += d->buf->size;
+        } else if (d->buf->device != dev && !d->sim_rep[dev]) {
             sum += d->buf->size;
+        }
     }
     return sum;
+}
+
+/* The reduction phases node n ends (it uses the data otherwise, clf__graph_flush()): their
+ * partials released, as the run releases them after the combine. */
+static void end_phases(clf_graph *g, const clf__gnode *n)
+{
+    for (size_t i = 0; i < n->nargs; i++) {
+        if (n->args[i].a.kind != CLF_ARG_KIND_BUFFER || (n->args[i].a.flags & CLF_ARG_REDUCTION))
+            continue;
+        clf__gdata *d = &g->data[n->args[i].data];
+        for (size_t k = 0; k < g->ndev; k++)
+            if (d->sim_part[k]) {
+                d->sim_part[k] = 0;
+                g->mem[k].sim_resident -= d->buf->size;
+            }
+    }
 }
 
 /* Whether node n's buffers fit device dev's budget and largest allocation at all; else a
@@ -355,7 +376,13 @@ static clf_status plan_whole(plan_ctx *c, clf__gnode *n)
             if (!clf__graph_first_use(n, i))
                 continue;
             clf__gdata *bd = &g->data[n->args[i].data];
-            if (bd->buf->device != best && !bd->sim_rep[best]) {
+            if (n->args[i].a.flags & CLF_ARG_REDUCTION) {
+                /* A partial, not a copy: never evicted, released when the phase ends. */
+                if (!bd->sim_part[best]) {
+                    bd->sim_part[best] = 1;
+                    g->mem[best].sim_resident += bd->buf->size;
+                }
+            } else if (bd->buf->device != best && !bd->sim_rep[best]) {
                 bd->sim_rep[best] = 1;
                 g->mem[best].sim_resident += bd->buf->size;
             }
@@ -535,15 +562,18 @@ clf_status clf__graph_plan(clf_graph *g)
             continue;
         if (!d->sim_rep)
             d->sim_rep = calloc(g->ndev, 1);
+        if (!d->sim_part)
+            d->sim_part = calloc(g->ndev, 1);
         if (!d->sim_valid)
             d->sim_valid = calloc(g->ndev, 1);
         if (!d->sim_t)
             d->sim_t = calloc(g->ndev, sizeof *d->sim_t);
-        if (!d->sim_rep || !d->sim_valid || !d->sim_t) {
+        if (!d->sim_rep || !d->sim_part || !d->sim_valid || !d->sim_t) {
             st = clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "graph: out of memory");
             goto out;
         }
         memset(d->sim_valid, 0, g->ndev);
+        memset(d->sim_part, 0, g->ndev); /* a run starts without partials */
         memset(d->sim_t, 0, g->ndev * sizeof *d->sim_t);
         d->sim_valid[d->buf->device] = 1;
         /* The copies the last run left current, where the next run keeps them. */
@@ -561,6 +591,7 @@ clf_status clf__graph_plan(clf_graph *g)
     double makespan = 0, critical = 0;
     for (size_t i = 0; i < g->nnodes; i++) {
         clf__gnode *n = &g->nodes[i];
+        end_phases(g, n);
         if (n->kind == CLF__GNODE_WHOLE) {
             if ((st = plan_whole(&c, n)) != CLF_SUCCESS)
                 goto out;
