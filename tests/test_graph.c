@@ -53,6 +53,9 @@ static const char SRC[] =
     "    acc[i] += x[i] * k; facc[i] += (float)x[i] * 0.25f * (float)k;\n"
     "    mx[i] = max(mx[i], x[i] * k);\n"
     "}\n"
+    /* A reducer of one int sum (redux_budget). */
+    "kernel void racc(global int *acc, global const int *x, int k)\n"
+    "{ size_t i = get_global_id(0); acc[i] += x[i] * k; }\n"
     /* Uses its scratch buffer as memory: two nodes sharing one instance at once would see
      * each other's values. */
     "kernel void sdbl(global int *tmp, global const int *in, global int *out, int k)\n"
@@ -1825,6 +1828,113 @@ START_TEST(redux_fan)
 }
 END_TEST
 
+/* Reduction partials in the memory budgets (issue 30): 6 reducers of one int sum into acc
+ * (on device 0), placed round robin, each reading x (on device 0), and after the second one
+ * a plain node on device 1 reading y (on device 0) into z (on device 1). So device 1 holds
+ * x's copy, its partial and y's copy: 3 buffers. Under a budget of 3 buffers there: nothing
+ * evicted, and the peak is exactly 3 buffers (the partial counts: before, it was not seen,
+ * and the peak said 2); the other device away from home holds x and its partial (2, its
+ * budget); device 0 holds its partial and, for the combine, a copy of each other device's
+ * partial. After the run only the copies stay resident. Under a budget of 2 on device 1,
+ * y's copy does not fit beside x's and the partial: evicted, the peak within 2 (before, 3
+ * buffers lived there under a budget of 2, nothing evicted). Results against the C
+ * reference, run twice. */
+START_TEST(redux_budget)
+{
+    test_env e;
+    test_env_open(&e, &CFGS[_i], SRC);
+    const char *label = CFGS[_i].label;
+    enum { R = 6 };
+    const uint64_t B = N * sizeof(int);
+    size_t ndev = clf_fleet_device_count(e.f);
+    ck_assert_uint_ge(ndev, 2);
+    int *a0 = data(60), *x = data(61), *y = data(62);
+    clf_buffer *acc = buf(e.f, 0, a0), *bx = buf(e.f, 0, x), *by = buf(e.f, 0, y),
+               *bz = buf(e.f, 1, NULL);
+    clf_graph *g = NULL;
+    ck_assert_ok(clf_graph_create(&g, e.f, e.p));
+    clf_graph_node_desc dr = kdesc("racc", N), dp = kdesc("add1", N);
+    int ksum = 0;
+    for (size_t r = 0; r < R; r++) {
+        int k = (int)r + 1;
+        ksum += k;
+        dr.device = dev_of(e.f, r);
+        clf_arg ar[] = {CLF_BUF_REDUCE(acc, CLF_REDUCE_SUM, CLF_TYPE_INT32), CLF_BUF_IN(bx),
+                        CLF_SCALAR(&k)};
+        ck_assert_ok(clf_graph_add_kernel(NULL, g, &dr, ar, 3));
+        if (r == 1) { /* on device 1, the phase still open: acc not used */
+            dp.device = 1;
+            clf_arg ap[] = {CLF_BUF_IN(by), CLF_BUF_OUT(bz)};
+            ck_assert_ok(clf_graph_add_kernel(NULL, g, &dp, ap, 2));
+        }
+    }
+    int *ref_acc = malloc(N * sizeof *ref_acc), *ref_z = malloc(N * sizeof *ref_z);
+    ck_assert(ref_acc && ref_z);
+    for (size_t i = 0; i < N; i++) {
+        ref_acc[i] = a0[i];
+        ref_z[i] = y[i] + 1;
+    }
+    for (int pass = 0; pass < 2; pass++) {
+        /* pass 0: 3 buffers allowed on device 1, 2 on device 2; pass 1: 2 on device 1. */
+        ck_assert_ok(clf_graph_set_memory_budget(g, 1, pass ? 2 * B : 3 * B));
+        if (ndev > 2)
+            ck_assert_ok(clf_graph_set_memory_budget(g, 2, 2 * B));
+        for (int run = 0; run < 2; run++) {
+            run_ok(g, label);
+            for (size_t i = 0; i < N; i++)
+                ref_acc[i] += x[i] * ksum;
+            check_buf(acc, ref_acc, "acc (a sum reduction under budgets)", label);
+            check_buf(bz, ref_z, "z (beside the reduction)", label);
+            clf_graph_report rep;
+            ck_assert_ok(clf_graph_report_get(&rep, g));
+            clf_graph_memory m[3];
+            for (size_t d = 0; d < ndev && d < 3; d++)
+                ck_assert_ok(clf_graph_memory_get(&m[d], g, d));
+            /* Device 0: no copies; its partial and the ndev - 1 others' for the combine. */
+            expect(m[0].peak == ndev * B && m[0].resident == 0,
+                   "%s: device 0: peak %llu, resident %llu, want %llu and 0", label,
+                   (unsigned long long)m[0].peak, (unsigned long long)m[0].resident,
+                   (unsigned long long)(ndev * B));
+            if (ndev > 2)
+                expect(m[2].peak == 2 * B && m[2].resident == B && m[2].evictions == 0,
+                       "%s: device 2: peak %llu, resident %llu, %llu evictions, want %llu, "
+                       "%llu, 0", label, (unsigned long long)m[2].peak,
+                       (unsigned long long)m[2].resident, (unsigned long long)m[2].evictions,
+                       (unsigned long long)(2 * B), (unsigned long long)B);
+            if (!pass) {
+                /* x, the partial and y fit 3 buffers exactly: nothing to evict. */
+                ck_assert_uint_eq(rep.evictions, 0);
+                expect(m[1].peak == 3 * B && m[1].resident == 2 * B,
+                       "%s: device 1: peak %llu, resident %llu, want %llu and %llu", label,
+                       (unsigned long long)m[1].peak, (unsigned long long)m[1].resident,
+                       (unsigned long long)(3 * B), (unsigned long long)(2 * B));
+            } else {
+                /* The partial takes one of the 2: y's copy evicts x's, the next reducer
+                 * there evicts y's (both current at home: nothing written back). */
+                expect(m[1].evictions >= 2 && m[1].peak <= 2 * B && m[1].resident <= 2 * B &&
+                           m[1].written_back_bytes == 0,
+                       "%s: device 1 under 2 buffers: %llu evictions, peak %llu, resident "
+                       "%llu, %llu written back", label, (unsigned long long)m[1].evictions,
+                       (unsigned long long)m[1].peak, (unsigned long long)m[1].resident,
+                       (unsigned long long)m[1].written_back_bytes);
+                ck_assert_uint_eq(rep.evictions, m[1].evictions);
+            }
+        }
+    }
+    clf_graph_destroy(g);
+    clf_buffer_destroy(acc);
+    clf_buffer_destroy(bx);
+    clf_buffer_destroy(by);
+    clf_buffer_destroy(bz);
+    free(a0);
+    free(x);
+    free(y);
+    free(ref_acc);
+    free(ref_z);
+    test_env_close(&e);
+}
+END_TEST
+
 /* Scratch buffers (issue 30): 8 nodes on all the devices use one scratch buffer as memory,
  * each with its own input and output on its own device: no dependency, no copy, and every
  * output right (two nodes sharing one instance at once would mix their values). Then the
@@ -2018,6 +2128,7 @@ int main(void)
     tcase_add_test(tc, memory_keep);
     tcase_add_test(tc, memory_refused);
     tcase_add_loop_test(tc, redux_fan, 0, NCFG);
+    tcase_add_loop_test(tc, redux_budget, 1, NCFG);
     tcase_add_loop_test(tc, scratch, 0, NCFG);
     tcase_add_test(tc, bad_modes);
     tcase_add_test(tc, fault_modes);
