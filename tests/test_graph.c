@@ -16,7 +16,8 @@
  * peak within the budget), by hand on one and two devices, by the scheduler, with kept
  * copies, and a node that fits no budget refused; reduction accesses (a fan of 8 nodes
  * summing ints and floats and taking a max into three buffers, spread over the devices, a
- * reader and a write after them) and scratch accesses (8 nodes on one scratch buffer, no
+ * reader and a write after them; a sum's partials within budgets, counted to the byte) and
+ * scratch accesses (8 nodes on one scratch buffer, no
  * dependency and no copy), their bad input, and a device lost under them (the run fails).
  */
 #include "common.h"
