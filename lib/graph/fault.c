@@ -158,6 +158,20 @@ typedef struct need {
     size_t reader; /* the node that needs it (SIZE_MAX: the copy back home) */
 } need;
 
+/* Append x to the work list (*wl, *nw of *cap entries), growing it. */
+static clf_status push(need **wl, size_t *nw, size_t *cap, need x)
+{
+    if (*nw == *cap) {
+        need *w = realloc(*wl, 2 * *cap * sizeof *w);
+        if (!w)
+            return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "graph: out of memory");
+        *wl = w;
+        *cap *= 2;
+    }
+    (*wl)[(*nw)++] = x;
+    return CLF_SUCCESS;
+}
+
 /* Which nodes to re-run (g->rset, ascending): CLF_SUCCESS, or the failure naming the data
  * that cannot be recomputed. */
 static clf_status plan_reruns(clf_graph *g, const char *cause)
@@ -203,16 +217,8 @@ static clf_status plan_reruns(clf_graph *g, const char *cause)
         }
         if (holder(g, i, d->cur) != SIZE_MAX)
             continue;
-        if (nw == cap) {
-            need *w = realloc(wl, 2 * cap * sizeof *w);
-            if (!w) {
-                st = clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "graph: out of memory");
-                break;
-            }
-            wl = w;
-            cap *= 2;
-        }
-        wl[nw++] = (need){i, d->cur, user};
+        if ((st = push(&wl, &nw, &cap, (need){i, d->cur, user})) != CLF_SUCCESS)
+            break;
     }
     /* Back along the producers to versions that some live device holds. */
     while (!st && nw) {
@@ -254,16 +260,8 @@ static clf_status plan_reruns(clf_graph *g, const char *cause)
             arg_versions(n, a, &vin, &vout);
             if (vin == CLF__GVER_NONE)
                 continue;
-            if (nw == cap) {
-                need *w = realloc(wl, 2 * cap * sizeof *w);
-                if (!w) {
-                    st = clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "graph: out of memory");
-                    break;
-                }
-                wl = w;
-                cap *= 2;
-            }
-            wl[nw++] = (need){n->args[a].data, vin, p};
+            if ((st = push(&wl, &nw, &cap, (need){n->args[a].data, vin, p})) != CLF_SUCCESS)
+                break;
         }
     }
     g->nrset = g->rcur = 0;
