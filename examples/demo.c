@@ -6,7 +6,8 @@
  *      strategy, each checked against a single-device run: per-device shares, time,
  *      efficiency and speedup over the fastest device alone;
  *   3. one device-to-device copy on the chosen path against the naive way (through a
- *      host buffer), and a ring all-reduce across all devices, both checked;
+ *      host buffer), and an all-reduce across all devices (the algorithm clf_allreduce()
+ *      chose: a ring or a host combine), both checked;
  *   4. clfleet's own per-device counters.
  *
  * It writes the image and a Perfetto timeline of every kernel and copy
@@ -383,6 +384,12 @@ static int allreduce(clf_fleet *f)
             made = 0;
         t = seconds() - t0;
     }
+    /* Which algorithm clf_allreduce() chose for this call (the ring, or a host combine when
+     * the model predicts that cheaper). */
+    clf_allreduce_algorithm alg = CLF_ALLREDUCE_RING;
+    if (made == n && clf_allreduce_choice(&alg, bufs, n, ALLREDUCE_COUNT, CLF_TYPE_FLOAT,
+                                          CLF_REDUCE_SUM, NULL, NULL, NULL) != CLF_SUCCESS)
+        made = 0;
     if (made == n) {
         bad = 0;
         for (size_t d = 0; d < n && !bad; d++) {
@@ -390,9 +397,9 @@ static int allreduce(clf_fleet *f)
             for (size_t i = 0; i < ALLREDUCE_COUNT && !bad; i++)
                 bad = x[i] != want;
         }
-        printf("All-reduce (ring, sum) of %d MiB of floats over %zu device(s): %.3f s, bus "
+        printf("All-reduce (%s, sum) of %d MiB of floats over %zu device(s): %.3f s, bus "
                "bandwidth %.2f GB/s, %s\n",
-               (int)(ALLREDUCE_COUNT * sizeof *x >> 20), n, t,
+               clf_allreduce_algorithm_name(alg), (int)(ALLREDUCE_COUNT * sizeof *x >> 20), n, t,
                ALLREDUCE_COUNT * sizeof *x / t * 2.0 * (double)(n - 1) / (double)n * 1e-9,
                bad ? "WRONG" : "every device holds the sum");
     }
