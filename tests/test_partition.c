@@ -1196,6 +1196,50 @@ START_TEST(test_perf_line_exact)
     ck_assert(!clf__perf_line(NULL, 4, &rate, &fixed));
     clf__perf_chunk down[2] = {{100, 2e-3, 0, 0}, {1000, 1e-3, 0, 0}};
     ck_assert(!clf__perf_line(down, 2, &rate, &fixed));
+    /* Fourteen chunks of one size and two others (dynamic's equal chunks and a remainder):
+     * every slope hangs on those two timings, and one of them slowed 5x made the line 40x
+     * too steep with a fixed cost of 0 (issue 27). No line; with a third size apart, one. */
+    clf__perf_chunk w[16];
+    for (size_t i = 0; i < 16; i++)
+        w[i] = (clf__perf_chunk){128, 250e-6 + 128 / 4e6, 0, 0};
+    w[3] = (clf__perf_chunk){64, 5 * (250e-6 + 64 / 4e6), 0, 0};
+    w[9] = (clf__perf_chunk){256, 250e-6 + 256 / 4e6, 0, 0};
+    ck_assert(!clf__perf_line(w, 16, &rate, &fixed));
+    w[12] = (clf__perf_chunk){256, 250e-6 + 256 / 4e6, 0, 0};
+    w[14] = (clf__perf_chunk){256, 250e-6 + 256 / 4e6, 0, 0};
+    ck_assert(clf__perf_line(w, 16, &rate, &fixed));
+    ck_assert_double_eq_tol(fixed, 250e-6, 1e-9);
+}
+END_TEST
+
+/* While the model has no line, DYNAMIC cuts each device's chunks at 1, 2 and 1/2 times its
+ * size in turn (clf__part_params.vary_chunks), and still hands out the range once; not when
+ * the caller chose the chunking. */
+START_TEST(test_part_vary_chunks)
+{
+    for (int keep = 0; keep < 2; keep++) {
+        clf__part *p;
+        uint64_t off, len, at = 0, lens[4];
+        clf__part_params prm = {.chunks_per_device = 8, .vary_chunks = 1, .keep_chunking = keep};
+        /* Two equal devices: device 0's chunks of 3200 / (8 x 2) = 200. */
+        ck_assert_int_eq(clf__part_create(&p, CLF__PART_DYNAMIC, 3200, 1, 2, NULL, NULL, &prm),
+                         CLF_SUCCESS);
+        size_t n = 0;
+        for (size_t d = 0; clf__part_next(p, d, &off, &len) || clf__part_next(p, d ^ 1, &off, &len);
+             d ^= n >= 4) {
+            ck_assert_uint_eq(off, at);
+            at += len;
+            if (n < 4)
+                lens[n] = len;
+            n++;
+            ck_assert_int_eq(clf__part_complete(p, len), CLF_SUCCESS);
+        }
+        ck_assert_uint_eq(at, 3200);
+        static const uint64_t varied[4] = {200, 400, 100, 200}, kept[4] = {200, 200, 200, 200};
+        for (size_t i = 0; i < 4; i++)
+            ck_assert_uint_eq(lens[i], keep ? kept[i] : varied[i]);
+        clf__part_destroy(p);
+    }
 }
 END_TEST
 
@@ -2044,6 +2088,7 @@ static Suite *partition_suite(void)
     tcase_add_test(pm, test_perf_line_outliers);
     tcase_add_test(pm, test_perf_chunks_model);
     tcase_add_test(pm, test_part_fixed_costs);
+    tcase_add_test(pm, test_part_vary_chunks);
     tcase_add_test(pm, test_perf_corrupt_file);
     tcase_add_test(pm, test_perf_merge);
     tcase_add_test(pm, test_perf_threads);

@@ -390,10 +390,8 @@ START_TEST(chunks_worth_their_cost)
         clf_launch_report r;
         unsigned chunks[2] = {0, 0};
         /* The first launches teach the model (fixed cost and rate per device); the last
-         * one is checked. Up to 3 rounds: on a loaded host (the fresh-clone CI's make check
-         * beside four builds once had 23 + 15 chunks) a round's samples can be too noisy
-         * for the line, and the model goes on learning; a floor that does not work fails
-         * every round. */
+         * one is checked. Up to 3 rounds: a round's last launch may be a relapse on a
+         * loaded host (a chunk or two more); a floor that does not work fails every round. */
         for (int round = 0; round < 3; round++) {
             for (int k = 0; k < 6; k++) {
                 memset(out, 0, N * sizeof *out);
@@ -416,18 +414,15 @@ START_TEST(chunks_worth_their_cost)
             if (chunks[0] + chunks[1] <= 6)
                 break;
         }
-        double load;
-        /* The chunk count is a performance property learned from timings: reported here,
-         * judged by the benches (`clfleet-bench overhead --simulate`), not asserted. Before
-         * the floor DYNAMIC cut 16 chunks per device; with it, once the model's lines are
-         * fitted, 1 to 3. In about one fresh run in four (quiet or loaded; the fresh-clone
-         * CI's distcheck twice) the floor did not engage in 18 launches (23-26 + 6-7
-         * chunks): an open defect of the chunk-line learning (issue 27). */
-        if (chunks[0] + chunks[1] > 6) {
-            (void)host_overloaded(&load);
-            fprintf(stderr, "NOTE %s: %u + %u chunks: the chunk floor did not engage (load "
-                    "%.1f)\n", clf_strategy_name(strat[s]), chunks[0], chunks[1], load);
-        }
+        /* Before the floor DYNAMIC cut 16 chunks per device; with it, once the model's lines
+         * are fitted, 1 to 3. While dynamic's chunks were all one size, the floor did not
+         * engage in about one fresh run in four (23-26 + 6-7 chunks after 18 launches): the
+         * line had no sizes apart to be fitted from (issue 27). The chunks now vary while
+         * the line is learned, and a line resting on two samples is refused; with four CPU
+         * hogs beside it the floor engaged by the second launch in 10 runs of 10. */
+        expect(UNDER_SANITIZER || chunks[0] + chunks[1] <= 6,
+               "%s: %u + %u chunks after %d rounds of 6 launches: the chunk floor did not "
+               "engage", clf_strategy_name(strat[s]), chunks[0], chunks[1], 3);
         expect(chunks[0] >= 1, "%s: the fast device took nothing", clf_strategy_name(strat[s]));
     }
     free(out);

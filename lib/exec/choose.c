@@ -163,6 +163,7 @@ static int choose_weights(clf__launch *L, char *reason, size_t n)
         L->fit_rate[i] = L->fitted ? L->learn_scale > 0 ? f.rate / L->learn_scale : f.rate : 0;
         L->fit_fixed[i] = L->fitted ? f.fixed_s : 0;
     }
+    L->learning_line = m != NULL && !L->fitted;
     if (m && clf__perf_weights(m, kkey, L->ndev, dk, learned) == L->ndev) {
         memcpy(L->weights, learned, L->ndev * sizeof *learned);
         snprintf(reason, n, "learned weights");

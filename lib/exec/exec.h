@@ -258,6 +258,7 @@ typedef struct clf__launch {
      * learned work rate divided by learn_scale), fixed costs in seconds. */
     double fit_rate[CLF_MAX_LAUNCH_DEVICES], fit_fixed[CLF_MAX_LAUNCH_DEVICES];
     int fitted;
+    int learning_line; /* the model is on but lacks some device's line: vary chunk sizes */
     /* The caller chose the chunking (chunks_per_device or min_chunk): the partitioner keeps
      * it, with no floor from the fixed cost per chunk (clf__part_params.keep_chunking). */
     int chunking_asked;

@@ -240,6 +240,7 @@ clf_status clf__exec_run(clf__launch *L, clf_launch_report *rep)
     pp.chunks_per_device = L->desc.chunks_per_device ? L->desc.chunks_per_device : 16;
     pp.min_chunk = L->desc.min_chunk;
     pp.keep_chunking = L->chunking_asked;
+    pp.vary_chunks = L->learning_line;
     /* Guided's shrinking chunks stop at dynamic's size, scaled by the device's share of the
      * weights: on regular work guided then cuts fewer chunks than dynamic, not more (K = 4
      * alone would end in chunks of one granule), and on irregular work its tail is as fine. */

@@ -28,6 +28,7 @@ typedef struct part_dev {
     uint64_t piece;     /* STATIC: the share's chunks' length (UINT64_MAX: whole) */
     double rate;        /* units per second (timed partitioners) */
     double fixed_s;     /* seconds every chunk costs on it whatever its size (timed) */
+    unsigned taken;     /* pooled chunks taken so far (DYNAMIC's varied sizes) */
     int eligible;
     int retired;
 } part_dev;
@@ -50,6 +51,7 @@ struct clf__part {
     uint64_t dyn_chunk; /* DYNAMIC chunk before rounding and caps */
     int timed; /* params gave fixed costs: pool_limit() balances predicted times */
     int keep_chunking; /* the caller chose the chunking: no timed_floor() */
+    int vary_chunks;   /* clf__part_params.vary_chunks */
     long double guided_k;
 };
 

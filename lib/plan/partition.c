@@ -81,7 +81,15 @@ static uint64_t want_equal_split(const clf__part *p, size_t d)
 static uint64_t want_dynamic(const clf__part *p, size_t d)
 {
     long double x = (long double)p->dyn_chunk * (long double)p->dev[d].w;
-    return x >= (long double)p->dyn_chunk ? p->dyn_chunk : x >= 1 ? (uint64_t)x : 1;
+    uint64_t want = x >= (long double)p->dyn_chunk ? p->dyn_chunk : x >= 1 ? (uint64_t)x : 1;
+    if (p->vary_chunks && !p->keep_chunking) {
+        static const unsigned mul[3] = {2, 4, 1}; /* in halves: 1, 2, 1/2 */
+        unsigned m = mul[p->dev[d].taken % 3];
+        want = want > UINT64_MAX / m ? UINT64_MAX / 2 : want * m / 2;
+        if (want == 0)
+            want = 1;
+    }
+    return want;
 }
 
 static uint64_t want_guided(const clf__part *p, size_t d)
@@ -338,6 +346,7 @@ clf_status clf__part_create(clf__part **out, clf__part_strategy strategy, uint64
     p->ndev = ndev;
     p->guided_k = k;
     p->keep_chunking = prm.keep_chunking;
+    p->vary_chunks = prm.vary_chunks && strategy == CLF__PART_DYNAMIC;
     p->free_units = total;
 
     for (size_t i = 0; i < ndev; i++) {
@@ -445,6 +454,7 @@ static int take_pool(clf__part *p, size_t d, uint64_t *off, uint64_t *len)
     part_range *r = &p->pool[0];
     if (!take_front(p, d, r, want, off, len))
         return 0;
+    p->dev[d].taken++;
     p->pool_units -= *len;
     if (r->lo == r->hi) {
         memmove(&p->pool[0], &p->pool[1], (p->npool - 1) * sizeof *p->pool);

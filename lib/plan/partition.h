@@ -89,6 +89,11 @@ typedef struct clf__part_params {
      * work lies. */
     unsigned static_pieces;
     uint64_t piece_min;
+    /* DYNAMIC: cut each device's chunks at 1, 2 and 1/2 times its size in turn, while the
+     * cost model has no chunk line (fixed cost + units / rate) to learn from: chunks of one
+     * size leave the fixed cost inseparable from the rate (clf__perf_line() needs sizes
+     * apart), and the chunk floor (timed_floor()) then never engages. */
+    int vary_chunks;
 } clf__part_params;
 
 /* One launch's partitioner (opaque). */

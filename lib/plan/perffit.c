@@ -58,7 +58,11 @@ int clf__perf_line(const clf__perf_chunk *c, size_t n, double *rate, double *fix
                 continue;
             slopes[ns++] = (c[j].seconds - c[i].seconds) / (xj - xi);
         }
-    if (ns == 0)
+    /* Sizes apart on too few samples: all but two chunks of one size (dynamic's equal
+     * chunks and a remainder or two) give slopes that all hang on those two timings, and
+     * one of them slowed by another process gave a slope 40x too steep and a fixed cost of
+     * 0 (a loaded host, issue 27). At least 3 samples off the main size: 3 (n - 3) pairs. */
+    if (ns == 0 || (n >= 4 && ns < 3 * (n - 3)))
         return 0;
     double b = clf__median(slopes, ns);
     if (!(b > 0) || !isfinite(b))
