@@ -1209,6 +1209,15 @@ START_TEST(test_perf_line_exact)
     w[14] = (clf__perf_chunk){256, 250e-6 + 256 / 4e6, 0, 0};
     ck_assert(clf__perf_line(w, 16, &rate, &fixed));
     ck_assert_double_eq_tol(fixed, 250e-6, 1e-9);
+    /* Few samples: half of them off the main size below 6, three from 6 on. */
+    for (size_t i = 0; i < 6; i++)
+        w[i] = (clf__perf_chunk){i < 3 ? 128 : 256, 250e-6 + (i < 3 ? 128 : 256) / 4e6, 0, 0};
+    ck_assert(clf__perf_line(w, 6, &rate, &fixed));           /* 3 + 3 */
+    w[3].units = 128;
+    w[3].seconds = w[0].seconds;
+    ck_assert(!clf__perf_line(w, 6, &rate, &fixed));          /* 4 + 2 */
+    ck_assert(!clf__perf_line(w + 1, 4, &rate, &fixed));      /* 3 + 1 */
+    ck_assert(clf__perf_line(w + 2, 4, &rate, &fixed));       /* 2 + 2 */
 }
 END_TEST
 

@@ -61,8 +61,19 @@ int clf__perf_line(const clf__perf_chunk *c, size_t n, double *rate, double *fix
     /* Sizes apart on too few samples: all but two chunks of one size (dynamic's equal
      * chunks and a remainder or two) give slopes that all hang on those two timings, and
      * one of them slowed by another process gave a slope 40x too steep and a fixed cost of
-     * 0 (a loaded host, issue 27). At least 3 samples off the main size: 3 (n - 3) pairs. */
-    if (ns == 0 || (n >= 4 && ns < 3 * (n - 3)))
+     * 0 (a loaded host, issue 27). So at least 3 samples lie off the most common size
+     * (half of them below 6 samples: two points on an exact line still make a line). */
+    size_t main_size = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t near = 0;
+        for (size_t j = 0; j < n && c[i].units; j++) {
+            double r = (double)c[j].units / (double)c[i].units;
+            near += r < 1.25 && r > 1 / 1.25;
+        }
+        main_size = near > main_size ? near : main_size;
+    }
+    size_t off = n - main_size, need = n / 2 < 3 ? n / 2 : 3;
+    if (ns == 0 || off < need)
         return 0;
     double b = clf__median(slopes, ns);
     if (!(b > 0) || !isfinite(b))

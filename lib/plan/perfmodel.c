@@ -157,18 +157,12 @@ static void push(perf_entry *e, double v)
     }
 }
 
+/* The median of the entry's launch-level samples (e->n > 0; their order does not matter). */
 static double median(const perf_entry *e)
 {
     double v[CLF__PERF_WINDOW];
-    unsigned n = e->n;
-    for (unsigned i = 0; i < n; i++) {
-        double x = e->s[(e->head + i) % CLF__PERF_WINDOW];
-        unsigned j = i;
-        for (; j > 0 && v[j - 1] > x; j--)
-            v[j] = v[j - 1];
-        v[j] = x;
-    }
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    memcpy(v, e->s, e->n * sizeof *v);
+    return clf__median(v, e->n);
 }
 
 /* The entry's chunk samples, oldest first, into out; returns how many. */
