@@ -25,13 +25,9 @@
 #include "exec/exec.h"
 #include "plan/plan.h"
 
-/* Guesses until the model has measured: a command's fixed cost (enqueue to completion, with
- * the event that the next step waits for), a discrete device's host link, a copy inside host
- * memory (one context, or a host-unified device's link), a direct peer path, and the host's
- * combine loop (one thread; it reads two arrays and writes one). */
-#define CMD_S 30e-6
-#define LINK_BPS 5e9
-#define LOCAL_BPS 10e9
+/* Guesses until the model has measured, besides the planners' shared ones
+ * (CLF__GUESS_*, plan/perfmodel.h): a direct peer path, and the host's combine loop (one
+ * thread; it reads two arrays and writes one). */
 #define PEER_BPS 20e9
 #define HOST_COMBINE_BPS 4e9
 
@@ -84,15 +80,6 @@ static clf_status forced(const clf__coll *c, const clf_collective_options *o,
     return env_algorithm(c->fn, out);
 }
 
-/* Bytes per second of device dev's link in direction key, learned or guessed. */
-static double link_bps(clf__perf_model *m, const char *dkey, const char *key, int unified)
-{
-    double bps = 0;
-    if (m && clf__perf_weight(m, key, dkey, &bps) && bps > 0)
-        return bps;
-    return unified ? LOCAL_BPS : LINK_BPS;
-}
-
 /* The cost model's input for this call: figures of every position's device and pair. */
 static void figures(const clf__coll *c, size_t count, const clf_collective_options *o,
                     clf__ar_dev *dev, double *peer, clf__ar_input *in)
@@ -104,19 +91,19 @@ static void figures(const clf__coll *c, size_t count, const clf_collective_optio
         const clf_device_info *info = &c->fl->dev[d].info;
         int unified = info->host_unified != 0;
         clf__perf_device_key(c->fl, d, dkey, sizeof dkey);
-        dev[i].h2d_bps = link_bps(m, dkey, CLF__PERF_LINK_H2D, unified);
-        dev[i].d2h_bps = link_bps(m, dkey, CLF__PERF_LINK_D2H, unified);
+        dev[i].h2d_bps = clf__perf_link_bps(m, dkey, CLF__PERF_LINK_H2D, unified);
+        dev[i].d2h_bps = clf__perf_link_bps(m, dkey, CLF__PERF_LINK_D2H, unified);
         /* Millions of items per second at one per cycle per unit; a combine is bound by
          * memory long before that on a host-unified device. */
         double speed = clf__perf_guess_speed(info) * 1e6 * (double)c->es;
-        dev[i].combine_bps = unified && speed > LOCAL_BPS ? LOCAL_BPS : speed;
+        dev[i].combine_bps =
+            unified && speed > CLF__GUESS_LOCAL_BPS ? CLF__GUESS_LOCAL_BPS : speed;
         for (size_t j = 0; j < c->n; j++) {
             clf_path p = CLF_PATH_STAGED;
             if (clf_transfer_path(&p, NULL, c->fl, d, c->buf[j]->device) != CLF_SUCCESS)
                 p = CLF_PATH_STAGED;
-            peer[i * c->n + j] = p == CLF_PATH_STAGED                          ? 0
-                                 : p == CLF_PATH_SAME_DEVICE || p == CLF_PATH_UNIFIED ? LOCAL_BPS
-                                                                                      : PEER_BPS;
+            int local = p == CLF_PATH_SAME_DEVICE || p == CLF_PATH_UNIFIED;
+            peer[i * c->n + j] = p == CLF_PATH_STAGED ? 0 : local ? CLF__GUESS_LOCAL_BPS : PEER_BPS;
         }
     }
     memset(in, 0, sizeof *in);
@@ -124,7 +111,7 @@ static void figures(const clf__coll *c, size_t count, const clf_collective_optio
     in->bytes = count * c->es;
     in->dev = dev;
     in->peer_bps = peer;
-    in->cmd_s = CMD_S;
+    in->cmd_s = CLF__GUESS_CMD_S;
     in->host_combine_bps = HOST_COMBINE_BPS;
     in->ring_chunks = clf__allreduce_ring_chunks(c, count, o);
 }

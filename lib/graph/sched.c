@@ -26,12 +26,6 @@
 
 #include "plan/perfmodel.h"
 
-/* Assumed until the model knows better: a command's fixed cost, a host link's bandwidth
- * each way, and a copy inside one context (host memory, memcpy speed). */
-#define FIXED_S 20e-6
-#define LINK_BPS 1e9
-#define LOCAL_BPS 10e9
-
 /* FNV-1a over the shapes a plan depends on. */
 static uint64_t mix(uint64_t h, uint64_t v)
 {
@@ -71,14 +65,6 @@ typedef struct plan_ctx {
     unsigned char *held, *cur, *only, *taken;
 } plan_ctx;
 
-static double link_bps(plan_ctx *c, size_t dev, const char *key)
-{
-    double bps = 0;
-    if (c->m && clf__perf_weight(c->m, key, c->dkey[dev], &bps) && bps > 0)
-        return bps;
-    return LINK_BPS;
-}
-
 /* Predicted seconds of a copy of bytes from device s to device d. */
 static double copy_s(plan_ctx *c, size_t s, size_t d, size_t bytes)
 {
@@ -88,9 +74,10 @@ static double copy_s(plan_ctx *c, size_t s, size_t d, size_t bytes)
     if (clf_transfer_path(&path, NULL, c->g->fleet, s, d) != CLF_SUCCESS)
         path = CLF_PATH_STAGED;
     if (path == CLF_PATH_SAME_DEVICE || path == CLF_PATH_UNIFIED)
-        return FIXED_S + (double)bytes / LOCAL_BPS;
-    return FIXED_S + (double)bytes / link_bps(c, s, CLF__PERF_LINK_D2H) +
-           (double)bytes / link_bps(c, d, CLF__PERF_LINK_H2D);
+        return CLF__GUESS_CMD_S + (double)bytes / CLF__GUESS_LOCAL_BPS;
+    return CLF__GUESS_CMD_S +
+           (double)bytes / clf__perf_link_bps(c->m, c->dkey[s], CLF__PERF_LINK_D2H, 0) +
+           (double)bytes / clf__perf_link_bps(c->m, c->dkey[d], CLF__PERF_LINK_H2D, 0);
 }
 
 /* Predicted seconds of items of node n on device d; *guess set when not learned; *spread
@@ -117,7 +104,7 @@ static double exec_s(plan_ctx *c, const clf__gnode *n, size_t d, uint64_t items,
     *guess = 1;
     c->guessed = 1;
     double speed = clf__perf_guess_speed(&c->g->fleet->dev[d].info) * 1e6;
-    return FIXED_S + (double)items / speed;
+    return CLF__GUESS_CMD_S + (double)items / speed;
 }
 
 /* When buffer data d can be on device dev, and from where (*from; dev itself when valid). */

@@ -666,6 +666,14 @@ size_t clf__perf_weights_named(clf__perf_model *m, const char *name, size_t ndev
     return best;
 }
 
+double clf__perf_link_bps(clf__perf_model *m, const char *dkey, const char *dir, int unified)
+{
+    double bps = 0;
+    if (m && dkey && dir && clf__perf_weight(m, dir, dkey, &bps) && bps > 0)
+        return bps;
+    return unified ? CLF__GUESS_LOCAL_BPS : CLF__GUESS_LINK_BPS;
+}
+
 clf_status clf__perf_save(clf__perf_model *m)
 {
     clf_status st = CLF_SUCCESS;

@@ -58,7 +58,21 @@ typedef struct clf__perf_fit {
 #define CLF__PERF_LINK_H2D "link:h2d"
 #define CLF__PERF_LINK_D2H "link:d2h"
 
+/*
+ * What the planners (the graph's scheduler, the all-reduce's choice) assume until the model
+ * has measured: a command's fixed cost (enqueue to completion), a discrete device's host link
+ * each way (5-15 GB/s measured on an H200's PCIe), and a copy inside host memory (one
+ * context, or a host-unified device's link). One set, so that they agree about one link.
+ */
+#define CLF__GUESS_CMD_S 30e-6
+#define CLF__GUESS_LINK_BPS 5e9
+#define CLF__GUESS_LOCAL_BPS 10e9
+
 typedef struct clf__perf_model clf__perf_model;
+
+/* Bytes per second of device dkey's link in direction dir (CLF__PERF_LINK_H2D or _D2H) as
+ * learned by m (NULL: none), else the guess above (unified: a host-unified device's). */
+double clf__perf_link_bps(clf__perf_model *m, const char *dkey, const char *dir, int unified);
 
 /*
  * Open a model backed by the file at path, or a memory-only one for path == NULL. A missing
