@@ -926,6 +926,69 @@ START_TEST(fault_chain)
 }
 END_TEST
 
+/* A run that recovered from a lost device planned again mid-run, then put the nodes queued
+ * before the loss back where they ran: that plan is no plan of the next run's, even when its
+ * key (the shapes, the failed devices, what the model knows) is the same. add1 is measured
+ * on every device first, so that the run with the loss teaches the model nothing new. */
+START_TEST(fault_replan)
+{
+    fault_env e;
+    fault_open(&e, 3); /* the warm-up's enqueue on device 1, nodes 0 and 1: node 2 lost */
+    int *a = data(17), *ref = malloc(N * sizeof *ref);
+    ck_assert(ref);
+    clf_buffer *b[4];
+    for (size_t i = 0; i < 4; i++)
+        b[i] = buf(e.f, 0, i ? NULL : a);
+    clf_graph *w = NULL;
+    ck_assert_ok(clf_graph_create(&w, e.f, e.p));
+    clf_graph_node_desc wd[3] = {on("add1", 0), on("add1", 1), on("add1", 2)};
+    clf_arg wa[] = {CLF_BUF_IN(b[0]), CLF_BUF_OUT(b[1])};
+    for (size_t k = 0; k < 3; k++) /* one after the other (write after write) */
+        ck_assert_ok(clf_graph_add_kernel(NULL, w, &wd[k], wa, 2));
+    ck_assert_ok(fault_run(w));
+    clf_graph_destroy(w);
+    clf_graph *g = NULL;
+    ck_assert_ok(clf_graph_create(&g, e.f, e.p));
+    clf_graph_node_desc d[4] = {on("add1", 1), on("add1", 1), on("add1", 1), on("add1", 2)};
+    clf_arg args[3][2] = {{CLF_BUF_IN(b[0]), CLF_BUF_OUT(b[1])},
+                          {CLF_BUF_IN(b[1]), CLF_BUF_OUT(b[2])},
+                          {CLF_BUF_IN(b[2]), CLF_BUF_OUT(b[3])}};
+    for (size_t k = 0; k < 3; k++)
+        ck_assert_ok(clf_graph_add_kernel(NULL, g, &d[k], args[k], 2));
+    clf_arg a3[] = {CLF_BUF_IN(b[3]), CLF_BUF_OUT(b[0])}; /* in place of b0: 4 added */
+    ck_assert_ok(clf_graph_add_kernel(NULL, g, &d[3], a3, 2));
+    clf_status st = fault_run(g);
+    ck_assert_msg(st == CLF_SUCCESS, "a run that lost device 1: %s: %s", clf_status_name(st),
+                  clf_last_error());
+    ck_assert(clf_device_is_failed(e.f, 1));
+    clf_graph_report r;
+    ck_assert_ok(clf_graph_report_get(&r, g));
+    ck_assert_uint_eq(r.fault_moved, 1);
+    for (size_t i = 0; i < N; i++)
+        ref[i] = a[i] + 4;
+    check_buf(b[0], ref, "b0", "fault replan");
+    st = fault_run(g);
+    ck_assert_msg(st == CLF_SUCCESS, "the run after: %s: %s", clf_status_name(st),
+                  clf_last_error());
+    for (size_t i = 0; i < N; i++)
+        ref[i] = a[i] + 8;
+    check_buf(b[0], ref, "b0 (the run after)", "fault replan");
+    ck_assert_ok(clf_graph_report_get(&r, g));
+    ck_assert_uint_eq(r.fault_moved, 0);
+    ck_assert_msg(!r.plan_reused, "the run after a recovery reused the plan made mid-run");
+    clf_graph_node_report nr;
+    ck_assert_ok(clf_graph_node_info(&nr, g, 2));
+    ck_assert_uint_ne(nr.device, 1);
+    ck_assert_msg(!strstr(nr.why, "moved from device"), "node 2, the run after: %s", nr.why);
+    clf_graph_destroy(g);
+    for (size_t i = 0; i < 4; i++)
+        clf_buffer_destroy(b[i]);
+    free(a);
+    free(ref);
+    fault_close(&e);
+}
+END_TEST
+
 /* A diamond whose device 1 held one side (b1, b3) when lost at the join: b4 = a*5 + (a+1)*2. */
 START_TEST(fault_diamond)
 {
@@ -2115,6 +2178,7 @@ int main(void)
     tcase_add_test(tc, bad_input);
     tcase_add_test(tc, device_fault);
     tcase_add_test(tc, fault_chain);
+    tcase_add_test(tc, fault_replan);
     tcase_add_test(tc, fault_diamond);
     tcase_add_test(tc, fault_in_place);
     tcase_add_test(tc, fault_ping_pong);

@@ -490,6 +490,9 @@ static clf_status write_off_and_replan(clf_graph *g, char *cause, size_t len)
         }
     }
     free(old);
+    /* The plan now places the nodes before idx where they ran, not where it chose: no run
+     * may reuse it (without CLF_GRAPH_KEEP_COPIES the next run's key is the same). */
+    g->plan_patched = 1;
     for (size_t i = 0; i < g->evs.n && !st; i++)
         st = clf__graph_hold(g, g->evs.ev[i]);
     return st;

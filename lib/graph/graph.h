@@ -175,6 +175,10 @@ struct clf_graph {
     /* The last run measured some (kernel, device) far from the plan's predictions
      * (report.c): the next run plans again even when the key above is unchanged. */
     int plan_stale;
+    /* A recovery planned again mid-run and put the nodes queued before the loss back where
+     * they ran (fault.c): the plan describes that run (clf_graph_node_info()) but is not one
+     * the scheduler chose, so the next run plans again. */
+    int plan_patched;
 
     unsigned flags;  /* CLF_GRAPH_KEEP_COPIES */
     int last_failed; /* the last run failed: the next starts from the caller's buffers */

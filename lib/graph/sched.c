@@ -545,7 +545,8 @@ clf_status clf__graph_plan(clf_graph *g)
         clf__perf_device_key(g->fleet, d, c.dkey[d], sizeof c.dkey[d]);
     uint64_t key = mix(shapes_key(g), knowledge_key(&c));
     key = key ? key : 1; /* 0 means "no plan" */
-    if (key == g->plan_key && g->plan_nodes == g->nnodes && !g->plan_stale) {
+    if (key == g->plan_key && g->plan_nodes == g->nnodes && !g->plan_stale &&
+        !g->plan_patched) {
         g->plan_reused = 1;
         clf__log(CLF_LOG_DEBUG, "graph: %zu nodes, the shapes and what the model knows are "
                  "unchanged: plan reused", g->nnodes);
@@ -556,6 +557,7 @@ clf_status clf__graph_plan(clf_graph *g)
                  "plan's predictions: planned again on what was measured");
     g->plan_reused = 0;
     g->plan_stale = 0;
+    g->plan_patched = 0;
     for (size_t i = 0; i < g->ndata; i++) {
         clf__gdata *d = &g->data[i];
         if (d->is_array)
