@@ -1999,6 +1999,78 @@ START_TEST(redux_budget)
 }
 END_TEST
 
+/* A partial of an open reduction phase takes its device's memory until the phase ends and
+ * cannot be evicted: a node that does not use it fits there only beside it. Budget of 3
+ * buffers on device 1; node 0 reduces r there (its partial, and a copy of x, which can go);
+ * node 1 reads p and q and writes s, placed there by hand: its 3 buffers fit the budget
+ * alone, not beside the partial. The plan refuses it, naming the partial (before, the plan
+ * placed it and the run failed at that node). Left to the scheduler, it runs elsewhere. */
+START_TEST(redux_partial_room)
+{
+    test_env e;
+    test_env_open(&e, &CFGS[1], SRC);
+    const uint64_t B = N * sizeof(int);
+    int *a0 = data(70), *x = data(71), *p = data(72), *q = data(73), k = 3;
+    clf_buffer *br = buf(e.f, 0, a0), *bx = buf(e.f, 0, x), *bp = buf(e.f, 0, p),
+               *bq = buf(e.f, 0, q), *bs = buf(e.f, 0, NULL);
+    int *ref = malloc(N * sizeof *ref);
+    ck_assert(ref);
+    for (int manual = 1; manual >= 0; manual--) {
+        clf_graph *g = NULL;
+        ck_assert_ok(clf_graph_create(&g, e.f, e.p));
+        clf_graph_node_desc dr = kdesc("racc", N), ds = kdesc("sum2", N);
+        dr.device = 1;
+        ds.device = manual ? 1 : CLF_GRAPH_ANY_DEVICE;
+        clf_arg ar[] = {CLF_BUF_REDUCE(br, CLF_REDUCE_SUM, CLF_TYPE_INT32), CLF_BUF_IN(bx),
+                        CLF_SCALAR(&k)};
+        clf_arg as[] = {CLF_BUF_IN(bp), CLF_BUF_IN(bq), CLF_BUF_OUT(bs)};
+        ck_assert_ok(clf_graph_add_kernel(NULL, g, &dr, ar, 3));
+        ck_assert_ok(clf_graph_add_kernel(NULL, g, &ds, as, 3));
+        ck_assert_ok(clf_graph_set_memory_budget(g, 1, 3 * B));
+        if (manual) {
+            /* Refused when the run starts: nothing queued. */
+            clf_event *ev = (clf_event *)&ev;
+            clf_status st = clf_graph_run(g, &ev);
+            if (st == CLF_SUCCESS) {
+                clf_event_release(ev);
+                (void)clf_graph_wait(g);
+            }
+            ck_assert_msg(st == CLF_ERROR_UNSUPPORTED, "placed by hand beside a partial: %s: %s",
+                          clf_status_name(st), clf_last_error());
+            ck_assert_ptr_null(ev);
+            const char *msg = clf_last_error();
+            ck_assert_msg(strstr(msg, "graph node 1") && strstr(msg, "partial") &&
+                              strstr(msg, "device 1"), "message: %s", msg);
+            ck_assert_ok(clf_graph_wait(g));
+        } else {
+            run_ok(g, "beside a partial, scheduled");
+            clf_graph_node_report nr;
+            ck_assert_ok(clf_graph_node_info(&nr, g, 1));
+            ck_assert_uint_ne(nr.device, 1);
+            for (size_t i = 0; i < N; i++)
+                ref[i] = a0[i] + x[i] * k;
+            check_buf(br, ref, "r", "beside a partial");
+            for (size_t i = 0; i < N; i++)
+                ref[i] = p[i] + q[i];
+            check_buf(bs, ref, "s", "beside a partial");
+            clf_graph_memory m;
+            ck_assert_ok(clf_graph_memory_get(&m, g, 1));
+            ck_assert_uint_le(m.peak, 3 * B);
+        }
+        clf_graph_destroy(g);
+    }
+    clf_buffer *bufs[] = {br, bx, bp, bq, bs};
+    for (size_t i = 0; i < 5; i++)
+        clf_buffer_destroy(bufs[i]);
+    free(ref);
+    free(a0);
+    free(x);
+    free(p);
+    free(q);
+    test_env_close(&e);
+}
+END_TEST
+
 /* Scratch buffers (issue 30): 8 nodes on all the devices use one scratch buffer as memory,
  * each with its own input and output on its own device: no dependency, no copy, and every
  * output right (two nodes sharing one instance at once would mix their values). Then the
@@ -2194,6 +2266,7 @@ int main(void)
     tcase_add_test(tc, memory_refused);
     tcase_add_loop_test(tc, redux_fan, 0, NCFG);
     tcase_add_loop_test(tc, redux_budget, 1, NCFG);
+    tcase_add_test(tc, redux_partial_room);
     tcase_add_loop_test(tc, scratch, 0, NCFG);
     tcase_add_test(tc, bad_modes);
     tcase_add_test(tc, fault_modes);

@@ -224,12 +224,16 @@ clf_status clf__graph_make_room(clf_graph *g, size_t idx, size_t dev)
         size_t v = clf__graph_victim(g, dev, idx, held, cur, only, busy, &wb);
         if (v == SIZE_MAX)
             v = clf__graph_victim(g, dev, idx, held, cur, only, NULL, &wb);
-        if (v == SIZE_MAX)
+        if (v == SIZE_MAX) {
+            /* What cannot go: the node's own data, and open reductions' partials. */
+            uint64_t parts = clf__graph_partial_bytes(g, n, dev, 0);
             st = clf__fail(CLF_ERROR_UNSUPPORTED,
                            "graph: %llu bytes of new copies on device %zu beside %llu resident "
-                           "that the node itself uses: over the budget of %llu",
+                           "(%llu of them the partials of open reductions, the rest what the "
+                           "node itself uses): over the budget of %llu",
                            (unsigned long long)need, dev, (unsigned long long)m->resident,
-                           (unsigned long long)budget);
+                           (unsigned long long)parts, (unsigned long long)budget);
+        }
         else
             st = evict(g, v, dev, idx, wb, need);
     }

@@ -249,6 +249,10 @@ int clf__graph_first_use(const clf__gnode *n, size_t i);
  * (its working set of the graph's memory there); *largest: the largest of them. */
 uint64_t clf__graph_node_bytes(const clf_graph *g, const clf__gnode *n, size_t dev,
                                uint64_t *largest);
+/* Bytes on dev of the partials of open reduction phases (redux.c) over data node n does not
+ * use: resident there until their phase ends, never evicted. sim: the plan's simulated
+ * partials (sim_part); else the run's. */
+uint64_t clf__graph_partial_bytes(const clf_graph *g, const clf__gnode *n, size_t dev, int sim);
 /* The next node after n that uses data i (SIZE_MAX: none). */
 size_t clf__graph_next_use(const clf_graph *g, size_t i, size_t n);
 /* The copy on dev to evict next to make room for node n: data held there (held[i]: a copy

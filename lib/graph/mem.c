@@ -9,8 +9,11 @@
  * there, or current on another device too, costs nothing to drop; among those, and then
  * among the copies that must be written back first, the one whose next use is farthest
  * (Belady: the plan's order is the run's). The node being made room for keeps its own
- * buffers (pinned), so its inputs never evict each other, and since a node's buffers alone
- * fit the budget (the plan refuses it otherwise), making room always ends.
+ * buffers (pinned), so its inputs never evict each other. The partials of open reduction
+ * phases (redux.c) count in the resident bytes but are never evicted: the plan places a node
+ * on a device only where its own buffers fit beside them (sched.c fits()), so that making
+ * room ends whenever the run follows the plan; where it does not, the run fails the node
+ * with CLF_ERROR_UNSUPPORTED (copies.c).
  */
 #include "graph.h"
 
@@ -72,6 +75,19 @@ static int uses(const clf__gnode *n, size_t i)
             n->args[k].data == i)
             return 1;
     return 0;
+}
+
+uint64_t clf__graph_partial_bytes(const clf_graph *g, const clf__gnode *n, size_t dev, int sim)
+{
+    uint64_t sum = 0;
+    for (size_t i = 0; i < g->ndata; i++) {
+        const clf__gdata *d = &g->data[i];
+        if (d->is_array || uses(n, i))
+            continue;
+        if (sim ? d->sim_part && d->sim_part[dev] : d->part && d->part[dev])
+            sum += d->buf->size;
+    }
+    return sum;
 }
 
 size_t clf__graph_next_use(const clf_graph *g, size_t i, size_t n)

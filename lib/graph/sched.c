@@ -203,7 +203,7 @@ static double make_room(plan_ctx *c, size_t dev, size_t n, uint64_t need, int co
         int wb;
         size_t v = clf__graph_victim(g, dev, n, c->held, c->cur, c->only, c->taken, &wb);
         if (v == SIZE_MAX)
-            break; /* cannot happen once the node fits the budget (plan_whole()) */
+            break; /* cannot happen: the node fits beside the partials (fits()) */
         clf__gdata *d = &g->data[v];
         size_t home = d->buf->device;
         c->taken[v] = 1;
@@ -259,12 +259,14 @@ static void end_phases(clf_graph *g, const clf__gnode *n)
     }
 }
 
-/* Whether node n's buffers fit device dev's budget and largest allocation at all; else a
- * line on why not in why. */
+/* Whether node n's buffers fit device dev's budget and largest allocation at all, beside the
+ * partials of reduction phases still open there (never evicted: make_room() could not make
+ * the room, and the run would fail the node); else a line on why not in why. */
 static int fits(const clf_graph *g, const clf__gnode *n, size_t dev, char *why, size_t len)
 {
     uint64_t big, ws = clf__graph_node_bytes(g, n, dev, &big);
     uint64_t budget = clf__graph_budget(g, dev), max = clf__graph_max_alloc(g, dev);
+    uint64_t parts = clf__graph_partial_bytes(g, n, dev, 1);
     if (big > max) {
         snprintf(why, len, "device %zu: a %llu-byte buffer, over its largest allocation of %llu",
                  dev, (unsigned long long)big, (unsigned long long)max);
@@ -273,6 +275,13 @@ static int fits(const clf_graph *g, const clf__gnode *n, size_t dev, char *why, 
     if (ws > budget) {
         snprintf(why, len, "device %zu: %llu bytes of copies, over its budget of %llu", dev,
                  (unsigned long long)ws, (unsigned long long)budget);
+        return 0;
+    }
+    if (ws + parts > budget) {
+        snprintf(why, len, "device %zu: %llu bytes of copies beside %llu of open reductions' "
+                 "partials (kept until their phases end), over its budget of %llu", dev,
+                 (unsigned long long)ws, (unsigned long long)parts,
+                 (unsigned long long)budget);
         return 0;
     }
     return 1;
