@@ -1,9 +1,10 @@
 /* lib/graph: a graph of kernels over resident data (clfleet/graph.h). The recording of
  * nodes and their checks (record.c), the dependencies inferred from access modes (deps.c),
- * placement by the cost model and the plan cache (sched.c), the run: valid copies per
- * device, copies, kernels, host callbacks, evictions (run.c), memory budgets and the choice
- * of the copy to evict (mem.c), a device that fails mid-run (fault.c), and the report
- * (report.c). Not installed.
+ * placement by the cost model and the plan cache (sched.c), the run: kernels and host
+ * callbacks in order (run.c), a buffer's copies per device, making room and evictions
+ * (copies.c), reduction partials and scratch instances (redux.c), the job's waits that never
+ * block (wait.c); memory budgets and the choice of the copy to evict (mem.c), a device that
+ * fails mid-run (fault.c), and the report (report.c). Not installed.
  *
  * Layer: above data (arrays, their dependency records), exec (the cost model and its keys),
  * xfer (copies, paths) and core (events, tasks, buffers); only libclfleet-mpi is above it. */
@@ -51,7 +52,7 @@ typedef struct clf__gdata {
     clf_buffer **red_src;
     clf_event **red_wait;
     clf_event **scr_ev;
-    /* Buffers during a run (run.c), per fleet device: the graph's copy there (made on
+    /* Buffers during a run (copies.c), per fleet device: the graph's copy there (made on
      * first use and kept across runs; rep[home] is buf), whether it holds the current
      * contents, and the event after which it does (NULL: it does now). */
     clf_buffer **rep;
@@ -133,7 +134,8 @@ typedef struct clf__gnode {
 } clf__gnode;
 
 /* The graph's memory on one device (mem.c): the budget of its copies there, what they
- * take now (run.c keeps it) and the last run's counts; sim_resident: the plan's view. */
+ * take now (copies.c, redux.c and fault.c keep it: copies, partials) and the last run's
+ * counts; sim_resident: the plan's view. */
 typedef struct clf__gmem {
     uint64_t budget; /* set by the caller; 0: the device's default */
     uint64_t resident, peak;

@@ -1,7 +1,7 @@
 /*
  * Graphs: memory budgets of the graph's copies per device, and the choice of the copy to
- * evict. The plan (sched.c) and the run (run.c) both ask clf__graph_victim(), the plan on
- * its simulated copies, the run on the real ones, so that what the plan predicts is what
+ * evict. The plan (sched.c make_room()) and the run (copies.c clf__graph_make_room()) both
+ * ask clf__graph_victim(), the plan on its simulated copies, the run on the real ones, so that what the plan predicts is what
  * the run does when the plan's other predictions hold.
  *
  * Only the graph's own copies count: the caller's buffers are the caller's, already
