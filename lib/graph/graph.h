@@ -247,14 +247,25 @@ uint64_t clf__graph_max_alloc(const clf_graph *g, size_t dev);
 /* Whether node n's argument i is the first that names its data (a buffer named twice
  * counts once). */
 int clf__graph_first_use(const clf__gnode *n, size_t i);
-/* Bytes of node n's buffers whose own device is not dev, and of its reductions' partials
- * (its working set of the graph's memory there); *largest: the largest of them. */
-uint64_t clf__graph_node_bytes(const clf_graph *g, const clf__gnode *n, size_t dev,
+/* Whose view of the graph's memory the helpers below read: none (nothing allocated yet),
+ * the plan's simulated copies and partials (sim_rep, sim_valid, sim_part), or the run's
+ * (rep, valid, part_on). One helper for both keeps the plan's predictions and the run's
+ * evictions in step. */
+enum { CLF__GMEM_NONE, CLF__GMEM_PLAN, CLF__GMEM_RUN };
+/* Bytes node n allocates of the graph's memory on dev: a copy of each of its buffers whose
+ * own device is not dev, and a partial for each of its reductions (on the buffer's own
+ * device too), those already there in view `view` left out (CLF__GMEM_NONE: its whole
+ * working set there); *largest (when given): the largest of them. */
+uint64_t clf__graph_node_bytes(const clf_graph *g, const clf__gnode *n, size_t dev, int view,
                                uint64_t *largest);
 /* Bytes on dev of the partials of open reduction phases (redux.c) over data node n does not
- * use: resident there until their phase ends, never evicted. sim: the plan's simulated
- * partials (sim_part); else the run's. */
-uint64_t clf__graph_partial_bytes(const clf_graph *g, const clf__gnode *n, size_t dev, int sim);
+ * use, in view `view`: resident there until their phase ends, never evicted. */
+uint64_t clf__graph_partial_bytes(const clf_graph *g, const clf__gnode *n, size_t dev, int view);
+/* The eviction state of every data on dev in view `view`, as clf__graph_victim() takes it:
+ * held[i] a copy of the graph is allocated there (not the buffer's own), cur[i] it is
+ * current there, only[i] no other device has a current one. */
+void clf__graph_victim_state(const clf_graph *g, size_t dev, int view, unsigned char *held,
+                             unsigned char *cur, unsigned char *only);
 /* The next node after n that uses data i (SIZE_MAX: none). */
 size_t clf__graph_next_use(const clf_graph *g, size_t i, size_t n);
 /* The copy on dev to evict next to make room for node n: data held there (held[i]: a copy

@@ -189,16 +189,8 @@ static double make_room(plan_ctx *c, size_t dev, size_t n, uint64_t need, int co
     *wb_bytes = 0;
     if (res + need <= budget)
         return 0;
-    for (size_t i = 0; i < g->ndata; i++) {
-        const clf__gdata *d = &g->data[i];
-        c->taken[i] = 0;
-        c->held[i] = !d->is_array && d->sim_rep[dev];
-        c->cur[i] = !d->is_array && d->sim_valid[dev];
-        size_t k = 0;
-        while (c->cur[i] && k < g->ndev && (k == dev || !d->sim_valid[k]))
-            k++;
-        c->only[i] = c->cur[i] && k == g->ndev;
-    }
+    memset(c->taken, 0, g->ndata);
+    clf__graph_victim_state(g, dev, CLF__GMEM_PLAN, c->held, c->cur, c->only);
     while (res + need > budget) {
         int wb;
         size_t v = clf__graph_victim(g, dev, n, c->held, c->cur, c->only, c->taken, &wb);
@@ -224,25 +216,6 @@ static double make_room(plan_ctx *c, size_t dev, size_t n, uint64_t need, int co
     return s;
 }
 
-/* Bytes of node n's copies that dev does not hold yet (what the node allocates there). */
-static uint64_t new_bytes(const clf_graph *g, const clf__gnode *n, size_t dev)
-{
-    uint64_t sum = 0;
-    for (size_t i = 0; i < n->nargs; i++) {
-        if (!clf__graph_first_use(n, i))
-            continue;
-        const clf__gdata *d = &g->data[n->args[i].data];
-        if (n->args[i].a.flags & CLF_ARG_REDUCTION) {
-            /* Its partial (redux.c), made by the phase's first reducer there. */
-            if (!d->sim_part[dev])
-                sum += d->buf->size;
-        } else if (d->buf->device != dev && !d->sim_rep[dev]) {
-            sum += d->buf->size;
-        }
-    }
-    return sum;
-}
-
 /* The reduction phases node n ends (it uses the data otherwise, clf__graph_flush()): their
  * partials released, as the run releases them after the combine. */
 static void end_phases(clf_graph *g, const clf__gnode *n)
@@ -264,9 +237,9 @@ static void end_phases(clf_graph *g, const clf__gnode *n)
  * the room, and the run would fail the node); else a line on why not in why. */
 static int fits(const clf_graph *g, const clf__gnode *n, size_t dev, char *why, size_t len)
 {
-    uint64_t big, ws = clf__graph_node_bytes(g, n, dev, &big);
+    uint64_t big, ws = clf__graph_node_bytes(g, n, dev, CLF__GMEM_NONE, &big);
     uint64_t budget = clf__graph_budget(g, dev), max = clf__graph_max_alloc(g, dev);
-    uint64_t parts = clf__graph_partial_bytes(g, n, dev, 1);
+    uint64_t parts = clf__graph_partial_bytes(g, n, dev, CLF__GMEM_PLAN);
     if (big > max) {
         snprintf(why, len, "device %zu: a %llu-byte buffer, over its largest allocation of %llu",
                  dev, (unsigned long long)big, (unsigned long long)max);
@@ -326,7 +299,8 @@ static clf_status plan_whole(plan_ctx *c, clf__gnode *n)
         }
         /* Room for its new copies: the write-backs that eviction causes cost their time. */
         uint64_t wb_bytes;
-        double wb = make_room(c, d, idx, new_bytes(g, n, d), 0, &wb_bytes);
+        double wb = make_room(c, d, idx, clf__graph_node_bytes(g, n, d, CLF__GMEM_PLAN, NULL),
+                              0, &wb_bytes);
         double start = fmax(c->ready[d], dep);
         size_t bytes = 0;
         for (size_t i = 0; i < n->nargs; i++) {
@@ -380,7 +354,8 @@ static clf_status plan_whole(plan_ctx *c, clf__gnode *n)
     } else {
         /* Its copies there: room made as the run will make it, then allocated. */
         uint64_t wbb;
-        (void)make_room(c, best, idx, new_bytes(g, n, best), 1, &wbb);
+        (void)make_room(c, best, idx, clf__graph_node_bytes(g, n, best, CLF__GMEM_PLAN, NULL), 1,
+                        &wbb);
         for (size_t i = 0; i < n->nargs; i++) {
             if (!clf__graph_first_use(n, i))
                 continue;
