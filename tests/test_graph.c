@@ -9,14 +9,15 @@
  * run again and again (the plan reused, new inputs seen), a device fault mid-graph (an
  * error that ends the run; a device lost under a chain, a diamond, in-place updates and two
  * buffers written in turn, its nodes moved and what only it held re-run; a caller's buffer
- * on it, which fails the run), a simulated 20:1 pair (the slow device left out once
+ * on it, which fails the run; the run after a recovery planned afresh), a simulated 20:1 pair (the slow device left out once
  * measured), a simulated 50:1 pair (predictions within 2x once learned, a mispredicted plan
  * made again), bad input, and memory
  * budgets: 8 MiB of buffers through 3 MiB of copies per device (evictions, write-backs, the
  * peak within the budget), by hand on one and two devices, by the scheduler, with kept
  * copies, and a node that fits no budget refused; reduction accesses (a fan of 8 nodes
  * summing ints and floats and taking a max into three buffers, spread over the devices, a
- * reader and a write after them; a sum's partials within budgets, counted to the byte) and
+ * reader and a write after them; a sum's partials within budgets, counted to the byte; a
+ * node that does not fit beside an open phase's partial refused there) and
  * scratch accesses (8 nodes on one scratch buffer, no
  * dependency and no copy), their bad input, and a device lost under them (the run fails).
  */
