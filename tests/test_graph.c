@@ -9,14 +9,15 @@
  * run again and again (the plan reused, new inputs seen), a device fault mid-graph (an
  * error that ends the run; a device lost under a chain, a diamond, in-place updates and two
  * buffers written in turn, its nodes moved and what only it held re-run; a caller's buffer
- * on it, which fails the run), a simulated 20:1 pair (the slow device left out once
+ * on it, which fails the run; the run after a recovery planned afresh), a simulated 20:1 pair (the slow device left out once
  * measured), a simulated 50:1 pair (predictions within 2x once learned, a mispredicted plan
  * made again), bad input, and memory
  * budgets: 8 MiB of buffers through 3 MiB of copies per device (evictions, write-backs, the
  * peak within the budget), by hand on one and two devices, by the scheduler, with kept
  * copies, and a node that fits no budget refused; reduction accesses (a fan of 8 nodes
  * summing ints and floats and taking a max into three buffers, spread over the devices, a
- * reader and a write after them; a sum's partials within budgets, counted to the byte) and
+ * reader and a write after them; a sum's partials within budgets, counted to the byte; a
+ * node that does not fit beside an open phase's partial refused there) and
  * scratch accesses (8 nodes on one scratch buffer, no
  * dependency and no copy), their bad input, and a device lost under them (the run fails).
  */
@@ -919,6 +920,69 @@ START_TEST(fault_chain)
     ck_assert_uint_eq(r.fault_moved, 0);
     clf_graph_destroy(g);
     for (size_t i = 0; i < 5; i++)
+        clf_buffer_destroy(b[i]);
+    free(a);
+    free(ref);
+    fault_close(&e);
+}
+END_TEST
+
+/* A run that recovered from a lost device planned again mid-run, then put the nodes queued
+ * before the loss back where they ran: that plan is no plan of the next run's, even when its
+ * key (the shapes, the failed devices, what the model knows) is the same. add1 is measured
+ * on every device first, so that the run with the loss teaches the model nothing new. */
+START_TEST(fault_replan)
+{
+    fault_env e;
+    fault_open(&e, 3); /* the warm-up's enqueue on device 1, nodes 0 and 1: node 2 lost */
+    int *a = data(17), *ref = malloc(N * sizeof *ref);
+    ck_assert(ref);
+    clf_buffer *b[4];
+    for (size_t i = 0; i < 4; i++)
+        b[i] = buf(e.f, 0, i ? NULL : a);
+    clf_graph *w = NULL;
+    ck_assert_ok(clf_graph_create(&w, e.f, e.p));
+    clf_graph_node_desc wd[3] = {on("add1", 0), on("add1", 1), on("add1", 2)};
+    clf_arg wa[] = {CLF_BUF_IN(b[0]), CLF_BUF_OUT(b[1])};
+    for (size_t k = 0; k < 3; k++) /* one after the other (write after write) */
+        ck_assert_ok(clf_graph_add_kernel(NULL, w, &wd[k], wa, 2));
+    ck_assert_ok(fault_run(w));
+    clf_graph_destroy(w);
+    clf_graph *g = NULL;
+    ck_assert_ok(clf_graph_create(&g, e.f, e.p));
+    clf_graph_node_desc d[4] = {on("add1", 1), on("add1", 1), on("add1", 1), on("add1", 2)};
+    clf_arg args[3][2] = {{CLF_BUF_IN(b[0]), CLF_BUF_OUT(b[1])},
+                          {CLF_BUF_IN(b[1]), CLF_BUF_OUT(b[2])},
+                          {CLF_BUF_IN(b[2]), CLF_BUF_OUT(b[3])}};
+    for (size_t k = 0; k < 3; k++)
+        ck_assert_ok(clf_graph_add_kernel(NULL, g, &d[k], args[k], 2));
+    clf_arg a3[] = {CLF_BUF_IN(b[3]), CLF_BUF_OUT(b[0])}; /* in place of b0: 4 added */
+    ck_assert_ok(clf_graph_add_kernel(NULL, g, &d[3], a3, 2));
+    clf_status st = fault_run(g);
+    ck_assert_msg(st == CLF_SUCCESS, "a run that lost device 1: %s: %s", clf_status_name(st),
+                  clf_last_error());
+    ck_assert(clf_device_is_failed(e.f, 1));
+    clf_graph_report r;
+    ck_assert_ok(clf_graph_report_get(&r, g));
+    ck_assert_uint_eq(r.fault_moved, 1);
+    for (size_t i = 0; i < N; i++)
+        ref[i] = a[i] + 4;
+    check_buf(b[0], ref, "b0", "fault replan");
+    st = fault_run(g);
+    ck_assert_msg(st == CLF_SUCCESS, "the run after: %s: %s", clf_status_name(st),
+                  clf_last_error());
+    for (size_t i = 0; i < N; i++)
+        ref[i] = a[i] + 8;
+    check_buf(b[0], ref, "b0 (the run after)", "fault replan");
+    ck_assert_ok(clf_graph_report_get(&r, g));
+    ck_assert_uint_eq(r.fault_moved, 0);
+    ck_assert_msg(!r.plan_reused, "the run after a recovery reused the plan made mid-run");
+    clf_graph_node_report nr;
+    ck_assert_ok(clf_graph_node_info(&nr, g, 2));
+    ck_assert_uint_ne(nr.device, 1);
+    ck_assert_msg(!strstr(nr.why, "moved from device"), "node 2, the run after: %s", nr.why);
+    clf_graph_destroy(g);
+    for (size_t i = 0; i < 4; i++)
         clf_buffer_destroy(b[i]);
     free(a);
     free(ref);
@@ -1936,6 +2000,78 @@ START_TEST(redux_budget)
 }
 END_TEST
 
+/* A partial of an open reduction phase takes its device's memory until the phase ends and
+ * cannot be evicted: a node that does not use it fits there only beside it. Budget of 3
+ * buffers on device 1; node 0 reduces r there (its partial, and a copy of x, which can go);
+ * node 1 reads p and q and writes s, placed there by hand: its 3 buffers fit the budget
+ * alone, not beside the partial. The plan refuses it, naming the partial (before, the plan
+ * placed it and the run failed at that node). Left to the scheduler, it runs elsewhere. */
+START_TEST(redux_partial_room)
+{
+    test_env e;
+    test_env_open(&e, &CFGS[1], SRC);
+    const uint64_t B = N * sizeof(int);
+    int *a0 = data(70), *x = data(71), *p = data(72), *q = data(73), k = 3;
+    clf_buffer *br = buf(e.f, 0, a0), *bx = buf(e.f, 0, x), *bp = buf(e.f, 0, p),
+               *bq = buf(e.f, 0, q), *bs = buf(e.f, 0, NULL);
+    int *ref = malloc(N * sizeof *ref);
+    ck_assert(ref);
+    for (int manual = 1; manual >= 0; manual--) {
+        clf_graph *g = NULL;
+        ck_assert_ok(clf_graph_create(&g, e.f, e.p));
+        clf_graph_node_desc dr = kdesc("racc", N), ds = kdesc("sum2", N);
+        dr.device = 1;
+        ds.device = manual ? 1 : CLF_GRAPH_ANY_DEVICE;
+        clf_arg ar[] = {CLF_BUF_REDUCE(br, CLF_REDUCE_SUM, CLF_TYPE_INT32), CLF_BUF_IN(bx),
+                        CLF_SCALAR(&k)};
+        clf_arg as[] = {CLF_BUF_IN(bp), CLF_BUF_IN(bq), CLF_BUF_OUT(bs)};
+        ck_assert_ok(clf_graph_add_kernel(NULL, g, &dr, ar, 3));
+        ck_assert_ok(clf_graph_add_kernel(NULL, g, &ds, as, 3));
+        ck_assert_ok(clf_graph_set_memory_budget(g, 1, 3 * B));
+        if (manual) {
+            /* Refused when the run starts: nothing queued. */
+            clf_event *ev = (clf_event *)&ev;
+            clf_status st = clf_graph_run(g, &ev);
+            if (st == CLF_SUCCESS) {
+                clf_event_release(ev);
+                (void)clf_graph_wait(g);
+            }
+            ck_assert_msg(st == CLF_ERROR_UNSUPPORTED, "placed by hand beside a partial: %s: %s",
+                          clf_status_name(st), clf_last_error());
+            ck_assert_ptr_null(ev);
+            const char *msg = clf_last_error();
+            ck_assert_msg(strstr(msg, "graph node 1") && strstr(msg, "partial") &&
+                              strstr(msg, "device 1"), "message: %s", msg);
+            ck_assert_ok(clf_graph_wait(g));
+        } else {
+            run_ok(g, "beside a partial, scheduled");
+            clf_graph_node_report nr;
+            ck_assert_ok(clf_graph_node_info(&nr, g, 1));
+            ck_assert_uint_ne(nr.device, 1);
+            for (size_t i = 0; i < N; i++)
+                ref[i] = a0[i] + x[i] * k;
+            check_buf(br, ref, "r", "beside a partial");
+            for (size_t i = 0; i < N; i++)
+                ref[i] = p[i] + q[i];
+            check_buf(bs, ref, "s", "beside a partial");
+            clf_graph_memory m;
+            ck_assert_ok(clf_graph_memory_get(&m, g, 1));
+            ck_assert_uint_le(m.peak, 3 * B);
+        }
+        clf_graph_destroy(g);
+    }
+    clf_buffer *bufs[] = {br, bx, bp, bq, bs};
+    for (size_t i = 0; i < 5; i++)
+        clf_buffer_destroy(bufs[i]);
+    free(ref);
+    free(a0);
+    free(x);
+    free(p);
+    free(q);
+    test_env_close(&e);
+}
+END_TEST
+
 /* Scratch buffers (issue 30): 8 nodes on all the devices use one scratch buffer as memory,
  * each with its own input and output on its own device: no dependency, no copy, and every
  * output right (two nodes sharing one instance at once would mix their values). Then the
@@ -2115,6 +2251,7 @@ int main(void)
     tcase_add_test(tc, bad_input);
     tcase_add_test(tc, device_fault);
     tcase_add_test(tc, fault_chain);
+    tcase_add_test(tc, fault_replan);
     tcase_add_test(tc, fault_diamond);
     tcase_add_test(tc, fault_in_place);
     tcase_add_test(tc, fault_ping_pong);
@@ -2130,6 +2267,7 @@ int main(void)
     tcase_add_test(tc, memory_refused);
     tcase_add_loop_test(tc, redux_fan, 0, NCFG);
     tcase_add_loop_test(tc, redux_budget, 1, NCFG);
+    tcase_add_test(tc, redux_partial_room);
     tcase_add_loop_test(tc, scratch, 0, NCFG);
     tcase_add_test(tc, bad_modes);
     tcase_add_test(tc, fault_modes);

@@ -341,9 +341,16 @@ CLF_API clf_status clf_graph_report_get(clf_graph_report *out, const clf_graph *
  * choice, by the recording order), written back to its buffer's own device when it is the
  * only current copy. The node's own buffers are never evicted for it, so two inputs of one
  * node cannot evict each other, and copies that earlier nodes still being run use go last.
- * A node whose buffers alone exceed a device's budget does not go there, and a run with a
- * node that fits no device fails at its start (clf_graph_run(): CLF_ERROR_UNSUPPORTED,
- * naming the node and the bytes).
+ * A node whose buffers alone exceed a device's budget, or do beside the partials of
+ * reductions still open there (CLF_BUF_REDUCE(): they stay until their phase ends and are
+ * never evicted), does not go there, and a run with a node that fits no device fails at its
+ * start (clf_graph_run(): CLF_ERROR_UNSUPPORTED, naming the node and the bytes).
+ *
+ * The budget does not bound two kinds of the graph's memory, which are counted (resident,
+ * peak) but for which nothing is evicted: the copies of other devices' reduction partials
+ * made on the buffer's own device for the combine (up to devices - 1 buffers over the
+ * budget while it runs), and the copies and temporary buffers of the re-runs after a device
+ * failed mid-run.
  *
  * The default budget is 7/8 of the device's global memory (CL_DEVICE_GLOBAL_MEM_SIZE),
  * leaving a margin for the caller's buffers and the runtime; a buffer larger than the
@@ -362,7 +369,8 @@ typedef struct clf_graph_memory {
     uint64_t budget;   /**< the budget in force (the set one, else the default) */
     uint64_t fallback; /**< the device's default budget (7/8 of its global memory) */
     uint64_t max_alloc; /**< the device's largest buffer, bytes */
-    uint64_t resident; /**< bytes of the graph's copies on the device now */
+    uint64_t resident; /**< bytes of the graph's copies on the device now, with the
+                        *   reduction partials (and their copies for a combine) held there */
     /** The most bytes of the graph's copies on the device at once during the last run
      *  (counted when a copy is made and when one is evicted; an evicted copy's memory is
      *  freed once the commands queued on it complete). */

@@ -42,6 +42,14 @@ clf_status clf__coll_validate(clf__coll *c, const char *fn, clf_buffer *const *b
                               const clf_type *type, clf_reduce_op op);
 /* The combine kernel of (op, type) on every position's device. */
 clf_status clf__coll_kernels(clf__coll *c, clf_type type, clf_reduce_op op);
+/* For layers above the collectives (the graph's reduction phases): the element-wise combine
+ * kernel of (op, type) on device dev, from cl/reduce.cl as the collectives build it (once
+ * per fleet, owned by the fleet: not to be destroyed). *prog: the program; name (len bytes):
+ * the kernel's name. Its arguments: (acc, ulong acc_off, x, ulong x_off, ulong n), in
+ * elements; acc[acc_off + i] = op(acc[acc_off + i], x[x_off + i]) for i < n (a larger global
+ * size is guarded). CLF_ERROR_UNSUPPORTED for doubles on a device without them. */
+clf_status clf__coll_reduce_kernel(clf_fleet *fl, size_t dev, clf_type type, clf_reduce_op op,
+                                   clf_program **prog, char *name, size_t len);
 /* Markers: the collective's commands follow the work queued on the devices before it. */
 clf_status clf__coll_entry(clf__coll *c);
 /* Scratch buffer half (0 or 1) of position i, at least bytes (kept by the fleet after). */

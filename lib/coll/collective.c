@@ -342,6 +342,29 @@ static void coll_state_fini(clf_fleet *fl, void *state)
     free(S);
 }
 
+clf_status clf__coll_reduce_kernel(clf_fleet *fl, size_t dev, clf_type type, clf_reduce_op op,
+                                   clf_program **prog, char *name, size_t len)
+{
+    *prog = NULL;
+    if (type < CLF_TYPE_INT32 || type > CLF_TYPE_DOUBLE || op < CLF_REDUCE_SUM ||
+        op > CLF_REDUCE_MAX)
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "reduction: type %d, operation %d",
+                         (int)type, (int)op);
+    const struct clf__device *d = &fl->dev[dev];
+    if (type == CLF_TYPE_DOUBLE && !d->info.fp64)
+        return clf__fail(CLF_ERROR_UNSUPPORTED, "reduction: device %zu '%s' has no double "
+                         "precision", dev, d->info.name);
+    clf_program *p;
+    clf_status st = reduce_program(fl, &p);
+    if (st != CLF_SUCCESS)
+        return st;
+    if ((st = clf__program_check_device(p, dev)) != CLF_SUCCESS)
+        return st;
+    snprintf(name, len, "clf_reduce_%s_%s", op_names[op], type_names[type]);
+    *prog = p;
+    return CLF_SUCCESS;
+}
+
 /* The combine kernel of (op, type) on every participating device. */
 clf_status clf__coll_kernels(clf__coll *c, clf_type type, clf_reduce_op op)
 {

@@ -169,21 +169,8 @@ static clf_status evict(clf_graph *g, size_t v, size_t dev, size_t idx, int wb, 
 clf_status clf__graph_make_room(clf_graph *g, size_t idx, size_t dev)
 {
     const clf__gnode *n = &g->nodes[idx];
-    uint64_t need = 0;
-    for (size_t i = 0; i < n->nargs; i++) {
-        if (!clf__graph_first_use(n, i))
-            continue;
-        const clf__gdata *d = &g->data[n->args[i].data];
-        if (n->args[i].a.flags & CLF_ARG_REDUCTION) {
-            /* The node runs on the device's partial (redux.c), never on a copy of the
-             * buffer: new bytes only when the phase has no partial there yet (on its own
-             * device too, the partial is the graph's). */
-            if (!d->part_on || !d->part_on[dev])
-                need += d->buf->size;
-        } else if (d->buf->device != dev && !d->rep[dev]) {
-            need += d->buf->size;
-        }
-    }
+    /* As the plan counts it (sched.c make_room()), on the run's copies and partials. */
+    uint64_t need = clf__graph_node_bytes(g, n, dev, CLF__GMEM_RUN, NULL);
     clf__gmem *m = &g->mem[dev];
     uint64_t budget = clf__graph_budget(g, dev);
     if (m->resident + need <= budget)
@@ -211,25 +198,21 @@ clf_status clf__graph_make_room(clf_graph *g, size_t idx, size_t dev)
             busy[i] = 1;
     clf_status st = CLF_SUCCESS;
     while (!st && m->resident + need > budget) {
-        for (size_t i = 0; i < nd; i++) {
-            const clf__gdata *d = &g->data[i];
-            held[i] = !d->is_array && d->rep[dev] && d->buf->device != dev;
-            cur[i] = held[i] && d->valid[dev];
-            size_t k = 0;
-            while (cur[i] && k < g->ndev && (k == dev || !d->valid[k]))
-                k++;
-            only[i] = cur[i] && k == g->ndev;
-        }
+        clf__graph_victim_state(g, dev, CLF__GMEM_RUN, held, cur, only);
         int wb;
         size_t v = clf__graph_victim(g, dev, idx, held, cur, only, busy, &wb);
         if (v == SIZE_MAX)
             v = clf__graph_victim(g, dev, idx, held, cur, only, NULL, &wb);
-        if (v == SIZE_MAX)
+        if (v == SIZE_MAX) {
+            /* What cannot go: the node's own data, and open reductions' partials. */
+            uint64_t parts = clf__graph_partial_bytes(g, n, dev, CLF__GMEM_RUN);
             st = clf__fail(CLF_ERROR_UNSUPPORTED,
                            "graph: %llu bytes of new copies on device %zu beside %llu resident "
-                           "that the node itself uses: over the budget of %llu",
+                           "(%llu of them the partials of open reductions, the rest what the "
+                           "node itself uses): over the budget of %llu",
                            (unsigned long long)need, dev, (unsigned long long)m->resident,
-                           (unsigned long long)budget);
+                           (unsigned long long)parts, (unsigned long long)budget);
+        }
         else
             st = evict(g, v, dev, idx, wb, need);
     }

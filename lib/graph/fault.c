@@ -16,7 +16,11 @@
  *    current; the nodes not yet queued are planned again over the devices left (sched.c
  *    leaves failed devices out, a node placed by hand there included), and the nodes queued
  *    on it keep their new places for their re-runs. Then every command queued so far
- *    completes: nothing is in flight while the re-runs write the copies.
+ *    completes: nothing is in flight while the re-runs write the copies. A command that
+ *    failed on the written-off device is expected (what it wrote is recomputed below); one
+ *    that failed elsewhere fails the run (sort_statuses()). CLFLEET_FAULT_INJECT cannot make
+ *    a graph's command fail once queued (its `exec` fails a graph's kernel at the enqueue),
+ *    so the tests lose devices whose queued commands all succeed.
  * 2. Every buffer whose current version was only on the device, and that a node not yet
  *    queued uses or that the run wrote (it goes back home), needs that version again. The
  *    versions (run.c) say which node wrote it and which versions that node read; a version
@@ -490,8 +494,69 @@ static clf_status write_off_and_replan(clf_graph *g, char *cause, size_t len)
         }
     }
     free(old);
+    /* The plan now places the nodes before idx where they ran, not where it chose: no run
+     * may reuse it (without CLF_GRAPH_KEEP_COPIES the next run's key is the same). */
+    g->plan_patched = 1;
     for (size_t i = 0; i < g->evs.n && !st; i++)
         st = clf__graph_hold(g, g->evs.ev[i]);
+    return st;
+}
+
+/* The device of a command the run queued (its event e): a node's kernel (the node's device)
+ * or a copy (its destination); SIZE_MAX when e is neither. *node: the node, or NULL. */
+static size_t event_device(clf_graph *g, const clf_event *e, clf__gnode **node)
+{
+    *node = NULL;
+    for (size_t i = 0; i < g->nnodes; i++)
+        if (g->nodes[i].kind == CLF__GNODE_WHOLE && g->nodes[i].ev == e) {
+            *node = &g->nodes[i];
+            return g->nodes[i].device;
+        }
+    for (size_t j = 0; j < g->ncev; j++)
+        if (g->cev[j] == e)
+            return g->cdev[j];
+    return SIZE_MAX;
+}
+
+/* Step A's wait is over: every command queued so far completed. One that failed on a device
+ * just written off was expected (what it wrote is recomputed: plan_reruns()); its event
+ * leaves the run's list, which would otherwise fail the run at its end, and a node's leaves
+ * the node, which nothing may wait for now. A failure anywhere else (a copy from the lost
+ * device into a live one, a command that waited for one there) left a live device with
+ * contents the versions do not describe: the run fails now, naming it. */
+static clf_status sort_statuses(clf_graph *g, const char *cause)
+{
+    size_t keep = 0;
+    clf_status st = CLF_SUCCESS;
+    for (size_t i = 0; i < g->evs.n; i++) {
+        clf_event *e = g->evs.ev[i];
+        clf_status s = st ? CLF_SUCCESS : clf_event_wait(e); /* completed: at once */
+        if (s == CLF_SUCCESS) {
+            g->evs.ev[keep++] = e;
+            continue;
+        }
+        clf__gnode *n;
+        size_t dev = event_device(g, e, &n);
+        if (dev == SIZE_MAX || !g->dead[dev]) {
+            if (dev == SIZE_MAX)
+                st = clf__prefix_error(s, "graph: while recovering from a failed device (%s), "
+                                       "another command of the run failed: ", cause);
+            else
+                st = clf__prefix_error(s, "graph: while recovering from a failed device (%s), "
+                                       "a command on device %zu, which did not fail, failed "
+                                       "too: ", cause, dev);
+            g->evs.ev[keep++] = e;
+            continue;
+        }
+        clf__log(CLF_LOG_DEBUG, "graph: a %s on failed device %zu failed as expected (%s)",
+                 n ? "node's kernel" : "copy", dev, clf_status_name(s));
+        if (n) {
+            clf_event_release(n->ev);
+            n->ev = NULL;
+        }
+        clf_event_release(e);
+    }
+    g->evs.n = keep;
     return st;
 }
 
@@ -524,9 +589,10 @@ int clf__graph_recover(clf_graph *g)
             return 1;
     }
     if (g->fault_phase == 1) {
-        /* Every queued command completed; a failure among them ends the run (end_run()). */
+        /* Every queued command completed: their statuses are read from the run's list. */
         (void)clf__evlist_finish(&g->hold, CLF_SUCCESS);
-        if ((st = plan_reruns(g, cause)) != CLF_SUCCESS)
+        if ((st = sort_statuses(g, cause)) != CLF_SUCCESS ||
+            (st = plan_reruns(g, cause)) != CLF_SUCCESS)
             goto fail;
         g->fault_phase = 2;
         g->rstep = 0;

@@ -1,9 +1,10 @@
 /* lib/graph: a graph of kernels over resident data (clfleet/graph.h). The recording of
  * nodes and their checks (record.c), the dependencies inferred from access modes (deps.c),
- * placement by the cost model and the plan cache (sched.c), the run: valid copies per
- * device, copies, kernels, host callbacks, evictions (run.c), memory budgets and the choice
- * of the copy to evict (mem.c), a device that fails mid-run (fault.c), and the report
- * (report.c). Not installed.
+ * placement by the cost model and the plan cache (sched.c), the run: kernels and host
+ * callbacks in order (run.c), a buffer's copies per device, making room and evictions
+ * (copies.c), reduction partials and scratch instances (redux.c), the job's waits that never
+ * block (wait.c); memory budgets and the choice of the copy to evict (mem.c), a device that
+ * fails mid-run (fault.c), and the report (report.c). Not installed.
  *
  * Layer: above data (arrays, their dependency records), exec (the cost model and its keys),
  * xfer (copies, paths) and core (events, tasks, buffers); only libclfleet-mpi is above it. */
@@ -51,7 +52,7 @@ typedef struct clf__gdata {
     clf_buffer **red_src;
     clf_event **red_wait;
     clf_event **scr_ev;
-    /* Buffers during a run (run.c), per fleet device: the graph's copy there (made on
+    /* Buffers during a run (copies.c), per fleet device: the graph's copy there (made on
      * first use and kept across runs; rep[home] is buf), whether it holds the current
      * contents, and the event after which it does (NULL: it does now). */
     clf_buffer **rep;
@@ -133,7 +134,8 @@ typedef struct clf__gnode {
 } clf__gnode;
 
 /* The graph's memory on one device (mem.c): the budget of its copies there, what they
- * take now (run.c keeps it) and the last run's counts; sim_resident: the plan's view. */
+ * take now (copies.c, redux.c and fault.c keep it: copies, partials) and the last run's
+ * counts; sim_resident: the plan's view. */
 typedef struct clf__gmem {
     uint64_t budget; /* set by the caller; 0: the device's default */
     uint64_t resident, peak;
@@ -175,6 +177,10 @@ struct clf_graph {
     /* The last run measured some (kernel, device) far from the plan's predictions
      * (report.c): the next run plans again even when the key above is unchanged. */
     int plan_stale;
+    /* A recovery planned again mid-run and put the nodes queued before the loss back where
+     * they ran (fault.c): the plan describes that run (clf_graph_node_info()) but is not one
+     * the scheduler chose, so the next run plans again. */
+    int plan_patched;
 
     unsigned flags;  /* CLF_GRAPH_KEEP_COPIES */
     int last_failed; /* the last run failed: the next starts from the caller's buffers */
@@ -241,10 +247,25 @@ uint64_t clf__graph_max_alloc(const clf_graph *g, size_t dev);
 /* Whether node n's argument i is the first that names its data (a buffer named twice
  * counts once). */
 int clf__graph_first_use(const clf__gnode *n, size_t i);
-/* Bytes of node n's buffers whose own device is not dev, and of its reductions' partials
- * (its working set of the graph's memory there); *largest: the largest of them. */
-uint64_t clf__graph_node_bytes(const clf_graph *g, const clf__gnode *n, size_t dev,
+/* Whose view of the graph's memory the helpers below read: none (nothing allocated yet),
+ * the plan's simulated copies and partials (sim_rep, sim_valid, sim_part), or the run's
+ * (rep, valid, part_on). One helper for both keeps the plan's predictions and the run's
+ * evictions in step. */
+enum { CLF__GMEM_NONE, CLF__GMEM_PLAN, CLF__GMEM_RUN };
+/* Bytes node n allocates of the graph's memory on dev: a copy of each of its buffers whose
+ * own device is not dev, and a partial for each of its reductions (on the buffer's own
+ * device too), those already there in view `view` left out (CLF__GMEM_NONE: its whole
+ * working set there); *largest (when given): the largest of them. */
+uint64_t clf__graph_node_bytes(const clf_graph *g, const clf__gnode *n, size_t dev, int view,
                                uint64_t *largest);
+/* Bytes on dev of the partials of open reduction phases (redux.c) over data node n does not
+ * use, in view `view`: resident there until their phase ends, never evicted. */
+uint64_t clf__graph_partial_bytes(const clf_graph *g, const clf__gnode *n, size_t dev, int view);
+/* The eviction state of every data on dev in view `view`, as clf__graph_victim() takes it:
+ * held[i] a copy of the graph is allocated there (not the buffer's own), cur[i] it is
+ * current there, only[i] no other device has a current one. */
+void clf__graph_victim_state(const clf_graph *g, size_t dev, int view, unsigned char *held,
+                             unsigned char *cur, unsigned char *only);
 /* The next node after n that uses data i (SIZE_MAX: none). */
 size_t clf__graph_next_use(const clf_graph *g, size_t i, size_t n);
 /* The copy on dev to evict next to make room for node n: data held there (held[i]: a copy

@@ -1,7 +1,7 @@
 /*
  * Graphs: memory budgets of the graph's copies per device, and the choice of the copy to
- * evict. The plan (sched.c) and the run (run.c) both ask clf__graph_victim(), the plan on
- * its simulated copies, the run on the real ones, so that what the plan predicts is what
+ * evict. The plan (sched.c make_room()) and the run (copies.c clf__graph_make_room()) both
+ * ask clf__graph_victim(), the plan on its simulated copies, the run on the real ones, so that what the plan predicts is what
  * the run does when the plan's other predictions hold.
  *
  * Only the graph's own copies count: the caller's buffers are the caller's, already
@@ -9,8 +9,11 @@
  * there, or current on another device too, costs nothing to drop; among those, and then
  * among the copies that must be written back first, the one whose next use is farthest
  * (Belady: the plan's order is the run's). The node being made room for keeps its own
- * buffers (pinned), so its inputs never evict each other, and since a node's buffers alone
- * fit the budget (the plan refuses it otherwise), making room always ends.
+ * buffers (pinned), so its inputs never evict each other. The partials of open reduction
+ * phases (redux.c) count in the resident bytes but are never evicted: the plan places a node
+ * on a device only where its own buffers fit beside them (sched.c fits()), so that making
+ * room ends whenever the run follows the plan; where it does not, the run fails the node
+ * with CLF_ERROR_UNSUPPORTED (copies.c).
  */
 #include "graph.h"
 
@@ -45,7 +48,27 @@ int clf__graph_first_use(const clf__gnode *n, size_t i)
     return 1;
 }
 
-uint64_t clf__graph_node_bytes(const clf_graph *g, const clf__gnode *n, size_t dev,
+/* Whether data d has a copy of the graph's (not its own buffer) on dev, and a reduction
+ * partial there, in the view. */
+static int has_copy(const clf__gdata *d, size_t dev, int view)
+{
+    if (d->is_array || d->buf->device == dev)
+        return 0;
+    return view == CLF__GMEM_PLAN  ? d->sim_rep && d->sim_rep[dev]
+           : view == CLF__GMEM_RUN ? d->rep && d->rep[dev]
+                                   : 0;
+}
+
+static int has_partial(const clf__gdata *d, size_t dev, int view)
+{
+    if (d->is_array)
+        return 0;
+    return view == CLF__GMEM_PLAN  ? d->sim_part && d->sim_part[dev]
+           : view == CLF__GMEM_RUN ? d->part_on && d->part_on[dev]
+                                   : 0;
+}
+
+uint64_t clf__graph_node_bytes(const clf_graph *g, const clf__gnode *n, size_t dev, int view,
                                uint64_t *largest)
 {
     uint64_t sum = 0, big = 0;
@@ -53,9 +76,14 @@ uint64_t clf__graph_node_bytes(const clf_graph *g, const clf__gnode *n, size_t d
         if (!clf__graph_first_use(n, i))
             continue;
         const clf__gdata *d = &g->data[n->args[i].data];
-        /* A reduction needs its partial (redux.c), on the buffer's own device too. */
-        if (d->buf->device == dev && !(n->args[i].a.flags & CLF_ARG_REDUCTION))
+        if (n->args[i].a.flags & CLF_ARG_REDUCTION) {
+            /* The node runs on the device's partial (redux.c), on the buffer's own device
+             * too, never on a copy of the buffer: made by the phase's first reducer there. */
+            if (has_partial(d, dev, view))
+                continue;
+        } else if (d->buf->device == dev || has_copy(d, dev, view)) {
             continue;
+        }
         sum += d->buf->size;
         if (d->buf->size > big)
             big = d->buf->size;
@@ -65,6 +93,21 @@ uint64_t clf__graph_node_bytes(const clf_graph *g, const clf__gnode *n, size_t d
     return sum;
 }
 
+void clf__graph_victim_state(const clf_graph *g, size_t dev, int view, unsigned char *held,
+                             unsigned char *cur, unsigned char *only)
+{
+    for (size_t i = 0; i < g->ndata; i++) {
+        const clf__gdata *d = &g->data[i];
+        const unsigned char *valid = view == CLF__GMEM_PLAN ? d->sim_valid : d->valid;
+        held[i] = has_copy(d, dev, view);
+        cur[i] = held[i] && valid && valid[dev];
+        size_t k = 0;
+        while (cur[i] && k < g->ndev && (k == dev || !valid[k]))
+            k++;
+        only[i] = cur[i] && k == g->ndev;
+    }
+}
+
 static int uses(const clf__gnode *n, size_t i)
 {
     for (size_t k = 0; k < n->nargs; k++)
@@ -72,6 +115,15 @@ static int uses(const clf__gnode *n, size_t i)
             n->args[k].data == i)
             return 1;
     return 0;
+}
+
+uint64_t clf__graph_partial_bytes(const clf_graph *g, const clf__gnode *n, size_t dev, int view)
+{
+    uint64_t sum = 0;
+    for (size_t i = 0; i < g->ndata; i++)
+        if (!uses(n, i) && has_partial(&g->data[i], dev, view))
+            sum += g->data[i].buf->size;
+    return sum;
 }
 
 size_t clf__graph_next_use(const clf_graph *g, size_t i, size_t n)

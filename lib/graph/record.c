@@ -446,15 +446,6 @@ clf_status clf_graph_add_host(size_t *out_node, clf_graph *g, clf_graph_host_fn 
     return add_node(out_node, g, CLF__GNODE_HOST, NULL, fn, user, accesses, naccesses);
 }
 
-/* Is a run in flight? (The recording and reporting calls refuse to run beside one.) */
-static int busy(clf_graph *g)
-{
-    pthread_mutex_lock(&g->lock);
-    int b = g->running;
-    pthread_mutex_unlock(&g->lock);
-    return b;
-}
-
 clf_status clf_graph_set_flags(clf_graph *g, unsigned flags)
 {
     if (!g)
@@ -463,9 +454,15 @@ clf_status clf_graph_set_flags(clf_graph *g, unsigned flags)
         return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
                          "clf_graph_set_flags: unknown flags 0x%x (CLF_GRAPH_KEEP_COPIES is 0x%x)",
                          flags & ~(unsigned)CLF_GRAPH_KEEP_COPIES, CLF_GRAPH_KEEP_COPIES);
-    if (busy(g))
+    /* Written under the lock that clf_graph_run() takes to start: a run started from another
+     * thread between a check and the write would plan on one value and run on another. */
+    pthread_mutex_lock(&g->lock);
+    int b = g->running;
+    if (!b)
+        g->flags = flags;
+    pthread_mutex_unlock(&g->lock);
+    if (b)
         return clf__fail(CLF_ERROR_BUSY, "clf_graph_set_flags: a run of the graph is in flight");
-    g->flags = flags;
     return CLF_SUCCESS;
 }
 
@@ -474,10 +471,11 @@ clf_status clf_graph_buffer_changed(clf_graph *g, const clf_buffer *buf)
     if (!g || !buf)
         return clf__fail(CLF_ERROR_NULL_POINTER, "clf_graph_buffer_changed: %s is NULL",
                          !g ? "the graph" : "the buffer");
-    if (busy(g))
-        return clf__fail(CLF_ERROR_BUSY,
-                         "clf_graph_buffer_changed: a run of the graph is in flight");
-    for (size_t i = 0; i < g->ndata; i++) {
+    /* As clf_graph_set_flags(): the copies' validity is the run's state (start_run() reads
+     * it), so it changes only under the lock, while no run is in flight. */
+    pthread_mutex_lock(&g->lock);
+    int b = g->running, found = 0;
+    for (size_t i = 0; !b && !found && i < g->ndata; i++) {
         clf__gdata *d = &g->data[i];
         if (d->is_array || d->buf != buf)
             continue;
@@ -485,8 +483,14 @@ clf_status clf_graph_buffer_changed(clf_graph *g, const clf_buffer *buf)
             memset(d->valid, 0, g->ndev);
             d->valid[buf->device] = 1;
         }
-        return CLF_SUCCESS;
+        found = 1;
     }
+    pthread_mutex_unlock(&g->lock);
+    if (b)
+        return clf__fail(CLF_ERROR_BUSY,
+                         "clf_graph_buffer_changed: a run of the graph is in flight");
+    if (found)
+        return CLF_SUCCESS;
     return clf__fail(CLF_ERROR_NOT_FOUND,
                      "clf_graph_buffer_changed: no node of the graph uses this buffer");
 }

@@ -16,10 +16,13 @@
  * own device), never made current and never copied; the scratch nodes on one device take
  * turns on it.
  *
- * The fill and combine kernels are a small program of the graph, built in the caller's
- * thread by the first run of a graph with reductions.
+ * The fill kernels are a small program of the graph, built in the caller's thread by the
+ * first run of a graph with reductions; the combine kernels are the collectives'
+ * (cl/reduce.cl, clf__coll_reduce_kernel(): built once per fleet).
  */
 #include "graph.h"
+
+#include "coll/coll.h"
 
 #include <float.h>
 #include <math.h>
@@ -28,26 +31,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define KERNELS(T, N)                                                                      \
+/* A partial's fill with the op's identity (identity()): the collectives' combine kernels
+ * start from a buffer's contents, so the fill is the graph's own. */
+#define FILL(T, N)                                                                         \
     "__kernel void clf_gred_fill_" #N "(__global " #T " *a, const " #T " v)\n"              \
-    "{ a[get_global_id(0)] = v; }\n"                                                        \
-    "__kernel void clf_gred_sum_" #N "(__global " #T " *a, __global const " #T " *b)\n"     \
-    "{ size_t i = get_global_id(0); a[i] = a[i] + b[i]; }\n"                                \
-    "__kernel void clf_gred_prod_" #N "(__global " #T " *a, __global const " #T " *b)\n"    \
-    "{ size_t i = get_global_id(0); a[i] = a[i] * b[i]; }\n"                                \
-    "__kernel void clf_gred_min_" #N "(__global " #T " *a, __global const " #T " *b)\n"     \
-    "{ size_t i = get_global_id(0); a[i] = b[i] < a[i] ? b[i] : a[i]; }\n"                  \
-    "__kernel void clf_gred_max_" #N "(__global " #T " *a, __global const " #T " *b)\n"     \
-    "{ size_t i = get_global_id(0); a[i] = b[i] > a[i] ? b[i] : a[i]; }\n"
+    "{ a[get_global_id(0)] = v; }\n"
 
 /* double only where the device has it: elsewhere its kernels are missing and a reduction of
  * doubles there fails with the kernel's name. */
 static const char redux_src[] =
-    KERNELS(int, i32) KERNELS(uint, u32) KERNELS(long, i64) KERNELS(float, f32)
+    FILL(int, i32) FILL(uint, u32) FILL(long, i64) FILL(float, f32)
     "#ifdef cl_khr_fp64\n#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
-    KERNELS(double, f64) "#endif\n";
+    FILL(double, f64) "#endif\n";
 
-static const char *const op_names[] = {NULL, "sum", "prod", "min", "max"};
 static const char *const type_names[] = {NULL, "i32", "u32", "i64", "f32", "f64"};
 
 clf_status clf__graph_redux_program(clf_graph *g)
@@ -323,22 +319,28 @@ static clf_status combine_end(clf_graph *g, clf__gdata *d)
 {
     size_t h = d->buf->device;
     char name[48];
-    snprintf(name, sizeof name, "clf_gred_%s_%s", op_names[d->red_op], type_names[d->red_type]);
+    clf_program *prog = NULL;
+    clf_status st = clf__coll_reduce_kernel(g->fleet, h, (clf_type)d->red_type,
+                                            (clf_reduce_op)d->red_op, &prog, name, sizeof name);
+    if (st)
+        st = clf__prefix_error(st, "the combine of a reduction on device %zu: ", h);
     clf_kernel_desc kd = CLF_KERNEL_DESC_INIT;
     kd.kernel = name;
-    kd.global[0] = d->buf->size / clf_type_size((clf_type)d->red_type);
+    /* acc[i] = op(acc[i], partial[i]) for the whole buffer: offsets 0, count elements. */
+    uint64_t zero = 0, count = d->buf->size / clf_type_size((clf_type)d->red_type);
+    kd.global[0] = (size_t)count;
     clf_event *prev = d->vev[h];
-    clf_status st = CLF_SUCCESS;
     for (size_t k = 0; k < g->ndev && !st; k++) {
         if (!d->part_on[k])
             continue;
-        clf_arg args[2] = {CLF_BUF_INOUT(d->buf), CLF_BUF_IN(d->red_src[k])};
+        clf_arg args[5] = {CLF_BUF_INOUT(d->buf), CLF_SCALAR(&zero), CLF_BUF_IN(d->red_src[k]),
+                           CLF_SCALAR(&zero), CLF_SCALAR(&count)};
         clf_event *w[2], *ev = NULL;
         size_t nw = 0;
         if (prev)
             w[nw++] = prev;
         w[nw++] = d->red_wait[k];
-        st = clf_kernel_enqueue(g->fleet, g->redprog, h, &kd, args, 2, w, nw, &ev);
+        st = clf_kernel_enqueue(g->fleet, prog, h, &kd, args, 5, w, nw, &ev);
         if (st) {
             st = clf__prefix_error(st, "combining a reduction's partial from device %zu on "
                                        "device %zu: ", k, h);

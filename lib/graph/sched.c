@@ -176,21 +176,13 @@ static double make_room(plan_ctx *c, size_t dev, size_t n, uint64_t need, int co
     *wb_bytes = 0;
     if (res + need <= budget)
         return 0;
-    for (size_t i = 0; i < g->ndata; i++) {
-        const clf__gdata *d = &g->data[i];
-        c->taken[i] = 0;
-        c->held[i] = !d->is_array && d->sim_rep[dev];
-        c->cur[i] = !d->is_array && d->sim_valid[dev];
-        size_t k = 0;
-        while (c->cur[i] && k < g->ndev && (k == dev || !d->sim_valid[k]))
-            k++;
-        c->only[i] = c->cur[i] && k == g->ndev;
-    }
+    memset(c->taken, 0, g->ndata);
+    clf__graph_victim_state(g, dev, CLF__GMEM_PLAN, c->held, c->cur, c->only);
     while (res + need > budget) {
         int wb;
         size_t v = clf__graph_victim(g, dev, n, c->held, c->cur, c->only, c->taken, &wb);
         if (v == SIZE_MAX)
-            break; /* cannot happen once the node fits the budget (plan_whole()) */
+            break; /* cannot happen: the node fits beside the partials (fits()) */
         clf__gdata *d = &g->data[v];
         size_t home = d->buf->device;
         c->taken[v] = 1;
@@ -211,25 +203,6 @@ static double make_room(plan_ctx *c, size_t dev, size_t n, uint64_t need, int co
     return s;
 }
 
-/* Bytes of node n's copies that dev does not hold yet (what the node allocates there). */
-static uint64_t new_bytes(const clf_graph *g, const clf__gnode *n, size_t dev)
-{
-    uint64_t sum = 0;
-    for (size_t i = 0; i < n->nargs; i++) {
-        if (!clf__graph_first_use(n, i))
-            continue;
-        const clf__gdata *d = &g->data[n->args[i].data];
-        if (n->args[i].a.flags & CLF_ARG_REDUCTION) {
-            /* Its partial (redux.c), made by the phase's first reducer there. */
-            if (!d->sim_part[dev])
-                sum += d->buf->size;
-        } else if (d->buf->device != dev && !d->sim_rep[dev]) {
-            sum += d->buf->size;
-        }
-    }
-    return sum;
-}
-
 /* The reduction phases node n ends (it uses the data otherwise, clf__graph_flush()): their
  * partials released, as the run releases them after the combine. */
 static void end_phases(clf_graph *g, const clf__gnode *n)
@@ -246,12 +219,14 @@ static void end_phases(clf_graph *g, const clf__gnode *n)
     }
 }
 
-/* Whether node n's buffers fit device dev's budget and largest allocation at all; else a
- * line on why not in why. */
+/* Whether node n's buffers fit device dev's budget and largest allocation at all, beside the
+ * partials of reduction phases still open there (never evicted: make_room() could not make
+ * the room, and the run would fail the node); else a line on why not in why. */
 static int fits(const clf_graph *g, const clf__gnode *n, size_t dev, char *why, size_t len)
 {
-    uint64_t big, ws = clf__graph_node_bytes(g, n, dev, &big);
+    uint64_t big, ws = clf__graph_node_bytes(g, n, dev, CLF__GMEM_NONE, &big);
     uint64_t budget = clf__graph_budget(g, dev), max = clf__graph_max_alloc(g, dev);
+    uint64_t parts = clf__graph_partial_bytes(g, n, dev, CLF__GMEM_PLAN);
     if (big > max) {
         snprintf(why, len, "device %zu: a %llu-byte buffer, over its largest allocation of %llu",
                  dev, (unsigned long long)big, (unsigned long long)max);
@@ -260,6 +235,13 @@ static int fits(const clf_graph *g, const clf__gnode *n, size_t dev, char *why, 
     if (ws > budget) {
         snprintf(why, len, "device %zu: %llu bytes of copies, over its budget of %llu", dev,
                  (unsigned long long)ws, (unsigned long long)budget);
+        return 0;
+    }
+    if (ws + parts > budget) {
+        snprintf(why, len, "device %zu: %llu bytes of copies beside %llu of open reductions' "
+                 "partials (kept until their phases end), over its budget of %llu", dev,
+                 (unsigned long long)ws, (unsigned long long)parts,
+                 (unsigned long long)budget);
         return 0;
     }
     return 1;
@@ -304,7 +286,8 @@ static clf_status plan_whole(plan_ctx *c, clf__gnode *n)
         }
         /* Room for its new copies: the write-backs that eviction causes cost their time. */
         uint64_t wb_bytes;
-        double wb = make_room(c, d, idx, new_bytes(g, n, d), 0, &wb_bytes);
+        double wb = make_room(c, d, idx, clf__graph_node_bytes(g, n, d, CLF__GMEM_PLAN, NULL),
+                              0, &wb_bytes);
         double start = fmax(c->ready[d], dep);
         size_t bytes = 0;
         for (size_t i = 0; i < n->nargs; i++) {
@@ -358,7 +341,8 @@ static clf_status plan_whole(plan_ctx *c, clf__gnode *n)
     } else {
         /* Its copies there: room made as the run will make it, then allocated. */
         uint64_t wbb;
-        (void)make_room(c, best, idx, new_bytes(g, n, best), 1, &wbb);
+        (void)make_room(c, best, idx, clf__graph_node_bytes(g, n, best, CLF__GMEM_PLAN, NULL), 1,
+                        &wbb);
         for (size_t i = 0; i < n->nargs; i++) {
             if (!clf__graph_first_use(n, i))
                 continue;
@@ -532,7 +516,8 @@ clf_status clf__graph_plan(clf_graph *g)
         clf__perf_device_key(g->fleet, d, c.dkey[d], sizeof c.dkey[d]);
     uint64_t key = mix(shapes_key(g), knowledge_key(&c));
     key = key ? key : 1; /* 0 means "no plan" */
-    if (key == g->plan_key && g->plan_nodes == g->nnodes && !g->plan_stale) {
+    if (key == g->plan_key && g->plan_nodes == g->nnodes && !g->plan_stale &&
+        !g->plan_patched) {
         g->plan_reused = 1;
         clf__log(CLF_LOG_DEBUG, "graph: %zu nodes, the shapes and what the model knows are "
                  "unchanged: plan reused", g->nnodes);
@@ -543,6 +528,7 @@ clf_status clf__graph_plan(clf_graph *g)
                  "plan's predictions: planned again on what was measured");
     g->plan_reused = 0;
     g->plan_stale = 0;
+    g->plan_patched = 0;
     for (size_t i = 0; i < g->ndata; i++) {
         clf__gdata *d = &g->data[i];
         if (d->is_array)
