@@ -52,9 +52,9 @@ void clf_buffer_destroy(clf_buffer *b)
 {
     if (!b)
         return;
-    /* OpenCL keeps the memory alive until the commands that use it finish. */
-    clReleaseMemObject(b->mem);
-    clf__metrics_free(b->fleet, b->device, b->size);
+    /* OpenCL keeps the memory alive until the commands that use it finish. Un-counted as
+     * clf__cmd_buffer() counted it. */
+    clf__cmd_release(&CLF__CMD(b->fleet, b->device, NULL, NULL), b->mem, b->size);
     clf_fleet *fl = b->holds_fleet ? b->fleet : NULL;
     free(b);
     if (fl)

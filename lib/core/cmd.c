@@ -10,7 +10,7 @@
  *    enqueue, and only the enqueue, holds the device's exec lock
  *    (clf__dev_exec_enter());
  *  - a fault rule of $CLFLEET_FAULT_INJECT is applied: the one the caller names
- *    (clf__cmd_opt.fault: the launch executor's alloc/write/read/enqueue hooks), else the
+ *    (clf__cmd.fault: the launch executor's alloc/write/read/enqueue hooks), else the
  *    class of the command's kind, so that task queues, pipelines and collectives are
  *    reached without naming one; such a command on a device marked failed fails
  *    (CLF_ERROR_DEVICE_FAILED) until clf_device_readmit() (core.h lists who opts out);
@@ -18,7 +18,9 @@
  *  - every kernel and transfer is counted in the fleet's metrics and kept on
  *    the timeline of the queue it ran on (clf__metrics_event()), unless the caller
  *    accounts for it itself (CLF__CMD_NO_METRICS: the launch executor counts its chunks
- *    from their events in its report and then in clf__metrics_launch()).
+ *    from their events in its report and then in clf__metrics_launch());
+ *  - a buffer's device memory is counted when clf__cmd_buffer() makes it and un-counted
+ *    when clf__cmd_release() releases it, so that the two cannot drift apart.
  *
  * tools/cmdpath.sh checks that no other file calls clEnqueue*, clCreateBuffer,
  * clCreateSubBuffer or clCreateKernel.

@@ -37,9 +37,8 @@ static clf_status broadcast(clf__worker *w, size_t i)
                                      CLF__CMD_BLOCKING, CLF__FAULT_WRITE);
         c.ev = &ev;
         if (clf__cmd_write(&c, m, 0, b->size, b->host) != CLF_SUCCESS) {
-            clReleaseMemObject(m);
+            clf__cmd_release(&CLF__CMD(L->fl, di, NULL, NULL), m, b->size);
             w->mem_now -= b->size;
-            clf__metrics_free(L->fl, di, b->size);
             return clf__worker_cmd_failed(w, &c);
         }
         w->rep.to_device_s += clf__worker_blocking_done(w, ev, CLF__REC_TO_DEVICE, b->size);
@@ -132,9 +131,9 @@ static clf_status ensure_slot(clf__worker *w, size_t i, int s, uint64_t units)
         return CLF_SUCCESS;
     if (w->slot[i][s]) {
         /* The chunk that used this slot has completed (see run_chunks). */
-        clReleaseMemObject(w->slot[i][s]);
+        clf__cmd_release(&CLF__CMD(w->L->fl, w->d->index, NULL, NULL), w->slot[i][s],
+                         w->slot_cap[i][s]);
         w->mem_now -= w->slot_cap[i][s];
-        clf__metrics_free(w->L->fl, w->d->index, w->slot_cap[i][s]);
         w->slot[i][s] = NULL;
     }
     clf_status st = clf__worker_device_alloc(w, need, CL_MEM_READ_WRITE, &w->slot[i][s]);

@@ -120,16 +120,19 @@ clf_status clf__worker_device_alloc(clf__worker *w, size_t bytes, cl_mem_flags f
     if (injected)
         return cl_fail(w, err, "clCreateBuffer", injected);
     if (!*out) {
-        /* The rule applied above, once, cached buffer or not. */
+        /* The rule applied above, once, cached buffer or not. Counted as device memory
+         * there; clf__worker_buffer_free() (clf__cmd_release()) un-counts it. */
         clf__cmd c = CLF__CMD(w->L->fl, w->d->index, NULL, NULL);
-        c.flags = CLF__CMD_NO_METRICS | CLF__CMD_NO_FAULT;
+        c.flags = CLF__CMD_NO_FAULT;
         if (clf__cmd_buffer(&c, flags, bytes, NULL, out) != CLF_SUCCESS)
             return clf__worker_cmd_failed(w, &c);
+    } else {
+        /* A kept buffer was counted as free while the cache held it (fleetstate.c). */
+        clf__metrics_alloc(w->L->fl, w->d->index, bytes);
     }
     w->mem_now += bytes;
     if (w->mem_now > w->mem_peak)
         w->mem_peak = w->mem_now;
-    clf__metrics_alloc(w->L->fl, w->d->index, bytes);
     return CLF_SUCCESS;
 }
 
@@ -655,9 +658,8 @@ void clf__worker_buffer_free(clf__worker *w, cl_mem *m, size_t *cap)
 {
     if (!*m)
         return;
-    clReleaseMemObject(*m);
+    clf__cmd_release(&CLF__CMD(w->L->fl, w->d->index, NULL, NULL), *m, *cap);
     w->mem_now -= *cap;
-    clf__metrics_free(w->L->fl, w->d->index, *cap);
     *m = NULL;
     *cap = 0;
 }
