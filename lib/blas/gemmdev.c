@@ -222,31 +222,23 @@ static void chunk_blocks(const clf__gemm_run *G, uint64_t off, uint64_t len, clf
 
 /* The worker's commands through the command path (core/cmd.c): it accounts for them itself
  * (worker.c); fault rule `call` applies first. */
-static clf__cmd_opt cmd_opt(unsigned flags, unsigned call)
+static clf__cmd block_cmd(clf__worker *w, cl_command_queue q, unsigned flags, unsigned call)
 {
-    clf__cmd_opt o = {0};
-    o.flags = flags | CLF__CMD_NO_METRICS | CLF__CMD_FAULT;
-    o.fault = call;
-    return o;
+    return clf__worker_cmd(CLF__CMD(w->L->fl, w->d->index, q, NULL), flags, call);
 }
 
-/* Block b between host and buf on the transfer queue (*o: the command's options). */
-static clf_status move_block(clf__worker *w, int to_device, cl_mem buf, const void *host,
-                             size_t es, const clf__gemm_block *b, cl_uint nwait,
-                             const cl_event *wait, cl_event *ev, clf__cmd_opt *o)
+/* Block b between host and buf, as command c (on the transfer queue). */
+static clf_status move_block(clf__cmd *c, int to_device, cl_mem buf, const void *host,
+                             size_t es, const clf__gemm_block *b)
 {
-    clf_fleet *fl = w->L->fl;
-    size_t dev = w->d->index;
-    cl_command_queue q = w->d->transfer;
     char *p = (char *)host + b->origin * es;
     if (b->lines == 1 || b->pitch == b->len)
-        return to_device ? clf__cmd_write_opt(fl, dev, q, buf, 0, b->lines * b->len * es, p,
-                                              NULL, nwait, wait, ev, o)
-                         : clf__cmd_read_opt(fl, dev, q, buf, 0, b->lines * b->len * es, p, NULL,
-                                             nwait, wait, ev, o);
-    size_t zero[3] = {0, 0, 0}, region[3] = {b->len * es, b->lines, 1};
-    return clf__cmd_rect_opt(fl, dev, q, to_device, buf, zero, zero, region, b->len * es, 0,
-                             b->pitch * es, 0, p, NULL, nwait, wait, ev, o);
+        return to_device ? clf__cmd_write(c, buf, 0, b->lines * b->len * es, p)
+                         : clf__cmd_read(c, buf, 0, b->lines * b->len * es, p);
+    clf__cmd_box box = {.region = {b->len * es, b->lines, 1},
+                        .brow = b->len * es,
+                        .hrow = b->pitch * es};
+    return clf__cmd_rect(c, to_device, buf, &box, p);
 }
 
 /* The worker's buffers: per slot (double buffering) the sliced operand's block and C's
@@ -275,9 +267,9 @@ static clf_status gemm_begin(clf__worker *w)
     if (st != CLF_SUCCESS)
         return st;
     cl_event ev = NULL;
-    clf__cmd_opt o = cmd_opt(CLF__CMD_BLOCKING, CLF__FAULT_WRITE);
-    if (move_block(w, 1, w->slot[2][0], G->whole_host, G->g.es, &G->whole, 0, NULL, &ev, &o) !=
-        CLF_SUCCESS)
+    clf__cmd o = block_cmd(w, w->d->transfer, CLF__CMD_BLOCKING, CLF__FAULT_WRITE);
+    o.ev = &ev;
+    if (move_block(&o, 1, w->slot[2][0], G->whole_host, G->g.es, &G->whole) != CLF_SUCCESS)
         return clf__worker_cl_fail(w, o.err, "clEnqueueWriteBuffer (GEMM operand)", o.injected);
     clf__worker_transfer_done(w, ev, 1, G->whole_bytes);
     return CLF_SUCCESS;
@@ -288,8 +280,9 @@ static clf_status upload(clf__worker *w, clf__chunk *c, cl_mem m, const void *ho
                          const clf__gemm_block *b, const char *what)
 {
     size_t es = run_of(w)->g.es;
-    clf__cmd_opt o = cmd_opt(CLF__CMD_NO_FLUSH, CLF__FAULT_WRITE);
-    if (move_block(w, 1, m, host, es, b, 0, NULL, &c->ev[c->nwrite], &o) != CLF_SUCCESS)
+    clf__cmd o = block_cmd(w, w->d->transfer, CLF__CMD_NO_FLUSH, CLF__FAULT_WRITE);
+    o.ev = &c->ev[c->nwrite];
+    if (move_block(&o, 1, m, host, es, b) != CLF_SUCCESS)
         return clf__worker_cl_fail(w, o.err, what, o.injected);
     c->ev_bytes[c->nwrite] = b->lines * b->len * es;
     c->ev_arg[c->nwrite] = 0;
@@ -342,9 +335,12 @@ static clf_status gemm_run(clf__worker *w, clf__chunk *c)
     c->fault = CLF__FAULT(w->L->fl, w->d->index, CLF__FAULT_EXEC);
     if (c->fault != CL_SUCCESS)
         return CLF_SUCCESS;
-    clf__cmd_opt o = cmd_opt(CLF__CMD_NO_FLUSH, CLF__FAULT_ENQUEUE);
-    if (clf__cmd_barrier(w->L->fl, w->d->index, q, "GEMM block", (cl_uint)c->nwrite, c->ev,
-                         &c->pre, &o) != CLF_SUCCESS)
+    clf__cmd o = block_cmd(w, q, CLF__CMD_NO_FLUSH, CLF__FAULT_ENQUEUE);
+    o.what = "GEMM block";
+    o.nwait = (cl_uint)c->nwrite;
+    o.wait = c->ev;
+    o.ev = &c->pre;
+    if (clf__cmd_barrier(&o) != CLF_SUCCESS)
         return clf__worker_cl_fail(w, o.err, "clEnqueueBarrierWithWaitList (GEMM block)",
                                    o.injected);
     cl_mem whole = w->slot[2][0], slice = w->slot[0][s];
@@ -375,7 +371,9 @@ static clf_status gemm_run(clf__worker *w, clf__chunk *c)
      * of the call's kernels from the barrier on: clBLAST may pad the blocks and copy C back
      * around its GEMM kernel, and holding back only that last small copy left a simulated
      * 50x slower device 1-2x slower. */
-    clf__cmd_adopt_kernel(w->L->fl, w->d->index, q, c->pre, &c->kernel);
+    clf__cmd adopt = CLF__CMD(w->L->fl, w->d->index, q, NULL);
+    adopt.ev = &c->kernel;
+    clf__cmd_adopt_kernel(&adopt, c->pre);
     clFlush(q);
     return CLF_SUCCESS;
 }
@@ -390,9 +388,11 @@ static clf_status gemm_chunk_out(clf__worker *w, clf__chunk *c)
     size_t mc, nc;
     chunk_blocks(G, c->off, c->len, &sb, &cbk, &mc, &nc);
     size_t k = c->nwrite + c->nread;
-    clf__cmd_opt o = cmd_opt(CLF__CMD_NO_FLUSH, CLF__FAULT_READ);
-    if (move_block(w, 0, w->slot[1][c->slot], G->g.c, G->g.es, &cbk, 1, &c->kernel, &c->ev[k],
-                   &o) != CLF_SUCCESS)
+    clf__cmd o = block_cmd(w, w->d->transfer, CLF__CMD_NO_FLUSH, CLF__FAULT_READ);
+    o.nwait = 1;
+    o.wait = &c->kernel;
+    o.ev = &c->ev[k];
+    if (move_block(&o, 0, w->slot[1][c->slot], G->g.c, G->g.es, &cbk) != CLF_SUCCESS)
         return clf__worker_cl_fail(w, o.err, "clEnqueueReadBuffer (GEMM block of C)",
                                    o.injected);
     c->ev_bytes[k] = cbk.lines * cbk.len * G->g.es;

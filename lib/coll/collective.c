@@ -557,9 +557,13 @@ clf_status clf__coll_combine(clf__coll *c, size_t i, clf_buffer *acc, size_t acc
     size_t wg = c->wg[i], global = (len + wg - 1) / wg * wg;
     if (err != CL_SUCCESS)
         st = clf__cl_fail(err, "clSetKernelArg (collective combine)", d);
-    else
-        st = clf__cmd_kernel(c->fl, d->index, d->compute, k, c->klabel[0] ? c->klabel : c->kname,
-                             1, NULL, &global, &wg, nw, cw, &ev);
+    else {
+        clf__cmd cmd = CLF__CMD(c->fl, d->index, d->compute, c->klabel[0] ? c->klabel : c->kname);
+        cmd.nwait = nw;
+        cmd.wait = cw;
+        cmd.ev = &ev;
+        st = clf__cmd_kernel(&cmd, k, 1, NULL, &global, &wg);
+    }
     for (cl_uint j = 0; j < nw; j++)
         clReleaseEvent(cw[j]);
     if (st != CLF_SUCCESS)
@@ -585,11 +589,12 @@ clf_status clf__coll_host_io(clf__coll *c, clf_buffer *b, int write, size_t off,
     if (st != CLF_SUCCESS)
         return st;
     /* On the compute queue, where the collective's commands that wait go. */
-    const char *what = c->tag ? c->tag : c->fn;
-    st = write ? clf__cmd_write(c->fl, d->index, d->compute, b->mem, off, bytes, host, what, nw,
-                                cw, &ev)
-               : clf__cmd_read(c->fl, d->index, d->compute, b->mem, off, bytes, host, what, nw,
-                               cw, &ev);
+    clf__cmd cmd = CLF__CMD(c->fl, d->index, d->compute, c->tag ? c->tag : c->fn);
+    cmd.nwait = nw;
+    cmd.wait = cw;
+    cmd.ev = &ev;
+    st = write ? clf__cmd_write(&cmd, b->mem, off, bytes, host)
+               : clf__cmd_read(&cmd, b->mem, off, bytes, host);
     for (cl_uint j = 0; j < nw; j++)
         clReleaseEvent(cw[j]);
     if (st != CLF_SUCCESS)

@@ -32,9 +32,9 @@ clf_status clf_buffer_create(clf_buffer **out, clf_fleet *fleet, size_t device, 
         return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "buffer: out of memory");
     /* Counted as the device's memory (clf_buffer_destroy() gives it back). Buffers are
      * failed by their own fault class only (doc/14-reliability.md), never by a failed device. */
-    clf__cmd_opt o = {0};
-    o.flags = CLF__CMD_NO_FAULT;
-    st = clf__cmd_buffer(fleet, device, f, size, NULL, NULL, &o, &b->mem);
+    clf__cmd c = CLF__CMD(fleet, device, NULL, NULL);
+    c.flags = CLF__CMD_NO_FAULT;
+    st = clf__cmd_buffer(&c, f, size, NULL, &b->mem);
     if (st != CLF_SUCCESS) {
         free(b);
         return st;
@@ -52,9 +52,9 @@ void clf_buffer_destroy(clf_buffer *b)
 {
     if (!b)
         return;
-    /* OpenCL keeps the memory alive until the commands that use it finish. */
-    clReleaseMemObject(b->mem);
-    clf__metrics_free(b->fleet, b->device, b->size);
+    /* OpenCL keeps the memory alive until the commands that use it finish. Un-counted as
+     * clf__cmd_buffer() counted it. */
+    clf__cmd_release(&CLF__CMD(b->fleet, b->device, NULL, NULL), b->mem, b->size);
     clf_fleet *fl = b->holds_fleet ? b->fleet : NULL;
     free(b);
     if (fl)
@@ -111,12 +111,11 @@ static clf_status transfer(clf_buffer *b, int write, size_t offset, size_t size,
     cl_event ev = NULL;
     /* A blocking one is counted when it returns, an asynchronous one when it completes; the
      * path flushes an asynchronous one (start it now, not at the next blocking call). */
-    clf__cmd_opt o = {0};
-    o.flags = (blocking ? CLF__CMD_BLOCKING : 0) | CLF__CMD_NO_FAULT; /* the rule is above */
-    st = write ? clf__cmd_write_opt(b->fleet, b->device, d->transfer, b->mem, offset, size, host,
-                                    NULL, 0, NULL, &ev, &o)
-               : clf__cmd_read_opt(b->fleet, b->device, d->transfer, b->mem, offset, size, host,
-                                   NULL, 0, NULL, &ev, &o);
+    clf__cmd c = CLF__CMD(b->fleet, b->device, d->transfer, NULL);
+    c.flags = (blocking ? CLF__CMD_BLOCKING : 0) | CLF__CMD_NO_FAULT; /* the rule is above */
+    c.ev = &ev;
+    st = write ? clf__cmd_write(&c, b->mem, offset, size, host)
+               : clf__cmd_read(&c, b->mem, offset, size, host);
     if (st != CLF_SUCCESS)
         return st;
     return clf__event_wrap(ev, out_event);
@@ -167,11 +166,11 @@ clf_status clf_buffer_map(void **out, clf_buffer *b, size_t offset, size_t size,
     cl_int ferr = CLF__FAULT(b->fleet, b->device, CLF__FAULT_BUFFER); /* as transfer() */
     if (ferr != CL_SUCCESS)
         return clf__cl_fail(ferr, "clEnqueueMapBuffer", d);
-    clf__cmd_opt o = {0};
-    o.flags = CLF__CMD_BLOCKING | CLF__CMD_NO_FAULT;
     cl_event ev = NULL;
-    st = clf__cmd_map(b->fleet, b->device, d->transfer, b->mem, f, offset, size,
-                      "clf_buffer_map", 0, NULL, &ev, &o, out);
+    clf__cmd c = CLF__CMD(b->fleet, b->device, d->transfer, "clf_buffer_map");
+    c.flags = CLF__CMD_BLOCKING | CLF__CMD_NO_FAULT;
+    c.ev = &ev;
+    st = clf__cmd_map(&c, b->mem, f, offset, size, out);
     if (ev)
         clReleaseEvent(ev);
     if (st == CLF_SUCCESS)
@@ -189,11 +188,11 @@ clf_status clf_buffer_unmap(clf_buffer *b, void *ptr)
                          "clf_buffer_unmap: the buffer is not mapped (clf_buffer_map())");
     struct clf__device *d = &b->fleet->dev[b->device];
     cl_event ev = NULL;
-    clf__cmd_opt o = {0};
-    o.flags = CLF__CMD_NO_FAULT;
-    clf_status st = clf__cmd_unmap(b->fleet, b->device, d->transfer, b->mem, ptr,
-                                   "clf_buffer_unmap", 0, NULL, &ev, &o);
-    if (st != CLF_SUCCESS && o.err == CL_INVALID_VALUE && !o.injected)
+    clf__cmd c = CLF__CMD(b->fleet, b->device, d->transfer, "clf_buffer_unmap");
+    c.flags = CLF__CMD_NO_FAULT;
+    c.ev = &ev;
+    clf_status st = clf__cmd_unmap(&c, b->mem, ptr);
+    if (st != CLF_SUCCESS && c.err == CL_INVALID_VALUE && !c.injected)
         return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "clf_buffer_unmap: %p is not a mapping "
                          "of this buffer (clf_buffer_map())", ptr);
     if (st != CLF_SUCCESS)
@@ -222,10 +221,10 @@ clf_status clf_buffer_fill(clf_buffer *b, const void *pattern, size_t pattern_si
                          offset, size, pattern_size);
     struct clf__device *d = &b->fleet->dev[b->device];
     cl_event ev;
-    clf__cmd_opt o = {0};
-    o.flags = CLF__CMD_NO_METRICS | CLF__CMD_NO_FAULT; /* on the timeline only, below */
-    st = clf__cmd_fill(b->fleet, b->device, d->transfer, b->mem, pattern, pattern_size, offset,
-                       size, NULL, 0, NULL, &ev, &o);
+    clf__cmd c = CLF__CMD(b->fleet, b->device, d->transfer, NULL);
+    c.flags = CLF__CMD_NO_METRICS | CLF__CMD_NO_FAULT; /* on the timeline only, below */
+    c.ev = &ev;
+    st = clf__cmd_fill(&c, b->mem, pattern, pattern_size, offset, size);
     if (st != CLF_SUCCESS)
         return st;
     clf_event e = {.ev = ev};

@@ -10,7 +10,7 @@
  *    enqueue, and only the enqueue, holds the device's exec lock
  *    (clf__dev_exec_enter());
  *  - a fault rule of $CLFLEET_FAULT_INJECT is applied: the one the caller names
- *    (clf__cmd_opt.fault: the launch executor's alloc/write/read/enqueue hooks), else the
+ *    (clf__cmd.fault: the launch executor's alloc/write/read/enqueue hooks), else the
  *    class of the command's kind, so that task queues, pipelines and collectives are
  *    reached without naming one; such a command on a device marked failed fails
  *    (CLF_ERROR_DEVICE_FAILED) until clf_device_readmit() (core.h lists who opts out);
@@ -18,7 +18,9 @@
  *  - every kernel and transfer is counted in the fleet's metrics and kept on
  *    the timeline of the queue it ran on (clf__metrics_event()), unless the caller
  *    accounts for it itself (CLF__CMD_NO_METRICS: the launch executor counts its chunks
- *    from their events in its report and then in clf__metrics_launch()).
+ *    from their events in its report and then in clf__metrics_launch());
+ *  - a buffer's device memory is counted when clf__cmd_buffer() makes it and un-counted
+ *    when clf__cmd_release() releases it, so that the two cannot drift apart.
  *
  * tools/cmdpath.sh checks that no other file calls clEnqueue*, clCreateBuffer,
  * clCreateSubBuffer or clCreateKernel.
@@ -55,32 +57,27 @@ void clf_cl_unlock(clf_fleet *fl, size_t dev)
     clf__dev_exec_leave(fl, dev);
 }
 
-static const clf__cmd_opt no_opt; /* the defaults */
-
-static const clf__cmd_opt *opt_or_default(clf__cmd_opt *o)
+/* Before a command: its out fields cleared, and its event slot, so that a failure leaves no
+ * stale status or event behind. */
+static void reset(clf__cmd *c)
 {
-    if (!o)
-        return &no_opt;
-    o->err = CL_SUCCESS;
-    o->injected = 0;
-    return o;
+    c->err = CL_SUCCESS;
+    c->injected = 0;
+    if (c->ev)
+        *c->ev = NULL;
 }
 
-/* A failed call: recorded with the device, and in *o for a caller that acts on the status. */
-static clf_status fail(clf_fleet *fl, size_t dev, const clf__cmd_opt *co, cl_int err,
-                       int injected, const char *call, const char *what)
+/* A failed call: recorded with the device, and in *c for a caller that acts on the status. */
+static clf_status fail(clf__cmd *c, cl_int err, int injected, const char *call)
 {
-    if (co != &no_opt) {
-        clf__cmd_opt *o = (clf__cmd_opt *)co;
-        o->err = err;
-        o->injected = injected;
-    }
-    char c[160];
-    if (what)
-        snprintf(c, sizeof c, "%s (%s)", call, what);
+    c->err = err;
+    c->injected = injected;
+    char s[160];
+    if (c->what)
+        snprintf(s, sizeof s, "%s (%s)", call, c->what);
     else
-        snprintf(c, sizeof c, "%s", call);
-    clf_status st = clf__cl_fail(err, c, &fl->dev[dev]);
+        snprintf(s, sizeof s, "%s", call);
+    clf_status st = clf__cl_fail(err, s, &c->fl->dev[c->dev]);
     if (injected)
         clf__append_error(" (injected by CLFLEET_FAULT_INJECT)");
     return st;
@@ -92,18 +89,16 @@ static clf_status fail(clf_fleet *fl, size_t dev, const clf__cmd_opt *co, cl_int
 /* A device marked failed refuses a command of the default path: its results could be wrong,
  * and the subsystems then fail clearly (or give the work to another device) instead of
  * running on it. The flag is read without the lock first: it is set rarely. */
-static clf_status refuse_failed(clf_fleet *fl, size_t dev, const clf__cmd_opt *co,
-                                const char *what)
+static clf_status refuse_failed(clf_fleet *fl, size_t dev, clf__cmd *c, const char *what)
 {
     if (!__atomic_load_n(&fl->dev[dev].failed, __ATOMIC_RELAXED))
         return CLF_SUCCESS;
     char why[200];
     if (!clf__device_failed(fl, dev, why, sizeof why))
         return CLF_SUCCESS;
-    if (co != &no_opt) {
-        clf__cmd_opt *o = (clf__cmd_opt *)co;
-        o->err = CL_DEVICE_NOT_AVAILABLE;
-        o->injected = 0;
+    if (c) {
+        c->err = CL_DEVICE_NOT_AVAILABLE;
+        c->injected = 0;
     }
     return clf__fail(CLF_ERROR_DEVICE_FAILED,
                      "%s: device %zu '%s' failed earlier and is left out until "
@@ -111,67 +106,75 @@ static clf_status refuse_failed(clf_fleet *fl, size_t dev, const clf__cmd_opt *c
                      what ? what : "command", dev, fl->dev[dev].info.name, why);
 }
 
-/* The fault rule that applies (the caller's, else the kind's class unless it opted out):
- * CL_SUCCESS, or the injected status. A failed device's refusal comes first (*st). */
-static cl_int inject(clf_fleet *fl, size_t dev, const clf__cmd_opt *o, unsigned kind,
-                     const char *what, clf_status *st)
+/* The fault rule that applies (the caller's, else the kind's class unless it opted out),
+ * then a failed device's refusal: CLF_SUCCESS, or the failure, recorded. call names the
+ * OpenCL call an injected status stands for. */
+static clf_status inject(clf__cmd *c, unsigned kind, const char *call)
 {
-    *st = CLF_SUCCESS;
-    if (o->flags & CLF__CMD_FAULT)
-        return CLF__FAULT(fl, dev, o->fault);
-    if ((o->flags & CLF__CMD_NO_FAULT) || kind == NO_CLASS)
-        return CL_SUCCESS;
-    if ((*st = refuse_failed(fl, dev, o, what)) != CLF_SUCCESS)
-        return CL_DEVICE_NOT_AVAILABLE;
-    cl_int err = CLF__FAULT(fl, dev, kind);
-    /* A kernel is also an exec call: here it fails before it runs rather than while. */
-    if (err == CL_SUCCESS && kind == CLF__FAULT_ENQUEUE)
-        err = CLF__FAULT(fl, dev, CLF__FAULT_EXEC);
-    return err;
+    cl_int err;
+    if (c->flags & CLF__CMD_FAULT) {
+        err = CLF__FAULT(c->fl, c->dev, c->fault);
+    } else {
+        if ((c->flags & CLF__CMD_NO_FAULT) || kind == NO_CLASS)
+            return CLF_SUCCESS;
+        clf_status st = refuse_failed(c->fl, c->dev, c, c->what);
+        if (st != CLF_SUCCESS)
+            return st;
+        err = CLF__FAULT(c->fl, c->dev, kind);
+        /* A kernel is also an exec call: here it fails before it runs rather than while. */
+        if (err == CL_SUCCESS && kind == CLF__FAULT_ENQUEUE)
+            err = CLF__FAULT(c->fl, c->dev, CLF__FAULT_EXEC);
+    }
+    return err == CL_SUCCESS ? CLF_SUCCESS : fail(c, err, 1, call);
 }
 
 clf_status clf__cmd_check(clf_fleet *fl, size_t dev, unsigned call, const char *what)
 {
-    clf_status st = refuse_failed(fl, dev, &no_opt, what);
+    clf_status st = refuse_failed(fl, dev, NULL, what);
     if (st != CLF_SUCCESS)
         return st;
     cl_int err = CLF__FAULT(fl, dev, call);
-    return err == CL_SUCCESS ? CLF_SUCCESS : fail(fl, dev, &no_opt, err, 1, what, NULL);
+    if (err == CL_SUCCESS)
+        return CLF_SUCCESS;
+    clf__cmd c = CLF__CMD(fl, dev, NULL, NULL);
+    return fail(&c, err, 1, what);
 }
 
-/* Before an enqueue on device dev: a device whose table says !wait_list_ok waits for the wait list on the host
- * (without its exec lock, which the commands waited for may need) and gets none; then the
- * exec lock. */
-static clf_status enter(clf_fleet *fl, size_t dev, const clf__cmd_opt *o, cl_uint *nwait,
-                        const cl_event **wait)
+/* Before an enqueue: a device whose table says !wait_list_ok waits for the wait list on the
+ * host (without its exec lock, which the commands waited for may need) and gets none; then
+ * the exec lock. *nwait and *wait: the list the enqueue gets. */
+static clf_status enter(clf__cmd *c, cl_uint *nwait, const cl_event **wait)
 {
-    if (*nwait == 0)
-        *wait = NULL;
-    if (!clf__devops(fl, dev)->wait_list_ok && *nwait) {
+    clf_fleet *fl = c->fl;
+    *nwait = c->nwait;
+    *wait = c->nwait ? c->wait : NULL;
+    if (!clf__devops(fl, c->dev)->wait_list_ok && *nwait) {
         clf__log(CLF_LOG_DEBUG, "device %zu '%s': waiting on the host for %u event(s) before an "
-                 "enqueue (it runs commands inside clEnqueue*)", dev, fl->dev[dev].info.name,
-                 (unsigned)*nwait);
+                 "enqueue (it runs commands inside clEnqueue*)", c->dev,
+                 fl->dev[c->dev].info.name, (unsigned)*nwait);
         cl_int err = clWaitForEvents(*nwait, *wait);
-        if (err != CL_SUCCESS)
-            return fail(fl, dev, o, err, 0, "clWaitForEvents", "a command's wait list");
+        if (err != CL_SUCCESS) {
+            const char *what = c->what;
+            c->what = "a command's wait list";
+            clf_status st = fail(c, err, 0, "clWaitForEvents");
+            c->what = what;
+            return st;
+        }
         *nwait = 0;
         *wait = NULL;
     }
-    clf__dev_exec_enter(fl, dev);
+    clf__dev_exec_enter(fl, c->dev);
     return CLF_SUCCESS;
 }
 
 /* The event the enqueue should make: the caller's, or a temporary one for the metrics. */
-static cl_event *event_slot(const clf_fleet *fl, const clf__cmd_opt *o, cl_event *ev,
-                            cl_event *tmp)
+static cl_event *event_slot(const clf__cmd *c, cl_event *tmp)
 {
     *tmp = NULL;
-    if (ev) {
-        *ev = NULL;
-        return ev;
-    }
+    if (c->ev)
+        return c->ev;
     /* A simulated device needs the event too, to delay it (observe/simulate.h). */
-    return (fl->metrics && !(o->flags & CLF__CMD_NO_METRICS)) || fl->sim ? tmp : NULL;
+    return (c->fl->metrics && !(c->flags & CLF__CMD_NO_METRICS)) || c->fl->sim ? tmp : NULL;
 }
 
 /* $CLFLEET_SIMULATE: the command's event *e (the caller's, or tmp) replaced by a marker that
@@ -207,10 +210,13 @@ static cl_int simulate(clf_fleet *fl, size_t dev, cl_command_queue q, const clf_
  * drivers submit nothing until a flush) unless the caller flushes a batch, give the lock
  * back, then record the command; the record goes last because on a !wait_list_ok device the
  * command has completed already and its completion callback runs at once, in this thread. */
-static clf_status leave(clf_fleet *fl, size_t dev, const clf__cmd_opt *o, cl_command_queue q,
-                        cl_int err, const char *call, const char *what, const clf__rec *r,
-                        cl_event *ev, cl_event tmp)
+static clf_status leave(clf__cmd *c, cl_int err, const char *call, const clf__rec *r,
+                        cl_event tmp)
 {
+    clf_fleet *fl = c->fl;
+    size_t dev = c->dev;
+    cl_command_queue q = c->q;
+    cl_event *ev = c->ev;
     struct clf__device *d = &fl->dev[dev];
     int sim = 0;
     if (__builtin_expect(fl->sim != NULL, 0) && err == CL_SUCCESS) {
@@ -223,10 +229,10 @@ static clf_status leave(clf_fleet *fl, size_t dev, const clf__cmd_opt *o, cl_com
         if (err != CL_SUCCESS)
             call = "CLFLEET_SIMULATE";
     }
-    if (err == CL_SUCCESS && !(o->flags & (CLF__CMD_NO_FLUSH | CLF__CMD_BLOCKING)))
+    if (err == CL_SUCCESS && !(c->flags & (CLF__CMD_NO_FLUSH | CLF__CMD_BLOCKING)))
         clFlush(q);
     clf__dev_exec_leave(fl, dev);
-    if (err == CL_SUCCESS && sim && (o->flags & CLF__CMD_BLOCKING))
+    if (err == CL_SUCCESS && sim && (c->flags & CLF__CMD_BLOCKING))
         err = clWaitForEvents(1, ev ? ev : &tmp);
     if (err != CL_SUCCESS) {
         if (ev) {
@@ -236,17 +242,17 @@ static clf_status leave(clf_fleet *fl, size_t dev, const clf__cmd_opt *o, cl_com
         }
         if (tmp)
             clReleaseEvent(tmp);
-        return fail(fl, dev, o, err, 0, call, what);
+        return fail(c, err, 0, call);
     }
     cl_event e = ev ? *ev : tmp;
-    if (r && e && !(o->flags & CLF__CMD_NO_METRICS)) {
+    if (r && e && !(c->flags & CLF__CMD_NO_METRICS)) {
         clf__rec x = *r;
         /* The queue's own track: commands of one in-order queue never overlap there. */
         x.track = q == d->compute    ? CLF__TRACK_COMPUTE
                   : q == d->transfer ? CLF__TRACK_TRANSFER
                                      : 0;
         /* A blocking command has completed: counted now, so that the caller sees it. */
-        if ((o->flags & CLF__CMD_BLOCKING) && clf__event_profile(e, &x.t0, &x.t1))
+        if ((c->flags & CLF__CMD_BLOCKING) && clf__event_profile(e, &x.t0, &x.t1))
             clf__metrics_record(fl, dev, &x, 1);
         else
             clf__metrics_event(fl, dev, &x, e);
@@ -256,253 +262,187 @@ static clf_status leave(clf_fleet *fl, size_t dev, const clf__cmd_opt *o, cl_com
     return CLF_SUCCESS;
 }
 
-clf_status clf__cmd_adopt_kernel(clf_fleet *fl, size_t dev, cl_command_queue q, cl_event since,
-                                 cl_event *ev)
+clf_status clf__cmd_adopt_kernel(clf__cmd *c, cl_event since)
 {
-    if (__builtin_expect(fl->sim == NULL, 1) || !*ev)
+    if (__builtin_expect(c->fl->sim == NULL, 1) || !c->ev || !*c->ev)
         return CLF_SUCCESS;
     clf__rec r = {0};
     r.kind = CLF__REC_KERNEL;
-    cl_int err = simulate(fl, dev, q, &r, since, ev); /* *ev stays a valid event whatever happens */
+    /* *c->ev stays a valid event whatever happens */
+    cl_int err = simulate(c->fl, c->dev, c->q, &r, since, c->ev);
     if (err != CL_SUCCESS)
         clf__log(CLF_LOG_WARN, "CLFLEET_SIMULATE: device %zu: a library's kernel is not held "
-                 "back: %s", dev, clf_last_error());
+                 "back: %s", c->dev, clf_last_error());
     return CLF_SUCCESS;
 }
 
-/* The common frame of an enqueue: options, fault rule, event slot, enter; the enqueue itself
- * is the statement after it, with `out` as its event and `blk` as its blocking flag. */
-#define CMD_BEGIN(call, what, kind)                                                                \
-    const clf__cmd_opt *o = opt_or_default(opt);                                                   \
-    cl_event tmp, *out = event_slot(fl, o, ev, &tmp);                                              \
-    clf_status rst;                                                                                \
-    cl_int ierr = inject(fl, dev, o, (kind), (what), &rst);                                        \
+/* The common frame of an enqueue: out fields, fault rule, event slot, enter; the enqueue
+ * itself is the statement after it, with `out` as its event, `nwait` and `wait` as its wait
+ * list and `blk` as its blocking flag. */
+#define CMD_BEGIN(call, kind)                                                                      \
+    reset(c);                                                                                      \
+    clf_status rst = inject(c, (kind), (call));                                                    \
     if (rst != CLF_SUCCESS)                                                                        \
         return rst;                                                                                \
-    if (ierr != CL_SUCCESS)                                                                        \
-        return fail(fl, dev, o, ierr, 1, (call), (what));                                          \
-    clf_status est = enter(fl, dev, o, &nwait, &wait);                                             \
+    cl_event tmp, *out = event_slot(c, &tmp);                                                      \
+    cl_uint nwait;                                                                                 \
+    const cl_event *wait;                                                                          \
+    clf_status est = enter(c, &nwait, &wait);                                                      \
     if (est != CLF_SUCCESS)                                                                        \
         return est;                                                                                \
-    cl_bool blk = o->flags & CLF__CMD_BLOCKING ? CL_TRUE : CL_FALSE;                              \
+    cl_bool blk = c->flags & CLF__CMD_BLOCKING ? CL_TRUE : CL_FALSE;                              \
     (void)blk
 
-clf_status clf__cmd_kernel_opt(clf_fleet *fl, size_t dev, cl_command_queue q, cl_kernel k,
-                               const char *name, cl_uint dims, const size_t *off,
-                               const size_t *gsz, const size_t *lsz, cl_uint nwait,
-                               const cl_event *wait, cl_event *ev, clf__cmd_opt *opt)
+clf_status clf__cmd_kernel(clf__cmd *c, cl_kernel k, cl_uint dims, const size_t *off,
+                           const size_t *gsz, const size_t *lsz)
 {
-    CMD_BEGIN("clEnqueueNDRangeKernel", name, CLF__FAULT_ENQUEUE);
-    cl_int err = clEnqueueNDRangeKernel(q, k, dims, off, gsz, lsz, nwait, wait, out);
+    CMD_BEGIN("clEnqueueNDRangeKernel", CLF__FAULT_ENQUEUE);
+    cl_int err = clEnqueueNDRangeKernel(c->q, k, dims, off, gsz, lsz, nwait, wait, out);
     clf__rec r = {0};
     r.kind = CLF__REC_KERNEL;
-    r.name = name;
+    r.name = c->what;
     r.a0 = off ? (int64_t)off[0] : 0;
     r.a1 = (int64_t)gsz[0];
-    return leave(fl, dev, o, q, err, "clEnqueueNDRangeKernel", name, &r, ev, tmp);
+    return leave(c, err, "clEnqueueNDRangeKernel", &r, tmp);
 }
 
-clf_status clf__cmd_kernel(clf_fleet *fl, size_t dev, cl_command_queue q, cl_kernel k,
-                           const char *name, cl_uint dims, const size_t *off, const size_t *gsz,
-                           const size_t *lsz, cl_uint nwait, const cl_event *wait, cl_event *ev)
+clf_status clf__cmd_write(clf__cmd *c, cl_mem buf, size_t off, size_t size, const void *host)
 {
-    return clf__cmd_kernel_opt(fl, dev, q, k, name, dims, off, gsz, lsz, nwait, wait, ev, NULL);
-}
-
-clf_status clf__cmd_write_opt(clf_fleet *fl, size_t dev, cl_command_queue q, cl_mem buf,
-                              size_t off, size_t size, const void *host, const char *what,
-                              cl_uint nwait, const cl_event *wait, cl_event *ev,
-                              clf__cmd_opt *opt)
-{
-    CMD_BEGIN("clEnqueueWriteBuffer", what, CLF__FAULT_WRITE);
-    cl_int err = clEnqueueWriteBuffer(q, buf, blk, off, size, host, nwait, wait, out);
+    CMD_BEGIN("clEnqueueWriteBuffer", CLF__FAULT_WRITE);
+    cl_int err = clEnqueueWriteBuffer(c->q, buf, blk, off, size, host, nwait, wait, out);
     clf__rec r = {0};
     r.kind = CLF__REC_TO_DEVICE;
     r.bytes = size;
-    return leave(fl, dev, o, q, err, "clEnqueueWriteBuffer", what, &r, ev, tmp);
+    return leave(c, err, "clEnqueueWriteBuffer", &r, tmp);
 }
 
-clf_status clf__cmd_write(clf_fleet *fl, size_t dev, cl_command_queue q, cl_mem buf, size_t off,
-                          size_t size, const void *host, const char *what, cl_uint nwait,
-                          const cl_event *wait, cl_event *ev)
+clf_status clf__cmd_read(clf__cmd *c, cl_mem buf, size_t off, size_t size, void *host)
 {
-    return clf__cmd_write_opt(fl, dev, q, buf, off, size, host, what, nwait, wait, ev, NULL);
-}
-
-clf_status clf__cmd_read_opt(clf_fleet *fl, size_t dev, cl_command_queue q, cl_mem buf,
-                             size_t off, size_t size, void *host, const char *what,
-                             cl_uint nwait, const cl_event *wait, cl_event *ev,
-                             clf__cmd_opt *opt)
-{
-    CMD_BEGIN("clEnqueueReadBuffer", what, CLF__FAULT_READ);
-    cl_int err = clEnqueueReadBuffer(q, buf, blk, off, size, host, nwait, wait, out);
+    CMD_BEGIN("clEnqueueReadBuffer", CLF__FAULT_READ);
+    cl_int err = clEnqueueReadBuffer(c->q, buf, blk, off, size, host, nwait, wait, out);
     clf__rec r = {0};
     r.kind = CLF__REC_FROM_DEVICE;
     r.bytes = size;
-    return leave(fl, dev, o, q, err, "clEnqueueReadBuffer", what, &r, ev, tmp);
+    return leave(c, err, "clEnqueueReadBuffer", &r, tmp);
 }
 
-clf_status clf__cmd_read(clf_fleet *fl, size_t dev, cl_command_queue q, cl_mem buf, size_t off,
-                         size_t size, void *host, const char *what, cl_uint nwait,
-                         const cl_event *wait, cl_event *ev)
-{
-    return clf__cmd_read_opt(fl, dev, q, buf, off, size, host, what, nwait, wait, ev, NULL);
-}
-
-clf_status clf__cmd_rect_opt(clf_fleet *fl, size_t dev, cl_command_queue q, int to_device,
-                             cl_mem buf, const size_t borigin[3], const size_t horigin[3],
-                             const size_t region[3], size_t brow, size_t bslice, size_t hrow,
-                             size_t hslice, void *host, const char *what, cl_uint nwait,
-                             const cl_event *wait, cl_event *ev, clf__cmd_opt *opt)
+clf_status clf__cmd_rect(clf__cmd *c, int to_device, cl_mem buf, const clf__cmd_box *box,
+                         const void *host)
 {
     const char *call = to_device ? "clEnqueueWriteBufferRect" : "clEnqueueReadBufferRect";
-    CMD_BEGIN(call, what, to_device ? CLF__FAULT_WRITE : CLF__FAULT_READ);
-    cl_int err = to_device ? clEnqueueWriteBufferRect(q, buf, blk, borigin, horigin, region, brow,
-                                                      bslice, hrow, hslice, host, nwait, wait,
-                                                      out)
-                           : clEnqueueReadBufferRect(q, buf, blk, borigin, horigin, region, brow,
-                                                     bslice, hrow, hslice, host, nwait, wait,
-                                                     out);
+    CMD_BEGIN(call, to_device ? CLF__FAULT_WRITE : CLF__FAULT_READ);
+    const clf__cmd_box *b = box;
+    cl_int err = to_device ? clEnqueueWriteBufferRect(c->q, buf, blk, b->borigin, b->horigin,
+                                                      b->region, b->brow, b->bslice, b->hrow,
+                                                      b->hslice, host, nwait, wait, out)
+                           : clEnqueueReadBufferRect(c->q, buf, blk, b->borigin, b->horigin,
+                                                     b->region, b->brow, b->bslice, b->hrow,
+                                                     b->hslice, (void *)host, nwait, wait, out);
     clf__rec r = {0};
     r.kind = to_device ? CLF__REC_TO_DEVICE : CLF__REC_FROM_DEVICE;
-    r.bytes = region[0] * region[1] * region[2];
-    return leave(fl, dev, o, q, err, call, what, &r, ev, tmp);
+    r.bytes = b->region[0] * b->region[1] * b->region[2];
+    return leave(c, err, call, &r, tmp);
 }
 
-clf_status clf__cmd_write_rect(clf_fleet *fl, size_t dev, cl_command_queue q, cl_mem buf,
-                               const size_t borigin[3], const size_t horigin[3],
-                               const size_t region[3], size_t brow, size_t bslice, size_t hrow,
-                               size_t hslice, const void *host, const char *what, cl_uint nwait,
-                               const cl_event *wait, cl_event *ev)
+clf_status clf__cmd_fill(clf__cmd *c, cl_mem buf, const void *pattern, size_t pattern_size,
+                         size_t off, size_t size)
 {
-    return clf__cmd_rect_opt(fl, dev, q, 1, buf, borigin, horigin, region, brow, bslice, hrow,
-                             hslice, (void *)host, what, nwait, wait, ev, NULL);
-}
-
-clf_status clf__cmd_fill(clf_fleet *fl, size_t dev, cl_command_queue q, cl_mem buf,
-                         const void *pattern, size_t pattern_size, size_t off, size_t size,
-                         const char *what, cl_uint nwait, const cl_event *wait, cl_event *ev,
-                         clf__cmd_opt *opt)
-{
-    CMD_BEGIN("clEnqueueFillBuffer", what, CLF__FAULT_WRITE);
-    cl_int err = clEnqueueFillBuffer(q, buf, pattern, pattern_size, off, size, nwait, wait, out);
+    CMD_BEGIN("clEnqueueFillBuffer", CLF__FAULT_WRITE);
+    cl_int err =
+        clEnqueueFillBuffer(c->q, buf, pattern, pattern_size, off, size, nwait, wait, out);
     if (err == CL_SUCCESS && blk)
-        err = clFinish(q);
+        err = clFinish(c->q);
     clf__rec r = {0};
     r.kind = CLF__REC_FILL;
     r.bytes = size;
-    return leave(fl, dev, o, q, err, "clEnqueueFillBuffer", what, &r, ev, tmp);
+    return leave(c, err, "clEnqueueFillBuffer", &r, tmp);
 }
 
-clf_status clf__cmd_copy(clf_fleet *fl, size_t dev, cl_command_queue q, cl_mem src, cl_mem dst,
-                         size_t soff, size_t doff, size_t size, const char *what, cl_uint nwait,
-                         const cl_event *wait, cl_event *ev, clf__cmd_opt *opt)
+clf_status clf__cmd_copy(clf__cmd *c, cl_mem src, cl_mem dst, size_t soff, size_t doff,
+                         size_t size)
 {
-    CMD_BEGIN("clEnqueueCopyBuffer", what, CLF__FAULT_WRITE);
-    cl_int err = clEnqueueCopyBuffer(q, src, dst, soff, doff, size, nwait, wait, out);
+    CMD_BEGIN("clEnqueueCopyBuffer", CLF__FAULT_WRITE);
+    cl_int err = clEnqueueCopyBuffer(c->q, src, dst, soff, doff, size, nwait, wait, out);
     clf__rec r = {0};
     r.kind = CLF__REC_PEER;
     r.bytes = size;
-    return leave(fl, dev, o, q, err, "clEnqueueCopyBuffer", what, &r, ev, tmp);
+    return leave(c, err, "clEnqueueCopyBuffer", &r, tmp);
 }
 
-clf_status clf__cmd_map(clf_fleet *fl, size_t dev, cl_command_queue q, cl_mem buf,
-                        cl_map_flags flags, size_t off, size_t size, const char *what,
-                        cl_uint nwait, const cl_event *wait, cl_event *ev, clf__cmd_opt *opt,
+clf_status clf__cmd_map(clf__cmd *c, cl_mem buf, cl_map_flags flags, size_t off, size_t size,
                         void **ptr)
 {
-    const clf__cmd_opt *o = opt_or_default(opt);
     *ptr = NULL;
-    if (ev)
-        *ev = NULL;
-    clf_status st;
-    cl_int err = inject(fl, dev, o, flags & CL_MAP_READ ? CLF__FAULT_READ : CLF__FAULT_WRITE,
-                        what, &st);
+    reset(c);
+    clf_status st = inject(c, flags & CL_MAP_READ ? CLF__FAULT_READ : CLF__FAULT_WRITE,
+                           "clEnqueueMapBuffer");
     if (st != CLF_SUCCESS)
         return st;
-    if (err != CL_SUCCESS)
-        return fail(fl, dev, o, err, 1, "clEnqueueMapBuffer", what);
-    st = enter(fl, dev, o, &nwait, &wait);
-    if (st != CLF_SUCCESS)
+    cl_uint nwait;
+    const cl_event *wait;
+    if ((st = enter(c, &nwait, &wait)) != CLF_SUCCESS)
         return st;
-    void *p = clEnqueueMapBuffer(q, buf, o->flags & CLF__CMD_BLOCKING ? CL_TRUE : CL_FALSE,
-                                 flags, off, size, nwait, wait, ev, &err);
+    cl_int err;
+    void *p = clEnqueueMapBuffer(c->q, buf, c->flags & CLF__CMD_BLOCKING ? CL_TRUE : CL_FALSE,
+                                 flags, off, size, nwait, wait, c->ev, &err);
     /* Not counted: a map moves what a transfer would count. */
-    st = leave(fl, dev, o, q, err, "clEnqueueMapBuffer", what, NULL, ev, NULL);
+    st = leave(c, err, "clEnqueueMapBuffer", NULL, NULL);
     if (st == CLF_SUCCESS)
         *ptr = p;
     return st;
 }
 
-clf_status clf__cmd_unmap(clf_fleet *fl, size_t dev, cl_command_queue q, cl_mem buf, void *ptr,
-                          const char *what, cl_uint nwait, const cl_event *wait, cl_event *ev,
-                          clf__cmd_opt *opt)
+/* The commands that do no work of their own (unmap: the map was the transfer): no fault
+ * class, not counted. */
+clf_status clf__cmd_unmap(clf__cmd *c, cl_mem buf, void *ptr)
 {
-    const clf__cmd_opt *o = opt_or_default(opt);
-    if (ev)
-        *ev = NULL;
-    clf_status rst;
-    cl_int ierr = inject(fl, dev, o, NO_CLASS, what, &rst); /* the map was the transfer */
-    if (rst != CLF_SUCCESS)
-        return rst;
-    if (ierr != CL_SUCCESS)
-        return fail(fl, dev, o, ierr, 1, "clEnqueueUnmapMemObject", what);
-    clf_status est = enter(fl, dev, o, &nwait, &wait);
-    if (est != CLF_SUCCESS)
-        return est;
-    cl_int err = clEnqueueUnmapMemObject(q, buf, ptr, nwait, wait, ev);
-    return leave(fl, dev, o, q, err, "clEnqueueUnmapMemObject", what, NULL, ev, NULL);
+    CMD_BEGIN("clEnqueueUnmapMemObject", NO_CLASS);
+    (void)out;
+    cl_int err = clEnqueueUnmapMemObject(c->q, buf, ptr, nwait, wait, c->ev);
+    return leave(c, err, "clEnqueueUnmapMemObject", NULL, NULL);
 }
 
-clf_status clf__cmd_marker(clf_fleet *fl, size_t dev, cl_command_queue q, const char *what,
-                           cl_uint nwait, const cl_event *wait, cl_event *ev)
+clf_status clf__cmd_marker(clf__cmd *c)
 {
-    if (ev)
-        *ev = NULL;
-    clf_status st = enter(fl, dev, &no_opt, &nwait, &wait);
-    if (st != CLF_SUCCESS)
-        return st;
-    cl_int err = clEnqueueMarkerWithWaitList(q, nwait, wait, ev);
-    return leave(fl, dev, &no_opt, q, err, "clEnqueueMarkerWithWaitList", what, NULL, ev, NULL);
+    CMD_BEGIN("clEnqueueMarkerWithWaitList", NO_CLASS);
+    (void)out;
+    cl_int err = clEnqueueMarkerWithWaitList(c->q, nwait, wait, c->ev);
+    return leave(c, err, "clEnqueueMarkerWithWaitList", NULL, NULL);
 }
 
-clf_status clf__cmd_barrier(clf_fleet *fl, size_t dev, cl_command_queue q, const char *what,
-                            cl_uint nwait, const cl_event *wait, cl_event *ev, clf__cmd_opt *opt)
+clf_status clf__cmd_barrier(clf__cmd *c)
 {
-    const clf__cmd_opt *o = opt_or_default(opt);
-    if (ev)
-        *ev = NULL;
-    clf_status st;
-    cl_int ierr = inject(fl, dev, o, NO_CLASS, what, &st);
-    if (st != CLF_SUCCESS)
-        return st;
-    if (ierr != CL_SUCCESS)
-        return fail(fl, dev, o, ierr, 1, "clEnqueueBarrierWithWaitList", what);
-    st = enter(fl, dev, o, &nwait, &wait);
-    if (st != CLF_SUCCESS)
-        return st;
-    cl_int err = clEnqueueBarrierWithWaitList(q, nwait, wait, ev);
-    return leave(fl, dev, o, q, err, "clEnqueueBarrierWithWaitList", what, NULL, ev, NULL);
+    CMD_BEGIN("clEnqueueBarrierWithWaitList", NO_CLASS);
+    (void)out;
+    cl_int err = clEnqueueBarrierWithWaitList(c->q, nwait, wait, c->ev);
+    return leave(c, err, "clEnqueueBarrierWithWaitList", NULL, NULL);
 }
 
-clf_status clf__cmd_buffer(clf_fleet *fl, size_t dev, cl_mem_flags flags, size_t size,
-                           void *host, const char *what, clf__cmd_opt *opt, cl_mem *out)
+clf_status clf__cmd_buffer(clf__cmd *c, cl_mem_flags flags, size_t size, void *host,
+                           cl_mem *out)
 {
-    const clf__cmd_opt *o = opt_or_default(opt);
     *out = NULL;
-    clf_status st;
-    cl_int err = inject(fl, dev, o, CLF__FAULT_ALLOC, what, &st);
+    reset(c);
+    clf_status st = inject(c, CLF__FAULT_ALLOC, "clCreateBuffer");
     if (st != CLF_SUCCESS)
         return st;
+    cl_int err;
+    cl_mem m = clCreateBuffer(c->fl->dev[c->dev].ctx, flags, size, host, &err);
     if (err != CL_SUCCESS)
-        return fail(fl, dev, o, err, 1, "clCreateBuffer", what);
-    cl_mem m = clCreateBuffer(fl->dev[dev].ctx, flags, size, host, &err);
-    if (err != CL_SUCCESS)
-        return fail(fl, dev, o, err, 0, "clCreateBuffer", what);
-    if (!(o->flags & CLF__CMD_NO_METRICS))
-        clf__metrics_alloc(fl, dev, size);
+        return fail(c, err, 0, "clCreateBuffer");
+    if (!(c->flags & CLF__CMD_NO_METRICS))
+        clf__metrics_alloc(c->fl, c->dev, size);
     *out = m;
     return CLF_SUCCESS;
+}
+
+void clf__cmd_release(clf__cmd *c, cl_mem mem, size_t size)
+{
+    if (!mem)
+        return;
+    if (!(c->flags & CLF__CMD_NO_METRICS))
+        clf__metrics_free(c->fl, c->dev, size);
+    clReleaseMemObject(mem);
 }
 
 /* The kernels of a built program, as the driver names them ("a, b, c"; "..." when they do not
@@ -553,8 +493,10 @@ clf_status clf__cmd_kernel_create(clf_fleet *fl, size_t dev, const struct clf_pr
                              "%s)", name, names);
         return clf__fail(CLF_ERROR_NOT_FOUND, "no kernel '%.128s' in the program", name);
     }
-    if (err != CL_SUCCESS)
-        return fail(fl, dev, &no_opt, err, 0, "clCreateKernel", NULL);
+    if (err != CL_SUCCESS) {
+        clf__cmd c = CLF__CMD(fl, dev, NULL, NULL);
+        return fail(&c, err, 0, "clCreateKernel");
+    }
     if (range) {
         clf_status st = clf__program_set_range(p, name, k, range, dims, &fl->dev[dev]);
         if (st != CLF_SUCCESS) {

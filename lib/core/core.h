@@ -186,53 +186,23 @@ static inline cl_int clf__device_finish_queues(struct clf__device *d)
 /* ---- the command path (cmd.c) ---- */
 
 /*
- * Every command clfleet enqueues on fleet device dev's queue q (one of its queues) goes through
- * these (tools/cmdpath.sh checks it). Each: on a device whose table says !wait_list_ok (devops.c) waits for
- * the wait list on the host and enqueues with none, so that the command runs inside its
- * enqueue; holds the device's exec lock while enqueueing; flushes q; records a failure with
- * the device (CLF_ERROR_OPENCL); counts the command in the metrics and the trace on q's
- * track. *ev (optional) receives the command's event, as in OpenCL. Never blocking unless
- * CLF__CMD_BLOCKING (below): host memory must stay valid until the command completes, as for
- * clEnqueue*(..., CL_FALSE). The caller must not hold the device's exec lock.
- */
-/* A kernel; the timeline names it name, with the first dimension's offset and size. */
-clf_status clf__cmd_kernel(clf_fleet *fl, size_t dev, cl_command_queue q, cl_kernel k,
-                           const char *name, cl_uint dims, const size_t *off, const size_t *gsz,
-                           const size_t *lsz, cl_uint nwait, const cl_event *wait, cl_event *ev);
-/* size bytes from host to buf at off, counted as to-device; what names it in an error. */
-clf_status clf__cmd_write(clf_fleet *fl, size_t dev, cl_command_queue q, cl_mem buf, size_t off,
-                          size_t size, const void *host, const char *what, cl_uint nwait,
-                          const cl_event *wait, cl_event *ev);
-/* size bytes from buf at off to host, counted as from-device. */
-clf_status clf__cmd_read(clf_fleet *fl, size_t dev, cl_command_queue q, cl_mem buf, size_t off,
-                         size_t size, void *host, const char *what, cl_uint nwait,
-                         const cl_event *wait, cl_event *ev);
-/* A box between host memory and buf (clEnqueueWriteBufferRect's arguments, origins and
- * region in bytes, rows, slices), counted as to-device region[0] x [1] x [2] bytes. */
-clf_status clf__cmd_write_rect(clf_fleet *fl, size_t dev, cl_command_queue q, cl_mem buf,
-                               const size_t borigin[3], const size_t horigin[3],
-                               const size_t region[3], size_t brow, size_t bslice, size_t hrow,
-                               size_t hslice, const void *host, const char *what, cl_uint nwait,
-                               const cl_event *wait, cl_event *ev);
-/* The last kernel a library enqueued on q itself (clBLAST's GEMM), its event *ev: on a device
- * with a $CLFLEET_SIMULATE rule, *ev is replaced by a marker held back as a kernel of the
- * path would be (observe/simulate.h), so that the simulation reaches GEMM too; *ev stays a
- * valid event whatever happens (a failure is logged, not returned). since (or NULL): the
- * command of q just before the library's first kernel; the library may enqueue several
- * (clBLAST pads and copies around its GEMM kernel), and all of their time from since's end
- * is held back, not the last kernel's alone. Not counted: the caller counts the kernel. The
- * caller must not hold the device's exec lock. */
-clf_status clf__cmd_adopt_kernel(clf_fleet *fl, size_t dev, cl_command_queue q, cl_event since,
-                                 cl_event *ev);
-/* A marker (not counted: it does no work). */
-clf_status clf__cmd_marker(clf_fleet *fl, size_t dev, cl_command_queue q, const char *what,
-                           cl_uint nwait, const cl_event *wait, cl_event *ev);
-
-/*
- * How a command goes through the path, for callers that need more than the defaults (the
- * launch executor, the transports): NULL, or a zeroed struct, means all defaults. After a
- * failure, err holds the OpenCL status (the driver's or an injected one) and injected says
- * which; the failure is recorded with the device (clf__cl_fail()) either way.
+ * Every command clfleet enqueues on a fleet device's queue goes through these, one entry per
+ * command kind (tools/cmdpath.sh checks it). Each: on a device whose table says
+ * !wait_list_ok (devops.c) waits for the wait list on the host and enqueues with none, so that
+ * the command runs inside its enqueue; holds the device's exec lock while enqueueing; flushes
+ * the queue; records a failure with the device (CLF_ERROR_OPENCL); counts the command in the
+ * metrics and the trace on its queue's track. Never blocking unless CLF__CMD_BLOCKING (below):
+ * host memory must stay valid until the command completes, as for clEnqueue*(..., CL_FALSE).
+ * The caller must not hold the device's exec lock.
+ *
+ * What every command shares is one small struct, made by CLF__CMD() with the defaults and
+ * then given what differs, by name:
+ *
+ *     clf__cmd c = CLF__CMD(fl, dev, d->transfer, "halo");
+ *     c.nwait = 1; c.wait = &prev; c.ev = &ev;
+ *     st = clf__cmd_write(&c, buf, off, size, host);
+ *
+ * The operands of the command's kind stay parameters.
  */
 enum {
     CLF__CMD_NO_METRICS = 1u << 0, /* the caller accounts for the command or the memory */
@@ -245,19 +215,39 @@ enum {
  * Without CLF__CMD_FAULT or CLF__CMD_NO_FAULT, a command gets the fault class of its kind, so
  * that $CLFLEET_FAULT_INJECT reaches every subsystem (task queues, pipelines, collectives)
  * without each naming one: a kernel is an enqueue then an exec call, a write or fill a write,
- * a read a read, a buffer creation an alloc, a map a read or write by its flags; markers and
- * barriers have none. Such a command on a device marked failed (clf__device_failed()) fails
- * with CLF_ERROR_DEVICE_FAILED, naming the device, until clf_device_readmit(). Callers that
- * account for faults themselves opt out: the launch executor (it names its own classes and
- * leaves failed devices out when it starts), clf_buffer_* (the buffer class only), and the
- * transports (clf_copy() checks both devices once, clf__cmd_check()).
+ * a read a read, a buffer creation an alloc, a map a read or write by its flags; markers,
+ * barriers, unmaps and releases have none. Such a command on a device marked failed
+ * (clf__device_failed()) fails with CLF_ERROR_DEVICE_FAILED, naming the device, until
+ * clf_device_readmit(). Callers that account for faults themselves opt out: the launch
+ * executor (it names its own classes and leaves failed devices out when it starts),
+ * clf_buffer_* (the buffer class only), and the transports (clf_copy() checks both devices
+ * once, clf__cmd_check()).
  */
-typedef struct clf__cmd_opt {
-    unsigned flags; /* CLF__CMD_* */
-    unsigned fault; /* with CLF__CMD_FAULT: the call a $CLFLEET_FAULT_INJECT rule can fail */
-    cl_int err;     /* out: the failed call's status */
-    int injected;   /* out: err came from a fault rule (the error message says so) */
-} clf__cmd_opt;
+typedef struct clf__cmd {
+    clf_fleet *fl;
+    size_t dev;           /* the fleet device the command runs on */
+    cl_command_queue q;   /* one of its queues (unused by buffer and kernel creation) */
+    const char *what;     /* names the command in errors; a kernel's name on the timeline */
+    cl_uint nwait;        /* the wait list, as in OpenCL */
+    const cl_event *wait;
+    cl_event *ev;         /* optional: receives the command's event, as in OpenCL */
+    unsigned flags;       /* CLF__CMD_* */
+    unsigned fault;       /* with CLF__CMD_FAULT: the call a $CLFLEET_FAULT_INJECT rule can fail */
+    cl_int err;           /* out: after a failure, the failed call's status (the driver's or an
+                           * injected one); the failure is recorded with the device either way */
+    int injected;         /* out: err came from a fault rule (the error message says so) */
+} clf__cmd;
+
+/* A command on fleet fl's device dev, queue q, named what; no wait list, no event, defaults. */
+#define CLF__CMD(fl_, dev_, q_, what_)                                                         \
+    ((clf__cmd){.fl = (fl_), .dev = (dev_), .q = (q_), .what = (what_)})
+
+/* A box between host memory and a buffer: clEnqueue{Write,Read}BufferRect's origins and
+ * region in bytes, rows, slices; pitches of 0 are tight, as in OpenCL. */
+typedef struct clf__cmd_box {
+    size_t borigin[3], horigin[3], region[3];
+    size_t brow, bslice, hrow, hslice;
+} clf__cmd_box;
 
 /* What a command of fault class call (CLF__FAULT_*) on device dev does first: fail with
  * CLF_ERROR_DEVICE_FAILED when the device is marked failed, else apply the fault rules
@@ -265,54 +255,54 @@ typedef struct clf__cmd_opt {
  * caller's operation in the error. For operations made of several commands (clf_copy()). */
 clf_status clf__cmd_check(clf_fleet *fl, size_t dev, unsigned call, const char *what);
 
-/* clf__cmd_kernel(), clf__cmd_write(), clf__cmd_read() with options. */
-clf_status clf__cmd_kernel_opt(clf_fleet *fl, size_t dev, cl_command_queue q, cl_kernel k,
-                               const char *name, cl_uint dims, const size_t *off,
-                               const size_t *gsz, const size_t *lsz, cl_uint nwait,
-                               const cl_event *wait, cl_event *ev, clf__cmd_opt *opt);
-clf_status clf__cmd_write_opt(clf_fleet *fl, size_t dev, cl_command_queue q, cl_mem buf,
-                              size_t off, size_t size, const void *host, const char *what,
-                              cl_uint nwait, const cl_event *wait, cl_event *ev,
-                              clf__cmd_opt *opt);
-clf_status clf__cmd_read_opt(clf_fleet *fl, size_t dev, cl_command_queue q, cl_mem buf,
-                             size_t off, size_t size, void *host, const char *what,
-                             cl_uint nwait, const cl_event *wait, cl_event *ev,
-                             clf__cmd_opt *opt);
-/* A box to (to_device) or from buf, as clf__cmd_write_rect(); counted as to- or from-device. */
-clf_status clf__cmd_rect_opt(clf_fleet *fl, size_t dev, cl_command_queue q, int to_device,
-                             cl_mem buf, const size_t borigin[3], const size_t horigin[3],
-                             const size_t region[3], size_t brow, size_t bslice, size_t hrow,
-                             size_t hslice, void *host, const char *what, cl_uint nwait,
-                             const cl_event *wait, cl_event *ev, clf__cmd_opt *opt);
+/* A kernel; the timeline names it c->what, with the first dimension's offset and size. */
+clf_status clf__cmd_kernel(clf__cmd *c, cl_kernel k, cl_uint dims, const size_t *off,
+                           const size_t *gsz, const size_t *lsz);
+/* size bytes from host to buf at off, counted as to-device. */
+clf_status clf__cmd_write(clf__cmd *c, cl_mem buf, size_t off, size_t size, const void *host);
+/* size bytes from buf at off to host, counted as from-device. */
+clf_status clf__cmd_read(clf__cmd *c, cl_mem buf, size_t off, size_t size, void *host);
+/* A box to (to_device) or from buf, counted as to- or from-device region[0] x [1] x [2]
+ * bytes; host is written only when !to_device (one entry for both directions: the callers
+ * pick the direction at run time). */
+clf_status clf__cmd_rect(clf__cmd *c, int to_device, cl_mem buf, const clf__cmd_box *box,
+                         const void *host);
 /* size bytes of buf at off set to the pattern (on the timeline as a fill). */
-clf_status clf__cmd_fill(clf_fleet *fl, size_t dev, cl_command_queue q, cl_mem buf,
-                         const void *pattern, size_t pattern_size, size_t off, size_t size,
-                         const char *what, cl_uint nwait, const cl_event *wait, cl_event *ev,
-                         clf__cmd_opt *opt);
-/* size bytes from src at soff to dst at doff on q, counted as a peer copy on device dev
- * (the transports pass the receiving device, so that a copy counts once). */
-clf_status clf__cmd_copy(clf_fleet *fl, size_t dev, cl_command_queue q, cl_mem src, cl_mem dst,
-                         size_t soff, size_t doff, size_t size, const char *what, cl_uint nwait,
-                         const cl_event *wait, cl_event *ev, clf__cmd_opt *opt);
+clf_status clf__cmd_fill(clf__cmd *c, cl_mem buf, const void *pattern, size_t pattern_size,
+                         size_t off, size_t size);
+/* size bytes from src at soff to dst at doff, counted as a peer copy on device c->dev (the
+ * transports pass the receiving device, so that a copy counts once). */
+clf_status clf__cmd_copy(clf__cmd *c, cl_mem src, cl_mem dst, size_t soff, size_t doff,
+                         size_t size);
 /* Map size bytes of buf at off (*ptr: the host address; not counted), and unmap. */
-clf_status clf__cmd_map(clf_fleet *fl, size_t dev, cl_command_queue q, cl_mem buf,
-                        cl_map_flags flags, size_t off, size_t size, const char *what,
-                        cl_uint nwait, const cl_event *wait, cl_event *ev, clf__cmd_opt *opt,
+clf_status clf__cmd_map(clf__cmd *c, cl_mem buf, cl_map_flags flags, size_t off, size_t size,
                         void **ptr);
-clf_status clf__cmd_unmap(clf_fleet *fl, size_t dev, cl_command_queue q, cl_mem buf, void *ptr,
-                          const char *what, cl_uint nwait, const cl_event *wait, cl_event *ev,
-                          clf__cmd_opt *opt);
-/* A barrier (not counted). */
-clf_status clf__cmd_barrier(clf_fleet *fl, size_t dev, cl_command_queue q, const char *what,
-                            cl_uint nwait, const cl_event *wait, cl_event *ev, clf__cmd_opt *opt);
-/* A buffer in device dev's context (clCreateBuffer's flags, size and host pointer), counted
- * as device memory in the metrics unless CLF__CMD_NO_METRICS (the caller then frees it
- * uncounted too); the "alloc" fault rule applies with CLF__CMD_FAULT, CLF__FAULT_ALLOC. */
-clf_status clf__cmd_buffer(clf_fleet *fl, size_t dev, cl_mem_flags flags, size_t size,
-                           void *host, const char *what, clf__cmd_opt *opt, cl_mem *out);
-/* Kernel name of program p for device dev; with range non-NULL, its hidden range parameter
- * set to range[0..dims-1] (clf__program_set_range()). A missing kernel is
- * CLF_ERROR_NOT_FOUND; *cl_err (optional) gets clCreateKernel's status. */
+clf_status clf__cmd_unmap(clf__cmd *c, cl_mem buf, void *ptr);
+/* A barrier, a marker (not counted: they do no work). */
+clf_status clf__cmd_barrier(clf__cmd *c);
+clf_status clf__cmd_marker(clf__cmd *c);
+/* The last kernel a library enqueued on c->q itself (clBLAST's GEMM), its event *c->ev: on a
+ * device with a $CLFLEET_SIMULATE rule, *c->ev is replaced by a marker held back as a kernel
+ * of the path would be (observe/simulate.h), so that the simulation reaches GEMM too; *c->ev
+ * stays a valid event whatever happens (a failure is logged, not returned). since (or NULL):
+ * the command of the queue just before the library's first kernel; the library may enqueue
+ * several (clBLAST pads and copies around its GEMM kernel), and all of their time from
+ * since's end is held back, not the last kernel's alone. Not counted: the caller counts the
+ * kernel. */
+clf_status clf__cmd_adopt_kernel(clf__cmd *c, cl_event since);
+/* A buffer in device c->dev's context (clCreateBuffer's flags, size and host pointer),
+ * counted as device memory in the metrics unless CLF__CMD_NO_METRICS; the "alloc" fault rule
+ * applies (CLF__FAULT_ALLOC, or the caller's with CLF__CMD_FAULT). Released by
+ * clf__cmd_release() with the same size and CLF__CMD_NO_METRICS flag. */
+clf_status clf__cmd_buffer(clf__cmd *c, cl_mem_flags flags, size_t size, void *host,
+                           cl_mem *out);
+/* Releases mem (NULL: nothing), a buffer of size bytes made by clf__cmd_buffer(), and
+ * un-counts it from the metrics unless CLF__CMD_NO_METRICS; no fault rule, never fails. */
+void clf__cmd_release(clf__cmd *c, cl_mem mem, size_t size);
+/* Kernel name of program p for device dev (not a command: no queue, no fault rule); with
+ * range non-NULL, its hidden range parameter set to range[0..dims-1]
+ * (clf__program_set_range()). A missing kernel is CLF_ERROR_NOT_FOUND; *cl_err (optional)
+ * gets clCreateKernel's status. */
 clf_status clf__cmd_kernel_create(clf_fleet *fl, size_t dev, const struct clf_program *p,
                                   const char *name, const size_t *range, unsigned dims,
                                   cl_int *cl_err, cl_kernel *out);

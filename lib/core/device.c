@@ -317,8 +317,12 @@ cl_command_queue clf_cl_compute_queue(const clf_fleet *fl, size_t i)
         return NULL;
     clf_fleet *f = (clf_fleet *)fl;
     cl_event m = NULL;
-    if (clf__cmd_marker(f, i, d->compute, "compute queue", 0, NULL, &m) != CLF_SUCCESS ||
-        clf__cmd_barrier(f, i, q, "caller's queue", 1, &m, NULL, NULL) != CLF_SUCCESS) {
+    clf__cmd mark = CLF__CMD(f, i, d->compute, "compute queue");
+    clf__cmd bar = CLF__CMD(f, i, q, "caller's queue");
+    mark.ev = &m;
+    bar.nwait = 1;
+    bar.wait = &m;
+    if (clf__cmd_marker(&mark) != CLF_SUCCESS || clf__cmd_barrier(&bar) != CLF_SUCCESS) {
         if (m)
             clReleaseEvent(m);
         clReleaseCommandQueue(q);

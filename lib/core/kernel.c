@@ -273,7 +273,10 @@ clf_status clf__kernel_submit(clf_fleet *fl, size_t dev, cl_kernel k, const clf_
         *ev = NULL;
     /* The command path applies the enqueue and exec rules (the kernel's default class). */
     int local = desc->local[0] != 0;
-    return clf__cmd_kernel(fl, dev, fl->dev[dev].compute, k, desc->kernel, desc->dims,
-                           desc->offset, desc->global, local ? desc->local : NULL, nwait, wait,
-                           ev);
+    clf__cmd c = CLF__CMD(fl, dev, fl->dev[dev].compute, desc->kernel);
+    c.nwait = nwait;
+    c.wait = wait;
+    c.ev = ev;
+    return clf__cmd_kernel(&c, k, desc->dims, desc->offset, desc->global,
+                           local ? desc->local : NULL);
 }

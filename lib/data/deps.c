@@ -114,9 +114,10 @@ static clf_status upload_units(clf_array *a, size_t p, size_t k, size_t g, size_
         return st;
     struct clf__device *d = &a->fleet->dev[q->device];
     cl_event ev = NULL;
-    st = clf__cmd_write(a->fleet, q->device, d->transfer, q->buf->mem, q->offset + lo, size,
-                        (const char *)a->host + g * a->unit_bytes, "clf_array upload", 0, NULL,
-                        &ev);
+    clf__cmd c = CLF__CMD(a->fleet, q->device, d->transfer, "clf_array upload");
+    c.ev = &ev;
+    st = clf__cmd_write(&c, q->buf->mem, q->offset + lo, size,
+                        (const char *)a->host + g * a->unit_bytes);
     if (st != CLF_SUCCESS)
         return st;
     clf_event *e = NULL;

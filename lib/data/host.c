@@ -102,23 +102,22 @@ static clf_status write_piece(clf_array *a, size_t p, const box *b, size_t s, si
     cl_event ev = NULL;
     clf_status st;
     int whole = c == 0 || (b->r[0] == a->desc.shape[0] && (c == 1 || b->r[1] == a->desc.shape[1]));
+    clf__cmd cmd = CLF__CMD(a->fleet, q->device, d->transfer, "clf_array_write");
+    cmd.ev = &ev;
     if (whole) {
-        st = clf__cmd_write(a->fleet, q->device, d->transfer, q->buf->mem, q->offset + lo,
-                            n * ub, h, "clf_array_write", 0, NULL, &ev);
+        st = clf__cmd_write(&cmd, q->buf->mem, q->offset + lo, n * ub, h);
     } else {
         size_t U = (q->offset + lo) / ub; /* offsets are whole units */
-        size_t bo[3], ho[3] = {0, 0, 0}, rg[3], brow = a->desc.shape[0] * es;
+        clf__cmd_box rb = {.brow = a->desc.shape[0] * es, .hrow = hrow};
         if (c == 1) {
-            bo[0] = b->o[0] * es, bo[1] = U, bo[2] = 0;
-            rg[0] = hrow, rg[1] = n, rg[2] = 1;
-            st = clf__cmd_write_rect(a->fleet, q->device, d->transfer, q->buf->mem, bo, ho, rg,
-                                     brow, 0, hrow, 0, h, "clf_array_write", 0, NULL, &ev);
+            rb.borigin[0] = b->o[0] * es, rb.borigin[1] = U;
+            rb.region[0] = hrow, rb.region[1] = n, rb.region[2] = 1;
         } else {
-            bo[0] = b->o[0] * es, bo[1] = b->o[1], bo[2] = U;
-            rg[0] = hrow, rg[1] = b->r[1], rg[2] = n;
-            st = clf__cmd_write_rect(a->fleet, q->device, d->transfer, q->buf->mem, bo, ho, rg,
-                                     brow, ub, hrow, hunit, h, "clf_array_write", 0, NULL, &ev);
+            rb.borigin[0] = b->o[0] * es, rb.borigin[1] = b->o[1], rb.borigin[2] = U;
+            rb.region[0] = hrow, rb.region[1] = b->r[1], rb.region[2] = n;
+            rb.bslice = ub, rb.hslice = hunit;
         }
+        st = clf__cmd_rect(&cmd, 1, q->buf->mem, &rb, h);
     }
     if (st != CLF_SUCCESS)
         return st;
@@ -190,9 +189,10 @@ static clf_status fetch(clf_array *a, size_t u0, size_t u1)
             break;
         struct clf__device *d = &a->fleet->dev[q->device];
         cl_event ev = NULL;
-        st = clf__cmd_read(a->fleet, q->device, d->transfer, q->buf->mem, q->offset + lo, size,
-                           (char *)a->host + q->first * a->unit_bytes, "clf_array fetch", 0,
-                           NULL, &ev);
+        clf__cmd c = CLF__CMD(a->fleet, q->device, d->transfer, "clf_array fetch");
+        c.ev = &ev;
+        st = clf__cmd_read(&c, q->buf->mem, q->offset + lo, size,
+                           (char *)a->host + q->first * a->unit_bytes);
         if (st == CLF_SUCCESS)
             st = clf__event_wrap(ev, &evs[p]);
     }

@@ -33,13 +33,13 @@ static clf_status broadcast(clf__worker *w, size_t i)
         if (st != CLF_SUCCESS)
             return st;
         cl_event ev = NULL;
-        clf__cmd_opt o = clf__worker_cmd_opt(CLF__CMD_BLOCKING, CLF__FAULT_WRITE);
-        if (clf__cmd_write_opt(L->fl, di, w->d->transfer, m, 0, b->size, b->host, "broadcast", 0,
-                               NULL, &ev, &o) != CLF_SUCCESS) {
-            clReleaseMemObject(m);
+        clf__cmd c = clf__worker_cmd(CLF__CMD(L->fl, di, w->d->transfer, "broadcast"),
+                                     CLF__CMD_BLOCKING, CLF__FAULT_WRITE);
+        c.ev = &ev;
+        if (clf__cmd_write(&c, m, 0, b->size, b->host) != CLF_SUCCESS) {
+            clf__cmd_release(&CLF__CMD(L->fl, di, NULL, NULL), m, b->size);
             w->mem_now -= b->size;
-            clf__metrics_free(L->fl, di, b->size);
-            return clf__worker_cmd_failed(w, &o);
+            return clf__worker_cmd_failed(w, &c);
         }
         w->rep.to_device_s += clf__worker_blocking_done(w, ev, CLF__REC_TO_DEVICE, b->size);
         w->rep.bytes_to_device += b->size;
@@ -67,11 +67,12 @@ static clf_status reset_reductions(clf__worker *w, cl_command_queue q, cl_event 
         unsigned char ident[8];
         clf__reduce_identity(a->op, a->type, ident);
         /* Waited for here, or by the kernel that the caller enqueues (and flushes) next. */
-        clf__cmd_opt o =
-            clf__worker_cmd_opt(evs ? CLF__CMD_NO_FLUSH : CLF__CMD_BLOCKING, CLF__FAULT_WRITE);
-        if (clf__cmd_fill(L->fl, w->d->index, q, w->whole[i], ident, es, 0, a->size * es,
-                          "reduction", 0, NULL, evs ? &evs[*nev] : NULL, &o) != CLF_SUCCESS)
-            return clf__worker_cmd_failed(w, &o);
+        clf__cmd c = clf__worker_cmd(CLF__CMD(L->fl, w->d->index, q, "reduction"),
+                                     evs ? CLF__CMD_NO_FLUSH : CLF__CMD_BLOCKING,
+                                     CLF__FAULT_WRITE);
+        c.ev = evs ? &evs[*nev] : NULL;
+        if (clf__cmd_fill(&c, w->whole[i], ident, es, 0, a->size * es) != CLF_SUCCESS)
+            return clf__worker_cmd_failed(w, &c);
         if (evs)
             (*nev)++;
     }
@@ -130,9 +131,9 @@ static clf_status ensure_slot(clf__worker *w, size_t i, int s, uint64_t units)
         return CLF_SUCCESS;
     if (w->slot[i][s]) {
         /* The chunk that used this slot has completed (see run_chunks). */
-        clReleaseMemObject(w->slot[i][s]);
+        clf__cmd_release(&CLF__CMD(w->L->fl, w->d->index, NULL, NULL), w->slot[i][s],
+                         w->slot_cap[i][s]);
         w->mem_now -= w->slot_cap[i][s];
-        clf__metrics_free(w->L->fl, w->d->index, w->slot_cap[i][s]);
         w->slot[i][s] = NULL;
     }
     clf_status st = clf__worker_device_alloc(w, need, CL_MEM_READ_WRITE, &w->slot[i][s]);
@@ -181,23 +182,26 @@ static clf_status move_indices(clf__worker *w, size_t i, int to_device, cl_mem m
                             (size_t)y->pitch};
         return clf__pinned_move(w, &mv, nwait, wait, ev, ev_bytes);
     }
-    clf__cmd_opt o =
-        clf__worker_cmd_opt(CLF__CMD_NO_FLUSH, to_device ? CLF__FAULT_WRITE : CLF__FAULT_READ);
+    clf__cmd cmd = clf__worker_cmd(CLF__CMD(fl, dev, q, NULL), CLF__CMD_NO_FLUSH,
+                                   to_device ? CLF__FAULT_WRITE : CLF__FAULT_READ);
+    cmd.nwait = nwait;
+    cmd.wait = wait;
+    cmd.ev = ev;
     clf_status st;
     if (!y->pitch) {
         size_t off = (size_t)(at * y->unit);
-        st = to_device ? clf__cmd_write_opt(fl, dev, q, m, off, width, host + lo * y->unit,
-                                            NULL, nwait, wait, ev, &o)
-                       : clf__cmd_read_opt(fl, dev, q, m, off, width, host + lo * y->unit, NULL,
-                                           nwait, wait, ev, &o);
+        st = to_device ? clf__cmd_write(&cmd, m, off, width, host + lo * y->unit)
+                       : clf__cmd_read(&cmd, m, off, width, host + lo * y->unit);
     } else {
-        size_t dorg[3] = {(size_t)(at * y->unit), 0, 0};
-        size_t horg[3] = {(size_t)(lo * y->unit), 0, 0};
-        size_t region[3] = {width, (size_t)y->rows, 1}, pitch = (size_t)y->pitch;
-        st = clf__cmd_rect_opt(fl, dev, q, to_device, m, dorg, horg, region, pitch, 0, pitch, 0,
-                               host, NULL, nwait, wait, ev, &o);
+        size_t pitch = (size_t)y->pitch;
+        clf__cmd_box box = {.borigin = {(size_t)(at * y->unit), 0, 0},
+                            .horigin = {(size_t)(lo * y->unit), 0, 0},
+                            .region = {width, (size_t)y->rows, 1},
+                            .brow = pitch,
+                            .hrow = pitch};
+        st = clf__cmd_rect(&cmd, to_device, m, &box, host);
     }
-    return st == CLF_SUCCESS ? CLF_SUCCESS : clf__worker_cmd_failed(w, &o);
+    return st == CLF_SUCCESS ? CLF_SUCCESS : clf__worker_cmd_failed(w, &cmd);
 }
 
 /* Enqueue the chunk's inputs on the transfer queue (and size its slots). */
@@ -287,11 +291,14 @@ static clf_status array_run(clf__worker *w, clf__chunk *c)
     c->fault = CLF__FAULT(L->fl, w->d->index, CLF__FAULT_EXEC);
     if (c->fault != CL_SUCCESS)
         goto out;
-    clf__cmd_opt o = clf__worker_cmd_opt(0, CLF__FAULT_ENQUEUE);
-    if (clf__cmd_kernel_opt(L->fl, w->d->index, w->d->compute, w->kernel, L->desc.kernel,
-                            L->desc.dims, offset, global, use_local ? local : NULL, nwait, wait,
-                            &c->kernel, &o) != CLF_SUCCESS)
-        CLF__TRY(st, clf__worker_cmd_failed(w, &o));
+    clf__cmd cmd = clf__worker_cmd(CLF__CMD(L->fl, w->d->index, w->d->compute, L->desc.kernel),
+                                   0, CLF__FAULT_ENQUEUE);
+    cmd.nwait = nwait;
+    cmd.wait = wait;
+    cmd.ev = &c->kernel;
+    if (clf__cmd_kernel(&cmd, w->kernel, L->desc.dims, offset, global,
+                        use_local ? local : NULL) != CLF_SUCCESS)
+        CLF__TRY(st, clf__worker_cmd_failed(w, &cmd));
 out:
     for (cl_uint j = first_fill; j < end_fill; j++)
         clReleaseEvent(wait[j]);

@@ -382,8 +382,8 @@ void clf__launch_footprint(const clf__launch *L, uint64_t *fixed, uint64_t *per_
  * its seconds returned). */
 clf_status clf__worker_device_alloc(clf__worker *w, size_t bytes, cl_mem_flags flags,
                                     cl_mem *out);
-clf__cmd_opt clf__worker_cmd_opt(unsigned flags, unsigned call);
-clf_status clf__worker_cmd_failed(clf__worker *w, const clf__cmd_opt *o);
+clf__cmd clf__worker_cmd(clf__cmd c, unsigned flags, unsigned call);
+clf_status clf__worker_cmd_failed(clf__worker *w, const clf__cmd *c);
 double clf__worker_blocking_done(clf__worker *w, cl_event ev, unsigned kind, uint64_t bytes);
 /* Thread body of a worker. */
 void *clf__worker_main(void *arg);

@@ -39,8 +39,7 @@ static void bcast_release(clf_fleet *fl, struct clf__bcast *b)
 {
     for (size_t d = 0; d < fl->ndev; d++)
         if (b->mem[d]) {
-            clReleaseMemObject(b->mem[d]);
-            clf__metrics_free(fl, d, b->size);
+            clf__cmd_release(&CLF__CMD(fl, d, NULL, NULL), b->mem[d], b->size);
             b->mem[d] = NULL;
         }
 }
@@ -332,14 +331,12 @@ void clf__bufcache_put(clf_fleet *fl, size_t dev, cl_mem mem)
     if (clGetMemObjectInfo(mem, CL_MEM_FLAGS, sizeof flags, &flags, NULL) != CL_SUCCESS ||
         clGetMemObjectInfo(mem, CL_MEM_SIZE, sizeof bytes, &bytes, NULL) != CL_SUCCESS ||
         (bytes > CLF__BUFCACHE_MAX_BYTES && bytes > limit)) {
-        clReleaseMemObject(mem); /* not kept */
-        clf__metrics_free(fl, dev, bytes);
+        clf__cmd_release(&CLF__CMD(fl, dev, NULL, NULL), mem, bytes); /* not kept */
         return;
     }
     struct clf__bufcache *c = clf__fleet_state(fl, &cache_key);
     if (!c) {
-        clReleaseMemObject(mem);
-        clf__metrics_free(fl, dev, bytes);
+        clf__cmd_release(&CLF__CMD(fl, dev, NULL, NULL), mem, bytes);
         return;
     }
     pthread_mutex_lock(&c->lock);

@@ -77,10 +77,9 @@ static void pin_fini(clf_fleet *fl, void *state)
                 clReleaseEvent(s->ev);
             }
             if (s->ptr) {
-                clf__cmd_opt o = {0};
-                o.flags = CLF__CMD_NO_METRICS | CLF__CMD_NO_FAULT;
-                clf__cmd_unmap(fl, d, fl->dev[d].transfer, s->mem, s->ptr, "pinned staging", 0,
-                               NULL, NULL, &o);
+                clf__cmd c = CLF__CMD(fl, d, fl->dev[d].transfer, "pinned staging");
+                c.flags = CLF__CMD_NO_METRICS | CLF__CMD_NO_FAULT;
+                clf__cmd_unmap(&c, s->mem, s->ptr);
                 unmapped = 1;
             }
         }
@@ -156,18 +155,17 @@ static clf_status acquire(clf__worker *w, clf__pin_dev *D, clf__pin_slot **out)
         /* Host memory: not the device's budget, nor its metrics' device memory; no fault
          * rule either, so that a rule's count of a launch's commands is the same on both
          * paths. */
-        clf__cmd_opt o = clf__worker_cmd_opt(CLF__CMD_BLOCKING, 0);
-        o.flags = (o.flags & ~(unsigned)CLF__CMD_FAULT) | CLF__CMD_NO_FAULT;
-        if (clf__cmd_buffer(fl, w->d->index, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR,
-                            fl->host_slot, NULL, "pinned staging", &o, &s->mem) != CLF_SUCCESS)
-            return clf__worker_cmd_failed(w, &o);
-        if (clf__cmd_map(fl, w->d->index, w->d->transfer, s->mem, CL_MAP_READ | CL_MAP_WRITE,
-                         0, fl->host_slot, "pinned staging", 0, NULL, NULL, &o,
-                         &s->ptr) != CLF_SUCCESS) {
+        clf__cmd c = CLF__CMD(fl, w->d->index, w->d->transfer, "pinned staging");
+        c.flags = CLF__CMD_BLOCKING | CLF__CMD_NO_METRICS | CLF__CMD_NO_FAULT;
+        if (clf__cmd_buffer(&c, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, fl->host_slot, NULL,
+                            &s->mem) != CLF_SUCCESS)
+            return clf__worker_cmd_failed(w, &c);
+        if (clf__cmd_map(&c, s->mem, CL_MAP_READ | CL_MAP_WRITE, 0, fl->host_slot, &s->ptr) !=
+            CLF_SUCCESS) {
             clReleaseMemObject(s->mem);
             s->mem = NULL;
             s->ptr = NULL;
-            return clf__worker_cmd_failed(w, &o);
+            return clf__worker_cmd_failed(w, &c);
         }
     }
     D->next = (D->next + 1) % CLF__PIN_SLOTS;
@@ -208,23 +206,24 @@ clf_status clf__pinned_move(clf__worker *w, const clf__pin_move *mv, cl_uint nwa
             cl_uint nw = prev ? 1 : nwait;
             const cl_event *wl = prev ? &prev : wait;
             cl_event e = NULL;
-            clf__cmd_opt o = clf__worker_cmd_opt(
-                CLF__CMD_NO_FLUSH, mv->to_device ? CLF__FAULT_WRITE : CLF__FAULT_READ);
+            clf__cmd c = clf__worker_cmd(CLF__CMD(fl, dev, q, NULL), CLF__CMD_NO_FLUSH,
+                                         mv->to_device ? CLF__FAULT_WRITE : CLF__FAULT_READ);
+            c.nwait = nw;
+            c.wait = wl;
+            c.ev = &e;
             clf_status cs;
             if (mv->rows == 1)
-                cs = mv->to_device
-                         ? clf__cmd_write_opt(fl, dev, q, mv->mem, mv->dev_off + b0, nb, s->ptr,
-                                              NULL, nw, wl, &e, &o)
-                         : clf__cmd_read_opt(fl, dev, q, mv->mem, mv->dev_off + b0, nb, s->ptr,
-                                             NULL, nw, wl, &e, &o);
+                cs = mv->to_device ? clf__cmd_write(&c, mv->mem, mv->dev_off + b0, nb, s->ptr)
+                                   : clf__cmd_read(&c, mv->mem, mv->dev_off + b0, nb, s->ptr);
             else {
-                size_t borg[3] = {mv->dev_off + b0, r0, 0}, horg[3] = {0, 0, 0};
-                size_t region[3] = {nb, nrows, 1};
-                cs = clf__cmd_rect_opt(fl, dev, q, mv->to_device, mv->mem, borg, horg, region,
-                                       mv->pitch, 0, nb, 0, s->ptr, NULL, nw, wl, &e, &o);
+                clf__cmd_box box = {.borigin = {mv->dev_off + b0, r0, 0},
+                                    .region = {nb, nrows, 1},
+                                    .brow = mv->pitch,
+                                    .hrow = nb};
+                cs = clf__cmd_rect(&c, mv->to_device, mv->mem, &box, s->ptr);
             }
             if (cs != CLF_SUCCESS) {
-                st = clf__worker_cmd_failed(w, &o);
+                st = clf__worker_cmd_failed(w, &c);
                 break;
             }
             clFlush(q); /* moving while the next piece is copied */

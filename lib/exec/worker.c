@@ -52,21 +52,20 @@ static clf_status cl_fail(clf__worker *w, cl_int err, const char *call, int inje
 
 /* A command the path (core/cmd.c) failed: it recorded the error; its status decides whether
  * the device is at fault (fault.c). */
-clf_status clf__worker_cmd_failed(clf__worker *w, const clf__cmd_opt *o)
+clf_status clf__worker_cmd_failed(clf__worker *w, const clf__cmd *c)
 {
     if (w->cl_err == CL_SUCCESS)
-        w->cl_err = o->err;
+        w->cl_err = c->err;
     return CLF_ERROR_OPENCL;
 }
 
-/* The worker's commands: it accounts for them itself (report, then clf__metrics_launch());
- * fault rule `call` applies. */
-clf__cmd_opt clf__worker_cmd_opt(unsigned flags, unsigned call)
+/* Command c as the worker's: it accounts for them itself (report, then
+ * clf__metrics_launch()); fault rule `call` applies. */
+clf__cmd clf__worker_cmd(clf__cmd c, unsigned flags, unsigned call)
 {
-    clf__cmd_opt o = {0};
-    o.flags = flags | CLF__CMD_NO_METRICS | CLF__CMD_FAULT;
-    o.fault = call;
-    return o;
+    c.flags |= flags | CLF__CMD_NO_METRICS | CLF__CMD_FAULT;
+    c.fault = call;
+    return c;
 }
 
 static void set_stuck(clf__launch *L)
@@ -121,17 +120,19 @@ clf_status clf__worker_device_alloc(clf__worker *w, size_t bytes, cl_mem_flags f
     if (injected)
         return cl_fail(w, err, "clCreateBuffer", injected);
     if (!*out) {
-        /* The rule applied above, once, cached buffer or not. */
-        clf__cmd_opt o = clf__worker_cmd_opt(0, 0);
-        o.flags = (o.flags & ~(unsigned)CLF__CMD_FAULT) | CLF__CMD_NO_FAULT;
-        if (clf__cmd_buffer(w->L->fl, w->d->index, flags, bytes, NULL, NULL, &o, out) !=
-            CLF_SUCCESS)
-            return clf__worker_cmd_failed(w, &o);
+        /* The rule applied above, once, cached buffer or not. Counted as device memory
+         * there; clf__worker_buffer_free() (clf__cmd_release()) un-counts it. */
+        clf__cmd c = CLF__CMD(w->L->fl, w->d->index, NULL, NULL);
+        c.flags = CLF__CMD_NO_FAULT;
+        if (clf__cmd_buffer(&c, flags, bytes, NULL, out) != CLF_SUCCESS)
+            return clf__worker_cmd_failed(w, &c);
+    } else {
+        /* A kept buffer was counted as free while the cache held it (fleetstate.c). */
+        clf__metrics_alloc(w->L->fl, w->d->index, bytes);
     }
     w->mem_now += bytes;
     if (w->mem_now > w->mem_peak)
         w->mem_peak = w->mem_now;
-    clf__metrics_alloc(w->L->fl, w->d->index, bytes);
     return CLF_SUCCESS;
 }
 
@@ -303,10 +304,11 @@ static clf_status commit_reductions(clf__worker *w)
         if (!(tmp[i] = malloc(bytes)))
             CLF__TRY(st, clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "reduction: out of memory"));
         cl_event ev = NULL;
-        clf__cmd_opt o = clf__worker_cmd_opt(CLF__CMD_BLOCKING, CLF__FAULT_READ);
-        if (clf__cmd_read_opt(L->fl, w->d->index, w->d->transfer, w->whole[i], 0, bytes, tmp[i],
-                              "reduction", 0, NULL, &ev, &o) != CLF_SUCCESS)
-            CLF__TRY(st, clf__worker_cmd_failed(w, &o));
+        clf__cmd c = clf__worker_cmd(CLF__CMD(L->fl, w->d->index, w->d->transfer, "reduction"),
+                                     CLF__CMD_BLOCKING, CLF__FAULT_READ);
+        c.ev = &ev;
+        if (clf__cmd_read(&c, w->whole[i], 0, bytes, tmp[i]) != CLF_SUCCESS)
+            CLF__TRY(st, clf__worker_cmd_failed(w, &c));
         w->rep.from_device_s += clf__worker_blocking_done(w, ev, CLF__REC_FROM_DEVICE, bytes);
         w->rep.bytes_from_device += bytes;
     }
@@ -656,9 +658,8 @@ void clf__worker_buffer_free(clf__worker *w, cl_mem *m, size_t *cap)
 {
     if (!*m)
         return;
-    clReleaseMemObject(*m);
+    clf__cmd_release(&CLF__CMD(w->L->fl, w->d->index, NULL, NULL), *m, *cap);
     w->mem_now -= *cap;
-    clf__metrics_free(w->L->fl, w->d->index, *cap);
     *m = NULL;
     *cap = 0;
 }

@@ -203,10 +203,10 @@ static clf_status stage_setup(clf_pipeline *pl, size_t si, const clf_stage_desc 
             st = set_arg(s, si, a, x->size, NULL);
         } else {
             /* Not counted as device memory, as before the command path. */
-            clf__cmd_opt o = {0};
-            o.flags = CLF__CMD_NO_METRICS;
-            st = clf__cmd_buffer(pl->fl, s->dev->index, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
-                                 x->size, x->host, "stage broadcast", &o, &s->bcast[a]);
+            clf__cmd c = CLF__CMD(pl->fl, s->dev->index, NULL, "stage broadcast");
+            c.flags = CLF__CMD_NO_METRICS;
+            st = clf__cmd_buffer(&c, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, x->size, x->host,
+                                 &s->bcast[a]);
             if (st != CLF_SUCCESS)
                 return st;
             st = set_arg(s, si, a, sizeof(cl_mem), &s->bcast[a]);
@@ -353,14 +353,22 @@ static clf_status enqueue(clf_pipeline *pl, stage *s, int what, size_t b, clf_ev
             err = clSetKernelArg(s->k, 1, sizeof(cl_mem), &s->out[slot]->mem);
         if (err != CL_SUCCESS)
             st = clf__cl_fail(err, "clSetKernelArg (pipeline stage)", s->dev);
-        else
-            st = clf__cmd_kernel(pl->fl, dev, s->dev->compute, s->k, s->kernel_name, s->d.dims,
-                                 NULL, s->d.global, s->d.local[0] ? s->d.local : NULL, nw, cw,
-                                 &ev);
+        else {
+            clf__cmd c = CLF__CMD(pl->fl, dev, s->dev->compute, s->kernel_name);
+            c.nwait = nw;
+            c.wait = cw;
+            c.ev = &ev;
+            st = clf__cmd_kernel(&c, s->k, s->d.dims, NULL, s->d.global,
+                                 s->d.local[0] ? s->d.local : NULL);
+        }
     } else if (st == CLF_SUCCESS) {
         /* The last stage's result to the host, on the compute queue behind its kernel. */
-        st = clf__cmd_read(pl->fl, dev, s->dev->compute, s->out[slot]->mem, 0, s->d.out_bytes,
-                           pl->out + b * s->d.out_bytes, "pipeline result", nw, cw, &ev);
+        clf__cmd c = CLF__CMD(pl->fl, dev, s->dev->compute, "pipeline result");
+        c.nwait = nw;
+        c.wait = cw;
+        c.ev = &ev;
+        st = clf__cmd_read(&c, s->out[slot]->mem, 0, s->d.out_bytes,
+                           pl->out + b * s->d.out_bytes);
     }
     for (cl_uint i = 0; i < nw; i++)
         clReleaseEvent(cw[i]);
@@ -373,9 +381,10 @@ static clf_status enqueue(clf_pipeline *pl, stage *s, int what, size_t b, clf_ev
 static clf_status upload(clf_pipeline *pl, stage *s, size_t b, clf_event **out)
 {
     cl_event ev;
-    clf_status st = clf__cmd_write(pl->fl, s->d.device, s->dev->transfer, s->in[b & 1]->mem, 0,
-                                   s->d.in_bytes, pl->in + b * s->d.in_bytes, "pipeline input", 0,
-                                   NULL, &ev);
+    clf__cmd c = CLF__CMD(pl->fl, s->d.device, s->dev->transfer, "pipeline input");
+    c.ev = &ev;
+    clf_status st = clf__cmd_write(&c, s->in[b & 1]->mem, 0, s->d.in_bytes,
+                                   pl->in + b * s->d.in_bytes);
     return st == CLF_SUCCESS ? clf__event_wrap(ev, out) : st;
 }
 

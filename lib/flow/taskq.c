@@ -273,10 +273,9 @@ static clf_status arg_buffer(tq_worker *w, size_t i, size_t size)
                          "task array of %zu bytes exceeds the maximum allocation of device %zu",
                          size, w->d->index);
     /* Not counted as device memory, as before the command path. */
-    clf__cmd_opt o = {0};
-    o.flags = CLF__CMD_NO_METRICS;
-    clf_status st = clf__cmd_buffer(w->q->fl, w->d->index, CL_MEM_READ_WRITE, size, NULL, "task",
-                                    &o, &w->mem[i]);
+    clf__cmd c = CLF__CMD(w->q->fl, w->d->index, NULL, "task");
+    c.flags = CLF__CMD_NO_METRICS;
+    clf_status st = clf__cmd_buffer(&c, CL_MEM_READ_WRITE, size, NULL, &w->mem[i]);
     if (st != CLF_SUCCESS)
         return st;
     w->cap[i] = size;
@@ -312,24 +311,27 @@ static clf_status run_task(tq_worker *w, task *t, double *kernel_s)
             /* The commands so far are queued in order before it: the task waits for them
              * below whatever happens. */
             if (a->kind != CLF_ARG_KIND_OUT &&
-                (st = clf__cmd_write(fl, d->index, cq, w->mem[i], 0, a->size, a->host,
-                                     "task input", 0, NULL, NULL)) != CLF_SUCCESS)
+                (st = clf__cmd_write(&CLF__CMD(fl, d->index, cq, "task input"), w->mem[i], 0,
+                                     a->size, a->host)) != CLF_SUCCESS)
                 break;
             err = clSetKernelArg(k, (cl_uint)i, sizeof(cl_mem), &w->mem[i]);
         }
     }
     if (st == CLF_SUCCESS && err != CL_SUCCESS)
         st = clf__arg_set_fail("clf_taskq_run", t->kernel, k, failed, failed, err, d);
-    if (st == CLF_SUCCESS)
-        st = clf__cmd_kernel(fl, d->index, cq, k, t->kernel, t->dims, NULL, t->global,
-                             t->local[0] ? t->local : NULL, 0, NULL, &kev);
+    if (st == CLF_SUCCESS) {
+        clf__cmd c = CLF__CMD(fl, d->index, cq, t->kernel);
+        c.ev = &kev;
+        st = clf__cmd_kernel(&c, k, t->dims, NULL, t->global, t->local[0] ? t->local : NULL);
+    }
     for (size_t i = 0; i < t->nargs && st == CLF_SUCCESS; i++) {
         const clf_arg *a = &t->args[i];
         if (a->kind != CLF_ARG_KIND_OUT && a->kind != CLF_ARG_KIND_INOUT)
             continue;
         cl_event rev = NULL;
-        st = clf__cmd_read(fl, d->index, cq, w->mem[i], 0, a->size, a->host, "task output", 0,
-                           NULL, &rev);
+        clf__cmd c = CLF__CMD(fl, d->index, cq, "task output");
+        c.ev = &rev;
+        st = clf__cmd_read(&c, w->mem[i], 0, a->size, a->host);
         if (rev) {
             if (last)
                 clReleaseEvent(last);

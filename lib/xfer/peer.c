@@ -59,10 +59,12 @@ static clf_status amd_enqueue(clf__copy *c, const cl_event *wait, cl_uint nwait,
     if (A->ctx == B->ctx) {
         /* The extension copies between contexts; in one context the runtime's own copy
          * between devices takes the peer path itself. Counted by the caller (transfer.c). */
-        clf__cmd_opt o = {0};
-        o.flags = CLF__CMD_NO_METRICS | CLF__CMD_NO_FLUSH | CLF__CMD_NO_FAULT; /* clf_copy() */
-        return clf__cmd_copy(c->fleet, c->sdev, q, c->src, c->dst, c->soff, c->doff, c->size,
-                             NULL, nwait, wait, ev, &o);
+        clf__cmd cmd = CLF__CMD(c->fleet, c->sdev, q, NULL);
+        cmd.flags = CLF__CMD_NO_METRICS | CLF__CMD_NO_FLUSH | CLF__CMD_NO_FAULT; /* clf_copy() */
+        cmd.nwait = nwait;
+        cmd.wait = wait;
+        cmd.ev = ev;
+        return clf__cmd_copy(&cmd, c->src, c->dst, c->soff, c->doff, c->size);
     }
     cl_int err = c->fleet->xfer->dev[c->sdev].amd_copy(q, c->src, c->dst, c->soff, c->doff,
                                                        c->size, nwait, wait, ev);
@@ -114,12 +116,11 @@ static clf_status emu_import(clf_fleet *fl, size_t dev, int own, size_t size, cl
         return clf__fail(CLF_ERROR_UNSUPPORTED, "emulated CUDA import: mmap failed");
     }
     /* Not counted as device memory (the CUDA allocation is the caller's). */
-    clf__cmd_opt o = {0};
-    o.flags = CLF__CMD_NO_METRICS | CLF__CMD_NO_FAULT;
+    clf__cmd c = CLF__CMD(fl, dev, NULL, "emulated CUDA import");
+    c.flags = CLF__CMD_NO_METRICS | CLF__CMD_NO_FAULT;
     cl_mem m;
-    clf_status st = clf__cmd_buffer(fl, dev, CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, size, p,
-                                    "emulated CUDA import", &o, &m);
-    cl_int err = o.err;
+    clf_status st = clf__cmd_buffer(&c, CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, size, p, &m);
+    cl_int err = c.err;
     if (st == CLF_SUCCESS) {
         em->p = p;
         em->n = size;
@@ -195,10 +196,9 @@ static clf_status selftest_write(void *user, int fd, size_t size, const void *da
     if (st != CLF_SUCCESS)
         return st;
     CLF__TRY(st, ext_mem(a->fl, a->device, 1, m));
-    clf__cmd_opt o = {0};
-    o.flags = CLF__CMD_NO_METRICS | CLF__CMD_BLOCKING | CLF__CMD_NO_FAULT;
-    st = clf__cmd_write_opt(a->fl, a->device, d->copyq, m, 0, len, data, "CUDA self-test", 0,
-                            NULL, NULL, &o);
+    clf__cmd c = CLF__CMD(a->fl, a->device, d->copyq, "CUDA self-test");
+    c.flags = CLF__CMD_NO_METRICS | CLF__CMD_BLOCKING | CLF__CMD_NO_FAULT;
+    st = clf__cmd_write(&c, m, 0, len, data);
     clf_status rst = ext_mem(a->fl, a->device, 0, m);
     if (st == CLF_SUCCESS)
         st = rst;
@@ -452,10 +452,10 @@ static clf_status leg(clf_fleet *fl, size_t dev, cl_mem bounce, cl_mem from, siz
     if (st != CLF_SUCCESS)
         return st;
     /* Counted by the caller (transfer.c). */
-    clf__cmd_opt o = {0};
-    o.flags = CLF__CMD_NO_METRICS | CLF__CMD_NO_FLUSH | CLF__CMD_NO_FAULT; /* clf_copy() */
-    st = clf__cmd_copy(fl, dev, d->copyq, from, to, from_off, to_off, len, "CUDA bounce", 0, NULL,
-                       fl->xfer->dev[dev].release ? NULL : ev, &o);
+    clf__cmd c = CLF__CMD(fl, dev, d->copyq, "CUDA bounce");
+    c.flags = CLF__CMD_NO_METRICS | CLF__CMD_NO_FLUSH | CLF__CMD_NO_FAULT; /* clf_copy() */
+    c.ev = fl->xfer->dev[dev].release ? NULL : ev;
+    st = clf__cmd_copy(&c, from, to, from_off, to_off, len);
     if (st != CLF_SUCCESS)
         return st;
     if (fl->xfer->dev[dev].release) {

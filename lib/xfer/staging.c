@@ -23,21 +23,21 @@
 /* ---- staging sets --------------------------------------------------------------------- */
 
 /* Staging's commands: counted by the caller as one peer copy. */
-static clf__cmd_opt stage_opt(unsigned flags)
+static clf__cmd stage_cmd(clf_fleet *fl, size_t dev, cl_command_queue q, const char *what,
+                          unsigned flags)
 {
-    clf__cmd_opt o = {0};
-    o.flags = flags | CLF__CMD_NO_METRICS | CLF__CMD_NO_FAULT; /* clf_copy() checked */
-    return o;
+    clf__cmd c = CLF__CMD(fl, dev, q, what);
+    c.flags = flags | CLF__CMD_NO_METRICS | CLF__CMD_NO_FAULT; /* clf_copy() checked */
+    return c;
 }
 
 static void stager_free(clf_fleet *fl, clf__stager *s)
 {
     struct clf__device *d = &fl->dev[s->device];
     for (size_t i = 0; i < CLF__XFER_SLOTS; i++) {
-        clf__cmd_opt o = stage_opt(CLF__CMD_NO_FLUSH);
+        clf__cmd c = stage_cmd(fl, s->device, d->copyq, "staging", CLF__CMD_NO_FLUSH);
         if (s->ptr[i])
-            clf__cmd_unmap(fl, s->device, d->copyq, s->mem[i], s->ptr[i], "staging", 0, NULL,
-                           NULL, &o);
+            clf__cmd_unmap(&c, s->mem[i], s->ptr[i]);
         if (s->mem[i])
             clReleaseMemObject(s->mem[i]); /* freed once the unmap has run */
     }
@@ -58,12 +58,12 @@ static clf_status stager_new(clf_fleet *fl, size_t dev, clf__stager **out)
     s->chunk = fl->xfer->chunk;
     for (size_t i = 0; i < CLF__XFER_SLOTS; i++) {
         s->rdone[i].s = s->wdone[i].s = s;
-        clf__cmd_opt o = stage_opt(CLF__CMD_BLOCKING);
-        clf_status st = clf__cmd_buffer(fl, dev, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR,
-                                        s->chunk, NULL, "staging", &o, &s->mem[i]);
+        clf__cmd c = stage_cmd(fl, dev, d->copyq, "staging", CLF__CMD_BLOCKING);
+        clf_status st = clf__cmd_buffer(&c, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, s->chunk,
+                                        NULL, &s->mem[i]);
         if (st == CLF_SUCCESS)
-            st = clf__cmd_map(fl, dev, d->copyq, s->mem[i], CL_MAP_READ | CL_MAP_WRITE, 0,
-                              s->chunk, "staging", 0, NULL, NULL, &o, &s->ptr[i]);
+            st = clf__cmd_map(&c, s->mem[i], CL_MAP_READ | CL_MAP_WRITE, 0, s->chunk,
+                              &s->ptr[i]);
         if (st != CLF_SUCCESS) {
             char keep[512];
             snprintf(keep, sizeof keep, "%s", clf_last_error());
@@ -146,21 +146,20 @@ static clf_status via_map(clf__copy *c, int from_src)
     cl_mem mapped = from_src ? c->src : c->dst, other = from_src ? c->dst : c->src;
     size_t moff = from_src ? c->soff : c->doff, ooff = from_src ? c->doff : c->soff;
     size_t mdev = from_src ? c->sdev : c->ddev, odev = from_src ? c->ddev : c->sdev;
-    clf__cmd_opt bo = stage_opt(CLF__CMD_BLOCKING);
+    clf__cmd mc = stage_cmd(c->fleet, mdev, m->copyq, "copy", CLF__CMD_BLOCKING);
     void *p;
-    clf_status st = clf__cmd_map(c->fleet, mdev, m->copyq, mapped,
+    clf_status st = clf__cmd_map(&mc, mapped,
                                  from_src ? CL_MAP_READ : CL_MAP_WRITE_INVALIDATE_REGION, moff,
-                                 c->size, "copy", 0, NULL, NULL, &bo, &p);
+                                 c->size, &p);
     if (st != CLF_SUCCESS)
         return st;
-    st = from_src ? clf__cmd_write_opt(c->fleet, odev, o->copyq, other, ooff, c->size, p, "copy",
-                                       0, NULL, NULL, &bo)
-                  : clf__cmd_read_opt(c->fleet, odev, o->copyq, other, ooff, c->size, p, "copy",
-                                      0, NULL, NULL, &bo);
+    clf__cmd oc = stage_cmd(c->fleet, odev, o->copyq, "copy", CLF__CMD_BLOCKING);
+    st = from_src ? clf__cmd_write(&oc, other, ooff, c->size, p)
+                  : clf__cmd_read(&oc, other, ooff, c->size, p);
     cl_event unmap = NULL;
-    clf__cmd_opt uo = stage_opt(CLF__CMD_NO_FLUSH);
-    clf_status ust = clf__cmd_unmap(c->fleet, mdev, m->copyq, mapped, p, "copy", 0, NULL, &unmap,
-                                    &uo);
+    clf__cmd uc = stage_cmd(c->fleet, mdev, m->copyq, "copy", CLF__CMD_NO_FLUSH);
+    uc.ev = &unmap;
+    clf_status ust = clf__cmd_unmap(&uc, mapped, p);
     if (ust == CLF_SUCCESS) {
         clf_event e = {.ev = unmap};
         ust = clf__event_wait_host(&e);
@@ -277,12 +276,12 @@ static clf_status pipeline(clf__copy *c)
             clReleaseEvent(*prev), *prev = NULL;
         if (*ev)
             clReleaseEvent(*ev), *ev = NULL;
-        clf__cmd_opt o = stage_opt(0); /* flushed: the other side waits for it */
-        clf_status est =
-            write ? clf__cmd_write_opt(fl, c->ddev, B->copyq, c->dst, c->doff + off, len,
-                                       s->ptr[slot], "staging", 0, NULL, ev, &o)
-                  : clf__cmd_read_opt(fl, c->sdev, A->copyq, c->src, c->soff + off, len,
-                                      s->ptr[slot], "staging", 0, NULL, ev, &o);
+        /* Flushed: the other side waits for it. */
+        clf__cmd sc = write ? stage_cmd(fl, c->ddev, B->copyq, "staging", 0)
+                            : stage_cmd(fl, c->sdev, A->copyq, "staging", 0);
+        sc.ev = ev;
+        clf_status est = write ? clf__cmd_write(&sc, c->dst, c->doff + off, len, s->ptr[slot])
+                               : clf__cmd_read(&sc, c->src, c->soff + off, len, s->ptr[slot]);
         if (est == CLF_SUCCESS)
             watch(*ev, f);
         pthread_mutex_lock(&s->lock);
@@ -331,12 +330,12 @@ static clf_status one_slot(clf__copy *c)
     clf_status st = stager_get(c->fleet, c->sdev, &s);
     if (st != CLF_SUCCESS)
         return st;
-    clf__cmd_opt o = stage_opt(CLF__CMD_BLOCKING);
-    st = clf__cmd_read_opt(c->fleet, c->sdev, A->copyq, c->src, c->soff, c->size, s->ptr[0],
-                           "staging", 0, NULL, NULL, &o);
-    if (st == CLF_SUCCESS)
-        st = clf__cmd_write_opt(c->fleet, c->ddev, B->copyq, c->dst, c->doff, c->size,
-                                s->ptr[0], "staging", 0, NULL, NULL, &o);
+    clf__cmd rc = stage_cmd(c->fleet, c->sdev, A->copyq, "staging", CLF__CMD_BLOCKING);
+    st = clf__cmd_read(&rc, c->src, c->soff, c->size, s->ptr[0]);
+    if (st == CLF_SUCCESS) {
+        clf__cmd wc = stage_cmd(c->fleet, c->ddev, B->copyq, "staging", CLF__CMD_BLOCKING);
+        st = clf__cmd_write(&wc, c->dst, c->doff, c->size, s->ptr[0]);
+    }
     stager_put(c->fleet, s);
     return st;
 }

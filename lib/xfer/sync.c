@@ -483,10 +483,16 @@ clf_status clf__device_marker(clf_fleet *fl, size_t device, cl_event *out)
      * command path flushes each: a queue of another device may wait for these markers, and
      * some drivers submit nothing until a flush. On a !wait_list_ok device (core/devops.c)
      * it waits for the transfer queue's marker on the host instead. */
-    clf_status st = clf__cmd_marker(fl, device, d->transfer, "transfer queue", 0, NULL, &mt);
+    clf__cmd c = CLF__CMD(fl, device, d->transfer, "transfer queue");
+    c.ev = &mt;
+    clf_status st = clf__cmd_marker(&c);
     if (st != CLF_SUCCESS)
         return st;
-    st = clf__cmd_marker(fl, device, d->compute, "compute queue", 1, &mt, out);
+    c = CLF__CMD(fl, device, d->compute, "compute queue");
+    c.nwait = 1;
+    c.wait = &mt;
+    c.ev = out;
+    st = clf__cmd_marker(&c);
     clReleaseEvent(mt);
     return st;
 }
@@ -508,7 +514,11 @@ static clf_status device_marker_all(clf_fleet *fl, size_t device, cl_event *out)
         *out = st == CLF_SUCCESS ? mc : NULL;
         return st;
     }
-    st = clf__cmd_marker(fl, device, user, "caller's queue", 1, &mc, out);
+    clf__cmd c = CLF__CMD(fl, device, user, "caller's queue");
+    c.nwait = 1;
+    c.wait = &mc;
+    c.ev = out;
+    st = clf__cmd_marker(&c);
     clReleaseEvent(mc);
     return st;
 }
@@ -566,10 +576,16 @@ static clf_status device_wait(clf_fleet *fl, size_t device, clf_event *const *ev
     size_t k = 0;
     clf_status st = events_for(fl, device, events, n, cl, &k);
     if (st == CLF_SUCCESS) {
-        st = clf__cmd_barrier(fl, device, d->compute, NULL, (cl_uint)k, cl, NULL, NULL);
+        clf__cmd c = CLF__CMD(fl, device, d->compute, NULL);
+        c.nwait = (cl_uint)k;
+        c.wait = cl;
+        st = clf__cmd_barrier(&c);
         cl_command_queue user = atomic_load(&d->user);
-        if (st == CLF_SUCCESS && user)
-            st = clf__cmd_barrier(fl, device, user, "caller's queue", (cl_uint)k, cl, NULL, NULL);
+        if (st == CLF_SUCCESS && user) {
+            c.q = user;
+            c.what = "caller's queue";
+            st = clf__cmd_barrier(&c);
+        }
     }
     for (size_t i = 0; i < k; i++)
         clReleaseEvent(cl[i]);

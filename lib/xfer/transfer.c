@@ -192,10 +192,12 @@ clf_status clf__copy_wait_deps(clf__copy *c)
 static clf_status enqueue_copy(clf__copy *c, const cl_event *wait, cl_uint nwait, cl_event *ev)
 {
     /* Counted by the caller, once. */
-    clf__cmd_opt o = {0};
-    o.flags = CLF__CMD_NO_METRICS | CLF__CMD_NO_FLUSH | CLF__CMD_NO_FAULT; /* copy() checked */
-    return clf__cmd_copy(c->fleet, c->sdev, clf__copy_queue(c, 0), c->src, c->dst, c->soff,
-                         c->doff, c->size, NULL, nwait, wait, ev, &o);
+    clf__cmd cmd = CLF__CMD(c->fleet, c->sdev, clf__copy_queue(c, 0), NULL);
+    cmd.flags = CLF__CMD_NO_METRICS | CLF__CMD_NO_FLUSH | CLF__CMD_NO_FAULT; /* copy() checked */
+    cmd.nwait = nwait;
+    cmd.wait = wait;
+    cmd.ev = ev;
+    return clf__cmd_copy(&cmd, c->src, c->dst, c->soff, c->doff, c->size);
 }
 
 const clf__path_ops clf__path_same_device = {"same-device", 1, enqueue_copy, NULL};
