@@ -98,6 +98,12 @@ typedef struct clf__exec_state {
          * efficiency (CLF__SEEN_EFFICIENCY) and the makespan per unit (CLF__SEEN_UNIT_S). */
         double seen[4][2];
         double unit_s; /* kernel seconds per unit in its last launch; < 0: not seen */
+        /* Probes (choose.c), per fleet device index below CLF_MAX_LAUNCH_DEVICES: launches
+         * in a row the device took no work of the kernel although it could hold a chunk,
+         * launches it waits before its next probe (0: CLF__PROBE_AFTER), and whether it has
+         * run the kernel on this fleet (its first run pays for PoCL's kernel build). */
+        unsigned out_run[CLF_MAX_LAUNCH_DEVICES], probe_every[CLF_MAX_LAUNCH_DEVICES];
+        unsigned char ran[CLF_MAX_LAUNCH_DEVICES];
     } static_eff[16];
     size_t nstatic_eff;
     /* Kernel checks that passed (check.c): a small ring of the latest. */
@@ -293,6 +299,12 @@ typedef struct clf__launch {
      * (held), and the launch says nothing about the kernel's balance (small). */
     unsigned char held[CLF_MAX_LAUNCH_DEVICES];
     int small;
+    /* A probe (choose.c): the launch's device probe_slot, left out by the cost model for a
+     * while, takes the range's last probe_units units as one chunk (0: no probe), predicted
+     * to take probe_pred_s. */
+    uint64_t probe_units;
+    size_t probe_slot;
+    double probe_pred_s;
     clf__layout lay[CLF__MAX_ARGS]; /* partitioned arguments' layouts */
 
     pthread_mutex_t lock; /* guards what follows and the reductions */

@@ -590,6 +590,21 @@ out:
     return st;
 }
 
+int clf__perf_forget(clf__perf_model *m, const char *kernel, const char *device)
+{
+    if (!m || !kernel || !device)
+        return 0;
+    pthread_mutex_lock(&m->lock);
+    perf_entry *e = find(m, kernel, device, key_hash(kernel, device));
+    if (e) {
+        e->n = e->head = 0;
+        e->nc = 0;
+        e->seen = e->cseen = 1;
+    }
+    pthread_mutex_unlock(&m->lock);
+    return e != NULL;
+}
+
 int clf__perf_get(clf__perf_model *m, const char *kernel, const char *device, clf__perf_fit *out)
 {
     int known = 0;
