@@ -135,6 +135,11 @@ double clf__perf_iqr(double *v, size_t n);
  */
 clf_status clf__perf_write_file(const char *path, const char *buf, size_t len);
 
+/* *path: the model's file in cache_dir (NULL: the default cache directory), malloc'd
+ * (perffile.c); fn names the caller in the error. CLF_ERROR_IO when there is no cache
+ * directory, CLF_ERROR_OUT_OF_HOST_MEMORY. */
+clf_status clf__perf_model_path(const char *cache_dir, const char *fn, char **path);
+
 /* 1 and the estimated units per second in *units_per_s when a warm sample is known, else 0. */
 int clf__perf_weight(clf__perf_model *m, const char *kernel, const char *device,
                      double *units_per_s);
