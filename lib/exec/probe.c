@@ -199,10 +199,18 @@ void clf__plan_probe(clf__launch *L, clf_strategy s, const char *kkey,
     L->probe_units = units;
     L->probe_slot = p;
     L->probe_pred_s = pred;
-    size_t len = strlen(rep->reason);
-    snprintf(rep->reason + len, sizeof rep->reason - len,
-             "; device %zu probed (%llu units, out %u launches)",
-             L->dev[p], (unsigned long long)units, out);
+    /* The reason's only word of the probe: when AUTO's figures leave no room for it, their
+     * end gives way ("..."), not the clause. */
+    char clause[96];
+    int n = snprintf(clause, sizeof clause, "; device %zu probed (%llu units, out %u launches)",
+                     L->dev[p], (unsigned long long)units, out);
+    size_t len = strlen(rep->reason), need = n > 0 ? (size_t)n : 0;
+    if (len + need >= sizeof rep->reason && need + 3 < sizeof rep->reason) {
+        len = sizeof rep->reason - 1 - need - 3;
+        memcpy(rep->reason + len, "...", 4);
+        len += 3;
+    }
+    snprintf(rep->reason + len, sizeof rep->reason - len, "%s", clause);
 }
 
 /*
