@@ -19,19 +19,22 @@
  * kernel in a row in which a device took none of it although it could hold a chunk, it gets
  * one chunk, sized to end no later than the fastest device ends the rest alone by the model
  * (probe_units()): even if the model's pessimistic figure is right, the launch is no slower
- * than that device alone. The chunk is timed and learned as any chunk is. A probe that
- * confirms the model (the device took more than 1 / CLF__PROBE_WRONG of the predicted time)
- * doubles the wait before the next one, up to CLF__PROBE_MAX_EVERY launches, so that a truly
- * slow device costs a chunk every few hundred launches; one that ran CLF__PROBE_WRONG times
- * faster than predicted shows the samples stale (a device does not get faster by noise: load
- * only slows it) and the model forgets them (clf__perf_forget()), so the next launch shares
- * by the probe's figure, or, if that small chunk's figure still leaves the device out,
- * probes it again with a chunk sized by it. Why 4 launches in a row: a device sits out a launch now and then
- * for good reasons (the tail of a pooled launch, a launch that ends before its thread
- * starts on a loaded host), and CLF__PERF_WINDOW samples are 8, so half a window; a probe
- * costs the launch nothing by construction, so waiting longer would buy little. Not for a
- * launch run on one device alone (AUTO's too-small rule: its cost is the point), nor with the
- * user's or equal weights (they say who works).
+ * than that device alone. (So no probe when not one granule fits: a device standing aside in
+ * a pooled launch because its share is under a granule is probed only in longer launches.)
+ * The chunk is timed and learned as any chunk is. A probe that confirms the model (the device
+ * took more than 1 / CLF__PROBE_WRONG of the predicted time) doubles the wait before the next
+ * one, up to CLF__PROBE_MAX_EVERY launches, so that a truly slow device costs a chunk every
+ * few hundred launches; one that ran CLF__PROBE_WRONG times faster than predicted shows the
+ * samples stale (a device does not get faster by noise: load only slows it) and the model
+ * forgets them (clf__perf_forget()), so the next launch shares by the probe's figure, or, if
+ * that small chunk's figure still leaves the device out, probes it again with a chunk sized
+ * by it. Why 4 launches in a row: a device sits out a launch now and then for good reasons
+ * (the tail of a pooled launch, a launch that ends before its thread starts on a loaded
+ * host), and CLF__PERF_WINDOW samples are 8, so half a window; a probe costs the launch
+ * nothing by construction, so waiting longer would buy little. The count lives in the fleet
+ * (not the model's file): a process runs at least 4 launches of a kernel before it probes.
+ * Not for a launch run on one device alone (AUTO's too-small rule: its cost is the point),
+ * nor with the user's or equal weights (they say who works).
  */
 #define CLF__PROBE_AFTER 4
 #define CLF__PROBE_MAX_EVERY 1024
