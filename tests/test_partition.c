@@ -2068,6 +2068,95 @@ START_TEST(test_part_share_ends)
 }
 END_TEST
 
+/* A probe (clf__part_params.probe_units): the device of weight 0 takes the range's tail in
+ * one chunk and nothing more; the others cover the rest exactly, under STATIC (its share
+ * cut), DYNAMIC and GUIDED (the pool); bad probes are refused. */
+START_TEST(test_part_probe)
+{
+    static const clf__part_strategy strat[] = {CLF__PART_STATIC, CLF__PART_DYNAMIC,
+                                               CLF__PART_GUIDED, CLF__PART_MEMORY_AWARE};
+    const double w[3] = {1, 0, 1};
+    for (size_t k = 0; k < sizeof strat / sizeof *strat; k++) {
+        clf__part *p;
+        clf__part_params prm = {0};
+        prm.probe_units = 10; /* 90 is a multiple of gran 3; 10 is not, and need not be */
+        prm.probe_dev = 1;
+        ck_assert_int_eq(clf__part_create(&p, strat[k], 100, 3, 3, w, NULL, &prm), CLF_SUCCESS);
+        uint64_t off, len, covered = 0, seen[100] = {0};
+        ck_assert(clf__part_next(p, 1, &off, &len));
+        ck_assert_uint_eq(off, 90);
+        ck_assert_uint_eq(len, 10);
+        for (uint64_t i = off; i < off + len; i++)
+            seen[i]++;
+        ck_assert_int_eq(clf__part_complete(p, len), CLF_SUCCESS);
+        /* Nothing more for the probe's device while the others take work. */
+        ck_assert(!clf__part_next(p, 1, &off, &len));
+        for (int got = 1; got;) {
+            got = 0;
+            for (size_t d = 0; d < 3; d += 2)
+                if (clf__part_next(p, d, &off, &len)) {
+                    got = 1;
+                    ck_assert_uint_le(off + len, 90);
+                    for (uint64_t i = off; i < off + len; i++)
+                        seen[i]++;
+                    ck_assert_int_eq(clf__part_complete(p, len), CLF_SUCCESS);
+                    ck_assert(!clf__part_next(p, 1, &off, &len));
+                }
+        }
+        for (uint64_t i = 0; i < 100; i++) {
+            ck_assert_uint_eq(seen[i], 1);
+            covered += seen[i];
+        }
+        ck_assert_uint_eq(covered, 100);
+        clf__part_destroy(p);
+    }
+    /* Refused: on a device of weight > 0, the whole range, a start off the granularity,
+     * past the device's cap, no such device. */
+    const struct {
+        uint64_t units;
+        size_t dev;
+    } bad[] = {{10, 0}, {100, 1}, {11, 1}, {40, 1}, {10, 3}};
+    const uint64_t cap[3] = {UINT64_MAX, 30, UINT64_MAX};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        clf__part *p = NULL;
+        clf__part_params prm = {0};
+        prm.probe_units = bad[i].units;
+        prm.probe_dev = bad[i].dev;
+        ck_assert_int_eq(clf__part_create(&p, CLF__PART_DYNAMIC, 100, 3, 3, w, cap, &prm),
+                         CLF_ERROR_INVALID_ARGUMENT);
+        ck_assert_ptr_null(p);
+    }
+}
+END_TEST
+
+/* clf__perf_forget(): a key's samples go, both kinds, and the next record is kept (not
+ * dropped as cold); other keys keep theirs. */
+START_TEST(test_perf_forget)
+{
+    clf__perf_model *m;
+    double v = 0;
+    clf__perf_fit f;
+    ck_assert_int_eq(clf__perf_open(&m, NULL), CLF_SUCCESS);
+    ck_assert_int_eq(clf__perf_forget(m, "k", "d"), 0);
+    for (int i = 0; i < 4; i++) {
+        ck_assert_int_eq(clf__perf_record(m, "k", "d", 10, 1.0), CLF_SUCCESS);
+        ck_assert_int_eq(clf__perf_record(m, "k", "e", 20, 1.0), CLF_SUCCESS);
+        clf__perf_chunk c[2] = {{100, 1.0, 0, 0}, {200, 2.0, 0, 0}};
+        ck_assert_int_eq(clf__perf_record_chunks(m, "k", "d", c, 2), CLF_SUCCESS);
+    }
+    ck_assert(clf__perf_get(m, "k", "d", &f) && f.units_per_s == 10.0 && f.rate > 0);
+    ck_assert_int_eq(clf__perf_forget(m, "k", "d"), 1);
+    ck_assert(!clf__perf_weight(m, "k", "d", &v));
+    ck_assert(!clf__perf_get(m, "k", "d", &f));
+    ck_assert_int_eq(clf__perf_record(m, "k", "d", 5000, 1.0), CLF_SUCCESS);
+    ck_assert(clf__perf_weight(m, "k", "d", &v) && v == 5000.0);
+    ck_assert(clf__perf_get(m, "k", "d", &f) && f.samples == 1 && f.chunks == 0);
+    ck_assert(clf__perf_weight(m, "k", "e", &v) && v == 20.0);
+    ck_assert_int_eq(clf__perf_forget(NULL, "k", "d"), 0);
+    clf__perf_close(m);
+}
+END_TEST
+
 static Suite *partition_suite(void)
 {
     Suite *s = suite_create("partition");
@@ -2083,6 +2172,7 @@ static Suite *partition_suite(void)
     tcase_add_test(tc, test_stress_requeue_retire);
     tcase_add_test(tc, test_threads);
     tcase_add_test(tc, test_part_share_ends);
+    tcase_add_test(tc, test_part_probe);
     tcase_add_test(tc, test_wprof_converges);
     tcase_add_test(tc, test_wprof_spike_and_limits);
     suite_add_tcase(s, tc);
@@ -2101,6 +2191,7 @@ static Suite *partition_suite(void)
     tcase_add_test(pm, test_perf_corrupt_file);
     tcase_add_test(pm, test_perf_merge);
     tcase_add_test(pm, test_perf_threads);
+    tcase_add_test(pm, test_perf_forget);
     suite_add_tcase(s, pm);
     return s;
 }

@@ -966,6 +966,200 @@ START_TEST(basic_refused)
 }
 END_TEST
 
+/* ---- probes (choose.c): a device the model leaves out gets a chunk now and then ---- */
+
+/* A fresh cache directory in dir (mkdtemp), made $CLFLEET_CACHE_DIR. */
+static void probe_cache(char *dir, size_t n)
+{
+    snprintf(dir, n, "%s/clfleet-probe-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    setenv("CLFLEET_CACHE_DIR", dir, 1);
+}
+
+static void probe_cache_done(const char *dir, const char *saved)
+{
+    char cmd[300];
+    if (saved)
+        setenv("CLFLEET_CACHE_DIR", saved, 1);
+    else
+        unsetenv("CLFLEET_CACHE_DIR");
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    expect(system(cmd) == 0, "%s failed", cmd);
+}
+
+/*
+ * Rewrite the model's file in dir so that every device key holding `mark` (the simulated
+ * device's) is `factor` times slower by its launch samples, with no chunk samples (so that
+ * no line of its own corrects the figure). Returns how many entries were changed. Format:
+ * lib/plan/perfmodel.c ("v2 kernel device n s1..sn m u1 t1 ...", tab-separated).
+ */
+static int seed_slow(const char *dir, const char *mark, double factor)
+{
+    char path[300], tmp[320], *line = NULL;
+    size_t cap = 0;
+    int changed = 0;
+    snprintf(path, sizeof path, "%s/perf-v1.tsv", dir);
+    snprintf(tmp, sizeof tmp, "%s.seed", path);
+    FILE *in = fopen(path, "r"), *out = fopen(tmp, "w");
+    ck_assert_msg(in && out, "cannot open %s or %s", path, tmp);
+    while (getline(&line, &cap, in) > 0) {
+        char *f[3 + 2 + 8 + 2 * 16 + 2];
+        size_t nf = 0;
+        char *save = NULL;
+        line[strcspn(line, "\n")] = '\0';
+        char *copy = strdup(line);
+        ck_assert(copy);
+        for (char *t = strtok_r(copy, "\t", &save); t && nf < sizeof f / sizeof *f;
+             t = strtok_r(NULL, "\t", &save))
+            f[nf++] = t;
+        if (nf < 5 || strcmp(f[0], "v2") != 0 || !strstr(f[2], mark)) {
+            fprintf(out, "%s\n", line);
+            free(copy);
+            continue;
+        }
+        unsigned n = (unsigned)strtoul(f[3], NULL, 10);
+        ck_assert_uint_ge(nf, 4 + n);
+        fprintf(out, "v2\t%s\t%s\t%u", f[1], f[2], n);
+        for (unsigned i = 0; i < n; i++)
+            fprintf(out, "\t%.17g", strtod(f[4 + i], NULL) / factor);
+        fprintf(out, "\t0\n");
+        changed += n > 0;
+        free(copy);
+    }
+    free(line);
+    fclose(in);
+    ck_assert_int_eq(fclose(out), 0);
+    ck_assert_int_eq(rename(tmp, path), 0);
+    return changed;
+}
+
+/* One STATIC launch of spin (or strategy s) over N items: device 1's share, the reason, and
+ * the results checked against spin_ref(). */
+static double probe_launch(clf_fleet *f, clf_program *p, clf_strategy s, uint32_t *out,
+                           uint32_t nitems, uint32_t iters, char *reason, size_t rn)
+{
+    clf_launch_report r;
+    clf_launch_desc d = CLF_LAUNCH_DESC_INIT;
+    d.kernel = "spin";
+    d.global[0] = nitems;
+    d.strategy = s;
+    memset(out, 0, nitems * sizeof *out);
+    clf_arg a[] = {CLF_OUT(out, nitems * sizeof *out, sizeof *out), CLF_SCALAR(&iters)};
+    ck_assert_ok(clf_launch(f, p, &d, a, 2, &r));
+    for (uint32_t i = 0; i < nitems; i++)
+        if (out[i] != spin_ref(i, iters))
+            ck_abort_msg("item %u: %u, expected %u (%s)", i, out[i], spin_ref(i, iters),
+                         r.reason);
+    double share = 0;
+    for (size_t i = 0; i < r.num_devices; i++)
+        if (r.dev[i].device == 1)
+            share = r.dev[i].share;
+    snprintf(reason, rn, "%s", r.reason);
+    return share;
+}
+
+/*
+ * An equal pair (device 1 "simulated" at compute=1: as fast, but learned under a key of its
+ * own) whose model file says device 1 is 1000x slower than it is, as a run while it was busy
+ * with another process could have left it. STATIC leaves it out (its share by that speed is
+ * 0.1 %), so without probes it would never be measured again. With them: after 4 launches
+ * without work it gets one chunk (the first measures PoCL's build and gives no verdict, the
+ * second runs ~1000x faster than predicted), the stale samples are forgotten (and if that
+ * small chunk's figure still leaves it out, a larger probe follows at once, each some 5-10x
+ * the last), and within a dozen launches it takes a share again (at the 7th to 9th in
+ * trials). Results exact throughout; no wall time judged.
+ */
+START_TEST(probe_wrong_seed)
+{
+    test_watchdog(240);
+    char dir[256], why[300];
+    const char *old = getenv("CLFLEET_CACHE_DIR");
+    char *saved = old ? strdup(old) : NULL;
+    probe_cache(dir, sizeof dir);
+    /* At 1000x, the probe that ends in time is a thousandth of the range: 2^18 items leave
+     * it about four granules of 64 (2^17 left two, and a fast run of device 0 now and then
+     * left less than one: no probe that launch). */
+    enum { N = 1 << 18 };
+    uint32_t *out = malloc(N * sizeof *out);
+    ck_assert(out);
+    uint32_t iters = 128;
+    clf_program *p;
+    clf_fleet *f = sim_fleet("device=1,compute=1", &p);
+    for (int k = 0; k < 4; k++) /* both devices learned (the first sample is cold) */
+        probe_launch(f, p, CLF_STRATEGY_STATIC, out, N, iters, why, sizeof why);
+    clf_program_destroy(p);
+    clf_fleet_destroy(f); /* saves the model */
+    ck_assert_int_ge(seed_slow(dir, "|sim=", 1000), 1);
+
+    f = sim_fleet("device=1,compute=1", &p);
+    int first_out = -1, back = -1, probes = 0;
+    for (int k = 0; k < 16 && back < 0; k++) {
+        double s1 = probe_launch(f, p, CLF_STRATEGY_STATIC, out, N, iters, why, sizeof why);
+        int probe = strstr(why, "device 1 probed") != NULL;
+        probes += probe;
+        fprintf(stderr, "probe_wrong_seed: launch %d: device 1's share %.4f (%s)\n", k, s1, why);
+        if (k == 0)
+            first_out = s1 == 0;
+        if (s1 > 0.05 && !probe)
+            back = k;
+    }
+    expect(first_out == 1, "the seeded model did not leave device 1 out: the test tests nothing");
+    expect(probes >= 1, "device 1 was never probed");
+    expect(back >= 0 && back <= 12, "device 1 did not take a share again in 16 launches "
+           "(back at launch %d, %d probes)", back, probes);
+    free(out);
+    clf_program_destroy(p);
+    clf_fleet_destroy(f);
+    probe_cache_done(dir, saved);
+    free(saved);
+    test_watchdog_off();
+}
+END_TEST
+
+/*
+ * The simulated 50:1 pair under STATIC: once the speeds are learned the slow device is left
+ * out (its share by speed, 2 %, is under 5 %) for good reasons, and its probes confirm it;
+ * each doubles the wait before the next, so over 30 launches there are a few (after 4, 8, 16
+ * launches out: 2 or 3), not one in every 4 launches. Results exact.
+ */
+START_TEST(probes_rare)
+{
+    test_watchdog(240);
+    char dir[256], why[300];
+    const char *old = getenv("CLFLEET_CACHE_DIR");
+    char *saved = old ? strdup(old) : NULL;
+    probe_cache(dir, sizeof dir);
+    enum { N = 1 << 14 };
+    uint32_t *out = malloc(N * sizeof *out);
+    ck_assert(out);
+    uint32_t iters = 1024;
+    clf_program *p;
+    clf_fleet *f = sim_fleet("device=1,compute=0.02", &p);
+    int probes = 0, out_of = 0;
+    for (int k = 0; k < 30; k++) {
+        double s1 = probe_launch(f, p, CLF_STRATEGY_STATIC, out, N, iters, why, sizeof why);
+        int probe = strstr(why, "device 1 probed") != NULL;
+        probes += probe;
+        out_of += s1 == 0;
+        if (probe || k < 3)
+            fprintf(stderr, "probes_rare: launch %d: device 1's share %.4f (%s)\n", k, s1, why);
+    }
+    fprintf(stderr, "probes_rare: %d probes in 30 launches, device 1 out of %d\n", probes,
+            out_of);
+    expect(probes <= 4, "%d probes of the 50x slower device in 30 launches", probes);
+    /* Left out for 8 launches in a row or more somewhere in 30 (the share by speed is under
+     * 5 % once learned): it was probed at least once. */
+    expect(out_of < 12 || probes >= 1, "device 1 was left out of %d launches, never probed",
+           out_of);
+    free(out);
+    clf_program_destroy(p);
+    clf_fleet_destroy(f);
+    probe_cache_done(dir, saved);
+    free(saved);
+    test_watchdog_off();
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("simulate");
@@ -990,5 +1184,11 @@ int main(void)
     tcase_add_test(tq, taskq_gate);
     tcase_add_test(tq, taskq_equal);
     suite_add_tcase(s, tq);
+    /* Its own case, to run alone: CK_RUN_CASE=probe. */
+    TCase *tp = tcase_create("probe");
+    tcase_add_checked_fixture(tp, NULL, test_watchdog_off);
+    tcase_add_test(tp, probe_wrong_seed);
+    tcase_add_test(tp, probes_rare);
+    suite_add_tcase(s, tp);
     return test_run(s, FLEET2, 2);
 }

@@ -111,16 +111,6 @@ clf_status clf__budgets(clf__launch *L, uint64_t *max_units)
 
 /* ---- weights and strategy ------------------------------------------------------------- */
 
-void clf__perf_device_key(const clf_fleet *fl, size_t dev, char *buf, size_t n)
-{
-    const struct clf__device *d = &fl->dev[dev];
-    int k = snprintf(buf, n, "%s|%s|cu=%u", d->info.name, d->info.driver_version,
-                     d->info.compute_units);
-    /* A device simulated slower ($CLFLEET_SIMULATE) is learned under a key of its own. */
-    if (k >= 0 && (size_t)k < n)
-        clf__sim_key(fl, dev, buf + k, n - (size_t)k);
-}
-
 static void kernel_key(const clf__launch *L, char *buf, size_t n)
 {
     if (L->key)
@@ -593,6 +583,9 @@ clf_status clf__choose_strategy(clf__launch *L, const uint64_t *max_units,
     }
     if (s == CLF_STRATEGY_STATIC && L->desc.weights_mode != CLF_WEIGHTS_USER && !L->small)
         drop_minor(L, rep);
+    char kkey[300];
+    kernel_key(L, kkey, sizeof kkey);
+    clf__plan_probe(L, s, kkey, max_units, rep);
     if (s == CLF_STRATEGY_STATIC)
         static_profile(L, max_units, rep);
     if (L->reason_tail) {
@@ -624,6 +617,9 @@ static void profile_learn(clf__launch *L, clf__perf_model *m)
     for (size_t i = 0; i < L->ndev; i++) {
         const clf__worker *w = &L->w[i];
         size_t nc = w->ncsamp < CLF__PERF_CHUNKS ? w->ncsamp : CLF__PERF_CHUNKS;
+        /* A probe's chunk is not where the launch's shares put work. */
+        if (L->probe_units && i == L->probe_slot)
+            continue;
         for (size_t k = 0; k < nc && !w->rep.failed; k++) {
             c[n].dev = i;
             c[n].off = w->csamp[k].off;
@@ -645,8 +641,16 @@ void clf__learn(clf__launch *L)
     char kkey[300], dkey[400];
     kernel_key(L, kkey, sizeof kkey);
     profile_learn(L, m);
+    size_t stale = clf__probe_learn(L, kkey);
     for (size_t i = 0; i < L->ndev; i++) {
         const clf__worker *w = &L->w[i];
+        if (i == stale) { /* its probe ran far faster than the model's samples say */
+            clf__perf_device_key(L->fl, w->d->index, dkey, sizeof dkey);
+            clf__perf_forget(m, kkey, dkey);
+            clf__log(CLF_LOG_INFO, "launch '%s': device %zu's probe ran %.3g s, predicted "
+                     "%.3g s: its model samples are forgotten", L->desc.kernel, L->dev[i],
+                     w->rep.finish_s - w->t_start, L->probe_pred_s);
+        }
         double t = w->rep.finish_s - w->t_start;
         if (w->rep.units && !w->rep.failed && t > 0) {
             /* A plane's work per unit (the GEMM's MFLOP per row or column of C). */

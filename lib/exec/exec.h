@@ -100,6 +100,17 @@ typedef struct clf__exec_state {
         double unit_s; /* kernel seconds per unit in its last launch; < 0: not seen */
     } static_eff[16];
     size_t nstatic_eff;
+    /* Probes (probe.c), per kernel (a small ring of the latest) and fleet device index below
+     * CLF_MAX_LAUNCH_DEVICES: launches in a row the device took no work of the kernel
+     * although it could hold a chunk, launches it waits before its next probe (0:
+     * CLF__PROBE_AFTER), and whether it has run the kernel on this fleet (its first run pays
+     * for PoCL's kernel build). */
+    struct clf__probe_seen {
+        char key[300];
+        unsigned out_run[CLF_MAX_LAUNCH_DEVICES], probe_every[CLF_MAX_LAUNCH_DEVICES];
+        unsigned char ran[CLF_MAX_LAUNCH_DEVICES];
+    } probes[16];
+    size_t nprobes;
     /* Kernel checks that passed (check.c): a small ring of the latest. */
     clf__kernel_verdict verdict[CLF__VERDICTS];
     size_t nverdict;
@@ -293,6 +304,12 @@ typedef struct clf__launch {
      * (held), and the launch says nothing about the kernel's balance (small). */
     unsigned char held[CLF_MAX_LAUNCH_DEVICES];
     int small;
+    /* A probe (choose.c): the launch's device probe_slot, left out by the cost model for a
+     * while, takes the range's last probe_units units as one chunk (0: no probe), predicted
+     * to take probe_pred_s. */
+    uint64_t probe_units;
+    size_t probe_slot;
+    double probe_pred_s;
     clf__layout lay[CLF__MAX_ARGS]; /* partitioned arguments' layouts */
 
     pthread_mutex_t lock; /* guards what follows and the reductions */
@@ -333,6 +350,14 @@ clf_status clf__choose_strategy(clf__launch *L, const uint64_t *max_units,
  * efficiency under ps and its kernel seconds per unit on this fleet (set: record value,
  * else return it, or -1 when not seen). */
 void clf__learn(clf__launch *L);
+/* Probes (probe.c): give the launch's device left out longest by the cost model one chunk,
+ * once its weights are final under strategy s (L->probe_units; the reason says so); after
+ * the launch, count the launches each device took no work in and judge a probe. kkey: the
+ * kernel's key in the cost model. clf__probe_learn() returns the launch's device whose model
+ * samples are stale (its probe ran far faster than predicted), or L->ndev. */
+void clf__plan_probe(clf__launch *L, clf_strategy s, const char *kkey,
+                     const uint64_t *max_units, clf_launch_report *rep);
+size_t clf__probe_learn(clf__launch *L, const char *kkey);
 enum { CLF__SEEN_EFFICIENCY, CLF__SEEN_UNIT_S };
 double clf__strategy_seen(clf__launch *L, clf__part_strategy ps, int what, int set, double value);
 double clf__kernel_unit_s(clf__launch *L, int set, double value);

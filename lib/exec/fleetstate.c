@@ -177,6 +177,16 @@ clf__exec_state *clf__exec_state_of(clf_fleet *fl)
 
 /* ---- the throughput model ----------------------------------------------------------------- */
 
+void clf__perf_device_key(const clf_fleet *fl, size_t dev, char *buf, size_t n)
+{
+    const struct clf__device *d = &fl->dev[dev];
+    int k = snprintf(buf, n, "%s|%s|cu=%u", d->info.name, d->info.driver_version,
+                     d->info.compute_units);
+    /* A device simulated slower ($CLFLEET_SIMULATE) is learned under a key of its own. */
+    if (k >= 0 && (size_t)k < n)
+        clf__sim_key(fl, dev, buf + k, n - (size_t)k);
+}
+
 clf__perf_model *clf__fleet_perf(clf_fleet *fl)
 {
     clf__exec_state *X = clf__exec_state_of(fl);

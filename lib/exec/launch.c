@@ -272,6 +272,8 @@ clf_status clf__exec_run(clf__launch *L, clf_launch_report *rep)
         pp.fixed_s = L->fit_fixed;
         pp.rates = rates;
     }
+    pp.probe_units = L->probe_units;
+    pp.probe_dev = L->probe_slot;
     pp.share_ends = L->has_cuts ? L->share_ends : NULL;
     pp.static_pieces = L->static_pieces;
     pp.piece_min = L->piece_min;
@@ -340,9 +342,10 @@ clf_status clf__exec_run(clf__launch *L, clf_launch_report *rep)
         }
     if (units > 0)
         clf__kernel_unit_s(L, 1, busy / units);
-    /* A launch that lost or left out a device, or ran on one alone, says nothing about the
-     * kernel's balance. */
-    if (L->ndev > 1 && !L->small && !rep->failed_devices && !memchr(L->excluded, 1, L->ndev))
+    /* A launch that lost or left out a device, ran on one alone, or probed one, says
+     * nothing about the kernel's balance. */
+    if (L->ndev > 1 && !L->small && !L->probe_units && !rep->failed_devices &&
+        !memchr(L->excluded, 1, L->ndev))
     {
         clf__strategy_seen(L, L->part_strategy, CLF__SEEN_EFFICIENCY, 1, rep->efficiency);
         clf__strategy_seen(L, L->part_strategy, CLF__SEEN_UNIT_S, 1,

@@ -100,13 +100,18 @@ static long double timed_share(const clf__part *p, size_t d)
  * 0.5 ms launch spent more time in round trips than computing (1.8 ms against 0.5 ms alone,
  * issue 27). 0 without a model, and for STATIC (whose pool holds only work given back).
  */
+long double clf__part_worth_fixed(double rate, double fixed_s)
+{
+    return (long double)fixed_s * rate * (1 - CLF__PART_FIXED_FRACTION) /
+           CLF__PART_FIXED_FRACTION;
+}
+
 uint64_t clf__part_timed_floor(const clf__part *p, size_t d)
 {
     const part_dev *x = &p->dev[d];
     if (!p->timed || p->keep_chunking || p->ops->shares || !(x->rate > 0) || !(x->fixed_s > 0))
         return 0;
-    long double c = (long double)x->fixed_s * x->rate * (1 - CLF__PART_FIXED_FRACTION) /
-                    CLF__PART_FIXED_FRACTION;
+    long double c = clf__part_worth_fixed(x->rate, x->fixed_s);
     return c >= (long double)p->total ? p->total : (uint64_t)ceill(c);
 }
 

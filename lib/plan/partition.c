@@ -310,6 +310,16 @@ clf_status clf__part_create(clf__part **out, clf__part_strategy strategy, uint64
             prev = e;
         }
     }
+    if (prm.probe_units &&
+        (prm.probe_dev >= ndev || prm.probe_units >= total ||
+         (total - prm.probe_units) % gran != 0 || !weights || weights[prm.probe_dev] != 0 ||
+         (max_units && max_units[prm.probe_dev] < prm.probe_units)))
+        return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
+                         "partition: a probe of %llu units for device %zu must be under the "
+                         "range of %llu, start at a multiple of %llu, fit the device's "
+                         "largest chunk, and go to a device of weight 0",
+                         (unsigned long long)prm.probe_units, prm.probe_dev,
+                         (unsigned long long)total, (unsigned long long)gran);
     if (prm.fixed_s && !prm.rates && !weights)
         return clf__fail(CLF_ERROR_INVALID_ARGUMENT,
                          "partition: fixed costs need rates or weights in units per second");
@@ -385,9 +395,26 @@ clf_status clf__part_create(clf__part **out, clf__part_strategy strategy, uint64
     } else if (p->ops->shares) {
         assign_shares(p);
     }
+    /* A probe: the range's tail is the probe device's, cut off whatever share held it (the
+     * shares are contiguous and in device order). */
+    uint64_t shared = total - prm.probe_units;
+    if (prm.probe_units) {
+        for (size_t i = 0; i < ndev && p->ops->shares; i++) {
+            part_dev *d = &p->dev[i];
+            d->own.lo = d->own.lo < shared ? d->own.lo : shared;
+            d->own.hi = d->own.hi < shared ? d->own.hi : shared;
+        }
+        p->dev[prm.probe_dev].own.lo = shared;
+        p->dev[prm.probe_dev].own.hi = total;
+        p->dev[prm.probe_dev].probe = 1;
+    }
     for (size_t i = 0; i < ndev; i++) {
         part_dev *d = &p->dev[i];
         uint64_t share = d->own.hi - d->own.lo, piece = UINT64_MAX;
+        if (prm.probe_units && i == prm.probe_dev) {
+            d->piece = UINT64_MAX; /* one chunk: what it measures is all it is for */
+            continue;
+        }
         if (p->ops->shares && prm.static_pieces > 1 && share > 0) {
             piece = div_ceil(share, prm.static_pieces);
             if (piece < prm.piece_min)
@@ -395,7 +422,7 @@ clf_status clf__part_create(clf__part **out, clf__part_strategy strategy, uint64
         }
         d->piece = piece;
     }
-    if (!p->ops->shares && pool_add(p, 0, total) != 0)
+    if (!p->ops->shares && pool_add(p, 0, shared) != 0)
         PART_FAIL(CLF_ERROR_OUT_OF_HOST_MEMORY, "partition: out of memory");
     if (pthread_mutex_init(&p->lock, NULL) != 0)
         PART_FAIL(CLF_ERROR_OUT_OF_HOST_MEMORY, "partition: cannot create a mutex");
@@ -538,7 +565,7 @@ int clf__part_next(clf__part *p, size_t dev, uint64_t *off, uint64_t *len)
         if (p->dev[j].retired && p->dev[j].own.lo < p->dev[j].own.hi &&
             (got = take_front(p, dev, &p->dev[j].own, UINT64_MAX, off, len)))
             goto out;
-    if (p->ops->steals && steal(p, dev))
+    if (p->ops->steals && !d->probe && steal(p, dev))
         got = take_front(p, dev, &d->own, UINT64_MAX, off, len);
 out:
     pthread_mutex_unlock(&p->lock);

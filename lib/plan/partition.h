@@ -94,6 +94,13 @@ typedef struct clf__part_params {
      * size leave the fixed cost inseparable from the rate (clf__perf_line() needs sizes
      * apart), and the chunk floor (timed_floor()) then never engages. */
     int vary_chunks;
+    /* A probe (choose.c): device probe_dev, which the cost model leaves out (its weight 0),
+     * takes the range's last probe_units units as one chunk of its own, and nothing more
+     * while a device of weight > 0 is active; the others share [0, total - probe_units) as
+     * they would have shared the range. 0: no probe. probe_units must be under total, start
+     * at a multiple of gran (total - probe_units), and be within the device's max_units. */
+    uint64_t probe_units;
+    size_t probe_dev;
 } clf__part_params;
 
 /* One launch's partitioner (opaque). */
@@ -174,6 +181,11 @@ int clf__part_eligible(const clf__part *p, size_t dev);
  */
 long double clf__part_finish_together(size_t n, const double *rate, const double *fixed_s,
                                       unsigned char *in, size_t keep, long double units);
+
+/* The least chunk worth its fixed cost on a device of rate units per second and fixed_s
+ * seconds per chunk: its fixed cost at most 10 % of its predicted time (the pooled chunk
+ * floor, partcost.c; exec/choose.c's probes ask whether a device would stand aside). */
+long double clf__part_worth_fixed(double rate, double fixed_s);
 
 /* "static", "dynamic", "guided", "memory-aware"; NULL for an unknown value. */
 const char *clf__part_strategy_name(clf__part_strategy s);

@@ -8,10 +8,12 @@
 #endif
 
 #include "perfmodel.h"
+#include "util/util.h" /* clf__cache_default_dir */
 
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -129,5 +131,37 @@ out:
         unlink(tmp);
         free(tmp);
     }
+    return st;
+}
+
+/* ---- the model a cache directory holds (clfleet-info --perf-reset; --perf: perfmodel.c) ---- */
+
+clf_status clf__perf_model_path(const char *cache_dir, const char *fn, char **path)
+{
+    char *dir = cache_dir ? NULL : clf__cache_default_dir();
+    const char *d = cache_dir ? cache_dir : dir;
+    if (!d)
+        return clf__fail(CLF_ERROR_IO, "%s: no cache directory ($CLFLEET_CACHE_DIR, "
+                         "$XDG_CACHE_HOME and $HOME are unset)", fn);
+    size_t n = strlen(d) + sizeof "/" CLF__PERF_FILE;
+    clf_status st = CLF_SUCCESS;
+    if ((*path = malloc(n)) != NULL)
+        snprintf(*path, n, "%s/%s", d, CLF__PERF_FILE);
+    else
+        st = clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "%s: out of memory", fn);
+    free(dir);
+    return st;
+}
+
+clf_status clf_perf_model_reset(const char *cache_dir)
+{
+    char *path = NULL;
+    clf_status st = clf__perf_model_path(cache_dir, "clf_perf_model_reset", &path);
+    if (st != CLF_SUCCESS)
+        return st;
+    if (unlink(path) != 0 && errno != ENOENT)
+        st = clf__fail(CLF_ERROR_IO, "clf_perf_model_reset: cannot remove '%s': %s", path,
+                       strerror(errno));
+    free(path);
     return st;
 }

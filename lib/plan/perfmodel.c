@@ -584,6 +584,20 @@ out:
     return st;
 }
 
+int clf__perf_forget(clf__perf_model *m, const char *kernel, const char *device)
+{
+    perf_entry *e = NULL;
+    if (m && kernel && device) {
+        pthread_mutex_lock(&m->lock);
+        if ((e = find(m, kernel, device, key_hash(kernel, device))) != NULL) {
+            e->n = e->head = e->nc = 0;
+            e->seen = e->cseen = 1; /* the next samples are kept: the device is warm */
+        }
+        pthread_mutex_unlock(&m->lock);
+    }
+    return e != NULL;
+}
+
 int clf__perf_get(clf__perf_model *m, const char *kernel, const char *device, clf__perf_fit *out)
 {
     int known = 0;
@@ -699,26 +713,7 @@ clf_status clf__perf_save(clf__perf_model *m)
     return st;
 }
 
-/* ---- the model a cache directory holds (clfleet-info --perf, --perf-reset) ---- */
-
-
-/* *path: the model file of cache_dir (NULL: the default directory), malloc'd. */
-static clf_status model_file(const char *cache_dir, const char *fn, char **path)
-{
-    char *dir = cache_dir ? NULL : clf__cache_default_dir();
-    const char *d = cache_dir ? cache_dir : dir;
-    if (!d)
-        return clf__fail(CLF_ERROR_IO, "%s: no cache directory ($CLFLEET_CACHE_DIR, "
-                         "$XDG_CACHE_HOME and $HOME are unset)", fn);
-    size_t n = strlen(d) + sizeof "/" CLF__PERF_FILE;
-    clf_status st = CLF_SUCCESS;
-    if ((*path = malloc(n)) != NULL)
-        snprintf(*path, n, "%s/%s", d, CLF__PERF_FILE);
-    else
-        st = clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "%s: out of memory", fn);
-    free(dir);
-    return st;
-}
+/* ---- the model a cache directory holds (clfleet-info --perf; --perf-reset: perffile.c) ---- */
 
 clf_status clf_perf_model_json(char **out, const char *cache_dir)
 {
@@ -726,7 +721,7 @@ clf_status clf_perf_model_json(char **out, const char *cache_dir)
         return clf__fail(CLF_ERROR_NULL_POINTER, "clf_perf_model_json: out is NULL");
     *out = NULL;
     char *path = NULL;
-    clf_status st = model_file(cache_dir, "clf_perf_model_json", &path);
+    clf_status st = clf__perf_model_path(cache_dir, "clf_perf_model_json", &path);
     if (st != CLF_SUCCESS)
         return st;
     clf__perf_model *m = NULL;
@@ -769,19 +764,6 @@ clf_status clf_perf_model_json(char **out, const char *cache_dir)
     *out = b.s;
 out:
     clf__perf_close(m);
-    free(path);
-    return st;
-}
-
-clf_status clf_perf_model_reset(const char *cache_dir)
-{
-    char *path = NULL;
-    clf_status st = model_file(cache_dir, "clf_perf_model_reset", &path);
-    if (st != CLF_SUCCESS)
-        return st;
-    if (unlink(path) != 0 && errno != ENOENT)
-        st = clf__fail(CLF_ERROR_IO, "clf_perf_model_reset: cannot remove '%s': %s", path,
-                       strerror(errno));
     free(path);
     return st;
 }

@@ -113,6 +113,16 @@ clf_status clf__perf_record_chunks(clf__perf_model *m, const char *kernel, const
  */
 int clf__perf_line(const clf__perf_chunk *c, size_t n, double *rate, double *fixed_s);
 
+/*
+ * Drop every sample of (kernel, device), launch-level and per chunk, and count the key as
+ * warm in this process, so that the next records are kept: for a probe (choose.c) that ran a
+ * device several times faster than the model predicted, whose samples are then stale (a run
+ * while the device was busy with another process, a cold run, kept in the file). A
+ * median of the old window would need five new samples to move, and the device gets one
+ * per probe. Returns 1 when the key was known, else 0.
+ */
+int clf__perf_forget(clf__perf_model *m, const char *kernel, const char *device);
+
 /* The fit of (kernel, device): 1 when anything is known (see clf__perf_fit), else 0. */
 int clf__perf_get(clf__perf_model *m, const char *kernel, const char *device, clf__perf_fit *out);
 
@@ -138,6 +148,11 @@ double clf__perf_iqr(double *v, size_t n);
  * CLF_ERROR_IO with the path and errno text, CLF_ERROR_OUT_OF_HOST_MEMORY.
  */
 clf_status clf__perf_write_file(const char *path, const char *buf, size_t len);
+
+/* *path: the model's file in cache_dir (NULL: the default cache directory), malloc'd
+ * (perffile.c); fn names the caller in the error. CLF_ERROR_IO when there is no cache
+ * directory, CLF_ERROR_OUT_OF_HOST_MEMORY. */
+clf_status clf__perf_model_path(const char *cache_dir, const char *fn, char **path);
 
 /* 1 and the estimated units per second in *units_per_s when a warm sample is known, else 0. */
 int clf__perf_weight(clf__perf_model *m, const char *kernel, const char *device,
