@@ -181,23 +181,27 @@ static double bin_median(const clf__wprof *w, size_t b, size_t d)
 /* Samples a bin's median needs to outvote one outlier. */
 #define SURE 3
 
-/* The median over the bins both have of d's time over e's, or NAN when they share none.
- * Only the bins where both medians rest on SURE samples or more when there are such: a bin
- * that changed hands once has one sample of the device that left it, and the sample is never
- * taken again while the cut stays; an outlier there would set the ratio for good. */
+/* The median over the bins both have of d's time over e's: the bins both ran within the last
+ * KEEP launches, else those where both medians rest on SURE samples or more, else NAN (the
+ * speeds given relate the two). Not any bin they share: a bin that changed hands once has
+ * one sample of the device that left it, never taken again while the cut stays, and an
+ * outlier there would set the ratio for good (the calibration of clf__wprof_cut() puts
+ * each device's own share right, but the ratio says what the bins that change hands cost). */
 static double pair_ratio(const clf__wprof *w, const double *med, size_t d, size_t e)
 {
-    double r[NB], rs[NB];
-    size_t m = 0, ms = 0, nd = w->ndev;
+    double rf[NB], rs[NB];
+    size_t mf = 0, ms = 0, nd = w->ndev;
     for (size_t b = 0; b < NB; b++) {
-        double x = med[b * nd + d], y = med[b * nd + e];
-        if (!isnan(x) && !isnan(y) && y > 0) {
-            r[m++] = x / y;
-            if (w->n[b * nd + d] >= SURE && w->n[b * nd + e] >= SURE)
-                rs[ms++] = x / y;
-        }
+        size_t i = b * nd + d, j = b * nd + e;
+        double x = med[i], y = med[j];
+        if (isnan(x) || isnan(y) || !(y > 0))
+            continue;
+        if (w->at[i] + KEEP > w->launches && w->at[j] + KEEP > w->launches)
+            rf[mf++] = x / y;
+        if (w->n[i] >= SURE && w->n[j] >= SURE)
+            rs[ms++] = x / y;
     }
-    return ms ? clf__median(rs, ms) : m ? clf__median(r, m) : NAN;
+    return mf ? clf__median(rf, mf) : ms ? clf__median(rs, ms) : NAN;
 }
 
 /* Where a device starting at position x (units, continuous) is after `time` seconds when a
