@@ -10,13 +10,14 @@
  * nothing). Devices are compared through the bins both have run (the median ratio of their
  * times there): learned throughputs are biased by the region each device drew, which is the
  * very error the profile corrects. STATIC then cuts the range so that every device's
- * predicted time (the sum of its bins' times) is the same. Two guards against an outlier
+ * predicted time (the sum of its bins' times) is the same. Three guards against an outlier
  * that the cut would never measure again once stable (a bin that changed hands once keeps
  * the one sample of the device that left it; issue 27 saw a cut stay 2.7x off for eight
- * launches): a bin's density comes from the devices that ran it lately, and each device's
- * predicted times are calibrated by its measured time over what it ran in its last
- * CLF__WPROF_KEEP launches (the median), so a cut that leaves the devices' times apart
- * moves until they agree.
+ * launches): a bin's density comes from the devices that ran it lately; two devices are
+ * compared through the bins both ran lately, else through those where both medians rest on
+ * three samples or more, else by the speeds given; and each device's predicted times are
+ * calibrated by its measured time over what it ran in its last CLF__WPROF_KEEP launches
+ * (the median), so a cut that leaves the devices' times apart moves until they agree.
  *
  * Pure: no OpenCL. A table (clf__wprof_table) keeps the profiles of a fleet under one mutex.
  */
