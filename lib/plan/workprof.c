@@ -21,6 +21,12 @@ struct clf__wprof {
     unsigned launches;
     double *s;   /* [bin][dev][KEEP] seconds per unit */
     unsigned *n; /* [bin][dev] samples taken in all (the ring's next slot is n % KEEP) */
+    unsigned *at; /* [bin][dev] the launch (1, 2, ...) of the last sample, 0: none */
+    /* The last KEEP launches (slot launches % KEEP), for the calibration of clf__wprof_cut():
+     * each device's units per bin and its measured seconds over them, every chunk counted
+     * (the long ones too: they are its time all the same). */
+    double *lu;   /* [KEEP][dev][bin] units */
+    double *lsec; /* [KEEP][dev] seconds */
 };
 
 /* Start of bin b (b = NB: total), without overflowing for any total. */
@@ -48,8 +54,11 @@ clf_status clf__wprof_create(clf__wprof **out, uint64_t total, size_t ndev)
     if (w) {
         w->s = calloc((size_t)NB * ndev * KEEP, sizeof *w->s);
         w->n = calloc((size_t)NB * ndev, sizeof *w->n);
+        w->at = calloc((size_t)NB * ndev, sizeof *w->at);
+        w->lu = calloc((size_t)KEEP * ndev * NB, sizeof *w->lu);
+        w->lsec = calloc((size_t)KEEP * ndev, sizeof *w->lsec);
     }
-    if (!w || !w->s || !w->n) {
+    if (!w || !w->s || !w->n || !w->at || !w->lu || !w->lsec) {
         clf__wprof_destroy(w);
         return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "work profile: out of memory");
     }
@@ -65,6 +74,9 @@ void clf__wprof_destroy(clf__wprof *w)
         return;
     free(w->s);
     free(w->n);
+    free(w->at);
+    free(w->lu);
+    free(w->lsec);
     free(w);
 }
 
@@ -86,11 +98,25 @@ size_t clf__wprof_add(clf__wprof *w, const clf__wprof_chunk *c, size_t n)
     if (!t || !u)
         goto out;
     uint64_t longest = 2 * clf__wprof_bin_units(w->total);
+    /* This launch's record for the calibration, in the slot of the oldest (cleared below if
+     * the launch teaches nothing, so that it is not read as one). */
+    double *lu = &w->lu[(size_t)(w->launches % KEEP) * w->ndev * NB];
+    double *lsec = &w->lsec[(size_t)(w->launches % KEEP) * w->ndev];
+    memset(lu, 0, w->ndev * NB * sizeof *lu);
+    memset(lsec, 0, w->ndev * sizeof *lsec);
     for (size_t i = 0; i < n; i++) {
         const clf__wprof_chunk *k = &c[i];
-        if (k->dev >= w->ndev || k->len == 0 || k->len > longest || k->off >= w->total ||
-            k->len > w->total - k->off || !isfinite(k->seconds) ||
-            !(k->seconds >= CLF__WPROF_MIN_CHUNK_S))
+        if (k->dev >= w->ndev || k->len == 0 || k->off >= w->total ||
+            k->len > w->total - k->off || !isfinite(k->seconds) || !(k->seconds > 0))
+            continue;
+        lsec[k->dev] += k->seconds;
+        for (size_t b = 0; b < NB; b++) {
+            uint64_t lo = bin_lo(w->total, b), hi = bin_lo(w->total, b + 1);
+            lo = lo > k->off ? lo : k->off;
+            hi = hi < k->off + k->len ? hi : k->off + k->len;
+            lu[k->dev * NB + b] += hi > lo ? (double)(hi - lo) : 0;
+        }
+        if (k->len > longest || !(k->seconds >= CLF__WPROF_MIN_CHUNK_S))
             continue;
         /* The chunk's time goes to its bins in proportion to what the profile already knows
          * of them on this device (units x seconds per unit), evenly while it knows nothing of
@@ -124,11 +150,16 @@ size_t clf__wprof_add(clf__wprof *w, const clf__wprof_chunk *c, size_t n)
                 continue;
             w->s[i * KEEP + w->n[i] % KEEP] = t[i] / (double)u[i];
             w->n[i]++;
+            w->at[i] = w->launches + 1;
             added++;
         }
     }
     if (added)
         w->launches++;
+    else {
+        memset(lu, 0, w->ndev * NB * sizeof *lu);
+        memset(lsec, 0, w->ndev * sizeof *lsec);
+    }
 out:
     free(t);
     free(u);
@@ -147,17 +178,30 @@ static double bin_median(const clf__wprof *w, size_t b, size_t d)
     return clf__median(v, m);
 }
 
-/* The median over the bins both have of d's time over e's, or NAN when they share none. */
-static double pair_ratio(const double *med, size_t ndev, size_t d, size_t e)
+/* Samples a bin's median needs to outvote one outlier. */
+#define SURE 3
+
+/* The median over the bins both have of d's time over e's: the bins both ran within the last
+ * KEEP launches, else those where both medians rest on SURE samples or more, else NAN (the
+ * speeds given relate the two). Not any bin they share: a bin that changed hands once has
+ * one sample of the device that left it, never taken again while the cut stays, and an
+ * outlier there would set the ratio for good (the calibration of clf__wprof_cut() puts
+ * each device's own share right, but the ratio says what the bins that change hands cost). */
+static double pair_ratio(const clf__wprof *w, const double *med, size_t d, size_t e)
 {
-    double r[NB];
-    size_t m = 0;
+    double rf[NB], rs[NB];
+    size_t mf = 0, ms = 0, nd = w->ndev;
     for (size_t b = 0; b < NB; b++) {
-        double x = med[b * ndev + d], y = med[b * ndev + e];
-        if (!isnan(x) && !isnan(y) && y > 0)
-            r[m++] = x / y;
+        size_t i = b * nd + d, j = b * nd + e;
+        double x = med[i], y = med[j];
+        if (isnan(x) || isnan(y) || !(y > 0))
+            continue;
+        if (w->at[i] + KEEP > w->launches && w->at[j] + KEEP > w->launches)
+            rf[mf++] = x / y;
+        if (w->n[i] >= SURE && w->n[j] >= SURE)
+            rs[ms++] = x / y;
     }
-    return m ? clf__median(r, m) : NAN;
+    return mf ? clf__median(rf, mf) : ms ? clf__median(rs, ms) : NAN;
 }
 
 /* Where a device starting at position x (units, continuous) is after `time` seconds when a
@@ -212,7 +256,7 @@ int clf__wprof_cut(const clf__wprof *w, uint64_t gran, const double *speed, uint
             if (!isnan(k[d]) || !(speed[d] > 0) || !isfinite(speed[d]))
                 continue;
             for (size_t e = 0; e < nd; e++) {
-                double r = isnan(k[e]) ? NAN : pair_ratio(med, nd, d, e);
+                double r = isnan(k[e]) ? NAN : pair_ratio(w, med, d, e);
                 if (!isnan(r) && r > 0) {
                     k[d] = k[e] * r;
                     changed = 1;
@@ -226,15 +270,21 @@ int clf__wprof_cut(const clf__wprof *w, uint64_t gran, const double *speed, uint
     for (size_t d = 0; d < nd; d++)
         if (isnan(k[d]) && speed[d] > 0 && isfinite(speed[d]))
             k[d] = speed[ref] / speed[d];
-    /* The density: a bin's time on ref, from whichever devices ran it; bins no device ran
-     * lately take their neighbours' (linear between the nearest on each side). */
+    /* The density: a bin's time on ref, from the devices that ran it lately (within KEEP
+     * launches of the last that did: a device that left the bin long ago, an outlier
+     * perhaps among its samples, has no say beside one that runs it now); bins no device
+     * ran take their neighbours' (linear between the nearest on each side). */
     double rho[NB];
     size_t known = 0;
     for (size_t b = 0; b < NB; b++) {
         double v[CLF_MAX_LAUNCH_DEVICES];
         size_t m = 0;
+        unsigned newest = 0;
         for (size_t d = 0; d < nd; d++)
-            if (!isnan(k[d]) && !isnan(med[b * nd + d]))
+            if (!isnan(k[d]) && w->at[b * nd + d] > newest)
+                newest = w->at[b * nd + d];
+        for (size_t d = 0; d < nd; d++)
+            if (!isnan(k[d]) && !isnan(med[b * nd + d]) && w->at[b * nd + d] + KEEP > newest)
                 v[m++] = med[b * nd + d] / k[d];
         rho[b] = m ? clf__median(v, m) : NAN;
         known += m > 0;
@@ -256,6 +306,34 @@ int clf__wprof_cut(const clf__wprof *w, uint64_t gran, const double *speed, uint
         else
             rho[b] = rho[l] + (rho[r] - rho[l]) * (double)(b - l) / (double)(r - l);
     }
+    /*
+     * The calibration: each device's scale times the median, over the last KEEP launches,
+     * of its measured seconds over what this model predicts for the units it ran. The
+     * ratios k come from bins both devices ran, and once the cut is stable no bin changes
+     * hands any more, so an outlier in one of them (a stalled launch while the profile was
+     * learning) would never be measured again, and the cut would stay where it put it, the
+     * devices' times apart launch after launch (issue 27: 2.7x for eight launches). With
+     * the calibration every device's predicted time for what it ran lately is what it
+     * measured, so a cut that leaves the devices' times apart moves until they agree; a
+     * median over launches, so that one stalled launch does not move it.
+     */
+    double g[CLF_MAX_LAUNCH_DEVICES];
+    for (size_t d = 0; d < nd; d++) {
+        double r[KEEP];
+        size_t m = 0;
+        g[d] = 1;
+        for (size_t j = 0; j < KEEP && j < w->launches && !isnan(k[d]); j++) {
+            size_t l = (w->launches - 1 - j) % KEEP;
+            const double *lu = &w->lu[(l * nd + d) * NB];
+            double sec = w->lsec[l * nd + d], pred = 0;
+            for (size_t b = 0; b < NB; b++)
+                pred += lu[b] * rho[b] * k[d];
+            if (sec > 0 && pred > 0 && isfinite(sec / pred))
+                r[m++] = sec / pred;
+        }
+        if (m)
+            g[d] = clf__median(r, m);
+    }
     /* The common finish time T: each device in range order takes what it does in T; the
      * smallest T whose shares reach the end (bisection: the reach grows with T). */
     long double hi = 0;
@@ -264,7 +342,7 @@ int clf__wprof_cut(const clf__wprof *w, uint64_t gran, const double *speed, uint
             continue;
         long double all = 0;
         for (size_t b = 0; b < NB; b++) {
-            tau[d][b] = rho[b] * k[d];
+            tau[d][b] = rho[b] * k[d] * g[d];
             all += (long double)tau[d][b] * (long double)(bin_lo(w->total, b + 1) - bin_lo(w->total, b));
         }
         hi = all > hi ? all : hi;

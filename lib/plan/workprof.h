@@ -10,7 +10,14 @@
  * nothing). Devices are compared through the bins both have run (the median ratio of their
  * times there): learned throughputs are biased by the region each device drew, which is the
  * very error the profile corrects. STATIC then cuts the range so that every device's
- * predicted time (the sum of its bins' times) is the same.
+ * predicted time (the sum of its bins' times) is the same. Three guards against an outlier
+ * that the cut would never measure again once stable (a bin that changed hands once keeps
+ * the one sample of the device that left it; issue 27 saw a cut stay 2.7x off for eight
+ * launches): a bin's density comes from the devices that ran it lately; two devices are
+ * compared through the bins both ran lately, else through those where both medians rest on
+ * three samples or more, else by the speeds given; and each device's predicted times are
+ * calibrated by its measured time over what it ran in its last CLF__WPROF_KEEP launches
+ * (the median), so a cut that leaves the devices' times apart moves until they agree.
  *
  * Pure: no OpenCL. A table (clf__wprof_table) keeps the profiles of a fleet under one mutex.
  */
@@ -57,7 +64,9 @@ void clf__wprof_destroy(clf__wprof *w);
  * units; a chunk longer than two bins tells too little of where its time went and is left
  * out (dynamic's first chunks), as are chunks outside the range, of another device, of a time
  * that is not finite, or shorter than CLF__WPROF_MIN_CHUNK_S. A bin learns a sample for a device when this launch ran
- * at least half of it there. Returns how many (bin, device) samples were added.
+ * at least half of it there. Every chunk in the range (the long ones too) counts in the
+ * launch's record of each device's units and seconds, for the calibration of
+ * clf__wprof_cut(). Returns how many (bin, device) samples were added.
  */
 size_t clf__wprof_add(clf__wprof *w, const clf__wprof_chunk *c, size_t n);
 
