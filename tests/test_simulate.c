@@ -1068,10 +1068,14 @@ START_TEST(probe_wrong_seed)
     const char *old = getenv("CLFLEET_CACHE_DIR");
     char *saved = old ? strdup(old) : NULL;
     probe_cache(dir, sizeof dir);
-    /* At 1000x, the probe that ends in time is a thousandth of the range: 2^18 items leave
-     * it about four granules of 64 (2^17 left two, and a fast run of device 0 now and then
-     * left less than one: no probe that launch). */
-    enum { N = 1 << 18 };
+    /* At 1000x, the probe that ends in time is a thousandth of the range: 2^20 items leave
+     * it about 16 granules of 64 (2^17 left two, and a fast run of device 0 now and then
+     * left less than one: no probe that launch). And the probe is predicted to take about
+     * the fast device's whole launch: its verdict (the host time it took, its fixed cost
+     * included, against a quarter of that) needs the launch long enough that the fixed cost
+     * of a chunk on a loaded host or under a sanitizer stays well under it (with 2^18 items,
+     * some 8 ms: an ASan run's probe confirmed the seeded figure and was not retried). */
+    enum { N = 1 << 20 };
     uint32_t *out = malloc(N * sizeof *out);
     ck_assert(out);
     uint32_t iters = 128;
