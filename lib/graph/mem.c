@@ -197,22 +197,26 @@ clf_status clf_graph_memory_get(clf_graph_memory *out, const clf_graph *g, size_
         return clf__fail(CLF_ERROR_OUT_OF_RANGE,
                          "clf_graph_memory_get: device %zu, but the fleet has %zu", device,
                          g->ndev);
+    /* Read in one locked section with the check: a run started from another thread in
+     * between would change the accounting while it is read. */
     clf_graph *mg = (clf_graph *)g; /* the lock only */
+    const clf__gmem *m = &g->mem[device];
+    clf_graph_memory r = {0};
     pthread_mutex_lock(&mg->lock);
     int busy = g->running;
+    if (!busy) {
+        r.budget = clf__graph_budget(g, device);
+        r.fallback = fallback_budget(g, device);
+        r.max_alloc = clf__graph_max_alloc(g, device);
+        r.resident = m->resident;
+        r.peak = m->peak;
+        r.evictions = m->evictions;
+        r.evicted_bytes = m->evicted_bytes;
+        r.written_back_bytes = m->written_back;
+    }
     pthread_mutex_unlock(&mg->lock);
     if (busy)
         return clf__fail(CLF_ERROR_BUSY, "clf_graph_memory_get: a run of the graph is in flight");
-    const clf__gmem *m = &g->mem[device];
-    clf_graph_memory r = {0};
-    r.budget = clf__graph_budget(g, device);
-    r.fallback = fallback_budget(g, device);
-    r.max_alloc = clf__graph_max_alloc(g, device);
-    r.resident = m->resident;
-    r.peak = m->peak;
-    r.evictions = m->evictions;
-    r.evicted_bytes = m->evicted_bytes;
-    r.written_back_bytes = m->written_back;
     *out = r;
     return CLF_SUCCESS;
 }
