@@ -38,6 +38,19 @@ uint64_t clf__graph_budget(const clf_graph *g, size_t dev)
     return g->mem[dev].budget ? g->mem[dev].budget : fallback_budget(g, dev);
 }
 
+void clf__graph_mem_add(clf_graph *g, size_t dev, uint64_t bytes)
+{
+    clf__gmem *m = &g->mem[dev];
+    m->resident += bytes;
+    if (m->resident > m->peak)
+        m->peak = m->resident;
+}
+
+void clf__graph_mem_sub(clf_graph *g, size_t dev, uint64_t bytes)
+{
+    g->mem[dev].resident -= bytes;
+}
+
 int clf__graph_first_use(const clf__gnode *n, size_t i)
 {
     if (n->args[i].a.kind != CLF_ARG_KIND_BUFFER)
@@ -126,9 +139,9 @@ uint64_t clf__graph_partial_bytes(const clf_graph *g, const clf__gnode *n, size_
     return sum;
 }
 
-size_t clf__graph_next_use(const clf_graph *g, size_t i, size_t n)
+size_t clf__graph_next_use(const clf_graph *g, size_t i, size_t from)
 {
-    for (size_t k = n + 1; k < g->nnodes; k++)
+    for (size_t k = from; k < g->nnodes; k++)
         if (uses(&g->nodes[k], i))
             return k;
     return SIZE_MAX;
@@ -147,7 +160,7 @@ size_t clf__graph_victim(const clf_graph *g, size_t dev, size_t n, const unsigne
             uses(node, i))
             continue;
         int w = cur[i] && only[i];
-        size_t next = clf__graph_next_use(g, i, n);
+        size_t next = clf__graph_next_use(g, i, n + 1);
         /* Free before written back; then the farthest next use; then the larger copy (fewer
          * evictions for the room). */
         int larger = best != SIZE_MAX && d->buf->size > g->data[best].buf->size;
