@@ -29,15 +29,30 @@ static double pred_of(const clf_taskq *q, size_t id, size_t i)
     return q->pred ? q->pred[(id - q->base) * q->ndev + i] : -1;
 }
 
-static void dq_push_tail(clf_taskq *q, size_t i, size_t id)
+/* Account for task id joining deque i (its slot already filled): dq_forget()'s converse. */
+static void dq_count(clf_taskq *q, size_t i, size_t id)
 {
     deque *d = &q->dq[i];
-    d->v[d->tail++] = id;
     double p = pred_of(q, id, i);
     if (p >= 0)
         d->pred_sum += p;
     else
         d->unknown++;
+}
+
+static void dq_push_tail(clf_taskq *q, size_t i, size_t id)
+{
+    deque *d = &q->dq[i];
+    d->v[d->tail++] = id;
+    dq_count(q, i, id);
+}
+
+/* At the head, where the owner takes next; only when a slot there is free (head > 0). */
+static void dq_push_head(clf_taskq *q, size_t i, size_t id)
+{
+    deque *d = &q->dq[i];
+    d->v[--d->head] = id;
+    dq_count(q, i, id);
 }
 
 /* Account for task id leaving deque i (its slot already taken). */
@@ -195,16 +210,10 @@ void clf__tq_give_back(clf_taskq *q, tq_worker *w, size_t id)
     pthread_mutex_lock(&q->lock);
     deque *own = &q->dq[w->pos];
     /* The deque holds at most the run's tasks, and this one is not among them. */
-    if (own->head > 0) {
-        own->v[--own->head] = id;
-        double p = pred_of(q, id, w->pos);
-        if (p >= 0)
-            own->pred_sum += p;
-        else
-            own->unknown++;
-    } else {
+    if (own->head > 0)
+        dq_push_head(q, w->pos, id);
+    else
         dq_push_tail(q, w->pos, id);
-    }
     w->active = 0;
     w->busy = 0;
     pthread_mutex_unlock(&q->lock);

@@ -55,10 +55,7 @@ clf_status clf__graph_replica(clf_graph *g, clf__gdata *d, size_t dev, clf_buffe
         if (st)
             return clf__prefix_error(st, "a copy of a %zu-byte buffer on device %zu: ",
                                      d->buf->size, dev);
-        clf__gmem *m = &g->mem[dev];
-        m->resident += d->buf->size;
-        if (m->resident > m->peak)
-            m->peak = m->resident;
+        clf__graph_mem_add(g, dev, d->buf->size);
     }
     *out = d->rep[dev];
     return CLF_SUCCESS;
@@ -138,7 +135,7 @@ static clf_status evict(clf_graph *g, size_t v, size_t dev, size_t idx, int wb, 
         m->written_back += size;
         g->rep.written_back_bytes += size;
     }
-    size_t next = clf__graph_next_use(g, v, idx);
+    size_t next = clf__graph_next_use(g, v, idx + 1);
     char nx[48] = "not used again";
     if (next != SIZE_MAX)
         snprintf(nx, sizeof nx, "next used by node %zu", next);
@@ -156,7 +153,7 @@ static clf_status evict(clf_graph *g, size_t v, size_t dev, size_t idx, int wb, 
     d->vev[dev] = NULL;
     d->wev[dev] = NULL; /* a new copy there is a new buffer */
     d->ver[dev] = CLF__GVER_NONE;
-    m->resident -= size;
+    clf__graph_mem_sub(g, dev, size);
     m->evictions++;
     m->evicted_bytes += size;
     g->rep.evictions++;

@@ -55,7 +55,7 @@ static void write_off(clf_graph *g, size_t k)
         if (d->buf->device != k && d->rep[k]) {
             clf_buffer_destroy(d->rep[k]); /* commands still queued on it keep it */
             d->rep[k] = NULL;
-            g->mem[k].resident -= d->buf->size;
+            clf__graph_mem_sub(g, k, d->buf->size);
         }
         d->valid[k] = 0;
         d->vev[k] = NULL;
@@ -136,16 +136,6 @@ static size_t holder(const clf_graph *g, size_t i, uint64_t v)
     return SIZE_MAX;
 }
 
-/* The first node from idx on that uses data i (SIZE_MAX: none). */
-static size_t next_user(const clf_graph *g, size_t i, size_t idx)
-{
-    for (size_t n = idx; n < g->nnodes; n++)
-        for (size_t a = 0; a < g->nodes[n].nargs; a++)
-            if (g->nodes[n].args[a].data == i)
-                return n;
-    return SIZE_MAX;
-}
-
 /* The versions node n's argument a reads and writes (CLF__GVER_NONE: none). */
 static void arg_versions(const clf__gnode *n, size_t a, uint64_t *vin, uint64_t *vout)
 {
@@ -191,7 +181,7 @@ static clf_status plan_reruns(clf_graph *g, const char *cause)
     }
     for (size_t i = 0; i < g->ndata && !st; i++) {
         clf__gdata *d = &g->data[i];
-        size_t user = next_user(g, i, idx);
+        size_t user = clf__graph_next_use(g, i, idx); /* the run's next node included */
         if (d->is_array) {
             for (size_t p = 0; p < d->arr->nparts && user != SIZE_MAX; p++)
                 if (g->dead[d->arr->parts[p].device]) {

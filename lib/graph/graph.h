@@ -244,6 +244,10 @@ void clf__graph_kernel_key(const clf_graph *g, const clf__gnode *n, char *buf, s
  * buffer there. */
 uint64_t clf__graph_budget(const clf_graph *g, size_t dev);
 uint64_t clf__graph_max_alloc(const clf_graph *g, size_t dev);
+/* bytes more (add) or fewer (sub) of the graph's memory on dev: its copies and a reduction's
+ * partials, in its resident bytes, the run's peak raised with them. */
+void clf__graph_mem_add(clf_graph *g, size_t dev, uint64_t bytes);
+void clf__graph_mem_sub(clf_graph *g, size_t dev, uint64_t bytes);
 /* Whether node n's argument i is the first that names its data (a buffer named twice
  * counts once). */
 int clf__graph_first_use(const clf__gnode *n, size_t i);
@@ -266,8 +270,9 @@ uint64_t clf__graph_partial_bytes(const clf_graph *g, const clf__gnode *n, size_
  * current there, only[i] no other device has a current one. */
 void clf__graph_victim_state(const clf_graph *g, size_t dev, int view, unsigned char *held,
                              unsigned char *cur, unsigned char *only);
-/* The next node after n that uses data i (SIZE_MAX: none). */
-size_t clf__graph_next_use(const clf_graph *g, size_t i, size_t n);
+/* The first node from `from` on (from itself included) that uses data i (SIZE_MAX: none).
+ * The next use after node n is from n + 1; the run's next node on, from g->next. */
+size_t clf__graph_next_use(const clf_graph *g, size_t i, size_t from);
 /* The copy on dev to evict next to make room for node n: data held there (held[i]: a copy
  * is allocated; cur[i]: it is current there; only[i]: it is the only current copy), not
  * used by n and not in taken (when given). SIZE_MAX: none; *wb: it must be written back. */

@@ -38,6 +38,19 @@ uint64_t clf__graph_budget(const clf_graph *g, size_t dev)
     return g->mem[dev].budget ? g->mem[dev].budget : fallback_budget(g, dev);
 }
 
+void clf__graph_mem_add(clf_graph *g, size_t dev, uint64_t bytes)
+{
+    clf__gmem *m = &g->mem[dev];
+    m->resident += bytes;
+    if (m->resident > m->peak)
+        m->peak = m->resident;
+}
+
+void clf__graph_mem_sub(clf_graph *g, size_t dev, uint64_t bytes)
+{
+    g->mem[dev].resident -= bytes;
+}
+
 int clf__graph_first_use(const clf__gnode *n, size_t i)
 {
     if (n->args[i].a.kind != CLF_ARG_KIND_BUFFER)
@@ -126,9 +139,9 @@ uint64_t clf__graph_partial_bytes(const clf_graph *g, const clf__gnode *n, size_
     return sum;
 }
 
-size_t clf__graph_next_use(const clf_graph *g, size_t i, size_t n)
+size_t clf__graph_next_use(const clf_graph *g, size_t i, size_t from)
 {
-    for (size_t k = n + 1; k < g->nnodes; k++)
+    for (size_t k = from; k < g->nnodes; k++)
         if (uses(&g->nodes[k], i))
             return k;
     return SIZE_MAX;
@@ -147,7 +160,7 @@ size_t clf__graph_victim(const clf_graph *g, size_t dev, size_t n, const unsigne
             uses(node, i))
             continue;
         int w = cur[i] && only[i];
-        size_t next = clf__graph_next_use(g, i, n);
+        size_t next = clf__graph_next_use(g, i, n + 1);
         /* Free before written back; then the farthest next use; then the larger copy (fewer
          * evictions for the room). */
         int larger = best != SIZE_MAX && d->buf->size > g->data[best].buf->size;
@@ -197,22 +210,26 @@ clf_status clf_graph_memory_get(clf_graph_memory *out, const clf_graph *g, size_
         return clf__fail(CLF_ERROR_OUT_OF_RANGE,
                          "clf_graph_memory_get: device %zu, but the fleet has %zu", device,
                          g->ndev);
+    /* Read in one locked section with the check: a run started from another thread in
+     * between would change the accounting while it is read. */
     clf_graph *mg = (clf_graph *)g; /* the lock only */
+    const clf__gmem *m = &g->mem[device];
+    clf_graph_memory r = {0};
     pthread_mutex_lock(&mg->lock);
     int busy = g->running;
+    if (!busy) {
+        r.budget = clf__graph_budget(g, device);
+        r.fallback = fallback_budget(g, device);
+        r.max_alloc = clf__graph_max_alloc(g, device);
+        r.resident = m->resident;
+        r.peak = m->peak;
+        r.evictions = m->evictions;
+        r.evicted_bytes = m->evicted_bytes;
+        r.written_back_bytes = m->written_back;
+    }
     pthread_mutex_unlock(&mg->lock);
     if (busy)
         return clf__fail(CLF_ERROR_BUSY, "clf_graph_memory_get: a run of the graph is in flight");
-    const clf__gmem *m = &g->mem[device];
-    clf_graph_memory r = {0};
-    r.budget = clf__graph_budget(g, device);
-    r.fallback = fallback_budget(g, device);
-    r.max_alloc = clf__graph_max_alloc(g, device);
-    r.resident = m->resident;
-    r.peak = m->peak;
-    r.evictions = m->evictions;
-    r.evicted_bytes = m->evicted_bytes;
-    r.written_back_bytes = m->written_back;
     *out = r;
     return CLF_SUCCESS;
 }

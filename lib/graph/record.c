@@ -286,22 +286,14 @@ static clf_status check_modes(const clf_graph *g, const clf__gnode *n, const cha
     return CLF_SUCCESS;
 }
 
-/* Appends a node (its arguments copied, scalars by value) and infers its dependencies. */
-static clf_status add_node(size_t *out_node, clf_graph *g, int kind,
-                           const clf_graph_node_desc *desc, clf_graph_host_fn fn, void *user,
-                           const clf_arg *args, size_t nargs)
+/* Appends a node (its arguments copied, scalars by value) and infers its dependencies; the
+ * caller holds g->lock and has seen no run in flight. */
+static clf_status add_node_locked(size_t *out_node, clf_graph *g, int kind,
+                                  const clf_graph_node_desc *desc, clf_graph_host_fn fn,
+                                  void *user, const clf_arg *args, size_t nargs)
 {
     int host = kind == CLF__GNODE_HOST;
     const char *who = host ? "clf_graph_add_host" : "clf_graph_add_kernel";
-    if (nargs && !args)
-        return clf__fail(CLF_ERROR_NULL_POINTER, "%s: args is NULL with %zu arguments", who,
-                         nargs);
-    pthread_mutex_lock(&g->lock);
-    int busy = g->running;
-    pthread_mutex_unlock(&g->lock);
-    if (busy)
-        return clf__fail(CLF_ERROR_BUSY, "%s: a run of the graph is in flight", who);
-
     int has_buf = 0, has_arr = 0;
     size_t scalar_bytes = 0;
     for (size_t i = 0; i < nargs; i++) {
@@ -402,6 +394,26 @@ static clf_status add_node(size_t *out_node, clf_graph *g, int kind,
     g->nnodes++;
     g->plan_key = 0; /* a new node: the next run plans again */
     return CLF_SUCCESS;
+}
+
+/* add_node_locked() under the lock that clf_graph_run() takes to start: a run started from
+ * another thread between a check and the append would plan and start on nodes, data and
+ * dependencies that are being changed (and g->nodes may move). Nothing in the append waits
+ * on a device or an event, so holding the lock across it is short. */
+static clf_status add_node(size_t *out_node, clf_graph *g, int kind,
+                           const clf_graph_node_desc *desc, clf_graph_host_fn fn, void *user,
+                           const clf_arg *args, size_t nargs)
+{
+    const char *who = kind == CLF__GNODE_HOST ? "clf_graph_add_host" : "clf_graph_add_kernel";
+    if (nargs && !args)
+        return clf__fail(CLF_ERROR_NULL_POINTER, "%s: args is NULL with %zu arguments", who,
+                         nargs);
+    pthread_mutex_lock(&g->lock);
+    clf_status st = g->running
+        ? clf__fail(CLF_ERROR_BUSY, "%s: a run of the graph is in flight", who)
+        : add_node_locked(out_node, g, kind, desc, fn, user, args, nargs);
+    pthread_mutex_unlock(&g->lock);
+    return st;
 }
 
 clf_status clf_graph_add_kernel(size_t *out_node, clf_graph *g, const clf_graph_node_desc *desc,

@@ -73,16 +73,6 @@ clf_status clf__graph_modes_state(clf_graph *g, clf__gdata *d)
     return CLF_SUCCESS;
 }
 
-/* bytes more of the graph's memory on dev (a partial, or a partial's copy for a combine):
- * they count in its resident bytes as its copies do (mem.c), and in the run's peak. */
-static void hold_bytes(clf_graph *g, size_t dev, size_t bytes)
-{
-    clf__gmem *m = &g->mem[dev];
-    m->resident += bytes;
-    if (m->resident > m->peak)
-        m->peak = m->resident;
-}
-
 /* Release the partials and the copies of them made for a combine (none is in use: every
  * command that uses them was queued, and OpenCL keeps them until those complete), their
  * bytes no longer resident. */
@@ -94,14 +84,14 @@ static void drop_partials(clf_graph *g, clf__gdata *d)
     for (size_t k = 0; k < g->ndev; k++) {
         if (d->red_src && d->red_src[k] && d->red_src[k] != d->part[k]) {
             clf_buffer_destroy(d->red_src[k]);
-            g->mem[h].resident -= bytes;
+            clf__graph_mem_sub(g, h, bytes);
         }
         if (d->red_src)
             d->red_src[k] = NULL;
         if (d->part[k]) {
             clf_buffer_destroy(d->part[k]);
             d->part[k] = NULL;
-            g->mem[k].resident -= bytes;
+            clf__graph_mem_sub(g, k, bytes);
         }
     }
 }
@@ -183,7 +173,7 @@ clf_status clf__graph_partial(clf_graph *g, clf__gdata *d, size_t dev, clf_buffe
             if ((st = clf_buffer_create(&d->part[dev], g->fleet, dev, bytes, 0)) != CLF_SUCCESS)
                 return clf__prefix_error(st, "a reduction's %zu-byte partial on device %zu: ",
                                          bytes, dev);
-            hold_bytes(g, dev, bytes);
+            clf__graph_mem_add(g, dev, bytes); /* counted as the copies are */
         }
         unsigned char v[8];
         unsigned cls;
@@ -295,7 +285,7 @@ static clf_status combine_begin(clf_graph *g, clf__gdata *d, int *held)
                                              "on device %zu: ", bytes, k, h);
             /* Counted, but no room is made for it: the combine is no node whose copies
              * could be chosen among (doc/16-graphs.md, "Memory"). */
-            hold_bytes(g, h, bytes);
+            clf__graph_mem_add(g, h, bytes);
             clf_event *ev = NULL, *w = d->part_ev[k];
             st = clf_copy_async(d->red_src[k], 0, d->part[k], 0, bytes, &w, 1, &ev);
             if (st)

@@ -235,25 +235,30 @@ clf_status clf_graph_node_info(clf_graph_node_report *out, const clf_graph *g, s
     if (!out || !g)
         return clf__fail(CLF_ERROR_NULL_POINTER, "clf_graph_node_info: %s is NULL",
                          !out ? "out" : "the graph");
+    /* Read under the lock that clf_graph_run() takes to start, in one section with the check:
+     * a run started from another thread in between would plan over the node's placement
+     * (and an add from another thread may move g->nodes). */
     clf_graph *gm = (clf_graph *)g; /* the lock only */
     pthread_mutex_lock(&gm->lock);
-    int busy = g->running;
+    clf_status st = CLF_SUCCESS;
+    if (g->running) {
+        st = clf__fail(CLF_ERROR_BUSY, "clf_graph_node_info: a run is in flight");
+    } else if (node >= g->nnodes || node >= g->plan_nodes || !g->plan_key) {
+        st = clf__fail(CLF_ERROR_OUT_OF_RANGE,
+                       "clf_graph_node_info: node %zu: the graph has %zu nodes, %zu placed",
+                       node, g->nnodes, g->plan_key ? g->plan_nodes : 0);
+    } else {
+        const clf__gnode *n = &g->nodes[node];
+        memset(out, 0, sizeof *out);
+        out->device = n->kind == CLF__GNODE_WHOLE ? n->device : CLF_GRAPH_ANY_DEVICE;
+        out->split = n->kind == CLF__GNODE_SPLIT;
+        out->host = n->kind == CLF__GNODE_HOST;
+        out->manual = n->kind == CLF__GNODE_WHOLE && n->desc.device != CLF_GRAPH_ANY_DEVICE;
+        out->predicted_start_s = n->pred_start;
+        out->predicted_finish_s = n->pred_finish;
+        out->kernel_s = n->kernel_s;
+        snprintf(out->why, sizeof out->why, "%s", n->why);
+    }
     pthread_mutex_unlock(&gm->lock);
-    if (busy)
-        return clf__fail(CLF_ERROR_BUSY, "clf_graph_node_info: a run is in flight");
-    if (node >= g->nnodes || node >= g->plan_nodes || !g->plan_key)
-        return clf__fail(CLF_ERROR_OUT_OF_RANGE,
-                         "clf_graph_node_info: node %zu: the graph has %zu nodes, %zu placed",
-                         node, g->nnodes, g->plan_key ? g->plan_nodes : 0);
-    const clf__gnode *n = &g->nodes[node];
-    memset(out, 0, sizeof *out);
-    out->device = n->kind == CLF__GNODE_WHOLE ? n->device : CLF_GRAPH_ANY_DEVICE;
-    out->split = n->kind == CLF__GNODE_SPLIT;
-    out->host = n->kind == CLF__GNODE_HOST;
-    out->manual = n->kind == CLF__GNODE_WHOLE && n->desc.device != CLF_GRAPH_ANY_DEVICE;
-    out->predicted_start_s = n->pred_start;
-    out->predicted_finish_s = n->pred_finish;
-    out->kernel_s = n->kernel_s;
-    snprintf(out->why, sizeof out->why, "%s", n->why);
-    return CLF_SUCCESS;
+    return st;
 }

@@ -457,15 +457,17 @@ clf_status clf_graph_run(clf_graph *g, clf_event **out_event)
         *out_event = NULL;
     if (!g)
         return clf__fail(CLF_ERROR_NULL_POINTER, "clf_graph_run: the graph is NULL");
-    if (!g->nnodes)
-        return clf__fail(CLF_ERROR_ZERO_SIZE, "clf_graph_run: the graph has no nodes");
-    /* Claimed under the lock, so that two threads cannot start runs at once. */
+    /* Claimed under the lock, so that two threads cannot start runs at once; the node count
+     * is read there too, as clf_graph_add_kernel() from another thread writes it under it. */
     pthread_mutex_lock(&g->lock);
-    int busy = g->running;
-    g->running = 1;
+    int busy = g->running, empty = !g->nnodes;
+    if (!busy && !empty)
+        g->running = 1;
     pthread_mutex_unlock(&g->lock);
     if (busy)
         return clf__fail(CLF_ERROR_BUSY, "clf_graph_run: a run of the graph is in flight");
+    if (empty)
+        return clf__fail(CLF_ERROR_ZERO_SIZE, "clf_graph_run: the graph has no nodes");
     struct clf__task *task = NULL;
     clf_status st = clf__graph_redux_program(g);
     if (!st)
