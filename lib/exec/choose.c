@@ -647,9 +647,10 @@ void clf__learn(clf__launch *L)
         if (i == stale) { /* its probe ran far faster than the model's samples say */
             clf__perf_device_key(L->fl, w->d->index, dkey, sizeof dkey);
             clf__perf_forget(m, kkey, dkey);
-            clf__log(CLF_LOG_INFO, "launch '%s': device %zu's probe ran %.3g s, predicted "
-                     "%.3g s: its model samples are forgotten", L->desc.kernel, L->dev[i],
-                     w->rep.finish_s - w->t_start, L->probe_pred_s);
+            clf__log(CLF_LOG_INFO, "launch '%s': device %zu's probe's kernel ran %.3g s (%.3g s "
+                     "in all), predicted %.3g s (%.3g s): its model samples are forgotten",
+                     L->desc.kernel, L->dev[i], w->rep.busy_s, w->rep.finish_s - w->t_start,
+                     L->probe_work_s, L->probe_pred_s);
         }
         double t = w->rep.finish_s - w->t_start;
         if (w->rep.units && !w->rep.failed && t > 0) {

@@ -306,10 +306,10 @@ typedef struct clf__launch {
     int small;
     /* A probe (choose.c): the launch's device probe_slot, left out by the cost model for a
      * while, takes the range's last probe_units units as one chunk (0: no probe), predicted
-     * to take probe_pred_s. */
+     * to take probe_pred_s, of which its kernel probe_work_s (units / the model's rate). */
     uint64_t probe_units;
     size_t probe_slot;
-    double probe_pred_s;
+    double probe_pred_s, probe_work_s;
     clf__layout lay[CLF__MAX_ARGS]; /* partitioned arguments' layouts */
 
     pthread_mutex_t lock; /* guards what follows and the reductions */

@@ -21,10 +21,11 @@
  * (probe_units()): even if the model's pessimistic figure is right, the launch is no slower
  * than that device alone. (So no probe when not one granule fits: a device standing aside in
  * a pooled launch because its share is under a granule is probed only in longer launches.)
- * The chunk is timed and learned as any chunk is. A probe that confirms the model (the device
- * took more than 1 / CLF__PROBE_WRONG of the predicted time) doubles the wait before the next
- * one, up to CLF__PROBE_MAX_EVERY launches, so that a truly slow device costs a chunk every
- * few hundred launches; one that ran CLF__PROBE_WRONG times faster than predicted shows the
+ * The chunk is timed and learned as any chunk is. A probe that confirms the model (its
+ * kernel took more than 1 / CLF__PROBE_WRONG of the time the model predicts for its units)
+ * doubles the wait before the next one, up to CLF__PROBE_MAX_EVERY launches, so that a truly
+ * slow device costs a chunk every few hundred launches; one whose kernel ran
+ * CLF__PROBE_WRONG times faster than predicted shows the
  * samples stale (a device does not get faster by noise: load only slows it) and the model
  * forgets them (clf__perf_forget()), so the next launch shares by the probe's figure, or, if
  * that small chunk's figure still leaves the device out, probes it again with a chunk sized
@@ -85,10 +86,11 @@ static int model_line(clf__launch *L, clf__perf_model *m, const char *kkey, size
  * The probe's units for device p: the range's tail [s, total), s a multiple of the
  * granularity, that p finishes by the model (fixed_p + c / r_p) no later than the fastest
  * other device taking work finishes [0, s) alone (fixed_f + s / r_f); within p's budget,
- * leaving the others at least one granule. 0 when not one granule fits; *pred: p's time.
+ * leaving the others at least one granule. 0 when not one granule fits; *pred: p's time,
+ * *work: its kernel's part (the units over p's rate).
  */
 static uint64_t probe_units(clf__launch *L, clf__perf_model *m, const char *kkey, size_t p,
-                            uint64_t max_units, double *pred)
+                            uint64_t max_units, double *pred, double *work)
 {
     double rp, fp, rf = 0, ff = 0, best = 0;
     if (!model_line(L, m, kkey, p, &rp, &fp))
@@ -117,7 +119,8 @@ static uint64_t probe_units(clf__launch *L, clf__perf_model *m, const char *kkey
     s = s % L->gran ? s + (L->gran - s % L->gran) : s;
     if (s < L->gran || s >= L->total)
         return 0;
-    *pred = fp + (double)(L->total - s) / rp;
+    *work = (double)(L->total - s) / rp;
+    *pred = fp + *work;
     return L->total - s;
 }
 
@@ -194,14 +197,15 @@ void clf__plan_probe(clf__launch *L, clf_strategy s, const char *kkey,
     pthread_mutex_unlock(&L->X->lock);
     if (p == L->ndev)
         return;
-    double pred = 0;
-    uint64_t units = probe_units(L, m, kkey, p, max_units[p], &pred);
+    double pred = 0, work = 0;
+    uint64_t units = probe_units(L, m, kkey, p, max_units[p], &pred, &work);
     if (!units)
         return; /* not one granule would end in time: it waits for a longer launch */
     L->weights[p] = 0; /* the probe and nothing more (a pooled strategy's share too) */
     L->probe_units = units;
     L->probe_slot = p;
     L->probe_pred_s = pred;
+    L->probe_work_s = work;
     /* The reason's only word of the probe: when AUTO's figures leave no room for it, their
      * end gives way ("..."), not the clause. */
     char clause[96];
@@ -240,11 +244,17 @@ size_t clf__probe_learn(clf__launch *L, const char *kkey)
             continue;
         unsigned every = k->probe_every[d] ? k->probe_every[d] : CLF__PROBE_AFTER;
         if (L->probe_units && i == L->probe_slot) {
-            double t = w->rep.finish_s - w->t_start;
+            /* The kernel's profiled time against the model's time for the units alone: a
+             * probe is a small chunk, and its host time is mostly fixed costs (an enqueue,
+             * transfers, waits) that a loaded host stretches by milliseconds; a loaded CI
+             * run's 128-unit probe "confirmed" a figure seeded 1000x too slow that way. The
+             * host time against the whole prediction when no profile came back. */
+            double t = w->rep.busy_s > 0 ? w->rep.busy_s : w->rep.finish_s - w->t_start;
+            double want = w->rep.busy_s > 0 ? L->probe_work_s : L->probe_pred_s;
             if (!warm || !(t > 0)) {
                 /* Its first run of the kernel here measures PoCL's build: no verdict, and
                  * out_run still calls for a probe at the next launch. */
-            } else if (t * CLF__PROBE_WRONG < L->probe_pred_s) {
+            } else if (t * CLF__PROBE_WRONG < want) {
                 /* Still due: if the probe's one sample (a small chunk, its fixed cost
                  * included) leaves the device out again, the next launch probes it with a
                  * chunk sized by that figure, a larger one. */
