@@ -304,7 +304,7 @@ typedef struct clf__launch {
      * (held), and the launch says nothing about the kernel's balance (small). */
     unsigned char held[CLF_MAX_LAUNCH_DEVICES];
     int small;
-    /* A probe (choose.c): the launch's device probe_slot, left out by the cost model for a
+    /* A probe (probe.c): the launch's device probe_slot, left out by the cost model for a
      * while, takes the range's last probe_units units as one chunk (0: no probe), predicted
      * to take probe_pred_s, of which its kernel probe_work_s (units / the model's rate). */
     uint64_t probe_units;

@@ -22,18 +22,21 @@
  * than that device alone. (So no probe when not one granule fits: a device standing aside in
  * a pooled launch because its share is under a granule is probed only in longer launches.)
  * The chunk is timed and learned as any chunk is. A probe that confirms the model (its
- * kernel took more than 1 / CLF__PROBE_WRONG of the time the model predicts for its units)
- * doubles the wait before the next one, up to CLF__PROBE_MAX_EVERY launches, so that a truly
- * slow device costs a chunk every few hundred launches; one whose kernel ran
- * CLF__PROBE_WRONG times faster than predicted shows the
- * samples stale (a device does not get faster by noise: load only slows it) and the model
- * forgets them (clf__perf_forget()), so the next launch shares by the probe's figure, or, if
- * that small chunk's figure still leaves the device out, probes it again with a chunk sized
- * by it. Why 4 launches in a row: a device sits out a launch now and then for good reasons
- * (the tail of a pooled launch, a launch that ends before its thread starts on a loaded
- * host), and CLF__PERF_WINDOW samples are 8, so half a window; a probe costs the launch
- * nothing by construction, so waiting longer would buy little. The count lives in the fleet
- * (not the model's file): a process runs at least 4 launches of a kernel before it probes.
+ * kernel and transfers, profiled, took more than 1 / CLF__PROBE_WRONG of the time the model
+ * predicts for its units) doubles the wait before the next one, up to CLF__PROBE_MAX_EVERY
+ * launches, so that a truly slow device costs a chunk every few hundred launches; one that
+ * ran CLF__PROBE_WRONG times faster than predicted shows the samples stale (a device does
+ * not get faster by noise: load only slows it) and the model forgets them
+ * (clf__perf_forget()), so the next launch shares by the probe's figure, or, if that small
+ * chunk's figure still leaves the device out, probes it again with a chunk sized by it.
+ * Why 4 launches in a row: a device sits out a launch now and then for good reasons (the
+ * tail of a pooled launch, a launch that ends before its thread starts on a loaded host),
+ * and CLF__PERF_WINDOW samples are 8, so half a window. On two devices a probe costs the
+ * launch nothing by construction; with more, the others share the rest and finish sooner
+ * than the fastest alone would, so the probe can end after them (up to k times later with k
+ * equal devices: to be sized against the launch's predicted finish, issue 27). The count
+ * lives in the fleet (not the model's file): a process runs at least 4 launches of a kernel
+ * before it probes.
  * Not for a launch run on one device alone (AUTO's too-small rule: its cost is the point),
  * nor with the user's or equal weights (they say who works).
  */
@@ -244,12 +247,16 @@ size_t clf__probe_learn(clf__launch *L, const char *kkey)
             continue;
         unsigned every = k->probe_every[d] ? k->probe_every[d] : CLF__PROBE_AFTER;
         if (L->probe_units && i == L->probe_slot) {
-            /* The kernel's profiled time against the model's time for the units alone: a
-             * probe is a small chunk, and its host time is mostly fixed costs (an enqueue,
-             * transfers, waits) that a loaded host stretches by milliseconds; a loaded CI
-             * run's 128-unit probe "confirmed" a figure seeded 1000x too slow that way. The
-             * host time against the whole prediction when no profile came back. */
-            double t = w->rep.busy_s > 0 ? w->rep.busy_s : w->rep.finish_s - w->t_start;
+            /* The probe's profiled device time (its kernel and its transfers) against the
+             * model's time for its units alone (the line's slope, learned from host times
+             * that include the transfers): a probe is a small chunk, and its host time is
+             * mostly fixed costs (an enqueue, waits) that a loaded host stretches by
+             * milliseconds; a loaded CI run's 128-unit probe "confirmed" a figure seeded
+             * 1000x too slow that way. The kernel alone would make a transfer-bound kernel's
+             * right model look 4x wrong at every probe. The host time against the whole
+             * prediction when no profile came back. */
+            double dev_s = w->rep.busy_s + w->rep.to_device_s + w->rep.from_device_s;
+            double t = w->rep.busy_s > 0 ? dev_s : w->rep.finish_s - w->t_start;
             double want = w->rep.busy_s > 0 ? L->probe_work_s : L->probe_pred_s;
             if (!warm || !(t > 0)) {
                 /* Its first run of the kernel here measures PoCL's build: no verdict, and
