@@ -31,7 +31,6 @@ typedef struct part_dev {
     unsigned taken;     /* pooled chunks taken so far (DYNAMIC's varied sizes) */
     int eligible;
     int retired;
-    int probe; /* a probe's device (clf__part_params.probe_units): it steals nothing */
 } part_dev;
 
 typedef struct part_ops part_ops;

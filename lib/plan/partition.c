@@ -406,7 +406,6 @@ clf_status clf__part_create(clf__part **out, clf__part_strategy strategy, uint64
         }
         p->dev[prm.probe_dev].own.lo = shared;
         p->dev[prm.probe_dev].own.hi = total;
-        p->dev[prm.probe_dev].probe = 1;
     }
     for (size_t i = 0; i < ndev; i++) {
         part_dev *d = &p->dev[i];
@@ -565,7 +564,7 @@ int clf__part_next(clf__part *p, size_t dev, uint64_t *off, uint64_t *len)
         if (p->dev[j].retired && p->dev[j].own.lo < p->dev[j].own.hi &&
             (got = take_front(p, dev, &p->dev[j].own, UINT64_MAX, off, len)))
             goto out;
-    if (p->ops->steals && !d->probe && steal(p, dev))
+    if (p->ops->steals && steal(p, dev))
         got = take_front(p, dev, &d->own, UINT64_MAX, off, len);
 out:
     pthread_mutex_unlock(&p->lock);

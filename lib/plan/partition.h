@@ -94,10 +94,11 @@ typedef struct clf__part_params {
      * size leave the fixed cost inseparable from the rate (clf__perf_line() needs sizes
      * apart), and the chunk floor (timed_floor()) then never engages. */
     int vary_chunks;
-    /* A probe (choose.c): device probe_dev, which the cost model leaves out (its weight 0),
-     * takes the range's last probe_units units as one chunk of its own, and nothing more
-     * while a device of weight > 0 is active; the others share [0, total - probe_units) as
-     * they would have shared the range. 0: no probe. probe_units must be under total, start
+    /* A probe (exec/probe.c): device probe_dev, which the cost model leaves out (its weight
+     * 0), takes the range's last probe_units units as one chunk of its own, and nothing more
+     * while a device of weight > 0 is active; the pooled strategies share [0, total -
+     * probe_units) among the others, STATIC cuts the tail off the share that held it (the
+     * last in range order). 0: no probe. probe_units must be under total, start
      * at a multiple of gran (total - probe_units), and be within the device's max_units. */
     uint64_t probe_units;
     size_t probe_dev;

@@ -109,12 +109,15 @@ size_t clf__wprof_add(clf__wprof *w, const clf__wprof_chunk *c, size_t n)
         if (k->dev >= w->ndev || k->len == 0 || k->off >= w->total ||
             k->len > w->total - k->off || !isfinite(k->seconds) || !(k->seconds > 0))
             continue;
+        /* The chunk's units in each bin. */
+        uint64_t end = k->off + k->len, ov[NB];
         lsec[k->dev] += k->seconds;
         for (size_t b = 0; b < NB; b++) {
             uint64_t lo = bin_lo(w->total, b), hi = bin_lo(w->total, b + 1);
             lo = lo > k->off ? lo : k->off;
-            hi = hi < k->off + k->len ? hi : k->off + k->len;
-            lu[k->dev * NB + b] += hi > lo ? (double)(hi - lo) : 0;
+            hi = hi < end ? hi : end;
+            ov[b] = hi > lo ? hi - lo : 0;
+            lu[k->dev * NB + b] += (double)ov[b];
         }
         if (k->len > longest || !(k->seconds >= CLF__WPROF_MIN_CHUNK_S))
             continue;
@@ -122,14 +125,9 @@ size_t clf__wprof_add(clf__wprof *w, const clf__wprof_chunk *c, size_t n)
          * of them on this device (units x seconds per unit), evenly while it knows nothing of
          * one: a piece across a step in the work (cheap rows, then costly ones) would
          * otherwise call both bins half costly, and the cut would settle beside the step. */
-        uint64_t end = k->off + k->len, ov[NB];
         double share[NB], sum = 0;
         int known = 1;
         for (size_t b = 0; b < NB; b++) {
-            uint64_t lo = bin_lo(w->total, b), hi = bin_lo(w->total, b + 1);
-            lo = lo > k->off ? lo : k->off;
-            hi = hi < end ? hi : end;
-            ov[b] = hi > lo ? hi - lo : 0;
             share[b] = ov[b] ? (double)ov[b] * bin_median(w, b, k->dev) : 0;
             known &= !isnan(share[b]) && (ov[b] == 0 || share[b] > 0);
             sum += ov[b] ? share[b] : 0;
