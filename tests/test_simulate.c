@@ -776,6 +776,31 @@ START_TEST(bad_rules)
 }
 END_TEST
 
+/* A fresh cache directory in dir, made $CLFLEET_CACHE_DIR, so that the cost model starts
+ * empty and learns in the test; returns the old value (a copy, or
+ * NULL when unset) for own_cache_done(), which puts it back and removes dir. */
+static char *own_cache(char *dir, size_t n)
+{
+    const char *old = getenv("CLFLEET_CACHE_DIR");
+    char *saved = old ? strdup(old) : NULL;
+    snprintf(dir, n, "%s/clfleet-sim-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    setenv("CLFLEET_CACHE_DIR", dir, 1);
+    return saved;
+}
+
+static void own_cache_done(const char *dir, char *saved)
+{
+    char cmd[300];
+    if (saved)
+        setenv("CLFLEET_CACHE_DIR", saved, 1);
+    else
+        unsetenv("CLFLEET_CACHE_DIR");
+    free(saved);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    expect(system(cmd) == 0, "%s failed", cmd);
+}
+
 /* ---- task queues: the steal gate ------------------------------------------------------- */
 
 enum { TASKS = 16 };
@@ -848,20 +873,10 @@ static void spin_tasks(clf_fleet *f, clf_program *p, uint32_t n, uint32_t ntasks
 START_TEST(taskq_gate)
 {
     test_watchdog(240);
-    char dir[256], cmd[300];
-    snprintf(dir, sizeof dir, "%s/clfleet-taskq-XXXXXX",
-             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    const char *old = getenv("CLFLEET_CACHE_DIR");
-    char *saved = old ? strdup(old) : NULL;
-    setenv("CLFLEET_CACHE_DIR", dir, 1);
+    char dir[256];
+    char *saved = own_cache(dir, sizeof dir);
     clf_program *p;
     clf_fleet *f = sim_fleet("device=1,compute=0.02", &p);
-    if (saved)
-        setenv("CLFLEET_CACHE_DIR", saved, 1);
-    else
-        unsetenv("CLFLEET_CACHE_DIR");
-    free(saved);
     uint32_t n = 1u << 13;
     uint64_t count[2], passed[2], slow_runs = 0;
     /* At least 4 runs, and until the slow device has run 2 tasks (the model drops its first
@@ -900,8 +915,7 @@ START_TEST(taskq_gate)
            (unsigned long long)count[1], TASKS / 2, (unsigned long long)passed[1]);
     clf_program_destroy(p);
     clf_fleet_destroy(f);
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    expect(system(cmd) == 0, "%s failed", cmd);
+    own_cache_done(dir, saved);
     test_watchdog_off();
 }
 END_TEST
@@ -958,26 +972,9 @@ START_TEST(basic_refused)
 }
 END_TEST
 
-/* ---- probes (choose.c): a device the model leaves out gets a chunk now and then ---- */
+/* ---- probes (probe.c): a device the model leaves out gets a chunk now and then ---- */
 
 /* A fresh cache directory in dir (mkdtemp), made $CLFLEET_CACHE_DIR. */
-static void probe_cache(char *dir, size_t n)
-{
-    snprintf(dir, n, "%s/clfleet-probe-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    setenv("CLFLEET_CACHE_DIR", dir, 1);
-}
-
-static void probe_cache_done(const char *dir, const char *saved)
-{
-    char cmd[300];
-    if (saved)
-        setenv("CLFLEET_CACHE_DIR", saved, 1);
-    else
-        unsetenv("CLFLEET_CACHE_DIR");
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    expect(system(cmd) == 0, "%s failed", cmd);
-}
 
 /*
  * Rewrite the model's file in dir so that every device key holding `mark` (the simulated
@@ -1065,9 +1062,7 @@ START_TEST(probe_wrong_seed)
 {
     test_watchdog(240);
     char dir[256], why[300];
-    const char *old = getenv("CLFLEET_CACHE_DIR");
-    char *saved = old ? strdup(old) : NULL;
-    probe_cache(dir, sizeof dir);
+    char *saved = own_cache(dir, sizeof dir);
     /* At 1000x, the probe that ends in time is a thousandth of the range: 2^20 items leave
      * it about 16 granules of 64 (2^17 left two, and a fast run of device 0 now and then
      * left less than one: no probe that launch). And the probe is predicted to take about
@@ -1106,8 +1101,7 @@ START_TEST(probe_wrong_seed)
     free(out);
     clf_program_destroy(p);
     clf_fleet_destroy(f);
-    probe_cache_done(dir, saved);
-    free(saved);
+    own_cache_done(dir, saved);
     test_watchdog_off();
 }
 END_TEST
@@ -1122,9 +1116,7 @@ START_TEST(probes_rare)
 {
     test_watchdog(240);
     char dir[256], why[300];
-    const char *old = getenv("CLFLEET_CACHE_DIR");
-    char *saved = old ? strdup(old) : NULL;
-    probe_cache(dir, sizeof dir);
+    char *saved = own_cache(dir, sizeof dir);
     enum { N = 1 << 14 };
     uint32_t *out = malloc(N * sizeof *out);
     ck_assert(out);
@@ -1150,8 +1142,7 @@ START_TEST(probes_rare)
     free(out);
     clf_program_destroy(p);
     clf_fleet_destroy(f);
-    probe_cache_done(dir, saved);
-    free(saved);
+    own_cache_done(dir, saved);
     test_watchdog_off();
 }
 END_TEST
