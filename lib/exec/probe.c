@@ -17,9 +17,11 @@
  * file (a run while the device was busy with another process, a cold run) would keep it out
  * for good; StarPU's calibration has the same hole. After CLF__PROBE_AFTER launches of a
  * kernel in a row in which a device took none of it although it could hold a chunk, it gets
- * one chunk, sized to end no later than the fastest device ends the rest alone by the model
- * (probe_units()): even if the model's pessimistic figure is right, the launch is no slower
- * than that device alone. (So no probe when not one granule fits: a device standing aside in
+ * one chunk, the range's tail, sized to end no later than the devices taking work end the
+ * rest together by the model (probe_units(); with 3 or more devices, sized against the
+ * fastest alone, the probe could end up to k times after k equal devices sharing the rest):
+ * even if the model's pessimistic figure is right, the launch ends no later than it would
+ * without the probe, up to the granule rounding. (So no probe when not one granule fits: a device standing aside in
  * a pooled launch because its share is under a granule is probed only in longer launches.)
  * The chunk is timed and learned as any chunk is. A probe that confirms the model (its
  * kernel and transfers, profiled, took more than 1 / CLF__PROBE_WRONG of the time the model
@@ -86,45 +88,36 @@ static int model_line(clf__launch *L, clf__perf_model *m, const char *kkey, size
 }
 
 /*
- * The probe's units for device p: the range's tail [s, total), s a multiple of the
- * granularity, that p finishes by the model (fixed_p + c / r_p) no later than the fastest
- * other device taking work finishes [0, s) alone (fixed_f + s / r_f); within p's budget,
- * leaving the others at least one granule. 0 when not one granule fits; *pred: p's time,
- * *work: its kernel's part (the units over p's rate).
+ * The probe's units for device p: the range's tail that p finishes by the model (fixed_p +
+ * c / r_p) no later than the devices taking work finish the rest together by theirs
+ * (clf__part_probe_units(); on two devices, the other alone); within p's budget, leaving the
+ * others at least one granule. 0 when not one granule fits, or when a device taking work has
+ * no figure yet (it would share the rest too, and end it sooner than predicted; it has one
+ * after this launch). *pred: p's time, *work: its kernel's part (the units over p's rate).
  */
 static uint64_t probe_units(clf__launch *L, clf__perf_model *m, const char *kkey, size_t p,
                             uint64_t max_units, double *pred, double *work)
 {
-    double rp, fp, rf = 0, ff = 0, best = 0;
-    if (!model_line(L, m, kkey, p, &rp, &fp))
+    double rate[CLF_MAX_LAUNCH_DEVICES], fixed[CLF_MAX_LAUNCH_DEVICES];
+    unsigned char takes[CLF_MAX_LAUNCH_DEVICES];
+    if (!model_line(L, m, kkey, p, &rate[p], &fixed[p]))
         return 0;
     for (size_t i = 0; i < L->ndev; i++) {
-        double r, f;
-        if (i == p || L->weights[i] <= 0 || L->excluded[i] || !model_line(L, m, kkey, i, &r, &f))
+        if (i == p)
             continue;
-        double t = f + (double)L->total / r;
-        if (!(rf > 0) || t < best) {
-            rf = r;
-            ff = f;
-            best = t;
-        }
+        takes[i] = L->weights[i] > 0 && !L->excluded[i];
+        rate[i] = fixed[i] = 0;
+        if (takes[i] && !model_line(L, m, kkey, i, &rate[i], &fixed[i]))
+            return 0;
     }
-    if (!(rf > 0))
+    takes[p] = 0;
+    uint64_t u = clf__part_probe_units(L->ndev, rate, fixed, takes, p, L->total, L->gran,
+                                       max_units);
+    if (!u)
         return 0;
-    /* fp + c / rp = ff + (total - c) / rf */
-    long double c = ((long double)ff - fp + (long double)L->total / rf) / (1.0L / rp + 1.0L / rf);
-    if (c > (long double)max_units)
-        c = (long double)max_units;
-    if (!(c > 0) || c >= (long double)L->total)
-        return 0;
-    /* The tail starts at a multiple of the granularity, at or after total - c. */
-    uint64_t s = L->total - (uint64_t)c;
-    s = s % L->gran ? s + (L->gran - s % L->gran) : s;
-    if (s < L->gran || s >= L->total)
-        return 0;
-    *work = (double)(L->total - s) / rp;
-    *pred = fp + *work;
-    return L->total - s;
+    *work = (double)u / rate[p];
+    *pred = fixed[p] + *work;
+    return u;
 }
 
 /*
