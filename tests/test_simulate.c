@@ -1147,6 +1147,72 @@ START_TEST(probes_rare)
 }
 END_TEST
 
+/*
+ * A device left out without a chunk line does not keep the others' lines from use (issue
+ * 27): of four devices (one-unit sub-devices, 40 us of latency each), device 3 is lost at
+ * its first kernel, so it is left out of every later launch and never gets a line. Before,
+ * that left every launch without the cost model's lines: no chunk floor, and DYNAMIC cut 16
+ * chunks per device of varying sizes for ever. Now the three others' lines are used, and
+ * DYNAMIC settles at a few chunks per device, as chunks_worth_their_cost asserts of a pair.
+ */
+START_TEST(fitted_beside_a_lost_device)
+{
+    test_watchdog(240);
+    char dir[256];
+    char *saved = own_cache(dir, sizeof dir); /* no lines from other tests */
+    setenv("CLFLEET_SIMULATE", "device=0,latency=40us;device=1,latency=40us;device=2,latency=40us",
+           1);
+    clf_fleet *f = test_fault_fleet(FLEET4, "device=3,call=enqueue,lost");
+    unsetenv("CLFLEET_SIMULATE");
+    clf_program *p;
+    ck_assert_msg(clf_fleet_device_count(f) == 4, "FLEET4 gave %zu devices, this test needs 4",
+                  clf_fleet_device_count(f));
+    ck_assert_ok(clf_program_build_source(&p, f, src, NULL));
+    enum { N = 4096 };
+    uint32_t *out = malloc(N * sizeof *out);
+    ck_assert(out);
+    uint32_t iters = 256;
+    clf_launch_report r;
+    unsigned chunks = 0;
+    int lost = 0;
+    for (int round = 0; round < 3; round++) {
+        for (int k = 0; k < 6; k++) {
+            memset(out, 0, N * sizeof *out);
+            clf_launch_desc d = CLF_LAUNCH_DESC_INIT;
+            d.kernel = "spin";
+            d.global[0] = N;
+            d.strategy = CLF_STRATEGY_DYNAMIC;
+            clf_arg a[] = {CLF_OUT(out, N * sizeof *out, sizeof *out), CLF_SCALAR(&iters)};
+            ck_assert_ok(clf_launch(f, p, &d, a, 2, &r));
+            for (uint32_t i = 0; i < N; i++)
+                if (out[i] != spin_ref(i, iters))
+                    ck_abort_msg("item %u: %u, expected %u (%s)", i, out[i],
+                                 spin_ref(i, iters), r.reason);
+        }
+        chunks = 0;
+        lost = 0;
+        for (size_t i = 0; i < r.num_devices; i++) {
+            chunks += r.dev[i].chunks;
+            lost |= r.dev[i].device == 3 && r.dev[i].excluded && r.dev[i].units == 0;
+        }
+        fprintf(stderr, "fitted_beside_a_lost_device: %u chunks on 3 devices (%s)\n", chunks,
+                r.reason);
+        if (chunks <= 9)
+            break;
+    }
+    expect(lost, "device 3 was not left out after it was lost: the test tests nothing");
+    /* Without the lines: 16 chunks per device. */
+    expect(UNDER_SANITIZER || chunks <= 9,
+           "%u chunks on 3 devices after 3 rounds of 6 launches: the chunk floor did not "
+           "engage beside a device left out without a line", chunks);
+    free(out);
+    clf_program_destroy(p);
+    clf_fleet_destroy(f);
+    own_cache_done(dir, saved);
+    test_watchdog_off();
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("simulate");
@@ -1176,6 +1242,7 @@ int main(void)
     tcase_add_checked_fixture(tp, NULL, test_watchdog_off);
     tcase_add_test(tp, probe_wrong_seed);
     tcase_add_test(tp, probes_rare);
+    tcase_add_test(tp, fitted_beside_a_lost_device);
     suite_add_tcase(s, tp);
     return test_run(s, FLEET2, 2);
 }
