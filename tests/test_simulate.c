@@ -1148,6 +1148,118 @@ START_TEST(probes_rare)
 END_TEST
 
 /*
+ * Rewrite the model's file in dir so that the spin entries of every device key holding
+ * `mark` (the simulated device's) say it is `factor` times slower than its launch samples
+ * say, with a chunk line of that rate and a fixed cost of fixed_s per chunk (8 chunks of 4
+ * sizes on it, each chunk's units the units the line's rate does in its time), as a wrong
+ * figure kept in the file could say. Returns how many entries were changed.
+ */
+static int seed_slow_line(const char *dir, const char *mark, double factor, double fixed_s)
+{
+    char path[300], tmp[320], *line = NULL;
+    size_t cap = 0;
+    int changed = 0;
+    snprintf(path, sizeof path, "%s/perf-v1.tsv", dir);
+    snprintf(tmp, sizeof tmp, "%s.seed", path);
+    FILE *in = fopen(path, "r"), *out = fopen(tmp, "w");
+    ck_assert_msg(in && out, "cannot open %s or %s", path, tmp);
+    while (getline(&line, &cap, in) > 0) {
+        char *f[3 + 2 + 8 + 2 * 16 + 2];
+        size_t nf = 0;
+        char *save = NULL;
+        line[strcspn(line, "\n")] = '\0';
+        char *copy = strdup(line);
+        ck_assert(copy);
+        for (char *t = strtok_r(copy, "\t", &save); t && nf < sizeof f / sizeof *f;
+             t = strtok_r(NULL, "\t", &save))
+            f[nf++] = t;
+        if (nf < 5 || strcmp(f[0], "v2") != 0 || !strstr(f[2], mark) ||
+            strncmp(f[1], "spin@", 5) != 0 || strtoul(f[3], NULL, 10) == 0) {
+            fprintf(out, "%s\n", line);
+            free(copy);
+            continue;
+        }
+        unsigned n = (unsigned)strtoul(f[3], NULL, 10);
+        ck_assert_uint_ge(nf, 4 + n);
+        double v[16], rate;
+        fprintf(out, "v2\t%s\t%s\t%u", f[1], f[2], n);
+        for (unsigned i = 0; i < n; i++) {
+            v[i] = strtod(f[4 + i], NULL) / factor;
+            fprintf(out, "\t%.17g", v[i]);
+        }
+        rate = median(v, n);
+        fprintf(out, "\t8");
+        for (unsigned k = 0; k < 8; k++) {
+            uint64_t u = 4096ull << (k % 4);
+            fprintf(out, "\t%llu\t%.17g", (unsigned long long)u, fixed_s + (double)u / rate);
+        }
+        fprintf(out, "\n");
+        changed++;
+        free(copy);
+    }
+    free(line);
+    fclose(in);
+    ck_assert_int_eq(fclose(out), 0);
+    ck_assert_int_eq(rename(tmp, path), 0);
+    return changed;
+}
+
+/*
+ * A launch AUTO runs on one device alone is counted and may probe (issue 27): an equal pair
+ * whose model file gives device 1 a chunk line 100x too slow, with a 5 ms fixed cost per
+ * chunk, so that AUTO predicts device 0 alone faster than the pair and runs every launch
+ * there, holding device 1 back. Before, such launches neither counted nor probed: device 1
+ * was never measured again. Now after 4 launches it gets the tail a probe may have (ending
+ * by device 0's predicted finish), which runs ~100x faster than predicted: the samples are
+ * forgotten and device 1 takes a share again. Results exact; no wall time judged.
+ */
+START_TEST(probe_alone_wrong_seed)
+{
+    test_watchdog(240);
+    char dir[256], why[300];
+    char *saved = own_cache(dir, sizeof dir);
+    enum { N = 1 << 20 };
+    uint32_t *out = malloc(N * sizeof *out);
+    ck_assert(out);
+    uint32_t iters = 128;
+    clf_program *p;
+    clf_fleet *f = sim_fleet("device=1,compute=1", &p);
+    /* Both devices learned, lines too: DYNAMIC varies its chunks while a line is missing. */
+    for (int k = 0; k < 4; k++)
+        probe_launch(f, p, CLF_STRATEGY_DYNAMIC, out, N, iters, why, sizeof why);
+    clf_program_destroy(p);
+    clf_fleet_destroy(f); /* saves the model */
+    ck_assert_int_ge(seed_slow_line(dir, "|sim=", 100, 5e-3), 1);
+
+    f = sim_fleet("device=1,compute=1", &p);
+    int first_alone = -1, back = -1, probes = 0, alone_probes = 0;
+    for (int k = 0; k < 16 && back < 0; k++) {
+        double s1 = probe_launch(f, p, CLF_STRATEGY_AUTO, out, N, iters, why, sizeof why);
+        int probe = strstr(why, "device 1 probed") != NULL;
+        int alone = strstr(why, "on device 0 alone") != NULL;
+        probes += probe;
+        alone_probes += probe && alone;
+        fprintf(stderr, "probe_alone_wrong_seed: launch %d: device 1's share %.4f (%s)\n", k,
+                s1, why);
+        if (k == 0)
+            first_alone = alone && s1 == 0;
+        if (s1 > 0.05 && !probe)
+            back = k;
+    }
+    expect(first_alone == 1, "AUTO did not run the seeded launch on device 0 alone: the test "
+           "tests nothing");
+    expect(alone_probes >= 1, "device 1 was never probed in a launch run on device 0 alone");
+    expect(back >= 0 && back <= 12, "device 1 did not take a share again in 16 launches "
+           "(back at launch %d, %d probes)", back, probes);
+    free(out);
+    clf_program_destroy(p);
+    clf_fleet_destroy(f);
+    own_cache_done(dir, saved);
+    test_watchdog_off();
+}
+END_TEST
+
+/*
  * A device left out without a chunk line does not keep the others' lines from use (issue
  * 27): of four devices (one-unit sub-devices, 40 us of latency each), device 3 is lost at
  * its first kernel, so it is left out of every later launch and never gets a line. Before,
@@ -1242,6 +1354,7 @@ int main(void)
     tcase_add_checked_fixture(tp, NULL, test_watchdog_off);
     tcase_add_test(tp, probe_wrong_seed);
     tcase_add_test(tp, probes_rare);
+    tcase_add_test(tp, probe_alone_wrong_seed);
     tcase_add_test(tp, fitted_beside_a_lost_device);
     suite_add_tcase(s, tp);
     return test_run(s, FLEET2, 2);

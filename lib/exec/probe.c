@@ -33,14 +33,12 @@
  * chunk's figure still leaves the device out, probes it again with a chunk sized by it.
  * Why 4 launches in a row: a device sits out a launch now and then for good reasons (the
  * tail of a pooled launch, a launch that ends before its thread starts on a loaded host),
- * and CLF__PERF_WINDOW samples are 8, so half a window. On two devices a probe costs the
- * launch nothing by construction; with more, the others share the rest and finish sooner
- * than the fastest alone would, so the probe can end after them (up to k times later with k
- * equal devices: to be sized against the launch's predicted finish, issue 27). The count
- * lives in the fleet (not the model's file): a process runs at least 4 launches of a kernel
- * before it probes.
- * Not for a launch run on one device alone (AUTO's too-small rule: its cost is the point),
- * nor with the user's or equal weights (they say who works).
+ * and CLF__PERF_WINDOW samples are 8, so half a window. The count lives in the fleet (not
+ * the model's file): a process runs at least 4 launches of a kernel before it probes.
+ * A launch AUTO runs on one device alone (too small to split, or predicted faster alone by
+ * the cost model) counts too and may probe, bounded by the chosen device's predicted finish:
+ * a device wrongly judged too slow for a kernel AUTO always runs whole would otherwise never
+ * be measured again. Not with the user's or equal weights (they say who works).
  */
 #define CLF__PROBE_AFTER 4
 #define CLF__PROBE_MAX_EVERY 1024
@@ -176,13 +174,15 @@ void clf__plan_probe(clf__launch *L, clf_strategy s, const char *kkey,
     L->probe_units = 0;
     L->probe_slot = 0;
     clf__perf_model *m = clf__fleet_perf(L->fl);
-    if (L->small || L->ndev < 2 || L->desc.weights_mode != CLF_WEIGHTS_LEARNED || !m)
+    if (L->ndev < 2 || L->desc.weights_mode != CLF_WEIGHTS_LEARNED || !m)
         return;
     pthread_mutex_lock(&L->X->lock);
     const struct clf__probe_seen *k = probe_entry(L, kkey, 0);
     for (size_t i = 0; k && i < L->ndev; i++) {
         size_t d = L->dev[i];
-        if (d >= CLF_MAX_LAUNCH_DEVICES || L->excluded[i] || L->held[i] || !left_out_now(L, s, i))
+        /* A launch AUTO runs on one device alone holds the others back (L->held, in case it
+         * fails): they are left out by weight 0, and may be probed too. */
+        if (d >= CLF_MAX_LAUNCH_DEVICES || L->excluded[i] || !left_out_now(L, s, i))
             continue;
         unsigned every = k->probe_every[d] ? k->probe_every[d] : CLF__PROBE_AFTER;
         if (k->out_run[d] >= every && k->out_run[d] > out) {
@@ -198,6 +198,7 @@ void clf__plan_probe(clf__launch *L, clf_strategy s, const char *kkey,
     if (!units)
         return; /* not one granule would end in time: it waits for a longer launch */
     L->weights[p] = 0; /* the probe and nothing more (a pooled strategy's share too) */
+    L->held[p] = 0;    /* a launch run alone: it starts with the chosen device */
     L->probe_units = units;
     L->probe_slot = p;
     L->probe_pred_s = pred;
@@ -224,7 +225,7 @@ void clf__plan_probe(clf__launch *L, clf_strategy s, const char *kkey,
 size_t clf__probe_learn(clf__launch *L, const char *kkey)
 {
     size_t forget = L->ndev;
-    int counts = !L->small && L->ndev > 1 && L->desc.weights_mode == CLF_WEIGHTS_LEARNED;
+    int counts = L->ndev > 1 && L->desc.weights_mode == CLF_WEIGHTS_LEARNED;
     uint64_t need = L->total < L->gran ? L->total : L->gran;
     pthread_mutex_lock(&L->X->lock);
     struct clf__probe_seen *k = probe_entry(L, kkey, 1);
@@ -236,7 +237,7 @@ size_t clf__probe_learn(clf__launch *L, const char *kkey)
         int warm = k->ran[d];
         if (w->rep.units && !w->rep.failed)
             k->ran[d] = 1;
-        if (!counts || L->excluded[i] || L->held[i] || w->rep.failed)
+        if (!counts || L->excluded[i] || w->rep.failed)
             continue;
         unsigned every = k->probe_every[d] ? k->probe_every[d] : CLF__PROBE_AFTER;
         if (L->probe_units && i == L->probe_slot) {
