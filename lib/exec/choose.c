@@ -193,9 +193,10 @@ static void settle_fit(clf__launch *L)
  * from the start by its share by weight (under one granule while a heavier device takes
  * work: partcost.c fair_limit(), without timed shares) never takes work, so it would never get
  * a line; it is left out by weight 0 instead, so that the others' lines count (settle_fit())
- * and it is probed as any device left out is (probe.c).
+ * and it is probed as any device left out is (probe.c). Said in the reason (the report's
+ * note of devices that took no work skips those of weight 0).
  */
-static void drop_unlined_idle(clf__launch *L)
+static void drop_unlined_idle(clf__launch *L, clf_launch_report *rep)
 {
     double wsum = 0, wmax = 0;
     double least = (double)(L->total < L->gran ? L->total : L->gran);
@@ -205,10 +206,16 @@ static void drop_unlined_idle(clf__launch *L)
     }
     if (!L->modelled || !(wsum > 0))
         return;
-    for (size_t i = 0; i < L->ndev; i++)
-        if (L->weights[i] > 0 && !L->lined[i] && L->weights[i] < wmax &&
-            (double)L->total * L->weights[i] / wsum < least)
-            L->weights[i] = 0;
+    for (size_t i = 0; i < L->ndev; i++) {
+        if (!(L->weights[i] > 0) || L->lined[i] || L->weights[i] >= wmax ||
+            (double)L->total * L->weights[i] / wsum >= least)
+            continue;
+        L->weights[i] = 0;
+        size_t len = strlen(rep->reason);
+        snprintf(rep->reason + len, sizeof rep->reason - len,
+                 "; device %zu left out (too slow to help: its share by speed is under a chunk)",
+                 L->dev[i]);
+    }
 }
 
 int clf__device_weights(clf_fleet *fl, const char *kernel, const size_t *dev, size_t ndev,
@@ -631,7 +638,7 @@ clf_status clf__choose_strategy(clf__launch *L, const uint64_t *max_units,
     if (s == CLF_STRATEGY_STATIC && L->desc.weights_mode != CLF_WEIGHTS_USER && !L->small)
         drop_minor(L, rep);
     else if (s != CLF_STRATEGY_STATIC && L->desc.weights_mode == CLF_WEIGHTS_LEARNED)
-        drop_unlined_idle(L);
+        drop_unlined_idle(L, rep);
     settle_fit(L);
     char kkey[300];
     kernel_key(L, kkey, sizeof kkey);
