@@ -36,9 +36,10 @@
  * and CLF__PERF_WINDOW samples are 8, so half a window. The count lives in the fleet (not
  * the model's file): a process runs at least 4 launches of a kernel before it probes.
  * A launch AUTO runs on one device alone (too small to split, or predicted faster alone by
- * the cost model) counts too and may probe, bounded by the chosen device's predicted finish:
- * a device wrongly judged too slow for a kernel AUTO always runs whole would otherwise never
- * be measured again. Not with the user's or equal weights (they say who works).
+ * the cost model) counts too and may probe a device of which the model has a chunk line,
+ * bounded by the chosen device's predicted finish: a device wrongly judged too slow for a
+ * kernel AUTO always runs whole would otherwise never be measured again. Not with the
+ * user's or equal weights (they say who works).
  */
 #define CLF__PROBE_AFTER 4
 #define CLF__PROBE_MAX_EVERY 1024
@@ -181,8 +182,12 @@ void clf__plan_probe(clf__launch *L, clf_strategy s, const char *kkey,
     for (size_t i = 0; k && i < L->ndev; i++) {
         size_t d = L->dev[i];
         /* A launch AUTO runs on one device alone holds the others back (L->held, in case it
-         * fails): they are left out by weight 0, and may be probed too. */
-        if (d >= CLF_MAX_LAUNCH_DEVICES || L->excluded[i] || !left_out_now(L, s, i))
+         * fails): they are left out by weight 0, and may be probed too, if the model has the
+         * device's chunk line. Without one its figure is whole launches' (a short launch's is
+         * mostly fixed costs): the probe's bound would leave its fixed cost out, and its
+         * verdict would find the kernel "4x faster" than that figure at every probe. */
+        if (d >= CLF_MAX_LAUNCH_DEVICES || L->excluded[i] || (L->small && !L->lined[i]) ||
+            !left_out_now(L, s, i))
             continue;
         unsigned every = k->probe_every[d] ? k->probe_every[d] : CLF__PROBE_AFTER;
         if (k->out_run[d] >= every && k->out_run[d] > out) {
