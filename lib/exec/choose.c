@@ -344,7 +344,8 @@ static int worse_than_dynamic(clf__launch *L, clf__part_strategy ps, char *why, 
 /*
  * The cost model's answer (L->fitted: a chunk line for every device that takes work; a
  * device left out counts as not helping). *one: the device predicted to finish the launch
- * first alone (fixed + total / rate) among those whose budget holds the range, or L->ndev when fewer than two can. Returns 1 when that device alone
+ * first alone (fixed + total / rate) among those whose budget holds the range, or L->ndev
+ * when fewer than two can. Returns 1 when that device alone
  * is predicted no later than the launch split over the fleet by speed: total / sum(rates)
  * + the largest fixed cost (each share by speed takes total / sum(rates), after its
  * device's fixed cost). On equal devices that never holds (the model has no term for what
@@ -435,9 +436,8 @@ static size_t too_small(clf__launch *L, const uint64_t *max_units, char *why, si
  * that every device finishes together after its fixed cost (c_i = r_i (T - f_i), T = (total
  * + sum f_j r_j) / sum r_j, the rule the partitioner applies to the pool,
  * lib/plan/partition.c): it would finish even its smallest share after the others had done
- * everything. Learned throughputs
- * alone (whole launches, fixed costs included) put a 50x slower device's GEMM share at 4 to
- * 9 %, around the 5 % above.
+ * everything. Learned throughputs alone (whole launches, fixed costs included) put a 50x
+ * slower device's GEMM share at 4 to 9 %, around the 5 % above.
  */
 static void drop_slow_by_model(clf__launch *L, clf_launch_report *rep)
 {
