@@ -21,8 +21,8 @@
  * rest together by the model (probe_units(); with 3 or more devices, sized against the
  * fastest alone, the probe could end up to k times after k equal devices sharing the rest):
  * even if the model's pessimistic figure is right, the launch ends no later than it would
- * without the probe, up to the granule rounding. (So no probe when not one granule fits: a device standing aside in
- * a pooled launch because its share is under a granule is probed only in longer launches.)
+ * without the probe. (So no probe when not one granule fits: a device standing aside in a
+ * pooled launch because its share is under a granule is probed only in longer launches.)
  * The chunk is timed and learned as any chunk is. A probe that confirms the model (its
  * kernel and transfers, profiled, took more than 1 / CLF__PROBE_WRONG of the time the model
  * predicts for its units) doubles the wait before the next one, up to CLF__PROBE_MAX_EVERY
