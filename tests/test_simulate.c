@@ -1261,14 +1261,19 @@ END_TEST
 
 /* DYNAMIC launches of spin over N = 4096 items on fleet f (up to 3 rounds of 6, until the
  * last one's chunks are at most `settle`): the last launch's chunks in all and on device
- * `idle` (into *idle_units), its reason in why; results checked. */
+ * `idle` (into *idle_units), its reason in why; results checked. DYNAMIC's chunks are of one
+ * or two granules (64 units) while the lines are learned: at 256 iterations one took some
+ * 15 us, lost in the noise of three devices on a loaded 2-core host (a line's slope and
+ * fixed cost came out wrong, and the floor did not engage, in about one run of 4); at 2048
+ * some 130 us. SIM3's 300 us per command keeps the floor (9 fixed costs of work) above a
+ * device's share of the launch (some 8 ms alone): one chunk or two each once fitted. */
 static unsigned dynamic_rounds(clf_fleet *f, clf_program *p, unsigned settle, size_t idle,
                                uint64_t *idle_units, char *why, size_t wn)
 {
     enum { N = 4096 };
     uint32_t *out = malloc(N * sizeof *out);
     ck_assert(out);
-    uint32_t iters = 256;
+    uint32_t iters = 2048;
     clf_launch_report r;
     unsigned chunks = 0;
     for (int round = 0; round < 3; round++) {
@@ -1300,9 +1305,12 @@ static unsigned dynamic_rounds(clf_fleet *f, clf_program *p, unsigned settle, si
     return chunks;
 }
 
+/* Three of FLEET4's devices with a latency (dynamic_rounds()), for the tests below. */
+#define SIM3 "device=0,latency=300us;device=1,latency=300us;device=2,latency=300us"
+
 /*
  * A device left out without a chunk line does not keep the others' lines from use (issue
- * 27): of four devices (one-unit sub-devices, 40 us of latency each), device 3 is lost at
+ * 27): of four devices (one-unit sub-devices, SIM3's latency on three), device 3 is lost at
  * its first kernel, so it is left out of every later launch and never gets a line. Before,
  * that left every launch without the cost model's lines: no chunk floor, and DYNAMIC cut 16
  * chunks per device of varying sizes for ever. Now the three others' lines are used, and
@@ -1313,8 +1321,7 @@ START_TEST(fitted_beside_a_lost_device)
     test_watchdog(240);
     char dir[256];
     char *saved = own_cache(dir, sizeof dir); /* no lines from other tests */
-    setenv("CLFLEET_SIMULATE", "device=0,latency=40us;device=1,latency=40us;device=2,latency=40us",
-           1);
+    setenv("CLFLEET_SIMULATE", SIM3, 1);
     clf_fleet *f = test_fault_fleet(FLEET4, "device=3,call=enqueue,lost");
     unsetenv("CLFLEET_SIMULATE");
     clf_program *p;
@@ -1352,8 +1359,7 @@ START_TEST(fitted_beside_an_idle_unlined_device)
     test_watchdog(240);
     char dir[256], why[300];
     char *saved = own_cache(dir, sizeof dir);
-    const char *rules = "device=0,latency=40us;device=1,latency=40us;device=2,latency=40us;"
-                        "device=3,compute=1";
+    const char *rules = SIM3 ";device=3,compute=1";
     clf_program *p;
     uint64_t units3 = 0;
     setenv("CLFLEET_SIMULATE", rules, 1);
@@ -1362,7 +1368,13 @@ START_TEST(fitted_beside_an_idle_unlined_device)
     ck_assert_msg(clf_fleet_device_count(f) == 4, "FLEET4 gave %zu devices, this test needs 4",
                   clf_fleet_device_count(f));
     ck_assert_ok(clf_program_build_source(&p, f, src, NULL));
-    dynamic_rounds(f, p, 0, 3, &units3, why, sizeof why); /* 18 launches: all learned */
+    /* Every device's speed learned (STATIC gives each a share; the first sample is cold). */
+    enum { N = 4096 };
+    uint32_t *out = malloc(N * sizeof *out);
+    ck_assert(out);
+    for (int k = 0; k < 4; k++)
+        probe_launch(f, p, CLF_STRATEGY_STATIC, out, N, 2048, why, sizeof why);
+    free(out);
     clf_program_destroy(p);
     clf_fleet_destroy(f); /* saves the model */
     ck_assert_int_ge(seed_slow(dir, "latency=0ns", 1000), 1);
