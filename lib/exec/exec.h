@@ -120,7 +120,7 @@ typedef struct clf__exec_state {
     /* Asynchronous launches waiting for the dispatcher, in ticket order (launch.c): a job of
      * the process's helper pool (util/pool.c), queued while the fleet has launches waiting,
      * runs them one after the other. */
-    struct clf__host_op *queue_head, *queue_tail;
+    struct clf__async_launch *queue_head, *queue_tail;
     pthread_cond_t queued;      /* the dispatcher's job returned */
     clf__pool_work dispatch;    /* the dispatcher's job */
     int dispatching;            /* that job is queued or running */
@@ -379,12 +379,6 @@ void clf__bcast_free(clf_fleet *fl, struct clf__bcast *b);
 uint64_t clf__new_ticket(clf__exec_state *X);
 void clf__take_turn(clf__exec_state *X, uint64_t ticket);
 void clf__end_turn(clf__exec_state *X);
-/* Wait for and free an asynchronous launch (an event's op_wait and op_release). */
-clf_status clf__host_op_wait(struct clf__host_op *op);
-void clf__host_op_release(struct clf__host_op *op);
-/* Call fn(arg, status) once the launch has run (an event's op_subscribe). */
-clf_status clf__host_op_subscribe(struct clf__host_op *op, void (*fn)(void *, clf_status),
-                                  void *arg);
 /* A report's makespan, efficiency (earliest finish / latest finish) and imbalance (latest
  * finish / mean finish - 1) from the finish times of its devices that did work. */
 void clf__report_balance(clf_launch_report *rep);
