@@ -7,16 +7,16 @@
  * graph of two basic devices measured as slow as one device alone, where StarPU, with one
  * worker per device, used both.
  *
- * So a kernel node for such a device is handed to the device's lane: a FIFO of the kernels
- * queued for it, in the run's order, drained by one job of the helper pool at a time. The
- * job takes the kernel at the head, and when its wait list (predecessors, the copies that
- * made its inputs current) has not completed it returns and is queued again by the last of
- * them to complete (clf__event_notify(): no thread waits); else it queues the kernel, which
- * runs there, and goes on with the next. The run's job meanwhile goes on queueing the later
- * nodes and their copies (prefetched: a copy starts as soon as its source is current,
- * without waiting for the node's predecessors), so each device's lane has its next kernel
- * and inputs waiting when it is free. The node's event is a task the lane completes once
- * the kernel has; later nodes, copies and the run's end wait for it like any event.
+ * So a kernel node for such a device is handed to the device's lane: the kernels queued for
+ * it, in the run's order, each ready once its wait list (predecessors, the copies that made
+ * its inputs current) has completed (clf__event_notify(): no thread waits), and one job of
+ * the helper pool at a time that queues the first ready kernel, which runs there, then the
+ * next ready one, and returns when none is; the next kernel to become ready starts it
+ * again. The run's job meanwhile goes on queueing the later nodes and their copies (each
+ * copy starts as soon as its source is current, while the node that needs it still waits
+ * for its other inputs), so each device's lane has its next kernel and inputs waiting when
+ * it is free. The node's event is a task the lane completes once the kernel has; later
+ * nodes, copies and the run's end wait for it like any event.
  *
  * The kernel's arguments are taken when the node is handed over, as clf_kernel_enqueue()
  * would take them: the buffers' memory is retained (an eviction may destroy the graph's
@@ -35,6 +35,7 @@
 /* One kernel handed to a lane. */
 typedef struct lane_item {
     struct lane_item *next;
+    struct clf__glane *lane;
     clf_graph *g;
     size_t node;
     clf_kernel_desc kd;
@@ -43,15 +44,16 @@ typedef struct lane_item {
     size_t nargs;
     clf_event **wait; /* held */
     size_t nwait;
+    atomic_size_t pending; /* wait list events not complete yet (plus one while arming) */
+    int ready;             /* they have: under the lane's lock */
     struct clf__task *task; /* the node's event */
 } lane_item;
 
 struct clf__glane {
     pthread_mutex_t lock;
-    lane_item *head, *tail;
-    int active; /* a job drains the lane (queued, running or waiting for its head) */
+    lane_item *head, *tail; /* in the run's order */
+    int active; /* a job drains the lane (queued or running) */
     clf__pool_work job;
-    atomic_size_t pending; /* the head's wait list events not complete yet, plus one */
     size_t dev;
 };
 
@@ -93,13 +95,35 @@ static void finish(lane_item *it, clf_status st)
 
 static void drain(void *arg, int cancelled);
 
-/* The last of the head's wait list to complete queues the lane's job again. */
-static void wake(void *arg, clf_status st)
+/* Start the lane's job unless it is active (the caller holds the lock: *start says so). */
+static int claim(struct clf__glane *l)
+{
+    int start = !l->active;
+    l->active = 1;
+    return start;
+}
+
+static void start_job(struct clf__glane *l)
+{
+    if (clf__pool_submit(&l->job) != CLF_SUCCESS)
+        drain(l, 1); /* no pool (it shut down): the ready kernels fail, as the run's did */
+}
+
+/* One of an item's wait list completed; the last makes it ready and starts the lane's job
+ * (the item's task has not completed, so the run and its lanes are still there). */
+static void ev_done(void *arg, clf_status st)
 {
     (void)st; /* the enqueue reads the statuses from the events */
-    struct clf__glane *l = arg;
-    if (atomic_fetch_sub(&l->pending, 1) == 1 && clf__pool_submit(&l->job) != CLF_SUCCESS)
-        drain(l, 1);
+    lane_item *it = arg;
+    if (atomic_fetch_sub(&it->pending, 1) != 1)
+        return;
+    struct clf__glane *l = it->lane;
+    pthread_mutex_lock(&l->lock);
+    it->ready = 1;
+    int start = claim(l);
+    pthread_mutex_unlock(&l->lock);
+    if (start)
+        start_job(l);
 }
 
 /* The kernel's own event once it has completed: its status is the node's. */
@@ -135,31 +159,34 @@ static void run_item(struct clf__glane *l, lane_item *it, int cancelled)
     clf_event_release(ev);
 }
 
-/* The lane's job: the kernels at the head in turn, while their wait lists have completed. */
+/* The lane's job: the first ready kernel in the run's order, in turn, until none is ready
+ * (the next to become ready starts the job again). Not only the head: a kernel that waits
+ * for another device's result or a copy does not hold back the later ones that are ready
+ * (their order, where it matters, is in their wait lists), as StarPU's workers take the
+ * tasks whose data are ready. */
 static void drain(void *arg, int cancelled)
 {
     struct clf__glane *l = arg;
     for (;;) {
         pthread_mutex_lock(&l->lock);
-        lane_item *it = l->head;
-        pthread_mutex_unlock(&l->lock);
-        /* Wait for the head's list without blocking: the last event queues the job again. */
-        if (!cancelled && it->nwait) {
-            atomic_store(&l->pending, it->nwait + 1);
-            for (size_t i = 0; i < it->nwait; i++)
-                if (clf__event_notify(it->wait[i], wake, l) != CLF_SUCCESS) {
-                    (void)clf_event_wait(it->wait[i]); /* out of memory: wait here */
-                    atomic_fetch_sub(&l->pending, 1);
-                }
-            if (atomic_fetch_sub(&l->pending, 1) != 1)
-                return;
+        lane_item *it = l->head, *prev = NULL;
+        while (it && !it->ready) {
+            prev = it;
+            it = it->next;
+        }
+        if (!it) {
+            l->active = 0;
+            pthread_mutex_unlock(&l->lock);
+            return;
         }
         /* Off the lane before its task completes: the run may end with the last task, and
          * the lane is not touched after the last item is off. */
-        pthread_mutex_lock(&l->lock);
-        l->head = it->next;
-        if (!l->head)
-            l->tail = NULL;
+        if (prev)
+            prev->next = it->next;
+        else
+            l->head = it->next;
+        if (l->tail == it)
+            l->tail = prev;
         int last = !l->head;
         if (last)
             l->active = 0;
@@ -197,6 +224,7 @@ clf_status clf__graph_lane_push(clf_graph *g, clf__gnode *n, const clf_kernel_de
     lane_item *it = calloc(1, sizeof *it);
     if (!l || !it)
         goto oom;
+    it->lane = l;
     it->g = g;
     it->node = (size_t)(n - g->nodes);
     it->kd = *kd;
@@ -228,17 +256,21 @@ clf_status clf__graph_lane_push(clf_graph *g, clf__gnode *n, const clf_kernel_de
         item_free(it);
         return st;
     }
+    /* In the lane first, then armed: the last of its wait list may complete at once. */
+    atomic_store(&it->pending, it->nwait + 1);
     pthread_mutex_lock(&l->lock);
     if (l->tail)
         l->tail->next = it;
     else
         l->head = it;
     l->tail = it;
-    int start = !l->active;
-    l->active = 1;
     pthread_mutex_unlock(&l->lock);
-    if (start && clf__pool_submit(&l->job) != CLF_SUCCESS)
-        drain(l, 1); /* no pool (it shut down): the kernels fail, as the run's job's did */
+    for (size_t i = 0; i < it->nwait; i++)
+        if (clf__event_notify(it->wait[i], ev_done, it) != CLF_SUCCESS) {
+            (void)clf_event_wait(it->wait[i]); /* out of memory: wait here */
+            ev_done(it, CLF_SUCCESS);
+        }
+    ev_done(it, CLF_SUCCESS); /* armed */
     return CLF_SUCCESS;
 oom:
     item_free(it);
