@@ -2354,6 +2354,24 @@ START_TEST(lanes)
         ck_assert_uint_eq(r.lane_nodes, 0); /* a pthread device waits for its wait list */
         free(a);
     }
+    /* A kernel that fails in the lane (no such kernel), between two that succeed there: the
+     * run fails, naming it, and its successor on the lane does not run. */
+    clf_graph *gf = NULL;
+    ck_assert_ok(clf_graph_create(&gf, e.f, e.p));
+    clf_graph_node_desc f0 = on("add1", b), f1 = on("no_such_kernel", b), f2 = on("add1", b);
+    clf_arg fa0[] = {CLF_BUF_IN(x), CLF_BUF_OUT(bb[0][0])};
+    clf_arg fa1[] = {CLF_BUF_IN(bb[0][0]), CLF_BUF_OUT(bb[0][1])};
+    clf_arg fa2[] = {CLF_BUF_IN(bb[0][1]), CLF_BUF_OUT(bb[0][2])};
+    ck_assert_ok(clf_graph_add_kernel(NULL, gf, &f0, fa0, 2));
+    ck_assert_ok(clf_graph_add_kernel(NULL, gf, &f1, fa1, 2));
+    ck_assert_ok(clf_graph_add_kernel(NULL, gf, &f2, fa2, 2));
+    test_watchdog(60);
+    ck_assert_ok(clf_graph_run(gf, NULL));
+    clf_status st = clf_graph_wait(gf);
+    test_watchdog_off();
+    ck_assert_msg(st != CLF_SUCCESS && strstr(clf_last_error(), "graph node 1 ('no_such_kernel')"),
+                  "%s: %s: %s", CFGS[_i].label, clf_status_name(st), clf_last_error());
+    clf_graph_destroy(gf);
     clf_graph_destroy(g);
     clf_graph_destroy(g1);
     clf_buffer_destroy(x);
