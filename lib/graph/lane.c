@@ -95,7 +95,8 @@ static void finish(lane_item *it, clf_status st)
 
 static void drain(void *arg, int cancelled);
 
-/* Start the lane's job unless it is active (the caller holds the lock: *start says so). */
+/* Under the lane's lock: whether the caller must start the lane's job (it was not active;
+ * it is now). */
 static int claim(struct clf__glane *l)
 {
     int start = !l->active;
@@ -133,7 +134,7 @@ static void kernel_done(void *arg, clf_status st)
     finish(it, st);
 }
 
-/* Queue the head's kernel (its wait list has completed: nothing is waited for here). */
+/* Queue a ready item's kernel (its wait list has completed: nothing is waited for here). */
 static void run_item(struct clf__glane *l, lane_item *it, int cancelled)
 {
     clf_graph *g = it->g;
