@@ -1590,8 +1590,8 @@ CLF_API const char *clf_trace_path(const clf_fleet *fleet);
  * return once the result is in place. Every byte that moves between devices
  * goes through clf_copy_async() (so the transfer path selector applies); the
  * arithmetic runs on the devices (kernels of cl/reduce.cl, built once per
- * fleet), or on the host when clf_allreduce() predicts its host combine the
- * cheaper. Counts that do not divide by the number of buffers, counts smaller
+ * fleet), or on the host when clf_allreduce() finds its host combine the
+ * faster. Counts that do not divide by the number of buffers, counts smaller
  * than it, and a single buffer all work.
  */
 
@@ -1608,7 +1608,9 @@ typedef enum clf_distribution {
  * $CLFLEET_ALLREDUCE).
  */
 typedef enum clf_allreduce_algorithm {
-    /** The one with the least predicted time for this call (its count, devices and links). */
+    /** The one measured the faster for calls of this size class on these devices; until
+     *  both are measured, the other is tried, or the predicted one runs
+     *  (doc/06-collectives.md). */
     CLF_ALLREDUCE_AUTO = 0,
     /** A ring between the devices: reduce-scatter, then all-gather, chunked. */
     CLF_ALLREDUCE_RING = 1,
@@ -1627,7 +1629,7 @@ typedef struct clf_collective_options {
     size_t chunk_bytes;
     /**
      * clf_allreduce()'s algorithm (version 2): CLF_ALLREDUCE_AUTO (the default)
-     * lets $CLFLEET_ALLREDUCE decide, else the predicted cost; any other value
+     * lets $CLFLEET_ALLREDUCE decide, else the measured times; any other value
      * forces that algorithm, whatever the environment says.
      */
     clf_allreduce_algorithm algorithm;
@@ -1658,8 +1660,9 @@ CLF_API clf_status clf_distribution_part(size_t *first, size_t *len, size_t coun
  * \brief All-reduce: afterwards every buffer holds the element-wise
  * reduction of the first \p count elements of all of them.
  *
- * Two algorithms (clf_allreduce_algorithm), chosen per call by predicted cost
- * unless forced (clf_allreduce_choice() tells which). The ring: reduce-scatter
+ * Two algorithms (clf_allreduce_algorithm), chosen per call by their measured
+ * times (predicted until measured) unless forced (clf_allreduce_choice() tells
+ * which). The ring: reduce-scatter
  * then all-gather around the ring of positions, chunked so that transfers
  * overlap the reduction kernels; each device sends and receives 2(n-1)/n of the
  * data; two scratch buffers of count/n elements per device. The host combine:
@@ -1685,8 +1688,9 @@ CLF_API clf_status clf_allreduce(clf_buffer *const *bufs, size_t nbufs, size_t c
 /**
  * \brief The algorithm clf_allreduce() would use for these arguments, without
  * running it: the forced one (options, then $CLFLEET_ALLREDUCE), else the one
- * whose predicted time is least (doc/06-collectives.md). The arguments are
- * checked as clf_allreduce() checks them.
+ * the next call would run by the times measured so far, or predicted where
+ * they are not (doc/06-collectives.md). The arguments are checked as
+ * clf_allreduce() checks them.
  * \param out receives CLF_ALLREDUCE_RING or CLF_ALLREDUCE_HOST (a single
  *        buffer: CLF_ALLREDUCE_RING, which then moves nothing)
  * \param bufs one buffer per device, at least \p count elements each

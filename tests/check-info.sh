@@ -211,16 +211,20 @@ printf 'v1\tbusy@fedcba9876543210\tbasic-x|3.1|cu=1\t1\t5e6\n' >> "$cache/perf-v
 printf 'v2\tline@00112233aabbccdd\tbasic-x|3.1|cu=1\t2\t5e6\t5e6\t3\t1000\t0.0002\t2000\t0.0003\t4000\t0.0005\n' \
     >> "$cache/perf-v1.tsv"
 printf 'v2\tlink:h2d\tbasic-x|3.1|cu=1\t1\t6.5e9\t0\n' >> "$cache/perf-v1.tsv"
+printf 'v2\tallreduce:ring:64KiB\tpthread-x|3.1|cu=2;pthread-x|3.1|cu=2;paths=unified,unified\t1\t2e9\t0\n' \
+    >> "$cache/perf-v1.tsv"
 CLFLEET_CACHE_DIR=$cache $info --perf > "$tmp.perf" || { echo "FAIL: --perf"; exit 1; }
 grep -q "vadd@0123456789abcdef *pthread-x|3.1|cu=2 *3 *200 *50% *0 *-$" "$tmp.perf" &&
     grep -q "busy@fedcba9876543210 *basic-x|3.1|cu=1 *1 *5e+06 *0% *0 *-$" "$tmp.perf" &&
     grep -q "line@00112233aabbccdd *basic-x|3.1|cu=1 *2 *5e+06 *0% *3 *100.0$" "$tmp.perf" &&
-    grep -A2 "^Host-device links" "$tmp.perf" | grep -q "link:h2d *basic-x|3.1|cu=1 *1 *6.5e+09 " ||
+    grep -A2 "^Host-device links" "$tmp.perf" | grep -q "link:h2d *basic-x|3.1|cu=1 *1 *6.5e+09 " &&
+    grep -A2 "^All-reduce algorithms" "$tmp.perf" |
+    grep -q "^  ring:64KiB *pthread-x|3.1|cu=2;pthread-x|3.1|cu=2;paths=unified,unified *1 *2e+09 " ||
     { echo "FAIL: --perf table"; cat "$tmp.perf"; exit 1; }
 CLFLEET_CACHE_DIR=$cache $info --perf --json > "$tmp.pjson" ||
     { echo "FAIL: --perf --json"; exit 1; }
 $lint < "$tmp.pjson" || { echo "FAIL: invalid JSON (--perf)"; cat "$tmp.pjson"; exit 1; }
-[ "$(grep -c '"units_per_s":' "$tmp.pjson")" -eq 4 ] && grep -q '"units_per_s":200,' "$tmp.pjson" &&
+[ "$(grep -c '"units_per_s":' "$tmp.pjson")" -eq 5 ] && grep -q '"units_per_s":200,' "$tmp.pjson" &&
     grep -q '"chunks":3,"rate_units_per_s":1e+07,"fixed_us":100}' "$tmp.pjson" &&
     grep -q '"chunks":0,"rate_units_per_s":null,"fixed_us":null}' "$tmp.pjson" ||
     { echo "FAIL: --perf --json"; cat "$tmp.pjson"; exit 1; }

@@ -1,8 +1,11 @@
-/* The all-reduce cost model (lib/plan/collcost.c) on fixed link figures: no OpenCL device is
- * needed. Each case says which algorithm the figures must give, and why. */
+/* The all-reduce cost model (lib/plan/collcost.c) on fixed link figures, and its choice by
+ * measured times: no OpenCL device is needed. Each case says which algorithm the figures
+ * must give, and why. */
 #include "plan/collcost.h"
 
 #include <check.h>
+#include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -133,6 +136,64 @@ START_TEST(bad_input_predicts_nothing)
 }
 END_TEST
 
+/* The policy of an AUTO call, case by case: nothing measured, one, both; the bound. */
+START_TEST(policy_measured_predicted_exploring)
+{
+    clf__ar_basis b = CLF__AR_MEASURED;
+    /* Neither measured: the predictions (a tie, or an unknown one, to the ring). */
+    ck_assert_int_eq(clf__ar_policy(2e-3, 1e-3, -1, -1, &b), 2);
+    ck_assert_int_eq(b, CLF__AR_PREDICTED);
+    ck_assert_int_eq(clf__ar_policy(1e-3, 2e-3, 0, NAN, &b), 1);
+    ck_assert_int_eq(b, CLF__AR_PREDICTED);
+    ck_assert_int_eq(clf__ar_policy(1e-3, 1e-3, -1, -1, &b), 1);
+    ck_assert_int_eq(clf__ar_policy(-1, 1e-3, -1, -1, &b), 1);
+    /* Both measured: the faster measured, whatever the predictions say. */
+    ck_assert_int_eq(clf__ar_policy(1e-3, 9e-3, 300e-6, 150e-6, &b), 2);
+    ck_assert_int_eq(b, CLF__AR_MEASURED);
+    ck_assert_int_eq(clf__ar_policy(9e-3, 1e-3, 150e-6, 300e-6, &b), 1);
+    ck_assert_int_eq(b, CLF__AR_MEASURED);
+    ck_assert_int_eq(clf__ar_policy(9e-3, 1e-3, 150e-6, 150e-6, &b), 1); /* a tie: the ring */
+    /* One measured: the other runs, to be measured, even where predicted the dearer... */
+    ck_assert_int_eq(clf__ar_policy(90e-6, 62e-6, -1, 314e-6, &b), 1);
+    ck_assert_int_eq(b, CLF__AR_EXPLORING);
+    ck_assert_int_eq(clf__ar_policy(1e-3, 3.9e-3, 1e-3, -1, &b), 2);
+    ck_assert_int_eq(b, CLF__AR_EXPLORING);
+    ck_assert_int_eq(clf__ar_policy(1e-3, 4e-3, 1e-3, -1, &b), 2); /* at the bound: tried */
+    ck_assert_int_eq(b, CLF__AR_EXPLORING);
+    /* ... unless its prediction is more than the bound times the measured one's: a 1 GiB
+     * host combine over PCIe beside a ring on peer links is never tried. */
+    ck_assert_int_eq(clf__ar_policy(0.17, 0.17 * CLF__AR_EXPLORE_BOUND * 1.01, 0.2, -1, &b), 1);
+    ck_assert_int_eq(b, CLF__AR_PREDICTED);
+    ck_assert_int_eq(clf__ar_policy(5e-3, 1e-3, -1, 2e-3, &b), 2);
+    ck_assert_int_eq(b, CLF__AR_PREDICTED);
+    /* The bound compares predictions: the measured time does not enter it. */
+    ck_assert_int_eq(clf__ar_policy(5e-3, 1e-3, -1, 1.0, &b), 2);
+    /* An unknown prediction cannot say the other is dear: it is tried. */
+    ck_assert_int_eq(clf__ar_policy(1e-3, -1, 1e-3, -1, &b), 2);
+    ck_assert_int_eq(b, CLF__AR_EXPLORING);
+    ck_assert_int_eq(clf__ar_policy(1e-3, 2e-3, 1e-3, INFINITY, NULL), 2);
+    ck_assert_str_eq(clf__ar_basis_name(CLF__AR_PREDICTED), "predicted");
+    ck_assert_str_eq(clf__ar_basis_name(CLF__AR_MEASURED), "measured");
+    ck_assert_str_eq(clf__ar_basis_name(CLF__AR_EXPLORING), "exploring");
+    ck_assert_str_eq(clf__ar_basis_name((clf__ar_basis)7), "unknown");
+}
+END_TEST
+
+/* Size classes are powers of 2: every size from 0 to 2^16, and the extremes. */
+START_TEST(size_classes)
+{
+    ck_assert_uint_eq(clf__ar_size_class(0), 0);
+    ck_assert_uint_eq(clf__ar_size_class(1), 0);
+    for (size_t b = 2; b <= ((size_t)1 << 16); b++) {
+        unsigned k = clf__ar_size_class(b);
+        ck_assert_msg(((size_t)1 << k) <= b && b < ((size_t)2 << k), "%zu bytes: class %u", b,
+                      k);
+    }
+    ck_assert_uint_eq(clf__ar_size_class(4096), 12);
+    ck_assert_uint_eq(clf__ar_size_class(SIZE_MAX), sizeof(size_t) * 8 - 1);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("collcost");
@@ -143,6 +204,8 @@ int main(void)
     tcase_add_test(tc, costs_are_monotonic);
     tcase_add_test(tc, slowest_link_sets_the_pace);
     tcase_add_test(tc, bad_input_predicts_nothing);
+    tcase_add_test(tc, policy_measured_predicted_exploring);
+    tcase_add_test(tc, size_classes);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -2,7 +2,9 @@
  * Collectives against plain C references: every reduction (all-reduce, reduce to a device,
  * reduce to the host) for every operation and type on 1, 2 and 3 devices, in one shared
  * context and with one context per device (the staged path), for counts 1, 7, 1000 and
- * 2^20 + 3; the all-reduce with each of its algorithms forced, and its choice; broadcast, all-gather, scatter and gather (block and block-cyclic) likewise;
+ * 2^20 + 3; the all-reduce with each of its algorithms forced, and its choice (predicted,
+ * then by measured times: both tried, settled on the faster, one far dearer never tried);
+ * broadcast, all-gather, scatter and gather (block and block-cyclic) likewise;
  * the distributions as pure functions; every bad input.
  *
  * Integer results wrap around and are exact in any order; float inputs are small integers
@@ -274,11 +276,256 @@ START_TEST(reductions_forced_algorithms)
 }
 END_TEST
 
-/* The choice: options force it, else $CLFLEET_ALLREDUCE, else the least predicted time; bad
- * values of either are refused, by the choice and by the all-reduce. */
+/* ---- the choice by measured times --------------------------------------------------- */
+
+/* A cache directory of the test's own, so that the fleets made next start with no measured
+ * all-reduce (the suite's shared cache keeps what earlier runs measured); the previous
+ * $CLFLEET_CACHE_DIR (malloc'd, or NULL when unset) for own_cache_done(). */
+static char *own_cache(char *dir, size_t n)
+{
+    const char *old = getenv("CLFLEET_CACHE_DIR");
+    char *saved = old ? strdup(old) : NULL;
+    snprintf(dir, n, "%s/clfleet-coll-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    setenv("CLFLEET_CACHE_DIR", dir, 1);
+    return saved;
+}
+
+static void own_cache_done(const char *dir, char *saved)
+{
+    char cmd[300];
+    if (saved)
+        setenv("CLFLEET_CACHE_DIR", saved, 1);
+    else
+        unsetenv("CLFLEET_CACHE_DIR");
+    free(saved);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    expect(system(cmd) == 0, "%s failed", cmd);
+}
+
+/* A fleet of FLEET4 made under the simulation rules given (NULL: none). */
+static clf_fleet *fleet_simulated(const char *rules)
+{
+    if (rules)
+        setenv("CLFLEET_SIMULATE", rules, 1);
+    clf_fleet *f = test_fleet(FLEET4, 0);
+    unsetenv("CLFLEET_SIMULATE");
+    return f;
+}
+
+/* Two int32 buffers on devices 0 and 1 of f and their inputs; ref: the sum of the inputs. */
+typedef struct pair {
+    clf_buffer *b[2];
+    uint32_t *in[2], *ref, *tmp;
+    size_t n;
+} pair;
+
+static void pair_make(pair *q, clf_fleet *f, size_t n)
+{
+    memset(q, 0, sizeof *q);
+    q->n = n;
+    ck_assert_ptr_nonnull(q->ref = malloc(n * 4));
+    ck_assert_ptr_nonnull(q->tmp = malloc(n * 4));
+    for (size_t d = 0; d < 2; d++) {
+        ck_assert_ok(clf_buffer_create(&q->b[d], f, d, n * 4, 0));
+        ck_assert_ptr_nonnull(q->in[d] = malloc(n * 4));
+        gen(CLF_TYPE_INT32, CLF_REDUCE_SUM, n, 77 + d, q->in[d]);
+    }
+    memcpy(q->ref, q->in[0], n * 4);
+    ref_combine(CLF_TYPE_INT32, CLF_REDUCE_SUM, q->ref, q->in[1], n);
+}
+
+static void pair_free(pair *q)
+{
+    for (size_t d = 0; d < 2; d++) {
+        clf_buffer_destroy(q->b[d]);
+        free(q->in[d]);
+    }
+    free(q->ref);
+    free(q->tmp);
+}
+
+/* One AUTO all-reduce of the pair from its inputs, checked against the C loop's sum; the
+ * algorithm it ran (what clf_allreduce_choice() said just before: nothing runs between). */
+static clf_allreduce_algorithm pair_allreduce(pair *q, const char *what, int k)
+{
+    clf_allreduce_algorithm a = CLF_ALLREDUCE_AUTO;
+    ck_assert_ok(clf_allreduce_choice(&a, q->b, 2, q->n, CLF_TYPE_INT32, CLF_REDUCE_SUM, NULL,
+                                      NULL, NULL));
+    for (size_t d = 0; d < 2; d++)
+        ck_assert_ok(clf_buffer_write(q->b[d], 0, q->n * 4, q->in[d]));
+    ck_assert_ok(clf_allreduce(q->b, 2, q->n, CLF_TYPE_INT32, CLF_REDUCE_SUM, NULL));
+    for (size_t d = 0; d < 2; d++) {
+        ck_assert_ok(clf_buffer_read(q->b[d], 0, q->n * 4, q->tmp));
+        size_t at = first_diff(CLF_TYPE_INT32, q->tmp, q->ref, q->n);
+        expect(at == q->n, "%s: call %d (%s), device %zu: element %zu differs", what, k,
+               clf_allreduce_algorithm_name(a), d, at);
+    }
+    return a;
+}
+
+/* The algorithms of calls into a string, "RRRRHHHH...", for the messages. */
+static const char *runs_text(const clf_allreduce_algorithm *ran, int n, char *buf)
+{
+    for (int k = 0; k < n; k++)
+        buf[k] = ran[k] == CLF_ALLREDUCE_HOST ? 'H' : 'R';
+    buf[n] = '\0';
+    return buf;
+}
+
+enum { CALLS = 14 };
+
+/* On plain devices, repeated AUTO calls of one size class try both algorithms (where the
+ * predictions are within the bound of each other, as on PoCL), every result exact. Which one
+ * wins is the host's business: the times are close there, and this host is shared. */
+START_TEST(allreduce_measured_choice_tries_both)
+{
+    char dir[256], seq[CALLS + 1];
+    char *saved = own_cache(dir, sizeof dir);
+    clf_fleet *f = fleet_simulated(NULL);
+    pair q;
+    pair_make(&q, f, 16384); /* 64 KiB */
+    double r = 0, h = 0;
+    clf_allreduce_algorithm a, ran[CALLS];
+    ck_assert_ok(clf_allreduce_choice(&a, q.b, 2, q.n, CLF_TYPE_INT32, CLF_REDUCE_SUM, NULL, &r,
+                                      &h));
+    ck_assert_msg(r > 0 && h > 0, "ring %g s, host %g s", r, h);
+    int within = (h > r ? h / r : r / h) <= 4.0, nring = 0, nhost = 0;
+    for (int k = 0; k < CALLS; k++) {
+        ran[k] = pair_allreduce(&q, "plain devices", k);
+        nring += ran[k] == CLF_ALLREDUCE_RING;
+        nhost += ran[k] == CLF_ALLREDUCE_HOST;
+    }
+    runs_text(ran, CALLS, seq);
+    fprintf(stderr, "allreduce_measured_choice_tries_both: predicted ring %.1f us, host %.1f us; "
+                    "ran %s\n", r * 1e6, h * 1e6, seq);
+    /* The first calls run the predicted one; with the other predicted within the bound, it is
+     * tried once the first is measured (three samples after a cold one). */
+    ck_assert_int_eq(ran[0], h < r ? CLF_ALLREDUCE_HOST : CLF_ALLREDUCE_RING);
+    if (within)
+        ck_assert_msg(nring > 0 && nhost > 0, "both predicted within 4x, yet ran only %s", seq);
+    else
+        ck_assert_msg(nring == 0 || nhost == 0, "one predicted over 4x the other, yet ran %s",
+                      seq);
+    pair_free(&q);
+    clf_fleet_destroy(f);
+    own_cache_done(dir, saved);
+}
+END_TEST
+
+/* Every command made dear (2 ms each, CLFLEET_SIMULATE): the ring's dependent steps of
+ * copies and kernels (4 chunks a segment at 4 MiB: 12 commands in a row on each device) are
+ * several times slower than the host combine's read and write per device, though the
+ * prediction, which guesses 30 us a command, says the ring. The AUTO calls run the ring as
+ * predicted, try the host combine, and settle on it; every result exact. */
+START_TEST(allreduce_measured_choice_settles_on_the_host)
+{
+    char dir[256], seq[CALLS + 1];
+    char *saved = own_cache(dir, sizeof dir);
+    clf_fleet *f = fleet_simulated("device=0,latency=2ms;device=1,latency=2ms");
+    pair q;
+    pair_make(&q, f, (size_t)1 << 20); /* 4 MiB */
+    double r = 0, h = 0;
+    clf_allreduce_algorithm a, ran[CALLS];
+    ck_assert_ok(clf_allreduce_choice(&a, q.b, 2, q.n, CLF_TYPE_INT32, CLF_REDUCE_SUM, NULL, &r,
+                                      &h));
+    ck_assert_msg(a == CLF_ALLREDUCE_RING && r < h && h <= 4 * r,
+                  "the prediction alone must choose the ring, the host within 4x: ring %g s, "
+                  "host %g s",
+                  r, h);
+    for (int k = 0; k < CALLS; k++)
+        ran[k] = pair_allreduce(&q, "2 ms a command", k);
+    runs_text(ran, CALLS, seq);
+    fprintf(stderr, "allreduce_measured_choice_settles_on_the_host: ran %s\n", seq);
+    ck_assert_msg(ran[0] == CLF_ALLREDUCE_RING, "the first call did not run the prediction: %s",
+                  seq);
+    /* Settled: the last calls all ran the host combine, and so will the next. */
+    for (int k = CALLS - 4; k < CALLS; k++)
+        ck_assert_msg(ran[k] == CLF_ALLREDUCE_HOST, "not settled on the host combine: %s", seq);
+    ck_assert_ok(clf_allreduce_choice(&a, q.b, 2, q.n, CLF_TYPE_INT32, CLF_REDUCE_SUM, NULL,
+                                      NULL, NULL));
+    ck_assert_int_eq(a, CLF_ALLREDUCE_HOST);
+    /* Forced calls still run as forced (and are measured too). */
+    clf_collective_options o = CLF_COLLECTIVE_OPTIONS_INIT;
+    o.algorithm = CLF_ALLREDUCE_RING;
+    ck_assert_ok(clf_allreduce_choice(&a, q.b, 2, q.n, CLF_TYPE_INT32, CLF_REDUCE_SUM, &o, NULL,
+                                      NULL));
+    ck_assert_int_eq(a, CLF_ALLREDUCE_RING);
+    pair_free(&q);
+    clf_fleet_destroy(f);
+    own_cache_done(dir, saved);
+}
+END_TEST
+
+static const char inc_src[] = "__kernel void inc(__global const uint *x, __global uint *y)\n"
+                              "{ size_t i = get_global_id(0); y[i] = x[i] + 1u; }\n";
+
+/* Host links capped at 200 MB/s (CLFLEET_SIMULATE), which launches teach the cost model:
+ * the host combine of 4 MiB is then predicted far above the bound beside a ring whose copies
+ * stay in the context, and it is never tried, however many AUTO calls run; the ring's
+ * samples are kept in the model's file, no host combine's. */
+START_TEST(allreduce_far_above_the_bound_is_never_tried)
+{
+    char dir[256];
+    char *saved = own_cache(dir, sizeof dir);
+    clf_fleet *f = fleet_simulated("device=0,h2d=200M,d2h=200M;device=1,h2d=200M,d2h=200M");
+    clf_program *p;
+    ck_assert_ok(clf_program_build_source(&p, f, inc_src, NULL));
+    /* Launches over devices 0 and 1 moving 4 MiB each way each: the links are learned from
+     * the second on (the first is dropped as cold). */
+    enum { ITEMS = 2 << 20 };
+    uint32_t *x = malloc(ITEMS * 4), *y = malloc(ITEMS * 4);
+    ck_assert(x && y);
+    for (uint32_t i = 0; i < ITEMS; i++)
+        x[i] = i * 2654435761u;
+    static const size_t devs[] = {0, 1};
+    for (int k = 0; k < 3; k++) {
+        clf_launch_desc d = CLF_LAUNCH_DESC_INIT;
+        d.kernel = "inc";
+        d.global[0] = ITEMS;
+        d.strategy = CLF_STRATEGY_STATIC;
+        d.devices = devs;
+        d.num_devices = 2;
+        clf_arg a[] = {CLF_IN(x, ITEMS * 4, 4), CLF_OUT(y, ITEMS * 4, 4)};
+        ck_assert_ok(clf_launch(f, p, &d, a, 2, NULL));
+        for (uint32_t i = 0; i < ITEMS; i++)
+            expect(y[i] == x[i] + 1u, "launch %d: item %u: %u", k, i, y[i]);
+    }
+    free(x);
+    free(y);
+    pair q;
+    pair_make(&q, f, (size_t)1 << 20); /* 4 MiB */
+    double r = 0, h = 0;
+    clf_allreduce_algorithm a;
+    ck_assert_ok(clf_allreduce_choice(&a, q.b, 2, q.n, CLF_TYPE_INT32, CLF_REDUCE_SUM, NULL, &r,
+                                      &h));
+    ck_assert_msg(h > 8 * r, "the learned 200 MB/s links should put the host combine far above "
+                             "the bound: ring %g s, host %g s",
+                  r, h);
+    for (int k = 0; k < 8; k++)
+        ck_assert_msg(pair_allreduce(&q, "slow host links", k) == CLF_ALLREDUCE_RING,
+                      "call %d ran the host combine", k);
+    pair_free(&q);
+    clf_program_destroy(p);
+    clf_fleet_destroy(f); /* saves the model in dir */
+    char *doc = NULL;
+    ck_assert_ok(clf_perf_model_json(&doc, dir));
+    ck_assert_msg(strstr(doc, "\"allreduce:ring:4MiB\""), "no ring samples kept: %s", doc);
+    ck_assert_msg(!strstr(doc, "allreduce:host:"), "a host combine was measured: %s", doc);
+    clf_free(doc);
+    own_cache_done(dir, saved);
+}
+END_TEST
+
+/* The choice: options force it, else $CLFLEET_ALLREDUCE, else (nothing measured yet) the least
+ * predicted time; bad values of either are refused, by the choice and by the all-reduce. */
 START_TEST(allreduce_choice_and_overrides)
 {
-    clf_fleet *f = fleets[1];
+    /* A fleet that has measured no all-reduce (the suite's fleets have, and the shared cache
+     * keeps what earlier runs measured): its AUTO choice is the prediction's. */
+    char dir[256];
+    char *saved = own_cache(dir, sizeof dir);
+    clf_fleet *f = test_fleet(FLEET4, 1);
     clf_buffer *b[3];
     for (size_t d = 0; d < 3; d++)
         ck_assert_ok(clf_buffer_create(&b[d], f, DEVS[3][d], 1 << 20, 0));
@@ -341,6 +588,8 @@ START_TEST(allreduce_choice_and_overrides)
     ck_assert_str_eq(clf_allreduce_algorithm_name((clf_allreduce_algorithm)3), "unknown");
     for (size_t d = 0; d < 3; d++)
         clf_buffer_destroy(b[d]);
+    clf_fleet_destroy(f);
+    own_cache_done(dir, saved);
 }
 END_TEST
 
@@ -726,6 +975,9 @@ int main(void)
     tcase_add_loop_test(tc, reductions_every_op_type_and_size, 0, 2 * (int)NSIZES);
     tcase_add_loop_test(tc, reductions_forced_algorithms, 0, 4);
     tcase_add_test(tc, allreduce_choice_and_overrides);
+    tcase_add_test(tc, allreduce_measured_choice_tries_both);
+    tcase_add_test(tc, allreduce_measured_choice_settles_on_the_host);
+    tcase_add_test(tc, allreduce_far_above_the_bound_is_never_tried);
     tcase_add_loop_test(tc, reductions_chunk_sizes, 0, 2);
     tcase_add_loop_test(tc, concurrent_allreduces, 0, 2);
     tcase_add_loop_test(tc, broadcast_and_allgather, 0, 2 * (int)NSIZES);

@@ -4,7 +4,8 @@
  * producer/consumer chain across three contexts repeated 100 times; a barrier where a
  * late device must be waited for; waiting for a host-side event (an asynchronous launch),
  * from clfleet's calls and from a raw command on the queue clf_cl_compute_queue() hands out;
- * every bad input.
+ * one wait list that mixes launches, copies the host drives and OpenCL events; every bad
+ * input.
  *
  * Ordering is checked by state, not by timing alone: when a device's marker completes, the
  * slow kernel it was told to wait for must have completed too, whereas without the wait
@@ -625,6 +626,98 @@ START_TEST(copy_then_launch)
 }
 END_TEST
 
+/* ---- one wait list of every kind -------------------------------------------------------- */
+
+/*
+ * One wait list that mixes the kinds of event: an asynchronous launch and a copy the host
+ * drives (staged; its own wait list holds the launch), both host-side completions, and a
+ * marker recorded on another device (an OpenCL event, of another context in the loop's
+ * second run). A kernel waits for the list and reads what the copy wrote; a device told to
+ * wait for the same list (clf_device_wait_events()) goes on only after the launch, whose
+ * results are then on the host. Last, a launch's event released before the launch has run:
+ * the release waits for it, since the launch writes the caller's array.
+ */
+START_TEST(one_wait_list_mixes_every_kind)
+{
+    clf_fleet_options o = CLF_FLEET_OPTIONS_INIT;
+    o.devices = FLEET4;
+    o.context_per_device = _i;
+    o.transfer = "staged";
+    clf_fleet *f = NULL;
+    ck_assert_ok(clf_fleet_create(&f, &o));
+    ck_assert_uint_ge(clf_fleet_device_count(f), 3);
+    clf_path path;
+    ck_assert_ok(clf_transfer_path(&path, NULL, f, 0, 1));
+    ck_assert_int_eq(path, CLF_PATH_STAGED); /* the host drives the copy */
+    clf_program *p = NULL;
+    ck_assert_ok(clf_program_build_source(&p, f, SRC, NULL));
+    test_watchdog(300);
+    const size_t n = 1 << 14;
+    uint32_t *src = malloc(n * 4), *slow_out = calloc(n, 4), *back = calloc(n, 4);
+    ck_assert_ptr_nonnull(src);
+    ck_assert_ptr_nonnull(slow_out);
+    ck_assert_ptr_nonnull(back);
+    for (size_t i = 0; i < n; i++)
+        src[i] = lowbias32((uint32_t)i ^ 11u);
+    clf_buffer *a = NULL, *b = NULL, *c = NULL;
+    ck_assert_ok(clf_buffer_create(&a, f, 0, n * 4, 0));
+    ck_assert_ok(clf_buffer_create(&b, f, 1, n * 4, 0));
+    ck_assert_ok(clf_buffer_create(&c, f, 1, n * 4, 0));
+    ck_assert_ok(clf_buffer_write(a, 0, n * 4, src));
+
+    const uint32_t seed = 3, add = 7;
+    const int slow_iters = 200000;
+    clf_arg slow_args[] = {CLF_OUT(slow_out, n * 4, 4), CLF_SCALAR(&seed),
+                           CLF_SCALAR(&slow_iters)};
+    clf_launch_desc d = CLF_LAUNCH_DESC_INIT;
+    const size_t dev2 = 2;
+    d.kernel = "produce";
+    d.global[0] = n;
+    d.devices = &dev2;
+    d.num_devices = 1;
+    clf_event *w[3] = {NULL, NULL, NULL}, *k = NULL, *after = NULL;
+    ck_assert_ok(clf_launch_async(f, p, &d, slow_args, 3, NULL, &w[0]));
+    ck_assert_ok(clf_copy_async(b, 0, a, 0, n * 4, &w[0], 1, &w[1]));
+    ck_assert_ok(clf_event_record(&w[2], f, 0));
+    clf_kernel_desc kd = CLF_KERNEL_DESC_INIT;
+    kd.kernel = "consume";
+    kd.global[0] = n;
+    clf_arg ka[] = {CLF_BUF_IN(b), CLF_BUF_OUT(c), CLF_SCALAR(&add)};
+    ck_assert_ok(clf_kernel_enqueue(f, p, 1, &kd, ka, 3, w, 3, &k));
+    ck_assert_ok(clf_device_wait_events(f, 0, w, 3));
+    ck_assert_ok(clf_event_record(&after, f, 0));
+    wait_release(after);
+    for (size_t i = 0; i < n; i++)
+        if (slow_out[i] != lowbias32((uint32_t)i ^ seed))
+            ck_abort_msg("element %zu: the launch not done when device 0 went on", i);
+    wait_release(k);
+    ck_assert_ok(clf_buffer_read(c, 0, n * 4, back));
+    for (size_t i = 0; i < n; i++)
+        if (back[i] != src[i] * 3u + add)
+            ck_abort_msg("element %zu: %u, want %u (the kernel ran before the copy)", i,
+                         back[i], src[i] * 3u + add);
+    for (size_t i = 0; i < 3; i++)
+        wait_release(w[i]);
+
+    /* Released at once: the release returns only once the launch has written the array. */
+    memset(slow_out, 0, n * 4);
+    ck_assert_ok(clf_launch_async(f, p, &d, slow_args, 3, NULL, &w[0]));
+    clf_event_release(w[0]);
+    for (size_t i = 0; i < n; i++)
+        if (slow_out[i] != lowbias32((uint32_t)i ^ seed))
+            ck_abort_msg("element %zu: the launch not done when its event was released", i);
+    test_watchdog_off();
+    free(src);
+    free(slow_out);
+    free(back);
+    clf_buffer_destroy(a);
+    clf_buffer_destroy(b);
+    clf_buffer_destroy(c);
+    clf_program_destroy(p);
+    clf_fleet_destroy(f);
+}
+END_TEST
+
 /* ---- bad input --------------------------------------------------------------------------- */
 
 START_TEST(bad_input)
@@ -676,6 +769,7 @@ int main(void)
     tcase_add_loop_test(tc, raw_wait_for_a_launch_on_the_handed_out_queue, 0, 2);
     tcase_add_loop_test(tc, copy_then_launch, 0, 8);
     tcase_add_loop_test(tc, many_launches_in_wait_lists_add_no_thread_each, 0, 2);
+    tcase_add_loop_test(tc, one_wait_list_mixes_every_kind, 0, 2);
     tcase_add_test(tc, bad_input);
     suite_add_tcase(s, tc);
     return test_run(s, FLEET4, 4);

@@ -1,13 +1,13 @@
 /*
  * clfleet-bench allreduce: clf_allreduce() (the ring or the host combine, chosen per call by
- * predicted cost; doc/06-collectives.md), each algorithm forced, and the naive way (read every device's buffer to the host, combine there, write the result back
+ * measured times; doc/06-collectives.md), each algorithm forced, and the naive way (read every device's buffer to the host, combine there, write the result back
  * to every device), from 4 KiB to 256 MiB in steps of 4x, on 2 and 3 devices, in the
  * conventions of nccl-tests' all_reduce_perf: -b/-e/-f for the sizes, -w warm-up and -n timed
  * iterations, -d the type and -o the operation, and per size the columns
  *
  *   size count type redop root | out-of-place: time algbw busbw #wrong | in-place: ... |
- *   naive: time busbw #wrong | alg: the algorithm chosen, then the medians of the chosen one
- *   and of the ring and the host combine forced
+ *   naive: time busbw #wrong | alg: the algorithm chosen after the timed iterations, then the
+ *   medians of clf_allreduce() and of the ring and the host combine forced
  *
  * with time the mean of the timed iterations, algbw = size / time and busbw as NCCL defines
  * it for all-reduce, algbw x 2(n-1)/n (the bytes each device must send and receive, so that
@@ -192,9 +192,6 @@ static clf_status measure(bench *b, size_t n, size_t count, run *r)
     r->ndev = n;
     r->bytes = bytes;
     r->count = count;
-    if ((st = clf_allreduce_choice(&r->chosen, b->buf, n, count, b->type, b->op, &o, NULL,
-                                   NULL)) != CLF_SUCCESS)
-        return st;
     /* Untimed warm-ups of every method: they build the kernels and make the staging
      * buffers. */
     for (size_t k = 0; k < b->warmup; k++)
@@ -226,6 +223,11 @@ static clf_status measure(bench *b, size_t n, size_t count, run *r)
                 CLF_SUCCESS)
             return st;
     }
+    /* The algorithm clf_allreduce() settled on, by the times measured meanwhile (the forced
+     * runs' too). */
+    if ((st = clf_allreduce_choice(&r->chosen, b->buf, n, count, b->type, b->op, &o, NULL,
+                                   NULL)) != CLF_SUCCESS)
+        return st;
     double sum = 0, nsum = 0;
     r->min_s = INFINITY;
     r->max_s = 0;
@@ -265,7 +267,7 @@ static void usage(FILE *to)
           "                               [--plot FILE.svg] [--context-per-device]\n"
           "                               [--chunk BYTES]\n"
           "All-reduce in nccl-tests' conventions (all_reduce_perf): clf_allreduce (its\n"
-          "algorithm chosen by predicted cost), the ring and the host combine forced,\n"
+          "algorithm chosen by measured times), the ring and the host combine forced,\n"
           "and the naive gather-combine-write on 2 and 3 devices. Per size:\n"
           "time (mean of the iterations, us), algbw = size / time and busbw = algbw x\n"
           "2(n-1)/n, in GB/s (1e9 bytes/s), and #wrong: the elements of all devices that\n"
@@ -273,7 +275,7 @@ static void usage(FILE *to)
           "columns say n/a: clf_allreduce() reduces in place only (every buffer is input\n"
           "and output); the in-place columns are clf_allreduce. The buffers are rewritten\n"
           "before every iteration, untimed. Last columns: the algorithm clf_allreduce\n"
-          "chose, and the medians (us) of it and of the ring and host combine forced.\n"
+          "settled on, and the medians (us) of it and of the ring and host combine forced.\n"
           "Footer: the out-of-bounds total and the mean in-place busbw.\n"
           "  -b, --minbytes B      smallest size in bytes, K, M or G suffix (4K)\n"
           "  -e, --maxbytes B      largest size (256M; --quick: 1M); also --max-size B\n"

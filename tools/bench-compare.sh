@@ -94,9 +94,13 @@ def flat(bench, j):
             f["p2p %d->%d %dB GB/s" % (x["src"], x["dst"], x["bytes"])] = (x["chosen"]["gbps"], 0)
     elif bench == "allreduce":
         for x in j.get("results", []):
-            # "in_place" since the nccl-tests form (issue 29); "ring" in older builds.
-            ring = x.get("in_place") or x.get("ring")
-            f["allreduce %ddev %dB ring_s" % (x["devices"], x["bytes"])] = (ring["time_s"], 1)
+            # Medians on both sides: older builds' "ring" time is a median; since the
+            # nccl-tests form (issue 29) "in_place" is a mean (one spike on a loaded host moves
+            # it by tens of us), and the median of what AUTO chose is "chosen_median_s".
+            t = x.get("chosen_median_s")
+            if t is None:
+                t = (x.get("in_place") or x.get("ring"))["time_s"]
+            f["allreduce %ddev %dB s" % (x["devices"], x["bytes"])] = (t, 1)
     elif bench == "gemm":
         for x in j.get("runs", []):
             # Since issue 27 each kind of device runs alone: the baseline (the fastest) keeps

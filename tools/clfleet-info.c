@@ -946,16 +946,21 @@ static int print_perf(int json)
     }
     /* Kernels learn work items per second; clBLAST GEMMs (keys without a program hash,
      * "clblast-sgemm") learn MFLOP per second; a device's links ("link:h2d", "link:d2h")
-     * bytes per second: three tables, so that no column mixes them. */
-    static const char *const title[3] = {"", "\nGEMMs through clBLAST\n",
-                                         "\nHost-device links (transfers' profiled time)\n"};
-    static const char *const first[3] = {"kernel@program", "routine", "link"};
-    static const char *const unit[3] = {"items/s", "MFLOP/s", "bytes/s"};
-    for (int kind = 0; kind < 3; kind++) {
+     * bytes per second; all-reduce calls ("allreduce:ring:64KiB", the devices in position
+     * order and the ring's paths) bytes per buffer per second: four tables, so that no
+     * column mixes them. */
+    static const char *const title[4] = {
+        "", "\nGEMMs through clBLAST\n", "\nHost-device links (transfers' profiled time)\n",
+        "\nAll-reduce algorithms per size class (measured calls; auto runs the faster)\n"};
+    static const char *const first[4] = {"kernel@program", "routine", "link",
+                                         "algorithm:size class"};
+    static const char *const unit[4] = {"items/s", "MFLOP/s", "bytes/s", "bytes/s"};
+    for (int kind = 0; kind < 4; kind++) {
         size_t k = 0;
         for (size_t i = 0; i < nrows; i++) {
             perf_row *r = &rows[i];
-            int is = strncmp(r->kernel, "link:", 5) == 0                              ? 2
+            int is = strncmp(r->kernel, "allreduce:", 10) == 0                         ? 3
+                     : strncmp(r->kernel, "link:", 5) == 0                              ? 2
                      : strncmp(r->kernel, "clblast-", 8) == 0 && !strchr(r->kernel, '@') ? 1
                                                                                          : 0;
             if (is != kind)
@@ -972,8 +977,10 @@ static int print_perf(int json)
                 snprintf(sp2, sizeof sp2, "%.0f%%", 100 * r->iqr / r->speed);
             if (!isnan(r->fixed_us))
                 snprintf(fx, sizeof fx, "%.1f", r->fixed_us);
-            printf("  %-*s  %-*s  %7s  %12s  %7s  %6s  %9s\n", wk, r->kernel, wd, r->device,
-                   r->samples, sp, sp2, r->chunks, fx);
+            /* An all-reduce's key names "allreduce:": the rest is shorter to read. */
+            printf("  %-*s  %-*s  %7s  %12s  %7s  %6s  %9s\n", wk,
+                   kind == 3 ? r->kernel + 10 : r->kernel, wd, r->device, r->samples, sp, sp2,
+                   r->chunks, fx);
         }
     }
     if (nrows == 0)

@@ -3,17 +3,41 @@
  * (ring.c) and the host combine (hostred.c); neither wins everywhere. A ring moves the least
  * data, 2(n-1)/n of a buffer per device, but in 2(n-1) dependent steps of chunked copies and
  * kernels, each paying commands' fixed costs (and, between contexts, a trip through host
- * memory). The host combine moves two buffers per device, in three steps. So each call
- * predicts both from the figures of its devices (lib/plan/collcost.c, pure) and runs the
- * cheaper, as NCCL and MPI's tuned collectives choose per call by size and topology.
+ * memory). The host combine moves two buffers per device, in three steps.
+ *
+ * So each AUTO call predicts both from the figures of its devices (lib/plan/collcost.c,
+ * pure), and, as MPI's tuned collectives and NCCL's tuner do, times what it runs: the fleet's
+ * cost model (plan/perfmodel.h) keeps each algorithm's measured times per size class and set
+ * of devices, and once both are measured in a class the faster runs (clf__ar_policy() says
+ * when one is tried to be measured, and why not always). Predictions alone were up to 2x
+ * wrong on PoCL's CPU devices: a command's guessed 30 us is dear where PoCL's are cheap.
  *
  * The figures: each device's host links are the bandwidths the fleet's cost model has learned
  * from launches' transfers (link:h2d, link:d2h), else a guess; a pair's path is the transfer
  * selector's (a direct path at its guessed speed, or staged through the two host links); a
  * combine kernel runs at the model's guessed device speed; every command costs a fixed time.
  * The choice is forced by clf_collective_options.algorithm, else $CLFLEET_ALLREDUCE (ring,
- * host or auto), and logged at debug level; the trace names the ring's kernels after it (the
- * host combine shows as one read and one write per device, no kernel).
+ * host or auto), and logged at debug level with its basis (measured, predicted or
+ * exploring); the trace names the ring's kernels after it (the host combine shows as one
+ * read and one write per device, no kernel).
+ *
+ * The measured samples: the model's entry of kernel "allreduce:ALG:CLASS" (CLASS the lower
+ * bound of the call's power-of-2 size class, as "16KiB"; ":chunk=B" appended when the options
+ * set the ring's chunk) and device "KEY0;KEY1;...;paths=P0,P1,..." (each position's device
+ * key in position order, then the transfer path from each position to the next, which the
+ * ring's copies take: a shared context and a context per device measure apart). A sample is
+ * the call's bytes per buffer over the seconds from its own work's start (the devices'
+ * earlier work ended) to the result in place; the model keeps the median of the last 8 (a
+ * spike moves it by one rank at most), and a call's measured time is its bytes over that
+ * median. Classes of 2x keep that scaling within 2x where a call's time hardly depends on
+ * its size (a few KiB); the model's line fit (fixed + bytes / rate) would do better, but
+ * costs microseconds a call, against all-reduces of 30 us. The model drops each key's first
+ * sample in a process as cold (the scratch buffers and host memory a first call allocates
+ * and faults in), and an algorithm counts as measured from CLF__AR_MIN_SAMPLES samples on
+ * (collcost.h: one spike must not decide), so where nothing was kept a class is explored by
+ * four calls of each algorithm. Forced calls are measured too. The element type and the operation are not in the
+ * key: both algorithms stream bytes, and a combine's cost per byte differs little between
+ * them.
  */
 #include "coll.h"
 
@@ -116,18 +140,84 @@ static void figures(const clf__coll *c, size_t count, const clf_collective_optio
     in->ring_chunks = clf__allreduce_ring_chunks(c, count, o);
 }
 
-/* The algorithm of a validated call, and both predictions (also when forced, for the log and
- * clf_allreduce_choice(); -1 for a single buffer, which moves nothing). */
+/* What a call decided, and the keys its time is recorded under. */
+typedef struct ar_plan {
+    clf_allreduce_algorithm alg;
+    int forced;          /* the options or the environment chose alg */
+    double ring_s, host_s; /* predicted seconds (-1 for a single buffer) */
+    double ring_m, host_m; /* measured seconds for this call's bytes, -1 when not measured */
+    clf__ar_basis basis;
+    clf__perf_model *model; /* NULL: nothing is measured (no memory for the model) */
+    char kernel[2][80];     /* the model's keys: [0] the ring's, [1] the host combine's */
+    clf__sb devices;        /* the model's device key of the call (heap; ar_plan_free()) */
+} ar_plan;
+
+static void ar_plan_free(ar_plan *p)
+{
+    free(p->devices.s);
+    p->devices.s = NULL;
+}
+
+/* The lower bound of size class k (2^k bytes) as "4KiB", "32MiB", "1B". */
+static void class_name(unsigned k, char *buf, size_t n)
+{
+    static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    unsigned u = k / 10; /* 2^k = 2^(k % 10) x 1024^(k / 10) */
+    snprintf(buf, n, "%llu%s", 1ull << (k % 10), unit[u < 7 ? u : 6]);
+}
+
+/* The model's keys of this call (see the top of the file); 0 when they could not be made. */
+static int make_keys(const clf__coll *c, size_t count, const clf_collective_options *o,
+                     ar_plan *p)
+{
+    char cls[32], chunk[48] = "", dkey[400];
+    class_name(clf__ar_size_class(count * c->es), cls, sizeof cls);
+    if (o && o->chunk_bytes)
+        snprintf(chunk, sizeof chunk, ":chunk=%zu", o->chunk_bytes);
+    for (int a = 0; a < 2; a++)
+        snprintf(p->kernel[a], sizeof p->kernel[a], "allreduce:%s:%s%s", a ? "host" : "ring",
+                 cls, chunk);
+    for (size_t i = 0; i < c->n; i++) {
+        clf__perf_device_key(c->fl, c->buf[i]->device, dkey, sizeof dkey);
+        clf__sb_printf(&p->devices, "%s;", dkey);
+    }
+    clf__sb_printf(&p->devices, "paths=");
+    for (size_t i = 0; i < c->n; i++) {
+        clf_path path = CLF_PATH_STAGED;
+        if (clf_transfer_path(&path, NULL, c->fl, c->buf[i]->device,
+                              c->buf[(i + 1) % c->n]->device) != CLF_SUCCESS)
+            path = CLF_PATH_STAGED;
+        const char *name = clf_path_name(path);
+        clf__sb_printf(&p->devices, "%s%s", i ? "," : "", name ? name : "?");
+    }
+    return !p->devices.oom && p->devices.s;
+}
+
+/* Measured seconds of algorithm a (0 ring, 1 host) for bytes: the bytes over the median of
+ * its recent samples' bytes per second; -1 while it has fewer than CLF__AR_MIN_SAMPLES. */
+static double measured(const ar_plan *p, int a, size_t bytes)
+{
+    clf__perf_fit f;
+    if (!p->model || !clf__perf_get(p->model, p->kernel[a], p->devices.s, &f) ||
+        f.samples < CLF__AR_MIN_SAMPLES || !(f.units_per_s > 0))
+        return -1;
+    return (double)bytes / f.units_per_s;
+}
+
+/* The algorithm of a validated call, both predictions (also when forced, for the log and
+ * clf_allreduce_choice(); -1 for a single buffer, which moves nothing) and, for two buffers
+ * or more, the keys its time is kept under. */
 static clf_status choose(const clf__coll *c, size_t count, const clf_collective_options *o,
-                         clf_allreduce_algorithm *alg, double *ring_s, double *host_s)
+                         ar_plan *p)
 {
     clf__ar_dev dev[CLF__COLL_MAXN];
     double *peer = malloc(c->n * c->n * sizeof *peer);
     clf__ar_input in;
     clf_allreduce_algorithm f;
     clf_status st = forced(c, o, &f);
-    *ring_s = *host_s = -1;
-    *alg = CLF_ALLREDUCE_RING;
+    memset(p, 0, sizeof *p);
+    p->ring_s = p->host_s = p->ring_m = p->host_m = -1;
+    p->alg = CLF_ALLREDUCE_RING;
     if (st == CLF_SUCCESS && c->n < 2) {
         free(peer);
         return CLF_SUCCESS; /* one buffer is the result: nothing moves */
@@ -136,17 +226,39 @@ static clf_status choose(const clf__coll *c, size_t count, const clf_collective_
         st = clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "%s: out of memory", c->fn);
     if (st == CLF_SUCCESS) {
         figures(c, count, o, dev, peer, &in);
-        int a = clf__ar_choose(&in, ring_s, host_s);
-        *alg = f != CLF_ALLREDUCE_AUTO ? f : a == 2 ? CLF_ALLREDUCE_HOST : CLF_ALLREDUCE_RING;
-        if (clf__log_on(CLF_LOG_DEBUG))
+        clf__ar_choose(&in, &p->ring_s, &p->host_s);
+        p->forced = f != CLF_ALLREDUCE_AUTO;
+        /* Without keys (no memory) the call goes on, unmeasured, on the predictions. */
+        p->model = clf__fleet_perf(c->fl);
+        if (p->model && !make_keys(c, count, o, p))
+            p->model = NULL;
+        /* A forced call needs the measured times only for the log. */
+        if (!p->forced || clf__log_on(CLF_LOG_DEBUG)) {
+            p->ring_m = measured(p, 0, in.bytes);
+            p->host_m = measured(p, 1, in.bytes);
+        }
+        int a = clf__ar_policy(p->ring_s, p->host_s, p->ring_m, p->host_m, &p->basis);
+        p->alg = p->forced ? f : a == 2 ? CLF_ALLREDUCE_HOST : CLF_ALLREDUCE_RING;
+        if (clf__log_on(CLF_LOG_DEBUG)) {
+            char ms[2][32];
+            for (int k = 0; k < 2; k++) {
+                double m = k ? p->host_m : p->ring_m;
+                if (m > 0)
+                    snprintf(ms[k], sizeof ms[k], "%.1f us", m * 1e6);
+                else
+                    snprintf(ms[k], sizeof ms[k], "not yet");
+            }
             clf__log(CLF_LOG_DEBUG,
-                     "%s: %zu devices, %zu bytes each: %s (%s; predicted ring %.1f us, host "
-                     "combine %.1f us)",
-                     c->fn, c->n, in.bytes, clf_allreduce_algorithm_name(*alg),
-                     f != CLF_ALLREDUCE_AUTO ? "forced" : "least predicted time", *ring_s * 1e6,
-                     *host_s * 1e6);
+                     "%s: %zu devices, %zu bytes each: %s (%s; measured ring %s, host combine "
+                     "%s; predicted ring %.1f us, host combine %.1f us)",
+                     c->fn, c->n, in.bytes, clf_allreduce_algorithm_name(p->alg),
+                     p->forced ? "forced" : clf__ar_basis_name(p->basis), ms[0], ms[1],
+                     p->ring_s * 1e6, p->host_s * 1e6);
+        }
     }
     free(peer);
+    if (st != CLF_SUCCESS)
+        ar_plan_free(p);
     return st;
 }
 
@@ -166,30 +278,49 @@ static clf_status fp64_check(const clf__coll *c, clf_type type)
     return CLF_SUCCESS;
 }
 
+/* Keep the time of a call that ran p->alg: its bytes per buffer per second (the model drops
+ * its key's first sample in a process, as cold). */
+static void record(const ar_plan *p, size_t bytes, double s)
+{
+    if (!p->model || !(s > 0) || bytes == 0)
+        return;
+    /* A failed record (no memory) loses a sample, not the call's result. */
+    (void)clf__perf_record(p->model, p->kernel[p->alg == CLF_ALLREDUCE_HOST], p->devices.s,
+                           bytes, s);
+}
+
 clf_status clf_allreduce(clf_buffer *const *bufs, size_t nbufs, size_t count, clf_type type,
                          clf_reduce_op op, const clf_collective_options *opts)
 {
     clf__coll c;
-    clf_allreduce_algorithm alg = CLF_ALLREDUCE_RING;
-    double ring_s, host_s;
+    ar_plan p;
     clf_status st = clf__coll_validate(&c, "clf_allreduce", bufs, nbufs, opts, count, 0, &type, op);
-    if (st == CLF_SUCCESS)
-        st = choose(&c, count, opts, &alg, &ring_s, &host_s);
-    if (st != CLF_SUCCESS || nbufs == 1)
+    if (st != CLF_SUCCESS)
+        return st;
+    if ((st = choose(&c, count, opts, &p)) != CLF_SUCCESS || nbufs == 1)
         return st; /* one device: its buffer is the result */
-    if (alg == CLF_ALLREDUCE_RING) {
+    if (p.alg == CLF_ALLREDUCE_RING) {
         CLF__TRY(st, clf__coll_kernels(&c, type, op));
         snprintf(c.klabel, sizeof c.klabel, "%s (ring)", c.kname);
     } else {
         CLF__TRY(st, fp64_check(&c, type));
     }
+    /* The clock starts when the markers are queued (the ring's kernels built; where commands
+     * wait on the host, the devices' earlier work waited for), or when that work ends if
+     * later (clf__coll_entry() notes it): a sample is the collective's own time. */
+    c.timed = p.model != NULL;
     CLF__TRY(st, clf__coll_entry(&c));
-    if (alg == CLF_ALLREDUCE_RING)
+    c.t0 = clf__now();
+    if (p.alg == CLF_ALLREDUCE_RING)
         CLF__TRY(st, clf__allreduce_ring(&c, count, opts));
     else
         CLF__TRY(st, clf__allreduce_host(&c, count, type, op));
 out:
-    return clf__coll_finish(&c, st);
+    st = clf__coll_finish(&c, st);
+    if (st == CLF_SUCCESS && c.timed)
+        record(&p, count * c.es, c.elapsed_s);
+    ar_plan_free(&p);
+    return st;
 }
 
 clf_status clf_allreduce_choice(clf_allreduce_algorithm *out, clf_buffer *const *bufs,
@@ -197,8 +328,7 @@ clf_status clf_allreduce_choice(clf_allreduce_algorithm *out, clf_buffer *const 
                                 const clf_collective_options *opts, double *ring_s, double *host_s)
 {
     clf__coll c;
-    double r = -1, h = -1;
-    clf_allreduce_algorithm alg = CLF_ALLREDUCE_RING;
+    ar_plan p;
     if (!out)
         return clf__fail(CLF_ERROR_NULL_POINTER, "clf_allreduce_choice: out is NULL");
     clf_status st =
@@ -206,13 +336,14 @@ clf_status clf_allreduce_choice(clf_allreduce_algorithm *out, clf_buffer *const 
     if (st == CLF_SUCCESS)
         st = fp64_check(&c, type);
     if (st == CLF_SUCCESS)
-        st = choose(&c, count, opts, &alg, &r, &h);
+        st = choose(&c, count, opts, &p);
     if (st == CLF_SUCCESS) {
-        *out = alg;
+        *out = p.alg;
         if (ring_s)
-            *ring_s = r;
+            *ring_s = p.ring_s;
         if (host_s)
-            *host_s = h;
+            *host_s = p.host_s;
+        ar_plan_free(&p);
     }
     return st;
 }

@@ -1,6 +1,7 @@
 /* lib/coll: collectives on per-device buffers. Shared by the collectives (collective.c: the
- * machinery, scatter and gather; ring.c: the ring and chain schedules; hostred.c: the host
- * combine; allreduce.c: the all-reduce and its choice of algorithm). Not installed. */
+ * machinery, scatter and gather; collclock.c: a collective's own time; ring.c: the ring and
+ * chain schedules; hostred.c: the host combine; allreduce.c: the all-reduce and its choice
+ * of algorithm). Not installed. */
 #ifndef CLFLEET_COLL_H
 #define CLFLEET_COLL_H
 
@@ -33,6 +34,13 @@ typedef struct clf__coll {
     clf_event **ev;                   /* every event made, waited for and released at the end */
     size_t nev, cap;
     int host_order; /* wait for each command before the next (see collective.c) */
+    /* A timed collective (the all-reduce times what it runs): set timed before
+     * clf__coll_entry(), which then notes when each device's earlier work ends, and t0 after
+     * it; clf__coll_finish() leaves in elapsed_s the seconds from the later of t0 and that
+     * work's end to the last command's end, or clears timed when it cannot tell. */
+    int timed;
+    double t0, elapsed_s;
+    struct coll_clock *clock;
 } clf__coll;
 
 /* Check a collective over whole buffers: the buffers (one fleet, distinct devices), the
@@ -50,7 +58,8 @@ clf_status clf__coll_kernels(clf__coll *c, clf_type type, clf_reduce_op op);
  * size is guarded). CLF_ERROR_UNSUPPORTED for doubles on a device without them. */
 clf_status clf__coll_reduce_kernel(clf_fleet *fl, size_t dev, clf_type type, clf_reduce_op op,
                                    clf_program **prog, char *name, size_t len);
-/* Markers: the collective's commands follow the work queued on the devices before it. */
+/* Markers: the collective's commands follow the work queued on the devices before it (for a
+ * timed collective, the time each ends is noted). */
 clf_status clf__coll_entry(clf__coll *c);
 /* Scratch buffer half (0 or 1) of position i, at least bytes (kept by the fleet after). */
 clf_status clf__coll_scratch(clf__coll *c, size_t i, int half, size_t bytes);
@@ -59,6 +68,12 @@ clf_status clf__coll_scratch(clf__coll *c, size_t i, int half, size_t bytes);
  * clf__coll_host_put(fl, p, the bytes asked for); accepts NULL. */
 void *clf__coll_host_get(clf_fleet *fl, size_t bytes);
 void clf__coll_host_put(clf_fleet *fl, void *p, size_t bytes);
+/* For a timed collective (c->timed): note when marker m (not yet wrapped) completes; a
+ * failure leaves the call untimed (collclock.c). */
+void clf__coll_clock_watch(clf__coll *c, cl_event m);
+/* At the end of a timed collective, every command done: c->elapsed_s, or c->timed cleared
+ * when the start is unknown (a callback not yet run, a failed marker). Releases the clock. */
+void clf__coll_clock_stop(clf__coll *c);
 /* Wait for every command queued, free everything; st, or the first command's failure. */
 clf_status clf__coll_finish(clf__coll *c, clf_status st);
 /* A copy between devices after up to three events (NULL ones skipped). */

@@ -427,6 +427,8 @@ clf_status clf__coll_entry(clf__coll *c)
         cl_event m;
         clf_status st = clf__device_marker(c->fl, c->buf[i]->device, &m);
         if (st == CLF_SUCCESS)
+            clf__coll_clock_watch(c, m);
+        if (st == CLF_SUCCESS)
             st = clf__event_wrap(m, &c->entry[i]);
         if (st == CLF_SUCCESS && c->host_order)
             st = clf_event_wait(c->entry[i]);
@@ -469,6 +471,7 @@ clf_status clf__coll_finish(clf__coll *c, clf_status st)
     for (size_t i = 0; i < c->nev; i++)
         clf_event_release(c->ev[i]);
     free(c->ev);
+    clf__coll_clock_stop(c);
     if (st != CLF_SUCCESS)
         return clf__fail(st, "%s: %s", c->fn, detail);
     return CLF_SUCCESS;

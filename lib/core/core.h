@@ -122,26 +122,36 @@ cl_int clf__cl_event_status(cl_event ev);
  * else releases it. Thread-safe, as is waiting for an event from several threads. */
 void clf__event_hold(clf_event *e);
 
-/* A host-side completion several parties wait for (xfer/sync.c): created with one reference;
- * completing it wakes the waiters and sets the OpenCL user events subscribed to it. */
-struct clf__task;
-struct clf__task *clf__task_create(void);
-void clf__task_ref(struct clf__task *t);
-void clf__task_unref(struct clf__task *t);
-/* Record the result (err: the detail message, or NULL) and wake everyone; once only. */
-void clf__task_complete(struct clf__task *t, clf_status st, const char *err);
+/*
+ * A host-side completion: what an event stands for when the host, not a device, completes
+ * the work (an asynchronous launch, a copy the host drives, a graph run). Refcounted (the
+ * maker's reference until it completes it, each event's, each subscriber's holder's);
+ * completed once, with a status and a detail message; waited for by any number of threads;
+ * and it tells its subscribers once, when it completes, so that nothing waits in a thread
+ * for it (xfer/sync.c sets OpenCL user events that way).
+ */
+struct clf__completion;
+/* The work uses the caller's memory until it completes (a launch's host arrays): a
+ * clf_event_release() of its event waits for it first. */
+#define CLF__COMPLETION_RELEASE_WAITS 1u
+/* One reference, the caller's; flags: CLF__COMPLETION_*. NULL when out of memory. */
+struct clf__completion *clf__completion_create(unsigned flags);
+void clf__completion_ref(struct clf__completion *c);
+void clf__completion_unref(struct clf__completion *c); /* accepts NULL */
+/* Record the result (err: the detail message, or NULL) and tell everyone; once only (a second
+ * call is ignored). Call it holding no lock a subscriber might take. */
+void clf__completion_complete(struct clf__completion *c, clf_status st, const char *err);
 /* Block until completed; its status, with its detail message on failure. */
-clf_status clf__task_wait(struct clf__task *t);
+clf_status clf__completion_wait(struct clf__completion *c);
 /* Without blocking: 1 when completed successfully. */
-int clf__task_done_ok(struct clf__task *t);
-/* Set user event uev (retained until then) when the task completes: CL_COMPLETE, or
- * CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST on failure. */
-clf_status clf__task_subscribe(struct clf__task *t, cl_event uev);
-/* Call fn(arg, status) once t completes, or at once when it has: in the completing thread,
- * outside t's lock, so fn must not block. Fails only for memory (fn is then never called). */
-clf_status clf__task_notify(struct clf__task *t, void (*fn)(void *arg, clf_status st), void *arg);
-/* A new clf_event for the task (takes the caller's reference). */
-clf_status clf__event_wrap_task(struct clf__task *t, clf_event **out);
+int clf__completion_done_ok(struct clf__completion *c);
+/* Call fn(arg, status) once c completes, or at once when it has: in the completing thread,
+ * outside c's lock, so fn must not block. Fails only for memory (fn is then never called). */
+clf_status clf__completion_notify(struct clf__completion *c,
+                                  void (*fn)(void *arg, clf_status st), void *arg);
+/* A new clf_event for c (takes the caller's reference; on failure waits for c, which may
+ * use the caller's memory, and drops it). */
+clf_status clf__event_wrap_completion(struct clf__completion *c, clf_event **out);
 
 /* Wait on the host for e; safe from any thread, and while others wait for it too. */
 clf_status clf__event_wait_host(clf_event *e);

@@ -120,7 +120,7 @@ typedef struct clf__exec_state {
     /* Asynchronous launches waiting for the dispatcher, in ticket order (launch.c): a job of
      * the process's helper pool (util/pool.c), queued while the fleet has launches waiting,
      * runs them one after the other. */
-    struct clf__host_op *queue_head, *queue_tail;
+    struct clf__async_launch *queue_head, *queue_tail;
     pthread_cond_t queued;      /* the dispatcher's job returned */
     clf__pool_work dispatch;    /* the dispatcher's job */
     int dispatching;            /* that job is queued or running */
@@ -264,12 +264,18 @@ typedef struct clf__launch {
     size_t dev[CLF_MAX_LAUNCH_DEVICES]; /* fleet indices */
     size_t ndev;
     double weights[CLF_MAX_LAUNCH_DEVICES];
-    /* The cost model's chunk line per device (clf__perf_fit), valid when fitted is set: it
-     * is known for every device of the launch. Rates in range units per second (a plane's
-     * learned work rate divided by learn_scale), fixed costs in seconds. */
+    /* The cost model's chunk line per device (clf__perf_fit) where lined[i] (fit_rate 0
+     * elsewhere); fitted when every device that takes work (weight > 0, not excluded) has
+     * one, so that a device left out without a line (excluded, dropped as too slow, probed)
+     * does not keep the others' lines from use (choose.c settle_fit()). Rates in range units
+     * per second (a plane's learned work rate divided by learn_scale), fixed costs in
+     * seconds. */
     double fit_rate[CLF_MAX_LAUNCH_DEVICES], fit_fixed[CLF_MAX_LAUNCH_DEVICES];
+    unsigned char lined[CLF_MAX_LAUNCH_DEVICES];
+    int modelled; /* learned weights' mode with a cost model open */
     int fitted;
-    int learning_line; /* the model is on but lacks some device's line: vary chunk sizes */
+    /* The model is on but lacks the line of a device that takes work: vary chunk sizes. */
+    int learning_line;
     /* The caller chose the chunking (chunks_per_device or min_chunk): the partitioner keeps
      * it, with no floor from the fixed cost per chunk (clf__part_params.keep_chunking). */
     int chunking_asked;
@@ -373,12 +379,6 @@ void clf__bcast_free(clf_fleet *fl, struct clf__bcast *b);
 uint64_t clf__new_ticket(clf__exec_state *X);
 void clf__take_turn(clf__exec_state *X, uint64_t ticket);
 void clf__end_turn(clf__exec_state *X);
-/* Wait for and free an asynchronous launch (an event's op_wait and op_release). */
-clf_status clf__host_op_wait(struct clf__host_op *op);
-void clf__host_op_release(struct clf__host_op *op);
-/* Call fn(arg, status) once the launch has run (an event's op_subscribe). */
-clf_status clf__host_op_subscribe(struct clf__host_op *op, void (*fn)(void *, clf_status),
-                                  void *arg);
 /* A report's makespan, efficiency (earliest finish / latest finish) and imbalance (latest
  * finish / mean finish - 1) from the finish times of its devices that did work. */
 void clf__report_balance(clf_launch_report *rep);

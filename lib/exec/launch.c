@@ -259,7 +259,8 @@ clf_status clf__exec_run(clf__launch *L, clf_launch_report *rep)
         }
         pp.min_chunks = min_chunks;
     }
-    /* The cost model's fixed cost per chunk, where it has a line for every device: the pool
+    /* The cost model's fixed cost per chunk, where it has a line for every device that takes
+     * work (a device left out has none to give, and no rate here): the pool
      * is shared so that devices finish together after it, and a device that would finish its
      * smallest chunk after the others finish everything stands aside. Not with the user's
      * or equal weights (they say how to share), nor for a launch run on one device alone. */
@@ -398,23 +399,15 @@ clf_status clf_launch(clf_fleet *fl, clf_program *prog, const clf_launch_desc *d
  * launches on the callers' threads and this fleet's earlier entries (run by this same job
  * before) give back.
  *
- * An entry's completion is signalled under a lock of this file's own, not the fleet's: its
- * event may be waited for and released after the fleet has gone. What subscribed to it (the
- * event bridge of xfer/sync.c, for a device command that waits for the launch) is called
- * then, once, instead of a thread waiting for it.
+ * An entry's event is a host-side completion (core/event.c), not the entry: the dispatcher
+ * completes it once the launch has run and frees the entry at once, so the event may be
+ * waited for and released after the fleet has gone, and what subscribed to it (the event
+ * bridge of xfer/sync.c, for a device command that waits for the launch) is told then, once,
+ * instead of a thread waiting for it.
  */
-typedef struct op_sub {
-    void (*fn)(void *arg, clf_status st);
-    void *arg;
-} op_sub;
-
-struct clf__host_op {
-    struct clf__host_op *next; /* in the queue (under X->lock) */
-    int done;                  /* ran (under op_lock) */
-    op_sub *subs;              /* to call once done (under op_lock) */
-    size_t nsubs, capsubs;
-    clf_status st;
-    char err[2048];
+struct clf__async_launch {
+    struct clf__async_launch *next; /* in the queue (under X->lock) */
+    struct clf__completion *done;   /* the entry's reference; the event holds another */
     uint64_t ticket;
     clf_launch_report *report;
     clf_launch_report local;
@@ -427,32 +420,19 @@ struct clf__host_op {
     clf__launch L;
 };
 
-static pthread_mutex_t op_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t op_done = PTHREAD_COND_INITIALIZER;
-
-/* Run one queued launch in its turn and say it is done; the entry is the waiter's after. */
-static void async_run(struct clf__host_op *op)
+/* Run one queued launch in its turn, complete its event and free it. */
+static void async_run(struct clf__async_launch *op)
 {
     clf__exec_state *X = op->L.X;
     clf__take_turn(X, op->ticket);
-    op->st = clf__exec_run(&op->L, op->report ? op->report : &op->local);
-    if (op->st != CLF_SUCCESS)
-        snprintf(op->err, sizeof op->err, "%s", clf_last_error());
+    clf_status st = clf__exec_run(&op->L, op->report ? op->report : &op->local);
     clf__end_turn(X);
-    pthread_mutex_lock(&op_lock);
-    clf_status st = op->st;
-    op_sub *subs = op->subs;
-    size_t nsubs = op->nsubs;
-    op->subs = NULL;
-    op->nsubs = op->capsubs = 0;
-    op->done = 1;
-    pthread_cond_broadcast(&op_done);
-    pthread_mutex_unlock(&op_lock);
-    /* op may be freed from here on. Outside the lock: a subscriber sets a user event, which
-     * may run commands that wait for it. */
-    for (size_t i = 0; i < nsubs; i++)
-        subs[i].fn(subs[i].arg, st);
-    free(subs);
+    /* The launch is over with the caller's arrays and report: its waiters may go on. They
+     * and the subscribers (a user event's bridge) are told outside every lock. */
+    struct clf__completion *done = op->done;
+    free(op);
+    clf__completion_complete(done, st, st != CLF_SUCCESS ? clf_last_error() : NULL);
+    clf__completion_unref(done);
 }
 
 /* The dispatcher: the next entry of the fleet's queue, then again while more wait. A job
@@ -463,7 +443,7 @@ static void dispatch_job(void *arg, int cancelled)
     clf__exec_state *X = arg;
     pthread_mutex_lock(&X->lock);
     for (;;) {
-        struct clf__host_op *op = X->queue_head;
+        struct clf__async_launch *op = X->queue_head;
         if (!op) {
             X->dispatching = 0;
             pthread_cond_broadcast(&X->queued); /* exec_state_fini() */
@@ -483,7 +463,7 @@ static void dispatch_job(void *arg, int cancelled)
 
 /* Queue op with the next ticket; 0, or -1 when the pool refused the dispatcher (op not
  * queued, its ticket taken: the caller runs it). */
-static int async_queue(clf__exec_state *X, struct clf__host_op *op)
+static int async_queue(clf__exec_state *X, struct clf__async_launch *op)
 {
     int queued = 1;
     pthread_mutex_lock(&X->lock);
@@ -516,10 +496,13 @@ clf_status clf_launch_async(clf_fleet *fl, clf_program *prog, const clf_launch_d
     if (!out_event)
         return clf__fail(CLF_ERROR_NULL_POINTER, "clf_launch_async: out_event is NULL");
     *out_event = NULL;
-    struct clf__host_op *op = calloc(1, sizeof *op);
+    struct clf__async_launch *op = calloc(1, sizeof *op);
     clf_event *ev = calloc(1, sizeof *ev);
+    /* The launch uses the caller's host arrays until it completes: releasing its event
+     * waits for it. */
+    struct clf__completion *done = clf__completion_create(CLF__COMPLETION_RELEASE_WAITS);
     clf_status st = CLF_SUCCESS;
-    if (!op || !ev)
+    if (!op || !ev || !done)
         CLF__TRY(st, clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "launch: out of memory"));
     CLF__TRY(st, clf__launch_prepare(&op->L, "clf_launch_async", fl, prog, desc,
                                       args, nargs));
@@ -544,65 +527,21 @@ clf_status clf_launch_async(clf_fleet *fl, clf_program *prog, const clf_launch_d
         d->mem_limits = op->limits;
     }
     op->report = report;
+    /* The event is made before the launch is queued: the entry is freed when it has run,
+     * which may be before async_queue() returns. */
+    ev->done = done;
+    atomic_init(&ev->refs, 1);
+    clf__completion_ref(done); /* the entry's */
+    op->done = done;
     if (async_queue(op->L.X, op) != 0)
         async_run(op); /* no dispatcher: run it here instead, keeping the queue's order */
-    ev->op = op;
-    ev->op_wait = clf__host_op_wait;
-    ev->op_release = clf__host_op_release;
-    ev->op_subscribe = clf__host_op_subscribe;
     *out_event = ev;
     return CLF_SUCCESS;
 out:
+    clf__completion_unref(done);
     free(op);
     free(ev);
     return st;
-}
-
-static void op_join(struct clf__host_op *op)
-{
-    pthread_mutex_lock(&op_lock);
-    while (!op->done)
-        pthread_cond_wait(&op_done, &op_lock);
-    pthread_mutex_unlock(&op_lock);
-}
-
-clf_status clf__host_op_wait(struct clf__host_op *op)
-{
-    op_join(op);
-    if (op->st != CLF_SUCCESS)
-        return clf__fail(op->st, "%s", op->err);
-    return CLF_SUCCESS;
-}
-
-void clf__host_op_release(struct clf__host_op *op)
-{
-    op_join(op);
-    free(op);
-}
-
-clf_status clf__host_op_subscribe(struct clf__host_op *op, void (*fn)(void *, clf_status),
-                                  void *arg)
-{
-    pthread_mutex_lock(&op_lock);
-    if (op->done) {
-        clf_status st = op->st;
-        pthread_mutex_unlock(&op_lock);
-        fn(arg, st);
-        return CLF_SUCCESS;
-    }
-    if (op->nsubs == op->capsubs) {
-        size_t cap = op->capsubs ? 2 * op->capsubs : 2;
-        op_sub *grown = realloc(op->subs, cap * sizeof *grown);
-        if (!grown) {
-            pthread_mutex_unlock(&op_lock);
-            return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "launch event: out of memory");
-        }
-        op->subs = grown;
-        op->capsubs = cap;
-    }
-    op->subs[op->nsubs++] = (op_sub){fn, arg};
-    pthread_mutex_unlock(&op_lock);
-    return CLF_SUCCESS;
 }
 
 /* ---- one kernel on one device ---------------------------------------------------------- */

@@ -193,7 +193,7 @@ struct clf_graph {
     int running;
     clf_status run_status;
     char *run_err;
-    struct clf__task *task; /* the run's completion (its event) */
+    struct clf__completion *task; /* the run's completion (its event) */
     clf__pool_work job;
     /* Where the job is: the next node to queue, whether what that node waits for has been
      * gathered (a host node, or a kernel on a device that waits on the host), and the final

@@ -15,7 +15,7 @@
  * again. The run's job meanwhile goes on queueing the later nodes and their copies (each
  * copy starts as soon as its source is current, while the node that needs it still waits
  * for its other inputs), so each device's lane has its next kernel and inputs waiting when
- * it is free. The node's event is a task the lane completes once the kernel has; later
+ * it is free. The node's event is a host-side completion the lane completes once the kernel has; later
  * nodes, copies and the run's end wait for it like any event.
  *
  * The kernel's arguments are taken when the node is handed over, as clf_kernel_enqueue()
@@ -25,7 +25,7 @@
  *
  * Not used when $CLFLEET_FAULT_INJECT has rules, nor for the re-runs of a recovery: the
  * recovery from a lost device (fault.c) needs the failure of a node's enqueue where it is
- * queued. A lane's kernel that fails fails its task, and so the run, naming the node.
+ * queued. A lane's kernel that fails fails its completion, and so the run, naming the node.
  */
 #include "graph.h"
 
@@ -46,7 +46,7 @@ typedef struct lane_item {
     size_t nwait;
     atomic_size_t pending; /* wait list events not complete yet (plus one while arming) */
     int ready;             /* they have: under the lane's lock */
-    struct clf__task *task; /* the node's event */
+    struct clf__completion *comp; /* the node's event */
 } lane_item;
 
 struct clf__glane {
@@ -75,21 +75,20 @@ static void item_free(lane_item *it)
             clReleaseMemObject(it->bufs[i].mem);
     free(it->bufs);
     free(it->args);
-    if (it->task)
-        clf__task_unref(it->task);
+    clf__completion_unref(it->comp);
     free(it);
 }
 
-/* The item's end: its resources released first, then its task completed (the run may end
+/* The item's end: its resources released first, then its completion completed (the run may end
  * with it, and the graph go). */
 static void finish(lane_item *it, clf_status st)
 {
-    struct clf__task *t = it->task;
+    struct clf__completion *t = it->comp;
     char *err = st ? strdup(clf_last_error()) : NULL;
-    it->task = NULL;
+    it->comp = NULL;
     item_free(it);
-    clf__task_complete(t, st, err);
-    clf__task_unref(t);
+    clf__completion_complete(t, st, err);
+    clf__completion_unref(t);
     free(err);
 }
 
@@ -111,7 +110,7 @@ static void start_job(struct clf__glane *l)
 }
 
 /* One of an item's wait list completed; the last makes it ready and starts the lane's job
- * (the item's task has not completed, so the run and its lanes are still there). */
+ * (the item's completion has not completed, so the run and its lanes are still there). */
 static void ev_done(void *arg, clf_status st)
 {
     (void)st; /* the enqueue reads the statuses from the events */
@@ -150,7 +149,7 @@ static void run_item(struct clf__glane *l, lane_item *it, int cancelled)
         return;
     }
     /* The kernel's own event for its profiled time (report.c); read after the run's end,
-     * which follows the task's completion below. */
+     * which follows the item's completion below. */
     clf__event_hold(ev);
     n->kev = ev;
     if (clf__event_notify(ev, kernel_done, it) != CLF_SUCCESS) {
@@ -180,7 +179,7 @@ static void drain(void *arg, int cancelled)
             pthread_mutex_unlock(&l->lock);
             return;
         }
-        /* Off the lane before its task completes: the run may end with the last task, and
+        /* Off the lane before it completes: the run may end with the last item, and
          * the lane is not touched after the last item is off. */
         if (prev)
             prev->next = it->next;
@@ -248,15 +247,12 @@ clf_status clf__graph_lane_push(clf_graph *g, clf__gnode *n, const clf_kernel_de
         clf__event_hold(wait[i]);
         it->wait[it->nwait++] = wait[i];
     }
-    if (!(it->task = clf__task_create()))
+    if (!(it->comp = clf__completion_create(0)))
         goto oom;
-    clf__task_ref(it->task); /* the event's */
-    clf_status st = clf__event_wrap_task(it->task, out_ev);
-    if (st) {
-        *out_ev = NULL;
-        item_free(it);
-        return st;
-    }
+    /* The event's reference. The event is made once the item is in the lane: a wrapper that
+     * cannot be made waits for the completion, which the lane then gives. */
+    struct clf__completion *c = it->comp;
+    clf__completion_ref(c);
     /* In the lane first, then armed: the last of its wait list may complete at once. */
     atomic_store(&it->pending, it->nwait + 1);
     pthread_mutex_lock(&l->lock);
@@ -271,8 +267,8 @@ clf_status clf__graph_lane_push(clf_graph *g, clf__gnode *n, const clf_kernel_de
             (void)clf_event_wait(it->wait[i]); /* out of memory: wait here */
             ev_done(it, CLF_SUCCESS);
         }
-    ev_done(it, CLF_SUCCESS); /* armed */
-    return CLF_SUCCESS;
+    ev_done(it, CLF_SUCCESS); /* armed; it may have run and be gone from here on */
+    return clf__event_wrap_completion(c, out_ev);
 oom:
     item_free(it);
     return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "graph: out of memory");

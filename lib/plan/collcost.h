@@ -39,4 +39,39 @@ double clf__ar_host_cost(const clf__ar_input *in);
  * *ring_s and *host_s when not NULL. Bad input: 1 (the ring, as before the choice existed). */
 int clf__ar_choose(const clf__ar_input *in, double *ring_s, double *host_s);
 
+/* What an AUTO all-reduce's choice rests on (the debug log names it). */
+typedef enum clf__ar_basis {
+    CLF__AR_PREDICTED = 0, /* the predictions: nothing measured, or the other far dearer */
+    CLF__AR_MEASURED = 1,  /* both measured in the size class: the faster ran */
+    CLF__AR_EXPLORING = 2  /* one measured: the other runs, to be measured */
+} clf__ar_basis;
+
+/* "predicted", "measured", "exploring". */
+const char *clf__ar_basis_name(clf__ar_basis b);
+
+/* Samples an algorithm needs in a class before it counts as measured: the median of three
+ * ignores one spike (a page-fault storm, a preempted thread), which a single sample would
+ * make the algorithm's time for good, as the slower one is not run again. */
+#define CLF__AR_MIN_SAMPLES 3
+
+/* An algorithm not yet measured is tried only while its prediction is at most this many
+ * times the measured one's prediction (collcost.c says why). */
+#define CLF__AR_EXPLORE_BOUND 4.0
+
+/* The size class of a call of bytes per buffer: floor(log2(bytes)), so that class k holds
+ * 2^k to 2^(k+1) - 1 bytes (0 for 0 and 1 byte). */
+unsigned clf__ar_size_class(size_t bytes);
+
+/*
+ * The AUTO all-reduce's choice from what is known of both algorithms in the call's size
+ * class: their predicted seconds (ring_pred, host_pred, as clf__ar_choose() gives them; -1
+ * unknown) and measured seconds for this call's bytes (ring_meas, host_meas; <= 0 or NaN:
+ * not measured). Both measured: the faster (a tie to the ring). One measured: the other, to
+ * measure it, unless its prediction is more than CLF__AR_EXPLORE_BOUND times the measured
+ * one's (then the measured one). Neither: the predictions, as clf__ar_choose(). Returns 1
+ * (the ring) or 2 (the host combine); the basis in *basis when not NULL.
+ */
+int clf__ar_policy(double ring_pred, double host_pred, double ring_meas, double host_meas,
+                   clf__ar_basis *basis);
+
 #endif

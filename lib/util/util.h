@@ -276,25 +276,17 @@ struct clf_fleet {
 
 
 /*
- * An OpenCL event, or a host-side completion: an asynchronous launch (op) or a copy run by
- * the helper pool (task). Allocated zeroed; the fields after task belong to event.c.
+ * An OpenCL event, or a host-side completion (core/event.c): the one kind for everything
+ * that completes on the host, an asynchronous launch, a copy run by the helper pool, a graph
+ * run. Exactly one of ev and done is set. Events made on the stack for a wait (ev only) are
+ * never released; allocated ones start with refs 1 (the caller's).
  */
 struct clf_event {
     cl_event ev;
-    struct clf__host_op *op; /* non-NULL for host-side completion */
-    /* op: how to wait for it (its status) and free it, registered by the layer that made it
-     * (launch.c), as libuv's handles carry their callbacks: events stay below launches. */
-    clf_status (*op_wait)(struct clf__host_op *op);
-    void (*op_release)(struct clf__host_op *op);
-    /* fn(arg, status) once, when op has run (at once if it has): never blocks, so it may set
-     * a user event; CLF_ERROR_OUT_OF_HOST_MEMORY and fn not called when it cannot be kept. */
-    clf_status (*op_subscribe)(struct clf__host_op *op, void (*fn)(void *arg, clf_status st),
-                               void *arg);
-    struct clf__task *task;  /* non-NULL for a copy the host drives (xfer/transfer.c) */
-    unsigned holds;          /* references taken by clf__event_hold(), beyond the caller's */
-    int op_state;            /* op: 0 not joined, 1 being joined, 2 joined */
-    clf_status op_status;    /* op: its result once joined */
-    char *op_err;            /* op: its detail message once joined */
+    struct clf__completion *done;
+    /* The caller's reference plus those taken by clf__event_hold(): the last
+     * clf_event_release() frees the event (atomic: no lock, core/event.c). */
+    atomic_uint refs;
 };
 
 /* A program (core/program.c). */

@@ -24,10 +24,9 @@
  * it is unsignalled. The source queue is flushed, or its command might never be submitted
  * and the target would wait forever.
  *
- * Host-side completions (copies the host drives, on the helper pool: transfer.c) are tasks
- * (event.c), which set the user events subscribed to them. An asynchronous launch takes subscriptions too (the event's
- * op_subscribe, registered by exec/launch.c): its completion sets the user event. No thread
- * waits for a launch, however many device commands wait for launches.
+ * An event of a host-side completion (an asynchronous launch, a copy the host drives, a graph
+ * run: core/event.c) is bridged by a subscription to the completion, which sets the user
+ * event when it completes. No thread waits for it, however many device commands do.
  */
 #include "transfer.h"
 
@@ -323,9 +322,9 @@ void clf__bridge_drain(clf_fleet *fl)
     pthread_mutex_unlock(&w_lock);
 }
 
-/* The bridges to launches count as the transfer layer's helpers of the target fleet, so that
- * clf__xfer_fini() waits until each has set its user event (of that fleet's context): the
- * launch may belong to another fleet, which may outlive this one. */
+/* The bridges to host completions count as the transfer layer's helpers of the target fleet,
+ * so that clf__xfer_fini() waits until each has set its user event (of that fleet's context):
+ * the completion may belong to another fleet, which may outlive this one. */
 void clf__xfer_helper(clf_fleet *fl, int delta)
 {
     struct clf__xfer *x = fl->xfer;
@@ -336,16 +335,16 @@ void clf__xfer_helper(clf_fleet *fl, int delta)
     pthread_mutex_unlock(&x->lock);
 }
 
-typedef struct launch_bridge {
+typedef struct host_bridge {
     clf_fleet *fleet;
     cl_event uev; /* the bridge's own reference */
-} launch_bridge;
+} host_bridge;
 
-/* The launch has run: set the user event. Called once, by the launch's completion (or at
- * once if it had completed); it never blocks, so no thread waits for a launch. */
-static void launch_bridge_done(void *arg, clf_status st)
+/* The completion has completed: set the user event. Called once, by the completing thread
+ * (or at once if it had completed); it never blocks, so no thread waits for a completion. */
+static void host_bridge_done(void *arg, clf_status st)
 {
-    launch_bridge *b = arg;
+    host_bridge *b = arg;
     clf__user_event_finish(b->uev, st == CLF_SUCCESS
                                        ? CL_COMPLETE
                                        : CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST);
@@ -380,14 +379,8 @@ clf_status clf__event_cl_for(clf_event *e, clf_fleet *fl, size_t device, cl_even
             clReleaseEvent(uev); /* set by bridge_cl() */
             return st;
         }
-    } else if (e->task) {
-        clf_status st = clf__task_subscribe(e->task, uev);
-        if (st != CLF_SUCCESS) {
-            clf__user_event_finish(uev, CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST);
-            return st;
-        }
     } else {
-        launch_bridge *b = malloc(sizeof *b);
+        host_bridge *b = malloc(sizeof *b);
         if (!b) {
             clf__user_event_finish(uev, CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST);
             return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "event bridge: out of memory");
@@ -396,10 +389,10 @@ clf_status clf__event_cl_for(clf_event *e, clf_fleet *fl, size_t device, cl_even
         b->uev = uev;
         clRetainEvent(uev);
         clf__xfer_helper(fl, +1);
-        clf_status st = e->op_subscribe(e->op, launch_bridge_done, b);
+        clf_status st = clf__completion_notify(e->done, host_bridge_done, b);
         if (st != CLF_SUCCESS) {
-            launch_bridge_done(b, st); /* sets the event and drops the bridge's reference */
-            clReleaseEvent(uev);       /* and the caller's */
+            host_bridge_done(b, st); /* sets the event and drops the bridge's reference */
+            clReleaseEvent(uev);     /* and the caller's */
             return st;
         }
     }
@@ -408,19 +401,15 @@ clf_status clf__event_cl_for(clf_event *e, clf_fleet *fl, size_t device, cl_even
 }
 
 /*
- * A host function told when an event of any kind completes, without a thread waiting for
- * it: an OpenCL event through a forwarding (its callback, and the watcher for a failure the
- * driver does not call back for), a host task (a copy) and an asynchronous launch through
- * their subscriber lists. The step towards one completion type (internals.md): what the
- * three have in common is "tell me once, never block".
+ * A host function told when an event completes, without a thread waiting for it: an OpenCL
+ * event through a forwarding (its callback, and the watcher for a failure the driver does not
+ * call back for), a host-side completion through its subscribers. "Tell me once, never block."
  */
 clf_status clf__event_notify(clf_event *e, void (*fn)(void *arg, clf_status st), void *arg)
 {
     if (e->ev)
         return bridge_cl(e->ev, NULL, fn, arg);
-    if (e->task)
-        return clf__task_notify(e->task, fn, arg);
-    return e->op_subscribe(e->op, fn, arg);
+    return clf__completion_notify(e->done, fn, arg);
 }
 
 /* ---- the bridge's public calls -------------------------------------------------------- */

@@ -6,10 +6,11 @@
  * OpenCL runtime can do by itself (same device, host-unified memory in one context, AMD
  * peer-to-peer) is one enqueued command whose wait list is bridged into the queue's
  * context. A copy that the host must drive (pipelined staging, CUDA peer copies) runs on the
- * process's helper pool once its wait list is over, and completes a task (no thread waits
- * for the wait list: submit()); clf_copy() runs it on the calling thread instead, which
- * saves a hand-over for small copies. Such a copy enqueues on the
- * devices' copy queues as it goes, never behind commands that may wait for it.
+ * process's helper pool once its wait list is over, and its event is a host-side completion
+ * (core/event.c) that the job completes (no thread waits for the wait list: submit());
+ * clf_copy() runs it on the calling thread instead, which saves a hand-over for small
+ * copies. Such a copy enqueues on the devices' copy queues as it goes, never behind commands
+ * that may wait for it.
  */
 #include "transfer.h"
 
@@ -98,8 +99,8 @@ void clf__xfer_fini(clf_fleet *fl)
     if (!x)
         return;
     /* The copies in flight finish first (their wait lists complete once the fleet's queues
-     * run dry, or were the caller's to complete), and the bridges to launches set their
-     * events. */
+     * run dry, or were the caller's to complete), and the bridges to host completions set
+     * their events. */
     pthread_mutex_lock(&x->lock);
     while (x->inflight || x->helpers)
         pthread_cond_wait(&x->cond, &x->lock);
@@ -169,7 +170,7 @@ static void copy_free(clf__copy *c)
         clf_event_release(c->deps[i]);
     free(c->deps);
     free(c->early_why);
-    clf__task_unref(c->task);
+    clf__completion_unref(c->done);
     free(c);
 }
 
@@ -273,7 +274,7 @@ static void copy_job(void *arg, int cancelled)
         st = clf__fail(c->early, "%s", c->early_why ? c->early_why : "copy not done");
     else if ((st = clf__copy_wait_deps(c)) == CLF_SUCCESS) /* all over: returns at once */
         st = run_host(c);
-    clf__task_complete(c->task, st, clf_last_error());
+    clf__completion_complete(c->done, st, clf_last_error());
     copy_free(c);
     pthread_mutex_lock(&x->lock);
     if (--x->inflight == 0)
@@ -306,7 +307,7 @@ void clf__xfer_drain(clf_fleet *fl)
     pthread_mutex_unlock(&x->lock);
 }
 
-/* Start c (its deps held, its task made): counted in flight, then told by each dep. */
+/* Start c (its deps held, its completion made): counted in flight, then told by each dep. */
 static void submit(struct clf__xfer *x, clf__copy *c)
 {
     pthread_mutex_lock(&x->lock);
@@ -467,16 +468,16 @@ static clf_status copy(clf_buffer *dst, size_t doff, clf_buffer *src, size_t sof
             q)
             clFlush(q);
     }
-    c->task = clf__task_create();
-    if (!c->task)
+    c->done = clf__completion_create(0);
+    if (!c->done)
         CLF__TRY(st, clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "copy: out of memory"));
-    struct clf__task *t = c->task;
-    clf__task_ref(t); /* the caller's, for the event */
+    struct clf__completion *done = c->done;
+    clf__completion_ref(done); /* the caller's, for the event */
     submit(x, c);
     c = NULL; /* the pool's job owns it now */
     if (out_event)
-        return clf__event_wrap_task(t, out_event);
-    clf__task_unref(t);
+        return clf__event_wrap_completion(done, out_event);
+    clf__completion_unref(done);
     return CLF_SUCCESS;
 out:
     copy_free(c);

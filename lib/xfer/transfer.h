@@ -86,7 +86,7 @@ typedef struct clf__copy {
     int on_host;      /* the host drives it: its commands go on the copy queues */
     clf_event **deps; /* held events to wait for on the host first */
     size_t ndeps;
-    struct clf__task *task; /* completed when the copy is done (asynchronous copies) */
+    struct clf__completion *done; /* completed when the copy is done (asynchronous copies) */
     /* An asynchronous copy the host drives: the deps not yet complete, plus one for the
      * submitter; the one that brings it to zero queues job on the helper pool. */
     atomic_uint pending;
@@ -113,7 +113,7 @@ struct clf__xfer {
     /* Asynchronous copies the host drives, from submission until done (transfer.c):
      * clf__xfer_drain() and the teardown wait for none. */
     unsigned inflight;
-    unsigned helpers; /* bridges to launches not yet set (sync.c) */
+    unsigned helpers; /* bridges to host completions not yet set (sync.c) */
     clf__stager *quarantine; /* sets that saw a failure: freed with the fleet */
 };
 

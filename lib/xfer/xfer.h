@@ -23,7 +23,7 @@ clf_status clf__event_cl_for(clf_event *e, clf_fleet *fleet, size_t device, cl_e
 /* Call fn(arg, status) once e has completed (CLF_SUCCESS) or failed (its detail is read by
  * waiting for e, which then returns at once), or at once when it has: in whichever thread
  * completes it (a driver's callback thread, the helper pool, a launch's), so fn must not
- * block. Whatever e is (an OpenCL event, a copy, an asynchronous launch), no thread waits
+ * block. Whatever e is (an OpenCL event or a host-side completion), no thread waits
  * for it. Fails only for memory, and fn is then never called. The caller holds e until
  * fn has run. */
 clf_status clf__event_notify(clf_event *e, void (*fn)(void *arg, clf_status st), void *arg);
