@@ -19,7 +19,9 @@
  * reader and a write after them; a sum's partials within budgets, counted to the byte; a
  * node that does not fit beside an open phase's partial refused there) and
  * scratch accesses (8 nodes on one scratch buffer, no
- * dependency and no copy), their bad input, and a device lost under them (the run fails).
+ * dependency and no copy), their bad input, and a device lost under them (the run fails);
+ * the basic device's lane (chains crossing between it and the others, against the C
+ * reference and the same graph on one device, every node it ran counted as a lane's).
  */
 #include "common.h"
 
@@ -896,7 +898,8 @@ START_TEST(fault_chain)
     ck_assert_uint_eq(r.fault_rerun, 2);
     ck_assert_uint_eq(r.fault_moved, 1);
     ck_assert_uint_eq(r.device_nodes[1], 0);
-    for (size_t i = 0; i < 3; i++)
+    ck_assert_uint_eq(r.lane_nodes, 0); /* a recovery needs the run's own enqueues */
+    for (size_t i = 0; i < 2; i++)
         ck_assert_uint_eq(r.reserved[i], 0);
     clf_graph_node_report nr;
     ck_assert_ok(clf_graph_node_info(&nr, g, 0));
@@ -2237,6 +2240,152 @@ START_TEST(fault_modes)
 }
 END_TEST
 
+/* Lanes (lib/graph/lane.c): the kernels of a device that runs commands inside clEnqueue*
+ * (PoCL's basic) are queued by a job of their own, beside the run's job and the other
+ * devices. LK chains of LS steps, each step reading its own chain's last result and its
+ * neighbour chain's (cross-device edges both ways), most of them placed by hand on the basic
+ * device, some on the other two, some left to the scheduler, and an in-place update at each
+ * chain's end; run twice with a new input between. Compared bit for bit with a plain C
+ * sequential reference and with the same graph placed wholly on one pthread device (no
+ * lane), and the report's lane_nodes counts exactly the kernel nodes the basic device ran. */
+enum { LK = 4, LS = 6 };
+
+/* Where step s of chain c goes: basic (b), other[0] or [1], or the scheduler's choice. */
+static size_t lane_place(size_t c, size_t s, size_t b, const size_t o[2], int one)
+{
+    if (one)
+        return o[0];
+    switch ((c + 2 * s) % 5) {
+    case 0:
+        return o[c % 2];
+    case 1:
+        return CLF_GRAPH_ANY_DEVICE;
+    default:
+        return b;
+    }
+}
+
+static void lane_graph(clf_graph *g, clf_buffer *x, clf_buffer *(*bb)[LS], size_t b,
+                       const size_t o[2], int one)
+{
+    for (size_t s = 0; s < LS; s++)
+        for (size_t c = 0; c < LK; c++) {
+            clf_graph_node_desc d = kdesc(s ? "sum2" : "scale", N);
+            d.device = lane_place(c, s, b, o, one);
+            int k = (int)c + 2;
+            if (!s) {
+                clf_arg a[] = {CLF_BUF_IN(x), CLF_BUF_OUT(bb[c][0]), CLF_SCALAR(&k)};
+                ck_assert_ok(clf_graph_add_kernel(NULL, g, &d, a, 3));
+            } else {
+                clf_arg a[] = {CLF_BUF_IN(bb[c][s - 1]), CLF_BUF_IN(bb[(c + 1) % LK][s - 1]),
+                               CLF_BUF_OUT(bb[c][s])};
+                ck_assert_ok(clf_graph_add_kernel(NULL, g, &d, a, 3));
+            }
+        }
+    for (size_t c = 0; c < LK; c++) {
+        clf_graph_node_desc d = kdesc("bump", N);
+        d.device = one ? o[0] : b;
+        int k = (int)c;
+        clf_arg a[] = {CLF_BUF_INOUT(bb[c][LS - 1]), CLF_SCALAR(&k)};
+        ck_assert_ok(clf_graph_add_kernel(NULL, g, &d, a, 2));
+    }
+}
+
+START_TEST(lanes)
+{
+    test_env e;
+    test_env_open(&e, &CFGS[_i], SRC);
+    size_t b, o[2];
+    if (!test_find_basic(e.f, &b, o, "lanes")) {
+        test_env_close(&e);
+        return;
+    }
+    int *ref[LK][LS], *got = malloc(N * sizeof *got);
+    ck_assert(got);
+    for (size_t c = 0; c < LK; c++)
+        for (size_t s = 0; s < LS; s++)
+            ck_assert(ref[c][s] = malloc(N * sizeof(int)));
+    /* The graph under test (buffers spread over the devices) and the one-device one. */
+    clf_buffer *x = buf(e.f, o[0], NULL), *bb[LK][LS], *b1[LK][LS];
+    for (size_t c = 0; c < LK; c++)
+        for (size_t s = 0; s < LS; s++) {
+            bb[c][s] = buf(e.f, dev_of(e.f, c + s), NULL);
+            b1[c][s] = buf(e.f, o[0], NULL);
+        }
+    clf_graph *g = NULL, *g1 = NULL;
+    ck_assert_ok(clf_graph_create(&g, e.f, e.p));
+    ck_assert_ok(clf_graph_create(&g1, e.f, e.p));
+    lane_graph(g, x, bb, b, o, 0);
+    lane_graph(g1, x, b1, b, o, 1);
+    for (uint32_t run = 0; run < 2; run++) {
+        int *a = data(40 + run);
+        ck_assert_ok(clf_buffer_write(x, 0, N * sizeof(int), a));
+        for (size_t c = 0; c < LK; c++)
+            for (size_t i = 0; i < N; i++)
+                ref[c][0][i] = a[i] * ((int)c + 2);
+        for (size_t s = 1; s < LS; s++)
+            for (size_t c = 0; c < LK; c++)
+                for (size_t i = 0; i < N; i++)
+                    ref[c][s][i] = ref[c][s - 1][i] + ref[(c + 1) % LK][s - 1][i];
+        for (size_t c = 0; c < LK; c++)
+            for (size_t i = 0; i < N; i++)
+                ref[c][LS - 1][i] = ref[c][LS - 1][i] * 3 + (int)c;
+        run_ok(g, CFGS[_i].label);
+        run_ok(g1, CFGS[_i].label);
+        for (size_t c = 0; c < LK; c++)
+            for (size_t s = 0; s < LS; s++) {
+                check_buf(bb[c][s], ref[c][s], "lanes", CFGS[_i].label);
+                ck_assert_ok(clf_buffer_read(b1[c][s], 0, N * sizeof(int), got));
+                check_buf(bb[c][s], got, "lanes against one device", CFGS[_i].label);
+            }
+        clf_graph_report r;
+        ck_assert_ok(clf_graph_report_get(&r, g));
+        size_t want = 0;
+        clf_graph_node_report nr;
+        for (size_t i = 0; i < r.nodes; i++) {
+            ck_assert_ok(clf_graph_node_info(&nr, g, i));
+            want += nr.device == b;
+        }
+        ck_assert_msg(want >= LK * LS / 2, "%s: %zu nodes on the basic device", CFGS[_i].label,
+                      want);
+        ck_assert_uint_eq(r.device_nodes[b], want);
+        ck_assert_uint_eq(r.lane_nodes, want);
+        ck_assert_ok(clf_graph_report_get(&r, g1));
+        ck_assert_uint_eq(r.lane_nodes, 0); /* a pthread device waits for its wait list */
+        free(a);
+    }
+    /* A kernel that fails in the lane (no such kernel), between two that succeed there: the
+     * run fails, naming it, and its successor on the lane does not run. */
+    clf_graph *gf = NULL;
+    ck_assert_ok(clf_graph_create(&gf, e.f, e.p));
+    clf_graph_node_desc f0 = on("add1", b), f1 = on("no_such_kernel", b), f2 = on("add1", b);
+    clf_arg fa0[] = {CLF_BUF_IN(x), CLF_BUF_OUT(bb[0][0])};
+    clf_arg fa1[] = {CLF_BUF_IN(bb[0][0]), CLF_BUF_OUT(bb[0][1])};
+    clf_arg fa2[] = {CLF_BUF_IN(bb[0][1]), CLF_BUF_OUT(bb[0][2])};
+    ck_assert_ok(clf_graph_add_kernel(NULL, gf, &f0, fa0, 2));
+    ck_assert_ok(clf_graph_add_kernel(NULL, gf, &f1, fa1, 2));
+    ck_assert_ok(clf_graph_add_kernel(NULL, gf, &f2, fa2, 2));
+    test_watchdog(60);
+    ck_assert_ok(clf_graph_run(gf, NULL));
+    clf_status st = clf_graph_wait(gf);
+    test_watchdog_off();
+    ck_assert_msg(st != CLF_SUCCESS && strstr(clf_last_error(), "graph node 1 ('no_such_kernel')"),
+                  "%s: %s: %s", CFGS[_i].label, clf_status_name(st), clf_last_error());
+    clf_graph_destroy(gf);
+    clf_graph_destroy(g);
+    clf_graph_destroy(g1);
+    clf_buffer_destroy(x);
+    for (size_t c = 0; c < LK; c++)
+        for (size_t s = 0; s < LS; s++) {
+            clf_buffer_destroy(bb[c][s]);
+            clf_buffer_destroy(b1[c][s]);
+            free(ref[c][s]);
+        }
+    free(got);
+    test_env_close(&e);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("graph");
@@ -2271,6 +2420,7 @@ int main(void)
     tcase_add_loop_test(tc, scratch, 0, NCFG);
     tcase_add_test(tc, bad_modes);
     tcase_add_test(tc, fault_modes);
+    tcase_add_loop_test(tc, lanes, 2, NCFG); /* the configurations with the basic device */
     suite_add_tcase(s, tc);
     /* Every configuration needs the three PoCL devices (POCL_DEVICES='pthread pthread basic'). */
     return test_run(s, TEST_CPUS, 3);

@@ -981,7 +981,13 @@ static void print_table(const bench *b)
            r->critical_path_s * 1e3, r->guessed ? " (some kernel times guessed)" : "");
     for (size_t d = 0; d < b->ndev && d < CLF_MAX_LAUNCH_DEVICES; d++)
         printf(" %zu", r->device_nodes[d]);
-    printf("\n");
+    /* Busy against the makespan shows idle devices; the lanes, where the kernels of a device
+     * that runs them inside the enqueue were queued from (lib/graph/lane.c). */
+    printf("; busy ms per device:");
+    for (size_t d = 0; d < b->ndev && d < CLF_MAX_LAUNCH_DEVICES; d++)
+        printf(" %.2f", r->device_busy_s[d] * 1e3);
+    printf(" of %.2f; nodes queued by lanes: %llu\n", r->makespan_s * 1e3,
+           (unsigned long long)r->lane_nodes);
     if (!b->opt.verbose)
         return;
     printf("graph, last run, per kernel and device: nodes, mean measured kernel ms, mean "

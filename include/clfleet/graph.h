@@ -321,7 +321,12 @@ typedef struct clf_graph_report {
     /** Nodes run again in this run because the only current copy of something they wrote
      *  was lost with a failed device (each re-run counted once). */
     uint64_t fault_rerun;
-    uint64_t reserved[3]; /**< zero */
+    /** Kernel nodes handed to their device's lane: on a device that runs its commands
+     *  inside the enqueue (PoCL's basic), each such device's kernels are queued by a job of
+     *  their own as soon as their inputs are ready, so that two such devices compute at
+     *  once and the later nodes' copies are issued meanwhile. */
+    uint64_t lane_nodes;
+    uint64_t reserved[2]; /**< zero */
 } clf_graph_report;
 
 /**

@@ -403,6 +403,8 @@ static clf_status rerun_kernel(clf_graph *g, size_t p)
     /* Its event from now on (timed in the report); the first run's stays in the run's list. */
     clf_event_release(n->ev);
     n->ev = NULL;
+    clf_event_release(n->kev);
+    n->kev = NULL;
     if ((st = clf__graph_keep(g, ev, &n->ev)) != CLF_SUCCESS ||
         (st = clf__graph_hold(g, ev)) != CLF_SUCCESS)
         return st;
@@ -543,6 +545,8 @@ static clf_status sort_statuses(clf_graph *g, const char *cause)
         if (n) {
             clf_event_release(n->ev);
             n->ev = NULL;
+            clf_event_release(n->kev);
+            n->kev = NULL;
         }
         clf_event_release(e);
     }

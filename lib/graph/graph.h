@@ -3,7 +3,7 @@
  * placement by the cost model and the plan cache (sched.c), the run: kernels and host
  * callbacks in order (run.c), a buffer's copies per device, making room and evictions
  * (copies.c), reduction partials and scratch instances (redux.c), the job's waits that never
- * block (wait.c); memory budgets and the choice of the copy to evict (mem.c), a device that
+ * block (wait.c), the lanes of devices that run commands inside clEnqueue* (lane.c); memory budgets and the choice of the copy to evict (mem.c), a device that
  * fails mid-run (fault.c), and the report (report.c). Not installed.
  *
  * Layer: above data (arrays, their dependency records), exec (the cost model and its keys),
@@ -122,6 +122,9 @@ typedef struct clf__gnode {
     /* The run (run.c): the kernel's event (whole nodes; held), the part kernels' events
      * (split nodes; held), measured kernel seconds. */
     clf_event *ev;
+    /* A node a device's lane queued (lane.c): ev is the lane's task, kev the kernel's own
+     * event (held), profiled at the run's end. */
+    clf_event *kev;
     /* Per argument, the version of its buffer the node read (written: the one it wrote),
      * for a replay after a device fault (fault.c). */
     uint64_t *aver;
@@ -217,6 +220,9 @@ struct clf_graph {
      * of the partials' fill and combine kernels (built by the first run that needs it). */
     int has_redux, has_scratch;
     clf_program *redprog;
+    /* Per device, the lane of a device that runs commands inside clEnqueue* (lane.c); made
+     * on first use. */
+    struct clf__glane **lanes;
 };
 
 /* record.c */
@@ -297,6 +303,16 @@ void clf__graph_written_on(clf_graph *g, clf__gdata *d, size_t dev, clf_event *e
 clf_status clf__graph_hold(clf_graph *g, clf_event *e);
 int clf__graph_defer(clf_graph *g);
 void clf__graph_failed(clf_graph *g, clf_status st);
+
+/* lane.c: whether node n goes to its device's lane (a kernel over buffers on a device that
+ * runs commands inside clEnqueue*, outside a recovery and fault injection); hand it over
+ * (its kernel, arguments and wait list taken; *out_ev: the node's event, the caller's
+ * reference); the lanes freed (clf_graph_destroy()). */
+int clf__graph_lane_wanted(const clf_graph *g, const clf__gnode *n);
+clf_status clf__graph_lane_push(clf_graph *g, clf__gnode *n, const clf_kernel_desc *kd,
+                                const clf_arg *args, clf_event *const *wait, size_t nwait,
+                                clf_event **out_ev);
+void clf__graph_lanes_free(clf_graph *g);
 
 /* fault.c: a device failed mid-run. Whether the failure of node idx (g->next; g->nnodes: the
  * copies back home) is a device's (a device marked failed that the graph has not written

@@ -62,6 +62,7 @@ static void free_node(clf__gnode *n)
     free(n->part_ev);
     free(n->part_dev);
     clf_event_release(n->ev);
+    clf_event_release(n->kev);
 }
 
 void clf_graph_destroy(clf_graph *g)
@@ -94,6 +95,7 @@ void clf_graph_destroy(clf_graph *g)
         free(d->sim_t);
     }
     free(g->data);
+    clf__graph_lanes_free(g);
     clf_program_destroy(g->redprog);
     free(g->mem);
     free(g->dead);

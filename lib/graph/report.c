@@ -168,7 +168,7 @@ void clf__graph_report_run(clf_graph *g, clf_status st)
         if (keys)
             clf__graph_kernel_key(g, n, keys[i], sizeof keys[i]);
         if (n->ev) {
-            double s = profiled_s(n->ev);
+            double s = profiled_s(n->kev ? n->kev : n->ev);
             n->kernel_s = s;
             if (n->device < CLF_MAX_LAUNCH_DEVICES)
                 r->device_busy_s[n->device] += s;
@@ -185,6 +185,8 @@ void clf__graph_report_run(clf_graph *g, clf_status st)
         }
         clf_event_release(n->ev);
         n->ev = NULL;
+        clf_event_release(n->kev);
+        n->kev = NULL;
         for (size_t p = 0; p < n->npart_ev; p++)
             clf_event_release(n->part_ev[p]);
         free(n->part_ev);

@@ -92,8 +92,13 @@ static clf_status run_whole(clf_graph *g, clf__gnode *n, int gather)
     memcpy(kd.global, n->desc.global, sizeof kd.global);
     memcpy(kd.local, n->desc.local, sizeof kd.local);
     clf_event *ev = NULL;
-    st = clf_kernel_enqueue(g->fleet, g->prog, dev, &kd, args, n->nargs, nw ? wait : NULL, nw,
-                            &ev);
+    if (clf__graph_lane_wanted(g, n)) {
+        st = clf__graph_lane_push(g, n, &kd, args, wait, nw, &ev);
+        if (!st)
+            g->rep.lane_nodes++;
+    } else
+        st = clf_kernel_enqueue(g->fleet, g->prog, dev, &kd, args, n->nargs, nw ? wait : NULL,
+                                nw, &ev);
     if (st)
         goto out;
     if ((st = clf__graph_keep(g, ev, &n->ev)) != CLF_SUCCESS)
@@ -284,7 +289,7 @@ static int waits_on_host(const clf_graph *g, const clf__gnode *n)
     if (n->kind == CLF__GNODE_HOST)
         return 1;
     if (n->kind == CLF__GNODE_WHOLE)
-        return !clf__devops(g->fleet, n->device)->wait_list_ok;
+        return !clf__devops(g->fleet, n->device)->wait_list_ok && !clf__graph_lane_wanted(g, n);
     for (size_t i = 0; i < n->nargs; i++) {
         const clf_array *a = n->args[i].a.kind == CLF_ARG_KIND_ARRAY ? n->args[i].a.host : NULL;
         for (size_t p = 0; a && p < a->nparts; p++)
