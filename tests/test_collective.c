@@ -413,7 +413,7 @@ START_TEST(allreduce_measured_choice_tries_both)
 }
 END_TEST
 
-/* Every command made dear (2 ms each, CLFLEET_SIMULATE): the ring's dependent steps of
+/* Every command made dear (20 ms each, CLFLEET_SIMULATE): the ring's dependent steps of
  * copies and kernels (4 chunks a segment at 4 MiB: 12 commands in a row on each device) are
  * several times slower than the host combine's read and write per device, though the
  * prediction, which guesses 30 us a command, says the ring. The AUTO calls run the ring as
@@ -422,7 +422,10 @@ START_TEST(allreduce_measured_choice_settles_on_the_host)
 {
     char dir[256], seq[CALLS + 1];
     char *saved = own_cache(dir, sizeof dir);
-    clf_fleet *f = fleet_simulated("device=0,latency=2ms;device=1,latency=2ms");
+    /* 20 ms, not 2: under ThreadSanitizer the host's combine loop of 1M ints took long
+     * enough to lose to the ring at 2 and 5 ms a command (84 ms against 61); sanitizers and
+     * a loaded host slow the host's loop, not the simulated latency. */
+    clf_fleet *f = fleet_simulated("device=0,latency=20ms;device=1,latency=20ms");
     pair q;
     pair_make(&q, f, (size_t)1 << 20); /* 4 MiB */
     double r = 0, h = 0;
@@ -434,7 +437,7 @@ START_TEST(allreduce_measured_choice_settles_on_the_host)
                   "host %g s",
                   r, h);
     for (int k = 0; k < CALLS; k++)
-        ran[k] = pair_allreduce(&q, "2 ms a command", k);
+        ran[k] = pair_allreduce(&q, "20 ms a command", k);
     runs_text(ran, CALLS, seq);
     fprintf(stderr, "allreduce_measured_choice_settles_on_the_host: ran %s\n", seq);
     ck_assert_msg(ran[0] == CLF_ALLREDUCE_RING, "the first call did not run the prediction: %s",
