@@ -1303,9 +1303,10 @@ static unsigned dynamic_launches(clf_fleet *f, clf_program *p, int n, size_t idl
  * under SIM4: every device timed, the first sample cold), then chunk lines for SIM3's three
  * (seed_slow_line(), their own speed, a 5 ms fixed cost per chunk) and, for device 3, a
  * speed slow3 times too slow with no chunk samples (seed_slow()), as a bad run kept in the
- * file could leave it (slow3 = 1: its own speed, and no line). The lines are seeded rather than learned so that what the tests below judge
- * does not hang on fitting lines on a loaded 2-core host (a line learned there from chunks of
- * 100 us came out without a positive slope in about one run of 3). With the lines, the
+ * file could leave it (slow3 = 1: its own speed, and no line). The lines are seeded rather
+ * than learned so that what the tests below judge does not hang on fitting lines on a loaded
+ * 2-core host (a line learned there from chunks of 100 us came out without a positive slope
+ * in about one run of 3). With the lines, the
  * 5 ms fixed cost makes the chunk floor (no chunk whose fixed cost is over 10 % of its time)
  * give each device one chunk; without them DYNAMIC cuts 16 per device, of varying sizes.
  */
@@ -1327,7 +1328,8 @@ static void seed_three_lines(const char *dir, double slow3)
     free(out);
     clf_program_destroy(p);
     clf_fleet_destroy(f); /* saves the model */
-    ck_assert_int_ge(seed_slow_line(dir, "latency=300000ns", 1, 5e-3), 1); /* one key for the three */
+    /* The three devices are of one kind: one key. */
+    ck_assert_int_ge(seed_slow_line(dir, "latency=300000ns", 1, 5e-3), 1);
     ck_assert_int_ge(seed_slow(dir, "latency=0ns", slow3), 1);
 }
 
