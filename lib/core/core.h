@@ -152,6 +152,9 @@ clf_status clf__completion_notify(struct clf__completion *c,
 /* A new clf_event for c (takes the caller's reference; on failure waits for c, which may
  * use the caller's memory, and drops it). */
 clf_status clf__event_wrap_completion(struct clf__completion *c, clf_event **out);
+/* An event holding the caller's reference to c, or NULL when out of memory (then nothing is
+ * waited for: for a caller that can still undo what c stands for). */
+clf_event *clf__event_of_completion(struct clf__completion *c);
 
 /* Wait on the host for e; safe from any thread, and while others wait for it too. */
 clf_status clf__event_wait_host(clf_event *e);

@@ -170,16 +170,24 @@ clf_status clf__event_wrap(cl_event ev, clf_event **out)
     return CLF_SUCCESS;
 }
 
-clf_status clf__event_wrap_completion(struct clf__completion *c, clf_event **out)
+clf_event *clf__event_of_completion(struct clf__completion *c)
 {
     clf_event *e = calloc(1, sizeof *e);
+    if (!e)
+        return NULL;
+    e->done = c;
+    atomic_init(&e->refs, 1);
+    return e;
+}
+
+clf_status clf__event_wrap_completion(struct clf__completion *c, clf_event **out)
+{
+    clf_event *e = clf__event_of_completion(c);
     if (!e) {
         completion_join(c); /* it may use the caller's memory */
         clf__completion_unref(c);
         return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "event: out of memory");
     }
-    e->done = c;
-    atomic_init(&e->refs, 1);
     *out = e;
     return CLF_SUCCESS;
 }

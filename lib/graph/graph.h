@@ -122,7 +122,7 @@ typedef struct clf__gnode {
     /* The run (run.c): the kernel's event (whole nodes; held), the part kernels' events
      * (split nodes; held), measured kernel seconds. */
     clf_event *ev;
-    /* A node a device's lane queued (lane.c): ev is the lane's task, kev the kernel's own
+    /* A node a device's lane queued (lane.c): ev is the lane's completion, kev the kernel's own
      * event (held), profiled at the run's end. */
     clf_event *kev;
     /* Per argument, the version of its buffer the node read (written: the one it wrote),

@@ -9,14 +9,15 @@
  *
  * So a kernel node for such a device is handed to the device's lane: the kernels queued for
  * it, in the run's order, each ready once its wait list (predecessors, the copies that made
- * its inputs current) has completed (clf__event_notify(): no thread waits), and one job of
- * the helper pool at a time that queues the first ready kernel, which runs there, then the
- * next ready one, and returns when none is; the next kernel to become ready starts it
- * again. The run's job meanwhile goes on queueing the later nodes and their copies (each
+ * its inputs current) has completed (clf__event_notify(): no thread waits), and a job of
+ * the helper pool that queues the first ready kernel, which runs there, then the next ready
+ * one, and returns when none is; the next kernel to become ready starts it again. (While a
+ * job runs its last kernel, one that becomes ready starts a second job: the two may queue
+ * on the device at once, which is correct, every order being in the wait lists.) The run's job meanwhile goes on queueing the later nodes and their copies (each
  * copy starts as soon as its source is current, while the node that needs it still waits
  * for its other inputs), so each device's lane has its next kernel and inputs waiting when
- * it is free. The node's event is a host-side completion the lane completes once the kernel has; later
- * nodes, copies and the run's end wait for it like any event.
+ * it is free. The node's event is a host-side completion the lane completes once the kernel
+ * has; later nodes, copies and the run's end wait for it like any event.
  *
  * The kernel's arguments are taken when the node is handed over, as clf_kernel_enqueue()
  * would take them: the buffers' memory is retained (an eviction may destroy the graph's
@@ -45,6 +46,7 @@ typedef struct lane_item {
     clf_event **wait; /* held */
     size_t nwait;
     atomic_size_t pending; /* wait list events not complete yet (plus one while arming) */
+    atomic_int broken;     /* a wait could not be watched (out of memory): the node fails */
     int ready;             /* they have: under the lane's lock */
     struct clf__completion *comp; /* the node's event */
 } lane_item;
@@ -126,10 +128,20 @@ static void ev_done(void *arg, clf_status st)
         start_job(l);
 }
 
-/* The kernel's own event once it has completed: its status is the node's. */
+/* The kernel's own event once it has completed: its status is the node's. A failure's
+ * detail is the event's, not this thread's (the driver's callback thread or a pool job, whose
+ * last error is another call's): read from the completed event without waiting (no blocking
+ * call in a driver's callback), and named after the node, as a failed enqueue is. */
 static void kernel_done(void *arg, clf_status st)
 {
     lane_item *it = arg;
+    if (st != CLF_SUCCESS) {
+        const clf__gnode *n = &it->g->nodes[it->node];
+        cl_int e = n->kev && n->kev->ev ? clf__cl_event_status(n->kev->ev) : CL_SUCCESS;
+        st = clf__fail(st, "graph node %zu ('%s'): the kernel failed on device %zu: %s (%d)",
+                       it->node, n->kernel, it->lane->dev,
+                       e < 0 ? clf__cl_error_name(e) : clf_status_string(st), (int)e);
+    }
     finish(it, st);
 }
 
@@ -141,7 +153,9 @@ static void run_item(struct clf__glane *l, lane_item *it, int cancelled)
     clf_event *ev = NULL;
     clf_status st = cancelled ? clf__fail(CLF_ERROR_OPENCL, "graph: the device's lane was "
                                           "cancelled by the library's shutdown")
-                              : clf_kernel_enqueue(g->fleet, g->prog, l->dev, &it->kd, it->args,
+                    : atomic_load(&it->broken)
+                        ? clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "graph: out of memory")
+                        : clf_kernel_enqueue(g->fleet, g->prog, l->dev, &it->kd, it->args,
                                                    it->nargs, it->nwait ? it->wait : NULL,
                                                    it->nwait, &ev);
     if (st) {
@@ -249,10 +263,15 @@ clf_status clf__graph_lane_push(clf_graph *g, clf__gnode *n, const clf_kernel_de
     }
     if (!(it->comp = clf__completion_create(0)))
         goto oom;
-    /* The event's reference. The event is made once the item is in the lane: a wrapper that
-     * cannot be made waits for the completion, which the lane then gives. */
-    struct clf__completion *c = it->comp;
-    clf__completion_ref(c);
+    /* The node's event, made before the item is in the lane: out of memory later, the run's
+     * job (a pool job) would have to wait for the lane's (clf__event_wrap_completion() waits
+     * for the completion), and a pool job never waits for another. */
+    clf__completion_ref(it->comp);
+    clf_event *ev = clf__event_of_completion(it->comp);
+    if (!ev) {
+        clf__completion_unref(it->comp);
+        goto oom;
+    }
     /* In the lane first, then armed: the last of its wait list may complete at once. */
     atomic_store(&it->pending, it->nwait + 1);
     pthread_mutex_lock(&l->lock);
@@ -264,11 +283,13 @@ clf_status clf__graph_lane_push(clf_graph *g, clf__gnode *n, const clf_kernel_de
     pthread_mutex_unlock(&l->lock);
     for (size_t i = 0; i < it->nwait; i++)
         if (clf__event_notify(it->wait[i], ev_done, it) != CLF_SUCCESS) {
-            (void)clf_event_wait(it->wait[i]); /* out of memory: wait here */
+            /* Out of memory: the node fails (waiting here would hold a pool job). */
+            atomic_store(&it->broken, 1);
             ev_done(it, CLF_SUCCESS);
         }
     ev_done(it, CLF_SUCCESS); /* armed; it may have run and be gone from here on */
-    return clf__event_wrap_completion(c, out_ev);
+    *out_ev = ev;
+    return CLF_SUCCESS;
 oom:
     item_free(it);
     return clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "graph: out of memory");
