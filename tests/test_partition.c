@@ -2222,119 +2222,6 @@ START_TEST(test_part_probe)
 }
 END_TEST
 
-/* Reference for test_probe_units: when the devices in takes[] (not p) finish s units
- * together, by bisection on the time T at which their shares r_j (T - f_j) (those of
- * positive length, the fastest always) add up to s: water-filling, independent of
- * clf__part_finish_together()'s passes. */
-static double ref_finish(size_t n, const double *r, const double *f, const unsigned char *takes,
-                         size_t p, double s)
-{
-    size_t fast = n;
-    for (size_t j = 0; j < n; j++)
-        if (j != p && takes[j] && (fast == n || r[j] > r[fast]))
-            fast = j;
-    double lo = -1e6, hi = 1e6;
-    for (int it = 0; it < 300; it++) {
-        double T = (lo + hi) / 2, sum = r[fast] * (T - f[fast]);
-        for (size_t j = 0; j < n; j++)
-            if (j != p && j != fast && takes[j] && T > f[j])
-                sum += r[j] * (T - f[j]);
-        if (sum >= s)
-            hi = T;
-        else
-            lo = T;
-    }
-    return hi;
-}
-
-/*
- * clf__part_probe_units(): a probe's tail ends no later than the devices taking work finish
- * the rest together (issue 27: sized against the fastest alone, it ended up to k times after
- * k equal devices), and is the longest such tail on a granule boundary within the device's
- * budget. Two devices: the old rule (the other alone); known cases; then generated ones
- * against ref_finish().
- */
-START_TEST(test_probe_units)
-{
-    /* Two devices, 100:1, no fixed costs: 99 units take 99 s, the other's 9901 take 99.01. */
-    double r2[2] = {100, 1}, f2[2] = {0, 0};
-    unsigned char t2[2] = {1, 0};
-    ck_assert_uint_eq(clf__part_probe_units(2, r2, f2, t2, 1, 10000, 1, UINT64_MAX), 99);
-    /* Three equal devices share the rest: 33 units (34 would take 34 s, the others
-     * 9966 / 300 = 33.2 s); sized against one of them alone it was 99, 3x late. */
-    double r4[4] = {100, 100, 1, 100}, f4[4] = {0, 0, 0, 0};
-    unsigned char t4[4] = {1, 1, 0, 1};
-    ck_assert_uint_eq(clf__part_probe_units(4, r4, f4, t4, 2, 10000, 1, UINT64_MAX), 33);
-    /* A device left out (takes 0) does not shorten the others' finish. */
-    t4[3] = 0;
-    ck_assert_uint_eq(clf__part_probe_units(4, r4, f4, t4, 2, 10000, 1, UINT64_MAX), 49);
-    /* The granularity: the start on a multiple of 8 (49 -> 10000 - 9952 = 48); the budget. */
-    ck_assert_uint_eq(clf__part_probe_units(4, r4, f4, t4, 2, 10000, 8, UINT64_MAX), 48);
-    ck_assert_uint_eq(clf__part_probe_units(4, r4, f4, t4, 2, 10000, 8, 20), 16);
-    ck_assert_uint_eq(clf__part_probe_units(4, r4, f4, t4, 2, 10000, 8, 7), 0);
-    /* The probed device's fixed cost outlasts the others' whole launch: no probe. */
-    f4[2] = 60;
-    ck_assert_uint_eq(clf__part_probe_units(4, r4, f4, t4, 2, 10000, 1, UINT64_MAX), 0);
-    f4[2] = 0;
-    /* Nobody else takes work, a range of one granule, a bad device: 0. */
-    unsigned char none[4] = {0, 0, 0, 0};
-    ck_assert_uint_eq(clf__part_probe_units(4, r4, f4, none, 2, 10000, 1, UINT64_MAX), 0);
-    ck_assert_uint_eq(clf__part_probe_units(4, r4, f4, t4, 2, 8, 8, UINT64_MAX), 0);
-    ck_assert_uint_eq(clf__part_probe_units(4, r4, f4, t4, 4, 10000, 1, UINT64_MAX), 0);
-
-    uint64_t x = 88172645463325252ull;
-#define NEXT() (x ^= x << 13, x ^= x >> 7, x ^= x << 17, x)
-    unsigned probes = 0;
-    for (int c = 0; c < 20000; c++) {
-        size_t n = 2 + NEXT() % 6, p = NEXT() % n;
-        double r[8], f[8];
-        unsigned char takes[8];
-        int any = 0;
-        for (size_t j = 0; j < n; j++) {
-            r[j] = 1 + (double)(NEXT() % 100000) / 10;        /* 1 .. 10000 units/s */
-            f[j] = NEXT() % 3 ? (double)(NEXT() % 1000) / 1e4 : 0; /* 0 .. 0.1 s */
-            takes[j] = j != p && NEXT() % 4 != 0;
-            any |= takes[j];
-        }
-        uint64_t total = 1 + NEXT() % 200000, gran = 1 + NEXT() % 64;
-        uint64_t cap = NEXT() % 3 ? UINT64_MAX : NEXT() % (total + 1);
-        uint64_t u = clf__part_probe_units(n, r, f, takes, p, total, gran, cap);
-        if (!any || total <= gran) {
-            ck_assert_uint_eq(u, 0);
-            continue;
-        }
-        /* The longest tail that may be tried: within the budget, the start on a granule. */
-        uint64_t s_min = gran, room;
-        if (total - s_min > cap)
-            s_min = total - cap, s_min += s_min % gran ? gran - s_min % gran : 0;
-        room = s_min < total ? total - s_min : 0;
-        if (u) {
-            probes++;
-            uint64_t s = total - u;
-            ck_assert_uint_le(u, room);
-            ck_assert_uint_eq(s % gran, 0);
-            double mine = f[p] + (double)u / r[p], theirs = ref_finish(n, r, f, takes, p, s);
-            ck_assert_msg(mine <= theirs * (1 + 1e-9) + 1e-12,
-                          "case %d: probe of %llu ends at %.9g, the others at %.9g", c,
-                          (unsigned long long)u, mine, theirs);
-        }
-        /* Longest: one granule more (within the room) would end after the others. */
-        uint64_t v = u ? u + gran : total - (total - 1) / gran * gran;
-        if (u && v > room)
-            continue;
-        if (!u && (v > room || total - v < gran))
-            continue;
-        double mine = f[p] + (double)v / r[p], theirs = ref_finish(n, r, f, takes, p, total - v);
-        ck_assert_msg(mine >= theirs * (1 - 1e-9) - 1e-12,
-                      "case %d: %llu units would end at %.9g, the others at %.9g: %llu "
-                      "returned", c, (unsigned long long)v, mine, theirs,
-                      (unsigned long long)u);
-    }
-#undef NEXT
-    ck_assert_uint_gt(probes, 1000); /* the generated cases reach probes */
-}
-END_TEST
-
 /* clf__perf_forget(): a key's samples go, both kinds, and the next record is kept (not
  * dropped as cold); other keys keep theirs. */
 START_TEST(test_perf_forget)
@@ -2379,7 +2266,6 @@ static Suite *partition_suite(void)
     tcase_add_test(tc, test_threads);
     tcase_add_test(tc, test_part_share_ends);
     tcase_add_test(tc, test_part_probe);
-    tcase_add_test(tc, test_probe_units);
     tcase_add_test(tc, test_wprof_converges);
     tcase_add_test(tc, test_wprof_spike_and_limits);
     tcase_add_test(tc, test_wprof_outlier);

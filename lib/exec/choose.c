@@ -143,17 +143,17 @@ static int choose_weights(clf__launch *L, char *reason, size_t n)
         dk[i] = dkeys[i];
     }
     clf__perf_model *m = clf__fleet_perf(L->fl);
-    /* The chunk lines, for the too-small rule and the partitioner's stand-aside rule; whether
-     * they cover the devices that take work is settle_fit()'s business. */
-    L->modelled = m != NULL;
-    for (size_t i = 0; i < L->ndev && m; i++) {
+    /* The chunk lines, for the too-small rule and the partitioner's stand-aside rule. */
+    L->fitted = m != NULL;
+    for (size_t i = 0; i < L->ndev && L->fitted; i++) {
         clf__perf_fit f;
-        L->lined[i] = clf__perf_get(m, kkey, dk[i], &f) && f.rate > 0 && f.fixed_s >= 0;
+        L->fitted = clf__perf_get(m, kkey, dk[i], &f) && f.rate > 0 && f.fixed_s >= 0;
         /* In the range's units: a plane learns its work per unit (the GEMM's MFLOP per row
          * of C, clf__learn()), while the partitioner and the rules below time units. */
-        L->fit_rate[i] = L->lined[i] ? L->learn_scale > 0 ? f.rate / L->learn_scale : f.rate : 0;
-        L->fit_fixed[i] = L->lined[i] ? f.fixed_s : 0;
+        L->fit_rate[i] = L->fitted ? L->learn_scale > 0 ? f.rate / L->learn_scale : f.rate : 0;
+        L->fit_fixed[i] = L->fitted ? f.fixed_s : 0;
     }
+    L->learning_line = m != NULL && !L->fitted;
     if (m && clf__perf_weights(m, kkey, L->ndev, dk, learned) == L->ndev) {
         memcpy(L->weights, learned, L->ndev * sizeof *learned);
         snprintf(reason, n, "learned weights");
@@ -164,58 +164,6 @@ static int choose_weights(clf__launch *L, char *reason, size_t n)
         L->weights[i] = clf__perf_guess_speed(&L->fl->dev[L->dev[i]].info);
     snprintf(reason, n, "weights from compute units x clock (not learned yet)");
     return 0;
-}
-
-/*
- * L->fitted: the cost model has a chunk line for every device that takes work by the current
- * weights (weight > 0, not excluded), and one does. A device left out without a line (a failed
- * one, one dropped as too slow to help before it was ever timed in chunks, or whose samples
- * clf__perf_forget() dropped; a probed one, whose line comes from its probes) used to leave
- * the whole launch unfitted for good: no timed shares, no chunk floor, and DYNAMIC varying its
- * chunk sizes for ever (issue 27). L->learning_line: the model is on but not fitted, so the
- * chunks vary until the missing lines can be fitted. Called whenever the weights change.
- */
-static void settle_fit(clf__launch *L)
-{
-    int any = 0, all = 1;
-    for (size_t i = 0; i < L->ndev; i++) {
-        if (L->excluded[i] || !(L->weights[i] > 0))
-            continue;
-        any = 1;
-        all &= L->lined[i];
-    }
-    L->fitted = L->modelled && any && all;
-    L->learning_line = L->modelled && !L->fitted;
-}
-
-/*
- * A pooled strategy's device with no chunk line that the partitioner would let stand aside
- * from the start by its share by weight (under one granule while a heavier device takes
- * work: partcost.c fair_limit(), without timed shares) never takes work, so it would never get
- * a line; it is left out by weight 0 instead, so that the others' lines count (settle_fit())
- * and it is probed as any device left out is (probe.c). Said in the reason (the report's
- * note of devices that took no work skips those of weight 0).
- */
-static void drop_unlined_idle(clf__launch *L, clf_launch_report *rep)
-{
-    double wsum = 0, wmax = 0;
-    double least = (double)(L->total < L->gran ? L->total : L->gran);
-    for (size_t i = 0; i < L->ndev; i++) {
-        wsum += L->weights[i];
-        wmax = L->weights[i] > wmax ? L->weights[i] : wmax;
-    }
-    if (!L->modelled || !(wsum > 0))
-        return;
-    for (size_t i = 0; i < L->ndev; i++) {
-        if (!(L->weights[i] > 0) || L->lined[i] || L->weights[i] >= wmax ||
-            (double)L->total * L->weights[i] / wsum >= least)
-            continue;
-        L->weights[i] = 0;
-        size_t len = strlen(rep->reason);
-        snprintf(rep->reason + len, sizeof rep->reason - len,
-                 "; device %zu left out (too slow to help: its share by speed is under a chunk)",
-                 L->dev[i]);
-    }
 }
 
 int clf__device_weights(clf_fleet *fl, const char *kernel, const size_t *dev, size_t ndev,
@@ -342,10 +290,9 @@ static int worse_than_dynamic(clf__launch *L, clf__part_strategy ps, char *why, 
 #define CLF__SMALL_LAUNCH_ITEMS 8192
 
 /*
- * The cost model's answer (L->fitted: a chunk line for every device that takes work; a
- * device left out counts as not helping). *one: the device predicted to finish the launch
- * first alone (fixed + total / rate) among those whose budget holds the range, or L->ndev
- * when fewer than two can. Returns 1 when that device alone
+ * The cost model's answer (L->fitted: a chunk line for every device). *one: the device
+ * predicted to finish the launch first alone (fixed + total / rate) among those whose budget
+ * holds the range, or L->ndev when fewer than two can. Returns 1 when that device alone
  * is predicted no later than the launch split over the fleet by speed: total / sum(rates)
  * + the largest fixed cost (each share by speed takes total / sum(rates), after its
  * device's fixed cost). On equal devices that never holds (the model has no term for what
@@ -361,7 +308,7 @@ static int alone_by_model(clf__launch *L, const uint64_t *max_units, size_t *one
     if (!L->fitted)
         return 0;
     for (size_t i = 0; i < L->ndev; i++) {
-        if (L->excluded[i] || !(L->weights[i] > 0)) /* fitted: a line where weight > 0 */
+        if (L->excluded[i])
             continue;
         rsum += L->fit_rate[i];
         fmax = L->fit_fixed[i] > fmax ? L->fit_fixed[i] : fmax;
@@ -431,13 +378,13 @@ static size_t too_small(clf__launch *L, const uint64_t *max_units, char *why, si
 #define CLF__STATIC_MIN_SHARE 0.05
 
 /*
- * STATIC also leaves out, once the cost model has a chunk line for every device that takes
- * work (L->fitted), a device whose share would be under one granule were the range cut so
- * that every device finishes together after its fixed cost (c_i = r_i (T - f_i), T = (total
- * + sum f_j r_j) / sum r_j, the rule the partitioner applies to the pool,
- * lib/plan/partition.c): it would finish even its smallest share after the others had done
- * everything. Learned throughputs alone (whole launches, fixed costs included) put a 50x
- * slower device's GEMM share at 4 to 9 %, around the 5 % above.
+ * STATIC also leaves out, once the cost model has a chunk line for every device (L->fitted),
+ * a device whose share would be under one granule were the range cut so that every device
+ * finishes together after its fixed cost (c_i = r_i (T - f_i), T = (total + sum f_j r_j) /
+ * sum r_j, the rule the partitioner applies to the pool, lib/plan/partition.c): it would
+ * finish even its smallest share after the others had done everything. Learned throughputs
+ * alone (whole launches, fixed costs included) put a 50x slower device's GEMM share at 4 to
+ * 9 %, around the 5 % above.
  */
 static void drop_slow_by_model(clf__launch *L, clf_launch_report *rep)
 {
@@ -588,7 +535,6 @@ clf_status clf__choose_strategy(clf__launch *L, const uint64_t *max_units,
     for (size_t i = 0; i < L->ndev; i++)
         if (L->excluded[i])
             L->weights[i] = 0;
-    settle_fit(L);
     if (s == CLF_STRATEGY_AUTO) {
         double wsum = 0;
         int tight = 0;
@@ -637,13 +583,9 @@ clf_status clf__choose_strategy(clf__launch *L, const uint64_t *max_units,
     }
     if (s == CLF_STRATEGY_STATIC && L->desc.weights_mode != CLF_WEIGHTS_USER && !L->small)
         drop_minor(L, rep);
-    else if (s != CLF_STRATEGY_STATIC && L->desc.weights_mode == CLF_WEIGHTS_LEARNED)
-        drop_unlined_idle(L, rep);
-    settle_fit(L);
     char kkey[300];
     kernel_key(L, kkey, sizeof kkey);
     clf__plan_probe(L, s, kkey, max_units, rep);
-    settle_fit(L); /* a probed device's weight is 0 now: its line comes from its probes */
     if (s == CLF_STRATEGY_STATIC)
         static_profile(L, max_units, rep);
     if (L->reason_tail) {

@@ -264,18 +264,12 @@ typedef struct clf__launch {
     size_t dev[CLF_MAX_LAUNCH_DEVICES]; /* fleet indices */
     size_t ndev;
     double weights[CLF_MAX_LAUNCH_DEVICES];
-    /* The cost model's chunk line per device (clf__perf_fit) where lined[i] (fit_rate 0
-     * elsewhere); fitted when every device that takes work (weight > 0, not excluded) has
-     * one, so that a device left out without a line (excluded, dropped as too slow, probed)
-     * does not keep the others' lines from use (choose.c settle_fit()). Rates in range units
-     * per second (a plane's learned work rate divided by learn_scale), fixed costs in
-     * seconds. */
+    /* The cost model's chunk line per device (clf__perf_fit), valid when fitted is set: it
+     * is known for every device of the launch. Rates in range units per second (a plane's
+     * learned work rate divided by learn_scale), fixed costs in seconds. */
     double fit_rate[CLF_MAX_LAUNCH_DEVICES], fit_fixed[CLF_MAX_LAUNCH_DEVICES];
-    unsigned char lined[CLF_MAX_LAUNCH_DEVICES];
-    int modelled; /* learned weights' mode with a cost model open */
     int fitted;
-    /* The model is on but lacks the line of a device that takes work: vary chunk sizes. */
-    int learning_line;
+    int learning_line; /* the model is on but lacks some device's line: vary chunk sizes */
     /* The caller chose the chunking (chunks_per_device or min_chunk): the partitioner keeps
      * it, with no floor from the fixed cost per chunk (clf__part_params.keep_chunking). */
     int chunking_asked;

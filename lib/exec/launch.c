@@ -259,8 +259,7 @@ clf_status clf__exec_run(clf__launch *L, clf_launch_report *rep)
         }
         pp.min_chunks = min_chunks;
     }
-    /* The cost model's fixed cost per chunk, where it has a line for every device that takes
-     * work (a device left out has none to give, and no rate here): the pool
+    /* The cost model's fixed cost per chunk, where it has a line for every device: the pool
      * is shared so that devices finish together after it, and a device that would finish its
      * smallest chunk after the others finish everything stands aside. Not with the user's
      * or equal weights (they say how to share), nor for a launch run on one device alone. */

@@ -17,12 +17,10 @@
  * file (a run while the device was busy with another process, a cold run) would keep it out
  * for good; StarPU's calibration has the same hole. After CLF__PROBE_AFTER launches of a
  * kernel in a row in which a device took none of it although it could hold a chunk, it gets
- * one chunk, the range's tail, sized to end no later than the devices taking work end the
- * rest together by the model (probe_units(); with 3 or more devices, sized against the
- * fastest alone, the probe could end up to k times after k equal devices sharing the rest):
- * even if the model's pessimistic figure is right, the launch ends no later than it would
- * without the probe. (So no probe when not one granule fits: a device standing aside in a
- * pooled launch because its share is under a granule is probed only in longer launches.)
+ * one chunk, sized to end no later than the fastest device ends the rest alone by the model
+ * (probe_units()): even if the model's pessimistic figure is right, the launch is no slower
+ * than that device alone. (So no probe when not one granule fits: a device standing aside in
+ * a pooled launch because its share is under a granule is probed only in longer launches.)
  * The chunk is timed and learned as any chunk is. A probe that confirms the model (its
  * kernel and transfers, profiled, took more than 1 / CLF__PROBE_WRONG of the time the model
  * predicts for its units) doubles the wait before the next one, up to CLF__PROBE_MAX_EVERY
@@ -33,13 +31,14 @@
  * chunk's figure still leaves the device out, probes it again with a chunk sized by it.
  * Why 4 launches in a row: a device sits out a launch now and then for good reasons (the
  * tail of a pooled launch, a launch that ends before its thread starts on a loaded host),
- * and CLF__PERF_WINDOW samples are 8, so half a window. The count lives in the fleet (not
- * the model's file): a process runs at least 4 launches of a kernel before it probes.
- * A launch AUTO runs on one device alone (too small to split, or predicted faster alone by
- * the cost model) counts too and may probe a device of which the model has a chunk line,
- * bounded by the chosen device's predicted finish: a device wrongly judged too slow for a
- * kernel AUTO always runs whole would otherwise never be measured again. Not with the
- * user's or equal weights (they say who works).
+ * and CLF__PERF_WINDOW samples are 8, so half a window. On two devices a probe costs the
+ * launch nothing by construction; with more, the others share the rest and finish sooner
+ * than the fastest alone would, so the probe can end after them (up to k times later with k
+ * equal devices: to be sized against the launch's predicted finish, issue 27). The count
+ * lives in the fleet (not the model's file): a process runs at least 4 launches of a kernel
+ * before it probes.
+ * Not for a launch run on one device alone (AUTO's too-small rule: its cost is the point),
+ * nor with the user's or equal weights (they say who works).
  */
 #define CLF__PROBE_AFTER 4
 #define CLF__PROBE_MAX_EVERY 1024
@@ -87,36 +86,45 @@ static int model_line(clf__launch *L, clf__perf_model *m, const char *kkey, size
 }
 
 /*
- * The probe's units for device p: the range's tail that p finishes by the model (fixed_p +
- * c / r_p) no later than the devices taking work finish the rest together by theirs
- * (clf__part_probe_units(); on two devices, the other alone); within p's budget, leaving the
- * others at least one granule. 0 when not one granule fits, or when a device taking work has
- * no figure yet (it would share the rest too, and end it sooner than predicted; it has one
- * after this launch). *pred: p's time, *work: its kernel's part (the units over p's rate).
+ * The probe's units for device p: the range's tail [s, total), s a multiple of the
+ * granularity, that p finishes by the model (fixed_p + c / r_p) no later than the fastest
+ * other device taking work finishes [0, s) alone (fixed_f + s / r_f); within p's budget,
+ * leaving the others at least one granule. 0 when not one granule fits; *pred: p's time,
+ * *work: its kernel's part (the units over p's rate).
  */
 static uint64_t probe_units(clf__launch *L, clf__perf_model *m, const char *kkey, size_t p,
                             uint64_t max_units, double *pred, double *work)
 {
-    double rate[CLF_MAX_LAUNCH_DEVICES], fixed[CLF_MAX_LAUNCH_DEVICES];
-    unsigned char takes[CLF_MAX_LAUNCH_DEVICES];
-    if (!model_line(L, m, kkey, p, &rate[p], &fixed[p]))
+    double rp, fp, rf = 0, ff = 0, best = 0;
+    if (!model_line(L, m, kkey, p, &rp, &fp))
         return 0;
     for (size_t i = 0; i < L->ndev; i++) {
-        if (i == p)
+        double r, f;
+        if (i == p || L->weights[i] <= 0 || L->excluded[i] || !model_line(L, m, kkey, i, &r, &f))
             continue;
-        takes[i] = L->weights[i] > 0 && !L->excluded[i];
-        rate[i] = fixed[i] = 0;
-        if (takes[i] && !model_line(L, m, kkey, i, &rate[i], &fixed[i]))
-            return 0;
+        double t = f + (double)L->total / r;
+        if (!(rf > 0) || t < best) {
+            rf = r;
+            ff = f;
+            best = t;
+        }
     }
-    takes[p] = 0;
-    uint64_t u = clf__part_probe_units(L->ndev, rate, fixed, takes, p, L->total, L->gran,
-                                       max_units);
-    if (!u)
+    if (!(rf > 0))
         return 0;
-    *work = (double)u / rate[p];
-    *pred = fixed[p] + *work;
-    return u;
+    /* fp + c / rp = ff + (total - c) / rf */
+    long double c = ((long double)ff - fp + (long double)L->total / rf) / (1.0L / rp + 1.0L / rf);
+    if (c > (long double)max_units)
+        c = (long double)max_units;
+    if (!(c > 0) || c >= (long double)L->total)
+        return 0;
+    /* The tail starts at a multiple of the granularity, at or after total - c. */
+    uint64_t s = L->total - (uint64_t)c;
+    s = s % L->gran ? s + (L->gran - s % L->gran) : s;
+    if (s < L->gran || s >= L->total)
+        return 0;
+    *work = (double)(L->total - s) / rp;
+    *pred = fp + *work;
+    return L->total - s;
 }
 
 /*
@@ -175,19 +183,13 @@ void clf__plan_probe(clf__launch *L, clf_strategy s, const char *kkey,
     L->probe_units = 0;
     L->probe_slot = 0;
     clf__perf_model *m = clf__fleet_perf(L->fl);
-    if (L->ndev < 2 || L->desc.weights_mode != CLF_WEIGHTS_LEARNED || !m)
+    if (L->small || L->ndev < 2 || L->desc.weights_mode != CLF_WEIGHTS_LEARNED || !m)
         return;
     pthread_mutex_lock(&L->X->lock);
     const struct clf__probe_seen *k = probe_entry(L, kkey, 0);
     for (size_t i = 0; k && i < L->ndev; i++) {
         size_t d = L->dev[i];
-        /* A launch AUTO runs on one device alone holds the others back (L->held, in case it
-         * fails): they are left out by weight 0, and may be probed too, if the model has the
-         * device's chunk line. Without one its figure is whole launches' (a short launch's is
-         * mostly fixed costs): the probe's bound would leave its fixed cost out, and its
-         * verdict would find the kernel "4x faster" than that figure at every probe. */
-        if (d >= CLF_MAX_LAUNCH_DEVICES || L->excluded[i] || (L->small && !L->lined[i]) ||
-            !left_out_now(L, s, i))
+        if (d >= CLF_MAX_LAUNCH_DEVICES || L->excluded[i] || L->held[i] || !left_out_now(L, s, i))
             continue;
         unsigned every = k->probe_every[d] ? k->probe_every[d] : CLF__PROBE_AFTER;
         if (k->out_run[d] >= every && k->out_run[d] > out) {
@@ -203,7 +205,6 @@ void clf__plan_probe(clf__launch *L, clf_strategy s, const char *kkey,
     if (!units)
         return; /* not one granule would end in time: it waits for a longer launch */
     L->weights[p] = 0; /* the probe and nothing more (a pooled strategy's share too) */
-    L->held[p] = 0;    /* a launch run alone: it starts with the chosen device */
     L->probe_units = units;
     L->probe_slot = p;
     L->probe_pred_s = pred;
@@ -230,7 +231,7 @@ void clf__plan_probe(clf__launch *L, clf_strategy s, const char *kkey,
 size_t clf__probe_learn(clf__launch *L, const char *kkey)
 {
     size_t forget = L->ndev;
-    int counts = L->ndev > 1 && L->desc.weights_mode == CLF_WEIGHTS_LEARNED;
+    int counts = !L->small && L->ndev > 1 && L->desc.weights_mode == CLF_WEIGHTS_LEARNED;
     uint64_t need = L->total < L->gran ? L->total : L->gran;
     pthread_mutex_lock(&L->X->lock);
     struct clf__probe_seen *k = probe_entry(L, kkey, 1);
@@ -242,7 +243,7 @@ size_t clf__probe_learn(clf__launch *L, const char *kkey)
         int warm = k->ran[d];
         if (w->rep.units && !w->rep.failed)
             k->ran[d] = 1;
-        if (!counts || L->excluded[i] || w->rep.failed)
+        if (!counts || L->excluded[i] || L->held[i] || w->rep.failed)
             continue;
         unsigned every = k->probe_every[d] ? k->probe_every[d] : CLF__PROBE_AFTER;
         if (L->probe_units && i == L->probe_slot) {

@@ -70,54 +70,6 @@ long double clf__part_finish_together(size_t n, const double *rate, const double
     return T;
 }
 
-/* When the devices in takes[] (not p; the fastest kept) finish `units` together, or NAN. */
-static long double others_finish(size_t n, const double *rate, const double *fixed_s,
-                                 const unsigned char *takes, size_t p, long double units)
-{
-    unsigned char in[CLF__PART_TIMED_MAX];
-    size_t fastest = SIZE_MAX;
-    for (size_t j = 0; j < n; j++) {
-        in[j] = j != p && takes[j] && rate[j] > 0 && fixed_s[j] >= 0;
-        if (in[j] && (fastest == SIZE_MAX || rate[j] > rate[fastest]))
-            fastest = j;
-    }
-    if (fastest == SIZE_MAX)
-        return NAN;
-    return clf__part_finish_together(n, rate, fixed_s, in, fastest, units);
-}
-
-uint64_t clf__part_probe_units(size_t n, const double *rate, const double *fixed_s,
-                               const unsigned char *takes, size_t p, uint64_t total,
-                               uint64_t gran, uint64_t max_units)
-{
-    if (n > CLF__PART_TIMED_MAX || p >= n || gran == 0 || total <= gran || !(rate[p] > 0) ||
-        !(fixed_s[p] >= 0) || isnan(others_finish(n, rate, fixed_s, takes, p, 0)))
-        return 0;
-    /* The probe's end falls and the others' rises as s grows: the least granule start k *
-     * gran (1 <= k <= kmax, s < total) at which the probe ends in time, by bisection. */
-    uint64_t lo = 1, hi = (total - 1) / gran, found = 0;
-    while (lo <= hi) {
-        uint64_t k = lo + (hi - lo) / 2, s = k * gran;
-        long double mine = (long double)fixed_s[p] + (long double)(total - s) / rate[p];
-        if (mine <= others_finish(n, rate, fixed_s, takes, p, (long double)s)) {
-            found = k;
-            hi = k - 1;
-        } else {
-            lo = k + 1;
-        }
-    }
-    if (!found)
-        return 0;
-    uint64_t s = found * gran;
-    if (total - s > max_units) { /* within p's budget: a later start, on a granule */
-        s = total - max_units;
-        s = s % gran ? s + (gran - s % gran) : s;
-        if (s >= total)
-            return 0;
-    }
-    return total - s;
-}
-
 /*
  * d's share of the pool when every chunk also costs a fixed time (clf__part_params.fixed_s):
  * the active devices' shares that make them finish together (clf__part_finish_together()),

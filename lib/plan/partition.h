@@ -183,19 +183,6 @@ int clf__part_eligible(const clf__part *p, size_t dev);
 long double clf__part_finish_together(size_t n, const double *rate, const double *fixed_s,
                                       unsigned char *in, size_t keep, long double units);
 
-/*
- * A probe's units (exec/probe.c): the range's tail [s, total) that device p, taking it as one
- * chunk (fixed_s[p] + (total - s) / rate[p]), finishes no later than the devices with
- * takes[i] set finish [0, s) together (clf__part_finish_together(), the fastest of them
- * kept): with 3 or more devices the others share the rest and finish sooner than the
- * fastest alone would. s is a multiple of gran, at least gran (the others keep a granule),
- * and the tail at most max_units. 0 when not one granule fits or no device in takes[] has a
- * rate; takes[p] is ignored. Pure arithmetic.
- */
-uint64_t clf__part_probe_units(size_t n, const double *rate, const double *fixed_s,
-                               const unsigned char *takes, size_t p, uint64_t total,
-                               uint64_t gran, uint64_t max_units);
-
 /* The least chunk worth its fixed cost on a device of rate units per second and fixed_s
  * seconds per chunk: its fixed cost at most 10 % of its predicted time (the pooled chunk
  * floor, partcost.c; exec/choose.c's probes ask whether a device would stand aside). */
