@@ -312,6 +312,32 @@ static inline void test_watchdog_off(void)
     alarm(0);
 }
 
+/* A fresh cache directory in dir (under $TMPDIR), made $CLFLEET_CACHE_DIR, so that the fleets
+ * made next start with an empty cost model and learn in the test (the suite's shared cache
+ * keeps what earlier runs measured); returns the old value (a copy, or NULL when unset) for
+ * test_own_cache_done(), which puts it back and removes dir. */
+static inline char *test_own_cache(char *dir, size_t n)
+{
+    const char *old = getenv("CLFLEET_CACHE_DIR");
+    char *saved = old ? strdup(old) : NULL;
+    snprintf(dir, n, "%s/clfleet-test-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    setenv("CLFLEET_CACHE_DIR", dir, 1);
+    return saved;
+}
+
+static inline void test_own_cache_done(const char *dir, char *saved)
+{
+    char cmd[300];
+    if (saved)
+        setenv("CLFLEET_CACHE_DIR", saved, 1);
+    else
+        unsetenv("CLFLEET_CACHE_DIR");
+    free(saved);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    expect(system(cmd) == 0, "%s failed", cmd);
+}
+
 /* In fleet f, PoCL's basic device and two others. Without them: a failure when devices are
  * required, else a note on standard error for test; returns 0 (the caller returns). */
 static inline int test_find_basic(clf_fleet *f, size_t *basic, size_t other[2], const char *test)

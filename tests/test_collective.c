@@ -278,31 +278,6 @@ END_TEST
 
 /* ---- the choice by measured times --------------------------------------------------- */
 
-/* A cache directory of the test's own, so that the fleets made next start with no measured
- * all-reduce (the suite's shared cache keeps what earlier runs measured); the previous
- * $CLFLEET_CACHE_DIR (malloc'd, or NULL when unset) for own_cache_done(). */
-static char *own_cache(char *dir, size_t n)
-{
-    const char *old = getenv("CLFLEET_CACHE_DIR");
-    char *saved = old ? strdup(old) : NULL;
-    snprintf(dir, n, "%s/clfleet-coll-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    setenv("CLFLEET_CACHE_DIR", dir, 1);
-    return saved;
-}
-
-static void own_cache_done(const char *dir, char *saved)
-{
-    char cmd[300];
-    if (saved)
-        setenv("CLFLEET_CACHE_DIR", saved, 1);
-    else
-        unsetenv("CLFLEET_CACHE_DIR");
-    free(saved);
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    expect(system(cmd) == 0, "%s failed", cmd);
-}
-
 /* A fleet of FLEET4 made under the simulation rules given (NULL: none). */
 static clf_fleet *fleet_simulated(const char *rules)
 {
@@ -381,7 +356,7 @@ enum { CALLS = 14 };
 START_TEST(allreduce_measured_choice_tries_both)
 {
     char dir[256], seq[CALLS + 1];
-    char *saved = own_cache(dir, sizeof dir);
+    char *saved = test_own_cache(dir, sizeof dir);
     clf_fleet *f = fleet_simulated(NULL);
     pair q;
     pair_make(&q, f, 16384); /* 64 KiB */
@@ -409,7 +384,7 @@ START_TEST(allreduce_measured_choice_tries_both)
                       seq);
     pair_free(&q);
     clf_fleet_destroy(f);
-    own_cache_done(dir, saved);
+    test_own_cache_done(dir, saved);
 }
 END_TEST
 
@@ -421,7 +396,7 @@ END_TEST
 START_TEST(allreduce_measured_choice_settles_on_the_host)
 {
     char dir[256], seq[CALLS + 1];
-    char *saved = own_cache(dir, sizeof dir);
+    char *saved = test_own_cache(dir, sizeof dir);
     /* 20 ms, not 2: under ThreadSanitizer the host's combine loop of 1M ints took long
      * enough to lose to the ring at 2 and 5 ms a command (84 ms against 61); sanitizers and
      * a loaded host slow the host's loop, not the simulated latency. */
@@ -456,7 +431,7 @@ START_TEST(allreduce_measured_choice_settles_on_the_host)
     ck_assert_int_eq(a, CLF_ALLREDUCE_RING);
     pair_free(&q);
     clf_fleet_destroy(f);
-    own_cache_done(dir, saved);
+    test_own_cache_done(dir, saved);
 }
 END_TEST
 
@@ -470,7 +445,7 @@ static const char inc_src[] = "__kernel void inc(__global const uint *x, __globa
 START_TEST(allreduce_far_above_the_bound_is_never_tried)
 {
     char dir[256];
-    char *saved = own_cache(dir, sizeof dir);
+    char *saved = test_own_cache(dir, sizeof dir);
     clf_fleet *f = fleet_simulated("device=0,h2d=200M,d2h=200M;device=1,h2d=200M,d2h=200M");
     clf_program *p;
     ck_assert_ok(clf_program_build_source(&p, f, inc_src, NULL));
@@ -516,7 +491,7 @@ START_TEST(allreduce_far_above_the_bound_is_never_tried)
     ck_assert_msg(strstr(doc, "\"allreduce:ring:4MiB\""), "no ring samples kept: %s", doc);
     ck_assert_msg(!strstr(doc, "allreduce:host:"), "a host combine was measured: %s", doc);
     clf_free(doc);
-    own_cache_done(dir, saved);
+    test_own_cache_done(dir, saved);
 }
 END_TEST
 
@@ -527,7 +502,7 @@ START_TEST(allreduce_choice_and_overrides)
     /* A fleet that has measured no all-reduce (the suite's fleets have, and the shared cache
      * keeps what earlier runs measured): its AUTO choice is the prediction's. */
     char dir[256];
-    char *saved = own_cache(dir, sizeof dir);
+    char *saved = test_own_cache(dir, sizeof dir);
     clf_fleet *f = test_fleet(FLEET4, 1);
     clf_buffer *b[3];
     for (size_t d = 0; d < 3; d++)
@@ -592,7 +567,7 @@ START_TEST(allreduce_choice_and_overrides)
     for (size_t d = 0; d < 3; d++)
         clf_buffer_destroy(b[d]);
     clf_fleet_destroy(f);
-    own_cache_done(dir, saved);
+    test_own_cache_done(dir, saved);
 }
 END_TEST
 

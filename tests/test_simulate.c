@@ -776,31 +776,6 @@ START_TEST(bad_rules)
 }
 END_TEST
 
-/* A fresh cache directory in dir, made $CLFLEET_CACHE_DIR, so that the cost model starts
- * empty and learns in the test; returns the old value (a copy, or
- * NULL when unset) for own_cache_done(), which puts it back and removes dir. */
-static char *own_cache(char *dir, size_t n)
-{
-    const char *old = getenv("CLFLEET_CACHE_DIR");
-    char *saved = old ? strdup(old) : NULL;
-    snprintf(dir, n, "%s/clfleet-sim-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    setenv("CLFLEET_CACHE_DIR", dir, 1);
-    return saved;
-}
-
-static void own_cache_done(const char *dir, char *saved)
-{
-    char cmd[300];
-    if (saved)
-        setenv("CLFLEET_CACHE_DIR", saved, 1);
-    else
-        unsetenv("CLFLEET_CACHE_DIR");
-    free(saved);
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    expect(system(cmd) == 0, "%s failed", cmd);
-}
-
 /* ---- task queues: the steal gate ------------------------------------------------------- */
 
 enum { TASKS = 16 };
@@ -874,7 +849,7 @@ START_TEST(taskq_gate)
 {
     test_watchdog(240);
     char dir[256];
-    char *saved = own_cache(dir, sizeof dir);
+    char *saved = test_own_cache(dir, sizeof dir);
     clf_program *p;
     clf_fleet *f = sim_fleet("device=1,compute=0.02", &p);
     uint32_t n = 1u << 13;
@@ -915,7 +890,7 @@ START_TEST(taskq_gate)
            (unsigned long long)count[1], TASKS / 2, (unsigned long long)passed[1]);
     clf_program_destroy(p);
     clf_fleet_destroy(f);
-    own_cache_done(dir, saved);
+    test_own_cache_done(dir, saved);
     test_watchdog_off();
 }
 END_TEST
@@ -1062,7 +1037,7 @@ START_TEST(probe_wrong_seed)
 {
     test_watchdog(240);
     char dir[256], why[300];
-    char *saved = own_cache(dir, sizeof dir);
+    char *saved = test_own_cache(dir, sizeof dir);
     /* At 1000x, the probe that ends in time is a thousandth of the range: 2^20 items leave
      * it about 16 granules of 64 (2^17 left two, and a fast run of device 0 now and then
      * left less than one: no probe that launch). And the probe is predicted to take about
@@ -1101,7 +1076,7 @@ START_TEST(probe_wrong_seed)
     free(out);
     clf_program_destroy(p);
     clf_fleet_destroy(f);
-    own_cache_done(dir, saved);
+    test_own_cache_done(dir, saved);
     test_watchdog_off();
 }
 END_TEST
@@ -1116,7 +1091,7 @@ START_TEST(probes_rare)
 {
     test_watchdog(240);
     char dir[256], why[300];
-    char *saved = own_cache(dir, sizeof dir);
+    char *saved = test_own_cache(dir, sizeof dir);
     enum { N = 1 << 14 };
     uint32_t *out = malloc(N * sizeof *out);
     ck_assert(out);
@@ -1142,7 +1117,7 @@ START_TEST(probes_rare)
     free(out);
     clf_program_destroy(p);
     clf_fleet_destroy(f);
-    own_cache_done(dir, saved);
+    test_own_cache_done(dir, saved);
     test_watchdog_off();
 }
 END_TEST

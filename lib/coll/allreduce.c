@@ -35,9 +35,9 @@
  * sample in a process as cold (the scratch buffers and host memory a first call allocates
  * and faults in), and an algorithm counts as measured from CLF__AR_MIN_SAMPLES samples on
  * (collcost.h: one spike must not decide), so where nothing was kept a class is explored by
- * four calls of each algorithm. Forced calls are measured too. The element type and the operation are not in the
- * key: both algorithms stream bytes, and a combine's cost per byte differs little between
- * them.
+ * four calls of each algorithm. Forced calls are measured too. The element type and the
+ * operation are not in the key: both algorithms stream bytes, and a combine's cost per byte
+ * differs little between them.
  */
 #include "coll.h"
 

@@ -496,10 +496,11 @@ clf_status clf_launch_async(clf_fleet *fl, clf_program *prog, const clf_launch_d
         return clf__fail(CLF_ERROR_NULL_POINTER, "clf_launch_async: out_event is NULL");
     *out_event = NULL;
     struct clf__async_launch *op = calloc(1, sizeof *op);
-    clf_event *ev = calloc(1, sizeof *ev);
     /* The launch uses the caller's host arrays until it completes: releasing its event
-     * waits for it. */
+     * waits for it. The event is made before the launch is queued: the entry is freed when
+     * it has run, which may be before async_queue() returns. */
     struct clf__completion *done = clf__completion_create(CLF__COMPLETION_RELEASE_WAITS);
+    clf_event *ev = done ? clf__event_of_completion(done) : NULL;
     clf_status st = CLF_SUCCESS;
     if (!op || !ev || !done)
         CLF__TRY(st, clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "launch: out of memory"));
@@ -526,11 +527,7 @@ clf_status clf_launch_async(clf_fleet *fl, clf_program *prog, const clf_launch_d
         d->mem_limits = op->limits;
     }
     op->report = report;
-    /* The event is made before the launch is queued: the entry is freed when it has run,
-     * which may be before async_queue() returns. */
-    ev->done = done;
-    atomic_init(&ev->refs, 1);
-    clf__completion_ref(done); /* the entry's */
+    clf__completion_ref(done); /* the entry's; the event holds the first */
     op->done = done;
     if (async_queue(op->L.X, op) != 0)
         async_run(op); /* no dispatcher: run it here instead, keeping the queue's order */

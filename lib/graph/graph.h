@@ -3,8 +3,9 @@
  * placement by the cost model and the plan cache (sched.c), the run: kernels and host
  * callbacks in order (run.c), a buffer's copies per device, making room and evictions
  * (copies.c), reduction partials and scratch instances (redux.c), the job's waits that never
- * block (wait.c), the lanes of devices that run commands inside clEnqueue* (lane.c); memory budgets and the choice of the copy to evict (mem.c), a device that
- * fails mid-run (fault.c), and the report (report.c). Not installed.
+ * block (wait.c), the lanes of devices that run commands inside clEnqueue* (lane.c); memory
+ * budgets and the choice of the copy to evict (mem.c), a device that fails mid-run
+ * (fault.c), and the report (report.c). Not installed.
  *
  * Layer: above data (arrays, their dependency records), exec (the cost model and its keys),
  * xfer (copies, paths) and core (events, tasks, buffers); only libclfleet-mpi is above it. */
@@ -193,7 +194,7 @@ struct clf_graph {
     int running;
     clf_status run_status;
     char *run_err;
-    struct clf__completion *task; /* the run's completion (its event) */
+    struct clf__completion *done; /* the run's completion (its event) */
     clf__pool_work job;
     /* Where the job is: the next node to queue, whether what that node waits for has been
      * gathered (a host node, or a kernel on a device that waits on the host), and the final

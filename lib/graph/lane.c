@@ -13,10 +13,10 @@
  * the helper pool that queues the first ready kernel, which runs there, then the next ready
  * one, and returns when none is; the next kernel to become ready starts it again. (While a
  * job runs its last kernel, one that becomes ready starts a second job: the two may queue
- * on the device at once, which is correct, every order being in the wait lists.) The run's job meanwhile goes on queueing the later nodes and their copies (each
- * copy starts as soon as its source is current, while the node that needs it still waits
- * for its other inputs), so each device's lane has its next kernel and inputs waiting when
- * it is free. The node's event is a host-side completion the lane completes once the kernel
+ * on the device at once, which is correct, every order being in the wait lists.) The run's
+ * job meanwhile goes on queueing the later nodes and their copies (each copy starts as soon
+ * as its source is current, while the node that needs it still waits for its other
+ * inputs), so each device's lane has its next kernel and inputs waiting when it is free. The node's event is a host-side completion the lane completes once the kernel
  * has; later nodes, copies and the run's end wait for it like any event.
  *
  * The kernel's arguments are taken when the node is handed over, as clf_kernel_enqueue()

@@ -414,18 +414,18 @@ static void end_run(clf_graph *g)
     clf__graph_tmp_free(g);
     clf__graph_report_run(g, st);
     g->last_failed = st != CLF_SUCCESS;
-    struct clf__completion *task = g->task;
+    struct clf__completion *done = g->done;
     pthread_mutex_lock(&g->lock);
-    g->task = NULL;
+    g->done = NULL;
     g->running = 0;
     g->run_status = st;
     free(g->run_err);
     g->run_err = err ? strdup(err) : NULL;
     pthread_cond_broadcast(&g->done_cv);
     pthread_mutex_unlock(&g->lock);
-    /* g may be gone from here on (a waiter destroyed it): only the task remains. */
-    clf__completion_complete(task, st, err);
-    clf__completion_unref(task);
+    /* g may be gone from here on (a waiter destroyed it): only the completion remains. */
+    clf__completion_complete(done, st, err);
+    clf__completion_unref(done);
     free(err);
 }
 
@@ -473,11 +473,11 @@ clf_status clf_graph_run(clf_graph *g, clf_event **out_event)
         return clf__fail(CLF_ERROR_BUSY, "clf_graph_run: a run of the graph is in flight");
     if (empty)
         return clf__fail(CLF_ERROR_ZERO_SIZE, "clf_graph_run: the graph has no nodes");
-    struct clf__completion *task = NULL;
+    struct clf__completion *done = NULL;
     clf_status st = clf__graph_redux_program(g);
     if (!st)
         st = clf__graph_plan(g);
-    if (!st && !(task = clf__completion_create(0)))
+    if (!st && !(done = clf__completion_create(0)))
         st = clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "clf_graph_run: out of memory");
     if (st) { /* nothing started: give the claim back */
         pthread_mutex_lock(&g->lock);
@@ -488,7 +488,7 @@ clf_status clf_graph_run(clf_graph *g, clf_event **out_event)
     }
     memset(&g->rep, 0, sizeof g->rep);
     pthread_mutex_lock(&g->lock);
-    g->task = task;
+    g->done = done;
     g->run_status = CLF_SUCCESS;
     pthread_mutex_unlock(&g->lock);
     g->t0 = clf__now();
@@ -507,14 +507,14 @@ clf_status clf_graph_run(clf_graph *g, clf_event **out_event)
     g->job.arg = g;
     /* The event's reference, taken before the job can drop its own. */
     if (out_event)
-        clf__completion_ref(task);
+        clf__completion_ref(done);
     /* Without the pool (it shut down, or no thread could start), the run happens here. */
     if (clf__pool_submit(&g->job) != CLF_SUCCESS)
         job(g, 0);
-    /* Wrapped once the run is under way: a wrapper that cannot be made waits for the task
-     * (so it must be one that completes) and drops the reference. */
+    /* Wrapped once the run is under way: a wrapper that cannot be made waits for the
+     * completion (so it must be one that completes) and drops the reference. */
     if (out_event)
-        return clf__event_wrap_completion(task, out_event);
+        return clf__event_wrap_completion(done, out_event);
     return CLF_SUCCESS;
 }
 

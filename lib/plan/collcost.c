@@ -94,10 +94,11 @@ int clf__ar_choose(const clf__ar_input *in, double *ring_s, double *host_s)
  * The choice by measured times. A prediction is only as good as its guesses (a command's
  * fixed cost above all): on PoCL's CPU sub-devices it put the ring's 4 KiB call at 91 us
  * and the host combine's at 62 us, when clfleet-bench allreduce measured 156 us and 314 us
- * (a busy 2-core host), so the predicted choice ran the slower one, 2x slower. Guesses tuned to one machine are wrong on the next;
- * so, as MPI's tuned collectives and NCCL's tuner time each algorithm and keep the faster,
- * the all-reduce measures what it runs, per size class, and once both algorithms have been
- * measured in a class the faster measured one runs.
+ * (a busy 2-core host), so the predicted choice ran the slower one, 2x slower. Guesses
+ * tuned to one machine are wrong on the next; so, as MPI's tuned collectives and NCCL's
+ * tuner time each algorithm and keep the faster, the all-reduce measures what it runs, per
+ * size class, and once both algorithms have been measured in a class the faster measured
+ * one runs.
  *
  * Learning the other one means running it once while it may be the slower: that is worth
  * it only while it could plausibly win. The predictions erred on that box by up to 3x in
