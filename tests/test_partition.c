@@ -1966,6 +1966,73 @@ START_TEST(test_wprof_converges)
 }
 END_TEST
 
+/* The true part of the range's work in [off, off + len) by wp_density(). */
+static double wp_true_share(uint64_t total, uint64_t off, uint64_t len)
+{
+    double part = 0, all = 0;
+    for (uint64_t x = 0; x < total; x++) {
+        all += wp_density(x, total);
+        part += x >= off && x < off + len ? wp_density(x, total) : 0;
+    }
+    return part / all;
+}
+
+/*
+ * clf__wprof_share(), as a probe launch uses it (probe.c): device 0 runs [0, s) in pieces
+ * about a bin long and device 1 the tail [s, total), which the profile is not told of. The
+ * tail's part of the work comes from the bins next to it; the heavy band's from its own;
+ * on uniform work it is the units' part; NAN while the profile knows under half the range.
+ */
+START_TEST(test_wprof_share)
+{
+    enum { TOTAL = 1024, S = 1004 };
+    clf__wprof *w;
+    ck_assert_int_eq(clf__wprof_create(&w, TOTAL, 2), CLF_SUCCESS);
+    ck_assert(isnan(clf__wprof_share(w, S, TOTAL - S))); /* nothing known */
+    clf__wprof_chunk c[40];
+    for (int step = 0; step < 2; step++) {
+        wp_step = 0;
+        size_t n = 0;
+        for (uint64_t off = 0; off < S; off += 32) {
+            uint64_t len = off + 32 <= S ? 32 : S - off;
+            double work = 0;
+            for (uint64_t x = off; x < off + len; x++)
+                work += wp_density(x, TOTAL);
+            c[n++] = (clf__wprof_chunk){.dev = 0, .off = off, .len = len, .seconds = work * 1e-3};
+            if (step == 0 && off >= 256) /* the first time, a quarter of the range only */
+                break;
+        }
+        ck_assert_uint_gt(clf__wprof_add(w, c, n), 0);
+        if (step == 0)
+            ck_assert(isnan(clf__wprof_share(w, S, TOTAL - S)));
+    }
+    double tail = clf__wprof_share(w, S, TOTAL - S), want = wp_true_share(TOTAL, S, TOTAL - S);
+    ck_assert_msg(tail > 0.8 * want && tail < 1.25 * want, "tail %g, true %g", tail, want);
+    /* The units' part would call the cheap tail 2.5x costlier than it is. */
+    ck_assert_double_lt(tail, 0.5 * (double)(TOTAL - S) / TOTAL);
+    double band = clf__wprof_share(w, 576, 64), bwant = wp_true_share(TOTAL, 576, 64);
+    ck_assert_msg(fabs(band / bwant - 1) < 0.05, "band %g, true %g", band, bwant);
+    ck_assert_double_eq_tol(clf__wprof_share(w, 0, TOTAL), 1.0, 1e-9);
+    ck_assert(isnan(clf__wprof_share(w, 0, 0)));
+    ck_assert(isnan(clf__wprof_share(w, TOTAL, 1)));
+    ck_assert(isnan(clf__wprof_share(w, 1000, 25)));
+    ck_assert(isnan(clf__wprof_share(NULL, 0, 1)));
+    clf__wprof_destroy(w);
+
+    /* Uniform work: the units' part. */
+    ck_assert_int_eq(clf__wprof_create(&w, TOTAL, 2), CLF_SUCCESS);
+    size_t n = 0;
+    for (uint64_t off = 0; off < S; off += 32) {
+        uint64_t len = off + 32 <= S ? 32 : S - off;
+        c[n++] = (clf__wprof_chunk){.dev = 0, .off = off, .len = len,
+                                    .seconds = (double)len * 1e-3};
+    }
+    ck_assert_uint_gt(clf__wprof_add(w, c, n), 0);
+    ck_assert_double_eq_tol(clf__wprof_share(w, S, TOTAL - S), (double)(TOTAL - S) / TOTAL, 1e-9);
+    clf__wprof_destroy(w);
+}
+END_TEST
+
 START_TEST(test_wprof_spike_and_limits)
 {
     const double speed[2] = {2.0, 1.0}, hint[2] = {2.0, 1.0};
@@ -2268,6 +2335,7 @@ static Suite *partition_suite(void)
     tcase_add_test(tc, test_part_probe);
     tcase_add_test(tc, test_wprof_converges);
     tcase_add_test(tc, test_wprof_spike_and_limits);
+    tcase_add_test(tc, test_wprof_share);
     tcase_add_test(tc, test_wprof_outlier);
     suite_add_tcase(s, tc);
     TCase *pm = tcase_create("perfmodel");

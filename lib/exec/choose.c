@@ -496,7 +496,9 @@ static void static_profile(clf__launch *L, const uint64_t *max_units, clf_launch
         used += speed[i] > 0;
     }
     clf__wprof_table *t = clf__perf_profiles(clf__fleet_perf(L->fl));
-    if (used < 2 || !t)
+    /* A probe launch (one device left with a share) is cut in pieces too: the probe's
+     * verdict weighs its units by the profile around them (probe.c). */
+    if ((used < 2 && !L->probe_units) || !t)
         return;
     /* Pieces of at least CLF__WPROF_PIECE_S of kernel time each (by the kernel time per unit
      * its last launch measured): a piece costs an enqueue and a wait (tens of microseconds on
@@ -508,8 +510,8 @@ static void static_profile(clf__launch *L, const uint64_t *max_units, clf_launch
         L->static_pieces = pieces < CLF__WPROF_PIECES ? (unsigned)pieces : CLF__WPROF_PIECES;
         L->piece_min = clf__wprof_bin_units(L->total);
     }
-    if (clf__wprof_table_cut(t, key, L->total, L->ndev, L->gran, speed, L->share_ends,
-                             &launches))
+    if (used >= 2 && clf__wprof_table_cut(t, key, L->total, L->ndev, L->gran, speed,
+                                          L->share_ends, &launches))
         L->has_cuts = 1;
     /* Short: the reason has 256 bytes, and AUTO's figures come first. */
     size_t len = strlen(rep->reason);
@@ -641,7 +643,12 @@ void clf__learn(clf__launch *L)
     char kkey[300], dkey[400];
     kernel_key(L, kkey, sizeof kkey);
     profile_learn(L, m);
-    size_t stale = clf__probe_learn(L, kkey);
+    double probe_work = NAN;
+    char pkey[400];
+    if (L->probe_units && profile_key(L, pkey, sizeof pkey))
+        probe_work = clf__wprof_table_share(clf__perf_profiles(m), pkey, L->total, L->ndev,
+                                            L->total - L->probe_units, L->probe_units);
+    size_t stale = clf__probe_learn(L, kkey, probe_work);
     for (size_t i = 0; i < L->ndev; i++) {
         const clf__worker *w = &L->w[i];
         if (i == stale) { /* its probe ran far faster than the model's samples say */

@@ -353,11 +353,13 @@ void clf__learn(clf__launch *L);
 /* Probes (probe.c): give the launch's device left out longest by the cost model one chunk,
  * once its weights are final under strategy s (L->probe_units; the reason says so); after
  * the launch, count the launches each device took no work in and judge a probe. kkey: the
- * kernel's key in the cost model. clf__probe_learn() returns the launch's device whose model
- * samples are stale (its probe ran far faster than predicted), or L->ndev. */
+ * kernel's key in the cost model; work: the part of the range's work in the probe's units
+ * by the kernel's work profile (clf__wprof_share()), NAN when unknown. clf__probe_learn()
+ * returns the launch's device whose model samples are stale (its probe ran far faster than
+ * predicted), or L->ndev. */
 void clf__plan_probe(clf__launch *L, clf_strategy s, const char *kkey,
                      const uint64_t *max_units, clf_launch_report *rep);
-size_t clf__probe_learn(clf__launch *L, const char *kkey);
+size_t clf__probe_learn(clf__launch *L, const char *kkey, double work);
 enum { CLF__SEEN_EFFICIENCY, CLF__SEEN_UNIT_S };
 double clf__strategy_seen(clf__launch *L, clf__part_strategy ps, int what, int set, double value);
 double clf__kernel_unit_s(clf__launch *L, int set, double value);

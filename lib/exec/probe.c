@@ -25,8 +25,10 @@
  * kernel and transfers, profiled, took more than 1 / CLF__PROBE_WRONG of the time the model
  * predicts for its units) doubles the wait before the next one, up to CLF__PROBE_MAX_EVERY
  * launches, so that a truly slow device costs a chunk every few hundred launches; one that
- * ran CLF__PROBE_WRONG times faster than predicted shows the samples stale (a device does
- * not get faster by noise: load only slows it) and the model forgets them
+ * ran CLF__PROBE_WRONG times faster than predicted for the work of its units (by the
+ * kernel's work profile; without one a fast probe is no verdict, see clf__probe_learn())
+ * shows the samples stale (a device does not get faster by noise: load only slows it) and
+ * the model forgets them
  * (clf__perf_forget()), so the next launch shares by the probe's figure, or, if that small
  * chunk's figure still leaves the device out, probes it again with a chunk sized by it.
  * Why 4 launches in a row: a device sits out a launch now and then for good reasons (the
@@ -62,8 +64,9 @@ static struct clf__probe_seen *probe_entry(clf__launch *L, const char *kkey, int
 }
 
 /* What the model predicts of (kernel, device): time(c) = *fixed + c / *rate in the range's
- * units (the chunk line, else the launch-level median with no fixed cost). 0: unknown. */
-static int model_line(clf__launch *L, clf__perf_model *m, const char *kkey, size_t i,
+ * units (the chunk line, else the launch-level median with no fixed cost). 0: unknown.
+ * slow: the line's fixed cost with the slower of its rate and the launch-level median's. */
+static int model_line(clf__launch *L, clf__perf_model *m, const char *kkey, size_t i, int slow,
                       double *rate, double *fixed)
 {
     char dkey[400];
@@ -80,6 +83,8 @@ static int model_line(clf__launch *L, clf__perf_model *m, const char *kkey, size
     } else {
         return 0;
     }
+    if (slow && f.units_per_s > 0 && f.units_per_s < *rate)
+        *rate = f.units_per_s;
     if (L->learn_scale > 0)
         *rate /= L->learn_scale; /* a plane learns its work per unit (clf__learn()) */
     return *rate > 0 && isfinite(*rate);
@@ -90,17 +95,22 @@ static int model_line(clf__launch *L, clf__perf_model *m, const char *kkey, size
  * granularity, that p finishes by the model (fixed_p + c / r_p) no later than the fastest
  * other device taking work finishes [0, s) alone (fixed_f + s / r_f); within p's budget,
  * leaving the others at least one granule. 0 when not one granule fits; *pred: p's time,
- * *work: its kernel's part (the units over p's rate).
+ * *work: its kernel's part (the units over p's rate). p's rate is the slower of its line's
+ * and its launches' median: a device left out because its line's fixed cost is large has
+ * a steep rate beside it that no launch showed; on Mandelbrot's uneven rows a 50x slower
+ * device's line, fitted through chunks of cheap and costly rows, came out faster than the
+ * fast device, and its probe took 950 of 1024 rows (10.8 s against 0.21 s alone).
  */
 static uint64_t probe_units(clf__launch *L, clf__perf_model *m, const char *kkey, size_t p,
                             uint64_t max_units, double *pred, double *work)
 {
     double rp, fp, rf = 0, ff = 0, best = 0;
-    if (!model_line(L, m, kkey, p, &rp, &fp))
+    if (!model_line(L, m, kkey, p, 1, &rp, &fp))
         return 0;
     for (size_t i = 0; i < L->ndev; i++) {
         double r, f;
-        if (i == p || L->weights[i] <= 0 || L->excluded[i] || !model_line(L, m, kkey, i, &r, &f))
+        if (i == p || L->weights[i] <= 0 || L->excluded[i] ||
+            !model_line(L, m, kkey, i, 0, &r, &f))
             continue;
         double t = f + (double)L->total / r;
         if (!(rf > 0) || t < best) {
@@ -228,7 +238,7 @@ void clf__plan_probe(clf__launch *L, clf_strategy s, const char *kkey,
  * above). Returns the launch's device whose model samples are to be forgotten (a probe ran
  * CLF__PROBE_WRONG times faster than predicted), or L->ndev.
  */
-size_t clf__probe_learn(clf__launch *L, const char *kkey)
+size_t clf__probe_learn(clf__launch *L, const char *kkey, double work)
 {
     size_t forget = L->ndev;
     int counts = !L->small && L->ndev > 1 && L->desc.weights_mode == CLF_WEIGHTS_LEARNED;
@@ -257,10 +267,26 @@ size_t clf__probe_learn(clf__launch *L, const char *kkey)
              * prediction when no profile came back. */
             double dev_s = w->rep.busy_s + w->rep.to_device_s + w->rep.from_device_s;
             double t = w->rep.busy_s > 0 ? dev_s : w->rep.finish_s - w->t_start;
+            /* The model's time is for units of the range's average cost, and the probe takes
+             * the tail: Mandelbrot's last rows cost a twentieth of the average, and a probe
+             * of them ran 18x faster than predicted, its device's samples were forgotten, and
+             * the next launches gave that 50x slower device up to half the range (9.5 s
+             * against 0.21 s alone). The prediction is weighed by the work profile's cost of
+             * the tail (static_profile() cuts a probe launch's shares in pieces, so that the
+             * profile knows the bins around it); without one, a probe that ran fast is no
+             * verdict: its sample is learned as any chunk's, and moves the median with the
+             * next probes'. */
+            double cost = isnan(work) ? NAN : work * (double)L->total / (double)L->probe_units;
+            double fixed = L->probe_pred_s - L->probe_work_s;
             double want = w->rep.busy_s > 0 ? L->probe_work_s : L->probe_pred_s;
+            if (!isnan(cost))
+                want = w->rep.busy_s > 0 ? L->probe_work_s * cost
+                                         : fixed + L->probe_work_s * cost;
             if (!warm || !(t > 0)) {
                 /* Its first run of the kernel here measures PoCL's build: no verdict, and
                  * out_run still calls for a probe at the next launch. */
+            } else if (t * CLF__PROBE_WRONG < want && isnan(cost)) {
+                k->out_run[d] = 0; /* no verdict: the next probe at the same interval */
             } else if (t * CLF__PROBE_WRONG < want) {
                 /* Still due: if the probe's one sample (a small chunk, its fixed cost
                  * included) leaves the device out again, the next launch probes it with a

@@ -386,6 +386,47 @@ out:
     return ok;
 }
 
+/*
+ * The part of the range's work in [off, off + len): the bins' seconds per unit on the one
+ * device that has run the most of them (one device, so that no speed ratio enters), a bin it
+ * has not run taking the nearest one's it has; NAN when that device has run fewer than half
+ * of the bins, or the range is empty or outside.
+ */
+double clf__wprof_share(const clf__wprof *w, uint64_t off, uint64_t len)
+{
+    if (!w || len == 0 || off >= w->total || len > w->total - off)
+        return NAN;
+    size_t nd = w->ndev, ref = 0, best = 0;
+    for (size_t d = 0; d < nd; d++) {
+        size_t seen = 0;
+        for (size_t b = 0; b < NB; b++)
+            seen += w->n[b * nd + d] > 0;
+        if (seen > best) {
+            best = seen;
+            ref = d;
+        }
+    }
+    if (2 * best < NB)
+        return NAN;
+    double rho[NB];
+    for (size_t b = 0; b < NB; b++)
+        rho[b] = bin_median(w, b, ref);
+    long double part = 0, all = 0;
+    uint64_t end = off + len;
+    for (size_t b = 0; b < NB; b++) {
+        double r = rho[b];
+        for (size_t k = 1; isnan(r) && k < NB; k++) /* the nearest bin run, the lower first */
+            r = b >= k && !isnan(rho[b - k]) ? rho[b - k] : b + k < NB ? rho[b + k] : NAN;
+        uint64_t lo = bin_lo(w->total, b), hi = bin_lo(w->total, b + 1);
+        all += (long double)r * (long double)(hi - lo);
+        lo = lo > off ? lo : off;
+        hi = hi < end ? hi : end;
+        if (hi > lo)
+            part += (long double)r * (long double)(hi - lo);
+    }
+    return all > 0 && isfinite((double)all) ? (double)(part / all) : NAN;
+}
+
 /* ---- the table ---- */
 
 struct clf__wprof_table {
@@ -494,4 +535,18 @@ int clf__wprof_table_cut(clf__wprof_table *t, const char *key, uint64_t total, s
     }
     pthread_mutex_unlock(&t->lock);
     return ok;
+}
+
+double clf__wprof_table_share(clf__wprof_table *t, const char *key, uint64_t total, size_t ndev,
+                              uint64_t off, uint64_t len)
+{
+    double share = NAN;
+    if (!t || !key)
+        return NAN;
+    pthread_mutex_lock(&t->lock);
+    int i = find(t, key);
+    if (i >= 0 && t->e[i].w->total == total && t->e[i].w->ndev == ndev)
+        share = clf__wprof_share(t->e[i].w, off, len);
+    pthread_mutex_unlock(&t->lock);
+    return share;
 }

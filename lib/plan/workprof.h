@@ -84,6 +84,14 @@ uint64_t clf__wprof_bin_units(uint64_t total);
  */
 int clf__wprof_cut(const clf__wprof *w, uint64_t gran, const double *speed, uint64_t *ends);
 
+/*
+ * The part (0 to 1) of the range's work that lies in [off, off + len), by the bins' seconds
+ * per unit on the device that has run the most of them (a bin it has not run takes the
+ * nearest one's); NAN when it has run fewer than half of the bins. What a chunk of those
+ * units costs against the range's average (probe.c judges a probe of the range's tail by it).
+ */
+double clf__wprof_share(const clf__wprof *w, uint64_t off, uint64_t len);
+
 /* Launches folded in so far. */
 unsigned clf__wprof_launches(const clf__wprof *w);
 
@@ -103,5 +111,9 @@ size_t clf__wprof_table_add(clf__wprof_table *t, const char *key, uint64_t total
 int clf__wprof_table_cut(clf__wprof_table *t, const char *key, uint64_t total, size_t ndev,
                          uint64_t gran, const double *speed, uint64_t *ends,
                          unsigned *launches);
+
+/* clf__wprof_share() on the profile of key; NAN when there is none. */
+double clf__wprof_table_share(clf__wprof_table *t, const char *key, uint64_t total, size_t ndev,
+                              uint64_t off, uint64_t len);
 
 #endif
