@@ -1966,6 +1966,53 @@ START_TEST(test_wprof_converges)
 }
 END_TEST
 
+/*
+ * The pooled strategies with a work density (clf__part_params.density): a device's fair part
+ * of the pool is work, cut from the pool's front by what it costs. A 2:1 pair (rates 2 and 1
+ * work per second, no fixed cost) under GUIDED with K = 1 (a device wants its whole share of
+ * the pool): the slow device, asking first, wants a third of the work. On uniform work that
+ * is a third of the units; when the first half of the range costs 1.9 and the second 0.1,
+ * the same work is 180 units of the costly front. The chunks still cover the range once.
+ */
+START_TEST(test_pool_density)
+{
+    enum { TOTAL = 1024 };
+    double rho[CLF__WPROF_BINS], w[2] = {1.0, 0.5}, rate[2] = {2.0, 1.0}, fixed[2] = {0, 0};
+    for (size_t b = 0; b < CLF__WPROF_BINS; b++)
+        rho[b] = b < CLF__WPROF_BINS / 2 ? 1.9 : 0.1;
+    ck_assert_double_eq_tol((double)clf__wprof_work(rho, TOTAL, 0, TOTAL), TOTAL, 1e-9);
+    ck_assert_uint_eq(clf__wprof_units(rho, TOTAL, 0, 1.9L * 10), 10);
+    ck_assert_uint_eq(clf__wprof_units(rho, TOTAL, 500, 1.9L * 12 + 0.1L * 4), 16);
+    ck_assert_uint_eq(clf__wprof_units(rho, TOTAL, 1000, 1e9L), 24);
+    for (int dense = 0; dense < 2; dense++) {
+        clf__part_params prm = {.guided_k = 1, .fixed_s = fixed, .rates = rate,
+                                .density = dense ? rho : NULL};
+        clf__part *p;
+        ck_assert_int_eq(clf__part_create(&p, CLF__PART_GUIDED, TOTAL, 1, 2, w, NULL, &prm),
+                         CLF_SUCCESS);
+        uint64_t off, len, covered = 0;
+        ck_assert(clf__part_next(p, 1, &off, &len));
+        ck_assert_uint_eq(off, 0);
+        uint64_t want = dense ? 180 : 342; /* ceil(1024 / 3 / 1.9), ceil(1024 / 3) */
+        ck_assert_msg(len >= want - 1 && len <= want, "dense %d: %llu units", dense,
+                      (unsigned long long)len);
+        covered += len;
+        ck_assert_int_eq(clf__part_complete(p, len), CLF_SUCCESS);
+        for (size_t d = 0, idle = 0; idle < 2; d ^= 1) {
+            if (!clf__part_next(p, d, &off, &len)) {
+                idle++;
+                continue;
+            }
+            idle = 0;
+            covered += len;
+            ck_assert_int_eq(clf__part_complete(p, len), CLF_SUCCESS);
+        }
+        ck_assert_uint_eq(covered, TOTAL);
+        clf__part_destroy(p);
+    }
+}
+END_TEST
+
 /* The true part of the range's work in [off, off + len) by wp_density(). */
 static double wp_true_share(uint64_t total, uint64_t off, uint64_t len)
 {
@@ -2336,6 +2383,7 @@ static Suite *partition_suite(void)
     tcase_add_test(tc, test_wprof_converges);
     tcase_add_test(tc, test_wprof_spike_and_limits);
     tcase_add_test(tc, test_wprof_share);
+    tcase_add_test(tc, test_pool_density);
     tcase_add_test(tc, test_wprof_outlier);
     suite_add_tcase(s, tc);
     TCase *pm = tcase_create("perfmodel");

@@ -602,6 +602,15 @@ clf_status clf__choose_strategy(clf__launch *L, const uint64_t *max_units,
     return CLF_SUCCESS;
 }
 
+int clf__launch_density(const clf__launch *L, double *rho)
+{
+    char key[400];
+    if (L->small || L->ndev < 2 || !profile_key(L, key, sizeof key))
+        return 0;
+    return clf__wprof_table_density(clf__perf_profiles(clf__fleet_perf(L->fl)), key, L->total,
+                                    L->ndev, rho);
+}
+
 /* ---- learning ----------------------------------------------------------------------------- */
 
 /* Fold the chunks of this launch into the kernel's work profile (static_profile()): every
@@ -649,6 +658,8 @@ void clf__learn(clf__launch *L)
         probe_work = clf__wprof_table_share(clf__perf_profiles(m), pkey, L->total, L->ndev,
                                             L->total - L->probe_units, L->probe_units);
     size_t stale = clf__probe_learn(L, kkey, probe_work);
+    double rho[CLF__WPROF_BINS];
+    int dense = clf__launch_density(L, rho);
     for (size_t i = 0; i < L->ndev; i++) {
         const clf__worker *w = &L->w[i];
         if (i == stale) { /* its probe ran far faster than the model's samples say */
@@ -661,24 +672,35 @@ void clf__learn(clf__launch *L)
         }
         double t = w->rep.finish_s - w->t_start;
         if (w->rep.units && !w->rep.failed && t > 0) {
-            /* A plane's work per unit (the GEMM's MFLOP per row or column of C). */
-            uint64_t work = w->rep.units;
-            if (L->learn_scale > 0) {
-                double x = (double)w->rep.units * L->learn_scale;
-                work = x >= 1 ? (uint64_t)llround(x) : 1;
-            }
-            clf__perf_device_key(L->fl, w->d->index, dkey, sizeof dkey);
-            clf__perf_record(m, kkey, dkey, work, t);
-            /* Its chunks, for the line (a plane's work per unit scales them as above). */
+            /* Its chunks, for the line: in units of average work where the kernel's work
+             * density is known (a line through chunks of cheap and costly Mandelbrot rows by
+             * their units came out with a fixed cost of tens of ms, and the chunk floor then
+             * cut a 2:1 pair's first chunk at 65 % of the range), and a plane's work per unit
+             * (the GEMM's MFLOP per row or column of C). */
             size_t nc = w->ncsamp < CLF__PERF_CHUNKS ? w->ncsamp : CLF__PERF_CHUNKS;
             clf__perf_chunk c[CLF__PERF_CHUNKS];
+            long double cu = 0, cw = 0;
             for (size_t k = 0; k < nc; k++) {
                 c[k] = w->csamp[k];
-                if (L->learn_scale > 0) {
-                    double x = (double)c[k].units * L->learn_scale;
-                    c[k].units = x >= 1 ? (uint64_t)llround(x) : 1;
+                double x = (double)c[k].units;
+                if (dense) {
+                    x = (double)clf__wprof_work(rho, L->total, c[k].off, c[k].units);
+                    cu += c[k].units;
+                    cw += x;
+                } else if (L->learn_scale > 0) {
+                    x *= L->learn_scale;
                 }
+                c[k].units = x >= 1 ? (uint64_t)llround(x) : 1;
             }
+            /* The launch's work: its chunks', scaled from those kept when there were more. */
+            double x = (double)w->rep.units;
+            if (dense && cu > 0)
+                x = (double)((long double)w->rep.units * cw / cu);
+            else if (L->learn_scale > 0)
+                x *= L->learn_scale;
+            uint64_t work = x >= 1 ? (uint64_t)llround(x) : 1;
+            clf__perf_device_key(L->fl, w->d->index, dkey, sizeof dkey);
+            clf__perf_record(m, kkey, dkey, work, t);
             clf__perf_record_chunks(m, kkey, dkey, c, nc);
         }
         /* The device's links, whatever the kernel: bytes per second of its transfers'

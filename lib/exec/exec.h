@@ -42,6 +42,7 @@
 #define CLFLEET_EXEC_H
 
 #include "core/core.h"
+#include "plan/workprof.h"
 
 /* A broadcast array kept on the devices between launches while unchanged. */
 struct clf__bcast {
@@ -269,6 +270,10 @@ typedef struct clf__launch {
      * learned work rate divided by learn_scale), fixed costs in seconds. */
     double fit_rate[CLF_MAX_LAUNCH_DEVICES], fit_fixed[CLF_MAX_LAUNCH_DEVICES];
     int fitted;
+    /* The kernel's work density over the range (clf__launch_density()), when dense is set:
+     * the pooled strategies share work, not units (clf__part_params.density). */
+    double density[CLF__WPROF_BINS];
+    int dense;
     int learning_line; /* the model is on but lacks some device's line: vary chunk sizes */
     /* The caller chose the chunking (chunks_per_device or min_chunk): the partitioner keeps
      * it, with no floor from the fixed cost per chunk (clf__part_params.keep_chunking). */
@@ -350,6 +355,10 @@ clf_status clf__choose_strategy(clf__launch *L, const uint64_t *max_units,
  * efficiency under ps and its kernel seconds per unit on this fleet (set: record value,
  * else return it, or -1 when not seen). */
 void clf__learn(clf__launch *L);
+/* The kernel's work density over L's range from its work profile (clf__wprof_density()),
+ * in rho (CLF__WPROF_BINS entries); 0 when unknown, or for a plane (its work per unit is
+ * learn_scale). */
+int clf__launch_density(const clf__launch *L, double *rho);
 /* Probes (probe.c): give the launch's device left out longest by the cost model one chunk,
  * once its weights are final under strategy s (L->probe_units; the reason says so); after
  * the launch, count the launches each device took no work in and judge a probe. kkey: the

@@ -271,6 +271,8 @@ clf_status clf__exec_run(clf__launch *L, clf_launch_report *rep)
             rates[i] = L->weights[i] > 0 ? L->fit_rate[i] : 0;
         pp.fixed_s = L->fit_fixed;
         pp.rates = rates;
+        L->dense = clf__launch_density(L, L->density);
+        pp.density = L->dense ? L->density : NULL;
     }
     pp.probe_units = L->probe_units;
     pp.probe_dev = L->probe_slot;

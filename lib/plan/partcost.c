@@ -76,7 +76,7 @@ long double clf__part_finish_together(size_t n, const double *rate, const double
  * c_d = r_d (T - f_d). Negative when d is left out; NAN when the rates are all 0 (the caller
  * falls back to shares by weight).
  */
-static long double timed_share(const clf__part *p, size_t d)
+static long double timed_share(const clf__part *p, size_t d, long double pool)
 {
     double rate[CLF__PART_TIMED_MAX], fixed_s[CLF__PART_TIMED_MAX];
     unsigned char in[CLF__PART_TIMED_MAX];
@@ -88,8 +88,7 @@ static long double timed_share(const clf__part *p, size_t d)
         fixed_s[j] = x->fixed_s;
         in[j] = x->eligible && !x->retired && x->rate > 0;
     }
-    long double T = clf__part_finish_together(p->ndev, rate, fixed_s, in, SIZE_MAX,
-                                              (long double)p->pool_units);
+    long double T = clf__part_finish_together(p->ndev, rate, fixed_s, in, SIZE_MAX, pool);
     return isnan(T) ? T : (long double)p->dev[d].rate * (T - (long double)p->dev[d].fixed_s);
 }
 
@@ -115,14 +114,45 @@ uint64_t clf__part_timed_floor(const clf__part *p, size_t d)
     return c >= (long double)p->total ? p->total : (uint64_t)ceill(c);
 }
 
-/* clf__part_pool_limit() before the "only one device left" rule: d's fair share, 0 to stand aside. */
+/* The pool's work (its units without a density). */
+static long double pool_work(const clf__part *p)
+{
+    if (!p->dense)
+        return (long double)p->pool_units;
+    long double x = 0;
+    for (size_t i = 0; i < p->npool; i++)
+        x += clf__wprof_work(p->density, p->total, p->pool[i].lo,
+                             p->pool[i].hi - p->pool[i].lo);
+    return x;
+}
+
+/* The units from the pool's front that hold work x (all of it when x reaches its work). */
+static uint64_t front_units(const clf__part *p, long double x)
+{
+    if (!p->dense)
+        return x >= (long double)p->pool_units ? p->pool_units : (uint64_t)ceill(x);
+    uint64_t units = 0;
+    for (size_t i = 0; i < p->npool && x > 0; i++) {
+        uint64_t len = p->pool[i].hi - p->pool[i].lo;
+        long double w = clf__wprof_work(p->density, p->total, p->pool[i].lo, len);
+        if (x <= w)
+            return units + clf__wprof_units(p->density, p->total, p->pool[i].lo, x);
+        units += len;
+        x -= w;
+    }
+    return x > 0 ? p->pool_units : units;
+}
+
+/* clf__part_pool_limit() before the "only one device left" rule: d's fair share, 0 to stand
+ * aside. With a density, in work: d's part of the pool's work, and its least chunk's work,
+ * are those of the units at the pool's front, where its chunk is cut. */
 static uint64_t fair_limit(const clf__part *p, size_t d)
 {
     if (p->neligible == 1)
         return p->pool_units;
-    long double x = (long double)p->pool_units * clf__part_active_share(p, d);
+    long double pool = pool_work(p), x = pool * clf__part_active_share(p, d);
     if (p->timed) {
-        long double t = timed_share(p, d);
+        long double t = timed_share(p, d, pool);
         if (!isnan(t))
             x = t > 0 ? t : 0;
     }
@@ -132,9 +162,15 @@ static uint64_t fair_limit(const clf__part *p, size_t d)
     uint64_t floor = clf__part_timed_floor(p, d), least = floor > p->gran ? floor : p->gran;
     if (least > p->pool_units)
         least = p->pool_units;
-    if (x < (long double)least && !clf__part_fastest_active(p, d))
+    long double least_work =
+        p->dense && p->npool ? clf__wprof_work(p->density, p->total, p->pool[0].lo,
+                                   least < p->pool[0].hi - p->pool[0].lo
+                                       ? least
+                                       : p->pool[0].hi - p->pool[0].lo)
+                 : (long double)least;
+    if (x < least_work && !clf__part_fastest_active(p, d))
         return 0;
-    uint64_t fair = x >= (long double)p->pool_units ? p->pool_units : (uint64_t)ceill(x);
+    uint64_t fair = front_units(p, x);
     /* The fastest device takes a chunk worth its fixed cost even past its share: halving
      * the tail into ever smaller chunks would pay a fixed cost for each. */
     return fair > least ? fair : least;

@@ -8,6 +8,7 @@
 #include <pthread.h>
 
 #include "partition.h"
+#include "workprof.h"
 
 /* Timed shares (fixed costs) are computed for at most this many devices; more: by weight. */
 #define CLF__PART_TIMED_MAX 64
@@ -53,6 +54,8 @@ struct clf__part {
     int keep_chunking; /* the caller chose the chunking: no timed_floor() */
     int vary_chunks;   /* clf__part_params.vary_chunks */
     long double guided_k;
+    int dense;                        /* density holds the work density (params.density) */
+    double density[CLF__WPROF_BINS];
 };
 
 struct part_ops {

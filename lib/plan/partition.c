@@ -358,6 +358,10 @@ clf_status clf__part_create(clf__part **out, clf__part_strategy strategy, uint64
     p->keep_chunking = prm.keep_chunking;
     p->vary_chunks = prm.vary_chunks && strategy == CLF__PART_DYNAMIC;
     p->free_units = total;
+    if (prm.density && prm.fixed_s) {
+        p->dense = 1;
+        memcpy(p->density, prm.density, sizeof p->density);
+    }
 
     for (size_t i = 0; i < ndev; i++) {
         part_dev *d = &p->dev[i];

@@ -102,6 +102,13 @@ typedef struct clf__part_params {
      * at a multiple of gran (total - probe_units), and be within the device's max_units. */
     uint64_t probe_units;
     size_t probe_dev;
+    /* The pooled strategies with a cost model (fixed_s): the range's work density,
+     * CLF__WPROF_BINS entries (clf__wprof_density(): a unit of bin b costs density[b] units
+     * of average cost), or NULL for uniform work. The rates are then work per second, and a
+     * device's fair part of the pool is work, cut from the pool's front by what it costs:
+     * on Mandelbrot a slow device's share by units of the costly middle rows ran 5x its
+     * share's time (issue 27). */
+    const double *density;
 } clf__part_params;
 
 /* One launch's partitioner (opaque). */

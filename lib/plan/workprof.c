@@ -387,15 +387,15 @@ out:
 }
 
 /*
- * The part of the range's work in [off, off + len): the bins' seconds per unit on the one
- * device that has run the most of them (one device, so that no speed ratio enters), a bin it
- * has not run taking the nearest one's it has; NAN when that device has run fewer than half
- * of the bins, or the range is empty or outside.
+ * The density: each bin's seconds per unit on the one device that has run the most bins (one
+ * device, so that no speed ratio enters), a bin it has not run taking the nearest one's it
+ * has (the lower first), scaled so that the range's mean unit costs 1. 0 when that device has
+ * run fewer than half of the bins.
  */
-double clf__wprof_share(const clf__wprof *w, uint64_t off, uint64_t len)
+int clf__wprof_density(const clf__wprof *w, double *rho)
 {
-    if (!w || len == 0 || off >= w->total || len > w->total - off)
-        return NAN;
+    if (!w || !rho)
+        return 0;
     size_t nd = w->ndev, ref = 0, best = 0;
     for (size_t d = 0; d < nd; d++) {
         size_t seen = 0;
@@ -407,24 +407,75 @@ double clf__wprof_share(const clf__wprof *w, uint64_t off, uint64_t len)
         }
     }
     if (2 * best < NB)
-        return NAN;
-    double rho[NB];
+        return 0;
+    double med[NB];
+    long double all = 0;
     for (size_t b = 0; b < NB; b++)
-        rho[b] = bin_median(w, b, ref);
-    long double part = 0, all = 0;
+        med[b] = bin_median(w, b, ref);
+    for (size_t b = 0; b < NB; b++) {
+        double r = med[b];
+        for (size_t k = 1; isnan(r) && k < NB; k++)
+            r = b >= k && !isnan(med[b - k]) ? med[b - k] : b + k < NB ? med[b + k] : NAN;
+        rho[b] = r;
+        all += (long double)r * (long double)(bin_lo(w->total, b + 1) - bin_lo(w->total, b));
+    }
+    if (!(all > 0) || !isfinite((double)all))
+        return 0;
+    for (size_t b = 0; b < NB; b++)
+        rho[b] = (double)((long double)rho[b] * (long double)w->total / all);
+    return 1;
+}
+
+long double clf__wprof_work(const double *rho, uint64_t total, uint64_t off, uint64_t len)
+{
+    if (!rho)
+        return (long double)len;
+    long double x = 0;
     uint64_t end = off + len;
     for (size_t b = 0; b < NB; b++) {
-        double r = rho[b];
-        for (size_t k = 1; isnan(r) && k < NB; k++) /* the nearest bin run, the lower first */
-            r = b >= k && !isnan(rho[b - k]) ? rho[b - k] : b + k < NB ? rho[b + k] : NAN;
-        uint64_t lo = bin_lo(w->total, b), hi = bin_lo(w->total, b + 1);
-        all += (long double)r * (long double)(hi - lo);
+        uint64_t lo = bin_lo(total, b), hi = bin_lo(total, b + 1);
         lo = lo > off ? lo : off;
         hi = hi < end ? hi : end;
         if (hi > lo)
-            part += (long double)r * (long double)(hi - lo);
+            x += (long double)rho[b] * (long double)(hi - lo);
     }
-    return all > 0 && isfinite((double)all) ? (double)(part / all) : NAN;
+    return x;
+}
+
+/* ceil(x), x near an integer (the doubles' rounding) taken as that integer. */
+static long double ceil_snap(long double x)
+{
+    long double r = nearbyintl(x);
+    return fabsl(x - r) <= fabsl(x) * 0x1p-40L ? r : ceill(x);
+}
+
+uint64_t clf__wprof_units(const double *rho, uint64_t total, uint64_t off, long double work)
+{
+    if (!rho)
+        return work <= 0 ? 0 : work >= (long double)(total - off) ? total - off
+                                                                    : (uint64_t)ceil_snap(work);
+    for (size_t b = 0; b < NB && work > 0; b++) {
+        uint64_t lo = bin_lo(total, b), hi = bin_lo(total, b + 1);
+        if (hi <= off)
+            continue;
+        uint64_t from = lo > off ? lo : off;
+        long double need = (long double)rho[b] * (long double)(hi - from);
+        if (need >= work) {
+            long double u = rho[b] > 0 ? ceil_snap(work / rho[b]) : (long double)(hi - from);
+            uint64_t end = from + (u < (long double)(hi - from) ? (uint64_t)u : hi - from);
+            return end - off;
+        }
+        work -= need;
+    }
+    return work > 0 ? total - off : 0;
+}
+
+double clf__wprof_share(const clf__wprof *w, uint64_t off, uint64_t len)
+{
+    double rho[NB];
+    if (!w || len == 0 || off >= w->total || len > w->total - off || !clf__wprof_density(w, rho))
+        return NAN;
+    return (double)(clf__wprof_work(rho, w->total, off, len) / (long double)w->total);
 }
 
 /* ---- the table ---- */
@@ -549,4 +600,18 @@ double clf__wprof_table_share(clf__wprof_table *t, const char *key, uint64_t tot
         share = clf__wprof_share(t->e[i].w, off, len);
     pthread_mutex_unlock(&t->lock);
     return share;
+}
+
+int clf__wprof_table_density(clf__wprof_table *t, const char *key, uint64_t total, size_t ndev,
+                             double *rho)
+{
+    int ok = 0;
+    if (!t || !key)
+        return 0;
+    pthread_mutex_lock(&t->lock);
+    int i = find(t, key);
+    if (i >= 0 && t->e[i].w->total == total && t->e[i].w->ndev == ndev)
+        ok = clf__wprof_density(t->e[i].w, rho);
+    pthread_mutex_unlock(&t->lock);
+    return ok;
 }
