@@ -533,32 +533,9 @@ static perf_entry *find_or_add(clf__perf_model *m, const char *kernel, const cha
     return e;
 }
 
-clf_status clf__perf_record(clf__perf_model *m, const char *kernel, const char *device,
-                            uint64_t units, double seconds)
-{
-    clf_status st = CLF_SUCCESS;
-    if (!m || !kernel || !device)
-        return clf__fail(CLF_ERROR_NULL_POINTER, "perfmodel: NULL model or key");
-    if (units == 0 || !isfinite(seconds) || seconds <= 0 || !isfinite((double)units / seconds))
-        return clf__fail(CLF_ERROR_INVALID_ARGUMENT, "perfmodel: bad sample of %llu units in %g s",
-                         (unsigned long long)units, seconds);
-    pthread_mutex_lock(&m->lock);
-    perf_entry *e = find_or_add(m, kernel, device);
-    if (!e) {
-        st = clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "perfmodel: out of memory");
-        goto out;
-    }
-    if (!e->seen)
-        e->seen = 1; /* the cold sample: builds, first touch, cold caches */
-    else
-        push(e, (double)units / seconds);
-out:
-    pthread_mutex_unlock(&m->lock);
-    return st;
-}
-
-clf_status clf__perf_record_replace(clf__perf_model *m, const char *kernel, const char *device,
-                                    uint64_t units, double seconds, int *kept)
+/* clf__perf_record(), and with replace set clf__perf_record_replace(). */
+static clf_status record_one(clf__perf_model *m, const char *kernel, const char *device,
+                             uint64_t units, double seconds, int replace, int *kept)
 {
     clf_status st = CLF_SUCCESS;
     if (kept)
@@ -572,22 +549,31 @@ clf_status clf__perf_record_replace(clf__perf_model *m, const char *kernel, cons
     perf_entry *e = find_or_add(m, kernel, device);
     if (!e) {
         st = clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "perfmodel: out of memory");
-        goto out;
+    } else if (!e->seen) {
+        e->seen = 1; /* the cold sample: builds, first touch, cold caches */
+    } else {
+        if (replace && e->n > 0) { /* drop the oldest first: the window keeps its length */
+            e->head = (e->head + 1) % CLF__PERF_WINDOW;
+            e->n--;
+        }
+        push(e, (double)units / seconds);
+        if (kept)
+            *kept = 1;
     }
-    if (!e->seen) {
-        e->seen = 1; /* cold, as in clf__perf_record() */
-        goto out;
-    }
-    if (e->n > 0) { /* drop the oldest, then push: the window keeps its length */
-        e->head = (e->head + 1) % CLF__PERF_WINDOW;
-        e->n--;
-    }
-    push(e, (double)units / seconds);
-    if (kept)
-        *kept = 1;
-out:
     pthread_mutex_unlock(&m->lock);
     return st;
+}
+
+clf_status clf__perf_record(clf__perf_model *m, const char *kernel, const char *device,
+                            uint64_t units, double seconds)
+{
+    return record_one(m, kernel, device, units, seconds, 0, NULL);
+}
+
+clf_status clf__perf_record_replace(clf__perf_model *m, const char *kernel, const char *device,
+                                    uint64_t units, double seconds, int *kept)
+{
+    return record_one(m, kernel, device, units, seconds, 1, kept);
 }
 
 clf_status clf__perf_record_chunks(clf__perf_model *m, const char *kernel, const char *device,
