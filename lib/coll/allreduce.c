@@ -313,7 +313,8 @@ static int auto_choice(const clf__coll *c, int runs, ar_plan *p)
 
 /* The algorithm of a validated call, both predictions (also when forced, for the log and
  * clf_allreduce_choice(); -1 for a single buffer, which moves nothing) and, for two buffers
- * or more, the keys its time is kept under. */
+ * or more, the keys its time is kept under. runs: the call runs what is chosen (an AUTO
+ * call then counts in its re-try schedule); else it is a query, which changes nothing. */
 static clf_status choose(const clf__coll *c, size_t count, const clf_collective_options *o,
                          int runs, ar_plan *p)
 {
