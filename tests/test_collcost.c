@@ -194,6 +194,266 @@ START_TEST(size_classes)
 }
 END_TEST
 
+/* ---- re-trying the loser ------------------------------------------------------------------
+ * The AUTO all-reduce's loop as allreduce.c runs it, on synthetic samples: per algorithm a
+ * window of the last CLF__AR_WINDOW samples in bytes per second (the cost model's, median and
+ * all), a call's measured time its bytes over the median once CLF__AR_MIN_SAMPLES are kept,
+ * a re-try's sample replacing the oldest (clf__perf_record_replace()). */
+
+#define WIN 8 /* CLF__PERF_WINDOW: the model's; this test needs no model */
+#define BYTES 1e6
+
+typedef struct win {
+    double s[WIN]; /* ring: sample i (oldest first) at s[(head + i) % WIN] */
+    unsigned n, head;
+} win;
+
+static void win_push(win *w, double v)
+{
+    if (w->n < WIN) {
+        w->s[(w->head + w->n++) % WIN] = v;
+    } else {
+        w->s[w->head] = v;
+        w->head = (w->head + 1) % WIN;
+    }
+}
+
+static void win_replace(win *w, double v)
+{
+    if (w->n > 0) {
+        w->head = (w->head + 1) % WIN;
+        w->n--;
+    }
+    win_push(w, v);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Measured seconds of BYTES: BYTES over the median rate; -1 below the minimum of samples. */
+static double win_time(const win *w)
+{
+    double v[WIN];
+    if (w->n < CLF__AR_MIN_SAMPLES)
+        return -1;
+    for (unsigned i = 0; i < w->n; i++)
+        v[i] = w->s[(w->head + i) % WIN];
+    qsort(v, w->n, sizeof *v, cmp_double);
+    double med = w->n % 2 ? v[w->n / 2] : (v[w->n / 2 - 1] + v[w->n / 2]) / 2;
+    return BYTES / med;
+}
+
+/* One size class: the samples [0] of the ring, [1] of the host combine, the schedule. */
+typedef struct sim {
+    win w[2];
+    clf__ar_retry rt;
+} sim;
+
+/* k samples of seconds t for algorithm a (1 ring, 2 host) as ordinary calls would leave. */
+static void sim_seed(sim *S, int a, int k, double t)
+{
+    for (int i = 0; i < k; i++)
+        win_push(&S->w[a - 1], BYTES / t);
+}
+
+/* One AUTO call that takes ring_s or host_s by what it runs; the algorithm it ran, its basis in
+ * *basis. A query before it (clf_allreduce_choice()) must say the same and change nothing. */
+static int sim_call(sim *S, double ring_s, double host_s, clf__ar_basis *basis)
+{
+    double rm = win_time(&S->w[0]), hm = win_time(&S->w[1]);
+    clf__ar_retry before = S->rt;
+    clf__ar_basis qb, b;
+    int q = clf__ar_policy_retry(1e-4, 1e-4, rm, hm, &S->rt, &qb);
+    ck_assert(memcmp(&before, &S->rt, sizeof before) == 0);
+    int a = clf__ar_policy_retry(1e-4, 1e-4, rm, hm, &S->rt, &b);
+    ck_assert_int_eq(a, q);
+    ck_assert_int_eq(b, qb);
+    clf__ar_retry_ran(&S->rt, rm, hm, b);
+    double t = a == 1 ? ring_s : host_s;
+    if (b == CLF__AR_RETRYING) {
+        ck_assert_msg(a == (hm < rm ? 1 : 2), "a re-try ran the winner");
+        win_replace(&S->w[a - 1], BYTES / t);
+        clf__ar_retry_done(&S->rt, t, a == 1 ? hm : rm);
+    } else {
+        win_push(&S->w[a - 1], BYTES / t);
+    }
+    *basis = b;
+    return a;
+}
+
+/* The ring measured in a bad streak (300 us, the host loaded) and the host combine at 150 us:
+ * the host wins. The ring now takes 100 us. After 16 host calls it is re-tried and wins (the
+ * back-off stays at 16), its window {300, 300, 100} still loses; 16 calls later the second
+ * re-try makes it {300, 100, 100}, and the ring is chosen from then on. The host, now the
+ * loser within the bound, is re-tried 16 calls later, and loses. */
+START_TEST(retry_a_bad_streak_ages_out)
+{
+    sim S;
+    memset(&S, 0, sizeof S);
+    sim_seed(&S, 1, 3, 300e-6);
+    sim_seed(&S, 2, 3, 150e-6);
+    char seq[80];
+    for (int k = 0; k < 70; k++) {
+        clf__ar_basis b;
+        int a = sim_call(&S, 100e-6, 150e-6, &b);
+        seq[k] = b == CLF__AR_RETRYING ? (a == 1 ? 'r' : 'h') : (a == 1 ? 'R' : 'H');
+    }
+    seq[70] = '\0';
+    /* 16 H, r, 16 H, r, then R: 16 of them before the host's re-try. */
+    static const char want[] = "HHHHHHHHHHHHHHHH" "r" "HHHHHHHHHHHHHHHH" "r"
+                               "RRRRRRRRRRRRRRRR" "h" "RRRRRRRRRRRRRRRRRRR";
+    ck_assert_str_eq(seq, want);
+    ck_assert_uint_eq(S.w[0].n, 8); /* the ring's window filled by its own calls since */
+    ck_assert_uint_eq(S.rt.k, 1);   /* the host lost its re-try: it waits 32 calls next */
+    ck_assert_int_eq(S.rt.loser, 2);
+}
+END_TEST
+
+/* A loser that stays slower (120 us against 100, within the bound) is re-tried after 16, 32,
+ * 64 ... winner calls: at calls 16, 49, 114, 243 and 500 of 1,000, its window kept at the
+ * three samples it had (each re-try replaced the oldest). Over 200,000 calls the wait stops
+ * growing at 16 << CLF__AR_RETRY_MAX_SHIFT. */
+START_TEST(retry_a_slow_loser_decays)
+{
+    sim S;
+    memset(&S, 0, sizeof S);
+    sim_seed(&S, 1, 3, 120e-6);
+    sim_seed(&S, 2, 8, 100e-6);
+    long at[16];
+    int n = 0;
+    for (long k = 0; k < 1000; k++) {
+        clf__ar_basis b;
+        int a = sim_call(&S, 120e-6, 100e-6, &b);
+        ck_assert_int_eq(a, b == CLF__AR_RETRYING ? 1 : 2);
+        if (b == CLF__AR_RETRYING && n < 16)
+            at[n++] = k;
+    }
+    ck_assert_int_eq(n, 5);
+    static const long want[] = {16, 49, 114, 243, 500};
+    for (int i = 0; i < 5; i++)
+        ck_assert_int_eq(at[i], want[i]);
+    ck_assert_uint_eq(S.w[0].n, 3);
+    ck_assert_uint_eq(S.rt.k, 5);
+    /* Long runs: the waits double up to the cap, then stay there. */
+    long last = at[4], gap = 0, retries = 0;
+    unsigned long long cap = (unsigned long long)CLF__AR_RETRY_CALLS << CLF__AR_RETRY_MAX_SHIFT;
+    for (long k = 1000; k < 200000; k++) {
+        clf__ar_basis b;
+        sim_call(&S, 120e-6, 100e-6, &b);
+        if (b == CLF__AR_RETRYING) {
+            long g = k - last - 1;
+            ck_assert_msg(g >= gap && (unsigned long long)g <= cap, "wait %ld after %ld", g, gap);
+            gap = g;
+            last = k;
+            retries++;
+        }
+    }
+    ck_assert_int_eq(gap, (long)cap);
+    /* Waits of 512 ... 16384 calls, then 16384 each: 16 re-tries in calls 1,000 to 199,999
+     * (the last at 196,612). */
+    ck_assert_int_eq(retries, 16);
+    ck_assert_uint_eq(S.rt.k, CLF__AR_RETRY_MAX_SHIFT);
+}
+END_TEST
+
+/* Conditions change after the back-off has grown: the ring, 120 us, becomes 50 us. The next
+ * re-try wins and resets the wait to 16 calls; the one after moves the median: the ring is
+ * chosen within one full wait and 17 calls. */
+START_TEST(retry_notices_a_change)
+{
+    sim S;
+    memset(&S, 0, sizeof S);
+    sim_seed(&S, 1, 3, 120e-6);
+    sim_seed(&S, 2, 8, 100e-6);
+    clf__ar_basis b;
+    for (long k = 0; k < 5000; k++)
+        sim_call(&S, 120e-6, 100e-6, &b);
+    unsigned long long wait = clf__ar_retry_interval(&S.rt) - S.rt.since;
+    ck_assert_uint_eq(clf__ar_retry_interval(&S.rt), 16ull << S.rt.k);
+    long k = 0;
+    int wins = 0;
+    while (k < 40000 && !(sim_call(&S, 50e-6, 100e-6, &b) == 1 && b == CLF__AR_MEASURED)) {
+        wins += b == CLF__AR_RETRYING;
+        k++;
+    }
+    ck_assert_int_eq(wins, 2);
+    ck_assert_int_eq(k, (long)wait + 1 + 16 + 1);
+}
+END_TEST
+
+/* Only a loser within the bound is re-tried: one 5x the winner's measured time never, in
+ * 2,000 calls, nor does its wait run meanwhile; once the winner slows to within the bound of
+ * it, it is re-tried 16 calls later. At the bound exactly it is re-tried. */
+START_TEST(retry_only_within_the_bound)
+{
+    sim S;
+    memset(&S, 0, sizeof S);
+    sim_seed(&S, 1, 3, 500e-6);
+    sim_seed(&S, 2, 8, 100e-6);
+    clf__ar_basis b;
+    for (long k = 0; k < 2000; k++) {
+        ck_assert_int_eq(sim_call(&S, 500e-6, 100e-6, &b), 2);
+        ck_assert_int_eq(b, CLF__AR_MEASURED);
+    }
+    /* The host slows to 130 us: 500 / 130 < 4. Its median moves after 5 calls (8 samples). */
+    long first = -1;
+    for (long k = 0; k < 100 && first < 0; k++)
+        if (sim_call(&S, 500e-6, 130e-6, &b) == 1) {
+            ck_assert_int_eq(b, CLF__AR_RETRYING);
+            first = k;
+        }
+    ck_assert_msg(first >= 16 && first <= 16 + 5, "first re-try at call %ld", first);
+    /* The bound itself: 4x is within. */
+    ck_assert_int_eq(clf__ar_policy_retry(1e-4, 1e-4, 400e-6, 100e-6,
+                                          &(clf__ar_retry){16, 0, 1}, &b),
+                     1);
+    ck_assert_int_eq(b, CLF__AR_RETRYING);
+    ck_assert_int_eq(clf__ar_policy_retry(1e-4, 1e-4, 401e-6, 100e-6,
+                                          &(clf__ar_retry){16, 0, 1}, &b),
+                     2);
+    ck_assert_int_eq(b, CLF__AR_MEASURED);
+}
+END_TEST
+
+/* The schedule's edges: no schedule, one counted for the other algorithm, before both are
+ * measured; a re-try without a sample (the model dropped it as cold) changes nothing. */
+START_TEST(retry_schedule_edges)
+{
+    clf__ar_basis b;
+    clf__ar_retry rt = {1000, 0, 1};
+    /* NULL: as clf__ar_policy(). */
+    ck_assert_int_eq(clf__ar_policy_retry(1e-4, 1e-4, 200e-6, 100e-6, NULL, &b), 2);
+    ck_assert_int_eq(b, CLF__AR_MEASURED);
+    ck_assert_uint_eq(clf__ar_retry_interval(NULL), CLF__AR_RETRY_CALLS);
+    /* Counted for the ring, but the host is the loser now: not re-tried, and it starts. */
+    ck_assert_int_eq(clf__ar_policy_retry(1e-4, 1e-4, 100e-6, 200e-6, &rt, &b), 1);
+    ck_assert_int_eq(b, CLF__AR_MEASURED);
+    clf__ar_retry_ran(&rt, 100e-6, 200e-6, b);
+    ck_assert(rt.loser == 2 && rt.since == 1 && rt.k == 0);
+    /* One not measured: exploring, and the schedule forgotten. */
+    ck_assert_int_eq(clf__ar_policy_retry(1e-4, 1e-4, 100e-6, -1, &rt, &b), 2);
+    ck_assert_int_eq(b, CLF__AR_EXPLORING);
+    clf__ar_retry_ran(&rt, 100e-6, -1, b);
+    ck_assert(rt.loser == 0 && rt.since == 0 && rt.k == 0);
+    /* A re-try's outcome: no sample, nothing; a loss doubles, a win resets. */
+    rt = (clf__ar_retry){0, 3, 1};
+    clf__ar_retry_done(&rt, -1, 100e-6);
+    clf__ar_retry_done(&rt, NAN, 100e-6);
+    ck_assert_uint_eq(rt.k, 3);
+    clf__ar_retry_done(&rt, 150e-6, 100e-6);
+    ck_assert_uint_eq(rt.k, 4);
+    ck_assert_uint_eq(clf__ar_retry_interval(&rt), 16u << 4);
+    clf__ar_retry_done(&rt, 90e-6, 100e-6);
+    ck_assert_uint_eq(rt.k, 0);
+    clf__ar_retry_ran(NULL, 1, 1, CLF__AR_MEASURED);
+    clf__ar_retry_done(NULL, 1, 1);
+    ck_assert_str_eq(clf__ar_basis_name(CLF__AR_RETRYING), "re-trying");
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("collcost");
@@ -206,6 +466,11 @@ int main(void)
     tcase_add_test(tc, bad_input_predicts_nothing);
     tcase_add_test(tc, policy_measured_predicted_exploring);
     tcase_add_test(tc, size_classes);
+    tcase_add_test(tc, retry_a_bad_streak_ages_out);
+    tcase_add_test(tc, retry_a_slow_loser_decays);
+    tcase_add_test(tc, retry_notices_a_change);
+    tcase_add_test(tc, retry_only_within_the_bound);
+    tcase_add_test(tc, retry_schedule_edges);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -3,7 +3,8 @@
  * reduce to the host) for every operation and type on 1, 2 and 3 devices, in one shared
  * context and with one context per device (the staged path), for counts 1, 7, 1000 and
  * 2^20 + 3; the all-reduce with each of its algorithms forced, and its choice (predicted,
- * then by measured times: both tried, settled on the faster, one far dearer never tried);
+ * then by measured times: both tried, settled on the faster, one far dearer never tried, the
+ * slower re-tried);
  * broadcast, all-gather, scatter and gather (block and block-cyclic) likewise;
  * the distributions as pure functions; every bad input.
  *
@@ -495,6 +496,139 @@ START_TEST(allreduce_far_above_the_bound_is_never_tried)
 }
 END_TEST
 
+/* The model's file in dir, whole (NUL-terminated, malloc'd). */
+static char *read_model_file(const char *dir)
+{
+    char path[300];
+    snprintf(path, sizeof path, "%s/perf-v1.tsv", dir);
+    FILE *fp = fopen(path, "rb");
+    ck_assert_msg(fp != NULL, "no model file %s", path);
+    char *buf = NULL;
+    size_t len = 0, cap = 0, got;
+    do {
+        if (cap - len < 4096) {
+            char *b = realloc(buf, cap += 65536);
+            ck_assert_ptr_nonnull(b);
+            buf = b;
+        }
+        got = fread(buf + len, 1, cap - len - 1, fp);
+        len += got;
+    } while (got > 0);
+    fclose(fp);
+    buf[len] = '\0';
+    return buf;
+}
+
+/* The launch-level samples of kernel's line in a model file's text (the first such line):
+ * their count, and up to 8 of them into v; -1 when there is no line. */
+static int model_samples(const char *doc, const char *kernel, double *v)
+{
+    size_t kl = strlen(kernel);
+    for (const char *l = doc; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+        if (strncmp(l, "v2\t", 3) != 0 || strncmp(l + 3, kernel, kl) != 0 || l[3 + kl] != '\t')
+            continue;
+        const char *d = strchr(l + 3 + kl + 1, '\t'); /* after the device key */
+        ck_assert_ptr_nonnull(d);
+        char *end;
+        long n = strtol(d + 1, &end, 10);
+        for (long i = 0; i < n && i < 8; i++)
+            v[i] = strtod(end + 1, &end);
+        return (int)n;
+    }
+    return -1;
+}
+
+/* The model's file with kernel's samples set to three of rate (bytes per second). */
+static void model_set_samples(const char *dir, const char *doc, const char *kernel, double rate)
+{
+    char path[300];
+    snprintf(path, sizeof path, "%s/perf-v1.tsv", dir);
+    FILE *fp = fopen(path, "wb");
+    ck_assert_ptr_nonnull(fp);
+    size_t kl = strlen(kernel);
+    for (const char *l = doc; *l;) {
+        const char *nl = strchr(l, '\n');
+        size_t len = nl ? (size_t)(nl - l) + 1 : strlen(l);
+        if (strncmp(l, "v2\t", 3) == 0 && strncmp(l + 3, kernel, kl) == 0 && l[3 + kl] == '\t') {
+            const char *d = strchr(l + 3 + kl + 1, '\t');
+            ck_assert_ptr_nonnull(d);
+            fprintf(fp, "%.*s\t3\t%.17g\t%.17g\t%.17g\t0\n", (int)(d - l), l, rate, rate, rate);
+        } else {
+            fwrite(l, 1, len, fp);
+        }
+        l += len;
+    }
+    ck_assert_int_eq(fclose(fp), 0);
+}
+
+static double median3(const double *v)
+{
+    double a = v[0], b = v[1], c = v[2];
+    return a > b ? (b > c ? b : a > c ? c : a) : (a > c ? a : b > c ? c : b);
+}
+
+/* The slower algorithm measured in a bad streak, kept in the model's file: both algorithms are
+ * measured by forced calls in one fleet, then the file says the slower took 2x the faster's
+ * median time (within the bound). A new fleet on that file runs the faster, re-tries the
+ * slower after 16 calls (its first sample in the process, dropped as cold) and again after 16
+ * more (kept: it replaces the oldest of the three, the window stays at three), every result
+ * exact. Every command costs 10 ms more (CLFLEET_SIMULATE, in both fleets), so that each
+ * algorithm's time is its commands' simulated latency, steady whatever the load of the
+ * host: on plain PoCL devices the two ran within 10 % of each other and each swung 2x
+ * between calls, which turned the 2x streak into a loss or a win at random. */
+START_TEST(allreduce_the_slower_is_retried)
+{
+    enum { RUNS = 40 };
+    char dir[256], seq[RUNS + 1];
+    char *saved = test_own_cache(dir, sizeof dir);
+    static const char rules[] = "device=0,latency=10ms;device=1,latency=10ms";
+    clf_fleet *f = fleet_simulated(rules);
+    pair q;
+    pair_make(&q, f, 16384); /* 64 KiB */
+    clf_collective_options o = CLF_COLLECTIVE_OPTIONS_INIT;
+    for (int k = 0; k < 8; k++) { /* four of each: a cold sample, then three */
+        o.algorithm = k < 4 ? CLF_ALLREDUCE_RING : CLF_ALLREDUCE_HOST;
+        ck_assert_ok(clf_allreduce(q.b, 2, q.n, CLF_TYPE_INT32, CLF_REDUCE_SUM, &o));
+    }
+    pair_free(&q);
+    clf_fleet_destroy(f); /* saves the model in dir */
+    char *doc = read_model_file(dir);
+    double rv[8], hv[8];
+    ck_assert_int_eq(model_samples(doc, "allreduce:ring:64KiB", rv), 3);
+    ck_assert_int_eq(model_samples(doc, "allreduce:host:64KiB", hv), 3);
+    double rr = median3(rv), hr = median3(hv); /* bytes per second */
+    const char *slow = rr < hr ? "allreduce:ring:64KiB" : "allreduce:host:64KiB";
+    clf_allreduce_algorithm fast = rr < hr ? CLF_ALLREDUCE_HOST : CLF_ALLREDUCE_RING;
+    double bad = (rr < hr ? hr : rr) / 2;
+    model_set_samples(dir, doc, slow, bad);
+    free(doc);
+
+    f = fleet_simulated(rules);
+    pair_make(&q, f, 16384);
+    clf_allreduce_algorithm ran[RUNS];
+    for (int k = 0; k < RUNS; k++)
+        ran[k] = pair_allreduce(&q, "a re-try", k);
+    pair_free(&q);
+    clf_fleet_destroy(f);
+    for (int k = 0; k < RUNS; k++)
+        seq[k] = ran[k] == CLF_ALLREDUCE_HOST ? 'H' : 'R';
+    seq[RUNS] = '\0';
+    fprintf(stderr, "allreduce_the_slower_is_retried: measured ring %.1f ms, host %.1f ms; "
+                    "ran %s\n", 65536 / rr * 1e3, 65536 / hr * 1e3, seq);
+    for (int k = 0; k < RUNS; k++)
+        ck_assert_msg((ran[k] != fast) == (k == 16 || k == 33),
+                      "call %d: the slower is re-tried at calls 16 and 33 only: %s", k, seq);
+    doc = read_model_file(dir);
+    double sv[8];
+    ck_assert_int_eq(model_samples(doc, slow, sv), 3);
+    ck_assert_msg(sv[0] == bad && sv[1] == bad && sv[2] != bad,
+                  "the kept re-try replaces the oldest: %g %g %g (bad %g)", sv[0], sv[1], sv[2],
+                  bad);
+    free(doc);
+    test_own_cache_done(dir, saved);
+}
+END_TEST
+
 /* The choice: options force it, else $CLFLEET_ALLREDUCE, else (nothing measured yet) the least
  * predicted time; bad values of either are refused, by the choice and by the all-reduce. */
 START_TEST(allreduce_choice_and_overrides)
@@ -956,6 +1090,7 @@ int main(void)
     tcase_add_test(tc, allreduce_measured_choice_tries_both);
     tcase_add_test(tc, allreduce_measured_choice_settles_on_the_host);
     tcase_add_test(tc, allreduce_far_above_the_bound_is_never_tried);
+    tcase_add_test(tc, allreduce_the_slower_is_retried);
     tcase_add_loop_test(tc, reductions_chunk_sizes, 0, 2);
     tcase_add_loop_test(tc, concurrent_allreduces, 0, 2);
     tcase_add_loop_test(tc, broadcast_and_allgather, 0, 2 * (int)NSIZES);

@@ -35,12 +35,19 @@
  * sample in a process as cold (the scratch buffers and host memory a first call allocates
  * and faults in), and an algorithm counts as measured from CLF__AR_MIN_SAMPLES samples on
  * (collcost.h: one spike must not decide), so where nothing was kept a class is explored by
- * four calls of each algorithm. Forced calls are measured too. The element type and the
+ * four calls of each algorithm. Forced calls are measured too.
+ *
+ * Once both are measured the slower (the loser) still runs now and then, to see whether its
+ * times still hold (collcost.c's clf__ar_policy_retry() says when, and why): the fleet keeps a
+ * re-try schedule per pair of keys (in memory: a new process starts afresh, and its first
+ * re-try of a key is dropped as cold), and a re-try's sample replaces the loser's oldest
+ * (clf__perf_record_replace()), so that a stale bad streak ages out. The element type and the
  * operation are not in the key: both algorithms stream bytes, and a combine's cost per byte
  * differs little between them.
  */
 #include "coll.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,6 +147,71 @@ static void figures(const clf__coll *c, size_t count, const clf_collective_optio
     in->ring_chunks = clf__allreduce_ring_chunks(c, count, o);
 }
 
+/* The fleet's re-try schedules (clf__ar_retry), one per pair of keys: the ring's model key
+ * (the host combine's differs from it by the algorithm's name only) and the device key,
+ * "KERNEL\tDEVICES". Entries are never removed: a fleet sees a few size classes per set of
+ * devices. */
+typedef struct retry_entry {
+    char *key;
+    clf__ar_retry rt;
+} retry_entry;
+
+typedef struct retry_table {
+    pthread_mutex_t lock; /* guards what follows */
+    retry_entry *e;
+    size_t n, cap;
+} retry_table;
+
+static void *retry_create(clf_fleet *fl)
+{
+    (void)fl;
+    retry_table *T = calloc(1, sizeof *T);
+    if (T && pthread_mutex_init(&T->lock, NULL) != 0) {
+        free(T);
+        T = NULL;
+    }
+    return T;
+}
+
+static void retry_fini(clf_fleet *fl, void *state)
+{
+    retry_table *T = state;
+    (void)fl;
+    for (size_t i = 0; i < T->n; i++)
+        free(T->e[i].key);
+    free(T->e);
+    pthread_mutex_destroy(&T->lock);
+    free(T);
+}
+
+static const clf__state_key retry_key = {"all-reduce re-tries", CLF__STATE_BEFORE_XFER,
+                                         retry_create, retry_fini};
+
+/* The index of key's schedule in T (under T->lock), added (all zero) when add is set; -1 when
+ * unknown, or out of memory. */
+static long retry_find(retry_table *T, const char *key, int add)
+{
+    for (size_t i = 0; i < T->n; i++)
+        if (strcmp(T->e[i].key, key) == 0)
+            return (long)i;
+    if (!add)
+        return -1;
+    if (T->n == T->cap) {
+        size_t cap = T->cap ? 2 * T->cap : 8;
+        retry_entry *e = realloc(T->e, cap * sizeof *e);
+        if (!e)
+            return -1;
+        T->e = e;
+        T->cap = cap;
+    }
+    char *k = strdup(key);
+    if (!k)
+        return -1;
+    memset(&T->e[T->n], 0, sizeof T->e[T->n]);
+    T->e[T->n].key = k;
+    return (long)T->n++;
+}
+
 /* What a call decided, and the keys its time is recorded under. */
 typedef struct ar_plan {
     clf_allreduce_algorithm alg;
@@ -147,6 +219,8 @@ typedef struct ar_plan {
     double ring_s, host_s; /* predicted seconds (-1 for a single buffer) */
     double ring_m, host_m; /* measured seconds for this call's bytes, -1 when not measured */
     clf__ar_basis basis;
+    retry_table *retries; /* the fleet's schedules; NULL: no re-tries (no memory, forced) */
+    long retry;           /* this call's schedule in retries (an AUTO call that runs) */
     clf__perf_model *model; /* NULL: nothing is measured (no memory for the model) */
     char kernel[2][80];     /* the model's keys: [0] the ring's, [1] the host combine's */
     clf__sb devices;        /* the model's device key of the call (heap; ar_plan_free()) */
@@ -204,11 +278,45 @@ static double measured(const ar_plan *p, int a, size_t bytes)
     return (double)bytes / f.units_per_s;
 }
 
+/* The AUTO choice of p's call from its predictions and measured times, with the re-try
+ * schedule of its keys: read only for a query, counted (made on the first call) when the
+ * call runs (runs set). */
+static int auto_choice(const clf__coll *c, int runs, ar_plan *p)
+{
+    const clf__ar_retry *rt = NULL;
+    char *key = NULL;
+    p->retry = -1;
+    p->retries = p->model ? clf__fleet_state(c->fl, &retry_key) : NULL;
+    if (p->retries) {
+        size_t kl = strlen(p->kernel[0]), dl = strlen(p->devices.s);
+        if ((key = malloc(kl + dl + 2)) != NULL) {
+            memcpy(key, p->kernel[0], kl);
+            key[kl] = '\t';
+            memcpy(key + kl + 1, p->devices.s, dl + 1);
+        }
+    }
+    if (!key) /* out of memory: no re-tries this call */
+        return clf__ar_policy(p->ring_s, p->host_s, p->ring_m, p->host_m, &p->basis);
+    pthread_mutex_lock(&p->retries->lock);
+    long i = retry_find(p->retries, key, runs);
+    if (i >= 0)
+        rt = &p->retries->e[i].rt;
+    int a = clf__ar_policy_retry(p->ring_s, p->host_s, p->ring_m, p->host_m, rt, &p->basis);
+    if (runs && i >= 0) {
+        clf__ar_retry_ran(&p->retries->e[i].rt, p->ring_m, p->host_m, p->basis);
+        p->retry = i;
+    }
+    pthread_mutex_unlock(&p->retries->lock);
+    free(key);
+    return a;
+}
+
 /* The algorithm of a validated call, both predictions (also when forced, for the log and
  * clf_allreduce_choice(); -1 for a single buffer, which moves nothing) and, for two buffers
- * or more, the keys its time is kept under. */
+ * or more, the keys its time is kept under. runs: the call runs what is chosen (an AUTO
+ * call then counts in its re-try schedule); else it is a query, which changes nothing. */
 static clf_status choose(const clf__coll *c, size_t count, const clf_collective_options *o,
-                         ar_plan *p)
+                         int runs, ar_plan *p)
 {
     clf__ar_dev dev[CLF__COLL_MAXN];
     double *peer = malloc(c->n * c->n * sizeof *peer);
@@ -216,6 +324,7 @@ static clf_status choose(const clf__coll *c, size_t count, const clf_collective_
     clf_allreduce_algorithm f;
     clf_status st = forced(c, o, &f);
     memset(p, 0, sizeof *p);
+    p->retry = -1;
     p->ring_s = p->host_s = p->ring_m = p->host_m = -1;
     p->alg = CLF_ALLREDUCE_RING;
     if (st == CLF_SUCCESS && c->n < 2) {
@@ -237,7 +346,8 @@ static clf_status choose(const clf__coll *c, size_t count, const clf_collective_
             p->ring_m = measured(p, 0, in.bytes);
             p->host_m = measured(p, 1, in.bytes);
         }
-        int a = clf__ar_policy(p->ring_s, p->host_s, p->ring_m, p->host_m, &p->basis);
+        int a = p->forced ? clf__ar_policy(p->ring_s, p->host_s, p->ring_m, p->host_m, &p->basis)
+                          : auto_choice(c, runs, p);
         p->alg = p->forced ? f : a == 2 ? CLF_ALLREDUCE_HOST : CLF_ALLREDUCE_RING;
         if (clf__log_on(CLF_LOG_DEBUG)) {
             char ms[2][32];
@@ -279,14 +389,27 @@ static clf_status fp64_check(const clf__coll *c, clf_type type)
 }
 
 /* Keep the time of a call that ran p->alg: its bytes per buffer per second (the model drops
- * its key's first sample in a process, as cold). */
+ * its key's first sample in a process, as cold). A re-try's replaces the loser's oldest, and
+ * its outcome goes to the schedule; s <= 0: the call was not timed (a re-try then changes
+ * nothing). */
 static void record(const ar_plan *p, size_t bytes, double s)
 {
-    if (!p->model || !(s > 0) || bytes == 0)
-        return;
+    int kept = 0, retrying = p->basis == CLF__AR_RETRYING && !p->forced && p->retry >= 0;
+    const char *kernel = p->kernel[p->alg == CLF_ALLREDUCE_HOST];
     /* A failed record (no memory) loses a sample, not the call's result. */
-    (void)clf__perf_record(p->model, p->kernel[p->alg == CLF_ALLREDUCE_HOST], p->devices.s,
-                           bytes, s);
+    if (p->model && s > 0 && bytes > 0) {
+        if (retrying)
+            (void)clf__perf_record_replace(p->model, kernel, p->devices.s, bytes, s, &kept);
+        else
+            (void)clf__perf_record(p->model, kernel, p->devices.s, bytes, s);
+    }
+    if (retrying) {
+        /* The winner's measured time when the re-try was chosen. */
+        double winner_s = p->alg == CLF_ALLREDUCE_HOST ? p->ring_m : p->host_m;
+        pthread_mutex_lock(&p->retries->lock);
+        clf__ar_retry_done(&p->retries->e[p->retry].rt, kept ? s : -1, winner_s);
+        pthread_mutex_unlock(&p->retries->lock);
+    }
 }
 
 clf_status clf_allreduce(clf_buffer *const *bufs, size_t nbufs, size_t count, clf_type type,
@@ -297,7 +420,7 @@ clf_status clf_allreduce(clf_buffer *const *bufs, size_t nbufs, size_t count, cl
     clf_status st = clf__coll_validate(&c, "clf_allreduce", bufs, nbufs, opts, count, 0, &type, op);
     if (st != CLF_SUCCESS)
         return st;
-    if ((st = choose(&c, count, opts, &p)) != CLF_SUCCESS || nbufs == 1)
+    if ((st = choose(&c, count, opts, 1, &p)) != CLF_SUCCESS || nbufs == 1)
         return st; /* one device: its buffer is the result */
     if (p.alg == CLF_ALLREDUCE_RING) {
         CLF__TRY(st, clf__coll_kernels(&c, type, op));
@@ -317,8 +440,7 @@ clf_status clf_allreduce(clf_buffer *const *bufs, size_t nbufs, size_t count, cl
         CLF__TRY(st, clf__allreduce_host(&c, count, type, op));
 out:
     st = clf__coll_finish(&c, st);
-    if (st == CLF_SUCCESS && c.timed)
-        record(&p, count * c.es, c.elapsed_s);
+    record(&p, count * c.es, st == CLF_SUCCESS && c.timed ? c.elapsed_s : -1);
     ar_plan_free(&p);
     return st;
 }
@@ -336,7 +458,7 @@ clf_status clf_allreduce_choice(clf_allreduce_algorithm *out, clf_buffer *const 
     if (st == CLF_SUCCESS)
         st = fp64_check(&c, type);
     if (st == CLF_SUCCESS)
-        st = choose(&c, count, opts, &p);
+        st = choose(&c, count, opts, 0, &p);
     if (st == CLF_SUCCESS) {
         *out = p.alg;
         if (ring_s)

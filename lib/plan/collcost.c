@@ -24,6 +24,7 @@
 #include "plan.h"
 
 #include <math.h>
+#include <string.h>
 
 static int valid(const clf__ar_input *in)
 {
@@ -118,6 +119,8 @@ const char *clf__ar_basis_name(clf__ar_basis b)
         return "measured";
     case CLF__AR_EXPLORING:
         return "exploring";
+    case CLF__AR_RETRYING:
+        return "re-trying";
     }
     return "unknown";
 }
@@ -161,4 +164,88 @@ int clf__ar_policy(double ring_pred, double host_pred, double ring_meas, double 
     if (basis)
         *basis = b;
     return alg;
+}
+
+/*
+ * Re-trying the loser. Once both algorithms are measured the slower one would never run
+ * again, so a bad streak while it was measured (a loaded host, another fleet on the same
+ * devices, a one-off spike in two of three samples) would keep it out for good, and so would
+ * a change of conditions that made it the faster since. So, as StarPU's dmda keeps
+ * calibrating and NCCL's tuners re-probe, the loser runs again now and then: after
+ * CLF__AR_RETRY_CALLS calls of the winner, then after twice as many each time it loses
+ * again, up to CLF__AR_RETRY_CALLS << CLF__AR_RETRY_MAX_SHIFT (16384: a condition that
+ * changes is still noticed within that many calls); a re-try that wins (faster than the
+ * winner's median) resets the wait to CLF__AR_RETRY_CALLS, so that a loser that has become
+ * the faster is sampled again soon. The re-try's sample replaces the loser's oldest one (the
+ * caller's business: clf__perf_record_replace()), so its window stays as long and a stale
+ * streak ages out: with the usual three samples, two winning re-tries move its median.
+ *
+ * The cost is bounded: only a loser whose median is at most CLF__AR_EXPLORE_BOUND times the
+ * winner's is re-tried (one far dearer stays out, as an untried one far dearer is never
+ * tried), so the first re-tries cost at most (4 - 1) / 16 of the winner's time, and a loser
+ * that stays slow is re-tried log2(calls / 16) times: 5 times in 1,000 calls, 9 in 10,000.
+ */
+unsigned long long clf__ar_retry_interval(const clf__ar_retry *rt)
+{
+    unsigned k = rt && rt->k < CLF__AR_RETRY_MAX_SHIFT ? rt->k : CLF__AR_RETRY_MAX_SHIFT;
+    return (unsigned long long)CLF__AR_RETRY_CALLS << (rt ? k : 0);
+}
+
+/* The loser (1 or 2) when both are measured and it is within the bound of the winner, else
+ * 0; the winner is 3 - loser, as clf__ar_policy() chooses it. */
+static int retry_candidate(double ring_meas, double host_meas)
+{
+    if (!(ring_meas > 0 && isfinite(ring_meas) && host_meas > 0 && isfinite(host_meas)))
+        return 0;
+    int loser = host_meas < ring_meas ? 1 : 2;
+    double lm = loser == 1 ? ring_meas : host_meas, wm = loser == 1 ? host_meas : ring_meas;
+    return lm <= CLF__AR_EXPLORE_BOUND * wm ? loser : 0;
+}
+
+int clf__ar_policy_retry(double ring_pred, double host_pred, double ring_meas, double host_meas,
+                         const clf__ar_retry *rt, clf__ar_basis *basis)
+{
+    clf__ar_basis b;
+    int alg = clf__ar_policy(ring_pred, host_pred, ring_meas, host_meas, &b);
+    int loser = b == CLF__AR_MEASURED ? retry_candidate(ring_meas, host_meas) : 0;
+    /* A schedule counted for the other algorithm has not started for this one. */
+    if (rt && loser && rt->loser == loser && rt->since >= clf__ar_retry_interval(rt)) {
+        b = CLF__AR_RETRYING;
+        alg = loser;
+    }
+    if (basis)
+        *basis = b;
+    return alg;
+}
+
+void clf__ar_retry_ran(clf__ar_retry *rt, double ring_meas, double host_meas,
+                       clf__ar_basis basis)
+{
+    if (!rt)
+        return;
+    if (basis != CLF__AR_MEASURED && basis != CLF__AR_RETRYING) {
+        memset(rt, 0, sizeof *rt); /* not both measured: nothing to re-try */
+        return;
+    }
+    int loser = retry_candidate(ring_meas, host_meas);
+    if (!loser)
+        return; /* far above the bound: not re-tried, and its wait does not run meanwhile */
+    if (rt->loser != loser) {
+        memset(rt, 0, sizeof *rt);
+        rt->loser = loser;
+    }
+    if (basis == CLF__AR_RETRYING)
+        rt->since = 0;
+    else
+        rt->since++;
+}
+
+void clf__ar_retry_done(clf__ar_retry *rt, double retry_s, double winner_s)
+{
+    if (!rt || !(retry_s > 0) || !isfinite(retry_s) || !(winner_s > 0))
+        return;
+    if (retry_s < winner_s)
+        rt->k = 0;
+    else if (rt->k < CLF__AR_RETRY_MAX_SHIFT)
+        rt->k++;
 }

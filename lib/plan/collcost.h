@@ -43,10 +43,11 @@ int clf__ar_choose(const clf__ar_input *in, double *ring_s, double *host_s);
 typedef enum clf__ar_basis {
     CLF__AR_PREDICTED = 0, /* the predictions: nothing measured, or the other far dearer */
     CLF__AR_MEASURED = 1,  /* both measured in the size class: the faster ran */
-    CLF__AR_EXPLORING = 2  /* one measured: the other runs, to be measured */
+    CLF__AR_EXPLORING = 2, /* one measured: the other runs, to be measured */
+    CLF__AR_RETRYING = 3   /* both measured: the slower runs again (clf__ar_policy_retry()) */
 } clf__ar_basis;
 
-/* "predicted", "measured", "exploring". */
+/* "predicted", "measured", "exploring", "re-trying". */
 const char *clf__ar_basis_name(clf__ar_basis b);
 
 /* Samples an algorithm needs in a class before it counts as measured: the median of three
@@ -73,5 +74,43 @@ unsigned clf__ar_size_class(size_t bytes);
  */
 int clf__ar_policy(double ring_pred, double host_pred, double ring_meas, double host_meas,
                    clf__ar_basis *basis);
+
+/* Winner calls before the loser's first re-try; the k-th waits CLF__AR_RETRY_CALLS << k of
+ * them, k at most CLF__AR_RETRY_MAX_SHIFT (collcost.c says why). */
+#define CLF__AR_RETRY_CALLS 16
+#define CLF__AR_RETRY_MAX_SHIFT 10
+
+/* The re-try schedule of one size class and set of devices (the caller keeps one per pair of
+ * model keys, and serialises its use). All zero: nothing counted yet. */
+typedef struct clf__ar_retry {
+    unsigned long long since; /* AUTO calls that ran the winner since the loser last ran */
+    unsigned k;               /* re-tries the loser lost since it last won one (<= MAX_SHIFT) */
+    int loser;                /* 1 (the ring) or 2: whom since and k are about; 0: none */
+} clf__ar_retry;
+
+/* Winner calls the schedule rt waits for before its next re-try: CLF__AR_RETRY_CALLS << k. */
+unsigned long long clf__ar_retry_interval(const clf__ar_retry *rt);
+
+/*
+ * As clf__ar_policy(), and where both are measured, the slower one (the loser) runs again,
+ * basis CLF__AR_RETRYING, once rt counts clf__ar_retry_interval() calls of the faster since
+ * it last ran, as long as its measured time is at most CLF__AR_EXPLORE_BOUND times the
+ * faster one's. Reads rt only (NULL: no re-tries), so that a query (clf_allreduce_choice())
+ * changes nothing: a call that runs its choice then tells clf__ar_retry_ran().
+ */
+int clf__ar_policy_retry(double ring_pred, double host_pred, double ring_meas, double host_meas,
+                         const clf__ar_retry *rt, clf__ar_basis *basis);
+
+/* A call ran what clf__ar_policy_retry() chose with these measured times and basis: counts a
+ * winner call, or restarts the count at a re-try (so that concurrent calls re-try once);
+ * before both are measured, or when the loser changes, the schedule starts afresh. */
+void clf__ar_retry_ran(clf__ar_retry *rt, double ring_meas, double host_meas,
+                       clf__ar_basis basis);
+
+/* A re-try's outcome: its own seconds (<= 0 or NaN: no sample was kept, as the model drops a
+ * key's first one in a process; nothing changes) against the winner's measured seconds when
+ * it was chosen. A win resets the back-off to CLF__AR_RETRY_CALLS; a loss doubles it, up to
+ * CLF__AR_RETRY_CALLS << CLF__AR_RETRY_MAX_SHIFT. */
+void clf__ar_retry_done(clf__ar_retry *rt, double retry_s, double winner_s);
 
 #endif

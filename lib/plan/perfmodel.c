@@ -533,10 +533,13 @@ static perf_entry *find_or_add(clf__perf_model *m, const char *kernel, const cha
     return e;
 }
 
-clf_status clf__perf_record(clf__perf_model *m, const char *kernel, const char *device,
-                            uint64_t units, double seconds)
+/* clf__perf_record(), and with replace set clf__perf_record_replace(). */
+static clf_status record_one(clf__perf_model *m, const char *kernel, const char *device,
+                             uint64_t units, double seconds, int replace, int *kept)
 {
     clf_status st = CLF_SUCCESS;
+    if (kept)
+        *kept = 0;
     if (!m || !kernel || !device)
         return clf__fail(CLF_ERROR_NULL_POINTER, "perfmodel: NULL model or key");
     if (units == 0 || !isfinite(seconds) || seconds <= 0 || !isfinite((double)units / seconds))
@@ -546,15 +549,31 @@ clf_status clf__perf_record(clf__perf_model *m, const char *kernel, const char *
     perf_entry *e = find_or_add(m, kernel, device);
     if (!e) {
         st = clf__fail(CLF_ERROR_OUT_OF_HOST_MEMORY, "perfmodel: out of memory");
-        goto out;
-    }
-    if (!e->seen)
+    } else if (!e->seen) {
         e->seen = 1; /* the cold sample: builds, first touch, cold caches */
-    else
+    } else {
+        if (replace && e->n > 0) { /* drop the oldest first: the window keeps its length */
+            e->head = (e->head + 1) % CLF__PERF_WINDOW;
+            e->n--;
+        }
         push(e, (double)units / seconds);
-out:
+        if (kept)
+            *kept = 1;
+    }
     pthread_mutex_unlock(&m->lock);
     return st;
+}
+
+clf_status clf__perf_record(clf__perf_model *m, const char *kernel, const char *device,
+                            uint64_t units, double seconds)
+{
+    return record_one(m, kernel, device, units, seconds, 0, NULL);
+}
+
+clf_status clf__perf_record_replace(clf__perf_model *m, const char *kernel, const char *device,
+                                    uint64_t units, double seconds, int *kept)
+{
+    return record_one(m, kernel, device, units, seconds, 1, kept);
 }
 
 clf_status clf__perf_record_chunks(clf__perf_model *m, const char *kernel, const char *device,

@@ -94,6 +94,17 @@ clf_status clf__perf_record(clf__perf_model *m, const char *kernel, const char *
                             uint64_t units, double seconds);
 
 /*
+ * As clf__perf_record(), but the sample replaces the oldest one kept, so that the window
+ * keeps its length (one not yet full does not grow): for a sample taken now and then to see
+ * whether old ones still hold (the all-reduce's re-try of its slower algorithm), which must
+ * age the stale ones out rather than join them. *kept (when not NULL): 1 when the sample was
+ * kept, 0 when it was dropped as the key's first in this process. Errors as
+ * clf__perf_record().
+ */
+clf_status clf__perf_record_replace(clf__perf_model *m, const char *kernel, const char *device,
+                                    uint64_t units, double seconds, int *kept);
+
+/*
  * Record the chunks one device ran in one launch (one lock for all of them). The first
  * chunk of each key in this process is dropped (cold, as for clf__perf_record()); samples
  * with units == 0 or a non-finite or non-positive time are skipped. When the window is
