@@ -2013,6 +2013,63 @@ START_TEST(test_pool_density)
 }
 END_TEST
 
+/*
+ * Guessed weights (clf__part_params.unsure): an equal-looking pair under DYNAMIC (16 chunks
+ * per device: 32 units of 1024) whose device 1 is 50x slower. Each device's first chunk is a
+ * quarter (8 units); device 1 gets no second one before its first is measured; once both
+ * are measured, device 1 takes nothing it would finish after device 0 finishes the whole
+ * pool, and stands aside when that is under a granule. The range is still covered once.
+ */
+START_TEST(test_pool_unsure)
+{
+    enum { TOTAL = 1024 };
+    double w[2] = {1.0, 1.0};
+    clf__part_params prm = {.chunks_per_device = 16, .unsure = 1};
+    clf__part *p;
+    ck_assert_int_eq(clf__part_create(&p, CLF__PART_DYNAMIC, TOTAL, 1, 2, w, NULL, &prm),
+                     CLF_SUCCESS);
+    uint64_t off, len, covered = 0, slow = 0;
+    ck_assert(clf__part_next(p, 1, &off, &len));
+    ck_assert_uint_eq(len, 8);
+    covered += len;
+    slow += len;
+    ck_assert(!clf__part_next(p, 1, &off, &len)); /* not measured yet */
+    ck_assert(clf__part_next(p, 0, &off, &len));
+    ck_assert_uint_eq(len, 8);
+    covered += len;
+    clf__part_measured(p, 0, 8, 8e-3);  /* 1,000 units per second */
+    ck_assert_int_eq(clf__part_complete(p, 16), CLF_SUCCESS);
+    clf__part_measured(p, 1, 8, 0.4);   /* 20 */
+    /* From here on in simulated time: the device free first asks next. Device 1 may take
+     * at most pool * 20 / 1000 units (20 now), and less as the pool drains; device 0 takes
+     * its 32-unit chunks. */
+    double t[2] = {8e-3, 0.4}, rate[2] = {1000, 20};
+    int done[2] = {0, 0};
+    while (!done[0] || !done[1]) {
+        size_t d = done[0] ? 1 : done[1] ? 0 : t[1] < t[0];
+        if (!clf__part_next(p, d, &off, &len)) {
+            done[d] = 1;
+            continue;
+        }
+        uint64_t f;
+        clf__part_counts(p, &f, NULL, NULL);
+        if (d == 1)
+            ck_assert_msg(len * 50 <= f + len + 50, "device 1: %llu units with %llu free",
+                          (unsigned long long)len, (unsigned long long)f);
+        covered += len;
+        slow += d == 1 ? len : 0;
+        t[d] += (double)len / rate[d];
+        clf__part_measured(p, d, len, (double)len / rate[d]);
+        ck_assert_int_eq(clf__part_complete(p, len), CLF_SUCCESS);
+    }
+    /* Never later than device 0 alone (1.024 s), give or take device 1's last chunk. */
+    ck_assert_msg(t[1] <= 1.024 + 0.05, "device 1 ends at %g s", t[1]);
+    ck_assert_uint_eq(covered, TOTAL);
+    ck_assert_uint_lt(slow, 60); /* by speed it would take 2 %, 20 units; equal weights 512 */
+    clf__part_destroy(p);
+}
+END_TEST
+
 /* The true part of the range's work in [off, off + len) by wp_density(). */
 static double wp_true_share(uint64_t total, uint64_t off, uint64_t len)
 {
@@ -2384,6 +2441,7 @@ static Suite *partition_suite(void)
     tcase_add_test(tc, test_wprof_spike_and_limits);
     tcase_add_test(tc, test_wprof_share);
     tcase_add_test(tc, test_pool_density);
+    tcase_add_test(tc, test_pool_unsure);
     tcase_add_test(tc, test_wprof_outlier);
     suite_add_tcase(s, tc);
     TCase *pm = tcase_create("perfmodel");

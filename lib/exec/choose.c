@@ -534,6 +534,7 @@ clf_status clf__choose_strategy(clf__launch *L, const uint64_t *max_units,
     rep->requested = s;
     char wreason[100];
     int learned = choose_weights(L, wreason, sizeof wreason);
+    L->guessed = !learned && L->desc.weights_mode == CLF_WEIGHTS_LEARNED;
     for (size_t i = 0; i < L->ndev; i++)
         if (L->excluded[i])
             L->weights[i] = 0;

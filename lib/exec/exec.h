@@ -270,6 +270,7 @@ typedef struct clf__launch {
      * learned work rate divided by learn_scale), fixed costs in seconds. */
     double fit_rate[CLF_MAX_LAUNCH_DEVICES], fit_fixed[CLF_MAX_LAUNCH_DEVICES];
     int fitted;
+    int guessed; /* learned weights asked for, but guessed (compute units x clock) */
     /* The kernel's work density over the range (clf__launch_density()), when dense is set:
      * the pooled strategies share work, not units (clf__part_params.density). */
     double density[CLF__WPROF_BINS];

@@ -274,6 +274,8 @@ clf_status clf__exec_run(clf__launch *L, clf_launch_report *rep)
         L->dense = clf__launch_density(L, L->density);
         pp.density = L->dense ? L->density : NULL;
     }
+    /* Guessed weights in a pooled launch: speeds measured as it runs (partition.h). */
+    pp.unsure = L->guessed && !L->small && L->part_strategy != CLF__PART_STATIC;
     pp.probe_units = L->probe_units;
     pp.probe_dev = L->probe_slot;
     pp.share_ends = L->has_cuts ? L->share_ends : NULL;

@@ -250,6 +250,7 @@ static clf_status account_chunk(clf__worker *w, clf__chunk *c)
         s->seconds = w->rep.finish_s - from;
         s->off = c->off - L->first;
         s->kernel_s = kernel_s;
+        clf__part_measured(L->part, w->slot_index, c->len, s->seconds);
     }
     w->last_finish = w->rep.finish_s;
     release_chunk(c);

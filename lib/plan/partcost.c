@@ -168,7 +168,20 @@ static uint64_t fair_limit(const clf__part *p, size_t d)
                                        ? least
                                        : p->pool[0].hi - p->pool[0].lo)
                  : (long double)least;
-    if (x < least_work && !clf__part_fastest_active(p, d))
+    int fastest = clf__part_fastest_active(p, d);
+    if (p->unsure && p->dev[d].live_s > 0) {
+        /* Guessed weights: by the speeds measured in this launch, no more than d finishes
+         * before the fastest device measured would finish the whole pool. */
+        double rd = p->dev[d].live_units / p->dev[d].live_s, rmax = rd;
+        for (size_t j = 0; j < p->ndev; j++)
+            if (p->dev[j].eligible && !p->dev[j].retired && p->dev[j].live_s > 0 &&
+                p->dev[j].live_units / p->dev[j].live_s > rmax)
+                rmax = p->dev[j].live_units / p->dev[j].live_s;
+        long double cap = pool * (long double)(rd / rmax);
+        x = cap < x ? cap : x;
+        fastest = rd >= rmax;
+    }
+    if (x < least_work && !fastest)
         return 0;
     uint64_t fair = front_units(p, x);
     /* The fastest device takes a chunk worth its fixed cost even past its share: halving

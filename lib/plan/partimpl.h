@@ -30,6 +30,7 @@ typedef struct part_dev {
     double rate;        /* units per second (timed partitioners) */
     double fixed_s;     /* seconds every chunk costs on it whatever its size (timed) */
     unsigned taken;     /* pooled chunks taken so far (DYNAMIC's varied sizes) */
+    double live_units, live_s; /* measured in this launch (clf__part_measured()) */
     int eligible;
     int retired;
 } part_dev;
@@ -55,6 +56,7 @@ struct clf__part {
     int vary_chunks;   /* clf__part_params.vary_chunks */
     long double guided_k;
     int dense;                        /* density holds the work density (params.density) */
+    int unsure;                       /* params.unsure */
     double density[CLF__WPROF_BINS];
 };
 

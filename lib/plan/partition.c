@@ -358,6 +358,7 @@ clf_status clf__part_create(clf__part **out, clf__part_strategy strategy, uint64
     p->keep_chunking = prm.keep_chunking;
     p->vary_chunks = prm.vary_chunks && strategy == CLF__PART_DYNAMIC;
     p->free_units = total;
+    p->unsure = prm.unsure;
     if (prm.density && prm.fixed_s) {
         p->dense = 1;
         memcpy(p->density, prm.density, sizeof p->density);
@@ -479,6 +480,13 @@ static int take_pool(clf__part *p, size_t d, uint64_t *off, uint64_t *len)
     uint64_t floor = clf__part_timed_floor(p, d); /* no chunk the fixed cost eats */
     if (want < floor)
         want = floor;
+    if (p->unsure && !alone && !(p->dev[d].live_s > 0)) {
+        /* Its speed is a guess: a first taste, and no second chunk before it is measured
+         * (clf__part_params.unsure). */
+        if (p->dev[d].taken)
+            return 0;
+        want = want / 4 > p->gran ? want / 4 : p->gran;
+    }
     if (want > limit)
         want = limit;
     part_range *r = &p->pool[0];
@@ -630,6 +638,16 @@ uint64_t clf__part_retire(clf__part *p, size_t dev)
     }
     pthread_mutex_unlock(&p->lock);
     return moved;
+}
+
+void clf__part_measured(clf__part *p, size_t dev, uint64_t units, double seconds)
+{
+    if (!p || dev >= p->ndev || !(seconds > 0) || !isfinite(seconds))
+        return;
+    pthread_mutex_lock(&p->lock);
+    p->dev[dev].live_units += (double)units;
+    p->dev[dev].live_s += seconds;
+    pthread_mutex_unlock(&p->lock);
 }
 
 clf_status clf__part_complete(clf__part *p, uint64_t len)

@@ -109,6 +109,13 @@ typedef struct clf__part_params {
      * on Mandelbrot a slow device's share by units of the costly middle rows ran 5x its
      * share's time (issue 27). */
     const double *density;
+    /* The pooled strategies: the weights are guesses (no cost model has measured every
+     * device: compute units x clock). Each device's first chunk is a quarter of what it
+     * wants, it takes no second one before the first is measured (clf__part_measured()),
+     * and then no chunk that it would finish after the fastest device measured so far
+     * would finish the whole pool: a fresh fleet's 50x slower device took 96 Mandelbrot
+     * rows by equal guesses, 2.1 s against 0.2 s for the fast device alone (issue 27). */
+    int unsure;
 } clf__part_params;
 
 /* One launch's partitioner (opaque). */
@@ -166,6 +173,11 @@ uint64_t clf__part_retire(clf__part *p, size_t dev);
 /* Mark len outstanding units as done (for the counts). CLF_ERROR_INVALID_ARGUMENT when len
  * exceeds the outstanding units. */
 clf_status clf__part_complete(clf__part *p, uint64_t len);
+
+/* Device dev ran a chunk of units in seconds (from when it could start it to its results):
+ * its speed in this launch, for clf__part_params.unsure. Ignored for dev >= ndev or a time
+ * that is not positive and finite. */
+void clf__part_measured(clf__part *p, size_t dev, uint64_t units, double seconds);
 
 /*
  * Unit counts, each pointer may be NULL: free (not handed out: shares, pool), outstanding
