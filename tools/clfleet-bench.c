@@ -289,6 +289,9 @@ typedef struct run_result {
     clf_launch_report rep;
 } run_result;
 
+/* balance --verbose: every repetition of timed_launch() on standard error. */
+static int each_rep;
+
 static clf_status timed_launch(clf_fleet *f, clf_program *p, const clf_launch_desc *d,
                                const workload *w, unsigned warmup, unsigned reps, run_result *out)
 {
@@ -303,6 +306,15 @@ static clf_status timed_launch(clf_fleet *f, clf_program *p, const clf_launch_de
             return st;
         if (r >= warmup)
             t[r - warmup] = clf_bench_now() - t0;
+        if (each_rep) { /* --verbose: a median hides the repetition that went wrong */
+            fprintf(stderr, "%s rep %u%s: %.4f s |", w->name, r, r < warmup ? " (warm-up)" : "",
+                    clf_bench_now() - t0);
+            for (size_t i = 0; i < rep->num_devices; i++)
+                fprintf(stderr, " device %zu: %llu units, %u chunks, kernel %.4f s, done %.4f s;",
+                        rep->dev[i].device, (unsigned long long)rep->dev[i].units,
+                        rep->dev[i].chunks, rep->dev[i].busy_s, rep->dev[i].finish_s);
+            fprintf(stderr, " %s\n", rep->reason);
+        }
     }
     size_t m = median_index(t, reps);
     out->wall = t[m];
@@ -1647,7 +1659,9 @@ static void usage_balance_scale(FILE *to, const char *cmd)
             cmd, strcmp(cmd, "balance") ? "" : " [--config NAME]");
     fputs("  --json       one JSON document on standard output\n"
           "  --quick      small sizes, one repetition (a smoke test)\n"
-          "  --verbose    also the developer targets, and whether they are met\n"
+          "  --verbose    also the developer targets, and whether they are met (balance:\n"
+          "               and every launch on standard error: its time, each device's\n"
+          "               units, chunks and kernel time, and the reason)\n"
           "  --size N     Mandelbrot image side, 16 to 65536, K suffix; the busy kernel runs\n"
           "               N*N items (1024)\n"
           "  --reps N     timed repetitions, 1 to 64: median [min..max] reported (5)\n"
@@ -1804,6 +1818,7 @@ static int run_opts(const subcommand *cmd, int argc, char **argv)
     o.json = c.json;
     o.quick = c.quick;
     o.verbose = c.verbose;
+    each_rep = balance && c.verbose;
     o.reps = c.reps;
     o.devices = c.devices;
     o.trace = c.trace;
