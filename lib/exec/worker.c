@@ -250,8 +250,11 @@ static clf_status account_chunk(clf__worker *w, clf__chunk *c)
         s->seconds = w->rep.finish_s - from;
         s->off = c->off - L->first;
         s->kernel_s = kernel_s;
-        clf__part_measured(L->part, w->slot_index, c->len, s->seconds);
     }
+    /* Its speed in this launch, for a launch on guessed weights, which gives the device no
+     * second chunk before its first is measured (a time of 0 on a coarse clock counts). */
+    clf__part_measured(L->part, w->slot_index, c->len,
+                       w->rep.finish_s > from ? w->rep.finish_s - from : 1e-9);
     w->last_finish = w->rep.finish_s;
     release_chunk(c);
     if (L->has_reduce)
