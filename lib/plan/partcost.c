@@ -168,10 +168,11 @@ static uint64_t fair_limit(const clf__part *p, size_t d)
                                        ? least
                                        : p->pool[0].hi - p->pool[0].lo)
                  : (long double)least;
-    int fastest = clf__part_fastest_active(p, d);
     if (p->unsure && p->dev[d].live_s > 0) {
         /* Guessed weights: by the speeds measured in this launch, no more than d finishes
-         * before the fastest device measured would finish the whole pool. */
+         * before the fastest device measured would finish the whole pool. Who never stands
+         * aside stays the fastest by weight (a device measured fastest may be waiting,
+         * having stood aside before the speeds changed: the pool would be left to no one). */
         double rd = p->dev[d].live_units / p->dev[d].live_s, rmax = rd;
         for (size_t j = 0; j < p->ndev; j++)
             if (p->dev[j].eligible && !p->dev[j].retired && p->dev[j].live_s > 0 &&
@@ -179,9 +180,8 @@ static uint64_t fair_limit(const clf__part *p, size_t d)
                 rmax = p->dev[j].live_units / p->dev[j].live_s;
         long double cap = pool * (long double)(rd / rmax);
         x = cap < x ? cap : x;
-        fastest = rd >= rmax;
     }
-    if (x < least_work && !fastest)
+    if (x < least_work && !clf__part_fastest_active(p, d))
         return 0;
     uint64_t fair = front_units(p, x);
     /* The fastest device takes a chunk worth its fixed cost even past its share: halving
