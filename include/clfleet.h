@@ -2035,8 +2035,12 @@ typedef struct clf_taskq_device_report {
      *  to finish them sooner (too slow to help; they ran there). With tasks == 0: it took
      *  nothing for that reason. */
     uint64_t passed;
+    /** Tasks it ran as a probe: the steal gate had kept it from their kernel (by a cost
+     *  model figure that may be stale) for some runs or tasks in a row, and it was given
+     *  one task that the model predicted to end within the run anyway (doc/07-flows.md). */
+    uint64_t probed;
     /** Reserved: later versions add fields here, so that the struct keeps its size. */
-    uint64_t reserved[3];
+    uint64_t reserved[2];
 } clf_taskq_device_report;
 
 /** \brief What a run of a task queue did. */

@@ -1122,6 +1122,171 @@ START_TEST(probes_rare)
 }
 END_TEST
 
+/* ---- the steal gate's probes (lib/flow/taskprobe.c) ---- */
+
+/* One task of SMALL_ITEMS items among 15 of ITEMS, early in the deal: dealt to device 0 (a
+ * device seeded 1000x slower would end it at ~8 big tasks' time, device 0 after ~6), which
+ * reaches it only after 6 big tasks, so that a probe can find it queued. */
+enum { SMALL_TASK = 6, SMALL_ITEMS = 2 };
+
+/* What one run of mixed_tasks() did. */
+typedef struct mixed_run {
+    uint64_t count[2], passed[2], probed[2];
+    size_t small_on; /* the device that ran the small task */
+} mixed_run;
+
+/* One run of TASKS spin_task tasks (n iterations each, the affinity given) over the fleet's
+ * two devices: task SMALL_TASK of SMALL_ITEMS items, the others of ITEMS. Every result
+ * checked against the C loop, every
+ * task's device against the report, and a device's probes counted among its tasks. */
+static void mixed_tasks(clf_fleet *f, clf_program *p, uint32_t n, size_t affinity,
+                        mixed_run *r, const char *what)
+{
+    static uint32_t out[TASKS][ITEMS];
+    uint32_t seed[TASKS];
+    clf_taskq *q;
+    ck_assert_ok(clf_taskq_create(&q, f, p, NULL, 0));
+    memset(out, 0, sizeof out);
+    for (uint32_t t = 0; t < TASKS; t++) {
+        seed[t] = 7u * t + 3u;
+        clf_task_desc d = CLF_TASK_DESC_INIT;
+        d.kernel = "spin_task";
+        d.affinity = affinity;
+        d.global[0] = t == SMALL_TASK ? SMALL_ITEMS : ITEMS;
+        clf_arg a[] = {CLF_WHOLE_OUT(out[t], d.global[0] * sizeof out[t][0]), CLF_SCALAR(&n),
+                       CLF_SCALAR(&seed[t])};
+        ck_assert_ok(clf_taskq_submit(q, &d, a, 3, NULL));
+    }
+    clf_taskq_report rep;
+    ck_assert_ok(clf_taskq_run(q, &rep));
+    ck_assert_uint_eq(rep.tasks, TASKS);
+    ck_assert_uint_eq(rep.failed, 0);
+    memset(r, 0, sizeof *r);
+    for (uint32_t t = 0; t < TASKS; t++) {
+        clf_task_info info;
+        ck_assert_ok(clf_taskq_task_info(&info, q, t));
+        ck_assert_int_eq(info.status, CLF_SUCCESS);
+        ck_assert_uint_eq(info.runs, 1);
+        ck_assert_uint_lt(info.device, 2);
+        r->count[info.device]++;
+        if (t == SMALL_TASK)
+            r->small_on = info.device;
+        uint32_t items = t == SMALL_TASK ? SMALL_ITEMS : ITEMS;
+        for (uint32_t i = 0; i < items; i++)
+            expect(out[t][i] == spin_task_ref(i, n, seed[t]),
+                   "%s: task %u on device %zu: item %u: %u, expected %u", what, t, info.device,
+                   i, out[t][i], spin_task_ref(i, n, seed[t]));
+    }
+    for (size_t i = 0; i < 2; i++) {
+        ck_assert_uint_eq(rep.dev[i].device, i);
+        ck_assert_uint_eq(rep.dev[i].tasks, r->count[i]);
+        ck_assert_uint_le(rep.dev[i].probed, rep.dev[i].tasks);
+        r->passed[i] = rep.dev[i].passed;
+        r->probed[i] = rep.dev[i].probed;
+    }
+    fprintf(stderr, "%s: %llu / %llu tasks (passed %llu / %llu, probed %llu / %llu), "
+            "the small one on device %zu\n", what, (unsigned long long)r->count[0],
+            (unsigned long long)r->count[1], (unsigned long long)r->passed[0],
+            (unsigned long long)r->passed[1], (unsigned long long)r->probed[0],
+            (unsigned long long)r->probed[1], r->small_on);
+    clf_taskq_destroy(q);
+}
+
+/*
+ * An equal pair (device 1 at compute=1: as fast, under a model key of its own) whose model
+ * file says device 1 is 1000x slower at the task kernel, as a run while it was busy could
+ * have left it. The gate keeps it from every task (the first run after the seed checks
+ * that it ran nothing but probes), so without probes it would never be measured again.
+ * With them: kept from 15 tasks in the first run (4 or more), it is given the small task,
+ * predicted at ~8 big tasks' time (within the run's ~15), which runs far faster than that;
+ * its samples are forgotten, and the next runs deal it tasks again. Results exact; counts,
+ * not wall time.
+ */
+START_TEST(taskq_probe_stale)
+{
+    test_watchdog(240);
+    char dir[256];
+    char *saved = test_own_cache(dir, sizeof dir);
+    uint32_t n = 1u << 14;
+    mixed_run r;
+    clf_program *p;
+    clf_fleet *f = sim_fleet("device=1,compute=1", &p);
+    uint64_t learned1 = 0;
+    for (int run = 0; run < 4 || (learned1 < 4 && run < 10); run++) {
+        mixed_tasks(f, p, n, CLF_TASK_ANY_DEVICE, &r, "taskq_probe_stale: learning");
+        learned1 += r.count[1];
+    }
+    clf_program_destroy(p);
+    clf_fleet_destroy(f); /* saves the model */
+    ck_assert_int_ge(seed_slow(dir, "|sim=", 1000), 1);
+
+    f = sim_fleet("device=1,compute=1", &p);
+    int back = -1, probes = 0, first_out = -1;
+    for (int run = 0; run < 10 && back < 0; run++) {
+        mixed_tasks(f, p, n, CLF_TASK_ANY_DEVICE, &r, "taskq_probe_stale: seeded");
+        probes += (int)r.probed[1];
+        ck_assert_uint_eq(r.probed[0], 0);
+        if (run == 0)
+            first_out = r.count[1] == r.probed[1];
+        if (r.count[1] >= 2 + r.probed[1])
+            back = run;
+    }
+    expect(first_out == 1, "the seeded model did not keep device 1 out: the test tests nothing");
+    expect(probes >= 1, "device 1 was never probed");
+    expect(back >= 0 && back <= 6, "device 1 did not take tasks again in 10 runs (back at run "
+           "%d, %d probes)", back, probes);
+    clf_program_destroy(p);
+    clf_fleet_destroy(f);
+    test_own_cache_done(dir, saved);
+    test_watchdog_off();
+}
+END_TEST
+
+/*
+ * A truly 50x slower device, once learned (with no affinity the deal gives it the small
+ * task, which it ends before the fast device would reach it). Then 20 runs of the same
+ * tasks given to the fast device (affinity 0): the gate keeps the slow device from every
+ * big one (each the tail of the fast device's deque), so it is kept from the kernel, and the
+ * small task mid-deque is what a probe may take (by the model it ends well within the fast
+ * device's 15 big tasks). It is probed rarely: each probe confirms the figure and doubles
+ * the wait (4 tasks kept in one run, then 8, then 16 tasks, when it stops before the fast
+ * device takes its first, else 16 runs in a row; then 32 runs: 2 or 3 probes in 20 runs),
+ * and never costs a run more than one task: it runs nothing but a probe, one at most, and
+ * that is the small task. Counts, not wall time.
+ */
+START_TEST(taskq_probe_rare)
+{
+    test_watchdog(300);
+    char dir[256];
+    char *saved = test_own_cache(dir, sizeof dir);
+    uint32_t n = 1u << 14;
+    mixed_run r;
+    clf_program *p;
+    clf_fleet *f = sim_fleet("device=1,compute=0.02", &p);
+    uint64_t learned1 = 0;
+    for (int run = 0; run < 3 || (learned1 < 3 && run < 8); run++) {
+        mixed_tasks(f, p, n, CLF_TASK_ANY_DEVICE, &r, "taskq_probe_rare: learning");
+        learned1 += r.count[1];
+    }
+    int probes = 0;
+    for (int run = 0; run < 20; run++) {
+        mixed_tasks(f, p, n, 0, &r, "taskq_probe_rare");
+        probes += (int)r.probed[1];
+        expect(r.count[1] == r.probed[1] && r.count[1] <= 1,
+               "run %d: the 50x slower device ran %llu tasks (%llu probes)", run,
+               (unsigned long long)r.count[1], (unsigned long long)r.probed[1]);
+        expect(!r.probed[1] || r.small_on == 1,
+               "run %d: the slower device's probe was not the smallest task", run);
+    }
+    fprintf(stderr, "taskq_probe_rare: %d probes in 20 runs\n", probes);
+    expect(probes <= 5, "%d probes of the 50x slower device in 20 runs", probes);
+    clf_program_destroy(p);
+    clf_fleet_destroy(f);
+    test_own_cache_done(dir, saved);
+    test_watchdog_off();
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("simulate");
@@ -1152,5 +1317,11 @@ int main(void)
     tcase_add_test(tp, probe_wrong_seed);
     tcase_add_test(tp, probes_rare);
     suite_add_tcase(s, tp);
+    /* Its own case, to run alone: CK_RUN_CASE=taskprobe. */
+    TCase *tt = tcase_create("taskprobe");
+    tcase_add_checked_fixture(tt, NULL, test_watchdog_off);
+    tcase_add_test(tt, taskq_probe_stale);
+    tcase_add_test(tt, taskq_probe_rare);
+    suite_add_tcase(s, tt);
     return test_run(s, FLEET2, 2);
 }

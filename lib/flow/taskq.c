@@ -444,6 +444,7 @@ clf_status clf_taskq_run(clf_taskq *q, clf_taskq_report *report)
             usable |= (size_t)1 << i, first_usable = i;
     }
     clf__tq_predict(q, m, q->pending, n);
+    clf__tq_probe_begin(q, m, q->pending, n);
     clf__tq_deal(q, q->pending, n, usable);
     q->first = CLF_SUCCESS;
     q->t0 = clf__mono_ns();
@@ -492,6 +493,7 @@ clf_status clf_taskq_run(clf_taskq *q, clf_taskq_report *report)
             worker_main(&q->w[i]);
         }
     clf__tq_learn(q, m, q->ntasks - n, n);
+    clf__tq_probe_end(q, m, q->ntasks - n, n);
     for (size_t i = 0; i < q->ndev; i++)
         for (size_t k = q->dq[i].head; k < q->dq[i].tail; k++) {
             q->tasks[q->dq[i].v[k]].info.status = CLF_ERROR_DEVICE_FAILED;
@@ -569,6 +571,7 @@ void clf_taskq_destroy(clf_taskq *q)
     }
     free(q->tasks);
     free(q->pred);
+    free(q->kin);
     pthread_mutex_destroy(&q->lock);
     clf_fleet *fl = q->fl;
     free(q);

@@ -25,6 +25,8 @@ typedef struct task {
     clf_arg *args;       /* copied; scalar values point into vals */
     unsigned char *vals; /* the scalar values, copied at submission */
     clf_task_info info;
+    size_t kin; /* its kernel's entry in the run's q->kin (taskprobe.c) */
+    int probe;  /* the run gave it to a device the gate kept out (a probe) */
 } task;
 
 /* Task ids of one device; its own thread pops the head, thieves the tail. */
@@ -36,6 +38,19 @@ typedef struct deque {
     double pred_sum;
     size_t unknown;
 } deque;
+
+/* What the run knows of one kernel of its tasks for the gate's probes (taskprobe.c), per
+ * queue device: loaded from the fleet's probe state at the run's start, judged at its end. */
+typedef struct tq_kin {
+    const char *name;  /* a task's kernel string */
+    char key[320];     /* its key in the cost model */
+    size_t left;       /* scratch: its tasks queued, counted under the queue's lock */
+    unsigned out_runs[CLF_MAX_LAUNCH_DEVICES]; /* runs in a row the gate kept it out */
+    unsigned every[CLF_MAX_LAUNCH_DEVICES];    /* the wait before a probe (runs or tasks) */
+    uint64_t kept[CLF_MAX_LAUNCH_DEVICES];     /* tasks the gate kept it from in this run */
+    size_t probe_id[CLF_MAX_LAUNCH_DEVICES];   /* its probe task in this run, or SIZE_MAX */
+    clf__perf_fit fit[CLF_MAX_LAUNCH_DEVICES]; /* the model's figures at the run's start */
+} tq_kin;
 
 typedef struct tq_kernel {
     char *name;
@@ -70,6 +85,8 @@ struct clf_taskq {
      * negative when the model does not know the task's kernel on that device. */
     size_t base;
     double *pred;
+    tq_kin *kin; /* the run's kernels, for the gate's probes (NULL: no probes this run) */
+    size_t nkin;
     tq_kernel *checks; /* one kernel per name, never given arguments: clf_taskq_submit() checks
                         * tasks against it (CL_KERNEL_LOCAL_MEM_SIZE counts __local ones set) */
     size_t nchecks;
@@ -98,6 +115,20 @@ void clf__tq_predict(clf_taskq *q, clf__perf_model *m, size_t base, size_t n);
 void clf__tq_deal(clf_taskq *q, size_t base, size_t n, size_t usable);
 /* Teach the model m (NULL: nothing) the host time of each task of [base, base + n) that ran. */
 void clf__tq_learn(clf_taskq *q, clf__perf_model *m, size_t base, size_t n);
+/* Under the queue's lock, worker w stopping (the gate keeps it from every task left, its own
+ * deque empty): count what it is kept from and take a probe task if one is due (1, *id). */
+int clf__tq_probe_pick(clf_taskq *q, tq_worker *w, double now, size_t *id);
+/* The predicted seconds of task id on queue device i (negative: unknown). */
+double clf__tq_pred(const clf_taskq *q, size_t id, size_t i);
+
+/* ---- taskprobe.c: the steal gate's probes -------------------------------------------------- */
+
+/* Before the deal (after clf__tq_predict() from the model m): the run's kernels, their
+ * figures and their probe state. */
+void clf__tq_probe_begin(clf_taskq *q, clf__perf_model *m, size_t base, size_t n);
+/* After clf__tq_learn(): judge the run's probes, count the runs each device was kept out. */
+void clf__tq_probe_end(clf_taskq *q, clf__perf_model *m, size_t base, size_t n);
+
 /* The next task for worker w, through the gate (1, *id, *stolen), or 0: w stops. */
 int clf__tq_take(clf_taskq *q, tq_worker *w, size_t *id, int *stolen);
 /* Give task id back to w's deque (its device failed); w takes no more. */

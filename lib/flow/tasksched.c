@@ -12,7 +12,9 @@
  * task then never goes to a CPU 50x slower that would finish it last. What the
  * model does not know is taken as before (so that it learns), a device that
  * stopped working (finished, failed, never started) is no owner to wait for,
- * and the last active worker takes whatever is left: every task runs.
+ * and the last active worker takes whatever is left: every task runs. A device the gate
+ * keeps from a kernel for some runs or tasks in a row gets one task as a probe
+ * (clf__tq_probe_pick(), taskprobe.c), so that a stale figure cannot keep it out for good.
  */
 #include "taskq.h"
 
@@ -27,6 +29,11 @@
 static double pred_of(const clf_taskq *q, size_t id, size_t i)
 {
     return q->pred ? q->pred[(id - q->base) * q->ndev + i] : -1;
+}
+
+double clf__tq_pred(const clf_taskq *q, size_t id, size_t i)
+{
+    return pred_of(q, id, i);
 }
 
 /* Account for task id joining deque i (its slot already filled): dq_forget()'s converse. */
@@ -187,6 +194,14 @@ int clf__tq_take(clf_taskq *q, tq_worker *w, size_t *id, int *stolen)
             passed = 0;
         }
     }
+    /* Kept from every task left: a probe, if one is due (taskprobe.c says when). */
+    int probe = 0;
+    if (!found && passed && clf__tq_probe_pick(q, w, now, id)) {
+        probe = found = 1;
+        *stolen = 1;
+        passed = 0;
+        w->rep.probed++;
+    }
     if (found) {
         start_task(q, w, *id, now);
     } else {
@@ -194,6 +209,11 @@ int clf__tq_take(clf_taskq *q, tq_worker *w, size_t *id, int *stolen)
         w->rep.passed += passed;
     }
     pthread_mutex_unlock(&q->lock);
+    if (probe)
+        clf__log(CLF_LOG_INFO,
+                 "task queue: device %zu probed with task %zu ('%s'): the steal gate kept it "
+                 "from the kernel's tasks, by a figure that may be stale",
+                 w->d->index, *id, q->tasks[*id].kernel);
     if (passed)
         clf__log(CLF_LOG_DEBUG,
                  "task queue: device %zu stops, leaving %llu task%s to devices predicted to "
@@ -201,6 +221,76 @@ int clf__tq_take(clf_taskq *q, tq_worker *w, size_t *id, int *stolen)
                  w->d->index, (unsigned long long)passed, passed > 1 ? "s" : "",
                  passed > 1 ? "them" : "it");
     return found;
+}
+
+/*
+ * The gate's probe (see taskprobe.c for when one is due): worker w stops now because the
+ * gate keeps it from every task left. Count, per kernel, the tasks left (it is kept from
+ * all of them); then, when its own deque is empty (else the tasks it leaves go to the others
+ * and the makespan below would not count them), for the kernels whose probe is due, take
+ * the task of the least predicted seconds on w among those queued on the other devices, if
+ * by the model it ends no later than the run's predicted makespan without it:
+ *     now + pred(task, w) <= max over the other active devices j of
+ *                            (ready_at(j) + the predicted seconds of j's deque),
+ * every figure known (else no probe). Taking the task out of its deque only brings its
+ * owner's finish forward, so by the model the run ends no later than without the probe: a
+ * device truly as slow as its figure costs the run nothing, and one too slow for any task
+ * to fit is not probed (a longer run may fit one). One probe per kernel and device a run.
+ */
+int clf__tq_probe_pick(clf_taskq *q, tq_worker *w, double now, size_t *id)
+{
+    size_t me = w->pos;
+    if (!q->kin || !q->pred)
+        return 0;
+    for (size_t k = 0; k < q->nkin; k++)
+        q->kin[k].left = 0;
+    for (size_t j = 0; j < q->ndev; j++)
+        for (size_t s = q->dq[j].head; s < q->dq[j].tail; s++)
+            q->kin[q->tasks[q->dq[j].v[s]].kin].left++;
+    for (size_t k = 0; k < q->nkin; k++)
+        if (q->kin[k].left > q->kin[k].kept[me])
+            q->kin[k].kept[me] = q->kin[k].left; /* a later stop sees a subset */
+    if (q->dq[me].head < q->dq[me].tail)
+        return 0;
+    double makespan = -1;
+    for (size_t j = 0; j < q->ndev; j++) {
+        if (j == me || !q->w[j].active)
+            continue;
+        double r = ready_at(q, j, now);
+        if (r < 0 || q->dq[j].unknown)
+            return 0;
+        if (r + q->dq[j].pred_sum > makespan)
+            makespan = r + q->dq[j].pred_sum;
+    }
+    size_t best_j = SIZE_MAX, best_s = 0;
+    double best = HUGE_VAL;
+    for (size_t j = 0; j < q->ndev && makespan >= 0; j++) {
+        if (j == me)
+            continue;
+        for (size_t s = q->dq[j].head; s < q->dq[j].tail; s++) {
+            size_t t = q->dq[j].v[s];
+            const tq_kin *k = &q->kin[q->tasks[t].kin];
+            if (k->probe_id[me] != SIZE_MAX ||
+                (k->out_runs[me] < k->every[me] && k->kept[me] < k->every[me]))
+                continue;
+            double p = pred_of(q, t, me);
+            if (p >= 0 && p < best) {
+                best = p;
+                best_j = j;
+                best_s = s;
+            }
+        }
+    }
+    if (best_j == SIZE_MAX || now + best > makespan)
+        return 0;
+    deque *d = &q->dq[best_j];
+    *id = d->v[best_s];
+    memmove(&d->v[best_s], &d->v[best_s + 1], (d->tail - best_s - 1) * sizeof *d->v);
+    d->tail--;
+    dq_forget(q, best_j, *id);
+    q->tasks[*id].probe = 1;
+    q->kin[q->tasks[*id].kin].probe_id[me] = *id;
+    return 1;
 }
 
 /* Give task id back to worker w's deque, for the others to steal (its device failed); w
