@@ -1550,6 +1550,22 @@ START_TEST(test_perf_cold_and_median)
                      CLF_ERROR_INVALID_ARGUMENT);
     ck_assert_int_eq(clf__perf_record(m, NULL, "d", 1, 1.0), CLF_ERROR_NULL_POINTER);
     ck_assert(clf__perf_weight(m, "k", "d", &v) && v == 50.0);
+    /* A replacing sample drops the oldest, below a full window as in one: two of 10 in a
+     * window of three 20s make the median 10 (the all-reduce's re-try of its loser). */
+    int kept = 0;
+    for (int i = 0; i < 4; i++)
+        clf__perf_record(m, "r", "d", 20, 1.0); /* the first is cold */
+    ck_assert(clf__perf_weight(m, "r", "d", &v) && v == 20.0);
+    ck_assert_int_eq(clf__perf_record_replace(m, "r", "d", 10, 1.0, &kept), CLF_SUCCESS);
+    ck_assert(kept && clf__perf_weight(m, "r", "d", &v) && v == 20.0);
+    ck_assert_int_eq(clf__perf_record_replace(m, "r", "d", 10, 1.0, &kept), CLF_SUCCESS);
+    ck_assert_msg(clf__perf_weight(m, "r", "d", &v) && v == 10.0, "median %g", v);
+    for (int i = 0; i < 8; i++) /* a full window: a replace overwrites the oldest */
+        clf__perf_record(m, "r", "d", 30, 1.0);
+    for (int i = 0; i < 4; i++)
+        clf__perf_record_replace(m, "r", "d", 40, 1.0, NULL);
+    ck_assert(clf__perf_weight(m, "r", "d", &v) && v == 35.0);
+    ck_assert(clf__perf_weight(m, "k", "d", &v) && v == 50.0);
     ck_assert_int_eq(clf__perf_save(m), CLF_SUCCESS); /* memory only: nothing to do */
     clf__perf_close(m);
     clf__perf_close(NULL);

@@ -552,10 +552,10 @@ static clf_status record_one(clf__perf_model *m, const char *kernel, const char 
     } else if (!e->seen) {
         e->seen = 1; /* the cold sample: builds, first touch, cold caches */
     } else {
-        if (replace && e->n > 0) { /* drop the oldest first: the window keeps its length */
-            e->head = (e->head + 1) % CLF__PERF_WINDOW;
-            e->n--;
-        }
+        /* Replace: the oldest goes (a full window's push overwrites it); below a full window
+         * the samples stay at 0 .. n-1, where median() and entry_fit() read them. */
+        if (replace && e->n > 0 && e->n < CLF__PERF_WINDOW)
+            memmove(&e->s[0], &e->s[1], --e->n * sizeof *e->s);
         push(e, (double)units / seconds);
         if (kept)
             *kept = 1;
