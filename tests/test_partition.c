@@ -2053,9 +2053,9 @@ START_TEST(test_pool_unsure)
     ck_assert(clf__part_next(p, 0, &off, &len));
     ck_assert_uint_eq(len, 8);
     covered += len;
-    clf__part_measured(p, 0, 8, 8e-3);  /* 1,000 units per second */
+    clf__part_measured(p, 0, 8, 8, 8e-3); /* 1,000 units per second */
     ck_assert_int_eq(clf__part_complete(p, 16), CLF_SUCCESS);
-    clf__part_measured(p, 1, 8, 0.4);   /* 20 */
+    clf__part_measured(p, 1, 0, 8, 0.4);  /* 20 */
     /* From here on in simulated time: the device free first asks next. Device 1 may take
      * at most pool * 20 / 1000 units (20 now), and less as the pool drains; device 0 takes
      * its 32-unit chunks. */
@@ -2075,7 +2075,7 @@ START_TEST(test_pool_unsure)
         covered += len;
         slow += d == 1 ? len : 0;
         t[d] += (double)len / rate[d];
-        clf__part_measured(p, d, len, (double)len / rate[d]);
+        clf__part_measured(p, d, off, len, (double)len / rate[d]);
         ck_assert_int_eq(clf__part_complete(p, len), CLF_SUCCESS);
     }
     /* Never later than device 0 alone (1.024 s), give or take device 1's last chunk. */

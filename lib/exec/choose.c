@@ -680,25 +680,24 @@ void clf__learn(clf__launch *L)
              * (the GEMM's MFLOP per row or column of C). */
             size_t nc = w->ncsamp < CLF__PERF_CHUNKS ? w->ncsamp : CLF__PERF_CHUNKS;
             clf__perf_chunk c[CLF__PERF_CHUNKS];
-            long double cu = 0, cw = 0;
             for (size_t k = 0; k < nc; k++) {
                 c[k] = w->csamp[k];
                 double x = (double)c[k].units;
-                if (dense) {
+                if (dense)
                     x = (double)clf__wprof_work(rho, L->total, c[k].off, c[k].units);
-                    cu += c[k].units;
-                    cw += x;
-                } else if (L->learn_scale > 0) {
+                else if (L->learn_scale > 0)
                     x *= L->learn_scale;
-                }
                 c[k].units = x >= 1 ? (uint64_t)llround(x) : 1;
             }
-            /* The launch's work: its chunks', scaled from those kept when there were more. */
+            /* The launch's work: every chunk's, by the bins its units fell in. */
             double x = (double)w->rep.units;
-            if (dense && cu > 0)
-                x = (double)((long double)w->rep.units * cw / cu);
-            else if (L->learn_scale > 0)
+            if (dense) {
+                x = 0;
+                for (size_t b = 0; b < CLF__WPROF_BINS; b++)
+                    x += w->bin_units[b] * rho[b];
+            } else if (L->learn_scale > 0) {
                 x *= L->learn_scale;
+            }
             uint64_t work = x >= 1 ? (uint64_t)llround(x) : 1;
             clf__perf_device_key(L->fl, w->d->index, dkey, sizeof dkey);
             clf__perf_record(m, kkey, dkey, work, t);

@@ -229,6 +229,9 @@ typedef struct clf__worker {
      * its previous chunk done) to its results on the host. The latest CLF__PERF_CHUNKS. */
     clf__perf_chunk csamp[CLF__PERF_CHUNKS];
     size_t ncsamp;       /* chunks sampled in all (csamp holds the latest) */
+    /* Its units per bin of the range (every chunk: clf__wprof_bins_add()), for its work
+     * under the kernel's work density (clf__learn()). */
+    double bin_units[CLF__WPROF_BINS];
     double last_finish;  /* host time its previous chunk completed */
     /* The look-ahead chunk, while its kernel has not started (guarded by L->lock): an
      * idle device may steal it. State 0: none, 1: waiting here, 2: stolen. */

@@ -252,9 +252,11 @@ static clf_status account_chunk(clf__worker *w, clf__chunk *c)
         s->kernel_s = kernel_s;
     }
     /* Its speed in this launch, for a launch on guessed weights, which gives the device no
-     * second chunk before its first is measured (a time of 0 on a coarse clock counts). */
-    clf__part_measured(L->part, w->slot_index, c->len,
-                       w->rep.finish_s > from ? w->rep.finish_s - from : 1e-9);
+     * second chunk before its first is measured (a time of 0 on a coarse clock marks it
+     * measured, without a speed). */
+    clf__part_measured(L->part, w->slot_index, c->off - L->first, c->len,
+                       w->rep.finish_s - from);
+    clf__wprof_bins_add(w->bin_units, L->total, c->off - L->first, c->len);
     w->last_finish = w->rep.finish_s;
     release_chunk(c);
     if (L->has_reduce)

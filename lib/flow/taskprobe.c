@@ -231,8 +231,10 @@ void clf__tq_probe_end(clf_taskq *q, clf__perf_model *m, size_t base, size_t n)
                 const task *t = &q->tasks[pid];
                 double took = t->info.end_s - t->info.start_s;
                 double want = optimistic(&kin->fit[i], t->items, clf__tq_pred(q, pid, i));
-                if (t->info.status != CLF_SUCCESS || !(took > 0) || !(want > 0)) {
-                    /* No verdict: it stays due. */
+                if (t->info.status != CLF_SUCCESS || !(took > 0) || !(want > 0) ||
+                    t->info.device != d) {
+                    /* No verdict: it stays due. (Run elsewhere: the device failed during
+                     * it and gave it back, and another ran it.) */
                 } else if (took * CLF__TQ_PROBE_WRONG < want) {
                     int known = m && clf__perf_forget(m, kin->key, q->w[i].dkey);
                     e->every[d] = 0;

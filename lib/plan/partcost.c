@@ -105,12 +105,18 @@ long double clf__part_worth_fixed(double rate, double fixed_s)
            CLF__PART_FIXED_FRACTION;
 }
 
+static uint64_t front_units(const clf__part *p, long double x);
+
 uint64_t clf__part_timed_floor(const clf__part *p, size_t d)
 {
     const part_dev *x = &p->dev[d];
     if (!p->timed || p->keep_chunking || p->ops->shares || !(x->rate > 0) || !(x->fixed_s > 0))
         return 0;
     long double c = clf__part_worth_fixed(x->rate, x->fixed_s);
+    /* Under a density the rate is work per second: the units at the pool's front that hold
+     * that work. */
+    if (p->dense && p->npool)
+        return front_units(p, c);
     return c >= (long double)p->total ? p->total : (uint64_t)ceill(c);
 }
 

@@ -30,7 +30,8 @@ typedef struct part_dev {
     double rate;        /* units per second (timed partitioners) */
     double fixed_s;     /* seconds every chunk costs on it whatever its size (timed) */
     unsigned taken;     /* pooled chunks taken so far (DYNAMIC's varied sizes) */
-    double live_units, live_s; /* measured in this launch (clf__part_measured()) */
+    double live_units, live_s; /* measured in this launch (clf__part_measured()): work, s */
+    int measured;              /* a chunk of it has been measured in this launch */
     int eligible;
     int retired;
 } part_dev;

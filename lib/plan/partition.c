@@ -480,7 +480,7 @@ static int take_pool(clf__part *p, size_t d, uint64_t *off, uint64_t *len)
     uint64_t floor = clf__part_timed_floor(p, d); /* no chunk the fixed cost eats */
     if (want < floor)
         want = floor;
-    if (p->unsure && !alone && !(p->dev[d].live_s > 0)) {
+    if (p->unsure && !alone && !p->dev[d].measured) {
         /* Its speed is a guess: a first taste, and no second chunk before it is measured
          * (clf__part_params.unsure). */
         if (p->dev[d].taken)
@@ -640,13 +640,17 @@ uint64_t clf__part_retire(clf__part *p, size_t dev)
     return moved;
 }
 
-void clf__part_measured(clf__part *p, size_t dev, uint64_t units, double seconds)
+void clf__part_measured(clf__part *p, size_t dev, uint64_t off, uint64_t len, double seconds)
 {
-    if (!p || dev >= p->ndev || !(seconds > 0) || !isfinite(seconds))
+    if (!p || dev >= p->ndev)
         return;
     pthread_mutex_lock(&p->lock);
-    p->dev[dev].live_units += (double)units;
-    p->dev[dev].live_s += seconds;
+    p->dev[dev].measured = 1;
+    if (seconds > 0 && isfinite(seconds) && off < p->total && len <= p->total - off) {
+        p->dev[dev].live_units +=
+            (double)clf__wprof_work(p->dense ? p->density : NULL, p->total, off, len);
+        p->dev[dev].live_s += seconds;
+    }
     pthread_mutex_unlock(&p->lock);
 }
 

@@ -174,10 +174,11 @@ uint64_t clf__part_retire(clf__part *p, size_t dev);
  * exceeds the outstanding units. */
 clf_status clf__part_complete(clf__part *p, uint64_t len);
 
-/* Device dev ran a chunk of units in seconds (from when it could start it to its results):
- * its speed in this launch, for clf__part_params.unsure. Ignored for dev >= ndev or a time
- * that is not positive and finite. */
-void clf__part_measured(clf__part *p, size_t dev, uint64_t units, double seconds);
+/* Device dev ran the chunk [off, off + len) in seconds (from when it could start it to its
+ * results): its speed in this launch, in work per second under a density, for
+ * clf__part_params.unsure. A time that is not positive and finite (a coarse clock) marks
+ * the device measured without a speed. Ignored for dev >= ndev. */
+void clf__part_measured(clf__part *p, size_t dev, uint64_t off, uint64_t len, double seconds);
 
 /*
  * Unit counts, each pointer may be NULL: free (not handed out: shares, pool), outstanding

@@ -426,6 +426,20 @@ int clf__wprof_density(const clf__wprof *w, double *rho)
     return 1;
 }
 
+void clf__wprof_bins_add(double *units, uint64_t total, uint64_t off, uint64_t len)
+{
+    uint64_t end = off + len;
+    if (!units || off >= total || len > total - off)
+        return;
+    for (size_t b = 0; b < NB; b++) {
+        uint64_t lo = bin_lo(total, b), hi = bin_lo(total, b + 1);
+        lo = lo > off ? lo : off;
+        hi = hi < end ? hi : end;
+        if (hi > lo)
+            units[b] += (double)(hi - lo);
+    }
+}
+
 long double clf__wprof_work(const double *rho, uint64_t total, uint64_t off, uint64_t len)
 {
     if (!rho)

@@ -92,6 +92,9 @@ int clf__wprof_cut(const clf__wprof *w, uint64_t gran, const double *speed, uint
  * device's units per second over the whole range are its work per second.
  */
 int clf__wprof_density(const clf__wprof *w, double *rho);
+/* Add the units of [off, off + len) that fall in each bin of a range of total units to
+ * units[] (CLF__WPROF_BINS entries). */
+void clf__wprof_bins_add(double *units, uint64_t total, uint64_t off, uint64_t len);
 /* The work of units [off, off + len) of a range of total units by rho (NULL: len). */
 long double clf__wprof_work(const double *rho, uint64_t total, uint64_t off, uint64_t len);
 /* The units from off whose work by rho (NULL: uniform) reaches work (rounded up), at most
