@@ -1059,7 +1059,7 @@ START_TEST(probe_wrong_seed)
 
     f = sim_fleet("device=1,compute=1", &p);
     int first_out = -1, back = -1, probes = 0;
-    for (int k = 0; k < 16 && back < 0; k++) {
+    for (int k = 0; k < 24 && back < 0; k++) {
         double s1 = probe_launch(f, p, CLF_STRATEGY_STATIC, out, N, iters, why, sizeof why);
         int probe = strstr(why, "device 1 probed") != NULL;
         probes += probe;
@@ -1071,7 +1071,9 @@ START_TEST(probe_wrong_seed)
     }
     expect(first_out == 1, "the seeded model did not leave device 1 out: the test tests nothing");
     expect(probes >= 1, "device 1 was never probed");
-    expect(back >= 0 && back <= 12, "device 1 did not take a share again in 16 launches "
+    /* Within a dozen launches, or 8 more after one probe the host's load made look like a
+     * confirmation (the wait doubles: a CI run). */
+    expect(back >= 0 && back <= 20, "device 1 did not take a share again in 24 launches "
            "(back at launch %d, %d probes)", back, probes);
     free(out);
     clf_program_destroy(p);

@@ -121,11 +121,15 @@ static uint64_t probe_units(clf__launch *L, clf__perf_model *m, const char *kkey
     }
     if (!(rf > 0))
         return 0;
-    /* fp + c / rp = ff + (total - c) / rf */
+    /* fp + c / rp = ff + (total - c) / rf; at most all but a granule (a line of the fast
+     * device with a large fixed cost, fitted on a loaded host, put c past the range and
+     * stopped every probe of a stale figure in a CI run) */
     long double c = ((long double)ff - fp + (long double)L->total / rf) / (1.0L / rp + 1.0L / rf);
     if (c > (long double)max_units)
         c = (long double)max_units;
-    if (!(c > 0) || c >= (long double)L->total)
+    if (c >= (long double)L->total)
+        c = L->total > L->gran ? (long double)(L->total - L->gran) : 0;
+    if (!(c > 0))
         return 0;
     /* The tail starts at a multiple of the granularity, at or after total - c. */
     uint64_t s = L->total - (uint64_t)c;
