@@ -65,7 +65,8 @@ static struct clf__probe_seen *probe_entry(clf__launch *L, const char *kkey, int
 
 /* What the model predicts of (kernel, device): time(c) = *fixed + c / *rate in the range's
  * units (the chunk line, else the launch-level median with no fixed cost). 0: unknown.
- * slow: the line's fixed cost with the slower of its rate and the launch-level median's. */
+ * slow 1: the line's fixed cost with the slower of its rate and the launch-level median's;
+ * 2: the launch-level median alone (whole launches, their fixed costs in the rate). */
 static int model_line(clf__launch *L, clf__perf_model *m, const char *kkey, size_t i, int slow,
                       double *rate, double *fixed)
 {
@@ -74,7 +75,7 @@ static int model_line(clf__launch *L, clf__perf_model *m, const char *kkey, size
     clf__perf_device_key(L->fl, L->dev[i], dkey, sizeof dkey);
     if (!clf__perf_get(m, kkey, dkey, &f))
         return 0;
-    if (f.rate > 0 && f.fixed_s >= 0) {
+    if (f.rate > 0 && f.fixed_s >= 0 && slow != 2) {
         *rate = f.rate;
         *fixed = f.fixed_s;
     } else if (f.units_per_s > 0) {
@@ -105,31 +106,36 @@ static uint64_t probe_units(clf__launch *L, clf__perf_model *m, const char *kkey
                             uint64_t max_units, double *pred, double *work)
 {
     double rp, fp, rf = 0, ff = 0, best = 0;
+    long double c = 0;
     if (!model_line(L, m, kkey, p, 1, &rp, &fp))
         return 0;
-    for (size_t i = 0; i < L->ndev; i++) {
-        double r, f;
-        if (i == p || L->weights[i] <= 0 || L->excluded[i] ||
-            !model_line(L, m, kkey, i, 0, &r, &f))
-            continue;
-        double t = f + (double)L->total / r;
-        if (!(rf > 0) || t < best) {
-            rf = r;
-            ff = f;
-            best = t;
+    /* The others by their lines, or, when that puts the probe past the range (a line with a
+     * large fixed cost, fitted on a loaded host: a CI run probed a stale device once and
+     * then never in 11 launches), by their launches' medians. */
+    for (int pass = 0; pass < 2; pass++) {
+        rf = 0;
+        for (size_t i = 0; i < L->ndev; i++) {
+            double r, f;
+            if (i == p || L->weights[i] <= 0 || L->excluded[i] ||
+                !model_line(L, m, kkey, i, pass ? 2 : 0, &r, &f))
+                continue;
+            double t = f + (double)L->total / r;
+            if (!(rf > 0) || t < best) {
+                rf = r;
+                ff = f;
+                best = t;
+            }
         }
+        if (!(rf > 0))
+            return 0;
+        /* fp + c / rp = ff + (total - c) / rf */
+        c = ((long double)ff - fp + (long double)L->total / rf) / (1.0L / rp + 1.0L / rf);
+        if (c < (long double)L->total)
+            break;
     }
-    if (!(rf > 0))
-        return 0;
-    /* fp + c / rp = ff + (total - c) / rf; at most all but a granule (a line of the fast
-     * device with a large fixed cost, fitted on a loaded host, put c past the range and
-     * stopped every probe of a stale figure in a CI run) */
-    long double c = ((long double)ff - fp + (long double)L->total / rf) / (1.0L / rp + 1.0L / rf);
     if (c > (long double)max_units)
         c = (long double)max_units;
-    if (c >= (long double)L->total)
-        c = L->total > L->gran ? (long double)(L->total - L->gran) : 0;
-    if (!(c > 0))
+    if (!(c > 0) || c >= (long double)L->total)
         return 0;
     /* The tail starts at a multiple of the granularity, at or after total - c. */
     uint64_t s = L->total - (uint64_t)c;
