@@ -1233,47 +1233,95 @@ START_TEST(fleet_first)
 }
 END_TEST
 
+/*
+ * A pair made unequal by $CLFLEET_SIMULATE (rule, on FLEET2) with a graph of `nodes`
+ * independent compute-bound spin nodes (milliseconds each, so that the simulated slowdown is
+ * in the kernels' time and not lost in a node's fixed costs: a few-microsecond kernel 20x
+ * slower can rightly be worth a second device), inputs and outputs alternating between the
+ * devices. Both devices are measured first: each run after the first places by what it
+ * learned, so runs of nodes placed by hand on each device (three: the first sample of each
+ * is dropped as cold) come before the graph's own.
+ */
+enum { SPIN_PAIR_MAX = 12 };
+typedef struct spin_pair {
+    clf_fleet *f;
+    clf_program *p;
+    clf_graph *g;
+    clf_buffer *in[SPIN_PAIR_MAX], *out[SPIN_PAIR_MAX];
+    int *a;
+    size_t nodes;
+    unsigned chunk; /* the spin kernel's rounds */
+} spin_pair;
+
+static void spin_pair_make(spin_pair *s, const char *rule, size_t nodes, uint32_t salt,
+                           const char *label)
+{
+    ck_assert_uint_le(nodes, SPIN_PAIR_MAX);
+    memset(s, 0, sizeof *s);
+    setenv("CLFLEET_SIMULATE", rule, 1);
+    s->f = test_fleet(FLEET2, 0);
+    unsetenv("CLFLEET_SIMULATE");
+    ck_assert_ok(clf_program_build_source(&s->p, s->f, SRC, NULL));
+    s->a = data(salt);
+    s->nodes = nodes;
+    s->chunk = 2000;
+    ck_assert_ok(clf_graph_create(&s->g, s->f, s->p));
+    clf_graph_node_desc d = kdesc("spin", N);
+    for (size_t i = 0; i < nodes; i++) {
+        s->in[i] = buf(s->f, i % 2, s->a);
+        s->out[i] = buf(s->f, i % 2, NULL);
+        clf_arg args[] = {CLF_BUF_IN(s->in[i]), CLF_BUF_OUT(s->out[i]), CLF_SCALAR(&s->chunk)};
+        ck_assert_ok(clf_graph_add_kernel(NULL, s->g, &d, args, 3));
+    }
+    clf_graph *probe = NULL;
+    ck_assert_ok(clf_graph_create(&probe, s->f, s->p));
+    for (size_t dev = 0; dev < 2; dev++) {
+        clf_graph_node_desc pd = d;
+        pd.device = dev;
+        clf_arg args[] = {CLF_BUF_IN(s->in[dev]), CLF_BUF_OUT(s->out[dev]),
+                          CLF_SCALAR(&s->chunk)};
+        ck_assert_ok(clf_graph_add_kernel(NULL, probe, &pd, args, 3));
+    }
+    char what[64];
+    snprintf(what, sizeof what, "%s: probe", label);
+    for (int r = 0; r < 3; r++)
+        run_ok(probe, what);
+    clf_graph_destroy(probe);
+}
+
+/* Every output against the sequential spin of the input, bit for bit; then everything freed. */
+static void spin_pair_check_free(spin_pair *s, const char *label)
+{
+    int *ref = malloc(N * sizeof *ref);
+    ck_assert(ref);
+    for (size_t j = 0; j < N; j++) {
+        unsigned x = (unsigned)s->a[j];
+        for (unsigned r = 0; r < s->chunk; r++)
+            x = x * 1103515245u + 12345u;
+        ref[j] = (int)x;
+    }
+    for (size_t i = 0; i < s->nodes; i++)
+        check_buf(s->out[i], ref, "out", label);
+    clf_graph_destroy(s->g);
+    for (size_t i = 0; i < s->nodes; i++) {
+        clf_buffer_destroy(s->in[i]);
+        clf_buffer_destroy(s->out[i]);
+    }
+    free(s->a);
+    free(ref);
+    clf_program_destroy(s->p);
+    clf_fleet_destroy(s->f);
+}
+
 /* A 20:1 pair ($CLFLEET_SIMULATE on FLEET2): once the model has measured both devices, the
  * independent nodes of a graph go to the fast one (each would take the slow one longer
  * than all of them take the fast one), and the report and the debug reason say so. */
 START_TEST(simulated_pair)
 {
-    setenv("CLFLEET_SIMULATE", "device=1,compute=0.05", 1);
-    clf_fleet *f = test_fleet(FLEET2, 0);
-    unsetenv("CLFLEET_SIMULATE");
-    clf_program *p = NULL;
-    ck_assert_ok(clf_program_build_source(&p, f, SRC, NULL));
+    spin_pair sp;
+    spin_pair_make(&sp, "device=1,compute=0.05", 6, 7, "simulated pair");
+    clf_graph *g = sp.g;
     enum { NODES = 6 };
-    int *a = data(7), *ref = malloc(N * sizeof *ref);
-    ck_assert(ref);
-    clf_buffer *in[NODES], *out[NODES];
-    clf_graph *g = NULL;
-    ck_assert_ok(clf_graph_create(&g, f, p));
-    /* Compute-bound nodes (milliseconds each), so that the simulated 20x is in the kernels'
-     * time and not lost in a node's fixed costs: a few-microsecond kernel 20x slower can
-     * rightly be worth a second device. */
-    clf_graph_node_desc d = kdesc("spin", N);
-    unsigned chunk = 2000; /* the rounds */
-    for (size_t i = 0; i < NODES; i++) {
-        in[i] = buf(f, i % 2, a);
-        out[i] = buf(f, i % 2, NULL);
-        clf_arg args[] = {CLF_BUF_IN(in[i]), CLF_BUF_OUT(out[i]), CLF_SCALAR(&chunk)};
-        ck_assert_ok(clf_graph_add_kernel(NULL, g, &d, args, 3));
-    }
-    /* Both devices must be measured: each run after the first places by what it learned,
-     * so the slow device is tried while it is guessed, then left alone. Runs with manual
-     * placement first measure each device (the first sample of each is dropped as cold). */
-    clf_graph *probe = NULL;
-    ck_assert_ok(clf_graph_create(&probe, f, p));
-    for (size_t dev = 0; dev < 2; dev++) {
-        clf_graph_node_desc pd = d;
-        pd.device = dev;
-        clf_arg args[] = {CLF_BUF_IN(in[dev]), CLF_BUF_OUT(out[dev]), CLF_SCALAR(&chunk)};
-        ck_assert_ok(clf_graph_add_kernel(NULL, probe, &pd, args, 3));
-    }
-    for (int r = 0; r < 3; r++)
-        run_ok(probe, "simulated pair: probe");
-    clf_graph_destroy(probe);
     /* At least two runs, and a few more while a run still puts a node on the slow device:
      * under a loaded host (make -j check runs suites side by side) one measured sample can
      * be late, and the model's medians settle within a few runs. */
@@ -1302,28 +1350,7 @@ START_TEST(simulated_pair)
         ck_assert_msg(nr.device == 0 && strstr(nr.why, "device 1"), "%zu: %s", nr.device,
                       nr.why);
     }
-    for (size_t j = 0; j < N; j++) {
-        unsigned x = (unsigned)a[j];
-        for (unsigned r = 0; r < chunk; r++)
-            x = x * 1103515245u + 12345u;
-        ref[j] = (int)x;
-    }
-    for (size_t i = 0; i < NODES; i++) {
-        int got[N];
-        ck_assert_ok(clf_buffer_read(out[i], 0, sizeof got, got));
-        for (size_t j = 0; j < N; j++)
-            expect(got[j] == ref[j], "simulated pair: out %zu [%zu] = %d, want %d", i, j,
-                   got[j], ref[j]);
-    }
-    clf_graph_destroy(g);
-    for (size_t i = 0; i < NODES; i++) {
-        clf_buffer_destroy(in[i]);
-        clf_buffer_destroy(out[i]);
-    }
-    free(a);
-    free(ref);
-    clf_program_destroy(p);
-    clf_fleet_destroy(f);
+    spin_pair_check_free(&sp, "simulated pair");
 }
 END_TEST
 
@@ -1336,39 +1363,10 @@ END_TEST
  * against the sequential product, bit for bit. */
 START_TEST(simulated_pair_2to1)
 {
-    setenv("CLFLEET_SIMULATE", "device=1,compute=0.5", 1);
-    clf_fleet *f = test_fleet(FLEET2, 0);
-    unsetenv("CLFLEET_SIMULATE");
-    clf_program *p = NULL;
-    ck_assert_ok(clf_program_build_source(&p, f, SRC, NULL));
+    spin_pair sp;
+    spin_pair_make(&sp, "device=1,compute=0.5", 12, 11, "2:1 pair");
+    clf_graph *g = sp.g;
     enum { NODES = 12 };
-    int *a = data(11), *ref = malloc(N * sizeof *ref);
-    ck_assert(ref);
-    clf_buffer *in[NODES], *out[NODES];
-    clf_graph *g = NULL;
-    ck_assert_ok(clf_graph_create(&g, f, p));
-    /* Compute-bound nodes of a few milliseconds, as in simulated_pair. */
-    clf_graph_node_desc d = kdesc("spin", N);
-    unsigned chunk = 2000;
-    for (size_t i = 0; i < NODES; i++) {
-        in[i] = buf(f, i % 2, a);
-        out[i] = buf(f, i % 2, NULL);
-        clf_arg args[] = {CLF_BUF_IN(in[i]), CLF_BUF_OUT(out[i]), CLF_SCALAR(&chunk)};
-        ck_assert_ok(clf_graph_add_kernel(NULL, g, &d, args, 3));
-    }
-    /* Each device measured first by nodes placed by hand (the first sample is dropped as
-     * cold). */
-    clf_graph *probe = NULL;
-    ck_assert_ok(clf_graph_create(&probe, f, p));
-    for (size_t dev = 0; dev < 2; dev++) {
-        clf_graph_node_desc pd = d;
-        pd.device = dev;
-        clf_arg args[] = {CLF_BUF_IN(in[dev]), CLF_BUF_OUT(out[dev]), CLF_SCALAR(&chunk)};
-        ck_assert_ok(clf_graph_add_kernel(NULL, probe, &pd, args, 3));
-    }
-    for (int r = 0; r < 3; r++)
-        run_ok(probe, "2:1 pair: probe");
-    clf_graph_destroy(probe);
     /* A few more runs while the share is outside the range: on a loaded host one run's
      * samples can be late, and the model's medians settle within a few runs. */
     clf_graph_report rep;
@@ -1385,23 +1383,7 @@ START_TEST(simulated_pair_2to1)
                   "2:1 pair after %d runs: %zu nodes on the fast device, %zu on the 2x slower "
                   "one (want 2 to 5 of %d there)", runs, rep.device_nodes[0],
                   rep.device_nodes[1], NODES);
-    for (size_t j = 0; j < N; j++) {
-        unsigned x = (unsigned)a[j];
-        for (unsigned r = 0; r < chunk; r++)
-            x = x * 1103515245u + 12345u;
-        ref[j] = (int)x;
-    }
-    for (size_t i = 0; i < NODES; i++)
-        check_buf(out[i], ref, "out", "2:1 pair");
-    clf_graph_destroy(g);
-    for (size_t i = 0; i < NODES; i++) {
-        clf_buffer_destroy(in[i]);
-        clf_buffer_destroy(out[i]);
-    }
-    free(a);
-    free(ref);
-    clf_program_destroy(p);
-    clf_fleet_destroy(f);
+    spin_pair_check_free(&sp, "2:1 pair");
 }
 END_TEST
 

@@ -2097,8 +2097,18 @@ static double wp_true_share(uint64_t total, uint64_t off, uint64_t len)
     return part / all;
 }
 
+/* The part of the range's work in [off, off + len) by the profile's density, as clf__learn()
+ * weighs a probe's tail; NAN when the density is unknown. */
+static double wp_share(const clf__wprof *w, uint64_t total, uint64_t off, uint64_t len)
+{
+    double rho[CLF__WPROF_BINS];
+    if (!clf__wprof_density(w, rho))
+        return NAN;
+    return (double)(clf__wprof_work(rho, total, off, len) / (long double)total);
+}
+
 /*
- * clf__wprof_share(), as a probe launch uses it (probe.c): device 0 runs [0, s) in pieces
+ * clf__wprof_density(), as a probe launch uses it (probe.c): device 0 runs [0, s) in pieces
  * about a bin long and device 1 the tail [s, total), which the profile is not told of. The
  * tail's part of the work comes from the bins next to it; the heavy band's from its own;
  * on uniform work it is the units' part; NAN while the profile knows under half the range.
@@ -2108,7 +2118,7 @@ START_TEST(test_wprof_share)
     enum { TOTAL = 1024, S = 1004 };
     clf__wprof *w;
     ck_assert_int_eq(clf__wprof_create(&w, TOTAL, 2), CLF_SUCCESS);
-    ck_assert(isnan(clf__wprof_share(w, S, TOTAL - S))); /* nothing known */
+    ck_assert(isnan(wp_share(w, TOTAL, S, TOTAL - S))); /* nothing known */
     clf__wprof_chunk c[40];
     for (int step = 0; step < 2; step++) {
         wp_step = 0;
@@ -2124,19 +2134,20 @@ START_TEST(test_wprof_share)
         }
         ck_assert_uint_gt(clf__wprof_add(w, c, n), 0);
         if (step == 0)
-            ck_assert(isnan(clf__wprof_share(w, S, TOTAL - S)));
+            ck_assert(isnan(wp_share(w, TOTAL, S, TOTAL - S)));
     }
-    double tail = clf__wprof_share(w, S, TOTAL - S), want = wp_true_share(TOTAL, S, TOTAL - S);
+    double tail = wp_share(w, TOTAL, S, TOTAL - S), want = wp_true_share(TOTAL, S, TOTAL - S);
     ck_assert_msg(tail > 0.8 * want && tail < 1.25 * want, "tail %g, true %g", tail, want);
     /* The units' part would call the cheap tail 2.5x costlier than it is. */
     ck_assert_double_lt(tail, 0.5 * (double)(TOTAL - S) / TOTAL);
-    double band = clf__wprof_share(w, 576, 64), bwant = wp_true_share(TOTAL, 576, 64);
+    double band = wp_share(w, TOTAL, 576, 64), bwant = wp_true_share(TOTAL, 576, 64);
     ck_assert_msg(fabs(band / bwant - 1) < 0.05, "band %g, true %g", band, bwant);
-    ck_assert_double_eq_tol(clf__wprof_share(w, 0, TOTAL), 1.0, 1e-9);
-    ck_assert(isnan(clf__wprof_share(w, 0, 0)));
-    ck_assert(isnan(clf__wprof_share(w, TOTAL, 1)));
-    ck_assert(isnan(clf__wprof_share(w, 1000, 25)));
-    ck_assert(isnan(clf__wprof_share(NULL, 0, 1)));
+    ck_assert_double_eq_tol(wp_share(w, TOTAL, 0, TOTAL), 1.0, 1e-9);
+    /* Units outside the range weigh nothing. */
+    ck_assert_double_eq(wp_share(w, TOTAL, 0, 0), 0);
+    ck_assert_double_eq(wp_share(w, TOTAL, TOTAL, 1), 0);
+    ck_assert_double_eq_tol(wp_share(w, TOTAL, 1000, 25), wp_share(w, TOTAL, 1000, 24), 1e-12);
+    ck_assert(!clf__wprof_density(NULL, NULL));
     clf__wprof_destroy(w);
 
     /* Uniform work: the units' part. */
@@ -2148,7 +2159,7 @@ START_TEST(test_wprof_share)
                                     .seconds = (double)len * 1e-3};
     }
     ck_assert_uint_gt(clf__wprof_add(w, c, n), 0);
-    ck_assert_double_eq_tol(clf__wprof_share(w, S, TOTAL - S), (double)(TOTAL - S) / TOTAL, 1e-9);
+    ck_assert_double_eq_tol(wp_share(w, TOTAL, S, TOTAL - S), (double)(TOTAL - S) / TOTAL, 1e-9);
     clf__wprof_destroy(w);
 }
 END_TEST

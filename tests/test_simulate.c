@@ -1194,6 +1194,19 @@ static void mixed_tasks(clf_fleet *f, clf_program *p, uint32_t n, size_t affinit
     clf_taskq_destroy(q);
 }
 
+/* Runs that teach the model both devices: at least `least` of them, and more (up to `most`)
+ * until device 1 has run `least` tasks in all (the first sample of each is cold). */
+static void mixed_learn(clf_fleet *f, clf_program *p, uint32_t n, int least, int most,
+                        const char *what)
+{
+    mixed_run r;
+    uint64_t learned1 = 0;
+    for (int run = 0; run < least || (learned1 < (uint64_t)least && run < most); run++) {
+        mixed_tasks(f, p, n, CLF_TASK_ANY_DEVICE, &r, what);
+        learned1 += r.count[1];
+    }
+}
+
 /*
  * An equal pair (device 1 at compute=1: as fast, under a model key of its own) whose model
  * file says device 1 is 1000x slower at the task kernel, as a run while it was busy could
@@ -1214,11 +1227,7 @@ START_TEST(taskq_probe_stale)
     mixed_run r;
     clf_program *p;
     clf_fleet *f = sim_fleet("device=1,compute=1", &p);
-    uint64_t learned1 = 0;
-    for (int run = 0; run < 4 || (learned1 < 4 && run < 10); run++) {
-        mixed_tasks(f, p, n, CLF_TASK_ANY_DEVICE, &r, "taskq_probe_stale: learning");
-        learned1 += r.count[1];
-    }
+    mixed_learn(f, p, n, 4, 10, "taskq_probe_stale: learning");
     clf_program_destroy(p);
     clf_fleet_destroy(f); /* saves the model */
     ck_assert_int_ge(seed_slow(dir, "|sim=", 1000), 1);
@@ -1276,11 +1285,7 @@ START_TEST(taskq_probe_rare)
     mixed_run r;
     clf_program *p;
     clf_fleet *f = sim_fleet("device=1,compute=0.02", &p);
-    uint64_t learned1 = 0;
-    for (int run = 0; run < 3 || (learned1 < 3 && run < 8); run++) {
-        mixed_tasks(f, p, n, CLF_TASK_ANY_DEVICE, &r, "taskq_probe_rare: learning");
-        learned1 += r.count[1];
-    }
+    mixed_learn(f, p, n, 3, 8, "taskq_probe_rare: learning");
     int probes = 0;
     for (int run = 0; run < 20; run++) {
         mixed_tasks(f, p, n, 0, &r, "taskq_probe_rare");

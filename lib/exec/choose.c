@@ -653,14 +653,15 @@ void clf__learn(clf__launch *L)
     char kkey[300], dkey[400];
     kernel_key(L, kkey, sizeof kkey);
     profile_learn(L, m);
-    double probe_work = NAN;
-    char pkey[400];
-    if (L->probe_units && profile_key(L, pkey, sizeof pkey))
-        probe_work = clf__wprof_table_share(clf__perf_profiles(m), pkey, L->total, L->ndev,
-                                            L->total - L->probe_units, L->probe_units);
-    size_t stale = clf__probe_learn(L, kkey, probe_work);
+    /* The density after this launch's chunks: for its samples, and the probe's verdict. */
     double rho[CLF__WPROF_BINS];
     int dense = clf__launch_density(L, rho);
+    double probe_work = NAN; /* the part of the range's work in the probe's tail */
+    if (dense && L->probe_units)
+        probe_work = (double)(clf__wprof_work(rho, L->total, L->total - L->probe_units,
+                                              L->probe_units) /
+                              (long double)L->total);
+    size_t stale = clf__probe_learn(L, kkey, probe_work);
     for (size_t i = 0; i < L->ndev; i++) {
         const clf__worker *w = &L->w[i];
         if (i == stale) { /* its probe ran far faster than the model's samples say */

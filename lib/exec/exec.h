@@ -367,7 +367,7 @@ int clf__launch_density(const clf__launch *L, double *rho);
  * once its weights are final under strategy s (L->probe_units; the reason says so); after
  * the launch, count the launches each device took no work in and judge a probe. kkey: the
  * kernel's key in the cost model; work: the part of the range's work in the probe's units
- * by the kernel's work profile (clf__wprof_share()), NAN when unknown. clf__probe_learn()
+ * by the kernel's work density (clf__launch_density()), NAN when unknown. clf__probe_learn()
  * returns the launch's device whose model samples are stale (its probe ran far faster than
  * predicted), or L->ndev. */
 void clf__plan_probe(clf__launch *L, clf_strategy s, const char *kkey,

@@ -287,11 +287,8 @@ size_t clf__probe_learn(clf__launch *L, const char *kkey, double work)
              * verdict: its sample is learned as any chunk's, and moves the median with the
              * next probes'. */
             double cost = isnan(work) ? NAN : work * (double)L->total / (double)L->probe_units;
-            double fixed = L->probe_pred_s - L->probe_work_s;
-            double want = w->rep.busy_s > 0 ? L->probe_work_s : L->probe_pred_s;
-            if (!isnan(cost))
-                want = w->rep.busy_s > 0 ? L->probe_work_s * cost
-                                         : fixed + L->probe_work_s * cost;
+            double want = L->probe_work_s * (isnan(cost) ? 1 : cost) +
+                          (w->rep.busy_s > 0 ? 0 : L->probe_pred_s - L->probe_work_s);
             if (!warm || !(t > 0)) {
                 /* Its first run of the kernel here measures PoCL's build: no verdict, and
                  * out_run still calls for a probe at the next launch. */

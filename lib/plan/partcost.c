@@ -127,8 +127,7 @@ static long double pool_work(const clf__part *p)
         return (long double)p->pool_units;
     long double x = 0;
     for (size_t i = 0; i < p->npool; i++)
-        x += clf__wprof_work(p->density, p->total, p->pool[i].lo,
-                             p->pool[i].hi - p->pool[i].lo);
+        x += clf__wprof_work(p->density, p->total, p->pool[i].lo, p->pool[i].hi - p->pool[i].lo);
     return x;
 }
 
@@ -168,12 +167,12 @@ static uint64_t fair_limit(const clf__part *p, size_t d)
     uint64_t floor = clf__part_timed_floor(p, d), least = floor > p->gran ? floor : p->gran;
     if (least > p->pool_units)
         least = p->pool_units;
-    long double least_work =
-        p->dense && p->npool ? clf__wprof_work(p->density, p->total, p->pool[0].lo,
-                                   least < p->pool[0].hi - p->pool[0].lo
-                                       ? least
-                                       : p->pool[0].hi - p->pool[0].lo)
-                 : (long double)least;
+    long double least_work = (long double)least;
+    if (p->dense && p->npool) { /* the work of the units its chunk would be cut from */
+        uint64_t front = p->pool[0].hi - p->pool[0].lo;
+        least_work = clf__wprof_work(p->density, p->total, p->pool[0].lo,
+                                     least < front ? least : front);
+    }
     if (p->unsure && p->dev[d].live_s > 0) {
         /* Guessed weights: by the speeds measured in this launch, no more than d finishes
          * before the fastest device measured would finish the whole pool. Who never stands

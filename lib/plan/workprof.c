@@ -35,6 +35,15 @@ static uint64_t bin_lo(uint64_t total, size_t b)
     return total / NB * b + total % NB * b / NB;
 }
 
+/* The units of [off, end) in bin b of a range of total units. */
+static uint64_t bin_overlap(uint64_t total, size_t b, uint64_t off, uint64_t end)
+{
+    uint64_t lo = bin_lo(total, b), hi = bin_lo(total, b + 1);
+    lo = lo > off ? lo : off;
+    hi = hi < end ? hi : end;
+    return hi > lo ? hi - lo : 0;
+}
+
 uint64_t clf__wprof_bin_units(uint64_t total)
 {
     return total / NB + (total % NB != 0);
@@ -113,10 +122,7 @@ size_t clf__wprof_add(clf__wprof *w, const clf__wprof_chunk *c, size_t n)
         uint64_t end = k->off + k->len, ov[NB];
         lsec[k->dev] += k->seconds;
         for (size_t b = 0; b < NB; b++) {
-            uint64_t lo = bin_lo(w->total, b), hi = bin_lo(w->total, b + 1);
-            lo = lo > k->off ? lo : k->off;
-            hi = hi < end ? hi : end;
-            ov[b] = hi > lo ? hi - lo : 0;
+            ov[b] = bin_overlap(w->total, b, k->off, end);
             lu[k->dev * NB + b] += (double)ov[b];
         }
         if (k->len > longest || !(k->seconds >= CLF__WPROF_MIN_CHUNK_S))
@@ -428,16 +434,10 @@ int clf__wprof_density(const clf__wprof *w, double *rho)
 
 void clf__wprof_bins_add(double *units, uint64_t total, uint64_t off, uint64_t len)
 {
-    uint64_t end = off + len;
     if (!units || off >= total || len > total - off)
         return;
-    for (size_t b = 0; b < NB; b++) {
-        uint64_t lo = bin_lo(total, b), hi = bin_lo(total, b + 1);
-        lo = lo > off ? lo : off;
-        hi = hi < end ? hi : end;
-        if (hi > lo)
-            units[b] += (double)(hi - lo);
-    }
+    for (size_t b = 0; b < NB; b++)
+        units[b] += (double)bin_overlap(total, b, off, off + len);
 }
 
 long double clf__wprof_work(const double *rho, uint64_t total, uint64_t off, uint64_t len)
@@ -445,14 +445,8 @@ long double clf__wprof_work(const double *rho, uint64_t total, uint64_t off, uin
     if (!rho)
         return (long double)len;
     long double x = 0;
-    uint64_t end = off + len;
-    for (size_t b = 0; b < NB; b++) {
-        uint64_t lo = bin_lo(total, b), hi = bin_lo(total, b + 1);
-        lo = lo > off ? lo : off;
-        hi = hi < end ? hi : end;
-        if (hi > lo)
-            x += (long double)rho[b] * (long double)(hi - lo);
-    }
+    for (size_t b = 0; b < NB; b++)
+        x += (long double)rho[b] * (long double)bin_overlap(total, b, off, off + len);
     return x;
 }
 
@@ -482,14 +476,6 @@ uint64_t clf__wprof_units(const double *rho, uint64_t total, uint64_t off, long 
         work -= need;
     }
     return work > 0 ? total - off : 0;
-}
-
-double clf__wprof_share(const clf__wprof *w, uint64_t off, uint64_t len)
-{
-    double rho[NB];
-    if (!w || len == 0 || off >= w->total || len > w->total - off || !clf__wprof_density(w, rho))
-        return NAN;
-    return (double)(clf__wprof_work(rho, w->total, off, len) / (long double)w->total);
 }
 
 /* ---- the table ---- */
@@ -600,20 +586,6 @@ int clf__wprof_table_cut(clf__wprof_table *t, const char *key, uint64_t total, s
     }
     pthread_mutex_unlock(&t->lock);
     return ok;
-}
-
-double clf__wprof_table_share(clf__wprof_table *t, const char *key, uint64_t total, size_t ndev,
-                              uint64_t off, uint64_t len)
-{
-    double share = NAN;
-    if (!t || !key)
-        return NAN;
-    pthread_mutex_lock(&t->lock);
-    int i = find(t, key);
-    if (i >= 0 && t->e[i].w->total == total && t->e[i].w->ndev == ndev)
-        share = clf__wprof_share(t->e[i].w, off, len);
-    pthread_mutex_unlock(&t->lock);
-    return share;
 }
 
 int clf__wprof_table_density(clf__wprof_table *t, const char *key, uint64_t total, size_t ndev,

@@ -89,7 +89,9 @@ int clf__wprof_cut(const clf__wprof *w, uint64_t gran, const double *speed, uint
  * range's mean unit, by the bins' seconds per unit on the device that has run the most of
  * them (a bin it has not run takes the nearest one's). Returns 0 (rho unset) when that device
  * has run fewer than half of the bins. A unit of work is then a unit of average cost, so a
- * device's units per second over the whole range are its work per second.
+ * device's units per second over the whole range are its work per second, and the part of
+ * the range's work in a span is its clf__wprof_work() over total (probe.c judges a probe of
+ * the range's tail by it).
  */
 int clf__wprof_density(const clf__wprof *w, double *rho);
 /* Add the units of [off, off + len) that fall in each bin of a range of total units to
@@ -100,9 +102,6 @@ long double clf__wprof_work(const double *rho, uint64_t total, uint64_t off, uin
 /* The units from off whose work by rho (NULL: uniform) reaches work (rounded up), at most
  * total - off. */
 uint64_t clf__wprof_units(const double *rho, uint64_t total, uint64_t off, long double work);
-/* The part (0 to 1) of the range's work in [off, off + len) by clf__wprof_density(); NAN
- * when unknown. (probe.c judges a probe of the range's tail by it.) */
-double clf__wprof_share(const clf__wprof *w, uint64_t off, uint64_t len);
 
 /* Launches folded in so far. */
 unsigned clf__wprof_launches(const clf__wprof *w);
@@ -127,8 +126,5 @@ int clf__wprof_table_cut(clf__wprof_table *t, const char *key, uint64_t total, s
 /* clf__wprof_density() on the profile of key; 0 when there is none. */
 int clf__wprof_table_density(clf__wprof_table *t, const char *key, uint64_t total, size_t ndev,
                              double *rho);
-/* clf__wprof_share() on the profile of key; NAN when there is none. */
-double clf__wprof_table_share(clf__wprof_table *t, const char *key, uint64_t total, size_t ndev,
-                              uint64_t off, uint64_t len);
 
 #endif
