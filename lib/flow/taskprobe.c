@@ -27,7 +27,9 @@
  *   (unknown is taken, to learn), and it is measured on real tasks. A probe that confirms
  *   the figure doubles the wait, up to CLF__TQ_PROBE_MAX_EVERY (1024), so that a truly slow
  *   device costs a task every few runs at first, then rarely. A device that runs a task of
- *   the kernel by the gate's leave starts afresh.
+ *   the kernel by the gate's leave starts afresh. A device's first probe of a kernel (in the
+ *   fleet) can find the figure stale, never confirm it: it may be the device's first run of
+ *   the task's size, and pay the driver's one-off costs (below); it is due again.
  *
  * Where the state lives: the fleet (a state of this layer on it, core's clf__fleet_state()),
  * keyed by the kernel's model key and the fleet's device index, as probe.c keeps its ring in
@@ -51,6 +53,7 @@
 typedef struct tq_probe_entry {
     char key[320];
     unsigned out_runs[CLF_MAX_LAUNCH_DEVICES], every[CLF_MAX_LAUNCH_DEVICES];
+    unsigned char judged[CLF_MAX_LAUNCH_DEVICES]; /* a probe's verdict drawn here */
 } tq_probe_entry;
 
 /* The fleet's: a ring of the latest kernels (the oldest's place is taken). */
@@ -237,6 +240,7 @@ void clf__tq_probe_end(clf_taskq *q, clf__perf_model *m, size_t base, size_t n)
                      * it and gave it back, and another ran it.) */
                 } else if (took * CLF__TQ_PROBE_WRONG < want) {
                     int known = m && clf__perf_forget(m, kin->key, q->w[i].dkey);
+                    e->judged[d] = 1;
                     e->every[d] = 0;
                     e->out_runs[d] = CLF__TQ_PROBE_AFTER; /* due again if still kept out */
                     clf__log(CLF_LOG_INFO,
@@ -244,6 +248,18 @@ void clf__tq_probe_end(clf_taskq *q, clf__perf_model *m, size_t base, size_t n)
                              "against %.3g s predicted: its samples are stale%s",
                              t->info.device, pid, t->kernel, took, want,
                              known ? ", forgotten" : "");
+                } else if (!e->judged[d]) {
+                    /* The device's first probe of the kernel in this fleet confirms nothing:
+                     * it may be its first run of the task's shape, which pays the driver's
+                     * one-off costs (PoCL compiles a work-group function per size on first
+                     * enqueue: a 2-item probe took 64 ms so, 0.3 ms once warm, and a CI run
+                     * kept a stale device out 5 more runs). Due again. */
+                    e->judged[d] = 1;
+                    e->out_runs[d] = every;
+                    clf__log(CLF_LOG_DEBUG,
+                             "task queue: device %zu probed with task %zu ('%s'): %.3g s "
+                             "against %.3g s predicted: a first probe, due again",
+                             t->info.device, pid, t->kernel, took, want);
                 } else {
                     e->every[d] = every < CLF__TQ_PROBE_MAX_EVERY / 2 ? 2 * every
                                                                       : CLF__TQ_PROBE_MAX_EVERY;
