@@ -1320,6 +1320,97 @@ START_TEST(taskq_probe_rare)
 }
 END_TEST
 
+/* One run of TASKS tasks over the pair, half spin_task (ITEMS items, n iterations), half inc
+ * (ITEMS items): two of each in turn (the deal gives each device both), or (inc_first) the
+ * inc tasks first and the spin tasks last, so
+ * that the tail of a deque, which a thief tests, is a spin task. Results checked; per device,
+ * the tasks of each kernel it ran (spin[], inc[]) and its probes. */
+static void two_kernels(clf_fleet *f, clf_program *p, uint32_t n, size_t affinity, int inc_first,
+                        uint64_t spin[2], uint64_t inc[2], uint64_t probed[2])
+{
+    static uint32_t out[TASKS][ITEMS];
+    uint32_t seed[TASKS];
+    clf_taskq *q;
+    ck_assert_ok(clf_taskq_create(&q, f, p, NULL, 0));
+    for (uint32_t t = 0; t < TASKS; t++) {
+        int is_inc = inc_first ? t < TASKS / 2 : t / 2 % 2 == 1;
+        seed[t] = 11u * t + 5u;
+        clf_task_desc d = CLF_TASK_DESC_INIT;
+        d.affinity = affinity;
+        d.kernel = is_inc ? "inc" : "spin_task";
+        d.global[0] = ITEMS;
+        for (uint32_t i = 0; i < ITEMS; i++)
+            out[t][i] = is_inc ? i : 0;
+        clf_arg a[] = {CLF_WHOLE_INOUT(out[t], sizeof out[t]), CLF_SCALAR(&n),
+                       CLF_SCALAR(&seed[t])};
+        ck_assert_ok(clf_taskq_submit(q, &d, a, is_inc ? 1 : 3, NULL));
+    }
+    clf_taskq_report rep;
+    ck_assert_ok(clf_taskq_run(q, &rep));
+    ck_assert_uint_eq(rep.failed, 0);
+    memset(spin, 0, 2 * sizeof *spin);
+    memset(inc, 0, 2 * sizeof *inc);
+    for (uint32_t t = 0; t < TASKS; t++) {
+        clf_task_info info;
+        ck_assert_ok(clf_taskq_task_info(&info, q, t));
+        ck_assert_int_eq(info.status, CLF_SUCCESS);
+        ck_assert_uint_lt(info.device, 2);
+        int is_inc = inc_first ? t < TASKS / 2 : t / 2 % 2 == 1;
+        (is_inc ? inc : spin)[info.device]++;
+        for (uint32_t i = 0; i < ITEMS; i++) {
+            uint32_t want = is_inc ? i + 1 : spin_task_ref(i, n, seed[t]);
+            expect(out[t][i] == want, "task %u (%s) on device %zu: item %u: %u, expected %u",
+                   t, is_inc ? "inc" : "spin_task", info.device, i, out[t][i], want);
+        }
+    }
+    for (size_t i = 0; i < 2; i++)
+        probed[i] = rep.dev[i].probed;
+    fprintf(stderr, "taskq_probe_untested: spin %llu / %llu, inc %llu / %llu (probed %llu / "
+            "%llu)\n", (unsigned long long)spin[0], (unsigned long long)spin[1],
+            (unsigned long long)inc[0], (unsigned long long)inc[1],
+            (unsigned long long)probed[0], (unsigned long long)probed[1]);
+    clf_taskq_destroy(q);
+}
+
+/*
+ * The gate's count of what it keeps a device from is per kernel, and only of the kernel it
+ * tested. A 50x slower device, once it has learned both kernels, stops at a deque whose tail
+ * is a spin task (refused: 50x a big task) while inc tasks wait at the head: it was never
+ * kept from an inc task, so no inc probe ever comes due (a count of every task left made one
+ * due in the first run: an inc task was small enough to fit the run, and it was probed
+ * again and again). Nor a spin probe: none fits the run by the model. Counts, not time.
+ */
+START_TEST(taskq_probe_untested)
+{
+    test_watchdog(240);
+    char dir[256];
+    char *saved = test_own_cache(dir, sizeof dir);
+    uint32_t n = 1u << 13;
+    uint64_t spin[2], inc[2], probed[2], spin1 = 0, inc1 = 0;
+    clf_program *p;
+    clf_fleet *f = sim_fleet("device=1,compute=0.02", &p);
+    /* Until the slow device has a sample of each kernel past its cold first. */
+    for (int run = 0; run < 8 && (spin1 < 2 || inc1 < 2); run++) {
+        two_kernels(f, p, n, CLF_TASK_ANY_DEVICE, 0, spin, inc, probed);
+        spin1 += spin[1];
+        inc1 += inc[1];
+    }
+    expect(spin1 >= 2 && inc1 >= 2, "the slow device ran %llu spin and %llu inc tasks in 8 "
+           "learning runs", (unsigned long long)spin1, (unsigned long long)inc1);
+    for (int run = 0; run < 6; run++) {
+        two_kernels(f, p, n, 0, 1, spin, inc, probed);
+        expect(probed[1] == 0 && spin[1] == 0 && inc[1] == 0,
+               "run %d: the slow device ran %llu spin and %llu inc tasks (%llu probes), kept "
+               "from nothing but spin tasks", run, (unsigned long long)spin[1],
+               (unsigned long long)inc[1], (unsigned long long)probed[1]);
+    }
+    clf_program_destroy(p);
+    clf_fleet_destroy(f);
+    test_own_cache_done(dir, saved);
+    test_watchdog_off();
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("simulate");
@@ -1355,6 +1446,7 @@ int main(void)
     tcase_add_checked_fixture(tt, NULL, test_watchdog_off);
     tcase_add_test(tt, taskq_probe_stale);
     tcase_add_test(tt, taskq_probe_rare);
+    tcase_add_test(tt, taskq_probe_untested);
     suite_add_tcase(s, tt);
     return test_run(s, FLEET2, 2);
 }

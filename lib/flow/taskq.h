@@ -44,7 +44,7 @@ typedef struct deque {
 typedef struct tq_kin {
     const char *name;  /* a task's kernel string */
     char key[320];     /* its key in the cost model */
-    size_t left;       /* scratch: its tasks queued, counted under the queue's lock */
+    size_t left;       /* scratch: its tasks kept from, counted under the queue's lock */
     unsigned out_runs[CLF_MAX_LAUNCH_DEVICES]; /* runs in a row the gate kept it out */
     unsigned every[CLF_MAX_LAUNCH_DEVICES];    /* the wait before a probe (runs or tasks) */
     uint64_t kept[CLF_MAX_LAUNCH_DEVICES];     /* tasks the gate kept it from in this run */

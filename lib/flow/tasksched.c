@@ -225,11 +225,12 @@ int clf__tq_take(clf_taskq *q, tq_worker *w, size_t *id, int *stolen)
 
 /*
  * The gate's probe (see taskprobe.c for when one is due): worker w stops now because the
- * gate keeps it from every task left. Count, per kernel, the tasks left (it is kept from
- * all of them); then, when its own deque is empty (else the tasks it leaves go to the others
- * and the makespan below would not count them), for the kernels whose probe is due, take
- * the task of the least predicted seconds on w among those queued on the other devices, if
- * by the model it ends no later than the run's predicted makespan without it:
+ * gate keeps it from every task left. Count, per kernel, the tasks left that it is kept
+ * from (in each deque it tested, those of the refused task's kernel); then, when its own
+ * deque is empty (else the tasks it leaves go to the others and the makespan below would
+ * not count them), for the kernels whose probe is due, take the task of the least
+ * predicted seconds on w among those queued on the other devices, if by the model it ends
+ * no later than the run's predicted makespan without it:
  *     now + pred(task, w) <= max over the other active devices j of
  *                            (ready_at(j) + the predicted seconds of j's deque),
  * every figure known (else no probe). Taking the task out of its deque only brings its
@@ -244,13 +245,22 @@ int clf__tq_probe_pick(clf_taskq *q, tq_worker *w, double now, size_t *id)
         return 0;
     for (size_t k = 0; k < q->nkin; k++)
         q->kin[k].left = 0;
-    for (size_t j = 0; j < q->ndev; j++)
-        for (size_t s = q->dq[j].head; s < q->dq[j].tail; s++)
-            q->kin[q->tasks[q->dq[j].v[s]].kin].left++;
+    /* Per deque the gate tested (its own, at the head, when it holds tasks; else the
+     * others' tails), the tasks of the refused task's kernel: another kernel's task there
+     * was never tested. */
+    int own = q->dq[me].head < q->dq[me].tail;
+    for (size_t j = 0; j < q->ndev; j++) {
+        const deque *d = &q->dq[j];
+        if (d->head == d->tail || (j == me) != own)
+            continue;
+        size_t refused = q->tasks[d->v[own ? d->head : d->tail - 1]].kin;
+        for (size_t s = d->head; s < d->tail; s++)
+            q->kin[refused].left += q->tasks[d->v[s]].kin == refused;
+    }
     for (size_t k = 0; k < q->nkin; k++)
         if (q->kin[k].left > q->kin[k].kept[me])
             q->kin[k].kept[me] = q->kin[k].left; /* a later stop sees a subset */
-    if (q->dq[me].head < q->dq[me].tail)
+    if (own)
         return 0;
     double makespan = -1;
     for (size_t j = 0; j < q->ndev; j++) {
