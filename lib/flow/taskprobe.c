@@ -7,11 +7,12 @@
  * so the gate gives a whole task instead:
  *
  * - Due: when the gate has kept the device from the kernel's tasks in `every` runs in a row
- *   (out_runs: a run counts when the device stopped with tasks of the kernel left queued
- *   for others, and ran none of them), or from `every` of its tasks in one run (the tasks
- *   left queued when it stopped). `every` starts at CLF__TQ_PROBE_AFTER (4: a run in which
- *   a loaded host starts a device's thread late is no verdict, and half of the model's
- *   window of 8 samples, as for launches).
+ *   (out_runs: a run counts when the device stopped, refused a task of the kernel, and
+ *   ran none of them), or from `every` of its tasks in one run (those of the kernel left in
+ *   the deques where the gate refused it one: clf__tq_probe_pick(); a task of another
+ *   kernel there was never tested). `every` starts at CLF__TQ_PROBE_AFTER (4: a run in
+ *   which a loaded host starts a device's thread late is no verdict, and half of the
+ *   model's window of 8 samples, as for launches).
  * - The probe (clf__tq_probe_pick(), tasksched.c): when the device stops, its own deque
  *   empty, it takes the task of a due kernel queued on another device with the least
  *   predicted seconds on it, only when by the model it ends no later than the others'
