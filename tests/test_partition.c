@@ -1190,7 +1190,8 @@ START_TEST(test_perf_line_exact)
     ck_assert(fixed == 0);
     /* No line: one size only, sizes within 25%, too few samples, a slope that is not
      * positive (the larger chunk took less time). */
-    clf__perf_chunk same[4] = {{1000, 1e-3, 0, 0}, {1000, 1.1e-3, 0, 0}, {1100, 1e-3, 0, 0}, {1200, 1.2e-3, 0, 0}};
+    clf__perf_chunk same[4] = {
+        {1000, 1e-3, 0, 0}, {1000, 1.1e-3, 0, 0}, {1100, 1e-3, 0, 0}, {1200, 1.2e-3, 0, 0}};
     ck_assert(!clf__perf_line(same, 4, &rate, &fixed));
     ck_assert(!clf__perf_line(c, 1, &rate, &fixed));
     ck_assert(!clf__perf_line(NULL, 4, &rate, &fixed));

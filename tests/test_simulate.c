@@ -538,8 +538,8 @@ START_TEST(static_uneven)
                 ck_abort_msg("launch %d: item %u: %u, expected %u", k, i, out[i], x);
         }
     }
-    expect(strstr(r.reason, "cut by the work profile"), "static did not cut by the work profile: %s",
-           r.reason);
+    expect(strstr(r.reason, "cut by the work profile"),
+           "static did not cut by the work profile: %s", r.reason);
     /* The last seven launches: the median share and balance (a loaded host stalls a device's
      * kernels now and then: 0.32 and 0.58 were seen next to 0.88 with the CI and four builds
      * on two cores, and with two CPU hogs besides, one device's kernels 3-4x their time for
@@ -1131,33 +1131,52 @@ END_TEST
  * reaches it only after 6 big tasks, so that a probe can find it queued. */
 enum { SMALL_TASK = 6, SMALL_ITEMS = 2 };
 
-/* What one run of mixed_tasks() did. */
+/* The kernels of a run's TASKS tasks: all spin_task, task SMALL_TASK of SMALL_ITEMS items
+ * (MIX_SMALL); half of them inc, two of each in turn (MIX_PAIRS: the deal gives each device
+ * both); or the inc tasks first and the spin tasks last (MIX_INC_FIRST: the tail of a deque,
+ * which a thief tests, is a spin task). */
+enum mix { MIX_SMALL, MIX_PAIRS, MIX_INC_FIRST };
+
+static int mix_inc(enum mix m, uint32_t t)
+{
+    return m == MIX_PAIRS ? t / 2 % 2 == 1 : m == MIX_INC_FIRST && t < TASKS / 2;
+}
+
+static uint32_t mix_items(enum mix m, uint32_t t)
+{
+    return m == MIX_SMALL && t == SMALL_TASK ? SMALL_ITEMS : ITEMS;
+}
+
+/* What one run of mixed_tasks() did, per device. */
 typedef struct mixed_run {
-    uint64_t count[2], passed[2], probed[2];
-    size_t small_on; /* the device that ran the small task */
+    uint64_t count[2], inc[2], passed[2], probed[2]; /* tasks, inc tasks, passed, probed */
+    size_t small_on; /* the device that ran task SMALL_TASK */
 } mixed_run;
 
-/* One run of TASKS spin_task tasks (n iterations each, the affinity given) over the fleet's
- * two devices: task SMALL_TASK of SMALL_ITEMS items, the others of ITEMS. Every result
- * checked against the C loop, every
- * task's device against the report, and a device's probes counted among its tasks. */
-static void mixed_tasks(clf_fleet *f, clf_program *p, uint32_t n, size_t affinity,
+/* One run of TASKS tasks (spin_task of n iterations or inc, as `mix` says; the affinity
+ * given) over the fleet's two devices. Every result checked against the C loop, every task's
+ * device against the report, and a device's probes counted among its tasks. */
+static void mixed_tasks(clf_fleet *f, clf_program *p, uint32_t n, size_t affinity, enum mix mix,
                         mixed_run *r, const char *what)
 {
     static uint32_t out[TASKS][ITEMS];
     uint32_t seed[TASKS];
     clf_taskq *q;
     ck_assert_ok(clf_taskq_create(&q, f, p, NULL, 0));
-    memset(out, 0, sizeof out);
     for (uint32_t t = 0; t < TASKS; t++) {
+        int inc = mix_inc(mix, t);
         seed[t] = 7u * t + 3u;
         clf_task_desc d = CLF_TASK_DESC_INIT;
-        d.kernel = "spin_task";
+        d.kernel = inc ? "inc" : "spin_task";
         d.affinity = affinity;
-        d.global[0] = t == SMALL_TASK ? SMALL_ITEMS : ITEMS;
+        d.global[0] = mix_items(mix, t);
+        for (uint32_t i = 0; i < ITEMS; i++)
+            out[t][i] = inc ? i : 0;
         clf_arg a[] = {CLF_WHOLE_OUT(out[t], d.global[0] * sizeof out[t][0]), CLF_SCALAR(&n),
                        CLF_SCALAR(&seed[t])};
-        ck_assert_ok(clf_taskq_submit(q, &d, a, 3, NULL));
+        if (inc)
+            a[0] = (clf_arg)CLF_WHOLE_INOUT(out[t], sizeof out[t]);
+        ck_assert_ok(clf_taskq_submit(q, &d, a, inc ? 1 : 3, NULL));
     }
     clf_taskq_report rep;
     ck_assert_ok(clf_taskq_run(q, &rep));
@@ -1170,14 +1189,16 @@ static void mixed_tasks(clf_fleet *f, clf_program *p, uint32_t n, size_t affinit
         ck_assert_int_eq(info.status, CLF_SUCCESS);
         ck_assert_uint_eq(info.runs, 1);
         ck_assert_uint_lt(info.device, 2);
+        int inc = mix_inc(mix, t);
         r->count[info.device]++;
+        r->inc[info.device] += (uint64_t)inc;
         if (t == SMALL_TASK)
             r->small_on = info.device;
-        uint32_t items = t == SMALL_TASK ? SMALL_ITEMS : ITEMS;
-        for (uint32_t i = 0; i < items; i++)
-            expect(out[t][i] == spin_task_ref(i, n, seed[t]),
-                   "%s: task %u on device %zu: item %u: %u, expected %u", what, t, info.device,
-                   i, out[t][i], spin_task_ref(i, n, seed[t]));
+        for (uint32_t i = 0; i < mix_items(mix, t); i++) {
+            uint32_t want = inc ? i + 1 : spin_task_ref(i, n, seed[t]);
+            expect(out[t][i] == want, "%s: task %u (%s) on device %zu: item %u: %u, expected %u",
+                   what, t, inc ? "inc" : "spin_task", info.device, i, out[t][i], want);
+        }
     }
     for (size_t i = 0; i < 2; i++) {
         ck_assert_uint_eq(rep.dev[i].device, i);
@@ -1186,11 +1207,13 @@ static void mixed_tasks(clf_fleet *f, clf_program *p, uint32_t n, size_t affinit
         r->passed[i] = rep.dev[i].passed;
         r->probed[i] = rep.dev[i].probed;
     }
-    fprintf(stderr, "%s: %llu / %llu tasks (passed %llu / %llu, probed %llu / %llu), "
-            "the small one on device %zu\n", what, (unsigned long long)r->count[0],
-            (unsigned long long)r->count[1], (unsigned long long)r->passed[0],
-            (unsigned long long)r->passed[1], (unsigned long long)r->probed[0],
-            (unsigned long long)r->probed[1], r->small_on);
+    fprintf(stderr, "%s: %llu / %llu tasks, of them inc %llu / %llu (passed %llu / %llu, "
+            "probed %llu / %llu), task %d on device %zu\n", what,
+            (unsigned long long)r->count[0], (unsigned long long)r->count[1],
+            (unsigned long long)r->inc[0], (unsigned long long)r->inc[1],
+            (unsigned long long)r->passed[0], (unsigned long long)r->passed[1],
+            (unsigned long long)r->probed[0], (unsigned long long)r->probed[1], SMALL_TASK,
+            r->small_on);
     clf_taskq_destroy(q);
 }
 
@@ -1202,7 +1225,7 @@ static void mixed_learn(clf_fleet *f, clf_program *p, uint32_t n, int least, int
     mixed_run r;
     uint64_t learned1 = 0;
     for (int run = 0; run < least || (learned1 < (uint64_t)least && run < most); run++) {
-        mixed_tasks(f, p, n, CLF_TASK_ANY_DEVICE, &r, what);
+        mixed_tasks(f, p, n, CLF_TASK_ANY_DEVICE, MIX_SMALL, &r, what);
         learned1 += r.count[1];
     }
 }
@@ -1238,7 +1261,7 @@ START_TEST(taskq_probe_stale)
     f = sim_fleet("device=1,compute=1", &p);
     int back = -1, probes = 0, first_out = -1, last_probe = -1;
     for (int run = 0; run < 20 && back < 0; run++) {
-        mixed_tasks(f, p, n, CLF_TASK_ANY_DEVICE, &r, "taskq_probe_stale: seeded");
+        mixed_tasks(f, p, n, CLF_TASK_ANY_DEVICE, MIX_SMALL, &r, "taskq_probe_stale: seeded");
         probes += (int)r.probed[1];
         if (r.probed[1])
             last_probe = run;
@@ -1302,7 +1325,7 @@ START_TEST(taskq_probe_rare)
     mixed_learn(f, p, n, 3, 8, "taskq_probe_rare: learning");
     int probes = 0;
     for (int run = 0; run < 20; run++) {
-        mixed_tasks(f, p, n, 0, &r, "taskq_probe_rare");
+        mixed_tasks(f, p, n, 0, MIX_SMALL, &r, "taskq_probe_rare");
         probes += (int)r.probed[1];
         /* At most one task: the small one as a probe, or one by the gate's own rule when by
          * the model it ends before its owner would reach it (the CI's ASan build ran the
@@ -1322,58 +1345,6 @@ START_TEST(taskq_probe_rare)
 }
 END_TEST
 
-/* One run of TASKS tasks over the pair, half spin_task (ITEMS items, n iterations), half inc
- * (ITEMS items): two of each in turn (the deal gives each device both), or (inc_first) the
- * inc tasks first and the spin tasks last, so
- * that the tail of a deque, which a thief tests, is a spin task. Results checked; per device,
- * the tasks of each kernel it ran (spin[], inc[]) and its probes. */
-static void two_kernels(clf_fleet *f, clf_program *p, uint32_t n, size_t affinity, int inc_first,
-                        uint64_t spin[2], uint64_t inc[2], uint64_t probed[2])
-{
-    static uint32_t out[TASKS][ITEMS];
-    uint32_t seed[TASKS];
-    clf_taskq *q;
-    ck_assert_ok(clf_taskq_create(&q, f, p, NULL, 0));
-    for (uint32_t t = 0; t < TASKS; t++) {
-        int is_inc = inc_first ? t < TASKS / 2 : t / 2 % 2 == 1;
-        seed[t] = 11u * t + 5u;
-        clf_task_desc d = CLF_TASK_DESC_INIT;
-        d.affinity = affinity;
-        d.kernel = is_inc ? "inc" : "spin_task";
-        d.global[0] = ITEMS;
-        for (uint32_t i = 0; i < ITEMS; i++)
-            out[t][i] = is_inc ? i : 0;
-        clf_arg a[] = {CLF_WHOLE_INOUT(out[t], sizeof out[t]), CLF_SCALAR(&n),
-                       CLF_SCALAR(&seed[t])};
-        ck_assert_ok(clf_taskq_submit(q, &d, a, is_inc ? 1 : 3, NULL));
-    }
-    clf_taskq_report rep;
-    ck_assert_ok(clf_taskq_run(q, &rep));
-    ck_assert_uint_eq(rep.failed, 0);
-    memset(spin, 0, 2 * sizeof *spin);
-    memset(inc, 0, 2 * sizeof *inc);
-    for (uint32_t t = 0; t < TASKS; t++) {
-        clf_task_info info;
-        ck_assert_ok(clf_taskq_task_info(&info, q, t));
-        ck_assert_int_eq(info.status, CLF_SUCCESS);
-        ck_assert_uint_lt(info.device, 2);
-        int is_inc = inc_first ? t < TASKS / 2 : t / 2 % 2 == 1;
-        (is_inc ? inc : spin)[info.device]++;
-        for (uint32_t i = 0; i < ITEMS; i++) {
-            uint32_t want = is_inc ? i + 1 : spin_task_ref(i, n, seed[t]);
-            expect(out[t][i] == want, "task %u (%s) on device %zu: item %u: %u, expected %u",
-                   t, is_inc ? "inc" : "spin_task", info.device, i, out[t][i], want);
-        }
-    }
-    for (size_t i = 0; i < 2; i++)
-        probed[i] = rep.dev[i].probed;
-    fprintf(stderr, "taskq_probe_untested: spin %llu / %llu, inc %llu / %llu (probed %llu / "
-            "%llu)\n", (unsigned long long)spin[0], (unsigned long long)spin[1],
-            (unsigned long long)inc[0], (unsigned long long)inc[1],
-            (unsigned long long)probed[0], (unsigned long long)probed[1]);
-    clf_taskq_destroy(q);
-}
-
 /*
  * The gate's count of what it keeps a device from is per kernel, and only of the kernel it
  * tested. A 50x slower device, once it has learned both kernels, stops at a deque whose tail
@@ -1389,26 +1360,27 @@ START_TEST(taskq_probe_untested)
     char dir[256];
     char *saved = test_own_cache(dir, sizeof dir);
     uint32_t n = 1u << 13;
-    uint64_t spin[2], inc[2], probed[2], spin1 = 0, inc1 = 0;
+    uint64_t spin1 = 0, inc1 = 0;
+    mixed_run r;
     clf_program *p;
     clf_fleet *f = sim_fleet("device=1,compute=0.02", &p);
     /* Until the slow device has a sample of each kernel past its cold first. */
     for (int run = 0; run < 8 && (spin1 < 2 || inc1 < 2); run++) {
-        two_kernels(f, p, n, CLF_TASK_ANY_DEVICE, 0, spin, inc, probed);
-        spin1 += spin[1];
-        inc1 += inc[1];
+        mixed_tasks(f, p, n, CLF_TASK_ANY_DEVICE, MIX_PAIRS, &r, "taskq_probe_untested: learning");
+        spin1 += r.count[1] - r.inc[1];
+        inc1 += r.inc[1];
     }
     expect(spin1 >= 2 && inc1 >= 2, "the slow device ran %llu spin and %llu inc tasks in 8 "
            "learning runs", (unsigned long long)spin1, (unsigned long long)inc1);
     for (int run = 0; run < 6; run++) {
-        two_kernels(f, p, n, 0, 1, spin, inc, probed);
+        mixed_tasks(f, p, n, 0, MIX_INC_FIRST, &r, "taskq_probe_untested");
         /* An inc task it can get only as a probe (they are taken from the head, before the
          * spin tasks, and a thief takes the tail); one spin task it may take by the gate's
          * own rule or as a probe when the model's figures were learned on a loaded host. */
-        expect(inc[1] == 0 && spin[1] <= 1,
-               "run %d: the slow device ran %llu spin and %llu inc tasks (%llu probes), kept "
-               "from nothing but spin tasks", run, (unsigned long long)spin[1],
-               (unsigned long long)inc[1], (unsigned long long)probed[1]);
+        expect(r.inc[1] == 0 && r.count[1] <= 1,
+               "run %d: the slow device ran %llu tasks, %llu of them inc (%llu probes), kept "
+               "from nothing but spin tasks", run, (unsigned long long)r.count[1],
+               (unsigned long long)r.inc[1], (unsigned long long)r.probed[1]);
     }
     clf_program_destroy(p);
     clf_fleet_destroy(f);
