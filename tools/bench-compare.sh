@@ -3,12 +3,14 @@
 #
 # Builds clfleet at OLD (a commit of this repository) in a temporary git worktree, out of
 # tree, once (kept under $BENCH_COMPARE_DIR, default /tmp/clfleet-bench-compare/COMMIT), then
-# runs clfleet-bench's balance, p2p, allreduce, gemm and overhead subcommands from BOTH builds,
+# runs clfleet-bench's balance, p2p, allreduce, gemm, overhead, stencil and pipeline subcommands
+# (issue 26's list, and p2p) from BOTH builds,
 # alternately (old, new, new, old, ...: same machine, same moment, each pair shares whatever
 # load the host has), and prints one line per figure: the median over the rounds of each
 # build and new/old. Times (seconds, microseconds) are better lower, rates (GB/s) higher:
 # the last column says which way is better. `overhead ... raw` is plain OpenCL, the same code
-# in both builds: its ratio shows how far the host's noise alone moves a figure.
+# in both builds: its ratio shows how far the host's noise alone moves a figure. The pipeline
+# needs 3 devices: it runs with POCL_DEVICES="pthread pthread pthread" unless POCL_DEVICES is set.
 #
 # Usage: tools/bench-compare.sh [--rounds N] [--full] [--only "balance gemm ..."] OLD [NEW_BUILD]
 #   OLD        a commit (e.g. 26daf0f)
@@ -19,7 +21,7 @@
 set -eu
 rounds=3
 quick=--quick
-only="balance p2p allreduce gemm overhead"
+only="balance p2p allreduce gemm overhead stencil pipeline"
 while [ $# -gt 0 ]; do
     case $1 in
     --rounds) rounds=$2; shift 2 ;;
@@ -64,7 +66,11 @@ while [ "$r" -le "$rounds" ]; do
         for side in $order; do
             if [ "$side" = old ]; then exe=$old_bench; else exe=$new_bench; fi
             f=$out/$b.$side.$r.json
-            nice -n 10 "$exe" "$b" $quick --json >"$f" 2>"$f.err" ||
+            set -- nice -n 10 "$exe" "$b" $quick --json
+            if [ "$b" = pipeline ] && [ -z "${POCL_DEVICES:-}" ]; then
+                set -- env POCL_DEVICES="pthread pthread pthread" "$@"
+            fi
+            "$@" >"$f" 2>"$f.err" ||
                 echo "bench-compare.sh: $side $b round $r failed (see $f.err)" >&2
         done
     done
@@ -114,6 +120,13 @@ def flat(bench, j):
             for v in k.get("variants", []):
                 key = "overhead %s %s us/launch" % (k["kernel"], v["variant"])
                 f[key] = (v["us_per_launch"], 1)
+    elif bench == "stencil":
+        for x in j.get("forms", []):
+            f["stencil %s step_s" % x["form"]] = (x["step_s"], 1)
+    elif bench == "pipeline":
+        for k in ("serial_batches_per_s", "pipelined_batches_per_s"):
+            if k in j:
+                f["pipeline %s" % k] = (j[k], 0)
     return f
 
 print("%-46s %12s %12s %8s  %s" % ("figure (median of rounds)", "old", "new", "new/old", "better"))
