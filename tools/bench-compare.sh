@@ -11,6 +11,7 @@
 # the last column says which way is better. `overhead ... raw` is plain OpenCL, the same code
 # in both builds: its ratio shows how far the host's noise alone moves a figure. The pipeline
 # needs 3 devices: it runs with POCL_DEVICES="pthread pthread pthread" unless POCL_DEVICES is set.
+# Each build has its own CLFLEET_CACHE_DIR under the results folder.
 #
 # Usage: tools/bench-compare.sh [--rounds N] [--full] [--only "balance gemm ..."] OLD [NEW_BUILD]
 #   OLD        a commit (e.g. 26daf0f)
@@ -66,7 +67,9 @@ while [ "$r" -le "$rounds" ]; do
         for side in $order; do
             if [ "$side" = old ]; then exe=$old_bench; else exe=$new_bench; fi
             f=$out/$b.$side.$r.json
-            set -- nice -n 10 "$exe" "$b" $quick --json
+            # Each build its own cache (binaries, learned weights, cost model): the model
+            # files of two versions must not teach each other.
+            set -- env CLFLEET_CACHE_DIR="$out/cache.$side" nice -n 10 "$exe" "$b" $quick --json
             if [ "$b" = pipeline ] && [ -z "${POCL_DEVICES:-}" ]; then
                 set -- env POCL_DEVICES="pthread pthread pthread" "$@"
             fi
