@@ -165,6 +165,20 @@ clf_status clf__perf_write_file(const char *path, const char *buf, size_t len);
  * directory, CLF_ERROR_OUT_OF_HOST_MEMORY. */
 clf_status clf__perf_model_path(const char *cache_dir, const char *fn, char **path);
 
+/*
+ * One line of the model's file (perftext.c), its newline stripped, parsed in place: the keys
+ * (unescaped) and the launch samples (s[0..*n), units per second) and chunk samples
+ * (ch[0..*nc)), oldest first. 0, or -1 for a line not exactly of the format. Numbers are read
+ * by strtod(): the caller sets the C locale, so that a decimal comma in the application's
+ * cannot misread them.
+ */
+int clf__perf_text_parse(char *line, char **kernel, char **device, double *s, unsigned *n,
+                         clf__perf_chunk *ch, unsigned *nc);
+/* The line of one entry (newline included), numbers in the C locale (clf__sb_printf()). */
+struct clf__sb;
+void clf__perf_text_write(struct clf__sb *b, const char *kernel, const char *device,
+                          const double *s, unsigned n, const clf__perf_chunk *c, size_t nc);
+
 /* 1 and the estimated units per second in *units_per_s when a warm sample is known, else 0. */
 int clf__perf_weight(clf__perf_model *m, const char *kernel, const char *device,
                      double *units_per_s);
