@@ -14,6 +14,8 @@
 # Each build has its own CLFLEET_CACHE_DIR under the results folder.
 #
 # Usage: tools/bench-compare.sh [--rounds N] [--full] [--only "balance gemm ..."] OLD [NEW_BUILD]
+#        tools/bench-compare.sh [--only "..."] --report DIR   (the table again from a results
+#                                                              folder an earlier run left)
 #   OLD        a commit (e.g. 26daf0f)
 #   NEW_BUILD  a configured and built build directory of this tree (default: ./_b, else .)
 #   --rounds N alternating rounds (default 3); --full: the benchmarks' own sizes (default:
@@ -23,62 +25,69 @@ set -eu
 rounds=3
 quick=--quick
 only="balance p2p allreduce gemm overhead stencil pipeline"
+report=
 while [ $# -gt 0 ]; do
     case $1 in
     --rounds) rounds=$2; shift 2 ;;
     --full) quick=; shift ;;
     --only) only=$2; shift 2 ;;
+    --report) report=$2; shift 2 ;;
     -h|--help) sed -n '2,/^set -eu/{/^#/p}' "$0"; exit 0 ;;
     -*) echo "bench-compare.sh: unknown option $1" >&2; exit 99 ;;
     *) break ;;
     esac
 done
-[ $# -ge 1 ] ||
-    { echo "usage: bench-compare.sh [--rounds N] [--full] OLD [NEW_BUILD]" >&2; exit 99; }
-src=$(cd "$(dirname "$0")/.." && pwd)
-old=$(git -C "$src" rev-parse --short=12 "$1^{commit}")
-new_build=${2:-}
-if [ -z "$new_build" ]; then
-    if [ -x "$src/_b/tools/clfleet-bench" ]; then new_build=$src/_b; else new_build=.; fi
-fi
-new_bench=$(cd "$new_build" && pwd)/tools/clfleet-bench
-[ -x "$new_bench" ] || { echo "bench-compare.sh: no $new_bench (build first)" >&2; exit 1; }
+if [ -n "$report" ]; then
+    out=$report
+    [ -d "$out" ] || { echo "bench-compare.sh: no folder $out" >&2; exit 1; }
+else
+    [ $# -ge 1 ] ||
+        { echo "usage: bench-compare.sh [--rounds N] [--full] OLD [NEW_BUILD]" >&2; exit 99; }
+    src=$(cd "$(dirname "$0")/.." && pwd)
+    old=$(git -C "$src" rev-parse --short=12 "$1^{commit}")
+    new_build=${2:-}
+    if [ -z "$new_build" ]; then
+        if [ -x "$src/_b/tools/clfleet-bench" ]; then new_build=$src/_b; else new_build=.; fi
+    fi
+    new_bench=$(cd "$new_build" && pwd)/tools/clfleet-bench
+    [ -x "$new_bench" ] || { echo "bench-compare.sh: no $new_bench (build first)" >&2; exit 1; }
 
-top=${BENCH_COMPARE_DIR:-/tmp/clfleet-bench-compare}/$old
-old_bench=$top/build/tools/clfleet-bench
-if [ ! -x "$old_bench" ]; then
-    echo "bench-compare.sh: building $old in $top" >&2
-    mkdir -p "$top"
-    [ -d "$top/src" ] || git -C "$src" worktree add --detach "$top/src" "$old" >/dev/null
-    (cd "$top/src" && autoreconf -fi >/dev/null 2>&1)
-    mkdir -p "$top/build"
-    (cd "$top/build" && ../src/configure >/dev/null && nice -n 10 make -j2 >make.log 2>&1) ||
-        { echo "bench-compare.sh: the build of $old failed: $top/build/make.log" >&2; exit 1; }
-fi
+    top=${BENCH_COMPARE_DIR:-/tmp/clfleet-bench-compare}/$old
+    old_bench=$top/build/tools/clfleet-bench
+    if [ ! -x "$old_bench" ]; then
+        echo "bench-compare.sh: building $old in $top" >&2
+        mkdir -p "$top"
+        [ -d "$top/src" ] || git -C "$src" worktree add --detach "$top/src" "$old" >/dev/null
+        (cd "$top/src" && autoreconf -fi >/dev/null 2>&1)
+        mkdir -p "$top/build"
+        (cd "$top/build" && ../src/configure >/dev/null && nice -n 10 make -j2 >make.log 2>&1) ||
+            { echo "bench-compare.sh: the build of $old failed: $top/build/make.log" >&2; exit 1; }
+    fi
 
-out=$(mktemp -d "${TMPDIR:-/tmp}/bench-compare.XXXXXX")
-echo "bench-compare.sh: old $old_bench, new $new_bench, $rounds rounds, results in $out" >&2
-r=1
-while [ "$r" -le "$rounds" ]; do
-    # Odd rounds run the old build first, even rounds the new one: neither always gets the
-    # warmer (or the colder) host.
-    if [ $((r % 2)) -eq 1 ]; then order="old new"; else order="new old"; fi
-    for b in $only; do
-        for side in $order; do
-            if [ "$side" = old ]; then exe=$old_bench; else exe=$new_bench; fi
-            f=$out/$b.$side.$r.json
-            # Each build its own cache (binaries, learned weights, cost model): the model
-            # files of two versions must not teach each other.
-            set -- env CLFLEET_CACHE_DIR="$out/cache.$side" nice -n 10 "$exe" "$b" $quick --json
-            if [ "$b" = pipeline ] && [ -z "${POCL_DEVICES:-}" ]; then
-                set -- env POCL_DEVICES="pthread pthread pthread" "$@"
-            fi
-            "$@" >"$f" 2>"$f.err" ||
-                echo "bench-compare.sh: $side $b round $r failed (see $f.err)" >&2
+    out=$(mktemp -d "${TMPDIR:-/tmp}/bench-compare.XXXXXX")
+    echo "bench-compare.sh: old $old_bench, new $new_bench, $rounds rounds, results in $out" >&2
+    r=1
+    while [ "$r" -le "$rounds" ]; do
+        # Odd rounds run the old build first, even rounds the new one: neither always gets the
+        # warmer (or the colder) host.
+        if [ $((r % 2)) -eq 1 ]; then order="old new"; else order="new old"; fi
+        for b in $only; do
+            for side in $order; do
+                if [ "$side" = old ]; then exe=$old_bench; else exe=$new_bench; fi
+                f=$out/$b.$side.$r.json
+                # Each build its own cache (binaries, learned weights, cost model): the model
+                # files of two versions must not teach each other.
+                set -- env CLFLEET_CACHE_DIR="$out/cache.$side" nice -n 10 "$exe" "$b" $quick --json
+                if [ "$b" = pipeline ] && [ -z "${POCL_DEVICES:-}" ]; then
+                    set -- env POCL_DEVICES="pthread pthread pthread" "$@"
+                fi
+                "$@" >"$f" 2>"$f.err" ||
+                    echo "bench-compare.sh: $side $b round $r failed (see $f.err)" >&2
+            done
         done
+        r=$((r + 1))
     done
-    r=$((r + 1))
-done
+fi
 
 python3 - "$out" $only <<'EOF'
 import glob, json, os, statistics, sys
@@ -119,17 +128,31 @@ def flat(bench, j):
             f["gemm %ddev %s%s median_s" % (x["devices"], x["strategy"], tag)] = \
                 (x["median_s"], 1)
     elif bench == "overhead":
+        # Also over raw OpenCL in the same run: the two builds' benches set raw up their own
+        # ways (its median moved 1.4-1.7x between them in one round).
         for k in j.get("kernels", []):
+            raw = [v["us_per_launch"] for v in k.get("variants", []) if v["variant"] == "raw"]
             for v in k.get("variants", []):
                 key = "overhead %s %s us/launch" % (k["kernel"], v["variant"])
                 f[key] = (v["us_per_launch"], 1)
+                if raw and raw[0] > 0 and v["variant"] != "raw":
+                    f["overhead %s %s / raw" % (k["kernel"], v["variant"])] = \
+                        (v["us_per_launch"] / raw[0], 1)
     elif bench == "stencil":
         for x in j.get("forms", []):
             f["stencil %s step_s" % x["form"]] = (x["step_s"], 1)
     elif bench == "pipeline":
-        for k in ("serial_batches_per_s", "pipelined_batches_per_s"):
-            if k in j:
-                f["pipeline %s" % k] = (j[k], 0)
+        # Each build calibrates a batch's iterations to a target time by its own busy-time
+        # figures (the new build gave 89-95 where the old gave 76-79): batches per second
+        # times iterations is the work rate both can be compared on.
+        it = [x.get("iterations", 0) for x in j.get("stage_reports", [])]
+        it = max(it) if it else 0
+        for k in ("serial", "pipelined"):
+            v = j.get("%s_batches_per_s" % k)
+            if v is not None and it > 0:
+                f["pipeline %s iterations/s" % k] = (v * it, 0)
+        if "ratio_to_ideal" in j:
+            f["pipeline ratio to ideal"] = (j["ratio_to_ideal"], 0)
     return f
 
 print("%-46s %12s %12s %8s  %s" % ("figure (median of rounds)", "old", "new", "new/old", "better"))
