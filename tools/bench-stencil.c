@@ -19,7 +19,8 @@
  * to BALANCE_WARMUP_MAX until a first one), so that the parts are measured and moved
  * before the timing (the steady state is timed; the moves are not).
  *
- * The three results are compared bit for bit (same arithmetic in the same order), and with
+ * The forms' repetitions are interleaved (measure()), so that the host's drift falls on all
+ * of them alike. The three results are compared bit for bit (same arithmetic in the same order), and with
  * a plain C loop when the grid is small. The devices are those of --devices, else
  * $CLFLEET_DEVICES, else the library's default; CPU devices are split into sub-devices of
  * one compute unit when there are fewer than 2; one device that cannot be split runs alone.
@@ -272,76 +273,99 @@ static clf_status run_resident(bench *b, int exchange, double *secs, float *out)
     return st;
 }
 
-static clf_status run_form(bench *b, int form)
+/* One run of a form (FORM_ONE: on device dev alone) into out, its time per step in *secs. */
+static clf_status run_any(bench *b, int form, size_t dev, double *secs, float *out)
 {
-    double t[CLF_BENCH_MAX_REPS];
-    uint64_t c0[3], c1[3];
-    /* A short untimed run first: builds (the array variant), PoCL's kernel compilations for
-     * each work-group size and offset, buffers. */
-    size_t steps = b->steps;
-    b->steps = 2;
-    clf_status st = form == FORM_ONE    ? run_one(b, &t[0], b->res[form])
-                    : form == FORM_HOST ? run_host(b, &t[0], b->res[form])
-                                        : run_resident(b, form == FORM_RESIDENT, &t[0],
-                                                       b->res[form]);
-    b->steps = steps;
-    double busy0, busy1, timed = 0;
-    counters(b, c0, &busy0);
-    for (unsigned r = 0; r < b->opt.reps && st == CLF_SUCCESS; r++) {
-        if (form == FORM_ONE)
-            st = run_one(b, &t[r], b->res[form]);
-        else if (form == FORM_HOST)
-            st = run_host(b, &t[r], b->res[form]);
-        else
-            st = run_resident(b, form == FORM_RESIDENT, &t[r], b->res[form]);
-    }
-    counters(b, c1, &busy1);
-    if (st != CLF_SUCCESS)
-        return st;
-    for (unsigned r = 0; r < b->opt.reps; r++)
-        timed += t[r] * (double)b->steps;
-    b->f[form].util = (busy1 - busy0) / (timed * (double)(form == FORM_ONE ? 1 : b->ndev));
-    b->f[form].step_s = clf_bench_median(t, b->opt.reps);
-    b->f[form].to_dev = (c1[0] - c0[0]) / b->opt.reps;
-    b->f[form].from_dev = (c1[1] - c0[1]) / b->opt.reps;
-    b->f[form].peer = (c1[2] - c0[2]) / b->opt.reps;
-    return CLF_SUCCESS;
+    b->one_dev = dev;
+    return form == FORM_ONE    ? run_one(b, secs, out)
+           : form == FORM_HOST ? run_host(b, secs, out)
+                               : run_resident(b, form == FORM_RESIDENT, secs, out);
 }
 
-/* (a) on each kind of device alone; the fastest one's figures are (a)'s. */
-static clf_status run_alone(bench *b)
+/* What is timed: each kind of device alone (FORM_ONE), then the fleet's forms. */
+typedef struct slot {
+    int form;
+    size_t dev;                     /* FORM_ONE's device */
+    double t[CLF_BENCH_MAX_REPS];   /* seconds per step of each repetition */
+    uint64_t bytes[3];              /* to, from and between devices, over the repetitions */
+    double busy;                    /* kernel seconds over the repetitions */
+} slot;
+
+/*
+ * Every slot's repetitions interleaved: repetition r runs each slot once, starting from slot
+ * r (mod their number), so that a drift of the host's speed (a shared, noisy machine) falls
+ * on every form alike and the ratios between them stay steady; timing one form's repetitions
+ * after another's once measured a 2:1 pair's resident Jacobi at 1.23x and 1.39x the fastest
+ * device alone in two runs, the base moving by 13 %. Each slot first takes a short untimed
+ * run: builds (the array variant), PoCL's kernel compilations for each work-group size and
+ * offset, buffers. The fastest device alone is the base, and its result (a), run again if
+ * another device ran last, is the one the forms are compared with.
+ */
+static clf_status measure(bench *b, int *failed)
 {
-    figures best = b->f[FORM_ONE];
-    float *keep = malloc(b->w * b->h * sizeof(float));
-    if (!keep)
-        return CLF_ERROR_OUT_OF_HOST_MEMORY;
+    slot *sl = calloc(MAX_DEV + NFORM, sizeof *sl);
+    size_t n = 0;
+    clf_status st = sl ? CLF_SUCCESS : CLF_ERROR_OUT_OF_HOST_MEMORY;
     b->nalone = 0;
-    for (size_t i = 0; i < b->ndev && b->nalone < MAX_DEV; i++) {
+    for (size_t i = 0; sl && i < b->ndev && b->nalone < MAX_DEV; i++) {
         size_t k = 0;
         while (k < b->nalone && !clf_bench_same_kind(b->fl, b->alone[k], i))
             k++;
-        if (k == b->nalone)
+        if (k == b->nalone) {
             b->alone[b->nalone++] = i;
+            sl[n++] = (slot){.form = FORM_ONE, .dev = i};
+        }
+    }
+    for (int k = FORM_HOST; sl && k < NFORM; k++)
+        sl[n++] = (slot){.form = k};
+    size_t steps = b->steps;
+    b->steps = 2;
+    for (size_t i = 0; i < n && st == CLF_SUCCESS; i++)
+        if ((st = run_any(b, sl[i].form, sl[i].dev, &sl[i].t[0], b->res[sl[i].form])) !=
+            CLF_SUCCESS)
+            *failed = sl[i].form;
+    b->steps = steps;
+    for (unsigned r = 0; r < b->opt.reps && st == CLF_SUCCESS; r++) {
+        for (size_t j = 0; j < n && st == CLF_SUCCESS; j++) {
+            slot *x = &sl[(r + j) % n];
+            uint64_t c0[3], c1[3];
+            double busy0, busy1;
+            counters(b, c0, &busy0);
+            if ((st = run_any(b, x->form, x->dev, &x->t[r], b->res[x->form])) != CLF_SUCCESS)
+                *failed = x->form;
+            counters(b, c1, &busy1);
+            for (int q = 0; q < 3; q++)
+                x->bytes[q] += c1[q] - c0[q];
+            x->busy += busy1 - busy0;
+        }
     }
     b->base = 0;
-    for (size_t k = 0; k < b->nalone; k++) {
-        b->one_dev = b->alone[k];
-        clf_status st = run_form(b, FORM_ONE);
-        if (st != CLF_SUCCESS) {
-            free(keep);
-            return st;
+    for (size_t i = 0; i < n && st == CLF_SUCCESS; i++) {
+        double timed = 0;
+        for (unsigned r = 0; r < b->opt.reps; r++)
+            timed += sl[i].t[r] * (double)b->steps;
+        figures f = {.step_s = clf_bench_median(sl[i].t, b->opt.reps),
+                     .to_dev = sl[i].bytes[0] / b->opt.reps,
+                     .from_dev = sl[i].bytes[1] / b->opt.reps,
+                     .peer = sl[i].bytes[2] / b->opt.reps};
+        f.util = sl[i].busy / (timed * (double)(sl[i].form == FORM_ONE ? 1 : b->ndev));
+        if (sl[i].form != FORM_ONE) {
+            b->f[sl[i].form] = f;
+            continue;
         }
-        b->alone_s[k] = b->f[FORM_ONE].step_s;
-        if (k == 0 || b->alone_s[k] < b->alone_s[b->base]) {
-            b->base = k;
-            best = b->f[FORM_ONE];
-            memcpy(keep, b->res[FORM_ONE], b->w * b->h * sizeof(float));
+        b->alone_s[i] = f.step_s; /* the alone slots come first, in b->alone's order */
+        if (i == 0 || f.step_s < b->alone_s[b->base]) {
+            b->base = i;
+            b->f[FORM_ONE] = f;
         }
     }
-    b->f[FORM_ONE] = best;
-    memcpy(b->res[FORM_ONE], keep, b->w * b->h * sizeof(float));
-    free(keep);
-    return CLF_SUCCESS;
+    /* (a)'s result from the base: the last repetition's last alone slot may be another. */
+    double ignored;
+    if (st == CLF_SUCCESS && b->nalone > 1 &&
+        (st = run_any(b, FORM_ONE, b->alone[b->base], &ignored, b->res[FORM_ONE])) != CLF_SUCCESS)
+        *failed = FORM_ONE;
+    free(sl);
+    return st;
 }
 
 /* A device's name, or "?". */
@@ -459,9 +483,9 @@ int clf_bench_stencil(int argc, char **argv)
         rc = clf_bench_fail("stencil", "build", st);
         goto out;
     }
-    for (int k = 0; k < NFORM && !rc; k++)
-        if ((st = k == FORM_ONE ? run_alone(&b) : run_form(&b, k)) != CLF_SUCCESS)
-            rc = clf_bench_fail("stencil", FORM_NAMES[k], st);
+    int failed = FORM_ONE;
+    if ((st = measure(&b, &failed)) != CLF_SUCCESS)
+        rc = clf_bench_fail("stencil", FORM_NAMES[failed], st);
     if (!rc && (memcmp(b.res[FORM_ONE], b.res[FORM_HOST], n * sizeof(float)) ||
                 memcmp(b.res[FORM_ONE], b.res[FORM_RESIDENT], n * sizeof(float)) ||
                 (n <= 1024 * 1024 &&
