@@ -20,8 +20,8 @@
  * before the timing (the steady state is timed; the moves are not).
  *
  * The forms' repetitions are interleaved (measure()), so that the host's drift falls on all
- * of them alike. The three results are compared bit for bit (same arithmetic in the same order), and with
- * a plain C loop when the grid is small. The devices are those of --devices, else
+ * of them alike. The three results are compared bit for bit (same arithmetic in the same
+ * order), and with a plain C loop when the grid is small. The devices are those of --devices, else
  * $CLFLEET_DEVICES, else the library's default; CPU devices are split into sub-devices of
  * one compute unit when there are fewer than 2; one device that cannot be split runs alone.
  */
