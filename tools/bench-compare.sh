@@ -8,8 +8,9 @@
 # alternately (old, new, new, old, ...: same machine, same moment, each pair shares whatever
 # load the host has), and prints one line per figure: the median over the rounds of each
 # build and new/old. Times (seconds, microseconds) are better lower, rates (GB/s) higher:
-# the last column says which way is better. `overhead ... raw` is plain OpenCL, the same code
-# in both builds: its ratio shows how far the host's noise alone moves a figure. The pipeline
+# the last column says which way is better. `overhead ... raw` is plain OpenCL, but each
+# build's bench sets it up its own way (since 7dafbdf on the fastest device by measurement):
+# compare `overhead ... / raw`, each variant over raw in the same run. The pipeline
 # needs 3 devices: it runs with POCL_DEVICES="pthread pthread pthread" unless POCL_DEVICES is set.
 # Each build has its own CLFLEET_CACHE_DIR under the results folder.
 #
