@@ -128,21 +128,16 @@ int clf__perf_text_parse(char *line, char **kernel, char **device, double *s, un
     if (strcmp(f[0], "v2") == 0) {
         if (parse_v2(f, nf, s, n, ch, nc) != 0)
             return -1;
-        goto keys;
-    }
-    if (nf < 5 || strcmp(f[0], "v1") != 0)
-        return -1;
-    const char *d = f[3];
-    if (*d < '1' || *d > '9' || d[1] != '\0' || (unsigned)(*d - '0') > CLF__PERF_WINDOW)
-        return -1;
-    unsigned cnt = (unsigned)(*d - '0');
-    if (nf != 4 + cnt)
-        return -1;
-    for (unsigned i = 0; i < cnt; i++)
-        if (parse_positive(f[4 + i], &s[i]) != 0)
+    } else {
+        /* v1: 1 to CLF__PERF_WINDOW launch samples, no chunks. */
+        int cnt = nf >= 5 && strcmp(f[0], "v1") == 0 ? parse_count(f[3], CLF__PERF_WINDOW) : -1;
+        if (cnt < 1 || nf != 4 + (size_t)cnt)
             return -1;
-    *n = cnt;
-keys:
+        for (int i = 0; i < cnt; i++)
+            if (parse_positive(f[4 + i], &s[i]) != 0)
+                return -1;
+        *n = (unsigned)cnt;
+    }
     if (unescape(f[1]) != 0 || unescape(f[2]) != 0)
         return -1;
     *kernel = f[1];
