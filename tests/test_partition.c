@@ -2087,6 +2087,61 @@ START_TEST(test_pool_unsure)
 }
 END_TEST
 
+/*
+ * Guessed weights on uneven units: the same pair (device 1 50x slower) under GUIDED, whose
+ * units cost 0.05 in the range's first 64 and 1 after (a Mandelbrot's empty top rows, then
+ * the set). Each device's first taste is at most a 64th of the range per device (8 units,
+ * where a quarter of GUIDED's want is 112); device 1's, of cheap units, makes it look
+ * less than 50x slower beside device 0's mean over units of mixed cost. Judged beside
+ * device 0's chunk nearest its own (cheap too), and taking half of what that allows, it
+ * ends no later than device 0 alone would, give or take its last unit. Judged by the
+ * means alone, it ended at 9.07 s, 9.4x device 0 alone.
+ */
+static double unsure_cost(uint64_t off, uint64_t len)
+{
+    double c = 0;
+    for (uint64_t x = off; x < off + len; x++)
+        c += x < 64 ? 0.05 : 1.0;
+    return c;
+}
+
+START_TEST(test_pool_unsure_uneven)
+{
+    enum { TOTAL = 1024 };
+    double w[2] = {1.0, 1.0}, rate[2] = {1000, 20}; /* cost per second */
+    clf__part_params prm = {.guided_k = 1, .unsure = 1};
+    clf__part *p;
+    ck_assert_int_eq(clf__part_create(&p, CLF__PART_GUIDED, TOTAL, 1, 2, w, NULL, &prm),
+                     CLF_SUCCESS);
+    double t[2] = {0, 0}, alone = unsure_cost(0, TOTAL) / rate[0];
+    int done[2] = {0, 0};
+    uint64_t off, len, covered = 0, first[2] = {0, 0};
+    while (!done[0] || !done[1]) {
+        /* Simulated time: the device free first asks next; device 1 first. */
+        size_t d = done[0] ? 1 : done[1] ? 0 : t[1] <= t[0];
+        if (!clf__part_next(p, d, &off, &len)) {
+            done[d] = 1;
+            continue;
+        }
+        if (!first[d])
+            first[d] = len;
+        covered += len;
+        double s = unsure_cost(off, len) / rate[d];
+        t[d] += s;
+        clf__part_measured(p, d, off, len, s);
+        ck_assert_int_eq(clf__part_complete(p, len), CLF_SUCCESS);
+    }
+    ck_assert_uint_eq(first[0], 8);
+    ck_assert_uint_eq(first[1], 8);
+    ck_assert_uint_eq(covered, TOTAL);
+    /* Give or take device 1's last unit (0.05 s): equal guesses never stand aside. */
+    ck_assert_msg(t[1] <= alone + 0.05 && t[0] <= alone,
+                  "device 1 ends at %g s, device 0 at %g s, device 0 alone %g s", t[1], t[0],
+                  alone);
+    clf__part_destroy(p);
+}
+END_TEST
+
 /* The true part of the range's work in [off, off + len) by wp_density(). */
 static double wp_true_share(uint64_t total, uint64_t off, uint64_t len)
 {
@@ -2470,6 +2525,7 @@ static Suite *partition_suite(void)
     tcase_add_test(tc, test_wprof_share);
     tcase_add_test(tc, test_pool_density);
     tcase_add_test(tc, test_pool_unsure);
+    tcase_add_test(tc, test_pool_unsure_uneven);
     tcase_add_test(tc, test_wprof_outlier);
     suite_add_tcase(s, tc);
     TCase *pm = tcase_create("perfmodel");

@@ -148,6 +148,31 @@ static uint64_t front_units(const clf__part *p, long double x)
     return x > 0 ? p->pool_units : units;
 }
 
+/* Device d's speed over device f's on comparable units: d's last chunk measured (in the
+ * log), against f's measured chunk nearest to it in the range; 0 when either is unknown. Both
+ * cut their chunks from the pool's front, so f's neighbours of d's chunk are recent. */
+static double near_ratio(const clf__part *p, size_t d, size_t f)
+{
+    size_t n = p->nlog < CLF__PART_LOG ? p->nlog : CLF__PART_LOG;
+    const part_meas *md = NULL, *mf = NULL;
+    for (size_t k = 0; k < n && !md; k++) { /* newest first */
+        const part_meas *m = &p->log[(p->nlog - 1 - k) % CLF__PART_LOG];
+        md = m->dev == d ? m : NULL;
+    }
+    if (!md)
+        return 0;
+    long double c = (long double)md->off + (long double)md->len / 2, best = 0;
+    for (size_t k = 0; k < n; k++) {
+        const part_meas *m = &p->log[k];
+        long double dist = fabsl((long double)m->off + (long double)m->len / 2 - c);
+        if (m->dev == f && (!mf || dist < best)) {
+            mf = m;
+            best = dist;
+        }
+    }
+    return mf && mf->rate > 0 ? md->rate / mf->rate : 0;
+}
+
 /* clf__part_pool_limit() before the "only one device left" rule: d's fair share, 0 to stand
  * aside. With a density, in work: d's part of the pool's work, and its least chunk's work,
  * are those of the units at the pool's front, where its chunk is cut. */
@@ -177,14 +202,28 @@ static uint64_t fair_limit(const clf__part *p, size_t d)
         /* Guessed weights: by the speeds measured in this launch, no more than d finishes
          * before the fastest device measured would finish the whole pool. Who never stands
          * aside stays the fastest by weight (a device measured fastest may be waiting,
-         * having stood aside before the speeds changed: the pool would be left to no one). */
+         * having stood aside before the speeds changed: the pool would be left to no one).
+         * A slower d's speed is its mean over the fastest's mean, or over the fastest's
+         * speed on the units nearest d's last chunk when that says slower (near_ratio()),
+         * and it takes half of that: without a work profile the units' costs are unknown,
+         * and a speed measured on one small chunk can be 2x off. On a fresh fleet's first
+         * Mandelbrot, a 50x slower device measured on the image's empty top rows looked 27x
+         * slower beside the fast device's mean over costlier rows, took 8 rows of the set's
+         * middle and ended at 2.4x the fast device alone. */
         double rd = p->dev[d].live_units / p->dev[d].live_s, rmax = rd;
+        size_t f = d;
         for (size_t j = 0; j < p->ndev; j++)
             if (p->dev[j].eligible && !p->dev[j].retired && p->dev[j].live_s > 0 &&
-                p->dev[j].live_units / p->dev[j].live_s > rmax)
+                p->dev[j].live_units / p->dev[j].live_s > rmax) {
                 rmax = p->dev[j].live_units / p->dev[j].live_s;
-        long double cap = pool * (long double)(rd / rmax);
-        x = cap < x ? cap : x;
+                f = j;
+            }
+        if (f != d) {
+            double ratio = rd / rmax, near = near_ratio(p, d, f);
+            ratio = near > 0 && near < ratio ? near : ratio;
+            long double cap = pool * (long double)ratio / 2;
+            x = cap < x ? cap : x;
+        }
     }
     if (x < least_work && !clf__part_fastest_active(p, d))
         return 0;

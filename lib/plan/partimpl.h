@@ -36,6 +36,15 @@ typedef struct part_dev {
     int retired;
 } part_dev;
 
+/* A chunk measured in this launch (clf__part_measured()), for the guessed weights' rule
+ * (partcost.c): a slower device's speed beside the fastest's on the units nearest its own. */
+#define CLF__PART_LOG 32
+typedef struct part_meas {
+    size_t dev;
+    uint64_t off, len;
+    double rate; /* work per second */
+} part_meas;
+
 typedef struct part_ops part_ops;
 
 struct clf__part {
@@ -58,6 +67,8 @@ struct clf__part {
     long double guided_k;
     int dense;                        /* density holds the work density (params.density) */
     int unsure;                       /* params.unsure */
+    part_meas log[CLF__PART_LOG];     /* unsure: the chunks measured last, a ring */
+    size_t nlog;                      /* chunks logged (the next slot: nlog % CLF__PART_LOG) */
     double density[CLF__WPROF_BINS];
 };
 

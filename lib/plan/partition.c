@@ -482,10 +482,15 @@ static int take_pool(clf__part *p, size_t d, uint64_t *off, uint64_t *len)
         want = floor;
     if (p->unsure && !alone && !p->dev[d].measured) {
         /* Its speed is a guess: a first taste, and no second chunk before it is measured
-         * (clf__part_params.unsure). */
+         * (clf__part_params.unsure). A quarter of its want, and at most a 64th of the
+         * range per device: GUIDED's first want is a quarter of the range on a pair, and a
+         * 50x slower device's quarter of that, of costly units, would end long after the
+         * fast device alone. */
         if (p->dev[d].taken)
             return 0;
-        want = want / 4 > p->gran ? want / 4 : p->gran;
+        uint64_t most = p->total / (64 * (uint64_t)p->ndev);
+        want = want / 4 < most ? want / 4 : most;
+        want = want > p->gran ? want : p->gran;
     }
     if (want > limit)
         want = limit;
@@ -647,9 +652,11 @@ void clf__part_measured(clf__part *p, size_t dev, uint64_t off, uint64_t len, do
     pthread_mutex_lock(&p->lock);
     p->dev[dev].measured = 1;
     if (seconds > 0 && isfinite(seconds) && off < p->total && len <= p->total - off) {
-        p->dev[dev].live_units +=
-            (double)clf__wprof_work(p->dense ? p->density : NULL, p->total, off, len);
+        double work = (double)clf__wprof_work(p->dense ? p->density : NULL, p->total, off, len);
+        p->dev[dev].live_units += work;
         p->dev[dev].live_s += seconds;
+        if (p->unsure && len > 0)
+            p->log[p->nlog++ % CLF__PART_LOG] = (part_meas){dev, off, len, work / seconds};
     }
     pthread_mutex_unlock(&p->lock);
 }

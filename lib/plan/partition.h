@@ -111,10 +111,13 @@ typedef struct clf__part_params {
     const double *density;
     /* The pooled strategies: the weights are guesses (no cost model has measured every
      * device: compute units x clock). Each device's first chunk is a quarter of what it
-     * wants, it takes no second one before the first is measured (clf__part_measured()),
-     * and then no chunk that it would finish after the fastest device measured so far
-     * would finish the whole pool: a fresh fleet's 50x slower device took 96 Mandelbrot
-     * rows by equal guesses, 2.1 s against 0.2 s for the fast device alone (issue 27). */
+     * wants (at most a 64th of the range per device), it takes no second one before the
+     * first is measured (clf__part_measured()), and then no chunk that it would finish
+     * after the fastest device measured so far would finish the whole pool: a fresh
+     * fleet's 50x slower device took 96 Mandelbrot rows by equal guesses, 2.1 s against
+     * 0.2 s for the fast device alone (issue 27). A slower device's speed is also judged
+     * beside the fastest's on the units nearest its own, and it takes half of what that
+     * allows (partcost.c): units may differ in cost. */
     int unsure;
 } clf__part_params;
 
