@@ -1449,6 +1449,18 @@ static int mentions_learned(const char *reason)
     return strstr(low, "learn") != NULL;
 }
 
+/* A fleet of the suites' pair (CLFLEET_TEST_DEVICES_PAIR's, when set) whose cache directory,
+ * and so cost model, is learn_dir, with SRC built. */
+static void learn_open(env *e)
+{
+    clf_fleet_options o = CLF_FLEET_OPTIONS_INIT;
+    o.devices = test_selection(FLEET2);
+    o.cache_dir = learn_dir;
+    *e = (env){&CFGS[0], NULL, NULL};
+    ck_assert_ok(clf_fleet_create(&e->f, &o));
+    ck_assert_ok(clf_program_build_source(&e->p, e->f, SRC, NULL));
+}
+
 /* Learned weights: after a warm-up the static split says it used them, and a new fleet on
  * the same cache directory starts with them. */
 START_TEST(learned_weights)
@@ -1461,12 +1473,8 @@ START_TEST(learned_weights)
     const uint32_t seed = 11;
     clf_arg args[] = {CLF_OUT(out, N * 4, 4), CLF_SCALAR(&seed)};
     for (int process = 0; process < 2; process++) {
-        clf_fleet_options o = CLF_FLEET_OPTIONS_INIT;
-        o.devices = test_selection(FLEET2); /* CLFLEET_TEST_DEVICES_PAIR's, when set */
-        o.cache_dir = learn_dir;
-        env e = {&CFGS[0], NULL, NULL};
-        ck_assert_ok(clf_fleet_create(&e.f, &o));
-        ck_assert_ok(clf_program_build_source(&e.p, e.f, SRC, NULL));
+        env e;
+        learn_open(&e);
         for (int run = 0; run < (process ? 1 : 4); run++) {
             clf_launch_desc d = make_desc(&e, "hash32", CLF_STRATEGY_STATIC, 1, N, 1, 1);
             d.weights_mode = CLF_WEIGHTS_LEARNED;
@@ -1510,12 +1518,8 @@ static double entry_number(const char *e, const char *key)
  * too few chunks for a line. */
 static void learn_round(int round, uint32_t *out, size_t N, uint32_t seed)
 {
-    clf_fleet_options o = CLF_FLEET_OPTIONS_INIT;
-    o.devices = test_selection(FLEET2); /* CLFLEET_TEST_DEVICES_PAIR's, when set */
-    o.cache_dir = learn_dir;
-    env e = {&CFGS[0], NULL, NULL};
-    ck_assert_ok(clf_fleet_create(&e.f, &o));
-    ck_assert_ok(clf_program_build_source(&e.p, e.f, SRC, NULL));
+    env e;
+    learn_open(&e);
     double even[CLF_MAX_LAUNCH_DEVICES];
     for (size_t i = 0; i < CLF_MAX_LAUNCH_DEVICES; i++)
         even[i] = 1;
