@@ -207,9 +207,9 @@ static uint64_t fair_limit(const clf__part *p, size_t d)
          * speed on the units nearest d's last chunk when that says slower (near_ratio()),
          * and it takes half of that: without a work profile the units' costs are unknown,
          * and a speed measured on one small chunk can be 2x off. On a fresh fleet's first
-         * Mandelbrot, a 50x slower device measured on the image's empty top rows looked 27x
-         * slower beside the fast device's mean over costlier rows, took 8 rows of the set's
-         * middle and ended at 2.4x the fast device alone. */
+         * Mandelbrot, a 50x slower device measured on rows near the image's empty top
+         * looked 23x slower beside the fast device's mean over costlier rows, took 8 rows of
+         * the set's middle and ended at 2.4x the fast device alone. */
         double rd = p->dev[d].live_units / p->dev[d].live_s, rmax = rd;
         size_t f = d;
         for (size_t j = 0; j < p->ndev; j++)
