@@ -173,6 +173,18 @@ static double near_ratio(const clf__part *p, size_t d, size_t f)
     return mf && mf->rate > 0 ? md->rate / mf->rate : 0;
 }
 
+/* Device f's last chunk measured (in the log): its speed at the pool's front; 0 unknown. */
+static double front_rate(const clf__part *p, size_t f)
+{
+    size_t n = p->nlog < CLF__PART_LOG ? p->nlog : CLF__PART_LOG;
+    for (size_t k = 0; k < n; k++) { /* newest first */
+        const part_meas *m = &p->log[(p->nlog - 1 - k) % CLF__PART_LOG];
+        if (m->dev == f)
+            return m->rate;
+    }
+    return 0;
+}
+
 /* clf__part_pool_limit() before the "only one device left" rule: d's fair share, 0 to stand
  * aside. With a density, in work: d's part of the pool's work, and its least chunk's work,
  * are those of the units at the pool's front, where its chunk is cut. */
@@ -198,6 +210,7 @@ static uint64_t fair_limit(const clf__part *p, size_t d)
         least_work = clf__wprof_work(p->density, p->total, p->pool[0].lo,
                                      least < front ? least : front);
     }
+    int yield = 0; /* d may stand aside for a faster device that never has */
     if (p->unsure && p->dev[d].live_s > 0) {
         /* Guessed weights: by the speeds measured in this launch, no more than d finishes
          * before the fastest device measured would finish the whole pool. Who never stands
@@ -209,7 +222,13 @@ static uint64_t fair_limit(const clf__part *p, size_t d)
          * and a speed measured on one small chunk can be 2x off. On a fresh fleet's first
          * Mandelbrot, a 50x slower device measured on rows near the image's empty top
          * looked 23x slower beside the fast device's mean over costlier rows, took 8 rows of
-         * the set's middle and ended at 2.4x the fast device alone. */
+         * the set's middle and ended at 2.4x the fast device alone. Less again where the
+         * fastest's last chunk, at the pool's front, ran slower than its mean (the front
+         * costs more than the pool's average, where the pool's time comes from), and whole
+         * granules only: a 50x slower device's one granule of the set's middle lasts a
+         * third of the fast device's whole launch. Such a d may stand aside, when the
+         * fastest never has: that one takes the rest, which can never be left to no one
+         * (the fastest of those that never stood aside never stands aside). */
         double rd = p->dev[d].live_units / p->dev[d].live_s, rmax = rd;
         size_t f = d;
         for (size_t j = 0; j < p->ndev; j++)
@@ -219,13 +238,18 @@ static uint64_t fair_limit(const clf__part *p, size_t d)
                 f = j;
             }
         if (f != d) {
-            double ratio = rd / rmax, near = near_ratio(p, d, f);
+            double ratio = rd / rmax, near = near_ratio(p, d, f), front = front_rate(p, f);
             ratio = near > 0 && near < ratio ? near : ratio;
+            if (front > 0 && front < rmax)
+                ratio *= front / rmax;
             long double cap = pool * (long double)ratio / 2;
             x = cap < x ? cap : x;
+            if (least_work > 0)
+                x = floorl(x / least_work) * least_work;
+            yield = !p->dev[f].refused;
         }
     }
-    if (x < least_work && !clf__part_fastest_active(p, d))
+    if (x < least_work && (yield || !clf__part_fastest_active(p, d)))
         return 0;
     uint64_t fair = front_units(p, x);
     /* The fastest device takes a chunk worth its fixed cost even past its share: halving

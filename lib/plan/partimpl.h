@@ -32,6 +32,7 @@ typedef struct part_dev {
     unsigned taken;     /* pooled chunks taken so far (DYNAMIC's varied sizes) */
     double live_units, live_s; /* measured in this launch (clf__part_measured()): work, s */
     int measured;              /* a chunk of it has been measured in this launch */
+    int refused;               /* it stood aside while the pool held work (take_pool()) */
     int eligible;
     int retired;
 } part_dev;

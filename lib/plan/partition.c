@@ -474,8 +474,10 @@ static int take_pool(clf__part *p, size_t d, uint64_t *off, uint64_t *len)
         return 0;
     int alone;
     uint64_t limit = clf__part_pool_limit(p, d, &alone);
-    if (limit == 0)
+    if (limit == 0) {
+        p->dev[d].refused = 1;
         return 0;
+    }
     uint64_t want = alone ? limit : p->ops->pool_want(p, d);
     uint64_t floor = clf__part_timed_floor(p, d); /* no chunk the fixed cost eats */
     if (want < floor)

@@ -116,8 +116,9 @@ typedef struct clf__part_params {
      * after the fastest device measured so far would finish the whole pool: a fresh
      * fleet's 50x slower device took 96 Mandelbrot rows by equal guesses, 2.1 s against
      * 0.2 s for the fast device alone (issue 27). A slower device's speed is also judged
-     * beside the fastest's on the units nearest its own, and it takes half of what that
-     * allows (partcost.c): units may differ in cost. */
+     * beside the fastest's on the units nearest its own and at the pool's front, and it
+     * takes half of what that allows in whole granules, or stands aside for the fastest
+     * (partcost.c): units may differ in cost. */
     int unsure;
 } clf__part_params;
 
