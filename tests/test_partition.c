@@ -2105,39 +2105,55 @@ static double unsure_cost(uint64_t off, uint64_t len)
     return c;
 }
 
-START_TEST(test_pool_unsure_uneven)
+/* A GUIDED launch on guessed weights w of devices of the given rates (cost per second) in
+ * simulated time, as the workers run: each device holds one chunk at a time; when one ends,
+ * its device and every idle one ask again (device 1 first at the start). Each device's end
+ * and first chunk; returns the units covered (short of TOTAL: the rest was left to no one). */
+static uint64_t unsure_run(const double *w, const double *rate, double *end, uint64_t *first)
 {
     enum { TOTAL = 1024 };
-    double w[2] = {1.0, 1.0}, rate[2] = {1000, 20}; /* cost per second */
     clf__part_params prm = {.guided_k = 1, .unsure = 1};
     clf__part *p;
     ck_assert_int_eq(clf__part_create(&p, CLF__PART_GUIDED, TOTAL, 1, 2, w, NULL, &prm),
                      CLF_SUCCESS);
-    double t[2] = {0, 0}, alone = unsure_cost(0, TOTAL) / rate[0];
-    int done[2] = {0, 0};
-    uint64_t off, len, covered = 0, first[2] = {0, 0};
-    while (!done[0] || !done[1]) {
-        /* Simulated time: the device free first asks next; device 1 first. */
-        size_t d = done[0] ? 1 : done[1] ? 0 : t[1] <= t[0];
-        if (!clf__part_next(p, d, &off, &len)) {
-            done[d] = 1;
-            continue;
+    double now = 0, fin[2] = {0, 0};
+    uint64_t off[2], len[2], covered = 0;
+    int busy[2] = {0, 0};
+    end[0] = end[1] = 0;
+    first[0] = first[1] = 0;
+    for (;;) {
+        for (size_t k = 0; k < 2; k++) {
+            size_t d = 1 - k;
+            if (busy[d] || !clf__part_next(p, d, &off[d], &len[d]))
+                continue;
+            busy[d] = 1;
+            first[d] = first[d] ? first[d] : len[d];
+            covered += len[d];
+            fin[d] = now + unsure_cost(off[d], len[d]) / rate[d];
         }
-        if (!first[d])
-            first[d] = len;
-        covered += len;
-        double s = unsure_cost(off, len) / rate[d];
-        t[d] += s;
-        clf__part_measured(p, d, off, len, s);
-        ck_assert_int_eq(clf__part_complete(p, len), CLF_SUCCESS);
+        if (!busy[0] && !busy[1])
+            break;
+        size_t d = !busy[0] || (busy[1] && fin[1] < fin[0]);
+        now = end[d] = fin[d];
+        busy[d] = 0;
+        clf__part_measured(p, d, off[d], len[d], unsure_cost(off[d], len[d]) / rate[d]);
+        ck_assert_int_eq(clf__part_complete(p, len[d]), CLF_SUCCESS);
     }
+    clf__part_destroy(p);
+    return covered;
+}
+
+START_TEST(test_pool_unsure_uneven)
+{
+    double w[2] = {1.0, 1.0}, rate[2] = {1000, 20}, end[2];
+    double alone = unsure_cost(0, 1024) / rate[0];
+    uint64_t first[2];
+    ck_assert_uint_eq(unsure_run(w, rate, end, first), 1024);
     ck_assert_uint_eq(first[0], 8);
     ck_assert_uint_eq(first[1], 8);
-    ck_assert_uint_eq(covered, TOTAL);
-    ck_assert_msg(t[1] <= alone && t[0] <= alone,
-                  "device 1 ends at %g s, device 0 at %g s, device 0 alone %g s", t[1], t[0],
+    ck_assert_msg(end[1] <= alone && end[0] <= alone,
+                  "device 1 ends at %g s, device 0 at %g s, device 0 alone %g s", end[1], end[0],
                   alone);
-    clf__part_destroy(p);
 }
 END_TEST
 

@@ -118,7 +118,7 @@ typedef struct clf__part_params {
      * 0.2 s for the fast device alone (issue 27). A slower device's speed is also judged
      * beside the fastest's on the units nearest its own and at the pool's front, and it
      * takes half of what that allows in whole granules, or stands aside for the fastest
-     * (partcost.c): units may differ in cost. */
+     * when that one cannot (partcost.c): units may differ in cost. */
     int unsure;
 } clf__part_params;
 
