@@ -148,19 +148,27 @@ static uint64_t front_units(const clf__part *p, long double x)
     return x > 0 ? p->pool_units : units;
 }
 
-/* Device d's speed over device f's on comparable units: d's last chunk measured (in the
- * log), against f's measured chunk nearest to it in the range; 0 when either is unknown. Both
- * cut their chunks from the pool's front, so f's neighbours of d's chunk are recent. */
-static double near_ratio(const clf__part *p, size_t d, size_t f)
+/* Device dev's last chunk measured (in the log), or NULL. */
+static const part_meas *newest(const clf__part *p, size_t dev)
 {
     size_t n = p->nlog < CLF__PART_LOG ? p->nlog : CLF__PART_LOG;
-    const part_meas *md = NULL, *mf = NULL;
-    for (size_t k = 0; k < n && !md; k++) { /* newest first */
+    for (size_t k = 0; k < n; k++) {
         const part_meas *m = &p->log[(p->nlog - 1 - k) % CLF__PART_LOG];
-        md = m->dev == d ? m : NULL;
+        if (m->dev == dev)
+            return m;
     }
+    return NULL;
+}
+
+/* Device d's speed over device f's on comparable units: d's last chunk measured, against
+ * f's measured chunk nearest to it in the range; 0 when either is unknown. Both cut their
+ * chunks from the pool's front, so f's neighbours of d's chunk are recent. */
+static double near_ratio(const clf__part *p, size_t d, size_t f)
+{
+    const part_meas *md = newest(p, d), *mf = NULL;
     if (!md)
         return 0;
+    size_t n = p->nlog < CLF__PART_LOG ? p->nlog : CLF__PART_LOG;
     long double c = (long double)md->off + (long double)md->len / 2, best = 0;
     for (size_t k = 0; k < n; k++) {
         const part_meas *m = &p->log[k];
@@ -171,18 +179,6 @@ static double near_ratio(const clf__part *p, size_t d, size_t f)
         }
     }
     return mf && mf->rate > 0 ? md->rate / mf->rate : 0;
-}
-
-/* Device f's last chunk measured (in the log): its speed at the pool's front; 0 unknown. */
-static double front_rate(const clf__part *p, size_t f)
-{
-    size_t n = p->nlog < CLF__PART_LOG ? p->nlog : CLF__PART_LOG;
-    for (size_t k = 0; k < n; k++) { /* newest first */
-        const part_meas *m = &p->log[(p->nlog - 1 - k) % CLF__PART_LOG];
-        if (m->dev == f)
-            return m->rate;
-    }
-    return 0;
 }
 
 /* clf__part_pool_limit() before the "only one device left" rule: d's fair share, 0 to stand
@@ -242,7 +238,8 @@ static uint64_t fair_limit(const clf__part *p, size_t d)
                 f = j;
             }
         if (f != d) {
-            double ratio = rd / rmax, near = near_ratio(p, d, f), front = front_rate(p, f);
+            const part_meas *last = newest(p, f); /* f's speed at the pool's front */
+            double ratio = rd / rmax, near = near_ratio(p, d, f), front = last ? last->rate : 0;
             ratio = near > 0 && near < ratio ? near : ratio;
             if (front > 0 && front < rmax)
                 ratio *= front / rmax;
